@@ -1,0 +1,65 @@
+import knexFactory, { type Knex } from 'knex';
+import type { Metrics } from './metrics';
+
+export type { Knex } from 'knex';
+
+export interface DatabaseOptions {
+  url: string;
+  /** The service's own schema: created if missing, holds its migrations table, first on the search path. */
+  schema: string;
+  migrationsDirectory: string;
+  applicationName: string;
+  poolMax?: number;
+  /** Server-side cap on any one statement. */
+  statementTimeoutMs?: number;
+  metrics?: Metrics;
+}
+
+export interface Database {
+  knex: Knex;
+  schema: string;
+  migrate(): Promise<{ applied: string[] }>;
+  close(): Promise<void>;
+}
+
+/** One knex instance per service, confined to the service's own schema. */
+export function createDatabase(options: DatabaseOptions): Database {
+  const statementTimeout = options.statementTimeoutMs ?? 5_000;
+  const knex = knexFactory({
+    client: 'pg',
+    connection: { connectionString: options.url, application_name: options.applicationName },
+    searchPath: [options.schema],
+    pool: {
+      min: 0,
+      max: options.poolMax ?? 10,
+      acquireTimeoutMillis: 5_000,
+      createTimeoutMillis: 3_000,
+      idleTimeoutMillis: 30_000,
+      afterCreate(connection: { query: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, c: unknown) => void) {
+        connection.query(`SET statement_timeout = ${Math.floor(statementTimeout)}`, (err) => done(err, connection));
+      },
+    },
+    migrations: {
+      directory: options.migrationsDirectory,
+      schemaName: options.schema,
+      tableName: 'knex_migrations',
+      loadExtensions: ['.js'],
+    },
+  });
+  if (options.metrics) {
+    options.metrics.registerPool(options.schema, () => {
+      const pool = knex.client.pool as { numUsed(): number; numFree(): number; numPendingAcquires(): number } | undefined;
+      return pool ? { used: pool.numUsed(), idle: pool.numFree(), pending: pool.numPendingAcquires() } : { used: 0, idle: 0, pending: 0 };
+    });
+  }
+  return {
+    knex,
+    schema: options.schema,
+    async migrate() {
+      await knex.schema.createSchemaIfNotExists(options.schema);
+      const [, applied] = (await knex.migrate.latest()) as [number, string[]];
+      return { applied };
+    },
+    close: () => knex.destroy(),
+  };
+}

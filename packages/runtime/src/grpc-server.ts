@@ -1,0 +1,145 @@
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { PROTO_ROOT } from '@mileage/proto';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { randomUUID } from 'node:crypto';
+import { isAcceptableRequestId, REQUEST_ID_METADATA_KEY, runWithContext } from './context';
+import { toAppError, toStatusObject } from './errors';
+import type { Logger } from './logger';
+import type { Metrics } from './metrics';
+
+export interface CallContext {
+  metadata: grpc.Metadata;
+  /** Milliseconds left before the caller's deadline (Infinity when it set none). */
+  remainingMs(): number;
+  /** Aborted when the caller cancels or its deadline passes. */
+  signal: AbortSignal;
+}
+
+export type UnaryHandler<Req, Res> = (request: Req, ctx: CallContext) => Promise<Res>;
+
+/** The handlers of one service, written as async functions of (request, context). */
+export type Handlers<S extends grpc.UntypedServiceImplementation> = {
+  [K in keyof S as string extends K ? never : K]: S[K] extends grpc.handleUnaryCall<infer Req, infer Res> ? UnaryHandler<Req, Res> : never;
+};
+
+export interface ServiceRegistration {
+  definition: grpc.ServiceDefinition;
+  handlers: Record<string, UnaryHandler<never, unknown>>;
+}
+
+/**
+ * Adapts async handlers to grpc-js: request id and logging context, RED metrics, and error mapping
+ * (AppError → status with details; anything else → INTERNAL, logged with its stack here only).
+ */
+export function adaptService(
+  definition: grpc.ServiceDefinition,
+  handlers: Record<string, UnaryHandler<never, unknown>>,
+  deps: { logger: Logger; metrics: Metrics },
+): grpc.UntypedServiceImplementation {
+  const implementation: grpc.UntypedServiceImplementation = {};
+  for (const [key, method] of Object.entries(definition)) {
+    const handler = handlers[key];
+    if (!handler) throw new Error(`no handler for ${method.path}`);
+    const [, service = '', name = key] = /^\/([^/]+)\/([^/]+)$/.exec(method.path) ?? [];
+    const labels = { grpc_service: service, grpc_method: name };
+    const unary: grpc.handleUnaryCall<unknown, unknown> = (call, callback) => {
+      const started = process.hrtime.bigint();
+      const incomingId = call.metadata.get(REQUEST_ID_METADATA_KEY)[0];
+      const requestId = isAcceptableRequestId(incomingId) ? incomingId : randomUUID();
+      const deadline = call.getDeadline();
+      const deadlineMs = deadline instanceof Date ? deadline.getTime() : typeof deadline === 'number' ? deadline : Infinity;
+      const abort = new AbortController();
+      call.on('cancelled', () => abort.abort());
+      const finish = (code: grpc.status) => {
+        deps.metrics.grpcServerHandled.inc({ ...labels, grpc_code: grpc.status[code] ?? String(code) });
+        deps.metrics.grpcServerDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+      };
+      runWithContext({ requestId }, () => {
+        const ctx: CallContext = {
+          metadata: call.metadata,
+          remainingMs: () => deadlineMs - Date.now(),
+          signal: abort.signal,
+        };
+        (handler as UnaryHandler<unknown, unknown>)(call.request, ctx).then(
+          (response) => {
+            finish(grpc.status.OK);
+            callback(null, response);
+          },
+          (err: unknown) => {
+            const { appError, unexpected } = toAppError(err);
+            if (unexpected) deps.logger.error({ err, grpc_method: method.path }, 'handler failed');
+            finish(appError.code);
+            callback(toStatusObject(appError));
+          },
+        );
+      });
+    };
+    implementation[key] = unary;
+  }
+  return implementation;
+}
+
+export interface GrpcServerHandle {
+  server: grpc.Server;
+  port: number;
+  health: HealthImplementation;
+  /** Stops accepting calls, lets in-flight calls finish (up to timeoutMs), then forces the rest. */
+  shutdown(timeoutMs: number): Promise<void>;
+}
+
+/**
+ * Starts a gRPC server with the standard health service (grpc.health.v1), server reflection for the
+ * given proto files, and the registered services.
+ */
+export async function startGrpcServer(options: {
+  address: string;
+  services: ServiceRegistration[];
+  protoFiles: string[];
+  logger: Logger;
+  metrics: Metrics;
+}): Promise<GrpcServerHandle> {
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': 4 * 1024 * 1024,
+    'grpc.keepalive_permit_without_calls': 1,
+  });
+  const serviceNames: string[] = [];
+  for (const registration of options.services) {
+    server.addService(registration.definition, adaptService(registration.definition, registration.handlers, options));
+    const first = Object.values(registration.definition)[0];
+    if (first) serviceNames.push(first.path.split('/')[1] ?? '');
+  }
+  const health = new HealthImplementation(Object.fromEntries([['', 'SERVING'], ...serviceNames.map((n) => [n, 'SERVING'])]));
+  health.addToServer(server);
+  const packageDefinition = protoLoader.loadSync([...options.protoFiles, healthProtoPath], {
+    includeDirs: [PROTO_ROOT],
+    keepCase: true,
+  });
+  new ReflectionService(packageDefinition).addToServer(server);
+
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(options.address, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
+  });
+  options.logger.info({ address: options.address, port, services: serviceNames }, 'gRPC server listening');
+
+  return {
+    server,
+    port,
+    health,
+    shutdown: (timeoutMs) =>
+      new Promise<void>((resolve) => {
+        for (const name of ['', ...serviceNames]) health.setStatus(name, 'NOT_SERVING');
+        const timer = setTimeout(() => {
+          options.logger.warn({ timeoutMs }, 'in-flight gRPC calls did not finish in time; forcing shutdown');
+          server.forceShutdown();
+          resolve();
+        }, timeoutMs);
+        timer.unref();
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}

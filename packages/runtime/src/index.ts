@@ -1,0 +1,10 @@
+export * from './config';
+export * from './context';
+export * from './db';
+export * from './errors';
+export * from './grpc-client';
+export * from './grpc-server';
+export * from './logger';
+export * from './metrics';
+export * from './shutdown';
+export { startTracing, tracingRequested, type Tracing } from './tracing';

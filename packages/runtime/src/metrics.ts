@@ -1,0 +1,95 @@
+import * as http from 'node:http';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * One registry per process: default process metrics plus RED metrics for HTTP and gRPC and the
+ * database pool gauges. Names follow Prometheus conventions (base units, `_total` counters).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpRequestDuration = new Histogram({
+    name: 'http_server_request_duration_seconds',
+    help: 'Duration of HTTP requests handled, by method, route template and status code.',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly grpcServerHandled = new Counter({
+    name: 'grpc_server_handled_total',
+    help: 'gRPC calls completed on the server, by service, method and status code.',
+    labelNames: ['grpc_service', 'grpc_method', 'grpc_code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly grpcServerDuration = new Histogram({
+    name: 'grpc_server_handling_seconds',
+    help: 'Time to handle a gRPC call on the server, by service and method.',
+    labelNames: ['grpc_service', 'grpc_method'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly grpcClientHandled = new Counter({
+    name: 'grpc_client_handled_total',
+    help: 'gRPC calls completed by this process as a client, by service, method and status code.',
+    labelNames: ['grpc_service', 'grpc_method', 'grpc_code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly grpcClientDuration = new Histogram({
+    name: 'grpc_client_handling_seconds',
+    help: 'Time from sending a gRPC call to its completion, by service and method.',
+    labelNames: ['grpc_service', 'grpc_method'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  constructor(readonly service: string) {
+    this.registry.setDefaultLabels({ service });
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Exposes a connection pool's state as `db_pool_connections{pool,state}`, read at scrape time. */
+  registerPool(pool: string, read: () => { used: number; idle: number; pending: number }): void {
+    new Gauge({
+      name: 'db_pool_connections',
+      help: 'Database connections in the pool by state (used, idle) and callers waiting for one (pending).',
+      labelNames: ['pool', 'state'] as const,
+      registers: [this.registry],
+      collect() {
+        const s = read();
+        this.set({ pool, state: 'used' }, s.used);
+        this.set({ pool, state: 'idle' }, s.idle);
+        this.set({ pool, state: 'pending' }, s.pending);
+      },
+    });
+  }
+
+  /** Serves GET /metrics on its own port, away from the public listener. */
+  async listen(port: number, host = '127.0.0.1'): Promise<http.Server> {
+    const server = http.createServer((req, res) => {
+      if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
+        this.registry
+          .metrics()
+          .then((body) => {
+            res.writeHead(200, { 'content-type': this.registry.contentType });
+            res.end(body);
+          })
+          .catch(() => {
+            res.writeHead(500).end();
+          });
+        return;
+      }
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+    return server;
+  }
+}

@@ -1,0 +1,21 @@
+// Generated gRPC code (ts-proto, outputServices=grpc-js) re-exported per versioned package.
+import * as path from 'node:path';
+
+export * as usersV1 from '../gen/mileage/users/v1/users';
+export * as groupsV1 from '../gen/mileage/groups/v1/groups';
+export * as drivesV1 from '../gen/mileage/drives/v1/drives';
+export * as scimV1 from '../gen/mileage/scim/v1/scim';
+export * as rpcStatus from '../gen/google/rpc/status';
+export * as rpcErrorDetails from '../gen/google/rpc/error_details';
+export { Any } from '../gen/google/protobuf/any';
+
+/** Directory holding the .proto sources, for gRPC server reflection. */
+export const PROTO_ROOT = path.resolve(__dirname, '..', '..');
+
+/** Proto files of each service, relative to PROTO_ROOT. */
+export const PROTO_FILES = {
+  users: 'mileage/users/v1/users.proto',
+  groups: 'mileage/groups/v1/groups.proto',
+  drives: 'mileage/drives/v1/drives.proto',
+  scim: 'mileage/scim/v1/scim.proto',
+} as const;

@@ -1,0 +1,46 @@
+import { usersV1 } from '@mileage/proto';
+import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { MAX_BATCH, UsersRepository } from './users-repo';
+import { isUserId, validateUserInput } from './validation';
+
+export interface UsersServerDeps {
+  knex: Knex;
+}
+
+/** The UsersService handlers over the given database; process wiring lives in main.ts. */
+export function createServer(deps: UsersServerDeps): ServiceRegistration {
+  const repo = new UsersRepository(deps.knex);
+
+  const handlers: Handlers<usersV1.UsersServiceServer> = {
+    async getUser(request) {
+      requireUserId(request.id, 'id');
+      const user = await repo.get(request.id, request.includeDeleted);
+      if (!user) throw errors.notFound(`user ${request.id} not found`, 'USER_NOT_FOUND');
+      return { user };
+    },
+
+    async batchGetUsers(request) {
+      if (request.ids.length > MAX_BATCH) {
+        throw errors.invalidArgument(`at most ${MAX_BATCH} ids per call`, [{ field: 'ids', description: `at most ${MAX_BATCH}` }]);
+      }
+      request.ids.forEach((id, i) => requireUserId(id, `ids[${i}]`));
+      return { users: await repo.getMany(request.ids) };
+    },
+
+    async createUser(request) {
+      const user = validateUserInput(request.user, { idRequired: false });
+      return { user: await repo.create(user) };
+    },
+
+    async updateUser(request) {
+      const user = validateUserInput(request.user, { idRequired: true });
+      return { user: await repo.update(user, request.expectedVersion) };
+    },
+  };
+
+  return { definition: usersV1.UsersServiceService, handlers: handlers as ServiceRegistration['handlers'] };
+}
+
+function requireUserId(id: string, field: string): void {
+  if (!isUserId(id)) throw errors.invalidArgument(`${field} must be exactly 10 characters [A-Za-z0-9]`, [{ field, description: 'invalid user id' }]);
+}

@@ -1,0 +1,133 @@
+import { errors, type Knex } from '@mileage/runtime';
+import type { usersV1 } from '@mileage/proto';
+import { randomInt } from 'node:crypto';
+
+interface UserRow {
+  id: string;
+  user_name: string;
+  given_name: string;
+  family_name: string;
+  formatted_name: string | null;
+  display_name: string | null;
+  emails: usersV1.Email[];
+  active: boolean;
+  external_id: string | null;
+  timezone: string;
+  enterprise: Record<string, unknown> | null;
+  created_at: Date;
+  modified_at: Date;
+  version: string;
+  deleted_at: Date | null;
+}
+
+const COLUMNS = [
+  'id', 'user_name', 'given_name', 'family_name', 'formatted_name', 'display_name', 'emails', 'active',
+  'external_id', 'timezone', 'enterprise', 'created_at', 'modified_at', 'version', 'deleted_at',
+] as const;
+
+const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+export const MAX_BATCH = 1000;
+
+export function generateUserId(): string {
+  let id = '';
+  for (let i = 0; i < 10; i++) id += ID_ALPHABET[randomInt(ID_ALPHABET.length)];
+  return id;
+}
+
+function toUser(row: UserRow): usersV1.User {
+  return {
+    id: row.id,
+    userName: row.user_name,
+    name: { givenName: row.given_name, familyName: row.family_name, ...(row.formatted_name !== null ? { formatted: row.formatted_name } : {}) },
+    emails: row.emails.map((e) => ({ value: e.value, type: e.type ?? '', primary: Boolean(e.primary) })),
+    active: row.active,
+    ...(row.display_name !== null ? { displayName: row.display_name } : {}),
+    ...(row.external_id !== null ? { externalId: row.external_id } : {}),
+    timezone: row.timezone,
+    createTime: row.created_at.toISOString(),
+    updateTime: row.modified_at.toISOString(),
+    version: Number(row.version),
+    ...(row.deleted_at ? { deleteTime: row.deleted_at.toISOString() } : {}),
+    ...(row.enterprise ? { enterprise: row.enterprise } : {}),
+  };
+}
+
+function toColumns(user: usersV1.User) {
+  return {
+    user_name: user.userName,
+    given_name: user.name?.givenName ?? '',
+    family_name: user.name?.familyName ?? '',
+    formatted_name: user.name?.formatted ?? null,
+    display_name: user.displayName ?? null,
+    emails: JSON.stringify(user.emails.map((e) => ({ value: e.value, type: e.type, primary: e.primary }))),
+    active: user.active,
+    external_id: user.externalId ?? null,
+    timezone: user.timezone || 'UTC',
+    enterprise: user.enterprise ? JSON.stringify(user.enterprise) : null,
+  };
+}
+
+function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+}
+
+/** Data access for the `users` schema. */
+export class UsersRepository {
+  constructor(private readonly knex: Knex) {}
+
+  async get(id: string, includeDeleted = false): Promise<usersV1.User | undefined> {
+    const query = this.knex('users').select(COLUMNS).where({ id }).first();
+    if (!includeDeleted) query.whereNull('deleted_at');
+    const row = (await query) as UserRow | undefined;
+    return row ? toUser(row) : undefined;
+  }
+
+  /** The existing users among `ids`, in the order of `ids`, each once. */
+  async getMany(ids: string[]): Promise<usersV1.User[]> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return [];
+    const rows = (await this.knex('users').select(COLUMNS).whereIn('id', unique).whereNull('deleted_at')) as unknown as UserRow[];
+    const byId = new Map(rows.map((r) => [r.id.trim(), toUser(r)]));
+    return unique.flatMap((id) => byId.get(id) ?? []);
+  }
+
+  async create(user: usersV1.User): Promise<usersV1.User> {
+    const explicitId = user.id !== '';
+    for (let attempt = 0; ; attempt++) {
+      const id = explicitId ? user.id : generateUserId();
+      try {
+        const [row] = (await this.knex('users')
+          .insert({ id, ...toColumns(user) })
+          .returning(COLUMNS)) as UserRow[];
+        return toUser(row!);
+      } catch (err) {
+        if (isUniqueViolation(err, 'users_user_name_key')) throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
+        if (isUniqueViolation(err, 'users_pkey')) {
+          if (explicitId) throw errors.alreadyExists('id is already taken', 'USER_ID_TAKEN');
+          if (attempt < 5) continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  async update(user: usersV1.User, expectedVersion: number): Promise<usersV1.User> {
+    let rows: UserRow[];
+    try {
+      const query = this.knex('users')
+        .update({ ...toColumns(user), modified_at: this.knex.fn.now(), version: this.knex.raw('version + 1') })
+        .where({ id: user.id })
+        .whereNull('deleted_at')
+        .returning(COLUMNS);
+      if (expectedVersion > 0) query.andWhere('version', expectedVersion);
+      rows = (await query) as UserRow[];
+    } catch (err) {
+      if (isUniqueViolation(err, 'users_user_name_key')) throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
+      throw err;
+    }
+    if (rows[0]) return toUser(rows[0]);
+    if (await this.get(user.id)) throw errors.aborted('the user was changed by someone else (version mismatch)', 'VERSION_MISMATCH');
+    throw errors.notFound(`user ${user.id} not found`, 'USER_NOT_FOUND');
+  }
+}

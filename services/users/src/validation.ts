@@ -1,0 +1,53 @@
+import { errors, type FieldViolation } from '@mileage/runtime';
+import type { usersV1 } from '@mileage/proto';
+
+export const USER_ID_PATTERN = /^[A-Za-z0-9]{10}$/;
+const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
+const MAX_TEXT = 256;
+
+export function isUserId(value: string): boolean {
+  return USER_ID_PATTERN.test(value);
+}
+
+/** Validates the writable fields of a user; throws INVALID_ARGUMENT listing every violation. */
+export function validateUserInput(user: usersV1.User | undefined, options: { idRequired: boolean }): usersV1.User {
+  if (!user) throw errors.invalidArgument('user is required', [{ field: 'user', description: 'required' }]);
+  const violations: FieldViolation[] = [];
+  const text = (field: string, value: string | undefined, required: boolean) => {
+    if (value === undefined || value === '') {
+      if (required) violations.push({ field, description: 'required' });
+      return;
+    }
+    if (value.length > MAX_TEXT) violations.push({ field, description: `at most ${MAX_TEXT} characters` });
+    if (CONTROL_CHARS.test(value)) violations.push({ field, description: 'must not contain control characters' });
+  };
+  if (options.idRequired || user.id !== '') {
+    if (!isUserId(user.id)) violations.push({ field: 'id', description: 'must be exactly 10 characters [A-Za-z0-9]' });
+  }
+  text('user_name', user.userName, true);
+  if (user.userName && user.userName.trim() !== user.userName) violations.push({ field: 'user_name', description: 'must not start or end with spaces' });
+  text('name.given_name', user.name?.givenName, false);
+  text('name.family_name', user.name?.familyName, false);
+  text('name.formatted', user.name?.formatted, false);
+  text('display_name', user.displayName, false);
+  text('external_id', user.externalId, false);
+  if (user.timezone && !isTimeZone(user.timezone)) violations.push({ field: 'timezone', description: 'must be an IANA time zone name' });
+  if (user.emails.length > 10) violations.push({ field: 'emails', description: 'at most 10 addresses' });
+  user.emails.forEach((email, i) => {
+    if (!EMAIL_PATTERN.test(email.value) || email.value.length > MAX_TEXT) {
+      violations.push({ field: `emails[${i}].value`, description: 'must be an e-mail address' });
+    }
+    text(`emails[${i}].type`, email.type, false);
+  });
+  if (user.emails.filter((e) => e.primary).length > 1) violations.push({ field: 'emails', description: 'at most one primary address' });
+  if (violations.length) throw errors.invalidArgument('invalid user', violations);
+  return user;
+}
+
+const knownZones = new Set(Intl.supportedValuesOf('timeZone'));
+knownZones.add('UTC');
+
+export function isTimeZone(value: string): boolean {
+  return knownZones.has(value);
+}

