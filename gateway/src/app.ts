@@ -1,0 +1,114 @@
+import { currentContext, isAcceptableRequestId, runWithContext, type Logger, type Metrics } from '@mileage/runtime';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import { randomUUID } from 'node:crypto';
+import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValidationProblem } from './problems';
+import { getMe, getUser } from './routes/users';
+import { v1Route, type V1Deps } from './v1';
+
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, boolean>;
+}
+
+export interface AppDeps extends V1Deps {
+  logger: Logger;
+  metrics: Metrics;
+  bodyLimitBytes: number;
+  readiness(): Promise<Readiness>;
+}
+
+/** Paths served, for 405 answers with an Allow header. */
+const KNOWN_PATHS: [RegExp, string][] = [
+  [/^\/v1\/users\/[^/]+$/, 'GET, HEAD'],
+  [/^\/(healthz|readyz)$/, 'GET, HEAD'],
+];
+
+/** The gateway's HTTP application; process wiring (listeners, clients, signals) lives in main.ts. */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', false);
+
+  app.use(requestContext(deps));
+  app.use(bodyLimit(deps.bodyLimitBytes));
+
+  app.get('/healthz', (_req, res) => {
+    res.locals.routeId = 'healthz';
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    res.locals.routeId = 'readyz';
+    const readiness = await deps.readiness();
+    res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'not ready', checks: readiness.checks });
+  });
+
+  app.get('/v1/users/me', v1Route(getMe, deps));
+  app.get('/v1/users/:user_id', v1Route(getUser, deps));
+
+  app.use((req, res) => {
+    res.locals.routeId = 'unmatched';
+    const allow = KNOWN_PATHS.find(([pattern]) => pattern.test(req.path))?.[1];
+    if (allow) sendProblem(res, 405, `Method ${req.method} is not allowed here`, { Allow: allow });
+    else sendProblem(res, 404, 'Not found');
+  });
+  app.use(errorHandler(deps.logger));
+  return app;
+}
+
+/** Request id (echoed when acceptable, else generated), logging context, access log line and RED metrics. */
+function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    const sent = req.headers['x-request-id'];
+    const requestId = isAcceptableRequestId(sent) ? sent : randomUUID();
+    res.setHeader('X-Request-Id', requestId);
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = (res.locals.routeId as string | undefined) ?? 'unmatched';
+      deps.metrics.httpRequestDuration.observe({ method: req.method, route, status_code: res.statusCode }, seconds);
+      runWithContext({ requestId }, () => {
+        deps.logger.info(
+          { method: req.method, path: req.path, route, status: res.statusCode, duration_ms: Math.round(seconds * 1e4) / 10 },
+          'request',
+        );
+      });
+    });
+    runWithContext({ requestId }, next);
+  };
+}
+
+/** Refuses declared bodies over the limit before anything reads them. */
+function bodyLimit(limit: number): RequestHandler {
+  return (req, res, next) => {
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (length > limit) {
+      res.locals.routeId = 'unmatched';
+      res.setHeader('Connection', 'close');
+      sendProblem(res, 413, `Request body larger than ${limit} bytes`);
+      return;
+    }
+    next();
+  };
+}
+
+function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, _req, res, _next) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (err instanceof HttpProblem) return sendProblem(res, err.status, err.detail, err.headers);
+    if (err instanceof ValidationProblem) return sendValidationProblem(res, err.issues);
+    const status = (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
+    if (typeof status === 'number' && status >= 400 && status < 500) return sendProblem(res, status, 'Bad request');
+    if (typeof (err as { code?: unknown }).code === 'number') {
+      const problem = problemFromGrpc(err);
+      if (problem instanceof ValidationProblem) return sendValidationProblem(res, problem.issues);
+      if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) logger.error({ err }, 'downstream call failed');
+      return sendProblem(res, problem.status, problem.detail, problem.headers);
+    }
+    logger.error({ err, request_id: currentContext()?.requestId }, 'request failed');
+    sendProblem(res, 500, 'Internal server error');
+  };
+}

@@ -1,0 +1,118 @@
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+
+export interface Caller {
+  /** Token subject. */
+  subject: string;
+  /** Platform user id (claim `user_id` by default); absent in client-credentials tokens. */
+  userId?: string;
+  /** OAuth client the token was issued to (`azp`, else `client_id`). */
+  clientId?: string;
+  scopes: Set<string>;
+  expiresAt: number;
+}
+
+export class TokenError extends Error {
+  /** `unavailable`: the keys could not be fetched, so the token could not be judged (503, not 401). */
+  constructor(
+    message: string,
+    readonly kind: 'invalid' | 'unavailable' = 'invalid',
+  ) {
+    super(message);
+    this.name = 'TokenError';
+  }
+}
+
+export interface TokenVerifierOptions {
+  issuer: string;
+  audience: string;
+  algorithms: string[];
+  clockSkewSeconds: number;
+  userIdClaim: string;
+  scopeClaim: string;
+  /** Key source: the realm's JWKS URL, or a key set function (tests). */
+  jwks: URL | JWTVerifyGetKey;
+  /** Verified tokens kept in memory until they expire. */
+  cacheSize?: number;
+  now?: () => number;
+}
+
+/**
+ * Verifies OAuth access tokens as a resource server must: signature against the realm's JWKS (cached,
+ * re-fetched when a token names an unknown `kid`, at most every 30 s), only the allowed asymmetric
+ * algorithms, `iss`, `aud`, `exp`/`nbf` with a small skew, and `typ` = Bearer where present (an ID or
+ * refresh token is not an access token). A verified token is remembered until it expires, so a
+ * client's repeated calls skip the signature check.
+ */
+export class TokenVerifier {
+  private readonly keys: JWTVerifyGetKey;
+  private readonly cache = new Map<string, Caller>();
+  private readonly cacheSize: number;
+  private readonly now: () => number;
+
+  constructor(private readonly options: TokenVerifierOptions) {
+    this.keys =
+      options.jwks instanceof URL
+        ? createRemoteJWKSet(options.jwks, { cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000, timeoutDuration: 5_000 })
+        : options.jwks;
+    this.cacheSize = options.cacheSize ?? 10_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  async verify(token: string): Promise<Caller> {
+    const nowMs = this.now();
+    const cached = this.cache.get(token);
+    if (cached) {
+      if (cached.expiresAt * 1000 + this.options.clockSkewSeconds * 1000 > nowMs) return cached;
+      this.cache.delete(token);
+      throw new TokenError('token expired');
+    }
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, this.keys, {
+        issuer: this.options.issuer,
+        audience: this.options.audience,
+        algorithms: this.options.algorithms,
+        clockTolerance: this.options.clockSkewSeconds,
+        requiredClaims: ['exp', 'iat', 'sub'],
+        currentDate: new Date(nowMs),
+      }));
+    } catch (err) {
+      if (err instanceof joseErrors.JWKSTimeout || (err instanceof TypeError && /fetch/i.test(err.message))) {
+        throw new TokenError('the token signing keys could not be fetched', 'unavailable');
+      }
+      throw new TokenError(describeJoseError(err));
+    }
+    if (payload.typ !== undefined && payload.typ !== 'Bearer') throw new TokenError('not an access token');
+    const caller = this.toCaller(payload);
+    if (this.cache.size >= this.cacheSize) {
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+    this.cache.set(token, caller);
+    return caller;
+  }
+
+  private toCaller(payload: JWTPayload): Caller {
+    const scopeValue = payload[this.options.scopeClaim];
+    const scopes = new Set(typeof scopeValue === 'string' ? scopeValue.split(' ').filter(Boolean) : []);
+    const userId = payload[this.options.userIdClaim];
+    const clientId = typeof payload.azp === 'string' ? payload.azp : typeof payload.client_id === 'string' ? payload.client_id : undefined;
+    return {
+      subject: payload.sub!,
+      ...(typeof userId === 'string' && userId !== '' ? { userId } : {}),
+      ...(clientId ? { clientId } : {}),
+      scopes,
+      expiresAt: payload.exp!,
+    };
+  }
+}
+
+function describeJoseError(err: unknown): string {
+  if (err instanceof joseErrors.JWTExpired) return 'token expired';
+  if (err instanceof joseErrors.JWTClaimValidationFailed) return `token claim "${err.claim}" is not valid`;
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'token signature is not valid';
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'token algorithm is not allowed';
+  if (err instanceof joseErrors.JWKSNoMatchingKey) return 'token signing key is not known';
+  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) return 'token is malformed';
+  return 'token is not valid';
+}

@@ -1,0 +1,40 @@
+import { commonConfigSchema, env } from '@mileage/runtime';
+import { z } from 'zod';
+
+const algorithms = z
+  .string()
+  .default('RS256,PS256,ES256')
+  .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
+  .refine((list) => list.length > 0 && list.every((a) => /^(RS|PS|ES)(256|384|512)$|^EdDSA$/.test(a)), {
+    message: 'only asymmetric JWS algorithms (RS*, PS*, ES*, EdDSA) may be allowed',
+  });
+
+export const configSchema = commonConfigSchema.extend({
+  HOST: env.host('127.0.0.1'),
+  PORT: env.port(8080),
+  METRICS_PORT: env.port(9460),
+  /** Keycloak realm URL, the tokens' `iss`. */
+  OIDC_ISSUER: z.url().default('http://127.0.0.1:8081/realms/mileage'),
+  /** Defaults to Keycloak's JWKS path below the issuer. */
+  OIDC_JWKS_URL: z.url().optional(),
+  OIDC_AUDIENCE: z.string().min(1).default('mileage-api'),
+  OIDC_ALGORITHMS: algorithms,
+  OIDC_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
+  OIDC_USER_ID_CLAIM: z.string().min(1).default('user_id'),
+  OIDC_SCOPE_CLAIM: z.string().min(1).default('scope'),
+  USERS_ADDRESS: env.address('127.0.0.1:50051'),
+  GRPC_DEADLINE_MS: env.positiveInt(2_000),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
+  /** Multiplies every per-minute limit; for load tests only. */
+  RATE_LIMIT_MULTIPLIER: z.coerce.number().positive().default(1),
+  REQUEST_TIMEOUT_MS: env.positiveInt(30_000),
+  BODY_LIMIT_BYTES: env.positiveInt(1_048_576),
+  /** Hops of reverse proxies whose X-Forwarded-For to trust (0: none). */
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export function jwksUrl(config: Pick<Config, 'OIDC_ISSUER' | 'OIDC_JWKS_URL'>): string {
+  return config.OIDC_JWKS_URL ?? `${config.OIDC_ISSUER.replace(/\/$/, '')}/protocol/openid-connect/certs`;
+}

@@ -1,0 +1,76 @@
+import { tracing } from './instrument';
+import { usersV1 } from '@mileage/proto';
+import { createGrpcClient, createLogger, handleShutdown, HealthClient, loadConfigOrExit, Metrics } from '@mileage/runtime';
+import { Redis } from 'ioredis';
+import { createApp } from './app';
+import { TokenVerifier } from './auth';
+import { configSchema, jwksUrl } from './config';
+import { RateLimits } from './rate-limit';
+
+async function main(): Promise<void> {
+  const config = loadConfigOrExit(configSchema);
+  const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
+  const metrics = new Metrics('gateway');
+  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false }) : undefined;
+  redis?.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
+  const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
+  const usersHealth = new HealthClient(config.USERS_ADDRESS);
+  const verifier = new TokenVerifier({
+    issuer: config.OIDC_ISSUER,
+    audience: config.OIDC_AUDIENCE,
+    algorithms: config.OIDC_ALGORITHMS,
+    clockSkewSeconds: config.OIDC_CLOCK_SKEW_SECONDS,
+    userIdClaim: config.OIDC_USER_ID_CLAIM,
+    scopeClaim: config.OIDC_SCOPE_CLAIM,
+    jwks: new URL(jwksUrl(config)),
+  });
+  const app = createApp({
+    logger,
+    metrics,
+    verifier,
+    rateLimits: new RateLimits({ ...(redis ? { redis } : {}), multiplier: config.RATE_LIMIT_MULTIPLIER }),
+    users,
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    readiness: async () => {
+      const checks: Record<string, boolean> = { users: await usersHealth.check('mileage.users.v1.UsersService', 1_000) };
+      if (redis) checks.redis = redis.status === 'ready';
+      return { ready: Object.values(checks).every(Boolean), checks };
+    },
+  });
+  if (config.TRUST_PROXY_HOPS > 0) app.set('trust proxy', config.TRUST_PROXY_HOPS);
+
+  const server = app.listen(config.PORT, config.HOST);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  server.requestTimeout = config.REQUEST_TIMEOUT_MS;
+  server.headersTimeout = Math.min(config.REQUEST_TIMEOUT_MS, 20_000);
+  server.keepAliveTimeout = 65_000;
+  const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST);
+  logger.info({ host: config.HOST, port: config.PORT, metrics_port: config.METRICS_PORT, redis: Boolean(redis) }, 'gateway listening');
+
+  handleShutdown(
+    logger,
+    [
+      {
+        name: 'http',
+        run: () =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeIdleConnections();
+          }),
+      },
+      { name: 'clients', run: () => (users.close(), usersHealth.close()) },
+      { name: 'redis', run: () => redis?.quit() },
+      { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
+      { name: 'tracing', run: () => tracing.shutdown() },
+    ],
+    config.SHUTDOWN_TIMEOUT_MS,
+  );
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`gateway: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

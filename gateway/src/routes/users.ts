@@ -1,0 +1,39 @@
+import type { Request } from 'express';
+import { HttpProblem, type ValidationIssue } from '../problems';
+import { toUserSchema } from '../schemas';
+import type { RouteSpec } from '../v1';
+
+export const USER_ID_PATTERN = /^[A-Za-z0-9]{10}$/;
+
+export function validateUserIdParam(req: Request): { input: string } | { issues: ValidationIssue[] } {
+  const userId = req.params.user_id;
+  if (typeof userId === 'string' && USER_ID_PATTERN.test(userId)) return { input: userId };
+  return {
+    issues: [
+      {
+        loc: ['path', 'user_id'],
+        msg: `String should match pattern '${USER_ID_PATTERN.source}'`,
+        type: 'string_pattern_mismatch',
+      },
+    ],
+  };
+}
+
+export const getMe: RouteSpec<null> = {
+  id: 'users.me',
+  scope: 'users_read',
+  perMinute: 30,
+  validate: () => ({ input: null }),
+  handle: async (_input, account) => toUserSchema(account.user),
+};
+
+export const getUser: RouteSpec<string> = {
+  id: 'users.get',
+  scope: 'users_read',
+  perMinute: 30,
+  validate: validateUserIdParam,
+  handle: async (userId, account) => {
+    if (userId !== account.caller.userId) throw new HttpProblem(403, "Access to another user's profile is not allowed");
+    return toUserSchema(account.user);
+  },
+};

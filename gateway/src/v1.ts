@@ -1,0 +1,105 @@
+import type { usersV1 } from '@mileage/proto';
+import type { PromiseClient } from '@mileage/runtime';
+import type { Request, RequestHandler } from 'express';
+import type { Caller, TokenVerifier } from './auth';
+import { TokenError } from './auth';
+import { HttpProblem, ValidationProblem, problemFromGrpc, type ValidationIssue } from './problems';
+import { rateLimitHeaders, type RateLimits } from './rate-limit';
+
+export const REALM = 'mileage';
+
+/** A caller whose token names a platform user whose account is active. */
+export interface Account {
+  caller: Caller & { userId: string };
+  user: usersV1.User;
+}
+
+export interface V1Deps {
+  verifier: TokenVerifier;
+  rateLimits: RateLimits;
+  users: PromiseClient<usersV1.UsersServiceClient>;
+}
+
+export interface RouteSpec<Input> {
+  /** Stable id: the rate-limit key and the metrics label. */
+  id: string;
+  scope: string;
+  perMinute: number;
+  /** Parses path and query; returns the issues of every bad parameter (422). */
+  validate(req: Request): { input: Input } | { issues: ValidationIssue[] };
+  /** Ownership / admin (403), then existence (404), then the response body. */
+  handle(input: Input, account: Account, deps: V1Deps): Promise<unknown>;
+}
+
+/**
+ * Runs one /v1 route in the contract's order: token (401) → rate limit (429) → scope (403) →
+ * validation (422) → caller account, ownership / admin (403) → existence (404).
+ */
+export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHandler {
+  return async (req, res) => {
+    res.locals.routeId = spec.id;
+    const caller = await authenticate(req, deps.verifier);
+
+    const decision = await deps.rateLimits.consume(spec.id, caller.subject, spec.perMinute).catch(() => {
+      throw new HttpProblem(503, 'Rate limiting is unavailable; try again shortly', { 'Retry-After': '5' });
+    });
+    res.set(rateLimitHeaders(decision));
+    if (!decision.allowed) {
+      throw new HttpProblem(429, `Rate limit of ${decision.limit} requests per minute exceeded`, { 'Retry-After': String(decision.resetInSeconds) });
+    }
+
+    if (!caller.scopes.has(spec.scope)) {
+      throw new HttpProblem(403, `The token lacks the scope "${spec.scope}"`, {
+        'WWW-Authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${spec.scope}"`,
+      });
+    }
+
+    const parsed = spec.validate(req);
+    if ('issues' in parsed) throw new ValidationProblem(parsed.issues);
+
+    const account = await loadAccount(caller, deps);
+    res.json(await spec.handle(parsed.input, account, deps));
+  };
+}
+
+async function authenticate(req: Request, verifier: TokenVerifier): Promise<Caller> {
+  const header = req.headers.authorization;
+  const match = header ? /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header) : null;
+  if (!header || !/^Bearer\b/i.test(header)) {
+    throw new HttpProblem(401, 'Not authenticated', { 'WWW-Authenticate': `Bearer realm="${REALM}"` });
+  }
+  if (!match) {
+    throw new HttpProblem(401, 'The access token is malformed', {
+      'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="malformed token"`,
+    });
+  }
+  try {
+    return await verifier.verify(match[1]!);
+  } catch (err) {
+    if (err instanceof TokenError && err.kind === 'unavailable') {
+      throw new HttpProblem(503, 'The identity provider is unavailable; try again shortly', { 'Retry-After': '5' });
+    }
+    const reason = err instanceof TokenError ? err.message : 'token is not valid';
+    throw new HttpProblem(401, 'The access token is not valid', {
+      'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${reason.replace(/"/g, "'")}"`,
+    });
+  }
+}
+
+/** The caller's platform account; refused (403) when the token names none or the account is inactive. */
+async function loadAccount(caller: Caller, deps: V1Deps): Promise<Account> {
+  if (!caller.userId) throw new HttpProblem(403, 'The token does not identify a platform user');
+  let user: usersV1.User | undefined;
+  try {
+    ({ user } = await deps.users.getUser({ id: caller.userId, includeDeleted: false }));
+  } catch (err) {
+    const problem = problemFromGrpc(err);
+    // An unknown (or malformed) user id in a token means there is no account to act for.
+    if ((problem instanceof HttpProblem && problem.status === 404) || problem instanceof ValidationProblem) {
+      throw new HttpProblem(403, 'The account is not active');
+    }
+    throw problem;
+  }
+  if (!user?.active) throw new HttpProblem(403, 'The account is not active');
+  return { caller: { ...caller, userId: caller.userId }, user };
+}

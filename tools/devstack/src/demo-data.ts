@@ -1,0 +1,20 @@
+/** The demo data of CONTRACT §6: seeded into an empty database by `npm start`. */
+export const DEMO_PASSWORD = 'demo';
+
+export interface DemoUser {
+  id: string;
+  givenName: string;
+  familyName: string;
+  timezone: string;
+}
+
+export const DEMO_USERS: DemoUser[] = [
+  { id: 'AliceAdm01', givenName: 'Alice', familyName: 'Admin', timezone: 'America/New_York' },
+  { id: 'BobDriver1', givenName: 'Bob', familyName: 'Driver', timezone: 'America/Chicago' },
+  { id: 'CarolDrv01', givenName: 'Carol', familyName: 'Driver', timezone: 'America/Toronto' },
+  { id: 'DaveSolo01', givenName: 'Dave', familyName: 'Solo', timezone: 'Europe/London' },
+];
+
+export function demoUserName(user: DemoUser): string {
+  return `${user.givenName.toLowerCase()}@example.com`;
+}

