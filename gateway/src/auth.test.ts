@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import { TokenError, TokenVerifier } from './auth';
+
+const ISSUER = 'http://127.0.0.1:8081/realms/mileage';
+
+async function setup(options: { now?: () => number } = {}) {
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const jwk: JWK = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+  let fetches = 0;
+  const local = createLocalJWKSet({ keys: [jwk] });
+  const verifier = new TokenVerifier({
+    issuer: ISSUER,
+    audience: 'mileage-api',
+    algorithms: ['RS256'],
+    clockSkewSeconds: 30,
+    userIdClaim: 'user_id',
+    scopeClaim: 'scope',
+    jwks: (header, token) => {
+      fetches++;
+      return local(header, token);
+    },
+    cacheSize: 2,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const sign = ({ iss = ISSUER, aud = ['mileage-api', 'account'], ...claims }: Record<string, unknown> = {}, exp = '5m') =>
+    new SignJWT({ scope: 'users_read drives_read', user_id: 'AliceAdm01', typ: 'Bearer', azp: 'mileage-dev', ...claims })
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'JWT' })
+      .setIssuer(iss as string)
+      .setAudience(aud as string[])
+      .setSubject('sub-alice')
+      .setIssuedAt()
+      .setExpirationTime(exp)
+      .sign(privateKey);
+  return { verifier, sign, fetches: () => fetches };
+}
+
+describe('TokenVerifier', () => {
+  test('accepts a valid token and reads caller, scopes and client', async () => {
+    const { verifier, sign } = await setup();
+    const caller = await verifier.verify(await sign());
+    assert.equal(caller.subject, 'sub-alice');
+    assert.equal(caller.userId, 'AliceAdm01');
+    assert.equal(caller.clientId, 'mileage-dev');
+    assert.deepEqual([...caller.scopes].sort(), ['drives_read', 'users_read']);
+  });
+
+  test('a verified token is served from the cache until it expires', async () => {
+    let now = Date.now();
+    const { verifier, sign, fetches } = await setup({ now: () => now });
+    const token = await sign({}, '60s');
+    await verifier.verify(token);
+    await verifier.verify(token);
+    assert.equal(fetches(), 1);
+    now += 120_000;
+    await assert.rejects(verifier.verify(token), (err: unknown) => err instanceof TokenError && /expired/.test(err.message));
+  });
+
+  test('the cache is bounded', async () => {
+    const { verifier, sign, fetches } = await setup();
+    const tokens = [await sign({ jti: 'a' }), await sign({ jti: 'b' }), await sign({ jti: 'c' })];
+    for (const t of tokens) await verifier.verify(t);
+    await verifier.verify(tokens[0]!); // evicted: verified again
+    assert.equal(fetches(), 4);
+  });
+
+  test('refuses wrong issuer, wrong audience, expiry beyond the skew and non-access tokens', async () => {
+    const { verifier, sign } = await setup();
+    await assert.rejects(verifier.verify(await sign({ iss: 'http://evil/realms/mileage' })), TokenError);
+    await assert.rejects(verifier.verify(await sign({ aud: 'other-api' })), TokenError);
+    await assert.rejects(verifier.verify(await sign({}, '-31s')), /expired/);
+    await assert.rejects(verifier.verify(await sign({ typ: 'ID' })), /not an access token/);
+  });
+
+  test('accepts a token expired by less than the clock skew', async () => {
+    const { verifier, sign } = await setup();
+    const caller = await verifier.verify(await sign({}, '-10s'));
+    assert.equal(caller.userId, 'AliceAdm01');
+  });
+
+  test('a token without user_id yields a caller without a user', async () => {
+    const { verifier, sign } = await setup();
+    const caller = await verifier.verify(await sign({ user_id: undefined, scope: 'scim' }));
+    assert.equal(caller.userId, undefined);
+  });
+});

@@ -1,0 +1,99 @@
+import { status } from '@grpc/grpc-js';
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { z } from 'zod';
+import { commonConfigSchema, ConfigError, env, loadConfig } from './config';
+import { AppError, decodeServiceError, errors, toAppError, toStatusObject } from './errors';
+import { Metrics } from './metrics';
+import { tracingRequested } from './tracing';
+
+describe('configuration', () => {
+  const schema = commonConfigSchema.extend({ PORT: env.port(8080), DATABASE_URL: z.string().regex(/^postgres:\/\//, 'expected a postgres:// URL') });
+
+  test('applies defaults and coerces numbers', () => {
+    const config = loadConfig(schema, { DATABASE_URL: 'postgres://x@h/db' });
+    assert.equal(config.PORT, 8080);
+    assert.equal(config.LOG_LEVEL, 'info');
+  });
+
+  test('lists every problem and hides secret values', () => {
+    assert.throws(
+      () => loadConfig(schema, { PORT: '70000', LOG_LEVEL: 'loud', DATABASE_URL: 'mysql://secret@h' }),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.equal(err.problems.length, 3);
+        assert.match(err.message, /PORT: .*\("70000"\)/);
+        assert.match(err.message, /DATABASE_URL: expected a postgres:\/\/ URL \(set \(hidden\)\)/);
+        assert.doesNotMatch(err.message, /secret@/);
+        return true;
+      },
+    );
+  });
+});
+
+describe('errors across gRPC', () => {
+  test('code, message, reason and field violations survive the round trip', () => {
+    const original = errors.invalidArgument('invalid user', [{ field: 'user_name', description: 'required' }]);
+    const st = toStatusObject(original);
+    const decoded = decodeServiceError({ code: st.code!, details: st.details!, metadata: st.metadata! } as never);
+    assert.equal(decoded.code, status.INVALID_ARGUMENT);
+    assert.equal(decoded.message, 'invalid user');
+    assert.equal(decoded.reason, 'INVALID_ARGUMENT');
+    assert.deepEqual(decoded.fieldViolations, [{ field: 'user_name', description: 'required' }]);
+  });
+
+  test('unexpected errors become INTERNAL without their message; database outages become UNAVAILABLE', () => {
+    const internal = toAppError(new Error('relation "users" does not exist at character 15'));
+    assert.equal(internal.unexpected, true);
+    assert.equal(internal.appError.code, status.INTERNAL);
+    assert.equal(internal.appError.message, 'internal error');
+    assert.equal(toAppError(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })).appError.code, status.UNAVAILABLE);
+    assert.equal(toAppError(Object.assign(new Error('x'), { code: '57014' })).appError.code, status.DEADLINE_EXCEEDED);
+    const kept = new AppError(status.NOT_FOUND, 'gone');
+    assert.equal(toAppError(kept).appError, kept);
+  });
+});
+
+/** The value of the first sample of `name` whose labels include `labels` (label order does not matter). */
+function sample(body: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of body.split('\n')) {
+    const m = /^([a-z_]+)\{(.*)\} (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const found = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(m[3]);
+  }
+  return undefined;
+}
+
+describe('metrics', () => {
+  test('exposes RED metrics, pool gauges and process metrics in Prometheus format', async () => {
+    const metrics = new Metrics('unit');
+    metrics.httpRequestDuration.observe({ method: 'GET', route: 'users.me', status_code: 200 }, 0.004);
+    metrics.grpcServerHandled.inc({ grpc_service: 'mileage.users.v1.UsersService', grpc_method: 'GetUser', grpc_code: 'OK' });
+    metrics.registerPool('users', () => ({ used: 2, idle: 3, pending: 1 }));
+    const server = await metrics.listen(0);
+    try {
+      const { port } = server.address() as { port: number };
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      const body = await res.text();
+      assert.equal(res.status, 200);
+      assert.equal(sample(body, 'http_server_request_duration_seconds_bucket', { le: '0.005', route: 'users.me', status_code: '200', service: 'unit' }), 1);
+      assert.equal(sample(body, 'grpc_server_handled_total', { grpc_method: 'GetUser', grpc_code: 'OK' }), 1);
+      assert.equal(sample(body, 'db_pool_connections', { pool: 'users', state: 'used' }), 2);
+      assert.equal(sample(body, 'db_pool_connections', { pool: 'users', state: 'pending' }), 1);
+      assert.match(body, /process_resident_memory_bytes/);
+      assert.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('tracing switch', () => {
+  test('is off unless an exporter or endpoint is configured', () => {
+    assert.equal(tracingRequested({}), false);
+    assert.equal(tracingRequested({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }), true);
+    assert.equal(tracingRequested({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x' }), false);
+    assert.equal(tracingRequested({ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x' }), false);
+  });
+});
