@@ -1,4 +1,4 @@
-import { currentContext, isAcceptableRequestId, runWithContext, type Logger, type Metrics } from '@mileage/runtime';
+import { endSpan, extractContext, isAcceptableRequestId, SpanKind, startSpan, traceLogFields, tracingEnabled, type Logger, type Metrics } from '@mileage/runtime';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValidationProblem } from './problems';
@@ -63,18 +63,25 @@ function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandl
     const sent = req.headers['x-request-id'];
     const requestId = isAcceptableRequestId(sent) ? sent : randomUUID();
     res.setHeader('X-Request-Id', requestId);
+    res.locals.requestId = requestId;
+    const traced = tracingEnabled()
+      ? startSpan(req.method, SpanKind.SERVER, extractContext(req.headers), { 'http.request.method': req.method, 'url.path': req.path })
+      : undefined;
+    if (traced) {
+      res.locals.span = traced.span;
+      res.locals.trace = traced.context;
+    }
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = (res.locals.routeId as string | undefined) ?? 'unmatched';
       deps.metrics.httpRequestDuration.observe({ method: req.method, route, status_code: res.statusCode }, seconds);
-      runWithContext({ requestId }, () => {
-        deps.logger.info(
-          { method: req.method, path: req.path, route, status: res.statusCode, duration_ms: Math.round(seconds * 1e4) / 10 },
-          'request',
-        );
-      });
+      if (traced) endSpan(traced.span, res.statusCode >= 500 ? `HTTP ${res.statusCode}` : undefined, { 'http.response.status_code': res.statusCode });
+      deps.logger.info(
+        { request_id: requestId, ...traceLogFields(traced?.context), method: req.method, path: req.path, route, status: res.statusCode, duration_ms: Math.round(seconds * 1e4) / 10 },
+        'request',
+      );
     });
-    runWithContext({ requestId }, next);
+    next();
   };
 }
 
@@ -94,6 +101,7 @@ function bodyLimit(limit: number): RequestHandler {
 
 function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, _req, res, _next) => {
+    const request_id = res.locals.requestId as string | undefined;
     if (res.headersSent) {
       res.destroy();
       return;
@@ -105,10 +113,10 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
     if (typeof (err as { code?: unknown }).code === 'number') {
       const problem = problemFromGrpc(err);
       if (problem instanceof ValidationProblem) return sendValidationProblem(res, problem.issues);
-      if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) logger.error({ err }, 'downstream call failed');
+      if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) logger.error({ err, request_id }, 'downstream call failed');
       return sendProblem(res, problem.status, problem.detail, problem.headers);
     }
-    logger.error({ err, request_id: currentContext()?.requestId }, 'request failed');
+    logger.error({ err, request_id }, 'request failed');
     sendProblem(res, 500, 'Internal server error');
   };
 }

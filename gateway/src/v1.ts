@@ -1,5 +1,5 @@
 import type { usersV1 } from '@mileage/proto';
-import type { PromiseClient } from '@mileage/runtime';
+import type { CallSettings, PromiseClient, Span, TraceContext } from '@mileage/runtime';
 import type { Request, RequestHandler } from 'express';
 import type { Caller, TokenVerifier } from './auth';
 import { TokenError } from './auth';
@@ -23,12 +23,14 @@ export interface V1Deps {
 export interface RouteSpec<Input> {
   /** Stable id: the rate-limit key and the metrics label. */
   id: string;
+  /** Path template, e.g. /v1/users/{user_id}: the trace span name. */
+  path: string;
   scope: string;
   perMinute: number;
   /** Parses path and query; returns the issues of every bad parameter (422). */
   validate(req: Request): { input: Input } | { issues: ValidationIssue[] };
   /** Ownership / admin (403), then existence (404), then the response body. */
-  handle(input: Input, account: Account, deps: V1Deps): Promise<unknown>;
+  handle(input: Input, account: Account, deps: V1Deps, call: CallSettings): Promise<unknown>;
 }
 
 /**
@@ -38,12 +40,14 @@ export interface RouteSpec<Input> {
 export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHandler {
   return async (req, res) => {
     res.locals.routeId = spec.id;
+    const span = res.locals.span as Span | undefined;
+    if (span?.isRecording()) span.updateName(`${req.method} ${spec.path}`).setAttribute('http.route', spec.path);
     const caller = await authenticate(req, deps.verifier);
 
     const decision = await deps.rateLimits.consume(spec.id, caller.subject, spec.perMinute).catch(() => {
       throw new HttpProblem(503, 'Rate limiting is unavailable; try again shortly', { 'Retry-After': '5' });
     });
-    res.set(rateLimitHeaders(decision));
+    for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.setHeader(name, value);
     if (!decision.allowed) {
       throw new HttpProblem(429, `Rate limit of ${decision.limit} requests per minute exceeded`, { 'Retry-After': String(decision.resetInSeconds) });
     }
@@ -57,8 +61,11 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
     const parsed = spec.validate(req);
     if ('issues' in parsed) throw new ValidationProblem(parsed.issues);
 
-    const account = await loadAccount(caller, deps);
-    res.json(await spec.handle(parsed.input, account, deps));
+    const call: CallSettings = { requestId: res.locals.requestId as string, trace: res.locals.trace as TraceContext | undefined };
+    const account = await loadAccount(caller, deps, call);
+    const body = JSON.stringify(await spec.handle(parsed.input, account, deps, call));
+    // One writeHead instead of res.json's content negotiation and per-header bookkeeping: this is the hot path.
+    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
   };
 }
 
@@ -87,11 +94,11 @@ async function authenticate(req: Request, verifier: TokenVerifier): Promise<Call
 }
 
 /** The caller's platform account; refused (403) when the token names none or the account is inactive. */
-async function loadAccount(caller: Caller, deps: V1Deps): Promise<Account> {
+async function loadAccount(caller: Caller, deps: V1Deps, call: CallSettings): Promise<Account> {
   if (!caller.userId) throw new HttpProblem(403, 'The token does not identify a platform user');
   let user: usersV1.User | undefined;
   try {
-    ({ user } = await deps.users.getUser({ id: caller.userId, includeDeleted: false }));
+    ({ user } = await deps.users.getUser({ id: caller.userId, includeDeleted: false }, call));
   } catch (err) {
     const problem = problemFromGrpc(err);
     // An unknown (or malformed) user id in a token means there is no account to act for.

@@ -21,6 +21,7 @@ export function validateUserIdParam(req: Request): { input: string } | { issues:
 
 export const getMe: RouteSpec<null> = {
   id: 'users.me',
+  path: '/v1/users/me',
   scope: 'users_read',
   perMinute: 30,
   validate: () => ({ input: null }),
@@ -29,6 +30,7 @@ export const getMe: RouteSpec<null> = {
 
 export const getUser: RouteSpec<string> = {
   id: 'users.get',
+  path: '/v1/users/{user_id}',
   scope: 'users_read',
   perMinute: 30,
   validate: validateUserIdParam,

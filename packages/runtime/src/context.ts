@@ -1,19 +1,7 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-
-/** What travels with one request through a process: set at the edge, read by logs and outgoing calls. */
-export interface RequestContext {
-  requestId: string;
-}
-
-const storage = new AsyncLocalStorage<RequestContext>();
-
-export function runWithContext<T>(context: RequestContext, fn: () => T): T {
-  return storage.run(context, fn);
-}
-
-export function currentContext(): RequestContext | undefined {
-  return storage.getStore();
-}
+/**
+ * Request ids travel explicitly (function arguments, gRPC metadata, log fields) rather than through
+ * AsyncLocalStorage: on Node.js 20 an active AsyncLocalStorage puts a hook on every promise of the process.
+ */
 
 /** Metadata key carrying the request id between processes. */
 export const REQUEST_ID_METADATA_KEY = 'x-request-id';

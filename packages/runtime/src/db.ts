@@ -56,7 +56,9 @@ export function createDatabase(options: DatabaseOptions): Database {
     knex,
     schema: options.schema,
     async migrate() {
-      await knex.schema.createSchemaIfNotExists(options.schema);
+      // A least-privilege role owns its schema but may not create schemas: only create when missing.
+      const { rows } = await knex.raw<{ rows: unknown[] }>('SELECT 1 FROM pg_namespace WHERE nspname = ?', [options.schema]);
+      if (rows.length === 0) await knex.schema.createSchemaIfNotExists(options.schema);
       const [, applied] = (await knex.migrate.latest()) as [number, string[]];
       return { applied };
     },

@@ -1,11 +1,16 @@
 import * as grpc from '@grpc/grpc-js';
-import { currentContext, REQUEST_ID_METADATA_KEY } from './context';
+import { REQUEST_ID_METADATA_KEY } from './context';
 import type { Metrics } from './metrics';
+import { endSpan, injectContext, SpanKind, startSpan, tracingEnabled, type Span, type TraceContext } from './tracing';
 import { service as healthService } from 'grpc-health-check';
 
 export interface CallSettings {
   /** Overrides the client's default deadline for this call. */
   deadlineMs?: number;
+  /** Sent as `x-request-id` metadata so the callee logs under the same id. */
+  requestId?: string;
+  /** The caller's trace context: the call becomes a client span in it and carries `traceparent`. */
+  trace?: TraceContext;
 }
 
 type UnaryMethod<Req, Res> = (
@@ -29,7 +34,7 @@ interface GeneratedClientConstructor<C> {
 
 /**
  * Creates a client whose every call has a deadline (the default unless a call sets its own), forwards
- * the current request id, and records client RED metrics. No call waits for the channel to become
+ * the request id it is given, and records client RED metrics. No call waits for the channel to become
  * ready: a server that is down answers UNAVAILABLE at once rather than hanging until the deadline.
  */
 export function createGrpcClient<C extends grpc.Client>(
@@ -44,6 +49,10 @@ export function createGrpcClient<C extends grpc.Client>(
     // Reconnect quickly after a service restarts (the default backoff grows to 120 s).
     'grpc.initial_reconnect_backoff_ms': 200,
     'grpc.max_reconnect_backoff_ms': 5_000,
+    // Channelz bookkeeping and transparent-retry buffering cost CPU on every call; our calls are idempotent
+    // reads or carry their own conflict handling, and failures surface as 503/504 at once.
+    'grpc.enable_channelz': 0,
+    'grpc.enable_retries': 0,
   });
   const wrapped: Record<string, unknown> = {
     close: () => client.close(),
@@ -57,8 +66,13 @@ export function createGrpcClient<C extends grpc.Client>(
     wrapped[key] = (request: unknown, settings?: CallSettings) =>
       new Promise((resolve, reject) => {
         const metadata = new grpc.Metadata();
-        const ctx = currentContext();
-        if (ctx) metadata.set(REQUEST_ID_METADATA_KEY, ctx.requestId);
+        if (settings?.requestId) metadata.set(REQUEST_ID_METADATA_KEY, settings.requestId);
+        let span: Span | undefined;
+        if (settings?.trace && tracingEnabled()) {
+          const started = startSpan(`${service}/${name}`, SpanKind.CLIENT, settings.trace, { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': name });
+          span = started.span;
+          injectContext(started.context, (key, value) => metadata.set(key, value));
+        }
         const started = process.hrtime.bigint();
         const deadline = Date.now() + (settings?.deadlineMs ?? options.defaultDeadlineMs);
         fn(request, metadata, { deadline }, (error, response) => {
@@ -67,6 +81,7 @@ export function createGrpcClient<C extends grpc.Client>(
             options.metrics.grpcClientHandled.inc({ ...labels, grpc_code: code });
             options.metrics.grpcClientDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
           }
+          if (span) endSpan(span, error ?? undefined, { 'rpc.grpc.status_code': error ? error.code : 0 });
           if (error) reject(error);
           else resolve(response);
         });

@@ -4,13 +4,18 @@ import { ReflectionService } from '@grpc/reflection';
 import { PROTO_ROOT } from '@mileage/proto';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { randomUUID } from 'node:crypto';
-import { isAcceptableRequestId, REQUEST_ID_METADATA_KEY, runWithContext } from './context';
+import { isAcceptableRequestId, REQUEST_ID_METADATA_KEY } from './context';
 import { toAppError, toStatusObject } from './errors';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import { endSpan, extractContext, SpanKind, startSpan, tracingEnabled, type TraceContext } from './tracing';
 
 export interface CallContext {
   metadata: grpc.Metadata;
+  /** The caller's request id (or a new one): put it on every log line about this call. */
+  requestId: string;
+  /** This call's server span context (undefined when tracing is off): parent of its SQL spans. */
+  trace?: TraceContext;
   /** Milliseconds left before the caller's deadline (Infinity when it set none). */
   remainingMs(): number;
   /** Aborted when the caller cancels or its deadline passes. */
@@ -50,17 +55,36 @@ export function adaptService(
       const requestId = isAcceptableRequestId(incomingId) ? incomingId : randomUUID();
       const deadline = call.getDeadline();
       const deadlineMs = deadline instanceof Date ? deadline.getTime() : typeof deadline === 'number' ? deadline : Infinity;
-      const abort = new AbortController();
-      call.on('cancelled', () => abort.abort());
+      // Created only when a handler asks for it: most never do, and an AbortController per call is not free.
+      let abort: AbortController | undefined;
+      let cancelled = false;
+      call.once('cancelled', () => {
+        cancelled = true;
+        abort?.abort();
+      });
+      const serverSpan = tracingEnabled()
+        ? startSpan(`${service}/${name}`, SpanKind.SERVER, extractContext(call.metadata.getMap() as Record<string, string>), {
+            'rpc.system': 'grpc',
+            'rpc.service': service,
+            'rpc.method': name,
+          })
+        : undefined;
       const finish = (code: grpc.status) => {
+        if (serverSpan) endSpan(serverSpan.span, code === grpc.status.OK ? undefined : grpc.status[code], { 'rpc.grpc.status_code': code });
         deps.metrics.grpcServerHandled.inc({ ...labels, grpc_code: grpc.status[code] ?? String(code) });
         deps.metrics.grpcServerDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
       };
-      runWithContext({ requestId }, () => {
+      {
         const ctx: CallContext = {
           metadata: call.metadata,
+          requestId,
+          ...(serverSpan ? { trace: serverSpan.context } : {}),
           remainingMs: () => deadlineMs - Date.now(),
-          signal: abort.signal,
+          get signal() {
+            abort ??= new AbortController();
+            if (cancelled) abort.abort();
+            return abort.signal;
+          },
         };
         (handler as UnaryHandler<unknown, unknown>)(call.request, ctx).then(
           (response) => {
@@ -69,12 +93,12 @@ export function adaptService(
           },
           (err: unknown) => {
             const { appError, unexpected } = toAppError(err);
-            if (unexpected) deps.logger.error({ err, grpc_method: method.path }, 'handler failed');
+            if (unexpected) deps.logger.error({ err, grpc_method: method.path, request_id: requestId }, 'handler failed');
             finish(appError.code);
             callback(toStatusObject(appError));
           },
         );
-      });
+      }
     };
     implementation[key] = unary;
   }
@@ -103,6 +127,7 @@ export async function startGrpcServer(options: {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': 4 * 1024 * 1024,
     'grpc.keepalive_permit_without_calls': 1,
+    'grpc.enable_channelz': 0,
   });
   const serviceNames: string[] = [];
   for (const registration of options.services) {

@@ -7,4 +7,19 @@ export * from './grpc-server';
 export * from './logger';
 export * from './metrics';
 export * from './shutdown';
-export { startTracing, tracingRequested, type Tracing } from './tracing';
+export {
+  endSpan,
+  extractContext,
+  injectContext,
+  inSpan,
+  SpanKind,
+  startSpan,
+  startTracing,
+  traceLogFields,
+  tracingEnabled,
+  tracingRequested,
+  type Span,
+  type StartedSpan,
+  type TraceContext,
+  type Tracing,
+} from './tracing';

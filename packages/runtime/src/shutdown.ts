@@ -36,8 +36,6 @@ export function handleShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs:
     logger.flush?.();
     process.exit(failed ? 1 : 0);
   };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 }

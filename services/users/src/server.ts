@@ -12,29 +12,29 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
   const repo = new UsersRepository(deps.knex);
 
   const handlers: Handlers<usersV1.UsersServiceServer> = {
-    async getUser(request) {
+    async getUser(request, ctx) {
       requireUserId(request.id, 'id');
-      const user = await repo.get(request.id, request.includeDeleted);
+      const user = await repo.get(request.id, request.includeDeleted, ctx.trace);
       if (!user) throw errors.notFound(`user ${request.id} not found`, 'USER_NOT_FOUND');
       return { user };
     },
 
-    async batchGetUsers(request) {
+    async batchGetUsers(request, ctx) {
       if (request.ids.length > MAX_BATCH) {
         throw errors.invalidArgument(`at most ${MAX_BATCH} ids per call`, [{ field: 'ids', description: `at most ${MAX_BATCH}` }]);
       }
       request.ids.forEach((id, i) => requireUserId(id, `ids[${i}]`));
-      return { users: await repo.getMany(request.ids) };
+      return { users: await repo.getMany(request.ids, ctx.trace) };
     },
 
-    async createUser(request) {
+    async createUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: false });
-      return { user: await repo.create(user) };
+      return { user: await repo.create(user, ctx.trace) };
     },
 
-    async updateUser(request) {
+    async updateUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: true });
-      return { user: await repo.update(user, request.expectedVersion) };
+      return { user: await repo.update(user, request.expectedVersion, ctx.trace) };
     },
   };
 

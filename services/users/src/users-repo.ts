@@ -1,4 +1,4 @@
-import { errors, type Knex } from '@mileage/runtime';
+import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
 import type { usersV1 } from '@mileage/proto';
 import { randomInt } from 'node:crypto';
 
@@ -24,6 +24,11 @@ const COLUMNS = [
   'id', 'user_name', 'given_name', 'family_name', 'formatted_name', 'display_name', 'emails', 'active',
   'external_id', 'timezone', 'enterprise', 'created_at', 'modified_at', 'version', 'deleted_at',
 ] as const;
+
+const SELECT_COLUMNS = COLUMNS.join(', ');
+// The hot read of every /v1 request: a constant statement, prepared once per connection (pg named statements).
+const GET_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND deleted_at IS NULL`;
+const GET_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ?`;
 
 const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 export const MAX_BATCH = 1000;
@@ -72,34 +77,41 @@ function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
 
+/** A child span of the caller's trace for one statement (only when that trace is recorded). */
+function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
+  return inSpan(trace, `${operation} users`, SpanKind.CLIENT, { 'db.system.name': 'postgresql', 'db.namespace': 'users', 'db.operation.name': operation, 'db.query.text': text }, run);
+}
+
 /** Data access for the `users` schema. */
 export class UsersRepository {
   constructor(private readonly knex: Knex) {}
 
-  async get(id: string, includeDeleted = false): Promise<usersV1.User | undefined> {
-    const query = this.knex('users').select(COLUMNS).where({ id }).first();
-    if (!includeDeleted) query.whereNull('deleted_at');
-    const row = (await query) as UserRow | undefined;
+  async get(id: string, includeDeleted = false, trace?: TraceContext): Promise<usersV1.User | undefined> {
+    const text = includeDeleted ? GET_ANY_SQL : GET_LIVE_SQL;
+    const result = await sql(trace, 'SELECT', text, async () =>
+      this.knex.raw<{ rows: UserRow[] }>(text, [id]).options({ name: includeDeleted ? 'users_get_any_v1' : 'users_get_live_v1' }),
+    );
+    const row = result.rows[0];
     return row ? toUser(row) : undefined;
   }
 
   /** The existing users among `ids`, in the order of `ids`, each once. */
-  async getMany(ids: string[]): Promise<usersV1.User[]> {
+  async getMany(ids: string[], trace?: TraceContext): Promise<usersV1.User[]> {
     const unique = [...new Set(ids)];
     if (unique.length === 0) return [];
-    const rows = (await this.knex('users').select(COLUMNS).whereIn('id', unique).whereNull('deleted_at')) as unknown as UserRow[];
+    const query = this.knex('users').select(COLUMNS).whereIn('id', unique).whereNull('deleted_at');
+    const rows = (await sql(trace, 'SELECT', query.toSQL().sql, async () => query)) as unknown as UserRow[];
     const byId = new Map(rows.map((r) => [r.id.trim(), toUser(r)]));
     return unique.flatMap((id) => byId.get(id) ?? []);
   }
 
-  async create(user: usersV1.User): Promise<usersV1.User> {
+  async create(user: usersV1.User, trace?: TraceContext): Promise<usersV1.User> {
     const explicitId = user.id !== '';
     for (let attempt = 0; ; attempt++) {
       const id = explicitId ? user.id : generateUserId();
       try {
-        const [row] = (await this.knex('users')
-          .insert({ id, ...toColumns(user) })
-          .returning(COLUMNS)) as UserRow[];
+        const insert = this.knex('users').insert({ id, ...toColumns(user) }).returning(COLUMNS);
+        const [row] = (await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert)) as UserRow[];
         return toUser(row!);
       } catch (err) {
         if (isUniqueViolation(err, 'users_user_name_key')) throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
@@ -112,7 +124,7 @@ export class UsersRepository {
     }
   }
 
-  async update(user: usersV1.User, expectedVersion: number): Promise<usersV1.User> {
+  async update(user: usersV1.User, expectedVersion: number, trace?: TraceContext): Promise<usersV1.User> {
     let rows: UserRow[];
     try {
       const query = this.knex('users')
@@ -121,7 +133,7 @@ export class UsersRepository {
         .whereNull('deleted_at')
         .returning(COLUMNS);
       if (expectedVersion > 0) query.andWhere('version', expectedVersion);
-      rows = (await query) as UserRow[];
+      rows = (await sql(trace, 'UPDATE', query.toSQL().sql, async () => query)) as UserRow[];
     } catch (err) {
       if (isUniqueViolation(err, 'users_user_name_key')) throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
       throw err;

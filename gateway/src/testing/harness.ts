@@ -1,0 +1,147 @@
+/**
+ * Integration-test harness: a real PostgreSQL database, the real Users service on a loopback gRPC port,
+ * the development identity provider issuing real signed tokens, and the gateway app (createApp) with the
+ * production token verifier pointed at the provider's JWKS.
+ */
+import { startIdentityProvider } from '@mileage/dev-idp';
+import { PROTO_FILES, usersV1 } from '@mileage/proto';
+import { createGrpcClient, createLogger, Metrics, startGrpcServer, type GrpcServerHandle } from '@mileage/runtime';
+import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { createServer as createUsersServer, openDatabase } from '@mileage/users';
+import type { Express } from 'express';
+import type { Redis } from 'ioredis';
+import { importJWK, SignJWT, type JWK } from 'jose';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { createApp, type Readiness } from '../app';
+import { TokenVerifier } from '../auth';
+import { RateLimits } from '../rate-limit';
+
+export const ALL_V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
+
+export const ACCOUNTS = [
+  { username: 'alice@example.com', password: 'alice-pw', userId: 'AliceAdm01', givenName: 'Alice', familyName: 'Admin' },
+  { username: 'bob@example.com', password: 'bob-pw', userId: 'BobDriver1', givenName: 'Bob', familyName: 'Driver' },
+  { username: 'ivan@example.com', password: 'ivan-pw', userId: 'Inactive01', givenName: 'Ivan', familyName: 'Inactive' },
+  { username: 'ghost@example.com', password: 'ghost-pw', userId: 'NoAccount1', givenName: 'Ghost', familyName: 'Nobody' },
+];
+
+export interface Harness {
+  issuer: string;
+  tokenEndpoint: string;
+  usersAddress: string;
+  /** A gateway app wired like main.ts; options override single dependencies. */
+  app(options?: { usersAddress?: string; deadlineMs?: number; redis?: Redis; rateLimitPrefix?: string }): Express;
+  /** A real access token from the provider by the password grant of `mileage-dev`. */
+  token(username: string, scope: string): Promise<string>;
+  /** Signs arbitrary claims with the provider's real signing key (for claims no client can obtain). */
+  signWithRealKey(claims: Record<string, unknown>, options?: { expiresIn?: string | number }): Promise<string>;
+  realKey(): JWK;
+  close(): Promise<void>;
+}
+
+export async function startHarness(): Promise<Harness> {
+  const testDb: TestDatabase = await createTestDatabase('gateway');
+  const db = openDatabase({ url: testDb.url });
+  await db.migrate();
+  const logger = createLogger({ service: 'gateway-test', level: process.env.LOG_LEVEL ?? 'silent' });
+  const usersServer: GrpcServerHandle = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createUsersServer({ knex: db.knex })],
+    protoFiles: [PROTO_FILES.users],
+    logger,
+    metrics: new Metrics('users'),
+  });
+  const usersAddress = `127.0.0.1:${usersServer.port}`;
+  const seedClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
+  for (const a of ACCOUNTS.slice(0, 3)) {
+    await seedClient.createUser({
+      user: {
+        id: a.userId,
+        userName: a.username,
+        name: { givenName: a.givenName, familyName: a.familyName },
+        emails: [{ value: a.username, type: 'work', primary: true }],
+        active: a.userId !== 'Inactive01',
+        timezone: 'UTC',
+        version: 0,
+      },
+    });
+  }
+  seedClient.close();
+
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'gateway-idp-'));
+  const idp = await startIdentityProvider({ host: '127.0.0.1', port: 0, dataDir, accounts: ACCOUNTS, scimClientSecret: 'test-scim-secret' });
+  const keyFile = idp.keyFile;
+  const realKey = (): JWK => (JSON.parse(readFileSync(keyFile, 'utf8')) as { keys: JWK[] }).keys[0]!;
+
+  const clients: { close(): void }[] = [];
+  const verifier = new TokenVerifier({
+    issuer: idp.issuer,
+    audience: 'mileage-api',
+    algorithms: ['RS256', 'PS256', 'ES256'],
+    clockSkewSeconds: 30,
+    userIdClaim: 'user_id',
+    scopeClaim: 'scope',
+    jwks: new URL(`${idp.issuer}/protocol/openid-connect/certs`),
+  });
+
+  return {
+    issuer: idp.issuer,
+    tokenEndpoint: `${idp.issuer}/protocol/openid-connect/token`,
+    usersAddress,
+    app(options = {}) {
+      const address = options.usersAddress ?? usersAddress;
+      const users = createGrpcClient(usersV1.UsersServiceClient, address, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
+      clients.push(users);
+      return createApp({
+        logger,
+        metrics: new Metrics('gateway'),
+        verifier,
+        rateLimits: new RateLimits({ ...(options.redis ? { redis: options.redis } : {}), ...(options.rateLimitPrefix ? { keyPrefix: options.rateLimitPrefix } : {}) }),
+        users,
+        bodyLimitBytes: 1_048_576,
+        readiness: async (): Promise<Readiness> => {
+          const { HealthClient } = await import('@mileage/runtime');
+          const health = new HealthClient(address);
+          try {
+            const ok = await health.check('mileage.users.v1.UsersService', 500);
+            return { ready: ok, checks: { users: ok } };
+          } finally {
+            health.close();
+          }
+        },
+      });
+    },
+    async token(username, scope) {
+      const account = ACCOUNTS.find((a) => a.username === username);
+      if (!account) throw new Error(`no test account ${username}`);
+      const res = await fetch(`${idp.issuer}/protocol/openid-connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username, password: account.password, scope }),
+      });
+      const body = (await res.json()) as { access_token?: string };
+      if (!res.ok || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
+      return body.access_token;
+    },
+    async signWithRealKey(claims, options = {}) {
+      const jwk = realKey();
+      const key = await importJWK(jwk, 'RS256');
+      const now = Math.floor(Date.now() / 1000);
+      return new SignJWT({ iss: idp.issuer, aud: 'mileage-api', sub: 'test-subject', typ: 'Bearer', azp: 'mileage-dev', iat: now, ...claims })
+        .setProtectedHeader({ alg: 'RS256', kid: jwk.kid!, typ: 'JWT' })
+        .setExpirationTime(options.expiresIn ?? '5m')
+        .sign(key);
+    },
+    realKey,
+    async close() {
+      for (const c of clients) c.close();
+      await idp.close();
+      await usersServer.shutdown(1_000);
+      await db.close();
+      await testDb.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

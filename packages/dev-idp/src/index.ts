@@ -1,0 +1,3 @@
+export { AccountDirectory, DEMO_ACCOUNTS, type DevAccount } from './accounts.js';
+export { keyFilePath, loadOrCreateKeys, rotateKeys } from './keys.js';
+export { API_SCOPES, REALM_PATH, startIdentityProvider, type IdentityProvider, type IdentityProviderOptions } from './provider.js';

@@ -1,0 +1,60 @@
+// Development identity provider process: Keycloak's URL layout for realm "mileage" on 127.0.0.1:8081.
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import pino from 'pino';
+import { DEMO_ACCOUNTS, type DevAccount } from './accounts.js';
+import { startIdentityProvider } from './provider.js';
+
+const logger = pino({
+  base: { service: 'dev-idp' },
+  level: process.env.LOG_LEVEL ?? 'info',
+  timestamp: pino.stdTimeFunctions.isoTime,
+  formatters: { level: (label) => ({ level: label }) },
+});
+
+function fail(message: string): never {
+  process.stderr.write(`Invalid configuration:\n  ${message}\n`);
+  process.exit(78);
+}
+
+function readConfig() {
+  const port = Number(process.env.DEV_IDP_PORT ?? 8081);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`DEV_IDP_PORT: expected a port number ("${process.env.DEV_IDP_PORT}")`);
+  const ttl = Number(process.env.ACCESS_TOKEN_TTL_SECONDS ?? 300);
+  if (!Number.isInteger(ttl) || ttl < 10 || ttl > 86_400) fail('ACCESS_TOKEN_TTL_SECONDS: expected 10..86400');
+  const secret = process.env.SCIM_CLIENT_SECRET ?? 'scim-dev-secret';
+  if (secret.length < 8) fail('SCIM_CLIENT_SECRET: at least 8 characters (set (hidden))');
+  let accounts: DevAccount[] = DEMO_ACCOUNTS;
+  if (process.env.DEV_IDP_ACCOUNTS_FILE) {
+    try {
+      accounts = JSON.parse(readFileSync(process.env.DEV_IDP_ACCOUNTS_FILE, 'utf8')) as DevAccount[];
+      if (!Array.isArray(accounts) || !accounts.every((a) => a.username && a.password && /^[A-Za-z0-9]{10}$/.test(a.userId))) throw new Error('shape');
+    } catch {
+      fail('DEV_IDP_ACCOUNTS_FILE: expected a JSON array of {username, password, userId (10 characters [A-Za-z0-9])}');
+    }
+  }
+  return {
+    host: process.env.DEV_IDP_HOST ?? '127.0.0.1',
+    port,
+    dataDir: path.resolve(process.env.DEV_IDP_DATA_DIR ?? '.data/dev-idp'),
+    accounts,
+    scimClientSecret: secret,
+    accessTokenTtlSeconds: ttl,
+  };
+}
+
+const config = readConfig();
+const idp = await startIdentityProvider({ ...config, log: (event, fields) => logger.info({ ...fields }, event) });
+
+let stopping = false;
+const stop = (signal: string) => {
+  if (stopping) process.exit(1);
+  stopping = true;
+  logger.info({ signal }, 'shutting down');
+  idp.close().then(() => {
+    logger.info('stopped');
+    process.exit(0);
+  });
+};
+process.on('SIGTERM', () => stop('SIGTERM'));
+process.on('SIGINT', () => stop('SIGINT'));

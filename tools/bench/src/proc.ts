@@ -1,0 +1,105 @@
+import { execSync, spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+export interface Child {
+  name: string;
+  process: ChildProcess;
+  pid: number;
+}
+
+const children: Child[] = [];
+
+/** A Node.js child whose output is drained (as a container runtime would) but not shown. */
+export function startNode(name: string, script: string, env: Record<string, string>): Child {
+  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.resume();
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  child.on('exit', (code, signal) => {
+    if (code && code !== 0 && !stopping) process.stderr.write(`${name} exited with ${code ?? signal}\n${stderr}\n`);
+  });
+  const entry = { name, process: child, pid: child.pid! };
+  children.push(entry);
+  return entry;
+}
+
+let stopping = false;
+export async function stopAll(): Promise<void> {
+  stopping = true;
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.process.exitCode !== null || c.process.signalCode !== null) return resolve();
+          c.process.once('exit', () => resolve());
+          c.process.kill('SIGTERM');
+          setTimeout(() => c.process.kill('SIGKILL'), 5_000).unref();
+        }),
+    ),
+  );
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls until `probe` answers true (no blind sleeps), failing after timeoutMs. */
+export async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${what} not ready after ${timeoutMs} ms`);
+}
+
+export const httpOk = async (url: string) => (await fetch(url, { signal: AbortSignal.timeout(1_000) })).ok;
+
+const CLK_TCK = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
+
+/** CPU seconds (user + system) a process has used so far. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  } catch {
+    return 0;
+  }
+}
+
+export function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+/** The postmaster serving dataDir and all its children (backends, workers). */
+export function postgresPids(dataDir: string): number[] {
+  const pids: number[] = [];
+  let master: number | undefined;
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (cmd.includes('postgres') && cmd.includes(dataDir)) master = Number(entry);
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  if (master === undefined) return pids;
+  pids.push(master);
+  for (const [pid, ppid] of parents) if (ppid === master) pids.push(pid);
+  return pids;
+}

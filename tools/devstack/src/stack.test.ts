@@ -1,0 +1,94 @@
+// End to end: `npm start`'s entry point on free ports with a fresh data folder, exactly as a user runs it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, describe, test } from 'node:test';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'devstack-'));
+chmodSync(dataDir, 0o755);
+const started: ChildProcess[] = [];
+after(() => {
+  // A failed assertion must not leave a stack running.
+  for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function ports() {
+  const names = ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'GATEWAY_METRICS_PORT', 'USERS_METRICS_PORT'];
+  const env: Record<string, string> = {};
+  for (const n of names) env[n] = String(await freePort());
+  return env;
+}
+
+/** Starts the stack and resolves with its printed output once the banner appears. */
+function startStack(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string }> {
+  // The embedded defaults: no external database or Redis.
+  const { DATABASE_URL: _db, REDIS_URL: _redis, ...inherited } = process.env;
+  const child = spawn(process.execPath, [path.join(__dirname, 'main.js')], {
+    env: { ...inherited, ...env, DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.push(child);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('Ctrl-C stops everything.')) resolve({ child, output: () => out });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => reject(new Error(`stack exited early (${code}):\n${out}`)));
+  });
+}
+
+function stop(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    child.kill('SIGTERM');
+  });
+}
+
+describe('npm start', { timeout: 120_000 }, () => {
+  test('serves /v1/users/me to a token from the printed command, seeds once, keeps data, stops cleanly', async () => {
+    const env = await ports();
+    const first = await startStack(env);
+    const text = first.output();
+    assert.match(text, /"msg":"demo data seeded"/);
+    const issuer = `http://127.0.0.1:${env.DEV_IDP_PORT}/realms/mileage`;
+    assert.ok(text.includes(`${issuer}/protocol/openid-connect/token`), 'the banner prints the token command');
+
+    const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username: 'alice@example.com', password: 'demo', scope: 'users_read' }),
+    });
+    assert.equal(tokenRes.status, 200);
+    const { access_token } = (await tokenRes.json()) as { access_token: string };
+    const me = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/users/me`, { headers: { authorization: `Bearer ${access_token}` } });
+    assert.equal(me.status, 200);
+    const body = (await me.json()) as { id: string; userName: string };
+    assert.equal(body.id, 'AliceAdm01');
+    assert.equal(body.userName, 'alice@example.com');
+    const metrics = await (await fetch(`http://127.0.0.1:${env.GATEWAY_METRICS_PORT}/metrics`)).text();
+    assert.match(metrics, /http_server_request_duration_seconds_count\{[^}]*route="users.me"/);
+    assert.equal(await stop(first.child), 0);
+
+    const second = await startStack(env);
+    assert.match(second.output(), /database already holds data; not seeding/);
+    assert.equal(await stop(second.child), 0);
+  });
+});
