@@ -3,6 +3,7 @@ import express, { type ErrorRequestHandler, type Express, type RequestHandler } 
 import { randomUUID } from 'node:crypto';
 import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValidationProblem } from './problems';
 import { getMe, getUser } from './routes/users';
+import { AccountLoader } from './account-loader';
 import { v1Route, type V1Deps } from './v1';
 
 export interface Readiness {
@@ -10,7 +11,7 @@ export interface Readiness {
   checks: Record<string, boolean>;
 }
 
-export interface AppDeps extends V1Deps {
+export interface AppDeps extends Omit<V1Deps, 'accounts'> {
   logger: Logger;
   metrics: Metrics;
   bodyLimitBytes: number;
@@ -43,8 +44,9 @@ export function createApp(deps: AppDeps): Express {
     res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'not ready', checks: readiness.checks });
   });
 
-  app.get('/v1/users/me', v1Route(getMe, deps));
-  app.get('/v1/users/:user_id', v1Route(getUser, deps));
+  const v1: V1Deps = { ...deps, accounts: new AccountLoader(deps.users) };
+  app.get('/v1/users/me', v1Route(getMe, v1));
+  app.get('/v1/users/:user_id', v1Route(getUser, v1));
 
   app.use((req, res) => {
     res.locals.routeId = 'unmatched';

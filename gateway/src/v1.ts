@@ -3,6 +3,7 @@ import type { CallSettings, PromiseClient, Span, TraceContext } from '@mileage/r
 import type { Request, RequestHandler } from 'express';
 import type { Caller, TokenVerifier } from './auth';
 import { TokenError } from './auth';
+import type { AccountLoader } from './account-loader';
 import { HttpProblem, ValidationProblem, problemFromGrpc, type ValidationIssue } from './problems';
 import { rateLimitHeaders, type RateLimits } from './rate-limit';
 
@@ -18,6 +19,7 @@ export interface V1Deps {
   verifier: TokenVerifier;
   rateLimits: RateLimits;
   users: PromiseClient<usersV1.UsersServiceClient>;
+  accounts: AccountLoader;
 }
 
 export interface RouteSpec<Input> {
@@ -98,15 +100,11 @@ async function loadAccount(caller: Caller, deps: V1Deps, call: CallSettings): Pr
   if (!caller.userId) throw new HttpProblem(403, 'The token does not identify a platform user');
   let user: usersV1.User | undefined;
   try {
-    ({ user } = await deps.users.getUser({ id: caller.userId, includeDeleted: false }, call));
+    user = await deps.accounts.load(caller.userId, call);
   } catch (err) {
-    const problem = problemFromGrpc(err);
-    // An unknown (or malformed) user id in a token means there is no account to act for.
-    if ((problem instanceof HttpProblem && problem.status === 404) || problem instanceof ValidationProblem) {
-      throw new HttpProblem(403, 'The account is not active');
-    }
-    throw problem;
+    throw problemFromGrpc(err);
   }
+  // An unknown, deleted or malformed user id in a token means there is no account to act for.
   if (!user?.active) throw new HttpProblem(403, 'The account is not active');
   return { caller: { ...caller, userId: caller.userId }, user };
 }

@@ -29,6 +29,8 @@ const SELECT_COLUMNS = COLUMNS.join(', ');
 // The hot read of every /v1 request: a constant statement, prepared once per connection (pg named statements).
 const GET_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND deleted_at IS NULL`;
 const GET_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ?`;
+// One statement text for any number of ids (an array parameter), so it too is prepared once.
+const GET_MANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ANY(?::char(10)[]) AND deleted_at IS NULL`;
 
 const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 export const MAX_BATCH = 1000;
@@ -99,8 +101,9 @@ export class UsersRepository {
   async getMany(ids: string[], trace?: TraceContext): Promise<usersV1.User[]> {
     const unique = [...new Set(ids)];
     if (unique.length === 0) return [];
-    const query = this.knex('users').select(COLUMNS).whereIn('id', unique).whereNull('deleted_at');
-    const rows = (await sql(trace, 'SELECT', query.toSQL().sql, async () => query)) as unknown as UserRow[];
+    const { rows } = await sql(trace, 'SELECT', GET_MANY_SQL, async () =>
+      this.knex.raw<{ rows: UserRow[] }>(GET_MANY_SQL, [unique]).options({ name: 'users_get_many_v1' }),
+    );
     const byId = new Map(rows.map((r) => [r.id.trim(), toUser(r)]));
     return unique.flatMap((id) => byId.get(id) ?? []);
   }

@@ -19,27 +19,34 @@ export interface LoadResult {
   cpuByProcess: Record<string, number>;
 }
 
-function run(url: string, headers: Record<string, string>, connections: number, duration: number) {
-  return autocannon({ url, headers, connections, duration, pipelining: 1 });
+export interface Target {
+  url: string;
+  /** Requests each connection cycles through (path and headers), so that many callers and rows are exercised. */
+  requests: { path: string; headers?: Record<string, string> }[];
+}
+
+function run(target: Target, connections: number, duration: number) {
+  return autocannon({ url: target.url, requests: target.requests.map((r) => ({ method: 'GET', ...r })), connections, duration, pipelining: 1 });
 }
 
 /** A warm-up, then the measured run; CPU is the server-side processes' user+system time over the measured run. */
 export async function measure(
-  url: string,
-  headers: Record<string, string>,
+  target: Target,
   serverPids: () => Map<number, string>,
   settings: LoadSettings,
 ): Promise<LoadResult> {
-  await run(url, headers, settings.connections, settings.warmupSeconds);
+  await run(target, settings.connections, settings.warmupSeconds);
   const pidsBefore = serverPids();
   const cpuBefore = new Map([...pidsBefore.keys()].map((pid) => [pid, cpuSeconds(pid)]));
-  const result = await run(url, headers, settings.connections, settings.durationSeconds);
+  const result = await run(target, settings.connections, settings.durationSeconds);
   const pidsAfter = new Map([...pidsBefore, ...serverPids()]);
   const requests = result.requests.total;
   let cpu = 0;
   const cpuByProcess: Record<string, number> = {};
   for (const [pid, name] of pidsAfter) {
-    const used = cpuSeconds(pid) - (cpuBefore.get(pid) ?? 0);
+    // A process that ended during the run counts through its parent's reaped-children time instead.
+    const after = cpuSeconds(pid);
+    const used = after === undefined ? 0 : after - (cpuBefore.get(pid) ?? 0);
     cpu += used;
     cpuByProcess[name] = (cpuByProcess[name] ?? 0) + (requests ? Math.round((used / requests) * 1e6) : 0);
   }

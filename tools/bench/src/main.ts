@@ -15,6 +15,7 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string', default: '3' },
     connections: { type: 'string', default: '32' },
     users: { type: 'string', default: '1000' },
+    callers: { type: 'string', default: '200' },
     strict: { type: 'boolean', default: false },
   },
 });
@@ -56,7 +57,16 @@ async function main(): Promise<number> {
     );
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` };
     const sink = startNode('otlp-sink', path.join(__dirname, 'otlp-sink.js'), { PORT: String(sinkPort) });
+    // Distinct callers, each with its own account and token: requests spread over users, rows and rate-limit keys.
+    const callers = Array.from({ length: Number(flags.callers) }, (_, i) => ({
+      username: `user${i + 1}@example.com`,
+      password: 'bench',
+      userId: userIdOf(i),
+    }));
+    const accountsFile = path.join(workdir, 'accounts.json');
+    writeFileSync(accountsFile, JSON.stringify(callers));
     const idp = startNode('dev-idp', path.join(ROOT, 'packages/dev-idp/dist/main.js'), {
+      DEV_IDP_ACCOUNTS_FILE: accountsFile,
       DEV_IDP_PORT: String(idpPort),
       DEV_IDP_DATA_DIR: path.join(workdir, 'idp'),
       ACCESS_TOKEN_TTL_SECONDS: '3600',
@@ -82,23 +92,32 @@ async function main(): Promise<number> {
     await waitFor('gateway', () => httpOk(`http://127.0.0.1:${gatewayPort}/readyz`));
     await waitFor('bare server', () => httpOk(`http://127.0.0.1:${barePort}/healthz`));
 
-    const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username: 'alice@example.com', password: 'demo', scope: 'users_read' }),
-    });
-    const { access_token: token } = (await tokenRes.json()) as { access_token: string };
-    const full = `http://127.0.0.1:${gatewayPort}/v1/users/AliceAdm01`;
-    const check = await fetch(full, { headers: { authorization: `Bearer ${token}` } });
+    const tokens: string[] = [];
+    for (const caller of callers) {
+      const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username: caller.username, password: caller.password, scope: 'users_read' }),
+      });
+      tokens.push(((await tokenRes.json()) as { access_token: string }).access_token);
+    }
+    const fullTarget = {
+      url: `http://127.0.0.1:${gatewayPort}`,
+      requests: callers.map((c, i) => ({ path: `/v1/users/${c.userId}`, headers: { authorization: `Bearer ${tokens[i]}` } })),
+    };
+    const bareTarget = { url: `http://127.0.0.1:${barePort}`, requests: callers.map((c) => ({ path: `/v1/users/${c.userId}` })) };
+    const check = await fetch(`${fullTarget.url}${fullTarget.requests[0]!.path}`, { headers: fullTarget.requests[0]!.headers });
     if (check.status !== 200) throw new Error(`full path answered ${check.status}`);
 
     const idle: Record<string, number> = {};
     for (const c of [gateway, users, idp, bare] as Child[]) idle[c.name] = Math.round(rssMb(c.pid) * 10) / 10;
 
     const pgPids = (): [number, string][] => postgresPids(pgDir).map((pid) => [pid, 'postgres']);
-    process.stdout.write(`Load: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured, each target in turn.\n`);
-    const bareResult = await measure(`http://127.0.0.1:${barePort}/v1/users/AliceAdm01`, {}, () => new Map([[bare.pid, 'bare'], ...pgPids()]), settings);
-    const fullResult = await measure(full, { authorization: `Bearer ${token}` }, () => new Map([[gateway.pid, 'gateway'], [users.pid, 'users'], ...pgPids()]), settings);
+    process.stdout.write(
+      `Load: ${settings.connections} connections over ${callers.length} callers (each its own user and token), ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured, each target in turn.\n`,
+    );
+    const bareResult = await measure(bareTarget, () => new Map([[bare.pid, 'bare'], ...pgPids()]), settings);
+    const fullResult = await measure(fullTarget, () => new Map([[gateway.pid, 'gateway'], [users.pid, 'users'], ...pgPids()]), settings);
     const traceBatches = ((await (await fetch(`http://127.0.0.1:${sinkPort}/stats`)).json()) as { batches: number }).batches;
     void sink;
 
@@ -126,12 +145,16 @@ async function seed(url: string, count: number): Promise<void> {
       timezone: 'UTC',
     });
     await db.knex('users').insert({ ...row('AliceAdm01', 0), user_name: 'alice@example.com', given_name: 'Alice', family_name: 'Admin' });
-    const rows = Array.from({ length: count }, (_, i) => row(`U${String(i).padStart(9, '0')}`, i + 1));
+    const rows = Array.from({ length: count }, (_, i) => row(userIdOf(i), i + 1));
     for (let i = 0; i < rows.length; i += 500) await db.knex('users').insert(rows.slice(i, i + 500));
     await db.knex.raw('ANALYZE users');
   } finally {
     await db.close();
   }
+}
+
+function userIdOf(i: number): string {
+  return `U${String(i).padStart(9, '0')}`;
 }
 
 function buildReport(full: LoadResult, bare: LoadResult, idle: Record<string, number>, traceBatches: number) {

@@ -65,14 +65,18 @@ export const httpOk = async (url: string) => (await fetch(url, { signal: AbortSi
 
 const CLK_TCK = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
 
-/** CPU seconds (user + system) a process has used so far. */
-export function cpuSeconds(pid: number): number {
+/**
+ * CPU seconds (user + system) a process has used so far, plus what its exited and reaped children used
+ * (so a Postgres backend that ends during a run is still counted, through the postmaster).
+ * Undefined when the process is gone.
+ */
+export function cpuSeconds(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / CLK_TCK;
   } catch {
-    return 0;
+    return undefined;
   }
 }
 
