@@ -54,7 +54,12 @@ export function tracingEnabled(): boolean {
 }
 
 /** Call once, first thing in a process (its `instrument.ts`). */
-export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): Tracing {
+export function startTracing(
+  serviceName: string,
+  env: NodeJS.ProcessEnv = process.env,
+  /** Tests only: export synchronously to this exporter instead of OTLP. */
+  testing?: { spanExporter: import('@opentelemetry/sdk-trace-base').SpanExporter },
+): Tracing {
   if (active) return active;
   if (!tracingRequested(env)) {
     active = { enabled: false, shutdown: async () => {} };
@@ -77,7 +82,7 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
     resource,
     // Without OTEL_TRACES_SAMPLER the SDK would record every trace; ours defaults to 10 % of new traces.
     ...(env.OTEL_TRACES_SAMPLER ? {} : { sampler: new base.ParentBasedSampler({ root: new base.TraceIdRatioBasedSampler(DEFAULT_SAMPLE_RATIO) }) }),
-    spanProcessors: [new base.BatchSpanProcessor(new OTLPTraceExporter())],
+    spanProcessors: [testing ? new base.SimpleSpanProcessor(testing.spanExporter) : new base.BatchSpanProcessor(new OTLPTraceExporter())],
   });
   trace.setGlobalTracerProvider(provider);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
