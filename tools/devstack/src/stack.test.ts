@@ -22,8 +22,16 @@ const dataDir = mkdtempSync(path.join(tmpdir(), 'devstack-'));
 chmodSync(dataDir, 0o755);
 const started: ChildProcess[] = [];
 after(() => {
-  // A failed assertion must not leave a stack running.
-  for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
+  // A failed assertion must not leave a stack running: each stack is its own process group, killed whole.
+  for (const child of started) {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  }
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -41,13 +49,15 @@ function startStack(env: Record<string, string>): Promise<{ child: ChildProcess;
   const child = spawn(process.execPath, [path.join(__dirname, 'main.js')], {
     env: { ...inherited, ...env, DATA_DIR: dataDir, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   started.push(child);
   let out = '';
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
-      if (out.includes('Ctrl-C stops everything.')) resolve({ child, output: () => out });
+      // The banner and the seeding decision (a log line, written through another stream) may arrive in either order.
+      if (out.includes('Ctrl-C stops everything.') && /"seeded":(true|false)/.test(out)) resolve({ child, output: () => out });
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
