@@ -1,0 +1,115 @@
+import { status, type ServiceError } from '@grpc/grpc-js';
+import { PROTO_FILES, usersV1 } from '@mileage/proto';
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { decodeServiceError, errors } from './errors';
+import { createGrpcClient } from './grpc-client';
+import { startGrpcServer, type Handlers } from './grpc-server';
+import { createLogger } from './logger';
+import { Metrics } from './metrics';
+
+const logger = createLogger({ service: 'grpc-test', level: 'silent' });
+
+function handlers(overrides: Partial<Handlers<usersV1.UsersServiceServer>>): Handlers<usersV1.UsersServiceServer> {
+  return {
+    getUser: async () => ({}),
+    batchGetUsers: async () => ({ users: [] }),
+    createUser: async () => ({}),
+    updateUser: async () => ({}),
+    ...overrides,
+  };
+}
+
+describe('gRPC bootstrap', () => {
+  test('shutdown lets in-flight calls finish and refuses new ones', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const seen: string[] = [];
+    const server = await startGrpcServer({
+      address: '127.0.0.1:0',
+      services: [
+        {
+          definition: usersV1.UsersServiceService,
+          handlers: handlers({
+            getUser: async (req, ctx) => {
+              seen.push(ctx.requestId);
+              entered();
+              await gate;
+              return { user: { id: req.id, userName: 'x', emails: [], active: true, timezone: 'UTC', version: 1 } };
+            },
+          }) as never,
+        },
+      ],
+      protoFiles: [PROTO_FILES.users],
+      logger,
+      metrics: new Metrics('t'),
+    });
+    const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 5_000 });
+    const inFlight = client.getUser({ id: 'AliceAdm01', includeDeleted: false }, { requestId: 'req-123' });
+    await inside;
+    const stopping = server.shutdown(5_000);
+    release();
+    const { user } = await inFlight;
+    assert.equal(user?.id, 'AliceAdm01');
+    await stopping;
+    assert.deepEqual(seen, ['req-123'], 'the request id travels as metadata');
+    await assert.rejects(client.getUser({ id: 'AliceAdm01', includeDeleted: false }), (err: ServiceError) => err.code === status.UNAVAILABLE);
+    client.close();
+  });
+
+  test('AppErrors keep their code and details; anything else is INTERNAL without its message', async () => {
+    const server = await startGrpcServer({
+      address: '127.0.0.1:0',
+      services: [
+        {
+          definition: usersV1.UsersServiceService,
+          handlers: handlers({
+            getUser: async () => {
+              throw errors.invalidArgument('bad', [{ field: 'id', description: 'invalid user id' }]);
+            },
+            batchGetUsers: async () => {
+              throw new Error('relation "users" does not exist');
+            },
+          }) as never,
+        },
+      ],
+      protoFiles: [PROTO_FILES.users],
+      logger,
+      metrics: new Metrics('t'),
+    });
+    const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 5_000 });
+    try {
+      const invalid = await client.getUser({ id: 'x', includeDeleted: false }).catch((e: ServiceError) => decodeServiceError(e));
+      assert.equal((invalid as ReturnType<typeof decodeServiceError>).code, status.INVALID_ARGUMENT);
+      assert.deepEqual((invalid as ReturnType<typeof decodeServiceError>).fieldViolations, [{ field: 'id', description: 'invalid user id' }]);
+      const internal = await client.batchGetUsers({ ids: [] }).catch((e: ServiceError) => decodeServiceError(e));
+      assert.equal((internal as ReturnType<typeof decodeServiceError>).code, status.INTERNAL);
+      assert.equal((internal as ReturnType<typeof decodeServiceError>).message, 'internal error');
+    } finally {
+      client.close();
+      await server.shutdown(1_000);
+    }
+  });
+
+  test('every call carries a deadline', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const server = await startGrpcServer({
+      address: '127.0.0.1:0',
+      services: [{ definition: usersV1.UsersServiceService, handlers: handlers({ getUser: async () => (await gate, {}) }) as never }],
+      protoFiles: [PROTO_FILES.users],
+      logger,
+      metrics: new Metrics('t'),
+    });
+    const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 200 });
+    try {
+      await assert.rejects(client.getUser({ id: 'AliceAdm01', includeDeleted: false }), (err: ServiceError) => err.code === status.DEADLINE_EXCEEDED);
+    } finally {
+      release();
+      client.close();
+      await server.shutdown(1_000);
+    }
+  });
+});
