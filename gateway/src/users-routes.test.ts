@@ -1,11 +1,10 @@
 import { PROTO_FILES, usersV1 } from '@mileage/proto';
-import { createLogger, Metrics, startGrpcServer, type Handlers } from '@mileage/runtime';
+import { createLogger, freePort, Metrics, startGrpcServer, type Handlers } from '@mileage/runtime';
 import { testRedisUrl } from '@mileage/runtime/testing';
 import { Redis } from 'ioredis';
 import { generateKeyPair, SignJWT } from 'jose';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { ALL_V1_SCOPES, startHarness, type Harness } from './testing/harness';
@@ -216,7 +215,7 @@ describe('check order and limits', () => {
 
 describe('downstream failures', () => {
   test('a Users service that is down answers 503 with Retry-After, and /readyz says not ready', { timeout: 15_000 }, async () => {
-    const port = await closedPort();
+    const port = await freePort(); // nothing listens there
     const app = h.app({ usersAddress: `127.0.0.1:${port}`, deadlineMs: 60_000 });
     const res = await request(app).get('/v1/users/me').set('Authorization', `Bearer ${alice}`).expect(503);
     problemShape(res.body, 503);
@@ -279,13 +278,3 @@ describe('edges', () => {
   });
 });
 
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}

@@ -23,3 +23,4 @@ export {
   type TraceContext,
   type Tracing,
 } from './tracing';
+export { freePort } from './net';

@@ -1,6 +1,5 @@
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 
 export interface Child {
   name: string;
@@ -40,16 +39,6 @@ export async function stopAll(): Promise<void> {
   );
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Polls until `probe` answers true (no blind sleeps), failing after timeoutMs. */
 export async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
@@ -107,3 +96,5 @@ export function postgresPids(dataDir: string): number[] {
   for (const [pid, ppid] of parents) if (ppid === master) pids.push(pid);
   return pids;
 }
+
+export { freePort } from '@mileage/runtime';
