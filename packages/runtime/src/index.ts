@@ -24,3 +24,4 @@ export {
   type Tracing,
 } from './tracing';
 export { freePort } from './net';
+export { runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';

@@ -31,7 +31,11 @@ export interface Group {
   displayName: string;
   members: Member[];
   createTime?: string | undefined;
-  updateTime?: string | undefined;
+  updateTime?:
+    | string
+    | undefined;
+  /** Incremented on every change of the group or its members; the SCIM ETag. */
+  version: number;
 }
 
 export interface GetGroupRequest {
@@ -48,6 +52,58 @@ export interface ListAdministeredGroupsRequest {
 
 export interface ListAdministeredGroupsResponse {
   groups: Group[];
+}
+
+export interface CheckGroupAdminRequest {
+  groupId: number;
+  userId: string;
+}
+
+export interface CheckGroupAdminResponse {
+  exists: boolean;
+  isAdmin: boolean;
+}
+
+export interface CreateGroupRequest {
+  displayName: string;
+  members: Member[];
+}
+
+export interface CreateGroupResponse {
+  group?: Group | undefined;
+}
+
+export interface UpdateGroupRequest {
+  id: number;
+  /** Empty: keep the display name. */
+  displayName: string;
+  replaceMembers: boolean;
+  /** With replace_members: the complete new member list. Roles apply to members who are new to the group. */
+  members: Member[];
+  /** When non-zero, the update applies only if the stored version equals it (ABORTED otherwise). */
+  expectedVersion: number;
+}
+
+export interface UpdateGroupResponse {
+  group?: Group | undefined;
+}
+
+export interface SetMemberRolesRequest {
+  groupId: number;
+  member?: Member | undefined;
+}
+
+export interface SetMemberRolesResponse {
+  group?: Group | undefined;
+}
+
+export interface RemoveMembersRequest {
+  groupId: number;
+  userIds: string[];
+}
+
+export interface RemoveMembersResponse {
+  group?: Group | undefined;
 }
 
 function createBaseMember(): Member {
@@ -164,7 +220,7 @@ export const Member: MessageFns<Member> = {
 };
 
 function createBaseGroup(): Group {
-  return { id: 0, displayName: "", members: [], createTime: undefined, updateTime: undefined };
+  return { id: 0, displayName: "", members: [], createTime: undefined, updateTime: undefined, version: 0 };
 }
 
 export const Group: MessageFns<Group> = {
@@ -183,6 +239,9 @@ export const Group: MessageFns<Group> = {
     }
     if (message.updateTime !== undefined) {
       Timestamp.encode(toTimestamp(message.updateTime), writer.uint32(42).fork()).join();
+    }
+    if (message.version !== 0) {
+      writer.uint32(48).int64(message.version);
     }
     return writer;
   },
@@ -240,6 +299,14 @@ export const Group: MessageFns<Group> = {
             message.updateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.version = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -271,6 +338,7 @@ export const Group: MessageFns<Group> = {
         : isSet(object.update_time)
         ? globalThis.String(object.update_time)
         : undefined,
+      version: isSet(object.version) ? globalThis.Number(object.version) : 0,
     };
   },
 
@@ -291,6 +359,9 @@ export const Group: MessageFns<Group> = {
     if (message.updateTime !== undefined) {
       obj.updateTime = message.updateTime;
     }
+    if (message.version !== 0) {
+      obj.version = Math.round(message.version);
+    }
     return obj;
   },
 
@@ -304,6 +375,7 @@ export const Group: MessageFns<Group> = {
     message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
     message.createTime = object.createTime ?? undefined;
     message.updateTime = object.updateTime ?? undefined;
+    message.version = object.version ?? 0;
     return message;
   },
 };
@@ -586,12 +658,881 @@ export const ListAdministeredGroupsResponse: MessageFns<ListAdministeredGroupsRe
   },
 };
 
+function createBaseCheckGroupAdminRequest(): CheckGroupAdminRequest {
+  return { groupId: 0, userId: "" };
+}
+
+export const CheckGroupAdminRequest: MessageFns<CheckGroupAdminRequest> = {
+  encode(message: CheckGroupAdminRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupId !== 0) {
+      writer.uint32(8).int64(message.groupId);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckGroupAdminRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCheckGroupAdminRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.groupId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CheckGroupAdminRequest {
+    return {
+      groupId: isSet(object.groupId)
+        ? globalThis.Number(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.Number(object.group_id)
+        : 0,
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CheckGroupAdminRequest): unknown {
+    const obj: any = {};
+    if (message.groupId !== 0) {
+      obj.groupId = Math.round(message.groupId);
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CheckGroupAdminRequest>, I>>(base?: I): CheckGroupAdminRequest {
+    return CheckGroupAdminRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CheckGroupAdminRequest>, I>>(object: I): CheckGroupAdminRequest {
+    const message = createBaseCheckGroupAdminRequest();
+    message.groupId = object.groupId ?? 0;
+    message.userId = object.userId ?? "";
+    return message;
+  },
+};
+
+function createBaseCheckGroupAdminResponse(): CheckGroupAdminResponse {
+  return { exists: false, isAdmin: false };
+}
+
+export const CheckGroupAdminResponse: MessageFns<CheckGroupAdminResponse> = {
+  encode(message: CheckGroupAdminResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.exists !== false) {
+      writer.uint32(8).bool(message.exists);
+    }
+    if (message.isAdmin !== false) {
+      writer.uint32(16).bool(message.isAdmin);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckGroupAdminResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCheckGroupAdminResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.exists = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.isAdmin = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CheckGroupAdminResponse {
+    return {
+      exists: isSet(object.exists) ? globalThis.Boolean(object.exists) : false,
+      isAdmin: isSet(object.isAdmin)
+        ? globalThis.Boolean(object.isAdmin)
+        : isSet(object.is_admin)
+        ? globalThis.Boolean(object.is_admin)
+        : false,
+    };
+  },
+
+  toJSON(message: CheckGroupAdminResponse): unknown {
+    const obj: any = {};
+    if (message.exists !== false) {
+      obj.exists = message.exists;
+    }
+    if (message.isAdmin !== false) {
+      obj.isAdmin = message.isAdmin;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CheckGroupAdminResponse>, I>>(base?: I): CheckGroupAdminResponse {
+    return CheckGroupAdminResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CheckGroupAdminResponse>, I>>(object: I): CheckGroupAdminResponse {
+    const message = createBaseCheckGroupAdminResponse();
+    message.exists = object.exists ?? false;
+    message.isAdmin = object.isAdmin ?? false;
+    return message;
+  },
+};
+
+function createBaseCreateGroupRequest(): CreateGroupRequest {
+  return { displayName: "", members: [] };
+}
+
+export const CreateGroupRequest: MessageFns<CreateGroupRequest> = {
+  encode(message: CreateGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.displayName !== "") {
+      writer.uint32(10).string(message.displayName);
+    }
+    for (const v of message.members) {
+      Member.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateGroupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateGroupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.displayName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.members.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateGroupRequest {
+    return {
+      displayName: isSet(object.displayName)
+        ? globalThis.String(object.displayName)
+        : isSet(object.display_name)
+        ? globalThis.String(object.display_name)
+        : "",
+      members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => Member.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: CreateGroupRequest): unknown {
+    const obj: any = {};
+    if (message.displayName !== "") {
+      obj.displayName = message.displayName;
+    }
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => Member.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateGroupRequest>, I>>(base?: I): CreateGroupRequest {
+    return CreateGroupRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateGroupRequest>, I>>(object: I): CreateGroupRequest {
+    const message = createBaseCreateGroupRequest();
+    message.displayName = object.displayName ?? "";
+    message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCreateGroupResponse(): CreateGroupResponse {
+  return { group: undefined };
+}
+
+export const CreateGroupResponse: MessageFns<CreateGroupResponse> = {
+  encode(message: CreateGroupResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== undefined) {
+      Group.encode(message.group, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateGroupResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateGroupResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = Group.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateGroupResponse {
+    return { group: isSet(object.group) ? Group.fromJSON(object.group) : undefined };
+  },
+
+  toJSON(message: CreateGroupResponse): unknown {
+    const obj: any = {};
+    if (message.group !== undefined) {
+      obj.group = Group.toJSON(message.group);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateGroupResponse>, I>>(base?: I): CreateGroupResponse {
+    return CreateGroupResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateGroupResponse>, I>>(object: I): CreateGroupResponse {
+    const message = createBaseCreateGroupResponse();
+    message.group = (object.group !== undefined && object.group !== null) ? Group.fromPartial(object.group) : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateGroupRequest(): UpdateGroupRequest {
+  return { id: 0, displayName: "", replaceMembers: false, members: [], expectedVersion: 0 };
+}
+
+export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
+  encode(message: UpdateGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).int64(message.id);
+    }
+    if (message.displayName !== "") {
+      writer.uint32(18).string(message.displayName);
+    }
+    if (message.replaceMembers !== false) {
+      writer.uint32(24).bool(message.replaceMembers);
+    }
+    for (const v of message.members) {
+      Member.encode(v!, writer.uint32(34).fork()).join();
+    }
+    if (message.expectedVersion !== 0) {
+      writer.uint32(40).int64(message.expectedVersion);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateGroupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateGroupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.displayName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.replaceMembers = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.members.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.expectedVersion = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateGroupRequest {
+    return {
+      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      displayName: isSet(object.displayName)
+        ? globalThis.String(object.displayName)
+        : isSet(object.display_name)
+        ? globalThis.String(object.display_name)
+        : "",
+      replaceMembers: isSet(object.replaceMembers)
+        ? globalThis.Boolean(object.replaceMembers)
+        : isSet(object.replace_members)
+        ? globalThis.Boolean(object.replace_members)
+        : false,
+      members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => Member.fromJSON(e)) : [],
+      expectedVersion: isSet(object.expectedVersion)
+        ? globalThis.Number(object.expectedVersion)
+        : isSet(object.expected_version)
+        ? globalThis.Number(object.expected_version)
+        : 0,
+    };
+  },
+
+  toJSON(message: UpdateGroupRequest): unknown {
+    const obj: any = {};
+    if (message.id !== 0) {
+      obj.id = Math.round(message.id);
+    }
+    if (message.displayName !== "") {
+      obj.displayName = message.displayName;
+    }
+    if (message.replaceMembers !== false) {
+      obj.replaceMembers = message.replaceMembers;
+    }
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => Member.toJSON(e));
+    }
+    if (message.expectedVersion !== 0) {
+      obj.expectedVersion = Math.round(message.expectedVersion);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateGroupRequest>, I>>(base?: I): UpdateGroupRequest {
+    return UpdateGroupRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateGroupRequest>, I>>(object: I): UpdateGroupRequest {
+    const message = createBaseUpdateGroupRequest();
+    message.id = object.id ?? 0;
+    message.displayName = object.displayName ?? "";
+    message.replaceMembers = object.replaceMembers ?? false;
+    message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
+    message.expectedVersion = object.expectedVersion ?? 0;
+    return message;
+  },
+};
+
+function createBaseUpdateGroupResponse(): UpdateGroupResponse {
+  return { group: undefined };
+}
+
+export const UpdateGroupResponse: MessageFns<UpdateGroupResponse> = {
+  encode(message: UpdateGroupResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== undefined) {
+      Group.encode(message.group, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateGroupResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateGroupResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = Group.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateGroupResponse {
+    return { group: isSet(object.group) ? Group.fromJSON(object.group) : undefined };
+  },
+
+  toJSON(message: UpdateGroupResponse): unknown {
+    const obj: any = {};
+    if (message.group !== undefined) {
+      obj.group = Group.toJSON(message.group);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateGroupResponse>, I>>(base?: I): UpdateGroupResponse {
+    return UpdateGroupResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateGroupResponse>, I>>(object: I): UpdateGroupResponse {
+    const message = createBaseUpdateGroupResponse();
+    message.group = (object.group !== undefined && object.group !== null) ? Group.fromPartial(object.group) : undefined;
+    return message;
+  },
+};
+
+function createBaseSetMemberRolesRequest(): SetMemberRolesRequest {
+  return { groupId: 0, member: undefined };
+}
+
+export const SetMemberRolesRequest: MessageFns<SetMemberRolesRequest> = {
+  encode(message: SetMemberRolesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupId !== 0) {
+      writer.uint32(8).int64(message.groupId);
+    }
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetMemberRolesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetMemberRolesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.groupId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetMemberRolesRequest {
+    return {
+      groupId: isSet(object.groupId)
+        ? globalThis.Number(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.Number(object.group_id)
+        : 0,
+      member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
+    };
+  },
+
+  toJSON(message: SetMemberRolesRequest): unknown {
+    const obj: any = {};
+    if (message.groupId !== 0) {
+      obj.groupId = Math.round(message.groupId);
+    }
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetMemberRolesRequest>, I>>(base?: I): SetMemberRolesRequest {
+    return SetMemberRolesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetMemberRolesRequest>, I>>(object: I): SetMemberRolesRequest {
+    const message = createBaseSetMemberRolesRequest();
+    message.groupId = object.groupId ?? 0;
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSetMemberRolesResponse(): SetMemberRolesResponse {
+  return { group: undefined };
+}
+
+export const SetMemberRolesResponse: MessageFns<SetMemberRolesResponse> = {
+  encode(message: SetMemberRolesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== undefined) {
+      Group.encode(message.group, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetMemberRolesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetMemberRolesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = Group.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetMemberRolesResponse {
+    return { group: isSet(object.group) ? Group.fromJSON(object.group) : undefined };
+  },
+
+  toJSON(message: SetMemberRolesResponse): unknown {
+    const obj: any = {};
+    if (message.group !== undefined) {
+      obj.group = Group.toJSON(message.group);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetMemberRolesResponse>, I>>(base?: I): SetMemberRolesResponse {
+    return SetMemberRolesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetMemberRolesResponse>, I>>(object: I): SetMemberRolesResponse {
+    const message = createBaseSetMemberRolesResponse();
+    message.group = (object.group !== undefined && object.group !== null) ? Group.fromPartial(object.group) : undefined;
+    return message;
+  },
+};
+
+function createBaseRemoveMembersRequest(): RemoveMembersRequest {
+  return { groupId: 0, userIds: [] };
+}
+
+export const RemoveMembersRequest: MessageFns<RemoveMembersRequest> = {
+  encode(message: RemoveMembersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupId !== 0) {
+      writer.uint32(8).int64(message.groupId);
+    }
+    for (const v of message.userIds) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoveMembersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoveMembersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.groupId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RemoveMembersRequest {
+    return {
+      groupId: isSet(object.groupId)
+        ? globalThis.Number(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.Number(object.group_id)
+        : 0,
+      userIds: globalThis.Array.isArray(object?.userIds)
+        ? object.userIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.user_ids)
+        ? object.user_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: RemoveMembersRequest): unknown {
+    const obj: any = {};
+    if (message.groupId !== 0) {
+      obj.groupId = Math.round(message.groupId);
+    }
+    if (message.userIds?.length) {
+      obj.userIds = message.userIds;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RemoveMembersRequest>, I>>(base?: I): RemoveMembersRequest {
+    return RemoveMembersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RemoveMembersRequest>, I>>(object: I): RemoveMembersRequest {
+    const message = createBaseRemoveMembersRequest();
+    message.groupId = object.groupId ?? 0;
+    message.userIds = object.userIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseRemoveMembersResponse(): RemoveMembersResponse {
+  return { group: undefined };
+}
+
+export const RemoveMembersResponse: MessageFns<RemoveMembersResponse> = {
+  encode(message: RemoveMembersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== undefined) {
+      Group.encode(message.group, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoveMembersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoveMembersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = Group.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RemoveMembersResponse {
+    return { group: isSet(object.group) ? Group.fromJSON(object.group) : undefined };
+  },
+
+  toJSON(message: RemoveMembersResponse): unknown {
+    const obj: any = {};
+    if (message.group !== undefined) {
+      obj.group = Group.toJSON(message.group);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RemoveMembersResponse>, I>>(base?: I): RemoveMembersResponse {
+    return RemoveMembersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RemoveMembersResponse>, I>>(object: I): RemoveMembersResponse {
+    const message = createBaseRemoveMembersResponse();
+    message.group = (object.group !== undefined && object.group !== null) ? Group.fromPartial(object.group) : undefined;
+    return message;
+  },
+};
+
 /**
  * GroupsService owns teams and their membership roles (Postgres schema `groups`).
- * First cut: the External API's reads. Membership writes arrive with SCIM.
+ * Reads serve the External API; writes serve the platform, the seeder and SCIM provisioning.
  */
 export type GroupsServiceService = typeof GroupsServiceService;
 export const GroupsServiceService = {
+  /** GetGroup returns one group with its members. NOT_FOUND when unknown. */
   getGroup: {
     path: "/mileage.groups.v1.GroupsService/GetGroup" as const,
     requestStream: false as const,
@@ -601,6 +1542,7 @@ export const GroupsServiceService = {
     responseSerialize: (value: GetGroupResponse): Buffer => Buffer.from(GetGroupResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetGroupResponse => GetGroupResponse.decode(value),
   },
+  /** ListAdministeredGroups returns the groups where the user is an admin, by id, with their members. */
   listAdministeredGroups: {
     path: "/mileage.groups.v1.GroupsService/ListAdministeredGroups" as const,
     requestStream: false as const,
@@ -613,14 +1555,88 @@ export const GroupsServiceService = {
     responseDeserialize: (value: Buffer): ListAdministeredGroupsResponse =>
       ListAdministeredGroupsResponse.decode(value),
   },
+  /** CheckGroupAdmin tells whether a group exists and whether the user administers it (one indexed lookup). */
+  checkGroupAdmin: {
+    path: "/mileage.groups.v1.GroupsService/CheckGroupAdmin" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CheckGroupAdminRequest): Buffer =>
+      Buffer.from(CheckGroupAdminRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CheckGroupAdminRequest => CheckGroupAdminRequest.decode(value),
+    responseSerialize: (value: CheckGroupAdminResponse): Buffer =>
+      Buffer.from(CheckGroupAdminResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CheckGroupAdminResponse => CheckGroupAdminResponse.decode(value),
+  },
+  /** CreateGroup creates a group (the platform's own write; SCIM does not create groups). */
+  createGroup: {
+    path: "/mileage.groups.v1.GroupsService/CreateGroup" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateGroupRequest): Buffer => Buffer.from(CreateGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateGroupRequest => CreateGroupRequest.decode(value),
+    responseSerialize: (value: CreateGroupResponse): Buffer => Buffer.from(CreateGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateGroupResponse => CreateGroupResponse.decode(value),
+  },
+  /**
+   * UpdateGroup changes a group's display name and, when replace_members is set, replaces its members
+   * atomically: members who stay keep their roles, new members get the roles given.
+   */
+  updateGroup: {
+    path: "/mileage.groups.v1.GroupsService/UpdateGroup" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateGroupRequest): Buffer => Buffer.from(UpdateGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateGroupRequest => UpdateGroupRequest.decode(value),
+    responseSerialize: (value: UpdateGroupResponse): Buffer => Buffer.from(UpdateGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateGroupResponse => UpdateGroupResponse.decode(value),
+  },
+  /** SetMemberRoles adds a member with the given roles, or changes the roles of an existing member. */
+  setMemberRoles: {
+    path: "/mileage.groups.v1.GroupsService/SetMemberRoles" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetMemberRolesRequest): Buffer =>
+      Buffer.from(SetMemberRolesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetMemberRolesRequest => SetMemberRolesRequest.decode(value),
+    responseSerialize: (value: SetMemberRolesResponse): Buffer =>
+      Buffer.from(SetMemberRolesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetMemberRolesResponse => SetMemberRolesResponse.decode(value),
+  },
+  /** RemoveMembers removes the given members (unknown ones are ignored). */
+  removeMembers: {
+    path: "/mileage.groups.v1.GroupsService/RemoveMembers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RemoveMembersRequest): Buffer => Buffer.from(RemoveMembersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RemoveMembersRequest => RemoveMembersRequest.decode(value),
+    responseSerialize: (value: RemoveMembersResponse): Buffer =>
+      Buffer.from(RemoveMembersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RemoveMembersResponse => RemoveMembersResponse.decode(value),
+  },
 } as const;
 
 export interface GroupsServiceServer extends UntypedServiceImplementation {
+  /** GetGroup returns one group with its members. NOT_FOUND when unknown. */
   getGroup: handleUnaryCall<GetGroupRequest, GetGroupResponse>;
+  /** ListAdministeredGroups returns the groups where the user is an admin, by id, with their members. */
   listAdministeredGroups: handleUnaryCall<ListAdministeredGroupsRequest, ListAdministeredGroupsResponse>;
+  /** CheckGroupAdmin tells whether a group exists and whether the user administers it (one indexed lookup). */
+  checkGroupAdmin: handleUnaryCall<CheckGroupAdminRequest, CheckGroupAdminResponse>;
+  /** CreateGroup creates a group (the platform's own write; SCIM does not create groups). */
+  createGroup: handleUnaryCall<CreateGroupRequest, CreateGroupResponse>;
+  /**
+   * UpdateGroup changes a group's display name and, when replace_members is set, replaces its members
+   * atomically: members who stay keep their roles, new members get the roles given.
+   */
+  updateGroup: handleUnaryCall<UpdateGroupRequest, UpdateGroupResponse>;
+  /** SetMemberRoles adds a member with the given roles, or changes the roles of an existing member. */
+  setMemberRoles: handleUnaryCall<SetMemberRolesRequest, SetMemberRolesResponse>;
+  /** RemoveMembers removes the given members (unknown ones are ignored). */
+  removeMembers: handleUnaryCall<RemoveMembersRequest, RemoveMembersResponse>;
 }
 
 export interface GroupsServiceClient extends Client {
+  /** GetGroup returns one group with its members. NOT_FOUND when unknown. */
   getGroup(
     request: GetGroupRequest,
     callback: (error: ServiceError | null, response: GetGroupResponse) => void,
@@ -636,6 +1652,7 @@ export interface GroupsServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetGroupResponse) => void,
   ): ClientUnaryCall;
+  /** ListAdministeredGroups returns the groups where the user is an admin, by id, with their members. */
   listAdministeredGroups(
     request: ListAdministeredGroupsRequest,
     callback: (error: ServiceError | null, response: ListAdministeredGroupsResponse) => void,
@@ -650,6 +1667,89 @@ export interface GroupsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListAdministeredGroupsResponse) => void,
+  ): ClientUnaryCall;
+  /** CheckGroupAdmin tells whether a group exists and whether the user administers it (one indexed lookup). */
+  checkGroupAdmin(
+    request: CheckGroupAdminRequest,
+    callback: (error: ServiceError | null, response: CheckGroupAdminResponse) => void,
+  ): ClientUnaryCall;
+  checkGroupAdmin(
+    request: CheckGroupAdminRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CheckGroupAdminResponse) => void,
+  ): ClientUnaryCall;
+  checkGroupAdmin(
+    request: CheckGroupAdminRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CheckGroupAdminResponse) => void,
+  ): ClientUnaryCall;
+  /** CreateGroup creates a group (the platform's own write; SCIM does not create groups). */
+  createGroup(
+    request: CreateGroupRequest,
+    callback: (error: ServiceError | null, response: CreateGroupResponse) => void,
+  ): ClientUnaryCall;
+  createGroup(
+    request: CreateGroupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateGroupResponse) => void,
+  ): ClientUnaryCall;
+  createGroup(
+    request: CreateGroupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateGroupResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * UpdateGroup changes a group's display name and, when replace_members is set, replaces its members
+   * atomically: members who stay keep their roles, new members get the roles given.
+   */
+  updateGroup(
+    request: UpdateGroupRequest,
+    callback: (error: ServiceError | null, response: UpdateGroupResponse) => void,
+  ): ClientUnaryCall;
+  updateGroup(
+    request: UpdateGroupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateGroupResponse) => void,
+  ): ClientUnaryCall;
+  updateGroup(
+    request: UpdateGroupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateGroupResponse) => void,
+  ): ClientUnaryCall;
+  /** SetMemberRoles adds a member with the given roles, or changes the roles of an existing member. */
+  setMemberRoles(
+    request: SetMemberRolesRequest,
+    callback: (error: ServiceError | null, response: SetMemberRolesResponse) => void,
+  ): ClientUnaryCall;
+  setMemberRoles(
+    request: SetMemberRolesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetMemberRolesResponse) => void,
+  ): ClientUnaryCall;
+  setMemberRoles(
+    request: SetMemberRolesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetMemberRolesResponse) => void,
+  ): ClientUnaryCall;
+  /** RemoveMembers removes the given members (unknown ones are ignored). */
+  removeMembers(
+    request: RemoveMembersRequest,
+    callback: (error: ServiceError | null, response: RemoveMembersResponse) => void,
+  ): ClientUnaryCall;
+  removeMembers(
+    request: RemoveMembersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RemoveMembersResponse) => void,
+  ): ClientUnaryCall;
+  removeMembers(
+    request: RemoveMembersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RemoveMembersResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { commonConfigSchema, env, loadConfigOrExit } from './config';
+import type { Database, Metrics as MetricsType } from './index';
+import { startGrpcServer, type ServiceRegistration } from './grpc-server';
+import { createLogger } from './logger';
+import { Metrics } from './metrics';
+import { handleShutdown } from './shutdown';
+import type { Tracing } from './tracing';
+import type { Knex } from 'knex';
+
+const postgresUrl = () => z.string().regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL');
+
+/** The configuration every gRPC service reads (each with its own default ports). */
+export function serviceConfigSchema(defaults: { grpcPort: number; metricsPort: number }) {
+  return commonConfigSchema.extend({
+    DATABASE_URL: postgresUrl(),
+    DATABASE_POOL_MAX: env.positiveInt(10),
+    DATABASE_STATEMENT_TIMEOUT_MS: env.positiveInt(5_000),
+    GRPC_ADDRESS: env.address(`127.0.0.1:${defaults.grpcPort}`),
+    METRICS_PORT: env.port(defaults.metricsPort),
+    MIGRATE_ON_START: env.boolean(false),
+  });
+}
+
+export interface ServiceDefinition {
+  name: string;
+  tracing: Tracing;
+  defaults: { grpcPort: number; metricsPort: number };
+  protoFile: string;
+  openDatabase(options: { url: string; poolMax?: number; statementTimeoutMs?: number; metrics?: MetricsType }): Database;
+  createServer(deps: { knex: Knex }): ServiceRegistration;
+}
+
+/**
+ * The process wiring of a gRPC service: configuration (fail fast), logger, metrics, database pool,
+ * optional migrations, the gRPC server with health and reflection, /metrics, and graceful shutdown.
+ */
+export async function runService(service: ServiceDefinition): Promise<void> {
+  const config = loadConfigOrExit(serviceConfigSchema(service.defaults));
+  const logger = createLogger({ service: service.name, level: config.LOG_LEVEL });
+  const metrics = new Metrics(service.name);
+  const db = service.openDatabase({
+    url: config.DATABASE_URL,
+    poolMax: config.DATABASE_POOL_MAX,
+    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    metrics,
+  });
+  if (config.MIGRATE_ON_START) {
+    const { applied } = await db.migrate();
+    logger.info({ applied }, 'migrations applied');
+  }
+  const grpcServer = await startGrpcServer({
+    address: config.GRPC_ADDRESS,
+    services: [service.createServer({ knex: db.knex })],
+    protoFiles: [service.protoFile],
+    logger,
+    metrics,
+  });
+  const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST);
+  handleShutdown(
+    logger,
+    [
+      { name: 'grpc', run: () => grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000)) },
+      { name: 'database', run: () => db.close() },
+      { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
+      { name: 'tracing', run: () => service.tracing.shutdown() },
+    ],
+    config.SHUTDOWN_TIMEOUT_MS,
+  );
+}
+
+/** `npm run migrate -w <service>`: applies the service's migrations to DATABASE_URL and exits. */
+export async function runMigrations(name: string, openDatabase: ServiceDefinition['openDatabase']): Promise<void> {
+  const config = loadConfigOrExit(z.object({ DATABASE_URL: postgresUrl() }));
+  const logger = createLogger({ service: `${name}-migrate` });
+  const db = openDatabase({ url: config.DATABASE_URL });
+  try {
+    const { applied } = await db.migrate();
+    logger.info({ applied }, applied.length ? 'migrations applied' : 'schema up to date');
+  } catch (err) {
+    logger.error({ err }, 'migration failed');
+    process.exitCode = 1;
+  } finally {
+    await db.close();
+  }
+}

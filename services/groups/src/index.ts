@@ -1,0 +1,3 @@
+export { createServer, type GroupsServerDeps } from './server';
+export { openDatabase, SCHEMA } from './database';
+export { GroupsRepository } from './groups-repo';

@@ -1,0 +1,118 @@
+import { status, type ServiceError } from '@grpc/grpc-js';
+import { groupsV1, PROTO_FILES } from '@mileage/proto';
+import { createGrpcClient, createLogger, decodeServiceError, Metrics, startGrpcServer, type GrpcServerHandle, type PromiseClient } from '@mileage/runtime';
+import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { openDatabase } from './database';
+import { createServer } from './server';
+
+let testDb: TestDatabase;
+let db: ReturnType<typeof openDatabase>;
+let server: GrpcServerHandle;
+let client: PromiseClient<groupsV1.GroupsServiceClient>;
+
+const member = (userId: string, isAdmin = false, isDriver = true): groupsV1.Member => ({ userId, isAdmin, isDriver });
+
+async function rejection(promise: Promise<unknown>) {
+  try {
+    await promise;
+  } catch (err) {
+    return decodeServiceError(err as ServiceError);
+  }
+  assert.fail('expected the call to fail');
+}
+
+before(async () => {
+  testDb = await createTestDatabase('groups');
+  db = openDatabase({ url: testDb.url });
+  await db.migrate();
+  server = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createServer({ knex: db.knex })],
+    protoFiles: [PROTO_FILES.groups],
+    logger: createLogger({ service: 'groups-test', level: 'silent' }),
+    metrics: new Metrics('groups'),
+  });
+  client = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 5_000 });
+});
+
+after(async () => {
+  client.close();
+  await server.shutdown(1_000);
+  await db.close();
+  await testDb.drop();
+});
+
+describe('GroupsService over real gRPC and PostgreSQL', () => {
+  test('creates a group with members and reads it back, members ordered by id', async () => {
+    const { group } = await client.createGroup({ displayName: 'Demo Team', members: [member('BobDriver1'), member('AliceAdm01', true, false)] });
+    assert.ok(group!.id > 0);
+    assert.equal(group!.version, 1);
+    assert.deepEqual(group!.members, [member('AliceAdm01', true, false), member('BobDriver1')]);
+    const { group: read } = await client.getGroup({ id: group!.id });
+    assert.deepEqual(read, group);
+  });
+
+  test('lists the groups a user administers and answers admin checks', async () => {
+    const a = (await client.createGroup({ displayName: 'A', members: [member('AdminOnly1', true, false)] })).group!;
+    const b = (await client.createGroup({ displayName: 'B', members: [member('AdminOnly1', true, true), member('DriverX001')] })).group!;
+    await client.createGroup({ displayName: 'C', members: [member('AdminOnly1', false, true)] });
+    const { groups } = await client.listAdministeredGroups({ userId: 'AdminOnly1' });
+    assert.deepEqual(groups.map((g) => g.id), [a.id, b.id]);
+    assert.deepEqual(await client.checkGroupAdmin({ groupId: b.id, userId: 'AdminOnly1' }), { exists: true, isAdmin: true });
+    assert.deepEqual(await client.checkGroupAdmin({ groupId: b.id, userId: 'DriverX001' }), { exists: true, isAdmin: false });
+    assert.deepEqual(await client.checkGroupAdmin({ groupId: 999_999, userId: 'AdminOnly1' }), { exists: false, isAdmin: false });
+  });
+
+  test('replacing members keeps the roles of those who stay and gives new ones the roles sent', async () => {
+    const g = (await client.createGroup({ displayName: 'Replace', members: [member('StaysAdmin', true, false), member('Leaves0001')] })).group!;
+    const { group } = await client.updateGroup({
+      id: g.id,
+      displayName: 'Renamed',
+      replaceMembers: true,
+      members: [member('StaysAdmin', false, true), member('Newcomer01')],
+      expectedVersion: g.version,
+    });
+    assert.equal(group!.displayName, 'Renamed');
+    assert.equal(group!.version, 2);
+    assert.deepEqual(group!.members, [member('Newcomer01'), member('StaysAdmin', true, false)]);
+    const stale = await rejection(client.updateGroup({ id: g.id, displayName: 'Lost', replaceMembers: false, members: [], expectedVersion: 1 }));
+    assert.equal(stale.code, status.ABORTED);
+    const emptied = await client.updateGroup({ id: g.id, displayName: '', replaceMembers: true, members: [], expectedVersion: 0 });
+    assert.deepEqual(emptied.group!.members, []);
+    assert.equal(emptied.group!.displayName, 'Renamed');
+  });
+
+  test('sets roles of one member and removes members', async () => {
+    const g = (await client.createGroup({ displayName: 'Roles', members: [member('Driver0001')] })).group!;
+    const promoted = (await client.setMemberRoles({ groupId: g.id, member: member('Driver0001', true, true) })).group!;
+    assert.deepEqual(promoted.members, [member('Driver0001', true, true)]);
+    const added = (await client.setMemberRoles({ groupId: g.id, member: member('Driver0002') })).group!;
+    assert.equal(added.members.length, 2);
+    const removed = (await client.removeMembers({ groupId: g.id, userIds: ['Driver0001', 'NotMember1'] })).group!;
+    assert.deepEqual(removed.members, [member('Driver0002')]);
+    assert.equal(removed.version, 4);
+  });
+
+  test('invalid input is refused and nothing changes', async () => {
+    const g = (await client.createGroup({ displayName: 'Stable', members: [member('Keeper0001')] })).group!;
+    const bad = await rejection(client.updateGroup({ id: g.id, displayName: '', replaceMembers: true, members: [member('bad id'), member('Keeper0001'), member('Keeper0001')], expectedVersion: 0 }));
+    assert.equal(bad.code, status.INVALID_ARGUMENT);
+    assert.deepEqual(bad.fieldViolations.map((v) => v.field), ['members[0].user_id', 'members[2].user_id']);
+    assert.deepEqual((await client.getGroup({ id: g.id })).group, g);
+    assert.equal((await rejection(client.createGroup({ displayName: ' ', members: [] }))).code, status.INVALID_ARGUMENT);
+    assert.equal((await rejection(client.getGroup({ id: 0 }))).code, status.INVALID_ARGUMENT);
+    assert.equal((await rejection(client.getGroup({ id: 424242 }))).code, status.NOT_FOUND);
+    assert.equal((await rejection(client.removeMembers({ groupId: 424242, userIds: [] }))).code, status.NOT_FOUND);
+  });
+
+  test('concurrent membership changes are serialised: every change lands and versions count them', async () => {
+    const g = (await client.createGroup({ displayName: 'Busy', members: [] })).group!;
+    const ids = Array.from({ length: 20 }, (_, i) => `Concur${String(i).padStart(4, '0')}`);
+    await Promise.all(ids.map((id) => client.setMemberRoles({ groupId: g.id, member: member(id) })));
+    const { group } = await client.getGroup({ id: g.id });
+    assert.equal(group!.members.length, 20);
+    assert.equal(group!.version, 21);
+  });
+});
