@@ -2,6 +2,7 @@ import { endSpan, extractContext, isAcceptableRequestId, SpanKind, startSpan, tr
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValidationProblem } from './problems';
+import { getGroup, listGroups } from './routes/groups';
 import { getMe, getUser } from './routes/users';
 import { AccountLoader } from './account-loader';
 import { v1Route, type V1Deps } from './v1';
@@ -21,6 +22,7 @@ export interface AppDeps extends Omit<V1Deps, 'accounts'> {
 /** Paths served, for 405 answers with an Allow header. */
 const KNOWN_PATHS: [RegExp, string][] = [
   [/^\/v1\/users\/[^/]+$/, 'GET, HEAD'],
+  [/^\/v1\/groups(\/[^/]+)?$/, 'GET, HEAD'],
   [/^\/(healthz|readyz)$/, 'GET, HEAD'],
 ];
 
@@ -47,6 +49,8 @@ export function createApp(deps: AppDeps): Express {
   const v1: V1Deps = { ...deps, accounts: new AccountLoader(deps.users) };
   app.get('/v1/users/me', v1Route(getMe, v1));
   app.get('/v1/users/:user_id', v1Route(getUser, v1));
+  app.get('/v1/groups', v1Route(listGroups, v1));
+  app.get('/v1/groups/:group_id', v1Route(getGroup, v1));
 
   app.use((req, res) => {
     res.locals.routeId = 'unmatched';

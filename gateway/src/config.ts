@@ -23,6 +23,7 @@ export const configSchema = commonConfigSchema.extend({
   OIDC_USER_ID_CLAIM: z.string().min(1).default('user_id'),
   OIDC_SCOPE_CLAIM: z.string().min(1).default('scope'),
   USERS_ADDRESS: env.address('127.0.0.1:50051'),
+  GROUPS_ADDRESS: env.address('127.0.0.1:50052'),
   GRPC_DEADLINE_MS: env.positiveInt(2_000),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
   /** Multiplies every per-minute limit; for load tests only. */

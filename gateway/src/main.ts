@@ -1,5 +1,5 @@
 import { tracing } from './instrument';
-import { usersV1 } from '@mileage/proto';
+import { groupsV1, usersV1 } from '@mileage/proto';
 import { createGrpcClient, createLogger, handleShutdown, HealthClient, loadConfigOrExit, Metrics } from '@mileage/runtime';
 import { Redis } from 'ioredis';
 import { createApp } from './app';
@@ -14,7 +14,9 @@ async function main(): Promise<void> {
   const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false }) : undefined;
   redis?.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
   const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
+  const groups = createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
   const usersHealth = new HealthClient(config.USERS_ADDRESS);
+  const groupsHealth = new HealthClient(config.GROUPS_ADDRESS);
   const verifier = new TokenVerifier({
     issuer: config.OIDC_ISSUER,
     audience: config.OIDC_AUDIENCE,
@@ -30,9 +32,14 @@ async function main(): Promise<void> {
     verifier,
     rateLimits: new RateLimits({ ...(redis ? { redis } : {}), multiplier: config.RATE_LIMIT_MULTIPLIER }),
     users,
+    groups,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     readiness: async () => {
-      const checks: Record<string, boolean> = { users: await usersHealth.check('mileage.users.v1.UsersService', 1_000) };
+      const [usersUp, groupsUp] = await Promise.all([
+        usersHealth.check('mileage.users.v1.UsersService', 1_000),
+        groupsHealth.check('mileage.groups.v1.GroupsService', 1_000),
+      ]);
+      const checks: Record<string, boolean> = { users: usersUp, groups: groupsUp };
       if (redis) checks.redis = redis.status === 'ready';
       return { ready: Object.values(checks).every(Boolean), checks };
     },
@@ -61,7 +68,7 @@ async function main(): Promise<void> {
             server.closeIdleConnections();
           }),
       },
-      { name: 'clients', run: () => (users.close(), usersHealth.close()) },
+      { name: 'clients', run: () => [users, groups, usersHealth, groupsHealth].forEach((c) => c.close()) },
       { name: 'redis', run: () => redis?.quit() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
       { name: 'tracing', run: () => tracing.shutdown() },

@@ -1,4 +1,4 @@
-import type { usersV1 } from '@mileage/proto';
+import type { groupsV1, usersV1 } from '@mileage/proto';
 import type { CallSettings, PromiseClient, Span, TraceContext } from '@mileage/runtime';
 import type { Request, RequestHandler } from 'express';
 import type { Caller, TokenVerifier } from './auth';
@@ -19,6 +19,7 @@ export interface V1Deps {
   verifier: TokenVerifier;
   rateLimits: RateLimits;
   users: PromiseClient<usersV1.UsersServiceClient>;
+  groups: PromiseClient<groupsV1.GroupsServiceClient>;
   accounts: AccountLoader;
 }
 

@@ -4,7 +4,8 @@
  * production token verifier pointed at the provider's JWKS.
  */
 import { startIdentityProvider } from '@mileage/dev-idp';
-import { PROTO_FILES, usersV1 } from '@mileage/proto';
+import { groupsV1, PROTO_FILES, usersV1 } from '@mileage/proto';
+import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { createGrpcClient, createLogger, Metrics, startGrpcServer, type GrpcServerHandle } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase } from '@mileage/users';
@@ -29,10 +30,12 @@ export const ACCOUNTS = [
 
 export interface Harness {
   issuer: string;
+  /** "Demo Team": Alice admin, Bob and Ivan drivers. "Other Team": Bob admin and driver. */
+  groups: { demo: number; other: number };
   tokenEndpoint: string;
   usersAddress: string;
   /** A gateway app wired like main.ts; options override single dependencies. */
-  app(options?: { usersAddress?: string; deadlineMs?: number; redis?: Redis; rateLimitPrefix?: string }): Express;
+  app(options?: { usersAddress?: string; groupsAddress?: string; deadlineMs?: number; redis?: Redis; rateLimitPrefix?: string }): Express;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
   token(username: string, scope: string): Promise<string>;
   /** Signs arbitrary claims with the provider's real signing key (for claims no client can obtain). */
@@ -54,6 +57,21 @@ export async function startHarness(): Promise<Harness> {
     metrics: new Metrics('users'),
   });
   const usersAddress = `127.0.0.1:${usersServer.port}`;
+  const groupsDb = openGroupsDatabase({ url: testDb.url });
+  await groupsDb.migrate();
+  const groupsServer: GrpcServerHandle = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createGroupsServer({ knex: groupsDb.knex })],
+    protoFiles: [PROTO_FILES.groups],
+    logger,
+    metrics: new Metrics('groups'),
+  });
+  const groupsAddress = `127.0.0.1:${groupsServer.port}`;
+  const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
+  const member = (userId: string, isAdmin: boolean, isDriver: boolean) => ({ userId, isAdmin, isDriver });
+  const demo = (await groupsClient.createGroup({ displayName: 'Demo Team', members: [member('AliceAdm01', true, false), member('BobDriver1', false, true), member('Inactive01', false, true)] })).group!.id;
+  const other = (await groupsClient.createGroup({ displayName: 'Other Team', members: [member('BobDriver1', true, true)] })).group!.id;
+  groupsClient.close();
   const seedClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
   for (const a of ACCOUNTS.slice(0, 3)) {
     await seedClient.createUser({
@@ -88,18 +106,21 @@ export async function startHarness(): Promise<Harness> {
 
   return {
     issuer: idp.issuer,
+    groups: { demo, other },
     tokenEndpoint: `${idp.issuer}/protocol/openid-connect/token`,
     usersAddress,
     app(options = {}) {
       const address = options.usersAddress ?? usersAddress;
       const users = createGrpcClient(usersV1.UsersServiceClient, address, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
-      clients.push(users);
+      const groups = createGrpcClient(groupsV1.GroupsServiceClient, options.groupsAddress ?? groupsAddress, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
+      clients.push(users, groups);
       return createApp({
         logger,
         metrics: new Metrics('gateway'),
         verifier,
         rateLimits: new RateLimits({ ...(options.redis ? { redis: options.redis } : {}), ...(options.rateLimitPrefix ? { keyPrefix: options.rateLimitPrefix } : {}) }),
         users,
+        groups,
         bodyLimitBytes: 1_048_576,
         readiness: async (): Promise<Readiness> => {
           const { HealthClient } = await import('@mileage/runtime');
@@ -139,7 +160,9 @@ export async function startHarness(): Promise<Harness> {
       for (const c of clients) c.close();
       await idp.close();
       await usersServer.shutdown(1_000);
+      await groupsServer.shutdown(1_000);
       await db.close();
+      await groupsDb.close();
       await testDb.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },

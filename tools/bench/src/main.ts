@@ -1,5 +1,6 @@
 // `npm run bench`: GET /v1/users/{user_id} through the whole path (gateway → gRPC → Users → Postgres, real token,
 // metrics and tracing on) against a bare node:http + pg server doing the same query, in one run on this machine.
+import { openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { openDatabase } from '@mileage/users';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,8 +53,8 @@ async function main(): Promise<number> {
     const databaseUrl = `postgres://postgres:bench@127.0.0.1:${pgPort}/postgres`;
     await seed(databaseUrl, Number(flags.users));
 
-    const [sinkPort, idpPort, usersPort, usersMetrics, gatewayPort, gatewayMetrics, barePort] = await Promise.all(
-      Array.from({ length: 7 }, () => freePort()),
+    const [sinkPort, idpPort, usersPort, usersMetrics, gatewayPort, gatewayMetrics, barePort, groupsPort, groupsMetrics] = await Promise.all(
+      Array.from({ length: 9 }, () => freePort()),
     );
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` };
     const sink = startNode('otlp-sink', path.join(__dirname, 'otlp-sink.js'), { PORT: String(sinkPort) });
@@ -77,6 +78,14 @@ async function main(): Promise<number> {
       GRPC_ADDRESS: `127.0.0.1:${usersPort}`,
       METRICS_PORT: String(usersMetrics),
     });
+    // The gateway is ready only when every service it calls is; Groups takes no part in the measured route.
+    const groupsDb = openGroupsDatabase({ url: databaseUrl });
+    await groupsDb.migrate().finally(() => groupsDb.close());
+    startNode('groups', path.join(ROOT, 'services/groups/dist/main.js'), {
+      DATABASE_URL: databaseUrl,
+      GRPC_ADDRESS: `127.0.0.1:${groupsPort}`,
+      METRICS_PORT: String(groupsMetrics),
+    });
     const issuer = `http://127.0.0.1:${idpPort}/realms/mileage`;
     const gateway = startNode('gateway', path.join(ROOT, 'gateway/dist/main.js'), {
       ...otel,
@@ -84,6 +93,7 @@ async function main(): Promise<number> {
       METRICS_PORT: String(gatewayMetrics),
       OIDC_ISSUER: issuer,
       USERS_ADDRESS: `127.0.0.1:${usersPort}`,
+      GROUPS_ADDRESS: `127.0.0.1:${groupsPort}`,
       RATE_LIMIT_MULTIPLIER: '1000000',
     });
     const bare = startNode('bare', path.join(__dirname, 'baseline-server.js'), { PORT: String(barePort), DATABASE_URL: databaseUrl });

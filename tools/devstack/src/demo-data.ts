@@ -18,3 +18,22 @@ export const DEMO_USERS: DemoUser[] = [
 export function demoUserName(user: DemoUser): string {
   return `${user.givenName.toLowerCase()}@example.com`;
 }
+
+/** Group 1 "Demo Team": Alice admin, Bob and Carol drivers. Group 2 "Second Team": Carol driver, Dave admin and driver. */
+export const DEMO_GROUPS = [
+  {
+    displayName: 'Demo Team',
+    members: [
+      { userId: 'AliceAdm01', isAdmin: true, isDriver: false },
+      { userId: 'BobDriver1', isAdmin: false, isDriver: true },
+      { userId: 'CarolDrv01', isAdmin: false, isDriver: true },
+    ],
+  },
+  {
+    displayName: 'Second Team',
+    members: [
+      { userId: 'CarolDrv01', isAdmin: false, isDriver: true },
+      { userId: 'DaveSolo01', isAdmin: true, isDriver: true },
+    ],
+  },
+];

@@ -1,7 +1,8 @@
 // `npm start`: the whole system on one machine with embedded defaults (CONTRACT §6).
-import { usersV1 } from '@mileage/proto';
+import { groupsV1, usersV1 } from '@mileage/proto';
+import { openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { createGrpcClient, createLogger, HealthClient, loadConfigOrExit } from '@mileage/runtime';
-import { openDatabase } from '@mileage/users';
+import { openDatabase as openUsersDatabase } from '@mileage/users';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { DEMO_PASSWORD, DEMO_USERS, demoUserName } from './demo-data';
@@ -22,6 +23,8 @@ const config = loadConfigOrExit(
     USERS_GRPC_PORT: z.coerce.number().int().min(1).max(65535).default(50051),
     GATEWAY_METRICS_PORT: z.coerce.number().int().min(1).max(65535).default(9460),
     USERS_METRICS_PORT: z.coerce.number().int().min(1).max(65535).default(9461),
+    GROUPS_GRPC_PORT: z.coerce.number().int().min(1).max(65535).default(50052),
+    GROUPS_METRICS_PORT: z.coerce.number().int().min(1).max(65535).default(9462),
     SCIM_CLIENT_SECRET: z.string().min(8).default('scim-dev-secret'),
     LOG_LEVEL: z.string().default('info'),
   }),
@@ -36,19 +39,25 @@ async function main(): Promise<void> {
   const startedAt = Date.now();
   let adminUrl: string;
   let usersDbUrl: string;
+  let groupsDbUrl: string;
   if (config.DATABASE_URL) {
-    adminUrl = usersDbUrl = config.DATABASE_URL;
+    adminUrl = usersDbUrl = groupsDbUrl = config.DATABASE_URL;
   } else {
     database = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_POSTGRES_PORT, log: (m) => logger.warn(m) });
-    const roles = await provisionServiceRoles(database.adminUrl, config.DATA_DIR, ['users']);
+    const roles = await provisionServiceRoles(database.adminUrl, config.DATA_DIR, ['users', 'groups']);
     adminUrl = database.adminUrl;
     usersDbUrl = database.urlFor(roles.users!.role, roles.users!.password);
+    groupsDbUrl = database.urlFor(roles.groups!.role, roles.groups!.password);
     logger.info({ port: config.EMBEDDED_POSTGRES_PORT, data_dir: path.join(config.DATA_DIR, 'postgres') }, 'embedded PostgreSQL running');
   }
 
-  const usersDb = openDatabase({ url: usersDbUrl });
-  const { applied } = await usersDb.migrate().finally(() => usersDb.close());
-  logger.info({ target: 'users', applied }, 'migrations up to date');
+  for (const [target, db] of [
+    ['users', openUsersDatabase({ url: usersDbUrl })],
+    ['groups', openGroupsDatabase({ url: groupsDbUrl })],
+  ] as const) {
+    const { applied } = await db.migrate().finally(() => db.close());
+    logger.info({ target, applied }, 'migrations up to date');
+  }
 
   const common = { LOG_LEVEL: config.LOG_LEVEL };
   const usersAddress = `127.0.0.1:${config.USERS_GRPC_PORT}`;
@@ -66,13 +75,23 @@ async function main(): Promise<void> {
     GRPC_ADDRESS: usersAddress,
     METRICS_PORT: String(config.USERS_METRICS_PORT),
   }, logger);
-  processes.push(idp, users);
+  const groupsAddress = `127.0.0.1:${config.GROUPS_GRPC_PORT}`;
+  const groups = startProcess('groups', path.join(ROOT, 'services/groups/dist/main.js'), {
+    ...common,
+    DATABASE_URL: groupsDbUrl,
+    GRPC_ADDRESS: groupsAddress,
+    METRICS_PORT: String(config.GROUPS_METRICS_PORT),
+  }, logger);
+  processes.push(idp, users, groups);
   const usersHealth = new HealthClient(usersAddress);
+  const groupsHealth = new HealthClient(groupsAddress);
   await Promise.all([
     waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 30_000),
     waitUntilReady(users, () => usersHealth.check('', 500), 30_000),
+    waitUntilReady(groups, () => groupsHealth.check('', 500), 30_000),
   ]);
   usersHealth.close();
+  groupsHealth.close();
 
   const gateway = startProcess('gateway', path.join(ROOT, 'gateway/dist/main.js'), {
     ...common,
@@ -80,13 +99,18 @@ async function main(): Promise<void> {
     METRICS_PORT: String(config.GATEWAY_METRICS_PORT),
     OIDC_ISSUER: issuer,
     USERS_ADDRESS: usersAddress,
+    GROUPS_ADDRESS: groupsAddress,
     ...(config.REDIS_URL ? { REDIS_URL: config.REDIS_URL } : {}),
   }, logger);
   processes.push(gateway);
   await waitUntilReady(gateway, () => httpOk(`http://127.0.0.1:${config.GATEWAY_PORT}/readyz`), 30_000);
 
   const usersClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 10_000 });
-  const seeded = await seedDemoData({ adminUrl, users: usersClient }).finally(() => usersClient.close());
+  const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 10_000 });
+  const seeded = await seedDemoData({ adminUrl, users: usersClient, groups: groupsClient }).finally(() => {
+    usersClient.close();
+    groupsClient.close();
+  });
   logger.info({ seeded }, seeded ? 'demo data seeded' : 'database already holds data; not seeding');
 
   for (const proc of processes) {
@@ -110,7 +134,7 @@ function printBanner(issuer: string, elapsedMs: number): void {
     `  SCIM 2.0        ${gateway}/scim/v2`,
     `  Health          ${gateway}/healthz  ${gateway}/readyz`,
     `  Identity (dev)  ${issuer}`,
-    `  Metrics         http://127.0.0.1:${config.GATEWAY_METRICS_PORT}/metrics (gateway), :${config.USERS_METRICS_PORT} (users)`,
+    `  Metrics         http://127.0.0.1:${config.GATEWAY_METRICS_PORT}/metrics (gateway), :${config.USERS_METRICS_PORT} (users), :${config.GROUPS_METRICS_PORT} (groups)`,
     `  Demo users      ${DEMO_USERS.map(demoUserName).join(', ')} (password "${DEMO_PASSWORD}")`,
     '',
     'Get a token and call /v1/users/me:',
@@ -130,7 +154,7 @@ async function shutdown(code: number): Promise<void> {
   stopping = true;
   logger.info('stopping the stack');
   // Front to back: the gateway drains first, then the services, then the identity provider and the database.
-  const order = ['gateway', 'users', 'dev-idp'];
+  const order = ['gateway', 'users', 'groups', 'dev-idp'];
   for (const name of order) {
     const proc = processes.find((p) => p.name === name);
     if (proc) await stopProcess(proc, 15_000);

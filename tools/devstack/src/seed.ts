@@ -1,12 +1,13 @@
-import type { usersV1 } from '@mileage/proto';
+import type { groupsV1, usersV1 } from '@mileage/proto';
 import type { PromiseClient } from '@mileage/runtime';
 import pg from 'pg';
-import { DEMO_USERS, demoUserName } from './demo-data';
+import { DEMO_GROUPS, DEMO_USERS, demoUserName } from './demo-data';
 
 export interface SeedTargets {
   /** Superuser (or read-everything) URL used only to see whether the database is empty. */
   adminUrl: string;
   users: PromiseClient<usersV1.UsersServiceClient>;
+  groups: PromiseClient<groupsV1.GroupsServiceClient>;
 }
 
 /**
@@ -30,6 +31,8 @@ export async function seedDemoData(targets: SeedTargets): Promise<boolean> {
       },
     });
   }
+  // On an empty database the groups get ids 1 and 2, as CONTRACT §6 names them.
+  for (const group of DEMO_GROUPS) await targets.groups.createGroup(group);
   return true;
 }
 

@@ -26,7 +26,7 @@ after(() => {
 });
 
 async function ports() {
-  const names = ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'GATEWAY_METRICS_PORT', 'USERS_METRICS_PORT'];
+  const names = ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'GATEWAY_METRICS_PORT', 'USERS_METRICS_PORT', 'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT'];
   const env: Record<string, string> = {};
   for (const n of names) env[n] = String(await freePort());
   return env;
@@ -74,7 +74,7 @@ describe('npm start', { timeout: 120_000 }, () => {
     const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username: 'alice@example.com', password: 'demo', scope: 'users_read' }),
+      body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username: 'alice@example.com', password: 'demo', scope: 'users_read groups_read' }),
     });
     assert.equal(tokenRes.status, 200);
     const { access_token } = (await tokenRes.json()) as { access_token: string };
@@ -83,6 +83,11 @@ describe('npm start', { timeout: 120_000 }, () => {
     const body = (await me.json()) as { id: string; userName: string };
     assert.equal(body.id, 'AliceAdm01');
     assert.equal(body.userName, 'alice@example.com');
+    const groups = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/groups`, { headers: { authorization: `Bearer ${access_token}` } });
+    assert.equal(groups.status, 200);
+    const { resources } = (await groups.json()) as { resources: { id: string; display_name: string; members: { value: string }[] }[] };
+    assert.deepEqual(resources.map((g) => [g.id, g.display_name]), [['1', 'Demo Team']]);
+    assert.deepEqual(resources[0]!.members.map((m) => m.value), ['AliceAdm01', 'BobDriver1', 'CarolDrv01']);
     const metrics = await (await fetch(`http://127.0.0.1:${env.GATEWAY_METRICS_PORT}/metrics`)).text();
     assert.match(metrics, /http_server_request_duration_seconds_count\{[^}]*route="users.me"/);
     assert.equal(await stop(first.child), 0);
