@@ -65,6 +65,161 @@ export function classificationToJSON(object: Classification): string {
   }
 }
 
+export enum Entry {
+  ENTRY_UNSPECIFIED = 0,
+  ENTRY_MANUAL = 1,
+  ENTRY_AUTOMATIC = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function entryFromJSON(object: any): Entry {
+  switch (object) {
+    case 0:
+    case "ENTRY_UNSPECIFIED":
+      return Entry.ENTRY_UNSPECIFIED;
+    case 1:
+    case "ENTRY_MANUAL":
+      return Entry.ENTRY_MANUAL;
+    case 2:
+    case "ENTRY_AUTOMATIC":
+      return Entry.ENTRY_AUTOMATIC;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return Entry.UNRECOGNIZED;
+  }
+}
+
+export function entryToJSON(object: Entry): string {
+  switch (object) {
+    case Entry.ENTRY_UNSPECIFIED:
+      return "ENTRY_UNSPECIFIED";
+    case Entry.ENTRY_MANUAL:
+      return "ENTRY_MANUAL";
+    case Entry.ENTRY_AUTOMATIC:
+      return "ENTRY_AUTOMATIC";
+    case Entry.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+export enum SortField {
+  /** SORT_FIELD_UNSPECIFIED - The modified time. */
+  SORT_FIELD_UNSPECIFIED = 0,
+  SORT_FIELD_MODIFIED = 1,
+  SORT_FIELD_ENDED = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function sortFieldFromJSON(object: any): SortField {
+  switch (object) {
+    case 0:
+    case "SORT_FIELD_UNSPECIFIED":
+      return SortField.SORT_FIELD_UNSPECIFIED;
+    case 1:
+    case "SORT_FIELD_MODIFIED":
+      return SortField.SORT_FIELD_MODIFIED;
+    case 2:
+    case "SORT_FIELD_ENDED":
+      return SortField.SORT_FIELD_ENDED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return SortField.UNRECOGNIZED;
+  }
+}
+
+export function sortFieldToJSON(object: SortField): string {
+  switch (object) {
+    case SortField.SORT_FIELD_UNSPECIFIED:
+      return "SORT_FIELD_UNSPECIFIED";
+    case SortField.SORT_FIELD_MODIFIED:
+      return "SORT_FIELD_MODIFIED";
+    case SortField.SORT_FIELD_ENDED:
+      return "SORT_FIELD_ENDED";
+    case SortField.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+export enum ClassificationFilter {
+  /** CLASSIFICATION_FILTER_UNSPECIFIED - Business drives only (the External API's default). */
+  CLASSIFICATION_FILTER_UNSPECIFIED = 0,
+  CLASSIFICATION_FILTER_BUSINESS = 1,
+  CLASSIFICATION_FILTER_PERSONAL = 2,
+  CLASSIFICATION_FILTER_ALL = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function classificationFilterFromJSON(object: any): ClassificationFilter {
+  switch (object) {
+    case 0:
+    case "CLASSIFICATION_FILTER_UNSPECIFIED":
+      return ClassificationFilter.CLASSIFICATION_FILTER_UNSPECIFIED;
+    case 1:
+    case "CLASSIFICATION_FILTER_BUSINESS":
+      return ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS;
+    case 2:
+    case "CLASSIFICATION_FILTER_PERSONAL":
+      return ClassificationFilter.CLASSIFICATION_FILTER_PERSONAL;
+    case 3:
+    case "CLASSIFICATION_FILTER_ALL":
+      return ClassificationFilter.CLASSIFICATION_FILTER_ALL;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ClassificationFilter.UNRECOGNIZED;
+  }
+}
+
+export function classificationFilterToJSON(object: ClassificationFilter): string {
+  switch (object) {
+    case ClassificationFilter.CLASSIFICATION_FILTER_UNSPECIFIED:
+      return "CLASSIFICATION_FILTER_UNSPECIFIED";
+    case ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS:
+      return "CLASSIFICATION_FILTER_BUSINESS";
+    case ClassificationFilter.CLASSIFICATION_FILTER_PERSONAL:
+      return "CLASSIFICATION_FILTER_PERSONAL";
+    case ClassificationFilter.CLASSIFICATION_FILTER_ALL:
+      return "CLASSIFICATION_FILTER_ALL";
+    case ClassificationFilter.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** An amount of money in the currency's smallest unit (cents, pence). */
+export interface Money {
+  amount: number;
+  /** USD, CAD or GBP. */
+  currency: string;
+}
+
+export interface Distance {
+  amount: number;
+  /** "mi" or "km". */
+  units: string;
+  discounted?: number | undefined;
+}
+
+export interface Address {
+  country: string;
+  state: string;
+  city: string;
+  street: string;
+  postalCode: string;
+}
+
+export interface Geolocation {
+  name: string;
+  lat?: string | undefined;
+  lon?: string | undefined;
+  time?: string | undefined;
+  address?: Address | undefined;
+}
+
 export interface Drive {
   id: number;
   userId: string;
@@ -73,18 +228,581 @@ export interface Drive {
   startTime?: string | undefined;
   endTime?: string | undefined;
   classification: Classification;
+  distance?: Distance | undefined;
+  value?: Money | undefined;
+  tollFees?: Money | undefined;
+  parkingFees?:
+    | Money
+    | undefined;
+  /** The driver's notes. */
+  description?: string | undefined;
+  entry: Entry;
+  purpose?: string | undefined;
+  start?: Geolocation | undefined;
+  end?: Geolocation | undefined;
+}
+
+export interface ReviewComment {
+  id: number;
+  text: string;
+  createTime?: string | undefined;
+  userEmail: string;
+}
+
+export interface ReportedDrive {
+  drive?: Drive | undefined;
+  groupId: number;
+  status: string;
+  /** When the drive was reported. */
+  reportTime?:
+    | string
+    | undefined;
+  /** The last review, else the report time. */
+  updateTime?: string | undefined;
+  reviewComments: ReviewComment[];
+}
+
+/** Keyset position: the sort value and id of the last row of the previous page. */
+export interface PagePosition {
+  sortTime?: string | undefined;
+  id: number;
 }
 
 export interface ListUserDrivesRequest {
   userId: string;
+  /** 1..1000. */
   limit: number;
+  /** Deprecated in favour of after_position; ignored. */
   cursor: string;
+  classification: ClassificationFilter;
+  sortField: SortField;
+  /** Exclusive bounds on the sort field. */
+  after?: string | undefined;
+  before?:
+    | string
+    | undefined;
+  /** Continue after this row (exclusive). */
+  afterPosition?: PagePosition | undefined;
 }
 
 export interface ListUserDrivesResponse {
   drives: Drive[];
+  /** Deprecated: always empty; see next_position. */
   nextCursor: string;
+  hasMore: boolean;
+  nextPosition?: PagePosition | undefined;
 }
+
+export interface ListReportedDrivesRequest {
+  groupIds: number[];
+  limit: number;
+  sortField: SortField;
+  after?: string | undefined;
+  before?: string | undefined;
+  afterPosition?: PagePosition | undefined;
+}
+
+export interface ListReportedDrivesResponse {
+  reportedDrives: ReportedDrive[];
+  hasMore: boolean;
+  nextPosition?: PagePosition | undefined;
+}
+
+export interface CreateDriveRequest {
+  drive?: Drive | undefined;
+}
+
+export interface CreateDriveResponse {
+  drive?: Drive | undefined;
+}
+
+export interface UpdateDriveRequest {
+  drive?: Drive | undefined;
+}
+
+export interface UpdateDriveResponse {
+  drive?: Drive | undefined;
+}
+
+export interface ReportDriveRequest {
+  driveId: number;
+  groupId: number;
+}
+
+export interface ReportDriveResponse {
+  reportedDrive?: ReportedDrive | undefined;
+}
+
+export interface ReviewReportedDriveRequest {
+  driveId: number;
+  /** e.g. "approved", "rejected", "submitted". */
+  status: string;
+  /** Optional comment; empty for none. */
+  comment: string;
+  reviewerEmail: string;
+}
+
+export interface ReviewReportedDriveResponse {
+  reportedDrive?: ReportedDrive | undefined;
+}
+
+function createBaseMoney(): Money {
+  return { amount: 0, currency: "" };
+}
+
+export const Money: MessageFns<Money> = {
+  encode(message: Money, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.amount !== 0) {
+      writer.uint32(8).int64(message.amount);
+    }
+    if (message.currency !== "") {
+      writer.uint32(18).string(message.currency);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Money {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMoney();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.amount = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.currency = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Money {
+    return {
+      amount: isSet(object.amount) ? globalThis.Number(object.amount) : 0,
+      currency: isSet(object.currency) ? globalThis.String(object.currency) : "",
+    };
+  },
+
+  toJSON(message: Money): unknown {
+    const obj: any = {};
+    if (message.amount !== 0) {
+      obj.amount = Math.round(message.amount);
+    }
+    if (message.currency !== "") {
+      obj.currency = message.currency;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Money>, I>>(base?: I): Money {
+    return Money.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Money>, I>>(object: I): Money {
+    const message = createBaseMoney();
+    message.amount = object.amount ?? 0;
+    message.currency = object.currency ?? "";
+    return message;
+  },
+};
+
+function createBaseDistance(): Distance {
+  return { amount: 0, units: "", discounted: undefined };
+}
+
+export const Distance: MessageFns<Distance> = {
+  encode(message: Distance, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.amount !== 0) {
+      writer.uint32(9).double(message.amount);
+    }
+    if (message.units !== "") {
+      writer.uint32(18).string(message.units);
+    }
+    if (message.discounted !== undefined) {
+      writer.uint32(24).int64(message.discounted);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Distance {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDistance();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 9) {
+              break;
+            }
+
+            message.amount = reader.double();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.units = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.discounted = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Distance {
+    return {
+      amount: isSet(object.amount) ? globalThis.Number(object.amount) : 0,
+      units: isSet(object.units) ? globalThis.String(object.units) : "",
+      discounted: isSet(object.discounted) ? globalThis.Number(object.discounted) : undefined,
+    };
+  },
+
+  toJSON(message: Distance): unknown {
+    const obj: any = {};
+    if (message.amount !== 0) {
+      obj.amount = floatToJson(message.amount);
+    }
+    if (message.units !== "") {
+      obj.units = message.units;
+    }
+    if (message.discounted !== undefined) {
+      obj.discounted = Math.round(message.discounted);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Distance>, I>>(base?: I): Distance {
+    return Distance.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Distance>, I>>(object: I): Distance {
+    const message = createBaseDistance();
+    message.amount = object.amount ?? 0;
+    message.units = object.units ?? "";
+    message.discounted = object.discounted ?? undefined;
+    return message;
+  },
+};
+
+function createBaseAddress(): Address {
+  return { country: "", state: "", city: "", street: "", postalCode: "" };
+}
+
+export const Address: MessageFns<Address> = {
+  encode(message: Address, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.country !== "") {
+      writer.uint32(10).string(message.country);
+    }
+    if (message.state !== "") {
+      writer.uint32(18).string(message.state);
+    }
+    if (message.city !== "") {
+      writer.uint32(26).string(message.city);
+    }
+    if (message.street !== "") {
+      writer.uint32(34).string(message.street);
+    }
+    if (message.postalCode !== "") {
+      writer.uint32(42).string(message.postalCode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Address {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAddress();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.country = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.city = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.street = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.postalCode = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Address {
+    return {
+      country: isSet(object.country) ? globalThis.String(object.country) : "",
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      city: isSet(object.city) ? globalThis.String(object.city) : "",
+      street: isSet(object.street) ? globalThis.String(object.street) : "",
+      postalCode: isSet(object.postalCode)
+        ? globalThis.String(object.postalCode)
+        : isSet(object.postal_code)
+        ? globalThis.String(object.postal_code)
+        : "",
+    };
+  },
+
+  toJSON(message: Address): unknown {
+    const obj: any = {};
+    if (message.country !== "") {
+      obj.country = message.country;
+    }
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.city !== "") {
+      obj.city = message.city;
+    }
+    if (message.street !== "") {
+      obj.street = message.street;
+    }
+    if (message.postalCode !== "") {
+      obj.postalCode = message.postalCode;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Address>, I>>(base?: I): Address {
+    return Address.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Address>, I>>(object: I): Address {
+    const message = createBaseAddress();
+    message.country = object.country ?? "";
+    message.state = object.state ?? "";
+    message.city = object.city ?? "";
+    message.street = object.street ?? "";
+    message.postalCode = object.postalCode ?? "";
+    return message;
+  },
+};
+
+function createBaseGeolocation(): Geolocation {
+  return { name: "", lat: undefined, lon: undefined, time: undefined, address: undefined };
+}
+
+export const Geolocation: MessageFns<Geolocation> = {
+  encode(message: Geolocation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.lat !== undefined) {
+      writer.uint32(18).string(message.lat);
+    }
+    if (message.lon !== undefined) {
+      writer.uint32(26).string(message.lon);
+    }
+    if (message.time !== undefined) {
+      Timestamp.encode(toTimestamp(message.time), writer.uint32(34).fork()).join();
+    }
+    if (message.address !== undefined) {
+      Address.encode(message.address, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Geolocation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGeolocation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.lat = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.lon = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.time = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.address = Address.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Geolocation {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      lat: isSet(object.lat) ? globalThis.String(object.lat) : undefined,
+      lon: isSet(object.lon) ? globalThis.String(object.lon) : undefined,
+      time: isSet(object.time) ? globalThis.String(object.time) : undefined,
+      address: isSet(object.address) ? Address.fromJSON(object.address) : undefined,
+    };
+  },
+
+  toJSON(message: Geolocation): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.lat !== undefined) {
+      obj.lat = message.lat;
+    }
+    if (message.lon !== undefined) {
+      obj.lon = message.lon;
+    }
+    if (message.time !== undefined) {
+      obj.time = message.time;
+    }
+    if (message.address !== undefined) {
+      obj.address = Address.toJSON(message.address);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Geolocation>, I>>(base?: I): Geolocation {
+    return Geolocation.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Geolocation>, I>>(object: I): Geolocation {
+    const message = createBaseGeolocation();
+    message.name = object.name ?? "";
+    message.lat = object.lat ?? undefined;
+    message.lon = object.lon ?? undefined;
+    message.time = object.time ?? undefined;
+    message.address = (object.address !== undefined && object.address !== null)
+      ? Address.fromPartial(object.address)
+      : undefined;
+    return message;
+  },
+};
 
 function createBaseDrive(): Drive {
   return {
@@ -95,6 +813,15 @@ function createBaseDrive(): Drive {
     startTime: undefined,
     endTime: undefined,
     classification: 0,
+    distance: undefined,
+    value: undefined,
+    tollFees: undefined,
+    parkingFees: undefined,
+    description: undefined,
+    entry: 0,
+    purpose: undefined,
+    start: undefined,
+    end: undefined,
   };
 }
 
@@ -120,6 +847,33 @@ export const Drive: MessageFns<Drive> = {
     }
     if (message.classification !== 0) {
       writer.uint32(56).int32(message.classification);
+    }
+    if (message.distance !== undefined) {
+      Distance.encode(message.distance, writer.uint32(66).fork()).join();
+    }
+    if (message.value !== undefined) {
+      Money.encode(message.value, writer.uint32(74).fork()).join();
+    }
+    if (message.tollFees !== undefined) {
+      Money.encode(message.tollFees, writer.uint32(82).fork()).join();
+    }
+    if (message.parkingFees !== undefined) {
+      Money.encode(message.parkingFees, writer.uint32(90).fork()).join();
+    }
+    if (message.description !== undefined) {
+      writer.uint32(98).string(message.description);
+    }
+    if (message.entry !== 0) {
+      writer.uint32(104).int32(message.entry);
+    }
+    if (message.purpose !== undefined) {
+      writer.uint32(114).string(message.purpose);
+    }
+    if (message.start !== undefined) {
+      Geolocation.encode(message.start, writer.uint32(122).fork()).join();
+    }
+    if (message.end !== undefined) {
+      Geolocation.encode(message.end, writer.uint32(130).fork()).join();
     }
     return writer;
   },
@@ -193,6 +947,78 @@ export const Drive: MessageFns<Drive> = {
             message.classification = reader.int32() as any;
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.distance = Distance.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.value = Money.decode(reader, reader.uint32());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.tollFees = Money.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.parkingFees = Money.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.entry = reader.int32() as any;
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.purpose = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.start = Geolocation.decode(reader, reader.uint32());
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.end = Geolocation.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -234,6 +1060,23 @@ export const Drive: MessageFns<Drive> = {
         ? globalThis.String(object.end_time)
         : undefined,
       classification: isSet(object.classification) ? classificationFromJSON(object.classification) : 0,
+      distance: isSet(object.distance) ? Distance.fromJSON(object.distance) : undefined,
+      value: isSet(object.value) ? Money.fromJSON(object.value) : undefined,
+      tollFees: isSet(object.tollFees)
+        ? Money.fromJSON(object.tollFees)
+        : isSet(object.toll_fees)
+        ? Money.fromJSON(object.toll_fees)
+        : undefined,
+      parkingFees: isSet(object.parkingFees)
+        ? Money.fromJSON(object.parkingFees)
+        : isSet(object.parking_fees)
+        ? Money.fromJSON(object.parking_fees)
+        : undefined,
+      description: isSet(object.description) ? globalThis.String(object.description) : undefined,
+      entry: isSet(object.entry) ? entryFromJSON(object.entry) : 0,
+      purpose: isSet(object.purpose) ? globalThis.String(object.purpose) : undefined,
+      start: isSet(object.start) ? Geolocation.fromJSON(object.start) : undefined,
+      end: isSet(object.end) ? Geolocation.fromJSON(object.end) : undefined,
     };
   },
 
@@ -260,6 +1103,33 @@ export const Drive: MessageFns<Drive> = {
     if (message.classification !== 0) {
       obj.classification = classificationToJSON(message.classification);
     }
+    if (message.distance !== undefined) {
+      obj.distance = Distance.toJSON(message.distance);
+    }
+    if (message.value !== undefined) {
+      obj.value = Money.toJSON(message.value);
+    }
+    if (message.tollFees !== undefined) {
+      obj.tollFees = Money.toJSON(message.tollFees);
+    }
+    if (message.parkingFees !== undefined) {
+      obj.parkingFees = Money.toJSON(message.parkingFees);
+    }
+    if (message.description !== undefined) {
+      obj.description = message.description;
+    }
+    if (message.entry !== 0) {
+      obj.entry = entryToJSON(message.entry);
+    }
+    if (message.purpose !== undefined) {
+      obj.purpose = message.purpose;
+    }
+    if (message.start !== undefined) {
+      obj.start = Geolocation.toJSON(message.start);
+    }
+    if (message.end !== undefined) {
+      obj.end = Geolocation.toJSON(message.end);
+    }
     return obj;
   },
 
@@ -275,12 +1145,417 @@ export const Drive: MessageFns<Drive> = {
     message.startTime = object.startTime ?? undefined;
     message.endTime = object.endTime ?? undefined;
     message.classification = object.classification ?? 0;
+    message.distance = (object.distance !== undefined && object.distance !== null)
+      ? Distance.fromPartial(object.distance)
+      : undefined;
+    message.value = (object.value !== undefined && object.value !== null) ? Money.fromPartial(object.value) : undefined;
+    message.tollFees = (object.tollFees !== undefined && object.tollFees !== null)
+      ? Money.fromPartial(object.tollFees)
+      : undefined;
+    message.parkingFees = (object.parkingFees !== undefined && object.parkingFees !== null)
+      ? Money.fromPartial(object.parkingFees)
+      : undefined;
+    message.description = object.description ?? undefined;
+    message.entry = object.entry ?? 0;
+    message.purpose = object.purpose ?? undefined;
+    message.start = (object.start !== undefined && object.start !== null)
+      ? Geolocation.fromPartial(object.start)
+      : undefined;
+    message.end = (object.end !== undefined && object.end !== null) ? Geolocation.fromPartial(object.end) : undefined;
+    return message;
+  },
+};
+
+function createBaseReviewComment(): ReviewComment {
+  return { id: 0, text: "", createTime: undefined, userEmail: "" };
+}
+
+export const ReviewComment: MessageFns<ReviewComment> = {
+  encode(message: ReviewComment, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).int64(message.id);
+    }
+    if (message.text !== "") {
+      writer.uint32(18).string(message.text);
+    }
+    if (message.createTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(26).fork()).join();
+    }
+    if (message.userEmail !== "") {
+      writer.uint32(34).string(message.userEmail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReviewComment {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReviewComment();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.userEmail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReviewComment {
+    return {
+      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      createTime: isSet(object.createTime)
+        ? globalThis.String(object.createTime)
+        : isSet(object.create_time)
+        ? globalThis.String(object.create_time)
+        : undefined,
+      userEmail: isSet(object.userEmail)
+        ? globalThis.String(object.userEmail)
+        : isSet(object.user_email)
+        ? globalThis.String(object.user_email)
+        : "",
+    };
+  },
+
+  toJSON(message: ReviewComment): unknown {
+    const obj: any = {};
+    if (message.id !== 0) {
+      obj.id = Math.round(message.id);
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.createTime !== undefined) {
+      obj.createTime = message.createTime;
+    }
+    if (message.userEmail !== "") {
+      obj.userEmail = message.userEmail;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReviewComment>, I>>(base?: I): ReviewComment {
+    return ReviewComment.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReviewComment>, I>>(object: I): ReviewComment {
+    const message = createBaseReviewComment();
+    message.id = object.id ?? 0;
+    message.text = object.text ?? "";
+    message.createTime = object.createTime ?? undefined;
+    message.userEmail = object.userEmail ?? "";
+    return message;
+  },
+};
+
+function createBaseReportedDrive(): ReportedDrive {
+  return { drive: undefined, groupId: 0, status: "", reportTime: undefined, updateTime: undefined, reviewComments: [] };
+}
+
+export const ReportedDrive: MessageFns<ReportedDrive> = {
+  encode(message: ReportedDrive, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.drive !== undefined) {
+      Drive.encode(message.drive, writer.uint32(10).fork()).join();
+    }
+    if (message.groupId !== 0) {
+      writer.uint32(16).int64(message.groupId);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.reportTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.reportTime), writer.uint32(34).fork()).join();
+    }
+    if (message.updateTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.updateTime), writer.uint32(42).fork()).join();
+    }
+    for (const v of message.reviewComments) {
+      ReviewComment.encode(v!, writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportedDrive {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportedDrive();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.drive = Drive.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.groupId = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.reportTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.updateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.reviewComments.push(ReviewComment.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportedDrive {
+    return {
+      drive: isSet(object.drive) ? Drive.fromJSON(object.drive) : undefined,
+      groupId: isSet(object.groupId)
+        ? globalThis.Number(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.Number(object.group_id)
+        : 0,
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      reportTime: isSet(object.reportTime)
+        ? globalThis.String(object.reportTime)
+        : isSet(object.report_time)
+        ? globalThis.String(object.report_time)
+        : undefined,
+      updateTime: isSet(object.updateTime)
+        ? globalThis.String(object.updateTime)
+        : isSet(object.update_time)
+        ? globalThis.String(object.update_time)
+        : undefined,
+      reviewComments: globalThis.Array.isArray(object?.reviewComments)
+        ? object.reviewComments.map((e: any) => ReviewComment.fromJSON(e))
+        : globalThis.Array.isArray(object?.review_comments)
+        ? object.review_comments.map((e: any) => ReviewComment.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ReportedDrive): unknown {
+    const obj: any = {};
+    if (message.drive !== undefined) {
+      obj.drive = Drive.toJSON(message.drive);
+    }
+    if (message.groupId !== 0) {
+      obj.groupId = Math.round(message.groupId);
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.reportTime !== undefined) {
+      obj.reportTime = message.reportTime;
+    }
+    if (message.updateTime !== undefined) {
+      obj.updateTime = message.updateTime;
+    }
+    if (message.reviewComments?.length) {
+      obj.reviewComments = message.reviewComments.map((e) => ReviewComment.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportedDrive>, I>>(base?: I): ReportedDrive {
+    return ReportedDrive.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportedDrive>, I>>(object: I): ReportedDrive {
+    const message = createBaseReportedDrive();
+    message.drive = (object.drive !== undefined && object.drive !== null) ? Drive.fromPartial(object.drive) : undefined;
+    message.groupId = object.groupId ?? 0;
+    message.status = object.status ?? "";
+    message.reportTime = object.reportTime ?? undefined;
+    message.updateTime = object.updateTime ?? undefined;
+    message.reviewComments = object.reviewComments?.map((e) => ReviewComment.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePagePosition(): PagePosition {
+  return { sortTime: undefined, id: 0 };
+}
+
+export const PagePosition: MessageFns<PagePosition> = {
+  encode(message: PagePosition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sortTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.sortTime), writer.uint32(10).fork()).join();
+    }
+    if (message.id !== 0) {
+      writer.uint32(16).int64(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PagePosition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePagePosition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sortTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.id = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PagePosition {
+    return {
+      sortTime: isSet(object.sortTime)
+        ? globalThis.String(object.sortTime)
+        : isSet(object.sort_time)
+        ? globalThis.String(object.sort_time)
+        : undefined,
+      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+    };
+  },
+
+  toJSON(message: PagePosition): unknown {
+    const obj: any = {};
+    if (message.sortTime !== undefined) {
+      obj.sortTime = message.sortTime;
+    }
+    if (message.id !== 0) {
+      obj.id = Math.round(message.id);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PagePosition>, I>>(base?: I): PagePosition {
+    return PagePosition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PagePosition>, I>>(object: I): PagePosition {
+    const message = createBasePagePosition();
+    message.sortTime = object.sortTime ?? undefined;
+    message.id = object.id ?? 0;
     return message;
   },
 };
 
 function createBaseListUserDrivesRequest(): ListUserDrivesRequest {
-  return { userId: "", limit: 0, cursor: "" };
+  return {
+    userId: "",
+    limit: 0,
+    cursor: "",
+    classification: 0,
+    sortField: 0,
+    after: undefined,
+    before: undefined,
+    afterPosition: undefined,
+  };
 }
 
 export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
@@ -293,6 +1568,21 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     }
     if (message.cursor !== "") {
       writer.uint32(26).string(message.cursor);
+    }
+    if (message.classification !== 0) {
+      writer.uint32(32).int32(message.classification);
+    }
+    if (message.sortField !== 0) {
+      writer.uint32(40).int32(message.sortField);
+    }
+    if (message.after !== undefined) {
+      Timestamp.encode(toTimestamp(message.after), writer.uint32(50).fork()).join();
+    }
+    if (message.before !== undefined) {
+      Timestamp.encode(toTimestamp(message.before), writer.uint32(58).fork()).join();
+    }
+    if (message.afterPosition !== undefined) {
+      PagePosition.encode(message.afterPosition, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -334,6 +1624,46 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
             message.cursor = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.classification = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.sortField = reader.int32() as any;
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.after = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.before = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.afterPosition = PagePosition.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -355,6 +1685,19 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
         : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+      classification: isSet(object.classification) ? classificationFilterFromJSON(object.classification) : 0,
+      sortField: isSet(object.sortField)
+        ? sortFieldFromJSON(object.sortField)
+        : isSet(object.sort_field)
+        ? sortFieldFromJSON(object.sort_field)
+        : 0,
+      after: isSet(object.after) ? globalThis.String(object.after) : undefined,
+      before: isSet(object.before) ? globalThis.String(object.before) : undefined,
+      afterPosition: isSet(object.afterPosition)
+        ? PagePosition.fromJSON(object.afterPosition)
+        : isSet(object.after_position)
+        ? PagePosition.fromJSON(object.after_position)
+        : undefined,
     };
   },
 
@@ -369,6 +1712,21 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     if (message.cursor !== "") {
       obj.cursor = message.cursor;
     }
+    if (message.classification !== 0) {
+      obj.classification = classificationFilterToJSON(message.classification);
+    }
+    if (message.sortField !== 0) {
+      obj.sortField = sortFieldToJSON(message.sortField);
+    }
+    if (message.after !== undefined) {
+      obj.after = message.after;
+    }
+    if (message.before !== undefined) {
+      obj.before = message.before;
+    }
+    if (message.afterPosition !== undefined) {
+      obj.afterPosition = PagePosition.toJSON(message.afterPosition);
+    }
     return obj;
   },
 
@@ -380,12 +1738,19 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     message.userId = object.userId ?? "";
     message.limit = object.limit ?? 0;
     message.cursor = object.cursor ?? "";
+    message.classification = object.classification ?? 0;
+    message.sortField = object.sortField ?? 0;
+    message.after = object.after ?? undefined;
+    message.before = object.before ?? undefined;
+    message.afterPosition = (object.afterPosition !== undefined && object.afterPosition !== null)
+      ? PagePosition.fromPartial(object.afterPosition)
+      : undefined;
     return message;
   },
 };
 
 function createBaseListUserDrivesResponse(): ListUserDrivesResponse {
-  return { drives: [], nextCursor: "" };
+  return { drives: [], nextCursor: "", hasMore: false, nextPosition: undefined };
 }
 
 export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
@@ -395,6 +1760,12 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
     }
     if (message.nextCursor !== "") {
       writer.uint32(18).string(message.nextCursor);
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(24).bool(message.hasMore);
+    }
+    if (message.nextPosition !== undefined) {
+      PagePosition.encode(message.nextPosition, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -428,6 +1799,22 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
             message.nextCursor = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.nextPosition = PagePosition.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -448,6 +1835,16 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
         : isSet(object.next_cursor)
         ? globalThis.String(object.next_cursor)
         : "",
+      hasMore: isSet(object.hasMore)
+        ? globalThis.Boolean(object.hasMore)
+        : isSet(object.has_more)
+        ? globalThis.Boolean(object.has_more)
+        : false,
+      nextPosition: isSet(object.nextPosition)
+        ? PagePosition.fromJSON(object.nextPosition)
+        : isSet(object.next_position)
+        ? PagePosition.fromJSON(object.next_position)
+        : undefined,
     };
   },
 
@@ -459,6 +1856,12 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
     if (message.nextCursor !== "") {
       obj.nextCursor = message.nextCursor;
     }
+    if (message.hasMore !== false) {
+      obj.hasMore = message.hasMore;
+    }
+    if (message.nextPosition !== undefined) {
+      obj.nextPosition = PagePosition.toJSON(message.nextPosition);
+    }
     return obj;
   },
 
@@ -469,16 +1872,950 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
     const message = createBaseListUserDrivesResponse();
     message.drives = object.drives?.map((e) => Drive.fromPartial(e)) || [];
     message.nextCursor = object.nextCursor ?? "";
+    message.hasMore = object.hasMore ?? false;
+    message.nextPosition = (object.nextPosition !== undefined && object.nextPosition !== null)
+      ? PagePosition.fromPartial(object.nextPosition)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListReportedDrivesRequest(): ListReportedDrivesRequest {
+  return { groupIds: [], limit: 0, sortField: 0, after: undefined, before: undefined, afterPosition: undefined };
+}
+
+export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = {
+  encode(message: ListReportedDrivesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupIds.length !== 0) {
+      writer.uint32(10).fork();
+      for (const v of message.groupIds) {
+        writer.int64(v);
+      }
+      writer.join();
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.sortField !== 0) {
+      writer.uint32(24).int32(message.sortField);
+    }
+    if (message.after !== undefined) {
+      Timestamp.encode(toTimestamp(message.after), writer.uint32(34).fork()).join();
+    }
+    if (message.before !== undefined) {
+      Timestamp.encode(toTimestamp(message.before), writer.uint32(42).fork()).join();
+    }
+    if (message.afterPosition !== undefined) {
+      PagePosition.encode(message.afterPosition, writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListReportedDrivesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListReportedDrivesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag === 8) {
+              message.groupIds.push(longToNumber(reader.int64()));
+
+              continue;
+            }
+
+            if (tag === 10) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.groupIds.push(longToNumber(reader.int64()));
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.sortField = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.after = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.before = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.afterPosition = PagePosition.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListReportedDrivesRequest {
+    return {
+      groupIds: globalThis.Array.isArray(object?.groupIds)
+        ? object.groupIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.group_ids)
+        ? object.group_ids.map((e: any) => globalThis.Number(e))
+        : [],
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      sortField: isSet(object.sortField)
+        ? sortFieldFromJSON(object.sortField)
+        : isSet(object.sort_field)
+        ? sortFieldFromJSON(object.sort_field)
+        : 0,
+      after: isSet(object.after) ? globalThis.String(object.after) : undefined,
+      before: isSet(object.before) ? globalThis.String(object.before) : undefined,
+      afterPosition: isSet(object.afterPosition)
+        ? PagePosition.fromJSON(object.afterPosition)
+        : isSet(object.after_position)
+        ? PagePosition.fromJSON(object.after_position)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ListReportedDrivesRequest): unknown {
+    const obj: any = {};
+    if (message.groupIds?.length) {
+      obj.groupIds = message.groupIds.map((e) => Math.round(e));
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.sortField !== 0) {
+      obj.sortField = sortFieldToJSON(message.sortField);
+    }
+    if (message.after !== undefined) {
+      obj.after = message.after;
+    }
+    if (message.before !== undefined) {
+      obj.before = message.before;
+    }
+    if (message.afterPosition !== undefined) {
+      obj.afterPosition = PagePosition.toJSON(message.afterPosition);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListReportedDrivesRequest>, I>>(base?: I): ListReportedDrivesRequest {
+    return ListReportedDrivesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListReportedDrivesRequest>, I>>(object: I): ListReportedDrivesRequest {
+    const message = createBaseListReportedDrivesRequest();
+    message.groupIds = object.groupIds?.map((e) => e) || [];
+    message.limit = object.limit ?? 0;
+    message.sortField = object.sortField ?? 0;
+    message.after = object.after ?? undefined;
+    message.before = object.before ?? undefined;
+    message.afterPosition = (object.afterPosition !== undefined && object.afterPosition !== null)
+      ? PagePosition.fromPartial(object.afterPosition)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListReportedDrivesResponse(): ListReportedDrivesResponse {
+  return { reportedDrives: [], hasMore: false, nextPosition: undefined };
+}
+
+export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> = {
+  encode(message: ListReportedDrivesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.reportedDrives) {
+      ReportedDrive.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(16).bool(message.hasMore);
+    }
+    if (message.nextPosition !== undefined) {
+      PagePosition.encode(message.nextPosition, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListReportedDrivesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListReportedDrivesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reportedDrives.push(ReportedDrive.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nextPosition = PagePosition.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListReportedDrivesResponse {
+    return {
+      reportedDrives: globalThis.Array.isArray(object?.reportedDrives)
+        ? object.reportedDrives.map((e: any) => ReportedDrive.fromJSON(e))
+        : globalThis.Array.isArray(object?.reported_drives)
+        ? object.reported_drives.map((e: any) => ReportedDrive.fromJSON(e))
+        : [],
+      hasMore: isSet(object.hasMore)
+        ? globalThis.Boolean(object.hasMore)
+        : isSet(object.has_more)
+        ? globalThis.Boolean(object.has_more)
+        : false,
+      nextPosition: isSet(object.nextPosition)
+        ? PagePosition.fromJSON(object.nextPosition)
+        : isSet(object.next_position)
+        ? PagePosition.fromJSON(object.next_position)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ListReportedDrivesResponse): unknown {
+    const obj: any = {};
+    if (message.reportedDrives?.length) {
+      obj.reportedDrives = message.reportedDrives.map((e) => ReportedDrive.toJSON(e));
+    }
+    if (message.hasMore !== false) {
+      obj.hasMore = message.hasMore;
+    }
+    if (message.nextPosition !== undefined) {
+      obj.nextPosition = PagePosition.toJSON(message.nextPosition);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListReportedDrivesResponse>, I>>(base?: I): ListReportedDrivesResponse {
+    return ListReportedDrivesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListReportedDrivesResponse>, I>>(object: I): ListReportedDrivesResponse {
+    const message = createBaseListReportedDrivesResponse();
+    message.reportedDrives = object.reportedDrives?.map((e) => ReportedDrive.fromPartial(e)) || [];
+    message.hasMore = object.hasMore ?? false;
+    message.nextPosition = (object.nextPosition !== undefined && object.nextPosition !== null)
+      ? PagePosition.fromPartial(object.nextPosition)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCreateDriveRequest(): CreateDriveRequest {
+  return { drive: undefined };
+}
+
+export const CreateDriveRequest: MessageFns<CreateDriveRequest> = {
+  encode(message: CreateDriveRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.drive !== undefined) {
+      Drive.encode(message.drive, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateDriveRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateDriveRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.drive = Drive.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateDriveRequest {
+    return { drive: isSet(object.drive) ? Drive.fromJSON(object.drive) : undefined };
+  },
+
+  toJSON(message: CreateDriveRequest): unknown {
+    const obj: any = {};
+    if (message.drive !== undefined) {
+      obj.drive = Drive.toJSON(message.drive);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateDriveRequest>, I>>(base?: I): CreateDriveRequest {
+    return CreateDriveRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateDriveRequest>, I>>(object: I): CreateDriveRequest {
+    const message = createBaseCreateDriveRequest();
+    message.drive = (object.drive !== undefined && object.drive !== null) ? Drive.fromPartial(object.drive) : undefined;
+    return message;
+  },
+};
+
+function createBaseCreateDriveResponse(): CreateDriveResponse {
+  return { drive: undefined };
+}
+
+export const CreateDriveResponse: MessageFns<CreateDriveResponse> = {
+  encode(message: CreateDriveResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.drive !== undefined) {
+      Drive.encode(message.drive, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateDriveResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateDriveResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.drive = Drive.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateDriveResponse {
+    return { drive: isSet(object.drive) ? Drive.fromJSON(object.drive) : undefined };
+  },
+
+  toJSON(message: CreateDriveResponse): unknown {
+    const obj: any = {};
+    if (message.drive !== undefined) {
+      obj.drive = Drive.toJSON(message.drive);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateDriveResponse>, I>>(base?: I): CreateDriveResponse {
+    return CreateDriveResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateDriveResponse>, I>>(object: I): CreateDriveResponse {
+    const message = createBaseCreateDriveResponse();
+    message.drive = (object.drive !== undefined && object.drive !== null) ? Drive.fromPartial(object.drive) : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateDriveRequest(): UpdateDriveRequest {
+  return { drive: undefined };
+}
+
+export const UpdateDriveRequest: MessageFns<UpdateDriveRequest> = {
+  encode(message: UpdateDriveRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.drive !== undefined) {
+      Drive.encode(message.drive, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateDriveRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateDriveRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.drive = Drive.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateDriveRequest {
+    return { drive: isSet(object.drive) ? Drive.fromJSON(object.drive) : undefined };
+  },
+
+  toJSON(message: UpdateDriveRequest): unknown {
+    const obj: any = {};
+    if (message.drive !== undefined) {
+      obj.drive = Drive.toJSON(message.drive);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateDriveRequest>, I>>(base?: I): UpdateDriveRequest {
+    return UpdateDriveRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateDriveRequest>, I>>(object: I): UpdateDriveRequest {
+    const message = createBaseUpdateDriveRequest();
+    message.drive = (object.drive !== undefined && object.drive !== null) ? Drive.fromPartial(object.drive) : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateDriveResponse(): UpdateDriveResponse {
+  return { drive: undefined };
+}
+
+export const UpdateDriveResponse: MessageFns<UpdateDriveResponse> = {
+  encode(message: UpdateDriveResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.drive !== undefined) {
+      Drive.encode(message.drive, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateDriveResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateDriveResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.drive = Drive.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateDriveResponse {
+    return { drive: isSet(object.drive) ? Drive.fromJSON(object.drive) : undefined };
+  },
+
+  toJSON(message: UpdateDriveResponse): unknown {
+    const obj: any = {};
+    if (message.drive !== undefined) {
+      obj.drive = Drive.toJSON(message.drive);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateDriveResponse>, I>>(base?: I): UpdateDriveResponse {
+    return UpdateDriveResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateDriveResponse>, I>>(object: I): UpdateDriveResponse {
+    const message = createBaseUpdateDriveResponse();
+    message.drive = (object.drive !== undefined && object.drive !== null) ? Drive.fromPartial(object.drive) : undefined;
+    return message;
+  },
+};
+
+function createBaseReportDriveRequest(): ReportDriveRequest {
+  return { driveId: 0, groupId: 0 };
+}
+
+export const ReportDriveRequest: MessageFns<ReportDriveRequest> = {
+  encode(message: ReportDriveRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.driveId !== 0) {
+      writer.uint32(8).int64(message.driveId);
+    }
+    if (message.groupId !== 0) {
+      writer.uint32(16).int64(message.groupId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportDriveRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportDriveRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.driveId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.groupId = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportDriveRequest {
+    return {
+      driveId: isSet(object.driveId)
+        ? globalThis.Number(object.driveId)
+        : isSet(object.drive_id)
+        ? globalThis.Number(object.drive_id)
+        : 0,
+      groupId: isSet(object.groupId)
+        ? globalThis.Number(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.Number(object.group_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: ReportDriveRequest): unknown {
+    const obj: any = {};
+    if (message.driveId !== 0) {
+      obj.driveId = Math.round(message.driveId);
+    }
+    if (message.groupId !== 0) {
+      obj.groupId = Math.round(message.groupId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportDriveRequest>, I>>(base?: I): ReportDriveRequest {
+    return ReportDriveRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportDriveRequest>, I>>(object: I): ReportDriveRequest {
+    const message = createBaseReportDriveRequest();
+    message.driveId = object.driveId ?? 0;
+    message.groupId = object.groupId ?? 0;
+    return message;
+  },
+};
+
+function createBaseReportDriveResponse(): ReportDriveResponse {
+  return { reportedDrive: undefined };
+}
+
+export const ReportDriveResponse: MessageFns<ReportDriveResponse> = {
+  encode(message: ReportDriveResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reportedDrive !== undefined) {
+      ReportedDrive.encode(message.reportedDrive, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportDriveResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportDriveResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reportedDrive = ReportedDrive.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportDriveResponse {
+    return {
+      reportedDrive: isSet(object.reportedDrive)
+        ? ReportedDrive.fromJSON(object.reportedDrive)
+        : isSet(object.reported_drive)
+        ? ReportedDrive.fromJSON(object.reported_drive)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ReportDriveResponse): unknown {
+    const obj: any = {};
+    if (message.reportedDrive !== undefined) {
+      obj.reportedDrive = ReportedDrive.toJSON(message.reportedDrive);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportDriveResponse>, I>>(base?: I): ReportDriveResponse {
+    return ReportDriveResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportDriveResponse>, I>>(object: I): ReportDriveResponse {
+    const message = createBaseReportDriveResponse();
+    message.reportedDrive = (object.reportedDrive !== undefined && object.reportedDrive !== null)
+      ? ReportedDrive.fromPartial(object.reportedDrive)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseReviewReportedDriveRequest(): ReviewReportedDriveRequest {
+  return { driveId: 0, status: "", comment: "", reviewerEmail: "" };
+}
+
+export const ReviewReportedDriveRequest: MessageFns<ReviewReportedDriveRequest> = {
+  encode(message: ReviewReportedDriveRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.driveId !== 0) {
+      writer.uint32(8).int64(message.driveId);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.comment !== "") {
+      writer.uint32(26).string(message.comment);
+    }
+    if (message.reviewerEmail !== "") {
+      writer.uint32(34).string(message.reviewerEmail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReviewReportedDriveRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReviewReportedDriveRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.driveId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.comment = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.reviewerEmail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReviewReportedDriveRequest {
+    return {
+      driveId: isSet(object.driveId)
+        ? globalThis.Number(object.driveId)
+        : isSet(object.drive_id)
+        ? globalThis.Number(object.drive_id)
+        : 0,
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      comment: isSet(object.comment) ? globalThis.String(object.comment) : "",
+      reviewerEmail: isSet(object.reviewerEmail)
+        ? globalThis.String(object.reviewerEmail)
+        : isSet(object.reviewer_email)
+        ? globalThis.String(object.reviewer_email)
+        : "",
+    };
+  },
+
+  toJSON(message: ReviewReportedDriveRequest): unknown {
+    const obj: any = {};
+    if (message.driveId !== 0) {
+      obj.driveId = Math.round(message.driveId);
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.comment !== "") {
+      obj.comment = message.comment;
+    }
+    if (message.reviewerEmail !== "") {
+      obj.reviewerEmail = message.reviewerEmail;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReviewReportedDriveRequest>, I>>(base?: I): ReviewReportedDriveRequest {
+    return ReviewReportedDriveRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReviewReportedDriveRequest>, I>>(object: I): ReviewReportedDriveRequest {
+    const message = createBaseReviewReportedDriveRequest();
+    message.driveId = object.driveId ?? 0;
+    message.status = object.status ?? "";
+    message.comment = object.comment ?? "";
+    message.reviewerEmail = object.reviewerEmail ?? "";
+    return message;
+  },
+};
+
+function createBaseReviewReportedDriveResponse(): ReviewReportedDriveResponse {
+  return { reportedDrive: undefined };
+}
+
+export const ReviewReportedDriveResponse: MessageFns<ReviewReportedDriveResponse> = {
+  encode(message: ReviewReportedDriveResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reportedDrive !== undefined) {
+      ReportedDrive.encode(message.reportedDrive, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReviewReportedDriveResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReviewReportedDriveResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reportedDrive = ReportedDrive.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReviewReportedDriveResponse {
+    return {
+      reportedDrive: isSet(object.reportedDrive)
+        ? ReportedDrive.fromJSON(object.reportedDrive)
+        : isSet(object.reported_drive)
+        ? ReportedDrive.fromJSON(object.reported_drive)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ReviewReportedDriveResponse): unknown {
+    const obj: any = {};
+    if (message.reportedDrive !== undefined) {
+      obj.reportedDrive = ReportedDrive.toJSON(message.reportedDrive);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReviewReportedDriveResponse>, I>>(base?: I): ReviewReportedDriveResponse {
+    return ReviewReportedDriveResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReviewReportedDriveResponse>, I>>(object: I): ReviewReportedDriveResponse {
+    const message = createBaseReviewReportedDriveResponse();
+    message.reportedDrive = (object.reportedDrive !== undefined && object.reportedDrive !== null)
+      ? ReportedDrive.fromPartial(object.reportedDrive)
+      : undefined;
     return message;
   },
 };
 
 /**
  * DrivesService owns drives, their reports to groups and review comments (Postgres schema `drives`).
- * First cut: a user's own drives.
+ * Lists are keyset-paged, most recent first on the sort field, ties by id descending, and never return a row
+ * that a still-running transaction could be followed by with an earlier timestamp (see docs/architecture.md).
  */
 export type DrivesServiceService = typeof DrivesServiceService;
 export const DrivesServiceService = {
+  /** ListUserDrives returns one page of a user's own drives. */
   listUserDrives: {
     path: "/mileage.drives.v1.DrivesService/ListUserDrives" as const,
     requestStream: false as const,
@@ -490,13 +2827,79 @@ export const DrivesServiceService = {
       Buffer.from(ListUserDrivesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListUserDrivesResponse => ListUserDrivesResponse.decode(value),
   },
+  /** ListReportedDrives returns one page of the drives reported to any of the given groups. */
+  listReportedDrives: {
+    path: "/mileage.drives.v1.DrivesService/ListReportedDrives" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListReportedDrivesRequest): Buffer =>
+      Buffer.from(ListReportedDrivesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListReportedDrivesRequest => ListReportedDrivesRequest.decode(value),
+    responseSerialize: (value: ListReportedDrivesResponse): Buffer =>
+      Buffer.from(ListReportedDrivesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListReportedDrivesResponse => ListReportedDrivesResponse.decode(value),
+  },
+  /** CreateDrive records a drive (the platform's apps and the seeder). */
+  createDrive: {
+    path: "/mileage.drives.v1.DrivesService/CreateDrive" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateDriveRequest): Buffer => Buffer.from(CreateDriveRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateDriveRequest => CreateDriveRequest.decode(value),
+    responseSerialize: (value: CreateDriveResponse): Buffer => Buffer.from(CreateDriveResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateDriveResponse => CreateDriveResponse.decode(value),
+  },
+  /** UpdateDrive replaces a drive's details; its modified time moves to now. */
+  updateDrive: {
+    path: "/mileage.drives.v1.DrivesService/UpdateDrive" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateDriveRequest): Buffer => Buffer.from(UpdateDriveRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateDriveRequest => UpdateDriveRequest.decode(value),
+    responseSerialize: (value: UpdateDriveResponse): Buffer => Buffer.from(UpdateDriveResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateDriveResponse => UpdateDriveResponse.decode(value),
+  },
+  /** ReportDrive reports a drive to a group (at most one group per drive: ALREADY_EXISTS otherwise). */
+  reportDrive: {
+    path: "/mileage.drives.v1.DrivesService/ReportDrive" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReportDriveRequest): Buffer => Buffer.from(ReportDriveRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReportDriveRequest => ReportDriveRequest.decode(value),
+    responseSerialize: (value: ReportDriveResponse): Buffer => Buffer.from(ReportDriveResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReportDriveResponse => ReportDriveResponse.decode(value),
+  },
+  /** ReviewReportedDrive sets the status of a report and may add an admin's review comment. */
+  reviewReportedDrive: {
+    path: "/mileage.drives.v1.DrivesService/ReviewReportedDrive" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReviewReportedDriveRequest): Buffer =>
+      Buffer.from(ReviewReportedDriveRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReviewReportedDriveRequest => ReviewReportedDriveRequest.decode(value),
+    responseSerialize: (value: ReviewReportedDriveResponse): Buffer =>
+      Buffer.from(ReviewReportedDriveResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReviewReportedDriveResponse => ReviewReportedDriveResponse.decode(value),
+  },
 } as const;
 
 export interface DrivesServiceServer extends UntypedServiceImplementation {
+  /** ListUserDrives returns one page of a user's own drives. */
   listUserDrives: handleUnaryCall<ListUserDrivesRequest, ListUserDrivesResponse>;
+  /** ListReportedDrives returns one page of the drives reported to any of the given groups. */
+  listReportedDrives: handleUnaryCall<ListReportedDrivesRequest, ListReportedDrivesResponse>;
+  /** CreateDrive records a drive (the platform's apps and the seeder). */
+  createDrive: handleUnaryCall<CreateDriveRequest, CreateDriveResponse>;
+  /** UpdateDrive replaces a drive's details; its modified time moves to now. */
+  updateDrive: handleUnaryCall<UpdateDriveRequest, UpdateDriveResponse>;
+  /** ReportDrive reports a drive to a group (at most one group per drive: ALREADY_EXISTS otherwise). */
+  reportDrive: handleUnaryCall<ReportDriveRequest, ReportDriveResponse>;
+  /** ReviewReportedDrive sets the status of a report and may add an admin's review comment. */
+  reviewReportedDrive: handleUnaryCall<ReviewReportedDriveRequest, ReviewReportedDriveResponse>;
 }
 
 export interface DrivesServiceClient extends Client {
+  /** ListUserDrives returns one page of a user's own drives. */
   listUserDrives(
     request: ListUserDrivesRequest,
     callback: (error: ServiceError | null, response: ListUserDrivesResponse) => void,
@@ -512,6 +2915,86 @@ export interface DrivesServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListUserDrivesResponse) => void,
   ): ClientUnaryCall;
+  /** ListReportedDrives returns one page of the drives reported to any of the given groups. */
+  listReportedDrives(
+    request: ListReportedDrivesRequest,
+    callback: (error: ServiceError | null, response: ListReportedDrivesResponse) => void,
+  ): ClientUnaryCall;
+  listReportedDrives(
+    request: ListReportedDrivesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListReportedDrivesResponse) => void,
+  ): ClientUnaryCall;
+  listReportedDrives(
+    request: ListReportedDrivesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListReportedDrivesResponse) => void,
+  ): ClientUnaryCall;
+  /** CreateDrive records a drive (the platform's apps and the seeder). */
+  createDrive(
+    request: CreateDriveRequest,
+    callback: (error: ServiceError | null, response: CreateDriveResponse) => void,
+  ): ClientUnaryCall;
+  createDrive(
+    request: CreateDriveRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateDriveResponse) => void,
+  ): ClientUnaryCall;
+  createDrive(
+    request: CreateDriveRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateDriveResponse) => void,
+  ): ClientUnaryCall;
+  /** UpdateDrive replaces a drive's details; its modified time moves to now. */
+  updateDrive(
+    request: UpdateDriveRequest,
+    callback: (error: ServiceError | null, response: UpdateDriveResponse) => void,
+  ): ClientUnaryCall;
+  updateDrive(
+    request: UpdateDriveRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateDriveResponse) => void,
+  ): ClientUnaryCall;
+  updateDrive(
+    request: UpdateDriveRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateDriveResponse) => void,
+  ): ClientUnaryCall;
+  /** ReportDrive reports a drive to a group (at most one group per drive: ALREADY_EXISTS otherwise). */
+  reportDrive(
+    request: ReportDriveRequest,
+    callback: (error: ServiceError | null, response: ReportDriveResponse) => void,
+  ): ClientUnaryCall;
+  reportDrive(
+    request: ReportDriveRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReportDriveResponse) => void,
+  ): ClientUnaryCall;
+  reportDrive(
+    request: ReportDriveRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReportDriveResponse) => void,
+  ): ClientUnaryCall;
+  /** ReviewReportedDrive sets the status of a report and may add an admin's review comment. */
+  reviewReportedDrive(
+    request: ReviewReportedDriveRequest,
+    callback: (error: ServiceError | null, response: ReviewReportedDriveResponse) => void,
+  ): ClientUnaryCall;
+  reviewReportedDrive(
+    request: ReviewReportedDriveRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReviewReportedDriveResponse) => void,
+  ): ClientUnaryCall;
+  reviewReportedDrive(
+    request: ReviewReportedDriveRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReviewReportedDriveResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const DrivesServiceClient = makeGenericClientConstructor(
@@ -522,6 +3005,10 @@ export const DrivesServiceClient = makeGenericClientConstructor(
   service: typeof DrivesServiceService;
   serviceName: string;
 };
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

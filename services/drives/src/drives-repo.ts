@@ -1,0 +1,186 @@
+import { drivesV1 } from '@mileage/proto';
+import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
+import { DRIVE_COLUMNS, toColumns, toDrive, type DriveRow } from './rows';
+
+function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
+  return inSpan(trace, `${operation} drives`, SpanKind.CLIENT, { 'db.system.name': 'postgresql', 'db.namespace': 'drives', 'db.operation.name': operation, 'db.query.text': text }, run);
+}
+
+/**
+ * The sync horizon: no transaction of this service that is still running started before it. Writers stamp
+ * `modified_at = now()` (their transaction's start), so every row stamped before the horizon is committed and
+ * no later commit can carry an earlier stamp: a list by modified time that stops at the horizon can be used as
+ * a watermark without losing a change whose transaction committed late. Read in its own statement, before the
+ * list's statement takes its snapshot, so a transaction that ends in between is visible to the list.
+ */
+const HORIZON_SQL = `
+  SELECT coalesce(min(xact_start), clock_timestamp()) AS horizon
+    FROM pg_stat_activity
+   WHERE datname = current_database() AND usename = current_user AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`;
+
+export interface ListQuery {
+  limit: number;
+  sortField: 'modified' | 'ended';
+  after?: string;
+  before?: string;
+  position?: { sortTime: string; id: number };
+}
+
+interface ReportRow {
+  drive_id: string;
+  group_id: string;
+  status: string;
+  reported_at: Date;
+  report_modified_at: Date;
+}
+
+interface CommentRow {
+  id: string;
+  drive_id: string;
+  text: string;
+  user_email: string;
+  created_at: Date;
+}
+
+export class DrivesRepository {
+  constructor(private readonly knex: Knex) {}
+
+  private async horizon(trace?: TraceContext): Promise<Date> {
+    const { rows } = await sql(trace, 'SELECT', HORIZON_SQL, async () =>
+      this.knex.raw<{ rows: { horizon: Date }[] }>(HORIZON_SQL).options({ name: 'drives_horizon_v1' }),
+    );
+    return rows[0]!.horizon;
+  }
+
+  /** Applies bounds, horizon, keyset position, order and limit+1 to a query on `column` (and `idColumn`). */
+  private async page<T extends object>(
+    query: Knex.QueryBuilder,
+    column: string,
+    idColumn: string,
+    q: ListQuery,
+    trace: TraceContext | undefined,
+  ): Promise<{ rows: T[]; hasMore: boolean; next?: { sortTime: string; id: number } }> {
+    if (q.after) query.where(column, '>', q.after);
+    if (q.before) query.where(column, '<', q.before);
+    if (q.sortField === 'modified') query.where(column, '<', await this.horizon(trace));
+    if (q.position) query.whereRaw(`(${column}, ${idColumn}) < (?, ?)`, [q.position.sortTime, q.position.id]);
+    query.select({ sort_value: column, sort_id: idColumn });
+    query.orderBy([{ column, order: 'desc' }, { column: idColumn, order: 'desc' }]).limit(q.limit + 1);
+    const rows = (await sql(trace, 'SELECT', query.toSQL().sql, async () => query)) as T[];
+    const hasMore = rows.length > q.limit;
+    if (hasMore) rows.length = q.limit;
+    const last = rows[rows.length - 1] as { sort_value: Date; sort_id: string } | undefined;
+    return {
+      rows,
+      hasMore,
+      ...(hasMore && last ? { next: { sortTime: last.sort_value.toISOString(), id: Number(last.sort_id) } } : {}),
+    };
+  }
+
+  async listUserDrives(userId: string, classification: string | null, q: ListQuery, trace?: TraceContext) {
+    const column = q.sortField === 'ended' ? 'ended_at' : 'modified_at';
+    const query = this.knex('drives').select(DRIVE_COLUMNS).where({ user_id: userId });
+    if (classification) query.where({ classification });
+    const page = await this.page<DriveRow>(query, column, 'id', q, trace);
+    return { drives: page.rows.map(toDrive), hasMore: page.hasMore, next: page.next };
+  }
+
+  async listReportedDrives(groupIds: number[], q: ListQuery, trace?: TraceContext) {
+    const column = q.sortField === 'ended' ? 'r.ended_at' : 'r.modified_at';
+    const query = this.knex({ r: 'drive_reports' })
+      .join({ d: 'drives' }, 'd.id', 'r.drive_id')
+      .select(DRIVE_COLUMNS.map((c) => `d.${c}`))
+      .select({ drive_id: 'r.drive_id', group_id: 'r.group_id', status: 'r.status', reported_at: 'r.reported_at', report_modified_at: 'r.modified_at' })
+      .whereIn('r.group_id', groupIds);
+    const page = await this.page<DriveRow & ReportRow>(query, column, 'r.drive_id', q, trace);
+    const comments = await this.comments(page.rows.map((r) => Number(r.drive_id)), trace);
+    return {
+      reportedDrives: page.rows.map((r) => this.toReported(r, comments.get(Number(r.drive_id)) ?? [])),
+      hasMore: page.hasMore,
+      next: page.next,
+    };
+  }
+
+  private toReported(row: DriveRow & ReportRow, comments: CommentRow[]): drivesV1.ReportedDrive {
+    return {
+      drive: toDrive(row),
+      groupId: Number(row.group_id),
+      status: row.status,
+      reportTime: row.reported_at.toISOString(),
+      updateTime: row.report_modified_at.toISOString(),
+      reviewComments: comments.map((c) => ({ id: Number(c.id), text: c.text, createTime: c.created_at.toISOString(), userEmail: c.user_email })),
+    };
+  }
+
+  private async comments(driveIds: number[], trace?: TraceContext): Promise<Map<number, CommentRow[]>> {
+    const byDrive = new Map<number, CommentRow[]>();
+    if (driveIds.length === 0) return byDrive;
+    const query = this.knex('review_comments').select('id', 'drive_id', 'text', 'user_email', 'created_at').whereIn('drive_id', driveIds).orderBy('id');
+    const rows = (await sql(trace, 'SELECT', query.toSQL().sql, async () => query)) as CommentRow[];
+    for (const row of rows) {
+      const list = byDrive.get(Number(row.drive_id)) ?? [];
+      list.push(row);
+      byDrive.set(Number(row.drive_id), list);
+    }
+    return byDrive;
+  }
+
+  async create(drive: drivesV1.Drive, trace?: TraceContext): Promise<drivesV1.Drive> {
+    const insert = this.knex('drives').insert(toColumns(drive)).returning(DRIVE_COLUMNS);
+    const [row] = (await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert)) as DriveRow[];
+    return toDrive(row!);
+  }
+
+  async update(drive: drivesV1.Drive, trace?: TraceContext): Promise<drivesV1.Drive> {
+    return this.knex.transaction(async (tx) => {
+      const update = tx('drives')
+        .update({ ...toColumns(drive), modified_at: tx.fn.now() })
+        .where({ id: drive.id, user_id: drive.userId })
+        .returning(DRIVE_COLUMNS);
+      const [row] = (await sql(trace, 'UPDATE', update.toSQL().sql, async () => update)) as DriveRow[];
+      if (!row) throw errors.notFound(`drive ${drive.id} of user ${drive.userId} not found`, 'DRIVE_NOT_FOUND');
+      await tx('drive_reports').update({ ended_at: row.ended_at }).where({ drive_id: drive.id });
+      return toDrive(row);
+    });
+  }
+
+  async report(driveId: number, groupId: number, trace?: TraceContext): Promise<drivesV1.ReportedDrive> {
+    try {
+      await sql(trace, 'INSERT', 'INSERT INTO drive_reports SELECT FROM drives', async () => {
+        const inserted = await this.knex.raw<{ rowCount: number }>(
+          `INSERT INTO drive_reports (drive_id, group_id, status, ended_at)
+           SELECT id, ?, 'submitted', ended_at FROM drives WHERE id = ?`,
+          [groupId, driveId],
+        );
+        if (inserted.rowCount === 0) throw errors.notFound(`drive ${driveId} not found`, 'DRIVE_NOT_FOUND');
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw errors.alreadyExists(`drive ${driveId} is already reported`, 'ALREADY_REPORTED');
+      throw err;
+    }
+    return (await this.getReported(driveId, trace))!;
+  }
+
+  async review(driveId: number, status: string, comment: string, reviewerEmail: string, trace?: TraceContext): Promise<drivesV1.ReportedDrive> {
+    await this.knex.transaction(async (tx) => {
+      const updated = await sql(trace, 'UPDATE', 'UPDATE drive_reports SET status', async () =>
+        tx('drive_reports').update({ status, modified_at: tx.fn.now() }).where({ drive_id: driveId }),
+      );
+      if (updated === 0) throw errors.notFound(`drive ${driveId} is not reported`, 'NOT_REPORTED');
+      if (comment) await tx('review_comments').insert({ drive_id: driveId, text: comment, user_email: reviewerEmail });
+    });
+    return (await this.getReported(driveId, trace))!;
+  }
+
+  private async getReported(driveId: number, trace?: TraceContext): Promise<drivesV1.ReportedDrive | undefined> {
+    const row = (await this.knex({ r: 'drive_reports' })
+      .join({ d: 'drives' }, 'd.id', 'r.drive_id')
+      .select(DRIVE_COLUMNS.map((c) => `d.${c}`))
+      .select({ drive_id: 'r.drive_id', group_id: 'r.group_id', status: 'r.status', reported_at: 'r.reported_at', report_modified_at: 'r.modified_at' })
+      .where('r.drive_id', driveId)
+      .first()) as (DriveRow & ReportRow) | undefined;
+    if (!row) return undefined;
+    const comments = await this.comments([driveId], trace);
+    return this.toReported(row, comments.get(driveId) ?? []);
+  }
+}

@@ -1,0 +1,127 @@
+import { drivesV1 } from '@mileage/proto';
+
+/** A row of `drives`, as pg returns it. */
+export interface DriveRow {
+  id: string;
+  user_id: string;
+  started_at: Date;
+  ended_at: Date;
+  distance_amount: string | null;
+  distance_units: string | null;
+  distance_discounted: string | null;
+  value_amount: string | null;
+  value_currency: string | null;
+  toll_amount: string | null;
+  toll_currency: string | null;
+  parking_amount: string | null;
+  parking_currency: string | null;
+  description: string | null;
+  entry: string;
+  classification: string | null;
+  purpose: string | null;
+  start_location: StoredLocation | null;
+  end_location: StoredLocation | null;
+  created_at: Date;
+  modified_at: Date;
+}
+
+interface StoredLocation {
+  name: string;
+  lat: string | null;
+  lon: string | null;
+  time: string;
+  address: drivesV1.Address | null;
+}
+
+export const DRIVE_COLUMNS = [
+  'id', 'user_id', 'started_at', 'ended_at', 'distance_amount', 'distance_units', 'distance_discounted', 'value_amount',
+  'value_currency', 'toll_amount', 'toll_currency', 'parking_amount', 'parking_currency', 'description', 'entry',
+  'classification', 'purpose', 'start_location', 'end_location', 'created_at', 'modified_at',
+] as const;
+
+const CLASSIFICATIONS: Record<string, drivesV1.Classification> = {
+  business: drivesV1.Classification.CLASSIFICATION_BUSINESS,
+  personal: drivesV1.Classification.CLASSIFICATION_PERSONAL,
+  unclassified: drivesV1.Classification.CLASSIFICATION_UNCLASSIFIED,
+};
+
+export function classificationName(c: drivesV1.Classification): string | null {
+  return Object.entries(CLASSIFICATIONS).find(([, v]) => v === c)?.[0] ?? null;
+}
+
+function money(amount: string | null, currency: string | null): drivesV1.Money | undefined {
+  return amount !== null && currency !== null ? { amount: Number(amount), currency } : undefined;
+}
+
+function location(stored: StoredLocation | null): drivesV1.Geolocation | undefined {
+  if (!stored) return undefined;
+  return {
+    name: stored.name,
+    ...(stored.lat !== null ? { lat: stored.lat } : {}),
+    ...(stored.lon !== null ? { lon: stored.lon } : {}),
+    time: stored.time,
+    ...(stored.address ? { address: stored.address } : {}),
+  };
+}
+
+export function toDrive(row: DriveRow): drivesV1.Drive {
+  return {
+    id: Number(row.id),
+    userId: row.user_id,
+    createTime: row.created_at.toISOString(),
+    updateTime: row.modified_at.toISOString(),
+    startTime: row.started_at.toISOString(),
+    endTime: row.ended_at.toISOString(),
+    classification: row.classification ? CLASSIFICATIONS[row.classification]! : drivesV1.Classification.CLASSIFICATION_UNSPECIFIED,
+    ...(row.distance_amount !== null && row.distance_units !== null
+      ? {
+          distance: {
+            amount: Number(row.distance_amount),
+            units: row.distance_units,
+            ...(row.distance_discounted !== null ? { discounted: Number(row.distance_discounted) } : {}),
+          },
+        }
+      : {}),
+    ...optional('value', money(row.value_amount, row.value_currency)),
+    ...optional('tollFees', money(row.toll_amount, row.toll_currency)),
+    ...optional('parkingFees', money(row.parking_amount, row.parking_currency)),
+    ...(row.description !== null ? { description: row.description } : {}),
+    entry: row.entry === 'manual' ? drivesV1.Entry.ENTRY_MANUAL : drivesV1.Entry.ENTRY_AUTOMATIC,
+    ...(row.purpose !== null ? { purpose: row.purpose } : {}),
+    ...optional('start', location(row.start_location)),
+    ...optional('end', location(row.end_location)),
+  };
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+function storeLocation(g: drivesV1.Geolocation | undefined): string | null {
+  if (!g) return null;
+  return JSON.stringify({ name: g.name, lat: g.lat ?? null, lon: g.lon ?? null, time: g.time, address: g.address ?? null });
+}
+
+/** The writable columns of a drive. */
+export function toColumns(d: drivesV1.Drive) {
+  return {
+    user_id: d.userId,
+    started_at: d.startTime,
+    ended_at: d.endTime,
+    distance_amount: d.distance?.amount ?? null,
+    distance_units: d.distance?.units ?? null,
+    distance_discounted: d.distance?.discounted ?? null,
+    value_amount: d.value?.amount ?? null,
+    value_currency: d.value?.currency ?? null,
+    toll_amount: d.tollFees?.amount ?? null,
+    toll_currency: d.tollFees?.currency ?? null,
+    parking_amount: d.parkingFees?.amount ?? null,
+    parking_currency: d.parkingFees?.currency ?? null,
+    description: d.description ?? null,
+    entry: d.entry === drivesV1.Entry.ENTRY_MANUAL ? 'manual' : 'automatic',
+    classification: classificationName(d.classification),
+    purpose: d.purpose ?? null,
+    start_location: storeLocation(d.start),
+    end_location: storeLocation(d.end),
+  };
+}

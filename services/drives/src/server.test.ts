@@ -1,0 +1,213 @@
+import { status, type ServiceError } from '@grpc/grpc-js';
+import { drivesV1, PROTO_FILES } from '@mileage/proto';
+import { createGrpcClient, createLogger, decodeServiceError, Metrics, startGrpcServer, type GrpcServerHandle, type PromiseClient } from '@mileage/runtime';
+import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { openDatabase } from './database';
+import { createServer } from './server';
+
+const { Classification, ClassificationFilter, Entry, SortField } = drivesV1;
+
+let testDb: TestDatabase;
+let db: ReturnType<typeof openDatabase>;
+let server: GrpcServerHandle;
+let client: PromiseClient<drivesV1.DrivesServiceClient>;
+
+function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Drive> = {}): drivesV1.Drive {
+  const start = new Date(startIso);
+  return {
+    id: 0,
+    userId,
+    startTime: start.toISOString(),
+    endTime: new Date(start.getTime() + 30 * 60_000).toISOString(),
+    classification: Classification.CLASSIFICATION_BUSINESS,
+    distance: { amount: 12.5, units: 'mi' },
+    value: { amount: 838, currency: 'USD' },
+    tollFees: { amount: 250, currency: 'USD' },
+    entry: Entry.ENTRY_AUTOMATIC,
+    start: { name: 'Office', lat: '41.8781', lon: '-87.6298', time: start.toISOString(), address: { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postalCode: '60601' } },
+    ...overrides,
+  };
+}
+
+const list = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}) =>
+  client.listUserDrives({ userId, limit: 100, cursor: '', classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL, sortField: SortField.SORT_FIELD_MODIFIED, ...more });
+
+async function rejection(promise: Promise<unknown>) {
+  try {
+    await promise;
+  } catch (err) {
+    return decodeServiceError(err as ServiceError);
+  }
+  assert.fail('expected the call to fail');
+}
+
+before(async () => {
+  testDb = await createTestDatabase('drives');
+  db = openDatabase({ url: testDb.url, poolMax: 20 });
+  await db.migrate();
+  server = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createServer({ knex: db.knex })],
+    protoFiles: [PROTO_FILES.drives],
+    logger: createLogger({ service: 'drives-test', level: 'silent' }),
+    metrics: new Metrics('drives'),
+  });
+  client = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 10_000 });
+});
+
+after(async () => {
+  client.close();
+  await server.shutdown(1_000);
+  await db.close();
+  await testDb.drop();
+});
+
+describe('DrivesService over real gRPC and PostgreSQL', () => {
+  test('stores every field and reads it back', async () => {
+    const sent = drive('DriverA001', '2026-11-01T08:00:00Z', { description: 'client visit', purpose: 'Sales', parkingFees: { amount: 500, currency: 'USD' } });
+    const { drive: created } = await client.createDrive({ drive: sent });
+    assert.ok(created!.id > 0);
+    const { drives } = await list('DriverA001');
+    assert.deepEqual(drives, [created]);
+    const plain = (d: drivesV1.Drive) => JSON.parse(JSON.stringify({ ...d, id: 0, createTime: null, updateTime: null })) as unknown;
+    assert.deepEqual(plain(created!), plain(sent));
+  });
+
+  test('classification filter: business by default, personal, all', async () => {
+    for (const [i, c] of [Classification.CLASSIFICATION_BUSINESS, Classification.CLASSIFICATION_PERSONAL, Classification.CLASSIFICATION_UNCLASSIFIED].entries()) {
+      await client.createDrive({ drive: drive('DriverB001', `2026-11-0${i + 1}T08:00:00Z`, { classification: c }) });
+    }
+    const count = async (classification: drivesV1.ClassificationFilter) => (await list('DriverB001', { classification })).drives.length;
+    assert.equal(await count(ClassificationFilter.CLASSIFICATION_FILTER_UNSPECIFIED), 1);
+    assert.equal(await count(ClassificationFilter.CLASSIFICATION_FILTER_PERSONAL), 1);
+    assert.equal(await count(ClassificationFilter.CLASSIFICATION_FILTER_ALL), 3);
+  });
+
+  test('keyset paging over many drives sharing one timestamp returns each once, newest first, ties by id descending', async () => {
+    const ids: number[] = [];
+    for (let i = 0; i < 23; i++) ids.push((await client.createDrive({ drive: drive('DriverC001', '2026-11-02T09:00:00Z') })).drive!.id);
+    await db.knex('drives').where({ user_id: 'DriverC001' }).update({ modified_at: '2026-11-03T00:00:00Z' });
+    const seen: number[] = [];
+    let position: drivesV1.PagePosition | undefined;
+    for (let pages = 0; pages < 10; pages++) {
+      const page = await list('DriverC001', { limit: 7, ...(position ? { afterPosition: position } : {}) });
+      seen.push(...page.drives.map((d) => d.id));
+      if (!page.hasMore) break;
+      position = page.nextPosition;
+    }
+    assert.deepEqual(seen, [...ids].sort((a, b) => b - a));
+  });
+
+  test('sorting by end time with exclusive date bounds', async () => {
+    const made = [];
+    for (const day of ['01', '02', '03', '04']) made.push((await client.createDrive({ drive: drive('DriverD001', `2026-10-${day}T10:00:00Z`) })).drive!);
+    const { drives } = await list('DriverD001', {
+      sortField: SortField.SORT_FIELD_ENDED,
+      after: made[0]!.endTime,
+      before: made[3]!.endTime,
+    });
+    assert.deepEqual(drives.map((d) => d.id), [made[2]!.id, made[1]!.id]);
+  });
+
+  test('reports, reviews with comments, and the reported drives of groups', async () => {
+    const a = (await client.createDrive({ drive: drive('DriverE001', '2026-11-05T08:00:00Z') })).drive!;
+    const b = (await client.createDrive({ drive: drive('DriverE001', '2026-11-06T08:00:00Z') })).drive!;
+    const c = (await client.createDrive({ drive: drive('DriverE002', '2026-11-06T09:00:00Z') })).drive!;
+    const reported = (await client.reportDrive({ driveId: a.id, groupId: 7 })).reportedDrive!;
+    assert.equal(reported.status, 'submitted');
+    assert.equal(reported.updateTime, reported.reportTime);
+    await client.reportDrive({ driveId: b.id, groupId: 7 });
+    await client.reportDrive({ driveId: c.id, groupId: 8 });
+    assert.equal((await rejection(client.reportDrive({ driveId: a.id, groupId: 8 }))).code, status.ALREADY_EXISTS);
+    assert.equal((await rejection(client.reportDrive({ driveId: 999_999, groupId: 8 }))).code, status.NOT_FOUND);
+    const reviewed = (await client.reviewReportedDrive({ driveId: a.id, status: 'approved', comment: 'Looks right', reviewerEmail: 'alice@example.com' })).reportedDrive!;
+    assert.equal(reviewed.status, 'approved');
+    assert.deepEqual(reviewed.reviewComments.map((r) => [r.text, r.userEmail]), [['Looks right', 'alice@example.com']]);
+    assert.ok(reviewed.updateTime! >= reviewed.reportTime!);
+
+    const page = await client.listReportedDrives({ groupIds: [7], limit: 10, sortField: SortField.SORT_FIELD_MODIFIED });
+    assert.deepEqual(page.reportedDrives.map((r) => r.drive!.id), [a.id, b.id], 'the reviewed drive is the most recently modified');
+    assert.equal(page.reportedDrives[0]!.reviewComments.length, 1);
+    const both = await client.listReportedDrives({ groupIds: [7, 8], limit: 10, sortField: SortField.SORT_FIELD_ENDED });
+    assert.deepEqual(both.reportedDrives.map((r) => r.drive!.id), [c.id, b.id, a.id]);
+    assert.equal((await rejection(client.reviewReportedDrive({ driveId: c.id + 1000, status: 'approved', comment: '', reviewerEmail: '' }))).code, status.NOT_FOUND);
+  });
+
+  test('invalid drives and list requests are refused', async () => {
+    const bad = await rejection(client.createDrive({ drive: drive('bad', '2026-11-01T08:00:00Z', { entry: Entry.ENTRY_UNSPECIFIED, value: { amount: -1, currency: 'EUR' } }) }));
+    assert.equal(bad.code, status.INVALID_ARGUMENT);
+    assert.deepEqual(bad.fieldViolations.map((v) => v.field).sort(), ['entry', 'user_id', 'value']);
+    assert.equal((await rejection(list('DriverA001', { limit: 0 }))).code, status.INVALID_ARGUMENT);
+    assert.equal((await rejection(list('DriverA001', { limit: 1001 }))).code, status.INVALID_ARGUMENT);
+  });
+
+  test('a change whose transaction is still open holds back the list by modified time', async () => {
+    const x = (await client.createDrive({ drive: drive('DriverF001', '2026-11-07T08:00:00Z') })).drive!;
+    const y = (await client.createDrive({ drive: drive('DriverF001', '2026-11-07T09:00:00Z') })).drive!;
+    const watermark = (await list('DriverF001')).drives[0]!.updateTime!;
+    const slow = await db.knex.transaction();
+    try {
+      // X is stamped with the slow transaction's start, before Y's change commits with a later stamp.
+      await slow('drives').update({ description: 'slow', modified_at: slow.fn.now() }).where({ id: x.id });
+      await client.updateDrive({ drive: { ...y, description: 'fast' } });
+      const during = await list('DriverF001', { after: watermark });
+      assert.deepEqual(during.drives, [], 'Y must wait: handing it out would move the watermark past X');
+      await slow.commit();
+    } catch (err) {
+      await slow.rollback();
+      throw err;
+    }
+    const afterCommit = await list('DriverF001', { after: watermark });
+    assert.deepEqual(afterCommit.drives.map((d) => d.id).sort(), [x.id, y.id].sort());
+  });
+
+  test('an incremental sync loses nothing while writers keep changing drives', { timeout: 60_000 }, async () => {
+    const user = 'SyncUser01';
+    const ids: number[] = [];
+    for (let i = 0; i < 30; i++) ids.push((await client.createDrive({ drive: drive(user, '2026-11-08T08:00:00Z') })).drive!.id);
+    let writing = true;
+    let version = 0;
+    // Writers: transactions that stay open for varying times, so commit order differs from stamp order.
+    const writer = async () => {
+      for (let n = 0; n < 40; n++) {
+        const id = ids[Math.floor(Math.random() * ids.length)]!;
+        await db.knex.transaction(async (tx) => {
+          await tx('drives').update({ description: `v${++version}`, modified_at: tx.fn.now() }).where({ id });
+          await tx.raw('SELECT pg_sleep(?)', [Math.random() * 0.02]);
+        });
+      }
+    };
+    const local = new Map<number, string | undefined>();
+    let watermark: string | undefined;
+    const sync = async () => {
+      let position: drivesV1.PagePosition | undefined;
+      let newest = watermark;
+      for (;;) {
+        const page = await list(user, { limit: 10, ...(watermark ? { after: watermark } : {}), ...(position ? { afterPosition: position } : {}) });
+        for (const d of page.drives) {
+          local.set(d.id, d.description);
+          if (!newest || d.updateTime! > newest) newest = d.updateTime!;
+        }
+        if (!page.hasMore) break;
+        position = page.nextPosition;
+      }
+      watermark = newest;
+    };
+    const writers = Promise.all([writer(), writer(), writer(), writer()]).finally(() => (writing = false));
+    let syncs = 0;
+    while (writing) {
+      await sync();
+      syncs++;
+    }
+    await writers;
+    await sync();
+    const truth = await db.knex('drives').select('id', 'description').where({ user_id: user });
+    assert.equal(truth.length, 30);
+    for (const row of truth as { id: string; description: string | null }[]) {
+      assert.equal(local.get(Number(row.id)), row.description ?? undefined, `drive ${row.id} after ${syncs} syncs`);
+    }
+    assert.ok(syncs > 1, 'the reader synced while writers were active');
+  });
+});
