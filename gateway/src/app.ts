@@ -2,9 +2,11 @@ import { endSpan, extractContext, isAcceptableRequestId, SpanKind, startSpan, tr
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValidationProblem } from './problems';
+import { listAllReportedDrives, listGroupReportedDrives, listUserDrives } from './routes/drives';
 import { getGroup, listGroups } from './routes/groups';
 import { getMe, getUser } from './routes/users';
 import { AccountLoader } from './account-loader';
+import { CursorCodec } from './cursor';
 import { v1Route, type V1Deps } from './v1';
 
 export interface Readiness {
@@ -12,7 +14,9 @@ export interface Readiness {
   checks: Record<string, boolean>;
 }
 
-export interface AppDeps extends Omit<V1Deps, 'accounts'> {
+export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
+  /** Signs page cursors; every replica needs the same one (CURSOR_SECRET). */
+  cursorSecret?: string;
   logger: Logger;
   metrics: Metrics;
   bodyLimitBytes: number;
@@ -23,6 +27,8 @@ export interface AppDeps extends Omit<V1Deps, 'accounts'> {
 const KNOWN_PATHS: [RegExp, string][] = [
   [/^\/v1\/users\/[^/]+$/, 'GET, HEAD'],
   [/^\/v1\/groups(\/[^/]+)?$/, 'GET, HEAD'],
+  [/^\/v1\/(users|groups)\/[^/]+\/(drives|reported-drives)$/, 'GET, HEAD'],
+  [/^\/v1\/drives$/, 'GET, HEAD'],
   [/^\/(healthz|readyz)$/, 'GET, HEAD'],
 ];
 
@@ -46,11 +52,18 @@ export function createApp(deps: AppDeps): Express {
     res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'not ready', checks: readiness.checks });
   });
 
-  const v1: V1Deps = { ...deps, accounts: new AccountLoader(deps.users) };
+  const v1: V1Deps = { ...deps, accounts: new AccountLoader(deps.users), cursors: new CursorCodec(deps.cursorSecret) };
   app.get('/v1/users/me', v1Route(getMe, v1));
   app.get('/v1/users/:user_id', v1Route(getUser, v1));
+  app.get('/v1/users/:user_id/drives', v1Route(listUserDrives, v1));
   app.get('/v1/groups', v1Route(listGroups, v1));
   app.get('/v1/groups/:group_id', v1Route(getGroup, v1));
+  app.get('/v1/groups/:group_id/reported-drives', v1Route(listGroupReportedDrives, v1));
+  app.get('/v1/drives', (_req, res, next) => {
+    // RFC 9745: the alpha route stays, marked deprecated.
+    res.setHeader('Deprecation', 'true');
+    next();
+  }, v1Route(listAllReportedDrives, v1));
 
   app.use((req, res) => {
     res.locals.routeId = 'unmatched';

@@ -24,6 +24,9 @@ export const configSchema = commonConfigSchema.extend({
   OIDC_SCOPE_CLAIM: z.string().min(1).default('scope'),
   USERS_ADDRESS: env.address('127.0.0.1:50051'),
   GROUPS_ADDRESS: env.address('127.0.0.1:50052'),
+  DRIVES_ADDRESS: env.address('127.0.0.1:50053'),
+  /** HMAC key of page cursors; the same on every replica. Unset: a random key per process (cursors die with it). */
+  CURSOR_SECRET: z.string().min(32, 'at least 32 characters').optional(),
   GRPC_DEADLINE_MS: env.positiveInt(2_000),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
   /** Multiplies every per-minute limit; for load tests only. */

@@ -1,5 +1,5 @@
 import { tracing } from './instrument';
-import { groupsV1, usersV1 } from '@mileage/proto';
+import { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
 import { createGrpcClient, createLogger, handleShutdown, HealthClient, loadConfigOrExit, Metrics } from '@mileage/runtime';
 import { Redis } from 'ioredis';
 import { createApp } from './app';
@@ -15,8 +15,13 @@ async function main(): Promise<void> {
   redis?.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
   const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
   const groups = createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
-  const usersHealth = new HealthClient(config.USERS_ADDRESS);
-  const groupsHealth = new HealthClient(config.GROUPS_ADDRESS);
+  const drives = createGrpcClient(drivesV1.DrivesServiceClient, config.DRIVES_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
+  const downstreams = [
+    { name: 'users', service: 'mileage.users.v1.UsersService', health: new HealthClient(config.USERS_ADDRESS) },
+    { name: 'groups', service: 'mileage.groups.v1.GroupsService', health: new HealthClient(config.GROUPS_ADDRESS) },
+    { name: 'drives', service: 'mileage.drives.v1.DrivesService', health: new HealthClient(config.DRIVES_ADDRESS) },
+  ];
+  if (!config.CURSOR_SECRET) logger.warn('CURSOR_SECRET is not set: page cursors are signed with a per-process key and do not survive a restart or cross replicas');
   const verifier = new TokenVerifier({
     issuer: config.OIDC_ISSUER,
     audience: config.OIDC_AUDIENCE,
@@ -33,13 +38,12 @@ async function main(): Promise<void> {
     rateLimits: new RateLimits({ ...(redis ? { redis } : {}), multiplier: config.RATE_LIMIT_MULTIPLIER }),
     users,
     groups,
+    drives,
+    ...(config.CURSOR_SECRET ? { cursorSecret: config.CURSOR_SECRET } : {}),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     readiness: async () => {
-      const [usersUp, groupsUp] = await Promise.all([
-        usersHealth.check('mileage.users.v1.UsersService', 1_000),
-        groupsHealth.check('mileage.groups.v1.GroupsService', 1_000),
-      ]);
-      const checks: Record<string, boolean> = { users: usersUp, groups: groupsUp };
+      const results = await Promise.all(downstreams.map((d) => d.health.check(d.service, 1_000)));
+      const checks: Record<string, boolean> = Object.fromEntries(downstreams.map((d, i) => [d.name, results[i]!]));
       if (redis) checks.redis = redis.status === 'ready';
       return { ready: Object.values(checks).every(Boolean), checks };
     },
@@ -68,7 +72,7 @@ async function main(): Promise<void> {
             server.closeIdleConnections();
           }),
       },
-      { name: 'clients', run: () => [users, groups, usersHealth, groupsHealth].forEach((c) => c.close()) },
+      { name: 'clients', run: () => [users, groups, drives, ...downstreams.map((d) => d.health)].forEach((c) => c.close()) },
       { name: 'redis', run: () => redis?.quit() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
       { name: 'tracing', run: () => tracing.shutdown() },

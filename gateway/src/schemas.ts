@@ -1,4 +1,4 @@
-import type { usersV1 } from '@mileage/proto';
+import type { drivesV1, usersV1 } from '@mileage/proto';
 
 /** The External API's UserSchema (field names as the reference API spells them). */
 export interface UserSchema {
@@ -22,5 +22,122 @@ export function toUserSchema(user: usersV1.User): UserSchema {
     emails: user.emails.map((e) => ({ value: e.value, type: e.type, primary: e.primary })),
     active: user.active,
     displayName: user.displayName ?? null,
+  };
+}
+
+type Money = { amount: number; currency: string } | null;
+type Geolocation = {
+  name: string;
+  lat: string | null;
+  lon: string | null;
+  time: string;
+  address: { country: string; state: string; city: string; street: string; postal_code: string } | null;
+} | null;
+
+/** The drive detail fields shared by DriveSchema and ReportedDriveSchema.details. */
+export interface DriveDetails {
+  distance: { amount: number; units: string; discounted?: number | null } | null;
+  value: Money;
+  toll_fees: Money;
+  parking_fees: Money;
+  description: string | null;
+  entry: 'manual' | 'automatic';
+  classification: 'business' | 'personal' | 'unclassified' | null;
+  purpose: string | null;
+  start: Geolocation;
+  end: Geolocation;
+}
+
+export interface DriveSchema extends DriveDetails {
+  drive_id: number;
+  created: string;
+  modified: string;
+  started_at: string;
+  ended_at: string;
+}
+
+const CLASSIFICATION_NAMES = { 1: 'business', 2: 'personal', 3: 'unclassified' } as const;
+
+function money(m: drivesV1.Money | undefined): Money {
+  return m ? { amount: m.amount, currency: m.currency } : null;
+}
+
+function geolocation(g: drivesV1.Geolocation | undefined): Geolocation {
+  if (!g) return null;
+  return {
+    name: g.name,
+    lat: g.lat ?? null,
+    lon: g.lon ?? null,
+    time: g.time!,
+    address: g.address
+      ? { country: g.address.country, state: g.address.state, city: g.address.city, street: g.address.street, postal_code: g.address.postalCode }
+      : null,
+  };
+}
+
+export function toDriveDetails(d: drivesV1.Drive): DriveDetails {
+  return {
+    distance: d.distance ? { amount: d.distance.amount, units: d.distance.units, discounted: d.distance.discounted ?? null } : null,
+    value: money(d.value),
+    toll_fees: money(d.tollFees),
+    parking_fees: money(d.parkingFees),
+    description: d.description ?? null,
+    entry: d.entry === 1 ? 'manual' : 'automatic',
+    classification: CLASSIFICATION_NAMES[d.classification as 1 | 2 | 3] ?? null,
+    purpose: d.purpose ?? null,
+    start: geolocation(d.start),
+    end: geolocation(d.end),
+  };
+}
+
+export function toDriveSchema(d: drivesV1.Drive): DriveSchema {
+  return { drive_id: d.id, created: d.createTime!, modified: d.updateTime!, started_at: d.startTime!, ended_at: d.endTime!, ...toDriveDetails(d) };
+}
+
+export interface ReportedDriveSchema {
+  id: string;
+  driver: { id: string; name: string | null; email: string | null; status: 'active' | 'inactive'; timezone_offset: number };
+  details: DriveDetails;
+  created: string;
+  modified: string;
+  status: string;
+  review_comments: { id: string; text: string; created_at: string; user_email: string }[];
+}
+
+const offsetFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** Hours east of UTC of an IANA zone at an instant (e.g. -6 for America/Chicago in winter). */
+export function timezoneOffsetHours(timeZone: string, at: Date): number {
+  let format = offsetFormats.get(timeZone);
+  if (!format) {
+    try {
+      format = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' });
+    } catch {
+      return 0;
+    }
+    offsetFormats.set(timeZone, format);
+  }
+  const name = format.formatToParts(at).find((p) => p.type === 'timeZoneName')?.value ?? 'GMT';
+  const m = /GMT([+-])(\d{2}):(\d{2})/.exec(name);
+  return m ? (m[1] === '-' ? -1 : 1) * (Number(m[2]) + Number(m[3]) / 60) : 0;
+}
+
+export function toReportedDriveSchema(r: drivesV1.ReportedDrive, driver: usersV1.User | undefined): ReportedDriveSchema {
+  const d = r.drive!;
+  const email = driver ? (driver.emails.find((e) => e.primary) ?? driver.emails[0])?.value ?? driver.userName : null;
+  return {
+    id: String(d.id),
+    driver: {
+      id: d.userId,
+      name: driver ? (driver.displayName ?? driver.name?.formatted ?? ([driver.name?.givenName, driver.name?.familyName].filter(Boolean).join(' ') || null)) : null,
+      email,
+      status: driver?.active ? 'active' : 'inactive',
+      timezone_offset: timezoneOffsetHours(driver?.timezone ?? 'UTC', new Date(d.endTime!)),
+    },
+    details: toDriveDetails(d),
+    created: r.reportTime!,
+    modified: r.updateTime!,
+    status: r.status,
+    review_comments: r.reviewComments.map((c) => ({ id: String(c.id), text: c.text, created_at: c.createTime!, user_email: c.userEmail })),
   };
 }

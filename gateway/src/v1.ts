@@ -1,4 +1,5 @@
-import type { groupsV1, usersV1 } from '@mileage/proto';
+import type { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
+import type { CursorCodec } from './cursor';
 import type { CallSettings, PromiseClient, Span, TraceContext } from '@mileage/runtime';
 import type { Request, RequestHandler } from 'express';
 import type { Caller, TokenVerifier } from './auth';
@@ -20,6 +21,8 @@ export interface V1Deps {
   rateLimits: RateLimits;
   users: PromiseClient<usersV1.UsersServiceClient>;
   groups: PromiseClient<groupsV1.GroupsServiceClient>;
+  drives: PromiseClient<drivesV1.DrivesServiceClient>;
+  cursors: CursorCodec;
   accounts: AccountLoader;
 }
 
@@ -30,8 +33,8 @@ export interface RouteSpec<Input> {
   path: string;
   scope: string;
   perMinute: number;
-  /** Parses path and query; returns the issues of every bad parameter (422). */
-  validate(req: Request): { input: Input } | { issues: ValidationIssue[] };
+  /** Parses path and query (and cursors, which are bound to the caller); returns every bad parameter (422). */
+  validate(req: Request, context: { deps: V1Deps; caller: Caller }): { input: Input } | { issues: ValidationIssue[] };
   /** Ownership / admin (403), then existence (404), then the response body. */
   handle(input: Input, account: Account, deps: V1Deps, call: CallSettings): Promise<unknown>;
 }
@@ -61,7 +64,7 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
       });
     }
 
-    const parsed = spec.validate(req);
+    const parsed = spec.validate(req, { deps, caller });
     if ('issues' in parsed) throw new ValidationProblem(parsed.issues);
 
     const call: CallSettings = { requestId: res.locals.requestId as string, trace: res.locals.trace as TraceContext | undefined };

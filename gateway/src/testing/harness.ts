@@ -4,7 +4,8 @@
  * production token verifier pointed at the provider's JWKS.
  */
 import { startIdentityProvider } from '@mileage/dev-idp';
-import { groupsV1, PROTO_FILES, usersV1 } from '@mileage/proto';
+import { drivesV1, groupsV1, PROTO_FILES, usersV1 } from '@mileage/proto';
+import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { createGrpcClient, createLogger, Metrics, startGrpcServer, type GrpcServerHandle } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
@@ -32,10 +33,13 @@ export interface Harness {
   issuer: string;
   /** "Demo Team": Alice admin, Bob and Ivan drivers. "Other Team": Bob admin and driver. */
   groups: { demo: number; other: number };
+  /** Bob's drives by classification (newest first by end time), and the drive ids reported to each group. */
+  drives: { bobBusiness: number[]; bobPersonal: number[]; reportedDemo: number[]; reportedOther: number[] };
   tokenEndpoint: string;
   usersAddress: string;
   /** A gateway app wired like main.ts; options override single dependencies. */
-  app(options?: { usersAddress?: string; groupsAddress?: string; deadlineMs?: number; redis?: Redis; rateLimitPrefix?: string }): Express;
+  app(options?: { usersAddress?: string; groupsAddress?: string; drivesAddress?: string; deadlineMs?: number; redis?: Redis; rateLimitPrefix?: string }): Express;
+  drivesClient: ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
   token(username: string, scope: string): Promise<string>;
   /** Signs arbitrary claims with the provider's real signing key (for claims no client can obtain). */
@@ -72,6 +76,46 @@ export async function startHarness(): Promise<Harness> {
   const demo = (await groupsClient.createGroup({ displayName: 'Demo Team', members: [member('AliceAdm01', true, false), member('BobDriver1', false, true), member('Inactive01', false, true)] })).group!.id;
   const other = (await groupsClient.createGroup({ displayName: 'Other Team', members: [member('BobDriver1', true, true)] })).group!.id;
   groupsClient.close();
+
+  const drivesDb = openDrivesDatabase({ url: testDb.url });
+  await drivesDb.migrate();
+  const drivesServer: GrpcServerHandle = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createDrivesServer({ knex: drivesDb.knex })],
+    protoFiles: [PROTO_FILES.drives],
+    logger,
+    metrics: new Metrics('drives'),
+  });
+  const drivesAddress = `127.0.0.1:${drivesServer.port}`;
+  const drivesClient = createGrpcClient(drivesV1.DrivesServiceClient, drivesAddress, { defaultDeadlineMs: 5_000 });
+  const makeDrive = async (userId: string, day: number, classification: drivesV1.Classification) => {
+    const start = new Date(Date.UTC(2026, 9, day, 8, 0, 0));
+    const { drive } = await drivesClient.createDrive({
+      drive: {
+        id: 0,
+        userId,
+        startTime: start.toISOString(),
+        endTime: new Date(start.getTime() + 40 * 60_000).toISOString(),
+        classification,
+        distance: { amount: 10 + day, units: 'mi' },
+        value: { amount: 700 + day, currency: 'USD' },
+        entry: drivesV1.Entry.ENTRY_AUTOMATIC,
+        start: { name: 'Home', lat: '41.88', lon: '-87.63', time: start.toISOString(), address: { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postalCode: '60601' } },
+      },
+    });
+    return drive!.id;
+  };
+  const bobBusiness: number[] = [];
+  const bobPersonal: number[] = [];
+  for (let day = 1; day <= 12; day++) {
+    if (day % 4 === 0) bobPersonal.unshift(await makeDrive('BobDriver1', day, drivesV1.Classification.CLASSIFICATION_PERSONAL));
+    else bobBusiness.unshift(await makeDrive('BobDriver1', day, drivesV1.Classification.CLASSIFICATION_BUSINESS));
+  }
+  const reportedDemo = [...bobBusiness.slice(0, 5), await makeDrive('Inactive01', 13, drivesV1.Classification.CLASSIFICATION_BUSINESS)];
+  for (const id of reportedDemo) await drivesClient.reportDrive({ driveId: id, groupId: demo });
+  await drivesClient.reviewReportedDrive({ driveId: reportedDemo[0]!, status: 'approved', comment: 'Approved for October', reviewerEmail: 'alice@example.com' });
+  const reportedOther = [bobBusiness[6]!];
+  await drivesClient.reportDrive({ driveId: reportedOther[0]!, groupId: other });
   const seedClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
   for (const a of ACCOUNTS.slice(0, 3)) {
     await seedClient.createUser({
@@ -107,13 +151,16 @@ export async function startHarness(): Promise<Harness> {
   return {
     issuer: idp.issuer,
     groups: { demo, other },
+    drives: { bobBusiness, bobPersonal, reportedDemo, reportedOther },
+    drivesClient,
     tokenEndpoint: `${idp.issuer}/protocol/openid-connect/token`,
     usersAddress,
     app(options = {}) {
       const address = options.usersAddress ?? usersAddress;
       const users = createGrpcClient(usersV1.UsersServiceClient, address, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
       const groups = createGrpcClient(groupsV1.GroupsServiceClient, options.groupsAddress ?? groupsAddress, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
-      clients.push(users, groups);
+      const drives = createGrpcClient(drivesV1.DrivesServiceClient, options.drivesAddress ?? drivesAddress, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
+      clients.push(users, groups, drives);
       return createApp({
         logger,
         metrics: new Metrics('gateway'),
@@ -121,6 +168,8 @@ export async function startHarness(): Promise<Harness> {
         rateLimits: new RateLimits({ ...(options.redis ? { redis: options.redis } : {}), ...(options.rateLimitPrefix ? { keyPrefix: options.rateLimitPrefix } : {}) }),
         users,
         groups,
+        drives,
+        cursorSecret: 'test-cursor-secret-of-at-least-32-chars',
         bodyLimitBytes: 1_048_576,
         readiness: async (): Promise<Readiness> => {
           const { HealthClient } = await import('@mileage/runtime');
@@ -161,6 +210,9 @@ export async function startHarness(): Promise<Harness> {
       await idp.close();
       await usersServer.shutdown(1_000);
       await groupsServer.shutdown(1_000);
+      drivesClient.close();
+      await drivesServer.shutdown(1_000);
+      await drivesDb.close();
       await db.close();
       await groupsDb.close();
       await testDb.drop();

@@ -12,9 +12,11 @@ function sql<T>(trace: TraceContext | undefined, operation: string, text: string
  * no later commit can carry an earlier stamp: a list by modified time that stops at the horizon can be used as
  * a watermark without losing a change whose transaction committed late. Read in its own statement, before the
  * list's statement takes its snapshot, so a transaction that ends in between is visible to the list.
+ * Truncated to the millisecond like the stored stamps (which round): a running transaction's stamp is never
+ * below the truncated horizon.
  */
 const HORIZON_SQL = `
-  SELECT coalesce(min(xact_start), clock_timestamp()) AS horizon
+  SELECT date_trunc('milliseconds', coalesce(min(xact_start), clock_timestamp())) AS horizon
     FROM pg_stat_activity
    WHERE datname = current_database() AND usename = current_user AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`;
 

@@ -1,0 +1,125 @@
+import { drivesV1, type usersV1 } from '@mileage/proto';
+import type { CallSettings } from '@mileage/runtime';
+import type { Request } from 'express';
+import type { Caller } from '../auth';
+import { CursorCodec, type CursorPosition } from '../cursor';
+import { parseDriveListParams, type DriveListParams } from '../drive-params';
+import { HttpProblem, type ValidationIssue } from '../problems';
+import { toDriveSchema, toReportedDriveSchema } from '../schemas';
+import type { RouteSpec, V1Deps } from '../v1';
+import { validateGroupIdParam } from './groups';
+import { validateUserIdParam } from './users';
+
+interface ListInput {
+  params: DriveListParams;
+  fingerprint: string;
+  position?: CursorPosition;
+}
+
+const CLASSIFICATION_FILTERS = {
+  business: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
+  personal: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_PERSONAL,
+  all: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_ALL,
+};
+
+/** Parses the list parameters and the cursor, which must come from the same query (fingerprint). */
+function parseList(
+  req: Request,
+  deps: V1Deps,
+  withClassification: boolean,
+  scope: Record<string, string | number>,
+  earlier: ValidationIssue[] = [],
+): { input: ListInput } | { issues: ValidationIssue[] } {
+  const parsed = parseDriveListParams(req, withClassification);
+  const issues = [...earlier, ...('issues' in parsed ? parsed.issues : [])];
+  if ('issues' in parsed || issues.length) return { issues };
+  const p = parsed.input;
+  const fingerprint = CursorCodec.fingerprint({ ...scope, classification: withClassification ? p.classification : undefined, sort: p.sortField, after: p.after, before: p.before });
+  if (p.cursor === undefined) return { input: { params: p, fingerprint } };
+  const position = deps.cursors.decode(p.cursor, fingerprint);
+  if (!position) {
+    return { issues: [{ loc: ['query', 'cursor'], msg: 'Invalid cursor: use the next_cursor of the previous page of the same query', type: 'value_error' }] };
+  }
+  return { input: { params: p, fingerprint, position } };
+}
+
+function listRequest(input: ListInput) {
+  const p = input.params;
+  return {
+    limit: p.limit,
+    sortField: p.sortField === 'ended' ? drivesV1.SortField.SORT_FIELD_ENDED : drivesV1.SortField.SORT_FIELD_MODIFIED,
+    ...(p.after ? { after: p.after } : {}),
+    ...(p.before ? { before: p.before } : {}),
+    ...(input.position ? { afterPosition: { sortTime: input.position.sortTime, id: input.position.id } } : {}),
+  };
+}
+
+function nextCursor(deps: V1Deps, input: ListInput, hasMore: boolean, next: drivesV1.PagePosition | undefined): string | null {
+  return hasMore && next?.sortTime ? deps.cursors.encode({ sortTime: next.sortTime, id: next.id }, input.fingerprint) : null;
+}
+
+async function reportedDrivesPage(groupIds: number[], input: ListInput, deps: V1Deps, call: CallSettings) {
+  if (groupIds.length === 0) return { results: [], has_more: false, next_cursor: null };
+  const page = await deps.drives.listReportedDrives({ groupIds, ...listRequest(input) }, call);
+  const driverIds = [...new Set(page.reportedDrives.map((r) => r.drive!.userId))];
+  const drivers = new Map<string, usersV1.User>();
+  if (driverIds.length) for (const u of (await deps.users.batchGetUsers({ ids: driverIds }, call)).users) drivers.set(u.id, u);
+  return {
+    results: page.reportedDrives.map((r) => toReportedDriveSchema(r, drivers.get(r.drive!.userId))),
+    has_more: page.hasMore,
+    next_cursor: nextCursor(deps, input, page.hasMore, page.nextPosition),
+  };
+}
+
+export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
+  id: 'drives.user',
+  path: '/v1/users/{user_id}/drives',
+  scope: 'drives_read',
+  perMinute: 20,
+  validate: (req, { deps }) => {
+    const user = validateUserIdParam(req);
+    const userId = 'input' in user ? user.input : '';
+    const list = parseList(req, deps, true, { route: 'user-drives', user: userId }, 'issues' in user ? user.issues : []);
+    return 'issues' in list ? list : { input: { ...list.input, userId } };
+  },
+  handle: async (input, account, deps, call) => {
+    if (input.userId !== account.caller.userId) throw new HttpProblem(403, "Access to another user's drives is not allowed");
+    const page = await deps.drives.listUserDrives(
+      { userId: input.userId, cursor: '', classification: CLASSIFICATION_FILTERS[input.params.classification], ...listRequest(input) },
+      call,
+    );
+    return { results: page.drives.map(toDriveSchema), has_more: page.hasMore, next_cursor: nextCursor(deps, input, page.hasMore, page.nextPosition) };
+  },
+};
+
+export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }> = {
+  id: 'drives.group-reported',
+  path: '/v1/groups/{group_id}/reported-drives',
+  scope: 'groups_read_reported_drives',
+  perMinute: 60,
+  validate: (req, { deps }) => {
+    const group = validateGroupIdParam(req);
+    const groupId = 'input' in group ? group.input : 0;
+    const list = parseList(req, deps, false, { route: 'group-reported', group: groupId }, 'issues' in group ? group.issues : []);
+    return 'issues' in list ? list : { input: { ...list.input, groupId } };
+  },
+  handle: async (input, account, deps, call) => {
+    const { exists, isAdmin } = await deps.groups.checkGroupAdmin({ groupId: input.groupId, userId: account.caller.userId }, call);
+    if (!exists) throw new HttpProblem(404, `Group ${input.groupId} not found`);
+    if (!isAdmin) throw new HttpProblem(403, 'Only admins of this group may read its reported drives');
+    return reportedDrivesPage([input.groupId], input, deps, call);
+  },
+};
+
+/** The alpha route, kept for existing integrations: the reported drives of every group the caller administers. */
+export const listAllReportedDrives: RouteSpec<ListInput> = {
+  id: 'drives.all-reported',
+  path: '/v1/drives',
+  scope: 'groups_read_reported_drives',
+  perMinute: 60,
+  validate: (req, { deps, caller }: { deps: V1Deps; caller: Caller }) => parseList(req, deps, false, { route: 'all-reported', caller: caller.subject }),
+  handle: async (input, account, deps, call) => {
+    const { groups } = await deps.groups.listAdministeredGroups({ userId: account.caller.userId }, call);
+    return reportedDrivesPage(groups.map((g) => g.id), input, deps, call);
+  },
+};
