@@ -1,5 +1,6 @@
 // `npm run bench`: GET /v1/users/{user_id} through the whole path (gateway → gRPC → Users → Postgres, real token,
 // metrics and tracing on) against a bare node:http + pg server doing the same query, in one run on this machine.
+import { openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { openDatabase } from '@mileage/users';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -53,9 +54,8 @@ async function main(): Promise<number> {
     const databaseUrl = `postgres://postgres:bench@127.0.0.1:${pgPort}/postgres`;
     await seed(databaseUrl, Number(flags.users));
 
-    const [sinkPort, idpPort, usersPort, usersMetrics, gatewayPort, gatewayMetrics, barePort, groupsPort, groupsMetrics] = await Promise.all(
-      Array.from({ length: 9 }, () => freePort()),
-    );
+    const [sinkPort, idpPort, usersPort, usersMetrics, gatewayPort, gatewayMetrics, barePort, groupsPort, groupsMetrics, drivesPort, drivesMetrics] =
+      await Promise.all(Array.from({ length: 11 }, () => freePort()));
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` };
     const sink = startNode('otlp-sink', path.join(__dirname, 'otlp-sink.js'), { PORT: String(sinkPort) });
     // Distinct callers, each with its own account and token: requests spread over users, rows and rate-limit keys.
@@ -78,14 +78,15 @@ async function main(): Promise<number> {
       GRPC_ADDRESS: `127.0.0.1:${usersPort}`,
       METRICS_PORT: String(usersMetrics),
     });
-    // The gateway is ready only when every service it calls is; Groups takes no part in the measured route.
-    const groupsDb = openGroupsDatabase({ url: databaseUrl });
-    await groupsDb.migrate().finally(() => groupsDb.close());
-    startNode('groups', path.join(ROOT, 'services/groups/dist/main.js'), {
-      DATABASE_URL: databaseUrl,
-      GRPC_ADDRESS: `127.0.0.1:${groupsPort}`,
-      METRICS_PORT: String(groupsMetrics),
-    });
+    // The gateway is ready only when every service it calls is; Groups and Drives take no part in the measured route.
+    for (const [name, open, grpcPort, metricsPort] of [
+      ['groups', openGroupsDatabase, groupsPort, groupsMetrics],
+      ['drives', openDrivesDatabase, drivesPort, drivesMetrics],
+    ] as const) {
+      const db = open({ url: databaseUrl });
+      await db.migrate().finally(() => db.close());
+      startNode(name, path.join(ROOT, `services/${name}/dist/main.js`), { DATABASE_URL: databaseUrl, GRPC_ADDRESS: `127.0.0.1:${grpcPort}`, METRICS_PORT: String(metricsPort) });
+    }
     const issuer = `http://127.0.0.1:${idpPort}/realms/mileage`;
     const gateway = startNode('gateway', path.join(ROOT, 'gateway/dist/main.js'), {
       ...otel,
@@ -94,6 +95,7 @@ async function main(): Promise<number> {
       OIDC_ISSUER: issuer,
       USERS_ADDRESS: `127.0.0.1:${usersPort}`,
       GROUPS_ADDRESS: `127.0.0.1:${groupsPort}`,
+      DRIVES_ADDRESS: `127.0.0.1:${drivesPort}`,
       RATE_LIMIT_MULTIPLIER: '1000000',
     });
     const bare = startNode('bare', path.join(__dirname, 'baseline-server.js'), { PORT: String(barePort), DATABASE_URL: databaseUrl });

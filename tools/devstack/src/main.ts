@@ -1,34 +1,46 @@
 // `npm start`: the whole system on one machine with embedded defaults (CONTRACT §6).
-import { groupsV1, usersV1 } from '@mileage/proto';
+import { openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { createGrpcClient, createLogger, HealthClient, loadConfigOrExit } from '@mileage/runtime';
+import { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
+import { createGrpcClient, createLogger, HealthClient, loadConfigOrExit, type Database } from '@mileage/runtime';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
+import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { DEMO_PASSWORD, DEMO_USERS, demoUserName } from './demo-data';
-import { startEmbeddedPostgres, provisionServiceRoles, type EmbeddedDatabase } from './postgres';
+import { loadSecrets, provisionServiceRoles, saveSecrets, startEmbeddedPostgres, type EmbeddedDatabase } from './postgres';
 import { httpOk, startProcess, stopProcess, waitUntilReady, type ManagedProcess } from './processes';
 import { seedDemoData } from './seed';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
+const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
 
 const config = loadConfigOrExit(
   z.object({
     DATA_DIR: z.string().default(path.join(ROOT, '.data')),
     DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL').optional(),
     REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// URL').optional(),
-    EMBEDDED_POSTGRES_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
-    GATEWAY_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
-    DEV_IDP_PORT: z.coerce.number().int().min(1).max(65535).default(8081),
-    USERS_GRPC_PORT: z.coerce.number().int().min(1).max(65535).default(50051),
-    GATEWAY_METRICS_PORT: z.coerce.number().int().min(1).max(65535).default(9460),
-    USERS_METRICS_PORT: z.coerce.number().int().min(1).max(65535).default(9461),
-    GROUPS_GRPC_PORT: z.coerce.number().int().min(1).max(65535).default(50052),
-    GROUPS_METRICS_PORT: z.coerce.number().int().min(1).max(65535).default(9462),
+    EMBEDDED_POSTGRES_PORT: port(54329),
+    GATEWAY_PORT: port(8080),
+    GATEWAY_METRICS_PORT: port(9460),
+    DEV_IDP_PORT: port(8081),
+    USERS_GRPC_PORT: port(50051),
+    USERS_METRICS_PORT: port(9461),
+    GROUPS_GRPC_PORT: port(50052),
+    GROUPS_METRICS_PORT: port(9462),
+    DRIVES_GRPC_PORT: port(50053),
+    DRIVES_METRICS_PORT: port(9463),
     SCIM_CLIENT_SECRET: z.string().min(8).default('scim-dev-secret'),
     LOG_LEVEL: z.string().default('info'),
   }),
 );
+
+/** The gRPC services of the stack, in start order. */
+const SERVICES: { name: 'users' | 'groups' | 'drives'; grpcPort: number; metricsPort: number; open(url: string): Database }[] = [
+  { name: 'users', grpcPort: config.USERS_GRPC_PORT, metricsPort: config.USERS_METRICS_PORT, open: (url) => openUsersDatabase({ url }) },
+  { name: 'groups', grpcPort: config.GROUPS_GRPC_PORT, metricsPort: config.GROUPS_METRICS_PORT, open: (url) => openGroupsDatabase({ url }) },
+  { name: 'drives', grpcPort: config.DRIVES_GRPC_PORT, metricsPort: config.DRIVES_METRICS_PORT, open: (url) => openDrivesDatabase({ url }) },
+];
 
 const logger = createLogger({ service: 'devstack', level: config.LOG_LEVEL });
 const processes: ManagedProcess[] = [];
@@ -38,30 +50,32 @@ let stopping = false;
 async function main(): Promise<void> {
   const startedAt = Date.now();
   let adminUrl: string;
-  let usersDbUrl: string;
-  let groupsDbUrl: string;
+  const urls: Record<string, string> = {};
   if (config.DATABASE_URL) {
-    adminUrl = usersDbUrl = groupsDbUrl = config.DATABASE_URL;
+    adminUrl = config.DATABASE_URL;
+    for (const s of SERVICES) urls[s.name] = config.DATABASE_URL;
   } else {
     database = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_POSTGRES_PORT, log: (m) => logger.warn(m) });
-    const roles = await provisionServiceRoles(database.adminUrl, config.DATA_DIR, ['users', 'groups']);
+    const roles = await provisionServiceRoles(database.adminUrl, config.DATA_DIR, SERVICES.map((s) => s.name));
     adminUrl = database.adminUrl;
-    usersDbUrl = database.urlFor(roles.users!.role, roles.users!.password);
-    groupsDbUrl = database.urlFor(roles.groups!.role, roles.groups!.password);
+    for (const s of SERVICES) urls[s.name] = database.urlFor(roles[s.name]!.role, roles[s.name]!.password);
     logger.info({ port: config.EMBEDDED_POSTGRES_PORT, data_dir: path.join(config.DATA_DIR, 'postgres') }, 'embedded PostgreSQL running');
   }
-
-  for (const [target, db] of [
-    ['users', openUsersDatabase({ url: usersDbUrl })],
-    ['groups', openGroupsDatabase({ url: groupsDbUrl })],
-  ] as const) {
+  for (const s of SERVICES) {
+    const db = s.open(urls[s.name]!);
     const { applied } = await db.migrate().finally(() => db.close());
-    logger.info({ target, applied }, 'migrations up to date');
+    logger.info({ target: s.name, applied }, 'migrations up to date');
+  }
+  // Page cursors stay valid across restarts of the development stack.
+  const secrets = loadSecrets(config.DATA_DIR);
+  if (!secrets.cursorSecret) {
+    secrets.cursorSecret = randomBytes(32).toString('base64url');
+    saveSecrets(config.DATA_DIR, secrets);
   }
 
   const common = { LOG_LEVEL: config.LOG_LEVEL };
-  const usersAddress = `127.0.0.1:${config.USERS_GRPC_PORT}`;
   const issuer = `http://127.0.0.1:${config.DEV_IDP_PORT}/realms/mileage`;
+  const address = (name: string) => `127.0.0.1:${SERVICES.find((s) => s.name === name)!.grpcPort}`;
 
   const idp = startProcess('dev-idp', path.join(ROOT, 'packages/dev-idp/dist/main.js'), {
     ...common,
@@ -69,48 +83,44 @@ async function main(): Promise<void> {
     DEV_IDP_DATA_DIR: path.join(config.DATA_DIR, 'dev-idp'),
     SCIM_CLIENT_SECRET: config.SCIM_CLIENT_SECRET,
   }, logger);
-  const users = startProcess('users', path.join(ROOT, 'services/users/dist/main.js'), {
-    ...common,
-    DATABASE_URL: usersDbUrl,
-    GRPC_ADDRESS: usersAddress,
-    METRICS_PORT: String(config.USERS_METRICS_PORT),
-  }, logger);
-  const groupsAddress = `127.0.0.1:${config.GROUPS_GRPC_PORT}`;
-  const groups = startProcess('groups', path.join(ROOT, 'services/groups/dist/main.js'), {
-    ...common,
-    DATABASE_URL: groupsDbUrl,
-    GRPC_ADDRESS: groupsAddress,
-    METRICS_PORT: String(config.GROUPS_METRICS_PORT),
-  }, logger);
-  processes.push(idp, users, groups);
-  const usersHealth = new HealthClient(usersAddress);
-  const groupsHealth = new HealthClient(groupsAddress);
-  await Promise.all([
-    waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 30_000),
-    waitUntilReady(users, () => usersHealth.check('', 500), 30_000),
-    waitUntilReady(groups, () => groupsHealth.check('', 500), 30_000),
-  ]);
-  usersHealth.close();
-  groupsHealth.close();
+  processes.push(idp);
+  const waits = [waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 30_000)];
+  const healthClients: HealthClient[] = [];
+  for (const s of SERVICES) {
+    const proc = startProcess(s.name, path.join(ROOT, `services/${s.name}/dist/main.js`), {
+      ...common,
+      DATABASE_URL: urls[s.name]!,
+      GRPC_ADDRESS: address(s.name),
+      METRICS_PORT: String(s.metricsPort),
+    }, logger);
+    processes.push(proc);
+    const health = new HealthClient(address(s.name));
+    healthClients.push(health);
+    waits.push(waitUntilReady(proc, () => health.check('', 500), 30_000));
+  }
+  await Promise.all(waits);
+  for (const h of healthClients) h.close();
 
   const gateway = startProcess('gateway', path.join(ROOT, 'gateway/dist/main.js'), {
     ...common,
     PORT: String(config.GATEWAY_PORT),
     METRICS_PORT: String(config.GATEWAY_METRICS_PORT),
     OIDC_ISSUER: issuer,
-    USERS_ADDRESS: usersAddress,
-    GROUPS_ADDRESS: groupsAddress,
+    USERS_ADDRESS: address('users'),
+    GROUPS_ADDRESS: address('groups'),
+    DRIVES_ADDRESS: address('drives'),
+    CURSOR_SECRET: secrets.cursorSecret,
     ...(config.REDIS_URL ? { REDIS_URL: config.REDIS_URL } : {}),
   }, logger);
   processes.push(gateway);
   await waitUntilReady(gateway, () => httpOk(`http://127.0.0.1:${config.GATEWAY_PORT}/readyz`), 30_000);
 
-  const usersClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 10_000 });
-  const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 10_000 });
-  const seeded = await seedDemoData({ adminUrl, users: usersClient, groups: groupsClient }).finally(() => {
-    usersClient.close();
-    groupsClient.close();
-  });
+  const clients = {
+    users: createGrpcClient(usersV1.UsersServiceClient, address('users'), { defaultDeadlineMs: 10_000 }),
+    groups: createGrpcClient(groupsV1.GroupsServiceClient, address('groups'), { defaultDeadlineMs: 10_000 }),
+    drives: createGrpcClient(drivesV1.DrivesServiceClient, address('drives'), { defaultDeadlineMs: 10_000 }),
+  };
+  const seeded = await seedDemoData({ adminUrl, ...clients }).finally(() => Object.values(clients).forEach((c) => c.close()));
   logger.info({ seeded }, seeded ? 'demo data seeded' : 'database already holds data; not seeding');
 
   for (const proc of processes) {
@@ -134,7 +144,7 @@ function printBanner(issuer: string, elapsedMs: number): void {
     `  SCIM 2.0        ${gateway}/scim/v2`,
     `  Health          ${gateway}/healthz  ${gateway}/readyz`,
     `  Identity (dev)  ${issuer}`,
-    `  Metrics         http://127.0.0.1:${config.GATEWAY_METRICS_PORT}/metrics (gateway), :${config.USERS_METRICS_PORT} (users), :${config.GROUPS_METRICS_PORT} (groups)`,
+    `  Metrics         http://127.0.0.1:${config.GATEWAY_METRICS_PORT}/metrics (gateway), ${SERVICES.map((s) => `:${s.metricsPort} (${s.name})`).join(', ')}`,
     `  Demo users      ${DEMO_USERS.map(demoUserName).join(', ')} (password "${DEMO_PASSWORD}")`,
     '',
     'Get a token and call /v1/users/me:',
@@ -142,6 +152,7 @@ function printBanner(issuer: string, elapsedMs: number): void {
     `      -d username=${demoUserName(alice)} -d password=${DEMO_PASSWORD} -d 'scope=users_read drives_read groups_read groups_read_reported_drives' \\`,
     `      | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).access_token')`,
     `  curl -s -H "Authorization: Bearer $TOKEN" ${gateway}/v1/users/me`,
+    `  curl -s -H "Authorization: Bearer $TOKEN" ${gateway}/v1/groups/1/reported-drives?limit=5`,
     '',
     'Ctrl-C stops everything.',
     '',
@@ -154,8 +165,7 @@ async function shutdown(code: number): Promise<void> {
   stopping = true;
   logger.info('stopping the stack');
   // Front to back: the gateway drains first, then the services, then the identity provider and the database.
-  const order = ['gateway', 'users', 'groups', 'dev-idp'];
-  for (const name of order) {
+  for (const name of ['gateway', ...SERVICES.map((s) => s.name), 'dev-idp']) {
     const proc = processes.find((p) => p.name === name);
     if (proc) await stopProcess(proc, 15_000);
   }

@@ -14,6 +14,8 @@ export interface EmbeddedDatabase {
 interface Secrets {
   postgresPassword: string;
   rolePasswords: Record<string, string>;
+  /** HMAC key of the gateway's page cursors. */
+  cursorSecret?: string;
 }
 
 export function loadSecrets(dataDir: string): Secrets {

@@ -1,4 +1,5 @@
-import type { groupsV1, usersV1 } from '@mileage/proto';
+import { drivesV1, type groupsV1, type usersV1 } from '@mileage/proto';
+import { demoDrives } from './demo-drives';
 import type { PromiseClient } from '@mileage/runtime';
 import pg from 'pg';
 import { DEMO_GROUPS, DEMO_USERS, demoUserName } from './demo-data';
@@ -8,6 +9,7 @@ export interface SeedTargets {
   adminUrl: string;
   users: PromiseClient<usersV1.UsersServiceClient>;
   groups: PromiseClient<groupsV1.GroupsServiceClient>;
+  drives: PromiseClient<drivesV1.DrivesServiceClient>;
 }
 
 /**
@@ -32,8 +34,48 @@ export async function seedDemoData(targets: SeedTargets): Promise<boolean> {
     });
   }
   // On an empty database the groups get ids 1 and 2, as CONTRACT §6 names them.
-  for (const group of DEMO_GROUPS) await targets.groups.createGroup(group);
+  const groupIds: number[] = [];
+  for (const group of DEMO_GROUPS) groupIds.push((await targets.groups.createGroup(group)).group!.id);
+  await seedDemoDrives(targets.drives, groupIds[0]!, groupIds[1]!);
   return true;
+}
+
+/**
+ * 65 drives per driver over the last 90 days; 28 of Bob's and 12 of Carol's business drives reported to group 1,
+ * 6 of Carol's and 8 of Dave's to group 2; some reviewed by the group's admin with comments.
+ */
+async function seedDemoDrives(drives: PromiseClient<drivesV1.DrivesServiceClient>, group1: number, group2: number): Promise<void> {
+  const now = new Date();
+  const plan = [
+    { driver: { userId: 'BobDriver1', region: 'US' as const, count: 65 }, seed: 11, reports: [{ group: group1, count: 28, reviewer: 'alice@example.com' }] },
+    {
+      driver: { userId: 'CarolDrv01', region: 'CA' as const, count: 65 },
+      seed: 22,
+      reports: [
+        { group: group1, count: 12, reviewer: 'alice@example.com' },
+        { group: group2, count: 6, reviewer: 'dave@example.com' },
+      ],
+    },
+    { driver: { userId: 'DaveSolo01', region: 'GB' as const, count: 65 }, seed: 33, reports: [{ group: group2, count: 8, reviewer: 'dave@example.com' }] },
+  ];
+  for (const { driver, seed, reports } of plan) {
+    const created: drivesV1.Drive[] = [];
+    for (const drive of demoDrives(driver, now, seed)) created.push((await drives.createDrive({ drive })).drive!);
+    // Report the business drives that have a value, newest first, to each group in turn.
+    const reportable = created.filter((d) => d.classification === drivesV1.Classification.CLASSIFICATION_BUSINESS).reverse();
+    let next = 0;
+    for (const report of reports) {
+      for (let i = 0; i < report.count && next < reportable.length; i++, next++) {
+        const drive = reportable[next]!;
+        await drives.reportDrive({ driveId: drive.id, groupId: report.group });
+        if (i % 3 === 1) {
+          await drives.reviewReportedDrive({ driveId: drive.id, status: 'approved', comment: 'Approved, thanks.', reviewerEmail: report.reviewer });
+        } else if (i % 7 === 5) {
+          await drives.reviewReportedDrive({ driveId: drive.id, status: 'rejected', comment: 'Please add the client name to the purpose.', reviewerEmail: report.reviewer });
+        }
+      }
+    }
+  }
 }
 
 async function isEmpty(adminUrl: string): Promise<boolean> {

@@ -26,7 +26,7 @@ after(() => {
 });
 
 async function ports() {
-  const names = ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'GATEWAY_METRICS_PORT', 'USERS_METRICS_PORT', 'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT'];
+  const names = ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'GATEWAY_METRICS_PORT', 'USERS_METRICS_PORT', 'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT', 'DRIVES_GRPC_PORT', 'DRIVES_METRICS_PORT'];
   const env: Record<string, string> = {};
   for (const n of names) env[n] = String(await freePort());
   return env;
@@ -74,7 +74,7 @@ describe('npm start', { timeout: 120_000 }, () => {
     const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username: 'alice@example.com', password: 'demo', scope: 'users_read groups_read' }),
+      body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username: 'alice@example.com', password: 'demo', scope: 'users_read groups_read groups_read_reported_drives drives_read' }),
     });
     assert.equal(tokenRes.status, 200);
     const { access_token } = (await tokenRes.json()) as { access_token: string };
@@ -88,6 +88,12 @@ describe('npm start', { timeout: 120_000 }, () => {
     const { resources } = (await groups.json()) as { resources: { id: string; display_name: string; members: { value: string }[] }[] };
     assert.deepEqual(resources.map((g) => [g.id, g.display_name]), [['1', 'Demo Team']]);
     assert.deepEqual(resources[0]!.members.map((m) => m.value), ['AliceAdm01', 'BobDriver1', 'CarolDrv01']);
+    const reported = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/groups/1/reported-drives?limit=1000`, { headers: { authorization: `Bearer ${access_token}` } });
+    assert.equal(reported.status, 200);
+    const { results } = (await reported.json()) as { results: { driver: { id: string }; review_comments: unknown[] }[] };
+    assert.ok(results.filter((r) => r.driver.id === 'BobDriver1').length >= 25, 'at least 25 of Bob’s drives reported to group 1');
+    assert.ok(results.filter((r) => r.driver.id === 'CarolDrv01').length >= 10, 'at least 10 of Carol’s');
+    assert.ok(results.some((r) => r.review_comments.length > 0), 'some with review comments');
     const metrics = await (await fetch(`http://127.0.0.1:${env.GATEWAY_METRICS_PORT}/metrics`)).text();
     assert.match(metrics, /http_server_request_duration_seconds_count\{[^}]*route="users.me"/);
     assert.equal(await stop(first.child), 0);
