@@ -1,6 +1,8 @@
 import { endSpan, extractContext, isAcceptableRequestId, SpanKind, startSpan, traceLogFields, tracingEnabled, type Logger, type Metrics } from '@mileage/runtime';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
+import * as path from 'node:path';
+import { openApiDocument } from './openapi';
 import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValidationProblem } from './problems';
 import { listAllReportedDrives, listGroupReportedDrives, listUserDrives } from './routes/drives';
 import { getGroup, listGroups } from './routes/groups';
@@ -15,6 +17,8 @@ export interface Readiness {
 }
 
 export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
+  /** The realm URL, for the OAuth flows of the OpenAPI document. */
+  issuer: string;
   /** Signs page cursors; every replica needs the same one (CURSOR_SECRET). */
   cursorSecret?: string;
   logger: Logger;
@@ -29,7 +33,7 @@ const KNOWN_PATHS: [RegExp, string][] = [
   [/^\/v1\/groups(\/[^/]+)?$/, 'GET, HEAD'],
   [/^\/v1\/(users|groups)\/[^/]+\/(drives|reported-drives)$/, 'GET, HEAD'],
   [/^\/v1\/drives$/, 'GET, HEAD'],
-  [/^\/(healthz|readyz)$/, 'GET, HEAD'],
+  [/^\/(healthz|readyz|openapi\.json|docs)$/, 'GET, HEAD'],
 ];
 
 /** The gateway's HTTP application; process wiring (listeners, clients, signals) lives in main.ts. */
@@ -53,6 +57,18 @@ export function createApp(deps: AppDeps): Express {
   });
 
   const v1: V1Deps = { ...deps, accounts: new AccountLoader(deps.users), cursors: new CursorCodec(deps.cursorSecret) };
+  const openApi = JSON.stringify(openApiDocument({ issuer: deps.issuer }));
+  app.get('/openapi.json', (_req, res) => {
+    res.locals.routeId = 'openapi';
+    res.type('application/json').send(openApi);
+  });
+  app.get('/docs', (_req, res) => {
+    res.locals.routeId = 'docs';
+    res.type('html').send(DOCS_PAGE);
+  });
+  // The documentation page's assets come from the swagger-ui-dist package: no internet access needed.
+  app.use('/docs/assets', express.static(path.dirname(require.resolve('swagger-ui-dist/package.json')), { index: false, maxAge: '1d' }));
+
   app.get('/v1/users/me', v1Route(getMe, v1));
   app.get('/v1/users/:user_id', v1Route(getUser, v1));
   app.get('/v1/users/:user_id/drives', v1Route(listUserDrives, v1));
@@ -139,3 +155,12 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
     sendProblem(res, 500, 'Internal server error');
   };
 }
+
+const DOCS_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Mileage Platform External API</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
+<body><div id="docs"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking: true, tryItOutEnabled: false });</script>
+</body></html>`;

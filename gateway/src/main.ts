@@ -32,6 +32,7 @@ async function main(): Promise<void> {
     jwks: new URL(jwksUrl(config)),
   });
   const app = createApp({
+    issuer: config.OIDC_ISSUER,
     logger,
     metrics,
     verifier,

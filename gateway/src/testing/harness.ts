@@ -16,7 +16,10 @@ import { importJWK, SignJWT, type JWK } from 'jose';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import express from 'express';
 import { createApp, type Readiness } from '../app';
+import { openApiDocument } from '../openapi';
+import { checkAgainstOpenApi, recordResponses, type RecordedResponse } from './contract';
 import { TokenVerifier } from '../auth';
 import { RateLimits } from '../rate-limit';
 
@@ -45,6 +48,8 @@ export interface Harness {
   /** Signs arbitrary claims with the provider's real signing key (for claims no client can obtain). */
   signWithRealKey(claims: Record<string, unknown>, options?: { expiresIn?: string | number }): Promise<string>;
   realKey(): JWK;
+  /** Every response the harness's apps sent (checked against the OpenAPI document on close). */
+  recorded: RecordedResponse[];
   close(): Promise<void>;
 }
 
@@ -138,6 +143,7 @@ export async function startHarness(): Promise<Harness> {
   const realKey = (): JWK => (JSON.parse(readFileSync(keyFile, 'utf8')) as { keys: JWK[] }).keys[0]!;
 
   const clients: { close(): void }[] = [];
+  const recorded: RecordedResponse[] = [];
   const verifier = new TokenVerifier({
     issuer: idp.issuer,
     audience: 'mileage-api',
@@ -161,7 +167,8 @@ export async function startHarness(): Promise<Harness> {
       const groups = createGrpcClient(groupsV1.GroupsServiceClient, options.groupsAddress ?? groupsAddress, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
       const drives = createGrpcClient(drivesV1.DrivesServiceClient, options.drivesAddress ?? drivesAddress, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
       clients.push(users, groups, drives);
-      return createApp({
+      const inner = createApp({
+        issuer: idp.issuer,
         logger,
         metrics: new Metrics('gateway'),
         verifier,
@@ -182,6 +189,11 @@ export async function startHarness(): Promise<Harness> {
           }
         },
       });
+      // Every response is recorded for the contract check in close().
+      const outer = express();
+      outer.use(recordResponses(recorded));
+      outer.use(inner);
+      return outer;
     },
     async token(username, scope) {
       const account = ACCOUNTS.find((a) => a.username === username);
@@ -207,6 +219,7 @@ export async function startHarness(): Promise<Harness> {
     realKey,
     async close() {
       for (const c of clients) c.close();
+      const problems = checkAgainstOpenApi(openApiDocument({ issuer: idp.issuer }) as never, recorded);
       await idp.close();
       await usersServer.shutdown(1_000);
       await groupsServer.shutdown(1_000);
@@ -217,6 +230,8 @@ export async function startHarness(): Promise<Harness> {
       await groupsDb.close();
       await testDb.drop();
       rmSync(dataDir, { recursive: true, force: true });
+      if (problems.length) throw new Error(`responses that do not match the OpenAPI document:\n  ${problems.join('\n  ')}`);
     },
+    recorded,
   };
 }
