@@ -1,0 +1,108 @@
+// Query plans at a volume where a sequential scan or a sort would show: every list is an index range scan
+// that stops after the page (no OFFSET, no sort of the user's or group's rows).
+import { drivesV1 } from '@mileage/proto';
+import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type pg from 'pg';
+import { openDatabase } from './database';
+import { DrivesRepository } from './drives-repo';
+
+let testDb: TestDatabase;
+let db: ReturnType<typeof openDatabase>;
+let repo: DrivesRepository;
+
+before(async () => {
+  testDb = await createTestDatabase('plans');
+  // Seeding takes longer than the service's default statement timeout.
+  db = openDatabase({ url: testDb.url, statementTimeoutMs: 120_000 });
+  await db.migrate();
+  // 300,000 drives of 300 users over 90 days; a quarter of the business drives reported to one of 30 groups.
+  await db.knex.raw(`
+    INSERT INTO drives (user_id, started_at, ended_at, distance_amount, distance_units, entry, classification, modified_at)
+    SELECT 'P' || lpad((g % 300)::text, 9, '0'), t, t + interval '30 minutes', 10, 'mi', 'automatic',
+           (ARRAY['business', 'business', 'personal', 'unclassified'])[1 + g % 4], t + interval '1 hour'
+      FROM (SELECT g, date_trunc('milliseconds', now() - interval '90 days' * random()) AS t FROM generate_series(1, 300000) g) s`);
+  await db.knex.raw(`
+    INSERT INTO drive_reports (drive_id, group_id, status, reported_at, modified_at, ended_at)
+    SELECT id, 1 + (id % 30), 'submitted', modified_at, modified_at, ended_at FROM drives WHERE classification = 'business' AND id % 4 = 0`);
+  await db.knex.raw('ANALYZE drives');
+  await db.knex.raw('ANALYZE drive_reports');
+  repo = new DrivesRepository(db.knex);
+});
+
+after(async () => {
+  await db.close();
+  await testDb.drop();
+});
+
+interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Relation Name'?: string;
+  Plans?: PlanNode[];
+}
+
+/** Runs `action`, captures the list statement it sends, and returns that statement's plan. */
+async function planOf(action: () => Promise<unknown>): Promise<PlanNode> {
+  const statements: { sql: string; bindings: unknown[] }[] = [];
+  const listener = (q: { sql: string; bindings?: unknown[] }) => statements.push({ sql: q.sql, bindings: q.bindings ?? [] });
+  db.knex.on('query', listener);
+  try {
+    await action();
+  } finally {
+    db.knex.off('query', listener);
+  }
+  const list = statements.find((s) => /order by/i.test(s.sql) && /limit/i.test(s.sql));
+  assert.ok(list, `no list statement among ${statements.map((s) => s.sql).join(' | ')}`);
+  const connection = (await db.knex.client.acquireConnection()) as pg.Client;
+  try {
+    const sql = list.sql.replace(/\?/g, (() => { let i = 0; return () => `$${++i}`; })());
+    const { rows } = await connection.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${sql}`, list.bindings);
+    return rows[0]!['QUERY PLAN'][0].Plan;
+  } finally {
+    await db.knex.client.releaseConnection(connection);
+  }
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+function assertIndexRangeScan(plan: PlanNode, index: string): void {
+  const all = nodes(plan);
+  const types = all.map((n) => n['Node Type']);
+  assert.equal(plan['Node Type'], 'Limit', JSON.stringify(types));
+  assert.ok(!types.includes('Seq Scan'), `no sequential scan: ${JSON.stringify(types)}`);
+  assert.ok(!types.some((t) => /Sort/.test(t)), `no sort: ${JSON.stringify(types)}`);
+  assert.ok(all.some((n) => n['Index Name'] === index), `uses ${index}: ${JSON.stringify(all.map((n) => [n['Node Type'], n['Index Name']]))}`);
+}
+
+const page = { limit: 100, sortField: 'modified' as const };
+
+describe('list query plans at 300,000 drives', () => {
+  test("a user's drives by modified time, all classifications", async () => {
+    assertIndexRangeScan(await planOf(() => repo.listUserDrives('P000000007', null, page)), 'drives_user_modified_idx');
+  });
+
+  test("a user's business drives by modified time, next page after a position", async () => {
+    const first = await repo.listUserDrives('P000000007', 'business', page);
+    assertIndexRangeScan(await planOf(() => repo.listUserDrives('P000000007', 'business', { ...page, position: first.next! })), 'drives_user_class_modified_idx');
+  });
+
+  test("a user's drives by end time within bounds", async () => {
+    const q = { limit: 100, sortField: 'ended' as const, after: new Date(Date.now() - 60 * 86_400_000).toISOString(), before: new Date().toISOString() };
+    assertIndexRangeScan(await planOf(() => repo.listUserDrives('P000000007', 'personal', q)), 'drives_user_class_ended_idx');
+  });
+
+  test("a group's reported drives by modified time and by end time", async () => {
+    assertIndexRangeScan(await planOf(() => repo.listReportedDrives([5], page)), 'drive_reports_group_modified_idx');
+    assertIndexRangeScan(await planOf(() => repo.listReportedDrives([5], { limit: 100, sortField: 'ended' })), 'drive_reports_group_ended_idx');
+  });
+
+  test('the seeded volume is what the plans were taken at', async () => {
+    const rows = await db.knex('drives').count<{ count: string }[]>('* as count');
+    assert.equal(Number(rows[0]!.count), 300_000);
+    assert.ok(drivesV1.SortField.SORT_FIELD_ENDED > 0);
+  });
+});
