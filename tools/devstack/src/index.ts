@@ -1,0 +1,1 @@
+export { generateVolume } from './volume';
