@@ -133,6 +133,7 @@ export async function startHarness(): Promise<Harness> {
         timezone: 'UTC',
         version: 0,
       },
+      writeId: "",
     });
   }
   seedClient.close();

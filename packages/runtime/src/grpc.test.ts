@@ -16,6 +16,9 @@ function handlers(overrides: Partial<Handlers<usersV1.UsersServiceServer>>): Han
     batchGetUsers: async () => ({ users: [] }),
     createUser: async () => ({}),
     updateUser: async () => ({}),
+    deleteUser: async () => ({}),
+    listUsers: async () => ({ users: [], totalSize: 0 }),
+    resolveWrite: async () => ({ outcome: usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED }),
     ...overrides,
   };
 }

@@ -1,5 +1,5 @@
 import type { groupsV1 } from '@mileage/proto';
-import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
+import { errors, inSpan, SpanKind, type AttributeMap, type Knex, type SqlCondition, type TraceContext } from '@mileage/runtime';
 
 interface TeamRow {
   id: string;
@@ -23,6 +23,19 @@ const ADMINISTERED_SQL = `SELECT team_id FROM team_members WHERE user_id = ? AND
 const CHECK_ADMIN_SQL = `
   SELECT EXISTS (SELECT 1 FROM teams WHERE id = ?) AS exists,
          EXISTS (SELECT 1 FROM team_members WHERE team_id = ? AND user_id = ? AND is_admin) AS is_admin`;
+
+/** The group attributes a SCIM filter may name (lower-case paths); displayName is case-insensitive (RFC 7643 §4.2). */
+export const GROUP_FILTER_ATTRIBUTES: AttributeMap = {
+  id: { kind: 'scalar', sql: 'teams.id::text', type: 'string', caseExact: true },
+  displayname: { kind: 'scalar', sql: 'teams.display_name', type: 'string', caseExact: false },
+  'meta.created': { kind: 'scalar', sql: 'teams.created_at', type: 'datetime', caseExact: true },
+  'meta.lastmodified': { kind: 'scalar', sql: 'teams.modified_at', type: 'datetime', caseExact: true },
+  members: {
+    kind: 'multi',
+    elements: '(SELECT user_id::text AS user_id FROM team_members WHERE team_members.team_id = teams.id) AS member',
+    sub: { value: { kind: 'scalar', sql: 'member.user_id', type: 'string', caseExact: true } },
+  },
+};
 
 function toGroup(row: TeamRow): groupsV1.Group {
   return {
@@ -103,11 +116,45 @@ export class GroupsRepository {
     });
   }
 
+  /** A page of the groups matching `condition`, by id, and how many match in all. */
+  async list(condition: SqlCondition, offset: number, limit: number, excludeMembers: boolean, trace?: TraceContext): Promise<{ groups: groupsV1.Group[]; total: number }> {
+    const countText = `SELECT count(*) AS total FROM teams WHERE ${condition.sql}`;
+    const counted = await sql(trace, 'SELECT', countText, async () => this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings));
+    const total = Number(counted.rows[0]!.total);
+    if (limit === 0 || offset >= total) return { groups: [], total };
+    const pageText = `SELECT id, display_name, created_at, modified_at, version, '[]'::json AS members FROM teams WHERE ${condition.sql} ORDER BY id LIMIT ? OFFSET ?`;
+    const { rows } = await sql(trace, 'SELECT', pageText, async () => this.knex.raw<{ rows: TeamRow[] }>(pageText, [...condition.bindings, limit, offset]));
+    if (excludeMembers) return { groups: rows.map(toGroup), total };
+    return { groups: await this.getMany(rows.map((r) => Number(r.id)), trace), total };
+  }
+
+  /** Settles a write by id (see UsersRepository.resolveWrite): fences an unseen id as abandoned. */
+  async resolveWrite(writeId: string, trace?: TraceContext): Promise<{ outcome: 'applied' | 'abandoned'; group?: groupsV1.Group }> {
+    const text = `WITH fenced AS (
+        INSERT INTO write_requests (write_id, outcome) VALUES (?, 'abandoned') ON CONFLICT (write_id) DO NOTHING RETURNING outcome, team_id
+      )
+      SELECT outcome, team_id FROM fenced UNION ALL SELECT outcome, team_id FROM write_requests WHERE write_id = ?`;
+    const { rows } = await sql(trace, 'INSERT', text, async () =>
+      this.knex.raw<{ rows: { outcome: 'applied' | 'abandoned'; team_id: string | null }[] }>(text, [writeId, writeId]),
+    );
+    const row = rows[0]!;
+    if (row.outcome === 'abandoned' || row.team_id === null) return { outcome: row.outcome };
+    const group = await this.get(Number(row.team_id), trace);
+    return { outcome: 'applied', ...(group ? { group } : {}) };
+  }
+
   update(
-    request: { id: number; displayName: string; replaceMembers: boolean; members: groupsV1.Member[]; expectedVersion: number },
+    request: { id: number; displayName: string; replaceMembers: boolean; members: groupsV1.Member[]; expectedVersion: number; writeId: string },
     trace?: TraceContext,
   ): Promise<groupsV1.Group> {
     return this.change(request.id, request.expectedVersion, trace, async (tx) => {
+      if (request.writeId) {
+        const text = `INSERT INTO write_requests (write_id, outcome, team_id) VALUES (?, 'applied', ?) ON CONFLICT (write_id) DO NOTHING RETURNING write_id`;
+        const claimed = await sql(trace, 'INSERT', text, async () => tx.raw<{ rows: unknown[] }>(text, [request.writeId, request.id]));
+        if (!claimed.rows.length) {
+          throw errors.failedPrecondition(`write ${request.writeId} was already settled and cannot apply again`, 'WRITE_SETTLED');
+        }
+      }
       if (request.displayName) await tx('teams').where({ id: request.id }).update({ display_name: request.displayName });
       if (request.replaceMembers) {
         const keep = request.members.map((m) => m.userId);

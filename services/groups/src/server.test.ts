@@ -1,8 +1,9 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { groupsV1, PROTO_FILES } from '@mileage/proto';
+import { filterV1, groupsV1, PROTO_FILES } from '@mileage/proto';
 import { createGrpcClient, createLogger, decodeServiceError, Metrics, startGrpcServer, type GrpcServerHandle, type PromiseClient } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
 import { createServer } from './server';
@@ -73,13 +74,14 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       replaceMembers: true,
       members: [member('StaysAdmin', false, true), member('Newcomer01')],
       expectedVersion: g.version,
+      writeId: "",
     });
     assert.equal(group!.displayName, 'Renamed');
     assert.equal(group!.version, 2);
     assert.deepEqual(group!.members, [member('Newcomer01'), member('StaysAdmin', true, false)]);
-    const stale = await rejection(client.updateGroup({ id: g.id, displayName: 'Lost', replaceMembers: false, members: [], expectedVersion: 1 }));
+    const stale = await rejection(client.updateGroup({ id: g.id, displayName: 'Lost', replaceMembers: false, members: [], expectedVersion: 1, writeId: "" }));
     assert.equal(stale.code, status.ABORTED);
-    const emptied = await client.updateGroup({ id: g.id, displayName: '', replaceMembers: true, members: [], expectedVersion: 0 });
+    const emptied = await client.updateGroup({ id: g.id, displayName: '', replaceMembers: true, members: [], expectedVersion: 0, writeId: "" });
     assert.deepEqual(emptied.group!.members, []);
     assert.equal(emptied.group!.displayName, 'Renamed');
   });
@@ -97,7 +99,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
 
   test('invalid input is refused and nothing changes', async () => {
     const g = (await client.createGroup({ displayName: 'Stable', members: [member('Keeper0001')] })).group!;
-    const bad = await rejection(client.updateGroup({ id: g.id, displayName: '', replaceMembers: true, members: [member('bad id'), member('Keeper0001'), member('Keeper0001')], expectedVersion: 0 }));
+    const bad = await rejection(client.updateGroup({ id: g.id, displayName: '', replaceMembers: true, members: [member('bad id'), member('Keeper0001'), member('Keeper0001')], expectedVersion: 0, writeId: "" }));
     assert.equal(bad.code, status.INVALID_ARGUMENT);
     assert.deepEqual(bad.fieldViolations.map((v) => v.field), ['members[0].user_id', 'members[2].user_id']);
     assert.deepEqual((await client.getGroup({ id: g.id })).group, g);
@@ -114,5 +116,40 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
     const { group } = await client.getGroup({ id: g.id });
     assert.equal(group!.members.length, 20);
     assert.equal(group!.version, 21);
+  });
+
+  test('ListGroups filters by displayName case-insensitively and by member, pages by id, and can leave members out', async () => {
+    const tag = Math.random().toString(36).slice(2, 8);
+    const a = (await client.createGroup({ displayName: `Fleet ${tag} North`, members: [member('ListMember')] })).group!;
+    const b = (await client.createGroup({ displayName: `Fleet ${tag} South`, members: [] })).group!;
+    const cmp = (attribute: string, operator: filterV1.Operator, value: string): filterV1.Filter => ({
+      expr: { $case: 'comparison', value: { attribute, operator, value: { $case: 'stringValue', value } } },
+    });
+    const byName = await client.listGroups({ filter: cmp('DISPLAYNAME', filterV1.Operator.OPERATOR_EQ, `fleet ${tag} NORTH`), offset: 0, limit: 10, excludeMembers: false });
+    assert.deepEqual(byName.groups.map((g) => g.id), [a.id]);
+    assert.deepEqual(byName.groups[0]!.members, [member('ListMember')]);
+    const byMember = await client.listGroups({ filter: cmp('members.value', filterV1.Operator.OPERATOR_EQ, 'ListMember'), offset: 0, limit: 10, excludeMembers: true });
+    assert.deepEqual(byMember.groups.map((g) => [g.id, g.members.length]), [[a.id, 0]]);
+    const both = await client.listGroups({ filter: cmp('displayName', filterV1.Operator.OPERATOR_SW, `Fleet ${tag}`), offset: 1, limit: 1, excludeMembers: false });
+    assert.equal(both.totalSize, 2);
+    assert.deepEqual(both.groups.map((g) => g.id), [b.id]);
+    const bad = await rejection(client.listGroups({ filter: cmp('owner', filterV1.Operator.OPERATOR_EQ, 'x'), offset: 0, limit: 10, excludeMembers: false }));
+    assert.equal(bad.code, status.INVALID_ARGUMENT);
+  });
+
+  test('an UpdateGroup write_id applies once; ResolveWrite reports it or fences it', async () => {
+    const g = (await client.createGroup({ displayName: 'Settled', members: [] })).group!;
+    const writeId = randomUUID();
+    await client.updateGroup({ id: g.id, displayName: 'Settled 2', replaceMembers: true, members: [member('Settled001')], expectedVersion: g.version, writeId });
+    const applied = await client.resolveWrite({ writeId });
+    assert.equal(applied.outcome, groupsV1.WriteOutcome.WRITE_OUTCOME_APPLIED);
+    assert.equal(applied.group!.displayName, 'Settled 2');
+    const again = await rejection(client.updateGroup({ id: g.id, displayName: 'Settled 3', replaceMembers: false, members: [], expectedVersion: 0, writeId }));
+    assert.equal(again.code, status.FAILED_PRECONDITION);
+    const fencedId = randomUUID();
+    assert.equal((await client.resolveWrite({ writeId: fencedId })).outcome, groupsV1.WriteOutcome.WRITE_OUTCOME_ABANDONED);
+    const late = await rejection(client.updateGroup({ id: g.id, displayName: 'Late', replaceMembers: false, members: [], expectedVersion: 0, writeId: fencedId }));
+    assert.equal(late.code, status.FAILED_PRECONDITION);
+    assert.equal((await client.getGroup({ id: g.id })).group!.displayName, 'Settled 2');
   });
 });

@@ -1,11 +1,14 @@
 import { groupsV1 } from '@mileage/proto';
-import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
-import { GroupsRepository } from './groups-repo';
+import { errors, filterToSql, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { GROUP_FILTER_ATTRIBUTES, GroupsRepository } from './groups-repo';
 import { requireGroupId, requireUserId, validateDisplayName, validateMembers } from './validation';
 
 export interface GroupsServerDeps {
   knex: Knex;
 }
+
+const MAX_LIST = 1000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The GroupsService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: GroupsServerDeps): ServiceRegistration {
@@ -40,7 +43,29 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       requireGroupId(request.id);
       validateDisplayName(request.displayName, false);
       if (request.replaceMembers) validateMembers(request.members);
+      if (request.writeId !== '' && !UUID.test(request.writeId)) {
+        throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
+      }
       return { group: await repo.update(request, ctx.trace) };
+    },
+
+    async listGroups(request, ctx) {
+      if (request.offset < 0) throw errors.invalidArgument('offset must not be negative', [{ field: 'offset', description: 'must be >= 0' }]);
+      if (request.limit < 0 || request.limit > MAX_LIST) {
+        throw errors.invalidArgument(`limit must be between 0 and ${MAX_LIST}`, [{ field: 'limit', description: `0..${MAX_LIST}` }]);
+      }
+      const condition = filterToSql(request.filter, GROUP_FILTER_ATTRIBUTES);
+      const { groups, total } = await repo.list(condition, request.offset, request.limit, request.excludeMembers, ctx.trace);
+      return { groups, totalSize: total };
+    },
+
+    async resolveWrite(request, ctx) {
+      if (!UUID.test(request.writeId)) throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
+      const resolved = await repo.resolveWrite(request.writeId, ctx.trace);
+      return {
+        outcome: resolved.outcome === 'applied' ? groupsV1.WriteOutcome.WRITE_OUTCOME_APPLIED : groupsV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
+        ...(resolved.group ? { group: resolved.group } : {}),
+      };
     },
 
     async setMemberRoles(request, ctx) {

@@ -1,5 +1,6 @@
 import { usersV1 } from '@mileage/proto';
-import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { errors, filterToSql, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { USER_FILTER_ATTRIBUTES } from './scim-attributes';
 import { MAX_BATCH, UsersRepository } from './users-repo';
 import { isUserId, validateUserInput } from './validation';
 
@@ -29,16 +30,49 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
 
     async createUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: false });
-      return { user: await repo.create(user, ctx.trace) };
+      return { user: await repo.create(user, writeId(request.writeId), ctx.trace) };
     },
 
     async updateUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: true });
-      return { user: await repo.update(user, request.expectedVersion, ctx.trace) };
+      return { user: await repo.update(user, request.expectedVersion, writeId(request.writeId), ctx.trace) };
+    },
+
+    async deleteUser(request, ctx) {
+      requireUserId(request.id, 'id');
+      return { user: await repo.delete(request.id, request.expectedVersion, writeId(request.writeId), ctx.trace) };
+    },
+
+    async listUsers(request, ctx) {
+      if (request.offset < 0) throw errors.invalidArgument('offset must not be negative', [{ field: 'offset', description: 'must be >= 0' }]);
+      if (request.limit < 0 || request.limit > MAX_LIST) {
+        throw errors.invalidArgument(`limit must be between 0 and ${MAX_LIST}`, [{ field: 'limit', description: `0..${MAX_LIST}` }]);
+      }
+      const condition = filterToSql(request.filter, USER_FILTER_ATTRIBUTES);
+      const { users, total } = await repo.list(condition, request.offset, request.limit, ctx.trace);
+      return { users, totalSize: total };
+    },
+
+    async resolveWrite(request, ctx) {
+      const id = writeId(request.writeId);
+      if (!id) throw errors.invalidArgument('write_id is required', [{ field: 'write_id', description: 'required' }]);
+      const resolved = await repo.resolveWrite(id, ctx.trace);
+      return {
+        outcome: resolved.outcome === 'applied' ? usersV1.WriteOutcome.WRITE_OUTCOME_APPLIED : usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
+        ...(resolved.user ? { user: resolved.user } : {}),
+      };
     },
   };
 
   return { definition: usersV1.UsersServiceService, handlers: handlers as ServiceRegistration['handlers'] };
+}
+
+const MAX_LIST = 1000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function writeId(value: string): string {
+  if (value !== '' && !UUID.test(value)) throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
+  return value;
 }
 
 function requireUserId(id: string, field: string): void {

@@ -1,4 +1,4 @@
-import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
+import { errors, inSpan, SpanKind, type Knex, type SqlCondition, type TraceContext } from '@mileage/runtime';
 import type { usersV1 } from '@mileage/proto';
 import { randomInt } from 'node:crypto';
 
@@ -108,14 +108,20 @@ export class UsersRepository {
     return unique.flatMap((id) => byId.get(id) ?? []);
   }
 
-  async create(user: usersV1.User, trace?: TraceContext): Promise<usersV1.User> {
+  async create(user: usersV1.User, writeId = '', trace?: TraceContext): Promise<usersV1.User> {
     const explicitId = user.id !== '';
     for (let attempt = 0; ; attempt++) {
       const id = explicitId ? user.id : generateUserId();
       try {
-        const insert = this.knex('users').insert({ id, ...toColumns(user) }).returning(COLUMNS);
-        const [row] = (await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert)) as UserRow[];
-        return toUser(row!);
+        return await this.knex.transaction(async (tx) => {
+          if (writeId) {
+            const replay = await this.claimWrite(tx, writeId, id, trace);
+            if (replay) return replay;
+          }
+          const insert = tx('users').insert({ id, ...toColumns(user) }).returning(COLUMNS);
+          const [row] = (await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert)) as UserRow[];
+          return toUser(row!);
+        });
       } catch (err) {
         if (isUniqueViolation(err, 'users_user_name_key')) throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
         if (isUniqueViolation(err, 'users_pkey')) {
@@ -127,22 +133,99 @@ export class UsersRepository {
     }
   }
 
-  async update(user: usersV1.User, expectedVersion: number, trace?: TraceContext): Promise<usersV1.User> {
-    let rows: UserRow[];
+  async update(user: usersV1.User, expectedVersion: number, writeId = '', trace?: TraceContext): Promise<usersV1.User> {
     try {
-      const query = this.knex('users')
-        .update({ ...toColumns(user), modified_at: this.knex.fn.now(), version: this.knex.raw('version + 1') })
-        .where({ id: user.id })
-        .whereNull('deleted_at')
-        .returning(COLUMNS);
-      if (expectedVersion > 0) query.andWhere('version', expectedVersion);
-      rows = (await sql(trace, 'UPDATE', query.toSQL().sql, async () => query)) as UserRow[];
+      return await this.knex.transaction(async (tx) => {
+        if (writeId) {
+          const replay = await this.claimWrite(tx, writeId, user.id, trace);
+          if (replay) return replay;
+        }
+        const query = tx('users')
+          .update({ ...toColumns(user), modified_at: tx.fn.now(), version: tx.raw('version + 1') })
+          .where({ id: user.id })
+          .whereNull('deleted_at')
+          .returning(COLUMNS);
+        if (expectedVersion > 0) query.andWhere('version', expectedVersion);
+        const rows = (await sql(trace, 'UPDATE', query.toSQL().sql, async () => query)) as UserRow[];
+        if (rows[0]) return toUser(rows[0]);
+        throw await this.missing(user.id, expectedVersion);
+      });
     } catch (err) {
       if (isUniqueViolation(err, 'users_user_name_key')) throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
       throw err;
     }
-    if (rows[0]) return toUser(rows[0]);
-    if (await this.get(user.id)) throw errors.aborted('the user was changed by someone else (version mismatch)', 'VERSION_MISMATCH');
-    throw errors.notFound(`user ${user.id} not found`, 'USER_NOT_FOUND');
+  }
+
+  /** Soft deletion: the user leaves provisioning and every /v1 route at once; their drives stay. */
+  async delete(id: string, expectedVersion: number, writeId = '', trace?: TraceContext): Promise<usersV1.User> {
+    return this.knex.transaction(async (tx) => {
+      if (writeId) {
+        const replay = await this.claimWrite(tx, writeId, id, trace);
+        if (replay) return replay;
+      }
+      const query = tx('users')
+        .update({ deleted_at: tx.fn.now(), active: false, modified_at: tx.fn.now(), version: tx.raw('version + 1') })
+        .where({ id })
+        .whereNull('deleted_at')
+        .returning(COLUMNS);
+      if (expectedVersion > 0) query.andWhere('version', expectedVersion);
+      const rows = (await sql(trace, 'UPDATE', query.toSQL().sql, async () => query)) as UserRow[];
+      if (rows[0]) return toUser(rows[0]);
+      throw await this.missing(id, expectedVersion);
+    });
+  }
+
+  /** A page of the live users matching `condition` (from filterToSql), by id, and how many match in all. */
+  async list(condition: SqlCondition, offset: number, limit: number, trace?: TraceContext): Promise<{ users: usersV1.User[]; total: number }> {
+    const where = `deleted_at IS NULL AND ${condition.sql}`;
+    const countText = `SELECT count(*) AS total FROM users WHERE ${where}`;
+    const countResult = await sql(trace, 'SELECT', countText, async () => this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings));
+    const total = Number(countResult.rows[0]!.total);
+    if (limit === 0 || offset >= total) return { users: [], total };
+    const pageText = `SELECT ${SELECT_COLUMNS} FROM users WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`;
+    const { rows } = await sql(trace, 'SELECT', pageText, async () =>
+      this.knex.raw<{ rows: UserRow[] }>(pageText, [...condition.bindings, limit, offset]),
+    );
+    return { users: rows.map(toUser), total };
+  }
+
+  /**
+   * Settles a write by id: when no write has claimed it, records it as abandoned so none can; then reports the
+   * outcome and, for an applied write, the user as it is now.
+   */
+  async resolveWrite(writeId: string, trace?: TraceContext): Promise<{ outcome: 'applied' | 'abandoned'; user?: usersV1.User }> {
+    const text = `WITH fenced AS (
+        INSERT INTO write_requests (write_id, outcome) VALUES (?, 'abandoned') ON CONFLICT (write_id) DO NOTHING RETURNING outcome, user_id
+      )
+      SELECT outcome, user_id FROM fenced UNION ALL SELECT outcome, user_id FROM write_requests WHERE write_id = ?`;
+    const { rows } = await sql(trace, 'INSERT', text, async () =>
+      this.knex.raw<{ rows: { outcome: 'applied' | 'abandoned'; user_id: string | null }[] }>(text, [writeId, writeId]),
+    );
+    const row = rows[0]!;
+    if (row.outcome === 'abandoned' || !row.user_id) return { outcome: row.outcome };
+    const user = await this.get(row.user_id.trim(), true, trace);
+    return { outcome: 'applied', ...(user ? { user } : {}) };
+  }
+
+  /**
+   * Records `writeId` as applied inside the write's transaction. A write already recorded returns the user as it
+   * is (an idempotent replay); one fenced by resolveWrite fails. Concurrent claims serialise on the primary key.
+   */
+  private async claimWrite(tx: Knex.Transaction, writeId: string, userId: string, trace?: TraceContext): Promise<usersV1.User | undefined> {
+    const text = `INSERT INTO write_requests (write_id, outcome, user_id) VALUES (?, 'applied', ?) ON CONFLICT (write_id) DO NOTHING RETURNING write_id`;
+    const claimed = await sql(trace, 'INSERT', text, async () => tx.raw<{ rows: unknown[] }>(text, [writeId, userId]));
+    if (claimed.rows.length) return undefined;
+    const existing = await tx('write_requests').select('outcome', 'user_id').where({ write_id: writeId }).first<{ outcome: string; user_id: string | null }>();
+    if (existing?.outcome !== 'applied' || !existing.user_id) {
+      throw errors.failedPrecondition(`write ${writeId} was abandoned and can no longer apply`, 'WRITE_ABANDONED');
+    }
+    const user = await this.get(existing.user_id.trim(), true, trace);
+    if (!user) throw errors.notFound(`user ${existing.user_id} not found`, 'USER_NOT_FOUND');
+    return user;
+  }
+
+  private async missing(id: string, expectedVersion: number) {
+    if (expectedVersion > 0 && (await this.get(id))) return errors.aborted('the user was changed by someone else (version mismatch)', 'VERSION_MISMATCH');
+    return errors.notFound(`user ${id} not found`, 'USER_NOT_FOUND');
   }
 }

@@ -19,6 +19,47 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../../google/protobuf/timestamp";
+import { Filter } from "../../filter/v1/filter";
+
+/** Outcome of a write identified by its write_id. */
+export enum WriteOutcome {
+  WRITE_OUTCOME_UNSPECIFIED = 0,
+  WRITE_OUTCOME_APPLIED = 1,
+  WRITE_OUTCOME_ABANDONED = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function writeOutcomeFromJSON(object: any): WriteOutcome {
+  switch (object) {
+    case 0:
+    case "WRITE_OUTCOME_UNSPECIFIED":
+      return WriteOutcome.WRITE_OUTCOME_UNSPECIFIED;
+    case 1:
+    case "WRITE_OUTCOME_APPLIED":
+      return WriteOutcome.WRITE_OUTCOME_APPLIED;
+    case 2:
+    case "WRITE_OUTCOME_ABANDONED":
+      return WriteOutcome.WRITE_OUTCOME_ABANDONED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return WriteOutcome.UNRECOGNIZED;
+  }
+}
+
+export function writeOutcomeToJSON(object: WriteOutcome): string {
+  switch (object) {
+    case WriteOutcome.WRITE_OUTCOME_UNSPECIFIED:
+      return "WRITE_OUTCOME_UNSPECIFIED";
+    case WriteOutcome.WRITE_OUTCOME_APPLIED:
+      return "WRITE_OUTCOME_APPLIED";
+    case WriteOutcome.WRITE_OUTCOME_ABANDONED:
+      return "WRITE_OUTCOME_ABANDONED";
+    case WriteOutcome.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
 
 export interface Member {
   userId: string;
@@ -82,6 +123,8 @@ export interface UpdateGroupRequest {
   members: Member[];
   /** When non-zero, the update applies only if the stored version equals it (ABORTED otherwise). */
   expectedVersion: number;
+  /** Optional idempotency key (a UUID) recorded with the write in the same transaction; see ResolveWrite. */
+  writeId: string;
 }
 
 export interface UpdateGroupResponse {
@@ -103,6 +146,31 @@ export interface RemoveMembersRequest {
 }
 
 export interface RemoveMembersResponse {
+  group?: Group | undefined;
+}
+
+export interface ListGroupsRequest {
+  /** Absent: every group. Attributes: id, displayName, members.value, meta.created, meta.lastModified. */
+  filter?: Filter | undefined;
+  offset: number;
+  /** 0..1000; 0 returns only the total. */
+  limit: number;
+  /** Leave the members out (SCIM excludedAttributes=members): a large group is not read at all. */
+  excludeMembers: boolean;
+}
+
+export interface ListGroupsResponse {
+  groups: Group[];
+  totalSize: number;
+}
+
+export interface ResolveWriteRequest {
+  writeId: string;
+}
+
+export interface ResolveWriteResponse {
+  outcome: WriteOutcome;
+  /** When APPLIED: the group as it is now. */
   group?: Group | undefined;
 }
 
@@ -997,7 +1065,7 @@ export const CreateGroupResponse: MessageFns<CreateGroupResponse> = {
 };
 
 function createBaseUpdateGroupRequest(): UpdateGroupRequest {
-  return { id: 0, displayName: "", replaceMembers: false, members: [], expectedVersion: 0 };
+  return { id: 0, displayName: "", replaceMembers: false, members: [], expectedVersion: 0, writeId: "" };
 }
 
 export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
@@ -1016,6 +1084,9 @@ export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
     }
     if (message.expectedVersion !== 0) {
       writer.uint32(40).int64(message.expectedVersion);
+    }
+    if (message.writeId !== "") {
+      writer.uint32(50).string(message.writeId);
     }
     return writer;
   },
@@ -1073,6 +1144,14 @@ export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
             message.expectedVersion = longToNumber(reader.int64());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.writeId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1104,6 +1183,11 @@ export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
         : isSet(object.expected_version)
         ? globalThis.Number(object.expected_version)
         : 0,
+      writeId: isSet(object.writeId)
+        ? globalThis.String(object.writeId)
+        : isSet(object.write_id)
+        ? globalThis.String(object.write_id)
+        : "",
     };
   },
 
@@ -1124,6 +1208,9 @@ export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
     if (message.expectedVersion !== 0) {
       obj.expectedVersion = Math.round(message.expectedVersion);
     }
+    if (message.writeId !== "") {
+      obj.writeId = message.writeId;
+    }
     return obj;
   },
 
@@ -1137,6 +1224,7 @@ export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
     message.replaceMembers = object.replaceMembers ?? false;
     message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
     message.expectedVersion = object.expectedVersion ?? 0;
+    message.writeId = object.writeId ?? "";
     return message;
   },
 };
@@ -1526,6 +1614,376 @@ export const RemoveMembersResponse: MessageFns<RemoveMembersResponse> = {
   },
 };
 
+function createBaseListGroupsRequest(): ListGroupsRequest {
+  return { filter: undefined, offset: 0, limit: 0, excludeMembers: false };
+}
+
+export const ListGroupsRequest: MessageFns<ListGroupsRequest> = {
+  encode(message: ListGroupsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.filter !== undefined) {
+      Filter.encode(message.filter, writer.uint32(10).fork()).join();
+    }
+    if (message.offset !== 0) {
+      writer.uint32(16).int32(message.offset);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(24).int32(message.limit);
+    }
+    if (message.excludeMembers !== false) {
+      writer.uint32(32).bool(message.excludeMembers);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListGroupsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListGroupsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.filter = Filter.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.offset = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.excludeMembers = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListGroupsRequest {
+    return {
+      filter: isSet(object.filter) ? Filter.fromJSON(object.filter) : undefined,
+      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      excludeMembers: isSet(object.excludeMembers)
+        ? globalThis.Boolean(object.excludeMembers)
+        : isSet(object.exclude_members)
+        ? globalThis.Boolean(object.exclude_members)
+        : false,
+    };
+  },
+
+  toJSON(message: ListGroupsRequest): unknown {
+    const obj: any = {};
+    if (message.filter !== undefined) {
+      obj.filter = Filter.toJSON(message.filter);
+    }
+    if (message.offset !== 0) {
+      obj.offset = Math.round(message.offset);
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.excludeMembers !== false) {
+      obj.excludeMembers = message.excludeMembers;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListGroupsRequest>, I>>(base?: I): ListGroupsRequest {
+    return ListGroupsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListGroupsRequest>, I>>(object: I): ListGroupsRequest {
+    const message = createBaseListGroupsRequest();
+    message.filter = (object.filter !== undefined && object.filter !== null)
+      ? Filter.fromPartial(object.filter)
+      : undefined;
+    message.offset = object.offset ?? 0;
+    message.limit = object.limit ?? 0;
+    message.excludeMembers = object.excludeMembers ?? false;
+    return message;
+  },
+};
+
+function createBaseListGroupsResponse(): ListGroupsResponse {
+  return { groups: [], totalSize: 0 };
+}
+
+export const ListGroupsResponse: MessageFns<ListGroupsResponse> = {
+  encode(message: ListGroupsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.groups) {
+      Group.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.totalSize !== 0) {
+      writer.uint32(16).int64(message.totalSize);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListGroupsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListGroupsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groups.push(Group.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.totalSize = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListGroupsResponse {
+    return {
+      groups: globalThis.Array.isArray(object?.groups) ? object.groups.map((e: any) => Group.fromJSON(e)) : [],
+      totalSize: isSet(object.totalSize)
+        ? globalThis.Number(object.totalSize)
+        : isSet(object.total_size)
+        ? globalThis.Number(object.total_size)
+        : 0,
+    };
+  },
+
+  toJSON(message: ListGroupsResponse): unknown {
+    const obj: any = {};
+    if (message.groups?.length) {
+      obj.groups = message.groups.map((e) => Group.toJSON(e));
+    }
+    if (message.totalSize !== 0) {
+      obj.totalSize = Math.round(message.totalSize);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListGroupsResponse>, I>>(base?: I): ListGroupsResponse {
+    return ListGroupsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListGroupsResponse>, I>>(object: I): ListGroupsResponse {
+    const message = createBaseListGroupsResponse();
+    message.groups = object.groups?.map((e) => Group.fromPartial(e)) || [];
+    message.totalSize = object.totalSize ?? 0;
+    return message;
+  },
+};
+
+function createBaseResolveWriteRequest(): ResolveWriteRequest {
+  return { writeId: "" };
+}
+
+export const ResolveWriteRequest: MessageFns<ResolveWriteRequest> = {
+  encode(message: ResolveWriteRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.writeId !== "") {
+      writer.uint32(10).string(message.writeId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveWriteRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveWriteRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.writeId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveWriteRequest {
+    return {
+      writeId: isSet(object.writeId)
+        ? globalThis.String(object.writeId)
+        : isSet(object.write_id)
+        ? globalThis.String(object.write_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ResolveWriteRequest): unknown {
+    const obj: any = {};
+    if (message.writeId !== "") {
+      obj.writeId = message.writeId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResolveWriteRequest>, I>>(base?: I): ResolveWriteRequest {
+    return ResolveWriteRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResolveWriteRequest>, I>>(object: I): ResolveWriteRequest {
+    const message = createBaseResolveWriteRequest();
+    message.writeId = object.writeId ?? "";
+    return message;
+  },
+};
+
+function createBaseResolveWriteResponse(): ResolveWriteResponse {
+  return { outcome: 0, group: undefined };
+}
+
+export const ResolveWriteResponse: MessageFns<ResolveWriteResponse> = {
+  encode(message: ResolveWriteResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.outcome !== 0) {
+      writer.uint32(8).int32(message.outcome);
+    }
+    if (message.group !== undefined) {
+      Group.encode(message.group, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveWriteResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveWriteResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.outcome = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.group = Group.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveWriteResponse {
+    return {
+      outcome: isSet(object.outcome) ? writeOutcomeFromJSON(object.outcome) : 0,
+      group: isSet(object.group) ? Group.fromJSON(object.group) : undefined,
+    };
+  },
+
+  toJSON(message: ResolveWriteResponse): unknown {
+    const obj: any = {};
+    if (message.outcome !== 0) {
+      obj.outcome = writeOutcomeToJSON(message.outcome);
+    }
+    if (message.group !== undefined) {
+      obj.group = Group.toJSON(message.group);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResolveWriteResponse>, I>>(base?: I): ResolveWriteResponse {
+    return ResolveWriteResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResolveWriteResponse>, I>>(object: I): ResolveWriteResponse {
+    const message = createBaseResolveWriteResponse();
+    message.outcome = object.outcome ?? 0;
+    message.group = (object.group !== undefined && object.group !== null) ? Group.fromPartial(object.group) : undefined;
+    return message;
+  },
+};
+
 /**
  * GroupsService owns teams and their membership roles (Postgres schema `groups`).
  * Reads serve the External API; writes serve the platform, the seeder and SCIM provisioning.
@@ -1613,6 +2071,27 @@ export const GroupsServiceService = {
       Buffer.from(RemoveMembersResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RemoveMembersResponse => RemoveMembersResponse.decode(value),
   },
+  /** ListGroups returns the groups matching a filter, ordered by id, with the total count of matches. */
+  listGroups: {
+    path: "/mileage.groups.v1.GroupsService/ListGroups" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListGroupsRequest): Buffer => Buffer.from(ListGroupsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListGroupsRequest => ListGroupsRequest.decode(value),
+    responseSerialize: (value: ListGroupsResponse): Buffer => Buffer.from(ListGroupsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListGroupsResponse => ListGroupsResponse.decode(value),
+  },
+  /** ResolveWrite settles an UpdateGroup by its write_id: APPLIED, or fenced as ABANDONED (see UsersService). */
+  resolveWrite: {
+    path: "/mileage.groups.v1.GroupsService/ResolveWrite" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ResolveWriteRequest): Buffer => Buffer.from(ResolveWriteRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResolveWriteRequest => ResolveWriteRequest.decode(value),
+    responseSerialize: (value: ResolveWriteResponse): Buffer =>
+      Buffer.from(ResolveWriteResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResolveWriteResponse => ResolveWriteResponse.decode(value),
+  },
 } as const;
 
 export interface GroupsServiceServer extends UntypedServiceImplementation {
@@ -1633,6 +2112,10 @@ export interface GroupsServiceServer extends UntypedServiceImplementation {
   setMemberRoles: handleUnaryCall<SetMemberRolesRequest, SetMemberRolesResponse>;
   /** RemoveMembers removes the given members (unknown ones are ignored). */
   removeMembers: handleUnaryCall<RemoveMembersRequest, RemoveMembersResponse>;
+  /** ListGroups returns the groups matching a filter, ordered by id, with the total count of matches. */
+  listGroups: handleUnaryCall<ListGroupsRequest, ListGroupsResponse>;
+  /** ResolveWrite settles an UpdateGroup by its write_id: APPLIED, or fenced as ABANDONED (see UsersService). */
+  resolveWrite: handleUnaryCall<ResolveWriteRequest, ResolveWriteResponse>;
 }
 
 export interface GroupsServiceClient extends Client {
@@ -1750,6 +2233,38 @@ export interface GroupsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RemoveMembersResponse) => void,
+  ): ClientUnaryCall;
+  /** ListGroups returns the groups matching a filter, ordered by id, with the total count of matches. */
+  listGroups(
+    request: ListGroupsRequest,
+    callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
+  ): ClientUnaryCall;
+  listGroups(
+    request: ListGroupsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
+  ): ClientUnaryCall;
+  listGroups(
+    request: ListGroupsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
+  ): ClientUnaryCall;
+  /** ResolveWrite settles an UpdateGroup by its write_id: APPLIED, or fenced as ABANDONED (see UsersService). */
+  resolveWrite(
+    request: ResolveWriteRequest,
+    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
+  ): ClientUnaryCall;
+  resolveWrite(
+    request: ResolveWriteRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
+  ): ClientUnaryCall;
+  resolveWrite(
+    request: ResolveWriteRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
   ): ClientUnaryCall;
 }
 

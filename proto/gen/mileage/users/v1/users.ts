@@ -20,6 +20,47 @@ import {
 } from "@grpc/grpc-js";
 import { Struct } from "../../../google/protobuf/struct";
 import { Timestamp } from "../../../google/protobuf/timestamp";
+import { Filter } from "../../filter/v1/filter";
+
+/** Outcome of a write identified by its write_id. */
+export enum WriteOutcome {
+  WRITE_OUTCOME_UNSPECIFIED = 0,
+  WRITE_OUTCOME_APPLIED = 1,
+  WRITE_OUTCOME_ABANDONED = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function writeOutcomeFromJSON(object: any): WriteOutcome {
+  switch (object) {
+    case 0:
+    case "WRITE_OUTCOME_UNSPECIFIED":
+      return WriteOutcome.WRITE_OUTCOME_UNSPECIFIED;
+    case 1:
+    case "WRITE_OUTCOME_APPLIED":
+      return WriteOutcome.WRITE_OUTCOME_APPLIED;
+    case 2:
+    case "WRITE_OUTCOME_ABANDONED":
+      return WriteOutcome.WRITE_OUTCOME_ABANDONED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return WriteOutcome.UNRECOGNIZED;
+  }
+}
+
+export function writeOutcomeToJSON(object: WriteOutcome): string {
+  switch (object) {
+    case WriteOutcome.WRITE_OUTCOME_UNSPECIFIED:
+      return "WRITE_OUTCOME_UNSPECIFIED";
+    case WriteOutcome.WRITE_OUTCOME_APPLIED:
+      return "WRITE_OUTCOME_APPLIED";
+    case WriteOutcome.WRITE_OUTCOME_ABANDONED:
+      return "WRITE_OUTCOME_ABANDONED";
+    case WriteOutcome.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
 
 export interface Name {
   givenName: string;
@@ -79,7 +120,11 @@ export interface BatchGetUsersResponse {
 
 export interface CreateUserRequest {
   /** id may be empty: the service then generates one. */
-  user?: User | undefined;
+  user?:
+    | User
+    | undefined;
+  /** Optional idempotency key (a UUID) recorded with the write in the same transaction; see ResolveWrite. */
+  writeId: string;
 }
 
 export interface CreateUserResponse {
@@ -92,9 +137,51 @@ export interface UpdateUserRequest {
     | undefined;
   /** When non-zero, the update applies only if the stored version equals it. */
   expectedVersion: number;
+  /** Optional idempotency key (a UUID); see ResolveWrite. */
+  writeId: string;
 }
 
 export interface UpdateUserResponse {
+  user?: User | undefined;
+}
+
+export interface DeleteUserRequest {
+  id: string;
+  /** When non-zero, the deletion applies only if the stored version equals it. */
+  expectedVersion: number;
+  /** Optional idempotency key (a UUID); see ResolveWrite. */
+  writeId: string;
+}
+
+export interface DeleteUserResponse {
+  /** The user as deleted (active false, delete_time set). */
+  user?: User | undefined;
+}
+
+export interface ListUsersRequest {
+  /** Absent: every live user. */
+  filter?:
+    | Filter
+    | undefined;
+  /** Number of matching users to skip (SCIM startIndex - 1). */
+  offset: number;
+  /** 0..1000; 0 returns only the total. */
+  limit: number;
+}
+
+export interface ListUsersResponse {
+  users: User[];
+  /** How many live users match the filter. */
+  totalSize: number;
+}
+
+export interface ResolveWriteRequest {
+  writeId: string;
+}
+
+export interface ResolveWriteResponse {
+  outcome: WriteOutcome;
+  /** When APPLIED: the user as it is now (absent if it no longer exists). */
   user?: User | undefined;
 }
 
@@ -898,13 +985,16 @@ export const BatchGetUsersResponse: MessageFns<BatchGetUsersResponse> = {
 };
 
 function createBaseCreateUserRequest(): CreateUserRequest {
-  return { user: undefined };
+  return { user: undefined, writeId: "" };
 }
 
 export const CreateUserRequest: MessageFns<CreateUserRequest> = {
   encode(message: CreateUserRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.user !== undefined) {
       User.encode(message.user, writer.uint32(10).fork()).join();
+    }
+    if (message.writeId !== "") {
+      writer.uint32(18).string(message.writeId);
     }
     return writer;
   },
@@ -930,6 +1020,14 @@ export const CreateUserRequest: MessageFns<CreateUserRequest> = {
             message.user = User.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.writeId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -943,13 +1041,23 @@ export const CreateUserRequest: MessageFns<CreateUserRequest> = {
   },
 
   fromJSON(object: any): CreateUserRequest {
-    return { user: isSet(object.user) ? User.fromJSON(object.user) : undefined };
+    return {
+      user: isSet(object.user) ? User.fromJSON(object.user) : undefined,
+      writeId: isSet(object.writeId)
+        ? globalThis.String(object.writeId)
+        : isSet(object.write_id)
+        ? globalThis.String(object.write_id)
+        : "",
+    };
   },
 
   toJSON(message: CreateUserRequest): unknown {
     const obj: any = {};
     if (message.user !== undefined) {
       obj.user = User.toJSON(message.user);
+    }
+    if (message.writeId !== "") {
+      obj.writeId = message.writeId;
     }
     return obj;
   },
@@ -960,6 +1068,7 @@ export const CreateUserRequest: MessageFns<CreateUserRequest> = {
   fromPartial<I extends Exact<DeepPartial<CreateUserRequest>, I>>(object: I): CreateUserRequest {
     const message = createBaseCreateUserRequest();
     message.user = (object.user !== undefined && object.user !== null) ? User.fromPartial(object.user) : undefined;
+    message.writeId = object.writeId ?? "";
     return message;
   },
 };
@@ -1032,7 +1141,7 @@ export const CreateUserResponse: MessageFns<CreateUserResponse> = {
 };
 
 function createBaseUpdateUserRequest(): UpdateUserRequest {
-  return { user: undefined, expectedVersion: 0 };
+  return { user: undefined, expectedVersion: 0, writeId: "" };
 }
 
 export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
@@ -1042,6 +1151,9 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
     }
     if (message.expectedVersion !== 0) {
       writer.uint32(16).int64(message.expectedVersion);
+    }
+    if (message.writeId !== "") {
+      writer.uint32(26).string(message.writeId);
     }
     return writer;
   },
@@ -1075,6 +1187,14 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
             message.expectedVersion = longToNumber(reader.int64());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.writeId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1095,6 +1215,11 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
         : isSet(object.expected_version)
         ? globalThis.Number(object.expected_version)
         : 0,
+      writeId: isSet(object.writeId)
+        ? globalThis.String(object.writeId)
+        : isSet(object.write_id)
+        ? globalThis.String(object.write_id)
+        : "",
     };
   },
 
@@ -1106,6 +1231,9 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
     if (message.expectedVersion !== 0) {
       obj.expectedVersion = Math.round(message.expectedVersion);
     }
+    if (message.writeId !== "") {
+      obj.writeId = message.writeId;
+    }
     return obj;
   },
 
@@ -1116,6 +1244,7 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
     const message = createBaseUpdateUserRequest();
     message.user = (object.user !== undefined && object.user !== null) ? User.fromPartial(object.user) : undefined;
     message.expectedVersion = object.expectedVersion ?? 0;
+    message.writeId = object.writeId ?? "";
     return message;
   },
 };
@@ -1187,6 +1316,532 @@ export const UpdateUserResponse: MessageFns<UpdateUserResponse> = {
   },
 };
 
+function createBaseDeleteUserRequest(): DeleteUserRequest {
+  return { id: "", expectedVersion: 0, writeId: "" };
+}
+
+export const DeleteUserRequest: MessageFns<DeleteUserRequest> = {
+  encode(message: DeleteUserRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.expectedVersion !== 0) {
+      writer.uint32(16).int64(message.expectedVersion);
+    }
+    if (message.writeId !== "") {
+      writer.uint32(26).string(message.writeId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteUserRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteUserRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.expectedVersion = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.writeId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteUserRequest {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      expectedVersion: isSet(object.expectedVersion)
+        ? globalThis.Number(object.expectedVersion)
+        : isSet(object.expected_version)
+        ? globalThis.Number(object.expected_version)
+        : 0,
+      writeId: isSet(object.writeId)
+        ? globalThis.String(object.writeId)
+        : isSet(object.write_id)
+        ? globalThis.String(object.write_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteUserRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.expectedVersion !== 0) {
+      obj.expectedVersion = Math.round(message.expectedVersion);
+    }
+    if (message.writeId !== "") {
+      obj.writeId = message.writeId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteUserRequest>, I>>(base?: I): DeleteUserRequest {
+    return DeleteUserRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteUserRequest>, I>>(object: I): DeleteUserRequest {
+    const message = createBaseDeleteUserRequest();
+    message.id = object.id ?? "";
+    message.expectedVersion = object.expectedVersion ?? 0;
+    message.writeId = object.writeId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteUserResponse(): DeleteUserResponse {
+  return { user: undefined };
+}
+
+export const DeleteUserResponse: MessageFns<DeleteUserResponse> = {
+  encode(message: DeleteUserResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.user !== undefined) {
+      User.encode(message.user, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteUserResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteUserResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.user = User.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteUserResponse {
+    return { user: isSet(object.user) ? User.fromJSON(object.user) : undefined };
+  },
+
+  toJSON(message: DeleteUserResponse): unknown {
+    const obj: any = {};
+    if (message.user !== undefined) {
+      obj.user = User.toJSON(message.user);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteUserResponse>, I>>(base?: I): DeleteUserResponse {
+    return DeleteUserResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteUserResponse>, I>>(object: I): DeleteUserResponse {
+    const message = createBaseDeleteUserResponse();
+    message.user = (object.user !== undefined && object.user !== null) ? User.fromPartial(object.user) : undefined;
+    return message;
+  },
+};
+
+function createBaseListUsersRequest(): ListUsersRequest {
+  return { filter: undefined, offset: 0, limit: 0 };
+}
+
+export const ListUsersRequest: MessageFns<ListUsersRequest> = {
+  encode(message: ListUsersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.filter !== undefined) {
+      Filter.encode(message.filter, writer.uint32(10).fork()).join();
+    }
+    if (message.offset !== 0) {
+      writer.uint32(16).int32(message.offset);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(24).int32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListUsersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListUsersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.filter = Filter.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.offset = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListUsersRequest {
+    return {
+      filter: isSet(object.filter) ? Filter.fromJSON(object.filter) : undefined,
+      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+    };
+  },
+
+  toJSON(message: ListUsersRequest): unknown {
+    const obj: any = {};
+    if (message.filter !== undefined) {
+      obj.filter = Filter.toJSON(message.filter);
+    }
+    if (message.offset !== 0) {
+      obj.offset = Math.round(message.offset);
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListUsersRequest>, I>>(base?: I): ListUsersRequest {
+    return ListUsersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListUsersRequest>, I>>(object: I): ListUsersRequest {
+    const message = createBaseListUsersRequest();
+    message.filter = (object.filter !== undefined && object.filter !== null)
+      ? Filter.fromPartial(object.filter)
+      : undefined;
+    message.offset = object.offset ?? 0;
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseListUsersResponse(): ListUsersResponse {
+  return { users: [], totalSize: 0 };
+}
+
+export const ListUsersResponse: MessageFns<ListUsersResponse> = {
+  encode(message: ListUsersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.users) {
+      User.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.totalSize !== 0) {
+      writer.uint32(16).int64(message.totalSize);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListUsersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListUsersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.users.push(User.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.totalSize = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListUsersResponse {
+    return {
+      users: globalThis.Array.isArray(object?.users) ? object.users.map((e: any) => User.fromJSON(e)) : [],
+      totalSize: isSet(object.totalSize)
+        ? globalThis.Number(object.totalSize)
+        : isSet(object.total_size)
+        ? globalThis.Number(object.total_size)
+        : 0,
+    };
+  },
+
+  toJSON(message: ListUsersResponse): unknown {
+    const obj: any = {};
+    if (message.users?.length) {
+      obj.users = message.users.map((e) => User.toJSON(e));
+    }
+    if (message.totalSize !== 0) {
+      obj.totalSize = Math.round(message.totalSize);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListUsersResponse>, I>>(base?: I): ListUsersResponse {
+    return ListUsersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListUsersResponse>, I>>(object: I): ListUsersResponse {
+    const message = createBaseListUsersResponse();
+    message.users = object.users?.map((e) => User.fromPartial(e)) || [];
+    message.totalSize = object.totalSize ?? 0;
+    return message;
+  },
+};
+
+function createBaseResolveWriteRequest(): ResolveWriteRequest {
+  return { writeId: "" };
+}
+
+export const ResolveWriteRequest: MessageFns<ResolveWriteRequest> = {
+  encode(message: ResolveWriteRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.writeId !== "") {
+      writer.uint32(10).string(message.writeId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveWriteRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveWriteRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.writeId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveWriteRequest {
+    return {
+      writeId: isSet(object.writeId)
+        ? globalThis.String(object.writeId)
+        : isSet(object.write_id)
+        ? globalThis.String(object.write_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ResolveWriteRequest): unknown {
+    const obj: any = {};
+    if (message.writeId !== "") {
+      obj.writeId = message.writeId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResolveWriteRequest>, I>>(base?: I): ResolveWriteRequest {
+    return ResolveWriteRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResolveWriteRequest>, I>>(object: I): ResolveWriteRequest {
+    const message = createBaseResolveWriteRequest();
+    message.writeId = object.writeId ?? "";
+    return message;
+  },
+};
+
+function createBaseResolveWriteResponse(): ResolveWriteResponse {
+  return { outcome: 0, user: undefined };
+}
+
+export const ResolveWriteResponse: MessageFns<ResolveWriteResponse> = {
+  encode(message: ResolveWriteResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.outcome !== 0) {
+      writer.uint32(8).int32(message.outcome);
+    }
+    if (message.user !== undefined) {
+      User.encode(message.user, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveWriteResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveWriteResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.outcome = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.user = User.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveWriteResponse {
+    return {
+      outcome: isSet(object.outcome) ? writeOutcomeFromJSON(object.outcome) : 0,
+      user: isSet(object.user) ? User.fromJSON(object.user) : undefined,
+    };
+  },
+
+  toJSON(message: ResolveWriteResponse): unknown {
+    const obj: any = {};
+    if (message.outcome !== 0) {
+      obj.outcome = writeOutcomeToJSON(message.outcome);
+    }
+    if (message.user !== undefined) {
+      obj.user = User.toJSON(message.user);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResolveWriteResponse>, I>>(base?: I): ResolveWriteResponse {
+    return ResolveWriteResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResolveWriteResponse>, I>>(object: I): ResolveWriteResponse {
+    const message = createBaseResolveWriteResponse();
+    message.outcome = object.outcome ?? 0;
+    message.user = (object.user !== undefined && object.user !== null) ? User.fromPartial(object.user) : undefined;
+    return message;
+  },
+};
+
 /**
  * UsersService owns the platform's user records (Postgres schema `users`).
  * Reads serve the External API; writes are internal (SCIM provisioning, seeding).
@@ -1234,6 +1889,40 @@ export const UsersServiceService = {
     responseSerialize: (value: UpdateUserResponse): Buffer => Buffer.from(UpdateUserResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UpdateUserResponse => UpdateUserResponse.decode(value),
   },
+  /** DeleteUser removes a user from provisioning: soft deletion that also deactivates; drives are kept. */
+  deleteUser: {
+    path: "/mileage.users.v1.UsersService/DeleteUser" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteUserRequest): Buffer => Buffer.from(DeleteUserRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteUserRequest => DeleteUserRequest.decode(value),
+    responseSerialize: (value: DeleteUserResponse): Buffer => Buffer.from(DeleteUserResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteUserResponse => DeleteUserResponse.decode(value),
+  },
+  /** ListUsers returns the live users matching a filter, ordered by id, with the total count of matches. */
+  listUsers: {
+    path: "/mileage.users.v1.UsersService/ListUsers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListUsersRequest): Buffer => Buffer.from(ListUsersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListUsersRequest => ListUsersRequest.decode(value),
+    responseSerialize: (value: ListUsersResponse): Buffer => Buffer.from(ListUsersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListUsersResponse => ListUsersResponse.decode(value),
+  },
+  /**
+   * ResolveWrite settles a write by its write_id: reports it APPLIED, or fences it as ABANDONED so that a
+   * request still in flight with that id can no longer apply. Lets the SCIM service recover after a crash.
+   */
+  resolveWrite: {
+    path: "/mileage.users.v1.UsersService/ResolveWrite" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ResolveWriteRequest): Buffer => Buffer.from(ResolveWriteRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResolveWriteRequest => ResolveWriteRequest.decode(value),
+    responseSerialize: (value: ResolveWriteResponse): Buffer =>
+      Buffer.from(ResolveWriteResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResolveWriteResponse => ResolveWriteResponse.decode(value),
+  },
 } as const;
 
 export interface UsersServiceServer extends UntypedServiceImplementation {
@@ -1245,6 +1934,15 @@ export interface UsersServiceServer extends UntypedServiceImplementation {
   createUser: handleUnaryCall<CreateUserRequest, CreateUserResponse>;
   /** UpdateUser replaces a user's mutable fields. ABORTED when expected_version is stale. */
   updateUser: handleUnaryCall<UpdateUserRequest, UpdateUserResponse>;
+  /** DeleteUser removes a user from provisioning: soft deletion that also deactivates; drives are kept. */
+  deleteUser: handleUnaryCall<DeleteUserRequest, DeleteUserResponse>;
+  /** ListUsers returns the live users matching a filter, ordered by id, with the total count of matches. */
+  listUsers: handleUnaryCall<ListUsersRequest, ListUsersResponse>;
+  /**
+   * ResolveWrite settles a write by its write_id: reports it APPLIED, or fences it as ABANDONED so that a
+   * request still in flight with that id can no longer apply. Lets the SCIM service recover after a crash.
+   */
+  resolveWrite: handleUnaryCall<ResolveWriteRequest, ResolveWriteResponse>;
 }
 
 export interface UsersServiceClient extends Client {
@@ -1311,6 +2009,57 @@ export interface UsersServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UpdateUserResponse) => void,
+  ): ClientUnaryCall;
+  /** DeleteUser removes a user from provisioning: soft deletion that also deactivates; drives are kept. */
+  deleteUser(
+    request: DeleteUserRequest,
+    callback: (error: ServiceError | null, response: DeleteUserResponse) => void,
+  ): ClientUnaryCall;
+  deleteUser(
+    request: DeleteUserRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteUserResponse) => void,
+  ): ClientUnaryCall;
+  deleteUser(
+    request: DeleteUserRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteUserResponse) => void,
+  ): ClientUnaryCall;
+  /** ListUsers returns the live users matching a filter, ordered by id, with the total count of matches. */
+  listUsers(
+    request: ListUsersRequest,
+    callback: (error: ServiceError | null, response: ListUsersResponse) => void,
+  ): ClientUnaryCall;
+  listUsers(
+    request: ListUsersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListUsersResponse) => void,
+  ): ClientUnaryCall;
+  listUsers(
+    request: ListUsersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListUsersResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ResolveWrite settles a write by its write_id: reports it APPLIED, or fences it as ABANDONED so that a
+   * request still in flight with that id can no longer apply. Lets the SCIM service recover after a crash.
+   */
+  resolveWrite(
+    request: ResolveWriteRequest,
+    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
+  ): ClientUnaryCall;
+  resolveWrite(
+    request: ResolveWriteRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
+  ): ClientUnaryCall;
+  resolveWrite(
+    request: ResolveWriteRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
   ): ClientUnaryCall;
 }
 

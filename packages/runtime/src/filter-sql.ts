@@ -1,0 +1,183 @@
+import { filterV1 } from '@mileage/proto';
+import { errors } from './errors';
+
+/**
+ * Translates a parsed SCIM filter (mileage.filter.v1.Filter) into a parameterised SQL condition over an
+ * allow-list of attributes. Values only ever travel as bindings (`?` placeholders for knex.raw); column
+ * expressions come from the allow-list, never from the request.
+ */
+
+export type ScalarType = 'string' | 'boolean' | 'datetime';
+
+export interface ScalarAttribute {
+  kind: 'scalar';
+  /** SQL expression of the value; for sub-attributes it is written in terms of the element alias. */
+  sql: string;
+  type: ScalarType;
+  /** RFC 7643 caseExact: false compares lower(sql) with lower(value), matching a lower(...) index. */
+  caseExact: boolean;
+}
+
+export interface MultiValuedAttribute {
+  kind: 'multi';
+  /** A FROM item producing one row per element, e.g. `jsonb_array_elements(u.emails) AS el`. */
+  elements: string;
+  /** Sub-attributes by lower-case name, in terms of the element alias. */
+  sub: Record<string, ScalarAttribute>;
+  /**
+   * Index-friendly forms of `attr.sub eq value` (e.g. a GIN containment test); the value arrives as the single
+   * binding. Used for top-level comparisons, where "some element equals" is exactly what eq means.
+   */
+  eqShortcut?: Record<string, string>;
+}
+
+/** Canonical lower-case attribute path → how it is stored. */
+export type AttributeMap = Record<string, ScalarAttribute | MultiValuedAttribute>;
+
+export interface SqlCondition {
+  sql: string;
+  bindings: (string | number | boolean)[];
+}
+
+export const MAX_FILTER_NODES = 64;
+
+class Builder {
+  nodes = 0;
+  constructor(private readonly attributes: AttributeMap) {}
+
+  build(filter: filterV1.Filter, scope?: { name: string; attr: MultiValuedAttribute }): SqlCondition {
+    if (++this.nodes > MAX_FILTER_NODES) throw invalidFilter(`the filter has more than ${MAX_FILTER_NODES} terms`);
+    const expr = filter.expr;
+    switch (expr?.$case) {
+      case 'allOf':
+      case 'anyOf': {
+        const parts = expr.value.filters.map((f) => this.build(f, scope));
+        if (parts.length === 0) throw invalidFilter(`an empty ${expr.$case === 'allOf' ? 'and' : 'or'}`);
+        const joiner = expr.$case === 'allOf' ? ' AND ' : ' OR ';
+        return { sql: `(${parts.map((p) => p.sql).join(joiner)})`, bindings: parts.flatMap((p) => p.bindings) };
+      }
+      case 'not': {
+        const inner = this.build(expr.value, scope);
+        // NOT over a NULL comparison is NULL; coalesce so that "not (title eq x)" matches users without a title.
+        return { sql: `(NOT coalesce(${inner.sql}, false))`, bindings: inner.bindings };
+      }
+      case 'comparison':
+        return this.comparison(expr.value, scope);
+      case 'valuePath': {
+        if (scope) throw invalidFilter('value paths cannot be nested');
+        const name = expr.value.attribute.toLowerCase();
+        const attr = this.attributes[name];
+        if (!attr || attr.kind !== 'multi') throw invalidFilter(`"${expr.value.attribute}" is not a multi-valued attribute that can be filtered`);
+        if (!expr.value.filter) throw invalidFilter(`"${expr.value.attribute}[]" has no filter`);
+        const inner = this.build(expr.value.filter, { name, attr });
+        return { sql: `EXISTS (SELECT 1 FROM ${attr.elements} WHERE ${inner.sql})`, bindings: inner.bindings };
+      }
+      default:
+        throw invalidFilter('an empty filter expression');
+    }
+  }
+
+  private comparison(c: filterV1.Comparison, scope?: { name: string; attr: MultiValuedAttribute }): SqlCondition {
+    const path = c.attribute.toLowerCase();
+    if (scope) {
+      // Inside attr[...] sub-attributes may be written bare ("type") or qualified ("emails.type").
+      const subName = path.startsWith(`${scope.name}.`) ? path.slice(scope.name.length + 1) : path;
+      const sub = scope.attr.sub[subName];
+      if (!sub) throw invalidFilter(`"${c.attribute}" is not a sub-attribute of ${scope.name}`);
+      return compare(sub, c, c.attribute);
+    }
+    const direct = this.attributes[path];
+    if (direct?.kind === 'scalar') return compare(direct, c, c.attribute);
+    if (direct?.kind === 'multi') {
+      // "emails pr" and "emails eq x" (the value sub-attribute of a multi-valued attribute).
+      if (c.operator === filterV1.Operator.OPERATOR_PR) return { sql: `EXISTS (SELECT 1 FROM ${direct.elements})`, bindings: [] };
+      return this.comparison({ ...c, attribute: `${path}.value` });
+    }
+    const dot = path.lastIndexOf('.');
+    const parent = dot > 0 ? this.attributes[path.slice(0, dot)] : undefined;
+    if (parent?.kind === 'multi') {
+      const subName = path.slice(dot + 1);
+      const sub = parent.sub[subName];
+      if (!sub) throw invalidFilter(`unknown attribute "${c.attribute}"`);
+      const shortcut = parent.eqShortcut?.[subName];
+      if (shortcut && c.operator === filterV1.Operator.OPERATOR_EQ && c.value?.$case === 'stringValue') {
+        return { sql: shortcut, bindings: [c.value.value] };
+      }
+      const inner = compare(sub, c, c.attribute);
+      return { sql: `EXISTS (SELECT 1 FROM ${parent.elements} WHERE ${inner.sql})`, bindings: inner.bindings };
+    }
+    throw invalidFilter(`unknown attribute "${c.attribute}"`);
+  }
+}
+
+function invalidFilter(message: string) {
+  const err = errors.invalidArgument(message, [{ field: 'filter', description: message, reason: 'INVALID_FILTER' }]);
+  err.details.reason = 'INVALID_FILTER';
+  return err;
+}
+
+const Op = filterV1.Operator;
+
+function likePattern(value: string, op: filterV1.Operator): string {
+  const escaped = value.replace(/[\\%_]/g, (ch) => `\\${ch}`);
+  if (op === Op.OPERATOR_CO) return `%${escaped}%`;
+  if (op === Op.OPERATOR_SW) return `${escaped}%`;
+  return `%${escaped}`;
+}
+
+function compare(attr: ScalarAttribute, c: filterV1.Comparison, name: string): SqlCondition {
+  const op = c.operator;
+  if (op === Op.OPERATOR_PR) {
+    return { sql: attr.type === 'string' ? `(${attr.sql} IS NOT NULL AND ${attr.sql} <> '')` : `(${attr.sql} IS NOT NULL)`, bindings: [] };
+  }
+  if (op === Op.OPERATOR_UNSPECIFIED || op === Op.UNRECOGNIZED) throw invalidFilter(`no operator for "${name}"`);
+  const value = c.value;
+  if (value === undefined || value.$case === 'nullValue') {
+    // "attr eq null" means "not present" (RFC 7644 §3.4.2.2 treats null as unassigned); ne null means present.
+    if (op === Op.OPERATOR_EQ) return { sql: `(${attr.sql} IS NULL)`, bindings: [] };
+    if (op === Op.OPERATOR_NE) return { sql: `(${attr.sql} IS NOT NULL)`, bindings: [] };
+    throw invalidFilter(`"${name}" cannot be compared with null using this operator`);
+  }
+  switch (attr.type) {
+    case 'boolean': {
+      if (value.$case !== 'boolValue') throw invalidFilter(`"${name}" is a boolean; compare it with true or false`);
+      if (op === Op.OPERATOR_EQ) return { sql: `(${attr.sql} = ?)`, bindings: [value.value] };
+      if (op === Op.OPERATOR_NE) return { sql: `(${attr.sql} IS DISTINCT FROM ?)`, bindings: [value.value] };
+      throw invalidFilter(`"${name}" is a boolean; only eq, ne and pr apply`);
+    }
+    case 'datetime': {
+      if (value.$case !== 'stringValue' || Number.isNaN(Date.parse(value.value)) || !/^\d{4}-\d{2}-\d{2}T/.test(value.value)) {
+        throw invalidFilter(`"${name}" is a dateTime; compare it with an xsd:dateTime string such as "2026-01-31T12:00:00Z"`);
+      }
+      const sqlOp = ORDERING[op] ?? (op === Op.OPERATOR_EQ ? '=' : op === Op.OPERATOR_NE ? 'IS DISTINCT FROM' : undefined);
+      if (!sqlOp) throw invalidFilter(`"${name}" is a dateTime; co, sw and ew do not apply`);
+      return { sql: `(${attr.sql} ${sqlOp} ?::timestamptz)`, bindings: [new Date(value.value).toISOString()] };
+    }
+    case 'string': {
+      if (value.$case !== 'stringValue') throw invalidFilter(`"${name}" is a string; compare it with a quoted string`);
+      const column = attr.caseExact ? attr.sql : `lower(${attr.sql})`;
+      const param = attr.caseExact ? '?' : 'lower(?)';
+      if (op === Op.OPERATOR_EQ) return { sql: `(${column} = ${param})`, bindings: [value.value] };
+      if (op === Op.OPERATOR_NE) return { sql: `(${column} IS DISTINCT FROM ${param})`, bindings: [value.value] };
+      if (op === Op.OPERATOR_CO || op === Op.OPERATOR_SW || op === Op.OPERATOR_EW) {
+        return { sql: `(${column} LIKE ${param})`, bindings: [likePattern(value.value, op)] };
+      }
+      const sqlOp = ORDERING[op];
+      if (!sqlOp) throw invalidFilter(`unsupported operator for "${name}"`);
+      return { sql: `(${column} ${sqlOp} ${param})`, bindings: [value.value] };
+    }
+  }
+}
+
+const ORDERING: Partial<Record<filterV1.Operator, string>> = {
+  [Op.OPERATOR_GT]: '>',
+  [Op.OPERATOR_GE]: '>=',
+  [Op.OPERATOR_LT]: '<',
+  [Op.OPERATOR_LE]: '<=',
+};
+
+/** The SQL condition for `filter`; INVALID_ARGUMENT (reason INVALID_FILTER) for anything outside the allow-list. */
+export function filterToSql(filter: filterV1.Filter | undefined, attributes: AttributeMap): SqlCondition {
+  if (!filter) return { sql: 'true', bindings: [] };
+  return new Builder(attributes).build(filter);
+}
