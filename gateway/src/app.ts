@@ -1,4 +1,5 @@
-import { endSpan, extractContext, isAcceptableRequestId, SpanKind, startSpan, traceLogFields, tracingEnabled, type Logger, type Metrics } from '@mileage/runtime';
+import type { scimV1 } from '@mileage/proto';
+import { endSpan, extractContext, isAcceptableRequestId, SpanKind, startSpan, traceLogFields, tracingEnabled, type Logger, type Metrics, type PromiseClient } from '@mileage/runtime';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
@@ -7,6 +8,7 @@ import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValid
 import { listAllReportedDrives, listGroupReportedDrives, listUserDrives } from './routes/drives';
 import { getGroup, listGroups } from './routes/groups';
 import { getMe, getUser } from './routes/users';
+import { scimRoute } from './routes/scim';
 import { AccountLoader } from './account-loader';
 import { CursorCodec } from './cursor';
 import { v1Route, type V1Deps } from './v1';
@@ -17,6 +19,10 @@ export interface Readiness {
 }
 
 export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
+  /** The SCIM service, to which /scim/v2 requests are forwarded. */
+  scim: PromiseClient<scimV1.ScimServiceClient>;
+  /** Deadline of a forwarded SCIM request (writes involve several calls). */
+  scimDeadlineMs?: number;
   /** The realm URL, for the OAuth flows of the OpenAPI document. */
   issuer: string;
   /** Signs page cursors; every replica needs the same one (CURSOR_SECRET). */
@@ -81,6 +87,9 @@ export function createApp(deps: AppDeps): Express {
     next();
   }, v1Route(listAllReportedDrives, v1));
 
+  // SCIM paths are matched by the SCIM service itself (endpoint names case-insensitive, as clients vary).
+  app.use('/scim/v2', scimRoute({ ...deps, deadlineMs: deps.scimDeadlineMs ?? 10_000 }));
+
   app.use((req, res) => {
     res.locals.routeId = 'unmatched';
     const allow = KNOWN_PATHS.find(([pattern]) => pattern.test(req.path))?.[1];
@@ -124,7 +133,7 @@ function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandl
 function bodyLimit(limit: number): RequestHandler {
   return (req, res, next) => {
     const length = Number(req.headers['content-length'] ?? 0);
-    if (length > limit) {
+    if (length > limit && !req.path.startsWith('/scim/v2/')) {
       res.locals.routeId = 'unmatched';
       res.setHeader('Connection', 'close');
       sendProblem(res, 413, `Request body larger than ${limit} bytes`);

@@ -25,6 +25,9 @@ export const configSchema = commonConfigSchema.extend({
   USERS_ADDRESS: env.address('127.0.0.1:50051'),
   GROUPS_ADDRESS: env.address('127.0.0.1:50052'),
   DRIVES_ADDRESS: env.address('127.0.0.1:50053'),
+  SCIM_ADDRESS: env.address('127.0.0.1:50054'),
+  /** Deadline of one forwarded SCIM request; a write makes several calls behind it. */
+  SCIM_DEADLINE_MS: env.positiveInt(10_000),
   /** HMAC key of page cursors; the same on every replica. Unset: a random key per process (cursors die with it). */
   CURSOR_SECRET: z.string().min(32, 'at least 32 characters').optional(),
   GRPC_DEADLINE_MS: env.positiveInt(2_000),

@@ -1,5 +1,5 @@
 import { tracing } from './instrument';
-import { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
+import { drivesV1, groupsV1, scimV1, usersV1 } from '@mileage/proto';
 import { createGrpcClient, createLogger, handleShutdown, HealthClient, loadConfigOrExit, Metrics } from '@mileage/runtime';
 import { Redis } from 'ioredis';
 import { createApp } from './app';
@@ -16,10 +16,12 @@ async function main(): Promise<void> {
   const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
   const groups = createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
   const drives = createGrpcClient(drivesV1.DrivesServiceClient, config.DRIVES_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
+  const scim = createGrpcClient(scimV1.ScimServiceClient, config.SCIM_ADDRESS, { defaultDeadlineMs: config.SCIM_DEADLINE_MS, metrics });
   const downstreams = [
     { name: 'users', service: 'mileage.users.v1.UsersService', health: new HealthClient(config.USERS_ADDRESS) },
     { name: 'groups', service: 'mileage.groups.v1.GroupsService', health: new HealthClient(config.GROUPS_ADDRESS) },
     { name: 'drives', service: 'mileage.drives.v1.DrivesService', health: new HealthClient(config.DRIVES_ADDRESS) },
+    { name: 'scim', service: 'mileage.scim.v1.ScimService', health: new HealthClient(config.SCIM_ADDRESS) },
   ];
   if (!config.CURSOR_SECRET) logger.warn('CURSOR_SECRET is not set: page cursors are signed with a per-process key and do not survive a restart or cross replicas');
   const verifier = new TokenVerifier({
@@ -40,6 +42,8 @@ async function main(): Promise<void> {
     users,
     groups,
     drives,
+    scim,
+    scimDeadlineMs: config.SCIM_DEADLINE_MS,
     ...(config.CURSOR_SECRET ? { cursorSecret: config.CURSOR_SECRET } : {}),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     readiness: async () => {
@@ -73,7 +77,7 @@ async function main(): Promise<void> {
             server.closeIdleConnections();
           }),
       },
-      { name: 'clients', run: () => [users, groups, drives, ...downstreams.map((d) => d.health)].forEach((c) => c.close()) },
+      { name: 'clients', run: () => [users, groups, drives, scim, ...downstreams.map((d) => d.health)].forEach((c) => c.close()) },
       { name: 'redis', run: () => redis?.quit() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
       { name: 'tracing', run: () => tracing.shutdown() },

@@ -3,6 +3,8 @@
  * reference API (CONTRACT §2); additions of this platform are marked "(+)". A contract test validates every
  * response the gateway's test suites receive against this document.
  */
+import { scimPaths, scimSchemas } from './openapi-scim';
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
 const dateTime = { type: 'string', format: 'date-time' };
@@ -98,7 +100,7 @@ export function openApiDocument(options: { issuer: string }) {
     info: {
       title: 'Mileage Platform External API',
       version: '2.0.0',
-      description: 'Read-only access to user profiles, teams, drives and the drives reported to a team. OAuth 2.1 bearer tokens from the realm `mileage`.',
+      description: 'Read-only access to user profiles, teams, drives and the drives reported to a team (`/v1`), and SCIM 2.0 provisioning of users and team membership (`/scim/v2`). OAuth 2.1 bearer tokens from the realm `mileage`.',
     },
     servers: [{ url: '/' }],
     security: [{ oauth2: [] }],
@@ -123,6 +125,7 @@ export function openApiDocument(options: { issuer: string }) {
         id: 'getReportedDrives', summary: 'The drives reported to every group the caller administers (alpha)', scope: 'groups_read_reported_drives', limit: 60, params: listParams(false), deprecated: true,
         response: ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.'), description: 'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: true`.',
       }),
+      ...scimPaths(),
     },
     components: {
       securitySchemes: {
@@ -219,6 +222,7 @@ export function openApiDocument(options: { issuer: string }) {
           required: ['loc', 'msg', 'type'],
           properties: { loc: { type: 'array', items: { type: ['string', 'integer'] } }, msg: { type: 'string' }, type: { type: 'string' } },
         },
+        ...scimSchemas(),
         Problem: {
           type: 'object',
           description: 'FastAPI-style `detail` plus RFC 9457 members.',

@@ -75,7 +75,7 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
   };
 }
 
-async function authenticate(req: Request, verifier: TokenVerifier): Promise<Caller> {
+export async function authenticate(req: Request, verifier: TokenVerifier): Promise<Caller> {
   const header = req.headers.authorization;
   const match = header ? /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header) : null;
   if (!header || !/^Bearer\b/i.test(header)) {

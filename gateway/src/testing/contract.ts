@@ -62,7 +62,7 @@ export function checkAgainstOpenApi(doc: OpenApiDoc, records: RecordedResponse[]
   const problems: string[] = [];
   let checked = 0;
   for (const r of records) {
-    if (!r.path.startsWith('/v1/')) continue;
+    if (!r.path.startsWith('/v1/') && !r.path.startsWith('/scim/v2/')) continue;
     const match = templates.find((t) => t.pattern.test(r.path));
     if (!match) continue; // unknown paths answer 404 and are not part of the document
     const operation = doc.paths[match.template]![r.method === 'HEAD' ? 'get' : r.method.toLowerCase()];
@@ -72,10 +72,12 @@ export function checkAgainstOpenApi(doc: OpenApiDoc, records: RecordedResponse[]
       problems.push(`${r.method} ${r.path} → ${r.status}: status not documented for ${match.template}`);
       continue;
     }
-    const schemaPath = `openapi#/paths/${escapePointer(match.template)}/get/responses/${r.status}/content/application~1json/schema`;
-    if (!response.content?.['application/json']) continue;
+    const mediaType = r.path.startsWith('/scim/v2/') ? 'application/scim+json' : 'application/json';
+    const method = r.method === 'HEAD' ? 'get' : r.method.toLowerCase();
+    const schemaPath = `openapi#/paths/${escapePointer(match.template)}/${method}/responses/${r.status}/content/${escapePointer(mediaType)}/schema`;
+    if (!response.content?.[mediaType]) continue;
     if (r.method === 'HEAD') continue;
-    if (!/^application\/json/.test(r.contentType)) {
+    if (!r.contentType.startsWith(mediaType)) {
       problems.push(`${r.method} ${r.path} → ${r.status}: content type ${r.contentType}`);
       continue;
     }
@@ -89,6 +91,6 @@ export function checkAgainstOpenApi(doc: OpenApiDoc, records: RecordedResponse[]
       problems.push(`${r.method} ${r.path} → ${r.status}: ${ajv.errorsText(validate.errors, { separator: '; ' })}`);
     }
   }
-  if (checked === 0 && records.some((r) => r.path.startsWith('/v1/'))) problems.push('no response was checked');
+  if (checked === 0 && records.some((r) => r.path.startsWith('/v1/') || r.path.startsWith('/scim/v2/'))) problems.push('no response was checked');
   return problems;
 }

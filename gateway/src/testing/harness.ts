@@ -4,9 +4,10 @@
  * production token verifier pointed at the provider's JWKS.
  */
 import { startIdentityProvider } from '@mileage/dev-idp';
-import { drivesV1, groupsV1, PROTO_FILES, usersV1 } from '@mileage/proto';
+import { drivesV1, groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
 import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
+import { createJournal, createServer as createScimServer, openDatabase as openScimDatabase, type WriteJournal } from '@mileage/scim';
 import { createGrpcClient, createLogger, Metrics, startGrpcServer, type GrpcServerHandle } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase } from '@mileage/users';
@@ -40,8 +41,14 @@ export interface Harness {
   drives: { bobBusiness: number[]; bobPersonal: number[]; reportedDemo: number[]; reportedOther: number[] };
   tokenEndpoint: string;
   usersAddress: string;
+  groupsAddress: string;
+  /** The SCIM service's database (audit log, pending writes) and its write journal (recovery). */
+  scimDb: ReturnType<typeof openScimDatabase>;
+  scimJournal: WriteJournal;
+  /** A client-credentials token of the provisioning client `mileage-scim`. */
+  scimToken(scope?: string): Promise<string>;
   /** A gateway app wired like main.ts; options override single dependencies. */
-  app(options?: { usersAddress?: string; groupsAddress?: string; drivesAddress?: string; deadlineMs?: number; redis?: Redis; rateLimitPrefix?: string }): Express;
+  app(options?: { usersAddress?: string; groupsAddress?: string; drivesAddress?: string; scimAddress?: string; deadlineMs?: number; redis?: Redis; rateLimitPrefix?: string }): Express;
   drivesClient: ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
   token(username: string, scope: string): Promise<string>;
@@ -138,6 +145,20 @@ export async function startHarness(): Promise<Harness> {
   }
   seedClient.close();
 
+  const scimDb = openScimDatabase({ url: testDb.url });
+  await scimDb.migrate();
+  const scimUsers = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
+  const scimGroups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
+  const scimJournal = createJournal({ knex: scimDb.knex, users: scimUsers, groups: scimGroups, logger });
+  const scimServer: GrpcServerHandle = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createScimServer({ knex: scimDb.knex, users: scimUsers, groups: scimGroups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2', journal: scimJournal })],
+    protoFiles: [PROTO_FILES.scim],
+    logger,
+    metrics: new Metrics('scim'),
+  });
+  const scimAddress = `127.0.0.1:${scimServer.port}`;
+
   const dataDir = mkdtempSync(path.join(tmpdir(), 'gateway-idp-'));
   const idp = await startIdentityProvider({ host: '127.0.0.1', port: 0, dataDir, accounts: ACCOUNTS, scimClientSecret: 'test-scim-secret' });
   const keyFile = idp.keyFile;
@@ -162,12 +183,26 @@ export async function startHarness(): Promise<Harness> {
     drivesClient,
     tokenEndpoint: `${idp.issuer}/protocol/openid-connect/token`,
     usersAddress,
+    groupsAddress,
+    scimDb,
+    scimJournal,
+    async scimToken(scope = 'scim') {
+      const res = await fetch(`${idp.issuer}/protocol/openid-connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('mileage-scim:test-scim-secret').toString('base64')}` },
+        body: new URLSearchParams({ grant_type: 'client_credentials', scope }),
+      });
+      const body = (await res.json()) as { access_token?: string };
+      if (!res.ok || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
+      return body.access_token;
+    },
     app(options = {}) {
       const address = options.usersAddress ?? usersAddress;
       const users = createGrpcClient(usersV1.UsersServiceClient, address, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
       const groups = createGrpcClient(groupsV1.GroupsServiceClient, options.groupsAddress ?? groupsAddress, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
       const drives = createGrpcClient(drivesV1.DrivesServiceClient, options.drivesAddress ?? drivesAddress, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
-      clients.push(users, groups, drives);
+      const scim = createGrpcClient(scimV1.ScimServiceClient, options.scimAddress ?? scimAddress, { defaultDeadlineMs: options.deadlineMs ?? 10_000 });
+      clients.push(users, groups, drives, scim);
       const inner = createApp({
         issuer: idp.issuer,
         logger,
@@ -177,6 +212,7 @@ export async function startHarness(): Promise<Harness> {
         users,
         groups,
         drives,
+        scim,
         cursorSecret: 'test-cursor-secret-of-at-least-32-chars',
         bodyLimitBytes: 1_048_576,
         readiness: async (): Promise<Readiness> => {
@@ -222,6 +258,10 @@ export async function startHarness(): Promise<Harness> {
       for (const c of clients) c.close();
       const problems = checkAgainstOpenApi(openApiDocument({ issuer: idp.issuer }) as never, recorded);
       await idp.close();
+      await scimServer.shutdown(1_000);
+      scimUsers.close();
+      scimGroups.close();
+      await scimDb.close();
       await usersServer.shutdown(1_000);
       await groupsServer.shutdown(1_000);
       drivesClient.close();

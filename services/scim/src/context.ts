@@ -1,0 +1,64 @@
+import type { groupsV1, usersV1 } from '@mileage/proto';
+import type { CallSettings, Knex, Logger, PromiseClient } from '@mileage/runtime';
+import { scimErrors } from './errors';
+import type { WriteJournal } from './journal';
+
+/** Everything a handler needs for one request. */
+export interface RequestContext {
+  /** The provisioning client (token azp): the actor of the audit log. */
+  actor: string;
+  requestId: string;
+  call: CallSettings;
+  query: URLSearchParams;
+  /** Lower-case header names. */
+  headers: Record<string, string>;
+}
+
+export interface ScimDeps {
+  knex: Knex;
+  users: PromiseClient<usersV1.UsersServiceClient>;
+  groups: PromiseClient<groupsV1.GroupsServiceClient>;
+  logger: Logger;
+  /** Public URL of /scim/v2, for meta.location and Location headers. */
+  baseUrl: string;
+  journal: WriteJournal;
+}
+
+export interface ScimResponse {
+  status: number;
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+
+/** Largest page of a list (ServiceProviderConfig filter.maxResults); larger counts are reduced to it. */
+export const MAX_RESULTS = 500;
+export const DEFAULT_COUNT = 100;
+
+/** W/"<version>" — the resource's version counter as a weak ETag (RFC 7644 §3.14). */
+export function etag(version: number): string {
+  return `W/"${version}"`;
+}
+
+/**
+ * The version an If-Match header demands, 0 when there is none or it is "*"; a header naming no version of
+ * ours can never match, which is a 412 like any stale one.
+ */
+export function ifMatchVersion(headers: Record<string, string>): number | 'mismatch' {
+  const header = headers['if-match'];
+  if (header === undefined || header.trim() === '*') return 0;
+  const versions = header.split(',').map((t) => /^\s*(?:W\/)?"(\d{1,15})"\s*$/.exec(t)?.[1]).filter((v): v is string => v !== undefined);
+  return versions.length === 1 ? Number(versions[0]) : 'mismatch';
+}
+
+/** startIndex and count (RFC 7644 §3.4.2.4): 1-based; below 1 is 1; negative count is 0; above the maximum is reduced. */
+export function paging(query: URLSearchParams): { startIndex: number; count: number } {
+  const parse = (name: string, fallback: number) => {
+    const raw = query.get(name);
+    if (raw === null || raw === '') return fallback;
+    if (!/^-?\d{1,12}$/.test(raw.trim())) throw scimErrors.invalidValue(`${name} must be an integer`);
+    return Number(raw);
+  };
+  const startIndex = Math.max(1, parse('startIndex', 1));
+  const count = Math.min(MAX_RESULTS, Math.max(0, parse('count', DEFAULT_COUNT)));
+  return { startIndex, count };
+}

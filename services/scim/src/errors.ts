@@ -1,0 +1,75 @@
+import { status as grpcStatus } from '@grpc/grpc-js';
+import { decodeServiceError } from '@mileage/runtime';
+
+export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
+
+/** RFC 7644 §3.12 scimType values. */
+export type ScimType =
+  | 'invalidFilter' | 'tooMany' | 'uniqueness' | 'mutability' | 'invalidSyntax' | 'invalidPath' | 'noTarget' | 'invalidValue' | 'invalidVers' | 'sensitive';
+
+/** An error answered as a SCIM Error resource; `detail` is written for the administrator reading the IdP's log. */
+export class ScimError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    readonly scimType?: ScimType,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+    this.name = 'ScimError';
+  }
+
+  body(): Record<string, unknown> {
+    return { schemas: [ERROR_SCHEMA], status: String(this.status), ...(this.scimType ? { scimType: this.scimType } : {}), detail: this.detail };
+  }
+}
+
+export const scimErrors = {
+  invalidSyntax: (detail: string) => new ScimError(400, detail, 'invalidSyntax'),
+  invalidValue: (detail: string) => new ScimError(400, detail, 'invalidValue'),
+  invalidFilter: (detail: string) => new ScimError(400, detail, 'invalidFilter'),
+  invalidPath: (detail: string) => new ScimError(400, detail, 'invalidPath'),
+  noTarget: (detail: string) => new ScimError(400, detail, 'noTarget'),
+  mutability: (detail: string) => new ScimError(400, detail, 'mutability'),
+  uniqueness: (detail: string) => new ScimError(409, detail, 'uniqueness'),
+  notFound: (detail: string) => new ScimError(404, detail),
+  preconditionFailed: (detail: string) => new ScimError(412, detail),
+  notImplemented: (detail: string) => new ScimError(501, detail),
+};
+
+/** Is this gRPC failure the owner's final answer (nothing was written), rather than an unknown outcome? */
+export function isDefinitiveFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return (
+    code === grpcStatus.INVALID_ARGUMENT || code === grpcStatus.ALREADY_EXISTS || code === grpcStatus.NOT_FOUND ||
+    code === grpcStatus.ABORTED || code === grpcStatus.FAILED_PRECONDITION || code === grpcStatus.OUT_OF_RANGE
+  );
+}
+
+/** Translates an owner service's gRPC error into the SCIM error the client should see. */
+export function scimErrorFromGrpc(err: unknown): ScimError | undefined {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'number') return undefined;
+  const decoded = decodeServiceError(err as Parameters<typeof decodeServiceError>[0]);
+  switch (code) {
+    case grpcStatus.ALREADY_EXISTS:
+      return scimErrors.uniqueness(decoded.reason === 'USER_ID_TAKEN' ? 'id is already taken' : decoded.reason === 'USER_NAME_TAKEN' ? 'userName is already taken' : decoded.message);
+    case grpcStatus.NOT_FOUND:
+      return scimErrors.notFound('Resource not found');
+    case grpcStatus.ABORTED:
+      return scimErrors.preconditionFailed('The resource was changed by someone else; read it again');
+    case grpcStatus.INVALID_ARGUMENT: {
+      if (decoded.reason === 'INVALID_FILTER') return scimErrors.invalidFilter(decoded.message);
+      const fields = decoded.fieldViolations.map((v) => `${v.field}: ${v.description}`).join('; ');
+      return scimErrors.invalidValue(fields ? `Invalid value (${fields})` : decoded.message);
+    }
+    case grpcStatus.UNAVAILABLE:
+    case grpcStatus.FAILED_PRECONDITION:
+      return new ScimError(503, 'A backing service is unavailable; try again shortly', undefined, { 'Retry-After': '5' });
+    case grpcStatus.DEADLINE_EXCEEDED:
+    case grpcStatus.CANCELLED:
+      return new ScimError(504, 'A backing service did not answer in time');
+    default:
+      return undefined;
+  }
+}

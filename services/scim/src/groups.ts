@@ -1,0 +1,180 @@
+import { status as grpcStatus } from '@grpc/grpc-js';
+import type { groupsV1, usersV1 } from '@mileage/proto';
+import { isDeepStrictEqual } from 'node:util';
+import { etag, ifMatchVersion, paging, type RequestContext, type ScimDeps, type ScimResponse } from './context';
+import { scimErrors } from './errors';
+import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
+import { applyPatch, readPatchBody } from './patch';
+import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
+import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_SCHEMA } from './schemas';
+
+export const GROUP_RESOURCE: ResourceSchema = { core: GROUP_SCHEMA, attributes: GROUP_ATTRIBUTES, extensions: {}, ignoreUnknownExtensions: true };
+
+export const GROUP_FILTERABLE: FilterableAttributes = {
+  core: GROUP_SCHEMA,
+  attributes: { id: 'string', displayname: 'string', members: 'multi', 'members.value': 'string', 'meta.created': 'dateTime', 'meta.lastmodified': 'dateTime' },
+  unfilterable: new Set(['externalid', 'members.display', 'members.type', 'members.$ref']),
+};
+
+const GROUP_ID = /^[1-9]\d{0,17}$/;
+const USER_ID = /^[A-Za-z0-9]{10}$/;
+const BATCH = 1000;
+
+export class GroupHandlers {
+  constructor(private readonly deps: ScimDeps) {}
+
+  private location(id: number | string): string {
+    return `${this.deps.baseUrl}/Groups/${id}`;
+  }
+
+  private wantsMembers(ctx: RequestContext): boolean {
+    const excluded = (ctx.query.get('excludedAttributes') ?? '').split(',').map((s) => s.trim().toLowerCase());
+    const attributes = ctx.query.get('attributes');
+    if (excluded.includes('members')) return false;
+    if (attributes) return attributes.split(',').some((s) => s.trim().toLowerCase().replace(`${GROUP_SCHEMA.toLowerCase()}:`, '').startsWith('members'));
+    return true;
+  }
+
+  /** Live users among `ids` (deleted ones are outside SCIM's view), in batches. */
+  private async liveUsers(ids: string[], ctx: RequestContext): Promise<Map<string, usersV1.User>> {
+    const found = new Map<string, usersV1.User>();
+    const unique = [...new Set(ids)].filter((id) => USER_ID.test(id));
+    for (let i = 0; i < unique.length; i += BATCH) {
+      const { users } = await this.deps.users.batchGetUsers({ ids: unique.slice(i, i + BATCH) }, ctx.call);
+      for (const u of users) found.set(u.id, u);
+    }
+    return found;
+  }
+
+  private async externalIds(ids: number[]): Promise<Map<number, string>> {
+    if (ids.length === 0) return new Map();
+    const rows = (await this.deps.knex('group_attributes').select('group_id', 'external_id').whereIn('group_id', ids).whereNotNull('external_id')) as { group_id: string; external_id: string }[];
+    return new Map(rows.map((r) => [Number(r.group_id), r.external_id]));
+  }
+
+  representation(group: groupsV1.Group, externalId: string | undefined, users: Map<string, usersV1.User> | undefined): Doc {
+    const members = users
+      ? group.members.flatMap((m) => {
+          const u = users.get(m.userId);
+          return u ? [{ value: m.userId, display: u.displayName || u.userName, $ref: `${this.deps.baseUrl}/Users/${m.userId}`, type: 'User' }] : [];
+        })
+      : undefined;
+    return {
+      schemas: [GROUP_SCHEMA],
+      id: String(group.id),
+      ...(externalId ? { externalId } : {}),
+      displayName: group.displayName,
+      ...(members ? { members } : {}),
+      meta: { resourceType: 'Group', created: group.createTime, lastModified: group.updateTime, location: this.location(group.id), version: etag(group.version) },
+    };
+  }
+
+  private async load(id: string, ctx: RequestContext): Promise<groupsV1.Group> {
+    if (!GROUP_ID.test(id)) throw scimErrors.notFound(`Group ${id} not found`);
+    return (await this.deps.groups.getGroup({ id: Number(id) }, ctx.call)).group!;
+  }
+
+  private async respond(group: groupsV1.Group, ctx: RequestContext): Promise<ScimResponse> {
+    const users = this.wantsMembers(ctx) ? await this.liveUsers(group.members.map((m) => m.userId), ctx) : undefined;
+    const externalId = (await this.externalIds([group.id])).get(group.id);
+    const full = this.representation(group, externalId, users);
+    return {
+      status: 200,
+      headers: { ETag: etag(group.version) },
+      body: project(full, GROUP_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
+    };
+  }
+
+  async get(id: string, ctx: RequestContext): Promise<ScimResponse> {
+    checkSelection(ctx.query.get('attributes') ?? undefined, GROUP_RESOURCE, 'attributes');
+    checkSelection(ctx.query.get('excludedAttributes') ?? undefined, GROUP_RESOURCE, 'excludedAttributes');
+    const group = await this.load(id, ctx);
+    if (ctx.headers['if-none-match']?.split(',').some((t) => t.trim() === etag(group.version))) return { status: 304, headers: { ETag: etag(group.version) } };
+    return this.respond(group, ctx);
+  }
+
+  async list(ctx: RequestContext): Promise<ScimResponse> {
+    checkSelection(ctx.query.get('attributes') ?? undefined, GROUP_RESOURCE, 'attributes');
+    checkSelection(ctx.query.get('excludedAttributes') ?? undefined, GROUP_RESOURCE, 'excludedAttributes');
+    const { startIndex, count } = paging(ctx.query);
+    const filterText = ctx.query.get('filter');
+    const filter = filterText ? toOwnerFilter(parseFilter(filterText), GROUP_FILTERABLE) : undefined;
+    const withMembers = this.wantsMembers(ctx);
+    const { groups, totalSize } = await this.deps.groups.listGroups({ ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count, excludeMembers: !withMembers }, ctx.call);
+    const users = withMembers ? await this.liveUsers(groups.flatMap((g) => g.members.map((m) => m.userId)), ctx) : undefined;
+    const externalIds = await this.externalIds(groups.map((g) => g.id));
+    const resources = groups.map((g) =>
+      project(this.representation(g, externalIds.get(g.id), users), GROUP_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
+    );
+    return { status: 200, body: { schemas: [LIST_SCHEMA], totalResults: totalSize, startIndex, itemsPerPage: resources.length, Resources: resources } };
+  }
+
+  async replace(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
+    const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
+    if (sentId !== undefined && sentId !== null && String(sentId) !== id) throw scimErrors.mutability('"id" cannot be changed');
+    const doc = normalizeBody(body, GROUP_RESOURCE);
+    if (typeof doc.displayName !== 'string' || doc.displayName.trim() === '') throw scimErrors.invalidValue('"displayName" is required');
+    return this.change(id, ctx, 'replace', () => doc);
+  }
+
+  async patch(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
+    const operations = readPatchBody(body);
+    return this.change(id, ctx, 'patch', (current) => applyPatch(current, operations, GROUP_RESOURCE, id));
+  }
+
+  /**
+   * One UpdateGroup call replaces display name and members atomically under the version read: members who stay
+   * keep their roles, new members join as drivers, and unknown user ids refuse the whole request.
+   */
+  private async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: (current: Doc) => Doc): Promise<ScimResponse> {
+    const demanded = ifMatchVersion(ctx.headers);
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.load(id, ctx);
+      if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
+        throw scimErrors.preconditionFailed(`The group is at version ${etag(current.version)}, not the one in If-Match`);
+      }
+      const users = await this.liveUsers(current.members.map((m) => m.userId), ctx);
+      const externalId = (await this.externalIds([current.id])).get(current.id);
+      const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
+      const before: Doc = { ...(externalId ? { externalId } : {}), displayName: current.displayName, ...(visible.length ? { members: visible } : {}) };
+      const after = compute(structuredClone(before));
+      if (typeof after.displayName !== 'string' || after.displayName.trim() === '') throw scimErrors.invalidValue('"displayName" is required');
+      const memberIds = [...new Set(((after.members ?? []) as Doc[]).map((m, i) => {
+        if (typeof m.value !== 'string') throw scimErrors.invalidValue(`"members[${i}].value" is required`);
+        return m.value;
+      }))];
+      const normalizedAfter: Doc = { ...(typeof after.externalId === 'string' ? { externalId: after.externalId } : {}), displayName: after.displayName, ...(memberIds.length ? { members: memberIds.map((value) => ({ value })) } : {}) };
+      if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
+
+      const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
+      const unknown = newcomers.filter((m) => !USER_ID.test(m));
+      const known = await this.liveUsers(newcomers, ctx);
+      unknown.push(...newcomers.filter((m) => USER_ID.test(m) && !known.has(m)));
+      if (unknown.length) throw scimErrors.invalidValue(`Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`);
+
+      const members: groupsV1.Member[] = memberIds.map((userId) => {
+        const existing = current.members.find((m) => m.userId === userId);
+        return existing ?? { userId, isAdmin: false, isDriver: true };
+      });
+      // Members whose users were deleted are outside SCIM's view: they stay as they are.
+      for (const hidden of current.members.filter((m) => !users.has(m.userId) && !memberIds.includes(m.userId))) members.push(hidden);
+      try {
+        const updated = await this.deps.journal.perform(
+          {
+            actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId,
+            before: this.representation(current, externalId, users), after: normalizedAfter,
+            sideEffects: { groupExternalId: typeof after.externalId === 'string' ? after.externalId : null },
+          },
+          async (writeId) =>
+            (await this.deps.groups.updateGroup({ id: current.id, displayName: after.displayName as string, replaceMembers: true, members, expectedVersion: current.version, writeId }, ctx.call)).group!,
+          (g) => ({ resourceId: id, after: { ...normalizedAfter, meta: { version: etag(g.version) } } }),
+        );
+        return this.respond(updated, ctx);
+      } catch (err) {
+        const stale = (err as { code?: number }).code === grpcStatus.ABORTED;
+        if (stale && demanded === 0 && attempt < 3) continue;
+        throw err;
+      }
+    }
+  }
+}

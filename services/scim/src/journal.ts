@@ -1,0 +1,182 @@
+import { groupsV1, usersV1 } from '@mileage/proto';
+import type { Knex, Logger, PromiseClient } from '@mileage/runtime';
+import { randomUUID } from 'node:crypto';
+import { isDefinitiveFailure } from './errors';
+import type { Doc } from './resource';
+
+export type ResourceType = 'User' | 'Group';
+
+/** SCIM-side state that changes with a write, applied in the same transaction as its audit entry. */
+export interface SideEffects {
+  /** The user's attributes kept here; null deletes them. */
+  userAttributes?: Doc | null;
+  /** The group's externalId; null clears it. */
+  groupExternalId?: string | null;
+}
+
+export interface WriteIntent {
+  actor: string;
+  operation: 'create' | 'replace' | 'patch' | 'delete';
+  resourceType: ResourceType;
+  /** Unknown before a create without an id; the settled write names it. */
+  resourceId?: string;
+  requestId?: string;
+  before?: Doc;
+  after?: Doc;
+  sideEffects: SideEffects;
+}
+
+/** What the owner service says about a write id (ResolveWrite), for recovery. */
+export type Resolver = (writeId: string) => Promise<{ applied: false } | { applied: true; resourceId: string }>;
+
+export interface JournalFaults {
+  /** Test hook: runs after the owner applied the write and before it is settled here (a crash at the worst moment). */
+  afterOwnerWrite?(): void;
+}
+
+interface PendingRow {
+  write_id: string;
+  actor: string;
+  operation: WriteIntent['operation'];
+  resource_type: ResourceType;
+  resource_id: string | null;
+  request_id: string | null;
+  before: Doc | null;
+  after: Doc | null;
+  side_effects: SideEffects;
+}
+
+/**
+ * Makes each provisioning change and its audit entry one outcome across two services. The intent is written
+ * here first; the owner applies the write under the intent's id in its own transaction and records that id;
+ * then the audit entry and SCIM-side state are written and the intent removed, in one transaction here. If
+ * this process dies in between, recovery asks the owner about the id: applied writes are audited (marked
+ * recovered), unapplied ones are fenced so they can never apply, and dropped.
+ */
+export class WriteJournal {
+  constructor(
+    private readonly knex: Knex,
+    private readonly resolvers: Record<ResourceType, Resolver>,
+    private readonly logger: Logger,
+    private readonly faults: JournalFaults = {},
+  ) {}
+
+  async perform<R>(intent: WriteIntent, ownerWrite: (writeId: string) => Promise<R>, settled: (result: R) => { resourceId: string; after?: Doc }): Promise<R> {
+    const writeId = randomUUID();
+    await this.knex('pending_writes').insert({
+      write_id: writeId,
+      actor: intent.actor,
+      operation: intent.operation,
+      resource_type: intent.resourceType,
+      resource_id: intent.resourceId ?? null,
+      request_id: intent.requestId ?? null,
+      before: intent.before ? JSON.stringify(intent.before) : null,
+      after: intent.after ? JSON.stringify(intent.after) : null,
+      side_effects: JSON.stringify(intent.sideEffects),
+    });
+    let result: R;
+    try {
+      result = await ownerWrite(writeId);
+    } catch (err) {
+      // A definite refusal means nothing was written: forget the intent. Otherwise the outcome is unknown and
+      // recovery settles it with the owner.
+      if (isDefinitiveFailure(err)) await this.knex('pending_writes').where({ write_id: writeId }).delete();
+      throw err;
+    }
+    this.faults.afterOwnerWrite?.();
+    const { resourceId, after } = settled(result);
+    await this.knex.transaction(async (tx) => {
+      const [row] = (await tx('pending_writes').where({ write_id: writeId }).delete().returning('*')) as PendingRow[];
+      // Recovery got there first (this request was very slow): it has audited the write already.
+      if (!row) return;
+      await this.settle(tx, row, resourceId, after ?? null, false);
+    });
+    return result;
+  }
+
+  /** Settles intents older than `olderThanMs` (left by a crash or an unknown outcome). Safe on every replica. */
+  async recover(olderThanMs: number): Promise<{ applied: number; abandoned: number; unresolved: number }> {
+    const counts = { applied: 0, abandoned: 0, unresolved: 0 };
+    await this.knex.transaction(async (tx) => {
+      const rows = (await tx('pending_writes')
+        .where('created_at', '<', tx.raw(`now() - make_interval(secs => ?)`, [olderThanMs / 1000]))
+        .orderBy('created_at')
+        .limit(100)
+        .forUpdate()
+        .skipLocked()) as PendingRow[];
+      for (const row of rows) {
+        let outcome: Awaited<ReturnType<Resolver>>;
+        try {
+          outcome = await this.resolvers[row.resource_type](row.write_id);
+        } catch (err) {
+          counts.unresolved++;
+          this.logger.warn({ err, write_id: row.write_id }, 'could not settle a pending provisioning write; will retry');
+          continue;
+        }
+        await tx('pending_writes').where({ write_id: row.write_id }).delete();
+        if (outcome.applied) {
+          await this.settle(tx, row, outcome.resourceId, row.after, true);
+          counts.applied++;
+        } else counts.abandoned++;
+      }
+    });
+    if (counts.applied || counts.abandoned) this.logger.info(counts, 'settled pending provisioning writes');
+    return counts;
+  }
+
+  private async settle(tx: Knex.Transaction, row: PendingRow, resourceId: string, after: Doc | null, recovered: boolean): Promise<void> {
+    await tx('audit_log').insert({
+      actor: row.actor,
+      operation: row.operation,
+      resource_type: row.resource_type,
+      resource_id: resourceId,
+      request_id: row.request_id,
+      write_id: row.write_id,
+      before: row.before ? JSON.stringify(row.before) : null,
+      after: after ? JSON.stringify(after) : null,
+      recovered,
+    });
+    const effects = row.side_effects;
+    if (effects.userAttributes !== undefined) {
+      if (effects.userAttributes === null || Object.keys(effects.userAttributes).length === 0) {
+        await tx('user_attributes').where({ user_id: resourceId }).delete();
+      } else {
+        await tx('user_attributes')
+          .insert({ user_id: resourceId, attributes: JSON.stringify(effects.userAttributes), updated_at: tx.fn.now() })
+          .onConflict('user_id')
+          .merge(['attributes', 'updated_at']);
+      }
+    }
+    if (effects.groupExternalId !== undefined) {
+      await tx('group_attributes')
+        .insert({ group_id: Number(resourceId), external_id: effects.groupExternalId, updated_at: tx.fn.now() })
+        .onConflict('group_id')
+        .merge(['external_id', 'updated_at']);
+    }
+  }
+}
+
+/** A journal whose recovery asks the Users and Groups services about write ids. */
+export function createJournal(deps: {
+  knex: Knex;
+  users: PromiseClient<usersV1.UsersServiceClient>;
+  groups: PromiseClient<groupsV1.GroupsServiceClient>;
+  logger: Logger;
+  faults?: JournalFaults;
+}): WriteJournal {
+  return new WriteJournal(
+    deps.knex,
+    {
+      User: async (writeId) => {
+        const r = await deps.users.resolveWrite({ writeId });
+        return r.outcome === usersV1.WriteOutcome.WRITE_OUTCOME_APPLIED && r.user ? { applied: true, resourceId: r.user.id } : { applied: false };
+      },
+      Group: async (writeId) => {
+        const r = await deps.groups.resolveWrite({ writeId });
+        return r.outcome === groupsV1.WriteOutcome.WRITE_OUTCOME_APPLIED && r.group ? { applied: true, resourceId: String(r.group.id) } : { applied: false };
+      },
+    },
+    deps.logger,
+    deps.faults,
+  );
+}

@@ -1,0 +1,222 @@
+import { status as grpcStatus } from '@grpc/grpc-js';
+import type { usersV1 } from '@mileage/proto';
+import { isDeepStrictEqual } from 'node:util';
+import { etag, ifMatchVersion, paging, type RequestContext, type ScimDeps, type ScimResponse } from './context';
+import { scimErrors, ScimError } from './errors';
+import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
+import { applyPatch, readPatchBody } from './patch';
+import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
+import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, LIST_SCHEMA, USER_ATTRIBUTES, USER_SCHEMA } from './schemas';
+
+export const USER_RESOURCE: ResourceSchema = {
+  core: USER_SCHEMA,
+  attributes: USER_ATTRIBUTES,
+  extensions: { [ENTERPRISE_SCHEMA]: ENTERPRISE_ATTRIBUTES },
+  ignoreUnknownExtensions: false,
+};
+
+const ENTERPRISE_LOWER = ENTERPRISE_SCHEMA.toLowerCase();
+
+/** What the Users service can filter on (its allow-list), by lower-case path. */
+export const USER_FILTERABLE: FilterableAttributes = {
+  core: USER_SCHEMA,
+  attributes: {
+    id: 'string', username: 'string', externalid: 'string', displayname: 'string', 'name.givenname': 'string', 'name.familyname': 'string',
+    'name.formatted': 'string', timezone: 'string', active: 'boolean', 'meta.created': 'dateTime', 'meta.lastmodified': 'dateTime',
+    emails: 'multi', 'emails.value': 'string', 'emails.type': 'string', 'emails.primary': 'boolean',
+    [`${ENTERPRISE_LOWER}:employeenumber`]: 'string', [`${ENTERPRISE_LOWER}:costcenter`]: 'string', [`${ENTERPRISE_LOWER}:organization`]: 'string',
+    [`${ENTERPRISE_LOWER}:division`]: 'string', [`${ENTERPRISE_LOWER}:department`]: 'string', [`${ENTERPRISE_LOWER}:manager.value`]: 'string',
+  },
+  unfilterable: new Set(['nickname', 'profileurl', 'title', 'usertype', 'preferredlanguage', 'locale', 'phonenumbers', 'ims', 'photos', 'addresses',
+    'entitlements', 'roles', 'x509certificates', 'name.middlename', 'name.honorificprefix', 'name.honorificsuffix', 'password', 'groups']),
+};
+
+const USER_ID = /^[A-Za-z0-9]{10}$/;
+/** Attributes the Users service owns; the rest of the core schema is kept by this service. */
+const OWNED = new Set(['userName', 'name', 'displayName', 'emails', 'active', 'externalId', 'timezone', ENTERPRISE_SCHEMA]);
+const OWNED_NAME_PARTS = new Set(['givenName', 'familyName', 'formatted']);
+
+/** Splits a canonical user document into the Users service's record and the attributes kept here. */
+function toOwner(doc: Doc, id: string): { user: usersV1.User; attributes: Doc } {
+  if (typeof doc.userName !== 'string' || doc.userName.trim() === '') throw scimErrors.invalidValue('"userName" is required');
+  const name = (doc.name ?? {}) as Record<string, string>;
+  const emails = ((doc.emails ?? []) as Record<string, unknown>[]).map((e, i) => {
+    if (typeof e.value !== 'string') throw scimErrors.invalidValue(`"emails[${i}].value" is required`);
+    return { value: e.value, type: typeof e.type === 'string' ? e.type : '', primary: e.primary === true };
+  });
+  const user: usersV1.User = {
+    id,
+    userName: doc.userName,
+    name: { givenName: name.givenName ?? '', familyName: name.familyName ?? '', ...(name.formatted !== undefined ? { formatted: name.formatted } : {}) },
+    emails,
+    active: doc.active === undefined ? true : doc.active === true,
+    ...(typeof doc.displayName === 'string' ? { displayName: doc.displayName } : {}),
+    ...(typeof doc.externalId === 'string' ? { externalId: doc.externalId } : {}),
+    timezone: typeof doc.timezone === 'string' ? doc.timezone : 'UTC',
+    version: 0,
+    ...(isObject(doc[ENTERPRISE_SCHEMA]) ? { enterprise: doc[ENTERPRISE_SCHEMA] as Record<string, unknown> } : {}),
+  };
+  const attributes: Doc = {};
+  for (const [key, value] of Object.entries(doc)) if (!OWNED.has(key)) attributes[key] = value;
+  const nameExtras = Object.fromEntries(Object.entries(name).filter(([k]) => !OWNED_NAME_PARTS.has(k)));
+  if (Object.keys(nameExtras).length) attributes.name = nameExtras;
+  return { user, attributes };
+}
+
+/** The canonical document (no id, schemas or meta) of a user and the attributes kept here. */
+function toDoc(user: usersV1.User, attributes: Doc | undefined): Doc {
+  const { name: extraName, ...extras } = (attributes ?? {}) as Doc & { name?: Doc };
+  const name: Doc = { ...(extraName ?? {}) };
+  if (user.name?.formatted) name.formatted = user.name.formatted;
+  if (user.name?.familyName) name.familyName = user.name.familyName;
+  if (user.name?.givenName) name.givenName = user.name.givenName;
+  return {
+    ...(user.externalId ? { externalId: user.externalId } : {}),
+    userName: user.userName,
+    ...(Object.keys(name).length ? { name } : {}),
+    ...(user.displayName ? { displayName: user.displayName } : {}),
+    ...extras,
+    ...(user.emails.length ? { emails: user.emails.map((e) => ({ value: e.value, ...(e.type ? { type: e.type } : {}), primary: e.primary })) } : {}),
+    active: user.active,
+    timezone: user.timezone,
+    ...(user.enterprise && Object.keys(user.enterprise).length ? { [ENTERPRISE_SCHEMA]: user.enterprise } : {}),
+  };
+}
+
+export class UserHandlers {
+  constructor(private readonly deps: ScimDeps) {}
+
+  private location(id: string): string {
+    return `${this.deps.baseUrl}/Users/${id}`;
+  }
+
+  /** The full SCIM representation of a user (RFC 7643 §4.1). */
+  representation(user: usersV1.User, attributes: Doc | undefined): Doc {
+    const doc = toDoc(user, attributes);
+    return {
+      schemas: doc[ENTERPRISE_SCHEMA] ? [USER_SCHEMA, ENTERPRISE_SCHEMA] : [USER_SCHEMA],
+      id: user.id,
+      ...doc,
+      meta: { resourceType: 'User', created: user.createTime, lastModified: user.updateTime, location: this.location(user.id), version: etag(user.version) },
+    };
+  }
+
+  private async attributesOf(ids: string[]): Promise<Map<string, Doc>> {
+    if (ids.length === 0) return new Map();
+    const rows = (await this.deps.knex('user_attributes').select('user_id', 'attributes').whereIn('user_id', ids)) as { user_id: string; attributes: Doc }[];
+    return new Map(rows.map((r) => [r.user_id.trim(), r.attributes]));
+  }
+
+  /** The live user and its attributes, or 404. */
+  private async load(id: string, ctx: RequestContext): Promise<{ user: usersV1.User; attributes: Doc | undefined }> {
+    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
+    const { user } = await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call);
+    return { user: user!, attributes: (await this.attributesOf([id])).get(id) };
+  }
+
+  private respond(status: number, user: usersV1.User, attributes: Doc | undefined, ctx: RequestContext, extraHeaders: Record<string, string> = {}): ScimResponse {
+    const full = this.representation(user, attributes);
+    return {
+      status,
+      headers: { ETag: etag(user.version), ...extraHeaders },
+      body: project(full, USER_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
+    };
+  }
+
+  async create(body: unknown, ctx: RequestContext): Promise<ScimResponse> {
+    const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
+    if (sentId !== undefined && sentId !== null && (typeof sentId !== 'string' || !USER_ID.test(sentId))) {
+      throw scimErrors.invalidValue('"id" must be exactly 10 characters [A-Za-z0-9], or left out so that the server assigns one');
+    }
+    const doc = normalizeBody(body, USER_RESOURCE);
+    const { user, attributes } = toOwner(doc, typeof sentId === 'string' ? sentId : '');
+    const created = await this.deps.journal.perform(
+      { actor: ctx.actor, operation: 'create', resourceType: 'User', ...(user.id ? { resourceId: user.id } : {}), requestId: ctx.requestId, after: doc, sideEffects: { userAttributes: attributes } },
+      async (writeId) => (await this.deps.users.createUser({ user, writeId }, ctx.call)).user!,
+      (u) => ({ resourceId: u.id, after: this.representation(u, attributes) }),
+    );
+    return this.respond(201, created, attributes, ctx, { Location: this.location(created.id) });
+  }
+
+  async get(id: string, ctx: RequestContext): Promise<ScimResponse> {
+    checkSelection(ctx.query.get('attributes') ?? undefined, USER_RESOURCE, 'attributes');
+    checkSelection(ctx.query.get('excludedAttributes') ?? undefined, USER_RESOURCE, 'excludedAttributes');
+    const { user, attributes } = await this.load(id, ctx);
+    const response = this.respond(200, user, attributes, ctx);
+    // RFC 7644 §3.14: a client holding the current version gets 304 without the body.
+    if (ctx.headers['if-none-match'] && ctx.headers['if-none-match'].split(',').some((t) => t.trim() === etag(user.version))) {
+      return { status: 304, headers: response.headers ?? {} };
+    }
+    return response;
+  }
+
+  async list(ctx: RequestContext): Promise<ScimResponse> {
+    checkSelection(ctx.query.get('attributes') ?? undefined, USER_RESOURCE, 'attributes');
+    checkSelection(ctx.query.get('excludedAttributes') ?? undefined, USER_RESOURCE, 'excludedAttributes');
+    const { startIndex, count } = paging(ctx.query);
+    const filterText = ctx.query.get('filter');
+    const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTERABLE) : undefined;
+    const { users, totalSize } = await this.deps.users.listUsers({ ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count }, ctx.call);
+    const attributes = await this.attributesOf(users.map((u) => u.id));
+    const resources = users.map((u) =>
+      project(this.representation(u, attributes.get(u.id)), USER_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
+    );
+    return { status: 200, body: { schemas: [LIST_SCHEMA], totalResults: totalSize, startIndex, itemsPerPage: resources.length, Resources: resources } };
+  }
+
+  async replace(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
+    const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
+    if (sentId !== undefined && sentId !== null && sentId !== id) throw scimErrors.mutability('"id" cannot be changed');
+    const doc = normalizeBody(body, USER_RESOURCE);
+    return this.change(id, ctx, 'replace', () => doc);
+  }
+
+  async patch(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
+    const operations = readPatchBody(body);
+    return this.change(id, ctx, 'patch', (current) => applyPatch(current, operations, USER_RESOURCE, id));
+  }
+
+  /** Read, compute the new document, write it under the version read; a concurrent change means read again. */
+  private async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: (current: Doc) => Doc): Promise<ScimResponse> {
+    const demanded = ifMatchVersion(ctx.headers);
+    for (let attempt = 1; ; attempt++) {
+      const { user: current, attributes: currentAttributes } = await this.load(id, ctx);
+      if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
+        throw scimErrors.preconditionFailed(`The user is at version ${etag(current.version)}, not the one in If-Match`);
+      }
+      const before = toDoc(current, currentAttributes);
+      const after = compute(structuredClone(before));
+      // Nothing changes: no write, no audit entry, the same version.
+      if (isDeepStrictEqual(after, before)) return this.respond(200, current, currentAttributes, ctx);
+      const { user, attributes } = toOwner(after, id);
+      try {
+        const updated = await this.deps.journal.perform(
+          { actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(current, currentAttributes), after, sideEffects: { userAttributes: attributes } },
+          async (writeId) => (await this.deps.users.updateUser({ user, expectedVersion: current.version, writeId }, ctx.call)).user!,
+          (u) => ({ resourceId: id, after: this.representation(u, attributes) }),
+        );
+        return this.respond(200, updated, attributes, ctx);
+      } catch (err) {
+        const stale = (err as { code?: number }).code === grpcStatus.ABORTED;
+        if (stale && demanded === 0 && attempt < 3) continue;
+        throw err;
+      }
+    }
+  }
+
+  async delete(id: string, ctx: RequestContext): Promise<ScimResponse> {
+    const demanded = ifMatchVersion(ctx.headers);
+    const { user, attributes } = await this.load(id, ctx);
+    if (demanded === 'mismatch' || (demanded > 0 && demanded !== user.version)) {
+      throw scimErrors.preconditionFailed(`The user is at version ${etag(user.version)}, not the one in If-Match`);
+    }
+    await this.deps.journal.perform(
+      { actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(user, attributes), sideEffects: { userAttributes: null } },
+      async (writeId) => (await this.deps.users.deleteUser({ id, expectedVersion: user.version, writeId }, ctx.call)).user!,
+      () => ({ resourceId: id }),
+    );
+    return { status: 204 };
+  }
+}
+
+export { ScimError };
