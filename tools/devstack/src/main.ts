@@ -1,6 +1,7 @@
 // `npm start`: the whole system on one machine with embedded defaults (CONTRACT §6).
 import { openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
+import { openDatabase as openScimDatabase } from '@mileage/scim';
 import { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
 import { createGrpcClient, createLogger, HealthClient, loadConfigOrExit, type Database } from '@mileage/runtime';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
@@ -30,16 +31,19 @@ const config = loadConfigOrExit(
     GROUPS_METRICS_PORT: port(9462),
     DRIVES_GRPC_PORT: port(50053),
     DRIVES_METRICS_PORT: port(9463),
+    SCIM_GRPC_PORT: port(50054),
+    SCIM_METRICS_PORT: port(9464),
     SCIM_CLIENT_SECRET: z.string().min(8).default('scim-dev-secret'),
     LOG_LEVEL: z.string().default('info'),
   }),
 );
 
 /** The gRPC services of the stack, in start order. */
-const SERVICES: { name: 'users' | 'groups' | 'drives'; grpcPort: number; metricsPort: number; open(url: string): Database }[] = [
+const SERVICES: { name: 'users' | 'groups' | 'drives' | 'scim'; grpcPort: number; metricsPort: number; open(url: string): Database }[] = [
   { name: 'users', grpcPort: config.USERS_GRPC_PORT, metricsPort: config.USERS_METRICS_PORT, open: (url) => openUsersDatabase({ url }) },
   { name: 'groups', grpcPort: config.GROUPS_GRPC_PORT, metricsPort: config.GROUPS_METRICS_PORT, open: (url) => openGroupsDatabase({ url }) },
   { name: 'drives', grpcPort: config.DRIVES_GRPC_PORT, metricsPort: config.DRIVES_METRICS_PORT, open: (url) => openDrivesDatabase({ url }) },
+  { name: 'scim', grpcPort: config.SCIM_GRPC_PORT, metricsPort: config.SCIM_METRICS_PORT, open: (url) => openScimDatabase({ url }) },
 ];
 
 const logger = createLogger({ service: 'devstack', level: config.LOG_LEVEL });
@@ -92,6 +96,10 @@ async function main(): Promise<void> {
       DATABASE_URL: urls[s.name]!,
       GRPC_ADDRESS: address(s.name),
       METRICS_PORT: String(s.metricsPort),
+      // The SCIM service writes through the services that own the data.
+      ...(s.name === 'scim'
+        ? { USERS_ADDRESS: address('users'), GROUPS_ADDRESS: address('groups'), SCIM_BASE_URL: `http://127.0.0.1:${config.GATEWAY_PORT}/scim/v2` }
+        : {}),
     }, logger);
     processes.push(proc);
     const health = new HealthClient(address(s.name));
@@ -109,6 +117,7 @@ async function main(): Promise<void> {
     USERS_ADDRESS: address('users'),
     GROUPS_ADDRESS: address('groups'),
     DRIVES_ADDRESS: address('drives'),
+    SCIM_ADDRESS: address('scim'),
     CURSOR_SECRET: secrets.cursorSecret,
     ...(config.REDIS_URL ? { REDIS_URL: config.REDIS_URL } : {}),
   }, logger);
@@ -153,6 +162,11 @@ function printBanner(issuer: string, elapsedMs: number): void {
     `      | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).access_token')`,
     `  curl -s -H "Authorization: Bearer $TOKEN" ${gateway}/v1/users/me`,
     `  curl -s -H "Authorization: Bearer $TOKEN" ${gateway}/v1/groups/1/reported-drives?limit=5`,
+    '',
+    'Provision over SCIM as the identity provider would (client credentials of mileage-scim):',
+    `  SCIM=$(curl -s ${issuer}/protocol/openid-connect/token -u mileage-scim:${config.SCIM_CLIENT_SECRET === 'scim-dev-secret' ? 'scim-dev-secret' : '"$SCIM_CLIENT_SECRET"'} -d grant_type=client_credentials -d scope=scim \\`,
+    `      | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).access_token')`,
+    `  curl -s -H "Authorization: Bearer $SCIM" '${gateway}/scim/v2/Users?filter=userName%20eq%20%22bob@example.com%22'`,
     '',
     'Ctrl-C stops everything.',
     '',

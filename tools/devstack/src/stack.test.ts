@@ -26,7 +26,7 @@ after(() => {
 });
 
 async function ports() {
-  const names = ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'GATEWAY_METRICS_PORT', 'USERS_METRICS_PORT', 'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT', 'DRIVES_GRPC_PORT', 'DRIVES_METRICS_PORT'];
+  const names = ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'GATEWAY_METRICS_PORT', 'USERS_METRICS_PORT', 'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT', 'DRIVES_GRPC_PORT', 'DRIVES_METRICS_PORT', 'SCIM_GRPC_PORT', 'SCIM_METRICS_PORT'];
   const env: Record<string, string> = {};
   for (const n of names) env[n] = String(await freePort());
   return env;
@@ -96,6 +96,33 @@ describe('npm start', { timeout: 120_000 }, () => {
     assert.ok(results.some((r) => r.review_comments.length > 0), 'some with review comments');
     const metrics = await (await fetch(`http://127.0.0.1:${env.GATEWAY_METRICS_PORT}/metrics`)).text();
     assert.match(metrics, /http_server_request_duration_seconds_count\{[^}]*route="users.me"/);
+
+    // Provisioning through the gateway to the SCIM service, with the development secret of CONTRACT §6.
+    const scimTokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('mileage-scim:scim-dev-secret').toString('base64')}` },
+      body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
+    });
+    assert.equal(scimTokenRes.status, 200);
+    const scimToken = ((await scimTokenRes.json()) as { access_token: string }).access_token;
+    const scimHeaders = { authorization: `Bearer ${scimToken}`, 'content-type': 'application/scim+json' };
+    const bob = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2/Users?filter=${encodeURIComponent('userName eq "BOB@example.com"')}`, { headers: scimHeaders });
+    assert.equal(bob.status, 200);
+    assert.deepEqual(((await bob.json()) as { Resources: { id: string }[] }).Resources.map((r) => r.id), ['BobDriver1']);
+    const created = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2/Users`, {
+      method: 'POST',
+      headers: scimHeaders,
+      body: JSON.stringify({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'erin@example.com', name: { givenName: 'Erin', familyName: 'New' } }),
+    });
+    assert.equal(created.status, 201);
+    const erin = (await created.json()) as { id: string };
+    const joined = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2/Groups/2`, {
+      method: 'PATCH',
+      headers: scimHeaders,
+      body: JSON.stringify({ schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'add', path: 'members', value: [{ value: erin.id }] }] }),
+    });
+    assert.equal(joined.status, 200);
+    assert.ok(((await joined.json()) as { members: { value: string }[] }).members.some((m) => m.value === erin.id));
     assert.equal(await stop(first.child), 0);
 
     const second = await startStack(env);
