@@ -12,6 +12,8 @@ export interface ResourceSchema {
   extensions: Record<string, Attribute[]>;
   /** Unknown extension URNs in a body are ignored (groups: identity providers send their own) rather than refused. */
   ignoreUnknownExtensions: boolean;
+  /** Read-only attributes of the RFC schema that this service does not serve but clients echo (Okta sends "groups": []). */
+  ignoredOnInput?: string[];
 }
 
 const MAX_STRING = 2048;
@@ -43,7 +45,7 @@ export function normalizeBody(body: unknown, schema: ResourceSchema): Doc {
       if (!Array.isArray(value) || !value.every((s) => typeof s === 'string')) throw scimErrors.invalidSyntax('"schemas" must be an array of URNs');
       continue;
     }
-    if (lower === 'id' || lower === 'meta') continue;
+    if (lower === 'id' || lower === 'meta' || schema.ignoredOnInput?.includes(lower)) continue;
     if (lower === 'externalid') {
       if (value === null) continue;
       if (typeof value !== 'string' || value.length > 256) throw scimErrors.invalidValue('"externalId" must be a string of at most 256 characters');

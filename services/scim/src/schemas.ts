@@ -70,7 +70,8 @@ export const USER_ATTRIBUTES: Attribute[] = [
   attr('password', 'Accepted and discarded: the platform never stores passwords.', { mutability: 'writeOnly', returned: 'never' }),
   {
     ...multi('emails', 'E-mail addresses of the user (at most 10).', ['work', 'home', 'other']),
-    subAttributes: multi('emails', '', ['work', 'home', 'other']).subAttributes!.filter((a) => a.name !== 'display'),
+    // display is accepted (Okta sends it) but not kept: declared read-only, so input values are ignored.
+    subAttributes: multi('emails', '', ['work', 'home', 'other']).subAttributes!.map((a) => (a.name === 'display' ? { ...a, mutability: 'readOnly' as const, description: 'Ignored on input; not stored.' } : a)),
   },
   multi('phoneNumbers', 'Phone numbers of the user.', ['work', 'home', 'mobile', 'fax', 'pager', 'other']),
   multi('ims', 'Instant messaging addresses of the user.', []),

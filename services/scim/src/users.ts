@@ -13,6 +13,8 @@ export const USER_RESOURCE: ResourceSchema = {
   attributes: USER_ATTRIBUTES,
   extensions: { [ENTERPRISE_SCHEMA]: ENTERPRISE_ATTRIBUTES },
   ignoreUnknownExtensions: false,
+  // RFC 7643 §4.1.2: groups is read-only (membership is changed through /Groups); Okta sends "groups": [] on create.
+  ignoredOnInput: ['groups'],
 };
 
 const ENTERPRISE_LOWER = ENTERPRISE_SCHEMA.toLowerCase();

@@ -1,0 +1,157 @@
+// The write journal against the real Users and Groups services over gRPC and real PostgreSQL: a crash between
+// the owner's write and the audit entry, an unknown outcome, and racing changes.
+import { status } from '@grpc/grpc-js';
+import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
+import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
+import { createGrpcClient, createLogger, decodeServiceError, freePort, Metrics, startGrpcServer, type GrpcServerHandle, type PromiseClient } from '@mileage/runtime';
+import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { openDatabase } from './database';
+import { createJournal, type JournalFaults } from './journal';
+import { createServer } from './server';
+
+const logger = createLogger({ service: 'scim-test', level: 'silent' });
+let testDb: TestDatabase;
+let usersDb: ReturnType<typeof openUsersDatabase>;
+let groupsDb: ReturnType<typeof openGroupsDatabase>;
+let scimDb: ReturnType<typeof openDatabase>;
+const servers: GrpcServerHandle[] = [];
+const closers: { close(): void }[] = [];
+let usersAddress: string;
+let groupsAddress: string;
+let users: PromiseClient<usersV1.UsersServiceClient>;
+let groups: PromiseClient<groupsV1.GroupsServiceClient>;
+
+/** A SCIM service over gRPC whose journal has the given faults, talking to the given Users address. */
+async function scimService(faults: JournalFaults = {}, options: { usersAddress?: string } = {}) {
+  const usersClient = createGrpcClient(usersV1.UsersServiceClient, options.usersAddress ?? usersAddress, { defaultDeadlineMs: 2_000 });
+  const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 2_000 });
+  closers.push(usersClient, groupsClient);
+  const journal = createJournal({ knex: scimDb.knex, users: usersClient, groups: groupsClient, logger, faults });
+  const server = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createServer({ knex: scimDb.knex, users: usersClient, groups: groupsClient, logger, baseUrl: 'https://mileage.test/scim/v2', journal })],
+    protoFiles: [PROTO_FILES.scim],
+    logger,
+    metrics: new Metrics('scim'),
+  });
+  servers.push(server);
+  const client = createGrpcClient(scimV1.ScimServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 10_000 });
+  closers.push(client);
+  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    client.handleRequest({
+      method,
+      path,
+      query: path.includes('?') ? path.slice(path.indexOf('?') + 1) : '',
+      headers: { 'content-type': 'application/scim+json', ...headers },
+      body: body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(body)),
+      clientId: 'test-idp',
+    }).then((r) => ({ status: r.status, headers: r.headers, body: r.body.length ? JSON.parse(Buffer.from(r.body).toString()) : undefined }));
+  return { journal, call };
+}
+
+const count = async (table: string) => Number((await scimDb.knex(table).count<{ count: string }[]>('* as count'))[0]!.count);
+
+before(async () => {
+  testDb = await createTestDatabase('scim');
+  usersDb = openUsersDatabase({ url: testDb.url });
+  groupsDb = openGroupsDatabase({ url: testDb.url });
+  scimDb = openDatabase({ url: testDb.url });
+  for (const db of [usersDb, groupsDb, scimDb]) await db.migrate();
+  const u = await startGrpcServer({ address: '127.0.0.1:0', services: [createUsersServer({ knex: usersDb.knex })], protoFiles: [PROTO_FILES.users], logger, metrics: new Metrics('users') });
+  const g = await startGrpcServer({ address: '127.0.0.1:0', services: [createGroupsServer({ knex: groupsDb.knex })], protoFiles: [PROTO_FILES.groups], logger, metrics: new Metrics('groups') });
+  servers.push(u, g);
+  usersAddress = `127.0.0.1:${u.port}`;
+  groupsAddress = `127.0.0.1:${g.port}`;
+  users = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
+  groups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
+  closers.push(users, groups);
+});
+
+after(async () => {
+  for (const c of closers) c.close();
+  for (const s of servers.reverse()) await s.shutdown(1_000);
+  for (const db of [scimDb, groupsDb, usersDb]) await db.close();
+  await testDb.drop();
+});
+
+describe('WriteJournal: every change and its audit entry, or neither', () => {
+  test('a crash after the Users service applied a create: recovery writes the audit entry and the SCIM-side attributes', async () => {
+    const crashing = await scimService({
+      afterOwnerWrite: () => {
+        throw new Error('simulated crash');
+      },
+    });
+    await assert.rejects(crashing.call('POST', '/Users', { userName: 'crash@example.com', title: 'Night shift' }), (err: { code?: number }) => err.code === status.INTERNAL);
+    const { users: found } = await users.listUsers({ filter: { expr: { $case: 'comparison', value: { attribute: 'userName', operator: 1, value: { $case: 'stringValue', value: 'crash@example.com' } } } }, offset: 0, limit: 10 });
+    assert.equal(found.length, 1, 'the owner applied the write');
+    const id = found[0]!.id;
+    assert.equal((await scimDb.knex('audit_log').where({ resource_id: id })).length, 0, 'not audited yet');
+    assert.equal(await count('pending_writes'), 1);
+
+    const healthy = await scimService();
+    assert.deepEqual(await healthy.journal.recover(0), { applied: 1, abandoned: 0, unresolved: 0 });
+    const audit = await scimDb.knex('audit_log').where({ resource_id: id });
+    assert.equal(audit.length, 1);
+    assert.equal(audit[0].operation, 'create');
+    assert.equal(audit[0].recovered, true);
+    assert.equal(audit[0].actor, 'test-idp');
+    assert.equal(await count('pending_writes'), 0);
+    const read = await healthy.call('GET', `/Users/${id}`);
+    assert.equal(read.body.title, 'Night shift', 'the attributes kept by SCIM were applied by recovery');
+    assert.deepEqual(await healthy.journal.recover(0), { applied: 0, abandoned: 0, unresolved: 0 }, 'settling is done once');
+  });
+
+  test('an unknown outcome (Users unreachable) leaves an intent; recovery fences it so it can never apply, and audits nothing', async () => {
+    const created = (await users.createUser({ user: { id: '', userName: 'fence@example.com', name: { givenName: 'Fen', familyName: 'Ce' }, emails: [], active: true, timezone: 'UTC', version: 0 }, writeId: '' })).user!;
+    const auditBefore = await count('audit_log');
+    const deadAddress = `127.0.0.1:${await freePort()}`;
+    const cut = await scimService({}, { usersAddress: deadAddress });
+    const res = await cut.call('PATCH', `/Users/${created.id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'displayName', value: 'Never' }] });
+    assert.equal(res.status, 503, 'reading the user already fails; nothing is attempted');
+    assert.equal(await count('pending_writes'), 0);
+
+    // The worst case: the intent is recorded and the call's outcome is unknown. Reproduce it directly.
+    const journal = (await scimService()).journal;
+    let writeId = '';
+    await assert.rejects(
+      journal.perform(
+        { actor: 'test-idp', operation: 'patch', resourceType: 'User', resourceId: created.id, sideEffects: {} },
+        async (id) => {
+          writeId = id;
+          throw Object.assign(new Error('deadline'), { code: status.DEADLINE_EXCEEDED });
+        },
+        () => ({ resourceId: created.id }),
+      ),
+    );
+    assert.equal(await count('pending_writes'), 1);
+    assert.deepEqual(await journal.recover(0), { applied: 0, abandoned: 1, unresolved: 0 });
+    assert.equal(await count('pending_writes'), 0);
+    assert.equal(await count('audit_log'), auditBefore);
+    // The request, arriving late with its write id, is refused: no change without its audit entry.
+    const late = await users.updateUser({ user: { ...created, displayName: 'Too late' }, expectedVersion: 0, writeId }).catch((err: unknown) => decodeServiceError(err as never));
+    assert.equal((late as { code: number }).code, status.FAILED_PRECONDITION);
+    assert.equal((await users.getUser({ id: created.id, includeDeleted: false })).user!.displayName, undefined);
+  });
+
+  test('racing PATCHes of one user all land (re-read on a version conflict), each audited once, none lost', async () => {
+    const scim = await scimService();
+    const created = await scim.call('POST', '/Users', { userName: 'busy@example.com', emails: [] });
+    const id = created.body.id as string;
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        scim.call('PATCH', `/Users/${id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'add', path: 'phoneNumbers', value: [{ value: `+1 555 010${i}`, type: 'work' }] }] }),
+      ),
+    );
+    const landed = results.filter((r) => r.status === 200).length;
+    const conflicts = results.filter((r) => r.status === 412).length;
+    assert.equal(landed + conflicts, 8, JSON.stringify(results.map((r) => r.status)));
+    const final = await scim.call('GET', `/Users/${id}`);
+    assert.equal(final.body.phoneNumbers.length, landed, 'every PATCH that answered 200 is in the result');
+    const audit = await scimDb.knex('audit_log').where({ resource_id: id, operation: 'patch' });
+    assert.equal(audit.length, landed, 'one audit entry per applied change');
+    assert.equal(final.body.meta.version, `W/"${1 + landed}"`);
+  });
+});
