@@ -70,6 +70,9 @@ export function scimPaths() {
       patch: op('Change a group’s name or members', { parameters: [idParam('Group'), ifMatch, ...projection], requestBody: body('PatchOp'), responses: { ...okResource('ScimGroup'), '404': scimError('No such group.'), '412': scimError('If-Match names an old version.'), ...commonErrors } }),
       delete: notImplemented('Not supported (501)'),
     },
+    '/scim/v2/Users/.search': { post: op('Search users (filter in the body)', { requestBody: body('SearchRequest'), responses: { ...listOk('ScimUserList'), ...commonErrors } }) },
+    '/scim/v2/Groups/.search': { post: op('Search groups (filter in the body)', { requestBody: body('SearchRequest'), responses: { ...listOk('ScimGroupList'), ...commonErrors } }) },
+    '/scim/v2/.search': { post: op('Search users and groups: users first, then groups, one index space', { requestBody: body('SearchRequest'), responses: { ...listOk('ScimListResponse'), ...commonErrors } }) },
     '/scim/v2/ServiceProviderConfig': { get: op('What this service provider supports', { responses: { '200': { description: 'RFC 7643 §5.', content: { [SCIM]: { schema: { type: 'object' } } } }, ...commonErrors } }) },
     '/scim/v2/ResourceTypes': { get: op('Resource types', { responses: { '200': { description: 'User and Group.', content: { [SCIM]: { schema: ref('ScimListResponse') } } }, ...commonErrors } }) },
     '/scim/v2/ResourceTypes/{id}': { get: op('One resource type', { parameters: [idParam('ResourceType')], responses: { '200': { description: 'The resource type.', content: { [SCIM]: { schema: { type: 'object' } } } }, '404': scimError('No such resource type.'), ...commonErrors } }) },
@@ -131,6 +134,18 @@ export function scimSchemas() {
     },
     ScimUserList: { allOf: [ref('ScimListResponse'), { type: 'object', properties: { Resources: { type: 'array', items: ref('ScimUser') } } }] },
     ScimGroupList: { allOf: [ref('ScimListResponse'), { type: 'object', properties: { Resources: { type: 'array', items: ref('ScimGroup') } } }] },
+    SearchRequest: {
+      type: 'object',
+      description: 'RFC 7644 §3.4.3: the query parameters of a GET as a body.',
+      properties: {
+        schemas: { type: 'array', items: { const: 'urn:ietf:params:scim:api:messages:2.0:SearchRequest' } },
+        filter: { type: 'string' },
+        startIndex: { type: 'integer' },
+        count: { type: 'integer' },
+        attributes: { type: 'array', items: { type: 'string' } },
+        excludedAttributes: { type: 'array', items: { type: 'string' } },
+      },
+    },
     PatchOp: {
       type: 'object',
       required: ['Operations'],

@@ -213,6 +213,17 @@ describe('SCIM Users', () => {
       assert.deepEqual([nobody.body.totalResults, nobody.body.Resources], [0, []]);
     });
 
+    test('POST /Users/.search and /.search take the query in the body', async () => {
+      const searched = await scim('post', '/Users/.search', { schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'], filter: `externalId sw "ext-${tag}"`, attributes: ['userName'], count: 2 }).expect(200);
+      assert.deepEqual([searched.body.totalResults, searched.body.itemsPerPage], [3, 2]);
+      assert.deepEqual(Object.keys(searched.body.Resources[0]).sort(), ['id', 'schemas', 'userName']);
+      const everywhere = await scim('post', '/.search', { filter: `userName eq "rae.${tag}@example.com"` }).expect(200);
+      assert.deepEqual(everywhere.body.Resources.map((r: { id: string }) => r.id), [ids.rae]);
+      const groupsToo = await scim('post', '/.search', { filter: 'displayName eq "Demo Team"', count: 10 }).expect(200);
+      assert.ok(groupsToo.body.Resources.some((r: { id: string; schemas: string[] }) => r.schemas[0] === CORE_GROUP && r.id === String(h.groups.demo)));
+      assertScimError(await scim('post', '/Users/.search', { filter: 'userName eq' }), 400, 'invalidFilter');
+    });
+
     test('attributes and excludedAttributes shape the resources', async () => {
       const only = await scim('get', `/Users/${ids.quinn}?attributes=userName,name.givenName`).expect(200);
       assert.deepEqual(only.body, { schemas: [CORE_USER, ENTERPRISE], id: ids.quinn, userName: `Quinn.${tag}@example.com`, name: { givenName: 'Quinn' } });

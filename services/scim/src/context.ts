@@ -12,6 +12,8 @@ export interface RequestContext {
   query: URLSearchParams;
   /** Lower-case header names. */
   headers: Record<string, string>;
+  /** A root /.search spans resource types: attributes that one type lacks are not an error there. */
+  lenientSelection?: boolean;
 }
 
 export interface ScimDeps {

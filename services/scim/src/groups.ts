@@ -94,8 +94,10 @@ export class GroupHandlers {
   }
 
   async list(ctx: RequestContext): Promise<ScimResponse> {
-    checkSelection(ctx.query.get('attributes') ?? undefined, GROUP_RESOURCE, 'attributes');
-    checkSelection(ctx.query.get('excludedAttributes') ?? undefined, GROUP_RESOURCE, 'excludedAttributes');
+    if (!ctx.lenientSelection) {
+      checkSelection(ctx.query.get('attributes') ?? undefined, GROUP_RESOURCE, 'attributes');
+      checkSelection(ctx.query.get('excludedAttributes') ?? undefined, GROUP_RESOURCE, 'excludedAttributes');
+    }
     const { startIndex, count } = paging(ctx.query);
     const filterText = ctx.query.get('filter');
     const filter = filterText ? toOwnerFilter(parseFilter(filterText), GROUP_FILTERABLE) : undefined;

@@ -115,7 +115,10 @@ function applyAtPath(doc: Doc, operation: PatchOperation, path: string, value: u
       return;
     }
     if (!isObject(value)) throw scimErrors.invalidValue(`The value for ${urn} must be an object`);
-    for (const [key, subValue] of Object.entries(value)) applyAtPath(doc, { ...operation }, `${urn}:${key}`, subValue, schema, id);
+    // The extension object may carry its own "schemas" (scim2-models sends it): not an attribute.
+    for (const [key, subValue] of Object.entries(value)) {
+      if (key.toLowerCase() !== 'schemas') applyAtPath(doc, { ...operation }, `${urn}:${key}`, subValue, schema, id);
+    }
     return;
   }
   const { attribute, filter, sub } = parsed;

@@ -58,6 +58,7 @@ export function normalizeBody(body: unknown, schema: ResourceSchema): Doc {
       if (!isObject(value)) throw scimErrors.invalidValue(`"${extension}" must be an object`);
       const ext: Doc = {};
       for (const [subKey, subValue] of Object.entries(value)) {
+        if (subKey.toLowerCase() === 'schemas') continue;
         const def = findAttribute(schema.extensions[extension]!, subKey);
         if (!def) throw scimErrors.invalidSyntax(`Unknown attribute "${subKey}" in ${extension}`);
         setNormalized(ext, def, normalizeValue(def, subValue, `${extension}:${def.name}`));

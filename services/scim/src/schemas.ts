@@ -65,7 +65,10 @@ export const USER_ATTRIBUTES: Attribute[] = [
   attr('userType', 'The relationship between the organization and the user.'),
   attr('preferredLanguage', 'The preferred written or spoken language (RFC 7231 Accept-Language form).'),
   attr('locale', 'The default location for localizing dates and numbers, e.g. "en-US".'),
-  attr('timezone', 'The user\'s time zone in IANA form, e.g. "America/Chicago"; used for drive times. Default UTC.', { caseExact: true }),
+  attr('timezone', 'The user\'s time zone in IANA form, e.g. "America/Chicago"; used for drive times. Default UTC.', {
+    caseExact: true,
+    canonicalValues: ['UTC', ...Intl.supportedValuesOf('timeZone').filter((z) => z !== 'UTC')],
+  }),
   attr('active', 'Whether the user may use the platform. false refuses every /v1 request of the user at once.', { type: 'boolean' }),
   attr('password', 'Accepted and discarded: the platform never stores passwords.', { mutability: 'writeOnly', returned: 'never' }),
   {

@@ -1,9 +1,11 @@
 import { scimV1 } from '@mileage/proto';
 import type { CallContext, Handlers, ServiceRegistration } from '@mileage/runtime';
-import type { RequestContext, ScimDeps, ScimResponse } from './context';
+import { paging, type RequestContext, type ScimDeps, type ScimResponse } from './context';
 import { Discovery } from './discovery';
 import { ScimError, scimErrorFromGrpc, scimErrors } from './errors';
 import { GroupHandlers } from './groups';
+import { isObject } from './resource';
+import { LIST_SCHEMA } from './schemas';
 import { UserHandlers } from './users';
 
 export const SCIM_CONTENT_TYPE = 'application/scim+json; charset=utf-8';
@@ -23,10 +25,12 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
 
   // Endpoint (case-insensitive) → method → handler; `id` is the path segment after the endpoint.
   const routes: Record<string, { collection: Record<string, Route>; item: Record<string, Route> }> = {
+    '.search': { collection: { POST: (ctx, body) => searchAll(searchContext(ctx, body())) }, item: {} },
     users: {
       collection: { GET: (ctx) => users.list(ctx), POST: (ctx, body) => users.create(body(), ctx) },
       item: {
         GET: (ctx, _b, id) => users.get(id!, ctx),
+        POST: (ctx, body, id) => (id === '.search' ? users.list(searchContext(ctx, body())) : methodNotAllowed(ctx, 'GET, PUT, PATCH, DELETE')),
         PUT: (ctx, body, id) => users.replace(id!, body(), ctx),
         PATCH: (ctx, body, id) => users.patch(id!, body(), ctx),
         DELETE: (ctx, _b, id) => users.delete(id!, ctx),
@@ -36,6 +40,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       collection: { GET: (ctx) => groups.list(ctx), POST: groupsAreThePlatforms },
       item: {
         GET: (ctx, _b, id) => groups.get(id!, ctx),
+        POST: (ctx, body, id) => (id === '.search' ? groups.list(searchContext(ctx, body())) : methodNotAllowed(ctx, 'GET, PUT, PATCH')),
         PUT: (ctx, body, id) => groups.replace(id!, body(), ctx),
         PATCH: (ctx, body, id) => groups.patch(id!, body(), ctx),
         DELETE: groupsAreThePlatforms,
@@ -45,6 +50,28 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     resourcetypes: { collection: { GET: () => ok(discovery.resourceTypes()) }, item: { GET: (_c, _b, id) => ok(discovery.resourceTypes(id)) } },
     schemas: { collection: { GET: () => ok(discovery.schemas()) }, item: { GET: (_c, _b, id) => ok(discovery.schemas(id)) } },
   };
+
+  /** Searches every resource type (RFC 7644 §3.4.3 at the root): users first, then groups, one index space. */
+  async function searchAll(ctx: RequestContext): Promise<ScimResponse> {
+    const { startIndex, count } = paging(ctx.query);
+    const part = async (list: (c: RequestContext) => Promise<ScimResponse>, offset: number, limit: number) => {
+      const query = new URLSearchParams(ctx.query);
+      query.set('startIndex', String(offset + 1));
+      query.set('count', String(limit));
+      try {
+        return (await list({ ...ctx, query, lenientSelection: true })).body as { totalResults: number; Resources: unknown[] };
+      } catch (err) {
+        // A filter naming attributes another resource type does not have matches none of that type.
+        if (err instanceof ScimError && err.scimType === 'invalidFilter') return { totalResults: 0, Resources: [] };
+        throw err;
+      }
+    };
+    const userPage = await part((c) => users.list(c), startIndex - 1, count);
+    const groupOffset = Math.max(0, startIndex - 1 - userPage.totalResults);
+    const groupPage = await part((c) => groups.list(c), groupOffset, Math.max(0, count - userPage.Resources.length));
+    const resources = [...userPage.Resources, ...groupPage.Resources];
+    return { status: 200, body: { schemas: [LIST_SCHEMA], totalResults: userPage.totalResults + groupPage.totalResults, startIndex, itemsPerPage: resources.length, Resources: resources } };
+  }
 
   async function dispatch(request: scimV1.HandleRequestRequest, call: CallContext): Promise<ScimResponse> {
     const segments = request.path.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
@@ -89,6 +116,24 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     },
   };
   return { definition: scimV1.ScimServiceService, handlers: handlers as ServiceRegistration['handlers'] };
+}
+
+function methodNotAllowed(_ctx: RequestContext, allow: string): never {
+  throw new ScimError(405, 'This method is not allowed here', undefined, { Allow: allow });
+}
+
+/** A SearchRequest body (POST …/.search) read as the query parameters of a GET. */
+function searchContext(ctx: RequestContext, body: unknown): RequestContext {
+  if (!isObject(body)) throw scimErrors.invalidSyntax('The search request must be a JSON object');
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(body)) {
+    const name = ['filter', 'startIndex', 'count', 'attributes', 'excludedAttributes', 'sortBy', 'sortOrder'].find((n) => n.toLowerCase() === key.toLowerCase());
+    if (!name || value === null) continue;
+    if (Array.isArray(value)) query.set(name, value.map(String).join(','));
+    else if (typeof value === 'string' || typeof value === 'number') query.set(name, String(value));
+    else throw scimErrors.invalidValue(`"${key}" has the wrong type`);
+  }
+  return { ...ctx, query };
 }
 
 /** Parses a JSON body sent as application/scim+json or application/json; anything else is refused. */

@@ -153,8 +153,10 @@ export class UserHandlers {
   }
 
   async list(ctx: RequestContext): Promise<ScimResponse> {
-    checkSelection(ctx.query.get('attributes') ?? undefined, USER_RESOURCE, 'attributes');
-    checkSelection(ctx.query.get('excludedAttributes') ?? undefined, USER_RESOURCE, 'excludedAttributes');
+    if (!ctx.lenientSelection) {
+      checkSelection(ctx.query.get('attributes') ?? undefined, USER_RESOURCE, 'attributes');
+      checkSelection(ctx.query.get('excludedAttributes') ?? undefined, USER_RESOURCE, 'excludedAttributes');
+    }
     const { startIndex, count } = paging(ctx.query);
     const filterText = ctx.query.get('filter');
     const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTERABLE) : undefined;

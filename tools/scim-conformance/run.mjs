@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+// `npm run test:scim-conformance`: runs scim2-tester (PyPI scim2-cli, pinned) against the whole stack as `npm start`
+// runs it — fresh data folder, free ports — and fails on any check that is not an expected, documented failure.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, chmodSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
+const SCIM2_CLI = 'scim2-cli==0.6.0';
+const venv = path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'mileage-tools', 'scim2-venv-0.6.0');
+const scimBin = path.join(venv, 'bin', 'scim');
+
+function run(cmd, args) {
+  const r = spawnSync(cmd, args, { stdio: 'inherit' });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status})`);
+}
+
+if (!existsSync(scimBin)) {
+  mkdirSync(path.dirname(venv), { recursive: true });
+  run('python3', ['-m', 'venv', venv]);
+  run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', SCIM2_CLI]);
+}
+
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+
+const names = ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'GATEWAY_METRICS_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'USERS_METRICS_PORT', 'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT', 'DRIVES_GRPC_PORT', 'DRIVES_METRICS_PORT', 'SCIM_GRPC_PORT', 'SCIM_METRICS_PORT'];
+const env = {};
+for (const n of names) env[n] = String(await freePort());
+const dataDir = mkdtempSync(path.join(tmpdir(), 'scim-conformance-'));
+chmodSync(dataDir, 0o755);
+const { DATABASE_URL: _db, REDIS_URL: _redis, ...inherited } = process.env;
+const stack = spawn(process.execPath, [path.join(root, 'tools/devstack/dist/main.js')], {
+  env: { ...inherited, ...env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+  stdio: ['ignore', 'pipe', 'pipe'],
+  detached: true,
+});
+let stackOutput = '';
+const cleanup = () => {
+  try {
+    process.kill(-stack.pid, 'SIGTERM');
+  } catch {
+    // already gone
+  }
+};
+process.on('exit', () => {
+  cleanup();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+try {
+  await new Promise((resolve, reject) => {
+    const onData = (chunk) => {
+      stackOutput += chunk.toString();
+      if (stackOutput.includes('Ctrl-C stops everything.')) resolve();
+    };
+    stack.stdout.on('data', onData);
+    stack.stderr.on('data', onData);
+    stack.once('exit', (code) => reject(new Error(`the stack exited (${code}):\n${stackOutput}`)));
+  });
+  const issuer = `http://127.0.0.1:${env.DEV_IDP_PORT}/realms/mileage`;
+  const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('mileage-scim:scim-dev-secret').toString('base64')}` },
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
+  });
+  const { access_token: token } = await tokenRes.json();
+  if (!token) throw new Error('no SCIM token from the development identity provider');
+
+  const started = Date.now();
+  const result = spawnSync(scimBin, ['--url', `http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2`, 'test'], {
+    env: { ...process.env, SCIM_CLI_HEADERS: `Authorization: Bearer ${token}` },
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 10 * 60_000,
+  });
+  const output = `${result.stdout ?? ''}${result.stderr ?? ''}`;
+  // Each result is a line "<STATUS> <check>" followed by indented detail lines.
+  const results = [];
+  for (const line of output.split('\n')) {
+    const head = /^(SUCCESS|ERROR|CRITICAL|WARNING|SKIPPED)\s+(\S+)/.exec(line);
+    if (head) results.push({ status: head[1], check: head[2], message: '' });
+    else if (results.length && line.startsWith('  ') && results.at(-1).message === '') results.at(-1).message = line.trim();
+  }
+  if (results.length === 0) throw new Error(`scim2-tester produced no results:\n${output.slice(0, 4000)}`);
+  const { failures: expected } = JSON.parse(readFileSync(path.join(here, 'expected-failures.json'), 'utf8'));
+  const failed = results.filter((r) => r.status === 'ERROR' || r.status === 'CRITICAL');
+  const unexpected = failed.filter((f) => !expected.some((e) => (e.check === '*' || e.check === f.check) && f.message.includes(e.message)));
+  const passed = results.filter((r) => r.status === 'SUCCESS').length;
+  console.log(`scim2-tester (${SCIM2_CLI}): ${results.length} checks in ${((Date.now() - started) / 1000).toFixed(1)} s — ${passed} passed, ${failed.length - unexpected.length} expected failures (docs/provisioning.md), ${unexpected.length} unexpected`);
+  for (const e of expected) {
+    const n = failed.filter((f) => (e.check === '*' || e.check === f.check) && f.message.includes(e.message)).length;
+    console.log(`  expected ×${n}: ${e.message} — ${e.reason}`);
+  }
+  if (unexpected.length) {
+    for (const u of unexpected) console.error(`  UNEXPECTED ${u.status} ${u.check}: ${u.message}`);
+    process.exitCode = 1;
+  }
+} catch (err) {
+  console.error(err instanceof Error ? err.message : err);
+  process.exitCode = 1;
+} finally {
+  // Stop the stack and wait for it, so that nothing outlives the run.
+  const exited = new Promise((resolve) => stack.once('exit', resolve));
+  cleanup();
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-stack.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }, 15_000);
+  if (stack.exitCode === null && stack.signalCode === null) await exited;
+  clearTimeout(timer);
+}
