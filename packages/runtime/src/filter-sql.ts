@@ -70,7 +70,14 @@ class Builder {
         if (!attr || attr.kind !== 'multi') throw invalidFilter(`"${expr.value.attribute}" is not a multi-valued attribute that can be filtered`);
         if (!expr.value.filter) throw invalidFilter(`"${expr.value.attribute}[]" has no filter`);
         const inner = this.build(expr.value.filter, { name, attr });
-        return { sql: `EXISTS (SELECT 1 FROM ${attr.elements} WHERE ${inner.sql})`, bindings: inner.bindings };
+        const exists = { sql: `EXISTS (SELECT 1 FROM ${attr.elements} WHERE ${inner.sql})`, bindings: inner.bindings };
+        // emails[type eq "work" and value eq "x"]: the indexable "some value equals x" narrows the rows first.
+        const narrowing = indexableEqualities(expr.value.filter, name, attr);
+        if (narrowing.length === 0) return exists;
+        return {
+          sql: `(${narrowing.map((n) => n.sql).join(' AND ')} AND ${exists.sql})`,
+          bindings: [...narrowing.flatMap((n) => n.bindings), ...exists.bindings],
+        };
       }
       default:
         throw invalidFilter('an empty filter expression');
@@ -108,6 +115,19 @@ class Builder {
     }
     throw invalidFilter(`unknown attribute "${c.attribute}"`);
   }
+}
+
+/** The `sub eq "value"` terms of a conjunction that have an index-friendly shortcut. */
+function indexableEqualities(filter: filterV1.Filter, scope: string, attr: MultiValuedAttribute): SqlCondition[] {
+  const expr = filter.expr;
+  if (expr?.$case === 'allOf') return expr.value.filters.flatMap((f) => indexableEqualities(f, scope, attr));
+  if (expr?.$case !== 'comparison') return [];
+  const c = expr.value;
+  const path = c.attribute.toLowerCase();
+  const sub = path.startsWith(`${scope}.`) ? path.slice(scope.length + 1) : path;
+  const shortcut = attr.eqShortcut?.[sub];
+  if (!shortcut || c.operator !== filterV1.Operator.OPERATOR_EQ || c.value?.$case !== 'stringValue') return [];
+  return [{ sql: shortcut, bindings: [c.value.value] }];
 }
 
 function invalidFilter(message: string) {

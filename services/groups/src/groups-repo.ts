@@ -122,7 +122,11 @@ export class GroupsRepository {
     const counted = await sql(trace, 'SELECT', countText, async () => this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings));
     const total = Number(counted.rows[0]!.total);
     if (limit === 0 || offset >= total) return { groups: [], total };
-    const pageText = `SELECT id, display_name, created_at, modified_at, version, '[]'::json AS members FROM teams WHERE ${condition.sql} ORDER BY id LIMIT ? OFFSET ?`;
+    // As for users (UsersRepository.list): few matches through the filter's index, then sorted; many by the ordered walk.
+    const columns = `id, display_name, created_at, modified_at, version, '[]'::json AS members`;
+    const pageText = total <= 10_000
+      ? `WITH matches AS MATERIALIZED (SELECT ${columns} FROM teams WHERE ${condition.sql}) SELECT * FROM matches ORDER BY id LIMIT ? OFFSET ?`
+      : `SELECT ${columns} FROM teams WHERE ${condition.sql} ORDER BY id LIMIT ? OFFSET ?`;
     const { rows } = await sql(trace, 'SELECT', pageText, async () => this.knex.raw<{ rows: TeamRow[] }>(pageText, [...condition.bindings, limit, offset]));
     if (excludeMembers) return { groups: rows.map(toGroup), total };
     return { groups: await this.getMany(rows.map((r) => Number(r.id)), trace), total };

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
 import { USER_FILTER_ATTRIBUTES } from './scim-attributes';
+import { pageQuery } from './users-repo';
 import { createServer } from './server';
 
 let testDb: TestDatabase;
@@ -240,12 +241,17 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       const lookups: [string, string][] = [
         ['userName', 'PLAN77@example.com'], ['externalId', 'plan-77'], ['id', 'Plan000077'], ['emails.value', 'Plan77@Mail.example'], ['displayName', 'plan 77'],
       ];
-      for (const [attribute, value] of lookups) {
-        const condition = filterToSql(cmp(attribute, Op.OPERATOR_EQ, value), USER_FILTER_ATTRIBUTES);
-        const { rows } = await db.knex.raw(`EXPLAIN SELECT id FROM users WHERE deleted_at IS NULL AND ${condition.sql} ORDER BY id LIMIT 100`, condition.bindings);
+      const valuePath: filterV1.Filter = { expr: { $case: 'valuePath', value: { attribute: 'emails', filter: and(cmp('type', Op.OPERATOR_EQ, 'work'), cmp('value', Op.OPERATOR_EQ, 'plan77@mail.example')) } } };
+      const filters: [string, filterV1.Filter][] = [...lookups.map(([a, v]): [string, filterV1.Filter] => [a, cmp(a, Op.OPERATOR_EQ, v)]), ['emails[type eq work and value eq …]', valuePath]];
+      for (const [attribute, filter] of filters) {
+        const condition = filterToSql(filter, USER_FILTER_ATTRIBUTES);
+        // The statement ListUsers runs for a page of a few matches, and the count before it.
+        const { rows } = await db.knex.raw(`EXPLAIN ${pageQuery(`deleted_at IS NULL AND ${condition.sql}`, 1)}`, [...condition.bindings, 100, 0]);
+        const counted = await db.knex.raw(`EXPLAIN SELECT count(*) FROM users WHERE deleted_at IS NULL AND ${condition.sql}`, condition.bindings);
+        rows.push(...counted.rows);
         const plan = rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
         assert.doesNotMatch(plan, /Seq Scan/, `${attribute} eq: ${plan}`);
-        const found = await client.listUsers({ filter: cmp(attribute, Op.OPERATOR_EQ, value), offset: 0, limit: 10 });
+        const found = await client.listUsers({ filter, offset: 0, limit: 10 });
         assert.deepEqual(found.users.map((u) => u.id), ['Plan000077'], attribute);
       }
     });

@@ -84,6 +84,21 @@ function sql<T>(trace: TraceContext | undefined, operation: string, text: string
   return inSpan(trace, `${operation} users`, SpanKind.CLIENT, { 'db.system.name': 'postgresql', 'db.namespace': 'users', 'db.operation.name': operation, 'db.query.text': text }, run);
 }
 
+/** Matches up to this many are fetched through the filter's own index and sorted; more walk the primary key in order. */
+export const SMALL_MATCH = 10_000;
+
+/**
+ * The statement of one page of a filtered list, chosen by the count of matches (known first). With ORDER BY id LIMIT
+ * the planner may walk the primary key and test every row when it misjudges a filter's selectivity (it does for the
+ * e-mail containment test at a million users); a few matches are therefore collected through the filter's index
+ * first and then sorted, while a broad filter keeps the ordered walk, which stops after one page.
+ */
+export function pageQuery(where: string, total: number): string {
+  return total <= SMALL_MATCH
+    ? `WITH matches AS MATERIALIZED (SELECT ${SELECT_COLUMNS} FROM users WHERE ${where}) SELECT * FROM matches ORDER BY id LIMIT ? OFFSET ?`
+    : `SELECT ${SELECT_COLUMNS} FROM users WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`;
+}
+
 /** Data access for the `users` schema. */
 export class UsersRepository {
   constructor(private readonly knex: Knex) {}
@@ -182,7 +197,7 @@ export class UsersRepository {
     const countResult = await sql(trace, 'SELECT', countText, async () => this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings));
     const total = Number(countResult.rows[0]!.total);
     if (limit === 0 || offset >= total) return { users: [], total };
-    const pageText = `SELECT ${SELECT_COLUMNS} FROM users WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`;
+    const pageText = pageQuery(where, total);
     const { rows } = await sql(trace, 'SELECT', pageText, async () =>
       this.knex.raw<{ rows: UserRow[] }>(pageText, [...condition.bindings, limit, offset]),
     );

