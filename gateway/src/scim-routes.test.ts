@@ -55,6 +55,18 @@ describe('SCIM: authentication, limits and discovery', () => {
     assert.match(wrongScope.headers['www-authenticate']!, /insufficient_scope/);
   });
 
+  test('the limit is per provisioning client per minute, answered as a SCIM 429 with Retry-After', async () => {
+    // 1,200 per minute scaled down to 6 for the test.
+    const limited = h.app({ rateLimitMultiplier: 6 / 1200 });
+    for (let i = 0; i < 6; i++) {
+      const ok = await request(limited).get('/scim/v2/ServiceProviderConfig').set('Authorization', `Bearer ${token}`).expect(200);
+      assert.equal(ok.headers['x-ratelimit-limit'], '6');
+    }
+    const refused = await request(limited).get('/scim/v2/Users').set('Authorization', `Bearer ${token}`);
+    assertScimError(refused, 429);
+    assert.ok(Number(refused.headers['retry-after']) > 0);
+  });
+
   test('bodies over 1 MB are 413; other content types 415; malformed JSON 400 invalidSyntax', async () => {
     const big = JSON.stringify({ schemas: [CORE_USER], userName: 'big@example.com', displayName: 'x'.repeat(1_100_000) });
     assertScimError(await scim('post', '/Users', big), 413);

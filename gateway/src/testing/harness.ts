@@ -48,7 +48,7 @@ export interface Harness {
   /** A client-credentials token of the provisioning client `mileage-scim`. */
   scimToken(scope?: string): Promise<string>;
   /** A gateway app wired like main.ts; options override single dependencies. */
-  app(options?: { usersAddress?: string; groupsAddress?: string; drivesAddress?: string; scimAddress?: string; deadlineMs?: number; redis?: Redis; rateLimitPrefix?: string }): Express;
+  app(options?: { usersAddress?: string; groupsAddress?: string; drivesAddress?: string; scimAddress?: string; deadlineMs?: number; redis?: Redis; rateLimitPrefix?: string; rateLimitMultiplier?: number }): Express;
   drivesClient: ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
   token(username: string, scope: string): Promise<string>;
@@ -208,7 +208,7 @@ export async function startHarness(): Promise<Harness> {
         logger,
         metrics: new Metrics('gateway'),
         verifier,
-        rateLimits: new RateLimits({ ...(options.redis ? { redis: options.redis } : {}), ...(options.rateLimitPrefix ? { keyPrefix: options.rateLimitPrefix } : {}) }),
+        rateLimits: new RateLimits({ ...(options.redis ? { redis: options.redis } : {}), ...(options.rateLimitPrefix ? { keyPrefix: options.rateLimitPrefix } : {}), ...(options.rateLimitMultiplier ? { multiplier: options.rateLimitMultiplier } : {}) }),
         users,
         groups,
         drives,
