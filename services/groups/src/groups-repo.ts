@@ -1,5 +1,5 @@
 import type { groupsV1 } from '@mileage/proto';
-import { errors, inSpan, SpanKind, type AttributeMap, type Knex, type SqlCondition, type TraceContext } from '@mileage/runtime';
+import { claimWrite, errors, fenceWrite, inSpan, SpanKind, type AttributeMap, type Knex, type SqlCondition, type TraceContext } from '@mileage/runtime';
 
 interface TeamRow {
   id: string;
@@ -134,16 +134,9 @@ export class GroupsRepository {
 
   /** Settles a write by id (see UsersRepository.resolveWrite): fences an unseen id as abandoned. */
   async resolveWrite(writeId: string, trace?: TraceContext): Promise<{ outcome: 'applied' | 'abandoned'; group?: groupsV1.Group }> {
-    const text = `WITH fenced AS (
-        INSERT INTO write_requests (write_id, outcome) VALUES (?, 'abandoned') ON CONFLICT (write_id) DO NOTHING RETURNING outcome, team_id
-      )
-      SELECT outcome, team_id FROM fenced UNION ALL SELECT outcome, team_id FROM write_requests WHERE write_id = ?`;
-    const { rows } = await sql(trace, 'INSERT', text, async () =>
-      this.knex.raw<{ rows: { outcome: 'applied' | 'abandoned'; team_id: string | null }[] }>(text, [writeId, writeId]),
-    );
-    const row = rows[0]!;
-    if (row.outcome === 'abandoned' || row.team_id === null) return { outcome: row.outcome };
-    const group = await this.get(Number(row.team_id), trace);
+    const record = await sql(trace, 'INSERT', 'INSERT INTO write_requests (fence)', () => fenceWrite(this.knex, 'team_id', writeId));
+    if (record.outcome === 'abandoned' || record.resourceId === null) return { outcome: record.outcome };
+    const group = await this.get(Number(record.resourceId), trace);
     return { outcome: 'applied', ...(group ? { group } : {}) };
   }
 
@@ -153,9 +146,8 @@ export class GroupsRepository {
   ): Promise<groupsV1.Group> {
     return this.change(request.id, request.expectedVersion, trace, async (tx) => {
       if (request.writeId) {
-        const text = `INSERT INTO write_requests (write_id, outcome, team_id) VALUES (?, 'applied', ?) ON CONFLICT (write_id) DO NOTHING RETURNING write_id`;
-        const claimed = await sql(trace, 'INSERT', text, async () => tx.raw<{ rows: unknown[] }>(text, [request.writeId, request.id]));
-        if (!claimed.rows.length) {
+        const existing = await sql(trace, 'INSERT', 'INSERT INTO write_requests (claim)', () => claimWrite(tx, 'team_id', request.writeId, request.id));
+        if (existing) {
           throw errors.failedPrecondition(`write ${request.writeId} was already settled and cannot apply again`, 'WRITE_SETTLED');
         }
       }

