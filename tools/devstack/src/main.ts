@@ -34,6 +34,8 @@ const config = loadConfigOrExit(
     SCIM_GRPC_PORT: port(50054),
     SCIM_METRICS_PORT: port(9464),
     SCIM_CLIENT_SECRET: z.string().min(8).default('scim-dev-secret'),
+    /** A real identity provider (e.g. Keycloak's realm URL) instead of the development one, which is then not started. */
+    OIDC_ISSUER: z.url().optional(),
     LOG_LEVEL: z.string().default('info'),
   }),
 );
@@ -78,17 +80,25 @@ async function main(): Promise<void> {
   }
 
   const common = { LOG_LEVEL: config.LOG_LEVEL };
-  const issuer = `http://127.0.0.1:${config.DEV_IDP_PORT}/realms/mileage`;
+  const issuer = config.OIDC_ISSUER?.replace(/\/$/, '') ?? `http://127.0.0.1:${config.DEV_IDP_PORT}/realms/mileage`;
   const address = (name: string) => `127.0.0.1:${SERVICES.find((s) => s.name === name)!.grpcPort}`;
 
-  const idp = startProcess('dev-idp', path.join(ROOT, 'packages/dev-idp/dist/main.js'), {
-    ...common,
-    DEV_IDP_PORT: String(config.DEV_IDP_PORT),
-    DEV_IDP_DATA_DIR: path.join(config.DATA_DIR, 'dev-idp'),
-    SCIM_CLIENT_SECRET: config.SCIM_CLIENT_SECRET,
-  }, logger);
-  processes.push(idp);
-  const waits = [waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 30_000)];
+  const waits: Promise<void>[] = [];
+  if (config.OIDC_ISSUER) {
+    logger.info({ issuer }, 'using the identity provider at OIDC_ISSUER; the development provider is not started');
+    waits.push(httpOk(`${issuer}/.well-known/openid-configuration`).catch(() => false).then((ok) => {
+      if (!ok) throw new Error(`no OpenID provider answers at ${issuer}`);
+    }));
+  } else {
+    const idp = startProcess('dev-idp', path.join(ROOT, 'packages/dev-idp/dist/main.js'), {
+      ...common,
+      DEV_IDP_PORT: String(config.DEV_IDP_PORT),
+      DEV_IDP_DATA_DIR: path.join(config.DATA_DIR, 'dev-idp'),
+      SCIM_CLIENT_SECRET: config.SCIM_CLIENT_SECRET,
+    }, logger);
+    processes.push(idp);
+    waits.push(waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 30_000));
+  }
   const healthClients: HealthClient[] = [];
   for (const s of SERVICES) {
     const proc = startProcess(s.name, path.join(ROOT, `services/${s.name}/dist/main.js`), {
