@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 // `npm run test:scim-conformance`: runs scim2-tester (PyPI scim2-cli, pinned) against the whole stack as `npm start`
 // runs it — fresh data folder, free ports — and fails on any check that is not an expected, documented failure.
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, chmodSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
 const root = path.resolve(here, '..', '..');
 const SCIM2_CLI = 'scim2-cli==0.6.0';
 const venv = path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'mileage-tools', 'scim2-venv-0.6.0');
@@ -25,51 +26,10 @@ if (!existsSync(scimBin)) {
   run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', SCIM2_CLI]);
 }
 
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-
-const names = ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'GATEWAY_METRICS_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'USERS_METRICS_PORT', 'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT', 'DRIVES_GRPC_PORT', 'DRIVES_METRICS_PORT', 'SCIM_GRPC_PORT', 'SCIM_METRICS_PORT'];
-const env = {};
-for (const n of names) env[n] = String(await freePort());
-const dataDir = mkdtempSync(path.join(tmpdir(), 'scim-conformance-'));
-chmodSync(dataDir, 0o755);
-const { DATABASE_URL: _db, REDIS_URL: _redis, ...inherited } = process.env;
-const stack = spawn(process.execPath, [path.join(root, 'tools/devstack/dist/main.js')], {
-  env: { ...inherited, ...env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
-  stdio: ['ignore', 'pipe', 'pipe'],
-  detached: true,
-});
-let stackOutput = '';
-const cleanup = () => {
-  try {
-    process.kill(-stack.pid, 'SIGTERM');
-  } catch {
-    // already gone
-  }
-};
-process.on('exit', () => {
-  cleanup();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
+const { launchStack } = require(path.join(root, 'tools/devstack/dist/index.js'));
+const stack = await launchStack();
 try {
-  await new Promise((resolve, reject) => {
-    const onData = (chunk) => {
-      stackOutput += chunk.toString();
-      if (stackOutput.includes('Ctrl-C stops everything.')) resolve();
-    };
-    stack.stdout.on('data', onData);
-    stack.stderr.on('data', onData);
-    stack.once('exit', (code) => reject(new Error(`the stack exited (${code}):\n${stackOutput}`)));
-  });
-  const issuer = `http://127.0.0.1:${env.DEV_IDP_PORT}/realms/mileage`;
+  const issuer = stack.issuer;
   const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('mileage-scim:scim-dev-secret').toString('base64')}` },
@@ -79,7 +39,7 @@ try {
   if (!token) throw new Error('no SCIM token from the development identity provider');
 
   const started = Date.now();
-  const result = spawnSync(scimBin, ['--url', `http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2`, 'test'], {
+  const result = spawnSync(scimBin, ['--url', `${stack.gatewayUrl}/scim/v2`, 'test'], {
     env: { ...process.env, SCIM_CLI_HEADERS: `Authorization: Bearer ${token}` },
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
@@ -111,16 +71,5 @@ try {
   console.error(err instanceof Error ? err.message : err);
   process.exitCode = 1;
 } finally {
-  // Stop the stack and wait for it, so that nothing outlives the run.
-  const exited = new Promise((resolve) => stack.once('exit', resolve));
-  cleanup();
-  const timer = setTimeout(() => {
-    try {
-      process.kill(-stack.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }, 15_000);
-  if (stack.exitCode === null && stack.signalCode === null) await exited;
-  clearTimeout(timer);
+  await stack.stop();
 }

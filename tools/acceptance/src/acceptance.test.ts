@@ -2,12 +2,8 @@
 // Without ACCEPTANCE_GATEWAY_URL they start the whole stack as `npm start` does (fresh data folder, free ports,
 // development identity provider). With it, they run against that stack and ACCEPTANCE_ISSUER — the Keycloak run
 // (`npm run test:keycloak`) uses this to prove that the same tests pass with real Keycloak.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { launchStack, type LaunchedStack } from '@mileage/devstack';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 const PASSWORD = process.env.ACCEPTANCE_DEMO_PASSWORD ?? 'demo';
@@ -18,19 +14,7 @@ const CORE_USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 
 let gateway: string;
 let issuer: string;
-let stack: ChildProcess | undefined;
-let dataDir: string | undefined;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+let stack: LaunchedStack | undefined;
 
 before(async () => {
   if (process.env.ACCEPTANCE_GATEWAY_URL) {
@@ -38,41 +22,12 @@ before(async () => {
     issuer = (process.env.ACCEPTANCE_ISSUER ?? 'http://127.0.0.1:8081/realms/mileage').replace(/\/$/, '');
     return;
   }
-  const env: Record<string, string> = {};
-  for (const n of ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'GATEWAY_METRICS_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'USERS_METRICS_PORT', 'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT', 'DRIVES_GRPC_PORT', 'DRIVES_METRICS_PORT', 'SCIM_GRPC_PORT', 'SCIM_METRICS_PORT']) {
-    env[n] = String(await freePort());
-  }
-  dataDir = mkdtempSync(path.join(tmpdir(), 'acceptance-'));
-  chmodSync(dataDir, 0o755);
-  const { DATABASE_URL: _db, REDIS_URL: _redis, OIDC_ISSUER: _issuer, ...inherited } = process.env;
-  const child = spawn(process.execPath, [path.resolve(__dirname, '../../devstack/dist/main.js')], {
-    env: { ...inherited, ...env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  stack = child;
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('Ctrl-C stops everything.')) resolve();
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`the stack exited (${code}):\n${out}`)));
-  });
-  gateway = `http://127.0.0.1:${env.GATEWAY_PORT}`;
-  issuer = `http://127.0.0.1:${env.DEV_IDP_PORT}/realms/mileage`;
+  stack = await launchStack();
+  gateway = stack.gatewayUrl;
+  issuer = stack.issuer;
 });
 
-after(async () => {
-  if (stack && stack.exitCode === null) {
-    const exited = new Promise((resolve) => stack!.once('exit', resolve));
-    process.kill(-stack.pid!, 'SIGTERM');
-    await exited;
-  }
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+after(() => stack?.stop());
 
 async function token(form: Record<string, string>, basic?: string): Promise<{ status: number; accessToken?: string }> {
   const res = await fetch(`${issuer}/protocol/openid-connect/token`, {

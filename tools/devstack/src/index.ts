@@ -1,1 +1,2 @@
 export { generateVolume } from './volume';
+export { launchStack, type LaunchedStack } from './launch';

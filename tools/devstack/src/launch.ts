@@ -1,0 +1,69 @@
+// Starts the whole stack as `npm start` does — its own process group, a fresh data folder, free ports — for the suites
+// that test it from outside (acceptance, SCIM conformance, the Keycloak run).
+import { freePort } from '@mileage/runtime';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+
+const PORT_VARIABLES = [
+  'EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'GATEWAY_METRICS_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'USERS_METRICS_PORT',
+  'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT', 'DRIVES_GRPC_PORT', 'DRIVES_METRICS_PORT', 'SCIM_GRPC_PORT', 'SCIM_METRICS_PORT',
+] as const;
+
+export interface LaunchedStack {
+  gatewayUrl: string;
+  /** The realm the gateway trusts: OIDC_ISSUER when given, else the development provider's. */
+  issuer: string;
+  output(): string;
+  /** SIGTERM to the stack's process group; resolves when it has exited and its data folder is gone. */
+  stop(): Promise<void>;
+}
+
+export async function launchStack(options: { env?: Record<string, string>; logLevel?: string } = {}): Promise<LaunchedStack> {
+  const ports: Record<string, string> = {};
+  for (const name of PORT_VARIABLES) ports[name] = String(await freePort());
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'mileage-stack-'));
+  // initdb runs as an unprivileged user when we are root: it must be able to enter the folder.
+  chmodSync(dataDir, 0o755);
+  // The embedded defaults: no external database or Redis from the caller's environment.
+  const { DATABASE_URL: _db, REDIS_URL: _redis, OIDC_ISSUER: _issuer, ...inherited } = process.env;
+  const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'main.js')], {
+    env: { ...inherited, ...ports, DATA_DIR: dataDir, LOG_LEVEL: options.logLevel ?? 'warn', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        // Already gone.
+      }
+      await exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const onData = (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('Ctrl-C stops everything.')) resolve();
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`the stack exited (${code}):\n${out}`)));
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    gatewayUrl: `http://127.0.0.1:${ports.GATEWAY_PORT}`,
+    issuer: options.env?.OIDC_ISSUER?.replace(/\/$/, '') ?? `http://127.0.0.1:${ports.DEV_IDP_PORT}/realms/mileage`,
+    output: () => out,
+    stop,
+  };
+}
