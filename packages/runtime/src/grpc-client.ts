@@ -53,6 +53,9 @@ export function createGrpcClient<C extends grpc.Client>(
     // reads or carry their own conflict handling, and failures surface as 503/504 at once.
     'grpc.enable_channelz': 0,
     'grpc.enable_retries': 0,
+    // Every address the name resolves to gets calls in turn: behind a headless Kubernetes Service that is every
+    // replica, so load spreads per call rather than per connection. One address behaves as before.
+    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
   });
   const wrapped: Record<string, unknown> = {
     close: () => client.close(),

@@ -62,6 +62,29 @@ describe('gRPC bootstrap', () => {
     client.close();
   });
 
+  test('calls are balanced round-robin over every address the target resolves to (a headless Service)', async () => {
+    const counts = [0, 0];
+    const servers = await Promise.all(
+      counts.map((_, i) =>
+        startGrpcServer({
+          address: '127.0.0.1:0',
+          services: [{ definition: usersV1.UsersServiceService, handlers: handlers({ batchGetUsers: async () => (counts[i]!++, { users: [] }) }) as never }],
+          protoFiles: [PROTO_FILES.users],
+          logger,
+          metrics: new Metrics('t'),
+        }),
+      ),
+    );
+    const client = createGrpcClient(usersV1.UsersServiceClient, `ipv4:${servers.map((s) => `127.0.0.1:${s.port}`).join(',')}`, { defaultDeadlineMs: 5_000 });
+    try {
+      for (let i = 0; i < 20; i++) await client.batchGetUsers({ ids: [] });
+      assert.ok(counts[0]! >= 5 && counts[1]! >= 5, `both replicas served calls: ${counts.join(' / ')}`);
+    } finally {
+      client.close();
+      for (const s of servers) await s.shutdown(1_000);
+    }
+  });
+
   test('AppErrors keep their code and details; anything else is INTERNAL without its message', async () => {
     const server = await startGrpcServer({
       address: '127.0.0.1:0',
