@@ -29,6 +29,8 @@ export interface ServiceDefinition {
   protoFile: string;
   openDatabase(options: { url: string; poolMax?: number; statementTimeoutMs?: number; metrics?: MetricsType }): Database;
   createServer(deps: { knex: Knex }): ServiceRegistration;
+  /** Periodic upkeep of the service's own tables (each replica runs it; it must be safe to run concurrently). */
+  housekeeping?: { everyMs: number; run(knex: Knex): Promise<unknown> };
 }
 
 /**
@@ -57,10 +59,19 @@ export async function runService(service: ServiceDefinition): Promise<void> {
     metrics,
   });
   const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST);
+  let upkeep: Promise<unknown> = Promise.resolve();
+  const housekeeping = service.housekeeping;
+  const timer = housekeeping
+    ? setInterval(() => {
+        upkeep = housekeeping.run(db.knex).catch((err: unknown) => logger.warn({ err }, 'housekeeping failed'));
+      }, housekeeping.everyMs)
+    : undefined;
+  timer?.unref();
   handleShutdown(
     logger,
     [
       { name: 'grpc', run: () => grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000)) },
+      { name: 'housekeeping', run: async () => { clearInterval(timer); await upkeep; } },
       { name: 'database', run: () => db.close() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
       { name: 'tracing', run: () => service.tracing.shutdown() },

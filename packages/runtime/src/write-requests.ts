@@ -42,3 +42,23 @@ export async function fenceWrite(db: Knex, resourceColumn: string, writeId: stri
   );
   return trimmed(rows[0]!);
 }
+
+/** Records kept this long: far beyond the SCIM service's recovery window (seconds to minutes). */
+export const WRITE_RECORD_RETENTION_DAYS = 7;
+
+/**
+ * Deletes write records older than the retention, a batch at a time (short transactions, no long locks).
+ * Returns how many were deleted.
+ */
+export async function purgeWriteRecords(db: Knex, retentionDays = WRITE_RECORD_RETENTION_DAYS, batch = 5_000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await db.raw<{ rowCount: number }>(
+      `DELETE FROM write_requests WHERE write_id IN (
+         SELECT write_id FROM write_requests WHERE recorded_at < now() - make_interval(days => ?) LIMIT ?)`,
+      [retentionDays, batch],
+    );
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < batch) return total;
+  }
+}

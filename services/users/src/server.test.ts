@@ -1,6 +1,6 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { filterV1, PROTO_FILES, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, decodeServiceError, filterToSql, HealthClient, Metrics, startGrpcServer, type GrpcServerHandle, type PromiseClient } from '@mileage/runtime';
+import { createGrpcClient, createLogger, decodeServiceError, filterToSql, purgeWriteRecords, HealthClient, Metrics, startGrpcServer, type GrpcServerHandle, type PromiseClient } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -292,6 +292,18 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     await rejection(client.createUser({ user: user({ userName: 'ONCE@example.com' }), writeId: failedId }));
     assert.equal((await client.resolveWrite({ writeId: failedId })).outcome, usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED);
     assert.equal((await rejection(client.resolveWrite({ writeId: 'not-a-uuid' }))).code, status.INVALID_ARGUMENT);
+  });
+
+  test('write records older than the retention are purged; recent ones stay', async () => {
+    const recent = randomUUID();
+    const old = randomUUID();
+    await db.knex('write_requests').insert([
+      { write_id: recent, outcome: 'abandoned' },
+      { write_id: old, outcome: 'applied', user_id: 'Nobody0000', recorded_at: db.knex.raw(`now() - interval '8 days'`) },
+    ]);
+    assert.ok((await purgeWriteRecords(db.knex)) >= 1);
+    const left = (await db.knex('write_requests').whereIn('write_id', [recent, old]).select('write_id')).map((r: { write_id: string }) => r.write_id);
+    assert.deepEqual(left, [recent]);
   });
 
   test('the standard health service answers SERVING', async () => {
