@@ -46,10 +46,23 @@ export class GroupHandlers {
     return found;
   }
 
-  private async externalIds(ids: number[]): Promise<Map<number, string>> {
-    if (ids.length === 0) return new Map();
-    const rows = (await this.deps.knex('group_attributes').select('group_id', 'external_id').whereIn('group_id', ids).whereNotNull('external_id')) as { group_id: string; external_id: string }[];
-    return new Map(rows.map((r) => [Number(r.group_id), r.external_id]));
+  /** The externalIds kept here, as of each group's version (an applied but unsettled write shows its new one). */
+  private async externalIds(groups: Pick<groupsV1.Group, 'id' | 'version'>[]): Promise<Map<number, string>> {
+    if (groups.length === 0) return new Map();
+    const ids = groups.map((g) => g.id);
+    const [rows, unsettled] = await Promise.all([
+      this.deps.knex('group_attributes').select('group_id', 'external_id').whereIn('group_id', ids).whereNotNull('external_id') as Promise<{ group_id: string; external_id: string }[]>,
+      this.deps.journal.unsettled('Group', ids.map(String)),
+    ]);
+    const found = new Map(rows.map((r) => [Number(r.group_id), r.external_id]));
+    for (const group of groups) {
+      const pending = unsettled.get(String(group.id));
+      if (pending && pending.targetVersion === group.version && pending.sideEffects.groupExternalId !== undefined) {
+        if (pending.sideEffects.groupExternalId === null) found.delete(group.id);
+        else found.set(group.id, pending.sideEffects.groupExternalId);
+      }
+    }
+    return found;
   }
 
   representation(group: groupsV1.Group, externalId: string | undefined, users: Map<string, usersV1.User> | undefined): Doc {
@@ -76,7 +89,7 @@ export class GroupHandlers {
 
   private async respond(group: groupsV1.Group, ctx: RequestContext): Promise<ScimResponse> {
     const users = this.wantsMembers(ctx) ? await this.liveUsers(group.members.map((m) => m.userId), ctx) : undefined;
-    const externalId = (await this.externalIds([group.id])).get(group.id);
+    const externalId = (await this.externalIds([group])).get(group.id);
     const full = this.representation(group, externalId, users);
     return {
       status: 200,
@@ -104,7 +117,7 @@ export class GroupHandlers {
     const withMembers = this.wantsMembers(ctx);
     const { groups, totalSize } = await this.deps.groups.listGroups({ ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count, excludeMembers: !withMembers }, ctx.call);
     const users = withMembers ? await this.liveUsers(groups.flatMap((g) => g.members.map((m) => m.userId)), ctx) : undefined;
-    const externalIds = await this.externalIds(groups.map((g) => g.id));
+    const externalIds = await this.externalIds(groups);
     const resources = groups.map((g) =>
       project(this.representation(g, externalIds.get(g.id), users), GROUP_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
     );
@@ -130,48 +143,52 @@ export class GroupHandlers {
    */
   private async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: (current: Doc) => Doc): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
+    if (!GROUP_ID.test(id)) throw scimErrors.notFound(`Group ${id} not found`);
     for (let attempt = 1; ; attempt++) {
-      const current = await this.load(id, ctx);
-      if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
-        throw scimErrors.preconditionFailed(`The group is at version ${etag(current.version)}, not the one in If-Match`);
-      }
-      const users = await this.liveUsers(current.members.map((m) => m.userId), ctx);
-      const externalId = (await this.externalIds([current.id])).get(current.id);
-      const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
-      const before: Doc = { ...(externalId ? { externalId } : {}), displayName: current.displayName, ...(visible.length ? { members: visible } : {}) };
-      const after = compute(structuredClone(before));
-      if (typeof after.displayName !== 'string' || after.displayName.trim() === '') throw scimErrors.invalidValue('"displayName" is required');
-      const memberIds = [...new Set(((after.members ?? []) as Doc[]).map((m, i) => {
-        if (typeof m.value !== 'string') throw scimErrors.invalidValue(`"members[${i}].value" is required`);
-        return m.value;
-      }))];
-      const normalizedAfter: Doc = { ...(typeof after.externalId === 'string' ? { externalId: after.externalId } : {}), displayName: after.displayName, ...(memberIds.length ? { members: memberIds.map((value) => ({ value })) } : {}) };
-      if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
-
-      const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
-      const unknown = newcomers.filter((m) => !USER_ID.test(m));
-      const known = await this.liveUsers(newcomers, ctx);
-      unknown.push(...newcomers.filter((m) => USER_ID.test(m) && !known.has(m)));
-      if (unknown.length) throw scimErrors.invalidValue(`Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`);
-
-      const members: groupsV1.Member[] = memberIds.map((userId) => {
-        const existing = current.members.find((m) => m.userId === userId);
-        return existing ?? { userId, isAdmin: false, isDriver: true };
-      });
-      // Members whose users were deleted are outside SCIM's view: they stay as they are.
-      for (const hidden of current.members.filter((m) => !users.has(m.userId) && !memberIds.includes(m.userId))) members.push(hidden);
       try {
-        const updated = await this.deps.journal.perform(
-          {
-            actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId,
-            before: this.representation(current, externalId, users), after: normalizedAfter,
-            sideEffects: { groupExternalId: typeof after.externalId === 'string' ? after.externalId : null },
-          },
-          async (writeId) =>
-            (await this.deps.groups.updateGroup({ id: current.id, displayName: after.displayName as string, replaceMembers: true, members, expectedVersion: current.version, writeId }, ctx.call)).group!,
-          (g) => ({ resourceId: id, after: { ...normalizedAfter, meta: { version: etag(g.version) } } }),
-        );
-        return this.respond(updated, ctx);
+        return await this.deps.journal.exclusive({ actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId }, async (slot) => {
+          const current = await this.load(id, ctx);
+          if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
+            throw scimErrors.preconditionFailed(`The group is at version ${etag(current.version)}, not the one in If-Match`);
+          }
+          const users = await this.liveUsers(current.members.map((m) => m.userId), ctx);
+          const externalId = (await this.externalIds([current])).get(current.id);
+          const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
+          const before: Doc = { ...(externalId ? { externalId } : {}), displayName: current.displayName, ...(visible.length ? { members: visible } : {}) };
+          const after = compute(structuredClone(before));
+          if (typeof after.displayName !== 'string' || after.displayName.trim() === '') throw scimErrors.invalidValue('"displayName" is required');
+          const memberIds = [...new Set(((after.members ?? []) as Doc[]).map((m, i) => {
+            if (typeof m.value !== 'string') throw scimErrors.invalidValue(`"members[${i}].value" is required`);
+            return m.value;
+          }))];
+          const normalizedAfter: Doc = { ...(typeof after.externalId === 'string' ? { externalId: after.externalId } : {}), displayName: after.displayName, ...(memberIds.length ? { members: memberIds.map((value) => ({ value })) } : {}) };
+          if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
+
+          const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
+          const unknown = newcomers.filter((m) => !USER_ID.test(m));
+          const known = await this.liveUsers(newcomers, ctx);
+          unknown.push(...newcomers.filter((m) => USER_ID.test(m) && !known.has(m)));
+          if (unknown.length) throw scimErrors.invalidValue(`Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`);
+
+          const members: groupsV1.Member[] = memberIds.map((userId) => {
+            const existing = current.members.find((m) => m.userId === userId);
+            return existing ?? { userId, isAdmin: false, isDriver: true };
+          });
+          // Members whose users were deleted are outside SCIM's view: they stay as they are.
+          for (const hidden of current.members.filter((m) => !users.has(m.userId) && !memberIds.includes(m.userId))) members.push(hidden);
+          const updated = await this.deps.journal.perform(
+            {
+              actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId,
+              before: this.representation(current, externalId, users), after: normalizedAfter,
+              sideEffects: { groupExternalId: typeof after.externalId === 'string' ? after.externalId : null },
+            },
+            async (writeId) =>
+              (await this.deps.groups.updateGroup({ id: current.id, displayName: after.displayName as string, replaceMembers: true, members, expectedVersion: current.version, writeId }, ctx.call)).group!,
+            (g) => ({ resourceId: id, after: { ...normalizedAfter, meta: { version: etag(g.version) } } }),
+            { slot, targetVersion: current.version + 1 },
+          );
+          return this.respond(updated, ctx);
+        });
       } catch (err) {
         const stale = (err as { code?: number }).code === grpcStatus.ABORTED;
         if (stale && demanded === 0 && attempt < 3) continue;

@@ -9,7 +9,7 @@ import { createServer as createUsersServer, openDatabase as openUsersDatabase } 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { createJournal, type JournalFaults } from './journal';
+import { createJournal, type JournalOptions } from './journal';
 import { createServer } from './server';
 
 const logger = createLogger({ service: 'scim-test', level: 'silent' });
@@ -24,12 +24,12 @@ let groupsAddress: string;
 let users: PromiseClient<usersV1.UsersServiceClient>;
 let groups: PromiseClient<groupsV1.GroupsServiceClient>;
 
-/** A SCIM service over gRPC whose journal has the given faults, talking to the given Users address. */
-async function scimService(faults: JournalFaults = {}, options: { usersAddress?: string } = {}) {
+/** A SCIM service over gRPC whose journal has the given options (faults), talking to the given Users address. */
+async function scimService(journalOptions: JournalOptions = {}, options: { usersAddress?: string } = {}) {
   const usersClient = createGrpcClient(usersV1.UsersServiceClient, options.usersAddress ?? usersAddress, { defaultDeadlineMs: 2_000 });
   const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 2_000 });
   closers.push(usersClient, groupsClient);
-  const journal = createJournal({ knex: scimDb.knex, users: usersClient, groups: groupsClient, logger, faults });
+  const journal = createJournal({ knex: scimDb.knex, users: usersClient, groups: groupsClient, logger, options: journalOptions });
   const server = await startGrpcServer({
     address: '127.0.0.1:0',
     services: [createServer({ knex: scimDb.knex, users: usersClient, groups: groupsClient, logger, baseUrl: 'https://mileage.test/scim/v2', journal })],
@@ -79,11 +79,7 @@ after(async () => {
 
 describe('WriteJournal: every change and its audit entry, or neither', () => {
   test('a crash after the Users service applied a create: recovery writes the audit entry and the SCIM-side attributes', async () => {
-    const crashing = await scimService({
-      afterOwnerWrite: () => {
-        throw new Error('simulated crash');
-      },
-    });
+    const crashing = await scimService({ faults: { afterOwnerWrite: () => { throw new Error('simulated crash'); } } });
     await assert.rejects(crashing.call('POST', '/Users', { userName: 'crash@example.com', title: 'Night shift' }), (err: { code?: number }) => err.code === status.INTERNAL);
     const { users: found } = await users.listUsers({ filter: { expr: { $case: 'comparison', value: { attribute: 'userName', operator: 1, value: { $case: 'stringValue', value: 'crash@example.com' } } } }, offset: 0, limit: 10 });
     assert.equal(found.length, 1, 'the owner applied the write');
@@ -136,7 +132,7 @@ describe('WriteJournal: every change and its audit entry, or neither', () => {
     assert.equal((await users.getUser({ id: created.id, includeDeleted: false })).user!.displayName, undefined);
   });
 
-  test('racing PATCHes of one user all land (re-read on a version conflict), each audited once, none lost', async () => {
+  test('racing PATCHes of one user all land (one write per user at a time), each audited once, none lost', async () => {
     const scim = await scimService();
     const created = await scim.call('POST', '/Users', { userName: 'busy@example.com', emails: [] });
     const id = created.body.id as string;
@@ -145,13 +141,58 @@ describe('WriteJournal: every change and its audit entry, or neither', () => {
         scim.call('PATCH', `/Users/${id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'add', path: 'phoneNumbers', value: [{ value: `+1 555 010${i}`, type: 'work' }] }] }),
       ),
     );
-    const landed = results.filter((r) => r.status === 200).length;
-    const conflicts = results.filter((r) => r.status === 412).length;
-    assert.equal(landed + conflicts, 8, JSON.stringify(results.map((r) => r.status)));
+    assert.deepEqual(results.map((r) => r.status), Array(8).fill(200));
     const final = await scim.call('GET', `/Users/${id}`);
-    assert.equal(final.body.phoneNumbers.length, landed, 'every PATCH that answered 200 is in the result');
+    assert.deepEqual(
+      (final.body.phoneNumbers as { value: string }[]).map((p) => p.value).sort(),
+      Array.from({ length: 8 }, (_, i) => `+1 555 010${i}`),
+      'every PATCH is in the result',
+    );
     const audit = await scimDb.knex('audit_log').where({ resource_id: id, operation: 'patch' });
-    assert.equal(audit.length, landed, 'one audit entry per applied change');
-    assert.equal(final.body.meta.version, `W/"${1 + landed}"`);
+    assert.equal(audit.length, 8, 'one audit entry per applied change');
+    assert.equal(final.body.meta.version, 'W/"9"');
+    assert.equal(await count('pending_writes'), 0, 'every slot was given back');
+  });
+
+  test('racing PATCHes of one group keep every member change, none lost', async () => {
+    const scim = await scimService();
+    const { group } = await groups.createGroup({ displayName: 'Racing team', members: [] });
+    const members = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => scim.call('POST', '/Users', { userName: `racer${i}@example.com`, emails: [] }).then((r) => r.body.id as string)),
+    );
+    const results = await Promise.all(
+      members.map((value) =>
+        scim.call('PATCH', `/Groups/${group!.id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'add', path: 'members', value: [{ value }] }] }),
+      ),
+    );
+    assert.deepEqual(results.map((r) => r.status), Array(6).fill(200));
+    const final = await scim.call('GET', `/Groups/${group!.id}`);
+    assert.deepEqual((final.body.members as { value: string }[]).map((m) => m.value).sort(), [...members].sort());
+  });
+
+  test('a write applied by the owner but not settled: readers see its SCIM-side state; the next write waits for it, then recovers it', async () => {
+    const crashing = await scimService({ faults: { afterOwnerWrite: () => { throw new Error('simulated crash'); } } });
+    const patience = await scimService({ slotWaitMs: 100 });
+    const eager = await scimService({ recoveryAfterMs: 0 });
+    const created = await patience.call('POST', '/Users', { userName: 'halfway@example.com', title: 'Day shift', emails: [] });
+    const id = created.body.id as string;
+    const patch = (value: string) => ({ schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'title', value }] });
+
+    await assert.rejects(crashing.call('PATCH', `/Users/${id}`, patch('Night shift')), (err: { code?: number }) => err.code === status.INTERNAL);
+    const read = await patience.call('GET', `/Users/${id}`);
+    assert.equal(read.body.meta.version, 'W/"2"', 'the Users service applied the write');
+    assert.equal(read.body.title, 'Night shift', 'and the reader sees the attributes that go with that version');
+
+    const blocked = await patience.call('PATCH', `/Users/${id}`, patch('Swing shift'));
+    assert.equal(blocked.status, 503, 'the slot is held by the unsettled write; nothing is computed from half of it');
+    assert.equal(blocked.headers['Retry-After'], '1');
+
+    const next = await eager.call('PATCH', `/Users/${id}`, patch('Swing shift'));
+    assert.equal(next.status, 200, 'a writer finding an abandoned slot settles it first');
+    assert.equal(next.body.title, 'Swing shift');
+    assert.equal(next.body.meta.version, 'W/"3"');
+    const audit = await scimDb.knex('audit_log').where({ resource_id: id }).orderBy('id');
+    assert.deepEqual(audit.map((a: { operation: string; recovered: boolean }) => [a.operation, a.recovered]), [['create', false], ['patch', true], ['patch', false]]);
+    assert.equal(audit[1].after.title, 'Night shift');
   });
 });

@@ -1,7 +1,7 @@
 import { groupsV1, usersV1 } from '@mileage/proto';
 import type { Knex, Logger, PromiseClient } from '@mileage/runtime';
 import { randomUUID } from 'node:crypto';
-import { isDefinitiveFailure } from './errors';
+import { isDefinitiveFailure, ScimError } from './errors';
 import type { Doc } from './resource';
 
 export type ResourceType = 'User' | 'Group';
@@ -29,6 +29,23 @@ export interface WriteIntent {
 /** What the owner service says about a write id (ResolveWrite), for recovery. */
 export type Resolver = (writeId: string) => Promise<{ applied: false } | { applied: true; resourceId: string }>;
 
+/** The right to write one resource, held by one request at a time across replicas (see WriteJournal.exclusive). */
+export interface WriteSlot {
+  readonly writeId: string;
+  /** Set once the owner write was attempted under this slot; from then on settling removes it, not release. */
+  used: boolean;
+}
+
+export type SlotClaim = Pick<WriteIntent, 'actor' | 'operation' | 'resourceType' | 'requestId'> & { resourceId: string };
+
+export interface JournalOptions {
+  /** An intent older than this is presumed abandoned by a crashed process and settled by recovery. */
+  recoveryAfterMs?: number;
+  /** How long a write waits for the one before it on the same resource before answering 503. */
+  slotWaitMs?: number;
+  faults?: JournalFaults;
+}
+
 export interface JournalFaults {
   /** Test hook: runs after the owner applied the write and before it is settled here (a crash at the worst moment). */
   afterOwnerWrite?(): void;
@@ -44,7 +61,11 @@ interface PendingRow {
   before: Doc | null;
   after: Doc | null;
   side_effects: SideEffects;
+  target_version: number | null;
 }
+
+const ONE_WRITE_PER_RESOURCE = 'pending_writes_one_per_resource';
+const isSlotTaken = (err: unknown) => (err as { code?: string; constraint?: string }).code === '23505' && (err as { constraint?: string }).constraint === ONE_WRITE_PER_RESOURCE;
 
 /**
  * Makes each provisioning change and its audit entry one outcome across two services. The intent is written
@@ -52,18 +73,57 @@ interface PendingRow {
  * then the audit entry and SCIM-side state are written and the intent removed, in one transaction here. If
  * this process dies in between, recovery asks the owner about the id: applied writes are audited (marked
  * recovered), unapplied ones are fenced so they can never apply, and dropped.
+ *
+ * At most one intent exists per resource (a unique index), so the writes to one resource are serialised across
+ * replicas: a request takes the slot before it reads, and so computes its change from the SCIM-side state of
+ * every earlier write, settled. Without that, a read between another write's owner call and its settling sees
+ * the owner's new version with the old SCIM-side attributes, and the next write silently drops them.
  */
 export class WriteJournal {
+  private readonly recoveryAfterMs: number;
+  private readonly slotWaitMs: number;
+  private readonly faults: JournalFaults;
+
   constructor(
     private readonly knex: Knex,
     private readonly resolvers: Record<ResourceType, Resolver>,
     private readonly logger: Logger,
-    private readonly faults: JournalFaults = {},
-  ) {}
+    options: JournalOptions = {},
+  ) {
+    this.recoveryAfterMs = options.recoveryAfterMs ?? 30_000;
+    this.slotWaitMs = options.slotWaitMs ?? 2_000;
+    this.faults = options.faults ?? {};
+  }
 
-  async perform<R>(intent: WriteIntent, ownerWrite: (writeId: string) => Promise<R>, settled: (result: R) => { resourceId: string; after?: Doc }): Promise<R> {
-    const writeId = randomUUID();
-    await this.knex('pending_writes').insert({
+  /** Runs `work` holding the resource's write slot; `work` reads, decides, and may `perform` under the slot once. */
+  async exclusive<T>(claim: SlotClaim, work: (slot: WriteSlot) => Promise<T>): Promise<T> {
+    const slot: WriteSlot = { writeId: randomUUID(), used: false };
+    await this.insertIntent(slot.writeId, claim);
+    try {
+      return await work(slot);
+    } finally {
+      // Nothing was attempted (no change, a refused precondition, bad input): give the slot back.
+      if (!slot.used) await this.knex('pending_writes').where({ write_id: slot.writeId }).delete();
+    }
+  }
+
+  /**
+   * SCIM-side state of writes the owner may already have applied but that are not settled yet, by resource id,
+   * with the owner version they produce: a reader seeing that version must show this state, not the settled one.
+   */
+  async unsettled(resourceType: ResourceType, ids: string[]): Promise<Map<string, { targetVersion: number; sideEffects: SideEffects }>> {
+    if (ids.length === 0) return new Map();
+    const rows = (await this.knex('pending_writes')
+      .select('resource_id', 'target_version', 'side_effects')
+      .where({ resource_type: resourceType })
+      .whereIn('resource_id', ids)
+      .whereNotNull('target_version')) as Pick<PendingRow, 'resource_id' | 'target_version' | 'side_effects'>[];
+    return new Map(rows.map((r) => [r.resource_id!, { targetVersion: Number(r.target_version), sideEffects: r.side_effects }]));
+  }
+
+  /** Inserts an intent, waiting while another request holds the resource's slot (and recovering an abandoned one). */
+  private async insertIntent(writeId: string, intent: Partial<WriteIntent> & SlotClaim | WriteIntent, targetVersion?: number): Promise<void> {
+    const row = {
       write_id: writeId,
       actor: intent.actor,
       operation: intent.operation,
@@ -72,8 +132,59 @@ export class WriteJournal {
       request_id: intent.requestId ?? null,
       before: intent.before ? JSON.stringify(intent.before) : null,
       after: intent.after ? JSON.stringify(intent.after) : null,
-      side_effects: JSON.stringify(intent.sideEffects),
-    });
+      side_effects: JSON.stringify(intent.sideEffects ?? {}),
+      target_version: targetVersion ?? null,
+    };
+    const giveUpAt = Date.now() + this.slotWaitMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.knex('pending_writes').insert(row);
+        return;
+      } catch (err) {
+        if (!isSlotTaken(err)) throw err;
+      }
+      const holder = (await this.knex('pending_writes')
+        .select(this.knex.raw('extract(epoch from now() - created_at) * 1000 AS age_ms'))
+        .where({ resource_type: row.resource_type, resource_id: row.resource_id })
+        .first()) as { age_ms: string } | undefined;
+      if (holder && Number(holder.age_ms) > this.recoveryAfterMs) {
+        await this.recover(this.recoveryAfterMs);
+        continue;
+      }
+      if (Date.now() >= giveUpAt) {
+        throw new ScimError(503, 'Another change to this resource is still in progress; try again shortly', undefined, { 'Retry-After': '1' });
+      }
+      // Back off with jitter; the holder normally settles within one owner round trip.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(50, 2 ** attempt) + Math.random() * 5));
+    }
+  }
+
+  /**
+   * Records the intent and makes the owner write under its id; `slot` when the request holds the resource's slot,
+   * `targetVersion` the owner version the write produces (for readers before it is settled).
+   */
+  async perform<R>(
+    intent: WriteIntent,
+    ownerWrite: (writeId: string) => Promise<R>,
+    settled: (result: R) => { resourceId: string; after?: Doc },
+    held?: { slot: WriteSlot; targetVersion: number },
+  ): Promise<R> {
+    let writeId: string;
+    if (held) {
+      writeId = held.slot.writeId;
+      const updated = await this.knex('pending_writes').where({ write_id: writeId }).update({
+        before: intent.before ? JSON.stringify(intent.before) : null,
+        after: intent.after ? JSON.stringify(intent.after) : null,
+        side_effects: JSON.stringify(intent.sideEffects),
+        target_version: held.targetVersion,
+      });
+      // Only recovery removes a held slot, and only once it is far older than any request may take.
+      if (updated !== 1) throw new ScimError(503, 'The change took too long and was abandoned; try again', undefined, { 'Retry-After': '1' });
+      held.slot.used = true;
+    } else {
+      writeId = randomUUID();
+      await this.insertIntent(writeId, intent, intent.operation === 'create' ? 1 : undefined);
+    }
     let result: R;
     try {
       result = await ownerWrite(writeId);
@@ -162,7 +273,7 @@ export function createJournal(deps: {
   users: PromiseClient<usersV1.UsersServiceClient>;
   groups: PromiseClient<groupsV1.GroupsServiceClient>;
   logger: Logger;
-  faults?: JournalFaults;
+  options?: JournalOptions;
 }): WriteJournal {
   return new WriteJournal(
     deps.knex,
@@ -177,6 +288,6 @@ export function createJournal(deps: {
       },
     },
     deps.logger,
-    deps.faults,
+    deps.options,
   );
 }

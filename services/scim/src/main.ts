@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   if (config.MIGRATE_ON_START) logger.info({ applied: (await db.migrate()).applied }, 'migrations applied');
   const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
   const groups = createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
-  const journal = createJournal({ knex: db.knex, users, groups, logger });
+  const journal = createJournal({ knex: db.knex, users, groups, logger, options: { recoveryAfterMs: config.SCIM_RECOVERY_AFTER_MS } });
   const grpcServer = await startGrpcServer({
     address: config.GRPC_ADDRESS,
     services: [createServer({ knex: db.knex, users, groups, logger, baseUrl: config.SCIM_BASE_URL, journal })],

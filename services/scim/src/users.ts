@@ -103,17 +103,33 @@ export class UserHandlers {
     };
   }
 
-  private async attributesOf(ids: string[]): Promise<Map<string, Doc>> {
-    if (ids.length === 0) return new Map();
-    const rows = (await this.deps.knex('user_attributes').select('user_id', 'attributes').whereIn('user_id', ids)) as { user_id: string; attributes: Doc }[];
-    return new Map(rows.map((r) => [r.user_id.trim(), r.attributes]));
+  /**
+   * The attributes kept here for these users, as of each user's version: a write the Users service has applied
+   * but this service has not settled yet shows its new attributes (see WriteJournal.unsettled).
+   */
+  private async attributesOf(users: Pick<usersV1.User, 'id' | 'version'>[]): Promise<Map<string, Doc>> {
+    if (users.length === 0) return new Map();
+    const ids = users.map((u) => u.id);
+    const [rows, unsettled] = await Promise.all([
+      this.deps.knex('user_attributes').select('user_id', 'attributes').whereIn('user_id', ids) as Promise<{ user_id: string; attributes: Doc }[]>,
+      this.deps.journal.unsettled('User', ids),
+    ]);
+    const found = new Map(rows.map((r) => [r.user_id.trim(), r.attributes]));
+    for (const user of users) {
+      const pending = unsettled.get(user.id);
+      if (pending && pending.targetVersion === user.version && pending.sideEffects.userAttributes !== undefined) {
+        if (pending.sideEffects.userAttributes) found.set(user.id, pending.sideEffects.userAttributes);
+        else found.delete(user.id);
+      }
+    }
+    return found;
   }
 
   /** The live user and its attributes, or 404. */
   private async load(id: string, ctx: RequestContext): Promise<{ user: usersV1.User; attributes: Doc | undefined }> {
     if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
     const { user } = await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call);
-    return { user: user!, attributes: (await this.attributesOf([id])).get(id) };
+    return { user: user!, attributes: (await this.attributesOf([user!])).get(id) };
   }
 
   private respond(status: number, user: usersV1.User, attributes: Doc | undefined, ctx: RequestContext, extraHeaders: Record<string, string> = {}): ScimResponse {
@@ -161,7 +177,7 @@ export class UserHandlers {
     const filterText = ctx.query.get('filter');
     const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTERABLE) : undefined;
     const { users, totalSize } = await this.deps.users.listUsers({ ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count }, ctx.call);
-    const attributes = await this.attributesOf(users.map((u) => u.id));
+    const attributes = await this.attributesOf(users);
     const resources = users.map((u) =>
       project(this.representation(u, attributes.get(u.id)), USER_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
     );
@@ -180,26 +196,33 @@ export class UserHandlers {
     return this.change(id, ctx, 'patch', (current) => applyPatch(current, operations, USER_RESOURCE, id));
   }
 
-  /** Read, compute the new document, write it under the version read; a concurrent change means read again. */
+  /**
+   * Holding the user's write slot, read, compute the new document and write it under the version read. Writes
+   * from outside SCIM can still move the version: then read again, unless the client demanded a version.
+   */
   private async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: (current: Doc) => Doc): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
+    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
     for (let attempt = 1; ; attempt++) {
-      const { user: current, attributes: currentAttributes } = await this.load(id, ctx);
-      if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
-        throw scimErrors.preconditionFailed(`The user is at version ${etag(current.version)}, not the one in If-Match`);
-      }
-      const before = toDoc(current, currentAttributes);
-      const after = compute(structuredClone(before));
-      // Nothing changes: no write, no audit entry, the same version.
-      if (isDeepStrictEqual(after, before)) return this.respond(200, current, currentAttributes, ctx);
-      const { user, attributes } = toOwner(after, id);
       try {
-        const updated = await this.deps.journal.perform(
-          { actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(current, currentAttributes), after, sideEffects: { userAttributes: attributes } },
-          async (writeId) => (await this.deps.users.updateUser({ user, expectedVersion: current.version, writeId }, ctx.call)).user!,
-          (u) => ({ resourceId: id, after: this.representation(u, attributes) }),
-        );
-        return this.respond(200, updated, attributes, ctx);
+        return await this.deps.journal.exclusive({ actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId }, async (slot) => {
+          const { user: current, attributes: currentAttributes } = await this.load(id, ctx);
+          if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
+            throw scimErrors.preconditionFailed(`The user is at version ${etag(current.version)}, not the one in If-Match`);
+          }
+          const before = toDoc(current, currentAttributes);
+          const after = compute(structuredClone(before));
+          // Nothing changes: no write, no audit entry, the same version.
+          if (isDeepStrictEqual(after, before)) return this.respond(200, current, currentAttributes, ctx);
+          const { user, attributes } = toOwner(after, id);
+          const updated = await this.deps.journal.perform(
+            { actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(current, currentAttributes), after, sideEffects: { userAttributes: attributes } },
+            async (writeId) => (await this.deps.users.updateUser({ user, expectedVersion: current.version, writeId }, ctx.call)).user!,
+            (u) => ({ resourceId: id, after: this.representation(u, attributes) }),
+            { slot, targetVersion: current.version + 1 },
+          );
+          return this.respond(200, updated, attributes, ctx);
+        });
       } catch (err) {
         const stale = (err as { code?: number }).code === grpcStatus.ABORTED;
         if (stale && demanded === 0 && attempt < 3) continue;
@@ -210,16 +233,20 @@ export class UserHandlers {
 
   async delete(id: string, ctx: RequestContext): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
-    const { user, attributes } = await this.load(id, ctx);
-    if (demanded === 'mismatch' || (demanded > 0 && demanded !== user.version)) {
-      throw scimErrors.preconditionFailed(`The user is at version ${etag(user.version)}, not the one in If-Match`);
-    }
-    await this.deps.journal.perform(
-      { actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(user, attributes), sideEffects: { userAttributes: null } },
-      async (writeId) => (await this.deps.users.deleteUser({ id, expectedVersion: user.version, writeId }, ctx.call)).user!,
-      () => ({ resourceId: id }),
-    );
-    return { status: 204 };
+    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
+    return this.deps.journal.exclusive({ actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId }, async (slot) => {
+      const { user, attributes } = await this.load(id, ctx);
+      if (demanded === 'mismatch' || (demanded > 0 && demanded !== user.version)) {
+        throw scimErrors.preconditionFailed(`The user is at version ${etag(user.version)}, not the one in If-Match`);
+      }
+      await this.deps.journal.perform(
+        { actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(user, attributes), sideEffects: { userAttributes: null } },
+        async (writeId) => (await this.deps.users.deleteUser({ id, expectedVersion: user.version, writeId }, ctx.call)).user!,
+        () => ({ resourceId: id }),
+        { slot, targetVersion: user.version + 1 },
+      );
+      return { status: 204 };
+    });
   }
 }
 
