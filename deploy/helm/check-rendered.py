@@ -1,130 +1,665 @@
 #!/usr/bin/env python3
-"""Assertions on a rendered chart (helm template output) beyond what the Kubernetes schemas check.
-Usage: check-rendered.py <rendered.yaml> <values-set-name>"""
+"""Assertions on a rendered chart (helm template output), beyond what the Kubernetes API schemas check.
+
+  check-rendered.py manifests <rendered.yaml> <name> <metrics.ts> <env.json>
+      every component has its Deployment, Service, ServiceAccount, HPA and PDB; probes, resources, the restricted
+      security context, a grace period longer than the drain; NetworkPolicies (default deny, who may reach whom);
+      migration hook Jobs after their Secret; the Ingress; ServiceMonitor, PrometheusRule and the dashboard (their
+      PromQL parsed, every metric and label checked against packages/runtime/src/metrics.ts). Writes each
+      Deployment's environment to env.json for check-env.mjs.
+  check-rendered.py values-doc <values.yaml>
+      every key of values.yaml has a comment above it (the components other than the gateway share its comments).
+"""
+import ipaddress
+import json
+import re
 import sys
+
+import promql_parser
 import yaml
 
-path, name = sys.argv[1], sys.argv[2]
-docs = [d for d in yaml.safe_load_all(open(path)) if d]
+COMPONENTS = ["gateway", "users", "groups", "drives", "scim"]
+SERVICES = COMPONENTS[1:]
+GRPC_PORTS = {"users": 50051, "groups": 50052, "drives": 50053, "scim": 50054}
+METRICS_PORTS = {"gateway": 9460, "users": 9461, "groups": 9462, "drives": 9463, "scim": 9464}
+HTTP_PORT = 8080
+# Who may open a connection to whom inside the release (component -> component).
+ALLOWED_CALLS = {("gateway", s) for s in SERVICES} | {("scim", "users"), ("scim", "groups")}
+# Labels Prometheus (the Operator's ServiceMonitor) adds to every scraped series.
+TARGET_LABELS = {"namespace", "service", "pod", "job", "instance", "container", "endpoint"}
+COMMON_LABELS = ["app.kubernetes.io/part-of", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+                 "app.kubernetes.io/managed-by", "helm.sh/chart"]
+
 problems = []
-components = ["gateway", "users", "groups", "drives", "scim"]
 
 
 def fail(message):
-    problems.append(f"{name}: {message}")
+    problems.append(message)
 
 
-def by_kind(kind):
-    return [d for d in docs if d["kind"] == kind]
+# ---------------------------------------------------------------------------------------------------- helpers
 
 
-def component_of(doc):
-    return doc["metadata"].get("labels", {}).get("app.kubernetes.io/component")
+def quantity(value):
+    """A Kubernetes quantity as a float (cores or bytes)."""
+    text = str(value)
+    units = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    match = re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", text)
+    if not match or (match.group(2) and match.group(2) not in units):
+        raise ValueError(f"not a quantity: {text}")
+    return float(match.group(1)) * units.get(match.group(2), 1)
 
 
-def labels_match(selector, labels):
-    return all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items())
+def selects(selector, labels):
+    """Does a LabelSelector (matchLabels / matchExpressions) select these labels?"""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, op, values = expression["key"], expression["operator"], expression.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and labels.get(key) in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
 
 
-deployments = {component_of(d): d for d in by_kind("Deployment")}
-if sorted(deployments) != sorted(components):
-    fail(f"Deployments for {sorted(deployments)}, expected {components}")
+def port_matches(rule_ports, port, protocol="TCP"):
+    if not rule_ports:
+        return True
+    for p in rule_ports:
+        if p.get("protocol", "TCP") == protocol and (p.get("port") is None or p["port"] == port.get("number") or p["port"] == port.get("name")):
+            return True
+    return False
 
-for component, deployment in deployments.items():
-    pod = deployment["spec"]["template"]["spec"]
-    psc = pod.get("securityContext", {})
-    if not psc.get("runAsNonRoot") or psc.get("seccompProfile", {}).get("type") != "RuntimeDefault":
-        fail(f"{component}: pod securityContext is not restricted")
-    if pod.get("automountServiceAccountToken") is not False:
-        fail(f"{component}: the service account token is mounted")
-    env_of = {}
-    for container in pod["containers"]:
+
+def promql_walk(node):
+    yield node
+    for attr in ("lhs", "rhs", "expr", "vector_selector", "param"):
+        child = getattr(node, attr, None)
+        if child is not None and hasattr(child, "prettify"):
+            yield from promql_walk(child)
+    for arg in getattr(node, "args", None) or []:
+        if hasattr(arg, "prettify"):
+            yield from promql_walk(arg)
+
+
+def metric_catalogue(metrics_ts):
+    """{series name: label names} from packages/runtime/src/metrics.ts (histograms give _bucket/_count/_sum)."""
+    source = open(metrics_ts).read()
+    catalogue = {}
+    for kind, body in re.findall(r"new (Counter|Histogram|Gauge)\(\{(.*?)\}\)", source, re.S):
+        name = re.search(r"name: '([a-z_:]+)'", body).group(1)
+        labels = set(re.findall(r"'([a-z_]+)'", (re.search(r"labelNames: \[(.*?)\]", body) or [None, ""])[1]))
+        labels.add("service")  # the registry's default label (exported_service once scraped next to the target's)
+        labels.add("exported_service")
+        if kind == "Histogram":
+            catalogue[name + "_bucket"] = labels | {"le"}
+            catalogue[name + "_count"] = labels
+            catalogue[name + "_sum"] = labels
+        else:
+            catalogue[name] = labels
+    if "http_server_request_duration_seconds_bucket" not in catalogue or "grpc_server_handled_total" not in catalogue:
+        raise SystemExit(f"{metrics_ts}: the RED metrics were not found")
+    if "collectDefaultMetrics(" in source:
+        # prom-client's default metrics (the ones the dashboard reads), labelled like the rest.
+        for default in ("process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_p99_seconds",
+                        "nodejs_heap_size_used_bytes"):
+            catalogue[default] = {"service", "exported_service"}
+    catalogue["up"] = set()
+    return catalogue
+
+
+def check_promql(where, expr, catalogue):
+    """Parses a PromQL expression and checks its metrics and labels; returns the parsed tree's nodes."""
+    try:
+        tree = promql_parser.parse(expr)
+    except Exception as err:  # noqa: BLE001 - the parser raises plain exceptions
+        fail(f"{where}: PromQL does not parse ({err}): {expr}")
+        return []
+    nodes = list(promql_walk(tree))
+    metrics_used = set()
+    for node in nodes:
+        if isinstance(node, promql_parser.VectorSelector):
+            if node.name not in catalogue:
+                fail(f"{where}: metric {node.name} is not exported by the processes")
+                continue
+            metrics_used.add(node.name)
+            for matcher in node.matchers.matchers:
+                if matcher.name not in catalogue[node.name] | TARGET_LABELS:
+                    fail(f"{where}: {node.name} has no label {matcher.name}")
+    known = set().union(*(catalogue[m] for m in metrics_used)) | TARGET_LABELS if metrics_used else TARGET_LABELS
+    for node in nodes:
+        if isinstance(node, promql_parser.AggregateExpr) and node.modifier is not None:
+            for label in node.modifier.labels:
+                if label not in known:
+                    fail(f"{where}: aggregates by {label}, a label none of its metrics has")
+    return nodes
+
+
+# ------------------------------------------------------------------------------------------------- manifests
+
+
+def check_manifests(path, name, metrics_ts, env_out):
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    catalogue = metric_catalogue(metrics_ts)
+
+    def by_kind(kind):
+        return [d for d in docs if d["kind"] == kind]
+
+    def component_of(doc):
+        return doc["metadata"].get("labels", {}).get("app.kubernetes.io/component")
+
+    release = None
+    for doc in docs:
+        meta = doc["metadata"]
+        labels = meta.get("labels", {})
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", meta["name"]) or len(meta["name"]) > 63:
+            fail(f"{doc['kind']} {meta['name']}: not a valid name of at most 63 characters")
+        for label in COMMON_LABELS:
+            if label not in labels:
+                fail(f"{doc['kind']} {meta['name']}: no label {label}")
+        release = release or labels.get("app.kubernetes.io/instance")
+        if component_of(doc) in COMPONENTS and labels.get("app.kubernetes.io/name") != f"mileage-{component_of(doc)}":
+            fail(f"{doc['kind']} {meta['name']}: app.kubernetes.io/name does not name its component")
+
+    secrets = {s["metadata"]["name"]: s for s in by_kind("Secret")}
+    for secret in secrets.values():
+        if "data" not in secret and "stringData" not in secret:
+            fail(f"Secret {secret['metadata']['name']}: empty")
+
+    # --- per component: Deployment, Service, ServiceAccount, HPA, PDB
+    deployments = {component_of(d): d for d in by_kind("Deployment")}
+    if sorted(deployments) != sorted(COMPONENTS):
+        fail(f"Deployments for {sorted(deployments)}, expected {COMPONENTS}")
+    services = {component_of(s): s for s in by_kind("Service")}
+    accounts = {component_of(s): s for s in by_kind("ServiceAccount")}
+    hpas = {h["spec"]["scaleTargetRef"]["name"]: h for h in by_kind("HorizontalPodAutoscaler")}
+    pdbs = by_kind("PodDisruptionBudget")
+    envs = {}
+
+    for component, deployment in deployments.items():
+        where = f"{component}"
+        spec = deployment["spec"]
+        template = spec["template"]
+        pod_labels = template["metadata"]["labels"]
+        pod = template["spec"]
+        if not selects(spec["selector"], pod_labels):
+            fail(f"{where}: the Deployment's selector does not select its pods")
+        annotations = template["metadata"].get("annotations", {})
+        for key in ("checksum/secrets", "checksum/config"):
+            if not re.fullmatch(r"[0-9a-f]{64}", str(annotations.get(key, ""))):
+                fail(f"{where}: pod annotation {key} (a sha256) missing")
+
+        # Service
+        service = services.get(component)
+        if not service:
+            fail(f"{where}: no Service")
+        elif not selects({"matchLabels": service["spec"]["selector"]}, pod_labels):
+            fail(f"{where}: the Service does not select the pods")
+        # ServiceAccount
+        account = accounts.get(component)
+        if not account:
+            fail(f"{where}: no ServiceAccount")
+        else:
+            if account.get("automountServiceAccountToken") is not False:
+                fail(f"{where}: the ServiceAccount automounts its token")
+            if pod.get("serviceAccountName") != account["metadata"]["name"]:
+                fail(f"{where}: the pods do not use the component's ServiceAccount")
+        if pod.get("automountServiceAccountToken") is not False:
+            fail(f"{where}: the pods mount a service account token")
+        # HPA
+        hpa = hpas.get(deployment["metadata"]["name"])
+        if not hpa:
+            fail(f"{where}: no HorizontalPodAutoscaler")
+        else:
+            if hpa["apiVersion"] != "autoscaling/v2" or hpa["spec"]["scaleTargetRef"]["kind"] != "Deployment":
+                fail(f"{where}: the HPA is not autoscaling/v2 on the Deployment")
+            if hpa["spec"]["minReplicas"] > hpa["spec"]["maxReplicas"]:
+                fail(f"{where}: HPA minReplicas > maxReplicas")
+            if "replicas" in spec:
+                fail(f"{where}: replicas is set although an HPA owns the count")
+        # PDB
+        mine = [p for p in pdbs if selects(p["spec"]["selector"], pod_labels)]
+        if len(mine) != 1:
+            fail(f"{where}: {len(mine)} PodDisruptionBudgets select the pods, expected 1")
+
+        # Pod security (restricted)
+        psc = pod.get("securityContext", {})
+        if psc.get("runAsNonRoot") is not True or not psc.get("runAsUser") or psc.get("seccompProfile", {}).get("type") != "RuntimeDefault":
+            fail(f"{where}: pod securityContext is not restricted (runAsNonRoot, runAsUser > 0, seccomp RuntimeDefault)")
+        for field in ("hostNetwork", "hostPID", "hostIPC"):
+            if pod.get(field):
+                fail(f"{where}: {field}")
+        tmp_volumes = {v["name"] for v in pod.get("volumes", []) if "emptyDir" in v}
+
+        containers = pod["containers"]
+        if len(containers) != 1:
+            fail(f"{where}: {len(containers)} containers, expected 1")
+        container = containers[0]
         sc = container.get("securityContext", {})
-        if sc.get("allowPrivilegeEscalation") is not False or not sc.get("readOnlyRootFilesystem") or sc.get("capabilities", {}).get("drop") != ["ALL"] or not sc.get("runAsNonRoot"):
-            fail(f"{component}: container {container['name']} security context is not restricted")
+        if (sc.get("allowPrivilegeEscalation") is not False or sc.get("readOnlyRootFilesystem") is not True
+                or sc.get("capabilities", {}).get("drop") != ["ALL"] or sc.get("capabilities", {}).get("add")
+                or sc.get("privileged") or sc.get("runAsNonRoot") is not True or sc.get("runAsUser") == 0):
+            fail(f"{where}: container securityContext is not restricted")
+        if not any(m["mountPath"] == "/tmp" and m["name"] in tmp_volumes for m in container.get("volumeMounts", [])):
+            fail(f"{where}: no emptyDir at /tmp for the read-only root filesystem")
+        image = container["image"]
+        if not re.fullmatch(r"[^:@\s]+(:[A-Za-z0-9_][A-Za-z0-9_.-]*|@sha256:[0-9a-f]{64})", image.split("/", 1)[-1] if "/" in image else image) or image.endswith(":latest"):
+            fail(f"{where}: image {image} is not pinned")
+
         resources = container.get("resources", {})
         for part in ("requests", "limits"):
             if not {"cpu", "memory"} <= set(resources.get(part, {})):
-                fail(f"{component}: {part} lack cpu or memory")
-        for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
-            p = container.get(probe)
-            if not p:
-                fail(f"{component}: no {probe}")
-            elif component == "gateway" and "httpGet" not in p:
-                fail(f"{component}: {probe} is not an HTTP probe")
-            elif component != "gateway" and "grpc" not in p:
-                fail(f"{component}: {probe} is not a native gRPC probe")
-        if ":latest" in container["image"] or container["image"].endswith(":"):
-            fail(f"{component}: image {container['image']} is not pinned")
-        env_of = {e["name"]: e for e in container.get("env", [])}
+                fail(f"{where}: resources.{part} lacks cpu or memory")
+        try:
+            for r in ("cpu", "memory"):
+                if quantity(resources["requests"][r]) > quantity(resources["limits"][r]):
+                    fail(f"{where}: {r} request above its limit")
+        except (KeyError, ValueError) as err:
+            fail(f"{where}: resources: {err}")
+
+        ports = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
+        if ports.get("metrics") != METRICS_PORTS[component]:
+            fail(f"{where}: metrics port {ports.get('metrics')}, expected {METRICS_PORTS[component]}")
+        env = {}
         for e in container.get("env", []):
-            if any(word in e["name"] for word in ("SECRET", "PASSWORD", "DATABASE_URL", "REDIS_URL")) and "value" in e:
-                fail(f"{component}: {e['name']} is a literal, not a secret reference")
-        sleep = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
-        drain = int(env_of["SHUTDOWN_TIMEOUT_MS"]["value"]) / 1000
-        if pod.get("terminationGracePeriodSeconds", 30) <= drain + sleep:
-            fail(f"{component}: terminationGracePeriodSeconds {pod.get('terminationGracePeriodSeconds')} does not cover the drain ({drain} s) and preStop ({sleep} s)")
+            if e["name"] in env:
+                fail(f"{where}: {e['name']} set twice")
+            if "value" in e:
+                if re.search(r"SECRET|PASSWORD|DATABASE_URL|REDIS_URL", e["name"]):
+                    fail(f"{where}: {e['name']} is a literal, not a Secret reference")
+                env[e["name"]] = e["value"]
+            else:
+                ref = e.get("valueFrom", {}).get("secretKeyRef")
+                if not ref:
+                    fail(f"{where}: {e['name']} neither a value nor a secretKeyRef")
+                    continue
+                secret = secrets.get(ref["name"])
+                if secret is not None:
+                    data = secret.get("stringData", {})
+                    if ref["key"] not in data:
+                        fail(f"{where}: {e['name']} refers to {ref['name']}/{ref['key']}, which the chart's Secret lacks")
+                    env[e["name"]] = {"secret": ref["name"], "key": ref["key"], "value": data.get(ref["key"])}
+                else:
+                    env[e["name"]] = {"secret": ref["name"], "key": ref["key"]}
+        envs[component] = env
+        if env.get("METRICS_HOST") != "0.0.0.0" or env.get("METRICS_PORT") != str(METRICS_PORTS[component]):
+            fail(f"{where}: metrics must listen on 0.0.0.0:{METRICS_PORTS[component]}")
 
-for kind in ("Service", "ServiceAccount", "PodDisruptionBudget"):
-    have = sorted(component_of(d) for d in by_kind(kind))
-    if have != sorted(components):
-        fail(f"{kind} for {have}, expected every component")
-hpas = {d["spec"]["scaleTargetRef"]["name"] for d in by_kind("HorizontalPodAutoscaler")}
-for component, deployment in deployments.items():
-    if deployment["metadata"]["name"] not in hpas and "replicas" not in deployment["spec"]:
-        fail(f"{component}: neither an HPA nor fixed replicas")
+        # Probes
+        probes = {k: container.get(k) for k in ("startupProbe", "livenessProbe", "readinessProbe")}
+        for kind, probe in probes.items():
+            if not probe:
+                fail(f"{where}: no {kind}")
+        if component == "gateway":
+            if ports.get("http") != HTTP_PORT or env.get("HOST") != "0.0.0.0" or env.get("PORT") != str(HTTP_PORT):
+                fail(f"{where}: must serve HTTP on 0.0.0.0:{HTTP_PORT}")
+            expected_paths = {"startupProbe": "/healthz", "livenessProbe": "/healthz", "readinessProbe": "/readyz"}
+            for kind, probe in probes.items():
+                if probe and (probe.get("httpGet", {}).get("path") != expected_paths[kind] or probe["httpGet"].get("port") not in ("http", HTTP_PORT)):
+                    fail(f"{where}: {kind} is not an HTTP probe of {expected_paths[kind]} on the HTTP port")
+            for svc in SERVICES:
+                address = env.get(f"{svc.upper()}_ADDRESS", "")
+                target = services.get(svc)
+                if not target or address != f"{target['metadata']['name']}:{GRPC_PORTS[svc]}":
+                    fail(f"{where}: {svc.upper()}_ADDRESS {address!r} is not the {svc} Service's gRPC port")
+        else:
+            if ports.get("grpc") != GRPC_PORTS[component] or env.get("GRPC_ADDRESS") != f"0.0.0.0:{GRPC_PORTS[component]}":
+                fail(f"{where}: must serve gRPC on 0.0.0.0:{GRPC_PORTS[component]}")
+            for kind, probe in probes.items():
+                if probe and probe.get("grpc", {}).get("port") != GRPC_PORTS[component]:
+                    fail(f"{where}: {kind} is not a native gRPC probe of port {GRPC_PORTS[component]}")
+            database_url = env.get("DATABASE_URL")
+            if not isinstance(database_url, dict) or database_url["key"] != f"{component}-database-url":
+                fail(f"{where}: DATABASE_URL is not the {component}-database-url key of a Secret")
+            if env.get("MIGRATE_ON_START") != "false":
+                fail(f"{where}: MIGRATE_ON_START must be false (the hook Jobs migrate)")
+        if component == "scim":
+            for svc in ("users", "groups"):
+                if env.get(f"{svc.upper()}_ADDRESS") != f"{services[svc]['metadata']['name']}:{GRPC_PORTS[svc]}":
+                    fail(f"{where}: {svc.upper()}_ADDRESS is not the {svc} Service")
+            if not str(env.get("SCIM_BASE_URL", "")).endswith("/scim/v2"):
+                fail(f"{where}: SCIM_BASE_URL does not end in /scim/v2")
 
-policies = by_kind("NetworkPolicy")
-pods = [(component_of(d) or d["metadata"]["name"], d["spec"]["template"]["metadata"]["labels"]) for d in by_kind("Deployment") + by_kind("Job")]
-if policies:
-    deny = [p for p in policies if p["spec"].get("policyTypes") == ["Ingress", "Egress"] and not p["spec"].get("ingress") and not p["spec"].get("egress")]
-    if not deny:
-        fail("no default-deny NetworkPolicy")
-    for who, labels in pods:
-        selecting = [p for p in policies if labels_match(p["spec"]["podSelector"], labels)]
-        if not any(p in deny for p in selecting):
-            fail(f"{who}: not selected by the default-deny policy")
-        if not any(p not in deny and p["spec"].get("egress") for p in selecting):
-            fail(f"{who}: no policy allows its egress")
-    for component in components[1:]:
-        own = [p for p in policies if component_of(p) == component]
-        sources = [peer for p in own for rule in p["spec"].get("ingress", []) for peer in rule.get("from", []) if "podSelector" in peer and "namespaceSelector" not in peer]
-        allowed = sorted(s["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for s in sources)
-        expected = ["gateway", "scim"] if component in ("users", "groups") else ["gateway"]
-        if allowed != expected:
-            fail(f"{component}: reachable from {allowed}, expected {expected}")
+        # Termination: the grace period covers the preStop pause and the drain.
+        drain = int(env.get("SHUTDOWN_TIMEOUT_MS", "10000")) / 1000
+        sleep = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds")
+        if not sleep:
+            fail(f"{where}: no preStop sleep")
+            sleep = 0
+        grace = pod.get("terminationGracePeriodSeconds", 30)
+        if grace <= drain + sleep:
+            fail(f"{where}: terminationGracePeriodSeconds {grace} <= preStop {sleep} s + drain {drain} s")
 
-jobs = by_kind("Job")
-for job in jobs:
-    annotations = job["metadata"].get("annotations", {})
-    if annotations.get("helm.sh/hook") != "pre-install,pre-upgrade":
-        fail(f"{job['metadata']['name']}: not a pre-install/pre-upgrade hook")
-for secret in by_kind("Secret"):
-    annotations = secret["metadata"].get("annotations", {})
-    if "database" in secret["metadata"]["name"] and jobs:
-        if int(annotations.get("helm.sh/hook-weight", "0")) >= min(int(j["metadata"]["annotations"]["helm.sh/hook-weight"]) for j in jobs):
-            fail("the database Secret is not created before the migration Jobs")
+        # Service ports point at the container's named ports.
+        if service:
+            for sp in service["spec"]["ports"]:
+                if sp.get("targetPort") not in ports and sp.get("targetPort") not in ports.values():
+                    fail(f"{where}: Service port {sp['name']} targets {sp.get('targetPort')}, not a container port")
+            # The gRPC services' Services are headless: callers resolve every ready replica and balance over them.
+            headless = service["spec"].get("clusterIP") == "None"
+            if headless != (component != "gateway"):
+                fail(f"{where}: the Service must be {'headless' if component != 'gateway' else 'a ClusterIP'}")
+            names = {p["name"] for p in service["spec"]["ports"]}
+            if "metrics" not in names or ("http" if component == "gateway" else "grpc") not in names:
+                fail(f"{where}: the Service lacks its metrics or serving port")
 
-ingresses = by_kind("Ingress")
-for ingress in ingresses:
-    paths = {p["path"]: p["backend"]["service"]["name"] for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]}
-    for needed in ("/v1", "/scim/v2"):
-        if not paths.get(needed, "").endswith("-gateway"):
-            fail(f"ingress does not carry {needed} to the gateway")
+    for kind, have in (("Service", services), ("ServiceAccount", accounts)):
+        extra = sorted(set(have) - set(COMPONENTS))
+        if extra:
+            fail(f"{kind}s for unknown components {extra}")
 
-monitors = by_kind("ServiceMonitor")
-rules = by_kind("PrometheusRule")
-if monitors or rules:
-    if not (monitors and rules):
-        fail("ServiceMonitor and PrometheusRule come together")
-    alerts = [rule["alert"] for pr in rules for g in pr["spec"]["groups"] for rule in g["rules"]]
-    for needed in ("MileageRouteErrors", "MileageRouteSlow"):
-        if needed not in alerts:
-            fail(f"alert {needed} missing")
-    if not any("route" in rule["expr"] for pr in rules for g in pr["spec"]["groups"] for rule in g["rules"] if rule["alert"] == "MileageRouteSlow"):
-        fail("the latency alert is not per route")
+    # --- migration Jobs: hooks, after their Secret
+    jobs = by_kind("Job")
+    if jobs:
+        if len(jobs) != len(SERVICES):
+            fail(f"{len(jobs)} migration Jobs, expected one per service")
+        db_secret_weights = []
+        for secret in secrets.values():
+            annotations = secret["metadata"].get("annotations", {})
+            if any(k.endswith("-database-url") for k in secret.get("stringData", {})):
+                if annotations.get("helm.sh/hook") != "pre-install,pre-upgrade":
+                    fail(f"Secret {secret['metadata']['name']}: the Jobs need it, but it is not a pre-install,pre-upgrade hook")
+                db_secret_weights.append(int(annotations.get("helm.sh/hook-weight", "0")))
+        migrated = set()
+        for job in jobs:
+            jname = job["metadata"]["name"]
+            annotations = job["metadata"].get("annotations", {})
+            if annotations.get("helm.sh/hook") != "pre-install,pre-upgrade":
+                fail(f"Job {jname}: not a pre-install,pre-upgrade hook")
+            if "before-hook-creation" not in annotations.get("helm.sh/hook-delete-policy", ""):
+                fail(f"Job {jname}: a second upgrade would find the old Job (hook-delete-policy before-hook-creation)")
+            weight = int(annotations.get("helm.sh/hook-weight", "0"))
+            if any(w >= weight for w in db_secret_weights):
+                fail(f"Job {jname}: not weighted after the database Secret it reads")
+            pod = job["spec"]["template"]["spec"]
+            container = pod["containers"][0]
+            if pod.get("restartPolicy") not in ("Never", "OnFailure"):
+                fail(f"Job {jname}: restartPolicy")
+            if pod.get("automountServiceAccountToken") is not False:
+                fail(f"Job {jname}: mounts a service account token")
+            sc = container.get("securityContext", {})
+            if sc.get("allowPrivilegeEscalation") is not False or sc.get("readOnlyRootFilesystem") is not True or sc.get("capabilities", {}).get("drop") != ["ALL"]:
+                fail(f"Job {jname}: container securityContext is not restricted")
+            if pod.get("securityContext", {}).get("runAsNonRoot") is not True:
+                fail(f"Job {jname}: pod securityContext is not restricted")
+            if not {"cpu", "memory"} <= set(container.get("resources", {}).get("limits", {})):
+                fail(f"Job {jname}: no limits")
+            if "migrate.js" not in " ".join(container.get("command", []) + container.get("args", [])):
+                fail(f"Job {jname}: does not run migrate.js")
+            refs = [e["valueFrom"]["secretKeyRef"] for e in container.get("env", []) if e["name"] == "DATABASE_URL" and "valueFrom" in e]
+            svc = next((s for s in SERVICES if jname.endswith(f"-{s}-migrate")), None)
+            if not refs or not svc or refs[0]["key"] != f"{svc}-database-url":
+                fail(f"Job {jname}: DATABASE_URL is not its service's database-url key")
+            if svc and container["image"] != deployments.get(svc, {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0].get("image"):
+                fail(f"Job {jname}: not the image of the {svc} Deployment")
+            migrated.add(svc)
+        if migrated != set(SERVICES):
+            fail(f"migration Jobs for {sorted(x for x in migrated if x)}, expected {SERVICES}")
 
-if problems:
-    print("\n".join(problems))
-    sys.exit(1)
-print(f"{name}: {len(docs)} manifests; deployments, probes, resources, security contexts, network policies, hooks and monitoring as required")
+    # --- NetworkPolicies
+    policies = by_kind("NetworkPolicy")
+    pods = [(component_of(d), d["spec"]["template"]["metadata"]["labels"], d["spec"]["template"]["spec"]) for d in by_kind("Deployment")]
+    pods += [(j["metadata"]["name"], j["spec"]["template"]["metadata"]["labels"], j["spec"]["template"]["spec"]) for j in jobs]
+    if not policies:
+        fail("no NetworkPolicies")
+    else:
+        deny = [p for p in policies if sorted(p["spec"].get("policyTypes", [])) == ["Egress", "Ingress"]
+                and not p["spec"].get("ingress") and not p["spec"].get("egress")]
+        if not deny:
+            fail("no default-deny NetworkPolicy (both policy types, no rules)")
+        for who, labels, _ in pods:
+            selecting = [p for p in policies if selects(p["spec"]["podSelector"], labels)]
+            if not selecting:
+                fail(f"{who}: selected by no NetworkPolicy")
+            if not any(p in deny for p in selecting):
+                fail(f"{who}: not selected by the default-deny policy")
+            dns = [r for p in selecting if "Egress" in p["spec"]["policyTypes"] for r in p["spec"].get("egress", [])
+                   if port_matches(r.get("ports"), {"number": 53}, "UDP")]
+            if not dns:
+                fail(f"{who}: may not resolve names (no UDP 53 egress)")
+
+        def pod_ports(spec):
+            return [{"name": p.get("name"), "number": p["containerPort"]} for c in spec["containers"] for p in c.get("ports", [])]
+
+        def allows(direction, subject_labels, peer_labels, port):
+            """Some policy selecting the subject allows this connection in this direction, from/to a pod of the
+            release (podSelector peers; namespaceSelector and ipBlock peers are taken as outside the release)."""
+            key, peers_key = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
+            for policy in policies:
+                if direction not in policy["spec"].get("policyTypes", []) or not selects(policy["spec"]["podSelector"], subject_labels):
+                    continue
+                for rule in policy["spec"].get(key, []) or []:
+                    if not port_matches(rule.get("ports"), port):
+                        continue
+                    peers = rule.get(peers_key)
+                    if not peers:
+                        return True
+                    for peer in peers:
+                        if "ipBlock" in peer or "namespaceSelector" in peer:
+                            continue
+                        if "podSelector" in peer and selects(peer["podSelector"], peer_labels):
+                            return True
+            return False
+
+        # Pod to pod inside the release: exactly the expected calls.
+        deployment_pods = [(c, l, s) for c, l, s in pods if c in COMPONENTS]
+        for src, src_labels, _ in pods:
+            for dst, dst_labels, dst_spec in deployment_pods:
+                for port in pod_ports(dst_spec):
+                    ok = allows("Egress", src_labels, dst_labels, port) and allows("Ingress", dst_labels, src_labels, port)
+                    expected = (src, dst) in ALLOWED_CALLS and port["number"] == GRPC_PORTS.get(dst)
+                    if ok != expected:
+                        fail(f"NetworkPolicy: {src} -> {dst}:{port['number']} is {'allowed' if ok else 'denied'}, expected {'allowed' if expected else 'denied'}")
+
+        # From outside the release: the ingress controller to the gateway's HTTP port, Prometheus to metrics ports.
+        def outside_peers(labels, port):
+            found = []
+            for policy in policies:
+                if "Ingress" not in policy["spec"].get("policyTypes", []) or not selects(policy["spec"]["podSelector"], labels):
+                    continue
+                for rule in policy["spec"].get("ingress", []) or []:
+                    if port_matches(rule.get("ports"), port):
+                        for peer in rule.get("from") or [{"anything": True}]:
+                            if "namespaceSelector" in peer or "ipBlock" in peer or "anything" in peer:
+                                found.append(peer)
+            return found
+
+        for who, labels, spec in pods:
+            for port in pod_ports(spec):
+                peers = outside_peers(labels, port)
+                if who == "gateway" and port["number"] == HTTP_PORT:
+                    if len(peers) != 1 or "ipBlock" in peers[0] or "anything" in peers[0]:
+                        fail(f"NetworkPolicy: the gateway's HTTP port must admit the ingress controller's selector only, got {peers}")
+                elif port["name"] == "metrics":
+                    if len(peers) != 1 or "ipBlock" in peers[0] or "anything" in peers[0]:
+                        fail(f"NetworkPolicy: {who}'s metrics port must admit Prometheus's selector only, got {peers}")
+                elif peers:
+                    fail(f"NetworkPolicy: {who}:{port['number']} admits traffic from outside the release: {peers}")
+            for policy in policies:
+                if selects(policy["spec"]["podSelector"], labels):
+                    for rule in policy["spec"].get("ingress", []) or []:
+                        if not rule.get("from"):
+                            fail(f"NetworkPolicy {policy['metadata']['name']}: an ingress rule without from admits everyone")
+
+        # Egress to addresses (ipBlock): PostgreSQL for the services and the Jobs, Redis and Keycloak for the gateway,
+        # the collector when tracing is on; nothing else.
+        def ip_egress(labels):
+            out = set()
+            for policy in policies:
+                if "Egress" in policy["spec"].get("policyTypes", []) and selects(policy["spec"]["podSelector"], labels):
+                    for rule in policy["spec"].get("egress", []) or []:
+                        if not rule.get("to"):
+                            if not all(p.get("port") == 53 for p in rule.get("ports", [{}])):
+                                fail(f"NetworkPolicy {policy['metadata']['name']}: an egress rule without to allows everything")
+                            continue
+                        for peer in rule["to"]:
+                            if "ipBlock" in peer:
+                                ipaddress.ip_network(peer["ipBlock"]["cidr"], strict=False)
+                                for p in rule.get("ports") or [{"port": "any"}]:
+                                    out.add(p.get("port"))
+            return out
+
+        for who, labels, _ in pods:
+            env = envs.get(who, {})
+            got = ip_egress(labels)
+            expected = set()
+            if who == "gateway":
+                expected.add("oidc")
+                if "REDIS_URL" in env:
+                    expected.add("redis")
+            else:
+                expected.add("postgres")
+            if "OTEL_EXPORTER_OTLP_ENDPOINT" in env:
+                expected.add("otlp")
+            if "any" in got:
+                fail(f"NetworkPolicy: {who} may reach addresses on any port")
+            if len(got) != len(expected):
+                fail(f"NetworkPolicy: {who} may reach address ports {sorted(map(str, got))}, expected {len(expected)} ({', '.join(sorted(expected))})")
+
+    # --- Ingress
+    for ingress in by_kind("Ingress"):
+        gateway_service = services.get("gateway", {}).get("metadata", {}).get("name")
+        paths = {p["path"]: p for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]}
+        for needed in ("/v1", "/scim/v2", "/openapi.json", "/docs"):
+            p = paths.get(needed)
+            if not p or p["backend"]["service"]["name"] != gateway_service or p["backend"]["service"]["port"].get("name") != "http":
+                fail(f"Ingress: {needed} is not carried to the gateway's http port")
+        if set(paths) - {"/v1", "/scim/v2", "/openapi.json", "/docs"}:
+            fail(f"Ingress: unexpected paths {sorted(set(paths) - {'/v1', '/scim/v2', '/openapi.json', '/docs'})}")
+        for tls in ingress["spec"].get("tls", []):
+            hosts = {r.get("host") for r in ingress["spec"]["rules"]}
+            if not tls.get("secretName") or not set(tls.get("hosts", [])) >= hosts:
+                fail("Ingress: TLS without a secret or not covering the host")
+    if len(by_kind("Ingress")) > 1:
+        fail("more than one Ingress")
+
+    # --- ServiceMonitor, PrometheusRule (CRDs: no Kubernetes schema checks them)
+    monitors, rules = by_kind("ServiceMonitor"), by_kind("PrometheusRule")
+    if bool(monitors) != bool(rules):
+        fail("ServiceMonitor and PrometheusRule come together (metrics.serviceMonitor.enabled)")
+    for monitor in monitors:
+        if monitor["apiVersion"] != "monitoring.coreos.com/v1":
+            fail("ServiceMonitor: apiVersion")
+        selected = [c for c, s in services.items() if selects(monitor["spec"]["selector"], s["metadata"]["labels"])]
+        if sorted(selected) != sorted(COMPONENTS):
+            fail(f"ServiceMonitor selects the Services of {sorted(selected)}, expected every component")
+        endpoint_ports = {e.get("port") for e in monitor["spec"]["endpoints"]}
+        if endpoint_ports != {"metrics"} or any(e.get("path", "/metrics") != "/metrics" for e in monitor["spec"]["endpoints"]):
+            fail("ServiceMonitor: must scrape the Services' metrics port at /metrics")
+        for e in monitor["spec"]["endpoints"]:
+            if "interval" in e and not re.fullmatch(r"[0-9]+(ms|s|m|h)", str(e["interval"])):
+                fail(f"ServiceMonitor: interval {e['interval']}")
+    alerts = {}
+    for rule_doc in rules:
+        if rule_doc["apiVersion"] != "monitoring.coreos.com/v1":
+            fail("PrometheusRule: apiVersion")
+        for group in rule_doc["spec"]["groups"]:
+            if not group.get("name") or not group.get("rules"):
+                fail("PrometheusRule: a group without name or rules")
+            for rule in group["rules"]:
+                alert = rule.get("alert")
+                if not alert or not rule.get("expr") or set(rule) - {"alert", "expr", "for", "labels", "annotations", "keep_firing_for"}:
+                    fail(f"PrometheusRule: malformed rule {rule}")
+                    continue
+                if rule.get("labels", {}).get("severity") not in ("critical", "warning", "info"):
+                    fail(f"{alert}: severity label")
+                if not rule.get("annotations", {}).get("summary"):
+                    fail(f"{alert}: no summary")
+                if "for" in rule and not re.fullmatch(r"[0-9]+(s|m|h)", str(rule["for"])):
+                    fail(f"{alert}: for {rule['for']}")
+                nodes = check_promql(alert, rule["expr"], catalogue)
+                alerts.setdefault(alert, []).append((rule["expr"], nodes))
+    if rules:
+        def aggregates_by(nodes, label):
+            return any(isinstance(n, promql_parser.AggregateExpr) and n.modifier is not None and label in n.modifier.labels for n in nodes)
+
+        def uses(nodes, metric):
+            return any(isinstance(n, promql_parser.VectorSelector) and n.name == metric for n in nodes)
+
+        def quantile(nodes):
+            return any(isinstance(n, promql_parser.Call) and "histogram_quantile" in n.prettify() for n in nodes)
+
+        needs = {
+            "MileageRouteErrors": lambda e, n: uses(n, "http_server_request_duration_seconds_count") and aggregates_by(n, "route") and '5..' in e,
+            "MileageRouteSlow": lambda e, n: uses(n, "http_server_request_duration_seconds_bucket") and aggregates_by(n, "route") and quantile(n) and "0.99" in e,
+            "MileageGrpcErrors": lambda e, n: uses(n, "grpc_server_handled_total") and aggregates_by(n, "grpc_method"),
+            "MileageGrpcSlow": lambda e, n: uses(n, "grpc_server_handling_seconds_bucket") and aggregates_by(n, "grpc_method") and quantile(n),
+        }
+        for alert, test in needs.items():
+            if not any(test(e, n) for e, n in alerts.get(alert, [])):
+                fail(f"PrometheusRule: {alert} missing or not per route / method as required")
+        down = {e for e, _ in alerts.get("MileageComponentDown", [])}
+        for c in COMPONENTS:
+            if not any(f'-{c}"' in e for e in down):
+                fail(f"PrometheusRule: no MileageComponentDown for {c}")
+
+    # --- Grafana dashboard
+    for cm in by_kind("ConfigMap"):
+        if cm["metadata"].get("labels", {}).get("grafana_dashboard") != "1":
+            continue
+        for key, text in cm["data"].items():
+            dashboard = json.loads(text)
+            targets = [(p.get("title", "?"), t["expr"]) for p in dashboard.get("panels", []) for t in p.get("targets", []) if "expr" in t]
+            parsed = []
+            for title, expr in targets:
+                concrete = expr.replace("$__rate_interval", "5m").replace("$__interval", "1m").replace("$namespace", "mileage").replace("$release", "mileage")
+                parsed.append((title, expr, check_promql(f"dashboard {key}: {title}", concrete, catalogue)))
+            for what, test in {
+                "HTTP rate per route": lambda e, n: uses(n, "http_server_request_duration_seconds_count") and aggregates_by(n, "route") and "5.." not in e,
+                "HTTP errors per route": lambda e, n: aggregates_by(n, "route") and "5.." in e,
+                "HTTP duration per route": lambda e, n: uses(n, "http_server_request_duration_seconds_bucket") and aggregates_by(n, "route") and quantile(n),
+                "gRPC rate per method": lambda e, n: uses(n, "grpc_server_handled_total") and aggregates_by(n, "grpc_method"),
+                "gRPC errors": lambda e, n: uses(n, "grpc_server_handled_total") and "grpc_code" in e,
+                "gRPC duration per method": lambda e, n: uses(n, "grpc_server_handling_seconds_bucket") and aggregates_by(n, "grpc_method") and quantile(n),
+            }.items():
+                if not any(test(e, n) for _, e, n in parsed):
+                    fail(f"dashboard {key}: no panel for {what}")
+
+    json.dump(envs, open(env_out, "w"), indent=1)
+    if problems:
+        print("\n".join(f"{name}: {p}" for p in problems))
+        sys.exit(1)
+    kinds = sorted({d["kind"] for d in docs})
+    print(f"{name}: {len(docs)} manifests ({', '.join(kinds)}): all assertions hold")
+
+
+# ----------------------------------------------------------------------------------------------- values doc
+
+
+def check_values_doc(path):
+    lines = open(path).read().splitlines()
+    stack = []  # (indent, key)
+    for number, line in enumerate(lines, 1):
+        match = re.match(r"^( *)([A-Za-z0-9_.-]+):", line)
+        if not match:
+            continue
+        indent, key = len(match.group(1)), match.group(2)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        keys = [k for _, k in stack] + [key]
+        stack.append((indent, key))
+        shared = len(keys) >= 3 and keys[0] == "components" and keys[1] != "gateway"
+        previous = lines[number - 2].strip() if number > 1 else ""
+        if not shared and not previous.startswith("#"):
+            fail(f"{path}:{number}: {'.'.join(keys)} has no comment above it")
+    if problems:
+        print("\n".join(problems))
+        sys.exit(1)
+    print(f"values.yaml: every key documented ({sum(1 for l in lines if re.match(r'^ *[A-Za-z0-9_.-]+:', l))} keys)")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "manifests":
+        check_manifests(*sys.argv[2:6])
+    elif sys.argv[1] == "values-doc":
+        check_values_doc(sys.argv[2])
+    else:
+        raise SystemExit(__doc__)

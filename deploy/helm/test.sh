@@ -1,44 +1,121 @@
 #!/usr/bin/env bash
-# Chart tests (CI): Helm built from the Go module proxy, `helm lint --strict` and `helm template` for every value set
-# in mileage/ci/, the rendered manifests validated against the Kubernetes API schemas (PyPI kubernetes-validate, which
-# bundles them), the assertions of check-rendered.py, and a bad value set refused by values.schema.json.
+# Chart tests of deploy/helm/mileage, from a clean machine with Go and Python 3 (CI runs it):
+#   1. tools: Helm built from the Go module proxy, a virtualenv with kubernetes-validate (which bundles the Kubernetes
+#      API JSON schemas), PyYAML and promql-parser; cached in ${XDG_CACHE_HOME:-~/.cache}/mileage-tools;
+#   2. every value set in mileage/ci/: `helm lint --strict`, `helm template`, the manifests validated (strict: no
+#      unknown fields) against the API schemas of the oldest Kubernetes the chart supports and of the newest release
+#      kubernetes-validate bundles, check-rendered.py's assertions (ServiceMonitor and PrometheusRule, CRDs without a
+#      schema there, are checked by it), and check-env.mjs (when the workspaces are built: the environment passed to
+#      the processes' own configuration schemas);
+#   3. values.yaml documents every key; every file in tests/bad-values/ is refused, with the message it names.
+# Exits non-zero on any failure.
 set -euo pipefail
+started=$(date +%s)
 here="$(cd "$(dirname "$0")" && pwd)"
 chart="$here/mileage"
-HELM_VERSION=v3.19.2
-KUBE_VERSION=1.34.0
+root="$(cd "$here/../.." && pwd)"
+
+HELM_VERSION=v3.22.0
+KUBERNETES_VALIDATE_VERSION=1.37.0
+PYYAML_VERSION=6.0.3
+PROMQL_PARSER_VERSION=0.12.0
+# The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest whose schemas kubernetes-validate has.
+KUBE_VERSIONS=(1.30.0 1.37.0)
+
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/mileage-tools"
-bin="$cache/helm-$HELM_VERSION"
-venv="$cache/chart-venv"
-started=$SECONDS
-
-if [ ! -x "$bin/helm" ]; then
-  echo "building Helm $HELM_VERSION from the Go module proxy" >&2
-  GOBIN="$bin" GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-fi
-helm="$bin/helm"
-if [ ! -x "$venv/bin/kubernetes-validate" ]; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 pyyaml==6.0.3
-fi
-
+helm_dir="$cache/helm-$HELM_VERSION"
+helm="$helm_dir/helm"
+requirements="kubernetes-validate==$KUBERNETES_VALIDATE_VERSION pyyaml==$PYYAML_VERSION promql-parser==$PROMQL_PARSER_VERSION"
+venv="$cache/chart-venv-$(printf '%s' "$requirements" | sha256sum | cut -c1-12)"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
+
+section() { printf '\n== %s (%ss)\n' "$1" "$(($(date +%s) - started))"; }
+
+# ------------------------------------------------------------------------------------------------------------ tools
+section "tools"
+if [ ! -x "$helm" ]; then
+  command -v go >/dev/null || { echo "Go is needed to build Helm $HELM_VERSION" >&2; exit 1; }
+  echo "building Helm $HELM_VERSION from the Go module proxy (once; cached in $helm_dir)"
+  rm -rf "$helm_dir.partial"
+  GOBIN="$helm_dir.partial" GOFLAGS=-mod=mod CGO_ENABLED=0 go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  mv "$helm_dir.partial" "$helm_dir"
+fi
+# Built by go install (no release ldflags), Helm reports only its minor version, e.g. v3.22.
+case "$("$helm" version --template '{{ .Version }}')" in
+  "$HELM_VERSION" | "${HELM_VERSION%.*}") ;;
+  *) echo "$helm is not Helm $HELM_VERSION" >&2; exit 1 ;;
+esac
+if [ ! -f "$venv/.complete" ]; then
+  echo "installing $requirements (once; cached in $venv)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  # shellcheck disable=SC2086 # the requirements are words
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $requirements
+  touch "$venv/.complete"
+fi
+python="$venv/bin/python"
+echo "Helm $HELM_VERSION, kubernetes-validate $KUBERNETES_VALIDATE_VERSION (Kubernetes ${KUBE_VERSIONS[*]} schemas), promql-parser $PROMQL_PARSER_VERSION"
+if [ -f "$root/gateway/dist/config.js" ] && [ -f "$root/packages/runtime/dist/index.js" ] && command -v node >/dev/null; then
+  check_env=yes
+else
+  check_env=no
+  echo "the workspaces are not built: the environment is not checked against the processes' schemas (npm run build)"
+fi
+
+# ------------------------------------------------------------------------------------------------------- value sets
+sets=0
 for values in "$chart"/ci/*.yaml; do
   name="$(basename "$values" .yaml)"
-  "$helm" lint --strict "$chart" -f "$values" --kube-version "$KUBE_VERSION" >"$out/$name.lint" || { cat "$out/$name.lint"; exit 1; }
-  "$helm" template mileage "$chart" -f "$values" --namespace mileage --kube-version "$KUBE_VERSION" >"$out/$name.yaml"
-  # CRDs (ServiceMonitor, PrometheusRule) have no schema there; check-rendered.py asserts on them.
-  "$venv/bin/kubernetes-validate" -k "$KUBE_VERSION" --strict --quiet "$out/$name.yaml" 2>&1 | { grep -v "^WARN .*Couldn't find schema for kind \(ServiceMonitor\|PrometheusRule\)" || true; } >"$out/$name.validate"
-  if [ -s "$out/$name.validate" ]; then cat "$out/$name.validate"; exit 1; fi
-  "$venv/bin/python" "$here/check-rendered.py" "$out/$name.yaml" "$name"
+  section "value set $name"
+  "$helm" lint --strict "$chart" -f "$values" --kube-version "${KUBE_VERSIONS[-1]}" >"$out/$name.lint" 2>&1 \
+    || { cat "$out/$name.lint"; echo "helm lint --strict failed for $name" >&2; exit 1; }
+  grep -E '^1 chart\(s\) linted, 0 chart\(s\) failed' "$out/$name.lint"
+  "$helm" template mileage "$chart" -f "$values" --namespace mileage --kube-version "${KUBE_VERSIONS[-1]}" >"$out/$name.yaml"
+  for kube in "${KUBE_VERSIONS[@]}"; do
+    # Only the Prometheus Operator's kinds may lack a schema; check-rendered.py asserts on them.
+    if ! "$venv/bin/kubernetes-validate" --kubernetes-version "$kube" --strict --quiet "$out/$name.yaml" >"$out/$name-$kube.validate" 2>&1; then
+      cat "$out/$name-$kube.validate"; echo "$name: invalid for Kubernetes $kube" >&2; exit 1
+    fi
+    if grep -v "Couldn't find schema for kind \(ServiceMonitor\|PrometheusRule\) " "$out/$name-$kube.validate" | grep -q .; then
+      cat "$out/$name-$kube.validate"; echo "$name: kubernetes-validate reported problems for Kubernetes $kube" >&2; exit 1
+    fi
+    echo "$name: $(grep -c '^kind:' "$out/$name.yaml") manifests valid against the Kubernetes $kube API schemas (strict)"
+  done
+  "$python" "$here/check-rendered.py" manifests "$out/$name.yaml" "$name" "$root/packages/runtime/src/metrics.ts" "$out/$name.env.json"
+  if [ "$check_env" = yes ]; then
+    node "$here/check-env.mjs" "$out/$name.env.json" "$name" "$root"
+  fi
+  sets=$((sets + 1))
 done
+[ "$sets" -ge 3 ] || { echo "expected at least 3 value sets in $chart/ci, found $sets" >&2; exit 1; }
 
-# values.schema.json refuses what is wrong.
-printf 'gateway:\n  cursorSecret: too-short\ncomponents:\n  gateway:\n    replicas: 0\nnoSuchKey: 1\n' >"$out/bad.yaml"
-if "$helm" template mileage "$chart" -f "$chart/ci/minimal.yaml" -f "$out/bad.yaml" --kube-version "$KUBE_VERSION" >/dev/null 2>"$out/bad.err"; then
-  echo "a bad value set was accepted" >&2
-  exit 1
-fi
-grep -q "noSuchKey" "$out/bad.err" && grep -q "cursorSecret" "$out/bad.err" || { cat "$out/bad.err"; exit 1; }
-echo "chart tests passed for $(ls "$chart"/ci/*.yaml | wc -l) value sets in $((SECONDS - started)) s (Helm $HELM_VERSION, Kubernetes $KUBE_VERSION schemas)"
+# ----------------------------------------------------------------------------------------------- documentation, refusals
+section "values.yaml documentation"
+"$python" "$here/check-rendered.py" values-doc "$chart/values.yaml"
+
+section "bad value sets are refused"
+refused=0
+schema_refusals=0
+for bad in "$here"/tests/bad-values/*.yaml; do
+  expect="$(sed -n 's/^# expect: //p' "$bad")"
+  [ -n "$expect" ] || { echo "$bad: no '# expect:' line" >&2; exit 1; }
+  if "$helm" template mileage "$chart" -f "$chart/ci/minimal.yaml" -f "$bad" --kube-version "${KUBE_VERSIONS[-1]}" >/dev/null 2>"$out/bad.err"; then
+    echo "$(basename "$bad"): accepted, but must be refused" >&2; exit 1
+  fi
+  if ! grep -Eq -- "$expect" "$out/bad.err"; then
+    cat "$out/bad.err"; echo "$(basename "$bad"): refused, but not with /$expect/" >&2; exit 1
+  fi
+  if grep -q "don't meet the specifications of the schema" "$out/bad.err"; then
+    schema_refusals=$((schema_refusals + 1))
+    how="by values.schema.json"
+  else
+    how="by the templates"
+  fi
+  echo "$(basename "$bad"): refused $how"
+  refused=$((refused + 1))
+done
+[ "$schema_refusals" -ge 1 ] || { echo "no bad value set was refused by values.schema.json" >&2; exit 1; }
+
+section "done"
+echo "chart tests passed: $sets value sets, $refused bad value sets refused ($schema_refusals by the schema), in $(($(date +%s) - started)) s"

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run test:keycloak`: the acceptance tests against the whole stack with real Keycloak instead of the
 // development identity provider. Starts Keycloak (deploy/keycloak/run.sh: fetched from Maven Central, cached),
-// checks the realm (deploy/keycloak/smoke-test.mjs), starts the stack as `npm start` does with OIDC_ISSUER pointing
+// checks the realm (`run.sh check`: deploy/keycloak/smoke-test.mjs), starts the stack as `npm start` does with OIDC_ISSUER pointing
 // at Keycloak (fresh data folder, free ports), runs tools/acceptance against it, and stops everything.
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -21,7 +21,9 @@ const issuer = kc.stdout.trim().split('\n').pop();
 let stack;
 let failed = false;
 try {
-  const smoke = spawnSync(process.execPath, [path.join(root, 'deploy/keycloak/smoke-test.mjs'), issuer], { stdio: 'inherit' });
+  // run.sh check: the realm smoke test with the admin-API checks (it knows the throw-away admin's password), and
+  // that the committed development realm is what build-dev-realm.mjs makes.
+  const smoke = spawnSync('bash', [runSh, 'check'], { env: keycloakEnv, stdio: 'inherit' });
   if (smoke.status !== 0) throw new Error('the realm smoke test failed');
 
   stack = await launchStack({ env: { OIDC_ISSUER: issuer } });

@@ -1,38 +1,14 @@
 {{/* Names, labels and shared pieces of the chart. */}}
 
-{{- define "mileage.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}{{ .Release.Name | trunc 40 | trimSuffix "-" }}{{- else -}}{{ printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" }}{{- end -}}
+{{/* The components, and the gRPC services among them with their ports. */}}
+{{- define "mileage.components" -}}
+[gateway, users, groups, drives, scim]
 {{- end -}}
 
-{{/* Labels of every resource, without the ones a component's selector adds. */}}
-{{- define "mileage.commonLabels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
-app.kubernetes.io/part-of: mileage
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- define "mileage.services" -}}
+[users, groups, drives, scim]
 {{- end -}}
 
-{{- define "mileage.labels" -}}
-{{ include "mileage.commonLabels" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-{{- end -}}
-
-{{/* Selector labels of one component: (dict "root" $ "component" "users") */}}
-{{- define "mileage.selectorLabels" -}}
-app.kubernetes.io/name: mileage-{{ .component }}
-app.kubernetes.io/instance: {{ .root.Release.Name }}
-app.kubernetes.io/component: {{ .component }}
-{{- end -}}
-
-{{- define "mileage.componentName" -}}
-{{ include "mileage.fullname" .root }}-{{ .component }}
-{{- end -}}
-
-{{- define "mileage.image" -}}
-{{ .root.Values.image.registry }}/{{ .root.Values.image.repository }}-{{ .component }}:{{ .root.Values.image.tag | default .root.Chart.AppVersion }}
-{{- end -}}
-
-{{/* The gRPC services, with their ports. */}}
 {{- define "mileage.grpcPorts" -}}
 users: 50051
 groups: 50052
@@ -48,16 +24,83 @@ drives: 9463
 scim: 9464
 {{- end -}}
 
+{{- define "mileage.httpPort" -}}8080{{- end -}}
+
+{{/* Prefix of every resource name (≤ 40 characters, so "<prefix>-<component>-migrate" fits 63). */}}
+{{- define "mileage.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels every resource carries. */}}
+{{- define "mileage.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+app.kubernetes.io/part-of: mileage
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels of one component: (dict "root" $ "component" "users"). */}}
+{{- define "mileage.selectorLabels" -}}
+app.kubernetes.io/name: mileage-{{ .component }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Labels of a component's resources. */}}
+{{- define "mileage.componentLabels" -}}
+{{ include "mileage.labels" .root }}
+app.kubernetes.io/name: mileage-{{ .component }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Selects every pod of the release (Deployments and migration Jobs). */}}
+{{- define "mileage.releaseSelector" -}}
+app.kubernetes.io/part-of: mileage
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "mileage.componentName" -}}
+{{ include "mileage.fullname" .root }}-{{ .component }}
+{{- end -}}
+
+{{- define "mileage.image" -}}
+{{ .root.Values.image.registry }}/{{ .root.Values.image.repository }}-{{ .component }}:{{ .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- end -}}
+
+{{/* Secrets: the chart's own, or the ones named in the values. */}}
 {{- define "mileage.databaseSecret" -}}
-{{- if .Values.postgres.existingSecret -}}{{ .Values.postgres.existingSecret }}{{- else -}}{{ include "mileage.fullname" . }}-database{{- end -}}
+{{- .Values.postgres.existingSecret | default (printf "%s-database" (include "mileage.fullname" .)) -}}
 {{- end -}}
 
 {{- define "mileage.gatewaySecret" -}}
-{{- if .Values.gateway.existingSecret -}}{{ .Values.gateway.existingSecret }}{{- else -}}{{ include "mileage.fullname" . }}-gateway{{- end -}}
+{{- .Values.gateway.existingSecret | default (printf "%s-gateway" (include "mileage.fullname" .)) -}}
+{{- end -}}
+
+{{- define "mileage.redisEnabled" -}}
+{{- if or .Values.redis.url .Values.redis.existingSecret }}true{{ end -}}
 {{- end -}}
 
 {{- define "mileage.redisSecret" -}}
-{{- if .Values.redis.existingSecret -}}{{ .Values.redis.existingSecret }}{{- else -}}{{ include "mileage.fullname" . }}-gateway{{- end -}}
+{{- .Values.redis.existingSecret | default (printf "%s-redis" (include "mileage.fullname" .)) -}}
+{{- end -}}
+
+{{/* The connection URL of one service: (dict "root" $ "service" "users"). */}}
+{{- define "mileage.databaseUrl" -}}
+{{- $pg := .root.Values.postgres -}}
+{{- $role := index $pg.roles .service -}}
+{{- if $role.url -}}
+{{- $role.url -}}
+{{- else -}}
+{{- $password := required (printf "postgres.roles.%s.password (or .url, or postgres.existingSecret) is required" .service) $role.password -}}
+{{- printf "postgres://%s:%s@%s:%v/%s?sslmode=%s" $role.username ($password | urlquery) $pg.host $pg.port $pg.database $pg.sslMode -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Restricted Pod Security Standard. */}}
@@ -74,41 +117,48 @@ seccompProfile:
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
 capabilities:
-  drop: ["ALL"]
+  drop: [ALL]
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
-{{/* Environment shared by every process. */}}
+{{/* Environment of every long-running process: (dict "root" $ "component" "users"). */}}
 {{- define "mileage.commonEnv" -}}
-- name: LOG_LEVEL
-  value: {{ .root.Values.logLevel | quote }}
-- name: METRICS_HOST
-  value: "0.0.0.0"
-- name: METRICS_PORT
-  value: {{ index (include "mileage.metricsPorts" .root | fromYaml) .component | quote }}
-- name: SHUTDOWN_TIMEOUT_MS
-  value: {{ mul .root.Values.shutdownTimeoutSeconds 1000 | quote }}
-- name: OTEL_SERVICE_NAME
-  value: mileage-{{ .component }}
-{{- if .root.Values.tracing.otlpEndpoint }}
-- name: OTEL_EXPORTER_OTLP_ENDPOINT
-  value: {{ .root.Values.tracing.otlpEndpoint | quote }}
-- name: OTEL_TRACES_SAMPLER
-  value: parentbased_traceidratio
-- name: OTEL_TRACES_SAMPLER_ARG
-  value: {{ .root.Values.tracing.samplerRatio | quote }}
+- { name: LOG_LEVEL, value: {{ .root.Values.logLevel | quote }} }
+- { name: METRICS_HOST, value: "0.0.0.0" }
+- { name: METRICS_PORT, value: {{ index (include "mileage.metricsPorts" .root | fromYaml) .component | quote }} }
+- { name: SHUTDOWN_TIMEOUT_MS, value: {{ mul .root.Values.shutdownTimeoutSeconds 1000 | quote }} }
+- { name: OTEL_SERVICE_NAME, value: mileage-{{ .component }} }
+{{- with .root.Values.tracing }}
+{{- if .otlpEndpoint }}
+- { name: OTEL_EXPORTER_OTLP_ENDPOINT, value: {{ .otlpEndpoint | quote }} }
+- { name: OTEL_TRACES_SAMPLER, value: parentbased_traceidratio }
+- { name: OTEL_TRACES_SAMPLER_ARG, value: {{ .samplerRatio | toString | quote }} }
 {{- else }}
-- name: OTEL_SDK_DISABLED
-  value: "true"
+- { name: OTEL_SDK_DISABLED, value: "true" }
+{{- end }}
 {{- end }}
 {{- end -}}
 
 {{- define "mileage.terminationGracePeriodSeconds" -}}
-{{ add .Values.shutdownTimeoutSeconds .Values.preStopSleepSeconds 10 }}
+{{ add .Values.preStopSleepSeconds .Values.shutdownTimeoutSeconds 10 }}
 {{- end -}}
 
 {{- define "mileage.scimBaseUrl" -}}
-{{- if .Values.scim.baseUrl -}}{{ .Values.scim.baseUrl }}{{- else -}}https://{{ .Values.ingress.host }}/scim/v2{{- end -}}
+{{- .Values.scim.baseUrl | default (printf "%s://%s/scim/v2" (ternary "https" "http" .Values.ingress.tls.enabled) .Values.ingress.host) -}}
+{{- end -}}
+
+{{/* A service's in-cluster address (host:port): (dict "root" $ "component" "users"). */}}
+{{- define "mileage.grpcAddress" -}}
+{{ include "mileage.componentName" . }}:{{ index (include "mileage.grpcPorts" .root | fromYaml) .component }}
+{{- end -}}
+
+{{/* Values whose change must roll a component's pods (the Secrets have their own checksum). */}}
+{{- define "mileage.configChecksum" -}}
+{{- $v := .root.Values -}}
+{{- $c := index $v.components .component -}}
+{{- toJson (dict "env" $c.extraEnv "logLevel" $v.logLevel "shutdown" $v.shutdownTimeoutSeconds "tracing" $v.tracing "oidc" $v.oidc "gateway" (omit $v.gateway "cursorSecret") "scim" $v.scim "postgres" (pick $v.postgres "poolMax" "statementTimeoutMs" "existingSecret") "redis" $v.redis.existingSecret "ingressHost" $v.ingress.host) | sha256sum -}}
 {{- end -}}
