@@ -1,3 +1,4 @@
+import { status as grpcStatus } from '@grpc/grpc-js';
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import type { CallSettings, Knex, Logger, PromiseClient } from '@mileage/runtime';
 import { scimErrors } from './errors';
@@ -50,6 +51,21 @@ export function ifMatchVersion(headers: Record<string, string>): number | 'misma
   if (header === undefined || header.trim() === '*') return 0;
   const versions = header.split(',').map((t) => /^\s*(?:W\/)?"(\d{1,15})"\s*$/.exec(t)?.[1]).filter((v): v is string => v !== undefined);
   return versions.length === 1 ? Number(versions[0]) : 'mismatch';
+}
+
+/**
+ * Runs a read-compute-write again when the owner reports that the version read is stale (a change from outside
+ * SCIM came between), up to three times; a client that demanded a version with If-Match gets the 412 instead.
+ */
+export async function retryStaleWrite<T>(demanded: number | 'mismatch', write: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      const stale = (err as { code?: number }).code === grpcStatus.ABORTED;
+      if (!stale || demanded !== 0 || attempt >= 3) throw err;
+    }
+  }
 }
 
 /** startIndex and count (RFC 7644 §3.4.2.4): 1-based; below 1 is 1; negative count is 0; above the maximum is reduced. */

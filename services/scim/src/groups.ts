@@ -1,7 +1,6 @@
-import { status as grpcStatus } from '@grpc/grpc-js';
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import { isDeepStrictEqual } from 'node:util';
-import { etag, ifMatchVersion, paging, type RequestContext, type ScimDeps, type ScimResponse } from './context';
+import { etag, ifMatchVersion, paging, retryStaleWrite, type RequestContext, type ScimDeps, type ScimResponse } from './context';
 import { scimErrors } from './errors';
 import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
 import { applyPatch, readPatchBody } from './patch';
@@ -144,56 +143,50 @@ export class GroupHandlers {
   private async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: (current: Doc) => Doc): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
     if (!GROUP_ID.test(id)) throw scimErrors.notFound(`Group ${id} not found`);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.deps.journal.exclusive({ actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId }, async (slot) => {
-          const current = await this.load(id, ctx);
-          if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
-            throw scimErrors.preconditionFailed(`The group is at version ${etag(current.version)}, not the one in If-Match`);
-          }
-          const users = await this.liveUsers(current.members.map((m) => m.userId), ctx);
-          const externalId = (await this.externalIds([current])).get(current.id);
-          const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
-          const before: Doc = { ...(externalId ? { externalId } : {}), displayName: current.displayName, ...(visible.length ? { members: visible } : {}) };
-          const after = compute(structuredClone(before));
-          if (typeof after.displayName !== 'string' || after.displayName.trim() === '') throw scimErrors.invalidValue('"displayName" is required');
-          const memberIds = [...new Set(((after.members ?? []) as Doc[]).map((m, i) => {
-            if (typeof m.value !== 'string') throw scimErrors.invalidValue(`"members[${i}].value" is required`);
-            return m.value;
-          }))];
-          const normalizedAfter: Doc = { ...(typeof after.externalId === 'string' ? { externalId: after.externalId } : {}), displayName: after.displayName, ...(memberIds.length ? { members: memberIds.map((value) => ({ value })) } : {}) };
-          if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
+    return retryStaleWrite(demanded, () =>
+      this.deps.journal.exclusive({ actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId }, async (slot) => {
+        const current = await this.load(id, ctx);
+        if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
+          throw scimErrors.preconditionFailed(`The group is at version ${etag(current.version)}, not the one in If-Match`);
+        }
+        const users = await this.liveUsers(current.members.map((m) => m.userId), ctx);
+        const externalId = (await this.externalIds([current])).get(current.id);
+        const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
+        const before: Doc = { ...(externalId ? { externalId } : {}), displayName: current.displayName, ...(visible.length ? { members: visible } : {}) };
+        const after = compute(structuredClone(before));
+        if (typeof after.displayName !== 'string' || after.displayName.trim() === '') throw scimErrors.invalidValue('"displayName" is required');
+        const memberIds = [...new Set(((after.members ?? []) as Doc[]).map((m, i) => {
+          if (typeof m.value !== 'string') throw scimErrors.invalidValue(`"members[${i}].value" is required`);
+          return m.value;
+        }))];
+        const normalizedAfter: Doc = { ...(typeof after.externalId === 'string' ? { externalId: after.externalId } : {}), displayName: after.displayName, ...(memberIds.length ? { members: memberIds.map((value) => ({ value })) } : {}) };
+        if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
 
-          const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
-          const unknown = newcomers.filter((m) => !USER_ID.test(m));
-          const known = await this.liveUsers(newcomers, ctx);
-          unknown.push(...newcomers.filter((m) => USER_ID.test(m) && !known.has(m)));
-          if (unknown.length) throw scimErrors.invalidValue(`Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`);
+        const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
+        const unknown = newcomers.filter((m) => !USER_ID.test(m));
+        const known = await this.liveUsers(newcomers, ctx);
+        unknown.push(...newcomers.filter((m) => USER_ID.test(m) && !known.has(m)));
+        if (unknown.length) throw scimErrors.invalidValue(`Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`);
 
-          const members: groupsV1.Member[] = memberIds.map((userId) => {
-            const existing = current.members.find((m) => m.userId === userId);
-            return existing ?? { userId, isAdmin: false, isDriver: true };
-          });
-          // Members whose users were deleted are outside SCIM's view: they stay as they are.
-          for (const hidden of current.members.filter((m) => !users.has(m.userId) && !memberIds.includes(m.userId))) members.push(hidden);
-          const updated = await this.deps.journal.perform(
-            {
-              actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId,
-              before: this.representation(current, externalId, users), after: normalizedAfter,
-              sideEffects: { groupExternalId: typeof after.externalId === 'string' ? after.externalId : null },
-            },
-            async (writeId) =>
-              (await this.deps.groups.updateGroup({ id: current.id, displayName: after.displayName as string, replaceMembers: true, members, expectedVersion: current.version, writeId }, ctx.call)).group!,
-            (g) => ({ resourceId: id, after: { ...normalizedAfter, meta: { version: etag(g.version) } } }),
-            { slot, targetVersion: current.version + 1 },
-          );
-          return this.respond(updated, ctx);
+        const members: groupsV1.Member[] = memberIds.map((userId) => {
+          const existing = current.members.find((m) => m.userId === userId);
+          return existing ?? { userId, isAdmin: false, isDriver: true };
         });
-      } catch (err) {
-        const stale = (err as { code?: number }).code === grpcStatus.ABORTED;
-        if (stale && demanded === 0 && attempt < 3) continue;
-        throw err;
-      }
-    }
+        // Members whose users were deleted are outside SCIM's view: they stay as they are.
+        for (const hidden of current.members.filter((m) => !users.has(m.userId) && !memberIds.includes(m.userId))) members.push(hidden);
+        const updated = await this.deps.journal.perform(
+          {
+            actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId,
+            before: this.representation(current, externalId, users), after: normalizedAfter,
+            sideEffects: { groupExternalId: typeof after.externalId === 'string' ? after.externalId : null },
+          },
+          async (writeId) =>
+            (await this.deps.groups.updateGroup({ id: current.id, displayName: after.displayName as string, replaceMembers: true, members, expectedVersion: current.version, writeId }, ctx.call)).group!,
+          (g) => ({ resourceId: id, after: { ...normalizedAfter, meta: { version: etag(g.version) } } }),
+          { slot, targetVersion: current.version + 1 },
+        );
+        return this.respond(updated, ctx);
+      }),
+    );
   }
 }

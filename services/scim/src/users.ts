@@ -1,7 +1,6 @@
-import { status as grpcStatus } from '@grpc/grpc-js';
 import type { usersV1 } from '@mileage/proto';
 import { isDeepStrictEqual } from 'node:util';
-import { etag, ifMatchVersion, paging, type RequestContext, type ScimDeps, type ScimResponse } from './context';
+import { etag, ifMatchVersion, paging, retryStaleWrite, type RequestContext, type ScimDeps, type ScimResponse } from './context';
 import { scimErrors, ScimError } from './errors';
 import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
 import { applyPatch, readPatchBody } from './patch';
@@ -203,32 +202,26 @@ export class UserHandlers {
   private async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: (current: Doc) => Doc): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
     if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.deps.journal.exclusive({ actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId }, async (slot) => {
-          const { user: current, attributes: currentAttributes } = await this.load(id, ctx);
-          if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
-            throw scimErrors.preconditionFailed(`The user is at version ${etag(current.version)}, not the one in If-Match`);
-          }
-          const before = toDoc(current, currentAttributes);
-          const after = compute(structuredClone(before));
-          // Nothing changes: no write, no audit entry, the same version.
-          if (isDeepStrictEqual(after, before)) return this.respond(200, current, currentAttributes, ctx);
-          const { user, attributes } = toOwner(after, id);
-          const updated = await this.deps.journal.perform(
-            { actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(current, currentAttributes), after, sideEffects: { userAttributes: attributes } },
-            async (writeId) => (await this.deps.users.updateUser({ user, expectedVersion: current.version, writeId }, ctx.call)).user!,
-            (u) => ({ resourceId: id, after: this.representation(u, attributes) }),
-            { slot, targetVersion: current.version + 1 },
-          );
-          return this.respond(200, updated, attributes, ctx);
-        });
-      } catch (err) {
-        const stale = (err as { code?: number }).code === grpcStatus.ABORTED;
-        if (stale && demanded === 0 && attempt < 3) continue;
-        throw err;
-      }
-    }
+    return retryStaleWrite(demanded, () =>
+      this.deps.journal.exclusive({ actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId }, async (slot) => {
+        const { user: current, attributes: currentAttributes } = await this.load(id, ctx);
+        if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
+          throw scimErrors.preconditionFailed(`The user is at version ${etag(current.version)}, not the one in If-Match`);
+        }
+        const before = toDoc(current, currentAttributes);
+        const after = compute(structuredClone(before));
+        // Nothing changes: no write, no audit entry, the same version.
+        if (isDeepStrictEqual(after, before)) return this.respond(200, current, currentAttributes, ctx);
+        const { user, attributes } = toOwner(after, id);
+        const updated = await this.deps.journal.perform(
+          { actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(current, currentAttributes), after, sideEffects: { userAttributes: attributes } },
+          async (writeId) => (await this.deps.users.updateUser({ user, expectedVersion: current.version, writeId }, ctx.call)).user!,
+          (u) => ({ resourceId: id, after: this.representation(u, attributes) }),
+          { slot, targetVersion: current.version + 1 },
+        );
+        return this.respond(200, updated, attributes, ctx);
+      }),
+    );
   }
 
   async delete(id: string, ctx: RequestContext): Promise<ScimResponse> {
