@@ -152,7 +152,7 @@ export async function startHarness(): Promise<Harness> {
   const scimJournal = createJournal({ knex: scimDb.knex, users: scimUsers, groups: scimGroups, logger });
   const scimServer: GrpcServerHandle = await startGrpcServer({
     address: '127.0.0.1:0',
-    services: [createScimServer({ knex: scimDb.knex, users: scimUsers, groups: scimGroups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2', journal: scimJournal })],
+    services: [createScimServer({ users: scimUsers, groups: scimGroups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2', journal: scimJournal })],
     protoFiles: [PROTO_FILES.scim],
     logger,
     metrics: new Metrics('scim'),

@@ -1,6 +1,6 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
 import type { groupsV1, usersV1 } from '@mileage/proto';
-import type { CallSettings, Knex, Logger, PromiseClient } from '@mileage/runtime';
+import type { CallSettings, Logger, PromiseClient } from '@mileage/runtime';
 import { scimErrors } from './errors';
 import type { WriteJournal } from './journal';
 
@@ -18,7 +18,6 @@ export interface RequestContext {
 }
 
 export interface ScimDeps {
-  knex: Knex;
   users: PromiseClient<usersV1.UsersServiceClient>;
   groups: PromiseClient<groupsV1.GroupsServiceClient>;
   logger: Logger;
@@ -51,6 +50,13 @@ export function ifMatchVersion(headers: Record<string, string>): number | 'misma
   if (header === undefined || header.trim() === '*') return 0;
   const versions = header.split(',').map((t) => /^\s*(?:W\/)?"(\d{1,15})"\s*$/.exec(t)?.[1]).filter((v): v is string => v !== undefined);
   return versions.length === 1 ? Number(versions[0]) : 'mismatch';
+}
+
+/** RFC 7644 §3.14: a write whose If-Match names another version than the current one is a 412. */
+export function checkIfMatch(demanded: number | 'mismatch', current: number, resource: 'user' | 'group'): void {
+  if (demanded === 'mismatch' || (demanded > 0 && demanded !== current)) {
+    throw scimErrors.preconditionFailed(`The ${resource} is at version ${etag(current)}, not the one in If-Match`);
+  }
 }
 
 /**

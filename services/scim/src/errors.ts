@@ -35,6 +35,8 @@ export const scimErrors = {
   notFound: (detail: string) => new ScimError(404, detail),
   preconditionFailed: (detail: string) => new ScimError(412, detail),
   notImplemented: (detail: string) => new ScimError(501, detail),
+  /** Try again later: a backing service is down, or the resource is busy with another change. */
+  unavailable: (detail: string, retryAfterSeconds: number) => new ScimError(503, detail, undefined, { 'Retry-After': String(retryAfterSeconds) }),
 };
 
 /** Is this gRPC failure the owner's final answer (nothing was written), rather than an unknown outcome? */
@@ -65,7 +67,7 @@ export function scimErrorFromGrpc(err: unknown): ScimError | undefined {
     }
     case grpcStatus.UNAVAILABLE:
     case grpcStatus.FAILED_PRECONDITION:
-      return new ScimError(503, 'A backing service is unavailable; try again shortly', undefined, { 'Retry-After': '5' });
+      return scimErrors.unavailable('A backing service is unavailable; try again shortly', 5);
     case grpcStatus.DEADLINE_EXCEEDED:
     case grpcStatus.CANCELLED:
       return new ScimError(504, 'A backing service did not answer in time');

@@ -1,6 +1,6 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import { isDeepStrictEqual } from 'node:util';
-import { etag, ifMatchVersion, paging, retryStaleWrite, type RequestContext, type ScimDeps, type ScimResponse } from './context';
+import { checkIfMatch, etag, ifMatchVersion, paging, retryStaleWrite, type RequestContext, type ScimDeps, type ScimResponse } from './context';
 import { scimErrors } from './errors';
 import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
 import { applyPatch, readPatchBody } from './patch';
@@ -45,25 +45,6 @@ export class GroupHandlers {
     return found;
   }
 
-  /** The externalIds kept here, as of each group's version (an applied but unsettled write shows its new one). */
-  private async externalIds(groups: Pick<groupsV1.Group, 'id' | 'version'>[]): Promise<Map<number, string>> {
-    if (groups.length === 0) return new Map();
-    const ids = groups.map((g) => g.id);
-    const [rows, unsettled] = await Promise.all([
-      this.deps.knex('group_attributes').select('group_id', 'external_id').whereIn('group_id', ids).whereNotNull('external_id') as Promise<{ group_id: string; external_id: string }[]>,
-      this.deps.journal.unsettled('Group', ids.map(String)),
-    ]);
-    const found = new Map(rows.map((r) => [Number(r.group_id), r.external_id]));
-    for (const group of groups) {
-      const pending = unsettled.get(String(group.id));
-      if (pending && pending.targetVersion === group.version && pending.sideEffects.groupExternalId !== undefined) {
-        if (pending.sideEffects.groupExternalId === null) found.delete(group.id);
-        else found.set(group.id, pending.sideEffects.groupExternalId);
-      }
-    }
-    return found;
-  }
-
   representation(group: groupsV1.Group, externalId: string | undefined, users: Map<string, usersV1.User> | undefined): Doc {
     const members = users
       ? group.members.flatMap((m) => {
@@ -88,7 +69,7 @@ export class GroupHandlers {
 
   private async respond(group: groupsV1.Group, ctx: RequestContext): Promise<ScimResponse> {
     const users = this.wantsMembers(ctx) ? await this.liveUsers(group.members.map((m) => m.userId), ctx) : undefined;
-    const externalId = (await this.externalIds([group])).get(group.id);
+    const externalId = (await this.deps.journal.groupExternalIds([group])).get(String(group.id));
     const full = this.representation(group, externalId, users);
     return {
       status: 200,
@@ -116,9 +97,9 @@ export class GroupHandlers {
     const withMembers = this.wantsMembers(ctx);
     const { groups, totalSize } = await this.deps.groups.listGroups({ ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count, excludeMembers: !withMembers }, ctx.call);
     const users = withMembers ? await this.liveUsers(groups.flatMap((g) => g.members.map((m) => m.userId)), ctx) : undefined;
-    const externalIds = await this.externalIds(groups);
+    const externalIds = await this.deps.journal.groupExternalIds(groups);
     const resources = groups.map((g) =>
-      project(this.representation(g, externalIds.get(g.id), users), GROUP_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
+      project(this.representation(g, externalIds.get(String(g.id)), users), GROUP_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
     );
     return { status: 200, body: { schemas: [LIST_SCHEMA], totalResults: totalSize, startIndex, itemsPerPage: resources.length, Resources: resources } };
   }
@@ -146,11 +127,9 @@ export class GroupHandlers {
     return retryStaleWrite(demanded, () =>
       this.deps.journal.exclusive({ actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId }, async (slot) => {
         const current = await this.load(id, ctx);
-        if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
-          throw scimErrors.preconditionFailed(`The group is at version ${etag(current.version)}, not the one in If-Match`);
-        }
+        checkIfMatch(demanded, current.version, 'group');
         const users = await this.liveUsers(current.members.map((m) => m.userId), ctx);
-        const externalId = (await this.externalIds([current])).get(current.id);
+        const externalId = (await this.deps.journal.groupExternalIds([current])).get(String(current.id));
         const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
         const before: Doc = { ...(externalId ? { externalId } : {}), displayName: current.displayName, ...(visible.length ? { members: visible } : {}) };
         const after = compute(structuredClone(before));

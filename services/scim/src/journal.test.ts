@@ -32,7 +32,7 @@ async function scimService(journalOptions: JournalOptions = {}, options: { users
   const journal = createJournal({ knex: scimDb.knex, users: usersClient, groups: groupsClient, logger, options: journalOptions });
   const server = await startGrpcServer({
     address: '127.0.0.1:0',
-    services: [createServer({ knex: scimDb.knex, users: usersClient, groups: groupsClient, logger, baseUrl: 'https://mileage.test/scim/v2', journal })],
+    services: [createServer({ users: usersClient, groups: groupsClient, logger, baseUrl: 'https://mileage.test/scim/v2', journal })],
     protoFiles: [PROTO_FILES.scim],
     logger,
     metrics: new Metrics('scim'),

@@ -1,7 +1,7 @@
 import { groupsV1, usersV1 } from '@mileage/proto';
 import type { Knex, Logger, PromiseClient } from '@mileage/runtime';
 import { randomUUID } from 'node:crypto';
-import { isDefinitiveFailure, ScimError } from './errors';
+import { isDefinitiveFailure, scimErrors } from './errors';
 import type { Doc } from './resource';
 
 export type ResourceType = 'User' | 'Group';
@@ -32,8 +32,6 @@ export type Resolver = (writeId: string) => Promise<{ applied: false } | { appli
 /** The right to write one resource, held by one request at a time across replicas (see WriteJournal.exclusive). */
 export interface WriteSlot {
   readonly writeId: string;
-  /** Set once the owner write was attempted under this slot; from then on settling removes it, not release. */
-  used: boolean;
 }
 
 export type SlotClaim = Pick<WriteIntent, 'actor' | 'operation' | 'resourceType' | 'requestId'> & { resourceId: string };
@@ -97,32 +95,64 @@ export class WriteJournal {
 
   /** Runs `work` holding the resource's write slot; `work` reads, decides, and may `perform` under the slot once. */
   async exclusive<T>(claim: SlotClaim, work: (slot: WriteSlot) => Promise<T>): Promise<T> {
-    const slot: WriteSlot = { writeId: randomUUID(), used: false };
+    const slot: WriteSlot = { writeId: randomUUID() };
     await this.insertIntent(slot.writeId, claim);
     try {
       return await work(slot);
     } finally {
-      // Nothing was attempted (no change, a refused precondition, bad input): give the slot back.
-      if (!slot.used) await this.knex('pending_writes').where({ write_id: slot.writeId }).delete();
+      // No owner write was attempted (no change, a refused precondition, bad input): give the slot back. An
+      // attempted one has its target version; settling or recovery removes that row, never this.
+      await this.knex('pending_writes').where({ write_id: slot.writeId }).whereNull('target_version').delete();
     }
   }
 
+  /** The SCIM-side attributes of these users as of the versions given (see stateAsOf). */
+  async userAttributes(users: { id: string; version: number }[]): Promise<Map<string, Doc>> {
+    return this.stateAsOf('User', users, (e) => e.userAttributes, async (ids) => {
+      const rows = (await this.knex('user_attributes').select('user_id', 'attributes').whereIn('user_id', ids)) as { user_id: string; attributes: Doc }[];
+      return new Map(rows.map((r) => [r.user_id.trim(), r.attributes]));
+    });
+  }
+
+  /** The externalIds of these groups as of the versions given (see stateAsOf). */
+  async groupExternalIds(groups: { id: number; version: number }[]): Promise<Map<string, string>> {
+    return this.stateAsOf('Group', groups.map((g) => ({ id: String(g.id), version: g.version })), (e) => e.groupExternalId, async (ids) => {
+      const rows = (await this.knex('group_attributes').select('group_id', 'external_id').whereIn('group_id', ids).whereNotNull('external_id')) as { group_id: string; external_id: string }[];
+      return new Map(rows.map((r) => [String(r.group_id), r.external_id]));
+    });
+  }
+
   /**
-   * SCIM-side state of writes the owner may already have applied but that are not settled yet, by resource id,
-   * with the owner version they produce: a reader seeing that version must show this state, not the settled one.
+   * SCIM-side state as of each resource's owner version: the settled state, unless a write the owner has applied
+   * (its target version is the one read) is not settled yet; then that write's state, so that a reader never
+   * pairs the new version with the old attributes.
    */
-  async unsettled(resourceType: ResourceType, ids: string[]): Promise<Map<string, { targetVersion: number; sideEffects: SideEffects }>> {
-    if (ids.length === 0) return new Map();
-    const rows = (await this.knex('pending_writes')
-      .select('resource_id', 'target_version', 'side_effects')
-      .where({ resource_type: resourceType })
-      .whereIn('resource_id', ids)
-      .whereNotNull('target_version')) as Pick<PendingRow, 'resource_id' | 'target_version' | 'side_effects'>[];
-    return new Map(rows.map((r) => [r.resource_id!, { targetVersion: Number(r.target_version), sideEffects: r.side_effects }]));
+  private async stateAsOf<V>(
+    resourceType: ResourceType,
+    resources: { id: string; version: number }[],
+    effectOf: (effects: SideEffects) => V | null | undefined,
+    settled: (ids: string[]) => Promise<Map<string, V>>,
+  ): Promise<Map<string, V>> {
+    if (resources.length === 0) return new Map();
+    const ids = resources.map((r) => r.id);
+    const [state, pending] = await Promise.all([
+      settled(ids),
+      this.knex('pending_writes').select('resource_id', 'target_version', 'side_effects').where({ resource_type: resourceType }).whereIn('resource_id', ids).whereNotNull('target_version') as Promise<
+        Pick<PendingRow, 'resource_id' | 'target_version' | 'side_effects'>[]
+      >,
+    ]);
+    const versionOf = new Map(resources.map((r) => [r.id, r.version]));
+    for (const row of pending) {
+      const effect = effectOf(row.side_effects);
+      if (effect === undefined || Number(row.target_version) !== versionOf.get(row.resource_id!)) continue;
+      if (effect === null) state.delete(row.resource_id!);
+      else state.set(row.resource_id!, effect);
+    }
+    return state;
   }
 
   /** Inserts an intent, waiting while another request holds the resource's slot (and recovering an abandoned one). */
-  private async insertIntent(writeId: string, intent: Partial<WriteIntent> & SlotClaim | WriteIntent, targetVersion?: number): Promise<void> {
+  private async insertIntent(writeId: string, intent: Partial<WriteIntent> & Pick<WriteIntent, 'actor' | 'operation' | 'resourceType'>, targetVersion?: number): Promise<void> {
     const row = {
       write_id: writeId,
       actor: intent.actor,
@@ -152,7 +182,7 @@ export class WriteJournal {
         continue;
       }
       if (Date.now() >= giveUpAt) {
-        throw new ScimError(503, 'Another change to this resource is still in progress; try again shortly', undefined, { 'Retry-After': '1' });
+        throw scimErrors.unavailable('Another change to this resource is still in progress; try again shortly', 1);
       }
       // Back off with jitter; the holder normally settles within one owner round trip.
       await new Promise((resolve) => setTimeout(resolve, Math.min(50, 2 ** attempt) + Math.random() * 5));
@@ -179,8 +209,7 @@ export class WriteJournal {
         target_version: held.targetVersion,
       });
       // Only recovery removes a held slot, and only once it is far older than any request may take.
-      if (updated !== 1) throw new ScimError(503, 'The change took too long and was abandoned; try again', undefined, { 'Retry-After': '1' });
-      held.slot.used = true;
+      if (updated !== 1) throw scimErrors.unavailable('The change took too long and was abandoned; try again', 1);
     } else {
       writeId = randomUUID();
       await this.insertIntent(writeId, intent, intent.operation === 'create' ? 1 : undefined);

@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const journal = createJournal({ knex: db.knex, users, groups, logger, options: { recoveryAfterMs: config.SCIM_RECOVERY_AFTER_MS } });
   const grpcServer = await startGrpcServer({
     address: config.GRPC_ADDRESS,
-    services: [createServer({ knex: db.knex, users, groups, logger, baseUrl: config.SCIM_BASE_URL, journal })],
+    services: [createServer({ users, groups, logger, baseUrl: config.SCIM_BASE_URL, journal })],
     protoFiles: [PROTO_FILES.scim],
     logger,
     metrics,

@@ -1,6 +1,6 @@
 import type { usersV1 } from '@mileage/proto';
 import { isDeepStrictEqual } from 'node:util';
-import { etag, ifMatchVersion, paging, retryStaleWrite, type RequestContext, type ScimDeps, type ScimResponse } from './context';
+import { checkIfMatch, etag, ifMatchVersion, paging, retryStaleWrite, type RequestContext, type ScimDeps, type ScimResponse } from './context';
 import { scimErrors, ScimError } from './errors';
 import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
 import { applyPatch, readPatchBody } from './patch';
@@ -102,33 +102,11 @@ export class UserHandlers {
     };
   }
 
-  /**
-   * The attributes kept here for these users, as of each user's version: a write the Users service has applied
-   * but this service has not settled yet shows its new attributes (see WriteJournal.unsettled).
-   */
-  private async attributesOf(users: Pick<usersV1.User, 'id' | 'version'>[]): Promise<Map<string, Doc>> {
-    if (users.length === 0) return new Map();
-    const ids = users.map((u) => u.id);
-    const [rows, unsettled] = await Promise.all([
-      this.deps.knex('user_attributes').select('user_id', 'attributes').whereIn('user_id', ids) as Promise<{ user_id: string; attributes: Doc }[]>,
-      this.deps.journal.unsettled('User', ids),
-    ]);
-    const found = new Map(rows.map((r) => [r.user_id.trim(), r.attributes]));
-    for (const user of users) {
-      const pending = unsettled.get(user.id);
-      if (pending && pending.targetVersion === user.version && pending.sideEffects.userAttributes !== undefined) {
-        if (pending.sideEffects.userAttributes) found.set(user.id, pending.sideEffects.userAttributes);
-        else found.delete(user.id);
-      }
-    }
-    return found;
-  }
-
   /** The live user and its attributes, or 404. */
   private async load(id: string, ctx: RequestContext): Promise<{ user: usersV1.User; attributes: Doc | undefined }> {
     if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
     const { user } = await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call);
-    return { user: user!, attributes: (await this.attributesOf([user!])).get(id) };
+    return { user: user!, attributes: (await this.deps.journal.userAttributes([user!])).get(id) };
   }
 
   private respond(status: number, user: usersV1.User, attributes: Doc | undefined, ctx: RequestContext, extraHeaders: Record<string, string> = {}): ScimResponse {
@@ -176,7 +154,7 @@ export class UserHandlers {
     const filterText = ctx.query.get('filter');
     const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTERABLE) : undefined;
     const { users, totalSize } = await this.deps.users.listUsers({ ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count }, ctx.call);
-    const attributes = await this.attributesOf(users);
+    const attributes = await this.deps.journal.userAttributes(users);
     const resources = users.map((u) =>
       project(this.representation(u, attributes.get(u.id)), USER_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
     );
@@ -205,9 +183,7 @@ export class UserHandlers {
     return retryStaleWrite(demanded, () =>
       this.deps.journal.exclusive({ actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId }, async (slot) => {
         const { user: current, attributes: currentAttributes } = await this.load(id, ctx);
-        if (demanded === 'mismatch' || (demanded > 0 && demanded !== current.version)) {
-          throw scimErrors.preconditionFailed(`The user is at version ${etag(current.version)}, not the one in If-Match`);
-        }
+        checkIfMatch(demanded, current.version, 'user');
         const before = toDoc(current, currentAttributes);
         const after = compute(structuredClone(before));
         // Nothing changes: no write, no audit entry, the same version.
@@ -229,9 +205,7 @@ export class UserHandlers {
     if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
     return this.deps.journal.exclusive({ actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId }, async (slot) => {
       const { user, attributes } = await this.load(id, ctx);
-      if (demanded === 'mismatch' || (demanded > 0 && demanded !== user.version)) {
-        throw scimErrors.preconditionFailed(`The user is at version ${etag(user.version)}, not the one in If-Match`);
-      }
+      checkIfMatch(demanded, user.version, 'user');
       await this.deps.journal.perform(
         { actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(user, attributes), sideEffects: { userAttributes: null } },
         async (writeId) => (await this.deps.users.deleteUser({ id, expectedVersion: user.version, writeId }, ctx.call)).user!,

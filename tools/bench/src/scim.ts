@@ -51,7 +51,7 @@ async function main(): Promise<void> {
     const journal = createJournal({ knex: scimDb.knex, users, groups, logger });
     const scimServer = await startGrpcServer({
       address: '127.0.0.1:0',
-      services: [createScimServer({ knex: scimDb.knex, users, groups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2', journal })],
+      services: [createScimServer({ users, groups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2', journal })],
       protoFiles: [PROTO_FILES.scim], logger, metrics: new Metrics('scim'),
     });
     const scim = createGrpcClient(scimV1.ScimServiceClient, `127.0.0.1:${scimServer.port}`, { defaultDeadlineMs: 10_000 });
