@@ -20,6 +20,8 @@ for (const [name, platform] of Object.entries(missing)) {
   lock.packages[key] = { version: turbo.version, ...platform, dev: true, license: 'MIT', optional: true };
   added++;
 }
-lock.packages = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))));
+lock.packages = Object.fromEntries(
+  Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))),
+);
 writeFileSync(file, JSON.stringify(lock, null, 2) + '\n');
 console.log(`package-lock.json: ${added} platform entries added`);

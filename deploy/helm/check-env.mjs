@@ -20,7 +20,14 @@ const STAND_INS = {
   REDIS_URL: 'redis://redis.example:6379',
   CURSOR_SECRET: 'x'.repeat(48),
 };
-const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
+const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+];
 // Variables no schema lists but the processes (Node, OpenTelemetry) read.
 const OUTSIDE_SCHEMAS = /^(OTEL_[A-Z_]+|NODE_OPTIONS|NODE_EXTRA_CA_CERTS|TZ)$/;
 
@@ -30,9 +37,15 @@ function scimExtras() {
   const body = source.slice(source.indexOf('.extend({'), source.indexOf('});', source.indexOf('.extend({')));
   const shape = {};
   for (const [, name, parser] of body.matchAll(/^\s+([A-Z][A-Z0-9_]+): (env\.address|env\.positiveInt|z\.url)/gm)) {
-    shape[name] = parser === 'env.address' ? runtime.env.address('x:1') : parser === 'env.positiveInt' ? runtime.env.positiveInt(1) : z.url();
+    shape[name] =
+      parser === 'env.address'
+        ? runtime.env.address('x:1')
+        : parser === 'env.positiveInt'
+          ? runtime.env.positiveInt(1)
+          : z.url();
   }
-  if (!shape.USERS_ADDRESS || !shape.SCIM_BASE_URL) throw new Error('services/scim/src/main.ts: its configuration schema was not found');
+  if (!shape.USERS_ADDRESS || !shape.SCIM_BASE_URL)
+    throw new Error('services/scim/src/main.ts: its configuration schema was not found');
   return shape;
 }
 
@@ -57,24 +70,31 @@ for (const [component, rendered] of Object.entries(envs)) {
     continue;
   }
   for (const name of Object.keys(env)) {
-    if (!(name in schema.shape) && !OUTSIDE_SCHEMAS.test(name)) problems.push(`${component}: ${name} is read by no schema of the process`);
+    if (!(name in schema.shape) && !OUTSIDE_SCHEMAS.test(name))
+      problems.push(`${component}: ${name} is read by no schema of the process`);
   }
   try {
     runtime.loadConfig(schema, env);
   } catch (err) {
     problems.push(`${component}: ${err.message.replace(/\n\s*/g, '; ')}`);
   }
-  if (env.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined && !z.url().safeParse(env.OTEL_EXPORTER_OTLP_ENDPOINT).success) problems.push(`${component}: OTEL_EXPORTER_OTLP_ENDPOINT is no URL`);
-  if (env.OTEL_TRACES_SAMPLER !== undefined && !SAMPLERS.includes(env.OTEL_TRACES_SAMPLER)) problems.push(`${component}: OTEL_TRACES_SAMPLER ${env.OTEL_TRACES_SAMPLER}`);
+  if (env.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined && !z.url().safeParse(env.OTEL_EXPORTER_OTLP_ENDPOINT).success)
+    problems.push(`${component}: OTEL_EXPORTER_OTLP_ENDPOINT is no URL`);
+  if (env.OTEL_TRACES_SAMPLER !== undefined && !SAMPLERS.includes(env.OTEL_TRACES_SAMPLER))
+    problems.push(`${component}: OTEL_TRACES_SAMPLER ${env.OTEL_TRACES_SAMPLER}`);
   if (env.OTEL_TRACES_SAMPLER_ARG !== undefined) {
     const ratio = Number(env.OTEL_TRACES_SAMPLER_ARG);
-    if (!(ratio >= 0 && ratio <= 1)) problems.push(`${component}: OTEL_TRACES_SAMPLER_ARG ${env.OTEL_TRACES_SAMPLER_ARG} is not a ratio`);
+    if (!(ratio >= 0 && ratio <= 1))
+      problems.push(`${component}: OTEL_TRACES_SAMPLER_ARG ${env.OTEL_TRACES_SAMPLER_ARG} is not a ratio`);
   }
-  if (runtime.tracingRequested(env) !== (env.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined)) problems.push(`${component}: tracing on/off does not follow tracing.otlpEndpoint`);
+  if (runtime.tracingRequested(env) !== (env.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined))
+    problems.push(`${component}: tracing on/off does not follow tracing.otlpEndpoint`);
 }
 
 if (problems.length) {
   console.log(problems.map((p) => `${setName}: env: ${p}`).join('\n'));
   process.exit(1);
 }
-console.log(`${setName}: the environment of ${Object.keys(envs).length} Deployments passes the processes' own configuration schemas`);
+console.log(
+  `${setName}: the environment of ${Object.keys(envs).length} Deployments passes the processes' own configuration schemas`,
+);

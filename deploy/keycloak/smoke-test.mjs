@@ -34,7 +34,7 @@ async function check(name, fn) {
   try {
     await fn();
   } catch (err) {
-    console.error(`not ok ${++checks} - ${name}\n${err instanceof Error ? err.stack ?? err.message : err}`);
+    console.error(`not ok ${++checks} - ${name}\n${err instanceof Error ? (err.stack ?? err.message) : err}`);
     process.exit(1);
   }
   console.log(`ok ${++checks} - ${name} (${Date.now() - t0} ms)`);
@@ -54,7 +54,10 @@ function verifiedClaims(jwt) {
   const jwk = jwks.keys.find((k) => k.kid === header.kid);
   assert.ok(jwk, `the token's kid ${header.kid} is in the JWKS`);
   const key = createPublicKey({ key: jwk, format: 'jwk' });
-  assert.ok(verify('RSA-SHA256', Buffer.from(`${h}.${p}`), key, Buffer.from(s, 'base64url')), 'RS256 signature verifies');
+  assert.ok(
+    verify('RSA-SHA256', Buffer.from(`${h}.${p}`), key, Buffer.from(s, 'base64url')),
+    'RS256 signature verifies',
+  );
   return decode(p);
 }
 function show(label, claims) {
@@ -69,7 +72,13 @@ async function token(form, basicAuth) {
   return { status: res.status, body };
 }
 const password = (username, scope, clientId = 'mileage-dev', pw = 'demo') =>
-  token({ grant_type: 'password', client_id: clientId, username, password: pw, ...(scope === undefined ? {} : { scope }) });
+  token({
+    grant_type: 'password',
+    client_id: clientId,
+    username,
+    password: pw,
+    ...(scope === undefined ? {} : { scope }),
+  });
 const scimToken = (scope, secret = scimSecret) =>
   token({ grant_type: 'client_credentials', ...(scope === undefined ? {} : { scope }) }, `mileage-scim:${secret}`);
 
@@ -88,7 +97,11 @@ function browser() {
   const jar = new Map();
   async function go(url, init = {}) {
     const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const res = await fetch(new URL(url, baseUrl), { ...init, redirect: 'manual', headers: { ...(init.headers ?? {}), ...(cookie ? { cookie } : {}) } });
+    const res = await fetch(new URL(url, baseUrl), {
+      ...init,
+      redirect: 'manual',
+      headers: { ...(init.headers ?? {}), ...(cookie ? { cookie } : {}) },
+    });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const i = pair.indexOf('=');
@@ -96,10 +109,19 @@ function browser() {
     }
     return res;
   }
-  const post = (url, fields) => go(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+  const post = (url, fields) =>
+    go(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields),
+    });
   return { go, post };
 }
-const unescapeHtml = (s) => s.replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&#39;/g, "'");
+const unescapeHtml = (s) =>
+  s
+    .replace(/&amp;/g, '&')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'");
 function form(html, id) {
   const re = id ? new RegExp(`<form[^>]*id="${id}"[^>]*>([\\s\\S]*?)</form>`) : /<form[^>]*>([\s\S]*?)<\/form>/;
   const m = re.exec(html);
@@ -171,41 +193,50 @@ await check('JWKS has an active RS256 signing key (RSA, use sig)', async () => {
 });
 
 if (!production) {
-  await check('password grant (mileage-dev) for alice with scope "users_read drives_read": iss, aud, user_id, exact scope', async () => {
-    const t = await password('alice@example.com', 'users_read drives_read');
-    assert.equal(t.status, 200, JSON.stringify(t.body));
-    assert.equal(t.body.token_type, 'Bearer');
-    const c = verifiedClaims(t.body.access_token);
-    show('alice (mileage-dev, users_read drives_read)', c);
-    assert.equal(c.iss, issuer);
-    assert.ok(audiences(c).includes('mileage-api'), `aud ${JSON.stringify(c.aud)}`);
-    assert.equal(c.user_id, 'AliceAdm01');
-    assert.equal(c.typ, 'Bearer');
-    assert.equal(c.azp, 'mileage-dev');
-    assert.ok(typeof c.sub === 'string' && c.sub.length > 0, 'sub');
-    // Exactly the scopes asked for: the realm has no profile/email/roles client scopes, so nothing else is added.
-    assert.deepEqual(scopesOf(c), ['drives_read', 'users_read'], `scope "${c.scope}"`);
-    assert.equal(c.exp - c.iat, 300, 'access token lifetime 5 min');
-    assert.equal(t.body.expires_in, 300);
-  });
+  await check(
+    'password grant (mileage-dev) for alice with scope "users_read drives_read": iss, aud, user_id, exact scope',
+    async () => {
+      const t = await password('alice@example.com', 'users_read drives_read');
+      assert.equal(t.status, 200, JSON.stringify(t.body));
+      assert.equal(t.body.token_type, 'Bearer');
+      const c = verifiedClaims(t.body.access_token);
+      show('alice (mileage-dev, users_read drives_read)', c);
+      assert.equal(c.iss, issuer);
+      assert.ok(audiences(c).includes('mileage-api'), `aud ${JSON.stringify(c.aud)}`);
+      assert.equal(c.user_id, 'AliceAdm01');
+      assert.equal(c.typ, 'Bearer');
+      assert.equal(c.azp, 'mileage-dev');
+      assert.ok(typeof c.sub === 'string' && c.sub.length > 0, 'sub');
+      // Exactly the scopes asked for: the realm has no profile/email/roles client scopes, so nothing else is added.
+      assert.deepEqual(scopesOf(c), ['drives_read', 'users_read'], `scope "${c.scope}"`);
+      assert.equal(c.exp - c.iat, 300, 'access token lifetime 5 min');
+      assert.equal(t.body.expires_in, 300);
+    },
+  );
 
-  await check('with "openid" asked for too, the scope claim is the asked scopes plus openid, nothing more', async () => {
-    const t = await password('alice@example.com', 'openid users_read');
-    assert.equal(t.status, 200, JSON.stringify(t.body));
-    assert.deepEqual(scopesOf(verifiedClaims(t.body.access_token)), ['openid', 'users_read']);
-    assert.equal(verifiedClaims(t.body.id_token).user_id, 'AliceAdm01', 'the ID token carries user_id too');
-  });
+  await check(
+    'with "openid" asked for too, the scope claim is the asked scopes plus openid, nothing more',
+    async () => {
+      const t = await password('alice@example.com', 'openid users_read');
+      assert.equal(t.status, 200, JSON.stringify(t.body));
+      assert.deepEqual(scopesOf(verifiedClaims(t.body.access_token)), ['openid', 'users_read']);
+      assert.equal(verifiedClaims(t.body.id_token).user_id, 'AliceAdm01', 'the ID token carries user_id too');
+    },
+  );
 
-  await check('a scope not asked for is not in the token (no drives_read without asking; none without scope)', async () => {
-    const narrow = await password('alice@example.com', 'users_read');
-    assert.equal(narrow.status, 200);
-    assert.deepEqual(scopesOf(verifiedClaims(narrow.body.access_token)), ['users_read']);
-    const none = await password('alice@example.com', undefined);
-    assert.equal(none.status, 200);
-    const c = verifiedClaims(none.body.access_token);
-    assert.deepEqual(scopesOf(c), [], `scope "${c.scope}"`);
-    assert.equal(c.user_id, 'AliceAdm01');
-  });
+  await check(
+    'a scope not asked for is not in the token (no drives_read without asking; none without scope)',
+    async () => {
+      const narrow = await password('alice@example.com', 'users_read');
+      assert.equal(narrow.status, 200);
+      assert.deepEqual(scopesOf(verifiedClaims(narrow.body.access_token)), ['users_read']);
+      const none = await password('alice@example.com', undefined);
+      assert.equal(none.status, 200);
+      const c = verifiedClaims(none.body.access_token);
+      assert.deepEqual(scopesOf(c), [], `scope "${c.scope}"`);
+      assert.equal(c.user_id, 'AliceAdm01');
+    },
+  );
 
   await check('mileage-dev can have all four /v1 scopes, but not scim', async () => {
     const all = await password('alice@example.com', V1_SCOPES.join(' '));
@@ -226,21 +257,24 @@ if (!production) {
   });
 }
 
-await check('client credentials of mileage-scim with scope=scim: scim, no user_id, azp mileage-scim, aud, no refresh token', async () => {
-  const t = await scimToken('scim');
-  assert.equal(t.status, 200, JSON.stringify(t.body));
-  assert.equal(t.body.refresh_token, undefined, 'no refresh token for client credentials');
-  const c = verifiedClaims(t.body.access_token);
-  show('mileage-scim (client credentials, scim)', c);
-  assert.equal(c.iss, issuer);
-  assert.equal(c.azp, 'mileage-scim');
-  assert.ok(audiences(c).includes('mileage-api'), `aud ${JSON.stringify(c.aud)}`);
-  assert.equal(c.user_id, undefined, 'no user_id in a client-credentials token');
-  assert.deepEqual(scopesOf(c), ['scim']);
-  assert.ok(typeof c.sub === 'string' && c.sub.length > 0, 'sub (the service account)');
-  assert.equal(c.typ, 'Bearer');
-  assert.equal(c.exp - c.iat, 300, 'client-credentials token lifetime 5 min');
-});
+await check(
+  'client credentials of mileage-scim with scope=scim: scim, no user_id, azp mileage-scim, aud, no refresh token',
+  async () => {
+    const t = await scimToken('scim');
+    assert.equal(t.status, 200, JSON.stringify(t.body));
+    assert.equal(t.body.refresh_token, undefined, 'no refresh token for client credentials');
+    const c = verifiedClaims(t.body.access_token);
+    show('mileage-scim (client credentials, scim)', c);
+    assert.equal(c.iss, issuer);
+    assert.equal(c.azp, 'mileage-scim');
+    assert.ok(audiences(c).includes('mileage-api'), `aud ${JSON.stringify(c.aud)}`);
+    assert.equal(c.user_id, undefined, 'no user_id in a client-credentials token');
+    assert.deepEqual(scopesOf(c), ['scim']);
+    assert.ok(typeof c.sub === 'string' && c.sub.length > 0, 'sub (the service account)');
+    assert.equal(c.typ, 'Bearer');
+    assert.equal(c.exp - c.iat, 300, 'client-credentials token lifetime 5 min');
+  },
+);
 
 await check('mileage-scim cannot have users_read (or any /v1 scope); without scope= it gets no scope', async () => {
   for (const scope of V1_SCOPES) assertNotGranted(await scimToken(`scim ${scope}`), scope);
@@ -249,69 +283,104 @@ await check('mileage-scim cannot have users_read (or any /v1 scope); without sco
   assert.deepEqual(scopesOf(verifiedClaims(bare.body.access_token)), []);
 });
 
-await check('mileage-scim: wrong secret, the unresolved placeholder as secret, and the password grant are refused', async () => {
-  const wrong = await scimToken('scim', 'wrong-secret');
-  assert.equal(wrong.status, 401, JSON.stringify(wrong.body));
-  assert.equal(wrong.body.error, 'unauthorized_client');
-  // If MILEAGE_SCIM_CLIENT_SECRET was not set at import, Keycloak keeps the literal placeholder as the secret.
-  assert.equal((await scimToken('scim', '${MILEAGE_SCIM_CLIENT_SECRET}')).status, 401, 'secret is not the literal placeholder');
-  const pw = await token({ grant_type: 'password', username: 'alice@example.com', password: 'demo', scope: 'users_read' }, `mileage-scim:${scimSecret}`);
-  assert.notEqual(pw.status, 200, 'no password grant for mileage-scim');
-});
+await check(
+  'mileage-scim: wrong secret, the unresolved placeholder as secret, and the password grant are refused',
+  async () => {
+    const wrong = await scimToken('scim', 'wrong-secret');
+    assert.equal(wrong.status, 401, JSON.stringify(wrong.body));
+    assert.equal(wrong.body.error, 'unauthorized_client');
+    // If MILEAGE_SCIM_CLIENT_SECRET was not set at import, Keycloak keeps the literal placeholder as the secret.
+    assert.equal(
+      (await scimToken('scim', '${MILEAGE_SCIM_CLIENT_SECRET}')).status,
+      401,
+      'secret is not the literal placeholder',
+    );
+    const pw = await token(
+      { grant_type: 'password', username: 'alice@example.com', password: 'demo', scope: 'users_read' },
+      `mileage-scim:${scimSecret}`,
+    );
+    assert.notEqual(pw.status, 200, 'no password grant for mileage-scim');
+  },
+);
 
-await check('mileage-example-integration: an authorization request without PKCE, or with plain, is rejected', async () => {
-  for (const extra of [{}, { code_challenge: pkcePair().verifier, code_challenge_method: 'plain' }]) {
-    const res = await fetch(authorizeUrl(extra), { redirect: 'manual' });
-    const location = res.headers.get('location') ?? '';
-    // Keycloak answers with a redirect carrying error=invalid_request (the redirect URI is valid).
-    assert.equal(res.status, 302, `status ${res.status}`);
-    const url = new URL(location);
-    assert.ok(location.startsWith(redirectUri), location);
-    assert.equal(url.searchParams.get('error'), 'invalid_request', location);
-    assert.match(url.searchParams.get('error_description') ?? '', /code.challenge|pkce/i);
-  }
-});
+await check(
+  'mileage-example-integration: an authorization request without PKCE, or with plain, is rejected',
+  async () => {
+    for (const extra of [{}, { code_challenge: pkcePair().verifier, code_challenge_method: 'plain' }]) {
+      const res = await fetch(authorizeUrl(extra), { redirect: 'manual' });
+      const location = res.headers.get('location') ?? '';
+      // Keycloak answers with a redirect carrying error=invalid_request (the redirect URI is valid).
+      assert.equal(res.status, 302, `status ${res.status}`);
+      const url = new URL(location);
+      assert.ok(location.startsWith(redirectUri), location);
+      assert.equal(url.searchParams.get('error'), 'invalid_request', location);
+      assert.match(url.searchParams.get('error_description') ?? '', /code.challenge|pkce/i);
+    }
+  },
+);
 
-await check('mileage-example-integration: implicit flow, a foreign redirect URI, localhost and non-https are rejected', async () => {
-  const { challenge } = pkcePair();
-  const s256 = { code_challenge: challenge, code_challenge_method: 'S256' };
-  const implicit = await fetch(authorizeUrl({ ...s256, response_type: 'token' }), { redirect: 'manual' });
-  assert.ok(implicit.status === 400 || /error=/.test(implicit.headers.get('location') ?? ''), `implicit ${implicit.status}`);
-  for (const uri of ['https://evil.example.com/callback', 'http://localhost:8090/callback', 'http://integration.example.com/callback']) {
-    const res = await fetch(authorizeUrl({ ...s256, redirect_uri: uri }), { redirect: 'manual' });
-    assert.equal(res.status, 400, `${uri}: ${res.status} ${res.headers.get('location')}`);
-  }
-  const ok = await fetch(authorizeUrl(s256), { redirect: 'manual' });
-  assert.equal(ok.status, 200, 'with PKCE S256 the login page is shown');
-  assert.match(await ok.text(), /id="kc-form-login"/);
-});
+await check(
+  'mileage-example-integration: implicit flow, a foreign redirect URI, localhost and non-https are rejected',
+  async () => {
+    const { challenge } = pkcePair();
+    const s256 = { code_challenge: challenge, code_challenge_method: 'S256' };
+    const implicit = await fetch(authorizeUrl({ ...s256, response_type: 'token' }), { redirect: 'manual' });
+    assert.ok(
+      implicit.status === 400 || /error=/.test(implicit.headers.get('location') ?? ''),
+      `implicit ${implicit.status}`,
+    );
+    for (const uri of [
+      'https://evil.example.com/callback',
+      'http://localhost:8090/callback',
+      'http://integration.example.com/callback',
+    ]) {
+      const res = await fetch(authorizeUrl({ ...s256, redirect_uri: uri }), { redirect: 'manual' });
+      assert.equal(res.status, 400, `${uri}: ${res.status} ${res.headers.get('location')}`);
+    }
+    const ok = await fetch(authorizeUrl(s256), { redirect: 'manual' });
+    assert.equal(ok.status, 200, 'with PKCE S256 the login page is shown');
+    assert.match(await ok.text(), /id="kc-form-login"/);
+  },
+);
 
 if (!production) {
-  await check('mileage-example-integration: authorization code + PKCE S256 for alice gives a Bearer token the gateway accepts', async () => {
-    const b = browser();
-    const scope = 'openid users_read groups_read';
-    const exchange = (code, verifier) =>
-      token({ grant_type: 'authorization_code', client_id: 'mileage-example-integration', code, redirect_uri: redirectUri, ...(verifier ? { code_verifier: verifier } : {}) });
-    // The first round logs in and grants consent; the next ones ride on the SSO session.
-    const first = pkcePair();
-    const wrong = await exchange(await authorizationCode(b, { challenge: first.challenge, scope }), pkcePair().verifier);
-    assert.equal(wrong.status, 400, 'a wrong code_verifier is refused');
-    const second = pkcePair();
-    const missing = await exchange(await authorizationCode(b, { challenge: second.challenge, scope }));
-    assert.equal(missing.status, 400, 'a token request without code_verifier is refused');
-    const third = pkcePair();
-    const t = await exchange(await authorizationCode(b, { challenge: third.challenge, scope }), third.verifier);
-    assert.equal(t.status, 200, JSON.stringify(t.body));
-    assert.equal(t.body.token_type, 'Bearer');
-    const c = verifiedClaims(t.body.access_token);
-    show('alice (mileage-example-integration, authorization code + PKCE)', c);
-    assert.equal(c.typ, 'Bearer', 'not DPoP-bound: the gateway takes Bearer tokens');
-    assert.equal(c.cnf, undefined);
-    assert.equal(c.azp, 'mileage-example-integration');
-    assert.ok(audiences(c).includes('mileage-api'));
-    assert.equal(c.user_id, 'AliceAdm01');
-    assert.deepEqual(scopesOf(c), ['groups_read', 'openid', 'users_read']);
-  });
+  await check(
+    'mileage-example-integration: authorization code + PKCE S256 for alice gives a Bearer token the gateway accepts',
+    async () => {
+      const b = browser();
+      const scope = 'openid users_read groups_read';
+      const exchange = (code, verifier) =>
+        token({
+          grant_type: 'authorization_code',
+          client_id: 'mileage-example-integration',
+          code,
+          redirect_uri: redirectUri,
+          ...(verifier ? { code_verifier: verifier } : {}),
+        });
+      // The first round logs in and grants consent; the next ones ride on the SSO session.
+      const first = pkcePair();
+      const wrong = await exchange(
+        await authorizationCode(b, { challenge: first.challenge, scope }),
+        pkcePair().verifier,
+      );
+      assert.equal(wrong.status, 400, 'a wrong code_verifier is refused');
+      const second = pkcePair();
+      const missing = await exchange(await authorizationCode(b, { challenge: second.challenge, scope }));
+      assert.equal(missing.status, 400, 'a token request without code_verifier is refused');
+      const third = pkcePair();
+      const t = await exchange(await authorizationCode(b, { challenge: third.challenge, scope }), third.verifier);
+      assert.equal(t.status, 200, JSON.stringify(t.body));
+      assert.equal(t.body.token_type, 'Bearer');
+      const c = verifiedClaims(t.body.access_token);
+      show('alice (mileage-example-integration, authorization code + PKCE)', c);
+      assert.equal(c.typ, 'Bearer', 'not DPoP-bound: the gateway takes Bearer tokens');
+      assert.equal(c.cnf, undefined);
+      assert.equal(c.azp, 'mileage-example-integration');
+      assert.ok(audiences(c).includes('mileage-api'));
+      assert.equal(c.user_id, 'AliceAdm01');
+      assert.deepEqual(scopesOf(c), ['groups_read', 'openid', 'users_read']);
+    },
+  );
 }
 
 if (adminPassword) {
@@ -319,7 +388,12 @@ if (adminPassword) {
     const res = await fetch(`${baseUrl}/realms/master/protocol/openid-connect/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'password', client_id: 'admin-cli', username: 'admin', password: adminPassword }),
+      body: new URLSearchParams({
+        grant_type: 'password',
+        client_id: 'admin-cli',
+        username: 'admin',
+        password: adminPassword,
+      }),
     });
     assert.equal(res.status, 200, 'bootstrap admin token');
     return (await res.json()).access_token;
@@ -327,7 +401,10 @@ if (adminPassword) {
   const admin = async (method, path, body) => {
     const res = await fetch(`${baseUrl}/admin/realms/mileage${path}`, {
       method,
-      headers: { authorization: `Bearer ${await adminToken()}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${await adminToken()}`,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       body: body ? JSON.stringify(body) : undefined,
     });
     const text = await res.text();
@@ -344,7 +421,13 @@ if (adminPassword) {
   });
 
   await check('admin API: a user with an invalid user_id is refused, a valid one is accepted', async () => {
-    const base = { username: `smoke-${randomBytes(4).toString('hex')}@example.com`, email: undefined, firstName: 'Smoke', lastName: 'Test', enabled: true };
+    const base = {
+      username: `smoke-${randomBytes(4).toString('hex')}@example.com`,
+      email: undefined,
+      firstName: 'Smoke',
+      lastName: 'Test',
+      enabled: true,
+    };
     base.email = base.username;
     const bad = await admin('POST', '/users', { ...base, attributes: { user_id: ['short'] } });
     assert.equal(bad.status, 400, JSON.stringify(bad.body));
@@ -355,20 +438,25 @@ if (adminPassword) {
     assert.equal((await admin('DELETE', `/users/${id}`)).status, 204);
   });
 
-  await check('admin API: the OAuth 2.1 policy applies to mileage-example-integration, and saving the client keeps its tokens Bearer', async () => {
-    const policies = (await admin('GET', '/client-policies/policies')).body.policies;
-    const policy = policies.find((p) => p.name === 'oauth-2.1-integrations');
-    assert.ok(policy?.enabled, 'policy oauth-2.1-integrations enabled');
-    const [client] = (await admin('GET', '/clients?clientId=mileage-example-integration')).body;
-    // Saving the client runs the policy's executors (they validate and auto-configure it).
-    const saved = await admin('PUT', `/clients/${client.id}`, client);
-    assert.equal(saved.status, 204, JSON.stringify(saved.body));
-    const after = (await admin('GET', `/clients/${client.id}`)).body;
-    assert.equal(after.attributes['pkce.code.challenge.method'], 'S256');
-    assert.notEqual(after.attributes['dpop.bound.access.tokens'], 'true', 'no DPoP binding forced on the client');
-    assert.equal(after.directAccessGrantsEnabled, false);
-    assert.equal(after.implicitFlowEnabled, false);
-  });
+  await check(
+    'admin API: the OAuth 2.1 policy applies to mileage-example-integration, and saving the client keeps its tokens Bearer',
+    async () => {
+      const policies = (await admin('GET', '/client-policies/policies')).body.policies;
+      const policy = policies.find((p) => p.name === 'oauth-2.1-integrations');
+      assert.ok(policy?.enabled, 'policy oauth-2.1-integrations enabled');
+      const [client] = (await admin('GET', '/clients?clientId=mileage-example-integration')).body;
+      // Saving the client runs the policy's executors (they validate and auto-configure it).
+      const saved = await admin('PUT', `/clients/${client.id}`, client);
+      assert.equal(saved.status, 204, JSON.stringify(saved.body));
+      const after = (await admin('GET', `/clients/${client.id}`)).body;
+      assert.equal(after.attributes['pkce.code.challenge.method'], 'S256');
+      assert.notEqual(after.attributes['dpop.bound.access.tokens'], 'true', 'no DPoP binding forced on the client');
+      assert.equal(after.directAccessGrantsEnabled, false);
+      assert.equal(after.implicitFlowEnabled, false);
+    },
+  );
 }
 
-console.log(`# realm mileage at ${issuer}: ${checks} checks passed in ${Date.now() - started} ms${production ? ' (production realm: no demo users)' : ''}${adminPassword ? '' : ' (admin API checks skipped: no KEYCLOAK_ADMIN_PASSWORD)'}`);
+console.log(
+  `# realm mileage at ${issuer}: ${checks} checks passed in ${Date.now() - started} ms${production ? ' (production realm: no demo users)' : ''}${adminPassword ? '' : ' (admin API checks skipped: no KEYCLOAK_ADMIN_PASSWORD)'}`,
+);

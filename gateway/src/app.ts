@@ -1,5 +1,16 @@
 import type { scimV1 } from '@mileage/proto';
-import { endSpan, extractContext, isAcceptableRequestId, SpanKind, startSpan, traceLogFields, tracingEnabled, type Logger, type Metrics, type PromiseClient } from '@mileage/runtime';
+import {
+  endSpan,
+  extractContext,
+  isAcceptableRequestId,
+  SpanKind,
+  startSpan,
+  traceLogFields,
+  tracingEnabled,
+  type Logger,
+  type Metrics,
+  type PromiseClient,
+} from '@mileage/runtime';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
@@ -59,7 +70,9 @@ export function createApp(deps: AppDeps): Express {
   app.get('/readyz', async (_req, res) => {
     res.locals.routeId = 'readyz';
     const readiness = await deps.readiness();
-    res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'not ready', checks: readiness.checks });
+    res
+      .status(readiness.ready ? 200 : 503)
+      .json({ status: readiness.ready ? 'ready' : 'not ready', checks: readiness.checks });
   });
 
   const v1: V1Deps = { ...deps, accounts: new AccountLoader(deps.users), cursors: new CursorCodec(deps.cursorSecret) };
@@ -73,7 +86,10 @@ export function createApp(deps: AppDeps): Express {
     res.type('html').send(DOCS_PAGE);
   });
   // The documentation page's assets come from the swagger-ui-dist package: no internet access needed.
-  app.use('/docs/assets', express.static(path.dirname(require.resolve('swagger-ui-dist/package.json')), { index: false, maxAge: '1d' }));
+  app.use(
+    '/docs/assets',
+    express.static(path.dirname(require.resolve('swagger-ui-dist/package.json')), { index: false, maxAge: '1d' }),
+  );
 
   app.get('/v1/users/me', v1Route(getMe, v1));
   app.get('/v1/users/:user_id', v1Route(getUser, v1));
@@ -81,11 +97,15 @@ export function createApp(deps: AppDeps): Express {
   app.get('/v1/groups', v1Route(listGroups, v1));
   app.get('/v1/groups/:group_id', v1Route(getGroup, v1));
   app.get('/v1/groups/:group_id/reported-drives', v1Route(listGroupReportedDrives, v1));
-  app.get('/v1/drives', (_req, res, next) => {
-    // RFC 9745: the alpha route stays, marked deprecated.
-    res.setHeader('Deprecation', 'true');
-    next();
-  }, v1Route(listAllReportedDrives, v1));
+  app.get(
+    '/v1/drives',
+    (_req, res, next) => {
+      // RFC 9745: the alpha route stays, marked deprecated.
+      res.setHeader('Deprecation', 'true');
+      next();
+    },
+    v1Route(listAllReportedDrives, v1),
+  );
 
   // SCIM paths are matched by the SCIM service itself (endpoint names case-insensitive, as clients vary).
   app.use('/scim/v2', scimRoute({ ...deps, deadlineMs: deps.scimDeadlineMs ?? 10_000 }));
@@ -109,7 +129,10 @@ function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandl
     res.setHeader('X-Request-Id', requestId);
     res.locals.requestId = requestId;
     const traced = tracingEnabled()
-      ? startSpan(req.method, SpanKind.SERVER, extractContext(req.headers), { 'http.request.method': req.method, 'url.path': req.path })
+      ? startSpan(req.method, SpanKind.SERVER, extractContext(req.headers), {
+          'http.request.method': req.method,
+          'url.path': req.path,
+        })
       : undefined;
     if (traced) {
       res.locals.span = traced.span;
@@ -119,9 +142,20 @@ function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandl
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = (res.locals.routeId as string | undefined) ?? 'unmatched';
       deps.metrics.httpRequestDuration.observe({ method: req.method, route, status_code: res.statusCode }, seconds);
-      if (traced) endSpan(traced.span, res.statusCode >= 500 ? `HTTP ${res.statusCode}` : undefined, { 'http.response.status_code': res.statusCode });
+      if (traced)
+        endSpan(traced.span, res.statusCode >= 500 ? `HTTP ${res.statusCode}` : undefined, {
+          'http.response.status_code': res.statusCode,
+        });
       deps.logger.info(
-        { request_id: requestId, ...traceLogFields(traced?.context), method: req.method, path: req.path, route, status: res.statusCode, duration_ms: Math.round(seconds * 1e4) / 10 },
+        {
+          request_id: requestId,
+          ...traceLogFields(traced?.context),
+          method: req.method,
+          path: req.path,
+          route,
+          status: res.statusCode,
+          duration_ms: Math.round(seconds * 1e4) / 10,
+        },
         'request',
       );
     });
@@ -152,12 +186,14 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     if (err instanceof HttpProblem) return sendProblem(res, err.status, err.detail, err.headers);
     if (err instanceof ValidationProblem) return sendValidationProblem(res, err.issues);
-    const status = (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
+    const status =
+      (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
     if (typeof status === 'number' && status >= 400 && status < 500) return sendProblem(res, status, 'Bad request');
     if (typeof (err as { code?: unknown }).code === 'number') {
       const problem = problemFromGrpc(err);
       if (problem instanceof ValidationProblem) return sendValidationProblem(res, problem.issues);
-      if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) logger.error({ err, request_id }, 'downstream call failed');
+      if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504)
+        logger.error({ err, request_id }, 'downstream call failed');
       return sendProblem(res, problem.status, problem.detail, problem.headers);
     }
     logger.error({ err, request_id }, 'request failed');

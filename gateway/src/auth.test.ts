@@ -24,8 +24,17 @@ async function setup(options: { now?: () => number } = {}) {
     cacheSize: 2,
     ...(options.now ? { now: options.now } : {}),
   });
-  const sign = ({ iss = ISSUER, aud = ['mileage-api', 'account'], ...claims }: Record<string, unknown> = {}, exp = '5m') =>
-    new SignJWT({ scope: 'users_read drives_read', user_id: 'AliceAdm01', typ: 'Bearer', azp: 'mileage-dev', ...claims })
+  const sign = (
+    { iss = ISSUER, aud = ['mileage-api', 'account'], ...claims }: Record<string, unknown> = {},
+    exp = '5m',
+  ) =>
+    new SignJWT({
+      scope: 'users_read drives_read',
+      user_id: 'AliceAdm01',
+      typ: 'Bearer',
+      azp: 'mileage-dev',
+      ...claims,
+    })
       .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'JWT' })
       .setIssuer(iss as string)
       .setAudience(aud as string[])
@@ -54,7 +63,10 @@ describe('TokenVerifier', () => {
     await verifier.verify(token);
     assert.equal(fetches(), 1);
     now += 120_000;
-    await assert.rejects(verifier.verify(token), (err: unknown) => err instanceof TokenError && /expired/.test(err.message));
+    await assert.rejects(
+      verifier.verify(token),
+      (err: unknown) => err instanceof TokenError && /expired/.test(err.message),
+    );
   });
 
   test('the cache is bounded', async () => {

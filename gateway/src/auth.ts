@@ -52,7 +52,11 @@ export class TokenVerifier {
   constructor(private readonly options: TokenVerifierOptions) {
     this.keys =
       options.jwks instanceof URL
-        ? createRemoteJWKSet(options.jwks, { cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000, timeoutDuration: 5_000 })
+        ? createRemoteJWKSet(options.jwks, {
+            cooldownDuration: 30_000,
+            cacheMaxAge: 10 * 60_000,
+            timeoutDuration: 5_000,
+          })
         : options.jwks;
     this.cacheSize = options.cacheSize ?? 10_000;
     this.now = options.now ?? Date.now;
@@ -96,7 +100,12 @@ export class TokenVerifier {
     const scopeValue = payload[this.options.scopeClaim];
     const scopes = new Set(typeof scopeValue === 'string' ? scopeValue.split(' ').filter(Boolean) : []);
     const userId = payload[this.options.userIdClaim];
-    const clientId = typeof payload.azp === 'string' ? payload.azp : typeof payload.client_id === 'string' ? payload.client_id : undefined;
+    const clientId =
+      typeof payload.azp === 'string'
+        ? payload.azp
+        : typeof payload.client_id === 'string'
+          ? payload.client_id
+          : undefined;
     return {
       subject: payload.sub!,
       ...(typeof userId === 'string' && userId !== '' ? { userId } : {}),

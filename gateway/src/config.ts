@@ -4,7 +4,12 @@ import { z } from 'zod';
 const algorithms = z
   .string()
   .default('RS256,PS256,ES256')
-  .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
+  .transform((v) =>
+    v
+      .split(',')
+      .map((a) => a.trim())
+      .filter(Boolean),
+  )
   .refine((list) => list.length > 0 && list.every((a) => /^(RS|PS|ES)(256|384|512)$|^EdDSA$/.test(a)), {
     message: 'only asymmetric JWS algorithms (RS*, PS*, ES*, EdDSA) may be allowed',
   });
@@ -31,7 +36,10 @@ export const configSchema = commonConfigSchema.extend({
   /** HMAC key of page cursors; the same on every replica. Unset: a random key per process (cursors die with it). */
   CURSOR_SECRET: z.string().min(32, 'at least 32 characters').optional(),
   GRPC_DEADLINE_MS: env.positiveInt(2_000),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
+    .optional(),
   /** Multiplies every per-minute limit; for load tests only. */
   RATE_LIMIT_MULTIPLIER: z.coerce.number().positive().default(1),
   REQUEST_TIMEOUT_MS: env.positiveInt(30_000),

@@ -19,12 +19,18 @@ export class CursorCodec {
 
   /** Identifies a query: cursors are valid only for the same fingerprint. */
   static fingerprint(parts: Record<string, string | number | undefined>): string {
-    const canonical = JSON.stringify(Object.keys(parts).sort().map((k) => [k, parts[k] ?? null]));
+    const canonical = JSON.stringify(
+      Object.keys(parts)
+        .sort()
+        .map((k) => [k, parts[k] ?? null]),
+    );
     return createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
   }
 
   encode(position: CursorPosition, fingerprint: string): string {
-    const body = Buffer.from(JSON.stringify({ v: 1, q: fingerprint, t: position.sortTime, i: position.id })).toString('base64url');
+    const body = Buffer.from(JSON.stringify({ v: 1, q: fingerprint, t: position.sortTime, i: position.id })).toString(
+      'base64url',
+    );
     return `${body}.${this.sign(body)}`;
   }
 
@@ -36,8 +42,14 @@ export class CursorCodec {
     const given = Buffer.from(signature);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
     try {
-      const parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { v?: number; q?: string; t?: string; i?: number };
-      if (parsed.v !== 1 || parsed.q !== fingerprint || typeof parsed.t !== 'string' || !Number.isSafeInteger(parsed.i)) return undefined;
+      const parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as {
+        v?: number;
+        q?: string;
+        t?: string;
+        i?: number;
+      };
+      if (parsed.v !== 1 || parsed.q !== fingerprint || typeof parsed.t !== 'string' || !Number.isSafeInteger(parsed.i))
+        return undefined;
       if (Number.isNaN(Date.parse(parsed.t))) return undefined;
       return { sortTime: parsed.t, id: parsed.i! };
     } catch {

@@ -12,13 +12,25 @@ export interface DriveListParams {
 
 // RFC 3339 date-time with a time zone (Z or ±hh:mm), optional fraction.
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
-const KNOWN = new Set(['limit', 'classification', 'filter_by', 'date_after', 'date_before', 'modified_after', 'modified_before', 'cursor']);
+const KNOWN = new Set([
+  'limit',
+  'classification',
+  'filter_by',
+  'date_after',
+  'date_before',
+  'modified_after',
+  'modified_before',
+  'cursor',
+]);
 
 /**
  * The query parameters of the three drive lists (CONTRACT §2), with every problem reported at once in the
  * 422 shape. `withClassification` is false for the reported-drive lists.
  */
-export function parseDriveListParams(req: Request, withClassification: boolean): { input: DriveListParams } | { issues: ValidationIssue[] } {
+export function parseDriveListParams(
+  req: Request,
+  withClassification: boolean,
+): { input: DriveListParams } | { issues: ValidationIssue[] } {
   const issues: ValidationIssue[] = [];
   const query = req.query as Record<string, unknown>;
   const single = (name: string): string | undefined => {
@@ -39,9 +51,20 @@ export function parseDriveListParams(req: Request, withClassification: boolean):
   let limit = 100;
   const rawLimit = single('limit');
   if (rawLimit !== undefined) {
-    if (!/^\d{1,4}$/.test(rawLimit)) issues.push({ loc: ['query', 'limit'], msg: 'Input should be a valid integer', type: 'int_parsing' });
-    else if (Number(rawLimit) < 1) issues.push({ loc: ['query', 'limit'], msg: 'Input should be greater than or equal to 1', type: 'greater_than_equal' });
-    else if (Number(rawLimit) > 1000) issues.push({ loc: ['query', 'limit'], msg: 'Input should be less than or equal to 1000', type: 'less_than_equal' });
+    if (!/^\d{1,4}$/.test(rawLimit))
+      issues.push({ loc: ['query', 'limit'], msg: 'Input should be a valid integer', type: 'int_parsing' });
+    else if (Number(rawLimit) < 1)
+      issues.push({
+        loc: ['query', 'limit'],
+        msg: 'Input should be greater than or equal to 1',
+        type: 'greater_than_equal',
+      });
+    else if (Number(rawLimit) > 1000)
+      issues.push({
+        loc: ['query', 'limit'],
+        msg: 'Input should be less than or equal to 1000',
+        type: 'less_than_equal',
+      });
     else limit = Number(rawLimit);
   }
 
@@ -49,14 +72,23 @@ export function parseDriveListParams(req: Request, withClassification: boolean):
   const rawClass = withClassification ? single('classification') : undefined;
   if (rawClass !== undefined) {
     if (rawClass === 'business' || rawClass === 'personal' || rawClass === 'all') classification = rawClass;
-    else issues.push({ loc: ['query', 'classification'], msg: "Input should be 'business', 'personal' or 'all'", type: 'enum' });
+    else
+      issues.push({
+        loc: ['query', 'classification'],
+        msg: "Input should be 'business', 'personal' or 'all'",
+        type: 'enum',
+      });
   }
 
   const time = (name: string): string | undefined => {
     const value = single(name);
     if (value === undefined) return undefined;
     if (!RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
-      issues.push({ loc: ['query', name], msg: 'Input should be an RFC 3339 date-time with a time zone', type: 'datetime_parsing' });
+      issues.push({
+        loc: ['query', name],
+        msg: 'Input should be an RFC 3339 date-time with a time zone',
+        type: 'datetime_parsing',
+      });
       return undefined;
     }
     return new Date(value).toISOString();
@@ -70,15 +102,33 @@ export function parseDriveListParams(req: Request, withClassification: boolean):
   const modifiedAfter = time('modified_after');
   const modifiedBefore = time('modified_before');
   if ((query.date_after !== undefined || query.date_before !== undefined) && filterBy === undefined) {
-    issues.push({ loc: ['query', 'filter_by'], msg: 'filter_by is required with date_after or date_before', type: 'missing' });
+    issues.push({
+      loc: ['query', 'filter_by'],
+      msg: 'filter_by is required with date_after or date_before',
+      type: 'missing',
+    });
   }
   const usesAliases = query.modified_after !== undefined || query.modified_before !== undefined;
-  if (usesAliases && (query.date_after !== undefined || query.date_before !== undefined || (filterBy !== undefined && filterBy !== 'modified'))) {
-    issues.push({ loc: ['query', 'modified_after'], msg: 'modified_after / modified_before cannot be combined with date_after, date_before or filter_by=ended', type: 'value_error' });
+  if (
+    usesAliases &&
+    (query.date_after !== undefined ||
+      query.date_before !== undefined ||
+      (filterBy !== undefined && filterBy !== 'modified'))
+  ) {
+    issues.push({
+      loc: ['query', 'modified_after'],
+      msg: 'modified_after / modified_before cannot be combined with date_after, date_before or filter_by=ended',
+      type: 'value_error',
+    });
   }
   const after = usesAliases ? modifiedAfter : dateAfter;
   const before = usesAliases ? modifiedBefore : dateBefore;
-  if (after && before && after >= before) issues.push({ loc: ['query', 'date_before'], msg: 'date_before should be later than date_after', type: 'value_error' });
+  if (after && before && after >= before)
+    issues.push({
+      loc: ['query', 'date_before'],
+      msg: 'date_before should be later than date_after',
+      type: 'value_error',
+    });
   const cursor = single('cursor');
 
   if (issues.length) return { issues };

@@ -35,12 +35,29 @@ describe('GET /v1/users/{user_id}/drives', () => {
   test('business drives by default, newest first, in the DriveSchema shape', async () => {
     const res = await get('/v1/users/BobDriver1/drives', bob).expect(200);
     assert.equal(res.headers['x-ratelimit-limit'], '20');
-    assert.deepEqual(res.body.results.map((d: { drive_id: number }) => d.drive_id), h.drives.bobBusiness);
+    assert.deepEqual(
+      res.body.results.map((d: { drive_id: number }) => d.drive_id),
+      h.drives.bobBusiness,
+    );
     assert.equal(res.body.has_more, false);
     assert.equal(res.body.next_cursor, null);
     const d = res.body.results[0];
     assert.deepEqual(Object.keys(d).sort(), [
-      'classification', 'created', 'description', 'distance', 'drive_id', 'end', 'ended_at', 'entry', 'modified', 'parking_fees', 'purpose', 'start', 'started_at', 'toll_fees', 'value',
+      'classification',
+      'created',
+      'description',
+      'distance',
+      'drive_id',
+      'end',
+      'ended_at',
+      'entry',
+      'modified',
+      'parking_fees',
+      'purpose',
+      'start',
+      'started_at',
+      'toll_fees',
+      'value',
     ]);
     assert.equal(typeof d.drive_id, 'number');
     assert.deepEqual(d.distance, { amount: 21, units: 'mi', discounted: null });
@@ -48,14 +65,28 @@ describe('GET /v1/users/{user_id}/drives', () => {
     assert.equal(d.toll_fees, null);
     assert.equal(d.entry, 'automatic');
     assert.equal(d.classification, 'business');
-    assert.deepEqual(d.start.address, { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postal_code: '60601' });
+    assert.deepEqual(d.start.address, {
+      country: 'US',
+      state: 'IL',
+      city: 'Chicago',
+      street: '1 Main St',
+      postal_code: '60601',
+    });
     assert.equal(d.end, null);
     assert.match(d.started_at, /^2026-10-11T08:00:00(\.000)?Z$/);
   });
 
   test('classification personal and all', async () => {
-    assert.deepEqual((await get('/v1/users/BobDriver1/drives?classification=personal', bob).expect(200)).body.results.map((d: { drive_id: number }) => d.drive_id), h.drives.bobPersonal);
-    assert.equal((await get('/v1/users/BobDriver1/drives?classification=all', bob).expect(200)).body.results.length, 12);
+    assert.deepEqual(
+      (await get('/v1/users/BobDriver1/drives?classification=personal', bob).expect(200)).body.results.map(
+        (d: { drive_id: number }) => d.drive_id,
+      ),
+      h.drives.bobPersonal,
+    );
+    assert.equal(
+      (await get('/v1/users/BobDriver1/drives?classification=all', bob).expect(200)).body.results.length,
+      12,
+    );
   });
 
   test('cursor paging returns every drive once, in order', async () => {
@@ -63,11 +94,23 @@ describe('GET /v1/users/{user_id}/drives', () => {
   });
 
   test('filter_by=ended with exclusive bounds, and the deprecated modified_after alias', async () => {
-    const res = await get('/v1/users/BobDriver1/drives?filter_by=ended&date_after=2026-10-02T08:40:00Z&date_before=2026-10-06T08:40:00%2B00:00', bob).expect(200);
-    assert.deepEqual(res.body.results.map((d: { ended_at: string }) => d.ended_at.slice(0, 10)), ['2026-10-05', '2026-10-03']);
+    const res = await get(
+      '/v1/users/BobDriver1/drives?filter_by=ended&date_after=2026-10-02T08:40:00Z&date_before=2026-10-06T08:40:00%2B00:00',
+      bob,
+    ).expect(200);
+    assert.deepEqual(
+      res.body.results.map((d: { ended_at: string }) => d.ended_at.slice(0, 10)),
+      ['2026-10-05', '2026-10-03'],
+    );
     const all = (await get('/v1/users/BobDriver1/drives', bob).expect(200)).body.results;
-    const alias = await get(`/v1/users/BobDriver1/drives?modified_after=${encodeURIComponent(all[3].modified)}`, bob).expect(200);
-    assert.deepEqual(alias.body.results.map((d: { drive_id: number }) => d.drive_id), h.drives.bobBusiness.slice(0, 3));
+    const alias = await get(
+      `/v1/users/BobDriver1/drives?modified_after=${encodeURIComponent(all[3].modified)}`,
+      bob,
+    ).expect(200);
+    assert.deepEqual(
+      alias.body.results.map((d: { drive_id: number }) => d.drive_id),
+      h.drives.bobBusiness.slice(0, 3),
+    );
   });
 
   test('malformed parameters are 422, each named', async () => {
@@ -87,10 +130,16 @@ describe('GET /v1/users/{user_id}/drives', () => {
     ];
     for (const [query, field] of cases) {
       const res = await get(`/v1/users/BobDriver1/drives?${query}`, bob).expect(422);
-      assert.ok(res.body.detail.some((i: { loc: string[] }) => i.loc[0] === 'query' && i.loc[1] === field), `${query} → ${JSON.stringify(res.body.detail)}`);
+      assert.ok(
+        res.body.detail.some((i: { loc: string[] }) => i.loc[0] === 'query' && i.loc[1] === field),
+        `${query} → ${JSON.stringify(res.body.detail)}`,
+      );
     }
     const both = await get('/v1/users/nope/drives?limit=0', bob).expect(422);
-    assert.deepEqual(both.body.detail.map((i: { loc: string[] }) => i.loc.join('.')).sort(), ['path.user_id', 'query.limit']);
+    assert.deepEqual(both.body.detail.map((i: { loc: string[] }) => i.loc.join('.')).sort(), [
+      'path.user_id',
+      'query.limit',
+    ]);
   });
 
   test('a cursor only continues the query it came from', async () => {
@@ -99,7 +148,9 @@ describe('GET /v1/users/{user_id}/drives', () => {
     await get(`/v1/users/BobDriver1/drives?limit=2&cursor=${cursor}`, bob).expect(200);
     await get(`/v1/users/BobDriver1/drives?limit=2&classification=all&cursor=${cursor}`, bob).expect(422);
     const [body, signature] = String(first.body.next_cursor).split('.');
-    const tampered = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(body!, 'base64url').toString()), i: 1 })).toString('base64url');
+    const tampered = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(body!, 'base64url').toString()), i: 1 }),
+    ).toString('base64url');
     await get(`/v1/users/BobDriver1/drives?cursor=${tampered}.${signature}`, bob).expect(422);
   });
 
@@ -119,10 +170,24 @@ describe('reported drives', () => {
     assert.equal(ids[0], String(h.drives.reportedDemo[0]), 'the reviewed report is the most recently modified');
     assert.deepEqual([...ids].sort(), h.drives.reportedDemo.map(String).sort());
     const reviewed = res.body.results[0];
-    assert.deepEqual(Object.keys(reviewed).sort(), ['created', 'details', 'driver', 'id', 'modified', 'review_comments', 'status']);
+    assert.deepEqual(Object.keys(reviewed).sort(), [
+      'created',
+      'details',
+      'driver',
+      'id',
+      'modified',
+      'review_comments',
+      'status',
+    ]);
     assert.equal(reviewed.status, 'approved');
     assert.ok(reviewed.modified > reviewed.created);
-    assert.deepEqual(reviewed.driver, { id: 'BobDriver1', name: 'Bob Driver', email: 'bob@example.com', status: 'active', timezone_offset: 0 });
+    assert.deepEqual(reviewed.driver, {
+      id: 'BobDriver1',
+      name: 'Bob Driver',
+      email: 'bob@example.com',
+      status: 'active',
+      timezone_offset: 0,
+    });
     assert.equal(reviewed.review_comments[0].text, 'Approved for October');
     assert.equal(reviewed.review_comments[0].user_email, 'alice@example.com');
     assert.equal(typeof reviewed.review_comments[0].id, 'string');
@@ -149,7 +214,10 @@ describe('reported drives', () => {
     assert.equal(res.headers.deprecation, 'true');
     assert.equal(res.body.results.length, 6);
     const bobs = await get('/v1/drives', bob).expect(200);
-    assert.deepEqual(bobs.body.results.map((r: { id: string }) => r.id), h.drives.reportedOther.map(String));
+    assert.deepEqual(
+      bobs.body.results.map((r: { id: string }) => r.id),
+      h.drives.reportedOther.map(String),
+    );
     const noScope = await h.token('alice@example.com', 'groups_read');
     const refused = await get('/v1/drives', noScope).expect(403);
     assert.match(refused.headers['www-authenticate']!, /scope="groups_read_reported_drives"/);

@@ -33,12 +33,18 @@ describe('GET /v1/groups and /v1/groups/{group_id}', () => {
     assert.ok(Date.parse(group.meta.created) <= Date.parse(group.meta.lastModified));
 
     const bobs = await request(h.app()).get('/v1/groups').set('Authorization', `Bearer ${bob}`).expect(200);
-    assert.deepEqual(bobs.body.resources.map((g: { id: string }) => g.id), [String(h.groups.other)]);
+    assert.deepEqual(
+      bobs.body.resources.map((g: { id: string }) => g.id),
+      [String(h.groups.other)],
+    );
   });
 
   test('one group for its admins; 403 for others; 404 for an unknown id; 422 for a malformed one', async () => {
     const app = h.app();
-    const res = await request(app).get(`/v1/groups/${h.groups.demo}`).set('Authorization', `Bearer ${alice}`).expect(200);
+    const res = await request(app)
+      .get(`/v1/groups/${h.groups.demo}`)
+      .set('Authorization', `Bearer ${alice}`)
+      .expect(200);
     assert.equal(res.body.resources.length, 1);
     assert.equal(res.body.resources[0].id, String(h.groups.demo));
     await request(app).get(`/v1/groups/${h.groups.other}`).set('Authorization', `Bearer ${alice}`).expect(403);
@@ -54,7 +60,10 @@ describe('GET /v1/groups and /v1/groups/{group_id}', () => {
   test('the groups_read scope is required', async () => {
     const usersOnly = await h.token('alice@example.com', 'users_read');
     const res = await request(h.app()).get('/v1/groups').set('Authorization', `Bearer ${usersOnly}`).expect(403);
-    assert.equal(res.headers['www-authenticate'], 'Bearer realm="mileage", error="insufficient_scope", scope="groups_read"');
+    assert.equal(
+      res.headers['www-authenticate'],
+      'Bearer realm="mileage", error="insufficient_scope", scope="groups_read"',
+    );
     await request(h.app()).get(`/v1/groups/${h.groups.demo}`).set('Authorization', `Bearer ${usersOnly}`).expect(403);
   });
 

@@ -1,6 +1,13 @@
 import { tracing } from './instrument';
 import { drivesV1, groupsV1, scimV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, handleShutdown, HealthClient, loadConfigOrExit, Metrics } from '@mileage/runtime';
+import {
+  createGrpcClient,
+  createLogger,
+  handleShutdown,
+  HealthClient,
+  loadConfigOrExit,
+  Metrics,
+} from '@mileage/runtime';
 import { Redis } from 'ioredis';
 import { createApp } from './app';
 import { TokenVerifier } from './auth';
@@ -11,19 +18,36 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit(configSchema);
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
   const metrics = new Metrics('gateway');
-  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false }) : undefined;
+  const redis = config.REDIS_URL
+    ? new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+    : undefined;
   redis?.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
-  const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
-  const groups = createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
-  const drives = createGrpcClient(drivesV1.DrivesServiceClient, config.DRIVES_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
-  const scim = createGrpcClient(scimV1.ScimServiceClient, config.SCIM_ADDRESS, { defaultDeadlineMs: config.SCIM_DEADLINE_MS, metrics });
+  const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, {
+    defaultDeadlineMs: config.GRPC_DEADLINE_MS,
+    metrics,
+  });
+  const groups = createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, {
+    defaultDeadlineMs: config.GRPC_DEADLINE_MS,
+    metrics,
+  });
+  const drives = createGrpcClient(drivesV1.DrivesServiceClient, config.DRIVES_ADDRESS, {
+    defaultDeadlineMs: config.GRPC_DEADLINE_MS,
+    metrics,
+  });
+  const scim = createGrpcClient(scimV1.ScimServiceClient, config.SCIM_ADDRESS, {
+    defaultDeadlineMs: config.SCIM_DEADLINE_MS,
+    metrics,
+  });
   const downstreams = [
     { name: 'users', service: 'mileage.users.v1.UsersService', health: new HealthClient(config.USERS_ADDRESS) },
     { name: 'groups', service: 'mileage.groups.v1.GroupsService', health: new HealthClient(config.GROUPS_ADDRESS) },
     { name: 'drives', service: 'mileage.drives.v1.DrivesService', health: new HealthClient(config.DRIVES_ADDRESS) },
     { name: 'scim', service: 'mileage.scim.v1.ScimService', health: new HealthClient(config.SCIM_ADDRESS) },
   ];
-  if (!config.CURSOR_SECRET) logger.warn('CURSOR_SECRET is not set: page cursors are signed with a per-process key and do not survive a restart or cross replicas');
+  if (!config.CURSOR_SECRET)
+    logger.warn(
+      'CURSOR_SECRET is not set: page cursors are signed with a per-process key and do not survive a restart or cross replicas',
+    );
   const verifier = new TokenVerifier({
     issuer: config.OIDC_ISSUER,
     audience: config.OIDC_AUDIENCE,
@@ -64,7 +88,10 @@ async function main(): Promise<void> {
   server.headersTimeout = Math.min(config.REQUEST_TIMEOUT_MS, 20_000);
   server.keepAliveTimeout = 65_000;
   const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST);
-  logger.info({ host: config.HOST, port: config.PORT, metrics_port: config.METRICS_PORT, redis: Boolean(redis) }, 'gateway listening');
+  logger.info(
+    { host: config.HOST, port: config.PORT, metrics_port: config.METRICS_PORT, redis: Boolean(redis) },
+    'gateway listening',
+  );
 
   handleShutdown(
     logger,
@@ -77,7 +104,10 @@ async function main(): Promise<void> {
             server.closeIdleConnections();
           }),
       },
-      { name: 'clients', run: () => [users, groups, drives, scim, ...downstreams.map((d) => d.health)].forEach((c) => c.close()) },
+      {
+        name: 'clients',
+        run: () => [users, groups, drives, scim, ...downstreams.map((d) => d.health)].forEach((c) => c.close()),
+      },
       { name: 'redis', run: () => redis?.quit() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
       { name: 'tracing', run: () => tracing.shutdown() },

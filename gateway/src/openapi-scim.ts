@@ -6,12 +6,20 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const SCIM = 'application/scim+json';
 const dateTime = { type: 'string', format: 'date-time' };
 
-const scimError = (description: string, headers: Record<string, object> = {}) => ({ description, headers, content: { [SCIM]: { schema: ref('ScimError') } } });
+const scimError = (description: string, headers: Record<string, object> = {}) => ({
+  description,
+  headers,
+  content: { [SCIM]: { schema: ref('ScimError') } },
+});
 const retryAfter = { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } };
 
 const commonErrors = {
-  '400': scimError('Invalid request: `scimType` says why (invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability).'),
-  '401': scimError('Missing or invalid bearer token.', { 'WWW-Authenticate': { description: '`Bearer realm="mileage"`.', schema: { type: 'string' } } }),
+  '400': scimError(
+    'Invalid request: `scimType` says why (invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability).',
+  ),
+  '401': scimError('Missing or invalid bearer token.', {
+    'WWW-Authenticate': { description: '`Bearer realm="mileage"`.', schema: { type: 'string' } },
+  }),
   '403': scimError('The token lacks the scope `scim`.'),
   '413': scimError('The body is larger than 1 MB.'),
   '415': scimError('The body is not application/scim+json or application/json.'),
@@ -22,83 +30,291 @@ const commonErrors = {
 };
 
 const resourceHeaders = {
-  ETag: { description: 'The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.', schema: { type: 'string' } },
+  ETag: {
+    description: 'The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.',
+    schema: { type: 'string' },
+  },
 };
 const okResource = (schema: string, status = '200', extraHeaders: Record<string, object> = {}) => ({
-  [status]: { description: status === '201' ? 'Created.' : 'The resource.', headers: { ...resourceHeaders, ...extraHeaders }, content: { [SCIM]: { schema: ref(schema) } } },
+  [status]: {
+    description: status === '201' ? 'Created.' : 'The resource.',
+    headers: { ...resourceHeaders, ...extraHeaders },
+    content: { [SCIM]: { schema: ref(schema) } },
+  },
 });
-const listOk = (schema: string) => ({ '200': { description: 'One page (startIndex / count), ordered by id.', content: { [SCIM]: { schema: ref(schema) } } } });
+const listOk = (schema: string) => ({
+  '200': { description: 'One page (startIndex / count), ordered by id.', content: { [SCIM]: { schema: ref(schema) } } },
+});
 
-const idParam = (what: string) => ({ name: 'id', in: 'path', required: true, description: `${what} id.`, schema: { type: 'string' } });
-const ifMatch = { name: 'If-Match', in: 'header', description: 'Apply only if the resource is still at this ETag (else 412).', schema: { type: 'string' } };
+const idParam = (what: string) => ({
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: `${what} id.`,
+  schema: { type: 'string' },
+});
+const ifMatch = {
+  name: 'If-Match',
+  in: 'header',
+  description: 'Apply only if the resource is still at this ETag (else 412).',
+  schema: { type: 'string' },
+};
 const projection = [
-  { name: 'attributes', in: 'query', description: 'Comma-separated attributes to return (plus id and schemas).', schema: { type: 'string' } },
-  { name: 'excludedAttributes', in: 'query', description: 'Comma-separated attributes to leave out, e.g. `members`.', schema: { type: 'string' } },
+  {
+    name: 'attributes',
+    in: 'query',
+    description: 'Comma-separated attributes to return (plus id and schemas).',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'excludedAttributes',
+    in: 'query',
+    description: 'Comma-separated attributes to leave out, e.g. `members`.',
+    schema: { type: 'string' },
+  },
 ];
 const listParams = [
-  { name: 'filter', in: 'query', description: 'RFC 7644 §3.4.2.2 filter; attribute names and operators case-insensitive.', schema: { type: 'string', maxLength: 2048 } },
-  { name: 'startIndex', in: 'query', description: '1-based index of the first result.', schema: { type: 'integer', default: 1 } },
+  {
+    name: 'filter',
+    in: 'query',
+    description: 'RFC 7644 §3.4.2.2 filter; attribute names and operators case-insensitive.',
+    schema: { type: 'string', maxLength: 2048 },
+  },
+  {
+    name: 'startIndex',
+    in: 'query',
+    description: '1-based index of the first result.',
+    schema: { type: 'integer', default: 1 },
+  },
   { name: 'count', in: 'query', description: 'Page size; at most 500.', schema: { type: 'integer', default: 100 } },
   ...projection,
 ];
-const body = (schema: string) => ({ required: true, content: { [SCIM]: { schema: ref(schema) }, 'application/json': { schema: ref(schema) } } });
-const op = (summary: string, extra: object) => ({ summary, tags: ['SCIM 2.0'], security: [{ oauth2: ['scim'] }], ...extra });
-const notImplemented = (summary: string) => op(summary, { responses: { '501': scimError('Not implemented: groups are created and deleted by the platform.'), ...commonErrors } });
+const body = (schema: string) => ({
+  required: true,
+  content: { [SCIM]: { schema: ref(schema) }, 'application/json': { schema: ref(schema) } },
+});
+const op = (summary: string, extra: object) => ({
+  summary,
+  tags: ['SCIM 2.0'],
+  security: [{ oauth2: ['scim'] }],
+  ...extra,
+});
+const notImplemented = (summary: string) =>
+  op(summary, {
+    responses: {
+      '501': scimError('Not implemented: groups are created and deleted by the platform.'),
+      ...commonErrors,
+    },
+  });
 
 export function scimPaths() {
   return {
     '/scim/v2/Users': {
-      get: op('List or find users', { parameters: listParams, responses: { ...listOk('ScimUserList'), ...commonErrors } }),
+      get: op('List or find users', {
+        parameters: listParams,
+        responses: { ...listOk('ScimUserList'), ...commonErrors },
+      }),
       post: op('Provision a user', {
         requestBody: body('ScimUser'),
-        responses: { ...okResource('ScimUser', '201', { Location: { description: 'The URL of the new user.', schema: { type: 'string', format: 'uri' } } }), '409': scimError('userName (case-insensitively) or id is taken (`uniqueness`).'), ...commonErrors },
+        responses: {
+          ...okResource('ScimUser', '201', {
+            Location: { description: 'The URL of the new user.', schema: { type: 'string', format: 'uri' } },
+          }),
+          '409': scimError('userName (case-insensitively) or id is taken (`uniqueness`).'),
+          ...commonErrors,
+        },
       }),
     },
     '/scim/v2/Users/{id}': {
-      get: op('Read a user', { parameters: [idParam('User'), ...projection], responses: { ...okResource('ScimUser'), '304': { description: 'Not modified (If-None-Match).' }, '404': scimError('No such user.'), ...commonErrors } }),
-      put: op('Replace a user', { parameters: [idParam('User'), ifMatch, ...projection], requestBody: body('ScimUser'), responses: { ...okResource('ScimUser'), '404': scimError('No such user.'), '409': scimError('userName taken.'), '412': scimError('If-Match names an old version.'), ...commonErrors } }),
-      patch: op('Change a user', { parameters: [idParam('User'), ifMatch, ...projection], requestBody: body('PatchOp'), responses: { ...okResource('ScimUser'), '404': scimError('No such user.'), '409': scimError('userName taken.'), '412': scimError('If-Match names an old version.'), ...commonErrors } }),
-      delete: op('Deprovision a user: deactivated at once, drives kept', { parameters: [idParam('User'), ifMatch], responses: { '204': { description: 'Deleted.' }, '404': scimError('No such user.'), '412': scimError('If-Match names an old version.'), ...commonErrors } }),
+      get: op('Read a user', {
+        parameters: [idParam('User'), ...projection],
+        responses: {
+          ...okResource('ScimUser'),
+          '304': { description: 'Not modified (If-None-Match).' },
+          '404': scimError('No such user.'),
+          ...commonErrors,
+        },
+      }),
+      put: op('Replace a user', {
+        parameters: [idParam('User'), ifMatch, ...projection],
+        requestBody: body('ScimUser'),
+        responses: {
+          ...okResource('ScimUser'),
+          '404': scimError('No such user.'),
+          '409': scimError('userName taken.'),
+          '412': scimError('If-Match names an old version.'),
+          ...commonErrors,
+        },
+      }),
+      patch: op('Change a user', {
+        parameters: [idParam('User'), ifMatch, ...projection],
+        requestBody: body('PatchOp'),
+        responses: {
+          ...okResource('ScimUser'),
+          '404': scimError('No such user.'),
+          '409': scimError('userName taken.'),
+          '412': scimError('If-Match names an old version.'),
+          ...commonErrors,
+        },
+      }),
+      delete: op('Deprovision a user: deactivated at once, drives kept', {
+        parameters: [idParam('User'), ifMatch],
+        responses: {
+          '204': { description: 'Deleted.' },
+          '404': scimError('No such user.'),
+          '412': scimError('If-Match names an old version.'),
+          ...commonErrors,
+        },
+      }),
     },
     '/scim/v2/Groups': {
-      get: op('List or find groups', { parameters: listParams, responses: { ...listOk('ScimGroupList'), ...commonErrors } }),
+      get: op('List or find groups', {
+        parameters: listParams,
+        responses: { ...listOk('ScimGroupList'), ...commonErrors },
+      }),
       post: notImplemented('Not supported (501)'),
     },
     '/scim/v2/Groups/{id}': {
-      get: op('Read a group', { parameters: [idParam('Group'), ...projection], responses: { ...okResource('ScimGroup'), '304': { description: 'Not modified (If-None-Match).' }, '404': scimError('No such group.'), ...commonErrors } }),
-      put: op('Replace a group’s name and members', { parameters: [idParam('Group'), ifMatch, ...projection], requestBody: body('ScimGroup'), responses: { ...okResource('ScimGroup'), '404': scimError('No such group.'), '412': scimError('If-Match names an old version.'), ...commonErrors } }),
-      patch: op('Change a group’s name or members', { parameters: [idParam('Group'), ifMatch, ...projection], requestBody: body('PatchOp'), responses: { ...okResource('ScimGroup'), '404': scimError('No such group.'), '412': scimError('If-Match names an old version.'), ...commonErrors } }),
+      get: op('Read a group', {
+        parameters: [idParam('Group'), ...projection],
+        responses: {
+          ...okResource('ScimGroup'),
+          '304': { description: 'Not modified (If-None-Match).' },
+          '404': scimError('No such group.'),
+          ...commonErrors,
+        },
+      }),
+      put: op('Replace a group’s name and members', {
+        parameters: [idParam('Group'), ifMatch, ...projection],
+        requestBody: body('ScimGroup'),
+        responses: {
+          ...okResource('ScimGroup'),
+          '404': scimError('No such group.'),
+          '412': scimError('If-Match names an old version.'),
+          ...commonErrors,
+        },
+      }),
+      patch: op('Change a group’s name or members', {
+        parameters: [idParam('Group'), ifMatch, ...projection],
+        requestBody: body('PatchOp'),
+        responses: {
+          ...okResource('ScimGroup'),
+          '404': scimError('No such group.'),
+          '412': scimError('If-Match names an old version.'),
+          ...commonErrors,
+        },
+      }),
       delete: notImplemented('Not supported (501)'),
     },
-    '/scim/v2/Users/.search': { post: op('Search users (filter in the body)', { requestBody: body('SearchRequest'), responses: { ...listOk('ScimUserList'), ...commonErrors } }) },
-    '/scim/v2/Groups/.search': { post: op('Search groups (filter in the body)', { requestBody: body('SearchRequest'), responses: { ...listOk('ScimGroupList'), ...commonErrors } }) },
-    '/scim/v2/.search': { post: op('Search users and groups: users first, then groups, one index space', { requestBody: body('SearchRequest'), responses: { ...listOk('ScimListResponse'), ...commonErrors } }) },
-    '/scim/v2/ServiceProviderConfig': { get: op('What this service provider supports', { responses: { '200': { description: 'RFC 7643 §5.', content: { [SCIM]: { schema: { type: 'object' } } } }, ...commonErrors } }) },
-    '/scim/v2/ResourceTypes': { get: op('Resource types', { responses: { '200': { description: 'User and Group.', content: { [SCIM]: { schema: ref('ScimListResponse') } } }, ...commonErrors } }) },
-    '/scim/v2/ResourceTypes/{id}': { get: op('One resource type', { parameters: [idParam('ResourceType')], responses: { '200': { description: 'The resource type.', content: { [SCIM]: { schema: { type: 'object' } } } }, '404': scimError('No such resource type.'), ...commonErrors } }) },
-    '/scim/v2/Schemas': { get: op('Schemas', { responses: { '200': { description: 'User, EnterpriseUser and Group.', content: { [SCIM]: { schema: ref('ScimListResponse') } } }, ...commonErrors } }) },
-    '/scim/v2/Schemas/{id}': { get: op('One schema', { parameters: [idParam('Schema URN')], responses: { '200': { description: 'The schema.', content: { [SCIM]: { schema: { type: 'object' } } } }, '404': scimError('No such schema.'), ...commonErrors } }) },
+    '/scim/v2/Users/.search': {
+      post: op('Search users (filter in the body)', {
+        requestBody: body('SearchRequest'),
+        responses: { ...listOk('ScimUserList'), ...commonErrors },
+      }),
+    },
+    '/scim/v2/Groups/.search': {
+      post: op('Search groups (filter in the body)', {
+        requestBody: body('SearchRequest'),
+        responses: { ...listOk('ScimGroupList'), ...commonErrors },
+      }),
+    },
+    '/scim/v2/.search': {
+      post: op('Search users and groups: users first, then groups, one index space', {
+        requestBody: body('SearchRequest'),
+        responses: { ...listOk('ScimListResponse'), ...commonErrors },
+      }),
+    },
+    '/scim/v2/ServiceProviderConfig': {
+      get: op('What this service provider supports', {
+        responses: {
+          '200': { description: 'RFC 7643 §5.', content: { [SCIM]: { schema: { type: 'object' } } } },
+          ...commonErrors,
+        },
+      }),
+    },
+    '/scim/v2/ResourceTypes': {
+      get: op('Resource types', {
+        responses: {
+          '200': { description: 'User and Group.', content: { [SCIM]: { schema: ref('ScimListResponse') } } },
+          ...commonErrors,
+        },
+      }),
+    },
+    '/scim/v2/ResourceTypes/{id}': {
+      get: op('One resource type', {
+        parameters: [idParam('ResourceType')],
+        responses: {
+          '200': { description: 'The resource type.', content: { [SCIM]: { schema: { type: 'object' } } } },
+          '404': scimError('No such resource type.'),
+          ...commonErrors,
+        },
+      }),
+    },
+    '/scim/v2/Schemas': {
+      get: op('Schemas', {
+        responses: {
+          '200': {
+            description: 'User, EnterpriseUser and Group.',
+            content: { [SCIM]: { schema: ref('ScimListResponse') } },
+          },
+          ...commonErrors,
+        },
+      }),
+    },
+    '/scim/v2/Schemas/{id}': {
+      get: op('One schema', {
+        parameters: [idParam('Schema URN')],
+        responses: {
+          '200': { description: 'The schema.', content: { [SCIM]: { schema: { type: 'object' } } } },
+          '404': scimError('No such schema.'),
+          ...commonErrors,
+        },
+      }),
+    },
   };
 }
 
-const multiValue = { type: 'object', properties: { value: { type: 'string' }, display: { type: 'string' }, type: { type: 'string' }, primary: { type: 'boolean' } } };
+const multiValue = {
+  type: 'object',
+  properties: {
+    value: { type: 'string' },
+    display: { type: 'string' },
+    type: { type: 'string' },
+    primary: { type: 'boolean' },
+  },
+};
 const meta = (resourceType: string) => ({
   type: 'object',
-  properties: { resourceType: { const: resourceType }, created: dateTime, lastModified: dateTime, location: { type: 'string', format: 'uri' }, version: { type: 'string' } },
+  properties: {
+    resourceType: { const: resourceType },
+    created: dateTime,
+    lastModified: dateTime,
+    location: { type: 'string', format: 'uri' },
+    version: { type: 'string' },
+  },
 });
 
 export function scimSchemas() {
   return {
     ScimUser: {
       type: 'object',
-      description: 'RFC 7643 §4.1 User with the enterprise extension. Responses honour attributes / excludedAttributes, so only schemas and id are always present.',
+      description:
+        'RFC 7643 §4.1 User with the enterprise extension. Responses honour attributes / excludedAttributes, so only schemas and id are always present.',
       required: ['schemas', 'id'],
       properties: {
         schemas: { type: 'array', items: { type: 'string' } },
         id: { type: 'string', pattern: '^[A-Za-z0-9]{10}$' },
         externalId: { type: 'string' },
         userName: { type: 'string' },
-        name: { type: 'object', properties: Object.fromEntries(['formatted', 'familyName', 'givenName', 'middleName', 'honorificPrefix', 'honorificSuffix'].map((n) => [n, { type: 'string' }])) },
+        name: {
+          type: 'object',
+          properties: Object.fromEntries(
+            ['formatted', 'familyName', 'givenName', 'middleName', 'honorificPrefix', 'honorificSuffix'].map((n) => [
+              n,
+              { type: 'string' },
+            ]),
+          ),
+        },
         displayName: { type: 'string' },
         active: { type: 'boolean' },
         timezone: { type: 'string' },
@@ -110,14 +326,27 @@ export function scimSchemas() {
     },
     ScimGroup: {
       type: 'object',
-      description: 'RFC 7643 §4.2 Group: a team of the platform. Members added by SCIM are drivers; members who stay keep their roles.',
+      description:
+        'RFC 7643 §4.2 Group: a team of the platform. Members added by SCIM are drivers; members who stay keep their roles.',
       required: ['schemas', 'id'],
       properties: {
         schemas: { type: 'array', items: { type: 'string' } },
         id: { type: 'string', pattern: '^[1-9][0-9]*$' },
         externalId: { type: 'string' },
         displayName: { type: 'string' },
-        members: { type: 'array', items: { type: 'object', required: ['value'], properties: { value: { type: 'string' }, display: { type: 'string' }, $ref: { type: 'string' }, type: { const: 'User' } } } },
+        members: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['value'],
+            properties: {
+              value: { type: 'string' },
+              display: { type: 'string' },
+              $ref: { type: 'string' },
+              type: { const: 'User' },
+            },
+          },
+        },
         meta: meta('Group'),
       },
     },
@@ -132,8 +361,18 @@ export function scimSchemas() {
         Resources: { type: 'array', items: { type: 'object' } },
       },
     },
-    ScimUserList: { allOf: [ref('ScimListResponse'), { type: 'object', properties: { Resources: { type: 'array', items: ref('ScimUser') } } }] },
-    ScimGroupList: { allOf: [ref('ScimListResponse'), { type: 'object', properties: { Resources: { type: 'array', items: ref('ScimGroup') } } }] },
+    ScimUserList: {
+      allOf: [
+        ref('ScimListResponse'),
+        { type: 'object', properties: { Resources: { type: 'array', items: ref('ScimUser') } } },
+      ],
+    },
+    ScimGroupList: {
+      allOf: [
+        ref('ScimListResponse'),
+        { type: 'object', properties: { Resources: { type: 'array', items: ref('ScimGroup') } } },
+      ],
+    },
     SearchRequest: {
       type: 'object',
       description: 'RFC 7644 §3.4.3: the query parameters of a GET as a body.',
@@ -154,7 +393,15 @@ export function scimSchemas() {
         Operations: {
           type: 'array',
           minItems: 1,
-          items: { type: 'object', required: ['op'], properties: { op: { type: 'string', description: 'add, replace or remove (any case).' }, path: { type: 'string' }, value: {} } },
+          items: {
+            type: 'object',
+            required: ['op'],
+            properties: {
+              op: { type: 'string', description: 'add, replace or remove (any case).' },
+              path: { type: 'string' },
+              value: {},
+            },
+          },
         },
       },
     },
@@ -164,7 +411,21 @@ export function scimSchemas() {
       properties: {
         schemas: { type: 'array', items: { const: 'urn:ietf:params:scim:api:messages:2.0:Error' } },
         status: { type: 'string', pattern: '^[1-5][0-9]{2}$' },
-        scimType: { type: 'string', enum: ['invalidFilter', 'tooMany', 'uniqueness', 'mutability', 'invalidSyntax', 'invalidPath', 'noTarget', 'invalidValue', 'invalidVers', 'sensitive'] },
+        scimType: {
+          type: 'string',
+          enum: [
+            'invalidFilter',
+            'tooMany',
+            'uniqueness',
+            'mutability',
+            'invalidSyntax',
+            'invalidPath',
+            'noTarget',
+            'invalidValue',
+            'invalidVers',
+            'sensitive',
+          ],
+        },
         detail: { type: 'string' },
       },
     },

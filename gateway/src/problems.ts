@@ -30,7 +30,10 @@ export class ValidationProblem extends Error {
 
 /** `{"detail": "..."}` plus the RFC 9457 members `type`, `title`, `status`. */
 export function sendProblem(res: Response, status: number, detail: string, headers: Record<string, string> = {}): void {
-  res.status(status).set(headers).json({ detail, type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status });
+  res
+    .status(status)
+    .set(headers)
+    .json({ detail, type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status });
 }
 
 export function sendValidationProblem(res: Response, issues: ValidationIssue[]): void {
@@ -50,7 +53,10 @@ export function problemFromGrpc(err: unknown): HttpProblem | ValidationProblem {
   switch (decoded.code) {
     case grpcStatus.INVALID_ARGUMENT:
       return new ValidationProblem(
-        (decoded.fieldViolations.length ? decoded.fieldViolations : [{ field: 'request', description: decoded.message }]).map((v) => ({
+        (decoded.fieldViolations.length
+          ? decoded.fieldViolations
+          : [{ field: 'request', description: decoded.message }]
+        ).map((v) => ({
           loc: ['query', ...v.field.split('.')],
           msg: v.description,
           type: 'value_error',

@@ -27,7 +27,10 @@ describe('RateLimits', () => {
   });
 
   test('headers follow the contract', () => {
-    const headers = rateLimitHeaders({ allowed: true, limit: 30, remaining: 29, resetInSeconds: 42 }, 1_700_000_000_000);
+    const headers = rateLimitHeaders(
+      { allowed: true, limit: 30, remaining: 29, resetInSeconds: 42 },
+      1_700_000_000_000,
+    );
     assert.deepEqual(headers, {
       'X-RateLimit-Limit': '30',
       'X-RateLimit-Remaining': '29',

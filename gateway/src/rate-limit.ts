@@ -32,7 +32,14 @@ export class RateLimits {
       const keyPrefix = `${this.options.keyPrefix ?? 'mileage:rl'}:${points}`;
       const memory = new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix });
       limiter = this.options.redis
-        ? new RateLimiterRedis({ storeClient: this.options.redis, points, duration: WINDOW_SECONDS, keyPrefix, insuranceLimiter: memory, rejectIfRedisNotReady: true })
+        ? new RateLimiterRedis({
+            storeClient: this.options.redis,
+            points,
+            duration: WINDOW_SECONDS,
+            keyPrefix,
+            insuranceLimiter: memory,
+            rejectIfRedisNotReady: true,
+          })
         : memory;
       this.limiters.set(points, limiter);
     }
@@ -44,10 +51,20 @@ export class RateLimits {
     const key = `${routeId}:${callerKey}`;
     try {
       const res = await this.limiter(limit).consume(key);
-      return { allowed: true, limit, remaining: res.remainingPoints, resetInSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)) };
+      return {
+        allowed: true,
+        limit,
+        remaining: res.remainingPoints,
+        resetInSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+      };
     } catch (rejection) {
       if (rejection instanceof RateLimiterRes) {
-        return { allowed: false, limit, remaining: 0, resetInSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)) };
+        return {
+          allowed: false,
+          limit,
+          remaining: 0,
+          resetInSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),
+        };
       }
       throw rejection;
     }

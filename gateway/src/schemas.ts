@@ -70,14 +70,22 @@ function geolocation(g: drivesV1.Geolocation | undefined): Geolocation {
     lon: g.lon ?? null,
     time: g.time!,
     address: g.address
-      ? { country: g.address.country, state: g.address.state, city: g.address.city, street: g.address.street, postal_code: g.address.postalCode }
+      ? {
+          country: g.address.country,
+          state: g.address.state,
+          city: g.address.city,
+          street: g.address.street,
+          postal_code: g.address.postalCode,
+        }
       : null,
   };
 }
 
 export function toDriveDetails(d: drivesV1.Drive): DriveDetails {
   return {
-    distance: d.distance ? { amount: d.distance.amount, units: d.distance.units, discounted: d.distance.discounted ?? null } : null,
+    distance: d.distance
+      ? { amount: d.distance.amount, units: d.distance.units, discounted: d.distance.discounted ?? null }
+      : null,
     value: money(d.value),
     toll_fees: money(d.tollFees),
     parking_fees: money(d.parkingFees),
@@ -91,12 +99,25 @@ export function toDriveDetails(d: drivesV1.Drive): DriveDetails {
 }
 
 export function toDriveSchema(d: drivesV1.Drive): DriveSchema {
-  return { drive_id: d.id, created: d.createTime!, modified: d.updateTime!, started_at: d.startTime!, ended_at: d.endTime!, ...toDriveDetails(d) };
+  return {
+    drive_id: d.id,
+    created: d.createTime!,
+    modified: d.updateTime!,
+    started_at: d.startTime!,
+    ended_at: d.endTime!,
+    ...toDriveDetails(d),
+  };
 }
 
 export interface ReportedDriveSchema {
   id: string;
-  driver: { id: string; name: string | null; email: string | null; status: 'active' | 'inactive'; timezone_offset: number };
+  driver: {
+    id: string;
+    name: string | null;
+    email: string | null;
+    status: 'active' | 'inactive';
+    timezone_offset: number;
+  };
   details: DriveDetails;
   created: string;
   modified: string;
@@ -122,14 +143,21 @@ export function timezoneOffsetHours(timeZone: string, at: Date): number {
   return m ? (m[1] === '-' ? -1 : 1) * (Number(m[2]) + Number(m[3]) / 60) : 0;
 }
 
-export function toReportedDriveSchema(r: drivesV1.ReportedDrive, driver: usersV1.User | undefined): ReportedDriveSchema {
+export function toReportedDriveSchema(
+  r: drivesV1.ReportedDrive,
+  driver: usersV1.User | undefined,
+): ReportedDriveSchema {
   const d = r.drive!;
-  const email = driver ? (driver.emails.find((e) => e.primary) ?? driver.emails[0])?.value ?? driver.userName : null;
+  const email = driver ? ((driver.emails.find((e) => e.primary) ?? driver.emails[0])?.value ?? driver.userName) : null;
   return {
     id: String(d.id),
     driver: {
       id: d.userId,
-      name: driver ? (driver.displayName ?? driver.name?.formatted ?? ([driver.name?.givenName, driver.name?.familyName].filter(Boolean).join(' ') || null)) : null,
+      name: driver
+        ? (driver.displayName ??
+          driver.name?.formatted ??
+          ([driver.name?.givenName, driver.name?.familyName].filter(Boolean).join(' ') || null))
+        : null,
       email,
       status: driver?.active ? 'active' : 'inactive',
       timezone_offset: timezoneOffsetHours(driver?.timezone ?? 'UTC', new Date(d.endTime!)),
@@ -138,6 +166,11 @@ export function toReportedDriveSchema(r: drivesV1.ReportedDrive, driver: usersV1
     created: r.reportTime!,
     modified: r.updateTime!,
     status: r.status,
-    review_comments: r.reviewComments.map((c) => ({ id: String(c.id), text: c.text, created_at: c.createTime!, user_email: c.userEmail })),
+    review_comments: r.reviewComments.map((c) => ({
+      id: String(c.id),
+      text: c.text,
+      created_at: c.createTime!,
+      user_email: c.userEmail,
+    })),
   };
 }

@@ -29,8 +29,13 @@ after(() => h.close());
 
 /** One request as the identity provider sends it (application/scim+json, bearer token). */
 function send(method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, body?: unknown) {
-  const r = request(app)[method](`/scim/v2${path}`).set('Authorization', `Bearer ${token}`).set('Accept', 'application/scim+json');
-  return body === undefined ? r : r.set('Content-Type', 'application/scim+json; charset=utf-8').send(JSON.stringify(body));
+  const agent = request(app);
+  const r = agent[method](`/scim/v2${path}`)
+    .set('Authorization', `Bearer ${token}`)
+    .set('Accept', 'application/scim+json');
+  return body === undefined
+    ? r
+    : r.set('Content-Type', 'application/scim+json; charset=utf-8').send(JSON.stringify(body));
 }
 const q = (filter: string) => encodeURIComponent(filter);
 
@@ -58,8 +63,14 @@ describe('Microsoft Entra ID provisioning sequence', () => {
     const read = await send('get', `/Users/${id}`).expect(200);
     assert.equal(read.body.userName, userName);
     const byName = await send('get', `/Users?filter=${q(`userName eq "${userName.toLowerCase()}"`)}`).expect(200);
-    assert.deepEqual(byName.body.Resources.map((r: { id: string }) => r.id), [id]);
-    const byExternalId = await send('get', `/Users?filter=${q('externalId eq "0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef"')}`).expect(200);
+    assert.deepEqual(
+      byName.body.Resources.map((r: { id: string }) => r.id),
+      [id],
+    );
+    const byExternalId = await send(
+      'get',
+      `/Users?filter=${q('externalId eq "0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef"')}`,
+    ).expect(200);
     assert.equal(byExternalId.body.totalResults, 1);
     const none = await send('get', `/Users?filter=${q('userName eq "non-existent user"')}`).expect(200);
     assert.equal(none.body.totalResults, 0);
@@ -74,10 +85,16 @@ describe('Microsoft Entra ID provisioning sequence', () => {
     assert.deepEqual(multi.body.emails, [{ value: 'updatedEmail@microsoft.com', type: 'work', primary: true }]);
     assert.equal(multi.body.name.familyName, 'updatedFamilyName');
 
-    const single = await send('patch', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'userName', value: '5b50642d-79fc-4410-9e90-4c077cdd1a59@testuser.com' }] }).expect(200);
+    const single = await send('patch', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Replace', path: 'userName', value: '5b50642d-79fc-4410-9e90-4c077cdd1a59@testuser.com' }],
+    }).expect(200);
     assert.equal(single.body.userName, '5b50642d-79fc-4410-9e90-4c077cdd1a59@testuser.com');
 
-    const disabled = await send('patch', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: false }] }).expect(200);
+    const disabled = await send('patch', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Replace', path: 'active', value: false }],
+    }).expect(200);
     assert.equal(disabled.body.active, false);
 
     await send('delete', `/Users/${id}`).expect(204);
@@ -85,12 +102,27 @@ describe('Microsoft Entra ID provisioning sequence', () => {
   });
 
   test('known issues: booleans as strings, no-path values with dotted and filtered keys, Add for existing values, the manager as a bare id', async () => {
-    const id = (await send('post', '/Users', { schemas: [CORE_USER, ENTERPRISE], userName: 'entra.quirks@contoso.example', active: true, emails: [] }).expect(201)).body.id as string;
+    const id = (
+      await send('post', '/Users', {
+        schemas: [CORE_USER, ENTERPRISE],
+        userName: 'entra.quirks@contoso.example',
+        active: true,
+        emails: [],
+      }).expect(201)
+    ).body.id as string;
     const res = await send('patch', `/Users/${id}`, {
       schemas: [PATCH_OP],
       Operations: [
         { op: 'Replace', path: 'active', value: 'False' },
-        { op: 'Add', value: { 'name.givenName': 'Quinn', 'name.familyName': 'Quirk', displayName: 'Quinn Quirk', 'emails[type eq "work"].value': 'quinn@contoso.example' } },
+        {
+          op: 'Add',
+          value: {
+            'name.givenName': 'Quinn',
+            'name.familyName': 'Quirk',
+            displayName: 'Quinn Quirk',
+            'emails[type eq "work"].value': 'quinn@contoso.example',
+          },
+        },
         { op: 'Add', path: 'title', value: 'Dispatcher' },
         { op: 'Add', path: `${ENTERPRISE}:manager`, value: 'AliceAdm01' },
         { op: 'Replace', value: { [`${ENTERPRISE}:department`]: 'Fleet', [`${ENTERPRISE}:employeeNumber`]: '1001' } },
@@ -101,8 +133,18 @@ describe('Microsoft Entra ID provisioning sequence', () => {
     assert.equal(res.body.displayName, 'Quinn Quirk');
     assert.deepEqual(res.body.emails, [{ value: 'quinn@contoso.example', type: 'work', primary: false }]);
     assert.equal(res.body.title, 'Dispatcher');
-    assert.deepEqual(res.body[ENTERPRISE], { manager: { value: 'AliceAdm01' }, department: 'Fleet', employeeNumber: '1001' });
-    const back = await send('patch', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'True' }, { op: 'Remove', path: `${ENTERPRISE}:manager` }] }).expect(200);
+    assert.deepEqual(res.body[ENTERPRISE], {
+      manager: { value: 'AliceAdm01' },
+      department: 'Fleet',
+      employeeNumber: '1001',
+    });
+    const back = await send('patch', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [
+        { op: 'Replace', path: 'active', value: 'True' },
+        { op: 'Remove', path: `${ENTERPRISE}:manager` },
+      ],
+    }).expect(200);
     assert.equal(back.body.active, true);
     assert.deepEqual(back.body[ENTERPRISE], { department: 'Fleet', employeeNumber: '1001' });
   });
@@ -119,24 +161,52 @@ describe('Microsoft Entra ID provisioning sequence', () => {
     const groupId = String(h.groups.other);
     const one = await send('get', `/Groups/${groupId}?excludedAttributes=members`).expect(200);
     assert.equal(one.body.members, undefined);
-    const found = await send('get', `/Groups?excludedAttributes=members&filter=${q('displayName eq "Other Team"')}`).expect(200);
-    assert.deepEqual(found.body.Resources.map((g: { id: string }) => g.id), [groupId]);
+    const found = await send(
+      'get',
+      `/Groups?excludedAttributes=members&filter=${q('displayName eq "Other Team"')}`,
+    ).expect(200);
+    assert.deepEqual(
+      found.body.Resources.map((g: { id: string }) => g.id),
+      [groupId],
+    );
 
-    await send('patch', `/Groups/${groupId}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'displayName', value: '1879db59-3bdf-4490-ad68-ab880a269474updatedDisplayName' }] }).expect(200);
-    const member = (await send('post', '/Users', { schemas: [CORE_USER], userName: 'entra.member@contoso.example' }).expect(201)).body.id as string;
-    const added = await send('patch', `/Groups/${groupId}`, { schemas: [PATCH_OP], Operations: [{ op: 'Add', path: 'members', value: [{ $ref: null, value: member }] }] }).expect(200);
+    await send('patch', `/Groups/${groupId}`, {
+      schemas: [PATCH_OP],
+      Operations: [
+        { op: 'Replace', path: 'displayName', value: '1879db59-3bdf-4490-ad68-ab880a269474updatedDisplayName' },
+      ],
+    }).expect(200);
+    const member = (
+      await send('post', '/Users', { schemas: [CORE_USER], userName: 'entra.member@contoso.example' }).expect(201)
+    ).body.id as string;
+    const added = await send('patch', `/Groups/${groupId}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Add', path: 'members', value: [{ $ref: null, value: member }] }],
+    }).expect(200);
     assert.ok(added.body.members.some((m: { value: string }) => m.value === member));
-    const removed = await send('patch', `/Groups/${groupId}`, { schemas: [PATCH_OP], Operations: [{ op: 'Remove', path: 'members', value: [{ $ref: null, value: member }] }] }).expect(200);
+    const removed = await send('patch', `/Groups/${groupId}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Remove', path: 'members', value: [{ $ref: null, value: member }] }],
+    }).expect(200);
     assert.ok(!removed.body.members.some((m: { value: string }) => m.value === member));
-    assert.ok(removed.body.members.some((m: { value: string }) => m.value === 'BobDriver1'), 'only the listed member was removed');
-    await send('patch', `/Groups/${groupId}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'displayName', value: 'Other Team' }] }).expect(200);
+    assert.ok(
+      removed.body.members.some((m: { value: string }) => m.value === 'BobDriver1'),
+      'only the listed member was removed',
+    );
+    await send('patch', `/Groups/${groupId}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Replace', path: 'displayName', value: 'Other Team' }],
+    }).expect(200);
     await send('delete', `/Groups/${groupId}`).expect(501);
   });
 });
 
 describe('Okta provisioning sequence', () => {
   test('users: look up, create with groups and password, read, replace with PUT, deactivate with a no-path PATCH', async () => {
-    const lookup = await send('get', `/Users?filter=${q('userName eq "test.user@okta.local"')}&startIndex=1&count=100`).expect(200);
+    const lookup = await send(
+      'get',
+      `/Users?filter=${q('userName eq "test.user@okta.local"')}&startIndex=1&count=100`,
+    ).expect(200);
     assert.equal(lookup.body.totalResults, 0);
 
     const created = await send('post', '/Users', {
@@ -176,9 +246,15 @@ describe('Okta provisioning sequence', () => {
     assert.equal(replaced.body.displayName, 'Another User');
     assert.deepEqual(replaced.body.emails, [{ value: 'test.user@okta.local', type: 'work', primary: true }]);
 
-    const deactivated = await send('patch', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] }).expect(200);
+    const deactivated = await send('patch', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', value: { active: false } }],
+    }).expect(200);
     assert.equal(deactivated.body.active, false);
-    const reactivated = await send('patch', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: true } }] }).expect(200);
+    const reactivated = await send('patch', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', value: { active: true } }],
+    }).expect(200);
     assert.equal(reactivated.body.active, true);
   });
 
@@ -186,21 +262,45 @@ describe('Okta provisioning sequence', () => {
     const all = await send('get', '/Groups?startIndex=1&count=100').expect(200);
     assert.ok(all.body.totalResults >= 2);
     const groupId = String(h.groups.demo);
-    const byName = await send('get', `/Groups?filter=${q('displayName eq "Demo Team"')}&startIndex=1&count=100`).expect(200);
-    assert.deepEqual(byName.body.Resources.map((g: { id: string }) => g.id), [groupId]);
+    const byName = await send('get', `/Groups?filter=${q('displayName eq "Demo Team"')}&startIndex=1&count=100`).expect(
+      200,
+    );
+    assert.deepEqual(
+      byName.body.Resources.map((g: { id: string }) => g.id),
+      [groupId],
+    );
     await send('post', '/Groups', { schemas: [CORE_GROUP], displayName: 'Test SCIMv2', members: [] }).expect(501);
 
-    await send('patch', `/Groups/${groupId}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { id: groupId, displayName: 'Demo Team (Okta)' } }] }).expect(200);
-    const user = (await send('post', '/Users', { schemas: [CORE_USER], userName: 'okta.member@okta.local' }).expect(201)).body.id as string;
-    const added = await send('patch', `/Groups/${groupId}`, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [{ value: user, display: 'okta.member@okta.local' }] }] }).expect(200);
+    await send('patch', `/Groups/${groupId}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', value: { id: groupId, displayName: 'Demo Team (Okta)' } }],
+    }).expect(200);
+    const user = (
+      await send('post', '/Users', { schemas: [CORE_USER], userName: 'okta.member@okta.local' }).expect(201)
+    ).body.id as string;
+    const added = await send('patch', `/Groups/${groupId}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'add', path: 'members', value: [{ value: user, display: 'okta.member@okta.local' }] }],
+    }).expect(200);
     assert.ok(added.body.members.some((m: { value: string }) => m.value === user));
-    const removed = await send('patch', `/Groups/${groupId}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: `members[value eq "${user}"]` }] }).expect(200);
+    const removed = await send('patch', `/Groups/${groupId}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'remove', path: `members[value eq "${user}"]` }],
+    }).expect(200);
     assert.ok(!removed.body.members.some((m: { value: string }) => m.value === user));
 
     const current = (await send('get', `/Groups/${groupId}`).expect(200)).body;
-    const put = await send('put', `/Groups/${groupId}`, { schemas: [CORE_GROUP], id: groupId, displayName: 'Demo Team', members: current.members.map((m: { value: string; display: string }) => ({ value: m.value, display: m.display })) }).expect(200);
+    const put = await send('put', `/Groups/${groupId}`, {
+      schemas: [CORE_GROUP],
+      id: groupId,
+      displayName: 'Demo Team',
+      members: current.members.map((m: { value: string; display: string }) => ({ value: m.value, display: m.display })),
+    }).expect(200);
     assert.equal(put.body.displayName, 'Demo Team');
-    assert.deepEqual(put.body.members.map((m: { value: string }) => m.value), current.members.map((m: { value: string }) => m.value));
+    assert.deepEqual(
+      put.body.members.map((m: { value: string }) => m.value),
+      current.members.map((m: { value: string }) => m.value),
+    );
     await send('delete', `/Groups/${groupId}`).expect(501);
 
     // Alice is still the group's admin after all of Okta's changes.

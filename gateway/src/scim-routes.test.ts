@@ -21,10 +21,18 @@ before(async () => {
 });
 after(() => h.close());
 
-function scim(method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, body?: unknown, headers: Record<string, string> = {}) {
+function scim(
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete',
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
   let r = request(app)[method](`/scim/v2${path}`).set('Authorization', `Bearer ${token}`);
   for (const [k, v] of Object.entries(headers)) r = r.set(k, v);
-  if (body !== undefined) r = r.set('Content-Type', headers['Content-Type'] ?? 'application/scim+json').send(typeof body === 'string' ? body : JSON.stringify(body));
+  if (body !== undefined)
+    r = r
+      .set('Content-Type', headers['Content-Type'] ?? 'application/scim+json')
+      .send(typeof body === 'string' ? body : JSON.stringify(body));
   return r;
 }
 
@@ -59,7 +67,10 @@ describe('SCIM: authentication, limits and discovery', () => {
     // 1,200 per minute scaled down to 6 for the test.
     const limited = h.app({ rateLimitMultiplier: 6 / 1200 });
     for (let i = 0; i < 6; i++) {
-      const ok = await request(limited).get('/scim/v2/ServiceProviderConfig').set('Authorization', `Bearer ${token}`).expect(200);
+      const ok = await request(limited)
+        .get('/scim/v2/ServiceProviderConfig')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(200);
       assert.equal(ok.headers['x-ratelimit-limit'], '6');
     }
     const refused = await request(limited).get('/scim/v2/Users').set('Authorization', `Bearer ${token}`);
@@ -68,12 +79,24 @@ describe('SCIM: authentication, limits and discovery', () => {
   });
 
   test('bodies over 1 MB are 413; other content types 415; malformed JSON 400 invalidSyntax', async () => {
-    const big = JSON.stringify({ schemas: [CORE_USER], userName: 'big@example.com', displayName: 'x'.repeat(1_100_000) });
+    const big = JSON.stringify({
+      schemas: [CORE_USER],
+      userName: 'big@example.com',
+      displayName: 'x'.repeat(1_100_000),
+    });
     assertScimError(await scim('post', '/Users', big), 413);
-    assertScimError(await scim('post', '/Users', 'userName=x', { 'Content-Type': 'application/x-www-form-urlencoded' }), 415);
+    assertScimError(
+      await scim('post', '/Users', 'userName=x', { 'Content-Type': 'application/x-www-form-urlencoded' }),
+      415,
+    );
     assertScimError(await scim('post', '/Users', '{"userName": '), 400, 'invalidSyntax');
     assertScimError(await scim('post', '/Users', '[1,2]'), 400, 'invalidSyntax');
-    const asJson = await scim('post', '/Users', { userName: `plain-json-${unique()}@example.com` }, { 'Content-Type': 'application/json' });
+    const asJson = await scim(
+      'post',
+      '/Users',
+      { userName: `plain-json-${unique()}@example.com` },
+      { 'Content-Type': 'application/json' },
+    );
     assert.equal(asJson.status, 201, 'application/json is accepted too');
   });
 
@@ -81,16 +104,29 @@ describe('SCIM: authentication, limits and discovery', () => {
     const config = await scim('get', '/ServiceProviderConfig').expect(200);
     assert.match(config.headers['content-type']!, /^application\/scim\+json/);
     assert.deepEqual(
-      [config.body.patch.supported, config.body.bulk.supported, config.body.filter.supported, config.body.filter.maxResults, config.body.etag.supported, config.body.sort.supported],
+      [
+        config.body.patch.supported,
+        config.body.bulk.supported,
+        config.body.filter.supported,
+        config.body.filter.maxResults,
+        config.body.etag.supported,
+        config.body.sort.supported,
+      ],
       [true, false, true, 500, true, false],
     );
     assert.equal(config.body.authenticationSchemes[0].type, 'oauthbearertoken');
     const types = await scim('get', '/ResourceTypes').expect(200);
-    assert.deepEqual(types.body.Resources.map((r: { id: string }) => r.id), ['User', 'Group']);
+    assert.deepEqual(
+      types.body.Resources.map((r: { id: string }) => r.id),
+      ['User', 'Group'],
+    );
     assert.deepEqual(types.body.Resources[0].schemaExtensions, [{ schema: ENTERPRISE, required: false }]);
     await scim('get', '/ResourceTypes/Group').expect(200);
     const schemas = await scim('get', '/Schemas').expect(200);
-    assert.deepEqual(schemas.body.Resources.map((s: { id: string }) => s.id), [CORE_USER, ENTERPRISE, CORE_GROUP]);
+    assert.deepEqual(
+      schemas.body.Resources.map((s: { id: string }) => s.id),
+      [CORE_USER, ENTERPRISE, CORE_GROUP],
+    );
     const user = await scim('get', `/Schemas/${CORE_USER}`).expect(200);
     const userName = user.body.attributes.find((a: { name: string }) => a.name === 'userName');
     assert.deepEqual([userName.required, userName.uniqueness, userName.caseExact], [true, 'server', false]);
@@ -121,8 +157,18 @@ describe('SCIM Users', () => {
     assert.equal(res.body.active, true);
     assert.deepEqual(res.body.name, { middleName: 'Q', familyName: 'Lee', givenName: 'Pat' });
     assert.equal(res.body.title, 'Courier');
-    assert.deepEqual(res.body[ENTERPRISE], { employeeNumber: '4711', department: 'Logistics', manager: { value: 'AliceAdm01' } });
-    assert.deepEqual(res.body.meta, { resourceType: 'User', created: res.body.meta.created, lastModified: res.body.meta.lastModified, location: res.headers.location, version: 'W/"1"' });
+    assert.deepEqual(res.body[ENTERPRISE], {
+      employeeNumber: '4711',
+      department: 'Logistics',
+      manager: { value: 'AliceAdm01' },
+    });
+    assert.deepEqual(res.body.meta, {
+      resourceType: 'User',
+      created: res.body.meta.created,
+      lastModified: res.body.meta.lastModified,
+      location: res.headers.location,
+      version: 'W/"1"',
+    });
     assert.equal(res.body.password, undefined);
     const read = await scim('get', `/Users/${id}`).expect(200);
     assert.deepEqual(read.body, res.body);
@@ -134,15 +180,29 @@ describe('SCIM Users', () => {
     const userName = `sent.${unique()}@example.com`;
     const created = await scim('post', '/Users', { schemas: [CORE_USER], id, userName }).expect(201);
     assert.equal(created.body.id, id);
-    assertScimError(await scim('post', '/Users', { schemas: [CORE_USER], id, userName: `other.${unique()}@example.com` }), 409, 'uniqueness');
-    assertScimError(await scim('post', '/Users', { schemas: [CORE_USER], userName: userName.toUpperCase() }), 409, 'uniqueness');
-    assertScimError(await scim('post', '/Users', { schemas: [CORE_USER], id: 'not valid!', userName: `x.${unique()}@example.com` }), 400, 'invalidValue');
+    assertScimError(
+      await scim('post', '/Users', { schemas: [CORE_USER], id, userName: `other.${unique()}@example.com` }),
+      409,
+      'uniqueness',
+    );
+    assertScimError(
+      await scim('post', '/Users', { schemas: [CORE_USER], userName: userName.toUpperCase() }),
+      409,
+      'uniqueness',
+    );
+    assertScimError(
+      await scim('post', '/Users', { schemas: [CORE_USER], id: 'not valid!', userName: `x.${unique()}@example.com` }),
+      400,
+      'invalidValue',
+    );
   });
 
   test('many concurrent creates of one userName: exactly one wins, the others are 409, one audit entry', async () => {
     const userName = `race.${unique()}@example.com`;
     const results = await Promise.all(
-      Array.from({ length: 16 }, (_, i) => scim('post', '/Users', { schemas: [CORE_USER], userName: i % 2 ? userName : userName.toUpperCase() })),
+      Array.from({ length: 16 }, (_, i) =>
+        scim('post', '/Users', { schemas: [CORE_USER], userName: i % 2 ? userName : userName.toUpperCase() }),
+      ),
     );
     const statuses = results.map((r) => r.status).sort();
     assert.deepEqual(statuses, [201, ...Array(15).fill(409)]);
@@ -156,11 +216,31 @@ describe('SCIM Users', () => {
     const before = await h.scimDb.knex('audit_log').count<{ count: string }[]>('* as count');
     assertScimError(await scim('post', '/Users', { schemas: [CORE_USER] }), 400, 'invalidValue');
     assertScimError(await scim('post', '/Users', { userName: 42 }), 400, 'invalidValue');
-    assertScimError(await scim('post', '/Users', { userName: `t.${unique()}@example.com`, active: 'maybe' }), 400, 'invalidValue');
-    assertScimError(await scim('post', '/Users', { userName: `t.${unique()}@example.com`, favouriteColour: 'blue' }), 400, 'invalidSyntax');
-    assertScimError(await scim('post', '/Users', { userName: `t.${unique()}@example.com`, emails: [{ value: 'not an address' }] }), 400, 'invalidValue');
-    assertScimError(await scim('post', '/Users', { userName: `t.${unique()}@example.com`, timezone: 'Mars/Olympus' }), 400, 'invalidValue');
-    assertScimError(await scim('post', '/Users', { userName: `t.${unique()}@example.com`, 'urn:example:custom:2.0:User': { x: 1 } }), 400, 'invalidSyntax');
+    assertScimError(
+      await scim('post', '/Users', { userName: `t.${unique()}@example.com`, active: 'maybe' }),
+      400,
+      'invalidValue',
+    );
+    assertScimError(
+      await scim('post', '/Users', { userName: `t.${unique()}@example.com`, favouriteColour: 'blue' }),
+      400,
+      'invalidSyntax',
+    );
+    assertScimError(
+      await scim('post', '/Users', { userName: `t.${unique()}@example.com`, emails: [{ value: 'not an address' }] }),
+      400,
+      'invalidValue',
+    );
+    assertScimError(
+      await scim('post', '/Users', { userName: `t.${unique()}@example.com`, timezone: 'Mars/Olympus' }),
+      400,
+      'invalidValue',
+    );
+    assertScimError(
+      await scim('post', '/Users', { userName: `t.${unique()}@example.com`, 'urn:example:custom:2.0:User': { x: 1 } }),
+      400,
+      'invalidSyntax',
+    );
     const afterCount = await h.scimDb.knex('audit_log').count<{ count: string }[]>('* as count');
     assert.deepEqual(afterCount, before);
   });
@@ -170,21 +250,40 @@ describe('SCIM Users', () => {
     const ids: Record<string, string> = {};
     before(async () => {
       for (const [key, body] of Object.entries({
-        quinn: { userName: `Quinn.${tag}@example.com`, externalId: `ext-${tag}-q`, name: { givenName: 'Quinn', familyName: 'Zed' }, emails: [{ value: `quinn.${tag}@work.example`, type: 'work', primary: true }], [ENTERPRISE]: { department: 'Sales' } },
-        rae: { userName: `rae.${tag}@example.com`, externalId: `ext-${tag}-r`, name: { givenName: 'Rae', familyName: 'Zed' }, active: false, emails: [{ value: `rae.${tag}@home.example`, type: 'home' }] },
+        quinn: {
+          userName: `Quinn.${tag}@example.com`,
+          externalId: `ext-${tag}-q`,
+          name: { givenName: 'Quinn', familyName: 'Zed' },
+          emails: [{ value: `quinn.${tag}@work.example`, type: 'work', primary: true }],
+          [ENTERPRISE]: { department: 'Sales' },
+        },
+        rae: {
+          userName: `rae.${tag}@example.com`,
+          externalId: `ext-${tag}-r`,
+          name: { givenName: 'Rae', familyName: 'Zed' },
+          active: false,
+          emails: [{ value: `rae.${tag}@home.example`, type: 'home' }],
+        },
         sam: { userName: `sam.${tag}@example.org`, externalId: `ext-${tag}-s`, displayName: `Sam ${tag}` },
       })) {
         ids[key] = (await scim('post', '/Users', { schemas: [CORE_USER], ...body }).expect(201)).body.id;
       }
     });
     const find = async (filter: string, extra = '') => {
-      const res = await scim('get', `/Users?filter=${encodeURIComponent(`(${filter}) and externalId sw "ext-${tag}"`)}${extra}`).expect(200);
-      return (res.body.Resources as { id: string }[]).map((r) => Object.entries(ids).find(([, id]) => id === r.id)?.[0]).sort();
+      const res = await scim(
+        'get',
+        `/Users?filter=${encodeURIComponent(`(${filter}) and externalId sw "ext-${tag}"`)}${extra}`,
+      ).expect(200);
+      return (res.body.Resources as { id: string }[])
+        .map((r) => Object.entries(ids).find(([, id]) => id === r.id)?.[0])
+        .sort();
     };
 
     test('userName eq matches case-insensitively; attribute names and operators in any case', async () => {
       assert.deepEqual(await find(`UserName EQ "QUINN.${tag}@EXAMPLE.COM"`), ['quinn']);
-      assert.deepEqual(await find(`urn:ietf:params:scim:schemas:core:2.0:User:userName eq "rae.${tag}@example.com"`), ['rae']);
+      assert.deepEqual(await find(`urn:ietf:params:scim:schemas:core:2.0:User:userName eq "rae.${tag}@example.com"`), [
+        'rae',
+      ]);
     });
 
     test('every operator, and / or / not, grouping and value paths', async () => {
@@ -199,7 +298,10 @@ describe('SCIM Users', () => {
       assert.deepEqual(await find('displayName pr'), ['sam']);
       assert.deepEqual(await find('active eq false'), ['rae']);
       assert.deepEqual(await find('active eq "True"'), ['quinn', 'sam']);
-      assert.deepEqual(await find('not (active eq false) and (name.familyName eq "zed" or displayName pr)'), ['quinn', 'sam']);
+      assert.deepEqual(await find('not (active eq false) and (name.familyName eq "zed" or displayName pr)'), [
+        'quinn',
+        'sam',
+      ]);
       assert.deepEqual(await find(`emails[type eq "work" and value co "quinn"]`), ['quinn']);
       assert.deepEqual(await find(`emails[type eq "work" and value co "rae"]`), []);
       assert.deepEqual(await find(`emails.value eq "RAE.${tag}@home.example"`), ['rae']);
@@ -221,24 +323,44 @@ describe('SCIM Users', () => {
       const huge = await scim('get', `/Users?count=100000000`).expect(200);
       assert.ok(huge.body.itemsPerPage <= 500);
       assertScimError(await scim('get', '/Users?count=ten'), 400, 'invalidValue');
-      const nobody = await scim('get', `/Users?filter=${encodeURIComponent('userName eq "nobody-at-all@example.com"')}`).expect(200);
+      const nobody = await scim(
+        'get',
+        `/Users?filter=${encodeURIComponent('userName eq "nobody-at-all@example.com"')}`,
+      ).expect(200);
       assert.deepEqual([nobody.body.totalResults, nobody.body.Resources], [0, []]);
     });
 
     test('POST /Users/.search and /.search take the query in the body', async () => {
-      const searched = await scim('post', '/Users/.search', { schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'], filter: `externalId sw "ext-${tag}"`, attributes: ['userName'], count: 2 }).expect(200);
+      const searched = await scim('post', '/Users/.search', {
+        schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'],
+        filter: `externalId sw "ext-${tag}"`,
+        attributes: ['userName'],
+        count: 2,
+      }).expect(200);
       assert.deepEqual([searched.body.totalResults, searched.body.itemsPerPage], [3, 2]);
       assert.deepEqual(Object.keys(searched.body.Resources[0]).sort(), ['id', 'schemas', 'userName']);
       const everywhere = await scim('post', '/.search', { filter: `userName eq "rae.${tag}@example.com"` }).expect(200);
-      assert.deepEqual(everywhere.body.Resources.map((r: { id: string }) => r.id), [ids.rae]);
+      assert.deepEqual(
+        everywhere.body.Resources.map((r: { id: string }) => r.id),
+        [ids.rae],
+      );
       const groupsToo = await scim('post', '/.search', { filter: 'displayName eq "Demo Team"', count: 10 }).expect(200);
-      assert.ok(groupsToo.body.Resources.some((r: { id: string; schemas: string[] }) => r.schemas[0] === CORE_GROUP && r.id === String(h.groups.demo)));
+      assert.ok(
+        groupsToo.body.Resources.some(
+          (r: { id: string; schemas: string[] }) => r.schemas[0] === CORE_GROUP && r.id === String(h.groups.demo),
+        ),
+      );
       assertScimError(await scim('post', '/Users/.search', { filter: 'userName eq' }), 400, 'invalidFilter');
     });
 
     test('attributes and excludedAttributes shape the resources', async () => {
       const only = await scim('get', `/Users/${ids.quinn}?attributes=userName,name.givenName`).expect(200);
-      assert.deepEqual(only.body, { schemas: [CORE_USER, ENTERPRISE], id: ids.quinn, userName: `Quinn.${tag}@example.com`, name: { givenName: 'Quinn' } });
+      assert.deepEqual(only.body, {
+        schemas: [CORE_USER, ENTERPRISE],
+        id: ids.quinn,
+        userName: `Quinn.${tag}@example.com`,
+        name: { givenName: 'Quinn' },
+      });
       const without = await scim('get', `/Users/${ids.quinn}?excludedAttributes=emails,${ENTERPRISE},meta`).expect(200);
       assert.equal(without.body.emails, undefined);
       assert.equal(without.body[ENTERPRISE], undefined);
@@ -248,8 +370,18 @@ describe('SCIM Users', () => {
     });
 
     test('absurd filters are 400 invalidFilter, never a 500', async () => {
-      for (const bad of ['userName eq', 'userName zz "x"', 'password eq "x"', 'title eq "x"', 'active gt true', 'meta.created gt "last week"', '((((userName eq "x"', 'emails[value eq "x"', `userName eq "${'x'.repeat(3000)}"`,
-        Array.from({ length: 80 }, (_, i) => `userName eq "u${i}"`).join(' or ')]) {
+      for (const bad of [
+        'userName eq',
+        'userName zz "x"',
+        'password eq "x"',
+        'title eq "x"',
+        'active gt true',
+        'meta.created gt "last week"',
+        '((((userName eq "x"',
+        'emails[value eq "x"',
+        `userName eq "${'x'.repeat(3000)}"`,
+        Array.from({ length: 80 }, (_, i) => `userName eq "u${i}"`).join(' or '),
+      ]) {
         assertScimError(await scim('get', `/Users?filter=${encodeURIComponent(bad)}`), 400, 'invalidFilter');
       }
       assertScimError(await scim('get', `/Users/${'x'.repeat(10)}`), 404);
@@ -258,14 +390,36 @@ describe('SCIM Users', () => {
 
   test('PUT replaces the user; If-Match with a stale ETag is 412 and changes nothing', async () => {
     const userName = `put.${unique()}@example.com`;
-    const created = await scim('post', '/Users', { schemas: [CORE_USER], userName, title: 'Driver', name: { givenName: 'Put', familyName: 'Me' } }).expect(201);
+    const created = await scim('post', '/Users', {
+      schemas: [CORE_USER],
+      userName,
+      title: 'Driver',
+      name: { givenName: 'Put', familyName: 'Me' },
+    }).expect(201);
     const id = created.body.id;
-    const replaced = await scim('put', `/Users/${id}`, { schemas: [CORE_USER], id, userName, name: { givenName: 'Putty' }, active: true }, { 'If-Match': 'W/"1"' }).expect(200);
+    const replaced = await scim(
+      'put',
+      `/Users/${id}`,
+      { schemas: [CORE_USER], id, userName, name: { givenName: 'Putty' }, active: true },
+      { 'If-Match': 'W/"1"' },
+    ).expect(200);
     assert.equal(replaced.headers.etag, 'W/"2"');
     assert.deepEqual(replaced.body.name, { givenName: 'Putty' });
     assert.equal(replaced.body.title, undefined, 'PUT replaces: attributes left out are cleared');
-    assertScimError(await scim('put', `/Users/${id}`, { schemas: [CORE_USER], userName, displayName: 'Lost' }, { 'If-Match': 'W/"1"' }), 412);
-    assertScimError(await scim('put', `/Users/${id}`, { schemas: [CORE_USER], id: 'SomeOther1', userName }), 400, 'mutability');
+    assertScimError(
+      await scim(
+        'put',
+        `/Users/${id}`,
+        { schemas: [CORE_USER], userName, displayName: 'Lost' },
+        { 'If-Match': 'W/"1"' },
+      ),
+      412,
+    );
+    assertScimError(
+      await scim('put', `/Users/${id}`, { schemas: [CORE_USER], id: 'SomeOther1', userName }),
+      400,
+      'mutability',
+    );
     assert.equal((await scim('get', `/Users/${id}`).expect(200)).body.displayName, undefined);
     await scim('get', `/Users/${id}`, undefined, { 'If-None-Match': 'W/"2"' }).expect(304);
   });
@@ -276,12 +430,21 @@ describe('SCIM Users', () => {
     await scim('delete', `/Users/${id}`).expect(204);
     assertScimError(await scim('get', `/Users/${id}`), 404);
     assertScimError(await scim('delete', `/Users/${id}`), 404);
-    assertScimError(await scim('patch', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: true }] }), 404);
+    assertScimError(
+      await scim('patch', `/Users/${id}`, {
+        schemas: [PATCH_OP],
+        Operations: [{ op: 'replace', path: 'active', value: true }],
+      }),
+      404,
+    );
     const listed = await scim('get', `/Users?filter=${encodeURIComponent(`userName eq "${userName}"`)}`).expect(200);
     assert.equal(listed.body.totalResults, 0);
     await scim('post', '/Users', { schemas: [CORE_USER], userName }).expect(201);
     const audit = await auditOf(id);
-    assert.deepEqual(audit.map((a: { operation: string }) => a.operation), ['create', 'delete']);
+    assert.deepEqual(
+      audit.map((a: { operation: string }) => a.operation),
+      ['create', 'delete'],
+    );
     assert.equal(audit[1].before.userName, userName);
     assert.equal(audit[1].after, null);
     assert.equal(audit[1].actor, 'mileage-scim');
@@ -297,9 +460,15 @@ describe('SCIM: deactivation, deletion and membership are seen on /v1 at once', 
   test('PATCH active false refuses Bob on /v1 immediately; true lets him in again', async () => {
     const bob = await h.token('bob@example.com', 'users_read');
     await request(app).get('/v1/users/me').set('Authorization', `Bearer ${bob}`).expect(200);
-    await scim('patch', '/Users/BobDriver1', { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] }).expect(200);
+    await scim('patch', '/Users/BobDriver1', {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Replace', path: 'active', value: 'False' }],
+    }).expect(200);
     await request(app).get('/v1/users/me').set('Authorization', `Bearer ${bob}`).expect(403);
-    const back = await scim('patch', '/Users/BobDriver1', { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: true } }] }).expect(200);
+    const back = await scim('patch', '/Users/BobDriver1', {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', value: { active: true } }],
+    }).expect(200);
     assert.equal(back.body.active, true);
     await request(app).get('/v1/users/me').set('Authorization', `Bearer ${bob}`).expect(200);
   });
@@ -308,26 +477,54 @@ describe('SCIM: deactivation, deletion and membership are seen on /v1 at once', 
     const alice = await h.token('alice@example.com', 'groups_read');
     const userName = `joiner.${unique()}@example.com`;
     const id = (await scim('post', '/Users', { schemas: [CORE_USER], userName }).expect(201)).body.id;
-    await scim('patch', `/Groups/${h.groups.demo}`, { schemas: [PATCH_OP], Operations: [{ op: 'Add', path: 'members', value: [{ $ref: null, value: id }] }] }).expect(200);
-    const members = async () => (await request(app).get(`/v1/groups/${h.groups.demo}`).set('Authorization', `Bearer ${alice}`).expect(200)).body.resources[0].members as { value: string; is_admin: boolean; is_driver: boolean }[];
-    assert.deepEqual((await members()).find((m) => m.value === id), { value: id, display: userName, is_admin: false, is_driver: true });
-    assert.deepEqual((await members()).find((m) => m.value === 'AliceAdm01'), { value: 'AliceAdm01', display: 'alice@example.com', is_admin: true, is_driver: false });
-    await scim('patch', `/Groups/${h.groups.demo}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: `members[value eq "${id}"]` }] }).expect(200);
-    assert.equal((await members()).find((m) => m.value === id), undefined);
-    assert.ok((await members()).find((m) => m.value === 'AliceAdm01')?.is_admin, 'Alice stays admin through every change');
+    await scim('patch', `/Groups/${h.groups.demo}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Add', path: 'members', value: [{ $ref: null, value: id }] }],
+    }).expect(200);
+    const members = async () =>
+      (await request(app).get(`/v1/groups/${h.groups.demo}`).set('Authorization', `Bearer ${alice}`).expect(200)).body
+        .resources[0].members as { value: string; is_admin: boolean; is_driver: boolean }[];
+    assert.deepEqual(
+      (await members()).find((m) => m.value === id),
+      { value: id, display: userName, is_admin: false, is_driver: true },
+    );
+    assert.deepEqual(
+      (await members()).find((m) => m.value === 'AliceAdm01'),
+      { value: 'AliceAdm01', display: 'alice@example.com', is_admin: true, is_driver: false },
+    );
+    await scim('patch', `/Groups/${h.groups.demo}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'remove', path: `members[value eq "${id}"]` }],
+    }).expect(200);
+    assert.equal(
+      (await members()).find((m) => m.value === id),
+      undefined,
+    );
+    assert.ok(
+      (await members()).find((m) => m.value === 'AliceAdm01')?.is_admin,
+      'Alice stays admin through every change',
+    );
   });
 });
 
 describe('SCIM Groups', () => {
   test('GET by displayName (case-insensitive), excludedAttributes=members, and one group with members', async () => {
-    const found = await scim('get', `/Groups?filter=${encodeURIComponent('displayName eq "demo team"')}&excludedAttributes=members`).expect(200);
+    const found = await scim(
+      'get',
+      `/Groups?filter=${encodeURIComponent('displayName eq "demo team"')}&excludedAttributes=members`,
+    ).expect(200);
     assert.equal(found.body.totalResults, 1);
     assert.deepEqual(Object.keys(found.body.Resources[0]).sort(), ['displayName', 'id', 'meta', 'schemas']);
     assert.equal(found.body.Resources[0].id, String(h.groups.demo));
     const one = await scim('get', `/Groups/${h.groups.demo}`).expect(200);
     assert.equal(one.body.displayName, 'Demo Team');
     const alice = one.body.members.find((m: { value: string }) => m.value === 'AliceAdm01');
-    assert.deepEqual(alice, { value: 'AliceAdm01', display: 'alice@example.com', $ref: 'http://127.0.0.1:8080/scim/v2/Users/AliceAdm01', type: 'User' });
+    assert.deepEqual(alice, {
+      value: 'AliceAdm01',
+      display: 'alice@example.com',
+      $ref: 'http://127.0.0.1:8080/scim/v2/Users/AliceAdm01',
+      type: 'User',
+    });
     assert.match(one.headers.etag!, /^W\/"\d+"$/);
     assertScimError(await scim('get', '/Groups/999999'), 404);
     assertScimError(await scim('get', '/Groups/not-a-number'), 404);
@@ -343,7 +540,11 @@ describe('SCIM Groups', () => {
     const before = (await scim('get', `/Groups/${h.groups.other}`).expect(200)).body;
     const auditBefore = (await auditOf(String(h.groups.other))).length;
     assertScimError(
-      await scim('put', `/Groups/${h.groups.other}`, { schemas: [CORE_GROUP], displayName: 'Renamed', members: [{ value: 'BobDriver1' }, { value: 'Nobody0000' }] }),
+      await scim('put', `/Groups/${h.groups.other}`, {
+        schemas: [CORE_GROUP],
+        displayName: 'Renamed',
+        members: [{ value: 'BobDriver1' }, { value: 'Nobody0000' }],
+      }),
       400,
       'invalidValue',
     );
@@ -351,34 +552,107 @@ describe('SCIM Groups', () => {
     assert.deepEqual(unchanged, before);
     assert.equal((await auditOf(String(h.groups.other))).length, auditBefore);
 
-    const put = await scim('put', `/Groups/${h.groups.other}`, { schemas: [CORE_GROUP, 'urn:example:unknown:Group'], displayName: 'Other Team', externalId: 'okta-other', members: [{ value: 'BobDriver1' }, { value: 'AliceAdm01' }], 'urn:example:unknown:Group': { x: 1 } }).expect(200);
+    const put = await scim('put', `/Groups/${h.groups.other}`, {
+      schemas: [CORE_GROUP, 'urn:example:unknown:Group'],
+      displayName: 'Other Team',
+      externalId: 'okta-other',
+      members: [{ value: 'BobDriver1' }, { value: 'AliceAdm01' }],
+      'urn:example:unknown:Group': { x: 1 },
+    }).expect(200);
     assert.deepEqual(put.body.members.map((m: { value: string }) => m.value).sort(), ['AliceAdm01', 'BobDriver1']);
     assert.equal(put.body.externalId, 'okta-other');
     const bob = await h.token('bob@example.com', 'groups_read');
     const v1 = await request(app).get(`/v1/groups/${h.groups.other}`).set('Authorization', `Bearer ${bob}`).expect(200);
-    const roles = Object.fromEntries(v1.body.resources[0].members.map((m: { value: string; is_admin: boolean; is_driver: boolean }) => [m.value, [m.is_admin, m.is_driver]]));
-    assert.deepEqual(roles, { AliceAdm01: [false, true], BobDriver1: [true, true] }, 'Bob stayed and kept admin; Alice joined as a driver');
+    const roles = Object.fromEntries(
+      v1.body.resources[0].members.map((m: { value: string; is_admin: boolean; is_driver: boolean }) => [
+        m.value,
+        [m.is_admin, m.is_driver],
+      ]),
+    );
+    assert.deepEqual(
+      roles,
+      { AliceAdm01: [false, true], BobDriver1: [true, true] },
+      'Bob stayed and kept admin; Alice joined as a driver',
+    );
     // Back as it was for the other suites.
-    await scim('put', `/Groups/${h.groups.other}`, { schemas: [CORE_GROUP], displayName: 'Other Team', members: [{ value: 'BobDriver1' }] }).expect(200);
+    await scim('put', `/Groups/${h.groups.other}`, {
+      schemas: [CORE_GROUP],
+      displayName: 'Other Team',
+      members: [{ value: 'BobDriver1' }],
+    }).expect(200);
   });
 
   test('PATCH members add / remove / replace and displayName, with If-Match', async () => {
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await scim('post', '/Users', { schemas: [CORE_USER], userName: `m${i}.${unique()}@example.com` }).expect(201)).body.id);
+    for (let i = 0; i < 3; i++)
+      ids.push(
+        (await scim('post', '/Users', { schemas: [CORE_USER], userName: `m${i}.${unique()}@example.com` }).expect(201))
+          .body.id,
+      );
     const path = `/Groups/${h.groups.other}`;
     const etag = (await scim('get', path).expect(200)).headers.etag!;
-    const added = await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: ids.map((value) => ({ value })) }, { op: 'replace', path: 'displayName', value: 'Other Team 2' }] }, { 'If-Match': etag }).expect(200);
+    const added = await scim(
+      'patch',
+      path,
+      {
+        schemas: [PATCH_OP],
+        Operations: [
+          { op: 'add', path: 'members', value: ids.map((value) => ({ value })) },
+          { op: 'replace', path: 'displayName', value: 'Other Team 2' },
+        ],
+      },
+      { 'If-Match': etag },
+    ).expect(200);
     assert.equal(added.body.displayName, 'Other Team 2');
     assert.equal(added.body.members.length, 4);
-    assertScimError(await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'displayName', value: 'Stale' }] }, { 'If-Match': etag }), 412);
-    const removed = await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'Remove', path: 'members', value: [{ value: ids[0] }, { value: ids[1] }] }] }).expect(200);
+    assertScimError(
+      await scim(
+        'patch',
+        path,
+        { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'displayName', value: 'Stale' }] },
+        { 'If-Match': etag },
+      ),
+      412,
+    );
+    const removed = await scim('patch', path, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Remove', path: 'members', value: [{ value: ids[0] }, { value: ids[1] }] }],
+    }).expect(200);
     assert.deepEqual(removed.body.members.map((m: { value: string }) => m.value).sort(), ['BobDriver1', ids[2]].sort());
-    const replaced = await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'members', value: [{ value: 'BobDriver1' }] }, { op: 'replace', value: { id: String(h.groups.other), displayName: 'Other Team' } }] }).expect(200);
-    assert.deepEqual(replaced.body.members.map((m: { value: string }) => m.value), ['BobDriver1']);
+    const replaced = await scim('patch', path, {
+      schemas: [PATCH_OP],
+      Operations: [
+        { op: 'replace', path: 'members', value: [{ value: 'BobDriver1' }] },
+        { op: 'replace', value: { id: String(h.groups.other), displayName: 'Other Team' } },
+      ],
+    }).expect(200);
+    assert.deepEqual(
+      replaced.body.members.map((m: { value: string }) => m.value),
+      ['BobDriver1'],
+    );
     assert.equal(replaced.body.displayName, 'Other Team');
-    assertScimError(await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [{ value: 'Nobody0000' }] }] }), 400, 'invalidValue');
-    assertScimError(await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { id: '12345' } }] }), 400, 'mutability');
-    assertScimError(await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'move', path: 'members' }] }), 400, 'invalidSyntax');
-    assertScimError(await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'owner', value: 'x' }] }), 400, 'invalidPath');
+    assertScimError(
+      await scim('patch', path, {
+        schemas: [PATCH_OP],
+        Operations: [{ op: 'add', path: 'members', value: [{ value: 'Nobody0000' }] }],
+      }),
+      400,
+      'invalidValue',
+    );
+    assertScimError(
+      await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { id: '12345' } }] }),
+      400,
+      'mutability',
+    );
+    assertScimError(
+      await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'move', path: 'members' }] }),
+      400,
+      'invalidSyntax',
+    );
+    assertScimError(
+      await scim('patch', path, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'owner', value: 'x' }] }),
+      400,
+      'invalidPath',
+    );
   });
 });

@@ -70,7 +70,10 @@ describe('GET /v1/users/me and /v1/users/{user_id}', () => {
   test('a missing scope is 403 with insufficient_scope', async () => {
     const token = await h.token('alice@example.com', 'drives_read');
     const res = await request(h.app()).get('/v1/users/me').set('Authorization', `Bearer ${token}`).expect(403);
-    assert.equal(res.headers['www-authenticate'], 'Bearer realm="mileage", error="insufficient_scope", scope="users_read"');
+    assert.equal(
+      res.headers['www-authenticate'],
+      'Bearer realm="mileage", error="insufficient_scope", scope="users_read"',
+    );
     problemShape(res.body, 403);
   });
 
@@ -88,7 +91,10 @@ describe('GET /v1/users/me and /v1/users/{user_id}', () => {
     assert.equal(res.headers['www-authenticate'], undefined);
     const cc = await fetch(h.tokenEndpoint, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('mileage-scim:test-scim-secret').toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('mileage-scim:test-scim-secret').toString('base64')}`,
+      },
       body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
     });
     const { access_token } = (await cc.json()) as { access_token: string };
@@ -162,7 +168,10 @@ describe('authentication failures are 401', () => {
 
   test('expired, wrong issuer, wrong audience, and ID tokens signed with the real key', async () => {
     const base = { user_id: 'AliceAdm01', scope: 'users_read' };
-    await expect401(`Bearer ${await h.signWithRealKey(base, { expiresIn: Math.floor(Date.now() / 1000) - 120 })}`, true);
+    await expect401(
+      `Bearer ${await h.signWithRealKey(base, { expiresIn: Math.floor(Date.now() / 1000) - 120 })}`,
+      true,
+    );
     await expect401(`Bearer ${await h.signWithRealKey({ ...base, iss: 'http://127.0.0.1:1/realms/mileage' })}`, true);
     await expect401(`Bearer ${await h.signWithRealKey({ ...base, aud: 'account' })}`, true);
     await expect401(`Bearer ${await h.signWithRealKey({ ...base, typ: 'ID' })}`, true);
@@ -176,7 +185,8 @@ describe('check order and limits', () => {
   test('the rate limit counts before the scope check; 429 carries Retry-After and the limit headers', async () => {
     const app = h.app();
     const noScope = await h.token('bob@example.com', 'drives_read');
-    for (let i = 0; i < 30; i++) await request(app).get('/v1/users/me').set('Authorization', `Bearer ${noScope}`).expect(403);
+    for (let i = 0; i < 30; i++)
+      await request(app).get('/v1/users/me').set('Authorization', `Bearer ${noScope}`).expect(403);
     const res = await request(app).get('/v1/users/me').set('Authorization', `Bearer ${noScope}`).expect(429);
     problemShape(res.body, 429);
     assert.ok(Number(res.headers['retry-after']) >= 1 && Number(res.headers['retry-after']) <= 60);
@@ -202,7 +212,10 @@ describe('check order and limits', () => {
       const replicaB = h.app({ redis: redisB, rateLimitPrefix: prefix });
       const token = await h.token('bob@example.com', 'users_read');
       for (let i = 0; i < 30; i++) {
-        await request(i % 2 ? replicaA : replicaB).get('/v1/users/me').set('Authorization', `Bearer ${token}`).expect(200);
+        await request(i % 2 ? replicaA : replicaB)
+          .get('/v1/users/me')
+          .set('Authorization', `Bearer ${token}`)
+          .expect(200);
       }
       await request(replicaA).get('/v1/users/me').set('Authorization', `Bearer ${token}`).expect(429);
       await request(replicaB).get('/v1/users/me').set('Authorization', `Bearer ${token}`).expect(429);
@@ -214,15 +227,19 @@ describe('check order and limits', () => {
 });
 
 describe('downstream failures', () => {
-  test('a Users service that is down answers 503 with Retry-After, and /readyz says not ready', { timeout: 15_000 }, async () => {
-    const port = await freePort(); // nothing listens there
-    const app = h.app({ usersAddress: `127.0.0.1:${port}`, deadlineMs: 60_000 });
-    const res = await request(app).get('/v1/users/me').set('Authorization', `Bearer ${alice}`).expect(503);
-    problemShape(res.body, 503);
-    assert.equal(res.headers['retry-after'], '5');
-    const ready = await request(app).get('/readyz').expect(503);
-    assert.deepEqual(ready.body.checks, { users: false });
-  });
+  test(
+    'a Users service that is down answers 503 with Retry-After, and /readyz says not ready',
+    { timeout: 15_000 },
+    async () => {
+      const port = await freePort(); // nothing listens there
+      const app = h.app({ usersAddress: `127.0.0.1:${port}`, deadlineMs: 60_000 });
+      const res = await request(app).get('/v1/users/me').set('Authorization', `Bearer ${alice}`).expect(503);
+      problemShape(res.body, 503);
+      assert.equal(res.headers['retry-after'], '5');
+      const ready = await request(app).get('/readyz').expect(503);
+      assert.deepEqual(ready.body.checks, { users: false });
+    },
+  );
 
   test('a Users service that does not answer in time gives 504 at the deadline', { timeout: 15_000 }, async () => {
     let release!: () => void;
@@ -271,13 +288,19 @@ describe('edges', () => {
     problemShape((await request(app).get('/v1/nothing').expect(404)).body, 404);
     const m = await request(app).post('/v1/users/me').set('Authorization', `Bearer ${alice}`).expect(405);
     assert.equal(m.headers.allow, 'GET, HEAD');
-    await request(app).post('/v1/users/me').set('Content-Type', 'application/json').send('x'.repeat(1_048_577)).expect(413);
+    await request(app)
+      .post('/v1/users/me')
+      .set('Content-Type', 'application/json')
+      .send('x'.repeat(1_048_577))
+      .expect(413);
   });
 
   test('/healthz and /readyz', async () => {
     const app = h.app();
     assert.deepEqual((await request(app).get('/healthz').expect(200)).body, { status: 'ok' });
-    assert.deepEqual((await request(app).get('/readyz').expect(200)).body, { status: 'ready', checks: { users: true } });
+    assert.deepEqual((await request(app).get('/readyz').expect(200)).body, {
+      status: 'ready',
+      checks: { users: true },
+    });
   });
 });
-

@@ -55,7 +55,9 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
     });
     for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.setHeader(name, value);
     if (!decision.allowed) {
-      throw new HttpProblem(429, `Rate limit of ${decision.limit} requests per minute exceeded`, { 'Retry-After': String(decision.resetInSeconds) });
+      throw new HttpProblem(429, `Rate limit of ${decision.limit} requests per minute exceeded`, {
+        'Retry-After': String(decision.resetInSeconds),
+      });
     }
 
     if (!caller.scopes.has(spec.scope)) {
@@ -67,11 +69,16 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
     const parsed = spec.validate(req, { deps, caller });
     if ('issues' in parsed) throw new ValidationProblem(parsed.issues);
 
-    const call: CallSettings = { requestId: res.locals.requestId as string, trace: res.locals.trace as TraceContext | undefined };
+    const call: CallSettings = {
+      requestId: res.locals.requestId as string,
+      trace: res.locals.trace as TraceContext | undefined,
+    };
     const account = await loadAccount(caller, deps, call);
     const body = JSON.stringify(await spec.handle(parsed.input, account, deps, call));
     // One writeHead instead of res.json's content negotiation and per-header bookkeeping: this is the hot path.
-    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
+    res
+      .writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) })
+      .end(body);
   };
 }
 

@@ -11,7 +11,8 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'proto-drift-'));
 try {
   execFileSync('buf', ['generate', '-o', tmp], { cwd: root, stdio: 'inherit' });
   const list = (dir) =>
-    fs.readdirSync(dir, { recursive: true, withFileTypes: true })
+    fs
+      .readdirSync(dir, { recursive: true, withFileTypes: true })
       .filter((e) => e.isFile())
       .map((e) => path.relative(dir, path.join(e.parentPath ?? e.path, e.name)))
       .sort();
@@ -26,7 +27,9 @@ try {
     else if (!fs.readFileSync(a).equals(fs.readFileSync(b))) problems.push(`differs: ${f}`);
   }
   if (problems.length) {
-    console.error(`Generated code drifted from proto/ (run \`npm run generate\` and commit):\n  ${problems.join('\n  ')}`);
+    console.error(
+      `Generated code drifted from proto/ (run \`npm run generate\` and commit):\n  ${problems.join('\n  ')}`,
+    );
     process.exit(1);
   }
   console.log(`proto/gen matches buf generate (${committed.length} files)`);

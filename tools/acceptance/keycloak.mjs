@@ -12,10 +12,18 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const { launchStack } = createRequire(import.meta.url)(path.join(root, 'tools/devstack/dist/index.js'));
 const { freePort } = createRequire(import.meta.url)('@mileage/runtime');
 
-const keycloakEnv = { ...process.env, KEYCLOAK_PORT: String(await freePort()), KEYCLOAK_MANAGEMENT_PORT: String(await freePort()) };
+const keycloakEnv = {
+  ...process.env,
+  KEYCLOAK_PORT: String(await freePort()),
+  KEYCLOAK_MANAGEMENT_PORT: String(await freePort()),
+};
 const runSh = path.join(root, 'deploy/keycloak/run.sh');
 const started = Date.now();
-const kc = spawnSync('bash', [runSh, 'start'], { env: keycloakEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+const kc = spawnSync('bash', [runSh, 'start'], {
+  env: keycloakEnv,
+  encoding: 'utf8',
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 if (kc.status !== 0) process.exit(kc.status ?? 1);
 const issuer = kc.stdout.trim().split('\n').pop();
 let stack;
@@ -27,12 +35,18 @@ try {
   if (smoke.status !== 0) throw new Error('the realm smoke test failed');
 
   stack = await launchStack({ env: { OIDC_ISSUER: issuer } });
-  const tests = spawnSync(process.execPath, ['--test', '--test-reporter=spec', path.join(root, 'tools/acceptance/dist/acceptance.test.js')], {
-    env: { ...process.env, ACCEPTANCE_GATEWAY_URL: stack.gatewayUrl, ACCEPTANCE_ISSUER: issuer },
-    stdio: 'inherit',
-  });
+  const tests = spawnSync(
+    process.execPath,
+    ['--test', '--test-reporter=spec', path.join(root, 'tools/acceptance/dist/acceptance.test.js')],
+    {
+      env: { ...process.env, ACCEPTANCE_GATEWAY_URL: stack.gatewayUrl, ACCEPTANCE_ISSUER: issuer },
+      stdio: 'inherit',
+    },
+  );
   if (tests.status !== 0) throw new Error('the acceptance tests failed against Keycloak');
-  console.log(`acceptance tests passed against Keycloak (${issuer}) in ${((Date.now() - started) / 1000).toFixed(0)} s including Keycloak's start`);
+  console.log(
+    `acceptance tests passed against Keycloak (${issuer}) in ${((Date.now() - started) / 1000).toFixed(0)} s including Keycloak's start`,
+  );
 } catch (err) {
   failed = true;
   console.error(err instanceof Error ? err.message : err);

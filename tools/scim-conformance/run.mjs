@@ -12,7 +12,11 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
 const root = path.resolve(here, '..', '..');
 const SCIM2_CLI = 'scim2-cli==0.6.0';
-const venv = path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'mileage-tools', 'scim2-venv-0.6.0');
+const venv = path.join(
+  process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'),
+  'mileage-tools',
+  'scim2-venv-0.6.0',
+);
 const scimBin = path.join(venv, 'bin', 'scim');
 
 function run(cmd, args) {
@@ -32,7 +36,10 @@ try {
   const issuer = stack.issuer;
   const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('mileage-scim:scim-dev-secret').toString('base64')}` },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from('mileage-scim:scim-dev-secret').toString('base64')}`,
+    },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
   });
   const { access_token: token } = await tokenRes.json();
@@ -51,14 +58,19 @@ try {
   for (const line of output.split('\n')) {
     const head = /^(SUCCESS|ERROR|CRITICAL|WARNING|SKIPPED)\s+(\S+)/.exec(line);
     if (head) results.push({ status: head[1], check: head[2], message: '' });
-    else if (results.length && line.startsWith('  ') && results.at(-1).message === '') results.at(-1).message = line.trim();
+    else if (results.length && line.startsWith('  ') && results.at(-1).message === '')
+      results.at(-1).message = line.trim();
   }
   if (results.length === 0) throw new Error(`scim2-tester produced no results:\n${output.slice(0, 4000)}`);
   const { failures: expected } = JSON.parse(readFileSync(path.join(here, 'expected-failures.json'), 'utf8'));
   const failed = results.filter((r) => r.status === 'ERROR' || r.status === 'CRITICAL');
-  const unexpected = failed.filter((f) => !expected.some((e) => (e.check === '*' || e.check === f.check) && f.message.includes(e.message)));
+  const unexpected = failed.filter(
+    (f) => !expected.some((e) => (e.check === '*' || e.check === f.check) && f.message.includes(e.message)),
+  );
   const passed = results.filter((r) => r.status === 'SUCCESS').length;
-  console.log(`scim2-tester (${SCIM2_CLI}): ${results.length} checks in ${((Date.now() - started) / 1000).toFixed(1)} s — ${passed} passed, ${failed.length - unexpected.length} expected failures (docs/provisioning.md), ${unexpected.length} unexpected`);
+  console.log(
+    `scim2-tester (${SCIM2_CLI}): ${results.length} checks in ${((Date.now() - started) / 1000).toFixed(1)} s — ${passed} passed, ${failed.length - unexpected.length} expected failures (docs/provisioning.md), ${unexpected.length} unexpected`,
+  );
   for (const e of expected) {
     const n = failed.filter((f) => (e.check === '*' || e.check === f.check) && f.message.includes(e.message)).length;
     console.log(`  expected ×${n}: ${e.message} — ${e.reason}`);

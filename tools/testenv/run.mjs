@@ -27,7 +27,9 @@ function freePort() {
 }
 
 if (spawnSync('redis-server', ['--version']).error) {
-  console.error('redis-server is not installed: the rate-limit tests need a real Redis (apt-get install -y redis-server).');
+  console.error(
+    'redis-server is not installed: the rate-limit tests need a real Redis (apt-get install -y redis-server).',
+  );
   process.exit(2);
 }
 
@@ -44,7 +46,18 @@ const pg = new EmbeddedPostgres({
   password,
   persistent: false,
   createPostgresUser: process.getuid?.() === 0,
-  postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'],
+  postgresFlags: [
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'fsync=off',
+    '-c',
+    'synchronous_commit=off',
+    '-c',
+    'full_page_writes=off',
+    '-c',
+    'max_connections=300',
+  ],
   onLog: () => {},
   onError: (e) => console.error('[postgres]', String(e).trim()),
 });
@@ -54,9 +67,13 @@ let exitCode = 1;
 try {
   await pg.initialise();
   await pg.start();
-  redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
+  redis = spawn(
+    'redis-server',
+    ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
   const env = {
     ...process.env,
     TEST_DATABASE_URL: `postgres://postgres:${password}@127.0.0.1:${pgPort}/postgres`,

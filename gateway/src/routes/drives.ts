@@ -34,11 +34,25 @@ function parseList(
   const issues = [...earlier, ...('issues' in parsed ? parsed.issues : [])];
   if ('issues' in parsed || issues.length) return { issues };
   const p = parsed.input;
-  const fingerprint = CursorCodec.fingerprint({ ...scope, classification: withClassification ? p.classification : undefined, sort: p.sortField, after: p.after, before: p.before });
+  const fingerprint = CursorCodec.fingerprint({
+    ...scope,
+    classification: withClassification ? p.classification : undefined,
+    sort: p.sortField,
+    after: p.after,
+    before: p.before,
+  });
   if (p.cursor === undefined) return { input: { params: p, fingerprint } };
   const position = deps.cursors.decode(p.cursor, fingerprint);
   if (!position) {
-    return { issues: [{ loc: ['query', 'cursor'], msg: 'Invalid cursor: use the next_cursor of the previous page of the same query', type: 'value_error' }] };
+    return {
+      issues: [
+        {
+          loc: ['query', 'cursor'],
+          msg: 'Invalid cursor: use the next_cursor of the previous page of the same query',
+          type: 'value_error',
+        },
+      ],
+    };
   }
   return { input: { params: p, fingerprint, position } };
 }
@@ -54,8 +68,15 @@ function listRequest(input: ListInput) {
   };
 }
 
-function nextCursor(deps: V1Deps, input: ListInput, hasMore: boolean, next: drivesV1.PagePosition | undefined): string | null {
-  return hasMore && next?.sortTime ? deps.cursors.encode({ sortTime: next.sortTime, id: next.id }, input.fingerprint) : null;
+function nextCursor(
+  deps: V1Deps,
+  input: ListInput,
+  hasMore: boolean,
+  next: drivesV1.PagePosition | undefined,
+): string | null {
+  return hasMore && next?.sortTime
+    ? deps.cursors.encode({ sortTime: next.sortTime, id: next.id }, input.fingerprint)
+    : null;
 }
 
 async function reportedDrivesPage(groupIds: number[], input: ListInput, deps: V1Deps, call: CallSettings) {
@@ -63,7 +84,8 @@ async function reportedDrivesPage(groupIds: number[], input: ListInput, deps: V1
   const page = await deps.drives.listReportedDrives({ groupIds, ...listRequest(input) }, call);
   const driverIds = [...new Set(page.reportedDrives.map((r) => r.drive!.userId))];
   const drivers = new Map<string, usersV1.User>();
-  if (driverIds.length) for (const u of (await deps.users.batchGetUsers({ ids: driverIds }, call)).users) drivers.set(u.id, u);
+  if (driverIds.length)
+    for (const u of (await deps.users.batchGetUsers({ ids: driverIds }, call)).users) drivers.set(u.id, u);
   return {
     results: page.reportedDrives.map((r) => toReportedDriveSchema(r, drivers.get(r.drive!.userId))),
     has_more: page.hasMore,
@@ -79,16 +101,32 @@ export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
   validate: (req, { deps }) => {
     const user = validateUserIdParam(req);
     const userId = 'input' in user ? user.input : '';
-    const list = parseList(req, deps, true, { route: 'user-drives', user: userId }, 'issues' in user ? user.issues : []);
+    const list = parseList(
+      req,
+      deps,
+      true,
+      { route: 'user-drives', user: userId },
+      'issues' in user ? user.issues : [],
+    );
     return 'issues' in list ? list : { input: { ...list.input, userId } };
   },
   handle: async (input, account, deps, call) => {
-    if (input.userId !== account.caller.userId) throw new HttpProblem(403, "Access to another user's drives is not allowed");
+    if (input.userId !== account.caller.userId)
+      throw new HttpProblem(403, "Access to another user's drives is not allowed");
     const page = await deps.drives.listUserDrives(
-      { userId: input.userId, cursor: '', classification: CLASSIFICATION_FILTERS[input.params.classification], ...listRequest(input) },
+      {
+        userId: input.userId,
+        cursor: '',
+        classification: CLASSIFICATION_FILTERS[input.params.classification],
+        ...listRequest(input),
+      },
       call,
     );
-    return { results: page.drives.map(toDriveSchema), has_more: page.hasMore, next_cursor: nextCursor(deps, input, page.hasMore, page.nextPosition) };
+    return {
+      results: page.drives.map(toDriveSchema),
+      has_more: page.hasMore,
+      next_cursor: nextCursor(deps, input, page.hasMore, page.nextPosition),
+    };
   },
 };
 
@@ -100,11 +138,20 @@ export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }>
   validate: (req, { deps }) => {
     const group = validateGroupIdParam(req);
     const groupId = 'input' in group ? group.input : 0;
-    const list = parseList(req, deps, false, { route: 'group-reported', group: groupId }, 'issues' in group ? group.issues : []);
+    const list = parseList(
+      req,
+      deps,
+      false,
+      { route: 'group-reported', group: groupId },
+      'issues' in group ? group.issues : [],
+    );
     return 'issues' in list ? list : { input: { ...list.input, groupId } };
   },
   handle: async (input, account, deps, call) => {
-    const { exists, isAdmin } = await deps.groups.checkGroupAdmin({ groupId: input.groupId, userId: account.caller.userId }, call);
+    const { exists, isAdmin } = await deps.groups.checkGroupAdmin(
+      { groupId: input.groupId, userId: account.caller.userId },
+      call,
+    );
     if (!exists) throw new HttpProblem(404, `Group ${input.groupId} not found`);
     if (!isAdmin) throw new HttpProblem(403, 'Only admins of this group may read its reported drives');
     return reportedDrivesPage([input.groupId], input, deps, call);
@@ -117,9 +164,15 @@ export const listAllReportedDrives: RouteSpec<ListInput> = {
   path: '/v1/drives',
   scope: 'groups_read_reported_drives',
   perMinute: 60,
-  validate: (req, { deps, caller }: { deps: V1Deps; caller: Caller }) => parseList(req, deps, false, { route: 'all-reported', caller: caller.subject }),
+  validate: (req, { deps, caller }: { deps: V1Deps; caller: Caller }) =>
+    parseList(req, deps, false, { route: 'all-reported', caller: caller.subject }),
   handle: async (input, account, deps, call) => {
     const { groups } = await deps.groups.listAdministeredGroups({ userId: account.caller.userId }, call);
-    return reportedDrivesPage(groups.map((g) => g.id), input, deps, call);
+    return reportedDrivesPage(
+      groups.map((g) => g.id),
+      input,
+      deps,
+      call,
+    );
   },
 };

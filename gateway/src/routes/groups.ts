@@ -25,7 +25,12 @@ function baseUrl(req: Request): string {
 }
 
 /** Members' display names in one batched call for all the groups of a response. */
-async function toGroupSchemas(groups: groupsV1.Group[], req: Request, deps: V1Deps, call: CallSettings): Promise<GroupSchema[]> {
+async function toGroupSchemas(
+  groups: groupsV1.Group[],
+  req: Request,
+  deps: V1Deps,
+  call: CallSettings,
+): Promise<GroupSchema[]> {
   const ids = [...new Set(groups.flatMap((g) => g.members.map((m) => m.userId)))];
   const users = new Map<string, usersV1.User>();
   for (let i = 0; i < ids.length; i += 1000) {
@@ -45,7 +50,12 @@ async function toGroupSchemas(groups: groupsV1.Group[], req: Request, deps: V1De
         is_driver: m.isDriver,
       };
     }),
-    meta: { resourceType: 'Group', created: g.createTime!, lastModified: g.updateTime!, location: `${base}/v1/groups/${g.id}` },
+    meta: {
+      resourceType: 'Group',
+      created: g.createTime!,
+      lastModified: g.updateTime!,
+      location: `${base}/v1/groups/${g.id}`,
+    },
   }));
 }
 

@@ -22,15 +22,32 @@ export interface ScimRouteDeps {
   deadlineMs: number;
 }
 
-function sendScimError(res: Response, status: number, detail: string, headers: Record<string, string> = {}, scimType?: string): void {
-  const body = JSON.stringify({ schemas: [SCIM_ERROR], status: String(status), ...(scimType ? { scimType } : {}), detail });
+function sendScimError(
+  res: Response,
+  status: number,
+  detail: string,
+  headers: Record<string, string> = {},
+  scimType?: string,
+): void {
+  const body = JSON.stringify({
+    schemas: [SCIM_ERROR],
+    status: String(status),
+    ...(scimType ? { scimType } : {}),
+    detail,
+  });
   res.status(status).set(headers).set('Content-Type', 'application/scim+json; charset=utf-8').send(body);
 }
 
 /** A metrics label per endpoint family, never per id. */
 function routeLabel(path: string): string {
   const endpoint = path.split('/')[1]?.toLowerCase() ?? '';
-  const known: Record<string, string> = { users: 'scim_users', groups: 'scim_groups', serviceproviderconfig: 'scim_discovery', resourcetypes: 'scim_discovery', schemas: 'scim_discovery' };
+  const known: Record<string, string> = {
+    users: 'scim_users',
+    groups: 'scim_groups',
+    serviceproviderconfig: 'scim_discovery',
+    resourcetypes: 'scim_discovery',
+    schemas: 'scim_discovery',
+  };
   return known[endpoint] ?? 'scim_other';
 }
 
@@ -53,14 +70,18 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       });
       for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.setHeader(name, value);
       if (!decision.allowed) {
-        throw new HttpProblem(429, `Rate limit of ${decision.limit} requests per minute exceeded`, { 'Retry-After': String(decision.resetInSeconds) });
+        throw new HttpProblem(429, `Rate limit of ${decision.limit} requests per minute exceeded`, {
+          'Retry-After': String(decision.resetInSeconds),
+        });
       }
       if (!caller.scopes.has(SCIM_SCOPE)) {
         throw new HttpProblem(403, `The token lacks the scope "${SCIM_SCOPE}"`, {
           'WWW-Authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${SCIM_SCOPE}"`,
         });
       }
-      await new Promise<void>((resolve, reject) => readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())),
+      );
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const headers: Record<string, string> = {};
       for (const name of FORWARDED_HEADERS) {
@@ -68,7 +89,11 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
         if (typeof value === 'string') headers[name] = value;
       }
       const queryStart = req.originalUrl.indexOf('?');
-      const call: CallSettings = { requestId: res.locals.requestId as string, trace: res.locals.trace as TraceContext | undefined, deadlineMs: deps.deadlineMs };
+      const call: CallSettings = {
+        requestId: res.locals.requestId as string,
+        trace: res.locals.trace as TraceContext | undefined,
+        deadlineMs: deps.deadlineMs,
+      };
       const answer = await deps.scim.handleRequest(
         {
           method: req.method,
@@ -86,13 +111,23 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
     } catch (err) {
       if (err instanceof HttpProblem) return sendScimError(res, err.status, err.detail, err.headers);
       const status = (err as { status?: number; type?: string }).status;
-      if (status === 413) return sendScimError(res, 413, `The request body is larger than ${deps.bodyLimitBytes} bytes`, { Connection: 'close' });
-      if (typeof status === 'number' && status >= 400 && status < 500) return sendScimError(res, 400, 'The request body could not be read', {}, 'invalidSyntax');
+      if (status === 413)
+        return sendScimError(res, 413, `The request body is larger than ${deps.bodyLimitBytes} bytes`, {
+          Connection: 'close',
+        });
+      if (typeof status === 'number' && status >= 400 && status < 500)
+        return sendScimError(res, 400, 'The request body could not be read', {}, 'invalidSyntax');
       if (typeof (err as { code?: unknown }).code === 'number') {
         const problem = problemFromGrpc(err);
         if (problem instanceof HttpProblem) {
-          if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504) deps.logger.error({ err, request_id: res.locals.requestId }, 'SCIM service call failed');
-          return sendScimError(res, problem.status, problem.status >= 500 && problem.status < 503 ? 'Internal server error' : problem.detail, problem.headers);
+          if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504)
+            deps.logger.error({ err, request_id: res.locals.requestId }, 'SCIM service call failed');
+          return sendScimError(
+            res,
+            problem.status,
+            problem.status >= 500 && problem.status < 503 ? 'Internal server error' : problem.detail,
+            problem.headers,
+          );
         }
       }
       deps.logger.error({ err, request_id: res.locals.requestId }, 'SCIM request failed');

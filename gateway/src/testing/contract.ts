@@ -45,7 +45,10 @@ export function recordResponses(into: RecordedResponse[]): RequestHandler {
 }
 
 interface OpenApiDoc {
-  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>>;
+  paths: Record<
+    string,
+    Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>
+  >;
 }
 
 const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -91,6 +94,7 @@ export function checkAgainstOpenApi(doc: OpenApiDoc, records: RecordedResponse[]
       problems.push(`${r.method} ${r.path} → ${r.status}: ${ajv.errorsText(validate.errors, { separator: '; ' })}`);
     }
   }
-  if (checked === 0 && records.some((r) => r.path.startsWith('/v1/') || r.path.startsWith('/scim/v2/'))) problems.push('no response was checked');
+  if (checked === 0 && records.some((r) => r.path.startsWith('/v1/') || r.path.startsWith('/scim/v2/')))
+    problems.push('no response was checked');
   return problems;
 }

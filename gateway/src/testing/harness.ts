@@ -7,7 +7,12 @@ import { startIdentityProvider } from '@mileage/dev-idp';
 import { drivesV1, groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
 import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { createJournal, createServer as createScimServer, openDatabase as openScimDatabase, type WriteJournal } from '@mileage/scim';
+import {
+  createJournal,
+  createServer as createScimServer,
+  openDatabase as openScimDatabase,
+  type WriteJournal,
+} from '@mileage/scim';
 import { createGrpcClient, createLogger, Metrics, startGrpcServer, type GrpcServerHandle } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase } from '@mileage/users';
@@ -27,10 +32,28 @@ import { RateLimits } from '../rate-limit';
 export const ALL_V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
 
 export const ACCOUNTS = [
-  { username: 'alice@example.com', password: 'alice-pw', userId: 'AliceAdm01', givenName: 'Alice', familyName: 'Admin' },
+  {
+    username: 'alice@example.com',
+    password: 'alice-pw',
+    userId: 'AliceAdm01',
+    givenName: 'Alice',
+    familyName: 'Admin',
+  },
   { username: 'bob@example.com', password: 'bob-pw', userId: 'BobDriver1', givenName: 'Bob', familyName: 'Driver' },
-  { username: 'ivan@example.com', password: 'ivan-pw', userId: 'Inactive01', givenName: 'Ivan', familyName: 'Inactive' },
-  { username: 'ghost@example.com', password: 'ghost-pw', userId: 'NoAccount1', givenName: 'Ghost', familyName: 'Nobody' },
+  {
+    username: 'ivan@example.com',
+    password: 'ivan-pw',
+    userId: 'Inactive01',
+    givenName: 'Ivan',
+    familyName: 'Inactive',
+  },
+  {
+    username: 'ghost@example.com',
+    password: 'ghost-pw',
+    userId: 'NoAccount1',
+    givenName: 'Ghost',
+    familyName: 'Nobody',
+  },
 ];
 
 export interface Harness {
@@ -48,7 +71,16 @@ export interface Harness {
   /** A client-credentials token of the provisioning client `mileage-scim`. */
   scimToken(scope?: string): Promise<string>;
   /** A gateway app wired like main.ts; options override single dependencies. */
-  app(options?: { usersAddress?: string; groupsAddress?: string; drivesAddress?: string; scimAddress?: string; deadlineMs?: number; redis?: Redis; rateLimitPrefix?: string; rateLimitMultiplier?: number }): Express;
+  app(options?: {
+    usersAddress?: string;
+    groupsAddress?: string;
+    drivesAddress?: string;
+    scimAddress?: string;
+    deadlineMs?: number;
+    redis?: Redis;
+    rateLimitPrefix?: string;
+    rateLimitMultiplier?: number;
+  }): Express;
   drivesClient: ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
   token(username: string, scope: string): Promise<string>;
@@ -85,8 +117,19 @@ export async function startHarness(): Promise<Harness> {
   const groupsAddress = `127.0.0.1:${groupsServer.port}`;
   const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
   const member = (userId: string, isAdmin: boolean, isDriver: boolean) => ({ userId, isAdmin, isDriver });
-  const demo = (await groupsClient.createGroup({ displayName: 'Demo Team', members: [member('AliceAdm01', true, false), member('BobDriver1', false, true), member('Inactive01', false, true)] })).group!.id;
-  const other = (await groupsClient.createGroup({ displayName: 'Other Team', members: [member('BobDriver1', true, true)] })).group!.id;
+  const demo = (
+    await groupsClient.createGroup({
+      displayName: 'Demo Team',
+      members: [
+        member('AliceAdm01', true, false),
+        member('BobDriver1', false, true),
+        member('Inactive01', false, true),
+      ],
+    })
+  ).group!.id;
+  const other = (
+    await groupsClient.createGroup({ displayName: 'Other Team', members: [member('BobDriver1', true, true)] })
+  ).group!.id;
   groupsClient.close();
 
   const drivesDb = openDrivesDatabase({ url: testDb.url });
@@ -112,7 +155,13 @@ export async function startHarness(): Promise<Harness> {
         distance: { amount: 10 + day, units: 'mi' },
         value: { amount: 700 + day, currency: 'USD' },
         entry: drivesV1.Entry.ENTRY_AUTOMATIC,
-        start: { name: 'Home', lat: '41.88', lon: '-87.63', time: start.toISOString(), address: { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postalCode: '60601' } },
+        start: {
+          name: 'Home',
+          lat: '41.88',
+          lon: '-87.63',
+          time: start.toISOString(),
+          address: { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postalCode: '60601' },
+        },
       },
     });
     return drive!.id;
@@ -120,12 +169,21 @@ export async function startHarness(): Promise<Harness> {
   const bobBusiness: number[] = [];
   const bobPersonal: number[] = [];
   for (let day = 1; day <= 12; day++) {
-    if (day % 4 === 0) bobPersonal.unshift(await makeDrive('BobDriver1', day, drivesV1.Classification.CLASSIFICATION_PERSONAL));
+    if (day % 4 === 0)
+      bobPersonal.unshift(await makeDrive('BobDriver1', day, drivesV1.Classification.CLASSIFICATION_PERSONAL));
     else bobBusiness.unshift(await makeDrive('BobDriver1', day, drivesV1.Classification.CLASSIFICATION_BUSINESS));
   }
-  const reportedDemo = [...bobBusiness.slice(0, 5), await makeDrive('Inactive01', 13, drivesV1.Classification.CLASSIFICATION_BUSINESS)];
+  const reportedDemo = [
+    ...bobBusiness.slice(0, 5),
+    await makeDrive('Inactive01', 13, drivesV1.Classification.CLASSIFICATION_BUSINESS),
+  ];
   for (const id of reportedDemo) await drivesClient.reportDrive({ driveId: id, groupId: demo });
-  await drivesClient.reviewReportedDrive({ driveId: reportedDemo[0]!, status: 'approved', comment: 'Approved for October', reviewerEmail: 'alice@example.com' });
+  await drivesClient.reviewReportedDrive({
+    driveId: reportedDemo[0]!,
+    status: 'approved',
+    comment: 'Approved for October',
+    reviewerEmail: 'alice@example.com',
+  });
   const reportedOther = [bobBusiness[6]!];
   await drivesClient.reportDrive({ driveId: reportedOther[0]!, groupId: other });
   const seedClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
@@ -140,7 +198,7 @@ export async function startHarness(): Promise<Harness> {
         timezone: 'UTC',
         version: 0,
       },
-      writeId: "",
+      writeId: '',
     });
   }
   seedClient.close();
@@ -152,7 +210,15 @@ export async function startHarness(): Promise<Harness> {
   const scimJournal = createJournal({ knex: scimDb.knex, users: scimUsers, groups: scimGroups, logger });
   const scimServer: GrpcServerHandle = await startGrpcServer({
     address: '127.0.0.1:0',
-    services: [createScimServer({ users: scimUsers, groups: scimGroups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2', journal: scimJournal })],
+    services: [
+      createScimServer({
+        users: scimUsers,
+        groups: scimGroups,
+        logger,
+        baseUrl: 'http://127.0.0.1:8080/scim/v2',
+        journal: scimJournal,
+      }),
+    ],
     protoFiles: [PROTO_FILES.scim],
     logger,
     metrics: new Metrics('scim'),
@@ -160,7 +226,13 @@ export async function startHarness(): Promise<Harness> {
   const scimAddress = `127.0.0.1:${scimServer.port}`;
 
   const dataDir = mkdtempSync(path.join(tmpdir(), 'gateway-idp-'));
-  const idp = await startIdentityProvider({ host: '127.0.0.1', port: 0, dataDir, accounts: ACCOUNTS, scimClientSecret: 'test-scim-secret' });
+  const idp = await startIdentityProvider({
+    host: '127.0.0.1',
+    port: 0,
+    dataDir,
+    accounts: ACCOUNTS,
+    scimClientSecret: 'test-scim-secret',
+  });
   const keyFile = idp.keyFile;
   const realKey = (): JWK => (JSON.parse(readFileSync(keyFile, 'utf8')) as { keys: JWK[] }).keys[0]!;
 
@@ -189,7 +261,10 @@ export async function startHarness(): Promise<Harness> {
     async scimToken(scope = 'scim') {
       const res = await fetch(`${idp.issuer}/protocol/openid-connect/token`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('mileage-scim:test-scim-secret').toString('base64')}` },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from('mileage-scim:test-scim-secret').toString('base64')}`,
+        },
         body: new URLSearchParams({ grant_type: 'client_credentials', scope }),
       });
       const body = (await res.json()) as { access_token?: string };
@@ -198,17 +273,29 @@ export async function startHarness(): Promise<Harness> {
     },
     app(options = {}) {
       const address = options.usersAddress ?? usersAddress;
-      const users = createGrpcClient(usersV1.UsersServiceClient, address, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
-      const groups = createGrpcClient(groupsV1.GroupsServiceClient, options.groupsAddress ?? groupsAddress, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
-      const drives = createGrpcClient(drivesV1.DrivesServiceClient, options.drivesAddress ?? drivesAddress, { defaultDeadlineMs: options.deadlineMs ?? 5_000 });
-      const scim = createGrpcClient(scimV1.ScimServiceClient, options.scimAddress ?? scimAddress, { defaultDeadlineMs: options.deadlineMs ?? 10_000 });
+      const users = createGrpcClient(usersV1.UsersServiceClient, address, {
+        defaultDeadlineMs: options.deadlineMs ?? 5_000,
+      });
+      const groups = createGrpcClient(groupsV1.GroupsServiceClient, options.groupsAddress ?? groupsAddress, {
+        defaultDeadlineMs: options.deadlineMs ?? 5_000,
+      });
+      const drives = createGrpcClient(drivesV1.DrivesServiceClient, options.drivesAddress ?? drivesAddress, {
+        defaultDeadlineMs: options.deadlineMs ?? 5_000,
+      });
+      const scim = createGrpcClient(scimV1.ScimServiceClient, options.scimAddress ?? scimAddress, {
+        defaultDeadlineMs: options.deadlineMs ?? 10_000,
+      });
       clients.push(users, groups, drives, scim);
       const inner = createApp({
         issuer: idp.issuer,
         logger,
         metrics: new Metrics('gateway'),
         verifier,
-        rateLimits: new RateLimits({ ...(options.redis ? { redis: options.redis } : {}), ...(options.rateLimitPrefix ? { keyPrefix: options.rateLimitPrefix } : {}), ...(options.rateLimitMultiplier ? { multiplier: options.rateLimitMultiplier } : {}) }),
+        rateLimits: new RateLimits({
+          ...(options.redis ? { redis: options.redis } : {}),
+          ...(options.rateLimitPrefix ? { keyPrefix: options.rateLimitPrefix } : {}),
+          ...(options.rateLimitMultiplier ? { multiplier: options.rateLimitMultiplier } : {}),
+        }),
         users,
         groups,
         drives,
@@ -238,7 +325,13 @@ export async function startHarness(): Promise<Harness> {
       const res = await fetch(`${idp.issuer}/protocol/openid-connect/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username, password: account.password, scope }),
+        body: new URLSearchParams({
+          grant_type: 'password',
+          client_id: 'mileage-dev',
+          username,
+          password: account.password,
+          scope,
+        }),
       });
       const body = (await res.json()) as { access_token?: string };
       if (!res.ok || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
@@ -248,7 +341,15 @@ export async function startHarness(): Promise<Harness> {
       const jwk = realKey();
       const key = await importJWK(jwk, 'RS256');
       const now = Math.floor(Date.now() / 1000);
-      return new SignJWT({ iss: idp.issuer, aud: 'mileage-api', sub: 'test-subject', typ: 'Bearer', azp: 'mileage-dev', iat: now, ...claims })
+      return new SignJWT({
+        iss: idp.issuer,
+        aud: 'mileage-api',
+        sub: 'test-subject',
+        typ: 'Bearer',
+        azp: 'mileage-dev',
+        iat: now,
+        ...claims,
+      })
         .setProtectedHeader({ alg: 'RS256', kid: jwk.kid!, typ: 'JWT' })
         .setExpirationTime(options.expiresIn ?? '5m')
         .sign(key);
@@ -271,7 +372,8 @@ export async function startHarness(): Promise<Harness> {
       await groupsDb.close();
       await testDb.drop();
       rmSync(dataDir, { recursive: true, force: true });
-      if (problems.length) throw new Error(`responses that do not match the OpenAPI document:\n  ${problems.join('\n  ')}`);
+      if (problems.length)
+        throw new Error(`responses that do not match the OpenAPI document:\n  ${problems.join('\n  ')}`);
     },
     recorded,
   };

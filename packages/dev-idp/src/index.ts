@@ -1,3 +1,9 @@
 export { AccountDirectory, DEMO_ACCOUNTS, type DevAccount } from './accounts.js';
 export { keyFilePath, loadOrCreateKeys, rotateKeys } from './keys.js';
-export { API_SCOPES, REALM_PATH, startIdentityProvider, type IdentityProvider, type IdentityProviderOptions } from './provider.js';
+export {
+  API_SCOPES,
+  REALM_PATH,
+  startIdentityProvider,
+  type IdentityProvider,
+  type IdentityProviderOptions,
+} from './provider.js';

@@ -19,7 +19,8 @@ function fail(message: string): never {
 
 function readConfig() {
   const port = Number(process.env.DEV_IDP_PORT ?? 8081);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`DEV_IDP_PORT: expected a port number ("${process.env.DEV_IDP_PORT}")`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    fail(`DEV_IDP_PORT: expected a port number ("${process.env.DEV_IDP_PORT}")`);
   const ttl = Number(process.env.ACCESS_TOKEN_TTL_SECONDS ?? 300);
   if (!Number.isInteger(ttl) || ttl < 10 || ttl > 86_400) fail('ACCESS_TOKEN_TTL_SECONDS: expected 10..86400');
   const secret = process.env.SCIM_CLIENT_SECRET ?? 'scim-dev-secret';
@@ -28,7 +29,11 @@ function readConfig() {
   if (process.env.DEV_IDP_ACCOUNTS_FILE) {
     try {
       accounts = JSON.parse(readFileSync(process.env.DEV_IDP_ACCOUNTS_FILE, 'utf8')) as DevAccount[];
-      if (!Array.isArray(accounts) || !accounts.every((a) => a.username && a.password && /^[A-Za-z0-9]{10}$/.test(a.userId))) throw new Error('shape');
+      if (
+        !Array.isArray(accounts) ||
+        !accounts.every((a) => a.username && a.password && /^[A-Za-z0-9]{10}$/.test(a.userId))
+      )
+        throw new Error('shape');
     } catch {
       fail('DEV_IDP_ACCOUNTS_FILE: expected a JSON array of {username, password, userId (10 characters [A-Za-z0-9])}');
     }

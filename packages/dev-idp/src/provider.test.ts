@@ -22,7 +22,10 @@ after(async () => {
 async function tokenRequest(params: Record<string, string>, basic?: string) {
   const res = await fetch(idp.tokenEndpoint, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {}) },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {}),
+    },
     body: new URLSearchParams(params),
   });
   return { status: res.status, body: (await res.json()) as Record<string, string> };
@@ -32,7 +35,11 @@ const password = (username: string, pw: string, scope: string) =>
   tokenRequest({ grant_type: 'password', client_id: 'mileage-dev', username, password: pw, scope });
 
 async function verify(token: string) {
-  return jwtVerify(token, createRemoteJWKSet(new URL(idp.jwksUri)), { issuer: idp.issuer, audience: 'mileage-api', algorithms: ['RS256'] });
+  return jwtVerify(token, createRemoteJWKSet(new URL(idp.jwksUri)), {
+    issuer: idp.issuer,
+    audience: 'mileage-api',
+    algorithms: ['RS256'],
+  });
 }
 
 describe('development identity provider', () => {
@@ -91,7 +98,10 @@ describe('development identity provider', () => {
     const bad = await tokenRequest({ grant_type: 'client_credentials', scope: 'scim' }, 'mileage-scim:wrong-secret');
     assert.equal(bad.status, 401);
     assert.equal(bad.body.error, 'invalid_client');
-    const notAllowed = await tokenRequest({ grant_type: 'client_credentials', scope: 'users_read' }, 'mileage-scim:scim-test-secret');
+    const notAllowed = await tokenRequest(
+      { grant_type: 'client_credentials', scope: 'users_read' },
+      'mileage-scim:scim-test-secret',
+    );
     assert.equal(notAllowed.body.error, 'invalid_scope');
   });
 
@@ -104,7 +114,10 @@ describe('development identity provider', () => {
       const res = await fetch(url, {
         ...init,
         redirect: 'manual',
-        headers: { ...(init.headers as Record<string, string>), cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') },
+        headers: {
+          ...(init.headers as Record<string, string>),
+          cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '),
+        },
       });
       for (const c of res.headers.getSetCookie()) {
         const [pair] = c.split(';');
@@ -129,9 +142,17 @@ describe('development identity provider', () => {
     res = await send(loginUrl);
     const form = await res.text();
     assert.match(form, /<form method="post"/);
-    const wrong = await send(loginUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'username=alice%40example.com&password=nope' });
+    const wrong = await send(loginUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'username=alice%40example.com&password=nope',
+    });
     assert.match(await wrong.text(), /Invalid username or password/);
-    res = await send(loginUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'username=alice%40example.com&password=demo' });
+    res = await send(loginUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'username=alice%40example.com&password=demo',
+    });
     let location = res.headers.get('location');
     // Follow redirects (resume authorization, implied consent) until the client's redirect URI.
     for (let hops = 0; location && !location.startsWith(redirectUri) && hops < 10; hops++) {
@@ -142,19 +163,36 @@ describe('development identity provider', () => {
     const callback = new URL(location!);
     assert.equal(callback.searchParams.get('state'), 'st4te');
     const code = callback.searchParams.get('code')!;
-    const exchanged = await tokenRequest({ grant_type: 'authorization_code', client_id: 'mileage-example', code, redirect_uri: redirectUri, code_verifier: verifier });
+    const exchanged = await tokenRequest({
+      grant_type: 'authorization_code',
+      client_id: 'mileage-example',
+      code,
+      redirect_uri: redirectUri,
+      code_verifier: verifier,
+    });
     assert.equal(exchanged.status, 200, JSON.stringify(exchanged.body));
     const { payload } = await verify(exchanged.body.access_token!);
     assert.equal(payload.user_id, 'AliceAdm01');
     assert.equal(payload.azp, 'mileage-example');
     assert.deepEqual(String(payload.scope).split(' ').sort(), ['groups_read', 'users_read']);
-    const replay = await tokenRequest({ grant_type: 'authorization_code', client_id: 'mileage-example', code, redirect_uri: redirectUri, code_verifier: verifier });
+    const replay = await tokenRequest({
+      grant_type: 'authorization_code',
+      client_id: 'mileage-example',
+      code,
+      redirect_uri: redirectUri,
+      code_verifier: verifier,
+    });
     assert.equal(replay.body.error, 'invalid_grant', 'a code is single-use');
   });
 
   test('an authorization request without PKCE is refused', async () => {
     const auth = new URL(`${idp.issuer}/protocol/openid-connect/auth`);
-    auth.search = new URLSearchParams({ client_id: 'mileage-example', response_type: 'code', redirect_uri: 'http://127.0.0.1:8765/callback', scope: 'openid users_read' }).toString();
+    auth.search = new URLSearchParams({
+      client_id: 'mileage-example',
+      response_type: 'code',
+      redirect_uri: 'http://127.0.0.1:8765/callback',
+      scope: 'openid users_read',
+    }).toString();
     const res = await fetch(auth, { redirect: 'manual' });
     const location = new URL(res.headers.get('location')!);
     assert.equal(location.searchParams.get('error'), 'invalid_request');

@@ -53,7 +53,13 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
   const { keys, cookieKeys } = await loadOrCreateKeys(options.dataDir);
   const ttl = options.accessTokenTtlSeconds ?? 300;
 
-  const resourceServer = { scope: API_SCOPES.join(' '), audience: AUDIENCE, accessTokenTTL: ttl, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } } as const;
+  const resourceServer = {
+    scope: API_SCOPES.join(' '),
+    audience: AUDIENCE,
+    accessTokenTTL: ttl,
+    accessTokenFormat: 'jwt',
+    jwt: { sign: { alg: 'RS256' } },
+  } as const;
 
   const configuration: Configuration = {
     clients: [
@@ -86,7 +92,11 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     jwks: { keys: keys as never },
     cookies: { keys: cookieKeys },
     scopes: ['openid', 'offline_access', 'profile', 'email', ...API_SCOPES],
-    claims: { openid: ['sub'], profile: ['given_name', 'family_name', 'name', 'preferred_username'], email: ['email', 'email_verified'] },
+    claims: {
+      openid: ['sub'],
+      profile: ['given_name', 'family_name', 'name', 'preferred_username'],
+      email: ['email', 'email_verified'],
+    },
     // OAuth 2.1: the authorization code flow only (no implicit or hybrid responses), PKCE always.
     responseTypes: ['code'],
     pkce: { required: () => true },
@@ -99,7 +109,16 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       introspection: '/protocol/openid-connect/token/introspect',
       end_session: '/protocol/openid-connect/logout',
     },
-    ttl: { AccessToken: ttl, ClientCredentials: ttl, AuthorizationCode: 60, Interaction: 600, Session: 3600, Grant: 3600, RefreshToken: 1800, IdToken: ttl },
+    ttl: {
+      AccessToken: ttl,
+      ClientCredentials: ttl,
+      AuthorizationCode: 60,
+      Interaction: 600,
+      Session: 3600,
+      Grant: 3600,
+      RefreshToken: 1800,
+      IdToken: ttl,
+    },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
@@ -126,7 +145,10 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       const requested = [...(ctx.oidc.requestParamScopes ?? [])];
       // API scopes are registered provider scopes too, so the authorization endpoint counts them as OIDC scopes.
       grant.addOIDCScope(requested.join(' '));
-      grant.addResourceScope(RESOURCE_INDICATOR, requested.filter((s) => (API_SCOPES as readonly string[]).includes(s)).join(' '));
+      grant.addResourceScope(
+        RESOURCE_INDICATOR,
+        requested.filter((s) => (API_SCOPES as readonly string[]).includes(s)).join(' '),
+      );
       await grant.save();
       return grant;
     },
@@ -154,7 +176,9 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       return {
         typ: 'Bearer',
         azp: clientId,
-        ...(account ? { user_id: account.userId, preferred_username: account.username } : { preferred_username: `service-account-${clientId}` }),
+        ...(account
+          ? { user_id: account.userId, preferred_username: account.username }
+          : { preferred_username: `service-account-${clientId}` }),
       };
     },
     renderError: (ctx, out) => {
@@ -180,7 +204,10 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     if (interaction) {
       handleInteraction(provider, directory, req, res).catch((err: unknown) => {
         log('interaction_error', { error: err instanceof Error ? err.message : String(err) });
-        if (!res.headersSent) res.writeHead(400, { 'content-type': 'text/html' }).end(errorPage('Sign-in failed', 'The sign-in session expired or is invalid. Start again.'));
+        if (!res.headersSent)
+          res
+            .writeHead(400, { 'content-type': 'text/html' })
+            .end(errorPage('Sign-in failed', 'The sign-in session expired or is invalid. Start again.'));
       });
       return;
     }
@@ -233,10 +260,9 @@ function registerPasswordGrant(provider: Provider, directory: AccountDirectory, 
       gty: 'password',
       scope: apiScopes.join(' ') || undefined,
     } as never);
-    token.resourceServer = new (provider as unknown as { ResourceServer: new (id: string, info: object) => never }).ResourceServer(
-      RESOURCE_INDICATOR,
-      resourceServerInfo,
-    );
+    token.resourceServer = new (
+      provider as unknown as { ResourceServer: new (id: string, info: object) => never }
+    ).ResourceServer(RESOURCE_INDICATOR, resourceServerInfo);
     const value = await token.save();
     ctx.body = {
       access_token: value,
@@ -248,7 +274,12 @@ function registerPasswordGrant(provider: Provider, directory: AccountDirectory, 
   provider.registerGrantType('password', handler as never, ['username', 'password', 'scope']);
 }
 
-async function handleInteraction(provider: Provider, directory: AccountDirectory, req: http.IncomingMessage, res: http.ServerResponse) {
+async function handleInteraction(
+  provider: Provider,
+  directory: AccountDirectory,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+) {
   const details = await provider.interactionDetails(req, res);
   const action = `${REALM_PATH}/interaction/${details.uid}`;
   const clientId = String(details.params.client_id ?? '');
@@ -258,7 +289,9 @@ async function handleInteraction(provider: Provider, directory: AccountDirectory
       await provider.interactionFinished(req, res, { consent: {} }, { mergeWithLastSubmission: true });
       return;
     }
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(loginPage({ action, clientId }));
+    res
+      .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
+      .end(loginPage({ action, clientId }));
     return;
   }
   if (req.method !== 'POST') {
@@ -269,12 +302,17 @@ async function handleInteraction(provider: Provider, directory: AccountDirectory
   const username = form.get('username') ?? '';
   const account = directory.authenticate(username, form.get('password') ?? '');
   if (!account) {
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(
-      loginPage({ action, clientId, username, error: 'Invalid username or password.' }),
-    );
+    res
+      .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
+      .end(loginPage({ action, clientId, username, error: 'Invalid username or password.' }));
     return;
   }
-  await provider.interactionFinished(req, res, { login: { accountId: account.userId } }, { mergeWithLastSubmission: false });
+  await provider.interactionFinished(
+    req,
+    res,
+    { login: { accountId: account.userId } },
+    { mergeWithLastSubmission: false },
+  );
 }
 
 function readBody(req: http.IncomingMessage, limit: number): Promise<string> {

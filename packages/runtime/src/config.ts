@@ -55,7 +55,11 @@ export const env = {
       .default(fallback ? 'true' : 'false')
       .transform((v) => v === 'true' || v === '1' || v === 'yes'),
   /** A hostname:port pair, e.g. "127.0.0.1:50051". */
-  address: (fallback: string) => z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port').default(fallback),
+  address: (fallback: string) =>
+    z
+      .string()
+      .regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port')
+      .default(fallback),
 };
 
 /** Settings every process shares. */

@@ -35,7 +35,10 @@ export function createDatabase(options: DatabaseOptions): Database {
       acquireTimeoutMillis: 5_000,
       createTimeoutMillis: 3_000,
       idleTimeoutMillis: 30_000,
-      afterCreate(connection: { query: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, c: unknown) => void) {
+      afterCreate(
+        connection: { query: (sql: string, cb: (err: Error | null) => void) => void },
+        done: (err: Error | null, c: unknown) => void,
+      ) {
         connection.query(`SET statement_timeout = ${Math.floor(statementTimeout)}`, (err) => done(err, connection));
       },
     },
@@ -48,8 +51,11 @@ export function createDatabase(options: DatabaseOptions): Database {
   });
   if (options.metrics) {
     options.metrics.registerPool(options.schema, () => {
-      const pool = knex.client.pool as { numUsed(): number; numFree(): number; numPendingAcquires(): number } | undefined;
-      return pool ? { used: pool.numUsed(), idle: pool.numFree(), pending: pool.numPendingAcquires() } : { used: 0, idle: 0, pending: 0 };
+      const pool = knex.client.pool as
+        { numUsed(): number; numFree(): number; numPendingAcquires(): number } | undefined;
+      return pool
+        ? { used: pool.numUsed(), idle: pool.numFree(), pending: pool.numPendingAcquires() }
+        : { used: 0, idle: 0, pending: 0 };
     });
   }
   return {
@@ -57,7 +63,9 @@ export function createDatabase(options: DatabaseOptions): Database {
     schema: options.schema,
     async migrate() {
       // A least-privilege role owns its schema but may not create schemas: only create when missing.
-      const { rows } = await knex.raw<{ rows: unknown[] }>('SELECT 1 FROM pg_namespace WHERE nspname = ?', [options.schema]);
+      const { rows } = await knex.raw<{ rows: unknown[] }>('SELECT 1 FROM pg_namespace WHERE nspname = ?', [
+        options.schema,
+      ]);
       if (rows.length === 0) await knex.schema.createSchemaIfNotExists(options.schema);
       const [, applied] = (await knex.migrate.latest()) as [number, string[]];
       return { applied };

@@ -32,13 +32,16 @@ export const errors = {
   invalidArgument: (message: string, fieldViolations: FieldViolation[] = []) =>
     new AppError(status.INVALID_ARGUMENT, message, { fieldViolations, reason: 'INVALID_ARGUMENT' }),
   notFound: (message: string, reason = 'NOT_FOUND') => new AppError(status.NOT_FOUND, message, { reason }),
-  alreadyExists: (message: string, reason = 'ALREADY_EXISTS') => new AppError(status.ALREADY_EXISTS, message, { reason }),
+  alreadyExists: (message: string, reason = 'ALREADY_EXISTS') =>
+    new AppError(status.ALREADY_EXISTS, message, { reason }),
   aborted: (message: string, reason = 'ABORTED') => new AppError(status.ABORTED, message, { reason }),
   failedPrecondition: (message: string, reason = 'FAILED_PRECONDITION') =>
     new AppError(status.FAILED_PRECONDITION, message, { reason }),
-  permissionDenied: (message: string, reason = 'PERMISSION_DENIED') => new AppError(status.PERMISSION_DENIED, message, { reason }),
+  permissionDenied: (message: string, reason = 'PERMISSION_DENIED') =>
+    new AppError(status.PERMISSION_DENIED, message, { reason }),
   unavailable: (message: string, reason = 'UNAVAILABLE') => new AppError(status.UNAVAILABLE, message, { reason }),
-  deadlineExceeded: (message: string) => new AppError(status.DEADLINE_EXCEEDED, message, { reason: 'DEADLINE_EXCEEDED' }),
+  deadlineExceeded: (message: string) =>
+    new AppError(status.DEADLINE_EXCEEDED, message, { reason: 'DEADLINE_EXCEEDED' }),
   internal: (message = 'internal error') => new AppError(status.INTERNAL, message, { reason: 'INTERNAL' }),
 };
 
@@ -53,7 +56,9 @@ export function toStatusObject(err: AppError): Partial<StatusObject> {
   if (err.details.reason) {
     details.push({
       typeUrl: ERROR_INFO_TYPE,
-      value: Buffer.from(rpcErrorDetails.ErrorInfo.encode({ reason: err.details.reason, domain: ERROR_DOMAIN, metadata: {} }).finish()),
+      value: Buffer.from(
+        rpcErrorDetails.ErrorInfo.encode({ reason: err.details.reason, domain: ERROR_DOMAIN, metadata: {} }).finish(),
+      ),
     });
   }
   if (err.details.fieldViolations?.length) {
@@ -61,13 +66,20 @@ export function toStatusObject(err: AppError): Partial<StatusObject> {
       typeUrl: BAD_REQUEST_TYPE,
       value: Buffer.from(
         rpcErrorDetails.BadRequest.encode({
-          fieldViolations: err.details.fieldViolations.map((v) => ({ field: v.field, description: v.description, reason: v.reason ?? '' })),
+          fieldViolations: err.details.fieldViolations.map((v) => ({
+            field: v.field,
+            description: v.description,
+            reason: v.reason ?? '',
+          })),
         }).finish(),
       ),
     });
   }
   const metadata = new Metadata();
-  metadata.set(DETAILS_KEY, Buffer.from(rpcStatus.Status.encode({ code: err.code, message: err.message, details }).finish()));
+  metadata.set(
+    DETAILS_KEY,
+    Buffer.from(rpcStatus.Status.encode({ code: err.code, message: err.message, details }).finish()),
+  );
   return { code: err.code, details: err.message, metadata };
 }
 
@@ -80,7 +92,11 @@ export interface DecodedError {
 
 /** Reads a gRPC error (from a client call) back into its code, message and details. */
 export function decodeServiceError(err: Partial<ServiceError>): DecodedError {
-  const decoded: DecodedError = { code: err.code ?? status.UNKNOWN, message: err.details ?? err.message ?? '', fieldViolations: [] };
+  const decoded: DecodedError = {
+    code: err.code ?? status.UNKNOWN,
+    message: err.details ?? err.message ?? '',
+    fieldViolations: [],
+  };
   const raw = err.metadata?.get(DETAILS_KEY)[0];
   if (!Buffer.isBuffer(raw)) return decoded;
   try {
@@ -109,11 +125,18 @@ const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT
 export function toAppError(err: unknown): { appError: AppError; unexpected: boolean } {
   if (err instanceof AppError) return { appError: err, unexpected: false };
   const e = err as { code?: string; name?: string; message?: string } | undefined;
-  if (e?.code === '57014') return { appError: errors.deadlineExceeded('the database query took too long'), unexpected: false };
-  if ((e?.code && (UNAVAILABLE_PG_CODES.has(e.code) || UNAVAILABLE_NODE_CODES.has(e.code))) || e?.name === 'KnexTimeoutError') {
+  if (e?.code === '57014')
+    return { appError: errors.deadlineExceeded('the database query took too long'), unexpected: false };
+  if (
+    (e?.code && (UNAVAILABLE_PG_CODES.has(e.code) || UNAVAILABLE_NODE_CODES.has(e.code))) ||
+    e?.name === 'KnexTimeoutError'
+  ) {
     return { appError: errors.unavailable('the database is unavailable', 'DATABASE_UNAVAILABLE'), unexpected: false };
   }
-  if (e?.message && /Connection terminated|connection is closed|Client has encountered a connection error/i.test(e.message)) {
+  if (
+    e?.message &&
+    /Connection terminated|connection is closed|Client has encountered a connection error/i.test(e.message)
+  ) {
     return { appError: errors.unavailable('the database is unavailable', 'DATABASE_UNAVAILABLE'), unexpected: false };
   }
   return { appError: errors.internal(), unexpected: true };

@@ -67,7 +67,8 @@ class Builder {
         if (scope) throw invalidFilter('value paths cannot be nested');
         const name = expr.value.attribute.toLowerCase();
         const attr = this.attributes[name];
-        if (!attr || attr.kind !== 'multi') throw invalidFilter(`"${expr.value.attribute}" is not a multi-valued attribute that can be filtered`);
+        if (!attr || attr.kind !== 'multi')
+          throw invalidFilter(`"${expr.value.attribute}" is not a multi-valued attribute that can be filtered`);
         if (!expr.value.filter) throw invalidFilter(`"${expr.value.attribute}[]" has no filter`);
         const inner = this.build(expr.value.filter, { name, attr });
         const exists = { sql: `EXISTS (SELECT 1 FROM ${attr.elements} WHERE ${inner.sql})`, bindings: inner.bindings };
@@ -97,7 +98,8 @@ class Builder {
     if (direct?.kind === 'scalar') return compare(direct, c, c.attribute);
     if (direct?.kind === 'multi') {
       // "emails pr" and "emails eq x" (the value sub-attribute of a multi-valued attribute).
-      if (c.operator === filterV1.Operator.OPERATOR_PR) return { sql: `EXISTS (SELECT 1 FROM ${direct.elements})`, bindings: [] };
+      if (c.operator === filterV1.Operator.OPERATOR_PR)
+        return { sql: `EXISTS (SELECT 1 FROM ${direct.elements})`, bindings: [] };
       return this.comparison({ ...c, attribute: `${path}.value` });
     }
     const dot = path.lastIndexOf('.');
@@ -148,7 +150,10 @@ function likePattern(value: string, op: filterV1.Operator): string {
 function compare(attr: ScalarAttribute, c: filterV1.Comparison, name: string): SqlCondition {
   const op = c.operator;
   if (op === Op.OPERATOR_PR) {
-    return { sql: attr.type === 'string' ? `(${attr.sql} IS NOT NULL AND ${attr.sql} <> '')` : `(${attr.sql} IS NOT NULL)`, bindings: [] };
+    return {
+      sql: attr.type === 'string' ? `(${attr.sql} IS NOT NULL AND ${attr.sql} <> '')` : `(${attr.sql} IS NOT NULL)`,
+      bindings: [],
+    };
   }
   if (op === Op.OPERATOR_UNSPECIFIED || op === Op.UNRECOGNIZED) throw invalidFilter(`no operator for "${name}"`);
   const value = c.value;
@@ -166,10 +171,17 @@ function compare(attr: ScalarAttribute, c: filterV1.Comparison, name: string): S
       throw invalidFilter(`"${name}" is a boolean; only eq, ne and pr apply`);
     }
     case 'datetime': {
-      if (value.$case !== 'stringValue' || Number.isNaN(Date.parse(value.value)) || !/^\d{4}-\d{2}-\d{2}T/.test(value.value)) {
-        throw invalidFilter(`"${name}" is a dateTime; compare it with an xsd:dateTime string such as "2026-01-31T12:00:00Z"`);
+      if (
+        value.$case !== 'stringValue' ||
+        Number.isNaN(Date.parse(value.value)) ||
+        !/^\d{4}-\d{2}-\d{2}T/.test(value.value)
+      ) {
+        throw invalidFilter(
+          `"${name}" is a dateTime; compare it with an xsd:dateTime string such as "2026-01-31T12:00:00Z"`,
+        );
       }
-      const sqlOp = ORDERING[op] ?? (op === Op.OPERATOR_EQ ? '=' : op === Op.OPERATOR_NE ? 'IS DISTINCT FROM' : undefined);
+      const sqlOp =
+        ORDERING[op] ?? (op === Op.OPERATOR_EQ ? '=' : op === Op.OPERATOR_NE ? 'IS DISTINCT FROM' : undefined);
       if (!sqlOp) throw invalidFilter(`"${name}" is a dateTime; co, sw and ew do not apply`);
       return { sql: `(${attr.sql} ${sqlOp} ?::timestamptz)`, bindings: [new Date(value.value).toISOString()] };
     }

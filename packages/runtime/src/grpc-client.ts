@@ -72,7 +72,11 @@ export function createGrpcClient<C extends grpc.Client>(
         if (settings?.requestId) metadata.set(REQUEST_ID_METADATA_KEY, settings.requestId);
         let span: Span | undefined;
         if (settings?.trace && tracingEnabled()) {
-          const started = startSpan(`${service}/${name}`, SpanKind.CLIENT, settings.trace, { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': name });
+          const started = startSpan(`${service}/${name}`, SpanKind.CLIENT, settings.trace, {
+            'rpc.system': 'grpc',
+            'rpc.service': service,
+            'rpc.method': name,
+          });
           span = started.span;
           injectContext(started.context, (key, value) => metadata.set(key, value));
         }
@@ -96,11 +100,19 @@ export function createGrpcClient<C extends grpc.Client>(
 /** A persistent client of a server's grpc.health.v1 service, for readiness checks. */
 export class HealthClient {
   private readonly client: grpc.Client & {
-    check(req: { service: string }, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, r?: { status: string }) => void): void;
+    check(
+      req: { service: string },
+      md: grpc.Metadata,
+      opts: Partial<grpc.CallOptions>,
+      cb: (e: grpc.ServiceError | null, r?: { status: string }) => void,
+    ): void;
   };
 
   constructor(readonly address: string) {
-    const Ctor = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
+    const Ctor = grpc.makeClientConstructor(
+      healthService as unknown as grpc.ServiceDefinition,
+      'grpc.health.v1.Health',
+    );
     this.client = new Ctor(address, grpc.credentials.createInsecure()) as unknown as HealthClient['client'];
   }
 

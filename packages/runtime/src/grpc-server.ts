@@ -26,7 +26,9 @@ export type UnaryHandler<Req, Res> = (request: Req, ctx: CallContext) => Promise
 
 /** The handlers of one service, written as async functions of (request, context). */
 export type Handlers<S extends grpc.UntypedServiceImplementation> = {
-  [K in keyof S as string extends K ? never : K]: S[K] extends grpc.handleUnaryCall<infer Req, infer Res> ? UnaryHandler<Req, Res> : never;
+  [K in keyof S as string extends K ? never : K]: S[K] extends grpc.handleUnaryCall<infer Req, infer Res>
+    ? UnaryHandler<Req, Res>
+    : never;
 };
 
 export interface ServiceRegistration {
@@ -54,7 +56,8 @@ export function adaptService(
       const incomingId = call.metadata.get(REQUEST_ID_METADATA_KEY)[0];
       const requestId = isAcceptableRequestId(incomingId) ? incomingId : randomUUID();
       const deadline = call.getDeadline();
-      const deadlineMs = deadline instanceof Date ? deadline.getTime() : typeof deadline === 'number' ? deadline : Infinity;
+      const deadlineMs =
+        deadline instanceof Date ? deadline.getTime() : typeof deadline === 'number' ? deadline : Infinity;
       // Created only when a handler asks for it: most never do, and an AbortController per call is not free.
       let abort: AbortController | undefined;
       let cancelled = false;
@@ -63,14 +66,22 @@ export function adaptService(
         abort?.abort();
       });
       const serverSpan = tracingEnabled()
-        ? startSpan(`${service}/${name}`, SpanKind.SERVER, extractContext(call.metadata.getMap() as Record<string, string>), {
-            'rpc.system': 'grpc',
-            'rpc.service': service,
-            'rpc.method': name,
-          })
+        ? startSpan(
+            `${service}/${name}`,
+            SpanKind.SERVER,
+            extractContext(call.metadata.getMap() as Record<string, string>),
+            {
+              'rpc.system': 'grpc',
+              'rpc.service': service,
+              'rpc.method': name,
+            },
+          )
         : undefined;
       const finish = (code: grpc.status) => {
-        if (serverSpan) endSpan(serverSpan.span, code === grpc.status.OK ? undefined : grpc.status[code], { 'rpc.grpc.status_code': code });
+        if (serverSpan)
+          endSpan(serverSpan.span, code === grpc.status.OK ? undefined : grpc.status[code], {
+            'rpc.grpc.status_code': code,
+          });
         deps.metrics.grpcServerHandled.inc({ ...labels, grpc_code: grpc.status[code] ?? String(code) });
         deps.metrics.grpcServerDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
       };
@@ -93,7 +104,8 @@ export function adaptService(
           },
           (err: unknown) => {
             const { appError, unexpected } = toAppError(err);
-            if (unexpected) deps.logger.error({ err, grpc_method: method.path, request_id: requestId }, 'handler failed');
+            if (unexpected)
+              deps.logger.error({ err, grpc_method: method.path, request_id: requestId }, 'handler failed');
             finish(appError.code);
             callback(toStatusObject(appError));
           },
@@ -135,7 +147,9 @@ export async function startGrpcServer(options: {
     const first = Object.values(registration.definition)[0];
     if (first) serviceNames.push(first.path.split('/')[1] ?? '');
   }
-  const health = new HealthImplementation(Object.fromEntries([['', 'SERVING'], ...serviceNames.map((n) => [n, 'SERVING'])]));
+  const health = new HealthImplementation(
+    Object.fromEntries([['', 'SERVING'], ...serviceNames.map((n) => [n, 'SERVING'])]),
+  );
   health.addToServer(server);
   const packageDefinition = protoLoader.loadSync([...options.protoFiles, healthProtoPath], {
     includeDirs: [PROTO_ROOT],
@@ -144,7 +158,9 @@ export async function startGrpcServer(options: {
   new ReflectionService(packageDefinition).addToServer(server);
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(options.address, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
+    server.bindAsync(options.address, grpc.ServerCredentials.createInsecure(), (err, boundPort) =>
+      err ? reject(err) : resolve(boundPort),
+    );
   });
   options.logger.info({ address: options.address, port, services: serviceNames }, 'gRPC server listening');
 

@@ -49,7 +49,9 @@ describe('gRPC bootstrap', () => {
       logger,
       metrics: new Metrics('t'),
     });
-    const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 5_000 });
+    const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, {
+      defaultDeadlineMs: 5_000,
+    });
     const inFlight = client.getUser({ id: 'AliceAdm01', includeDeleted: false }, { requestId: 'req-123' });
     await inside;
     const stopping = server.shutdown(5_000);
@@ -58,7 +60,10 @@ describe('gRPC bootstrap', () => {
     assert.equal(user?.id, 'AliceAdm01');
     await stopping;
     assert.deepEqual(seen, ['req-123'], 'the request id travels as metadata');
-    await assert.rejects(client.getUser({ id: 'AliceAdm01', includeDeleted: false }), (err: ServiceError) => err.code === status.UNAVAILABLE);
+    await assert.rejects(
+      client.getUser({ id: 'AliceAdm01', includeDeleted: false }),
+      (err: ServiceError) => err.code === status.UNAVAILABLE,
+    );
     client.close();
   });
 
@@ -68,14 +73,23 @@ describe('gRPC bootstrap', () => {
       counts.map((_, i) =>
         startGrpcServer({
           address: '127.0.0.1:0',
-          services: [{ definition: usersV1.UsersServiceService, handlers: handlers({ batchGetUsers: async () => (counts[i]!++, { users: [] }) }) as never }],
+          services: [
+            {
+              definition: usersV1.UsersServiceService,
+              handlers: handlers({ batchGetUsers: async () => (counts[i]!++, { users: [] }) }) as never,
+            },
+          ],
           protoFiles: [PROTO_FILES.users],
           logger,
           metrics: new Metrics('t'),
         }),
       ),
     );
-    const client = createGrpcClient(usersV1.UsersServiceClient, `ipv4:${servers.map((s) => `127.0.0.1:${s.port}`).join(',')}`, { defaultDeadlineMs: 5_000 });
+    const client = createGrpcClient(
+      usersV1.UsersServiceClient,
+      `ipv4:${servers.map((s) => `127.0.0.1:${s.port}`).join(',')}`,
+      { defaultDeadlineMs: 5_000 },
+    );
     try {
       for (let i = 0; i < 20; i++) await client.batchGetUsers({ ids: [] });
       assert.ok(counts[0]! >= 5 && counts[1]! >= 5, `both replicas served calls: ${counts.join(' / ')}`);
@@ -105,11 +119,17 @@ describe('gRPC bootstrap', () => {
       logger,
       metrics: new Metrics('t'),
     });
-    const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 5_000 });
+    const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, {
+      defaultDeadlineMs: 5_000,
+    });
     try {
-      const invalid = await client.getUser({ id: 'x', includeDeleted: false }).catch((e: ServiceError) => decodeServiceError(e));
+      const invalid = await client
+        .getUser({ id: 'x', includeDeleted: false })
+        .catch((e: ServiceError) => decodeServiceError(e));
       assert.equal((invalid as ReturnType<typeof decodeServiceError>).code, status.INVALID_ARGUMENT);
-      assert.deepEqual((invalid as ReturnType<typeof decodeServiceError>).fieldViolations, [{ field: 'id', description: 'invalid user id' }]);
+      assert.deepEqual((invalid as ReturnType<typeof decodeServiceError>).fieldViolations, [
+        { field: 'id', description: 'invalid user id' },
+      ]);
       const internal = await client.batchGetUsers({ ids: [] }).catch((e: ServiceError) => decodeServiceError(e));
       assert.equal((internal as ReturnType<typeof decodeServiceError>).code, status.INTERNAL);
       assert.equal((internal as ReturnType<typeof decodeServiceError>).message, 'internal error');
@@ -124,14 +144,22 @@ describe('gRPC bootstrap', () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     const server = await startGrpcServer({
       address: '127.0.0.1:0',
-      services: [{ definition: usersV1.UsersServiceService, handlers: handlers({ getUser: async () => (await gate, {}) }) as never }],
+      services: [
+        {
+          definition: usersV1.UsersServiceService,
+          handlers: handlers({ getUser: async () => (await gate, {}) }) as never,
+        },
+      ],
       protoFiles: [PROTO_FILES.users],
       logger,
       metrics: new Metrics('t'),
     });
     const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 200 });
     try {
-      await assert.rejects(client.getUser({ id: 'AliceAdm01', includeDeleted: false }), (err: ServiceError) => err.code === status.DEADLINE_EXCEEDED);
+      await assert.rejects(
+        client.getUser({ id: 'AliceAdm01', includeDeleted: false }),
+        (err: ServiceError) => err.code === status.DEADLINE_EXCEEDED,
+      );
     } finally {
       release();
       client.close();

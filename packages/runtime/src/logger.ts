@@ -6,7 +6,11 @@ export type { Logger } from 'pino';
  * The one JSON log format of every process: pino's line format with `service`; lines about a request
  * carry `request_id` and, when the request is traced, `trace_id` and `span_id` (see traceLogFields).
  */
-export function createLogger(options: { service: string; level?: string; destination?: pino.DestinationStream }): Logger {
+export function createLogger(options: {
+  service: string;
+  level?: string;
+  destination?: pino.DestinationStream;
+}): Logger {
   const pinoOptions: LoggerOptions = {
     level: options.level ?? 'info',
     base: { service: options.service },
@@ -14,7 +18,16 @@ export function createLogger(options: { service: string; level?: string; destina
     messageKey: 'msg',
     formatters: { level: (label) => ({ level: label }) },
     redact: {
-      paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'password', 'token', 'secret', '*.password', '*.client_secret'],
+      paths: [
+        'req.headers.authorization',
+        'headers.authorization',
+        'authorization',
+        'password',
+        'token',
+        'secret',
+        '*.password',
+        '*.client_secret',
+      ],
       censor: '[redacted]',
     },
   };

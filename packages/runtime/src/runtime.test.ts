@@ -8,7 +8,10 @@ import { Metrics } from './metrics';
 import { tracingRequested } from './tracing';
 
 describe('configuration', () => {
-  const schema = commonConfigSchema.extend({ PORT: env.port(8080), DATABASE_URL: z.string().regex(/^postgres:\/\//, 'expected a postgres:// URL') });
+  const schema = commonConfigSchema.extend({
+    PORT: env.port(8080),
+    DATABASE_URL: z.string().regex(/^postgres:\/\//, 'expected a postgres:// URL'),
+  });
 
   test('applies defaults and coerces numbers', () => {
     const config = loadConfig(schema, { DATABASE_URL: 'postgres://x@h/db' });
@@ -69,7 +72,11 @@ describe('metrics', () => {
   test('exposes RED metrics, pool gauges and process metrics in Prometheus format', async () => {
     const metrics = new Metrics('unit');
     metrics.httpRequestDuration.observe({ method: 'GET', route: 'users.me', status_code: 200 }, 0.004);
-    metrics.grpcServerHandled.inc({ grpc_service: 'mileage.users.v1.UsersService', grpc_method: 'GetUser', grpc_code: 'OK' });
+    metrics.grpcServerHandled.inc({
+      grpc_service: 'mileage.users.v1.UsersService',
+      grpc_method: 'GetUser',
+      grpc_code: 'OK',
+    });
     metrics.registerPool('users', () => ({ used: 2, idle: 3, pending: 1 }));
     const server = await metrics.listen(0);
     try {
@@ -77,7 +84,15 @@ describe('metrics', () => {
       const res = await fetch(`http://127.0.0.1:${port}/metrics`);
       const body = await res.text();
       assert.equal(res.status, 200);
-      assert.equal(sample(body, 'http_server_request_duration_seconds_bucket', { le: '0.005', route: 'users.me', status_code: '200', service: 'unit' }), 1);
+      assert.equal(
+        sample(body, 'http_server_request_duration_seconds_bucket', {
+          le: '0.005',
+          route: 'users.me',
+          status_code: '200',
+          service: 'unit',
+        }),
+        1,
+      );
       assert.equal(sample(body, 'grpc_server_handled_total', { grpc_method: 'GetUser', grpc_code: 'OK' }), 1);
       assert.equal(sample(body, 'db_pool_connections', { pool: 'users', state: 'used' }), 2);
       assert.equal(sample(body, 'db_pool_connections', { pool: 'users', state: 'pending' }), 1);

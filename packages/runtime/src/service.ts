@@ -27,7 +27,12 @@ export interface ServiceDefinition {
   tracing: Tracing;
   defaults: { grpcPort: number; metricsPort: number };
   protoFile: string;
-  openDatabase(options: { url: string; poolMax?: number; statementTimeoutMs?: number; metrics?: MetricsType }): Database;
+  openDatabase(options: {
+    url: string;
+    poolMax?: number;
+    statementTimeoutMs?: number;
+    metrics?: MetricsType;
+  }): Database;
   createServer(deps: { knex: Knex }): ServiceRegistration;
   /** Periodic upkeep of the service's own tables (each replica runs it; it must be safe to run concurrently). */
   housekeeping?: { everyMs: number; run(knex: Knex): Promise<unknown> };
@@ -71,7 +76,13 @@ export async function runService(service: ServiceDefinition): Promise<void> {
     logger,
     [
       { name: 'grpc', run: () => grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000)) },
-      { name: 'housekeeping', run: async () => { clearInterval(timer); await upkeep; } },
+      {
+        name: 'housekeeping',
+        run: async () => {
+          clearInterval(timer);
+          await upkeep;
+        },
+      },
       { name: 'database', run: () => db.close() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
       { name: 'tracing', run: () => service.tracing.shutdown() },

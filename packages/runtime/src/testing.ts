@@ -10,13 +10,19 @@ export interface TestDatabase {
 
 export function testServerUrl(): string {
   const url = process.env.TEST_DATABASE_URL;
-  if (!url) throw new Error('TEST_DATABASE_URL is not set: run the tests through `npm test` (tools/testenv/run.mjs), which starts PostgreSQL.');
+  if (!url)
+    throw new Error(
+      'TEST_DATABASE_URL is not set: run the tests through `npm test` (tools/testenv/run.mjs), which starts PostgreSQL.',
+    );
   return url;
 }
 
 export function testRedisUrl(): string {
   const url = process.env.TEST_REDIS_URL;
-  if (!url) throw new Error('TEST_REDIS_URL is not set: run the tests through `npm test` (tools/testenv/run.mjs), which starts redis-server.');
+  if (!url)
+    throw new Error(
+      'TEST_REDIS_URL is not set: run the tests through `npm test` (tools/testenv/run.mjs), which starts redis-server.',
+    );
   return url;
 }
 

@@ -69,7 +69,8 @@ export function startTracing(
   // Loaded only when tracing is on.
   /* eslint-disable @typescript-eslint/no-require-imports -- deliberate lazy loading */
   const base = require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
-  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto');
+  const { OTLPTraceExporter } =
+    require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto');
   const { W3CTraceContextPropagator } = require('@opentelemetry/core') as typeof import('@opentelemetry/core');
   const resources = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   /* eslint-enable @typescript-eslint/no-require-imports */
@@ -81,8 +82,14 @@ export function startTracing(
   const provider = new base.BasicTracerProvider({
     resource,
     // Without OTEL_TRACES_SAMPLER the SDK would record every trace; ours defaults to 10 % of new traces.
-    ...(env.OTEL_TRACES_SAMPLER ? {} : { sampler: new base.ParentBasedSampler({ root: new base.TraceIdRatioBasedSampler(DEFAULT_SAMPLE_RATIO) }) }),
-    spanProcessors: [testing ? new base.SimpleSpanProcessor(testing.spanExporter) : new base.BatchSpanProcessor(new OTLPTraceExporter())],
+    ...(env.OTEL_TRACES_SAMPLER
+      ? {}
+      : { sampler: new base.ParentBasedSampler({ root: new base.TraceIdRatioBasedSampler(DEFAULT_SAMPLE_RATIO) }) }),
+    spanProcessors: [
+      testing
+        ? new base.SimpleSpanProcessor(testing.spanExporter)
+        : new base.BatchSpanProcessor(new OTLPTraceExporter()),
+    ],
   });
   trace.setGlobalTracerProvider(provider);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
@@ -119,7 +126,10 @@ export interface StartedSpan {
   context: Context;
 }
 
-const NOOP: StartedSpan = { span: trace.wrapSpanContext({ traceId: '0'.repeat(32), spanId: '0'.repeat(16), traceFlags: 0 }), context: ROOT_CONTEXT };
+const NOOP: StartedSpan = {
+  span: trace.wrapSpanContext({ traceId: '0'.repeat(32), spanId: '0'.repeat(16), traceFlags: 0 }),
+  context: ROOT_CONTEXT,
+};
 
 /** Starts a span as a child of `parent` (the sampler decides whether it records). */
 export function startSpan(name: string, kind: SpanKind, parent: Context, attributes?: Attributes): StartedSpan {
@@ -139,7 +149,13 @@ export function endSpan(span: Span, error?: unknown, attributes?: Attributes): v
 }
 
 /** Runs `fn` inside a child span of `parent` when that trace is being recorded; otherwise just runs it. */
-export async function inSpan<T>(parent: Context | undefined, name: string, kind: SpanKind, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  parent: Context | undefined,
+  name: string,
+  kind: SpanKind,
+  attributes: Attributes,
+  fn: () => Promise<T>,
+): Promise<T> {
   if (!tracer || !parent || !trace.getSpan(parent)?.isRecording()) return fn();
   const { span } = startSpan(name, kind, parent, attributes);
   try {

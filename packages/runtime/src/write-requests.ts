@@ -18,7 +18,12 @@ const trimmed = (row: { outcome: WriteRecord['outcome']; resource_id: string | n
 });
 
 /** Records `writeId` as applied inside the write's transaction; an id already recorded returns that record instead. */
-export async function claimWrite(tx: Knex.Transaction, resourceColumn: string, writeId: string, resourceId: string | number): Promise<WriteRecord | undefined> {
+export async function claimWrite(
+  tx: Knex.Transaction,
+  resourceColumn: string,
+  writeId: string,
+  resourceId: string | number,
+): Promise<WriteRecord | undefined> {
   const claimed = await tx.raw<{ rows: unknown[] }>(
     `INSERT INTO write_requests (write_id, outcome, ??) VALUES (?, 'applied', ?) ON CONFLICT (write_id) DO NOTHING RETURNING write_id`,
     [resourceColumn, writeId, resourceId],
@@ -50,7 +55,11 @@ export const WRITE_RECORD_RETENTION_DAYS = 7;
  * Deletes write records older than the retention, a batch at a time (short transactions, no long locks).
  * Returns how many were deleted.
  */
-export async function purgeWriteRecords(db: Knex, retentionDays = WRITE_RECORD_RETENTION_DAYS, batch = 5_000): Promise<number> {
+export async function purgeWriteRecords(
+  db: Knex,
+  retentionDays = WRITE_RECORD_RETENTION_DAYS,
+  batch = 5_000,
+): Promise<number> {
   let total = 0;
   for (;;) {
     const { rowCount } = await db.raw<{ rowCount: number }>(

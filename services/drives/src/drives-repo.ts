@@ -3,7 +3,13 @@ import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage
 import { DRIVE_COLUMNS, toColumns, toDrive, type DriveRow } from './rows';
 
 function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
-  return inSpan(trace, `${operation} drives`, SpanKind.CLIENT, { 'db.system.name': 'postgresql', 'db.namespace': 'drives', 'db.operation.name': operation, 'db.query.text': text }, run);
+  return inSpan(
+    trace,
+    `${operation} drives`,
+    SpanKind.CLIENT,
+    { 'db.system.name': 'postgresql', 'db.namespace': 'drives', 'db.operation.name': operation, 'db.query.text': text },
+    run,
+  );
 }
 
 /**
@@ -67,7 +73,12 @@ export class DrivesRepository {
     if (q.sortField === 'modified') query.where(column, '<', await this.horizon(trace));
     if (q.position) query.whereRaw(`(${column}, ${idColumn}) < (?, ?)`, [q.position.sortTime, q.position.id]);
     query.select({ sort_value: column, sort_id: idColumn });
-    query.orderBy([{ column, order: 'desc' }, { column: idColumn, order: 'desc' }]).limit(q.limit + 1);
+    query
+      .orderBy([
+        { column, order: 'desc' },
+        { column: idColumn, order: 'desc' },
+      ])
+      .limit(q.limit + 1);
     const rows = (await sql(trace, 'SELECT', query.toSQL().sql, async () => query)) as T[];
     const hasMore = rows.length > q.limit;
     if (hasMore) rows.length = q.limit;
@@ -92,10 +103,19 @@ export class DrivesRepository {
     const query = this.knex({ r: 'drive_reports' })
       .join({ d: 'drives' }, 'd.id', 'r.drive_id')
       .select(DRIVE_COLUMNS.map((c) => `d.${c}`))
-      .select({ drive_id: 'r.drive_id', group_id: 'r.group_id', status: 'r.status', reported_at: 'r.reported_at', report_modified_at: 'r.modified_at' })
+      .select({
+        drive_id: 'r.drive_id',
+        group_id: 'r.group_id',
+        status: 'r.status',
+        reported_at: 'r.reported_at',
+        report_modified_at: 'r.modified_at',
+      })
       .whereIn('r.group_id', groupIds);
     const page = await this.page<DriveRow & ReportRow>(query, column, 'r.drive_id', q, trace);
-    const comments = await this.comments(page.rows.map((r) => Number(r.drive_id)), trace);
+    const comments = await this.comments(
+      page.rows.map((r) => Number(r.drive_id)),
+      trace,
+    );
     return {
       reportedDrives: page.rows.map((r) => this.toReported(r, comments.get(Number(r.drive_id)) ?? [])),
       hasMore: page.hasMore,
@@ -110,14 +130,22 @@ export class DrivesRepository {
       status: row.status,
       reportTime: row.reported_at.toISOString(),
       updateTime: row.report_modified_at.toISOString(),
-      reviewComments: comments.map((c) => ({ id: Number(c.id), text: c.text, createTime: c.created_at.toISOString(), userEmail: c.user_email })),
+      reviewComments: comments.map((c) => ({
+        id: Number(c.id),
+        text: c.text,
+        createTime: c.created_at.toISOString(),
+        userEmail: c.user_email,
+      })),
     };
   }
 
   private async comments(driveIds: number[], trace?: TraceContext): Promise<Map<number, CommentRow[]>> {
     const byDrive = new Map<number, CommentRow[]>();
     if (driveIds.length === 0) return byDrive;
-    const query = this.knex('review_comments').select('id', 'drive_id', 'text', 'user_email', 'created_at').whereIn('drive_id', driveIds).orderBy('id');
+    const query = this.knex('review_comments')
+      .select('id', 'drive_id', 'text', 'user_email', 'created_at')
+      .whereIn('drive_id', driveIds)
+      .orderBy('id');
     const rows = (await sql(trace, 'SELECT', query.toSQL().sql, async () => query)) as CommentRow[];
     for (const row of rows) {
       const list = byDrive.get(Number(row.drive_id)) ?? [];
@@ -157,13 +185,20 @@ export class DrivesRepository {
         if (inserted.rowCount === 0) throw errors.notFound(`drive ${driveId} not found`, 'DRIVE_NOT_FOUND');
       });
     } catch (err) {
-      if ((err as { code?: string }).code === '23505') throw errors.alreadyExists(`drive ${driveId} is already reported`, 'ALREADY_REPORTED');
+      if ((err as { code?: string }).code === '23505')
+        throw errors.alreadyExists(`drive ${driveId} is already reported`, 'ALREADY_REPORTED');
       throw err;
     }
     return (await this.getReported(driveId, trace))!;
   }
 
-  async review(driveId: number, status: string, comment: string, reviewerEmail: string, trace?: TraceContext): Promise<drivesV1.ReportedDrive> {
+  async review(
+    driveId: number,
+    status: string,
+    comment: string,
+    reviewerEmail: string,
+    trace?: TraceContext,
+  ): Promise<drivesV1.ReportedDrive> {
     await this.knex.transaction(async (tx) => {
       const updated = await sql(trace, 'UPDATE', 'UPDATE drive_reports SET status', async () =>
         tx('drive_reports').update({ status, modified_at: tx.fn.now() }).where({ drive_id: driveId }),
@@ -178,7 +213,13 @@ export class DrivesRepository {
     const row = (await this.knex({ r: 'drive_reports' })
       .join({ d: 'drives' }, 'd.id', 'r.drive_id')
       .select(DRIVE_COLUMNS.map((c) => `d.${c}`))
-      .select({ drive_id: 'r.drive_id', group_id: 'r.group_id', status: 'r.status', reported_at: 'r.reported_at', report_modified_at: 'r.modified_at' })
+      .select({
+        drive_id: 'r.drive_id',
+        group_id: 'r.group_id',
+        status: 'r.status',
+        reported_at: 'r.reported_at',
+        report_modified_at: 'r.modified_at',
+      })
       .where('r.drive_id', driveId)
       .first()) as (DriveRow & ReportRow) | undefined;
     if (!row) return undefined;

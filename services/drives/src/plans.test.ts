@@ -46,7 +46,8 @@ interface PlanNode {
 /** Runs `action`, captures the list statement it sends, and returns that statement's plan. */
 async function planOf(action: () => Promise<unknown>): Promise<PlanNode> {
   const statements: { sql: string; bindings: unknown[] }[] = [];
-  const listener = (q: { sql: string; bindings?: unknown[] }) => statements.push({ sql: q.sql, bindings: q.bindings ?? [] });
+  const listener = (q: { sql: string; bindings?: unknown[] }) =>
+    statements.push({ sql: q.sql, bindings: q.bindings ?? [] });
   db.knex.on('query', listener);
   try {
     await action();
@@ -57,8 +58,17 @@ async function planOf(action: () => Promise<unknown>): Promise<PlanNode> {
   assert.ok(list, `no list statement among ${statements.map((s) => s.sql).join(' | ')}`);
   const connection = (await db.knex.client.acquireConnection()) as pg.Client;
   try {
-    const sql = list.sql.replace(/\?/g, (() => { let i = 0; return () => `$${++i}`; })());
-    const { rows } = await connection.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${sql}`, list.bindings);
+    const sql = list.sql.replace(
+      /\?/g,
+      (() => {
+        let i = 0;
+        return () => `$${++i}`;
+      })(),
+    );
+    const { rows } = await connection.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (FORMAT JSON) ${sql}`,
+      list.bindings,
+    );
     return rows[0]!['QUERY PLAN'][0].Plan;
   } finally {
     await db.knex.client.releaseConnection(connection);
@@ -75,7 +85,10 @@ function assertIndexRangeScan(plan: PlanNode, index: string): void {
   assert.equal(plan['Node Type'], 'Limit', JSON.stringify(types));
   assert.ok(!types.includes('Seq Scan'), `no sequential scan: ${JSON.stringify(types)}`);
   assert.ok(!types.some((t) => /Sort/.test(t)), `no sort: ${JSON.stringify(types)}`);
-  assert.ok(all.some((n) => n['Index Name'] === index), `uses ${index}: ${JSON.stringify(all.map((n) => [n['Node Type'], n['Index Name']]))}`);
+  assert.ok(
+    all.some((n) => n['Index Name'] === index),
+    `uses ${index}: ${JSON.stringify(all.map((n) => [n['Node Type'], n['Index Name']]))}`,
+  );
 }
 
 const page = { limit: 100, sortField: 'modified' as const };
@@ -87,17 +100,31 @@ describe('list query plans at 300,000 drives', () => {
 
   test("a user's business drives by modified time, next page after a position", async () => {
     const first = await repo.listUserDrives('P000000007', 'business', page);
-    assertIndexRangeScan(await planOf(() => repo.listUserDrives('P000000007', 'business', { ...page, position: first.next! })), 'drives_user_class_modified_idx');
+    assertIndexRangeScan(
+      await planOf(() => repo.listUserDrives('P000000007', 'business', { ...page, position: first.next! })),
+      'drives_user_class_modified_idx',
+    );
   });
 
   test("a user's drives by end time within bounds", async () => {
-    const q = { limit: 100, sortField: 'ended' as const, after: new Date(Date.now() - 60 * 86_400_000).toISOString(), before: new Date().toISOString() };
-    assertIndexRangeScan(await planOf(() => repo.listUserDrives('P000000007', 'personal', q)), 'drives_user_class_ended_idx');
+    const q = {
+      limit: 100,
+      sortField: 'ended' as const,
+      after: new Date(Date.now() - 60 * 86_400_000).toISOString(),
+      before: new Date().toISOString(),
+    };
+    assertIndexRangeScan(
+      await planOf(() => repo.listUserDrives('P000000007', 'personal', q)),
+      'drives_user_class_ended_idx',
+    );
   });
 
   test("a group's reported drives by modified time and by end time", async () => {
     assertIndexRangeScan(await planOf(() => repo.listReportedDrives([5], page)), 'drive_reports_group_modified_idx');
-    assertIndexRangeScan(await planOf(() => repo.listReportedDrives([5], { limit: 100, sortField: 'ended' })), 'drive_reports_group_ended_idx');
+    assertIndexRangeScan(
+      await planOf(() => repo.listReportedDrives([5], { limit: 100, sortField: 'ended' })),
+      'drive_reports_group_ended_idx',
+    );
   });
 
   test('the seeded volume is what the plans were taken at', async () => {

@@ -34,9 +34,27 @@ interface StoredLocation {
 }
 
 export const DRIVE_COLUMNS = [
-  'id', 'user_id', 'started_at', 'ended_at', 'distance_amount', 'distance_units', 'distance_discounted', 'value_amount',
-  'value_currency', 'toll_amount', 'toll_currency', 'parking_amount', 'parking_currency', 'description', 'entry',
-  'classification', 'purpose', 'start_location', 'end_location', 'created_at', 'modified_at',
+  'id',
+  'user_id',
+  'started_at',
+  'ended_at',
+  'distance_amount',
+  'distance_units',
+  'distance_discounted',
+  'value_amount',
+  'value_currency',
+  'toll_amount',
+  'toll_currency',
+  'parking_amount',
+  'parking_currency',
+  'description',
+  'entry',
+  'classification',
+  'purpose',
+  'start_location',
+  'end_location',
+  'created_at',
+  'modified_at',
 ] as const;
 
 const CLASSIFICATIONS: Record<string, drivesV1.Classification> = {
@@ -72,7 +90,9 @@ export function toDrive(row: DriveRow): drivesV1.Drive {
     updateTime: row.modified_at.toISOString(),
     startTime: row.started_at.toISOString(),
     endTime: row.ended_at.toISOString(),
-    classification: row.classification ? CLASSIFICATIONS[row.classification]! : drivesV1.Classification.CLASSIFICATION_UNSPECIFIED,
+    classification: row.classification
+      ? CLASSIFICATIONS[row.classification]!
+      : drivesV1.Classification.CLASSIFICATION_UNSPECIFIED,
     ...(row.distance_amount !== null && row.distance_units !== null
       ? {
           distance: {
@@ -99,7 +119,13 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
 
 function storeLocation(g: drivesV1.Geolocation | undefined): string | null {
   if (!g) return null;
-  return JSON.stringify({ name: g.name, lat: g.lat ?? null, lon: g.lon ?? null, time: g.time, address: g.address ?? null });
+  return JSON.stringify({
+    name: g.name,
+    lat: g.lat ?? null,
+    lon: g.lon ?? null,
+    time: g.time,
+    address: g.address ?? null,
+  });
 }
 
 /** The writable columns of a drive. */

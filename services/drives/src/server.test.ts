@@ -1,6 +1,14 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { drivesV1, PROTO_FILES } from '@mileage/proto';
-import { createGrpcClient, createLogger, decodeServiceError, Metrics, startGrpcServer, type GrpcServerHandle, type PromiseClient } from '@mileage/runtime';
+import {
+  createGrpcClient,
+  createLogger,
+  decodeServiceError,
+  Metrics,
+  startGrpcServer,
+  type GrpcServerHandle,
+  type PromiseClient,
+} from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -26,13 +34,26 @@ function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Dri
     value: { amount: 838, currency: 'USD' },
     tollFees: { amount: 250, currency: 'USD' },
     entry: Entry.ENTRY_AUTOMATIC,
-    start: { name: 'Office', lat: '41.8781', lon: '-87.6298', time: start.toISOString(), address: { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postalCode: '60601' } },
+    start: {
+      name: 'Office',
+      lat: '41.8781',
+      lon: '-87.6298',
+      time: start.toISOString(),
+      address: { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postalCode: '60601' },
+    },
     ...overrides,
   };
 }
 
 const list = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}) =>
-  client.listUserDrives({ userId, limit: 100, cursor: '', classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL, sortField: SortField.SORT_FIELD_MODIFIED, ...more });
+  client.listUserDrives({
+    userId,
+    limit: 100,
+    cursor: '',
+    classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
+    sortField: SortField.SORT_FIELD_MODIFIED,
+    ...more,
+  });
 
 async function rejection(promise: Promise<unknown>) {
   try {
@@ -66,20 +87,30 @@ after(async () => {
 
 describe('DrivesService over real gRPC and PostgreSQL', () => {
   test('stores every field and reads it back', async () => {
-    const sent = drive('DriverA001', '2026-11-01T08:00:00Z', { description: 'client visit', purpose: 'Sales', parkingFees: { amount: 500, currency: 'USD' } });
+    const sent = drive('DriverA001', '2026-11-01T08:00:00Z', {
+      description: 'client visit',
+      purpose: 'Sales',
+      parkingFees: { amount: 500, currency: 'USD' },
+    });
     const { drive: created } = await client.createDrive({ drive: sent });
     assert.ok(created!.id > 0);
     const { drives } = await list('DriverA001');
     assert.deepEqual(drives, [created]);
-    const plain = (d: drivesV1.Drive) => JSON.parse(JSON.stringify({ ...d, id: 0, createTime: null, updateTime: null })) as unknown;
+    const plain = (d: drivesV1.Drive) =>
+      JSON.parse(JSON.stringify({ ...d, id: 0, createTime: null, updateTime: null })) as unknown;
     assert.deepEqual(plain(created!), plain(sent));
   });
 
   test('classification filter: business by default, personal, all', async () => {
-    for (const [i, c] of [Classification.CLASSIFICATION_BUSINESS, Classification.CLASSIFICATION_PERSONAL, Classification.CLASSIFICATION_UNCLASSIFIED].entries()) {
+    for (const [i, c] of [
+      Classification.CLASSIFICATION_BUSINESS,
+      Classification.CLASSIFICATION_PERSONAL,
+      Classification.CLASSIFICATION_UNCLASSIFIED,
+    ].entries()) {
       await client.createDrive({ drive: drive('DriverB001', `2026-11-0${i + 1}T08:00:00Z`, { classification: c }) });
     }
-    const count = async (classification: drivesV1.ClassificationFilter) => (await list('DriverB001', { classification })).drives.length;
+    const count = async (classification: drivesV1.ClassificationFilter) =>
+      (await list('DriverB001', { classification })).drives.length;
     assert.equal(await count(ClassificationFilter.CLASSIFICATION_FILTER_UNSPECIFIED), 1);
     assert.equal(await count(ClassificationFilter.CLASSIFICATION_FILTER_PERSONAL), 1);
     assert.equal(await count(ClassificationFilter.CLASSIFICATION_FILTER_ALL), 3);
@@ -87,7 +118,8 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
 
   test('keyset paging over many drives sharing one timestamp returns each once, newest first, ties by id descending', async () => {
     const ids: number[] = [];
-    for (let i = 0; i < 23; i++) ids.push((await client.createDrive({ drive: drive('DriverC001', '2026-11-02T09:00:00Z') })).drive!.id);
+    for (let i = 0; i < 23; i++)
+      ids.push((await client.createDrive({ drive: drive('DriverC001', '2026-11-02T09:00:00Z') })).drive!.id);
     await db.knex('drives').where({ user_id: 'DriverC001' }).update({ modified_at: '2026-11-03T00:00:00Z' });
     const seen: number[] = [];
     let position: drivesV1.PagePosition | undefined;
@@ -97,18 +129,25 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
       if (!page.hasMore) break;
       position = page.nextPosition;
     }
-    assert.deepEqual(seen, [...ids].sort((a, b) => b - a));
+    assert.deepEqual(
+      seen,
+      [...ids].sort((a, b) => b - a),
+    );
   });
 
   test('sorting by end time with exclusive date bounds', async () => {
     const made = [];
-    for (const day of ['01', '02', '03', '04']) made.push((await client.createDrive({ drive: drive('DriverD001', `2026-10-${day}T10:00:00Z`) })).drive!);
+    for (const day of ['01', '02', '03', '04'])
+      made.push((await client.createDrive({ drive: drive('DriverD001', `2026-10-${day}T10:00:00Z`) })).drive!);
     const { drives } = await list('DriverD001', {
       sortField: SortField.SORT_FIELD_ENDED,
       after: made[0]!.endTime,
       before: made[3]!.endTime,
     });
-    assert.deepEqual(drives.map((d) => d.id), [made[2]!.id, made[1]!.id]);
+    assert.deepEqual(
+      drives.map((d) => d.id),
+      [made[2]!.id, made[1]!.id],
+    );
   });
 
   test('reports, reviews with comments, and the reported drives of groups', async () => {
@@ -122,21 +161,60 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
     await client.reportDrive({ driveId: c.id, groupId: 8 });
     assert.equal((await rejection(client.reportDrive({ driveId: a.id, groupId: 8 }))).code, status.ALREADY_EXISTS);
     assert.equal((await rejection(client.reportDrive({ driveId: 999_999, groupId: 8 }))).code, status.NOT_FOUND);
-    const reviewed = (await client.reviewReportedDrive({ driveId: a.id, status: 'approved', comment: 'Looks right', reviewerEmail: 'alice@example.com' })).reportedDrive!;
+    const reviewed = (
+      await client.reviewReportedDrive({
+        driveId: a.id,
+        status: 'approved',
+        comment: 'Looks right',
+        reviewerEmail: 'alice@example.com',
+      })
+    ).reportedDrive!;
     assert.equal(reviewed.status, 'approved');
-    assert.deepEqual(reviewed.reviewComments.map((r) => [r.text, r.userEmail]), [['Looks right', 'alice@example.com']]);
+    assert.deepEqual(
+      reviewed.reviewComments.map((r) => [r.text, r.userEmail]),
+      [['Looks right', 'alice@example.com']],
+    );
     assert.ok(reviewed.updateTime! >= reviewed.reportTime!);
 
-    const page = await client.listReportedDrives({ groupIds: [7], limit: 10, sortField: SortField.SORT_FIELD_MODIFIED });
-    assert.deepEqual(page.reportedDrives.map((r) => r.drive!.id), [a.id, b.id], 'the reviewed drive is the most recently modified');
+    const page = await client.listReportedDrives({
+      groupIds: [7],
+      limit: 10,
+      sortField: SortField.SORT_FIELD_MODIFIED,
+    });
+    assert.deepEqual(
+      page.reportedDrives.map((r) => r.drive!.id),
+      [a.id, b.id],
+      'the reviewed drive is the most recently modified',
+    );
     assert.equal(page.reportedDrives[0]!.reviewComments.length, 1);
-    const both = await client.listReportedDrives({ groupIds: [7, 8], limit: 10, sortField: SortField.SORT_FIELD_ENDED });
-    assert.deepEqual(both.reportedDrives.map((r) => r.drive!.id), [c.id, b.id, a.id]);
-    assert.equal((await rejection(client.reviewReportedDrive({ driveId: c.id + 1000, status: 'approved', comment: '', reviewerEmail: '' }))).code, status.NOT_FOUND);
+    const both = await client.listReportedDrives({
+      groupIds: [7, 8],
+      limit: 10,
+      sortField: SortField.SORT_FIELD_ENDED,
+    });
+    assert.deepEqual(
+      both.reportedDrives.map((r) => r.drive!.id),
+      [c.id, b.id, a.id],
+    );
+    assert.equal(
+      (
+        await rejection(
+          client.reviewReportedDrive({ driveId: c.id + 1000, status: 'approved', comment: '', reviewerEmail: '' }),
+        )
+      ).code,
+      status.NOT_FOUND,
+    );
   });
 
   test('invalid drives and list requests are refused', async () => {
-    const bad = await rejection(client.createDrive({ drive: drive('bad', '2026-11-01T08:00:00Z', { entry: Entry.ENTRY_UNSPECIFIED, value: { amount: -1, currency: 'EUR' } }) }));
+    const bad = await rejection(
+      client.createDrive({
+        drive: drive('bad', '2026-11-01T08:00:00Z', {
+          entry: Entry.ENTRY_UNSPECIFIED,
+          value: { amount: -1, currency: 'EUR' },
+        }),
+      }),
+    );
     assert.equal(bad.code, status.INVALID_ARGUMENT);
     assert.deepEqual(bad.fieldViolations.map((v) => v.field).sort(), ['entry', 'user_id', 'value']);
     assert.equal((await rejection(list('DriverA001', { limit: 0 }))).code, status.INVALID_ARGUMENT);
@@ -166,7 +244,8 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
   test('an incremental sync loses nothing while writers keep changing drives', { timeout: 60_000 }, async () => {
     const user = 'SyncUser01';
     const ids: number[] = [];
-    for (let i = 0; i < 30; i++) ids.push((await client.createDrive({ drive: drive(user, '2026-11-08T08:00:00Z') })).drive!.id);
+    for (let i = 0; i < 30; i++)
+      ids.push((await client.createDrive({ drive: drive(user, '2026-11-08T08:00:00Z') })).drive!.id);
     let writing = true;
     let version = 0;
     // Writers: transactions that stay open for varying times, so commit order differs from stamp order.
@@ -174,7 +253,9 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
       for (let n = 0; n < 40; n++) {
         const id = ids[Math.floor(Math.random() * ids.length)]!;
         await db.knex.transaction(async (tx) => {
-          await tx('drives').update({ description: `v${++version}`, modified_at: tx.fn.now() }).where({ id });
+          await tx('drives')
+            .update({ description: `v${++version}`, modified_at: tx.fn.now() })
+            .where({ id });
           await tx.raw('SELECT pg_sleep(?)', [Math.random() * 0.02]);
         });
       }
@@ -185,7 +266,11 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
       let position: drivesV1.PagePosition | undefined;
       let newest = watermark;
       for (;;) {
-        const page = await list(user, { limit: 10, ...(watermark ? { after: watermark } : {}), ...(position ? { afterPosition: position } : {}) });
+        const page = await list(user, {
+          limit: 10,
+          ...(watermark ? { after: watermark } : {}),
+          ...(position ? { afterPosition: position } : {}),
+        });
         for (const d of page.drives) {
           local.set(d.id, d.description);
           if (!newest || d.updateTime! > newest) newest = d.updateTime!;

@@ -14,17 +14,33 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
   const handlers: Handlers<drivesV1.DrivesServiceServer> = {
     async listUserDrives(request, ctx) {
       requireUserId(request.userId);
-      const page = await repo.listUserDrives(request.userId, classificationFilter(request.classification), listQuery(request), ctx.trace);
-      return { drives: page.drives, nextCursor: '', hasMore: page.hasMore, ...(page.next ? { nextPosition: page.next } : {}) };
+      const page = await repo.listUserDrives(
+        request.userId,
+        classificationFilter(request.classification),
+        listQuery(request),
+        ctx.trace,
+      );
+      return {
+        drives: page.drives,
+        nextCursor: '',
+        hasMore: page.hasMore,
+        ...(page.next ? { nextPosition: page.next } : {}),
+      };
     },
 
     async listReportedDrives(request, ctx) {
       if (request.groupIds.length === 0 || request.groupIds.length > 1000) {
-        throw errors.invalidArgument('1 to 1000 group ids', [{ field: 'group_ids', description: '1 to 1000 group ids' }]);
+        throw errors.invalidArgument('1 to 1000 group ids', [
+          { field: 'group_ids', description: '1 to 1000 group ids' },
+        ]);
       }
       request.groupIds.forEach((id, i) => requirePositive(id, `group_ids[${i}]`));
       const page = await repo.listReportedDrives(request.groupIds, listQuery(request), ctx.trace);
-      return { reportedDrives: page.reportedDrives, hasMore: page.hasMore, ...(page.next ? { nextPosition: page.next } : {}) };
+      return {
+        reportedDrives: page.reportedDrives,
+        hasMore: page.hasMore,
+        ...(page.next ? { nextPosition: page.next } : {}),
+      };
     },
 
     async createDrive(request, ctx) {
@@ -43,10 +59,25 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
 
     async reviewReportedDrive(request, ctx) {
       requirePositive(request.driveId, 'drive_id');
-      if (!/^[a-z_]{1,32}$/.test(request.status)) throw errors.invalidArgument('invalid status', [{ field: 'status', description: '1–32 of [a-z_]' }]);
-      if (request.comment.length > 4000) throw errors.invalidArgument('comment too long', [{ field: 'comment', description: 'at most 4000 characters' }]);
-      if (request.comment && !request.reviewerEmail) throw errors.invalidArgument('reviewer_email is required with a comment', [{ field: 'reviewer_email', description: 'required' }]);
-      return { reportedDrive: await repo.review(request.driveId, request.status, request.comment, request.reviewerEmail, ctx.trace) };
+      if (!/^[a-z_]{1,32}$/.test(request.status))
+        throw errors.invalidArgument('invalid status', [{ field: 'status', description: '1–32 of [a-z_]' }]);
+      if (request.comment.length > 4000)
+        throw errors.invalidArgument('comment too long', [
+          { field: 'comment', description: 'at most 4000 characters' },
+        ]);
+      if (request.comment && !request.reviewerEmail)
+        throw errors.invalidArgument('reviewer_email is required with a comment', [
+          { field: 'reviewer_email', description: 'required' },
+        ]);
+      return {
+        reportedDrive: await repo.review(
+          request.driveId,
+          request.status,
+          request.comment,
+          request.reviewerEmail,
+          ctx.trace,
+        ),
+      };
     },
   };
 

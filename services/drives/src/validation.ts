@@ -26,9 +26,11 @@ export function listQuery(request: {
   afterPosition?: drivesV1.PagePosition | undefined;
 }): ListQuery {
   const violations: FieldViolation[] = [];
-  if (!Number.isInteger(request.limit) || request.limit < 1 || request.limit > MAX_LIMIT) violations.push({ field: 'limit', description: `1..${MAX_LIMIT}` });
+  if (!Number.isInteger(request.limit) || request.limit < 1 || request.limit > MAX_LIMIT)
+    violations.push({ field: 'limit', description: `1..${MAX_LIMIT}` });
   const position = request.afterPosition;
-  if (position && (!position.sortTime || !(position.id > 0))) violations.push({ field: 'after_position', description: 'sort_time and a positive id' });
+  if (position && (!position.sortTime || !(position.id > 0)))
+    violations.push({ field: 'after_position', description: 'sort_time and a positive id' });
   fail(violations);
   return {
     limit: request.limit,
@@ -63,13 +65,19 @@ export function validateDrive(drive: drivesV1.Drive | undefined, options: { idRe
   if (drive.distance && (!(drive.distance.amount >= 0) || !['mi', 'km'].includes(drive.distance.units))) {
     violations.push({ field: 'distance', description: 'non-negative amount in "mi" or "km"' });
   }
-  for (const [field, money] of [['value', drive.value], ['toll_fees', drive.tollFees], ['parking_fees', drive.parkingFees]] as const) {
+  for (const [field, money] of [
+    ['value', drive.value],
+    ['toll_fees', drive.tollFees],
+    ['parking_fees', drive.parkingFees],
+  ] as const) {
     if (money && (!Number.isSafeInteger(money.amount) || money.amount < 0 || !CURRENCIES.has(money.currency))) {
       violations.push({ field, description: 'non-negative integer minor units in USD, CAD or GBP' });
     }
   }
-  if (drive.entry === drivesV1.Entry.ENTRY_UNSPECIFIED) violations.push({ field: 'entry', description: 'manual or automatic' });
-  if ((drive.description?.length ?? 0) > 4000) violations.push({ field: 'description', description: 'at most 4000 characters' });
+  if (drive.entry === drivesV1.Entry.ENTRY_UNSPECIFIED)
+    violations.push({ field: 'entry', description: 'manual or automatic' });
+  if ((drive.description?.length ?? 0) > 4000)
+    violations.push({ field: 'description', description: 'at most 4000 characters' });
   if ((drive.purpose?.length ?? 0) > 256) violations.push({ field: 'purpose', description: 'at most 256 characters' });
   fail(violations);
   return drive;

@@ -1,5 +1,15 @@
 import type { groupsV1 } from '@mileage/proto';
-import { claimWrite, errors, fenceWrite, inSpan, SpanKind, type AttributeMap, type Knex, type SqlCondition, type TraceContext } from '@mileage/runtime';
+import {
+  claimWrite,
+  errors,
+  fenceWrite,
+  inSpan,
+  SpanKind,
+  type AttributeMap,
+  type Knex,
+  type SqlCondition,
+  type TraceContext,
+} from '@mileage/runtime';
 
 interface TeamRow {
   id: string;
@@ -49,14 +59,24 @@ function toGroup(row: TeamRow): groupsV1.Group {
 }
 
 function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
-  return inSpan(trace, `${operation} groups`, SpanKind.CLIENT, { 'db.system.name': 'postgresql', 'db.namespace': 'groups', 'db.operation.name': operation, 'db.query.text': text }, run);
+  return inSpan(
+    trace,
+    `${operation} groups`,
+    SpanKind.CLIENT,
+    { 'db.system.name': 'postgresql', 'db.namespace': 'groups', 'db.operation.name': operation, 'db.query.text': text },
+    run,
+  );
 }
 
 /** Data access for the `groups` schema. Every write is one transaction that bumps the group's version. */
 export class GroupsRepository {
   constructor(private readonly knex: Knex) {}
 
-  async getMany(ids: number[], trace?: TraceContext, db: Knex | Knex.Transaction = this.knex): Promise<groupsV1.Group[]> {
+  async getMany(
+    ids: number[],
+    trace?: TraceContext,
+    db: Knex | Knex.Transaction = this.knex,
+  ): Promise<groupsV1.Group[]> {
     if (ids.length === 0) return [];
     const { rows } = await sql(trace, 'SELECT', GET_MANY_SQL, async () =>
       db.raw<{ rows: TeamRow[] }>(GET_MANY_SQL, [ids]).options({ name: 'groups_get_many_v1' }),
@@ -70,14 +90,25 @@ export class GroupsRepository {
 
   async administeredBy(userId: string, trace?: TraceContext): Promise<groupsV1.Group[]> {
     const { rows } = await sql(trace, 'SELECT', ADMINISTERED_SQL, async () =>
-      this.knex.raw<{ rows: { team_id: string }[] }>(ADMINISTERED_SQL, [userId]).options({ name: 'groups_administered_v1' }),
+      this.knex
+        .raw<{ rows: { team_id: string }[] }>(ADMINISTERED_SQL, [userId])
+        .options({ name: 'groups_administered_v1' }),
     );
-    return this.getMany(rows.map((r) => Number(r.team_id)), trace);
+    return this.getMany(
+      rows.map((r) => Number(r.team_id)),
+      trace,
+    );
   }
 
-  async checkAdmin(groupId: number, userId: string, trace?: TraceContext): Promise<{ exists: boolean; isAdmin: boolean }> {
+  async checkAdmin(
+    groupId: number,
+    userId: string,
+    trace?: TraceContext,
+  ): Promise<{ exists: boolean; isAdmin: boolean }> {
     const { rows } = await sql(trace, 'SELECT', CHECK_ADMIN_SQL, async () =>
-      this.knex.raw<{ rows: { exists: boolean; is_admin: boolean }[] }>(CHECK_ADMIN_SQL, [groupId, groupId, userId]).options({ name: 'groups_check_admin_v1' }),
+      this.knex
+        .raw<{ rows: { exists: boolean; is_admin: boolean }[] }>(CHECK_ADMIN_SQL, [groupId, groupId, userId])
+        .options({ name: 'groups_check_admin_v1' }),
     );
     return { exists: rows[0]!.exists, isAdmin: rows[0]!.is_admin };
   }
@@ -110,52 +141,92 @@ export class GroupsRepository {
       }
       await change(tx);
       await sql(trace, 'UPDATE', 'UPDATE teams SET version', async () =>
-        tx('teams').where({ id: groupId }).update({ modified_at: tx.fn.now(), version: tx.raw('version + 1') }),
+        tx('teams')
+          .where({ id: groupId })
+          .update({ modified_at: tx.fn.now(), version: tx.raw('version + 1') }),
       );
       return (await this.get(groupId, trace, tx))!;
     });
   }
 
   /** A page of the groups matching `condition`, by id, and how many match in all. */
-  async list(condition: SqlCondition, offset: number, limit: number, excludeMembers: boolean, trace?: TraceContext): Promise<{ groups: groupsV1.Group[]; total: number }> {
+  async list(
+    condition: SqlCondition,
+    offset: number,
+    limit: number,
+    excludeMembers: boolean,
+    trace?: TraceContext,
+  ): Promise<{ groups: groupsV1.Group[]; total: number }> {
     const countText = `SELECT count(*) AS total FROM teams WHERE ${condition.sql}`;
-    const counted = await sql(trace, 'SELECT', countText, async () => this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings));
+    const counted = await sql(trace, 'SELECT', countText, async () =>
+      this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings),
+    );
     const total = Number(counted.rows[0]!.total);
     if (limit === 0 || offset >= total) return { groups: [], total };
     // As for users (UsersRepository.list): few matches through the filter's index, then sorted; many by the ordered walk.
     const columns = `id, display_name, created_at, modified_at, version, '[]'::json AS members`;
-    const pageText = total <= 10_000
-      ? `WITH matches AS MATERIALIZED (SELECT ${columns} FROM teams WHERE ${condition.sql}) SELECT * FROM matches ORDER BY id LIMIT ? OFFSET ?`
-      : `SELECT ${columns} FROM teams WHERE ${condition.sql} ORDER BY id LIMIT ? OFFSET ?`;
-    const { rows } = await sql(trace, 'SELECT', pageText, async () => this.knex.raw<{ rows: TeamRow[] }>(pageText, [...condition.bindings, limit, offset]));
+    const pageText =
+      total <= 10_000
+        ? `WITH matches AS MATERIALIZED (SELECT ${columns} FROM teams WHERE ${condition.sql}) SELECT * FROM matches ORDER BY id LIMIT ? OFFSET ?`
+        : `SELECT ${columns} FROM teams WHERE ${condition.sql} ORDER BY id LIMIT ? OFFSET ?`;
+    const { rows } = await sql(trace, 'SELECT', pageText, async () =>
+      this.knex.raw<{ rows: TeamRow[] }>(pageText, [...condition.bindings, limit, offset]),
+    );
     if (excludeMembers) return { groups: rows.map(toGroup), total };
-    return { groups: await this.getMany(rows.map((r) => Number(r.id)), trace), total };
+    return {
+      groups: await this.getMany(
+        rows.map((r) => Number(r.id)),
+        trace,
+      ),
+      total,
+    };
   }
 
   /** Settles a write by id (see UsersRepository.resolveWrite): fences an unseen id as abandoned. */
-  async resolveWrite(writeId: string, trace?: TraceContext): Promise<{ outcome: 'applied' | 'abandoned'; group?: groupsV1.Group }> {
-    const record = await sql(trace, 'INSERT', 'INSERT INTO write_requests (fence)', () => fenceWrite(this.knex, 'team_id', writeId));
+  async resolveWrite(
+    writeId: string,
+    trace?: TraceContext,
+  ): Promise<{ outcome: 'applied' | 'abandoned'; group?: groupsV1.Group }> {
+    const record = await sql(trace, 'INSERT', 'INSERT INTO write_requests (fence)', () =>
+      fenceWrite(this.knex, 'team_id', writeId),
+    );
     if (record.outcome === 'abandoned' || record.resourceId === null) return { outcome: record.outcome };
     const group = await this.get(Number(record.resourceId), trace);
     return { outcome: 'applied', ...(group ? { group } : {}) };
   }
 
   update(
-    request: { id: number; displayName: string; replaceMembers: boolean; members: groupsV1.Member[]; expectedVersion: number; writeId: string },
+    request: {
+      id: number;
+      displayName: string;
+      replaceMembers: boolean;
+      members: groupsV1.Member[];
+      expectedVersion: number;
+      writeId: string;
+    },
     trace?: TraceContext,
   ): Promise<groupsV1.Group> {
     return this.change(request.id, request.expectedVersion, trace, async (tx) => {
       if (request.writeId) {
-        const existing = await sql(trace, 'INSERT', 'INSERT INTO write_requests (claim)', () => claimWrite(tx, 'team_id', request.writeId, request.id));
+        const existing = await sql(trace, 'INSERT', 'INSERT INTO write_requests (claim)', () =>
+          claimWrite(tx, 'team_id', request.writeId, request.id),
+        );
         if (existing) {
-          throw errors.failedPrecondition(`write ${request.writeId} was already settled and cannot apply again`, 'WRITE_SETTLED');
+          throw errors.failedPrecondition(
+            `write ${request.writeId} was already settled and cannot apply again`,
+            'WRITE_SETTLED',
+          );
         }
       }
-      if (request.displayName) await tx('teams').where({ id: request.id }).update({ display_name: request.displayName });
+      if (request.displayName)
+        await tx('teams').where({ id: request.id }).update({ display_name: request.displayName });
       if (request.replaceMembers) {
         const keep = request.members.map((m) => m.userId);
         await sql(trace, 'DELETE', 'DELETE FROM team_members', async () =>
-          tx('team_members').where({ team_id: request.id }).whereNotIn('user_id', keep.length ? keep : ['']).delete(),
+          tx('team_members')
+            .where({ team_id: request.id })
+            .whereNotIn('user_id', keep.length ? keep : [''])
+            .delete(),
         );
         // Members who stay keep their roles: only new ones are inserted.
         await this.insertMembers(tx, request.id, request.members, trace, 'ignore');
@@ -176,9 +247,20 @@ export class GroupsRepository {
     });
   }
 
-  private async insertMembers(tx: Knex.Transaction, groupId: number, members: groupsV1.Member[], trace: TraceContext | undefined, onConflict: 'ignore' | 'merge' | 'fail' = 'fail') {
+  private async insertMembers(
+    tx: Knex.Transaction,
+    groupId: number,
+    members: groupsV1.Member[],
+    trace: TraceContext | undefined,
+    onConflict: 'ignore' | 'merge' | 'fail' = 'fail',
+  ) {
     if (members.length === 0) return;
-    const rows = members.map((m) => ({ team_id: groupId, user_id: m.userId, is_admin: m.isAdmin, is_driver: m.isDriver }));
+    const rows = members.map((m) => ({
+      team_id: groupId,
+      user_id: m.userId,
+      is_admin: m.isAdmin,
+      is_driver: m.isDriver,
+    }));
     await sql(trace, 'INSERT', 'INSERT INTO team_members', async () => {
       const insert = tx('team_members').insert(rows);
       if (onConflict === 'ignore') await insert.onConflict(['team_id', 'user_id']).ignore();

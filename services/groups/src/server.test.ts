@@ -1,6 +1,14 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { filterV1, groupsV1, PROTO_FILES } from '@mileage/proto';
-import { createGrpcClient, createLogger, decodeServiceError, Metrics, startGrpcServer, type GrpcServerHandle, type PromiseClient } from '@mileage/runtime';
+import {
+  createGrpcClient,
+  createLogger,
+  decodeServiceError,
+  Metrics,
+  startGrpcServer,
+  type GrpcServerHandle,
+  type PromiseClient,
+} from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -47,7 +55,10 @@ after(async () => {
 
 describe('GroupsService over real gRPC and PostgreSQL', () => {
   test('creates a group with members and reads it back, members ordered by id', async () => {
-    const { group } = await client.createGroup({ displayName: 'Demo Team', members: [member('BobDriver1'), member('AliceAdm01', true, false)] });
+    const { group } = await client.createGroup({
+      displayName: 'Demo Team',
+      members: [member('BobDriver1'), member('AliceAdm01', true, false)],
+    });
     assert.ok(group!.id > 0);
     assert.equal(group!.version, 1);
     assert.deepEqual(group!.members, [member('AliceAdm01', true, false), member('BobDriver1')]);
@@ -57,31 +68,66 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
 
   test('lists the groups a user administers and answers admin checks', async () => {
     const a = (await client.createGroup({ displayName: 'A', members: [member('AdminOnly1', true, false)] })).group!;
-    const b = (await client.createGroup({ displayName: 'B', members: [member('AdminOnly1', true, true), member('DriverX001')] })).group!;
+    const b = (
+      await client.createGroup({ displayName: 'B', members: [member('AdminOnly1', true, true), member('DriverX001')] })
+    ).group!;
     await client.createGroup({ displayName: 'C', members: [member('AdminOnly1', false, true)] });
     const { groups } = await client.listAdministeredGroups({ userId: 'AdminOnly1' });
-    assert.deepEqual(groups.map((g) => g.id), [a.id, b.id]);
-    assert.deepEqual(await client.checkGroupAdmin({ groupId: b.id, userId: 'AdminOnly1' }), { exists: true, isAdmin: true });
-    assert.deepEqual(await client.checkGroupAdmin({ groupId: b.id, userId: 'DriverX001' }), { exists: true, isAdmin: false });
-    assert.deepEqual(await client.checkGroupAdmin({ groupId: 999_999, userId: 'AdminOnly1' }), { exists: false, isAdmin: false });
+    assert.deepEqual(
+      groups.map((g) => g.id),
+      [a.id, b.id],
+    );
+    assert.deepEqual(await client.checkGroupAdmin({ groupId: b.id, userId: 'AdminOnly1' }), {
+      exists: true,
+      isAdmin: true,
+    });
+    assert.deepEqual(await client.checkGroupAdmin({ groupId: b.id, userId: 'DriverX001' }), {
+      exists: true,
+      isAdmin: false,
+    });
+    assert.deepEqual(await client.checkGroupAdmin({ groupId: 999_999, userId: 'AdminOnly1' }), {
+      exists: false,
+      isAdmin: false,
+    });
   });
 
   test('replacing members keeps the roles of those who stay and gives new ones the roles sent', async () => {
-    const g = (await client.createGroup({ displayName: 'Replace', members: [member('StaysAdmin', true, false), member('Leaves0001')] })).group!;
+    const g = (
+      await client.createGroup({
+        displayName: 'Replace',
+        members: [member('StaysAdmin', true, false), member('Leaves0001')],
+      })
+    ).group!;
     const { group } = await client.updateGroup({
       id: g.id,
       displayName: 'Renamed',
       replaceMembers: true,
       members: [member('StaysAdmin', false, true), member('Newcomer01')],
       expectedVersion: g.version,
-      writeId: "",
+      writeId: '',
     });
     assert.equal(group!.displayName, 'Renamed');
     assert.equal(group!.version, 2);
     assert.deepEqual(group!.members, [member('Newcomer01'), member('StaysAdmin', true, false)]);
-    const stale = await rejection(client.updateGroup({ id: g.id, displayName: 'Lost', replaceMembers: false, members: [], expectedVersion: 1, writeId: "" }));
+    const stale = await rejection(
+      client.updateGroup({
+        id: g.id,
+        displayName: 'Lost',
+        replaceMembers: false,
+        members: [],
+        expectedVersion: 1,
+        writeId: '',
+      }),
+    );
     assert.equal(stale.code, status.ABORTED);
-    const emptied = await client.updateGroup({ id: g.id, displayName: '', replaceMembers: true, members: [], expectedVersion: 0, writeId: "" });
+    const emptied = await client.updateGroup({
+      id: g.id,
+      displayName: '',
+      replaceMembers: true,
+      members: [],
+      expectedVersion: 0,
+      writeId: '',
+    });
     assert.deepEqual(emptied.group!.members, []);
     assert.equal(emptied.group!.displayName, 'Renamed');
   });
@@ -99,11 +145,26 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
 
   test('invalid input is refused and nothing changes', async () => {
     const g = (await client.createGroup({ displayName: 'Stable', members: [member('Keeper0001')] })).group!;
-    const bad = await rejection(client.updateGroup({ id: g.id, displayName: '', replaceMembers: true, members: [member('bad id'), member('Keeper0001'), member('Keeper0001')], expectedVersion: 0, writeId: "" }));
+    const bad = await rejection(
+      client.updateGroup({
+        id: g.id,
+        displayName: '',
+        replaceMembers: true,
+        members: [member('bad id'), member('Keeper0001'), member('Keeper0001')],
+        expectedVersion: 0,
+        writeId: '',
+      }),
+    );
     assert.equal(bad.code, status.INVALID_ARGUMENT);
-    assert.deepEqual(bad.fieldViolations.map((v) => v.field), ['members[0].user_id', 'members[2].user_id']);
+    assert.deepEqual(
+      bad.fieldViolations.map((v) => v.field),
+      ['members[0].user_id', 'members[2].user_id'],
+    );
     assert.deepEqual((await client.getGroup({ id: g.id })).group, g);
-    assert.equal((await rejection(client.createGroup({ displayName: ' ', members: [] }))).code, status.INVALID_ARGUMENT);
+    assert.equal(
+      (await rejection(client.createGroup({ displayName: ' ', members: [] }))).code,
+      status.INVALID_ARGUMENT,
+    );
     assert.equal((await rejection(client.getGroup({ id: 0 }))).code, status.INVALID_ARGUMENT);
     assert.equal((await rejection(client.getGroup({ id: 424242 }))).code, status.NOT_FOUND);
     assert.equal((await rejection(client.removeMembers({ groupId: 424242, userIds: [] }))).code, status.NOT_FOUND);
@@ -125,30 +186,89 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
     const cmp = (attribute: string, operator: filterV1.Operator, value: string): filterV1.Filter => ({
       expr: { $case: 'comparison', value: { attribute, operator, value: { $case: 'stringValue', value } } },
     });
-    const byName = await client.listGroups({ filter: cmp('DISPLAYNAME', filterV1.Operator.OPERATOR_EQ, `fleet ${tag} NORTH`), offset: 0, limit: 10, excludeMembers: false });
-    assert.deepEqual(byName.groups.map((g) => g.id), [a.id]);
+    const byName = await client.listGroups({
+      filter: cmp('DISPLAYNAME', filterV1.Operator.OPERATOR_EQ, `fleet ${tag} NORTH`),
+      offset: 0,
+      limit: 10,
+      excludeMembers: false,
+    });
+    assert.deepEqual(
+      byName.groups.map((g) => g.id),
+      [a.id],
+    );
     assert.deepEqual(byName.groups[0]!.members, [member('ListMember')]);
-    const byMember = await client.listGroups({ filter: cmp('members.value', filterV1.Operator.OPERATOR_EQ, 'ListMember'), offset: 0, limit: 10, excludeMembers: true });
-    assert.deepEqual(byMember.groups.map((g) => [g.id, g.members.length]), [[a.id, 0]]);
-    const both = await client.listGroups({ filter: cmp('displayName', filterV1.Operator.OPERATOR_SW, `Fleet ${tag}`), offset: 1, limit: 1, excludeMembers: false });
+    const byMember = await client.listGroups({
+      filter: cmp('members.value', filterV1.Operator.OPERATOR_EQ, 'ListMember'),
+      offset: 0,
+      limit: 10,
+      excludeMembers: true,
+    });
+    assert.deepEqual(
+      byMember.groups.map((g) => [g.id, g.members.length]),
+      [[a.id, 0]],
+    );
+    const both = await client.listGroups({
+      filter: cmp('displayName', filterV1.Operator.OPERATOR_SW, `Fleet ${tag}`),
+      offset: 1,
+      limit: 1,
+      excludeMembers: false,
+    });
     assert.equal(both.totalSize, 2);
-    assert.deepEqual(both.groups.map((g) => g.id), [b.id]);
-    const bad = await rejection(client.listGroups({ filter: cmp('owner', filterV1.Operator.OPERATOR_EQ, 'x'), offset: 0, limit: 10, excludeMembers: false }));
+    assert.deepEqual(
+      both.groups.map((g) => g.id),
+      [b.id],
+    );
+    const bad = await rejection(
+      client.listGroups({
+        filter: cmp('owner', filterV1.Operator.OPERATOR_EQ, 'x'),
+        offset: 0,
+        limit: 10,
+        excludeMembers: false,
+      }),
+    );
     assert.equal(bad.code, status.INVALID_ARGUMENT);
   });
 
   test('an UpdateGroup write_id applies once; ResolveWrite reports it or fences it', async () => {
     const g = (await client.createGroup({ displayName: 'Settled', members: [] })).group!;
     const writeId = randomUUID();
-    await client.updateGroup({ id: g.id, displayName: 'Settled 2', replaceMembers: true, members: [member('Settled001')], expectedVersion: g.version, writeId });
+    await client.updateGroup({
+      id: g.id,
+      displayName: 'Settled 2',
+      replaceMembers: true,
+      members: [member('Settled001')],
+      expectedVersion: g.version,
+      writeId,
+    });
     const applied = await client.resolveWrite({ writeId });
     assert.equal(applied.outcome, groupsV1.WriteOutcome.WRITE_OUTCOME_APPLIED);
     assert.equal(applied.group!.displayName, 'Settled 2');
-    const again = await rejection(client.updateGroup({ id: g.id, displayName: 'Settled 3', replaceMembers: false, members: [], expectedVersion: 0, writeId }));
+    const again = await rejection(
+      client.updateGroup({
+        id: g.id,
+        displayName: 'Settled 3',
+        replaceMembers: false,
+        members: [],
+        expectedVersion: 0,
+        writeId,
+      }),
+    );
     assert.equal(again.code, status.FAILED_PRECONDITION);
     const fencedId = randomUUID();
-    assert.equal((await client.resolveWrite({ writeId: fencedId })).outcome, groupsV1.WriteOutcome.WRITE_OUTCOME_ABANDONED);
-    const late = await rejection(client.updateGroup({ id: g.id, displayName: 'Late', replaceMembers: false, members: [], expectedVersion: 0, writeId: fencedId }));
+    assert.equal(
+      (await client.resolveWrite({ writeId: fencedId })).outcome,
+      groupsV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
+    );
+    const late = await rejection(
+      client.updateGroup({
+        id: g.id,
+        displayName: 'Late',
+        replaceMembers: false,
+        members: [],
+        expectedVersion: 0,
+        writeId: fencedId,
+      }),
+    );
     assert.equal(late.code, status.FAILED_PRECONDITION);
     assert.equal((await client.getGroup({ id: g.id })).group!.displayName, 'Settled 2');
   });

@@ -50,27 +50,41 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
     },
 
     async listGroups(request, ctx) {
-      if (request.offset < 0) throw errors.invalidArgument('offset must not be negative', [{ field: 'offset', description: 'must be >= 0' }]);
+      if (request.offset < 0)
+        throw errors.invalidArgument('offset must not be negative', [{ field: 'offset', description: 'must be >= 0' }]);
       if (request.limit < 0 || request.limit > MAX_LIST) {
-        throw errors.invalidArgument(`limit must be between 0 and ${MAX_LIST}`, [{ field: 'limit', description: `0..${MAX_LIST}` }]);
+        throw errors.invalidArgument(`limit must be between 0 and ${MAX_LIST}`, [
+          { field: 'limit', description: `0..${MAX_LIST}` },
+        ]);
       }
       const condition = filterToSql(request.filter, GROUP_FILTER_ATTRIBUTES);
-      const { groups, total } = await repo.list(condition, request.offset, request.limit, request.excludeMembers, ctx.trace);
+      const { groups, total } = await repo.list(
+        condition,
+        request.offset,
+        request.limit,
+        request.excludeMembers,
+        ctx.trace,
+      );
       return { groups, totalSize: total };
     },
 
     async resolveWrite(request, ctx) {
-      if (!UUID.test(request.writeId)) throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
+      if (!UUID.test(request.writeId))
+        throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
       const resolved = await repo.resolveWrite(request.writeId, ctx.trace);
       return {
-        outcome: resolved.outcome === 'applied' ? groupsV1.WriteOutcome.WRITE_OUTCOME_APPLIED : groupsV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
+        outcome:
+          resolved.outcome === 'applied'
+            ? groupsV1.WriteOutcome.WRITE_OUTCOME_APPLIED
+            : groupsV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
         ...(resolved.group ? { group: resolved.group } : {}),
       };
     },
 
     async setMemberRoles(request, ctx) {
       requireGroupId(request.groupId, 'group_id');
-      if (!request.member) throw errors.invalidArgument('member is required', [{ field: 'member', description: 'required' }]);
+      if (!request.member)
+        throw errors.invalidArgument('member is required', [{ field: 'member', description: 'required' }]);
       validateMembers([request.member], 'member');
       return { group: await repo.setMemberRoles(request.groupId, request.member, ctx.trace) };
     },

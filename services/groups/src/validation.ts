@@ -7,27 +7,35 @@ const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 export const MAX_MEMBERS_PER_CALL = 10_000;
 
 export function requireGroupId(id: number, field = 'id'): void {
-  if (!Number.isSafeInteger(id) || id <= 0) throw errors.invalidArgument(`${field} must be a positive integer`, [{ field, description: 'positive integer' }]);
+  if (!Number.isSafeInteger(id) || id <= 0)
+    throw errors.invalidArgument(`${field} must be a positive integer`, [{ field, description: 'positive integer' }]);
 }
 
 export function requireUserId(id: string, field = 'user_id'): void {
-  if (!USER_ID.test(id)) throw errors.invalidArgument(`${field} must be exactly 10 characters [A-Za-z0-9]`, [{ field, description: 'invalid user id' }]);
+  if (!USER_ID.test(id))
+    throw errors.invalidArgument(`${field} must be exactly 10 characters [A-Za-z0-9]`, [
+      { field, description: 'invalid user id' },
+    ]);
 }
 
 export function validateDisplayName(name: string, required: boolean): void {
   if (name === '') {
-    if (required) throw errors.invalidArgument('display_name is required', [{ field: 'display_name', description: 'required' }]);
+    if (required)
+      throw errors.invalidArgument('display_name is required', [{ field: 'display_name', description: 'required' }]);
     return;
   }
   if (name.length > 256 || CONTROL_CHARS.test(name) || name.trim() !== name) {
-    throw errors.invalidArgument('invalid display_name', [{ field: 'display_name', description: '1–256 characters, no control characters or surrounding spaces' }]);
+    throw errors.invalidArgument('invalid display_name', [
+      { field: 'display_name', description: '1–256 characters, no control characters or surrounding spaces' },
+    ]);
   }
 }
 
 /** Every member id valid, each user once, within the per-call maximum. */
 export function validateMembers(members: groupsV1.Member[], field = 'members'): void {
   const violations: FieldViolation[] = [];
-  if (members.length > MAX_MEMBERS_PER_CALL) violations.push({ field, description: `at most ${MAX_MEMBERS_PER_CALL} per call` });
+  if (members.length > MAX_MEMBERS_PER_CALL)
+    violations.push({ field, description: `at most ${MAX_MEMBERS_PER_CALL} per call` });
   const seen = new Set<string>();
   members.forEach((m, i) => {
     if (!USER_ID.test(m.userId)) violations.push({ field: `${field}[${i}].user_id`, description: 'invalid user id' });

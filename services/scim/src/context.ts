@@ -48,7 +48,10 @@ export function etag(version: number): string {
 export function ifMatchVersion(headers: Record<string, string>): number | 'mismatch' {
   const header = headers['if-match'];
   if (header === undefined || header.trim() === '*') return 0;
-  const versions = header.split(',').map((t) => /^\s*(?:W\/)?"(\d{1,15})"\s*$/.exec(t)?.[1]).filter((v): v is string => v !== undefined);
+  const versions = header
+    .split(',')
+    .map((t) => /^\s*(?:W\/)?"(\d{1,15})"\s*$/.exec(t)?.[1])
+    .filter((v): v is string => v !== undefined);
   return versions.length === 1 ? Number(versions[0]) : 'mismatch';
 }
 

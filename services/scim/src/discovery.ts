@@ -1,6 +1,16 @@
 import { MAX_RESULTS } from './context';
 import { scimErrors } from './errors';
-import { COMMON_ATTRIBUTES, ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_SCHEMA, schemaResource, USER_ATTRIBUTES, USER_SCHEMA } from './schemas';
+import {
+  COMMON_ATTRIBUTES,
+  ENTERPRISE_ATTRIBUTES,
+  ENTERPRISE_SCHEMA,
+  GROUP_ATTRIBUTES,
+  GROUP_SCHEMA,
+  LIST_SCHEMA,
+  schemaResource,
+  USER_ATTRIBUTES,
+  USER_SCHEMA,
+} from './schemas';
 
 /** /ServiceProviderConfig, /ResourceTypes and /Schemas (RFC 7644 §4): exactly what this service does. */
 export class Discovery {
@@ -20,7 +30,8 @@ export class Discovery {
         {
           type: 'oauthbearertoken',
           name: 'OAuth Bearer Token',
-          description: 'An access token of the realm carrying the scope "scim" (client-credentials grant of the provisioning client).',
+          description:
+            'An access token of the realm carrying the scope "scim" (client-credentials grant of the provisioning client).',
           specUri: 'https://www.rfc-editor.org/info/rfc6750',
           primary: true,
         },
@@ -55,9 +66,27 @@ export class Discovery {
 
   private schemaList() {
     return [
-      schemaResource(USER_SCHEMA, 'User', 'User Account', [...COMMON_ATTRIBUTES.filter((a) => a.name !== 'meta'), ...USER_ATTRIBUTES], this.baseUrl),
-      schemaResource(ENTERPRISE_SCHEMA, 'EnterpriseUser', 'Enterprise User (kept as sent)', ENTERPRISE_ATTRIBUTES, this.baseUrl),
-      schemaResource(GROUP_SCHEMA, 'Group', 'Group (a team of the platform)', [...COMMON_ATTRIBUTES.filter((a) => a.name !== 'meta'), ...GROUP_ATTRIBUTES], this.baseUrl),
+      schemaResource(
+        USER_SCHEMA,
+        'User',
+        'User Account',
+        [...COMMON_ATTRIBUTES.filter((a) => a.name !== 'meta'), ...USER_ATTRIBUTES],
+        this.baseUrl,
+      ),
+      schemaResource(
+        ENTERPRISE_SCHEMA,
+        'EnterpriseUser',
+        'Enterprise User (kept as sent)',
+        ENTERPRISE_ATTRIBUTES,
+        this.baseUrl,
+      ),
+      schemaResource(
+        GROUP_SCHEMA,
+        'Group',
+        'Group (a team of the platform)',
+        [...COMMON_ATTRIBUTES.filter((a) => a.name !== 'meta'), ...GROUP_ATTRIBUTES],
+        this.baseUrl,
+      ),
     ];
   }
 
@@ -79,5 +108,11 @@ export class Discovery {
 }
 
 function list(resources: unknown[]) {
-  return { schemas: [LIST_SCHEMA], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources };
+  return {
+    schemas: [LIST_SCHEMA],
+    totalResults: resources.length,
+    startIndex: 1,
+    itemsPerPage: resources.length,
+    Resources: resources,
+  };
 }

@@ -5,7 +5,16 @@ export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
 /** RFC 7644 §3.12 scimType values. */
 export type ScimType =
-  | 'invalidFilter' | 'tooMany' | 'uniqueness' | 'mutability' | 'invalidSyntax' | 'invalidPath' | 'noTarget' | 'invalidValue' | 'invalidVers' | 'sensitive';
+  | 'invalidFilter'
+  | 'tooMany'
+  | 'uniqueness'
+  | 'mutability'
+  | 'invalidSyntax'
+  | 'invalidPath'
+  | 'noTarget'
+  | 'invalidValue'
+  | 'invalidVers'
+  | 'sensitive';
 
 /** An error answered as a SCIM Error resource; `detail` is written for the administrator reading the IdP's log. */
 export class ScimError extends Error {
@@ -20,7 +29,12 @@ export class ScimError extends Error {
   }
 
   body(): Record<string, unknown> {
-    return { schemas: [ERROR_SCHEMA], status: String(this.status), ...(this.scimType ? { scimType: this.scimType } : {}), detail: this.detail };
+    return {
+      schemas: [ERROR_SCHEMA],
+      status: String(this.status),
+      ...(this.scimType ? { scimType: this.scimType } : {}),
+      detail: this.detail,
+    };
   }
 }
 
@@ -36,15 +50,20 @@ export const scimErrors = {
   preconditionFailed: (detail: string) => new ScimError(412, detail),
   notImplemented: (detail: string) => new ScimError(501, detail),
   /** Try again later: a backing service is down, or the resource is busy with another change. */
-  unavailable: (detail: string, retryAfterSeconds: number) => new ScimError(503, detail, undefined, { 'Retry-After': String(retryAfterSeconds) }),
+  unavailable: (detail: string, retryAfterSeconds: number) =>
+    new ScimError(503, detail, undefined, { 'Retry-After': String(retryAfterSeconds) }),
 };
 
 /** Is this gRPC failure the owner's final answer (nothing was written), rather than an unknown outcome? */
 export function isDefinitiveFailure(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   return (
-    code === grpcStatus.INVALID_ARGUMENT || code === grpcStatus.ALREADY_EXISTS || code === grpcStatus.NOT_FOUND ||
-    code === grpcStatus.ABORTED || code === grpcStatus.FAILED_PRECONDITION || code === grpcStatus.OUT_OF_RANGE
+    code === grpcStatus.INVALID_ARGUMENT ||
+    code === grpcStatus.ALREADY_EXISTS ||
+    code === grpcStatus.NOT_FOUND ||
+    code === grpcStatus.ABORTED ||
+    code === grpcStatus.FAILED_PRECONDITION ||
+    code === grpcStatus.OUT_OF_RANGE
   );
 }
 
@@ -55,7 +74,13 @@ export function scimErrorFromGrpc(err: unknown): ScimError | undefined {
   const decoded = decodeServiceError(err as Parameters<typeof decodeServiceError>[0]);
   switch (code) {
     case grpcStatus.ALREADY_EXISTS:
-      return scimErrors.uniqueness(decoded.reason === 'USER_ID_TAKEN' ? 'id is already taken' : decoded.reason === 'USER_NAME_TAKEN' ? 'userName is already taken' : decoded.message);
+      return scimErrors.uniqueness(
+        decoded.reason === 'USER_ID_TAKEN'
+          ? 'id is already taken'
+          : decoded.reason === 'USER_NAME_TAKEN'
+            ? 'userName is already taken'
+            : decoded.message,
+      );
     case grpcStatus.NOT_FOUND:
       return scimErrors.notFound('Resource not found');
     case grpcStatus.ABORTED:

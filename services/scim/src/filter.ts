@@ -7,11 +7,14 @@ export const MAX_FILTER_LENGTH = 2048;
 
 /** Parses a filter string with scim2-parse-filter; every syntax error is a 400 invalidFilter. */
 export function parseFilter(text: string): Ast {
-  if (text.length > MAX_FILTER_LENGTH) throw scimErrors.invalidFilter(`The filter is longer than ${MAX_FILTER_LENGTH} characters`);
+  if (text.length > MAX_FILTER_LENGTH)
+    throw scimErrors.invalidFilter(`The filter is longer than ${MAX_FILTER_LENGTH} characters`);
   try {
     return parse(text);
   } catch (err) {
-    throw scimErrors.invalidFilter(`The filter cannot be parsed: ${err instanceof Error ? err.message.slice(0, 200) : 'syntax error'}`);
+    throw scimErrors.invalidFilter(
+      `The filter cannot be parsed: ${err instanceof Error ? err.message.slice(0, 200) : 'syntax error'}`,
+    );
   }
 }
 
@@ -25,9 +28,15 @@ export interface FilterableAttributes {
 }
 
 const OPERATORS: Record<string, filterV1.Operator> = {
-  eq: filterV1.Operator.OPERATOR_EQ, ne: filterV1.Operator.OPERATOR_NE, co: filterV1.Operator.OPERATOR_CO,
-  sw: filterV1.Operator.OPERATOR_SW, ew: filterV1.Operator.OPERATOR_EW, gt: filterV1.Operator.OPERATOR_GT,
-  ge: filterV1.Operator.OPERATOR_GE, lt: filterV1.Operator.OPERATOR_LT, le: filterV1.Operator.OPERATOR_LE,
+  eq: filterV1.Operator.OPERATOR_EQ,
+  ne: filterV1.Operator.OPERATOR_NE,
+  co: filterV1.Operator.OPERATOR_CO,
+  sw: filterV1.Operator.OPERATOR_SW,
+  ew: filterV1.Operator.OPERATOR_EW,
+  gt: filterV1.Operator.OPERATOR_GT,
+  ge: filterV1.Operator.OPERATOR_GE,
+  lt: filterV1.Operator.OPERATOR_LT,
+  le: filterV1.Operator.OPERATOR_LE,
   pr: filterV1.Operator.OPERATOR_PR,
 };
 
@@ -60,7 +69,8 @@ export function toOwnerFilter(ast: Ast, schema: FilterableAttributes): filterV1.
       case '[]': {
         if (scope) throw scimErrors.invalidFilter('Value paths cannot be nested');
         const attribute = canonical(node.attrPath);
-        if (schema.attributes[attribute] !== 'multi') throw scimErrors.invalidFilter(`"${node.attrPath}" is not multi-valued`);
+        if (schema.attributes[attribute] !== 'multi')
+          throw scimErrors.invalidFilter(`"${node.attrPath}" is not multi-valued`);
         return { expr: { $case: 'valuePath', value: { attribute, filter: walk(node.valFilter, attribute) } } };
       }
       default: {
@@ -81,7 +91,8 @@ export function toOwnerFilter(ast: Ast, schema: FilterableAttributes): filterV1.
           if (type === 'string' && comparison.value.$case !== 'stringValue' && comparison.value.$case !== 'nullValue') {
             throw scimErrors.invalidFilter(`"${node.attrPath}" is a string: compare it with a quoted value`);
           }
-          if (type === 'boolean' && comparison.value.$case !== 'boolValue') throw scimErrors.invalidFilter(`"${node.attrPath}" is a boolean: compare it with true or false`);
+          if (type === 'boolean' && comparison.value.$case !== 'boolValue')
+            throw scimErrors.invalidFilter(`"${node.attrPath}" is a boolean: compare it with true or false`);
         }
         return { expr: { $case: 'comparison', value: comparison } };
       }
@@ -110,22 +121,33 @@ export function matchesElement(element: unknown, ast: Ast, caseExact: (sub: stri
       if (op === 'pr') return actual !== undefined && actual !== null && actual !== '';
       let expected = (ast as { compValue?: unknown }).compValue;
       let value = actual;
-      if (typeof value === 'boolean' && typeof expected === 'string' && /^(true|false)$/i.test(expected)) expected = expected.toLowerCase() === 'true';
+      if (typeof value === 'boolean' && typeof expected === 'string' && /^(true|false)$/i.test(expected))
+        expected = expected.toLowerCase() === 'true';
       if (typeof value === 'string' && typeof expected === 'string' && !caseExact(sub)) {
         value = value.toLowerCase();
         expected = expected.toLowerCase();
       }
       switch (op) {
-        case 'eq': return value === expected;
-        case 'ne': return value !== expected;
-        case 'co': return typeof value === 'string' && typeof expected === 'string' && value.includes(expected);
-        case 'sw': return typeof value === 'string' && typeof expected === 'string' && value.startsWith(expected);
-        case 'ew': return typeof value === 'string' && typeof expected === 'string' && value.endsWith(expected);
-        case 'gt': return typeof value === typeof expected && (value as string) > (expected as string);
-        case 'ge': return typeof value === typeof expected && (value as string) >= (expected as string);
-        case 'lt': return typeof value === typeof expected && (value as string) < (expected as string);
-        case 'le': return typeof value === typeof expected && (value as string) <= (expected as string);
-        default: throw scimErrors.invalidFilter(`Unknown operator "${ast.op}"`);
+        case 'eq':
+          return value === expected;
+        case 'ne':
+          return value !== expected;
+        case 'co':
+          return typeof value === 'string' && typeof expected === 'string' && value.includes(expected);
+        case 'sw':
+          return typeof value === 'string' && typeof expected === 'string' && value.startsWith(expected);
+        case 'ew':
+          return typeof value === 'string' && typeof expected === 'string' && value.endsWith(expected);
+        case 'gt':
+          return typeof value === typeof expected && (value as string) > (expected as string);
+        case 'ge':
+          return typeof value === typeof expected && (value as string) >= (expected as string);
+        case 'lt':
+          return typeof value === typeof expected && (value as string) < (expected as string);
+        case 'le':
+          return typeof value === typeof expected && (value as string) <= (expected as string);
+        default:
+          throw scimErrors.invalidFilter(`Unknown operator "${ast.op}"`);
       }
     }
   }

@@ -1,17 +1,38 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import { isDeepStrictEqual } from 'node:util';
-import { checkIfMatch, etag, ifMatchVersion, paging, retryStaleWrite, type RequestContext, type ScimDeps, type ScimResponse } from './context';
+import {
+  checkIfMatch,
+  etag,
+  ifMatchVersion,
+  paging,
+  retryStaleWrite,
+  type RequestContext,
+  type ScimDeps,
+  type ScimResponse,
+} from './context';
 import { scimErrors } from './errors';
 import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
 import { applyPatch, readPatchBody } from './patch';
 import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
 import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_SCHEMA } from './schemas';
 
-export const GROUP_RESOURCE: ResourceSchema = { core: GROUP_SCHEMA, attributes: GROUP_ATTRIBUTES, extensions: {}, ignoreUnknownExtensions: true };
+export const GROUP_RESOURCE: ResourceSchema = {
+  core: GROUP_SCHEMA,
+  attributes: GROUP_ATTRIBUTES,
+  extensions: {},
+  ignoreUnknownExtensions: true,
+};
 
 export const GROUP_FILTERABLE: FilterableAttributes = {
   core: GROUP_SCHEMA,
-  attributes: { id: 'string', displayname: 'string', members: 'multi', 'members.value': 'string', 'meta.created': 'dateTime', 'meta.lastmodified': 'dateTime' },
+  attributes: {
+    id: 'string',
+    displayname: 'string',
+    members: 'multi',
+    'members.value': 'string',
+    'meta.created': 'dateTime',
+    'meta.lastmodified': 'dateTime',
+  },
   unfilterable: new Set(['externalid', 'members.display', 'members.type', 'members.$ref']),
 };
 
@@ -30,7 +51,10 @@ export class GroupHandlers {
     const excluded = (ctx.query.get('excludedAttributes') ?? '').split(',').map((s) => s.trim().toLowerCase());
     const attributes = ctx.query.get('attributes');
     if (excluded.includes('members')) return false;
-    if (attributes) return attributes.split(',').some((s) => s.trim().toLowerCase().replace(`${GROUP_SCHEMA.toLowerCase()}:`, '').startsWith('members'));
+    if (attributes)
+      return attributes
+        .split(',')
+        .some((s) => s.trim().toLowerCase().replace(`${GROUP_SCHEMA.toLowerCase()}:`, '').startsWith('members'));
     return true;
   }
 
@@ -45,11 +69,24 @@ export class GroupHandlers {
     return found;
   }
 
-  representation(group: groupsV1.Group, externalId: string | undefined, users: Map<string, usersV1.User> | undefined): Doc {
+  representation(
+    group: groupsV1.Group,
+    externalId: string | undefined,
+    users: Map<string, usersV1.User> | undefined,
+  ): Doc {
     const members = users
       ? group.members.flatMap((m) => {
           const u = users.get(m.userId);
-          return u ? [{ value: m.userId, display: u.displayName || u.userName, $ref: `${this.deps.baseUrl}/Users/${m.userId}`, type: 'User' }] : [];
+          return u
+            ? [
+                {
+                  value: m.userId,
+                  display: u.displayName || u.userName,
+                  $ref: `${this.deps.baseUrl}/Users/${m.userId}`,
+                  type: 'User',
+                },
+              ]
+            : [];
         })
       : undefined;
     return {
@@ -58,7 +95,13 @@ export class GroupHandlers {
       ...(externalId ? { externalId } : {}),
       displayName: group.displayName,
       ...(members ? { members } : {}),
-      meta: { resourceType: 'Group', created: group.createTime, lastModified: group.updateTime, location: this.location(group.id), version: etag(group.version) },
+      meta: {
+        resourceType: 'Group',
+        created: group.createTime,
+        lastModified: group.updateTime,
+        location: this.location(group.id),
+        version: etag(group.version),
+      },
     };
   }
 
@@ -68,13 +111,23 @@ export class GroupHandlers {
   }
 
   private async respond(group: groupsV1.Group, ctx: RequestContext): Promise<ScimResponse> {
-    const users = this.wantsMembers(ctx) ? await this.liveUsers(group.members.map((m) => m.userId), ctx) : undefined;
+    const users = this.wantsMembers(ctx)
+      ? await this.liveUsers(
+          group.members.map((m) => m.userId),
+          ctx,
+        )
+      : undefined;
     const externalId = (await this.deps.journal.groupExternalIds([group])).get(String(group.id));
     const full = this.representation(group, externalId, users);
     return {
       status: 200,
       headers: { ETag: etag(group.version) },
-      body: project(full, GROUP_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
+      body: project(
+        full,
+        GROUP_RESOURCE,
+        ctx.query.get('attributes') ?? undefined,
+        ctx.query.get('excludedAttributes') ?? undefined,
+      ),
     };
   }
 
@@ -82,7 +135,8 @@ export class GroupHandlers {
     checkSelection(ctx.query.get('attributes') ?? undefined, GROUP_RESOURCE, 'attributes');
     checkSelection(ctx.query.get('excludedAttributes') ?? undefined, GROUP_RESOURCE, 'excludedAttributes');
     const group = await this.load(id, ctx);
-    if (ctx.headers['if-none-match']?.split(',').some((t) => t.trim() === etag(group.version))) return { status: 304, headers: { ETag: etag(group.version) } };
+    if (ctx.headers['if-none-match']?.split(',').some((t) => t.trim() === etag(group.version)))
+      return { status: 304, headers: { ETag: etag(group.version) } };
     return this.respond(group, ctx);
   }
 
@@ -95,20 +149,44 @@ export class GroupHandlers {
     const filterText = ctx.query.get('filter');
     const filter = filterText ? toOwnerFilter(parseFilter(filterText), GROUP_FILTERABLE) : undefined;
     const withMembers = this.wantsMembers(ctx);
-    const { groups, totalSize } = await this.deps.groups.listGroups({ ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count, excludeMembers: !withMembers }, ctx.call);
-    const users = withMembers ? await this.liveUsers(groups.flatMap((g) => g.members.map((m) => m.userId)), ctx) : undefined;
+    const { groups, totalSize } = await this.deps.groups.listGroups(
+      { ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count, excludeMembers: !withMembers },
+      ctx.call,
+    );
+    const users = withMembers
+      ? await this.liveUsers(
+          groups.flatMap((g) => g.members.map((m) => m.userId)),
+          ctx,
+        )
+      : undefined;
     const externalIds = await this.deps.journal.groupExternalIds(groups);
     const resources = groups.map((g) =>
-      project(this.representation(g, externalIds.get(String(g.id)), users), GROUP_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
+      project(
+        this.representation(g, externalIds.get(String(g.id)), users),
+        GROUP_RESOURCE,
+        ctx.query.get('attributes') ?? undefined,
+        ctx.query.get('excludedAttributes') ?? undefined,
+      ),
     );
-    return { status: 200, body: { schemas: [LIST_SCHEMA], totalResults: totalSize, startIndex, itemsPerPage: resources.length, Resources: resources } };
+    return {
+      status: 200,
+      body: {
+        schemas: [LIST_SCHEMA],
+        totalResults: totalSize,
+        startIndex,
+        itemsPerPage: resources.length,
+        Resources: resources,
+      },
+    };
   }
 
   async replace(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
     const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
-    if (sentId !== undefined && sentId !== null && String(sentId) !== id) throw scimErrors.mutability('"id" cannot be changed');
+    if (sentId !== undefined && sentId !== null && String(sentId) !== id)
+      throw scimErrors.mutability('"id" cannot be changed');
     const doc = normalizeBody(body, GROUP_RESOURCE);
-    if (typeof doc.displayName !== 'string' || doc.displayName.trim() === '') throw scimErrors.invalidValue('"displayName" is required');
+    if (typeof doc.displayName !== 'string' || doc.displayName.trim() === '')
+      throw scimErrors.invalidValue('"displayName" is required');
     return this.change(id, ctx, 'replace', () => doc);
   }
 
@@ -121,51 +199,96 @@ export class GroupHandlers {
    * One UpdateGroup call replaces display name and members atomically under the version read: members who stay
    * keep their roles, new members join as drivers, and unknown user ids refuse the whole request.
    */
-  private async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: (current: Doc) => Doc): Promise<ScimResponse> {
+  private async change(
+    id: string,
+    ctx: RequestContext,
+    operation: 'replace' | 'patch',
+    compute: (current: Doc) => Doc,
+  ): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
     if (!GROUP_ID.test(id)) throw scimErrors.notFound(`Group ${id} not found`);
     return retryStaleWrite(demanded, () =>
-      this.deps.journal.exclusive({ actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId }, async (slot) => {
-        const current = await this.load(id, ctx);
-        checkIfMatch(demanded, current.version, 'group');
-        const users = await this.liveUsers(current.members.map((m) => m.userId), ctx);
-        const externalId = (await this.deps.journal.groupExternalIds([current])).get(String(current.id));
-        const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
-        const before: Doc = { ...(externalId ? { externalId } : {}), displayName: current.displayName, ...(visible.length ? { members: visible } : {}) };
-        const after = compute(structuredClone(before));
-        if (typeof after.displayName !== 'string' || after.displayName.trim() === '') throw scimErrors.invalidValue('"displayName" is required');
-        const memberIds = [...new Set(((after.members ?? []) as Doc[]).map((m, i) => {
-          if (typeof m.value !== 'string') throw scimErrors.invalidValue(`"members[${i}].value" is required`);
-          return m.value;
-        }))];
-        const normalizedAfter: Doc = { ...(typeof after.externalId === 'string' ? { externalId: after.externalId } : {}), displayName: after.displayName, ...(memberIds.length ? { members: memberIds.map((value) => ({ value })) } : {}) };
-        if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
+      this.deps.journal.exclusive(
+        { actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId },
+        async (slot) => {
+          const current = await this.load(id, ctx);
+          checkIfMatch(demanded, current.version, 'group');
+          const users = await this.liveUsers(
+            current.members.map((m) => m.userId),
+            ctx,
+          );
+          const externalId = (await this.deps.journal.groupExternalIds([current])).get(String(current.id));
+          const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
+          const before: Doc = {
+            ...(externalId ? { externalId } : {}),
+            displayName: current.displayName,
+            ...(visible.length ? { members: visible } : {}),
+          };
+          const after = compute(structuredClone(before));
+          if (typeof after.displayName !== 'string' || after.displayName.trim() === '')
+            throw scimErrors.invalidValue('"displayName" is required');
+          const memberIds = [
+            ...new Set(
+              ((after.members ?? []) as Doc[]).map((m, i) => {
+                if (typeof m.value !== 'string') throw scimErrors.invalidValue(`"members[${i}].value" is required`);
+                return m.value;
+              }),
+            ),
+          ];
+          const normalizedAfter: Doc = {
+            ...(typeof after.externalId === 'string' ? { externalId: after.externalId } : {}),
+            displayName: after.displayName,
+            ...(memberIds.length ? { members: memberIds.map((value) => ({ value })) } : {}),
+          };
+          if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
 
-        const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
-        const unknown = newcomers.filter((m) => !USER_ID.test(m));
-        const known = await this.liveUsers(newcomers, ctx);
-        unknown.push(...newcomers.filter((m) => USER_ID.test(m) && !known.has(m)));
-        if (unknown.length) throw scimErrors.invalidValue(`Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`);
+          const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
+          const unknown = newcomers.filter((m) => !USER_ID.test(m));
+          const known = await this.liveUsers(newcomers, ctx);
+          unknown.push(...newcomers.filter((m) => USER_ID.test(m) && !known.has(m)));
+          if (unknown.length)
+            throw scimErrors.invalidValue(
+              `Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`,
+            );
 
-        const members: groupsV1.Member[] = memberIds.map((userId) => {
-          const existing = current.members.find((m) => m.userId === userId);
-          return existing ?? { userId, isAdmin: false, isDriver: true };
-        });
-        // Members whose users were deleted are outside SCIM's view: they stay as they are.
-        for (const hidden of current.members.filter((m) => !users.has(m.userId) && !memberIds.includes(m.userId))) members.push(hidden);
-        const updated = await this.deps.journal.perform(
-          {
-            actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId,
-            before: this.representation(current, externalId, users), after: normalizedAfter,
-            sideEffects: { groupExternalId: typeof after.externalId === 'string' ? after.externalId : null },
-          },
-          async (writeId) =>
-            (await this.deps.groups.updateGroup({ id: current.id, displayName: after.displayName as string, replaceMembers: true, members, expectedVersion: current.version, writeId }, ctx.call)).group!,
-          (g) => ({ resourceId: id, after: { ...normalizedAfter, meta: { version: etag(g.version) } } }),
-          { slot, targetVersion: current.version + 1 },
-        );
-        return this.respond(updated, ctx);
-      }),
+          const members: groupsV1.Member[] = memberIds.map((userId) => {
+            const existing = current.members.find((m) => m.userId === userId);
+            return existing ?? { userId, isAdmin: false, isDriver: true };
+          });
+          // Members whose users were deleted are outside SCIM's view: they stay as they are.
+          for (const hidden of current.members.filter((m) => !users.has(m.userId) && !memberIds.includes(m.userId)))
+            members.push(hidden);
+          const updated = await this.deps.journal.perform(
+            {
+              actor: ctx.actor,
+              operation,
+              resourceType: 'Group',
+              resourceId: id,
+              requestId: ctx.requestId,
+              before: this.representation(current, externalId, users),
+              after: normalizedAfter,
+              sideEffects: { groupExternalId: typeof after.externalId === 'string' ? after.externalId : null },
+            },
+            async (writeId) =>
+              (
+                await this.deps.groups.updateGroup(
+                  {
+                    id: current.id,
+                    displayName: after.displayName as string,
+                    replaceMembers: true,
+                    members,
+                    expectedVersion: current.version,
+                    writeId,
+                  },
+                  ctx.call,
+                )
+              ).group!,
+            (g) => ({ resourceId: id, after: { ...normalizedAfter, meta: { version: etag(g.version) } } }),
+            { slot, targetVersion: current.version + 1 },
+          );
+          return this.respond(updated, ctx);
+        },
+      ),
     );
   }
 }

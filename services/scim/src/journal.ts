@@ -34,7 +34,9 @@ export interface WriteSlot {
   readonly writeId: string;
 }
 
-export type SlotClaim = Pick<WriteIntent, 'actor' | 'operation' | 'resourceType' | 'requestId'> & { resourceId: string };
+export type SlotClaim = Pick<WriteIntent, 'actor' | 'operation' | 'resourceType' | 'requestId'> & {
+  resourceId: string;
+};
 
 export interface JournalOptions {
   /** An intent older than this is presumed abandoned by a crashed process and settled by recovery. */
@@ -63,7 +65,9 @@ interface PendingRow {
 }
 
 const ONE_WRITE_PER_RESOURCE = 'pending_writes_one_per_resource';
-const isSlotTaken = (err: unknown) => (err as { code?: string; constraint?: string }).code === '23505' && (err as { constraint?: string }).constraint === ONE_WRITE_PER_RESOURCE;
+const isSlotTaken = (err: unknown) =>
+  (err as { code?: string; constraint?: string }).code === '23505' &&
+  (err as { constraint?: string }).constraint === ONE_WRITE_PER_RESOURCE;
 
 /**
  * Makes each provisioning change and its audit entry one outcome across two services. The intent is written
@@ -108,18 +112,34 @@ export class WriteJournal {
 
   /** The SCIM-side attributes of these users as of the versions given (see stateAsOf). */
   async userAttributes(users: { id: string; version: number }[]): Promise<Map<string, Doc>> {
-    return this.stateAsOf('User', users, (e) => e.userAttributes, async (ids) => {
-      const rows = (await this.knex('user_attributes').select('user_id', 'attributes').whereIn('user_id', ids)) as { user_id: string; attributes: Doc }[];
-      return new Map(rows.map((r) => [r.user_id.trim(), r.attributes]));
-    });
+    return this.stateAsOf(
+      'User',
+      users,
+      (e) => e.userAttributes,
+      async (ids) => {
+        const rows = (await this.knex('user_attributes').select('user_id', 'attributes').whereIn('user_id', ids)) as {
+          user_id: string;
+          attributes: Doc;
+        }[];
+        return new Map(rows.map((r) => [r.user_id.trim(), r.attributes]));
+      },
+    );
   }
 
   /** The externalIds of these groups as of the versions given (see stateAsOf). */
   async groupExternalIds(groups: { id: number; version: number }[]): Promise<Map<string, string>> {
-    return this.stateAsOf('Group', groups.map((g) => ({ id: String(g.id), version: g.version })), (e) => e.groupExternalId, async (ids) => {
-      const rows = (await this.knex('group_attributes').select('group_id', 'external_id').whereIn('group_id', ids).whereNotNull('external_id')) as { group_id: string; external_id: string }[];
-      return new Map(rows.map((r) => [String(r.group_id), r.external_id]));
-    });
+    return this.stateAsOf(
+      'Group',
+      groups.map((g) => ({ id: String(g.id), version: g.version })),
+      (e) => e.groupExternalId,
+      async (ids) => {
+        const rows = (await this.knex('group_attributes')
+          .select('group_id', 'external_id')
+          .whereIn('group_id', ids)
+          .whereNotNull('external_id')) as { group_id: string; external_id: string }[];
+        return new Map(rows.map((r) => [String(r.group_id), r.external_id]));
+      },
+    );
   }
 
   /**
@@ -137,7 +157,11 @@ export class WriteJournal {
     const ids = resources.map((r) => r.id);
     const [state, pending] = await Promise.all([
       settled(ids),
-      this.knex('pending_writes').select('resource_id', 'target_version', 'side_effects').where({ resource_type: resourceType }).whereIn('resource_id', ids).whereNotNull('target_version') as Promise<
+      this.knex('pending_writes')
+        .select('resource_id', 'target_version', 'side_effects')
+        .where({ resource_type: resourceType })
+        .whereIn('resource_id', ids)
+        .whereNotNull('target_version') as Promise<
         Pick<PendingRow, 'resource_id' | 'target_version' | 'side_effects'>[]
       >,
     ]);
@@ -152,7 +176,11 @@ export class WriteJournal {
   }
 
   /** Inserts an intent, waiting while another request holds the resource's slot (and recovering an abandoned one). */
-  private async insertIntent(writeId: string, intent: Partial<WriteIntent> & Pick<WriteIntent, 'actor' | 'operation' | 'resourceType'>, targetVersion?: number): Promise<void> {
+  private async insertIntent(
+    writeId: string,
+    intent: Partial<WriteIntent> & Pick<WriteIntent, 'actor' | 'operation' | 'resourceType'>,
+    targetVersion?: number,
+  ): Promise<void> {
     const row = {
       write_id: writeId,
       actor: intent.actor,
@@ -202,12 +230,14 @@ export class WriteJournal {
     let writeId: string;
     if (held) {
       writeId = held.slot.writeId;
-      const updated = await this.knex('pending_writes').where({ write_id: writeId }).update({
-        before: intent.before ? JSON.stringify(intent.before) : null,
-        after: intent.after ? JSON.stringify(intent.after) : null,
-        side_effects: JSON.stringify(intent.sideEffects),
-        target_version: held.targetVersion,
-      });
+      const updated = await this.knex('pending_writes')
+        .where({ write_id: writeId })
+        .update({
+          before: intent.before ? JSON.stringify(intent.before) : null,
+          after: intent.after ? JSON.stringify(intent.after) : null,
+          side_effects: JSON.stringify(intent.sideEffects),
+          target_version: held.targetVersion,
+        });
       // Only recovery removes a held slot, and only once it is far older than any request may take.
       if (updated !== 1) throw scimErrors.unavailable('The change took too long and was abandoned; try again', 1);
     } else {
@@ -250,7 +280,10 @@ export class WriteJournal {
           outcome = await this.resolvers[row.resource_type](row.write_id);
         } catch (err) {
           counts.unresolved++;
-          this.logger.warn({ err, write_id: row.write_id }, 'could not settle a pending provisioning write; will retry');
+          this.logger.warn(
+            { err, write_id: row.write_id },
+            'could not settle a pending provisioning write; will retry',
+          );
           continue;
         }
         await tx('pending_writes').where({ write_id: row.write_id }).delete();
@@ -264,7 +297,13 @@ export class WriteJournal {
     return counts;
   }
 
-  private async settle(tx: Knex.Transaction, row: PendingRow, resourceId: string, after: Doc | null, recovered: boolean): Promise<void> {
+  private async settle(
+    tx: Knex.Transaction,
+    row: PendingRow,
+    resourceId: string,
+    after: Doc | null,
+    recovered: boolean,
+  ): Promise<void> {
     await tx('audit_log').insert({
       actor: row.actor,
       operation: row.operation,
@@ -309,11 +348,15 @@ export function createJournal(deps: {
     {
       User: async (writeId) => {
         const r = await deps.users.resolveWrite({ writeId });
-        return r.outcome === usersV1.WriteOutcome.WRITE_OUTCOME_APPLIED && r.user ? { applied: true, resourceId: r.user.id } : { applied: false };
+        return r.outcome === usersV1.WriteOutcome.WRITE_OUTCOME_APPLIED && r.user
+          ? { applied: true, resourceId: r.user.id }
+          : { applied: false };
       },
       Group: async (writeId) => {
         const r = await deps.groups.resolveWrite({ writeId });
-        return r.outcome === groupsV1.WriteOutcome.WRITE_OUTCOME_APPLIED && r.group ? { applied: true, resourceId: String(r.group.id) } : { applied: false };
+        return r.outcome === groupsV1.WriteOutcome.WRITE_OUTCOME_APPLIED && r.group
+          ? { applied: true, resourceId: String(r.group.id) }
+          : { applied: false };
       },
     },
     deps.logger,

@@ -1,6 +1,15 @@
 import { tracing } from './instrument';
 import { groupsV1, PROTO_FILES, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, env, handleShutdown, loadConfigOrExit, Metrics, serviceConfigSchema, startGrpcServer } from '@mileage/runtime';
+import {
+  createGrpcClient,
+  createLogger,
+  env,
+  handleShutdown,
+  loadConfigOrExit,
+  Metrics,
+  serviceConfigSchema,
+  startGrpcServer,
+} from '@mileage/runtime';
 import { z } from 'zod';
 import { openDatabase } from './database';
 import { createJournal } from './journal';
@@ -10,7 +19,10 @@ const configSchema = serviceConfigSchema({ grpcPort: 50054, metricsPort: 9464 })
   USERS_ADDRESS: env.address('127.0.0.1:50051'),
   GROUPS_ADDRESS: env.address('127.0.0.1:50052'),
   /** Public URL of /scim/v2 as clients reach it (meta.location, Location headers). */
-  SCIM_BASE_URL: z.url().default('http://127.0.0.1:8080/scim/v2').transform((u) => u.replace(/\/$/, '')),
+  SCIM_BASE_URL: z
+    .url()
+    .default('http://127.0.0.1:8080/scim/v2')
+    .transform((u) => u.replace(/\/$/, '')),
   GRPC_DEADLINE_MS: env.positiveInt(3_000),
   /** How old an unsettled write must be before recovery asks its owner about it; longer than any deadline. */
   SCIM_RECOVERY_AFTER_MS: env.positiveInt(30_000),
@@ -20,11 +32,28 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit(configSchema);
   const logger = createLogger({ service: 'scim', level: config.LOG_LEVEL });
   const metrics = new Metrics('scim');
-  const db = openDatabase({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS, metrics });
+  const db = openDatabase({
+    url: config.DATABASE_URL,
+    poolMax: config.DATABASE_POOL_MAX,
+    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    metrics,
+  });
   if (config.MIGRATE_ON_START) logger.info({ applied: (await db.migrate()).applied }, 'migrations applied');
-  const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
-  const groups = createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, { defaultDeadlineMs: config.GRPC_DEADLINE_MS, metrics });
-  const journal = createJournal({ knex: db.knex, users, groups, logger, options: { recoveryAfterMs: config.SCIM_RECOVERY_AFTER_MS } });
+  const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, {
+    defaultDeadlineMs: config.GRPC_DEADLINE_MS,
+    metrics,
+  });
+  const groups = createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, {
+    defaultDeadlineMs: config.GRPC_DEADLINE_MS,
+    metrics,
+  });
+  const journal = createJournal({
+    knex: db.knex,
+    users,
+    groups,
+    logger,
+    options: { recoveryAfterMs: config.SCIM_RECOVERY_AFTER_MS },
+  });
   const grpcServer = await startGrpcServer({
     address: config.GRPC_ADDRESS,
     services: [createServer({ users, groups, logger, baseUrl: config.SCIM_BASE_URL, journal })],
@@ -36,16 +65,27 @@ async function main(): Promise<void> {
 
   // Settles writes left unsettled by a crash or an unknown outcome (see WriteJournal).
   let recovering: Promise<unknown> = Promise.resolve();
-  const recovery = setInterval(() => {
-    recovering = journal.recover(config.SCIM_RECOVERY_AFTER_MS).catch((err: unknown) => logger.warn({ err }, 'recovery of pending writes failed'));
-  }, Math.max(1_000, config.SCIM_RECOVERY_AFTER_MS / 2));
+  const recovery = setInterval(
+    () => {
+      recovering = journal
+        .recover(config.SCIM_RECOVERY_AFTER_MS)
+        .catch((err: unknown) => logger.warn({ err }, 'recovery of pending writes failed'));
+    },
+    Math.max(1_000, config.SCIM_RECOVERY_AFTER_MS / 2),
+  );
   recovery.unref();
 
   handleShutdown(
     logger,
     [
       { name: 'grpc', run: () => grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000)) },
-      { name: 'recovery', run: async () => { clearInterval(recovery); await recovering; } },
+      {
+        name: 'recovery',
+        run: async () => {
+          clearInterval(recovery);
+          await recovering;
+        },
+      },
       { name: 'clients', run: () => [users, groups].forEach((c) => c.close()) },
       { name: 'database', run: () => db.close() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },

@@ -16,23 +16,37 @@ export const MAX_OPERATIONS = 1000;
 export function readPatchBody(body: unknown): PatchOperation[] {
   if (!isObject(body)) throw scimErrors.invalidSyntax('The request body must be a JSON object');
   const schemas = Object.entries(body).find(([k]) => k.toLowerCase() === 'schemas')?.[1];
-  if (schemas !== undefined && (!Array.isArray(schemas) || !schemas.some((s) => typeof s === 'string' && s.toLowerCase() === PATCH_SCHEMA.toLowerCase()))) {
+  if (
+    schemas !== undefined &&
+    (!Array.isArray(schemas) ||
+      !schemas.some((s) => typeof s === 'string' && s.toLowerCase() === PATCH_SCHEMA.toLowerCase()))
+  ) {
     throw scimErrors.invalidSyntax(`"schemas" must contain ${PATCH_SCHEMA}`);
   }
   const operations = Object.entries(body).find(([k]) => k.toLowerCase() === 'operations')?.[1];
-  if (!Array.isArray(operations) || operations.length === 0) throw scimErrors.invalidSyntax('"Operations" must be a non-empty array');
-  if (operations.length > MAX_OPERATIONS) throw scimErrors.invalidSyntax(`At most ${MAX_OPERATIONS} operations per request`);
+  if (!Array.isArray(operations) || operations.length === 0)
+    throw scimErrors.invalidSyntax('"Operations" must be a non-empty array');
+  if (operations.length > MAX_OPERATIONS)
+    throw scimErrors.invalidSyntax(`At most ${MAX_OPERATIONS} operations per request`);
   return operations.map((raw, i) => {
     if (!isObject(raw)) throw scimErrors.invalidSyntax(`Operations[${i}] must be an object`);
     const get = (name: string) => Object.entries(raw).find(([k]) => k.toLowerCase() === name)?.[1];
     const op = get('op');
-    if (typeof op !== 'string' || !/^(add|replace|remove)$/i.test(op)) throw scimErrors.invalidSyntax(`Operations[${i}].op must be add, replace or remove`);
+    if (typeof op !== 'string' || !/^(add|replace|remove)$/i.test(op))
+      throw scimErrors.invalidSyntax(`Operations[${i}].op must be add, replace or remove`);
     const path = get('path');
-    if (path !== undefined && path !== null && (typeof path !== 'string' || path.trim() === '')) throw scimErrors.invalidPath(`Operations[${i}].path must be a non-empty string`);
+    if (path !== undefined && path !== null && (typeof path !== 'string' || path.trim() === ''))
+      throw scimErrors.invalidPath(`Operations[${i}].path must be a non-empty string`);
     const value = get('value');
-    const operation: PatchOperation = { op: op.toLowerCase() as PatchOperation['op'], ...(typeof path === 'string' ? { path: path.trim() } : {}), ...(value !== undefined ? { value } : {}) };
-    if (operation.op !== 'remove' && value === undefined) throw scimErrors.invalidValue(`Operations[${i}] (${operation.op}) needs a value`);
-    if (operation.op === 'remove' && !operation.path) throw scimErrors.noTarget(`Operations[${i}] (remove) needs a path`);
+    const operation: PatchOperation = {
+      op: op.toLowerCase() as PatchOperation['op'],
+      ...(typeof path === 'string' ? { path: path.trim() } : {}),
+      ...(value !== undefined ? { value } : {}),
+    };
+    if (operation.op !== 'remove' && value === undefined)
+      throw scimErrors.invalidValue(`Operations[${i}] (${operation.op}) needs a value`);
+    if (operation.op === 'remove' && !operation.path)
+      throw scimErrors.noTarget(`Operations[${i}] (remove) needs a path`);
     return operation;
   });
 }
@@ -65,7 +79,10 @@ function parsePath(path: string, schema: ResourceSchema): ParsedPath | { extensi
   const match = /^([A-Za-z$][\w$-]*)(?:\[(.*)\])?(?:\.([A-Za-z$][\w$-]*))?$/s.exec(rest);
   if (!match) throw scimErrors.invalidPath(`"${path}" is not a valid attribute path`);
   const [, name, filterText, subName] = match;
-  let attribute = findAttribute(extension ? schema.extensions[extension]! : [...schema.attributes, ...COMMON_ATTRIBUTES], name!);
+  let attribute = findAttribute(
+    extension ? schema.extensions[extension]! : [...schema.attributes, ...COMMON_ATTRIBUTES],
+    name!,
+  );
   if (!attribute && !extension && name!.includes('.') === false && subName === undefined) attribute = undefined;
   if (!attribute) throw scimErrors.invalidPath(`"${path}" names no attribute of this resource`);
   const parsed: ParsedPath = { ...(extension ? { extension } : {}), attribute };
@@ -91,7 +108,8 @@ export function applyPatch(current: Doc, operations: PatchOperation[], schema: R
   for (const operation of operations) {
     if (operation.path) applyAtPath(doc, operation, operation.path, operation.value, schema, id);
     else {
-      if (!isObject(operation.value)) throw scimErrors.invalidValue(`A ${operation.op} without a path needs an object value`);
+      if (!isObject(operation.value))
+        throw scimErrors.invalidValue(`A ${operation.op} without a path needs an object value`);
       for (const [key, value] of Object.entries(operation.value)) {
         if (key.toLowerCase() === 'schemas' || key.toLowerCase() === 'meta') continue;
         applyAtPath(doc, operation, key, value, schema, id);
@@ -101,7 +119,14 @@ export function applyPatch(current: Doc, operations: PatchOperation[], schema: R
   return doc;
 }
 
-function applyAtPath(doc: Doc, operation: PatchOperation, path: string, value: unknown, schema: ResourceSchema, id: string): void {
+function applyAtPath(
+  doc: Doc,
+  operation: PatchOperation,
+  path: string,
+  value: unknown,
+  schema: ResourceSchema,
+  id: string,
+): void {
   if (path.toLowerCase() === 'id') {
     // Okta echoes the id in replace values; only a different id is an attempt to change it.
     if (operation.op !== 'remove' && String(value) === id) return;
@@ -123,7 +148,9 @@ function applyAtPath(doc: Doc, operation: PatchOperation, path: string, value: u
   }
   const { attribute, filter, sub } = parsed;
   if (attribute.mutability === 'readOnly') throw scimErrors.mutability(`"${attribute.name}" is read-only`);
-  const container = parsed.extension ? ((doc[parsed.extension] as Doc | undefined) ?? (doc[parsed.extension] = {})) : doc;
+  const container = parsed.extension
+    ? ((doc[parsed.extension] as Doc | undefined) ?? (doc[parsed.extension] = {}))
+    : doc;
   const tidy = () => {
     if (parsed.extension && Object.keys(container).length === 0) delete doc[parsed.extension];
   };
@@ -159,14 +186,20 @@ function applyAtPath(doc: Doc, operation: PatchOperation, path: string, value: u
   const sameValue = (a: Doc, b: Doc) => {
     const x = a.value;
     const y = b.value;
-    return typeof x === 'string' && typeof y === 'string' ? (caseExact('value') ? x === y : x.toLowerCase() === y.toLowerCase()) : false;
+    return typeof x === 'string' && typeof y === 'string'
+      ? caseExact('value')
+        ? x === y
+        : x.toLowerCase() === y.toLowerCase()
+      : false;
   };
   let result: Doc[];
   if (filter) {
     const selected = existing.filter((e) => matchesElement(e, filter, caseExact));
     if (operation.op === 'remove') {
       result = sub
-        ? existing.map((e) => (selected.includes(e) ? withoutKey(e, sub.name) : e)).filter((e) => Object.keys(e).some((k) => k !== 'type' && k !== 'primary'))
+        ? existing
+            .map((e) => (selected.includes(e) ? withoutKey(e, sub.name) : e))
+            .filter((e) => Object.keys(e).some((k) => k !== 'type' && k !== 'primary'))
         : existing.filter((e) => !selected.includes(e));
     } else if (selected.length === 0) {
       // Entra ID replaces emails[type eq "work"].value on users without a work address: create that element.
@@ -188,9 +221,10 @@ function applyAtPath(doc: Doc, operation: PatchOperation, path: string, value: u
     }
   } else if (sub) {
     // emails.value without a filter: every element.
-    result = operation.op === 'remove'
-      ? existing.map((e) => withoutKey(e, sub.name))
-      : existing.map((e) => ({ ...e, [sub.name]: normalizeValue(sub, value, `${label}.${sub.name}`) }));
+    result =
+      operation.op === 'remove'
+        ? existing.map((e) => withoutKey(e, sub.name))
+        : existing.map((e) => ({ ...e, [sub.name]: normalizeValue(sub, value, `${label}.${sub.name}`) }));
   } else if (operation.op === 'remove') {
     if (value === undefined || value === null) result = [];
     else {

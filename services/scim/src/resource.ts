@@ -42,13 +42,15 @@ export function normalizeBody(body: unknown, schema: ResourceSchema): Doc {
   for (const [key, value] of Object.entries(body)) {
     const lower = key.toLowerCase();
     if (lower === 'schemas') {
-      if (!Array.isArray(value) || !value.every((s) => typeof s === 'string')) throw scimErrors.invalidSyntax('"schemas" must be an array of URNs');
+      if (!Array.isArray(value) || !value.every((s) => typeof s === 'string'))
+        throw scimErrors.invalidSyntax('"schemas" must be an array of URNs');
       continue;
     }
     if (lower === 'id' || lower === 'meta' || schema.ignoredOnInput?.includes(lower)) continue;
     if (lower === 'externalid') {
       if (value === null) continue;
-      if (typeof value !== 'string' || value.length > 256) throw scimErrors.invalidValue('"externalId" must be a string of at most 256 characters');
+      if (typeof value !== 'string' || value.length > 256)
+        throw scimErrors.invalidValue('"externalId" must be a string of at most 256 characters');
       doc.externalId = value;
       continue;
     }
@@ -97,7 +99,9 @@ export function normalizeValue(def: Attribute, value: unknown, path: string): un
     const list = Array.isArray(value) ? value : [value];
     const max = def.name === 'members' ? MAX_MEMBERS : MAX_VALUES;
     if (list.length > max) throw scimErrors.invalidValue(`"${path}" has more than ${max} values`);
-    const items = list.map((item, i) => normalizeSingle(def, item, `${path}[${i}]`)).filter((item) => item !== undefined);
+    const items = list
+      .map((item, i) => normalizeSingle(def, item, `${path}[${i}]`))
+      .filter((item) => item !== undefined);
     return items.length ? items : undefined;
   }
   if (Array.isArray(value)) {
@@ -174,7 +178,7 @@ export function project(resource: Doc, schema: ResourceSchema, attributes?: stri
     if (include) {
       const picks = include.filter((s) => s.top === lower);
       if (!picks.length) continue;
-      if (picks.some((p) => !p.sub) || !isObject(value) && !Array.isArray(value)) out[key] = value;
+      if (picks.some((p) => !p.sub) || (!isObject(value) && !Array.isArray(value))) out[key] = value;
       else out[key] = pickSubs(value, new Set(picks.map((p) => p.sub!)));
       continue;
     }
@@ -202,8 +206,12 @@ export function checkSelection(list: string | undefined, schema: ResourceSchema,
   for (const s of parseSelection(list, schema) ?? []) {
     const ext = Object.keys(schema.extensions).find((u) => u.toLowerCase() === s.top);
     const def = ext
-      ? (s.sub ? findAttribute(schema.extensions[ext]!, s.sub.split('.')[0]!) : { name: ext })
-      : findAttribute([...schema.attributes, ...COMMON_ATTRIBUTES], s.top) ?? (s.top === 'schemas' ? { name: 'schemas' } : undefined);
-    if (!def) throw scimErrors.invalidValue(`${parameter} names an unknown attribute "${s.sub ? `${s.top}.${s.sub}` : s.top}"`);
+      ? s.sub
+        ? findAttribute(schema.extensions[ext]!, s.sub.split('.')[0]!)
+        : { name: ext }
+      : (findAttribute([...schema.attributes, ...COMMON_ATTRIBUTES], s.top) ??
+        (s.top === 'schemas' ? { name: 'schemas' } : undefined));
+    if (!def)
+      throw scimErrors.invalidValue(`${parameter} names an unknown attribute "${s.sub ? `${s.top}.${s.sub}` : s.top}"`);
   }
 }

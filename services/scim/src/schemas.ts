@@ -7,7 +7,8 @@ export const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 export const LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
 export const PATCH_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 
-export type AttributeType = 'string' | 'boolean' | 'complex' | 'dateTime' | 'reference' | 'decimal' | 'integer' | 'binary';
+export type AttributeType =
+  'string' | 'boolean' | 'complex' | 'dateTime' | 'reference' | 'decimal' | 'integer' | 'binary';
 
 export interface Attribute {
   name: string;
@@ -26,8 +27,16 @@ export interface Attribute {
 
 function attr(name: string, description: string, options: Partial<Attribute> = {}): Attribute {
   return {
-    name, type: 'string', multiValued: false, description, required: false, caseExact: false,
-    mutability: 'readWrite', returned: 'default', uniqueness: 'none', ...options,
+    name,
+    type: 'string',
+    multiValued: false,
+    description,
+    required: false,
+    caseExact: false,
+    mutability: 'readWrite',
+    returned: 'default',
+    uniqueness: 'none',
+    ...options,
   };
 }
 
@@ -39,15 +48,18 @@ function multi(name: string, description: string, types: string[], valueOptions:
     subAttributes: [
       attr('value', `The value of the ${name} entry.`, valueOptions),
       attr('display', 'A human-readable name, primarily used for display purposes.'),
-      attr('type', 'A label indicating the attribute\'s function.', types.length ? { canonicalValues: types } : {}),
+      attr('type', "A label indicating the attribute's function.", types.length ? { canonicalValues: types } : {}),
       attr('primary', 'Indicates the primary or preferred value.', { type: 'boolean' }),
     ],
   });
 }
 
 export const USER_ATTRIBUTES: Attribute[] = [
-  attr('userName', 'Unique identifier for the user, typically used to sign in. Unique case-insensitively.', { required: true, uniqueness: 'server' }),
-  attr('name', 'The components of the user\'s name.', {
+  attr('userName', 'Unique identifier for the user, typically used to sign in. Unique case-insensitively.', {
+    required: true,
+    uniqueness: 'server',
+  }),
+  attr('name', "The components of the user's name.", {
     type: 'complex',
     subAttributes: [
       attr('formatted', 'The full name.'),
@@ -60,7 +72,7 @@ export const USER_ATTRIBUTES: Attribute[] = [
   }),
   attr('displayName', 'The name of the user, suitable for display.'),
   attr('nickName', 'The casual way to address the user.'),
-  attr('profileUrl', 'A URI of the user\'s online profile.', { type: 'reference', referenceTypes: ['external'] }),
+  attr('profileUrl', "A URI of the user's online profile.", { type: 'reference', referenceTypes: ['external'] }),
   attr('title', 'The user\'s title, such as "Vice President".'),
   attr('userType', 'The relationship between the organization and the user.'),
   attr('preferredLanguage', 'The preferred written or spoken language (RFC 7231 Accept-Language form).'),
@@ -69,21 +81,39 @@ export const USER_ATTRIBUTES: Attribute[] = [
     caseExact: true,
     canonicalValues: ['UTC', ...Intl.supportedValuesOf('timeZone').filter((z) => z !== 'UTC')],
   }),
-  attr('active', 'Whether the user may use the platform. false refuses every /v1 request of the user at once.', { type: 'boolean' }),
-  attr('password', 'Accepted and discarded: the platform never stores passwords.', { mutability: 'writeOnly', returned: 'never' }),
+  attr('active', 'Whether the user may use the platform. false refuses every /v1 request of the user at once.', {
+    type: 'boolean',
+  }),
+  attr('password', 'Accepted and discarded: the platform never stores passwords.', {
+    mutability: 'writeOnly',
+    returned: 'never',
+  }),
   {
     ...multi('emails', 'E-mail addresses of the user (at most 10).', ['work', 'home', 'other']),
     // display is accepted (Okta sends it) but not kept: declared read-only, so input values are ignored.
-    subAttributes: multi('emails', '', ['work', 'home', 'other']).subAttributes!.map((a) => (a.name === 'display' ? { ...a, mutability: 'readOnly' as const, description: 'Ignored on input; not stored.' } : a)),
+    subAttributes: multi('emails', '', ['work', 'home', 'other']).subAttributes!.map((a) =>
+      a.name === 'display'
+        ? { ...a, mutability: 'readOnly' as const, description: 'Ignored on input; not stored.' }
+        : a,
+    ),
   },
   multi('phoneNumbers', 'Phone numbers of the user.', ['work', 'home', 'mobile', 'fax', 'pager', 'other']),
   multi('ims', 'Instant messaging addresses of the user.', []),
-  multi('photos', 'URLs of photos of the user.', ['photo', 'thumbnail'], { type: 'reference', referenceTypes: ['external'] }),
+  multi('photos', 'URLs of photos of the user.', ['photo', 'thumbnail'], {
+    type: 'reference',
+    referenceTypes: ['external'],
+  }),
   attr('addresses', 'Physical mailing addresses of the user.', {
     type: 'complex',
     multiValued: true,
     subAttributes: ['formatted', 'streetAddress', 'locality', 'region', 'postalCode', 'country', 'type']
-      .map((n) => attr(n, `The ${n} component of the address.`, n === 'type' ? { canonicalValues: ['work', 'home', 'other'] } : {}))
+      .map((n) =>
+        attr(
+          n,
+          `The ${n} component of the address.`,
+          n === 'type' ? { canonicalValues: ['work', 'home', 'other'] } : {},
+        ),
+      )
       .concat([attr('primary', 'Indicates the primary address.', { type: 'boolean' })]),
   }),
   multi('entitlements', 'Entitlements of the user.', []),
@@ -97,7 +127,7 @@ export const ENTERPRISE_ATTRIBUTES: Attribute[] = [
   attr('organization', 'Identifies the name of an organization.'),
   attr('division', 'Identifies the name of a division.'),
   attr('department', 'Identifies the name of a department.'),
-  attr('manager', 'The user\'s manager.', {
+  attr('manager', "The user's manager.", {
     type: 'complex',
     subAttributes: [
       attr('value', 'The id of the manager.', { caseExact: true }),
@@ -123,13 +153,22 @@ export const GROUP_ATTRIBUTES: Attribute[] = [
 
 /** Attributes every resource has (RFC 7643 §3.1), returned always or by default. */
 export const COMMON_ATTRIBUTES: Attribute[] = [
-  attr('id', 'Identifier of the resource, assigned by the service provider.', { caseExact: true, mutability: 'readOnly', returned: 'always', uniqueness: 'server' }),
+  attr('id', 'Identifier of the resource, assigned by the service provider.', {
+    caseExact: true,
+    mutability: 'readOnly',
+    returned: 'always',
+    uniqueness: 'server',
+  }),
   attr('externalId', 'Identifier of the resource in the provisioning client.', { caseExact: true }),
   attr('meta', 'Resource metadata.', {
     type: 'complex',
     mutability: 'readOnly',
     subAttributes: ['resourceType', 'created', 'lastModified', 'location', 'version'].map((n) =>
-      attr(n, `The ${n} of the resource.`, { mutability: 'readOnly', type: n === 'created' || n === 'lastModified' ? 'dateTime' : n === 'location' ? 'reference' : 'string', caseExact: true }),
+      attr(n, `The ${n} of the resource.`, {
+        mutability: 'readOnly',
+        type: n === 'created' || n === 'lastModified' ? 'dateTime' : n === 'location' ? 'reference' : 'string',
+        caseExact: true,
+      }),
     ),
   }),
 ];
@@ -140,6 +179,19 @@ export function findAttribute(list: Attribute[], name: string): Attribute | unde
 }
 
 /** A schema resource of /Schemas. */
-export function schemaResource(id: string, name: string, description: string, attributes: Attribute[], baseUrl: string) {
-  return { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'], id, name, description, attributes, meta: { resourceType: 'Schema', location: `${baseUrl}/Schemas/${id}` } };
+export function schemaResource(
+  id: string,
+  name: string,
+  description: string,
+  attributes: Attribute[],
+  baseUrl: string,
+) {
+  return {
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'],
+    id,
+    name,
+    description,
+    attributes,
+    meta: { resourceType: 'Schema', location: `${baseUrl}/Schemas/${id}` },
+  };
 }

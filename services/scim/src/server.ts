@@ -20,7 +20,9 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
   const discovery = new Discovery(deps.baseUrl);
   const ok = (body: unknown): ScimResponse => ({ status: 200, body });
   const groupsAreThePlatforms = () => {
-    throw scimErrors.notImplemented('Groups are created and deleted by the platform; SCIM manages their name and members');
+    throw scimErrors.notImplemented(
+      'Groups are created and deleted by the platform; SCIM manages their name and members',
+    );
   };
 
   // Endpoint (case-insensitive) → method → handler; `id` is the path segment after the endpoint.
@@ -30,7 +32,8 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       collection: { GET: (ctx) => users.list(ctx), POST: (ctx, body) => users.create(body(), ctx) },
       item: {
         GET: (ctx, _b, id) => users.get(id!, ctx),
-        POST: (ctx, body, id) => (id === '.search' ? users.list(searchContext(ctx, body())) : methodNotAllowed(ctx, 'GET, PUT, PATCH, DELETE')),
+        POST: (ctx, body, id) =>
+          id === '.search' ? users.list(searchContext(ctx, body())) : methodNotAllowed(ctx, 'GET, PUT, PATCH, DELETE'),
         PUT: (ctx, body, id) => users.replace(id!, body(), ctx),
         PATCH: (ctx, body, id) => users.patch(id!, body(), ctx),
         DELETE: (ctx, _b, id) => users.delete(id!, ctx),
@@ -40,15 +43,22 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       collection: { GET: (ctx) => groups.list(ctx), POST: groupsAreThePlatforms },
       item: {
         GET: (ctx, _b, id) => groups.get(id!, ctx),
-        POST: (ctx, body, id) => (id === '.search' ? groups.list(searchContext(ctx, body())) : methodNotAllowed(ctx, 'GET, PUT, PATCH')),
+        POST: (ctx, body, id) =>
+          id === '.search' ? groups.list(searchContext(ctx, body())) : methodNotAllowed(ctx, 'GET, PUT, PATCH'),
         PUT: (ctx, body, id) => groups.replace(id!, body(), ctx),
         PATCH: (ctx, body, id) => groups.patch(id!, body(), ctx),
         DELETE: groupsAreThePlatforms,
       },
     },
     serviceproviderconfig: { collection: { GET: () => ok(discovery.serviceProviderConfig()) }, item: {} },
-    resourcetypes: { collection: { GET: () => ok(discovery.resourceTypes()) }, item: { GET: (_c, _b, id) => ok(discovery.resourceTypes(id)) } },
-    schemas: { collection: { GET: () => ok(discovery.schemas()) }, item: { GET: (_c, _b, id) => ok(discovery.schemas(id)) } },
+    resourcetypes: {
+      collection: { GET: () => ok(discovery.resourceTypes()) },
+      item: { GET: (_c, _b, id) => ok(discovery.resourceTypes(id)) },
+    },
+    schemas: {
+      collection: { GET: () => ok(discovery.schemas()) },
+      item: { GET: (_c, _b, id) => ok(discovery.schemas(id)) },
+    },
   };
 
   /** Searches every resource type (RFC 7644 §3.4.3 at the root): users first, then groups, one index space. */
@@ -59,7 +69,10 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       query.set('startIndex', String(offset + 1));
       query.set('count', String(limit));
       try {
-        return (await list({ ...ctx, query, lenientSelection: true })).body as { totalResults: number; Resources: unknown[] };
+        return (await list({ ...ctx, query, lenientSelection: true })).body as {
+          totalResults: number;
+          Resources: unknown[];
+        };
       } catch (err) {
         // A filter naming attributes another resource type does not have matches none of that type.
         if (err instanceof ScimError && err.scimType === 'invalidFilter') return { totalResults: 0, Resources: [] };
@@ -70,20 +83,36 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     const groupOffset = Math.max(0, startIndex - 1 - userPage.totalResults);
     const groupPage = await part((c) => groups.list(c), groupOffset, Math.max(0, count - userPage.Resources.length));
     const resources = [...userPage.Resources, ...groupPage.Resources];
-    return { status: 200, body: { schemas: [LIST_SCHEMA], totalResults: userPage.totalResults + groupPage.totalResults, startIndex, itemsPerPage: resources.length, Resources: resources } };
+    return {
+      status: 200,
+      body: {
+        schemas: [LIST_SCHEMA],
+        totalResults: userPage.totalResults + groupPage.totalResults,
+        startIndex,
+        itemsPerPage: resources.length,
+        Resources: resources,
+      },
+    };
   }
 
   async function dispatch(request: scimV1.HandleRequestRequest, call: CallContext): Promise<ScimResponse> {
-    const segments = request.path.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+    const segments = request.path
+      .split('/')
+      .filter(Boolean)
+      .map((s) => decodeURIComponent(s));
     const endpoint = routes[segments[0]?.toLowerCase() ?? ''];
     if (!endpoint || segments.length > 2) {
-      if (['bulk', 'me'].includes(segments[0]?.toLowerCase() ?? '')) throw scimErrors.notImplemented(`/${segments[0]} is not supported`);
+      if (['bulk', 'me'].includes(segments[0]?.toLowerCase() ?? ''))
+        throw scimErrors.notImplemented(`/${segments[0]} is not supported`);
       throw scimErrors.notFound(`No endpoint ${request.path}`);
     }
     const table = segments.length === 2 ? endpoint.item : endpoint.collection;
     const method = request.method.toUpperCase() === 'HEAD' ? 'GET' : request.method.toUpperCase();
     const route = table[method];
-    if (!route) throw new ScimError(405, `${request.method} is not allowed on ${request.path}`, undefined, { Allow: Object.keys(table).join(', ') });
+    if (!route)
+      throw new ScimError(405, `${request.method} is not allowed on ${request.path}`, undefined, {
+        Allow: Object.keys(table).join(', '),
+      });
     const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const ctx: RequestContext = {
       actor: request.clientId || 'unknown-client',
@@ -127,7 +156,9 @@ function searchContext(ctx: RequestContext, body: unknown): RequestContext {
   if (!isObject(body)) throw scimErrors.invalidSyntax('The search request must be a JSON object');
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(body)) {
-    const name = ['filter', 'startIndex', 'count', 'attributes', 'excludedAttributes', 'sortBy', 'sortOrder'].find((n) => n.toLowerCase() === key.toLowerCase());
+    const name = ['filter', 'startIndex', 'count', 'attributes', 'excludedAttributes', 'sortBy', 'sortOrder'].find(
+      (n) => n.toLowerCase() === key.toLowerCase(),
+    );
     if (!name || value === null) continue;
     if (Array.isArray(value)) query.set(name, value.map(String).join(','));
     else if (typeof value === 'string' || typeof value === 'number') query.set(name, String(value));

@@ -1,6 +1,15 @@
 import type { usersV1 } from '@mileage/proto';
 import { isDeepStrictEqual } from 'node:util';
-import { checkIfMatch, etag, ifMatchVersion, paging, retryStaleWrite, type RequestContext, type ScimDeps, type ScimResponse } from './context';
+import {
+  checkIfMatch,
+  etag,
+  ifMatchVersion,
+  paging,
+  retryStaleWrite,
+  type RequestContext,
+  type ScimDeps,
+  type ScimResponse,
+} from './context';
 import { scimErrors, ScimError } from './errors';
 import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
 import { applyPatch, readPatchBody } from './patch';
@@ -22,24 +31,68 @@ const ENTERPRISE_LOWER = ENTERPRISE_SCHEMA.toLowerCase();
 export const USER_FILTERABLE: FilterableAttributes = {
   core: USER_SCHEMA,
   attributes: {
-    id: 'string', username: 'string', externalid: 'string', displayname: 'string', 'name.givenname': 'string', 'name.familyname': 'string',
-    'name.formatted': 'string', timezone: 'string', active: 'boolean', 'meta.created': 'dateTime', 'meta.lastmodified': 'dateTime',
-    emails: 'multi', 'emails.value': 'string', 'emails.type': 'string', 'emails.primary': 'boolean',
-    [`${ENTERPRISE_LOWER}:employeenumber`]: 'string', [`${ENTERPRISE_LOWER}:costcenter`]: 'string', [`${ENTERPRISE_LOWER}:organization`]: 'string',
-    [`${ENTERPRISE_LOWER}:division`]: 'string', [`${ENTERPRISE_LOWER}:department`]: 'string', [`${ENTERPRISE_LOWER}:manager.value`]: 'string',
+    id: 'string',
+    username: 'string',
+    externalid: 'string',
+    displayname: 'string',
+    'name.givenname': 'string',
+    'name.familyname': 'string',
+    'name.formatted': 'string',
+    timezone: 'string',
+    active: 'boolean',
+    'meta.created': 'dateTime',
+    'meta.lastmodified': 'dateTime',
+    emails: 'multi',
+    'emails.value': 'string',
+    'emails.type': 'string',
+    'emails.primary': 'boolean',
+    [`${ENTERPRISE_LOWER}:employeenumber`]: 'string',
+    [`${ENTERPRISE_LOWER}:costcenter`]: 'string',
+    [`${ENTERPRISE_LOWER}:organization`]: 'string',
+    [`${ENTERPRISE_LOWER}:division`]: 'string',
+    [`${ENTERPRISE_LOWER}:department`]: 'string',
+    [`${ENTERPRISE_LOWER}:manager.value`]: 'string',
   },
-  unfilterable: new Set(['nickname', 'profileurl', 'title', 'usertype', 'preferredlanguage', 'locale', 'phonenumbers', 'ims', 'photos', 'addresses',
-    'entitlements', 'roles', 'x509certificates', 'name.middlename', 'name.honorificprefix', 'name.honorificsuffix', 'password', 'groups']),
+  unfilterable: new Set([
+    'nickname',
+    'profileurl',
+    'title',
+    'usertype',
+    'preferredlanguage',
+    'locale',
+    'phonenumbers',
+    'ims',
+    'photos',
+    'addresses',
+    'entitlements',
+    'roles',
+    'x509certificates',
+    'name.middlename',
+    'name.honorificprefix',
+    'name.honorificsuffix',
+    'password',
+    'groups',
+  ]),
 };
 
 const USER_ID = /^[A-Za-z0-9]{10}$/;
 /** Attributes the Users service owns; the rest of the core schema is kept by this service. */
-const OWNED = new Set(['userName', 'name', 'displayName', 'emails', 'active', 'externalId', 'timezone', ENTERPRISE_SCHEMA]);
+const OWNED = new Set([
+  'userName',
+  'name',
+  'displayName',
+  'emails',
+  'active',
+  'externalId',
+  'timezone',
+  ENTERPRISE_SCHEMA,
+]);
 const OWNED_NAME_PARTS = new Set(['givenName', 'familyName', 'formatted']);
 
 /** Splits a canonical user document into the Users service's record and the attributes kept here. */
 function toOwner(doc: Doc, id: string): { user: usersV1.User; attributes: Doc } {
-  if (typeof doc.userName !== 'string' || doc.userName.trim() === '') throw scimErrors.invalidValue('"userName" is required');
+  if (typeof doc.userName !== 'string' || doc.userName.trim() === '')
+    throw scimErrors.invalidValue('"userName" is required');
   const name = (doc.name ?? {}) as Record<string, string>;
   const emails = ((doc.emails ?? []) as Record<string, unknown>[]).map((e, i) => {
     if (typeof e.value !== 'string') throw scimErrors.invalidValue(`"emails[${i}].value" is required`);
@@ -48,7 +101,11 @@ function toOwner(doc: Doc, id: string): { user: usersV1.User; attributes: Doc } 
   const user: usersV1.User = {
     id,
     userName: doc.userName,
-    name: { givenName: name.givenName ?? '', familyName: name.familyName ?? '', ...(name.formatted !== undefined ? { formatted: name.formatted } : {}) },
+    name: {
+      givenName: name.givenName ?? '',
+      familyName: name.familyName ?? '',
+      ...(name.formatted !== undefined ? { formatted: name.formatted } : {}),
+    },
     emails,
     active: doc.active === undefined ? true : doc.active === true,
     ...(typeof doc.displayName === 'string' ? { displayName: doc.displayName } : {}),
@@ -77,7 +134,11 @@ function toDoc(user: usersV1.User, attributes: Doc | undefined): Doc {
     ...(Object.keys(name).length ? { name } : {}),
     ...(user.displayName ? { displayName: user.displayName } : {}),
     ...extras,
-    ...(user.emails.length ? { emails: user.emails.map((e) => ({ value: e.value, ...(e.type ? { type: e.type } : {}), primary: e.primary })) } : {}),
+    ...(user.emails.length
+      ? {
+          emails: user.emails.map((e) => ({ value: e.value, ...(e.type ? { type: e.type } : {}), primary: e.primary })),
+        }
+      : {}),
     active: user.active,
     timezone: user.timezone,
     ...(user.enterprise && Object.keys(user.enterprise).length ? { [ENTERPRISE_SCHEMA]: user.enterprise } : {}),
@@ -98,7 +159,13 @@ export class UserHandlers {
       schemas: doc[ENTERPRISE_SCHEMA] ? [USER_SCHEMA, ENTERPRISE_SCHEMA] : [USER_SCHEMA],
       id: user.id,
       ...doc,
-      meta: { resourceType: 'User', created: user.createTime, lastModified: user.updateTime, location: this.location(user.id), version: etag(user.version) },
+      meta: {
+        resourceType: 'User',
+        created: user.createTime,
+        lastModified: user.updateTime,
+        location: this.location(user.id),
+        version: etag(user.version),
+      },
     };
   }
 
@@ -109,24 +176,45 @@ export class UserHandlers {
     return { user: user!, attributes: (await this.deps.journal.userAttributes([user!])).get(id) };
   }
 
-  private respond(status: number, user: usersV1.User, attributes: Doc | undefined, ctx: RequestContext, extraHeaders: Record<string, string> = {}): ScimResponse {
+  private respond(
+    status: number,
+    user: usersV1.User,
+    attributes: Doc | undefined,
+    ctx: RequestContext,
+    extraHeaders: Record<string, string> = {},
+  ): ScimResponse {
     const full = this.representation(user, attributes);
     return {
       status,
       headers: { ETag: etag(user.version), ...extraHeaders },
-      body: project(full, USER_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
+      body: project(
+        full,
+        USER_RESOURCE,
+        ctx.query.get('attributes') ?? undefined,
+        ctx.query.get('excludedAttributes') ?? undefined,
+      ),
     };
   }
 
   async create(body: unknown, ctx: RequestContext): Promise<ScimResponse> {
     const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
     if (sentId !== undefined && sentId !== null && (typeof sentId !== 'string' || !USER_ID.test(sentId))) {
-      throw scimErrors.invalidValue('"id" must be exactly 10 characters [A-Za-z0-9], or left out so that the server assigns one');
+      throw scimErrors.invalidValue(
+        '"id" must be exactly 10 characters [A-Za-z0-9], or left out so that the server assigns one',
+      );
     }
     const doc = normalizeBody(body, USER_RESOURCE);
     const { user, attributes } = toOwner(doc, typeof sentId === 'string' ? sentId : '');
     const created = await this.deps.journal.perform(
-      { actor: ctx.actor, operation: 'create', resourceType: 'User', ...(user.id ? { resourceId: user.id } : {}), requestId: ctx.requestId, after: doc, sideEffects: { userAttributes: attributes } },
+      {
+        actor: ctx.actor,
+        operation: 'create',
+        resourceType: 'User',
+        ...(user.id ? { resourceId: user.id } : {}),
+        requestId: ctx.requestId,
+        after: doc,
+        sideEffects: { userAttributes: attributes },
+      },
       async (writeId) => (await this.deps.users.createUser({ user, writeId }, ctx.call)).user!,
       (u) => ({ resourceId: u.id, after: this.representation(u, attributes) }),
     );
@@ -139,7 +227,10 @@ export class UserHandlers {
     const { user, attributes } = await this.load(id, ctx);
     const response = this.respond(200, user, attributes, ctx);
     // RFC 7644 §3.14: a client holding the current version gets 304 without the body.
-    if (ctx.headers['if-none-match'] && ctx.headers['if-none-match'].split(',').some((t) => t.trim() === etag(user.version))) {
+    if (
+      ctx.headers['if-none-match'] &&
+      ctx.headers['if-none-match'].split(',').some((t) => t.trim() === etag(user.version))
+    ) {
       return { status: 304, headers: response.headers ?? {} };
     }
     return response;
@@ -153,12 +244,29 @@ export class UserHandlers {
     const { startIndex, count } = paging(ctx.query);
     const filterText = ctx.query.get('filter');
     const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTERABLE) : undefined;
-    const { users, totalSize } = await this.deps.users.listUsers({ ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count }, ctx.call);
+    const { users, totalSize } = await this.deps.users.listUsers(
+      { ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count },
+      ctx.call,
+    );
     const attributes = await this.deps.journal.userAttributes(users);
     const resources = users.map((u) =>
-      project(this.representation(u, attributes.get(u.id)), USER_RESOURCE, ctx.query.get('attributes') ?? undefined, ctx.query.get('excludedAttributes') ?? undefined),
+      project(
+        this.representation(u, attributes.get(u.id)),
+        USER_RESOURCE,
+        ctx.query.get('attributes') ?? undefined,
+        ctx.query.get('excludedAttributes') ?? undefined,
+      ),
     );
-    return { status: 200, body: { schemas: [LIST_SCHEMA], totalResults: totalSize, startIndex, itemsPerPage: resources.length, Resources: resources } };
+    return {
+      status: 200,
+      body: {
+        schemas: [LIST_SCHEMA],
+        totalResults: totalSize,
+        startIndex,
+        itemsPerPage: resources.length,
+        Resources: resources,
+      },
+    };
   }
 
   async replace(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
@@ -177,43 +285,73 @@ export class UserHandlers {
    * Holding the user's write slot, read, compute the new document and write it under the version read. Writes
    * from outside SCIM can still move the version: then read again, unless the client demanded a version.
    */
-  private async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: (current: Doc) => Doc): Promise<ScimResponse> {
+  private async change(
+    id: string,
+    ctx: RequestContext,
+    operation: 'replace' | 'patch',
+    compute: (current: Doc) => Doc,
+  ): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
     if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
     return retryStaleWrite(demanded, () =>
-      this.deps.journal.exclusive({ actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId }, async (slot) => {
-        const { user: current, attributes: currentAttributes } = await this.load(id, ctx);
-        checkIfMatch(demanded, current.version, 'user');
-        const before = toDoc(current, currentAttributes);
-        const after = compute(structuredClone(before));
-        // Nothing changes: no write, no audit entry, the same version.
-        if (isDeepStrictEqual(after, before)) return this.respond(200, current, currentAttributes, ctx);
-        const { user, attributes } = toOwner(after, id);
-        const updated = await this.deps.journal.perform(
-          { actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(current, currentAttributes), after, sideEffects: { userAttributes: attributes } },
-          async (writeId) => (await this.deps.users.updateUser({ user, expectedVersion: current.version, writeId }, ctx.call)).user!,
-          (u) => ({ resourceId: id, after: this.representation(u, attributes) }),
-          { slot, targetVersion: current.version + 1 },
-        );
-        return this.respond(200, updated, attributes, ctx);
-      }),
+      this.deps.journal.exclusive(
+        { actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId },
+        async (slot) => {
+          const { user: current, attributes: currentAttributes } = await this.load(id, ctx);
+          checkIfMatch(demanded, current.version, 'user');
+          const before = toDoc(current, currentAttributes);
+          const after = compute(structuredClone(before));
+          // Nothing changes: no write, no audit entry, the same version.
+          if (isDeepStrictEqual(after, before)) return this.respond(200, current, currentAttributes, ctx);
+          const { user, attributes } = toOwner(after, id);
+          const updated = await this.deps.journal.perform(
+            {
+              actor: ctx.actor,
+              operation,
+              resourceType: 'User',
+              resourceId: id,
+              requestId: ctx.requestId,
+              before: this.representation(current, currentAttributes),
+              after,
+              sideEffects: { userAttributes: attributes },
+            },
+            async (writeId) =>
+              (await this.deps.users.updateUser({ user, expectedVersion: current.version, writeId }, ctx.call)).user!,
+            (u) => ({ resourceId: id, after: this.representation(u, attributes) }),
+            { slot, targetVersion: current.version + 1 },
+          );
+          return this.respond(200, updated, attributes, ctx);
+        },
+      ),
     );
   }
 
   async delete(id: string, ctx: RequestContext): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
     if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
-    return this.deps.journal.exclusive({ actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId }, async (slot) => {
-      const { user, attributes } = await this.load(id, ctx);
-      checkIfMatch(demanded, user.version, 'user');
-      await this.deps.journal.perform(
-        { actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId, before: this.representation(user, attributes), sideEffects: { userAttributes: null } },
-        async (writeId) => (await this.deps.users.deleteUser({ id, expectedVersion: user.version, writeId }, ctx.call)).user!,
-        () => ({ resourceId: id }),
-        { slot, targetVersion: user.version + 1 },
-      );
-      return { status: 204 };
-    });
+    return this.deps.journal.exclusive(
+      { actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId },
+      async (slot) => {
+        const { user, attributes } = await this.load(id, ctx);
+        checkIfMatch(demanded, user.version, 'user');
+        await this.deps.journal.perform(
+          {
+            actor: ctx.actor,
+            operation: 'delete',
+            resourceType: 'User',
+            resourceId: id,
+            requestId: ctx.requestId,
+            before: this.representation(user, attributes),
+            sideEffects: { userAttributes: null },
+          },
+          async (writeId) =>
+            (await this.deps.users.deleteUser({ id, expectedVersion: user.version, writeId }, ctx.call)).user!,
+          () => ({ resourceId: id }),
+          { slot, targetVersion: user.version + 1 },
+        );
+        return { status: 204 };
+      },
+    );
   }
 }
 

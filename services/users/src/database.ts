@@ -3,7 +3,12 @@ import * as path from 'node:path';
 
 export const SCHEMA = 'users';
 
-export function openDatabase(options: { url: string; poolMax?: number; statementTimeoutMs?: number; metrics?: Metrics }) {
+export function openDatabase(options: {
+  url: string;
+  poolMax?: number;
+  statementTimeoutMs?: number;
+  metrics?: Metrics;
+}) {
   return createDatabase({
     url: options.url,
     schema: SCHEMA,

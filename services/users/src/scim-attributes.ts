@@ -30,7 +30,9 @@ export const USER_FILTER_ATTRIBUTES: AttributeMap = {
       primary: { kind: 'scalar', sql: `(email->>'primary')::boolean`, type: 'boolean', caseExact: true },
     },
     // The expression of users_email_values_idx: "some address equals" as a GIN containment test.
-    eqShortcut: { value: `(lower(jsonb_path_query_array(users.emails, '$[*].value')::text)::jsonb @> jsonb_build_array(lower(?)))` },
+    eqShortcut: {
+      value: `(lower(jsonb_path_query_array(users.emails, '$[*].value')::text)::jsonb @> jsonb_build_array(lower(?)))`,
+    },
   },
   [`${ENTERPRISE}:employeenumber`]: text(`(users.enterprise->>'employeeNumber')`, true),
   [`${ENTERPRISE}:costcenter`]: text(`(users.enterprise->>'costCenter')`),

@@ -1,6 +1,17 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { filterV1, PROTO_FILES, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, decodeServiceError, filterToSql, purgeWriteRecords, HealthClient, Metrics, startGrpcServer, type GrpcServerHandle, type PromiseClient } from '@mileage/runtime';
+import {
+  createGrpcClient,
+  createLogger,
+  decodeServiceError,
+  filterToSql,
+  purgeWriteRecords,
+  HealthClient,
+  Metrics,
+  startGrpcServer,
+  type GrpcServerHandle,
+  type PromiseClient,
+} from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -66,12 +77,20 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   test('migrations are idempotent and live in the users schema', async () => {
     const { applied } = await db.migrate();
     assert.deepEqual(applied, []);
-    const { rows } = await db.knex.raw(`SELECT table_schema FROM information_schema.tables WHERE table_name = 'knex_migrations'`);
-    assert.deepEqual(rows.map((r: { table_schema: string }) => r.table_schema), ['users']);
+    const { rows } = await db.knex.raw(
+      `SELECT table_schema FROM information_schema.tables WHERE table_name = 'knex_migrations'`,
+    );
+    assert.deepEqual(
+      rows.map((r: { table_schema: string }) => r.table_schema),
+      ['users'],
+    );
   });
 
   test('creates a user with a generated 10-character id and reads it back', async () => {
-    const { user: created } = await client.createUser({ user: user({ userName: 'Erin@Example.com', displayName: 'Erin' }), writeId: "" });
+    const { user: created } = await client.createUser({
+      user: user({ userName: 'Erin@Example.com', displayName: 'Erin' }),
+      writeId: '',
+    });
     assert.match(created!.id, /^[A-Za-z0-9]{10}$/);
     assert.equal(created!.version, 1);
     assert.equal(created!.active, true);
@@ -81,27 +100,30 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   });
 
   test('keeps a valid id sent by the caller, and refuses it when taken', async () => {
-    const { user: created } = await client.createUser({ user: user({ id: 'Explicit01' }), writeId: "" });
+    const { user: created } = await client.createUser({ user: user({ id: 'Explicit01' }), writeId: '' });
     assert.equal(created!.id, 'Explicit01');
-    const err = await rejection(client.createUser({ user: user({ id: 'Explicit01' }), writeId: "" }));
+    const err = await rejection(client.createUser({ user: user({ id: 'Explicit01' }), writeId: '' }));
     assert.equal(err.code, status.ALREADY_EXISTS);
     assert.equal(err.reason, 'USER_ID_TAKEN');
   });
 
   test('userName is unique case-insensitively', async () => {
-    await client.createUser({ user: user({ userName: 'frank@example.com' }), writeId: "" });
-    const err = await rejection(client.createUser({ user: user({ userName: 'FRANK@example.COM' }), writeId: "" }));
+    await client.createUser({ user: user({ userName: 'frank@example.com' }), writeId: '' });
+    const err = await rejection(client.createUser({ user: user({ userName: 'FRANK@example.COM' }), writeId: '' }));
     assert.equal(err.code, status.ALREADY_EXISTS);
     assert.equal(err.reason, 'USER_NAME_TAKEN');
   });
 
   test('exactly one of many concurrent creates with one userName wins', async () => {
     const results = await Promise.allSettled(
-      Array.from({ length: 20 }, (_, i) => client.createUser({ user: user({ userName: i % 2 ? 'race@example.com' : 'RACE@example.com' }), writeId: "" })),
+      Array.from({ length: 20 }, (_, i) =>
+        client.createUser({ user: user({ userName: i % 2 ? 'race@example.com' : 'RACE@example.com' }), writeId: '' }),
+      ),
     );
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
     for (const r of results) {
-      if (r.status === 'rejected') assert.equal(decodeServiceError(r.reason as ServiceError).code, status.ALREADY_EXISTS);
+      if (r.status === 'rejected')
+        assert.equal(decodeServiceError(r.reason as ServiceError).code, status.ALREADY_EXISTS);
     }
   });
 
@@ -109,12 +131,22 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     const before = await db.knex('users').count<{ count: string }[]>('* as count');
     const err = await rejection(
       client.createUser({
-        user: user({ id: 'short', userName: '', timezone: 'Mars/Olympus', emails: [{ value: 'not-an-email', type: 'work', primary: true }] }),
-        writeId: "",
+        user: user({
+          id: 'short',
+          userName: '',
+          timezone: 'Mars/Olympus',
+          emails: [{ value: 'not-an-email', type: 'work', primary: true }],
+        }),
+        writeId: '',
       }),
     );
     assert.equal(err.code, status.INVALID_ARGUMENT);
-    assert.deepEqual(err.fieldViolations.map((v) => v.field).sort(), ['emails[0].value', 'id', 'timezone', 'user_name']);
+    assert.deepEqual(err.fieldViolations.map((v) => v.field).sort(), [
+      'emails[0].value',
+      'id',
+      'timezone',
+      'user_name',
+    ]);
     const afterCount = await db.knex('users').count<{ count: string }[]>('* as count');
     assert.deepEqual(afterCount, before);
   });
@@ -127,24 +159,35 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   });
 
   test('batch get returns found users once each, in request order', async () => {
-    const a = (await client.createUser({ user: user(), writeId: "" })).user!;
-    const b = (await client.createUser({ user: user(), writeId: "" })).user!;
+    const a = (await client.createUser({ user: user(), writeId: '' })).user!;
+    const b = (await client.createUser({ user: user(), writeId: '' })).user!;
     const { users } = await client.batchGetUsers({ ids: [b.id, 'Missing123', a.id, b.id] });
-    assert.deepEqual(users.map((u) => u.id), [b.id, a.id]);
+    assert.deepEqual(
+      users.map((u) => u.id),
+      [b.id, a.id],
+    );
     const tooMany = await rejection(client.batchGetUsers({ ids: Array.from({ length: 1001 }, () => a.id) }));
     assert.equal(tooMany.code, status.INVALID_ARGUMENT);
   });
 
   test('update bumps the version and honours expected_version', async () => {
-    const created = (await client.createUser({ user: user(), writeId: "" })).user!;
-    const { user: updated } = await client.updateUser({ user: { ...created, active: false, displayName: 'Renamed' }, expectedVersion: 1, writeId: "" });
+    const created = (await client.createUser({ user: user(), writeId: '' })).user!;
+    const { user: updated } = await client.updateUser({
+      user: { ...created, active: false, displayName: 'Renamed' },
+      expectedVersion: 1,
+      writeId: '',
+    });
     assert.equal(updated!.version, 2);
     assert.equal(updated!.active, false);
     assert.equal(updated!.displayName, 'Renamed');
     assert.ok(updated!.updateTime! >= created.updateTime!);
-    const stale = await rejection(client.updateUser({ user: { ...created, displayName: 'Lost' }, expectedVersion: 1, writeId: "" }));
+    const stale = await rejection(
+      client.updateUser({ user: { ...created, displayName: 'Lost' }, expectedVersion: 1, writeId: '' }),
+    );
     assert.equal(stale.code, status.ABORTED);
-    const missing = await rejection(client.updateUser({ user: { ...created, id: 'Nobody0000' }, expectedVersion: 0, writeId: "" }));
+    const missing = await rejection(
+      client.updateUser({ user: { ...created, id: 'Nobody0000' }, expectedVersion: 0, writeId: '' }),
+    );
     assert.equal(missing.code, status.NOT_FOUND);
   });
 
@@ -156,7 +199,11 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         value: {
           attribute,
           operator,
-          ...(typeof value === 'string' ? { value: { $case: 'stringValue', value } } : typeof value === 'boolean' ? { value: { $case: 'boolValue', value } } : {}),
+          ...(typeof value === 'string'
+            ? { value: { $case: 'stringValue', value } }
+            : typeof value === 'boolean'
+              ? { value: { $case: 'boolValue', value } }
+              : {}),
         },
       },
     });
@@ -165,25 +212,53 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     const not = (filter: filterV1.Filter): filterV1.Filter => ({ expr: { $case: 'not', value: filter } });
     let tag: string;
     const list = async (filter: filterV1.Filter) =>
-      (await client.listUsers({ filter: and(cmp('externalId', Op.OPERATOR_SW, tag), filter), offset: 0, limit: 100 })).users.map((u) => u.userName).sort();
+      (
+        await client.listUsers({ filter: and(cmp('externalId', Op.OPERATOR_SW, tag), filter), offset: 0, limit: 100 })
+      ).users
+        .map((u) => u.userName)
+        .sort();
 
     before(async () => {
       tag = `flt${Math.random().toString(36).slice(2, 8)}`;
       const people = [
-        { userName: `Grace.${tag}@Example.com`, given: 'Grace', active: true, emails: [{ value: `grace.${tag}@work.example`, type: 'work', primary: true }, { value: `g@home.example`, type: 'home', primary: false }], dept: 'Sales' },
-        { userName: `henry.${tag}@example.com`, given: 'Henry', active: false, emails: [{ value: `HENRY.${tag}@work.example`, type: 'work', primary: true }], dept: 'Ops' },
+        {
+          userName: `Grace.${tag}@Example.com`,
+          given: 'Grace',
+          active: true,
+          emails: [
+            { value: `grace.${tag}@work.example`, type: 'work', primary: true },
+            { value: `g@home.example`, type: 'home', primary: false },
+          ],
+          dept: 'Sales',
+        },
+        {
+          userName: `henry.${tag}@example.com`,
+          given: 'Henry',
+          active: false,
+          emails: [{ value: `HENRY.${tag}@work.example`, type: 'work', primary: true }],
+          dept: 'Ops',
+        },
         { userName: `ivy_50%.${tag}@example.org`, given: 'Ivy', active: true, emails: [], dept: undefined },
       ];
       for (const [i, p] of people.entries()) {
         await client.createUser({
-          user: user({ userName: p.userName, externalId: `${tag}-${i}`, name: { givenName: p.given, familyName: 'Filter' }, active: p.active, emails: p.emails, ...(p.dept ? { enterprise: { department: p.dept } } : {}) }),
+          user: user({
+            userName: p.userName,
+            externalId: `${tag}-${i}`,
+            name: { givenName: p.given, familyName: 'Filter' },
+            active: p.active,
+            emails: p.emails,
+            ...(p.dept ? { enterprise: { department: p.dept } } : {}),
+          }),
           writeId: '',
         });
       }
     });
 
     test('userName eq is case-insensitive; externalId and id are exact', async () => {
-      assert.deepEqual(await list(cmp('USERNAME', Op.OPERATOR_EQ, `grace.${tag}@example.COM`)), [`Grace.${tag}@Example.com`]);
+      assert.deepEqual(await list(cmp('USERNAME', Op.OPERATOR_EQ, `grace.${tag}@example.COM`)), [
+        `Grace.${tag}@Example.com`,
+      ]);
       assert.deepEqual(await list(cmp('externalId', Op.OPERATOR_EQ, `${tag.toUpperCase()}-0`)), []);
       assert.deepEqual(await list(cmp('externalId', Op.OPERATOR_EQ, `${tag}-1`)), [`henry.${tag}@example.com`]);
     });
@@ -192,24 +267,60 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       assert.deepEqual(await list(cmp('userName', Op.OPERATOR_CO, '_50%')), [`ivy_50%.${tag}@example.org`]);
       assert.deepEqual(await list(cmp('userName', Op.OPERATOR_CO, '_5_%')), []);
       assert.deepEqual(await list(cmp('userName', Op.OPERATOR_EW, '.ORG')), [`ivy_50%.${tag}@example.org`]);
-      assert.deepEqual(await list(cmp('name.givenName', Op.OPERATOR_GT, 'h')), [`henry.${tag}@example.com`, `ivy_50%.${tag}@example.org`]);
+      assert.deepEqual(await list(cmp('name.givenName', Op.OPERATOR_GT, 'h')), [
+        `henry.${tag}@example.com`,
+        `ivy_50%.${tag}@example.org`,
+      ]);
       assert.deepEqual(await list(cmp('name.givenName', Op.OPERATOR_LE, 'GRACE')), [`Grace.${tag}@Example.com`]);
     });
 
     test('and / or / not, booleans, presence and e-mail value paths', async () => {
       assert.deepEqual(await list(cmp('active', Op.OPERATOR_EQ, false)), [`henry.${tag}@example.com`]);
-      assert.deepEqual(await list(not(cmp('active', Op.OPERATOR_EQ, false))), [`Grace.${tag}@Example.com`, `ivy_50%.${tag}@example.org`]);
-      assert.deepEqual(await list(cmp('emails', Op.OPERATOR_PR)), [`Grace.${tag}@Example.com`, `henry.${tag}@example.com`]);
-      assert.deepEqual(await list(cmp('emails.value', Op.OPERATOR_EQ, `henry.${tag}@WORK.example`)), [`henry.${tag}@example.com`]);
-      const workAtHome: filterV1.Filter = { expr: { $case: 'valuePath', value: { attribute: 'emails', filter: and(cmp('type', Op.OPERATOR_EQ, 'work'), cmp('value', Op.OPERATOR_SW, 'g@')) } } };
+      assert.deepEqual(await list(not(cmp('active', Op.OPERATOR_EQ, false))), [
+        `Grace.${tag}@Example.com`,
+        `ivy_50%.${tag}@example.org`,
+      ]);
+      assert.deepEqual(await list(cmp('emails', Op.OPERATOR_PR)), [
+        `Grace.${tag}@Example.com`,
+        `henry.${tag}@example.com`,
+      ]);
+      assert.deepEqual(await list(cmp('emails.value', Op.OPERATOR_EQ, `henry.${tag}@WORK.example`)), [
+        `henry.${tag}@example.com`,
+      ]);
+      const workAtHome: filterV1.Filter = {
+        expr: {
+          $case: 'valuePath',
+          value: {
+            attribute: 'emails',
+            filter: and(cmp('type', Op.OPERATOR_EQ, 'work'), cmp('value', Op.OPERATOR_SW, 'g@')),
+          },
+        },
+      };
       assert.deepEqual(await list(workAtHome), [], 'the two conditions must hold for the same address');
-      const homeG: filterV1.Filter = { expr: { $case: 'valuePath', value: { attribute: 'emails', filter: and(cmp('type', Op.OPERATOR_EQ, 'HOME'), cmp('value', Op.OPERATOR_SW, 'g@')) } } };
+      const homeG: filterV1.Filter = {
+        expr: {
+          $case: 'valuePath',
+          value: {
+            attribute: 'emails',
+            filter: and(cmp('type', Op.OPERATOR_EQ, 'HOME'), cmp('value', Op.OPERATOR_SW, 'g@')),
+          },
+        },
+      };
       assert.deepEqual(await list(homeG), [`Grace.${tag}@Example.com`]);
       assert.deepEqual(
-        await list(or(cmp('urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department', Op.OPERATOR_EQ, 'ops'), cmp('name.givenName', Op.OPERATOR_EQ, 'ivy'))),
+        await list(
+          or(
+            cmp('urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department', Op.OPERATOR_EQ, 'ops'),
+            cmp('name.givenName', Op.OPERATOR_EQ, 'ivy'),
+          ),
+        ),
         [`henry.${tag}@example.com`, `ivy_50%.${tag}@example.org`],
       );
-      assert.deepEqual(await list(cmp('meta.created', Op.OPERATOR_GT, '2000-01-01T00:00:00Z')), [`Grace.${tag}@Example.com`, `henry.${tag}@example.com`, `ivy_50%.${tag}@example.org`]);
+      assert.deepEqual(await list(cmp('meta.created', Op.OPERATOR_GT, '2000-01-01T00:00:00Z')), [
+        `Grace.${tag}@Example.com`,
+        `henry.${tag}@example.com`,
+        `ivy_50%.${tag}@example.org`,
+      ]);
     });
 
     test('pages by id with the total, and refuses unknown attributes and type mismatches', async () => {
@@ -221,7 +332,12 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       const ids = [...first.users, ...rest.users].map((u) => u.id);
       assert.deepEqual(ids, [...ids].sort());
       assert.equal(new Set(ids).size, 3);
-      for (const bad of [cmp('password', Op.OPERATOR_EQ, 'x'), cmp('active', Op.OPERATOR_GT, true), cmp('active', Op.OPERATOR_EQ, 'yes'), cmp('meta.created', Op.OPERATOR_GT, 'yesterday')]) {
+      for (const bad of [
+        cmp('password', Op.OPERATOR_EQ, 'x'),
+        cmp('active', Op.OPERATOR_GT, true),
+        cmp('active', Op.OPERATOR_EQ, 'yes'),
+        cmp('meta.created', Op.OPERATOR_GT, 'yesterday'),
+      ]) {
         const err = await rejection(client.listUsers({ filter: bad, offset: 0, limit: 10 }));
         assert.equal(err.code, status.INVALID_ARGUMENT);
         assert.equal(err.reason, 'INVALID_FILTER');
@@ -239,20 +355,46 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
           FROM generate_series(1, 20000) g`);
       await db.knex.raw('ANALYZE users');
       const lookups: [string, string][] = [
-        ['userName', 'PLAN77@example.com'], ['externalId', 'plan-77'], ['id', 'Plan000077'], ['emails.value', 'Plan77@Mail.example'], ['displayName', 'plan 77'],
+        ['userName', 'PLAN77@example.com'],
+        ['externalId', 'plan-77'],
+        ['id', 'Plan000077'],
+        ['emails.value', 'Plan77@Mail.example'],
+        ['displayName', 'plan 77'],
       ];
-      const valuePath: filterV1.Filter = { expr: { $case: 'valuePath', value: { attribute: 'emails', filter: and(cmp('type', Op.OPERATOR_EQ, 'work'), cmp('value', Op.OPERATOR_EQ, 'plan77@mail.example')) } } };
-      const filters: [string, filterV1.Filter][] = [...lookups.map(([a, v]): [string, filterV1.Filter] => [a, cmp(a, Op.OPERATOR_EQ, v)]), ['emails[type eq work and value eq …]', valuePath]];
+      const valuePath: filterV1.Filter = {
+        expr: {
+          $case: 'valuePath',
+          value: {
+            attribute: 'emails',
+            filter: and(cmp('type', Op.OPERATOR_EQ, 'work'), cmp('value', Op.OPERATOR_EQ, 'plan77@mail.example')),
+          },
+        },
+      };
+      const filters: [string, filterV1.Filter][] = [
+        ...lookups.map(([a, v]): [string, filterV1.Filter] => [a, cmp(a, Op.OPERATOR_EQ, v)]),
+        ['emails[type eq work and value eq …]', valuePath],
+      ];
       for (const [attribute, filter] of filters) {
         const condition = filterToSql(filter, USER_FILTER_ATTRIBUTES);
         // The statement ListUsers runs for a page of a few matches, and the count before it.
-        const { rows } = await db.knex.raw(`EXPLAIN ${pageQuery(`deleted_at IS NULL AND ${condition.sql}`, 1)}`, [...condition.bindings, 100, 0]);
-        const counted = await db.knex.raw(`EXPLAIN SELECT count(*) FROM users WHERE deleted_at IS NULL AND ${condition.sql}`, condition.bindings);
+        const { rows } = await db.knex.raw(`EXPLAIN ${pageQuery(`deleted_at IS NULL AND ${condition.sql}`, 1)}`, [
+          ...condition.bindings,
+          100,
+          0,
+        ]);
+        const counted = await db.knex.raw(
+          `EXPLAIN SELECT count(*) FROM users WHERE deleted_at IS NULL AND ${condition.sql}`,
+          condition.bindings,
+        );
         rows.push(...counted.rows);
         const plan = rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
         assert.doesNotMatch(plan, /Seq Scan/, `${attribute} eq: ${plan}`);
         const found = await client.listUsers({ filter, offset: 0, limit: 10 });
-        assert.deepEqual(found.users.map((u) => u.id), ['Plan000077'], attribute);
+        assert.deepEqual(
+          found.users.map((u) => u.id),
+          ['Plan000077'],
+          attribute,
+        );
       }
     });
   });
@@ -261,14 +403,24 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     const created = (await client.createUser({ user: user({ userName: 'leaver@example.com' }), writeId: '' })).user!;
     const stale = await rejection(client.deleteUser({ id: created.id, expectedVersion: 9, writeId: '' }));
     assert.equal(stale.code, status.ABORTED);
-    const { user: deleted } = await client.deleteUser({ id: created.id, expectedVersion: created.version, writeId: '' });
+    const { user: deleted } = await client.deleteUser({
+      id: created.id,
+      expectedVersion: created.version,
+      writeId: '',
+    });
     assert.equal(deleted!.active, false);
     assert.ok(deleted!.deleteTime);
     assert.equal((await rejection(client.getUser({ id: created.id, includeDeleted: false }))).code, status.NOT_FOUND);
-    assert.equal((await rejection(client.deleteUser({ id: created.id, expectedVersion: 0, writeId: '' }))).code, status.NOT_FOUND);
+    assert.equal(
+      (await rejection(client.deleteUser({ id: created.id, expectedVersion: 0, writeId: '' }))).code,
+      status.NOT_FOUND,
+    );
     const again = (await client.createUser({ user: user({ userName: 'LEAVER@example.com' }), writeId: '' })).user!;
     assert.notEqual(again.id, created.id);
-    assert.equal((await rejection(client.createUser({ user: user({ id: created.id }), writeId: '' }))).code, status.ALREADY_EXISTS);
+    assert.equal(
+      (await rejection(client.createUser({ user: user({ id: created.id }), writeId: '' }))).code,
+      status.ALREADY_EXISTS,
+    );
   });
 
   test('a write_id is applied once; ResolveWrite reports it, or fences an unseen one so it can never apply', async () => {
@@ -283,14 +435,19 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     const lateId = randomUUID();
     const fenced = await client.resolveWrite({ writeId: lateId });
     assert.equal(fenced.outcome, usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED);
-    const late = await rejection(client.updateUser({ user: { ...first, displayName: 'Too late' }, expectedVersion: 0, writeId: lateId }));
+    const late = await rejection(
+      client.updateUser({ user: { ...first, displayName: 'Too late' }, expectedVersion: 0, writeId: lateId }),
+    );
     assert.equal(late.code, status.FAILED_PRECONDITION);
     assert.equal((await client.getUser({ id: first.id, includeDeleted: false })).user!.displayName, first.displayName);
 
     // A write that fails leaves no record: resolving it afterwards fences it.
     const failedId = randomUUID();
     await rejection(client.createUser({ user: user({ userName: 'ONCE@example.com' }), writeId: failedId }));
-    assert.equal((await client.resolveWrite({ writeId: failedId })).outcome, usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED);
+    assert.equal(
+      (await client.resolveWrite({ writeId: failedId })).outcome,
+      usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
+    );
     assert.equal((await rejection(client.resolveWrite({ writeId: 'not-a-uuid' }))).code, status.INVALID_ARGUMENT);
   });
 
@@ -299,10 +456,17 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     const old = randomUUID();
     await db.knex('write_requests').insert([
       { write_id: recent, outcome: 'abandoned' },
-      { write_id: old, outcome: 'applied', user_id: 'Nobody0000', recorded_at: db.knex.raw(`now() - interval '8 days'`) },
+      {
+        write_id: old,
+        outcome: 'applied',
+        user_id: 'Nobody0000',
+        recorded_at: db.knex.raw(`now() - interval '8 days'`),
+      },
     ]);
     assert.ok((await purgeWriteRecords(db.knex)) >= 1);
-    const left = (await db.knex('write_requests').whereIn('write_id', [recent, old]).select('write_id')).map((r: { write_id: string }) => r.write_id);
+    const left = (await db.knex('write_requests').whereIn('write_id', [recent, old]).select('write_id')).map(
+      (r: { write_id: string }) => r.write_id,
+    );
     assert.deepEqual(left, [recent]);
   });
 

@@ -22,7 +22,9 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
 
     async batchGetUsers(request, ctx) {
       if (request.ids.length > MAX_BATCH) {
-        throw errors.invalidArgument(`at most ${MAX_BATCH} ids per call`, [{ field: 'ids', description: `at most ${MAX_BATCH}` }]);
+        throw errors.invalidArgument(`at most ${MAX_BATCH} ids per call`, [
+          { field: 'ids', description: `at most ${MAX_BATCH}` },
+        ]);
       }
       request.ids.forEach((id, i) => requireUserId(id, `ids[${i}]`));
       return { users: await repo.getMany(request.ids, ctx.trace) };
@@ -44,9 +46,12 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
     },
 
     async listUsers(request, ctx) {
-      if (request.offset < 0) throw errors.invalidArgument('offset must not be negative', [{ field: 'offset', description: 'must be >= 0' }]);
+      if (request.offset < 0)
+        throw errors.invalidArgument('offset must not be negative', [{ field: 'offset', description: 'must be >= 0' }]);
       if (request.limit < 0 || request.limit > MAX_LIST) {
-        throw errors.invalidArgument(`limit must be between 0 and ${MAX_LIST}`, [{ field: 'limit', description: `0..${MAX_LIST}` }]);
+        throw errors.invalidArgument(`limit must be between 0 and ${MAX_LIST}`, [
+          { field: 'limit', description: `0..${MAX_LIST}` },
+        ]);
       }
       const condition = filterToSql(request.filter, USER_FILTER_ATTRIBUTES);
       const { users, total } = await repo.list(condition, request.offset, request.limit, ctx.trace);
@@ -58,7 +63,10 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
       if (!id) throw errors.invalidArgument('write_id is required', [{ field: 'write_id', description: 'required' }]);
       const resolved = await repo.resolveWrite(id, ctx.trace);
       return {
-        outcome: resolved.outcome === 'applied' ? usersV1.WriteOutcome.WRITE_OUTCOME_APPLIED : usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
+        outcome:
+          resolved.outcome === 'applied'
+            ? usersV1.WriteOutcome.WRITE_OUTCOME_APPLIED
+            : usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
         ...(resolved.user ? { user: resolved.user } : {}),
       };
     },
@@ -71,10 +79,14 @@ const MAX_LIST = 1000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function writeId(value: string): string {
-  if (value !== '' && !UUID.test(value)) throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
+  if (value !== '' && !UUID.test(value))
+    throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
   return value;
 }
 
 function requireUserId(id: string, field: string): void {
-  if (!isUserId(id)) throw errors.invalidArgument(`${field} must be exactly 10 characters [A-Za-z0-9]`, [{ field, description: 'invalid user id' }]);
+  if (!isUserId(id))
+    throw errors.invalidArgument(`${field} must be exactly 10 characters [A-Za-z0-9]`, [
+      { field, description: 'invalid user id' },
+    ]);
 }

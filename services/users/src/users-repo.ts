@@ -1,4 +1,13 @@
-import { claimWrite, errors, fenceWrite, inSpan, SpanKind, type Knex, type SqlCondition, type TraceContext } from '@mileage/runtime';
+import {
+  claimWrite,
+  errors,
+  fenceWrite,
+  inSpan,
+  SpanKind,
+  type Knex,
+  type SqlCondition,
+  type TraceContext,
+} from '@mileage/runtime';
 import type { usersV1 } from '@mileage/proto';
 import { randomInt } from 'node:crypto';
 
@@ -21,8 +30,21 @@ interface UserRow {
 }
 
 const COLUMNS = [
-  'id', 'user_name', 'given_name', 'family_name', 'formatted_name', 'display_name', 'emails', 'active',
-  'external_id', 'timezone', 'enterprise', 'created_at', 'modified_at', 'version', 'deleted_at',
+  'id',
+  'user_name',
+  'given_name',
+  'family_name',
+  'formatted_name',
+  'display_name',
+  'emails',
+  'active',
+  'external_id',
+  'timezone',
+  'enterprise',
+  'created_at',
+  'modified_at',
+  'version',
+  'deleted_at',
 ] as const;
 
 const SELECT_COLUMNS = COLUMNS.join(', ');
@@ -45,7 +67,11 @@ function toUser(row: UserRow): usersV1.User {
   return {
     id: row.id,
     userName: row.user_name,
-    name: { givenName: row.given_name, familyName: row.family_name, ...(row.formatted_name !== null ? { formatted: row.formatted_name } : {}) },
+    name: {
+      givenName: row.given_name,
+      familyName: row.family_name,
+      ...(row.formatted_name !== null ? { formatted: row.formatted_name } : {}),
+    },
     emails: row.emails.map((e) => ({ value: e.value, type: e.type ?? '', primary: Boolean(e.primary) })),
     active: row.active,
     ...(row.display_name !== null ? { displayName: row.display_name } : {}),
@@ -81,7 +107,13 @@ function isUniqueViolation(err: unknown, constraint?: string): boolean {
 
 /** A child span of the caller's trace for one statement (only when that trace is recorded). */
 function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
-  return inSpan(trace, `${operation} users`, SpanKind.CLIENT, { 'db.system.name': 'postgresql', 'db.namespace': 'users', 'db.operation.name': operation, 'db.query.text': text }, run);
+  return inSpan(
+    trace,
+    `${operation} users`,
+    SpanKind.CLIENT,
+    { 'db.system.name': 'postgresql', 'db.namespace': 'users', 'db.operation.name': operation, 'db.query.text': text },
+    run,
+  );
 }
 
 /** Matches up to this many are fetched through the filter's own index and sorted; more walk the primary key in order. */
@@ -106,7 +138,9 @@ export class UsersRepository {
   async get(id: string, includeDeleted = false, trace?: TraceContext): Promise<usersV1.User | undefined> {
     const text = includeDeleted ? GET_ANY_SQL : GET_LIVE_SQL;
     const result = await sql(trace, 'SELECT', text, async () =>
-      this.knex.raw<{ rows: UserRow[] }>(text, [id]).options({ name: includeDeleted ? 'users_get_any_v1' : 'users_get_live_v1' }),
+      this.knex
+        .raw<{ rows: UserRow[] }>(text, [id])
+        .options({ name: includeDeleted ? 'users_get_any_v1' : 'users_get_live_v1' }),
     );
     const row = result.rows[0];
     return row ? toUser(row) : undefined;
@@ -133,12 +167,15 @@ export class UsersRepository {
             const replay = await this.claimWrite(tx, writeId, id, trace);
             if (replay) return replay;
           }
-          const insert = tx('users').insert({ id, ...toColumns(user) }).returning(COLUMNS);
+          const insert = tx('users')
+            .insert({ id, ...toColumns(user) })
+            .returning(COLUMNS);
           const [row] = (await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert)) as UserRow[];
           return toUser(row!);
         });
       } catch (err) {
-        if (isUniqueViolation(err, 'users_user_name_key')) throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
+        if (isUniqueViolation(err, 'users_user_name_key'))
+          throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
         if (isUniqueViolation(err, 'users_pkey')) {
           if (explicitId) throw errors.alreadyExists('id is already taken', 'USER_ID_TAKEN');
           if (attempt < 5) continue;
@@ -166,7 +203,8 @@ export class UsersRepository {
         throw await this.missing(user.id, expectedVersion);
       });
     } catch (err) {
-      if (isUniqueViolation(err, 'users_user_name_key')) throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
+      if (isUniqueViolation(err, 'users_user_name_key'))
+        throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
       throw err;
     }
   }
@@ -191,10 +229,17 @@ export class UsersRepository {
   }
 
   /** A page of the live users matching `condition` (from filterToSql), by id, and how many match in all. */
-  async list(condition: SqlCondition, offset: number, limit: number, trace?: TraceContext): Promise<{ users: usersV1.User[]; total: number }> {
+  async list(
+    condition: SqlCondition,
+    offset: number,
+    limit: number,
+    trace?: TraceContext,
+  ): Promise<{ users: usersV1.User[]; total: number }> {
     const where = `deleted_at IS NULL AND ${condition.sql}`;
     const countText = `SELECT count(*) AS total FROM users WHERE ${where}`;
-    const countResult = await sql(trace, 'SELECT', countText, async () => this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings));
+    const countResult = await sql(trace, 'SELECT', countText, async () =>
+      this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings),
+    );
     const total = Number(countResult.rows[0]!.total);
     if (limit === 0 || offset >= total) return { users: [], total };
     const pageText = pageQuery(where, total);
@@ -208,8 +253,13 @@ export class UsersRepository {
    * Settles a write by id: when no write has claimed it, records it as abandoned so none can; then reports the
    * outcome and, for an applied write, the user as it is now.
    */
-  async resolveWrite(writeId: string, trace?: TraceContext): Promise<{ outcome: 'applied' | 'abandoned'; user?: usersV1.User }> {
-    const record = await sql(trace, 'INSERT', 'INSERT INTO write_requests (fence)', () => fenceWrite(this.knex, 'user_id', writeId));
+  async resolveWrite(
+    writeId: string,
+    trace?: TraceContext,
+  ): Promise<{ outcome: 'applied' | 'abandoned'; user?: usersV1.User }> {
+    const record = await sql(trace, 'INSERT', 'INSERT INTO write_requests (fence)', () =>
+      fenceWrite(this.knex, 'user_id', writeId),
+    );
     if (record.outcome === 'abandoned' || !record.resourceId) return { outcome: record.outcome };
     const user = await this.get(record.resourceId, true, trace);
     return { outcome: 'applied', ...(user ? { user } : {}) };
@@ -219,8 +269,15 @@ export class UsersRepository {
    * Records `writeId` as applied inside the write's transaction. A write already recorded returns the user as it
    * is (an idempotent replay); one fenced by resolveWrite fails. Concurrent claims serialise on the primary key.
    */
-  private async claimWrite(tx: Knex.Transaction, writeId: string, userId: string, trace?: TraceContext): Promise<usersV1.User | undefined> {
-    const existing = await sql(trace, 'INSERT', 'INSERT INTO write_requests (claim)', () => claimWrite(tx, 'user_id', writeId, userId));
+  private async claimWrite(
+    tx: Knex.Transaction,
+    writeId: string,
+    userId: string,
+    trace?: TraceContext,
+  ): Promise<usersV1.User | undefined> {
+    const existing = await sql(trace, 'INSERT', 'INSERT INTO write_requests (claim)', () =>
+      claimWrite(tx, 'user_id', writeId, userId),
+    );
     if (!existing) return undefined;
     if (existing.outcome !== 'applied' || !existing.resourceId) {
       throw errors.failedPrecondition(`write ${writeId} was abandoned and can no longer apply`, 'WRITE_ABANDONED');
@@ -231,7 +288,8 @@ export class UsersRepository {
   }
 
   private async missing(id: string, expectedVersion: number) {
-    if (expectedVersion > 0 && (await this.get(id))) return errors.aborted('the user was changed by someone else (version mismatch)', 'VERSION_MISMATCH');
+    if (expectedVersion > 0 && (await this.get(id)))
+      return errors.aborted('the user was changed by someone else (version mismatch)', 'VERSION_MISMATCH');
     return errors.notFound(`user ${id} not found`, 'USER_NOT_FOUND');
   }
 }

@@ -27,13 +27,15 @@ export function validateUserInput(user: usersV1.User | undefined, options: { idR
     if (!isUserId(user.id)) violations.push({ field: 'id', description: 'must be exactly 10 characters [A-Za-z0-9]' });
   }
   text('user_name', user.userName, true);
-  if (user.userName && user.userName.trim() !== user.userName) violations.push({ field: 'user_name', description: 'must not start or end with spaces' });
+  if (user.userName && user.userName.trim() !== user.userName)
+    violations.push({ field: 'user_name', description: 'must not start or end with spaces' });
   text('name.given_name', user.name?.givenName, false);
   text('name.family_name', user.name?.familyName, false);
   text('name.formatted', user.name?.formatted, false);
   text('display_name', user.displayName, false);
   text('external_id', user.externalId, false);
-  if (user.timezone && !isTimeZone(user.timezone)) violations.push({ field: 'timezone', description: 'must be an IANA time zone name' });
+  if (user.timezone && !isTimeZone(user.timezone))
+    violations.push({ field: 'timezone', description: 'must be an IANA time zone name' });
   if (user.emails.length > 10) violations.push({ field: 'emails', description: 'at most 10 addresses' });
   user.emails.forEach((email, i) => {
     if (!EMAIL_PATTERN.test(email.value) || email.value.length > MAX_TEXT) {
@@ -41,7 +43,8 @@ export function validateUserInput(user: usersV1.User | undefined, options: { idR
     }
     text(`emails[${i}].type`, email.type, false);
   });
-  if (user.emails.filter((e) => e.primary).length > 1) violations.push({ field: 'emails', description: 'at most one primary address' });
+  if (user.emails.filter((e) => e.primary).length > 1)
+    violations.push({ field: 'emails', description: 'at most one primary address' });
   if (violations.length) throw errors.invalidArgument('invalid user', violations);
   return user;
 }

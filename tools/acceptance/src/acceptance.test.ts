@@ -32,7 +32,10 @@ after(() => stack?.stop());
 async function token(form: Record<string, string>, basic?: string): Promise<{ status: number; accessToken?: string }> {
   const res = await fetch(`${issuer}/protocol/openid-connect/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {}) },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {}),
+    },
     body: new URLSearchParams(form),
   });
   const body = (await res.json()) as { access_token?: string };
@@ -56,15 +59,25 @@ async function scimToken(): Promise<string> {
 type Json = any;
 
 async function get(pathAndQuery: string, bearer?: string): Promise<{ status: number; headers: Headers; body: Json }> {
-  const res = await fetch(`${gateway}${pathAndQuery}`, { headers: bearer ? { authorization: `Bearer ${bearer}` } : {} });
+  const res = await fetch(`${gateway}${pathAndQuery}`, {
+    headers: bearer ? { authorization: `Bearer ${bearer}` } : {},
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
 }
 
-async function scim(method: string, pathAndQuery: string, bearer: string, body?: unknown): Promise<{ status: number; body: Json }> {
+async function scim(
+  method: string,
+  pathAndQuery: string,
+  bearer: string,
+  body?: unknown,
+): Promise<{ status: number; body: Json }> {
   const res = await fetch(`${gateway}/scim/v2${pathAndQuery}`, {
     method,
-    headers: { authorization: `Bearer ${bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/scim+json' }) },
+    headers: {
+      authorization: `Bearer ${bearer}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/scim+json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await res.text();
@@ -80,12 +93,18 @@ describe('acceptance: the External API with real tokens', () => {
     assert.equal(me.body.userName, 'alice@example.com');
     const groups = await get('/v1/groups', alice);
     assert.equal(groups.status, 200);
-    assert.deepEqual(groups.body.resources.map((g: { id: string }) => g.id), ['1']);
+    assert.deepEqual(
+      groups.body.resources.map((g: { id: string }) => g.id),
+      ['1'],
+    );
     const first = await get('/v1/groups/1/reported-drives?limit=10', alice);
     assert.equal(first.status, 200);
     assert.equal(first.body.results.length, 10);
     assert.equal(first.body.has_more, true);
-    const second = await get(`/v1/groups/1/reported-drives?limit=10&cursor=${encodeURIComponent(first.body.next_cursor)}`, alice);
+    const second = await get(
+      `/v1/groups/1/reported-drives?limit=10&cursor=${encodeURIComponent(first.body.next_cursor)}`,
+      alice,
+    );
     assert.equal(second.status, 200);
     const ids = [...first.body.results, ...second.body.results].map((r: { id: string }) => r.id);
     assert.equal(new Set(ids).size, 20, 'no drive is repeated across pages');
@@ -102,9 +121,22 @@ describe('acceptance: the External API with real tokens', () => {
     assert.match(refused.headers.get('www-authenticate') ?? '', /insufficient_scope/);
     assert.equal((await get('/v1/users/me', narrow)).status, 200);
     assert.equal((await get('/v1/users/me')).status, 401);
-    assert.equal((await get('/v1/users/me', `${narrow.slice(0, -4)}AAAA`)).status, 401, 'a token whose signature does not verify');
-    const wrongPassword = await token({ grant_type: 'password', client_id: 'mileage-dev', username: 'alice@example.com', password: 'wrong', scope: 'users_read' });
-    assert.ok(wrongPassword.status === 400 || wrongPassword.status === 401, `a wrong password is refused (${wrongPassword.status})`);
+    assert.equal(
+      (await get('/v1/users/me', `${narrow.slice(0, -4)}AAAA`)).status,
+      401,
+      'a token whose signature does not verify',
+    );
+    const wrongPassword = await token({
+      grant_type: 'password',
+      client_id: 'mileage-dev',
+      username: 'alice@example.com',
+      password: 'wrong',
+      scope: 'users_read',
+    });
+    assert.ok(
+      wrongPassword.status === 400 || wrongPassword.status === 401,
+      `a wrong password is refused (${wrongPassword.status})`,
+    );
     assert.equal(wrongPassword.accessToken, undefined);
   });
 });
@@ -112,33 +144,92 @@ describe('acceptance: the External API with real tokens', () => {
 describe('acceptance: provisioning with real tokens', () => {
   test('a provisioned user joins a team, is seen by its admin, is deactivated and deleted; the SCIM token is no /v1 token', async () => {
     const provisioning = await scimToken();
-    assert.equal((await get('/v1/users/me', provisioning)).status, 403, 'a client-credentials token names no platform user');
+    assert.equal(
+      (await get('/v1/users/me', provisioning)).status,
+      403,
+      'a client-credentials token names no platform user',
+    );
     const dave = await userToken('dave@example.com');
     const userName = `acceptance.${Date.now()}@example.com`;
-    const created = await scim('POST', '/Users', provisioning, { schemas: [CORE_USER], userName, name: { givenName: 'Accept', familyName: 'Ance' } });
+    const created = await scim('POST', '/Users', provisioning, {
+      schemas: [CORE_USER],
+      userName,
+      name: { givenName: 'Accept', familyName: 'Ance' },
+    });
     assert.equal(created.status, 201);
     const id = created.body.id as string;
-    assert.equal((await scim('PATCH', '/Groups/2', provisioning, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [{ value: id }] }] })).status, 200);
-    const members = async () => (await get('/v1/groups/2', dave)).body.resources[0].members as { value: string; is_admin: boolean; is_driver: boolean }[];
+    assert.equal(
+      (
+        await scim('PATCH', '/Groups/2', provisioning, {
+          schemas: [PATCH_OP],
+          Operations: [{ op: 'add', path: 'members', value: [{ value: id }] }],
+        })
+      ).status,
+      200,
+    );
+    const members = async () =>
+      (await get('/v1/groups/2', dave)).body.resources[0].members as {
+        value: string;
+        is_admin: boolean;
+        is_driver: boolean;
+      }[];
     const joined = (await members()).find((m) => m.value === id);
     assert.deepEqual([joined?.is_admin, joined?.is_driver], [false, true]);
-    assert.equal((await scim('PATCH', `/Users/${id}`, provisioning, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] })).body.active, false);
-    assert.equal((await scim('PATCH', '/Groups/2', provisioning, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: `members[value eq "${id}"]` }] })).status, 200);
-    assert.equal((await members()).find((m) => m.value === id), undefined);
+    assert.equal(
+      (
+        await scim('PATCH', `/Users/${id}`, provisioning, {
+          schemas: [PATCH_OP],
+          Operations: [{ op: 'replace', path: 'active', value: false }],
+        })
+      ).body.active,
+      false,
+    );
+    assert.equal(
+      (
+        await scim('PATCH', '/Groups/2', provisioning, {
+          schemas: [PATCH_OP],
+          Operations: [{ op: 'remove', path: `members[value eq "${id}"]` }],
+        })
+      ).status,
+      200,
+    );
+    assert.equal(
+      (await members()).find((m) => m.value === id),
+      undefined,
+    );
     assert.equal((await scim('DELETE', `/Users/${id}`, provisioning)).status, 204);
     assert.equal((await scim('GET', `/Users/${id}`, provisioning)).status, 404);
-    assert.ok((await members()).some((m) => m.value === 'DaveSolo01' && m.is_admin), 'Dave stays the admin of group 2');
+    assert.ok(
+      (await members()).some((m) => m.value === 'DaveSolo01' && m.is_admin),
+      'Dave stays the admin of group 2',
+    );
   });
 
   test('deactivating a demo user refuses their next /v1 request; reactivating lets them in', async () => {
     const provisioning = await scimToken();
     const carol = await userToken('carol@example.com', 'users_read');
     assert.equal((await get('/v1/users/me', carol)).status, 200);
-    assert.equal((await scim('PATCH', '/Users/CarolDrv01', provisioning, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] })).status, 200);
+    assert.equal(
+      (
+        await scim('PATCH', '/Users/CarolDrv01', provisioning, {
+          schemas: [PATCH_OP],
+          Operations: [{ op: 'Replace', path: 'active', value: 'False' }],
+        })
+      ).status,
+      200,
+    );
     try {
       assert.equal((await get('/v1/users/me', carol)).status, 403);
     } finally {
-      assert.equal((await scim('PATCH', '/Users/CarolDrv01', provisioning, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: true } }] })).status, 200);
+      assert.equal(
+        (
+          await scim('PATCH', '/Users/CarolDrv01', provisioning, {
+            schemas: [PATCH_OP],
+            Operations: [{ op: 'replace', value: { active: true } }],
+          })
+        ).status,
+        200,
+      );
     }
     assert.equal((await get('/v1/users/me', carol)).status, 200);
   });

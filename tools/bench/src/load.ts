@@ -26,7 +26,13 @@ export interface Target {
 }
 
 function run(target: Target, connections: number, duration: number) {
-  return autocannon({ url: target.url, requests: target.requests.map((r) => ({ method: 'GET', ...r })), connections, duration, pipelining: 1 });
+  return autocannon({
+    url: target.url,
+    requests: target.requests.map((r) => ({ method: 'GET', ...r })),
+    connections,
+    duration,
+    pipelining: 1,
+  });
 }
 
 /** A warm-up, then the measured run; CPU is the server-side processes' user+system time over the measured run. */

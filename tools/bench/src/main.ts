@@ -21,7 +21,11 @@ const { values: flags } = parseArgs({
     strict: { type: 'boolean', default: false },
   },
 });
-const settings = { durationSeconds: Number(flags.duration), warmupSeconds: Number(flags.warmup), connections: Number(flags.connections) };
+const settings = {
+  durationSeconds: Number(flags.duration),
+  warmupSeconds: Number(flags.warmup),
+  connections: Number(flags.connections),
+};
 
 const TARGETS = { throughputRatio: 0.3, p99Ratio: 4, idleRssMb: 120 };
 
@@ -54,8 +58,19 @@ async function main(): Promise<number> {
     const databaseUrl = `postgres://postgres:bench@127.0.0.1:${pgPort}/postgres`;
     await seed(databaseUrl, Number(flags.users));
 
-    const [sinkPort, idpPort, usersPort, usersMetrics, gatewayPort, gatewayMetrics, barePort, groupsPort, groupsMetrics, drivesPort, drivesMetrics] =
-      await Promise.all(Array.from({ length: 11 }, () => freePort()));
+    const [
+      sinkPort,
+      idpPort,
+      usersPort,
+      usersMetrics,
+      gatewayPort,
+      gatewayMetrics,
+      barePort,
+      groupsPort,
+      groupsMetrics,
+      drivesPort,
+      drivesMetrics,
+    ] = await Promise.all(Array.from({ length: 11 }, () => freePort()));
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` };
     const sink = startNode('otlp-sink', path.join(__dirname, 'otlp-sink.js'), { PORT: String(sinkPort) });
     // Distinct callers, each with its own account and token: requests spread over users, rows and rate-limit keys.
@@ -85,7 +100,11 @@ async function main(): Promise<number> {
     ] as const) {
       const db = open({ url: databaseUrl });
       await db.migrate().finally(() => db.close());
-      startNode(name, path.join(ROOT, `services/${name}/dist/main.js`), { DATABASE_URL: databaseUrl, GRPC_ADDRESS: `127.0.0.1:${grpcPort}`, METRICS_PORT: String(metricsPort) });
+      startNode(name, path.join(ROOT, `services/${name}/dist/main.js`), {
+        DATABASE_URL: databaseUrl,
+        GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
+        METRICS_PORT: String(metricsPort),
+      });
     }
     const issuer = `http://127.0.0.1:${idpPort}/realms/mileage`;
     const gateway = startNode('gateway', path.join(ROOT, 'gateway/dist/main.js'), {
@@ -98,7 +117,10 @@ async function main(): Promise<number> {
       DRIVES_ADDRESS: `127.0.0.1:${drivesPort}`,
       RATE_LIMIT_MULTIPLIER: '1000000',
     });
-    const bare = startNode('bare', path.join(__dirname, 'baseline-server.js'), { PORT: String(barePort), DATABASE_URL: databaseUrl });
+    const bare = startNode('bare', path.join(__dirname, 'baseline-server.js'), {
+      PORT: String(barePort),
+      DATABASE_URL: databaseUrl,
+    });
     await waitFor('otlp sink', () => httpOk(`http://127.0.0.1:${sinkPort}/stats`));
     await waitFor('dev-idp', () => httpOk(`${issuer}/.well-known/openid-configuration`));
     await waitFor('gateway', () => httpOk(`http://127.0.0.1:${gatewayPort}/readyz`));
@@ -109,16 +131,30 @@ async function main(): Promise<number> {
       const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username: caller.username, password: caller.password, scope: 'users_read' }),
+        body: new URLSearchParams({
+          grant_type: 'password',
+          client_id: 'mileage-dev',
+          username: caller.username,
+          password: caller.password,
+          scope: 'users_read',
+        }),
       });
       tokens.push(((await tokenRes.json()) as { access_token: string }).access_token);
     }
     const fullTarget = {
       url: `http://127.0.0.1:${gatewayPort}`,
-      requests: callers.map((c, i) => ({ path: `/v1/users/${c.userId}`, headers: { authorization: `Bearer ${tokens[i]}` } })),
+      requests: callers.map((c, i) => ({
+        path: `/v1/users/${c.userId}`,
+        headers: { authorization: `Bearer ${tokens[i]}` },
+      })),
     };
-    const bareTarget = { url: `http://127.0.0.1:${barePort}`, requests: callers.map((c) => ({ path: `/v1/users/${c.userId}` })) };
-    const check = await fetch(`${fullTarget.url}${fullTarget.requests[0]!.path}`, { headers: fullTarget.requests[0]!.headers });
+    const bareTarget = {
+      url: `http://127.0.0.1:${barePort}`,
+      requests: callers.map((c) => ({ path: `/v1/users/${c.userId}` })),
+    };
+    const check = await fetch(`${fullTarget.url}${fullTarget.requests[0]!.path}`, {
+      headers: fullTarget.requests[0]!.headers,
+    });
     if (check.status !== 200) throw new Error(`full path answered ${check.status}`);
 
     const idle: Record<string, number> = {};
@@ -129,15 +165,23 @@ async function main(): Promise<number> {
       `Load: ${settings.connections} connections over ${callers.length} callers (each its own user and token), ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured, each target in turn.\n`,
     );
     const bareResult = await measure(bareTarget, () => new Map([[bare.pid, 'bare'], ...pgPids()]), settings);
-    const fullResult = await measure(fullTarget, () => new Map([[gateway.pid, 'gateway'], [users.pid, 'users'], ...pgPids()]), settings);
-    const traceBatches = ((await (await fetch(`http://127.0.0.1:${sinkPort}/stats`)).json()) as { batches: number }).batches;
+    const fullResult = await measure(
+      fullTarget,
+      () => new Map([[gateway.pid, 'gateway'], [users.pid, 'users'], ...pgPids()]),
+      settings,
+    );
+    const traceBatches = ((await (await fetch(`http://127.0.0.1:${sinkPort}/stats`)).json()) as { batches: number })
+      .batches;
     void sink;
 
     const report = buildReport(fullResult, bareResult, idle, traceBatches);
     process.stdout.write(report.text);
     const resultsDir = path.join(__dirname, '..', 'results');
     mkdirSync(resultsDir, { recursive: true });
-    writeFileSync(path.join(resultsDir, 'latest.json'), JSON.stringify({ date: new Date().toISOString(), settings, ...report.json }, null, 2) + '\n');
+    writeFileSync(
+      path.join(resultsDir, 'latest.json'),
+      JSON.stringify({ date: new Date().toISOString(), settings, ...report.json }, null, 2) + '\n',
+    );
     return report.pass || !flags.strict ? (fullResult.non2xx || bareResult.non2xx ? 1 : 0) : 1;
   } finally {
     await cleanup();
@@ -156,7 +200,9 @@ async function seed(url: string, count: number): Promise<void> {
       emails: JSON.stringify([{ value: `user${i}@example.com`, type: 'work', primary: true }]),
       timezone: 'UTC',
     });
-    await db.knex('users').insert({ ...row('AliceAdm01', 0), user_name: 'alice@example.com', given_name: 'Alice', family_name: 'Admin' });
+    await db
+      .knex('users')
+      .insert({ ...row('AliceAdm01', 0), user_name: 'alice@example.com', given_name: 'Alice', family_name: 'Admin' });
     const rows = Array.from({ length: count }, (_, i) => row(userIdOf(i), i + 1));
     for (let i = 0; i < rows.length; i += 500) await db.knex('users').insert(rows.slice(i, i + 500));
     await db.knex.raw('ANALYZE users');
@@ -187,7 +233,9 @@ function buildReport(full: LoadResult, bare: LoadResult, idle: Record<string, nu
     row('full path', full) +
     `\n  throughput full/bare  ${throughputRatio.toFixed(2)}  (target ≥ ${TARGETS.throughputRatio})  ${checks.throughput ? 'ok' : 'MISSED'}\n` +
     `  p99 full/bare         ${p99Ratio.toFixed(2)}  (target ≤ ${TARGETS.p99Ratio})  ${checks.p99 ? 'ok' : 'MISSED'}\n` +
-    `  idle RSS (MB)         ${Object.entries(idle).map(([k, v]) => `${k} ${v}`).join(', ')}  (target < ${TARGETS.idleRssMb})  ${checks.rss ? 'ok' : 'MISSED'}\n` +
+    `  idle RSS (MB)         ${Object.entries(idle)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}  (target < ${TARGETS.idleRssMb})  ${checks.rss ? 'ok' : 'MISSED'}\n` +
     `  CPU µs/req by process bare: ${JSON.stringify(bare.cpuByProcess)}  full: ${JSON.stringify(full.cpuByProcess)}\n` +
     `  trace export batches  ${traceBatches} (tracing on, default sampling)\n`;
   const pass = Object.values(checks).every(Boolean);

@@ -13,7 +13,9 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { timeSequential, withBenchPostgres } from './sequential';
 
-const { values } = parseArgs({ options: { sizes: { type: 'string', default: '10000,1000000' }, calls: { type: 'string', default: '300' } } });
+const { values } = parseArgs({
+  options: { sizes: { type: 'string', default: '10000,1000000' }, calls: { type: 'string', default: '300' } },
+});
 const sizes = values.sizes.split(',').map(Number);
 const calls = Number(values.calls);
 
@@ -25,35 +27,67 @@ async function main(): Promise<void> {
     }
     const db = openDrivesDatabase({ url });
     const grpc = await startGrpcServer({
-      address: '127.0.0.1:0', services: [createDrivesServer({ knex: db.knex })], protoFiles: [PROTO_FILES.drives],
-      logger: createLogger({ service: 'paging-bench', level: 'silent' }), metrics: new Metrics('drives'),
+      address: '127.0.0.1:0',
+      services: [createDrivesServer({ knex: db.knex })],
+      protoFiles: [PROTO_FILES.drives],
+      logger: createLogger({ service: 'paging-bench', level: 'silent' }),
+      metrics: new Metrics('drives'),
     });
-    const client = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${grpc.port}`, { defaultDeadlineMs: 10_000 });
+    const client = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${grpc.port}`, {
+      defaultDeadlineMs: 10_000,
+    });
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     const results: Record<string, unknown>[] = [];
     for (const size of sizes) {
       const started = Date.now();
       // 1,000 users in groups of 100: each group's share of reports grows with the volume.
-      const seeded = await generateVolume(admin, { users: 1000, drives: size - (results.length ? sizes[results.length - 1]! : 0) });
+      const seeded = await generateVolume(admin, {
+        users: 1000,
+        drives: size - (results.length ? sizes[results.length - 1]! : 0),
+      });
       const seedSeconds = (Date.now() - started) / 1000;
       const { rows } = await admin.query<{ total: string; reports: string; group_reports: string }>(
         `SELECT (SELECT count(*) FROM drives.drives) AS total, (SELECT count(*) FROM drives.drive_reports) AS reports,
                 (SELECT count(*) FROM drives.drive_reports WHERE group_id = (SELECT min(id) FROM groups.teams)) AS group_reports`,
       );
       const group = Number((await admin.query<{ id: string }>('SELECT min(id) AS id FROM groups.teams')).rows[0]!.id);
-      const firstPage = await timeSequential(calls, () => client.listReportedDrives({ groupIds: [group], limit: 100, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED }));
-      const deepStart = (await client.listReportedDrives({ groupIds: [group], limit: 1000, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED })).nextPosition;
+      const firstPage = await timeSequential(calls, () =>
+        client.listReportedDrives({ groupIds: [group], limit: 100, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED }),
+      );
+      const deepStart = (
+        await client.listReportedDrives({
+          groupIds: [group],
+          limit: 1000,
+          sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
+        })
+      ).nextPosition;
       const laterPage = await timeSequential(calls, () =>
-        client.listReportedDrives({ groupIds: [group], limit: 100, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED, ...(deepStart ? { afterPosition: deepStart } : {}) }),
+        client.listReportedDrives({
+          groupIds: [group],
+          limit: 100,
+          sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
+          ...(deepStart ? { afterPosition: deepStart } : {}),
+        }),
       );
       const userPage = await timeSequential(calls, () =>
-        client.listUserDrives({ userId: 'V000000002', limit: 100, cursor: '', classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_ALL, sortField: drivesV1.SortField.SORT_FIELD_MODIFIED }),
+        client.listUserDrives({
+          userId: 'V000000002',
+          limit: 100,
+          cursor: '',
+          classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_ALL,
+          sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
+        }),
       );
       const row = {
-        drives: Number(rows[0]!.total), reports: Number(rows[0]!.reports), group_reports: Number(rows[0]!.group_reports),
-        seed_seconds: seedSeconds, seeded_users: seeded.users,
-        reported_first_page_ms: firstPage, reported_page_after_1000_ms: laterPage, user_first_page_ms: userPage,
+        drives: Number(rows[0]!.total),
+        reports: Number(rows[0]!.reports),
+        group_reports: Number(rows[0]!.group_reports),
+        seed_seconds: seedSeconds,
+        seeded_users: seeded.users,
+        reported_first_page_ms: firstPage,
+        reported_page_after_1000_ms: laterPage,
+        user_first_page_ms: userPage,
       };
       results.push(row);
       process.stdout.write(
@@ -68,7 +102,10 @@ async function main(): Promise<void> {
     await db.close();
     const dir = path.join(__dirname, '..', 'results');
     mkdirSync(dir, { recursive: true });
-    writeFileSync(path.join(dir, 'paging.json'), JSON.stringify({ date: new Date().toISOString(), calls, results }, null, 2) + '\n');
+    writeFileSync(
+      path.join(dir, 'paging.json'),
+      JSON.stringify({ date: new Date().toISOString(), calls, results }, null, 2) + '\n',
+    );
   });
 }
 

@@ -11,7 +11,10 @@ const children: Child[] = [];
 
 /** A Node.js child whose output is drained (as a container runtime would) but not shown. */
 export function startNode(name: string, script: string, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout!.resume();
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
@@ -38,7 +41,6 @@ export async function stopAll(): Promise<void> {
     ),
   );
 }
-
 
 /** Polls until `probe` answers true (no blind sleeps), failing after timeoutMs. */
 export async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {

@@ -12,14 +12,20 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { timeSequential, withBenchPostgres } from './sequential';
 
-const { values } = parseArgs({ options: { sizes: { type: 'string', default: '1000,1000000' }, calls: { type: 'string', default: '300' } } });
+const { values } = parseArgs({
+  options: { sizes: { type: 'string', default: '1000,1000000' }, calls: { type: 'string', default: '300' } },
+});
 const sizes = values.sizes.split(',').map(Number);
 const calls = Number(values.calls);
 
 /** Users u<n>@bench.example with ids B<9 digits>, external ids ext-<n>, one work address each; multi-row inserts. */
 async function growUsers(admin: pg.Client, from: number, to: number): Promise<void> {
   // Like any bulk import: the GIN index is built once after the load instead of being maintained row by row.
-  const { rows: [gin] } = await admin.query<{ def: string }>(`SELECT indexdef AS def FROM pg_indexes WHERE schemaname = 'users' AND indexname = 'users_email_values_idx'`);
+  const {
+    rows: [gin],
+  } = await admin.query<{ def: string }>(
+    `SELECT indexdef AS def FROM pg_indexes WHERE schemaname = 'users' AND indexname = 'users_email_values_idx'`,
+  );
   await admin.query('DROP INDEX users.users_email_values_idx');
   const batch = 100_000;
   for (let start = from + 1; start <= to; start += batch) {
@@ -44,20 +50,47 @@ async function main(): Promise<void> {
     const groupsDb = openGroupsDatabase({ url });
     const scimDb = openScimDatabase({ url });
     for (const db of [usersDb, groupsDb, scimDb]) await db.migrate();
-    const usersServer = await startGrpcServer({ address: '127.0.0.1:0', services: [createUsersServer({ knex: usersDb.knex })], protoFiles: [PROTO_FILES.users], logger, metrics: new Metrics('users') });
-    const groupsServer = await startGrpcServer({ address: '127.0.0.1:0', services: [createGroupsServer({ knex: groupsDb.knex })], protoFiles: [PROTO_FILES.groups], logger, metrics: new Metrics('groups') });
-    const users = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${usersServer.port}`, { defaultDeadlineMs: 10_000 });
-    const groups = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${groupsServer.port}`, { defaultDeadlineMs: 10_000 });
+    const usersServer = await startGrpcServer({
+      address: '127.0.0.1:0',
+      services: [createUsersServer({ knex: usersDb.knex })],
+      protoFiles: [PROTO_FILES.users],
+      logger,
+      metrics: new Metrics('users'),
+    });
+    const groupsServer = await startGrpcServer({
+      address: '127.0.0.1:0',
+      services: [createGroupsServer({ knex: groupsDb.knex })],
+      protoFiles: [PROTO_FILES.groups],
+      logger,
+      metrics: new Metrics('groups'),
+    });
+    const users = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${usersServer.port}`, {
+      defaultDeadlineMs: 10_000,
+    });
+    const groups = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${groupsServer.port}`, {
+      defaultDeadlineMs: 10_000,
+    });
     const journal = createJournal({ knex: scimDb.knex, users, groups, logger });
     const scimServer = await startGrpcServer({
       address: '127.0.0.1:0',
       services: [createScimServer({ users, groups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2', journal })],
-      protoFiles: [PROTO_FILES.scim], logger, metrics: new Metrics('scim'),
+      protoFiles: [PROTO_FILES.scim],
+      logger,
+      metrics: new Metrics('scim'),
     });
-    const scim = createGrpcClient(scimV1.ScimServiceClient, `127.0.0.1:${scimServer.port}`, { defaultDeadlineMs: 10_000 });
+    const scim = createGrpcClient(scimV1.ScimServiceClient, `127.0.0.1:${scimServer.port}`, {
+      defaultDeadlineMs: 10_000,
+    });
     const get = async (pathAndQuery: string) => {
       const [p, q = ''] = pathAndQuery.split('?');
-      const res = await scim.handleRequest({ method: 'GET', path: p!, query: q, headers: {}, body: Buffer.alloc(0), clientId: 'bench' });
+      const res = await scim.handleRequest({
+        method: 'GET',
+        path: p!,
+        query: q,
+        headers: {},
+        body: Buffer.alloc(0),
+        clientId: 'bench',
+      });
       if (res.status !== 200) throw new Error(`${pathAndQuery} → ${res.status} ${Buffer.from(res.body).toString()}`);
       return JSON.parse(Buffer.from(res.body).toString()) as { totalResults: number };
     };
@@ -79,22 +112,27 @@ async function main(): Promise<void> {
         userName: (i) => `/Users?filter=${f(`userName eq "U${pick(i)}@BENCH.example"`)}`,
         externalId: (i) => `/Users?filter=${f(`externalId eq "ext-${pick(i)}"`)}`,
         id: (i) => `/Users?filter=${f(`id eq "B${String(pick(i)).padStart(9, '0')}"`)}`,
-        'emails.value': (i) => `/Users?filter=${f(`emails[type eq "work" and value eq "u${pick(i)}@mail.bench.example"]`)}`,
+        'emails.value': (i) =>
+          `/Users?filter=${f(`emails[type eq "work" and value eq "u${pick(i)}@mail.bench.example"]`)}`,
         'emails.value (plain)': (i) => `/Users?filter=${f(`emails.value eq "u${pick(i)}@mail.bench.example"`)}`,
-        'Groups displayName': (i) => `/Groups?excludedAttributes=members&filter=${f(`displayName eq "team ${1 + (i % 200)}"`)}`,
+        'Groups displayName': (i) =>
+          `/Groups?excludedAttributes=members&filter=${f(`displayName eq "team ${1 + (i % 200)}"`)}`,
         'GET /Users/{id}': (i) => `/Users/B${String(pick(i)).padStart(9, '0')}`,
       };
       const row: Record<string, unknown> = { users: size, seed_seconds: seedSeconds };
       const parts: string[] = [];
       for (const [name, build] of Object.entries(lookups)) {
         const sample = await get(build(1));
-        if ('totalResults' in sample && sample.totalResults !== 1) throw new Error(`${name}: expected one match, got ${sample.totalResults}`);
+        if ('totalResults' in sample && sample.totalResults !== 1)
+          throw new Error(`${name}: expected one match, got ${sample.totalResults}`);
         const t = await timeSequential(calls, (i) => get(build(i)));
         row[name] = t;
         parts.push(`${name} p50 ${t.p50.toFixed(2)} / p99 ${t.p99.toFixed(2)} ms`);
       }
       results.push(row);
-      process.stdout.write(`${String(size).padStart(9)} users (seeded in ${seedSeconds.toFixed(1)} s): ${parts.join('; ')}\n`);
+      process.stdout.write(
+        `${String(size).padStart(9)} users (seeded in ${seedSeconds.toFixed(1)} s): ${parts.join('; ')}\n`,
+      );
     }
     await admin.end();
     for (const c of [scim, users, groups]) c.close();
@@ -102,7 +140,10 @@ async function main(): Promise<void> {
     for (const db of [scimDb, groupsDb, usersDb]) await db.close();
     const dir = path.join(__dirname, '..', 'results');
     mkdirSync(dir, { recursive: true });
-    writeFileSync(path.join(dir, 'scim.json'), JSON.stringify({ date: new Date().toISOString(), calls, results }, null, 2) + '\n');
+    writeFileSync(
+      path.join(dir, 'scim.json'),
+      JSON.stringify({ date: new Date().toISOString(), calls, results }, null, 2) + '\n',
+    );
   });
 }
 

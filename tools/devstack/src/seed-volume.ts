@@ -10,10 +10,19 @@ import { generateVolume } from './volume';
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { users: { type: 'string', default: '1000' }, drives: { type: 'string', default: '100000' } } });
+  const { values } = parseArgs({
+    options: { users: { type: 'string', default: '1000' }, drives: { type: 'string', default: '100000' } },
+  });
   const users = Number(values.users);
   const drives = Number(values.drives);
-  if (!Number.isInteger(users) || users < 1 || users > 10_000_000 || !Number.isInteger(drives) || drives < 0 || drives > 100_000_000) {
+  if (
+    !Number.isInteger(users) ||
+    users < 1 ||
+    users > 10_000_000 ||
+    !Number.isInteger(drives) ||
+    drives < 0 ||
+    drives > 100_000_000
+  ) {
     process.stderr.write('usage: npm run seed -- --users N (1..10,000,000) --drives M (0..100,000,000)\n');
     process.exit(2);
   }
@@ -30,7 +39,11 @@ async function main(): Promise<void> {
   await client.connect();
   const started = Date.now();
   try {
-    const result = await generateVolume(client, { users, drives, log: (msg) => process.stdout.write(`  ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`) });
+    const result = await generateVolume(client, {
+      users,
+      drives,
+      log: (msg) => process.stdout.write(`  ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`),
+    });
     process.stdout.write(`seeded ${JSON.stringify(result)} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   } finally {
     await client.end();

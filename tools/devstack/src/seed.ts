@@ -24,14 +24,18 @@ export async function seedDemoData(targets: SeedTargets): Promise<boolean> {
       user: {
         id: demo.id,
         userName,
-        name: { givenName: demo.givenName, familyName: demo.familyName, formatted: `${demo.givenName} ${demo.familyName}` },
+        name: {
+          givenName: demo.givenName,
+          familyName: demo.familyName,
+          formatted: `${demo.givenName} ${demo.familyName}`,
+        },
         emails: [{ value: userName, type: 'work', primary: true }],
         active: true,
         displayName: `${demo.givenName} ${demo.familyName}`,
         timezone: demo.timezone,
         version: 0,
       },
-      writeId: "",
+      writeId: '',
     });
   }
   // On an empty database the groups get ids 1 and 2, as CONTRACT §6 names them.
@@ -45,10 +49,18 @@ export async function seedDemoData(targets: SeedTargets): Promise<boolean> {
  * 65 drives per driver over the last 90 days; 28 of Bob's and 12 of Carol's business drives reported to group 1,
  * 6 of Carol's and 8 of Dave's to group 2; some reviewed by the group's admin with comments.
  */
-async function seedDemoDrives(drives: PromiseClient<drivesV1.DrivesServiceClient>, group1: number, group2: number): Promise<void> {
+async function seedDemoDrives(
+  drives: PromiseClient<drivesV1.DrivesServiceClient>,
+  group1: number,
+  group2: number,
+): Promise<void> {
   const now = new Date();
   const plan = [
-    { driver: { userId: 'BobDriver1', region: 'US' as const, count: 65 }, seed: 11, reports: [{ group: group1, count: 28, reviewer: 'alice@example.com' }] },
+    {
+      driver: { userId: 'BobDriver1', region: 'US' as const, count: 65 },
+      seed: 11,
+      reports: [{ group: group1, count: 28, reviewer: 'alice@example.com' }],
+    },
     {
       driver: { userId: 'CarolDrv01', region: 'CA' as const, count: 65 },
       seed: 22,
@@ -57,22 +69,38 @@ async function seedDemoDrives(drives: PromiseClient<drivesV1.DrivesServiceClient
         { group: group2, count: 6, reviewer: 'dave@example.com' },
       ],
     },
-    { driver: { userId: 'DaveSolo01', region: 'GB' as const, count: 65 }, seed: 33, reports: [{ group: group2, count: 8, reviewer: 'dave@example.com' }] },
+    {
+      driver: { userId: 'DaveSolo01', region: 'GB' as const, count: 65 },
+      seed: 33,
+      reports: [{ group: group2, count: 8, reviewer: 'dave@example.com' }],
+    },
   ];
   for (const { driver, seed, reports } of plan) {
     const created: drivesV1.Drive[] = [];
     for (const drive of demoDrives(driver, now, seed)) created.push((await drives.createDrive({ drive })).drive!);
     // Report the business drives that have a value, newest first, to each group in turn.
-    const reportable = created.filter((d) => d.classification === drivesV1.Classification.CLASSIFICATION_BUSINESS).reverse();
+    const reportable = created
+      .filter((d) => d.classification === drivesV1.Classification.CLASSIFICATION_BUSINESS)
+      .reverse();
     let next = 0;
     for (const report of reports) {
       for (let i = 0; i < report.count && next < reportable.length; i++, next++) {
         const drive = reportable[next]!;
         await drives.reportDrive({ driveId: drive.id, groupId: report.group });
         if (i % 3 === 1) {
-          await drives.reviewReportedDrive({ driveId: drive.id, status: 'approved', comment: 'Approved, thanks.', reviewerEmail: report.reviewer });
+          await drives.reviewReportedDrive({
+            driveId: drive.id,
+            status: 'approved',
+            comment: 'Approved, thanks.',
+            reviewerEmail: report.reviewer,
+          });
         } else if (i % 7 === 5) {
-          await drives.reviewReportedDrive({ driveId: drive.id, status: 'rejected', comment: 'Please add the client name to the purpose.', reviewerEmail: report.reviewer });
+          await drives.reviewReportedDrive({
+            driveId: drive.id,
+            status: 'rejected',
+            comment: 'Please add the client name to the purpose.',
+            reviewerEmail: report.reviewer,
+          });
         }
       }
     }

@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, describe, test } from 'node:test';
 
-
 const dataDir = mkdtempSync(path.join(tmpdir(), 'devstack-'));
 chmodSync(dataDir, 0o755);
 const started: ChildProcess[] = [];
@@ -26,7 +25,20 @@ after(() => {
 });
 
 async function ports() {
-  const names = ['EMBEDDED_POSTGRES_PORT', 'GATEWAY_PORT', 'DEV_IDP_PORT', 'USERS_GRPC_PORT', 'GATEWAY_METRICS_PORT', 'USERS_METRICS_PORT', 'GROUPS_GRPC_PORT', 'GROUPS_METRICS_PORT', 'DRIVES_GRPC_PORT', 'DRIVES_METRICS_PORT', 'SCIM_GRPC_PORT', 'SCIM_METRICS_PORT'];
+  const names = [
+    'EMBEDDED_POSTGRES_PORT',
+    'GATEWAY_PORT',
+    'DEV_IDP_PORT',
+    'USERS_GRPC_PORT',
+    'GATEWAY_METRICS_PORT',
+    'USERS_METRICS_PORT',
+    'GROUPS_GRPC_PORT',
+    'GROUPS_METRICS_PORT',
+    'DRIVES_GRPC_PORT',
+    'DRIVES_METRICS_PORT',
+    'SCIM_GRPC_PORT',
+    'SCIM_METRICS_PORT',
+  ];
   const env: Record<string, string> = {};
   for (const n of names) env[n] = String(await freePort());
   return env;
@@ -47,7 +59,8 @@ function startStack(env: Record<string, string>): Promise<{ child: ChildProcess;
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
       // The banner and the seeding decision (a log line, written through another stream) may arrive in either order.
-      if (out.includes('Ctrl-C stops everything.') && /"seeded":(true|false)/.test(out)) resolve({ child, output: () => out });
+      if (out.includes('Ctrl-C stops everything.') && /"seeded":(true|false)/.test(out))
+        resolve({ child, output: () => out });
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
@@ -74,52 +87,96 @@ describe('npm start', { timeout: 120_000 }, () => {
     const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'password', client_id: 'mileage-dev', username: 'alice@example.com', password: 'demo', scope: 'users_read groups_read groups_read_reported_drives drives_read' }),
+      body: new URLSearchParams({
+        grant_type: 'password',
+        client_id: 'mileage-dev',
+        username: 'alice@example.com',
+        password: 'demo',
+        scope: 'users_read groups_read groups_read_reported_drives drives_read',
+      }),
     });
     assert.equal(tokenRes.status, 200);
     const { access_token } = (await tokenRes.json()) as { access_token: string };
-    const me = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/users/me`, { headers: { authorization: `Bearer ${access_token}` } });
+    const me = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/users/me`, {
+      headers: { authorization: `Bearer ${access_token}` },
+    });
     assert.equal(me.status, 200);
     const body = (await me.json()) as { id: string; userName: string };
     assert.equal(body.id, 'AliceAdm01');
     assert.equal(body.userName, 'alice@example.com');
-    const groups = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/groups`, { headers: { authorization: `Bearer ${access_token}` } });
+    const groups = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/groups`, {
+      headers: { authorization: `Bearer ${access_token}` },
+    });
     assert.equal(groups.status, 200);
-    const { resources } = (await groups.json()) as { resources: { id: string; display_name: string; members: { value: string }[] }[] };
-    assert.deepEqual(resources.map((g) => [g.id, g.display_name]), [['1', 'Demo Team']]);
-    assert.deepEqual(resources[0]!.members.map((m) => m.value), ['AliceAdm01', 'BobDriver1', 'CarolDrv01']);
-    const reported = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/groups/1/reported-drives?limit=1000`, { headers: { authorization: `Bearer ${access_token}` } });
+    const { resources } = (await groups.json()) as {
+      resources: { id: string; display_name: string; members: { value: string }[] }[];
+    };
+    assert.deepEqual(
+      resources.map((g) => [g.id, g.display_name]),
+      [['1', 'Demo Team']],
+    );
+    assert.deepEqual(
+      resources[0]!.members.map((m) => m.value),
+      ['AliceAdm01', 'BobDriver1', 'CarolDrv01'],
+    );
+    const reported = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/groups/1/reported-drives?limit=1000`, {
+      headers: { authorization: `Bearer ${access_token}` },
+    });
     assert.equal(reported.status, 200);
-    const { results } = (await reported.json()) as { results: { driver: { id: string }; review_comments: unknown[] }[] };
-    assert.ok(results.filter((r) => r.driver.id === 'BobDriver1').length >= 25, 'at least 25 of Bob’s drives reported to group 1');
+    const { results } = (await reported.json()) as {
+      results: { driver: { id: string }; review_comments: unknown[] }[];
+    };
+    assert.ok(
+      results.filter((r) => r.driver.id === 'BobDriver1').length >= 25,
+      'at least 25 of Bob’s drives reported to group 1',
+    );
     assert.ok(results.filter((r) => r.driver.id === 'CarolDrv01').length >= 10, 'at least 10 of Carol’s');
-    assert.ok(results.some((r) => r.review_comments.length > 0), 'some with review comments');
+    assert.ok(
+      results.some((r) => r.review_comments.length > 0),
+      'some with review comments',
+    );
     const metrics = await (await fetch(`http://127.0.0.1:${env.GATEWAY_METRICS_PORT}/metrics`)).text();
     assert.match(metrics, /http_server_request_duration_seconds_count\{[^}]*route="users.me"/);
 
     // Provisioning through the gateway to the SCIM service, with the development secret of CONTRACT §6.
     const scimTokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('mileage-scim:scim-dev-secret').toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('mileage-scim:scim-dev-secret').toString('base64')}`,
+      },
       body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
     });
     assert.equal(scimTokenRes.status, 200);
     const scimToken = ((await scimTokenRes.json()) as { access_token: string }).access_token;
     const scimHeaders = { authorization: `Bearer ${scimToken}`, 'content-type': 'application/scim+json' };
-    const bob = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2/Users?filter=${encodeURIComponent('userName eq "BOB@example.com"')}`, { headers: scimHeaders });
+    const bob = await fetch(
+      `http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2/Users?filter=${encodeURIComponent('userName eq "BOB@example.com"')}`,
+      { headers: scimHeaders },
+    );
     assert.equal(bob.status, 200);
-    assert.deepEqual(((await bob.json()) as { Resources: { id: string }[] }).Resources.map((r) => r.id), ['BobDriver1']);
+    assert.deepEqual(
+      ((await bob.json()) as { Resources: { id: string }[] }).Resources.map((r) => r.id),
+      ['BobDriver1'],
+    );
     const created = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2/Users`, {
       method: 'POST',
       headers: scimHeaders,
-      body: JSON.stringify({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'erin@example.com', name: { givenName: 'Erin', familyName: 'New' } }),
+      body: JSON.stringify({
+        schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+        userName: 'erin@example.com',
+        name: { givenName: 'Erin', familyName: 'New' },
+      }),
     });
     assert.equal(created.status, 201);
     const erin = (await created.json()) as { id: string };
     const joined = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2/Groups/2`, {
       method: 'PATCH',
       headers: scimHeaders,
-      body: JSON.stringify({ schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'add', path: 'members', value: [{ value: erin.id }] }] }),
+      body: JSON.stringify({
+        schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+        Operations: [{ op: 'add', path: 'members', value: [{ value: erin.id }] }],
+      }),
     });
     assert.equal(joined.status, 200);
     assert.ok(((await joined.json()) as { members: { value: string }[] }).members.some((m) => m.value === erin.id));

@@ -13,7 +13,8 @@ export async function generateVolume(
 ): Promise<{ users: number; groups: number; drives: number; reports: number }> {
   const log = options.log ?? (() => {});
   const users = options.users;
-  const existing = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM users.users WHERE id LIKE 'V%'`)).rows[0]!.n;
+  const existing = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM users.users WHERE id LIKE 'V%'`))
+    .rows[0]!.n;
   if (Number(existing) < users) {
     await client.query(
       `INSERT INTO users.users (id, user_name, given_name, family_name, formatted_name, emails, timezone)
@@ -25,7 +26,9 @@ export async function generateVolume(
     );
   }
   const groupCount = Math.ceil(users / 100);
-  const groupsExisting = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM groups.teams WHERE display_name LIKE 'Volume Team %'`)).rows[0]!.n;
+  const groupsExisting = (
+    await client.query<{ n: string }>(`SELECT count(*) AS n FROM groups.teams WHERE display_name LIKE 'Volume Team %'`)
+  ).rows[0]!.n;
   if (Number(groupsExisting) < groupCount) {
     await client.query(
       `WITH made AS (
@@ -41,7 +44,9 @@ export async function generateVolume(
   let reports = 0;
   while (made < options.drives) {
     const n = Math.min(chunk, options.drives - made);
-    const { rows: [range] } = await client.query<{ first: string; last: string }>(
+    const {
+      rows: [range],
+    } = await client.query<{ first: string; last: string }>(
       `WITH ins AS (
          INSERT INTO drives.drives (user_id, started_at, ended_at, distance_amount, distance_units, value_amount, value_currency,
                                     toll_amount, toll_currency, entry, classification, purpose, created_at, modified_at)

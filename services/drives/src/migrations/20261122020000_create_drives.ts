@@ -35,8 +35,12 @@ export async function up(knex: Knex): Promise<void> {
   // One index per list query of a user's drives: (user, [classification,] sort field, id), all newest first.
   await knex.raw(`CREATE INDEX drives_user_modified_idx ON drives (user_id, modified_at DESC, id DESC)`);
   await knex.raw(`CREATE INDEX drives_user_ended_idx ON drives (user_id, ended_at DESC, id DESC)`);
-  await knex.raw(`CREATE INDEX drives_user_class_modified_idx ON drives (user_id, classification, modified_at DESC, id DESC)`);
-  await knex.raw(`CREATE INDEX drives_user_class_ended_idx ON drives (user_id, classification, ended_at DESC, id DESC)`);
+  await knex.raw(
+    `CREATE INDEX drives_user_class_modified_idx ON drives (user_id, classification, modified_at DESC, id DESC)`,
+  );
+  await knex.raw(
+    `CREATE INDEX drives_user_class_ended_idx ON drives (user_id, classification, ended_at DESC, id DESC)`,
+  );
 
   // A drive is reported to at most one group: the drive id is the key. ended_at is copied from the drive so that
   // "reported drives of a group by end time" is an index range scan too.
@@ -50,8 +54,12 @@ export async function up(knex: Knex): Promise<void> {
       ended_at    timestamptz(3) NOT NULL
     )
   `);
-  await knex.raw(`CREATE INDEX drive_reports_group_modified_idx ON drive_reports (group_id, modified_at DESC, drive_id DESC)`);
-  await knex.raw(`CREATE INDEX drive_reports_group_ended_idx ON drive_reports (group_id, ended_at DESC, drive_id DESC)`);
+  await knex.raw(
+    `CREATE INDEX drive_reports_group_modified_idx ON drive_reports (group_id, modified_at DESC, drive_id DESC)`,
+  );
+  await knex.raw(
+    `CREATE INDEX drive_reports_group_ended_idx ON drive_reports (group_id, ended_at DESC, drive_id DESC)`,
+  );
 
   await knex.raw(`
     CREATE TABLE review_comments (
