@@ -36,13 +36,13 @@ function scimExtras() {
   const source = readFileSync(join(root, 'services/scim/src/main.ts'), 'utf8');
   const body = source.slice(source.indexOf('.extend({'), source.indexOf('});', source.indexOf('.extend({')));
   const shape = {};
-  for (const [, name, parser] of body.matchAll(/^\s+([A-Z][A-Z0-9_]+): (env\.address|env\.positiveInt|z\.url)/gm)) {
+  for (const [, name, parser] of body.matchAll(/^\s+([A-Z][A-Z0-9_]+): (env\.address|env\.positiveInt|z\s*\.url)/gm)) {
     shape[name] =
       parser === 'env.address'
         ? runtime.env.address('x:1')
         : parser === 'env.positiveInt'
           ? runtime.env.positiveInt(1)
-          : z.url();
+          : z.url(); // z.url, however Prettier breaks the chain
   }
   if (!shape.USERS_ADDRESS || !shape.SCIM_BASE_URL)
     throw new Error('services/scim/src/main.ts: its configuration schema was not found');

@@ -251,7 +251,7 @@ def check_manifests(path, name, metrics_ts, env_out):
         if not any(m["mountPath"] == "/tmp" and m["name"] in tmp_volumes for m in container.get("volumeMounts", [])):
             fail(f"{where}: no emptyDir at /tmp for the read-only root filesystem")
         image = container["image"]
-        if not re.fullmatch(r"[^:@\s]+(:[A-Za-z0-9_][A-Za-z0-9_.-]*|@sha256:[0-9a-f]{64})", image.split("/", 1)[-1] if "/" in image else image) or image.endswith(":latest"):
+        if not re.fullmatch(r"[^:@\s]+(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?(@sha256:[0-9a-f]{64})?", image.split("/", 1)[-1] if "/" in image else image) or image.endswith(":latest") or not re.search(r"[:@][^/]*$", image):
             fail(f"{where}: image {image} is not pinned")
 
         resources = container.get("resources", {})
@@ -327,6 +327,18 @@ def check_manifests(path, name, metrics_ts, env_out):
                     fail(f"{where}: {svc.upper()}_ADDRESS is not the {svc} Service")
             if not str(env.get("SCIM_BASE_URL", "")).endswith("/scim/v2"):
                 fail(f"{where}: SCIM_BASE_URL does not end in /scim/v2")
+
+        # Each replica set spreads over the topology keys (its own pods only), when spreading is on.
+        for constraint in pod.get("topologySpreadConstraints", []):
+            if not selects(constraint.get("labelSelector"), pod_labels) or constraint.get("maxSkew", 0) < 1:
+                fail(f"{where}: a topologySpreadConstraint does not select the component's pods")
+            for other in COMPONENTS:
+                if other != component and selects(constraint.get("labelSelector"), deployments.get(other, {}).get("spec", {}).get("template", {}).get("metadata", {}).get("labels", {})):
+                    fail(f"{where}: a topologySpreadConstraint also counts {other}'s pods")
+        if component != "gateway":
+            age, grace = env.get("GRPC_MAX_CONNECTION_AGE_MS"), env.get("GRPC_MAX_CONNECTION_AGE_GRACE_MS")
+            if not age or not grace:
+                fail(f"{where}: no maximum connection age: callers would never reach replicas added later")
 
         # Termination: the grace period covers the preStop pause and the drain.
         drain = int(env.get("SHUTDOWN_TIMEOUT_MS", "10000")) / 1000
@@ -489,20 +501,26 @@ def check_manifests(path, name, metrics_ts, env_out):
                         if not rule.get("from"):
                             fail(f"NetworkPolicy {policy['metadata']['name']}: an ingress rule without from admits everyone")
 
-        # Egress to addresses (ipBlock): PostgreSQL for the services and the Jobs, Redis and Keycloak for the gateway,
-        # the collector when tracing is on; nothing else.
+        # Egress out of the release (ipBlock, or a namespaceSelector): PostgreSQL for the services and the Jobs, Redis
+        # and Keycloak for the gateway, the collector when tracing is on, DNS; nothing else, and never the whole world.
         def ip_egress(labels):
             out = set()
             for policy in policies:
                 if "Egress" in policy["spec"].get("policyTypes", []) and selects(policy["spec"]["podSelector"], labels):
                     for rule in policy["spec"].get("egress", []) or []:
+                        dns_only = bool(rule.get("ports")) and all(p.get("port") == 53 for p in rule["ports"])
                         if not rule.get("to"):
-                            if not all(p.get("port") == 53 for p in rule.get("ports", [{}])):
+                            if not dns_only:
                                 fail(f"NetworkPolicy {policy['metadata']['name']}: an egress rule without to allows everything")
                             continue
                         for peer in rule["to"]:
                             if "ipBlock" in peer:
-                                ipaddress.ip_network(peer["ipBlock"]["cidr"], strict=False)
+                                network = ipaddress.ip_network(peer["ipBlock"]["cidr"], strict=False)
+                                if network.prefixlen == 0:
+                                    fail(f"NetworkPolicy {policy['metadata']['name']}: egress to {network}, the whole world")
+                            if dns_only:
+                                continue
+                            if "ipBlock" in peer or "namespaceSelector" in peer:
                                 for p in rule.get("ports") or [{"port": "any"}]:
                                     out.add(p.get("port"))
             return out
@@ -593,6 +611,18 @@ def check_manifests(path, name, metrics_ts, env_out):
             "MileageGrpcErrors": lambda e, n: uses(n, "grpc_server_handled_total") and aggregates_by(n, "grpc_method"),
             "MileageGrpcSlow": lambda e, n: uses(n, "grpc_server_handling_seconds_bucket") and aggregates_by(n, "grpc_method") and quantile(n),
         }
+        for alert, exprs in alerts.items():
+            if alert in ("MileageRouteErrors", "MileageGrpcErrors"):
+                for e, _ in exprs:
+                    if not re.search(r"\band\b", e) or ">=" not in e:
+                        fail(f"{alert}: no minimum-traffic guard (... and rate >= minRequestsPerSecond)")
+        for rule_doc in rules:
+            for group in rule_doc["spec"]["groups"]:
+                for rule in group["rules"]:
+                    if rule.get("alert") and not rule.get("for"):
+                        fail(f"{rule['alert']}: no for: one bad scrape would page")
+        if not any(uses(n, "dependency_up") for _, n in alerts.get("MileageDependencyDown", [])):
+            fail("PrometheusRule: MileageDependencyDown (on dependency_up) missing")
         for alert, test in needs.items():
             if not any(test(e, n) for e, n in alerts.get(alert, [])):
                 fail(f"PrometheusRule: {alert} missing or not per route / method as required")

@@ -8,6 +8,7 @@ import {
   traceLogFields,
   tracingEnabled,
   type Logger,
+  type DependencyReport,
   type Metrics,
   type PromiseClient,
 } from '@mileage/runtime';
@@ -24,6 +25,7 @@ import { AccountLoader } from './account-loader';
 import { CursorCodec } from './cursor';
 import { v1Route, type V1Deps } from './v1';
 
+/** This process's own ability to serve (never its dependencies': see /healthz/dependencies). */
 export interface Readiness {
   ready: boolean;
   checks: Record<string, boolean>;
@@ -41,7 +43,9 @@ export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
   logger: Logger;
   metrics: Metrics;
   bodyLimitBytes: number;
-  readiness(): Promise<Readiness>;
+  readiness(): Readiness | Promise<Readiness>;
+  /** Per-dependency health, for /healthz/dependencies (operators and dashboards; never a probe). */
+  dependencies?(): DependencyReport;
 }
 
 /** Paths served, for 405 answers with an Allow header. */
@@ -50,7 +54,7 @@ const KNOWN_PATHS: [RegExp, string][] = [
   [/^\/v1\/groups(\/[^/]+)?$/, 'GET, HEAD'],
   [/^\/v1\/(users|groups)\/[^/]+\/(drives|reported-drives)$/, 'GET, HEAD'],
   [/^\/v1\/drives$/, 'GET, HEAD'],
-  [/^\/(healthz|readyz|openapi\.json|docs)$/, 'GET, HEAD'],
+  [/^\/(healthz|readyz|healthz\/dependencies|openapi\.json|docs)$/, 'GET, HEAD'],
 ];
 
 /** The gateway's HTTP application; process wiring (listeners, clients, signals) lives in main.ts. */
@@ -73,6 +77,11 @@ export function createApp(deps: AppDeps): Express {
     res
       .status(readiness.ready ? 200 : 503)
       .json({ status: readiness.ready ? 'ready' : 'not ready', checks: readiness.checks });
+  });
+
+  app.get('/healthz/dependencies', (_req, res) => {
+    res.locals.routeId = 'dependencies';
+    res.json(deps.dependencies?.() ?? { status: 'ok', dependencies: {} });
   });
 
   const v1: V1Deps = { ...deps, accounts: new AccountLoader(deps.users), cursors: new CursorCodec(deps.cursorSecret) };

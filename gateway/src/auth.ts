@@ -45,21 +45,33 @@ export interface TokenVerifierOptions {
  */
 export class TokenVerifier {
   private readonly keys: JWTVerifyGetKey;
+  private readonly remoteKeys: ReturnType<typeof createRemoteJWKSet> | undefined;
   private readonly cache = new Map<string, Caller>();
   private readonly cacheSize: number;
   private readonly now: () => number;
 
   constructor(private readonly options: TokenVerifierOptions) {
-    this.keys =
+    this.remoteKeys =
       options.jwks instanceof URL
         ? createRemoteJWKSet(options.jwks, {
             cooldownDuration: 30_000,
             cacheMaxAge: 10 * 60_000,
             timeoutDuration: 5_000,
           })
-        : options.jwks;
+        : undefined;
+    this.keys = this.remoteKeys ?? (options.jwks as JWTVerifyGetKey);
     this.cacheSize = options.cacheSize ?? 10_000;
     this.now = options.now ?? Date.now;
+  }
+
+  /** Whether the signing keys have been fetched once (they stay cached while the provider is away). */
+  keysLoaded(): boolean {
+    return this.remoteKeys ? this.remoteKeys.jwks() !== undefined : true;
+  }
+
+  /** Fetches the signing keys now; rejects when the provider cannot be reached. */
+  async loadKeys(): Promise<void> {
+    await this.remoteKeys?.reload();
   }
 
   async verify(token: string): Promise<Caller> {

@@ -40,6 +40,10 @@ export const configSchema = commonConfigSchema.extend({
     .string()
     .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
     .optional(),
+  /** Bound on one Redis command; past it a replica limits on its own until Redis answers again. */
+  REDIS_COMMAND_TIMEOUT_MS: env.positiveInt(500),
+  /** Pause between two rounds of dependency checks (gRPC health of each service, Redis ping). */
+  DEPENDENCY_CHECK_INTERVAL_MS: env.positiveInt(2_000),
   /** Multiplies every per-minute limit; for load tests only. */
   RATE_LIMIT_MULTIPLIER: z.coerce.number().positive().default(1),
   REQUEST_TIMEOUT_MS: env.positiveInt(30_000),

@@ -1,17 +1,11 @@
 import { tracing } from './instrument';
 import { drivesV1, groupsV1, scimV1, usersV1 } from '@mileage/proto';
-import {
-  createGrpcClient,
-  createLogger,
-  handleShutdown,
-  HealthClient,
-  loadConfigOrExit,
-  Metrics,
-} from '@mileage/runtime';
+import { createGrpcClient, createLogger, handleShutdown, loadConfigOrExit, Metrics } from '@mileage/runtime';
 import { Redis } from 'ioredis';
 import { createApp } from './app';
 import { TokenVerifier } from './auth';
 import { configSchema, jwksUrl } from './config';
+import { gatewayDependencies, type Downstream } from './dependencies';
 import { RateLimits } from './rate-limit';
 
 async function main(): Promise<void> {
@@ -19,31 +13,50 @@ async function main(): Promise<void> {
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
   const metrics = new Metrics('gateway');
   const redis = config.REDIS_URL
-    ? new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+    ? new Redis(config.REDIS_URL, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        lazyConnect: false,
+        // A frozen Redis keeps its connection open: without a bound, rate-limit calls would hang; with it they fall
+        // back to the replica's own in-memory limits (RateLimits' insurance limiter).
+        commandTimeout: config.REDIS_COMMAND_TIMEOUT_MS,
+      })
     : undefined;
   redis?.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
-  const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, {
-    defaultDeadlineMs: config.GRPC_DEADLINE_MS,
+  const dependencies = gatewayDependencies({
+    addresses: {
+      users: config.USERS_ADDRESS,
+      groups: config.GROUPS_ADDRESS,
+      drives: config.DRIVES_ADDRESS,
+      scim: config.SCIM_ADDRESS,
+    },
+    ...(redis ? { redis } : {}),
     metrics,
+    logger,
+    intervalMs: config.DEPENDENCY_CHECK_INTERVAL_MS,
   });
-  const groups = createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, {
-    defaultDeadlineMs: config.GRPC_DEADLINE_MS,
+  const { monitor } = dependencies;
+  const client = (name: Downstream, deadlineMs: number) => ({
+    defaultDeadlineMs: deadlineMs,
     metrics,
+    available: () => monitor.isUp(name),
   });
-  const drives = createGrpcClient(drivesV1.DrivesServiceClient, config.DRIVES_ADDRESS, {
-    defaultDeadlineMs: config.GRPC_DEADLINE_MS,
-    metrics,
-  });
-  const scim = createGrpcClient(scimV1.ScimServiceClient, config.SCIM_ADDRESS, {
-    defaultDeadlineMs: config.SCIM_DEADLINE_MS,
-    metrics,
-  });
-  const downstreams = [
-    { name: 'users', service: 'mileage.users.v1.UsersService', health: new HealthClient(config.USERS_ADDRESS) },
-    { name: 'groups', service: 'mileage.groups.v1.GroupsService', health: new HealthClient(config.GROUPS_ADDRESS) },
-    { name: 'drives', service: 'mileage.drives.v1.DrivesService', health: new HealthClient(config.DRIVES_ADDRESS) },
-    { name: 'scim', service: 'mileage.scim.v1.ScimService', health: new HealthClient(config.SCIM_ADDRESS) },
-  ];
+  const users = createGrpcClient(
+    usersV1.UsersServiceClient,
+    config.USERS_ADDRESS,
+    client('users', config.GRPC_DEADLINE_MS),
+  );
+  const groups = createGrpcClient(
+    groupsV1.GroupsServiceClient,
+    config.GROUPS_ADDRESS,
+    client('groups', config.GRPC_DEADLINE_MS),
+  );
+  const drives = createGrpcClient(
+    drivesV1.DrivesServiceClient,
+    config.DRIVES_ADDRESS,
+    client('drives', config.GRPC_DEADLINE_MS),
+  );
+  const scim = createGrpcClient(scimV1.ScimServiceClient, config.SCIM_ADDRESS, client('scim', config.SCIM_DEADLINE_MS));
   if (!config.CURSOR_SECRET)
     logger.warn(
       'CURSOR_SECRET is not set: page cursors are signed with a per-process key and do not survive a restart or cross replicas',
@@ -70,14 +83,25 @@ async function main(): Promise<void> {
     scimDeadlineMs: config.SCIM_DEADLINE_MS,
     ...(config.CURSOR_SECRET ? { cursorSecret: config.CURSOR_SECRET } : {}),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
-    readiness: async () => {
-      const results = await Promise.all(downstreams.map((d) => d.health.check(d.service, 1_000)));
-      const checks: Record<string, boolean> = Object.fromEntries(downstreams.map((d, i) => [d.name, results[i]!]));
-      if (redis) checks.redis = redis.status === 'ready';
-      return { ready: Object.values(checks).every(Boolean), checks };
+    // Ready: listening (this answers), configured (checked at start), signing keys loaded, not draining.
+    readiness: () => {
+      const checks = { signing_keys: verifier.keysLoaded(), accepting: !draining };
+      return { ready: checks.signing_keys && checks.accepting, checks };
     },
+    dependencies: () => monitor.report(),
   });
   if (config.TRUST_PROXY_HOPS > 0) app.set('trust proxy', config.TRUST_PROXY_HOPS);
+
+  let draining = false;
+  monitor.start();
+  // The keys are fetched now and until they load (without them every token would be refused); then jose keeps them
+  // cached, also while the provider is unreachable.
+  const loadKeys = () =>
+    verifier.loadKeys().catch((err: unknown) => {
+      logger.warn({ err: { message: err instanceof Error ? err.message : String(err) } }, 'signing keys not loaded');
+      if (!draining) setTimeout(loadKeys, 2_000).unref();
+    });
+  void loadKeys();
 
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
@@ -96,6 +120,7 @@ async function main(): Promise<void> {
   handleShutdown(
     logger,
     [
+      { name: 'readiness', run: () => void (draining = true) },
       {
         name: 'http',
         run: () =>
@@ -106,7 +131,10 @@ async function main(): Promise<void> {
       },
       {
         name: 'clients',
-        run: () => [users, groups, drives, scim, ...downstreams.map((d) => d.health)].forEach((c) => c.close()),
+        run: () => {
+          dependencies.close();
+          [users, groups, drives, scim].forEach((c) => c.close());
+        },
       },
       { name: 'redis', run: () => redis?.quit() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },

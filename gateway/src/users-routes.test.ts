@@ -1,6 +1,6 @@
 import { PROTO_FILES, usersV1 } from '@mileage/proto';
 import { createLogger, freePort, Metrics, startGrpcServer, type Handlers } from '@mileage/runtime';
-import { testRedisUrl } from '@mileage/runtime/testing';
+import { testRedisUrl, waitFor } from '@mileage/runtime/testing';
 import { Redis } from 'ioredis';
 import { generateKeyPair, SignJWT } from 'jose';
 import assert from 'node:assert/strict';
@@ -228,7 +228,7 @@ describe('check order and limits', () => {
 
 describe('downstream failures', () => {
   test(
-    'a Users service that is down answers 503 with Retry-After, and /readyz says not ready',
+    'a Users service that is down answers 503 with Retry-After; the gateway stays ready and reports it',
     { timeout: 15_000 },
     async () => {
       const port = await freePort(); // nothing listens there
@@ -236,8 +236,15 @@ describe('downstream failures', () => {
       const res = await request(app).get('/v1/users/me').set('Authorization', `Bearer ${alice}`).expect(503);
       problemShape(res.body, 503);
       assert.equal(res.headers['retry-after'], '5');
-      const ready = await request(app).get('/readyz').expect(503);
-      assert.deepEqual(ready.body.checks, { users: false });
+      await request(app).get('/v1/users/me').expect(401); // no token: judged without the service
+      await waitFor(async () => (await request(app).get('/healthz/dependencies')).body.status === 'degraded');
+      const report = (await request(app).get('/healthz/dependencies').expect(200)).body;
+      assert.equal(report.dependencies.users.up, false);
+      assert.equal(report.dependencies.groups.up, true);
+      const ready = await request(app).get('/readyz').expect(200);
+      assert.deepEqual(ready.body.checks, { signing_keys: true, accepting: true });
+      // Known down: answered at once, not after the (here 60 s) deadline.
+      await request(app).get('/v1/users/me').set('Authorization', `Bearer ${alice}`).expect(503);
     },
   );
 
@@ -298,9 +305,12 @@ describe('edges', () => {
   test('/healthz and /readyz', async () => {
     const app = h.app();
     assert.deepEqual((await request(app).get('/healthz').expect(200)).body, { status: 'ok' });
+    await request(app).get('/v1/users/me').set('Authorization', `Bearer ${alice}`).expect(200); // keys now loaded
     assert.deepEqual((await request(app).get('/readyz').expect(200)).body, {
       status: 'ready',
-      checks: { users: true },
+      checks: { signing_keys: true, accepting: true },
     });
+    const report = (await request(app).get('/healthz/dependencies').expect(200)).body;
+    assert.deepEqual(Object.keys(report.dependencies).sort(), ['drives', 'groups', 'scim', 'users']);
   });
 });

@@ -27,6 +27,7 @@ import { createApp, type Readiness } from '../app';
 import { openApiDocument } from '../openapi';
 import { checkAgainstOpenApi, recordResponses, type RecordedResponse } from './contract';
 import { TokenVerifier } from '../auth';
+import { gatewayDependencies } from '../dependencies';
 import { RateLimits } from '../rate-limit';
 
 export const ALL_V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
@@ -65,6 +66,8 @@ export interface Harness {
   tokenEndpoint: string;
   usersAddress: string;
   groupsAddress: string;
+  drivesAddress: string;
+  scimAddress: string;
   /** The SCIM service's database (audit log, pending writes) and its write journal (recovery). */
   scimDb: ReturnType<typeof openScimDatabase>;
   scimJournal: WriteJournal;
@@ -256,6 +259,8 @@ export async function startHarness(): Promise<Harness> {
     tokenEndpoint: `${idp.issuer}/protocol/openid-connect/token`,
     usersAddress,
     groupsAddress,
+    drivesAddress,
+    scimAddress,
     scimDb,
     scimJournal,
     async scimToken(scope = 'scim') {
@@ -272,20 +277,33 @@ export async function startHarness(): Promise<Harness> {
       return body.access_token;
     },
     app(options = {}) {
-      const address = options.usersAddress ?? usersAddress;
-      const users = createGrpcClient(usersV1.UsersServiceClient, address, {
+      const addresses = {
+        users: options.usersAddress ?? usersAddress,
+        groups: options.groupsAddress ?? groupsAddress,
+        drives: options.drivesAddress ?? drivesAddress,
+        scim: options.scimAddress ?? scimAddress,
+      };
+      // Wired as in main.ts: a service whose health check fails makes its calls fail fast.
+      const dependencies = gatewayDependencies({ addresses });
+      dependencies.monitor.start();
+      const available = (name: keyof typeof addresses) => () => dependencies.monitor.isUp(name);
+      const users = createGrpcClient(usersV1.UsersServiceClient, addresses.users, {
         defaultDeadlineMs: options.deadlineMs ?? 5_000,
+        available: available('users'),
       });
-      const groups = createGrpcClient(groupsV1.GroupsServiceClient, options.groupsAddress ?? groupsAddress, {
+      const groups = createGrpcClient(groupsV1.GroupsServiceClient, addresses.groups, {
         defaultDeadlineMs: options.deadlineMs ?? 5_000,
+        available: available('groups'),
       });
-      const drives = createGrpcClient(drivesV1.DrivesServiceClient, options.drivesAddress ?? drivesAddress, {
+      const drives = createGrpcClient(drivesV1.DrivesServiceClient, addresses.drives, {
         defaultDeadlineMs: options.deadlineMs ?? 5_000,
+        available: available('drives'),
       });
-      const scim = createGrpcClient(scimV1.ScimServiceClient, options.scimAddress ?? scimAddress, {
+      const scim = createGrpcClient(scimV1.ScimServiceClient, addresses.scim, {
         defaultDeadlineMs: options.deadlineMs ?? 10_000,
+        available: available('scim'),
       });
-      clients.push(users, groups, drives, scim);
+      clients.push(users, groups, drives, scim, dependencies);
       const inner = createApp({
         issuer: idp.issuer,
         logger,
@@ -302,16 +320,11 @@ export async function startHarness(): Promise<Harness> {
         scim,
         cursorSecret: 'test-cursor-secret-of-at-least-32-chars',
         bodyLimitBytes: 1_048_576,
-        readiness: async (): Promise<Readiness> => {
-          const { HealthClient } = await import('@mileage/runtime');
-          const health = new HealthClient(address);
-          try {
-            const ok = await health.check('mileage.users.v1.UsersService', 500);
-            return { ready: ok, checks: { users: ok } };
-          } finally {
-            health.close();
-          }
-        },
+        readiness: (): Readiness => ({
+          ready: verifier.keysLoaded(),
+          checks: { signing_keys: verifier.keysLoaded(), accepting: true },
+        }),
+        dependencies: () => dependencies.monitor.report(),
       });
       // Every response is recorded for the contract check in close().
       const outer = express();

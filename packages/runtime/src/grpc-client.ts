@@ -40,7 +40,20 @@ interface GeneratedClientConstructor<C> {
 export function createGrpcClient<C extends grpc.Client>(
   Client: GeneratedClientConstructor<C>,
   address: string,
-  options: { defaultDeadlineMs: number; metrics?: Metrics },
+  options: {
+    defaultDeadlineMs: number;
+    metrics?: Metrics;
+    /**
+     * False while the service is known to be down (its health check fails): calls then fail with UNAVAILABLE at
+     * once instead of waiting for their deadline on a frozen server.
+     */
+    available?: () => boolean;
+    /**
+     * Least time between two DNS resolutions of the address (grpc-js: 30 s). Re-resolution happens when a
+     * connection closes, e.g. when a server ends it at its maximum connection age.
+     */
+    minResolveIntervalMs?: number;
+  },
 ): PromiseClient<C> {
   const client = new Client(address, grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
@@ -49,13 +62,20 @@ export function createGrpcClient<C extends grpc.Client>(
     // Reconnect quickly after a service restarts (the default backoff grows to 120 s).
     'grpc.initial_reconnect_backoff_ms': 200,
     'grpc.max_reconnect_backoff_ms': 5_000,
-    // Channelz bookkeeping and transparent-retry buffering cost CPU on every call; our calls are idempotent
-    // reads or carry their own conflict handling, and failures surface as 503/504 at once.
+    // Channelz bookkeeping costs CPU on every call. Retries stay on, but with no retry policy in the service config
+    // they are only the transparent ones: a call the server refused unprocessed (a connection closed at its maximum
+    // age, GOAWAY, while the call was on its way) is sent again once instead of failing.
     'grpc.enable_channelz': 0,
-    'grpc.enable_retries': 0,
+    'grpc.enable_retries': 1,
     // Every address the name resolves to gets calls in turn: behind a headless Kubernetes Service that is every
     // replica, so load spreads per call rather than per connection. One address behaves as before.
-    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+    'grpc.service_config': JSON.stringify({
+      loadBalancingConfig: [{ round_robin: {} }],
+      methodConfig: readRetryConfig(Client.service),
+    }),
+    ...(options.minResolveIntervalMs !== undefined
+      ? { 'grpc.dns_min_time_between_resolutions_ms': options.minResolveIntervalMs }
+      : {}),
   });
   const wrapped: Record<string, unknown> = {
     close: () => client.close(),
@@ -68,6 +88,11 @@ export function createGrpcClient<C extends grpc.Client>(
     const fn = (client as unknown as Record<string, UnaryMethod<unknown, unknown>>)[key]!.bind(client);
     wrapped[key] = (request: unknown, settings?: CallSettings) =>
       new Promise((resolve, reject) => {
+        if (options.available && !options.available()) {
+          options.metrics?.grpcClientHandled.inc({ ...labels, grpc_code: 'UNAVAILABLE' });
+          reject(knownDown(service));
+          return;
+        }
         const metadata = new grpc.Metadata();
         if (settings?.requestId) metadata.set(REQUEST_ID_METADATA_KEY, settings.requestId);
         let span: Span | undefined;
@@ -97,7 +122,45 @@ export function createGrpcClient<C extends grpc.Client>(
   return wrapped as PromiseClient<C>;
 }
 
-/** A persistent client of a server's grpc.health.v1 service, for readiness checks. */
+/**
+ * Reads (Get*, BatchGet*, List*) are retried once on UNAVAILABLE: a connection a server closes at its maximum age
+ * can refuse a call that raced its GOAWAY, and the single transparent retry can meet a second closing connection.
+ * Writes are not retried here (their callers handle unknown outcomes).
+ */
+function readRetryConfig(definition: grpc.ServiceDefinition): object[] {
+  const names = Object.values(definition)
+    .map((method) => /^\/([^/]+)\/([^/]+)$/.exec(method.path))
+    .filter((m): m is RegExpExecArray => m !== null && /^(Get|BatchGet|List)/.test(m[2]!))
+    .map(([, service, method]) => ({ service, method }));
+  if (names.length === 0) return [];
+  return [
+    {
+      name: names,
+      retryPolicy: {
+        maxAttempts: 2,
+        initialBackoff: '0.02s',
+        maxBackoff: '0.1s',
+        backoffMultiplier: 2,
+        retryableStatusCodes: ['UNAVAILABLE'],
+      },
+    },
+  ];
+}
+
+/** The error of a call not attempted because its service's health check fails. */
+function knownDown(service: string): grpc.ServiceError {
+  const details = `${service} is unavailable (its health check fails)`;
+  return Object.assign(new Error(`${grpc.status.UNAVAILABLE} UNAVAILABLE: ${details}`), {
+    code: grpc.status.UNAVAILABLE,
+    details,
+    metadata: new grpc.Metadata(),
+  });
+}
+
+/**
+ * A persistent client of a server's grpc.health.v1 service, for dependency checks. Like the service clients it
+ * balances over every address the name resolves to, so it judges the service, not one replica.
+ */
 export class HealthClient {
   private readonly client: grpc.Client & {
     check(
@@ -113,7 +176,11 @@ export class HealthClient {
       healthService as unknown as grpc.ServiceDefinition,
       'grpc.health.v1.Health',
     );
-    this.client = new Ctor(address, grpc.credentials.createInsecure()) as unknown as HealthClient['client'];
+    this.client = new Ctor(address, grpc.credentials.createInsecure(), {
+      'grpc.initial_reconnect_backoff_ms': 200,
+      'grpc.max_reconnect_backoff_ms': 5_000,
+      'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+    }) as unknown as HealthClient['client'];
   }
 
   /** True when `service` (default: the whole server) answers SERVING before the deadline. */

@@ -5,7 +5,7 @@ import { PROTO_ROOT } from '@mileage/proto';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { randomUUID } from 'node:crypto';
 import { isAcceptableRequestId, REQUEST_ID_METADATA_KEY } from './context';
-import { toAppError, toStatusObject } from './errors';
+import { toAppError, toStatusObject, type AppError } from './errors';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { endSpan, extractContext, SpanKind, startSpan, tracingEnabled, type TraceContext } from './tracing';
@@ -43,7 +43,7 @@ export interface ServiceRegistration {
 export function adaptService(
   definition: grpc.ServiceDefinition,
   handlers: Record<string, UnaryHandler<never, unknown>>,
-  deps: { logger: Logger; metrics: Metrics },
+  deps: { logger: Logger; metrics: Metrics; failFast?: () => AppError | undefined },
 ): grpc.UntypedServiceImplementation {
   const implementation: grpc.UntypedServiceImplementation = {};
   for (const [key, method] of Object.entries(definition)) {
@@ -97,7 +97,8 @@ export function adaptService(
             return abort.signal;
           },
         };
-        (handler as UnaryHandler<unknown, unknown>)(call.request, ctx).then(
+        const refusal = deps.failFast?.();
+        (refusal ? Promise.reject(refusal) : (handler as UnaryHandler<unknown, unknown>)(call.request, ctx)).then(
           (response) => {
             finish(grpc.status.OK);
             callback(null, response);
@@ -121,6 +122,12 @@ export interface GrpcServerHandle {
   server: grpc.Server;
   port: number;
   health: HealthImplementation;
+  /**
+   * Reports the registered services SERVING or NOT_SERVING on the health service (callers that check them fail
+   * fast). The whole server ("", what Kubernetes probes) stays SERVING until shutdown: a dependency never takes a
+   * replica out of its endpoints.
+   */
+  setServing(serving: boolean): void;
   /** Stops accepting calls, lets in-flight calls finish (up to timeoutMs), then forces the rest. */
   shutdown(timeoutMs: number): Promise<void>;
 }
@@ -135,8 +142,19 @@ export async function startGrpcServer(options: {
   protoFiles: string[];
   logger: Logger;
   metrics: Metrics;
+  /**
+   * Connections are closed (GOAWAY) after this long, ±10 % (grpc-js), so clients resolve the name again and
+   * spread over replicas added since they connected. Unset: connections live for ever.
+   */
+  maxConnectionAgeMs?: number;
+  /** How long calls in flight on a connection closed for its age may still run. */
+  maxConnectionAgeGraceMs?: number;
+  /** When it returns an error, every call fails with it at once (e.g. while the database is known to be down). */
+  failFast?: () => AppError | undefined;
 }): Promise<GrpcServerHandle> {
   const server = new grpc.Server({
+    ...(options.maxConnectionAgeMs ? { 'grpc.max_connection_age_ms': options.maxConnectionAgeMs } : {}),
+    ...(options.maxConnectionAgeGraceMs ? { 'grpc.max_connection_age_grace_ms': options.maxConnectionAgeGraceMs } : {}),
     'grpc.max_receive_message_length': 4 * 1024 * 1024,
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.enable_channelz': 0,
@@ -168,6 +186,9 @@ export async function startGrpcServer(options: {
     server,
     port,
     health,
+    setServing: (serving) => {
+      for (const name of serviceNames) health.setStatus(name, serving ? 'SERVING' : 'NOT_SERVING');
+    },
     shutdown: (timeoutMs) =>
       new Promise<void>((resolve) => {
         for (const name of ['', ...serviceNames]) health.setStatus(name, 'NOT_SERVING');

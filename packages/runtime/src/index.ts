@@ -1,6 +1,7 @@
 export * from './config';
 export * from './context';
 export * from './db';
+export * from './dependencies';
 export * from './errors';
 export * from './grpc-client';
 export * from './grpc-server';
@@ -24,6 +25,6 @@ export {
   type Tracing,
 } from './tracing';
 export { freePort } from './net';
-export { runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';
+export { connectionAge, runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';
 export * from './filter-sql';
 export * from './write-requests';

@@ -48,6 +48,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly dependencyUp = new Gauge({
+    name: 'dependency_up',
+    help: 'Whether a dependency (database, downstream service, Redis) answers its health check: 1 up, 0 down.',
+    labelNames: ['dependency'] as const,
+    registers: [this.registry],
+  });
+
   constructor(readonly service: string) {
     this.registry.setDefaultLabels({ service });
     collectDefaultMetrics({ register: this.registry });
@@ -69,10 +76,19 @@ export class Metrics {
     });
   }
 
-  /** Serves GET /metrics on its own port, away from the public listener. */
-  async listen(port: number, host = '127.0.0.1'): Promise<http.Server> {
+  /**
+   * Serves GET /metrics on its own port, away from the public listener, and any extra JSON documents given
+   * (e.g. a service's /healthz/dependencies).
+   */
+  async listen(port: number, host = '127.0.0.1', documents: Record<string, () => unknown> = {}): Promise<http.Server> {
     const server = http.createServer((req, res) => {
-      if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
+      const path = req.url?.split('?')[0] ?? '';
+      const document = req.method === 'GET' && Object.hasOwn(documents, path) ? documents[path] : undefined;
+      if (document) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document()));
+        return;
+      }
+      if (req.method === 'GET' && path === '/metrics') {
         this.registry
           .metrics()
           .then((body) => {

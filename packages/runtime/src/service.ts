@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { commonConfigSchema, env, loadConfigOrExit } from './config';
 import type { Database, Metrics as MetricsType } from './index';
+import { databaseCheck, DependencyMonitor, whileDatabaseDown } from './dependencies';
 import { startGrpcServer, type ServiceRegistration } from './grpc-server';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
@@ -19,7 +20,22 @@ export function serviceConfigSchema(defaults: { grpcPort: number; metricsPort: n
     GRPC_ADDRESS: env.address(`127.0.0.1:${defaults.grpcPort}`),
     METRICS_PORT: env.port(defaults.metricsPort),
     MIGRATE_ON_START: env.boolean(false),
+    /** Connections older than this are closed (GOAWAY), so callers re-resolve and reach new replicas. */
+    GRPC_MAX_CONNECTION_AGE_MS: env.positiveInt(30_000),
+    /** Time calls in flight on such a connection may still take: at least the callers' longest deadline. */
+    GRPC_MAX_CONNECTION_AGE_GRACE_MS: env.positiveInt(15_000),
   });
+}
+
+/** The gRPC server options every service derives from its configuration. */
+export function connectionAge(config: {
+  GRPC_MAX_CONNECTION_AGE_MS: number;
+  GRPC_MAX_CONNECTION_AGE_GRACE_MS: number;
+}): { maxConnectionAgeMs: number; maxConnectionAgeGraceMs: number } {
+  return {
+    maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS,
+    maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS,
+  };
 }
 
 export interface ServiceDefinition {
@@ -56,14 +72,27 @@ export async function runService(service: ServiceDefinition): Promise<void> {
     const { applied } = await db.migrate();
     logger.info({ applied }, 'migrations applied');
   }
+  // PostgreSQL down: calls fail fast with UNAVAILABLE and the service reports NOT_SERVING to its callers, but the
+  // process stays ready and live (it recovers by itself when the database is back).
+  const dependencies = new DependencyMonitor({
+    checks: [databaseCheck(db.knex)],
+    metrics,
+    logger,
+    onChange: (_name, up) => grpcServer.setServing(up),
+  });
   const grpcServer = await startGrpcServer({
     address: config.GRPC_ADDRESS,
     services: [service.createServer({ knex: db.knex })],
     protoFiles: [service.protoFile],
     logger,
     metrics,
+    ...connectionAge(config),
+    failFast: whileDatabaseDown(dependencies),
   });
-  const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST);
+  dependencies.start();
+  const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST, {
+    '/healthz/dependencies': () => dependencies.report(),
+  });
   let upkeep: Promise<unknown> = Promise.resolve();
   const housekeeping = service.housekeeping;
   const timer = housekeeping
@@ -83,6 +112,7 @@ export async function runService(service: ServiceDefinition): Promise<void> {
           await upkeep;
         },
       },
+      { name: 'dependencies', run: () => dependencies.stop() },
       { name: 'database', run: () => db.close() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
       { name: 'tracing', run: () => service.tracing.shutdown() },
@@ -93,9 +123,10 @@ export async function runService(service: ServiceDefinition): Promise<void> {
 
 /** `npm run migrate -w <service>`: applies the service's migrations to DATABASE_URL and exits. */
 export async function runMigrations(name: string, openDatabase: ServiceDefinition['openDatabase']): Promise<void> {
-  const config = loadConfigOrExit(z.object({ DATABASE_URL: postgresUrl() }));
+  // Two connections at most: the migration lock and the migration (counted in the chart's connection budget).
+  const config = loadConfigOrExit(z.object({ DATABASE_URL: postgresUrl(), DATABASE_POOL_MAX: env.positiveInt(2) }));
   const logger = createLogger({ service: `${name}-migrate` });
-  const db = openDatabase({ url: config.DATABASE_URL });
+  const db = openDatabase({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
   try {
     const { applied } = await db.migrate();
     logger.info({ applied }, applied.length ? 'migrations applied' : 'schema up to date');

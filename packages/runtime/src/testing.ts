@@ -1,5 +1,6 @@
 /** Helpers for integration tests: a fresh database per test file on the run's real PostgreSQL. */
 import { randomBytes } from 'node:crypto';
+import * as net from 'node:net';
 import pg from 'pg';
 
 export interface TestDatabase {
@@ -49,6 +50,100 @@ export async function createTestDatabase(prefix = 'test'): Promise<TestDatabase>
       } finally {
         await c.end();
       }
+    },
+  };
+}
+
+/** Polls `condition` until it holds (or throws after timeoutMs): synchronisation on state, never on time. */
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  { timeoutMs = 10_000, intervalMs = 50, what = 'condition' } = {},
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await condition()) return;
+    if (Date.now() > deadline) throw new Error(`${what} did not hold within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/**
+ * A TCP relay on loopback in front of a real server, to inject the faults a network or a process can have:
+ * `freeze()` keeps every connection open but relays nothing (a stopped process, a hung node: callers wait),
+ * `stop()` refuses and drops connections (a crashed process), `resume()` restores normal service (frozen
+ * connections carry on, as a process does after SIGCONT).
+ */
+export interface FaultProxy {
+  address: string;
+  port: number;
+  freeze(): void;
+  stop(): Promise<void>;
+  resume(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startFaultProxy(target: { host: string; port: number }): Promise<FaultProxy> {
+  let mode: 'pass' | 'frozen' | 'stopped' = 'pass';
+  const pairs = new Set<[net.Socket, net.Socket]>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(target.port, target.host);
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    pairs.add(pair);
+    const drop = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    if (mode === 'pass') {
+      client.pipe(upstream);
+      upstream.pipe(client);
+    } else client.pause();
+  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => resolve());
+    });
+  await listen(0);
+  const port = (server.address() as net.AddressInfo).port;
+  const dropAll = () => {
+    for (const [a, b] of pairs) {
+      a.destroy();
+      b.destroy();
+    }
+    pairs.clear();
+  };
+  return {
+    address: `127.0.0.1:${port}`,
+    port,
+    freeze() {
+      mode = 'frozen';
+      for (const [a, b] of pairs) {
+        a.unpipe(b);
+        b.unpipe(a);
+        a.pause();
+        b.pause();
+      }
+    },
+    async stop() {
+      mode = 'stopped';
+      dropAll();
+      if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+    async resume() {
+      if (mode === 'stopped') await listen(port);
+      else
+        for (const [a, b] of pairs) {
+          a.pipe(b);
+          b.pipe(a);
+        }
+      mode = 'pass';
+    },
+    async close() {
+      dropAll();
+      if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 }

@@ -1,14 +1,20 @@
 import { tracing } from './instrument';
 import { groupsV1, PROTO_FILES, usersV1 } from '@mileage/proto';
 import {
+  connectionAge,
   createGrpcClient,
   createLogger,
+  databaseCheck,
+  DependencyMonitor,
   env,
+  grpcHealthCheck,
+  HealthClient,
   handleShutdown,
   loadConfigOrExit,
   Metrics,
   serviceConfigSchema,
   startGrpcServer,
+  whileDatabaseDown,
 } from '@mileage/runtime';
 import { z } from 'zod';
 import { openDatabase } from './database';
@@ -54,14 +60,31 @@ async function main(): Promise<void> {
     logger,
     options: { recoveryAfterMs: config.SCIM_RECOVERY_AFTER_MS },
   });
+  // Reported (metrics, /healthz/dependencies); only PostgreSQL down makes calls fail fast. Never readiness.
+  const health = [new HealthClient(config.USERS_ADDRESS), new HealthClient(config.GROUPS_ADDRESS)];
+  const dependencies = new DependencyMonitor({
+    checks: [
+      databaseCheck(db.knex),
+      grpcHealthCheck('users', health[0]!, 'mileage.users.v1.UsersService'),
+      grpcHealthCheck('groups', health[1]!, 'mileage.groups.v1.GroupsService'),
+    ],
+    metrics,
+    logger,
+    onChange: (name, up) => name === 'postgres' && grpcServer.setServing(up),
+  });
   const grpcServer = await startGrpcServer({
     address: config.GRPC_ADDRESS,
     services: [createServer({ users, groups, logger, baseUrl: config.SCIM_BASE_URL, journal })],
     protoFiles: [PROTO_FILES.scim],
     logger,
     metrics,
+    ...connectionAge(config),
+    failFast: whileDatabaseDown(dependencies),
   });
-  const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST);
+  dependencies.start();
+  const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST, {
+    '/healthz/dependencies': () => dependencies.report(),
+  });
 
   // Settles writes left unsettled by a crash or an unknown outcome (see WriteJournal).
   let recovering: Promise<unknown> = Promise.resolve();
@@ -86,7 +109,8 @@ async function main(): Promise<void> {
           await recovering;
         },
       },
-      { name: 'clients', run: () => [users, groups].forEach((c) => c.close()) },
+      { name: 'dependencies', run: () => dependencies.stop() },
+      { name: 'clients', run: () => [users, groups, ...health].forEach((c) => c.close()) },
       { name: 'database', run: () => db.close() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
       { name: 'tracing', run: () => tracing.shutdown() },

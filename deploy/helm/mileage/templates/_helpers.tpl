@@ -70,8 +70,56 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{ include "mileage.fullname" .root }}-{{ .component }}
 {{- end -}}
 
+{{/* <registry>/<repository>-<component>:<tag>[@<digest>]: the component's tag, else image.tag, else appVersion. */}}
 {{- define "mileage.image" -}}
-{{ .root.Values.image.registry }}/{{ .root.Values.image.repository }}-{{ .component }}:{{ .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- $image := (index .root.Values.components .component).image -}}
+{{ .root.Values.image.registry }}/{{ .root.Values.image.repository }}-{{ .component }}:{{ $image.tag | default .root.Values.image.tag | default .root.Chart.AppVersion }}{{ if $image.digest }}@{{ $image.digest }}{{ end }}
+{{- end -}}
+
+{{/* Most pods a component can have at once: the HPA's maximum (or the fixed count) plus the rolling update's surge. */}}
+{{- define "mileage.maxPods" -}}
+{{- $c := index .root.Values.components .component -}}
+{{- add (ternary $c.autoscaling.maxReplicas $c.replicas $c.autoscaling.enabled) 1 -}}
+{{- end -}}
+
+{{/* Values the schema cannot judge alone; each failure says which values to change. */}}
+{{- define "mileage.validate" -}}
+{{- $v := .Values -}}
+{{- $gw := $v.components.gateway -}}
+{{- $gatewayMax := ternary $gw.autoscaling.maxReplicas $gw.replicas $gw.autoscaling.enabled -}}
+{{- if and (gt (int $gatewayMax) 1) (not (include "mileage.redisEnabled" .)) -}}
+{{- fail (printf "components.gateway may run %d replicas but no Redis is configured (redis.url or redis.existingSecret): rate limits would be per replica, %d times the documented limits. Configure Redis, or run one gateway replica." (int $gatewayMax) (int $gatewayMax)) -}}
+{{- end -}}
+{{- $worst := 2 -}}
+{{- $parts := list -}}
+{{- range $svc := include "mileage.services" . | fromYamlArray -}}
+{{- $pods := include "mileage.maxPods" (dict "root" $ "component" $svc) | int -}}
+{{- $worst = add $worst (mul $pods $v.postgres.poolMax) -}}
+{{- $parts = append $parts (printf "%s %d pods" $svc $pods) -}}
+{{- end -}}
+{{- if gt (int $worst) (int $v.postgres.connectionBudget) -}}
+{{- fail (printf "PostgreSQL connections: worst case %d (postgres.poolMax %d × (%s) + 2 for a migration Job) exceeds postgres.connectionBudget %d. Lower poolMax or the HPA maxima, raise the budget with max_connections, or put PgBouncer in front (docs/operations-helm.md)." (int $worst) (int $v.postgres.poolMax) (join ", " $parts) (int $v.postgres.connectionBudget)) -}}
+{{- end -}}
+{{- if lt (mul $v.shutdownTimeoutSeconds 1000) (int64 $v.gateway.requestTimeoutMs) -}}
+{{- fail (printf "shutdownTimeoutSeconds %d is shorter than gateway.requestTimeoutMs %d: a draining gateway would cut requests it admitted. Raise the drain or lower the timeout." (int $v.shutdownTimeoutSeconds) (int64 $v.gateway.requestTimeoutMs)) -}}
+{{- end -}}
+{{- if lt (int64 $v.grpc.maxConnectionAgeGraceMs) (max (int64 $v.gateway.scimDeadlineMs) (int64 $v.gateway.grpcDeadlineMs) (int64 $v.scim.grpcDeadlineMs)) -}}
+{{- fail (printf "grpc.maxConnectionAgeGraceMs %d is shorter than the longest call deadline (gateway.scimDeadlineMs, gateway.grpcDeadlineMs, scim.grpcDeadlineMs): calls in flight on a recycled connection would be cut." (int64 $v.grpc.maxConnectionAgeGraceMs)) -}}
+{{- end -}}
+{{- if $v.networkPolicy.enabled -}}
+{{- if not $v.postgres.egress -}}
+{{- fail "postgres.egress is required with networkPolicy.enabled: where PostgreSQL (or its pooler) is, as NetworkPolicyPeers (a namespaceSelector/podSelector in the cluster, an ipBlock outside it)" -}}
+{{- end -}}
+{{- if not $v.oidc.egress -}}
+{{- fail "oidc.egress is required with networkPolicy.enabled: where Keycloak is, as NetworkPolicyPeers (a namespaceSelector/podSelector in the cluster, an ipBlock outside it)" -}}
+{{- end -}}
+{{- if and (include "mileage.redisEnabled" .) (not $v.redis.egress) -}}
+{{- fail "redis.egress is required with Redis and networkPolicy.enabled: where Redis is, as NetworkPolicyPeers" -}}
+{{- end -}}
+{{- if and $v.tracing.otlpEndpoint (not $v.tracing.egress) -}}
+{{- fail "tracing.egress is required with tracing.otlpEndpoint and networkPolicy.enabled: where the collector is, as NetworkPolicyPeers" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Secrets: the chart's own, or the ones named in the values. */}}
@@ -160,5 +208,5 @@ seccompProfile:
 {{- define "mileage.configChecksum" -}}
 {{- $v := .root.Values -}}
 {{- $c := index $v.components .component -}}
-{{- toJson (dict "env" $c.extraEnv "logLevel" $v.logLevel "shutdown" $v.shutdownTimeoutSeconds "tracing" $v.tracing "oidc" $v.oidc "gateway" (omit $v.gateway "cursorSecret") "scim" $v.scim "postgres" (pick $v.postgres "poolMax" "statementTimeoutMs" "existingSecret") "redis" $v.redis.existingSecret "ingressHost" $v.ingress.host) | sha256sum -}}
+{{- toJson (dict "env" $c.extraEnv "logLevel" $v.logLevel "shutdown" $v.shutdownTimeoutSeconds "tracing" $v.tracing "oidc" $v.oidc "gateway" (omit $v.gateway "cursorSecret") "scim" $v.scim "grpc" $v.grpc "postgres" (pick $v.postgres "poolMax" "statementTimeoutMs" "existingSecret") "redis" $v.redis.existingSecret "ingressHost" $v.ingress.host) | sha256sum -}}
 {{- end -}}
