@@ -7,7 +7,9 @@
 #      kubernetes-validate bundles, check-rendered.py's assertions (ServiceMonitor and PrometheusRule, CRDs without a
 #      schema there, are checked by it), and check-env.mjs (when the workspaces are built: the environment passed to
 #      the processes' own configuration schemas);
-#   3. values.yaml documents every key; every file in tests/bad-values/ is refused, with the message it names.
+#   3. kube-score (Go module proxy) and Checkov (PyPI) on every rendered value set (independent-linters.sh): each
+#      finding fixed or a reasoned exception in linter-exceptions.yaml;
+#   4. values.yaml documents every key; every file in tests/bad-values/ is refused, with the message it names.
 # Exits non-zero on any failure.
 set -euo pipefail
 started=$(date +%s)
@@ -65,6 +67,7 @@ fi
 
 # ------------------------------------------------------------------------------------------------------- value sets
 sets=0
+rendered=()
 for values in "$chart"/ci/*.yaml; do
   name="$(basename "$values" .yaml)"
   section "value set $name"
@@ -86,9 +89,14 @@ for values in "$chart"/ci/*.yaml; do
   if [ "$check_env" = yes ]; then
     node "$here/check-env.mjs" "$out/$name.env.json" "$name" "$root"
   fi
+  rendered+=("$name=$out/$name.yaml")
   sets=$((sets + 1))
 done
 [ "$sets" -ge 3 ] || { echo "expected at least 3 value sets in $chart/ci, found $sets" >&2; exit 1; }
+
+# ------------------------------------------------------------------------------------------- independent linters
+section "kube-score and Checkov"
+bash "$here/independent-linters.sh" "${rendered[@]}"
 
 # ----------------------------------------------------------------------------------------------- documentation, refusals
 section "values.yaml documentation"

@@ -103,6 +103,10 @@ start() {
     realm_file="$here/dev/realm-mileage.json"
     realm_kind=development
   fi
+  # A production realm file is imported only with every variable it needs (an unset one would import literally).
+  if [ "$realm_kind" = production ]; then
+    "$here/check-placeholders.sh" "$realm_file" || { log "not importing $realm_file: set the variables above"; exit 1; }
+  fi
   # Only this realm file: remove what other versions of this script or runs may have left there.
   find "$home/data/import" -maxdepth 1 -name '*.json' -delete
   cp "$realm_file" "$home/data/import/.mileage-realm.json.$$"
