@@ -17,6 +17,8 @@ export interface DependencyState {
   since: string;
   /** Failed checks in a row (0 while up). */
   consecutiveFailures: number;
+  /** When it was last checked (null before the first check: up is then an assumption). */
+  checkedAt: string | null;
 }
 
 export interface DependencyReport {
@@ -62,7 +64,7 @@ export class DependencyMonitor {
     this.failuresBeforeDown = options.failuresBeforeDown ?? 2;
     const now = new Date().toISOString();
     for (const { name } of options.checks) {
-      this.states.set(name, { up: true, since: now, consecutiveFailures: 0 });
+      this.states.set(name, { up: true, since: now, consecutiveFailures: 0, checkedAt: null });
       options.metrics?.dependencyUp.set({ dependency: name }, 1);
     }
   }
@@ -114,6 +116,7 @@ export class DependencyMonitor {
 
   private record(name: string, ok: boolean): void {
     const state = this.states.get(name)!;
+    state.checkedAt = new Date().toISOString();
     state.consecutiveFailures = ok ? 0 : state.consecutiveFailures + 1;
     const up = ok || (state.up && state.consecutiveFailures < this.failuresBeforeDown);
     if (up === state.up) return;

@@ -124,6 +124,14 @@ async function main(): Promise<number> {
     await waitFor('otlp sink', () => httpOk(`http://127.0.0.1:${sinkPort}/stats`));
     await waitFor('dev-idp', () => httpOk(`${issuer}/.well-known/openid-configuration`));
     await waitFor('gateway', () => httpOk(`http://127.0.0.1:${gatewayPort}/readyz`));
+    // Readiness is the gateway's own; wait until it has seen the services it calls answer.
+    await waitFor('services seen by the gateway', async () => {
+      const res = await fetch(`http://127.0.0.1:${gatewayPort}/healthz/dependencies`);
+      const { dependencies } = (await res.json()) as {
+        dependencies: Record<string, { up: boolean; checkedAt: string | null }>;
+      };
+      return ['users', 'groups', 'drives'].every((d) => dependencies[d]?.up && dependencies[d].checkedAt);
+    });
     await waitFor('bare server', () => httpOk(`http://127.0.0.1:${barePort}/healthz`));
 
     const tokens: string[] = [];
