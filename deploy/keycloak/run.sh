@@ -106,6 +106,10 @@ start() {
   # A production realm file is imported only with every variable it needs (an unset one would import literally).
   if [ "$realm_kind" = production ]; then
     "$here/check-placeholders.sh" "$realm_file" || { log "not importing $realm_file: set the variables above"; exit 1; }
+    # The production realm requires HTTPS on every request (sslRequired all); this instance serves plain HTTP on
+    # loopback, so it imports it with "external" (HTTPS except from loopback and private addresses) unless told.
+    export MILEAGE_SSL_REQUIRED="${MILEAGE_SSL_REQUIRED:-external}"
+    log "importing the production realm with sslRequired=$MILEAGE_SSL_REQUIRED (plain HTTP on loopback)"
   fi
   # Only this realm file: remove what other versions of this script or runs may have left there.
   find "$home/data/import" -maxdepth 1 -name '*.json' -delete
