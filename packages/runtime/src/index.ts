@@ -24,6 +24,7 @@ export {
   type Tracing,
 } from './tracing';
 export { freePort } from './net';
+export { parseRfc3339, type TimestampCheck } from './timestamps';
 export { runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';
 export * from './filter-sql';
 export * from './write-requests';
