@@ -1,7 +1,7 @@
 import type { scimV1 } from '@mileage/proto';
 import {
   endSpan,
-  extractContext,
+  extractEdgeContext,
   isAcceptableRequestId,
   SpanKind,
   startSpan,
@@ -129,7 +129,7 @@ function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandl
     res.setHeader('X-Request-Id', requestId);
     res.locals.requestId = requestId;
     const traced = tracingEnabled()
-      ? startSpan(req.method, SpanKind.SERVER, extractContext(req.headers), {
+      ? startSpan(req.method, SpanKind.SERVER, extractEdgeContext(req.headers), {
           'http.request.method': req.method,
           'url.path': req.path,
         })

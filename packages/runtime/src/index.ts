@@ -10,6 +10,7 @@ export * from './shutdown';
 export {
   endSpan,
   extractContext,
+  extractEdgeContext,
   injectContext,
   inSpan,
   SpanKind,

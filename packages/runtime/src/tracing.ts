@@ -23,6 +23,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Attributes,
   type Context,
   type Span,
@@ -79,6 +80,8 @@ function otlpExporter(protocol: OtlpProtocol): import('@opentelemetry/sdk-trace-
 
 let tracer: Tracer | undefined;
 let active: Tracing | undefined;
+/** Share of requests arriving from outside that are recorded (the configured sampler's ratio). */
+let edgeRatio = DEFAULT_SAMPLE_RATIO;
 
 export function tracingRequested(env: NodeJS.ProcessEnv = process.env): boolean {
   if (env.OTEL_SDK_DISABLED === 'true') return false;
@@ -136,6 +139,7 @@ export function startTracing(
         : new base.BatchSpanProcessor(otlpExporter(protocol)),
     ],
   });
+  edgeRatio = samplerRatio(env);
   trace.setGlobalTracerProvider(provider);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   tracer = provider.getTracer('mileage-platform');
@@ -156,6 +160,30 @@ const headerGetter: TextMapGetter<Record<string, string | string[] | undefined>>
 /** The context carried by incoming headers or gRPC metadata (as a plain map), or the root context. */
 export function extractContext(carrier: Record<string, string | string[] | undefined>): Context {
   return tracer ? propagation.extract(ROOT_CONTEXT, carrier, headerGetter) : ROOT_CONTEXT;
+}
+
+/** The ratio of new traces the configured sampler records (the standard OTEL_TRACES_SAMPLER values). */
+function samplerRatio(env: NodeJS.ProcessEnv): number {
+  const sampler = env.OTEL_TRACES_SAMPLER;
+  if (!sampler) return DEFAULT_SAMPLE_RATIO;
+  if (/always_on$/.test(sampler)) return 1;
+  if (/always_off$/.test(sampler)) return 0;
+  const arg = Number(env.OTEL_TRACES_SAMPLER_ARG ?? 1);
+  return Number.isFinite(arg) ? Math.min(1, Math.max(0, arg)) : 1;
+}
+
+/**
+ * The context of a request from outside (the gateway's HTTP requests): it joins the caller's trace (same trace id,
+ * the caller's span as parent) but the caller's `sampled` flag is not obeyed. Whether it is recorded is decided here,
+ * at the configured ratio with our own randomness (not from the trace id, which the caller chooses): otherwise any
+ * unauthenticated request could force every span of its path to be recorded and exported.
+ */
+export function extractEdgeContext(carrier: Record<string, string | string[] | undefined>): Context {
+  if (!tracer) return ROOT_CONTEXT;
+  const incoming = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, carrier, headerGetter));
+  if (!incoming || !trace.isSpanContextValid(incoming)) return ROOT_CONTEXT;
+  const traceFlags = Math.random() < edgeRatio ? TraceFlags.SAMPLED : TraceFlags.NONE;
+  return trace.setSpanContext(ROOT_CONTEXT, { ...incoming, traceFlags });
 }
 
 /** Writes `traceparent` (and `tracestate`) of `context` through `set`. */
