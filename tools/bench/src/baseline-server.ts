@@ -18,7 +18,11 @@ const server = http.createServer((req, res) => {
         id: u.id,
         userName: u.user_name,
         name: { givenName: u.given_name, familyName: u.family_name, formatted: u.formatted_name },
-        emails: u.emails,
+        emails: (u.emails as { value: string; type?: string; primary?: boolean }[]).map((e) => ({
+          value: e.value,
+          type: e.type ?? '',
+          primary: Boolean(e.primary),
+        })),
         active: u.active,
         displayName: u.display_name,
       });

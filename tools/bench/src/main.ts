@@ -2,12 +2,13 @@
 // metrics and tracing on) against a bare node:http + pg server doing the same query, in one run on this machine.
 import { openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
+import { openDatabase as openScimDatabase } from '@mileage/scim';
 import { openDatabase } from '@mileage/users';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { measure, type LoadResult } from './load';
+import { measure, type LoadResult, type Target } from './load';
 import { freePort, httpOk, postgresPids, rssMb, startNode, stopAll, waitFor, type Child } from './proc';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -19,8 +20,11 @@ const { values: flags } = parseArgs({
     users: { type: 'string', default: '1000' },
     callers: { type: 'string', default: '200' },
     strict: { type: 'boolean', default: false },
+    /** CI's check that the bench runs: seconds per target, few users; fails on any non-200 or differing body. */
+    smoke: { type: 'boolean', default: false },
   },
 });
+if (flags.smoke) Object.assign(flags, { duration: '2', warmup: '1', connections: '8', users: '100', callers: '20' });
 const settings = {
   durationSeconds: Number(flags.duration),
   warmupSeconds: Number(flags.warmup),
@@ -70,7 +74,9 @@ async function main(): Promise<number> {
       groupsMetrics,
       drivesPort,
       drivesMetrics,
-    ] = await Promise.all(Array.from({ length: 11 }, () => freePort()));
+      scimPort,
+      scimMetrics,
+    ] = await Promise.all(Array.from({ length: 13 }, () => freePort()));
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` };
     const sink = startNode('otlp-sink', path.join(__dirname, 'otlp-sink.js'), { PORT: String(sinkPort) });
     // Distinct callers, each with its own account and token: requests spread over users, rows and rate-limit keys.
@@ -93,10 +99,12 @@ async function main(): Promise<number> {
       GRPC_ADDRESS: `127.0.0.1:${usersPort}`,
       METRICS_PORT: String(usersMetrics),
     });
-    // The gateway is ready only when every service it calls is; Groups and Drives take no part in the measured route.
+    // The gateway is ready only when every service it calls is; Groups, Drives and SCIM take no part in the
+    // measured route.
     for (const [name, open, grpcPort, metricsPort] of [
       ['groups', openGroupsDatabase, groupsPort, groupsMetrics],
       ['drives', openDrivesDatabase, drivesPort, drivesMetrics],
+      ['scim', openScimDatabase, scimPort, scimMetrics],
     ] as const) {
       const db = open({ url: databaseUrl });
       await db.migrate().finally(() => db.close());
@@ -104,6 +112,8 @@ async function main(): Promise<number> {
         DATABASE_URL: databaseUrl,
         GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
         METRICS_PORT: String(metricsPort),
+        USERS_ADDRESS: `127.0.0.1:${usersPort}`,
+        GROUPS_ADDRESS: `127.0.0.1:${groupsPort}`,
       });
     }
     const issuer = `http://127.0.0.1:${idpPort}/realms/mileage`;
@@ -115,6 +125,7 @@ async function main(): Promise<number> {
       USERS_ADDRESS: `127.0.0.1:${usersPort}`,
       GROUPS_ADDRESS: `127.0.0.1:${groupsPort}`,
       DRIVES_ADDRESS: `127.0.0.1:${drivesPort}`,
+      SCIM_ADDRESS: `127.0.0.1:${scimPort}`,
       RATE_LIMIT_MULTIPLIER: '1000000',
     });
     const bare = startNode('bare', path.join(__dirname, 'baseline-server.js'), {
@@ -152,10 +163,7 @@ async function main(): Promise<number> {
       url: `http://127.0.0.1:${barePort}`,
       requests: callers.map((c) => ({ path: `/v1/users/${c.userId}` })),
     };
-    const check = await fetch(`${fullTarget.url}${fullTarget.requests[0]!.path}`, {
-      headers: fullTarget.requests[0]!.headers,
-    });
-    if (check.status !== 200) throw new Error(`full path answered ${check.status}`);
+    await assertSameBodies(fullTarget, bareTarget, 'GET /v1/users/{id}');
 
     const idle: Record<string, number> = {};
     for (const c of [gateway, users, idp, bare] as Child[]) idle[c.name] = Math.round(rssMb(c.pid) * 10) / 10;
@@ -176,15 +184,41 @@ async function main(): Promise<number> {
 
     const report = buildReport(fullResult, bareResult, idle, traceBatches);
     process.stdout.write(report.text);
-    const resultsDir = path.join(__dirname, '..', 'results');
-    mkdirSync(resultsDir, { recursive: true });
-    writeFileSync(
-      path.join(resultsDir, 'latest.json'),
-      JSON.stringify({ date: new Date().toISOString(), settings, ...report.json }, null, 2) + '\n',
-    );
-    return report.pass || !flags.strict ? (fullResult.non2xx || bareResult.non2xx ? 1 : 0) : 1;
+    if (!flags.smoke) {
+      const resultsDir = path.join(__dirname, '..', 'results');
+      mkdirSync(resultsDir, { recursive: true });
+      writeFileSync(
+        path.join(resultsDir, 'latest.json'),
+        JSON.stringify({ date: new Date().toISOString(), settings, ...report.json }, null, 2) + '\n',
+      );
+    }
+    const failed = fullResult.non2xx + fullResult.errors + bareResult.non2xx + bareResult.errors > 0;
+    if (failed) process.stderr.write('bench: a target answered something other than 200 (see errors above)\n');
+    return failed || (flags.strict && !report.pass) ? 1 : 0;
   } finally {
     await cleanup();
+  }
+}
+
+/**
+ * Asserts, for a sample of the requests, that both targets answer 200 with the same bytes: the bare server is a
+ * fair ceiling only while it returns exactly what the full path returns.
+ */
+async function assertSameBodies(full: Target, bare: Target, route: string, sample = 20): Promise<void> {
+  const step = Math.max(1, Math.floor(full.requests.length / sample));
+  for (let i = 0; i < full.requests.length; i += step) {
+    const [f, b] = await Promise.all(
+      [full, bare].map((t) => fetch(`${t.url}${t.requests[i]!.path}`, { headers: t.requests[i]!.headers })),
+    );
+    const [fb, bb] = await Promise.all([f!.text(), b!.text()]);
+    if (f!.status !== 200 || b!.status !== 200)
+      throw new Error(
+        `${route} ${full.requests[i]!.path}: full path ${f!.status}, bare ${b!.status}: ${fb.slice(0, 200)}`,
+      );
+    if (fb !== bb)
+      throw new Error(
+        `${route} ${full.requests[i]!.path}: bodies differ\n  full: ${fb.slice(0, 300)}\n  bare: ${bb.slice(0, 300)}`,
+      );
   }
 }
 
