@@ -1,3 +1,4 @@
+import { USER_ID_PATTERN } from '@mileage/runtime';
 /**
  * The /scim/v2 part of the OpenAPI document: SCIM 2.0 (RFC 7643 / 7644) as this platform implements it.
  * Bodies are application/scim+json (application/json is accepted on requests).
@@ -303,7 +304,7 @@ export function scimSchemas() {
       required: ['schemas', 'id'],
       properties: {
         schemas: { type: 'array', items: { type: 'string' } },
-        id: { type: 'string', pattern: '^[A-Za-z0-9]{10}$' },
+        id: { type: 'string', pattern: USER_ID_PATTERN.source },
         externalId: { type: 'string' },
         userName: { type: 'string' },
         name: {

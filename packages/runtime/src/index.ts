@@ -24,6 +24,20 @@ export {
   type Tracing,
 } from './tracing';
 export { freePort } from './net';
-export { runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';
+export * from './http-status';
+export * from './ids';
+export {
+  runMigrations,
+  runService,
+  serviceConfigSchema,
+  serviceDatabase,
+  type BackgroundTask,
+  type ClientSpec,
+  type ConnectedClients,
+  type OpenDatabase,
+  type ServiceConfig,
+  type ServiceContext,
+  type ServiceDefinition,
+} from './service';
 export * from './filter-sql';
 export * from './write-requests';
