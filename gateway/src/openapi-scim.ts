@@ -142,7 +142,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '404': scimError('No such user.'),
-          '409': scimError('userName taken.'),
+          '409': scimError('userName taken (`uniqueness`), or other writers kept changing the user: read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -153,7 +153,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '404': scimError('No such user.'),
-          '409': scimError('userName taken.'),
+          '409': scimError('userName taken (`uniqueness`), or other writers kept changing the user: read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -163,6 +163,7 @@ export function scimPaths() {
         responses: {
           '204': { description: 'Deleted.' },
           '404': scimError('No such user.'),
+          '409': scimError('Other writers kept changing the user (three attempts): read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -191,6 +192,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimGroup'),
           '404': scimError('No such group.'),
+          '409': scimError('Other writers kept changing the group (three attempts): read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -201,6 +203,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimGroup'),
           '404': scimError('No such group.'),
+          '409': scimError('Other writers kept changing the group (three attempts): read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },

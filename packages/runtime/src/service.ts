@@ -186,7 +186,9 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   const housekeeping = service.housekeeping;
   if (housekeeping)
     tasks.push({ name: 'housekeeping', everyMs: housekeeping.everyMs, run: () => housekeeping.run(db.knex) });
-  const running = tasks.map((task) => runEvery(task, logger));
+  const running = tasks.map((task) =>
+    runEvery(task, (err) => logger.warn({ err, task: task.name }, 'background task failed')),
+  );
 
   handleShutdown(
     logger,
@@ -203,13 +205,13 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
 }
 
 /** Runs a task every `everyMs` (never two runs of it at once); `stop` waits for a run in progress. */
-function runEvery(task: BackgroundTask, logger: Logger): { stop(): Promise<void> } {
+export function runEvery(task: BackgroundTask, onFailure: (err: unknown) => void): { stop(): Promise<void> } {
   let current: Promise<unknown> | undefined;
   const timer = setInterval(() => {
     if (current) return;
     current = task
       .run()
-      .catch((err: unknown) => logger.warn({ err, task: task.name }, 'background task failed'))
+      .catch(onFailure)
       .finally(() => (current = undefined));
   }, task.everyMs);
   timer.unref();
