@@ -1,3 +1,4 @@
+import { USER_ID_PATTERN } from '@mileage/runtime';
 /**
  * The /scim/v2 part of the OpenAPI document: SCIM 2.0 (RFC 7643 / 7644) as this platform implements it.
  * Bodies are application/scim+json (application/json is accepted on requests).
@@ -141,7 +142,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '404': scimError('No such user.'),
-          '409': scimError('userName taken.'),
+          '409': scimError('userName taken (`uniqueness`), or other writers kept changing the user: read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -152,7 +153,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '404': scimError('No such user.'),
-          '409': scimError('userName taken.'),
+          '409': scimError('userName taken (`uniqueness`), or other writers kept changing the user: read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -162,6 +163,7 @@ export function scimPaths() {
         responses: {
           '204': { description: 'Deleted.' },
           '404': scimError('No such user.'),
+          '409': scimError('Other writers kept changing the user (three attempts): read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -190,6 +192,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimGroup'),
           '404': scimError('No such group.'),
+          '409': scimError('Other writers kept changing the group (three attempts): read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -200,6 +203,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimGroup'),
           '404': scimError('No such group.'),
+          '409': scimError('Other writers kept changing the group (three attempts): read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -303,7 +307,7 @@ export function scimSchemas() {
       required: ['schemas', 'id'],
       properties: {
         schemas: { type: 'array', items: { type: 'string' } },
-        id: { type: 'string', pattern: '^[A-Za-z0-9]{10}$' },
+        id: { type: 'string', pattern: USER_ID_PATTERN.source },
         externalId: { type: 'string' },
         userName: { type: 'string' },
         name: {

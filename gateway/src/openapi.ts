@@ -1,3 +1,4 @@
+import { USER_ID_PATTERN } from '@mileage/runtime';
 /**
  * The OpenAPI 3.1 description of the External API, served at /openapi.json. Field names follow the public
  * reference API (CONTRACT §2); additions of this platform are marked "(+)". A contract test validates every
@@ -287,7 +288,7 @@ export function openApiDocument(options: { issuer: string }) {
         },
       },
       schemas: {
-        UserId: { type: 'string', pattern: '^[A-Za-z0-9]{10}$' },
+        UserId: { type: 'string', pattern: USER_ID_PATTERN.source },
         UserSchema: {
           type: 'object',
           required: ['id', 'userName', 'name', 'emails', 'active', 'displayName'],

@@ -26,6 +26,20 @@ export {
 } from './tracing';
 export { freePort } from './net';
 export { parseRfc3339, type TimestampCheck } from './timestamps';
-export { runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';
+export * from './http-status';
+export * from './ids';
+export {
+  runMigrations,
+  runService,
+  serviceConfigSchema,
+  serviceDatabase,
+  type BackgroundTask,
+  type ClientSpec,
+  type ConnectedClients,
+  type OpenDatabase,
+  type ServiceConfig,
+  type ServiceContext,
+  type ServiceDefinition,
+} from './service';
 export * from './filter-sql';
 export * from './write-requests';

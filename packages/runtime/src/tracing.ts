@@ -94,7 +94,7 @@ export function tracingEnabled(): boolean {
   return tracer !== undefined;
 }
 
-/** Call once, first thing in a process (its `instrument.ts`). */
+/** Call once, first thing in a process (the gateway's `instrument.ts`; `runService` for the services). */
 export function startTracing(
   serviceName: string,
   env: NodeJS.ProcessEnv = process.env,

@@ -3,8 +3,7 @@ import {
   claimWrite,
   errors,
   fenceWrite,
-  inSpan,
-  SpanKind,
+  sqlSpans,
   type AttributeMap,
   type Knex,
   type SqlCondition,
@@ -58,15 +57,7 @@ function toGroup(row: TeamRow): groupsV1.Group {
   };
 }
 
-function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
-  return inSpan(
-    trace,
-    `${operation} groups`,
-    SpanKind.CLIENT,
-    { 'db.system.name': 'postgresql', 'db.namespace': 'groups', 'db.operation.name': operation, 'db.query.text': text },
-    run,
-  );
-}
+const sql = sqlSpans('groups');
 
 /** Data access for the `groups` schema. Every write is one transaction that bumps the group's version. */
 export class GroupsRepository {

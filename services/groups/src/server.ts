@@ -1,5 +1,5 @@
 import { groupsV1 } from '@mileage/proto';
-import { errors, filterToSql, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { errors, filterToSql, isUuid, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
 import { GROUP_FILTER_ATTRIBUTES, GroupsRepository } from './groups-repo';
 import { requireGroupId, requireUserId, validateDisplayName, validateMembers } from './validation';
 
@@ -8,7 +8,6 @@ export interface GroupsServerDeps {
 }
 
 const MAX_LIST = 1000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The GroupsService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: GroupsServerDeps): ServiceRegistration {
@@ -43,7 +42,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       requireGroupId(request.id);
       validateDisplayName(request.displayName, false);
       if (request.replaceMembers) validateMembers(request.members);
-      if (request.writeId !== '' && !UUID.test(request.writeId)) {
+      if (request.writeId !== '' && !isUuid(request.writeId)) {
         throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
       }
       return { group: await repo.update(request, ctx.trace) };
@@ -69,7 +68,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
     },
 
     async resolveWrite(request, ctx) {
-      if (!UUID.test(request.writeId))
+      if (!isUuid(request.writeId))
         throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
       const resolved = await repo.resolveWrite(request.writeId, ctx.trace);
       return {

@@ -134,6 +134,9 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
         const scimError = err instanceof ScimError ? err : scimErrorFromGrpc(err);
         // Anything else is a bug: the gRPC server logs it and answers INTERNAL without details.
         if (!scimError) throw err;
+        // An owner's server-side failure (its details stay in its own log) is worth a line here too.
+        if (!(err instanceof ScimError) && scimError.status >= 500 && ![503, 504].includes(scimError.status))
+          deps.logger.error({ err, request_id: callCtx.requestId }, 'an owner service failed');
         response = { status: scimError.status, headers: scimError.headers, body: scimError.body() };
       }
       const payload = response.body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(response.body));

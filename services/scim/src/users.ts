@@ -1,4 +1,5 @@
 import type { usersV1 } from '@mileage/proto';
+import { isUserId } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
   checkIfMatch,
@@ -75,7 +76,6 @@ export const USER_FILTERABLE: FilterableAttributes = {
   ]),
 };
 
-const USER_ID = /^[A-Za-z0-9]{10}$/;
 /** Attributes the Users service owns; the rest of the core schema is kept by this service. */
 const OWNED = new Set([
   'userName',
@@ -171,7 +171,7 @@ export class UserHandlers {
 
   /** The live user and its attributes, or 404. */
   private async load(id: string, ctx: RequestContext): Promise<{ user: usersV1.User; attributes: Doc | undefined }> {
-    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
+    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
     const { user } = await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call);
     return { user: user!, attributes: (await this.deps.journal.userAttributes([user!])).get(id) };
   }
@@ -198,7 +198,7 @@ export class UserHandlers {
 
   async create(body: unknown, ctx: RequestContext): Promise<ScimResponse> {
     const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
-    if (sentId !== undefined && sentId !== null && (typeof sentId !== 'string' || !USER_ID.test(sentId))) {
+    if (sentId !== undefined && sentId !== null && (typeof sentId !== 'string' || !isUserId(sentId))) {
       throw scimErrors.invalidValue(
         '"id" must be exactly 10 characters [A-Za-z0-9], or left out so that the server assigns one',
       );
@@ -292,7 +292,7 @@ export class UserHandlers {
     compute: (current: Doc) => Doc,
   ): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
-    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
+    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
     return retryStaleWrite(demanded, () =>
       this.deps.journal.exclusive(
         { actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId },
@@ -328,7 +328,7 @@ export class UserHandlers {
 
   async delete(id: string, ctx: RequestContext): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
-    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
+    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
     return this.deps.journal.exclusive(
       { actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId },
       async (slot) => {

@@ -1,8 +1,16 @@
 import { usersV1 } from '@mileage/proto';
-import { errors, filterToSql, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import {
+  errors,
+  filterToSql,
+  isUserId,
+  isUuid,
+  type Handlers,
+  type Knex,
+  type ServiceRegistration,
+} from '@mileage/runtime';
 import { USER_FILTER_ATTRIBUTES } from './scim-attributes';
 import { MAX_BATCH, UsersRepository } from './users-repo';
-import { isUserId, validateUserInput } from './validation';
+import { validateUserInput } from './validation';
 
 export interface UsersServerDeps {
   knex: Knex;
@@ -76,10 +84,9 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
 }
 
 const MAX_LIST = 1000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function writeId(value: string): string {
-  if (value !== '' && !UUID.test(value))
+  if (value !== '' && !isUuid(value))
     throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
   return value;
 }
