@@ -240,7 +240,6 @@ export function openApiDocument(options: { issuer: string }) {
         params: [groupIdParam],
         response: {
           ...ok(ref('GroupListResponse'), 'The group as the only resource.'),
-          '404': problem('No such group.'),
         },
       }),
       '/v1/groups/{group_id}/reported-drives': operation({
@@ -251,7 +250,6 @@ export function openApiDocument(options: { issuer: string }) {
         params: [groupIdParam, ...listParams(false)],
         response: {
           ...ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.'),
-          '404': problem('No such group.'),
         },
       }),
       '/v1/drives': operation({
