@@ -100,8 +100,10 @@ export function createApp(deps: AppDeps): Express {
   app.get(
     '/v1/drives',
     (_req, res, next) => {
-      // RFC 9745: the alpha route stays, marked deprecated.
-      res.setHeader('Deprecation', 'true');
+      // RFC 9745: the alpha route stays, marked deprecated since a date (a structured-field Date, not "true"),
+      // with a link to what replaces it.
+      res.setHeader('Deprecation', DRIVES_DEPRECATION);
+      res.setHeader('Link', '</docs>; rel="deprecation"; type="text/html"');
       next();
     },
     v1Route(listAllReportedDrives, v1),
@@ -119,6 +121,9 @@ export function createApp(deps: AppDeps): Express {
   app.use(errorHandler(deps.logger));
   return app;
 }
+
+/** When /v1/drives was deprecated (2026-11-22T00:00:00Z) as an RFC 9745 Deprecation value. */
+export const DRIVES_DEPRECATION = `@${Date.parse('2026-11-22T00:00:00Z') / 1000}`;
 
 /** Request id (echoed when acceptable, else generated), logging context, access log line and RED metrics. */
 function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandler {

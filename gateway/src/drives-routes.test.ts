@@ -212,7 +212,8 @@ describe('reported drives', () => {
 
   test('/v1/drives (deprecated) covers every group the caller administers', async () => {
     const res = await get('/v1/drives', alice).expect(200);
-    assert.equal(res.headers.deprecation, 'true');
+    assert.equal(res.headers.deprecation, '@1795305600', 'RFC 9745: a structured-field date');
+    assert.equal(res.headers.link, '</docs>; rel="deprecation"; type="text/html"');
     assert.equal(res.body.results.length, 6);
     const bobs = await get('/v1/drives', bob).expect(200);
     assert.deepEqual(

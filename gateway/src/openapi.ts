@@ -261,7 +261,7 @@ export function openApiDocument(options: { issuer: string }) {
         deprecated: true,
         response: ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.'),
         description:
-          'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: true`.',
+          'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: @1795305600` (RFC 9745: deprecated since 2026-11-22) and a `Link` with `rel="deprecation"`.',
       }),
       ...scimPaths(),
     },
