@@ -26,4 +26,3 @@ export {
 export { freePort } from './net';
 export { runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';
 export * from './filter-sql';
-export * from './write-requests';

@@ -12,7 +12,6 @@ import {
 } from '@mileage/runtime';
 import { z } from 'zod';
 import { openDatabase } from './database';
-import { createJournal } from './journal';
 import { createServer } from './server';
 
 const configSchema = serviceConfigSchema({ grpcPort: 50054, metricsPort: 9464 }).extend({
@@ -24,8 +23,6 @@ const configSchema = serviceConfigSchema({ grpcPort: 50054, metricsPort: 9464 })
     .default('http://127.0.0.1:8080/scim/v2')
     .transform((u) => u.replace(/\/$/, '')),
   GRPC_DEADLINE_MS: env.positiveInt(3_000),
-  /** How old an unsettled write must be before recovery asks its owner about it; longer than any deadline. */
-  SCIM_RECOVERY_AFTER_MS: env.positiveInt(30_000),
 });
 
 async function main(): Promise<void> {
@@ -47,45 +44,19 @@ async function main(): Promise<void> {
     defaultDeadlineMs: config.GRPC_DEADLINE_MS,
     metrics,
   });
-  const journal = createJournal({
-    knex: db.knex,
-    users,
-    groups,
-    logger,
-    options: { recoveryAfterMs: config.SCIM_RECOVERY_AFTER_MS },
-  });
   const grpcServer = await startGrpcServer({
     address: config.GRPC_ADDRESS,
-    services: [createServer({ users, groups, logger, baseUrl: config.SCIM_BASE_URL, journal })],
+    services: [createServer({ users, groups, logger, baseUrl: config.SCIM_BASE_URL })],
     protoFiles: [PROTO_FILES.scim],
     logger,
     metrics,
   });
   const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST);
 
-  // Settles writes left unsettled by a crash or an unknown outcome (see WriteJournal).
-  let recovering: Promise<unknown> = Promise.resolve();
-  const recovery = setInterval(
-    () => {
-      recovering = journal
-        .recover(config.SCIM_RECOVERY_AFTER_MS)
-        .catch((err: unknown) => logger.warn({ err }, 'recovery of pending writes failed'));
-    },
-    Math.max(1_000, config.SCIM_RECOVERY_AFTER_MS / 2),
-  );
-  recovery.unref();
-
   handleShutdown(
     logger,
     [
       { name: 'grpc', run: () => grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000)) },
-      {
-        name: 'recovery',
-        run: async () => {
-          clearInterval(recovery);
-          await recovering;
-        },
-      },
       { name: 'clients', run: () => [users, groups].forEach((c) => c.close()) },
       { name: 'database', run: () => db.close() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },

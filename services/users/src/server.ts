@@ -1,4 +1,4 @@
-import { usersV1 } from '@mileage/proto';
+import { scimAuditV1, usersV1 } from '@mileage/proto';
 import { errors, filterToSql, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
 import { USER_FILTER_ATTRIBUTES } from './scim-attributes';
 import { MAX_BATCH, UsersRepository } from './users-repo';
@@ -32,17 +32,17 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
 
     async createUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: false });
-      return { user: await repo.create(user, writeId(request.writeId), ctx.trace) };
+      return { user: await repo.create(user, auditOf(request.audit), ctx.trace) };
     },
 
     async updateUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: true });
-      return { user: await repo.update(user, request.expectedVersion, writeId(request.writeId), ctx.trace) };
+      return { user: await repo.update(user, request.expectedVersion, auditOf(request.audit), ctx.trace) };
     },
 
     async deleteUser(request, ctx) {
       requireUserId(request.id, 'id');
-      return { user: await repo.delete(request.id, request.expectedVersion, writeId(request.writeId), ctx.trace) };
+      return { user: await repo.delete(request.id, request.expectedVersion, auditOf(request.audit), ctx.trace) };
     },
 
     async listUsers(request, ctx) {
@@ -57,31 +57,24 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
       const { users, total } = await repo.list(condition, request.offset, request.limit, ctx.trace);
       return { users, totalSize: total };
     },
-
-    async resolveWrite(request, ctx) {
-      const id = writeId(request.writeId);
-      if (!id) throw errors.invalidArgument('write_id is required', [{ field: 'write_id', description: 'required' }]);
-      const resolved = await repo.resolveWrite(id, ctx.trace);
-      return {
-        outcome:
-          resolved.outcome === 'applied'
-            ? usersV1.WriteOutcome.WRITE_OUTCOME_APPLIED
-            : usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
-        ...(resolved.user ? { user: resolved.user } : {}),
-      };
-    },
   };
 
   return { definition: usersV1.UsersServiceService, handlers: handlers as ServiceRegistration['handlers'] };
 }
 
 const MAX_LIST = 1000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function writeId(value: string): string {
-  if (value !== '' && !UUID.test(value))
-    throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
-  return value;
+/** A provisioning audit entry must name its actor and operation. */
+function auditOf(audit: scimAuditV1.ProvisioningAudit | undefined): scimAuditV1.ProvisioningAudit | undefined {
+  if (!audit) return undefined;
+  const violations = [
+    ...(audit.actor.trim() === '' ? [{ field: 'audit.actor', description: 'required' }] : []),
+    ...(audit.operation <= 0 || !(audit.operation in scimAuditV1.AuditOperation)
+      ? [{ field: 'audit.operation', description: 'required' }]
+      : []),
+  ];
+  if (violations.length) throw errors.invalidArgument('invalid audit entry', violations);
+  return audit;
 }
 
 function requireUserId(id: string, field: string): void {
