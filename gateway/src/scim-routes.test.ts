@@ -384,7 +384,7 @@ describe('SCIM Users', () => {
         'userName eq',
         'userName zz "x"',
         'password eq "x"',
-        'title eq "x"',
+        'addresses.locality eq "x"',
         'active gt true',
         'meta.created gt "last week"',
         '((((userName eq "x"',

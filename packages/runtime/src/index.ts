@@ -25,4 +25,3 @@ export {
 } from './tracing';
 export { freePort } from './net';
 export { runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';
-export * from './filter-sql';

@@ -1,13 +1,6 @@
 import { scimAuditV1, type groupsV1 } from '@mileage/proto';
-import {
-  errors,
-  inSpan,
-  SpanKind,
-  type AttributeMap,
-  type Knex,
-  type SqlCondition,
-  type TraceContext,
-} from '@mileage/runtime';
+import type { SqlCondition } from '@mileage/scim-domain';
+import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
 
 interface TeamRow {
   id: string;
@@ -32,19 +25,6 @@ const ADMINISTERED_SQL = `SELECT team_id FROM team_members WHERE user_id = ? AND
 const CHECK_ADMIN_SQL = `
   SELECT EXISTS (SELECT 1 FROM teams WHERE id = ?) AS exists,
          EXISTS (SELECT 1 FROM team_members WHERE team_id = ? AND user_id = ? AND is_admin) AS is_admin`;
-
-/** The group attributes a SCIM filter may name (lower-case paths); displayName is case-insensitive (RFC 7643 §4.2). */
-export const GROUP_FILTER_ATTRIBUTES: AttributeMap = {
-  id: { kind: 'scalar', sql: 'teams.id::text', type: 'string', caseExact: true },
-  displayname: { kind: 'scalar', sql: 'teams.display_name', type: 'string', caseExact: false },
-  'meta.created': { kind: 'scalar', sql: 'teams.created_at', type: 'datetime', caseExact: true },
-  'meta.lastmodified': { kind: 'scalar', sql: 'teams.modified_at', type: 'datetime', caseExact: true },
-  members: {
-    kind: 'multi',
-    elements: '(SELECT user_id::text AS user_id FROM team_members WHERE team_members.team_id = teams.id) AS member',
-    sub: { value: { kind: 'scalar', sql: 'member.user_id', type: 'string', caseExact: true } },
-  },
-};
 
 function toGroup(row: TeamRow): groupsV1.Group {
   return {

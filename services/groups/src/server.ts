@@ -1,6 +1,7 @@
 import { groupsV1 } from '@mileage/proto';
-import { errors, filterToSql, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
-import { GROUP_FILTER_ATTRIBUTES, GroupsRepository } from './groups-repo';
+import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { filterToSql, GROUP_FILTER } from '@mileage/scim-domain';
+import { GroupsRepository } from './groups-repo';
 import {
   requireGroupId,
   requireUserId,
@@ -62,7 +63,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
           { field: 'limit', description: `0..${MAX_LIST}` },
         ]);
       }
-      const condition = filterToSql(request.filter, GROUP_FILTER_ATTRIBUTES);
+      const condition = filterToSql(request.filter, GROUP_FILTER);
       const { groups, total } = await repo.list(
         condition,
         request.offset,

@@ -1,4 +1,5 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
+import { GROUP_FILTER } from '@mileage/scim-domain';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,
@@ -13,7 +14,7 @@ import {
   type ScimResponse,
 } from './context';
 import { scimErrors } from './errors';
-import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
+import { parseFilter, toOwnerFilter } from './filter';
 import { applyPatch, readPatchBody } from './patch';
 import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
 import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_SCHEMA } from './schemas';
@@ -23,19 +24,6 @@ export const GROUP_RESOURCE: ResourceSchema = {
   attributes: GROUP_ATTRIBUTES,
   extensions: {},
   ignoreUnknownExtensions: true,
-};
-
-export const GROUP_FILTERABLE: FilterableAttributes = {
-  core: GROUP_SCHEMA,
-  attributes: {
-    id: 'string',
-    displayname: 'string',
-    members: 'multi',
-    'members.value': 'string',
-    'meta.created': 'dateTime',
-    'meta.lastmodified': 'dateTime',
-  },
-  unfilterable: new Set(['externalid', 'members.display', 'members.type', 'members.$ref']),
 };
 
 const GROUP_ID = /^[1-9]\d{0,17}$/;
@@ -144,7 +132,7 @@ export class GroupHandlers {
     }
     const { startIndex, count } = paging(ctx.query);
     const filterText = ctx.query.get('filter');
-    const filter = filterText ? toOwnerFilter(parseFilter(filterText), GROUP_FILTERABLE) : undefined;
+    const filter = filterText ? toOwnerFilter(parseFilter(filterText), GROUP_FILTER) : undefined;
     const withMembers = this.wantsMembers(ctx);
     const { groups, totalSize } = await this.deps.groups.listGroups(
       { ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count, excludeMembers: !withMembers },

@@ -267,3 +267,45 @@ describe('one owner transaction per SCIM write: the change, every attribute and 
     assert.equal((await userAudit(id)).length, 2);
   });
 });
+
+describe('filters on attributes that live in the owners now', () => {
+  test('title, name.middleName and phoneNumbers of users, externalId of groups', async () => {
+    const scim = await scimService();
+    const make = async (userName: string, extra: Record<string, unknown>) =>
+      (await scim.call('POST', '/Users', { userName, ...extra })).body.id as string;
+    const fleet = await make('fleet@example.com', {
+      title: 'Fleet Manager',
+      name: { givenName: 'Fay', middleName: 'Quinn' },
+      phoneNumbers: [
+        { value: '+1 555 0142', type: 'work' },
+        { value: '+1 555 0999', type: 'mobile' },
+      ],
+    });
+    const driver = await make('driver@example.com', {
+      title: 'Driver',
+      phoneNumbers: [{ value: '+1 555 0142', type: 'mobile' }],
+    });
+    await make('nobody@example.com', {});
+    const find = async (filter: string) => {
+      const res = await scim.call('GET', `/Users?filter=${encodeURIComponent(filter)}`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return (res.body.Resources as { id: string }[]).map((r) => r.id).sort();
+    };
+    assert.deepEqual(await find('title eq "fleet manager"'), [fleet], 'title is case-insensitive (RFC 7643)');
+    assert.deepEqual(await find('title sw "Dr" and userName ew "@example.com"'), [driver]);
+    assert.deepEqual(await find('name.middleName eq "quinn"'), [fleet]);
+    assert.deepEqual(await find('phoneNumbers[type eq "work" and value co "0142"]'), [fleet]);
+    assert.deepEqual(await find('phoneNumbers.value eq "+1 555 0142"'), [driver, fleet].sort());
+    assert.deepEqual(await find('phoneNumbers pr and not (title eq "Driver") and title co "manager"'), [fleet]);
+
+    const { group } = await groups.createGroup({ displayName: 'Filtered team', members: [] });
+    await scim.call('PATCH', `/Groups/${group!.id}`, patchOp({ op: 'replace', path: 'externalId', value: 'okta-42' }));
+    const byExternalId = await scim.call('GET', `/Groups?filter=${encodeURIComponent('externalId eq "okta-42"')}`);
+    assert.deepEqual(
+      (byExternalId.body.Resources as { id: string; externalId: string }[]).map((g) => [g.id, g.externalId]),
+      [[String(group!.id), 'okta-42']],
+    );
+    const caseExact = await scim.call('GET', `/Groups?filter=${encodeURIComponent('externalId eq "OKTA-42"')}`);
+    assert.equal(caseExact.body.totalResults, 0, 'externalId is case-exact');
+  });
+});

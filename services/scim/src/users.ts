@@ -1,4 +1,5 @@
 import { scimAuditV1, type usersV1 } from '@mileage/proto';
+import { USER_FILTER } from '@mileage/scim-domain';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,
@@ -13,7 +14,7 @@ import {
   type ScimResponse,
 } from './context';
 import { scimErrors, ScimError } from './errors';
-import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
+import { parseFilter, toOwnerFilter } from './filter';
 import { applyPatch, readPatchBody } from './patch';
 import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
 import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, LIST_SCHEMA, USER_ATTRIBUTES, USER_SCHEMA } from './schemas';
@@ -25,56 +26,6 @@ export const USER_RESOURCE: ResourceSchema = {
   ignoreUnknownExtensions: false,
   // RFC 7643 §4.1.2: groups is read-only (membership is changed through /Groups); Okta sends "groups": [] on create.
   ignoredOnInput: ['groups'],
-};
-
-const ENTERPRISE_LOWER = ENTERPRISE_SCHEMA.toLowerCase();
-
-/** What the Users service can filter on (its allow-list), by lower-case path. */
-export const USER_FILTERABLE: FilterableAttributes = {
-  core: USER_SCHEMA,
-  attributes: {
-    id: 'string',
-    username: 'string',
-    externalid: 'string',
-    displayname: 'string',
-    'name.givenname': 'string',
-    'name.familyname': 'string',
-    'name.formatted': 'string',
-    timezone: 'string',
-    active: 'boolean',
-    'meta.created': 'dateTime',
-    'meta.lastmodified': 'dateTime',
-    emails: 'multi',
-    'emails.value': 'string',
-    'emails.type': 'string',
-    'emails.primary': 'boolean',
-    [`${ENTERPRISE_LOWER}:employeenumber`]: 'string',
-    [`${ENTERPRISE_LOWER}:costcenter`]: 'string',
-    [`${ENTERPRISE_LOWER}:organization`]: 'string',
-    [`${ENTERPRISE_LOWER}:division`]: 'string',
-    [`${ENTERPRISE_LOWER}:department`]: 'string',
-    [`${ENTERPRISE_LOWER}:manager.value`]: 'string',
-  },
-  unfilterable: new Set([
-    'nickname',
-    'profileurl',
-    'title',
-    'usertype',
-    'preferredlanguage',
-    'locale',
-    'phonenumbers',
-    'ims',
-    'photos',
-    'addresses',
-    'entitlements',
-    'roles',
-    'x509certificates',
-    'name.middlename',
-    'name.honorificprefix',
-    'name.honorificsuffix',
-    'password',
-    'groups',
-  ]),
 };
 
 const USER_ID = /^[A-Za-z0-9]{10}$/;
@@ -234,7 +185,7 @@ export class UserHandlers {
     }
     const { startIndex, count } = paging(ctx.query);
     const filterText = ctx.query.get('filter');
-    const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTERABLE) : undefined;
+    const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTER) : undefined;
     const { users, totalSize } = await this.deps.users.listUsers(
       { ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count },
       ctx.call,

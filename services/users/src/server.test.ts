@@ -4,7 +4,6 @@ import {
   createGrpcClient,
   createLogger,
   decodeServiceError,
-  filterToSql,
   HealthClient,
   Metrics,
   startGrpcServer,
@@ -15,7 +14,7 @@ import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing'
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { USER_FILTER_ATTRIBUTES } from './scim-attributes';
+import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
 import { pageQuery } from './users-repo';
 import { createServer } from './server';
 
@@ -365,7 +364,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         ['emails[type eq work and value eq …]', valuePath],
       ];
       for (const [attribute, filter] of filters) {
-        const condition = filterToSql(filter, USER_FILTER_ATTRIBUTES);
+        const condition = filterToSql(filter, USER_FILTER);
         // The statement ListUsers runs for a page of a few matches, and the count before it.
         const { rows } = await db.knex.raw(`EXPLAIN ${pageQuery(`deleted_at IS NULL AND ${condition.sql}`, 1)}`, [
           ...condition.bindings,

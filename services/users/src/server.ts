@@ -1,6 +1,6 @@
 import { scimAuditV1, usersV1 } from '@mileage/proto';
-import { errors, filterToSql, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
-import { USER_FILTER_ATTRIBUTES } from './scim-attributes';
+import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
 import { MAX_BATCH, UsersRepository } from './users-repo';
 import { isUserId, validateUserInput } from './validation';
 
@@ -53,7 +53,7 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
           { field: 'limit', description: `0..${MAX_LIST}` },
         ]);
       }
-      const condition = filterToSql(request.filter, USER_FILTER_ATTRIBUTES);
+      const condition = filterToSql(request.filter, USER_FILTER);
       const { users, total } = await repo.list(condition, request.offset, request.limit, ctx.trace);
       return { users, totalSize: total };
     },

@@ -1,5 +1,6 @@
-import { errors, inSpan, SpanKind, type Knex, type SqlCondition, type TraceContext } from '@mileage/runtime';
+import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
 import { scimAuditV1, type usersV1 } from '@mileage/proto';
+import type { SqlCondition } from '@mileage/scim-domain';
 import { randomInt } from 'node:crypto';
 
 interface UserRow {

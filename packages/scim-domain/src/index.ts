@@ -1,0 +1,2 @@
+export * from './attributes';
+export * from './filter-sql';
