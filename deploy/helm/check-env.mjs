@@ -36,7 +36,8 @@ function scimExtras() {
   const source = readFileSync(join(root, 'services/scim/src/main.ts'), 'utf8');
   const body = source.slice(source.indexOf('.extend({'), source.indexOf('});', source.indexOf('.extend({')));
   const shape = {};
-  for (const [, name, parser] of body.matchAll(/^\s+([A-Z][A-Z0-9_]+): (env\.address|env\.positiveInt|z\.url)/gm)) {
+  // Prettier may break `z.url()` onto the next line: `z\n    .url()`.
+  for (const [, name, parser] of body.matchAll(/^\s+([A-Z][A-Z0-9_]+): (env\.address|env\.positiveInt|z\s*\.url)/gm)) {
     shape[name] =
       parser === 'env.address'
         ? runtime.env.address('x:1')
