@@ -1,2 +1,3 @@
 export * from './attributes';
 export * from './filter-sql';
+export * from './audit';

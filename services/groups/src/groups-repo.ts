@@ -1,5 +1,5 @@
-import { scimAuditV1, type groupsV1 } from '@mileage/proto';
-import type { SqlCondition } from '@mileage/scim-domain';
+import type { groupsV1, scimAuditV1 } from '@mileage/proto';
+import { auditRow, type SqlCondition } from '@mileage/scim-domain';
 import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
 
 interface TeamRow {
@@ -48,13 +48,6 @@ function sql<T>(trace: TraceContext | undefined, operation: string, text: string
   );
 }
 
-const AUDIT_OPERATIONS: Partial<Record<scimAuditV1.AuditOperation, string>> = {
-  [scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE]: 'create',
-  [scimAuditV1.AuditOperation.AUDIT_OPERATION_REPLACE]: 'replace',
-  [scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH]: 'patch',
-  [scimAuditV1.AuditOperation.AUDIT_OPERATION_DELETE]: 'delete',
-};
-
 /** The provisioning audit entry of a write, in the write's own transaction: both happen or neither does. */
 async function recordAudit(
   tx: Knex.Transaction,
@@ -62,15 +55,7 @@ async function recordAudit(
   group: groupsV1.Group,
   trace: TraceContext | undefined,
 ): Promise<void> {
-  const insert = tx('provisioning_audit').insert({
-    actor: audit.actor,
-    operation: AUDIT_OPERATIONS[audit.operation],
-    team_id: group.id,
-    version: group.version,
-    request_id: audit.requestId || null,
-    before: audit.before ? JSON.stringify(audit.before) : null,
-    after: audit.after ? JSON.stringify(audit.after) : null,
-  });
+  const insert = tx('provisioning_audit').insert({ team_id: group.id, ...auditRow(audit, group.version) });
   await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert);
 }
 

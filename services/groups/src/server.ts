@@ -2,14 +2,7 @@ import { groupsV1 } from '@mileage/proto';
 import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
 import { filterToSql, GROUP_FILTER } from '@mileage/scim-domain';
 import { GroupsRepository } from './groups-repo';
-import {
-  requireGroupId,
-  requireUserId,
-  validateAudit,
-  validateDisplayName,
-  validateExternalId,
-  validateMembers,
-} from './validation';
+import { requireGroupId, requireUserId, validateDisplayName, validateExternalId, validateMembers } from './validation';
 
 export interface GroupsServerDeps {
   knex: Knex;
@@ -51,7 +44,6 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       validateDisplayName(request.displayName, false);
       if (request.replaceMembers) validateMembers(request.members);
       if (request.replaceExternalId) validateExternalId(request.externalId);
-      if (request.audit) validateAudit(request.audit);
       return { group: await repo.update(request, ctx.trace) };
     },
 

@@ -1,4 +1,4 @@
-import { scimAuditV1, type groupsV1 } from '@mileage/proto';
+import type { groupsV1 } from '@mileage/proto';
 import { errors, type FieldViolation } from '@mileage/runtime';
 
 const USER_ID = /^[A-Za-z0-9]{10}$/;
@@ -51,13 +51,4 @@ export function validateExternalId(externalId: string | undefined): void {
       { field: 'external_id', description: 'at most 256 characters, no control characters' },
     ]);
   }
-}
-
-/** A provisioning audit entry must name its actor and operation. */
-export function validateAudit(audit: scimAuditV1.ProvisioningAudit): void {
-  const violations: FieldViolation[] = [];
-  if (audit.actor.trim() === '') violations.push({ field: 'audit.actor', description: 'required' });
-  if (audit.operation <= 0 || !(audit.operation in scimAuditV1.AuditOperation))
-    violations.push({ field: 'audit.operation', description: 'required' });
-  if (violations.length) throw errors.invalidArgument('invalid audit entry', violations);
 }

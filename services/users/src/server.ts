@@ -1,4 +1,4 @@
-import { scimAuditV1, usersV1 } from '@mileage/proto';
+import { usersV1 } from '@mileage/proto';
 import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
 import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
 import { MAX_BATCH, UsersRepository } from './users-repo';
@@ -32,17 +32,17 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
 
     async createUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: false });
-      return { user: await repo.create(user, auditOf(request.audit), ctx.trace) };
+      return { user: await repo.create(user, request.audit, ctx.trace) };
     },
 
     async updateUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: true });
-      return { user: await repo.update(user, request.expectedVersion, auditOf(request.audit), ctx.trace) };
+      return { user: await repo.update(user, request.expectedVersion, request.audit, ctx.trace) };
     },
 
     async deleteUser(request, ctx) {
       requireUserId(request.id, 'id');
-      return { user: await repo.delete(request.id, request.expectedVersion, auditOf(request.audit), ctx.trace) };
+      return { user: await repo.delete(request.id, request.expectedVersion, request.audit, ctx.trace) };
     },
 
     async listUsers(request, ctx) {
@@ -63,19 +63,6 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
 }
 
 const MAX_LIST = 1000;
-
-/** A provisioning audit entry must name its actor and operation. */
-function auditOf(audit: scimAuditV1.ProvisioningAudit | undefined): scimAuditV1.ProvisioningAudit | undefined {
-  if (!audit) return undefined;
-  const violations = [
-    ...(audit.actor.trim() === '' ? [{ field: 'audit.actor', description: 'required' }] : []),
-    ...(audit.operation <= 0 || !(audit.operation in scimAuditV1.AuditOperation)
-      ? [{ field: 'audit.operation', description: 'required' }]
-      : []),
-  ];
-  if (violations.length) throw errors.invalidArgument('invalid audit entry', violations);
-  return audit;
-}
 
 function requireUserId(id: string, field: string): void {
   if (!isUserId(id))

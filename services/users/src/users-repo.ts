@@ -1,6 +1,6 @@
 import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
-import { scimAuditV1, type usersV1 } from '@mileage/proto';
-import type { SqlCondition } from '@mileage/scim-domain';
+import type { scimAuditV1, usersV1 } from '@mileage/proto';
+import { auditRow, type SqlCondition } from '@mileage/scim-domain';
 import { randomInt } from 'node:crypto';
 
 interface UserRow {
@@ -97,13 +97,6 @@ function toColumns(user: usersV1.User) {
   };
 }
 
-const AUDIT_OPERATIONS: Partial<Record<scimAuditV1.AuditOperation, string>> = {
-  [scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE]: 'create',
-  [scimAuditV1.AuditOperation.AUDIT_OPERATION_REPLACE]: 'replace',
-  [scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH]: 'patch',
-  [scimAuditV1.AuditOperation.AUDIT_OPERATION_DELETE]: 'delete',
-};
-
 /** The provisioning audit entry of a write, in the write's own transaction: both happen or neither does. */
 async function recordAudit(
   tx: Knex.Transaction,
@@ -112,15 +105,7 @@ async function recordAudit(
   trace: TraceContext | undefined,
 ): Promise<void> {
   if (!audit) return;
-  const insert = tx('provisioning_audit').insert({
-    actor: audit.actor,
-    operation: AUDIT_OPERATIONS[audit.operation],
-    user_id: user.id,
-    version: user.version,
-    request_id: audit.requestId || null,
-    before: audit.before ? JSON.stringify(audit.before) : null,
-    after: audit.after ? JSON.stringify(audit.after) : null,
-  });
+  const insert = tx('provisioning_audit').insert({ user_id: user.id, ...auditRow(audit, user.version) });
   await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert);
 }
 
