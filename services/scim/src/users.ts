@@ -30,7 +30,7 @@ export const USER_RESOURCE: ResourceSchema = {
 
 const USER_ID = /^[A-Za-z0-9]{10}$/;
 /** Attributes the Users service models in fields of their own; the rest travel as its scim_attributes. */
-const OWNED = new Set([
+const MODELLED = new Set([
   'userName',
   'name',
   'displayName',
@@ -40,7 +40,7 @@ const OWNED = new Set([
   'timezone',
   ENTERPRISE_SCHEMA,
 ]);
-const OWNED_NAME_PARTS = new Set(['givenName', 'familyName', 'formatted']);
+const MODELLED_NAME_PARTS = new Set(['givenName', 'familyName', 'formatted']);
 
 /** The Users service's record of a canonical user document: modelled fields, the rest as scim_attributes. */
 function toOwner(doc: Doc, id: string): usersV1.User {
@@ -52,8 +52,8 @@ function toOwner(doc: Doc, id: string): usersV1.User {
     return { value: e.value, type: typeof e.type === 'string' ? e.type : '', primary: e.primary === true };
   });
   const attributes: Doc = {};
-  for (const [key, value] of Object.entries(doc)) if (!OWNED.has(key)) attributes[key] = value;
-  const nameExtras = Object.fromEntries(Object.entries(name).filter(([k]) => !OWNED_NAME_PARTS.has(k)));
+  for (const [key, value] of Object.entries(doc)) if (!MODELLED.has(key)) attributes[key] = value;
+  const nameExtras = Object.fromEntries(Object.entries(name).filter(([k]) => !MODELLED_NAME_PARTS.has(k)));
   if (Object.keys(nameExtras).length) attributes.name = nameExtras;
   return {
     id,
