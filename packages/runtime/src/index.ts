@@ -10,6 +10,7 @@ export * from './shutdown';
 export {
   endSpan,
   extractContext,
+  extractEdgeContext,
   injectContext,
   inSpan,
   SpanKind,
@@ -24,4 +25,18 @@ export {
   type Tracing,
 } from './tracing';
 export { freePort } from './net';
-export { runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';
+export { parseRfc3339, type TimestampCheck } from './timestamps';
+export * from './http-status';
+export * from './ids';
+export {
+  runMigrations,
+  runService,
+  serviceConfigSchema,
+  serviceDatabase,
+  type ClientSpec,
+  type ConnectedClients,
+  type OpenDatabase,
+  type ServiceConfig,
+  type ServiceContext,
+  type ServiceDefinition,
+} from './service';

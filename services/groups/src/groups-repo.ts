@@ -1,6 +1,6 @@
 import type { groupsV1, scimAuditV1 } from '@mileage/proto';
 import { auditRow, type SqlCondition } from '@mileage/scim-domain';
-import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
+import { errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 
 interface TeamRow {
   id: string;
@@ -38,15 +38,7 @@ function toGroup(row: TeamRow): groupsV1.Group {
   };
 }
 
-function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
-  return inSpan(
-    trace,
-    `${operation} groups`,
-    SpanKind.CLIENT,
-    { 'db.system.name': 'postgresql', 'db.namespace': 'groups', 'db.operation.name': operation, 'db.query.text': text },
-    run,
-  );
-}
+const sql = sqlSpans('groups');
 
 /** The provisioning audit entry of a write, in the write's own transaction: both happen or neither does. */
 async function recordAudit(

@@ -75,7 +75,10 @@ export async function retryStaleWrite<T>(demanded: number | 'mismatch', write: (
       return await write();
     } catch (err) {
       const stale = (err as { code?: number }).code === grpcStatus.ABORTED;
-      if (!stale || demanded !== 0) throw err;
+      if (!stale) throw err;
+      // The version the client demanded was current when read and is stale now: RFC 7644 §3.14's 412.
+      if (demanded !== 0)
+        throw scimErrors.preconditionFailed('The resource was changed by someone else; read it again');
       if (attempt >= STALE_WRITE_ATTEMPTS)
         throw scimErrors.unavailable('The resource is changing too often right now; try again shortly', 1);
     }

@@ -1,5 +1,6 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import { GROUP_FILTER } from '@mileage/scim-domain';
+import { isUserId } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,
@@ -27,7 +28,6 @@ export const GROUP_RESOURCE: ResourceSchema = {
 };
 
 const GROUP_ID = /^[1-9]\d{0,17}$/;
-const USER_ID = /^[A-Za-z0-9]{10}$/;
 const BATCH = 1000;
 
 export class GroupHandlers {
@@ -51,7 +51,7 @@ export class GroupHandlers {
   /** Live users among `ids` (deleted ones are outside SCIM's view), in batches. */
   private async liveUsers(ids: string[], ctx: RequestContext): Promise<Map<string, usersV1.User>> {
     const found = new Map<string, usersV1.User>();
-    const unique = [...new Set(ids)].filter((id) => USER_ID.test(id));
+    const unique = [...new Set(ids)].filter(isUserId);
     for (let i = 0; i < unique.length; i += BATCH) {
       const { users } = await this.deps.users.batchGetUsers({ ids: unique.slice(i, i + BATCH) }, ctx.call);
       for (const u of users) found.set(u.id, u);
@@ -226,9 +226,9 @@ export class GroupHandlers {
       if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
 
       const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
-      const unknown = newcomers.filter((m) => !USER_ID.test(m));
+      const unknown = newcomers.filter((m) => !isUserId(m));
       const known = await this.liveUsers(newcomers, ctx);
-      unknown.push(...newcomers.filter((m) => USER_ID.test(m) && !known.has(m)));
+      unknown.push(...newcomers.filter((m) => isUserId(m) && !known.has(m)));
       if (unknown.length)
         throw scimErrors.invalidValue(
           `Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`,

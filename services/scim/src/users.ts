@@ -1,5 +1,6 @@
 import { scimAuditV1, type usersV1 } from '@mileage/proto';
 import { USER_FILTER } from '@mileage/scim-domain';
+import { isUserId } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,
@@ -28,7 +29,6 @@ export const USER_RESOURCE: ResourceSchema = {
   ignoredOnInput: ['groups'],
 };
 
-const USER_ID = /^[A-Za-z0-9]{10}$/;
 /** Attributes the Users service models in fields of their own; the rest travel as its scim_attributes. */
 const MODELLED = new Set([
   'userName',
@@ -124,7 +124,7 @@ export class UserHandlers {
 
   /** The live user, or 404. */
   private async load(id: string, ctx: RequestContext): Promise<usersV1.User> {
-    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
+    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
     return (await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call)).user!;
   }
 
@@ -149,7 +149,7 @@ export class UserHandlers {
 
   async create(body: unknown, ctx: RequestContext): Promise<ScimResponse> {
     const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
-    if (sentId !== undefined && sentId !== null && (typeof sentId !== 'string' || !USER_ID.test(sentId))) {
+    if (sentId !== undefined && sentId !== null && (typeof sentId !== 'string' || !isUserId(sentId))) {
       throw scimErrors.invalidValue(
         '"id" must be exactly 10 characters [A-Za-z0-9], or left out so that the server assigns one',
       );
@@ -234,7 +234,7 @@ export class UserHandlers {
     compute: (current: Doc) => Doc,
   ): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
-    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
+    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
     return retryStaleWrite(demanded, async () => {
       const current = await this.load(id, ctx);
       checkIfMatch(demanded, current.version, 'user');
@@ -256,7 +256,7 @@ export class UserHandlers {
 
   async delete(id: string, ctx: RequestContext): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
-    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
+    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
     return retryStaleWrite(demanded, async () => {
       const user = await this.load(id, ctx);
       checkIfMatch(demanded, user.version, 'user');

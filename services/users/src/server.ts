@@ -1,8 +1,8 @@
 import { usersV1 } from '@mileage/proto';
-import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { errors, isUserId, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
 import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
 import { MAX_BATCH, UsersRepository } from './users-repo';
-import { isUserId, validateUserInput } from './validation';
+import { validateUserInput } from './validation';
 
 export interface UsersServerDeps {
   knex: Knex;

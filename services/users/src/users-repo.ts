@@ -1,4 +1,4 @@
-import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
+import { errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 import type { scimAuditV1, usersV1 } from '@mileage/proto';
 import { auditRow, type SqlCondition } from '@mileage/scim-domain';
 import { randomInt } from 'node:crypto';
@@ -114,16 +114,7 @@ function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
 
-/** A child span of the caller's trace for one statement (only when that trace is recorded). */
-function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
-  return inSpan(
-    trace,
-    `${operation} users`,
-    SpanKind.CLIENT,
-    { 'db.system.name': 'postgresql', 'db.namespace': 'users', 'db.operation.name': operation, 'db.query.text': text },
-    run,
-  );
-}
+const sql = sqlSpans('users');
 
 /** Matches up to this many are fetched through the filter's own index and sorted; more walk the primary key in order. */
 export const SMALL_MATCH = 10_000;
