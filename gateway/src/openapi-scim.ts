@@ -26,7 +26,10 @@ const commonErrors = {
   '415': scimError('The body is not application/scim+json or application/json.'),
   '429': scimError('More than 1,200 requests in a minute from this provisioning client.', retryAfter),
   '500': scimError('An unexpected error; nothing internal is disclosed.'),
-  '503': scimError('A backing service is unavailable.', retryAfter),
+  '503': scimError(
+    'A backing service is unavailable, or other writers kept changing the resource (12 rounds): try again.',
+    retryAfter,
+  ),
   '504': scimError('A backing service did not answer in time.'),
 };
 
@@ -142,7 +145,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '404': scimError('No such user.'),
-          '409': scimError('userName taken (`uniqueness`), or other writers kept changing the user: read it again.'),
+          '409': scimError('userName taken (`uniqueness`).'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -153,7 +156,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '404': scimError('No such user.'),
-          '409': scimError('userName taken (`uniqueness`), or other writers kept changing the user: read it again.'),
+          '409': scimError('userName taken (`uniqueness`).'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -163,7 +166,6 @@ export function scimPaths() {
         responses: {
           '204': { description: 'Deleted.' },
           '404': scimError('No such user.'),
-          '409': scimError('Other writers kept changing the user (three attempts): read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -192,7 +194,6 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimGroup'),
           '404': scimError('No such group.'),
-          '409': scimError('Other writers kept changing the group (three attempts): read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -203,7 +204,6 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimGroup'),
           '404': scimError('No such group.'),
-          '409': scimError('Other writers kept changing the group (three attempts): read it again.'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },

@@ -51,9 +51,9 @@ function routeLabel(path: string): string {
 }
 
 /**
- * /scim/v2: token (401) → rate limit per provisioning client (429) → scope "scim" (403) → body (≤ limit, 413),
- * then the request is forwarded as it came to the SCIM service, which decides the rest. Errors are SCIM Error
- * resources, so identity providers log something useful.
+ * /scim/v2: token (401) → rate limit per provisioning client (429) → scope "scim" (403) → body (≤ limit, 413: the
+ * only size check of a SCIM body), then the request is forwarded as it came to the SCIM service, which decides the
+ * rest (the content type, 415, included). Errors are SCIM Error resources, so identity providers log something useful.
  */
 export function scimRoute(deps: ScimRouteDeps): RequestHandler {
   const readBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });

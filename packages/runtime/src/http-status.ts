@@ -52,8 +52,8 @@ export const HTTP_ANSWERS: Readonly<Record<status, HttpAnswer>> = {
   [status.PERMISSION_DENIED]: clientError(403, 'Forbidden'),
   // Overload (or a message over the size limit) inside the platform, not the client's rate limit (that is the 429).
   [status.RESOURCE_EXHAUSTED]: tryAgain,
-  // Our services raise it for a write that can no longer apply (its id was settled or fenced by recovery): a
-  // state of the platform, not of the request, which succeeds when sent again.
+  // A state of the platform, not of the request, which succeeds when sent again. No service of ours raises it since
+  // the SCIM write journal (whose fenced write ids did) is gone; a peer that does is answered as unavailable.
   [status.FAILED_PRECONDITION]: tryAgain,
   // A concurrent change won (optimistic concurrency): the client reads again and retries.
   [status.ABORTED]: clientError(409, 'The resource was changed concurrently; read it again'),

@@ -33,7 +33,6 @@ export {
   runService,
   serviceConfigSchema,
   serviceDatabase,
-  type BackgroundTask,
   type ClientSpec,
   type ConnectedClients,
   type OpenDatabase,
@@ -41,5 +40,3 @@ export {
   type ServiceContext,
   type ServiceDefinition,
 } from './service';
-export * from './filter-sql';
-export * from './write-requests';

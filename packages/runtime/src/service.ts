@@ -8,7 +8,7 @@ import { startGrpcServer, type ServiceRegistration } from './grpc-server';
 import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
 import { handleShutdown } from './shutdown';
-import { startTracing, type Tracing } from './tracing';
+import { startTracing } from './tracing';
 
 const postgresUrl = () => z.string().regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL');
 
@@ -78,13 +78,6 @@ export interface ServiceContext<Config = ServiceConfig, Clients = Record<string,
   clients: Clients;
 }
 
-/** Periodic work of a service (each replica runs it; it must be safe to run concurrently). */
-export interface BackgroundTask {
-  name: string;
-  everyMs: number;
-  run(): Promise<unknown>;
-}
-
 export interface ServiceDefinition<
   Shape extends z.ZodRawShape = Record<never, never>,
   Specs extends Record<string, ClientSpec> = Record<never, never>,
@@ -92,8 +85,6 @@ export interface ServiceDefinition<
 > {
   /** The service's name: its logs' `service`, its metrics' label, its tracing's `service.name`. */
   name: string;
-  /** Not needed: runService starts tracing under `name` (kept for definitions that start it themselves). */
-  tracing?: Tracing;
   defaults: { grpcPort: number; metricsPort: number };
   protoFile: string;
   openDatabase: OpenDatabase;
@@ -101,19 +92,15 @@ export interface ServiceDefinition<
   config?: Shape;
   /** The other services it calls, from its configuration. */
   clients?(config: ServiceConfig<Shape>): Specs;
-  /** Builds what `createServer` and `tasks` take; without it they get the ServiceContext itself. */
+  /** Builds what `createServer` takes; without it, it gets the ServiceContext itself. */
   dependencies?(context: ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>): Deps;
   createServer(deps: NoInfer<Deps>): ServiceRegistration;
-  /** Periodic work; awaited at shutdown after the gRPC server has stopped. */
-  tasks?(deps: NoInfer<Deps>, config: ServiceConfig<Shape>): BackgroundTask[];
-  /** Periodic upkeep of the service's own tables: a task that only needs the database. */
-  housekeeping?: { everyMs: number; run(knex: Knex): Promise<unknown> };
 }
 
 /**
  * The process wiring of a gRPC service: tracing, configuration (fail fast), logger, metrics, database pool,
- * optional migrations, clients of other services, the gRPC server with health and reflection, background tasks,
- * /metrics, and graceful shutdown. A failure to start is reported on stderr and exits 1.
+ * optional migrations, clients of other services, the gRPC server with health and reflection, /metrics,
+ * and graceful shutdown. A failure to start is reported on stderr and exits 1.
  */
 export function runService<
   Shape extends z.ZodRawShape = Record<never, never>,
@@ -142,7 +129,7 @@ export async function runService<Shape extends z.ZodRawShape, Specs extends Reco
 async function start<Shape extends z.ZodRawShape, Specs extends Record<string, ClientSpec>, Deps>(
   service: ServiceDefinition<Shape, Specs, Deps>,
 ): Promise<void> {
-  const tracing = service.tracing ?? startTracing(service.name);
+  const tracing = startTracing(service.name);
   const schema = serviceConfigSchema(service.defaults).extend(service.config ?? {});
   const config = loadConfigOrExit(schema) as ServiceConfig<Shape>;
   const logger = createLogger({ service: service.name, level: config.LOG_LEVEL });
@@ -182,19 +169,10 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   });
   const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST);
 
-  const tasks = service.tasks?.(deps, config) ?? [];
-  const housekeeping = service.housekeeping;
-  if (housekeeping)
-    tasks.push({ name: 'housekeeping', everyMs: housekeeping.everyMs, run: () => housekeeping.run(db.knex) });
-  const running = tasks.map((task) =>
-    runEvery(task, (err) => logger.warn({ err, task: task.name }, 'background task failed')),
-  );
-
   handleShutdown(
     logger,
     [
       { name: 'grpc', run: () => grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000)) },
-      { name: 'tasks', run: () => Promise.all(running.map((r) => r.stop())) },
       { name: 'clients', run: () => Object.values<{ close(): void }>(clients).forEach((c) => c.close()) },
       { name: 'database', run: () => db.close() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
@@ -202,25 +180,6 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
     ],
     config.SHUTDOWN_TIMEOUT_MS,
   );
-}
-
-/** Runs a task every `everyMs` (never two runs of it at once); `stop` waits for a run in progress. */
-export function runEvery(task: BackgroundTask, onFailure: (err: unknown) => void): { stop(): Promise<void> } {
-  let current: Promise<unknown> | undefined;
-  const timer = setInterval(() => {
-    if (current) return;
-    current = task
-      .run()
-      .catch(onFailure)
-      .finally(() => (current = undefined));
-  }, task.everyMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await current;
-    },
-  };
 }
 
 /** `npm run migrate -w <service>`: applies the service's migrations to DATABASE_URL and exits. */

@@ -43,3 +43,11 @@ export function validateMembers(members: groupsV1.Member[], field = 'members'): 
   });
   if (violations.length) throw errors.invalidArgument('invalid members', violations);
 }
+
+export function validateExternalId(externalId: string | undefined): void {
+  if (externalId !== undefined && (externalId.length > 256 || CONTROL_CHARS.test(externalId))) {
+    throw errors.invalidArgument('invalid external_id', [
+      { field: 'external_id', description: 'at most 256 characters, no control characters' },
+    ]);
+  }
+}

@@ -11,6 +11,4 @@ export const configShape = {
     .default('http://127.0.0.1:8080/scim/v2')
     .transform((u) => u.replace(/\/$/, '')),
   GRPC_DEADLINE_MS: env.positiveInt(3_000),
-  /** How old an unsettled write must be before recovery asks its owner about it; longer than any deadline. */
-  SCIM_RECOVERY_AFTER_MS: env.positiveInt(30_000),
 };

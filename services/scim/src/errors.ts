@@ -54,19 +54,6 @@ export const scimErrors = {
     new ScimError(503, detail, undefined, { 'Retry-After': String(retryAfterSeconds) }),
 };
 
-/** Is this gRPC failure the owner's final answer (nothing was written), rather than an unknown outcome? */
-export function isDefinitiveFailure(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return (
-    code === grpcStatus.INVALID_ARGUMENT ||
-    code === grpcStatus.ALREADY_EXISTS ||
-    code === grpcStatus.NOT_FOUND ||
-    code === grpcStatus.ABORTED ||
-    code === grpcStatus.FAILED_PRECONDITION ||
-    code === grpcStatus.OUT_OF_RANGE
-  );
-}
-
 /**
  * An owner service's gRPC error as the SCIM Error resource the client sees: the status from the platform's one table
  * (`httpAnswer`, packages/runtime); this only adds SCIM's body (RFC 7644 §3.12: `scimType`, and invalid input is 400).

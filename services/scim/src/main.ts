@@ -3,7 +3,6 @@ import { groupsV1, PROTO_FILES, usersV1 } from '@mileage/proto';
 import { runService } from '@mileage/runtime';
 import { configShape } from './config';
 import { openDatabase } from './database';
-import { createJournal } from './journal';
 import { createServer } from './server';
 
 void runService({
@@ -20,24 +19,6 @@ void runService({
       deadlineMs: config.GRPC_DEADLINE_MS,
     },
   }),
-  dependencies: ({ config, knex, logger, clients }) => ({
-    ...clients,
-    logger,
-    baseUrl: config.SCIM_BASE_URL,
-    journal: createJournal({
-      knex,
-      ...clients,
-      logger,
-      options: { recoveryAfterMs: config.SCIM_RECOVERY_AFTER_MS },
-    }),
-  }),
+  dependencies: ({ config, logger, clients }) => ({ ...clients, logger, baseUrl: config.SCIM_BASE_URL }),
   createServer,
-  // Settles writes left unsettled by a crash or an unknown outcome (see WriteJournal).
-  tasks: ({ journal }, config) => [
-    {
-      name: 'recovery of pending writes',
-      everyMs: Math.max(1_000, config.SCIM_RECOVERY_AFTER_MS / 2),
-      run: () => journal.recover(config.SCIM_RECOVERY_AFTER_MS),
-    },
-  ],
 });

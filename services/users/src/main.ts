@@ -1,6 +1,6 @@
 // The process of the Users service: everything but its own parts comes from runService.
 import { PROTO_FILES } from '@mileage/proto';
-import { purgeWriteRecords, runService } from '@mileage/runtime';
+import { runService } from '@mileage/runtime';
 import { openDatabase } from './database';
 import { createServer } from './server';
 
@@ -10,6 +10,4 @@ void runService({
   protoFile: PROTO_FILES.users,
   openDatabase,
   createServer,
-  // Write records only matter until the SCIM service has settled the write; older ones are purged hourly.
-  housekeeping: { everyMs: 3_600_000, run: (knex) => purgeWriteRecords(knex) },
 });

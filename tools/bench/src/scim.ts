@@ -4,7 +4,7 @@
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
 import { createGrpcClient, createLogger, Metrics, startGrpcServer } from '@mileage/runtime';
-import { createJournal, createServer as createScimServer, openDatabase as openScimDatabase } from '@mileage/scim';
+import { createServer as createScimServer, openDatabase as openScimDatabase } from '@mileage/scim';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -76,10 +76,9 @@ async function main(): Promise<void> {
     const groups = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${groupsServer.port}`, {
       defaultDeadlineMs: 10_000,
     });
-    const journal = createJournal({ knex: scimDb.knex, users, groups, logger });
     const scimServer = await startGrpcServer({
       address: '127.0.0.1:0',
-      services: [createScimServer({ users, groups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2', journal })],
+      services: [createScimServer({ users, groups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2' })],
       protoFiles: [PROTO_FILES.scim],
       logger,
       metrics: new Metrics('scim'),

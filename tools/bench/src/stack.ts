@@ -63,7 +63,7 @@ export async function startBenchStack(options: {
     await postgres.initialise();
     await postgres.start();
     const databaseUrl = `postgres://postgres:bench@127.0.0.1:${pgPort}/postgres`;
-    for (const open of [openUsersDatabase, openGroupsDatabase, openDrivesDatabase, openScimDatabase]) {
+    for (const open of [openScimDatabase, openUsersDatabase, openGroupsDatabase, openDrivesDatabase]) {
       const db = open({ url: databaseUrl });
       await db.migrate().finally(() => db.close());
     }

@@ -154,7 +154,8 @@ async function main(): Promise<void> {
       'embedded PostgreSQL running',
     );
   }
-  for (const s of SERVICES) {
+  // SCIM first: its migrations hand data over to the Users and Groups schemas, whose migrations take it.
+  for (const s of [...SERVICES].sort((a, b) => Number(b.name === 'scim') - Number(a.name === 'scim'))) {
     const db = s.open(urls[s.name]!);
     const { applied } = await db.migrate().finally(() => db.close());
     logger.info({ target: s.name, applied }, 'migrations up to date');
