@@ -38,5 +38,6 @@ export {
   type OpenDatabase,
   type ServiceConfig,
   type ServiceContext,
+  type BackgroundTask,
   type ServiceDefinition,
 } from './service';

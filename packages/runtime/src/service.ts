@@ -78,6 +78,13 @@ export interface ServiceContext<Config = ServiceConfig, Clients = Record<string,
   clients: Clients;
 }
 
+/** Periodic work of a service (each replica runs it; it must be safe to run concurrently). */
+export interface BackgroundTask {
+  name: string;
+  everyMs: number;
+  run(): Promise<unknown>;
+}
+
 export interface ServiceDefinition<
   Shape extends z.ZodRawShape = Record<never, never>,
   Specs extends Record<string, ClientSpec> = Record<never, never>,
@@ -92,15 +99,17 @@ export interface ServiceDefinition<
   config?: Shape;
   /** The other services it calls, from its configuration. */
   clients?(config: ServiceConfig<Shape>): Specs;
-  /** Builds what `createServer` takes; without it, it gets the ServiceContext itself. */
+  /** Builds what `createServer` and `tasks` take; without it they get the ServiceContext itself. */
   dependencies?(context: ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>): Deps;
   createServer(deps: NoInfer<Deps>): ServiceRegistration;
+  /** Periodic work (e.g. purging what a retention window has passed); awaited at shutdown after the gRPC server. */
+  tasks?(deps: NoInfer<Deps>, config: ServiceConfig<Shape>): BackgroundTask[];
 }
 
 /**
  * The process wiring of a gRPC service: tracing, configuration (fail fast), logger, metrics, database pool,
- * optional migrations, clients of other services, the gRPC server with health and reflection, /metrics,
- * and graceful shutdown. A failure to start is reported on stderr and exits 1.
+ * optional migrations, clients of other services, the gRPC server with health and reflection, background tasks,
+ * /metrics, and graceful shutdown. A failure to start is reported on stderr and exits 1.
  */
 export function runService<
   Shape extends z.ZodRawShape = Record<never, never>,
@@ -169,10 +178,15 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   });
   const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST);
 
+  const running = (service.tasks?.(deps, config) ?? []).map((task) =>
+    runEvery(task, (err) => logger.warn({ err, task: task.name }, 'background task failed')),
+  );
+
   handleShutdown(
     logger,
     [
       { name: 'grpc', run: () => grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000)) },
+      { name: 'tasks', run: () => Promise.all(running.map((r) => r.stop())) },
       { name: 'clients', run: () => Object.values<{ close(): void }>(clients).forEach((c) => c.close()) },
       { name: 'database', run: () => db.close() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
@@ -180,6 +194,25 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
     ],
     config.SHUTDOWN_TIMEOUT_MS,
   );
+}
+
+/** Runs a task every `everyMs` (never two runs of it at once); `stop` waits for a run in progress. */
+export function runEvery(task: BackgroundTask, onFailure: (err: unknown) => void): { stop(): Promise<void> } {
+  let current: Promise<unknown> | undefined;
+  const timer = setInterval(() => {
+    if (current) return;
+    current = task
+      .run()
+      .catch(onFailure)
+      .finally(() => (current = undefined));
+  }, task.everyMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await current;
+    },
+  };
 }
 
 /** `npm run migrate -w <service>`: applies the service's migrations to DATABASE_URL and exits. */
