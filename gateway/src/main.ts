@@ -69,6 +69,10 @@ async function main(): Promise<void> {
     userIdClaim: config.OIDC_USER_ID_CLAIM,
     scopeClaim: config.OIDC_SCOPE_CLAIM,
     jwks: new URL(jwksUrl(config)),
+    onKeysStale: (stale, reason) =>
+      stale
+        ? logger.warn({ reason }, "the realm's signing keys could not be refreshed; the known keys stay in use")
+        : logger.info("the realm's signing keys were refreshed again"),
   });
   const app = createApp({
     issuer: config.OIDC_ISSUER,
@@ -94,7 +98,7 @@ async function main(): Promise<void> {
 
   let draining = false;
   monitor.start();
-  // The keys are fetched now and until they load (without them every token would be refused); then jose keeps them
+  // The keys are fetched now and until they load (without them every token would be refused); then JwksSource keeps them
   // cached, also while the provider is unreachable.
   const loadKeys = () =>
     verifier.loadKeys().catch((err: unknown) => {

@@ -1,3 +1,4 @@
+import { USER_ID_PATTERN } from '@mileage/runtime';
 /**
  * The /scim/v2 part of the OpenAPI document: SCIM 2.0 (RFC 7643 / 7644) as this platform implements it.
  * Bodies are application/scim+json (application/json is accepted on requests).
@@ -25,7 +26,10 @@ const commonErrors = {
   '415': scimError('The body is not application/scim+json or application/json.'),
   '429': scimError('More than 1,200 requests in a minute from this provisioning client.', retryAfter),
   '500': scimError('An unexpected error; nothing internal is disclosed.'),
-  '503': scimError('A backing service is unavailable.', retryAfter),
+  '503': scimError(
+    'A backing service is unavailable, or other writers kept changing the resource (12 rounds): try again.',
+    retryAfter,
+  ),
   '504': scimError('A backing service did not answer in time.'),
 };
 
@@ -141,7 +145,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '404': scimError('No such user.'),
-          '409': scimError('userName taken.'),
+          '409': scimError('userName taken (`uniqueness`).'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -152,7 +156,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '404': scimError('No such user.'),
-          '409': scimError('userName taken.'),
+          '409': scimError('userName taken (`uniqueness`).'),
           '412': scimError('If-Match names an old version.'),
           ...commonErrors,
         },
@@ -303,7 +307,7 @@ export function scimSchemas() {
       required: ['schemas', 'id'],
       properties: {
         schemas: { type: 'array', items: { type: 'string' } },
-        id: { type: 'string', pattern: '^[A-Za-z0-9]{10}$' },
+        id: { type: 'string', pattern: USER_ID_PATTERN.source },
         externalId: { type: 'string' },
         userName: { type: 'string' },
         name: {

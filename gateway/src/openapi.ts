@@ -1,3 +1,4 @@
+import { USER_ID_PATTERN } from '@mileage/runtime';
 /**
  * The OpenAPI 3.1 description of the External API, served at /openapi.json. Field names follow the public
  * reference API (CONTRACT §2); additions of this platform are marked "(+)". A contract test validates every
@@ -239,7 +240,6 @@ export function openApiDocument(options: { issuer: string }) {
         params: [groupIdParam],
         response: {
           ...ok(ref('GroupListResponse'), 'The group as the only resource.'),
-          '404': problem('No such group.'),
         },
       }),
       '/v1/groups/{group_id}/reported-drives': operation({
@@ -250,7 +250,6 @@ export function openApiDocument(options: { issuer: string }) {
         params: [groupIdParam, ...listParams(false)],
         response: {
           ...ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.'),
-          '404': problem('No such group.'),
         },
       }),
       '/v1/drives': operation({
@@ -262,7 +261,7 @@ export function openApiDocument(options: { issuer: string }) {
         deprecated: true,
         response: ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.'),
         description:
-          'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: true`.',
+          'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: @1795305600` (RFC 9745: deprecated since 2026-11-22) and a `Link` with `rel="deprecation"`.',
       }),
       ...scimPaths(),
     },
@@ -287,7 +286,7 @@ export function openApiDocument(options: { issuer: string }) {
         },
       },
       schemas: {
-        UserId: { type: 'string', pattern: '^[A-Za-z0-9]{10}$' },
+        UserId: { type: 'string', pattern: USER_ID_PATTERN.source },
         UserSchema: {
           type: 'object',
           required: ['id', 'userName', 'name', 'emails', 'active', 'displayName'],

@@ -27,7 +27,7 @@ export type PromiseClient<C> = {
     : never;
 } & { close(): void; channel: grpc.Client };
 
-interface GeneratedClientConstructor<C> {
+export interface GeneratedClientConstructor<C> {
   new (address: string, credentials: grpc.ChannelCredentials, options?: Partial<grpc.ClientOptions>): C;
   service: grpc.ServiceDefinition;
 }
@@ -145,6 +145,14 @@ function readRetryConfig(definition: grpc.ServiceDefinition): object[] {
       },
     },
   ];
+}
+
+/** The fully qualified name of a generated client's service (`mileage.users.v1.UsersService`), as health checks use. */
+export function grpcServiceName(definition: grpc.ServiceDefinition): string {
+  const paths = Object.values(definition).map((method) => /^\/([^/]+)\//.exec(method.path)?.[1]);
+  const name = paths[0];
+  if (!name || paths.some((p) => p !== name)) throw new Error('a generated client names exactly one service');
+  return name;
 }
 
 /** The error of a call not attempted because its service's health check fails. */

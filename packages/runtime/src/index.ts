@@ -11,6 +11,7 @@ export * from './shutdown';
 export {
   endSpan,
   extractContext,
+  extractEdgeContext,
   injectContext,
   inSpan,
   SpanKind,
@@ -25,6 +26,20 @@ export {
   type Tracing,
 } from './tracing';
 export { freePort } from './net';
-export { connectionAge, runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';
-export * from './filter-sql';
-export * from './write-requests';
+export { parseRfc3339, type TimestampCheck } from './timestamps';
+export * from './http-status';
+export * from './ids';
+export {
+  connectionAge,
+  runMigrations,
+  runService,
+  serviceConfigSchema,
+  serviceDatabase,
+  type ClientSpec,
+  type ConnectedClients,
+  type OpenDatabase,
+  type ServiceConfig,
+  type ServiceContext,
+  type BackgroundTask,
+  type ServiceDefinition,
+} from './service';
