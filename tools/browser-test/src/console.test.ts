@@ -1,5 +1,6 @@
 // `npm run test:browser`: the /docs console in a real browser against the whole stack (`launchStack`: free ports, a
-// fresh data folder, the demo data), signed in as a demo user through the identity provider's login page.
+// fresh data folder, the demo data), signed in as a demo user through the identity provider's login page: the
+// development provider's, or Keycloak's (run.mjs --keycloak).
 import { launchStack, type LaunchedStack } from '@mileage/devstack';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -9,7 +10,12 @@ let stack: LaunchedStack;
 let browser: Browser;
 
 before(async () => {
-  stack = await launchStack();
+  // run.mjs --keycloak: the realm to trust, and the gateway port its mileage-docs client was told about.
+  const issuer = process.env.BROWSER_TEST_ISSUER;
+  const gatewayPort = process.env.BROWSER_TEST_GATEWAY_PORT;
+  stack = await launchStack({
+    env: { ...(issuer ? { OIDC_ISSUER: issuer } : {}), ...(gatewayPort ? { GATEWAY_PORT: gatewayPort } : {}) },
+  });
   browser = await openBrowser();
 });
 after(async () => {
@@ -18,7 +24,7 @@ after(async () => {
 });
 
 describe('the /docs console in chromium', () => {
-  test('renders offline with the tags, and Authorize offers the person sign-in with PKCE', async () => {
+  test('renders offline with its tags; Authorize offers the sign-in of a person with PKCE', async () => {
     const { page } = browser;
     await page.goto(`${stack.gatewayUrl}/docs`);
     await page.locator('.information-container .title').waitFor();
@@ -28,6 +34,11 @@ describe('the /docs console in chromium', () => {
       tags.map((t) => t.split('\n')[0]!.trim()),
       ['External API', 'SCIM 2.0'],
     );
+    await page.locator('.auth-wrapper button.authorize').click();
+    const dialog = page.locator('.modal-ux');
+    assert.match(await dialog.innerText(), /oauth2 \(OAuth2, authorizationCode with PKCE\)/);
+    assert.equal(await dialog.locator('input#client_id').first().inputValue(), 'mileage-docs');
+    await dialog.locator('button.close-modal').click();
   });
 
   test('a wrong password is a clear error on the login page; the right one signs in', async () => {

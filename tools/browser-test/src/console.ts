@@ -90,8 +90,8 @@ export async function signIn(
   let loginError: string | undefined;
   if (account.wrongPasswordFirst) {
     await submit(`${account.password}-wrong`);
-    // The development provider's error paragraph, or Keycloak's.
-    const error = popup.locator('.error, #input-error, .alert-error, [role="alert"]').first();
+    // The development provider's error paragraph, or Keycloak's (login theme v2: a helper text below the field).
+    const error = popup.locator('p.error, .kc-feedback-text').first();
     await error.waitFor();
     loginError = (await error.innerText()).trim();
   }
