@@ -37,7 +37,8 @@ describe('the /docs console in chromium', () => {
     await page.locator('.auth-wrapper button.authorize').click();
     const dialog = page.locator('.modal-ux');
     assert.match(await dialog.innerText(), /oauth2 \(OAuth2, authorizationCode with PKCE\)/);
-    assert.equal(await dialog.locator('input#client_id').first().inputValue(), 'mileage-docs');
+    const person = dialog.locator('.auth-container', { hasText: 'authorizationCode' });
+    assert.equal(await person.locator('input[data-name="clientId"]').inputValue(), 'mileage-docs');
     await dialog.locator('button.close-modal').click();
   });
 
