@@ -34,6 +34,8 @@ const keycloakEnv = {
   KEYCLOAK_PORT: String(await freePort()),
   KEYCLOAK_MANAGEMENT_PORT: String(await freePort()),
   MILEAGE_DOCS_WEB_ORIGIN: `http://127.0.0.1:${gatewayPort}`,
+  // A busy machine (CI shares it with the other suites) can take Keycloak past run.sh's 300 s default.
+  KEYCLOAK_READY_TIMEOUT: process.env.KEYCLOAK_READY_TIMEOUT ?? '600',
 };
 const kc = spawnSync('bash', [runSh, 'start'], {
   env: keycloakEnv,
