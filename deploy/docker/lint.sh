@@ -33,7 +33,9 @@ if [ -n "$report" ]; then echo "$report"; exit 1; fi
 # What the images promise.
 problems=0
 need() { grep -Eq -- "$1" "$dockerfile" || { echo "Dockerfile: missing $2" >&2; problems=1; }; }
-need '^ARG NODE_IMAGE=node:20\.[0-9]+\.[0-9]+-bookworm-slim$' 'a pinned Node 20 base image (exact tag)'
+# The production runtime is the Node.js LTS that .node-version names (CI tests that exact version too).
+node_version="$(cat "$(dirname "$0")/../../.node-version")"
+need "^ARG NODE_IMAGE=node:${node_version//./\\.}-bookworm-slim\$" "the base image node:${node_version}-bookworm-slim (.node-version)"
 need 'turbo@[0-9]+\.[0-9]+\.[0-9]+ prune "@mileage/\$\{COMPONENT\}" --docker' 'turbo prune --docker (pinned turbo)'
 need '^RUN npm ci --omit=dev --ignore-scripts' 'npm ci --omit=dev on the pruned lockfile'
 need '^USER 10001:10001$' 'a numeric non-root USER'

@@ -31,31 +31,14 @@ const SAMPLERS = [
 // Variables no schema lists but the processes (Node, OpenTelemetry) read.
 const OUTSIDE_SCHEMAS = /^(OTEL_[A-Z_]+|NODE_OPTIONS|NODE_EXTRA_CA_CERTS|TZ)$/;
 
-/** The SCIM service's extra variables, read from its schema in services/scim/src/main.ts (it exports none). */
-function scimExtras() {
-  const source = readFileSync(join(root, 'services/scim/src/main.ts'), 'utf8');
-  const body = source.slice(source.indexOf('.extend({'), source.indexOf('});', source.indexOf('.extend({')));
-  const shape = {};
-  for (const [, name, parser] of body.matchAll(/^\s+([A-Z][A-Z0-9_]+): (env\.address|env\.positiveInt|z\.url)/gm)) {
-    shape[name] =
-      parser === 'env.address'
-        ? runtime.env.address('x:1')
-        : parser === 'env.positiveInt'
-          ? runtime.env.positiveInt(1)
-          : z.url();
-  }
-  if (!shape.USERS_ADDRESS || !shape.SCIM_BASE_URL)
-    throw new Error('services/scim/src/main.ts: its configuration schema was not found');
-  return shape;
-}
-
 const schemas = {
   gateway: gatewaySchema,
   ...Object.fromEntries(
     Object.keys(GRPC).map((s) => [s, runtime.serviceConfigSchema({ grpcPort: GRPC[s], metricsPort: METRICS[s] })]),
   ),
 };
-schemas.scim = schemas.scim.extend(scimExtras());
+// The SCIM service's own variables (services/scim/src/config.ts), on top of every service's.
+schemas.scim = schemas.scim.extend(require(join(root, 'services/scim/dist/config.js')).configShape);
 
 const problems = [];
 const envs = JSON.parse(readFileSync(envFile, 'utf8'));

@@ -369,6 +369,7 @@ def check_manifests(path, name, metrics_ts, env_out):
                     fail(f"Secret {secret['metadata']['name']}: the Jobs need it, but it is not a pre-install,pre-upgrade hook")
                 db_secret_weights.append(int(annotations.get("helm.sh/hook-weight", "0")))
         migrated = set()
+        job_weights = {}
         for job in jobs:
             jname = job["metadata"]["name"]
             annotations = job["metadata"].get("annotations", {})
@@ -377,6 +378,7 @@ def check_manifests(path, name, metrics_ts, env_out):
             if "before-hook-creation" not in annotations.get("helm.sh/hook-delete-policy", ""):
                 fail(f"Job {jname}: a second upgrade would find the old Job (hook-delete-policy before-hook-creation)")
             weight = int(annotations.get("helm.sh/hook-weight", "0"))
+            job_weights[jname] = weight
             if any(w >= weight for w in db_secret_weights):
                 fail(f"Job {jname}: not weighted after the database Secret it reads")
             pod = job["spec"]["template"]["spec"]
@@ -403,6 +405,11 @@ def check_manifests(path, name, metrics_ts, env_out):
             migrated.add(svc)
         if migrated != set(SERVICES):
             fail(f"migration Jobs for {sorted(x for x in migrated if x)}, expected {SERVICES}")
+        # The SCIM migrations hand data over to the Users and Groups schemas: their Jobs run after SCIM's.
+        scim_job = next((w for n, w in job_weights.items() if n.endswith("-scim-migrate")), None)
+        for n, w in job_weights.items():
+            if scim_job is not None and (n.endswith("-users-migrate") or n.endswith("-groups-migrate")) and w <= scim_job:
+                fail(f"Job {n}: not weighted after the SCIM migration Job that hands it data")
 
     # --- NetworkPolicies
     policies = by_kind("NetworkPolicy")

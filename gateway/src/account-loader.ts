@@ -1,8 +1,7 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { usersV1 } from '@mileage/proto';
-import type { CallSettings, PromiseClient } from '@mileage/runtime';
+import { isUserId, type CallSettings, type PromiseClient } from '@mileage/runtime';
 
-const USER_ID = /^[A-Za-z0-9]{10}$/;
 const MAX_BATCH = 1000;
 
 interface Waiter {
@@ -24,7 +23,7 @@ export class AccountLoader {
 
   /** The live (not deleted) user, or undefined when there is none; rejects with the gRPC error otherwise. */
   load(userId: string, call: CallSettings): Promise<usersV1.User | undefined> {
-    if (!USER_ID.test(userId)) return Promise.resolve(undefined);
+    if (!isUserId(userId)) return Promise.resolve(undefined);
     return new Promise((resolve, reject) => {
       const waiters = this.pending.get(userId);
       if (waiters) waiters.push({ resolve, reject });

@@ -1,7 +1,7 @@
 import type { scimV1 } from '@mileage/proto';
 import {
   endSpan,
-  extractContext,
+  extractEdgeContext,
   isAcceptableRequestId,
   SpanKind,
   startSpan,
@@ -94,8 +94,10 @@ export function createApp(deps: AppDeps): Express {
   app.get(
     '/v1/drives',
     (_req, res, next) => {
-      // RFC 9745: the alpha route stays, marked deprecated.
-      res.setHeader('Deprecation', 'true');
+      // RFC 9745: the alpha route stays, marked deprecated since a date (a structured-field Date, not "true"),
+      // with a link to what replaces it.
+      res.setHeader('Deprecation', DRIVES_DEPRECATION);
+      res.setHeader('Link', '</docs>; rel="deprecation"; type="text/html"');
       next();
     },
     v1Route(listAllReportedDrives, v1),
@@ -114,6 +116,9 @@ export function createApp(deps: AppDeps): Express {
   return app;
 }
 
+/** When /v1/drives was deprecated (2026-11-22T00:00:00Z) as an RFC 9745 Deprecation value. */
+export const DRIVES_DEPRECATION = `@${Date.parse('2026-11-22T00:00:00Z') / 1000}`;
+
 /** Request id (echoed when acceptable, else generated), logging context, access log line and RED metrics. */
 function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandler {
   return (req, res, next) => {
@@ -123,7 +128,7 @@ function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandl
     res.setHeader('X-Request-Id', requestId);
     res.locals.requestId = requestId;
     const traced = tracingEnabled()
-      ? startSpan(req.method, SpanKind.SERVER, extractContext(req.headers), {
+      ? startSpan(req.method, SpanKind.SERVER, extractEdgeContext(req.headers), {
           'http.request.method': req.method,
           'url.path': req.path,
         })

@@ -1,4 +1,5 @@
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { JwksSource, KeysUnavailableError } from './jwks';
 
 export interface Caller {
   /** Token subject. */
@@ -31,6 +32,8 @@ export interface TokenVerifierOptions {
   scopeClaim: string;
   /** Key source: the realm's JWKS URL, or a key set function (tests). */
   jwks: URL | JWTVerifyGetKey;
+  /** Told when the realm's keys go stale (a refresh failed; the known keys stay in use) and when they are fresh again. */
+  onKeysStale?: (stale: boolean, reason?: string) => void;
   /** Verified tokens kept in memory until they expire. */
   cacheSize?: number;
   now?: () => number;
@@ -38,7 +41,8 @@ export interface TokenVerifierOptions {
 
 /**
  * Verifies OAuth access tokens as a resource server must: signature against the realm's JWKS (cached,
- * re-fetched when a token names an unknown `kid`, at most every 30 s), only the allowed asymmetric
+ * re-fetched when a token names an unknown `kid`, at most every 30 s, kept while the realm cannot be reached:
+ * `JwksSource`), only the allowed asymmetric
  * algorithms, `iss`, `aud`, `exp`/`nbf` with a small skew, and `typ` = Bearer where present (an ID or
  * refresh token is not an access token). A verified token is remembered until it expires, so a
  * client's repeated calls skip the signature check.
@@ -52,11 +56,11 @@ export class TokenVerifier {
   constructor(private readonly options: TokenVerifierOptions) {
     this.keys =
       options.jwks instanceof URL
-        ? createRemoteJWKSet(options.jwks, {
-            cooldownDuration: 30_000,
-            cacheMaxAge: 10 * 60_000,
-            timeoutDuration: 5_000,
-          })
+        ? new JwksSource({
+            url: options.jwks,
+            ...(options.now ? { now: options.now } : {}),
+            ...(options.onKeysStale ? { onStale: options.onKeysStale } : {}),
+          }).getKey
         : options.jwks;
     this.cacheSize = options.cacheSize ?? 10_000;
     this.now = options.now ?? Date.now;
@@ -81,9 +85,7 @@ export class TokenVerifier {
         currentDate: new Date(nowMs),
       }));
     } catch (err) {
-      if (err instanceof joseErrors.JWKSTimeout || (err instanceof TypeError && /fetch/i.test(err.message))) {
-        throw new TokenError('the token signing keys could not be fetched', 'unavailable');
-      }
+      if (err instanceof KeysUnavailableError) throw new TokenError(err.message, 'unavailable');
       throw new TokenError(describeJoseError(err));
     }
     if (payload.typ !== undefined && payload.typ !== 'Bearer') throw new TokenError('not an access token');

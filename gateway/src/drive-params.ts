@@ -1,3 +1,4 @@
+import { parseRfc3339 } from '@mileage/runtime';
 import type { Request } from 'express';
 import type { ValidationIssue } from './problems';
 
@@ -10,22 +11,10 @@ export interface DriveListParams {
   cursor?: string;
 }
 
-// RFC 3339 date-time with a time zone (Z or ±hh:mm), optional fraction.
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
-const KNOWN = new Set([
-  'limit',
-  'classification',
-  'filter_by',
-  'date_after',
-  'date_before',
-  'modified_after',
-  'modified_before',
-  'cursor',
-]);
-
 /**
  * The query parameters of the three drive lists (CONTRACT §2), with every problem reported at once in the
- * 422 shape. `withClassification` is false for the reported-drive lists.
+ * 422 shape. `withClassification` is false for the reported-drive lists. As the reference API (FastAPI) does, unknown
+ * parameters are ignored and the last of a repeated one wins, so integrations that add cache-busters keep working.
  */
 export function parseDriveListParams(
   req: Request,
@@ -35,18 +24,9 @@ export function parseDriveListParams(
   const query = req.query as Record<string, unknown>;
   const single = (name: string): string | undefined => {
     const value = query[name];
-    if (value === undefined) return undefined;
-    if (typeof value !== 'string') {
-      issues.push({ loc: ['query', name], msg: 'Input should be a single value', type: 'string_type' });
-      return undefined;
-    }
-    return value;
+    const last = Array.isArray(value) ? value[value.length - 1] : value;
+    return typeof last === 'string' ? last : undefined;
   };
-  for (const name of Object.keys(query)) {
-    if (!KNOWN.has(name) || (name === 'classification' && !withClassification)) {
-      issues.push({ loc: ['query', name], msg: 'Unknown query parameter', type: 'extra_forbidden' });
-    }
-  }
 
   let limit = 100;
   const rawLimit = single('limit');
@@ -83,15 +63,16 @@ export function parseDriveListParams(
   const time = (name: string): string | undefined => {
     const value = single(name);
     if (value === undefined) return undefined;
-    if (!RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+    const checked = parseRfc3339(value);
+    if ('problem' in checked) {
       issues.push({
         loc: ['query', name],
-        msg: 'Input should be an RFC 3339 date-time with a time zone',
+        msg: `Input should be an RFC 3339 date-time with a time zone: ${checked.problem}`,
         type: 'datetime_parsing',
       });
       return undefined;
     }
-    return new Date(value).toISOString();
+    return checked.iso;
   };
   const filterBy = single('filter_by');
   if (filterBy !== undefined && filterBy !== 'modified' && filterBy !== 'ended') {

@@ -39,7 +39,7 @@ describe('GET /v1/groups and /v1/groups/{group_id}', () => {
     );
   });
 
-  test('one group for its admins; 403 for others; 404 for an unknown id; 422 for a malformed one', async () => {
+  test('one group for its admins; 403 for others and for an unknown id (no existence oracle); 422 for a malformed one', async () => {
     const app = h.app();
     const res = await request(app)
       .get(`/v1/groups/${h.groups.demo}`)
@@ -49,8 +49,14 @@ describe('GET /v1/groups and /v1/groups/{group_id}', () => {
     assert.equal(res.body.resources[0].id, String(h.groups.demo));
     await request(app).get(`/v1/groups/${h.groups.other}`).set('Authorization', `Bearer ${alice}`).expect(403);
     await request(app).get(`/v1/groups/${h.groups.demo}`).set('Authorization', `Bearer ${bob}`).expect(403);
-    const missing = await request(app).get('/v1/groups/987654').set('Authorization', `Bearer ${alice}`).expect(404);
-    assert.equal(missing.body.status, 404);
+    const missing = await request(app).get('/v1/groups/987654').set('Authorization', `Bearer ${alice}`).expect(403);
+    const other = await request(app).get(`/v1/groups/${h.groups.other}`).set('Authorization', `Bearer ${alice}`);
+    assert.equal(other.status, 403);
+    assert.deepEqual(
+      missing.body,
+      other.body,
+      'an unknown group looks exactly like one the caller does not administer',
+    );
     for (const bad of ['abc', '0', '-1', '1.5', '01', '99999999999999999999']) {
       const r = await request(app).get(`/v1/groups/${bad}`).set('Authorization', `Bearer ${alice}`).expect(422);
       assert.deepEqual(r.body.detail[0].loc, ['path', 'group_id']);

@@ -56,6 +56,10 @@ async function main(): Promise<void> {
     userIdClaim: config.OIDC_USER_ID_CLAIM,
     scopeClaim: config.OIDC_SCOPE_CLAIM,
     jwks: new URL(jwksUrl(config)),
+    onKeysStale: (stale, reason) =>
+      stale
+        ? logger.warn({ reason }, "the realm's signing keys could not be refreshed; the known keys stay in use")
+        : logger.info("the realm's signing keys were refreshed again"),
   });
   const app = createApp({
     issuer: config.OIDC_ISSUER,

@@ -114,7 +114,6 @@ export const V1_EXAMPLES = {
   unauthorized: problem(401, 'Unauthorized', 'Not authenticated'),
   forbidden: problem(403, 'Forbidden', 'The token lacks the scope "groups_read"'),
   forbiddenOwnership: problem(403, 'Forbidden', "Access to another user's profile is not allowed"),
-  notFound: problem(404, 'Not Found', 'Group not found'),
   validation: {
     detail: [
       {

@@ -1,3 +1,4 @@
+import { USER_ID_PATTERN } from '@mileage/runtime';
 /**
  * The /scim/v2 part of the OpenAPI document: SCIM 2.0 (RFC 7643 / 7644) as this platform implements it.
  * Bodies are application/scim+json (application/json is accepted on requests).
@@ -38,7 +39,11 @@ const COMMON_ERRORS = {
     retryAfter,
   ),
   ScimInternalError: scimError('An unexpected error; nothing internal is disclosed.', E['500']),
-  ScimServiceUnavailable: scimError('A backing service is unavailable.', E['503'], retryAfter),
+  ScimServiceUnavailable: scimError(
+    'A backing service is unavailable, or other writers kept changing the resource (12 rounds): try again.',
+    E['503'],
+    retryAfter,
+  ),
   ScimGatewayTimeout: scimError('A backing service did not answer in time.', E['504']),
 };
 const refTo = (name: keyof typeof COMMON_ERRORS) => ({ $ref: `#/components/responses/${name}` });
@@ -189,7 +194,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '404': scimError('No such user.', E['404']),
-          '409': scimError('userName taken.', E['409']),
+          '409': scimError('userName taken (`uniqueness`).', E['409']),
           '412': scimError('If-Match names an old version.', E['412']),
           ...commonErrors,
         },
@@ -200,7 +205,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '404': scimError('No such user.', E['404']),
-          '409': scimError('userName taken.', E['409']),
+          '409': scimError('userName taken (`uniqueness`).', E['409']),
           '412': scimError('If-Match names an old version.', E['412']),
           ...commonErrors,
         },
@@ -363,7 +368,7 @@ export function scimSchemas() {
       required: ['schemas', 'id'],
       properties: {
         schemas: { type: 'array', items: { type: 'string' } },
-        id: { type: 'string', pattern: '^[A-Za-z0-9]{10}$' },
+        id: { type: 'string', pattern: USER_ID_PATTERN.source },
         externalId: { type: 'string' },
         userName: { type: 'string' },
         name: {

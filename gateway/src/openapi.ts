@@ -1,3 +1,4 @@
+import { USER_ID_PATTERN } from '@mileage/runtime';
 /**
  * The OpenAPI 3.1 description of the External API, served at /openapi.json. Field names follow the public
  * reference API (CONTRACT §2); additions of this platform are marked "(+)". A contract test validates every
@@ -77,7 +78,7 @@ const V1_ERROR_RESPONSES = {
   ),
   Forbidden: {
     description:
-      'The token lacks the route’s scope (with `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`), names no active platform user, or the data belongs to someone else.',
+      'The token lacks the route’s scope (with `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`), names no active platform user, or the data belongs to someone else (also a group id that does not exist: no existence oracle).',
     headers: {
       'X-Request-Id': header('X-Request-Id'),
       'WWW-Authenticate': {
@@ -96,7 +97,6 @@ const V1_ERROR_RESPONSES = {
       },
     },
   },
-  NotFound: problem('No such group.', V1_EXAMPLES.notFound),
   ValidationFailed: {
     description: 'A malformed or out-of-range parameter; `loc` says which (FastAPI’s HTTPValidationError shape).',
     headers: rateLimitHeaders,
@@ -320,7 +320,6 @@ export function openApiDocument(options: { issuer: string }) {
         params: [groupIdParam],
         response: {
           ...ok(ref('GroupListResponse'), 'The group as the only resource.', V1_EXAMPLES.groups),
-          '404': responseRef('NotFound'),
         },
       }),
       '/v1/groups/{group_id}/reported-drives': operation({
@@ -331,7 +330,6 @@ export function openApiDocument(options: { issuer: string }) {
         params: [groupIdParam, ...listParams(false)],
         response: {
           ...ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.', V1_EXAMPLES.reportedDrives),
-          '404': responseRef('NotFound'),
         },
       }),
       '/v1/drives': operation({
@@ -343,7 +341,7 @@ export function openApiDocument(options: { issuer: string }) {
         deprecated: true,
         response: ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.', V1_EXAMPLES.reportedDrives),
         description:
-          'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: true`.',
+          'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: @1795305600` (RFC 9745: deprecated since 2026-11-22) and a `Link` with `rel="deprecation"`.',
       }),
       ...scimPaths(),
     },
@@ -386,7 +384,7 @@ export function openApiDocument(options: { issuer: string }) {
       headers: HEADERS,
       responses: { ...V1_ERROR_RESPONSES, ...scimResponses() },
       schemas: {
-        UserId: { type: 'string', pattern: '^[A-Za-z0-9]{10}$' },
+        UserId: { type: 'string', pattern: USER_ID_PATTERN.source },
         UserSchema: {
           type: 'object',
           required: ['id', 'userName', 'name', 'emails', 'active', 'displayName'],

@@ -254,7 +254,6 @@ describe('downstream failures', () => {
       updateUser: async () => ({}),
       deleteUser: async () => ({}),
       listUsers: async () => ({ users: [], totalSize: 0 }),
-      resolveWrite: async () => ({ outcome: usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED }),
     };
     const slow = await startGrpcServer({
       address: '127.0.0.1:0',

@@ -3,12 +3,10 @@ import type { CursorCodec } from './cursor';
 import type { CallSettings, PromiseClient, Span, TraceContext } from '@mileage/runtime';
 import type { Request, RequestHandler } from 'express';
 import type { Caller, TokenVerifier } from './auth';
-import { TokenError } from './auth';
 import type { AccountLoader } from './account-loader';
+import { guard } from './guard';
 import { HttpProblem, ValidationProblem, problemFromGrpc, type ValidationIssue } from './problems';
-import { rateLimitHeaders, type RateLimits } from './rate-limit';
-
-export const REALM = 'mileage';
+import type { RateLimits } from './rate-limit';
 
 /** A caller whose token names a platform user whose account is active. */
 export interface Account {
@@ -48,23 +46,7 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
     res.locals.routeId = spec.id;
     const span = res.locals.span as Span | undefined;
     if (span?.isRecording()) span.updateName(`${req.method} ${spec.path}`).setAttribute('http.route', spec.path);
-    const caller = await authenticate(req, deps.verifier);
-
-    const decision = await deps.rateLimits.consume(spec.id, caller.subject, spec.perMinute).catch(() => {
-      throw new HttpProblem(503, 'Rate limiting is unavailable; try again shortly', { 'Retry-After': '5' });
-    });
-    for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.setHeader(name, value);
-    if (!decision.allowed) {
-      throw new HttpProblem(429, `Rate limit of ${decision.limit} requests per minute exceeded`, {
-        'Retry-After': String(decision.resetInSeconds),
-      });
-    }
-
-    if (!caller.scopes.has(spec.scope)) {
-      throw new HttpProblem(403, `The token lacks the scope "${spec.scope}"`, {
-        'WWW-Authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${spec.scope}"`,
-      });
-    }
+    const caller = await guard(req, res, deps, { limitId: spec.id, perMinute: spec.perMinute, scope: spec.scope });
 
     const parsed = spec.validate(req, { deps, caller });
     if ('issues' in parsed) throw new ValidationProblem(parsed.issues);
@@ -80,30 +62,6 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
       .writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) })
       .end(body);
   };
-}
-
-export async function authenticate(req: Request, verifier: TokenVerifier): Promise<Caller> {
-  const header = req.headers.authorization;
-  const match = header ? /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header) : null;
-  if (!header || !/^Bearer\b/i.test(header)) {
-    throw new HttpProblem(401, 'Not authenticated', { 'WWW-Authenticate': `Bearer realm="${REALM}"` });
-  }
-  if (!match) {
-    throw new HttpProblem(401, 'The access token is malformed', {
-      'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="malformed token"`,
-    });
-  }
-  try {
-    return await verifier.verify(match[1]!);
-  } catch (err) {
-    if (err instanceof TokenError && err.kind === 'unavailable') {
-      throw new HttpProblem(503, 'The identity provider is unavailable; try again shortly', { 'Retry-After': '5' });
-    }
-    const reason = err instanceof TokenError ? err.message : 'token is not valid';
-    throw new HttpProblem(401, 'The access token is not valid', {
-      'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${reason.replace(/"/g, "'")}"`,
-    });
-  }
 }
 
 /** The caller's platform account; refused (403) when the token names none or the account is inactive. */

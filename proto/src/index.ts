@@ -5,6 +5,7 @@ export * as usersV1 from '../gen/mileage/users/v1/users';
 export * as groupsV1 from '../gen/mileage/groups/v1/groups';
 export * as drivesV1 from '../gen/mileage/drives/v1/drives';
 export * as scimV1 from '../gen/mileage/scim/v1/scim';
+export * as scimAuditV1 from '../gen/mileage/scim/v1/audit';
 export * as filterV1 from '../gen/mileage/filter/v1/filter';
 export * as rpcStatus from '../gen/google/rpc/status';
 export * as rpcErrorDetails from '../gen/google/rpc/error_details';

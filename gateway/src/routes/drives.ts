@@ -152,8 +152,8 @@ export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }>
       { groupId: input.groupId, userId: account.caller.userId },
       call,
     );
-    if (!exists) throw new HttpProblem(404, `Group ${input.groupId} not found`);
-    if (!isAdmin) throw new HttpProblem(403, 'Only admins of this group may read its reported drives');
+    // The same 403 whether or not the group exists: no existence oracle (CONTRACT §2).
+    if (!exists || !isAdmin) throw new HttpProblem(403, 'Only admins of this group may read its reported drives');
     return reportedDrivesPage([input.groupId], input, deps, call);
   },
 };

@@ -82,8 +82,8 @@ export const getGroup: RouteSpec<{ id: number; req: Request }> = {
   },
   handle: async ({ id, req }, account, deps, call) => {
     const { exists, isAdmin } = await deps.groups.checkGroupAdmin({ groupId: id, userId: account.caller.userId }, call);
-    if (!exists) throw new HttpProblem(404, `Group ${id} not found`);
-    if (!isAdmin) throw new HttpProblem(403, 'Only admins of this group may read it');
+    // The same 403 whether or not the group exists: no existence oracle (CONTRACT §2).
+    if (!exists || !isAdmin) throw new HttpProblem(403, 'Only admins of this group may read it');
     const { group } = await deps.groups.getGroup({ id }, call);
     return { resources: await toGroupSchemas([group!], req, deps, call) };
   },

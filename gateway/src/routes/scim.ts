@@ -2,9 +2,9 @@ import { scimV1 } from '@mileage/proto';
 import type { CallSettings, Logger, PromiseClient, Span, TraceContext } from '@mileage/runtime';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { TokenVerifier } from '../auth';
-import { HttpProblem, problemFromGrpc } from '../problems';
-import { rateLimitHeaders, type RateLimits } from '../rate-limit';
-import { authenticate, REALM } from '../v1';
+import { guard } from '../guard';
+import { HttpProblem, problemFromGrpc, ValidationProblem } from '../problems';
+import type { RateLimits } from '../rate-limit';
 
 export const SCIM_SCOPE = 'scim';
 /** Per provisioning client: identity providers send bursts when a sync cycle starts. */
@@ -22,20 +22,19 @@ export interface ScimRouteDeps {
   deadlineMs: number;
 }
 
-function sendScimError(
-  res: Response,
-  status: number,
-  detail: string,
-  headers: Record<string, string> = {},
-  scimType?: string,
-): void {
+/** An error as a SCIM Error resource (RFC 7644 §3.12), so identity providers log something useful. */
+function sendScimError(res: Response, problem: HttpProblem, scimType?: string): void {
   const body = JSON.stringify({
     schemas: [SCIM_ERROR],
-    status: String(status),
+    status: String(problem.status),
     ...(scimType ? { scimType } : {}),
-    detail,
+    detail: problem.detail,
   });
-  res.status(status).set(headers).set('Content-Type', 'application/scim+json; charset=utf-8').send(body);
+  res
+    .status(problem.status)
+    .set(problem.headers)
+    .set('Content-Type', 'application/scim+json; charset=utf-8')
+    .send(body);
 }
 
 /** A metrics label per endpoint family, never per id. */
@@ -52,9 +51,9 @@ function routeLabel(path: string): string {
 }
 
 /**
- * /scim/v2: token (401) → rate limit per provisioning client (429) → scope "scim" (403) → body (≤ limit, 413),
- * then the request is forwarded as it came to the SCIM service, which decides the rest. Errors are SCIM Error
- * resources, so identity providers log something useful.
+ * /scim/v2: token (401) → rate limit per provisioning client (429) → scope "scim" (403) → body (≤ limit, 413: the
+ * only size check of a SCIM body), then the request is forwarded as it came to the SCIM service, which decides the
+ * rest (the content type, 415, included). Errors are SCIM Error resources, so identity providers log something useful.
  */
 export function scimRoute(deps: ScimRouteDeps): RequestHandler {
   const readBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
@@ -63,22 +62,12 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
     const span = res.locals.span as Span | undefined;
     if (span?.isRecording()) span.updateName(`${req.method} /scim/v2/${req.path.split('/')[1] ?? ''}`);
     try {
-      const caller = await authenticate(req, deps.verifier);
-      const clientKey = caller.clientId ?? caller.subject;
-      const decision = await deps.rateLimits.consume('scim', clientKey, SCIM_REQUESTS_PER_MINUTE).catch(() => {
-        throw new HttpProblem(503, 'Rate limiting is unavailable; try again shortly', { 'Retry-After': '5' });
+      const caller = await guard(req, res, deps, {
+        limitId: 'scim',
+        perMinute: SCIM_REQUESTS_PER_MINUTE,
+        limitedBy: (c) => c.clientId ?? c.subject,
+        scope: SCIM_SCOPE,
       });
-      for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.setHeader(name, value);
-      if (!decision.allowed) {
-        throw new HttpProblem(429, `Rate limit of ${decision.limit} requests per minute exceeded`, {
-          'Retry-After': String(decision.resetInSeconds),
-        });
-      }
-      if (!caller.scopes.has(SCIM_SCOPE)) {
-        throw new HttpProblem(403, `The token lacks the scope "${SCIM_SCOPE}"`, {
-          'WWW-Authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${SCIM_SCOPE}"`,
-        });
-      }
       await new Promise<void>((resolve, reject) =>
         readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())),
       );
@@ -109,29 +98,21 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       if (req.method === 'HEAD' || answer.body.length === 0) res.end();
       else res.send(Buffer.from(answer.body));
     } catch (err) {
-      if (err instanceof HttpProblem) return sendScimError(res, err.status, err.detail, err.headers);
-      const status = (err as { status?: number; type?: string }).status;
-      if (status === 413)
-        return sendScimError(res, 413, `The request body is larger than ${deps.bodyLimitBytes} bytes`, {
-          Connection: 'close',
-        });
-      if (typeof status === 'number' && status >= 400 && status < 500)
-        return sendScimError(res, 400, 'The request body could not be read', {}, 'invalidSyntax');
-      if (typeof (err as { code?: unknown }).code === 'number') {
-        const problem = problemFromGrpc(err);
-        if (problem instanceof HttpProblem) {
-          if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504)
-            deps.logger.error({ err, request_id: res.locals.requestId }, 'SCIM service call failed');
-          return sendScimError(
-            res,
-            problem.status,
-            problem.status >= 500 && problem.status < 503 ? 'Internal server error' : problem.detail,
-            problem.headers,
-          );
-        }
+      if (err instanceof HttpProblem) return sendScimError(res, err);
+      // The body parser's errors carry an HTTP status; a failed call to the SCIM service carries a gRPC code.
+      const readStatus = (err as { status?: unknown }).status;
+      if (readStatus === 413) {
+        const detail = `The request body is larger than ${deps.bodyLimitBytes} bytes`;
+        return sendScimError(res, new HttpProblem(413, detail, { Connection: 'close' }));
       }
-      deps.logger.error({ err, request_id: res.locals.requestId }, 'SCIM request failed');
-      sendScimError(res, 500, 'Internal server error');
+      if (typeof readStatus === 'number' && readStatus >= 400 && readStatus < 500)
+        return sendScimError(res, new HttpProblem(400, 'The request body could not be read'), 'invalidSyntax');
+      const problem = problemFromGrpc(err);
+      if (problem instanceof ValidationProblem)
+        return sendScimError(res, new HttpProblem(400, problem.issues.map((i) => i.msg).join('; ')), 'invalidValue');
+      if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504)
+        deps.logger.error({ err, request_id: res.locals.requestId }, 'SCIM request failed');
+      sendScimError(res, problem);
     }
   };
 }

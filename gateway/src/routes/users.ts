@@ -1,13 +1,12 @@
+import { isUserId, USER_ID_PATTERN } from '@mileage/runtime';
 import type { Request } from 'express';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import { toUserSchema } from '../schemas';
 import type { RouteSpec } from '../v1';
 
-export const USER_ID_PATTERN = /^[A-Za-z0-9]{10}$/;
-
 export function validateUserIdParam(req: Request): { input: string } | { issues: ValidationIssue[] } {
   const userId = req.params.user_id;
-  if (typeof userId === 'string' && USER_ID_PATTERN.test(userId)) return { input: userId };
+  if (typeof userId === 'string' && isUserId(userId)) return { input: userId };
   return {
     issues: [
       {

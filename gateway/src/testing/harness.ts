@@ -7,12 +7,7 @@ import { startIdentityProvider } from '@mileage/dev-idp';
 import { drivesV1, groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
 import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
-import {
-  createJournal,
-  createServer as createScimServer,
-  openDatabase as openScimDatabase,
-  type WriteJournal,
-} from '@mileage/scim';
+import { createServer as createScimServer, openDatabase as openScimDatabase } from '@mileage/scim';
 import { createGrpcClient, createLogger, Metrics, startGrpcServer, type GrpcServerHandle } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase } from '@mileage/users';
@@ -65,9 +60,9 @@ export interface Harness {
   tokenEndpoint: string;
   usersAddress: string;
   groupsAddress: string;
-  /** The SCIM service's database (audit log, pending writes) and its write journal (recovery). */
-  scimDb: ReturnType<typeof openScimDatabase>;
-  scimJournal: WriteJournal;
+  /** The Users and Groups databases: each keeps the provisioning audit of its resources. */
+  usersDb: ReturnType<typeof openDatabase>;
+  groupsDb: ReturnType<typeof openGroupsDatabase>;
   /** A client-credentials token of the provisioning client `mileage-scim`. */
   scimToken(scope?: string): Promise<string>;
   /** A gateway app wired like main.ts; options override single dependencies. */
@@ -198,7 +193,6 @@ export async function startHarness(): Promise<Harness> {
         timezone: 'UTC',
         version: 0,
       },
-      writeId: '',
     });
   }
   seedClient.close();
@@ -207,7 +201,6 @@ export async function startHarness(): Promise<Harness> {
   await scimDb.migrate();
   const scimUsers = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
   const scimGroups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
-  const scimJournal = createJournal({ knex: scimDb.knex, users: scimUsers, groups: scimGroups, logger });
   const scimServer: GrpcServerHandle = await startGrpcServer({
     address: '127.0.0.1:0',
     services: [
@@ -216,7 +209,6 @@ export async function startHarness(): Promise<Harness> {
         groups: scimGroups,
         logger,
         baseUrl: 'http://127.0.0.1:8080/scim/v2',
-        journal: scimJournal,
       }),
     ],
     protoFiles: [PROTO_FILES.scim],
@@ -256,8 +248,8 @@ export async function startHarness(): Promise<Harness> {
     tokenEndpoint: `${idp.issuer}/protocol/openid-connect/token`,
     usersAddress,
     groupsAddress,
-    scimDb,
-    scimJournal,
+    usersDb: db,
+    groupsDb,
     async scimToken(scope = 'scim') {
       const res = await fetch(`${idp.issuer}/protocol/openid-connect/token`, {
         method: 'POST',

@@ -1,5 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
 import type { Metrics } from './metrics';
+import { inSpan, SpanKind, type TraceContext } from './tracing';
 
 export type { Knex } from 'knex';
 
@@ -72,4 +73,27 @@ export function createDatabase(options: DatabaseOptions): Database {
     },
     close: () => knex.destroy(),
   };
+}
+
+/** Runs one statement of a data-access module; `operation` is its SQL verb, `text` a short description of it. */
+export type SqlStatement = <T>(
+  trace: TraceContext | undefined,
+  operation: string,
+  text: string,
+  run: () => Promise<T>,
+) => Promise<T>;
+
+/**
+ * The SQL span helper of the data-access module of `schema`: each statement becomes a client span of the caller's
+ * trace named "<operation> <schema>" with the OpenTelemetry database attributes (only when that trace is recorded).
+ */
+export function sqlSpans(schema: string): SqlStatement {
+  return (trace, operation, text, run) =>
+    inSpan(
+      trace,
+      `${operation} ${schema}`,
+      SpanKind.CLIENT,
+      { 'db.system.name': 'postgresql', 'db.namespace': schema, 'db.operation.name': operation, 'db.query.text': text },
+      run,
+    );
 }

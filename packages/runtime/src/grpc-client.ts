@@ -27,7 +27,7 @@ export type PromiseClient<C> = {
     : never;
 } & { close(): void; channel: grpc.Client };
 
-interface GeneratedClientConstructor<C> {
+export interface GeneratedClientConstructor<C> {
   new (address: string, credentials: grpc.ChannelCredentials, options?: Partial<grpc.ClientOptions>): C;
   service: grpc.ServiceDefinition;
 }

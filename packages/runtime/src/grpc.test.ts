@@ -18,7 +18,6 @@ function handlers(overrides: Partial<Handlers<usersV1.UsersServiceServer>>): Han
     updateUser: async () => ({}),
     deleteUser: async () => ({}),
     listUsers: async () => ({ users: [], totalSize: 0 }),
-    resolveWrite: async () => ({ outcome: usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED }),
     ...overrides,
   };
 }

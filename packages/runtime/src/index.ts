@@ -10,6 +10,7 @@ export * from './shutdown';
 export {
   endSpan,
   extractContext,
+  extractEdgeContext,
   injectContext,
   inSpan,
   SpanKind,
@@ -24,6 +25,19 @@ export {
   type Tracing,
 } from './tracing';
 export { freePort } from './net';
-export { runMigrations, runService, serviceConfigSchema, type ServiceDefinition } from './service';
-export * from './filter-sql';
-export * from './write-requests';
+export { parseRfc3339, type TimestampCheck } from './timestamps';
+export * from './http-status';
+export * from './ids';
+export {
+  runMigrations,
+  runService,
+  serviceConfigSchema,
+  serviceDatabase,
+  type ClientSpec,
+  type ConnectedClients,
+  type OpenDatabase,
+  type ServiceConfig,
+  type ServiceContext,
+  type BackgroundTask,
+  type ServiceDefinition,
+} from './service';

@@ -1,12 +1,14 @@
+import type * as grpc from '@grpc/grpc-js';
+import * as path from 'node:path';
 import { z } from 'zod';
 import { commonConfigSchema, env, loadConfigOrExit } from './config';
-import type { Database, Metrics as MetricsType } from './index';
+import { createDatabase, type Database, type Knex } from './db';
+import { createGrpcClient, type GeneratedClientConstructor, type PromiseClient } from './grpc-client';
 import { startGrpcServer, type ServiceRegistration } from './grpc-server';
-import { createLogger } from './logger';
+import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
 import { handleShutdown } from './shutdown';
-import type { Tracing } from './tracing';
-import type { Knex } from 'knex';
+import { startTracing } from './tracing';
 
 const postgresUrl = () => z.string().regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL');
 
@@ -22,28 +24,123 @@ export function serviceConfigSchema(defaults: { grpcPort: number; metricsPort: n
   });
 }
 
-export interface ServiceDefinition {
+/** A service's configuration: the common variables and its own (`ServiceDefinition.config`). */
+export type ServiceConfig<Shape extends z.ZodRawShape = z.ZodRawShape> = z.infer<
+  ReturnType<typeof serviceConfigSchema>
+> &
+  z.infer<z.ZodObject<Shape>>;
+
+export type OpenDatabase = (options: {
+  url: string;
+  poolMax?: number;
+  statementTimeoutMs?: number;
+  metrics?: Metrics;
+}) => Database;
+
+/**
+ * A service's database, derived from its name: the schema of that name, the login's `application_name`
+ * `mileage-<name>`, the migrations in `migrations/` beside the calling module (pass `__dirname`).
+ */
+export function serviceDatabase(name: string, directory: string): { SCHEMA: string; openDatabase: OpenDatabase } {
+  return {
+    SCHEMA: name,
+    openDatabase: (options) =>
+      createDatabase({
+        url: options.url,
+        schema: name,
+        migrationsDirectory: path.join(directory, 'migrations'),
+        applicationName: `mileage-${name}`,
+        ...(options.poolMax ? { poolMax: options.poolMax } : {}),
+        ...(options.statementTimeoutMs ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
+        ...(options.metrics ? { metrics: options.metrics } : {}),
+      }),
+  };
+}
+
+/** A client of another service: its generated class, where it listens, the deadline of every call. */
+export interface ClientSpec<C extends grpc.Client = grpc.Client> {
+  client: GeneratedClientConstructor<C>;
+  address: string;
+  deadlineMs: number;
+}
+
+export type ConnectedClients<Specs> = {
+  [K in keyof Specs]: Specs[K] extends ClientSpec<infer C> ? PromiseClient<C> : never;
+};
+
+/** What runService has made for a service before its own dependencies: the makings of `createServer(deps)`. */
+export interface ServiceContext<Config = ServiceConfig, Clients = Record<string, never>> {
+  config: Config;
+  knex: Knex;
+  logger: Logger;
+  metrics: Metrics;
+  /** The clients declared by `ServiceDefinition.clients`, closed at shutdown. */
+  clients: Clients;
+}
+
+/** Periodic work of a service (each replica runs it; it must be safe to run concurrently). */
+export interface BackgroundTask {
   name: string;
-  tracing: Tracing;
+  everyMs: number;
+  run(): Promise<unknown>;
+}
+
+export interface ServiceDefinition<
+  Shape extends z.ZodRawShape = Record<never, never>,
+  Specs extends Record<string, ClientSpec> = Record<never, never>,
+  Deps = ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>,
+> {
+  /** The service's name: its logs' `service`, its metrics' label, its tracing's `service.name`. */
+  name: string;
   defaults: { grpcPort: number; metricsPort: number };
   protoFile: string;
-  openDatabase(options: {
-    url: string;
-    poolMax?: number;
-    statementTimeoutMs?: number;
-    metrics?: MetricsType;
-  }): Database;
-  createServer(deps: { knex: Knex }): ServiceRegistration;
-  /** Periodic upkeep of the service's own tables (each replica runs it; it must be safe to run concurrently). */
-  housekeeping?: { everyMs: number; run(knex: Knex): Promise<unknown> };
+  openDatabase: OpenDatabase;
+  /** The service's own environment variables, parsed with the common ones (fail fast, exit 78). */
+  config?: Shape;
+  /** The other services it calls, from its configuration. */
+  clients?(config: ServiceConfig<Shape>): Specs;
+  /** Builds what `createServer` and `tasks` take; without it they get the ServiceContext itself. */
+  dependencies?(context: ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>): Deps;
+  createServer(deps: NoInfer<Deps>): ServiceRegistration;
+  /** Periodic work (e.g. purging what a retention window has passed); awaited at shutdown after the gRPC server. */
+  tasks?(deps: NoInfer<Deps>, config: ServiceConfig<Shape>): BackgroundTask[];
 }
 
 /**
- * The process wiring of a gRPC service: configuration (fail fast), logger, metrics, database pool,
- * optional migrations, the gRPC server with health and reflection, /metrics, and graceful shutdown.
+ * The process wiring of a gRPC service: tracing, configuration (fail fast), logger, metrics, database pool,
+ * optional migrations, clients of other services, the gRPC server with health and reflection, background tasks,
+ * /metrics, and graceful shutdown. A failure to start is reported on stderr and exits 1.
  */
-export async function runService(service: ServiceDefinition): Promise<void> {
-  const config = loadConfigOrExit(serviceConfigSchema(service.defaults));
+export function runService<
+  Shape extends z.ZodRawShape = Record<never, never>,
+  Specs extends Record<string, ClientSpec> = Record<never, never>,
+>(
+  service: ServiceDefinition<Shape, Specs, ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>> & {
+    dependencies?: undefined;
+  },
+): Promise<void>;
+export function runService<Shape extends z.ZodRawShape, Specs extends Record<string, ClientSpec>, Deps>(
+  service: ServiceDefinition<Shape, Specs, Deps> & {
+    dependencies(context: ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>): Deps;
+  },
+): Promise<void>;
+export async function runService<Shape extends z.ZodRawShape, Specs extends Record<string, ClientSpec>, Deps>(
+  service: ServiceDefinition<Shape, Specs, Deps>,
+): Promise<void> {
+  try {
+    await start(service);
+  } catch (err) {
+    process.stderr.write(`${service.name}: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+}
+
+async function start<Shape extends z.ZodRawShape, Specs extends Record<string, ClientSpec>, Deps>(
+  service: ServiceDefinition<Shape, Specs, Deps>,
+): Promise<void> {
+  const tracing = startTracing(service.name);
+  const schema = serviceConfigSchema(service.defaults).extend(service.config ?? {});
+  const config = loadConfigOrExit(schema) as ServiceConfig<Shape>;
   const logger = createLogger({ service: service.name, level: config.LOG_LEVEL });
   const metrics = new Metrics(service.name);
   const db = service.openDatabase({
@@ -56,43 +153,70 @@ export async function runService(service: ServiceDefinition): Promise<void> {
     const { applied } = await db.migrate();
     logger.info({ applied }, 'migrations applied');
   }
+  const specs = service.clients?.(config) ?? ({} as Specs);
+  const clients = Object.fromEntries(
+    Object.entries(specs).map(([name, spec]) => [
+      name,
+      createGrpcClient(spec.client, spec.address, { defaultDeadlineMs: spec.deadlineMs, metrics }),
+    ]),
+  ) as ConnectedClients<Specs>;
+  const context: ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>> = {
+    config,
+    knex: db.knex,
+    logger,
+    metrics,
+    clients,
+  };
+  // Without `dependencies` the definition's Deps is ServiceContext (its default, as nothing else can infer it).
+  const deps = service.dependencies ? service.dependencies(context) : (context as Deps);
   const grpcServer = await startGrpcServer({
     address: config.GRPC_ADDRESS,
-    services: [service.createServer({ knex: db.knex })],
+    services: [service.createServer(deps)],
     protoFiles: [service.protoFile],
     logger,
     metrics,
   });
   const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST);
-  let upkeep: Promise<unknown> = Promise.resolve();
-  const housekeeping = service.housekeeping;
-  const timer = housekeeping
-    ? setInterval(() => {
-        upkeep = housekeeping.run(db.knex).catch((err: unknown) => logger.warn({ err }, 'housekeeping failed'));
-      }, housekeeping.everyMs)
-    : undefined;
-  timer?.unref();
+
+  const running = (service.tasks?.(deps, config) ?? []).map((task) =>
+    runEvery(task, (err) => logger.warn({ err, task: task.name }, 'background task failed')),
+  );
+
   handleShutdown(
     logger,
     [
       { name: 'grpc', run: () => grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000)) },
-      {
-        name: 'housekeeping',
-        run: async () => {
-          clearInterval(timer);
-          await upkeep;
-        },
-      },
+      { name: 'tasks', run: () => Promise.all(running.map((r) => r.stop())) },
+      { name: 'clients', run: () => Object.values<{ close(): void }>(clients).forEach((c) => c.close()) },
       { name: 'database', run: () => db.close() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
-      { name: 'tracing', run: () => service.tracing.shutdown() },
+      { name: 'tracing', run: () => tracing.shutdown() },
     ],
     config.SHUTDOWN_TIMEOUT_MS,
   );
 }
 
+/** Runs a task every `everyMs` (never two runs of it at once); `stop` waits for a run in progress. */
+export function runEvery(task: BackgroundTask, onFailure: (err: unknown) => void): { stop(): Promise<void> } {
+  let current: Promise<unknown> | undefined;
+  const timer = setInterval(() => {
+    if (current) return;
+    current = task
+      .run()
+      .catch(onFailure)
+      .finally(() => (current = undefined));
+  }, task.everyMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await current;
+    },
+  };
+}
+
 /** `npm run migrate -w <service>`: applies the service's migrations to DATABASE_URL and exits. */
-export async function runMigrations(name: string, openDatabase: ServiceDefinition['openDatabase']): Promise<void> {
+export async function runMigrations(name: string, openDatabase: OpenDatabase): Promise<void> {
   const config = loadConfigOrExit(z.object({ DATABASE_URL: postgresUrl() }));
   const logger = createLogger({ service: `${name}-migrate` });
   const db = openDatabase({ url: config.DATABASE_URL });

@@ -8,8 +8,9 @@
  * context manager means an AsyncLocalStorage hook on every promise of the process, and the auto-instrumentations
  * wrap every request even when it is not sampled; measured in docs/benchmarks.md.
  *
- * Export follows the standard OTEL_* variables (OTLP over http/protobuf) and is off when none names an
- * exporter or endpoint. Sampling: OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG when set; otherwise
+ * Export follows the standard OTEL_* variables and is off when none names an exporter or endpoint. The OTLP
+ * protocol is OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf; http/json and
+ * grpc are honoured too, and any other value stops the process at start-up (exit 78) instead of being ignored. Sampling: OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG when set; otherwise
  * parent-based with a 10 % trace-id ratio at the root, so an unsampled request costs almost nothing while a
  * sampled incoming `traceparent` is always followed.
  */
@@ -22,6 +23,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Attributes,
   type Context,
   type Span,
@@ -29,6 +31,7 @@ import {
   type TextMapSetter,
   type Tracer,
 } from '@opentelemetry/api';
+import { ConfigError } from './config';
 
 export type { Context as TraceContext, Span } from '@opentelemetry/api';
 
@@ -39,8 +42,46 @@ export interface Tracing {
 
 export const DEFAULT_SAMPLE_RATIO = 0.1;
 
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
+/** The OTLP protocol the standard variables select; a ConfigError names the variable when it is not supported. */
+export function otlpProtocol(env: NodeJS.ProcessEnv = process.env): OtlpProtocol {
+  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : env.OTEL_EXPORTER_OTLP_PROTOCOL
+      ? 'OTEL_EXPORTER_OTLP_PROTOCOL'
+      : undefined;
+  if (!name) return 'http/protobuf';
+  const value = env[name]!.trim();
+  if ((OTLP_PROTOCOLS as readonly string[]).includes(value)) return value as OtlpProtocol;
+  throw new ConfigError([`${name}: expected one of ${OTLP_PROTOCOLS.join(', ')} (${JSON.stringify(value)})`]);
+}
+
+/** The span exporter of a protocol, loaded only when tracing is on; each reads the standard endpoint variables. */
+function otlpExporter(protocol: OtlpProtocol): import('@opentelemetry/sdk-trace-base').SpanExporter {
+  /* eslint-disable @typescript-eslint/no-require-imports -- deliberate lazy loading */
+  switch (protocol) {
+    case 'http/protobuf': {
+      const otlp = require('@opentelemetry/exporter-trace-otlp-proto');
+      return new (otlp as typeof import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
+    }
+    case 'http/json': {
+      const otlp = require('@opentelemetry/exporter-trace-otlp-http');
+      return new (otlp as typeof import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
+    }
+    case 'grpc': {
+      const otlp = require('@opentelemetry/exporter-trace-otlp-grpc');
+      return new (otlp as typeof import('@opentelemetry/exporter-trace-otlp-grpc')).OTLPTraceExporter();
+    }
+  }
+  /* eslint-enable @typescript-eslint/no-require-imports */
+}
+
 let tracer: Tracer | undefined;
 let active: Tracing | undefined;
+/** Share of requests arriving from outside that are recorded (the configured sampler's ratio). */
+let edgeRatio = DEFAULT_SAMPLE_RATIO;
 
 export function tracingRequested(env: NodeJS.ProcessEnv = process.env): boolean {
   if (env.OTEL_SDK_DISABLED === 'true') return false;
@@ -53,7 +94,7 @@ export function tracingEnabled(): boolean {
   return tracer !== undefined;
 }
 
-/** Call once, first thing in a process (its `instrument.ts`). */
+/** Call once, first thing in a process (the gateway's `instrument.ts`; `runService` for the services). */
 export function startTracing(
   serviceName: string,
   env: NodeJS.ProcessEnv = process.env,
@@ -65,12 +106,19 @@ export function startTracing(
     active = { enabled: false, shutdown: async () => {} };
     return active;
   }
+  let protocol: OtlpProtocol;
+  try {
+    protocol = otlpProtocol(env);
+  } catch (err) {
+    // Tracing starts before the process reads the rest of its configuration: fail the same way config does.
+    if (!(err instanceof ConfigError) || testing) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(78);
+  }
   if (env.OTEL_LOG_LEVEL === 'debug') diag.setLogger(new DiagConsoleLogger(), DiagLogLevel.DEBUG);
   // Loaded only when tracing is on.
   /* eslint-disable @typescript-eslint/no-require-imports -- deliberate lazy loading */
   const base = require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
-  const { OTLPTraceExporter } =
-    require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto');
   const { W3CTraceContextPropagator } = require('@opentelemetry/core') as typeof import('@opentelemetry/core');
   const resources = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   /* eslint-enable @typescript-eslint/no-require-imports */
@@ -88,9 +136,10 @@ export function startTracing(
     spanProcessors: [
       testing
         ? new base.SimpleSpanProcessor(testing.spanExporter)
-        : new base.BatchSpanProcessor(new OTLPTraceExporter()),
+        : new base.BatchSpanProcessor(otlpExporter(protocol)),
     ],
   });
+  edgeRatio = samplerRatio(env);
   trace.setGlobalTracerProvider(provider);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   tracer = provider.getTracer('mileage-platform');
@@ -111,6 +160,30 @@ const headerGetter: TextMapGetter<Record<string, string | string[] | undefined>>
 /** The context carried by incoming headers or gRPC metadata (as a plain map), or the root context. */
 export function extractContext(carrier: Record<string, string | string[] | undefined>): Context {
   return tracer ? propagation.extract(ROOT_CONTEXT, carrier, headerGetter) : ROOT_CONTEXT;
+}
+
+/** The ratio of new traces the configured sampler records (the standard OTEL_TRACES_SAMPLER values). */
+function samplerRatio(env: NodeJS.ProcessEnv): number {
+  const sampler = env.OTEL_TRACES_SAMPLER;
+  if (!sampler) return DEFAULT_SAMPLE_RATIO;
+  if (/always_on$/.test(sampler)) return 1;
+  if (/always_off$/.test(sampler)) return 0;
+  const arg = Number(env.OTEL_TRACES_SAMPLER_ARG ?? 1);
+  return Number.isFinite(arg) ? Math.min(1, Math.max(0, arg)) : 1;
+}
+
+/**
+ * The context of a request from outside (the gateway's HTTP requests): it joins the caller's trace (same trace id,
+ * the caller's span as parent) but the caller's `sampled` flag is not obeyed. Whether it is recorded is decided here,
+ * at the configured ratio with our own randomness (not from the trace id, which the caller chooses): otherwise any
+ * unauthenticated request could force every span of its path to be recorded and exported.
+ */
+export function extractEdgeContext(carrier: Record<string, string | string[] | undefined>): Context {
+  if (!tracer) return ROOT_CONTEXT;
+  const incoming = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, carrier, headerGetter));
+  if (!incoming || !trace.isSpanContextValid(incoming)) return ROOT_CONTEXT;
+  const traceFlags = Math.random() < edgeRatio ? TraceFlags.SAMPLED : TraceFlags.NONE;
+  return trace.setSpanContext(ROOT_CONTEXT, { ...incoming, traceFlags });
 }
 
 /** Writes `traceparent` (and `tracestate`) of `context` through `set`. */

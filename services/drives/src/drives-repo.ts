@@ -1,16 +1,8 @@
 import { drivesV1 } from '@mileage/proto';
-import { errors, inSpan, SpanKind, type Knex, type TraceContext } from '@mileage/runtime';
+import { errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 import { DRIVE_COLUMNS, toColumns, toDrive, type DriveRow } from './rows';
 
-function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
-  return inSpan(
-    trace,
-    `${operation} drives`,
-    SpanKind.CLIENT,
-    { 'db.system.name': 'postgresql', 'db.namespace': 'drives', 'db.operation.name': operation, 'db.query.text': text },
-    run,
-  );
-}
+const sql = sqlSpans('drives');
 
 /**
  * The sync horizon: no transaction of this service that is still running started before it. Writers stamp

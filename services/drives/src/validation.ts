@@ -1,8 +1,7 @@
 import { drivesV1 } from '@mileage/proto';
-import { errors, type FieldViolation } from '@mileage/runtime';
+import { errors, isUserId, type FieldViolation } from '@mileage/runtime';
 import type { ListQuery } from './drives-repo';
 
-const USER_ID = /^[A-Za-z0-9]{10}$/;
 const CURRENCIES = new Set(['USD', 'CAD', 'GBP']);
 export const MAX_LIMIT = 1000;
 
@@ -11,7 +10,7 @@ function fail(violations: FieldViolation[]): void {
 }
 
 export function requireUserId(id: string, field = 'user_id'): void {
-  fail(USER_ID.test(id) ? [] : [{ field, description: 'invalid user id' }]);
+  fail(isUserId(id) ? [] : [{ field, description: 'invalid user id' }]);
 }
 
 export function requirePositive(id: number, field: string): void {
@@ -56,7 +55,7 @@ export function validateDrive(drive: drivesV1.Drive | undefined, options: { idRe
   if (!drive) throw errors.invalidArgument('drive is required', [{ field: 'drive', description: 'required' }]);
   const violations: FieldViolation[] = [];
   if (options.idRequired && !(drive.id > 0)) violations.push({ field: 'id', description: 'positive integer' });
-  if (!USER_ID.test(drive.userId)) violations.push({ field: 'user_id', description: 'invalid user id' });
+  if (!isUserId(drive.userId)) violations.push({ field: 'user_id', description: 'invalid user id' });
   const start = Date.parse(drive.startTime ?? '');
   const end = Date.parse(drive.endTime ?? '');
   if (Number.isNaN(start)) violations.push({ field: 'start_time', description: 'required' });

@@ -1,19 +1,11 @@
-import type { groupsV1 } from '@mileage/proto';
-import {
-  claimWrite,
-  errors,
-  fenceWrite,
-  inSpan,
-  SpanKind,
-  type AttributeMap,
-  type Knex,
-  type SqlCondition,
-  type TraceContext,
-} from '@mileage/runtime';
+import type { groupsV1, scimAuditV1 } from '@mileage/proto';
+import { auditRow, type SqlCondition } from '@mileage/scim-domain';
+import { errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 
 interface TeamRow {
   id: string;
   display_name: string;
+  external_id: string | null;
   created_at: Date;
   modified_at: Date;
   version: string;
@@ -22,7 +14,7 @@ interface TeamRow {
 
 // Groups with their members in one statement, for any set of ids (prepared once per connection).
 const GET_MANY_SQL = `
-  SELECT t.id, t.display_name, t.created_at, t.modified_at, t.version,
+  SELECT t.id, t.display_name, t.external_id, t.created_at, t.modified_at, t.version,
          coalesce(json_agg(json_build_object('user_id', m.user_id, 'is_admin', m.is_admin, 'is_driver', m.is_driver)
                   ORDER BY m.user_id) FILTER (WHERE m.user_id IS NOT NULL), '[]') AS members
     FROM teams t LEFT JOIN team_members m ON m.team_id = t.id
@@ -34,23 +26,11 @@ const CHECK_ADMIN_SQL = `
   SELECT EXISTS (SELECT 1 FROM teams WHERE id = ?) AS exists,
          EXISTS (SELECT 1 FROM team_members WHERE team_id = ? AND user_id = ? AND is_admin) AS is_admin`;
 
-/** The group attributes a SCIM filter may name (lower-case paths); displayName is case-insensitive (RFC 7643 §4.2). */
-export const GROUP_FILTER_ATTRIBUTES: AttributeMap = {
-  id: { kind: 'scalar', sql: 'teams.id::text', type: 'string', caseExact: true },
-  displayname: { kind: 'scalar', sql: 'teams.display_name', type: 'string', caseExact: false },
-  'meta.created': { kind: 'scalar', sql: 'teams.created_at', type: 'datetime', caseExact: true },
-  'meta.lastmodified': { kind: 'scalar', sql: 'teams.modified_at', type: 'datetime', caseExact: true },
-  members: {
-    kind: 'multi',
-    elements: '(SELECT user_id::text AS user_id FROM team_members WHERE team_members.team_id = teams.id) AS member',
-    sub: { value: { kind: 'scalar', sql: 'member.user_id', type: 'string', caseExact: true } },
-  },
-};
-
 function toGroup(row: TeamRow): groupsV1.Group {
   return {
     id: Number(row.id),
     displayName: row.display_name,
+    ...(row.external_id !== null ? { externalId: row.external_id } : {}),
     members: row.members.map((m) => ({ userId: m.user_id, isAdmin: m.is_admin, isDriver: m.is_driver })),
     createTime: new Date(row.created_at).toISOString(),
     updateTime: new Date(row.modified_at).toISOString(),
@@ -58,14 +38,17 @@ function toGroup(row: TeamRow): groupsV1.Group {
   };
 }
 
-function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
-  return inSpan(
-    trace,
-    `${operation} groups`,
-    SpanKind.CLIENT,
-    { 'db.system.name': 'postgresql', 'db.namespace': 'groups', 'db.operation.name': operation, 'db.query.text': text },
-    run,
-  );
+const sql = sqlSpans('groups');
+
+/** The provisioning audit entry of a write, in the write's own transaction: both happen or neither does. */
+async function recordAudit(
+  tx: Knex.Transaction,
+  audit: scimAuditV1.ProvisioningAudit,
+  group: groupsV1.Group,
+  trace: TraceContext | undefined,
+): Promise<void> {
+  const insert = tx('provisioning_audit').insert({ team_id: group.id, ...auditRow(audit, group.version) });
+  await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert);
 }
 
 /** Data access for the `groups` schema. Every write is one transaction that bumps the group's version. */
@@ -129,6 +112,7 @@ export class GroupsRepository {
     groupId: number,
     expectedVersion: number,
     trace: TraceContext | undefined,
+    audit: scimAuditV1.ProvisioningAudit | undefined,
     change: (tx: Knex.Transaction) => Promise<void>,
   ): Promise<groupsV1.Group> {
     return this.knex.transaction(async (tx) => {
@@ -145,7 +129,9 @@ export class GroupsRepository {
           .where({ id: groupId })
           .update({ modified_at: tx.fn.now(), version: tx.raw('version + 1') }),
       );
-      return (await this.get(groupId, trace, tx))!;
+      const changed = (await this.get(groupId, trace, tx))!;
+      if (audit) await recordAudit(tx, audit, changed, trace);
+      return changed;
     });
   }
 
@@ -164,7 +150,7 @@ export class GroupsRepository {
     const total = Number(counted.rows[0]!.total);
     if (limit === 0 || offset >= total) return { groups: [], total };
     // As for users (UsersRepository.list): few matches through the filter's index, then sorted; many by the ordered walk.
-    const columns = `id, display_name, created_at, modified_at, version, '[]'::json AS members`;
+    const columns = `id, display_name, external_id, created_at, modified_at, version, '[]'::json AS members`;
     const pageText =
       total <= 10_000
         ? `WITH matches AS MATERIALIZED (SELECT ${columns} FROM teams WHERE ${condition.sql}) SELECT * FROM matches ORDER BY id LIMIT ? OFFSET ?`
@@ -182,19 +168,6 @@ export class GroupsRepository {
     };
   }
 
-  /** Settles a write by id (see UsersRepository.resolveWrite): fences an unseen id as abandoned. */
-  async resolveWrite(
-    writeId: string,
-    trace?: TraceContext,
-  ): Promise<{ outcome: 'applied' | 'abandoned'; group?: groupsV1.Group }> {
-    const record = await sql(trace, 'INSERT', 'INSERT INTO write_requests (fence)', () =>
-      fenceWrite(this.knex, 'team_id', writeId),
-    );
-    if (record.outcome === 'abandoned' || record.resourceId === null) return { outcome: record.outcome };
-    const group = await this.get(Number(record.resourceId), trace);
-    return { outcome: 'applied', ...(group ? { group } : {}) };
-  }
-
   update(
     request: {
       id: number;
@@ -202,24 +175,18 @@ export class GroupsRepository {
       replaceMembers: boolean;
       members: groupsV1.Member[];
       expectedVersion: number;
-      writeId: string;
+      externalId?: string | undefined;
+      replaceExternalId: boolean;
+      audit?: scimAuditV1.ProvisioningAudit | undefined;
     },
     trace?: TraceContext,
   ): Promise<groupsV1.Group> {
-    return this.change(request.id, request.expectedVersion, trace, async (tx) => {
-      if (request.writeId) {
-        const existing = await sql(trace, 'INSERT', 'INSERT INTO write_requests (claim)', () =>
-          claimWrite(tx, 'team_id', request.writeId, request.id),
-        );
-        if (existing) {
-          throw errors.failedPrecondition(
-            `write ${request.writeId} was already settled and cannot apply again`,
-            'WRITE_SETTLED',
-          );
-        }
-      }
-      if (request.displayName)
-        await tx('teams').where({ id: request.id }).update({ display_name: request.displayName });
+    return this.change(request.id, request.expectedVersion, trace, request.audit, async (tx) => {
+      const fields = {
+        ...(request.displayName ? { display_name: request.displayName } : {}),
+        ...(request.replaceExternalId ? { external_id: request.externalId ?? null } : {}),
+      };
+      if (Object.keys(fields).length) await tx('teams').where({ id: request.id }).update(fields);
       if (request.replaceMembers) {
         const keep = request.members.map((m) => m.userId);
         await sql(trace, 'DELETE', 'DELETE FROM team_members', async () =>
@@ -235,11 +202,11 @@ export class GroupsRepository {
   }
 
   setMemberRoles(groupId: number, member: groupsV1.Member, trace?: TraceContext): Promise<groupsV1.Group> {
-    return this.change(groupId, 0, trace, (tx) => this.insertMembers(tx, groupId, [member], trace, 'merge'));
+    return this.change(groupId, 0, trace, undefined, (tx) => this.insertMembers(tx, groupId, [member], trace, 'merge'));
   }
 
   removeMembers(groupId: number, userIds: string[], trace?: TraceContext): Promise<groupsV1.Group> {
-    return this.change(groupId, 0, trace, async (tx) => {
+    return this.change(groupId, 0, trace, undefined, async (tx) => {
       if (userIds.length === 0) return;
       await sql(trace, 'DELETE', 'DELETE FROM team_members', async () =>
         tx('team_members').where({ team_id: groupId }).whereIn('user_id', userIds).delete(),

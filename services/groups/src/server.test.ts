@@ -1,5 +1,5 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { filterV1, groupsV1, PROTO_FILES } from '@mileage/proto';
+import { filterV1, groupsV1, PROTO_FILES, scimAuditV1 } from '@mileage/proto';
 import {
   createGrpcClient,
   createLogger,
@@ -11,7 +11,6 @@ import {
 } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
 import { createServer } from './server';
@@ -104,7 +103,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       replaceMembers: true,
       members: [member('StaysAdmin', false, true), member('Newcomer01')],
       expectedVersion: g.version,
-      writeId: '',
+      replaceExternalId: false,
     });
     assert.equal(group!.displayName, 'Renamed');
     assert.equal(group!.version, 2);
@@ -116,7 +115,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
         replaceMembers: false,
         members: [],
         expectedVersion: 1,
-        writeId: '',
+        replaceExternalId: false,
       }),
     );
     assert.equal(stale.code, status.ABORTED);
@@ -126,7 +125,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       replaceMembers: true,
       members: [],
       expectedVersion: 0,
-      writeId: '',
+      replaceExternalId: false,
     });
     assert.deepEqual(emptied.group!.members, []);
     assert.equal(emptied.group!.displayName, 'Renamed');
@@ -152,7 +151,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
         replaceMembers: true,
         members: [member('bad id'), member('Keeper0001'), member('Keeper0001')],
         expectedVersion: 0,
-        writeId: '',
+        replaceExternalId: false,
       }),
     );
     assert.equal(bad.code, status.INVALID_ARGUMENT);
@@ -229,47 +228,80 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
     assert.equal(bad.code, status.INVALID_ARGUMENT);
   });
 
-  test('an UpdateGroup write_id applies once; ResolveWrite reports it or fences it', async () => {
-    const g = (await client.createGroup({ displayName: 'Settled', members: [] })).group!;
-    const writeId = randomUUID();
-    await client.updateGroup({
+  test('externalId and the audit entry are written with the change, in one transaction', async () => {
+    const g = (await client.createGroup({ displayName: 'Audited', members: [] })).group!;
+    const audit = {
+      actor: 'entra',
+      operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH,
+      requestId: 'req-9',
+      before: { displayName: 'Audited' },
+      after: { displayName: 'Audited', externalId: 'ext-1' },
+    };
+    const { group } = await client.updateGroup({
       id: g.id,
-      displayName: 'Settled 2',
-      replaceMembers: true,
-      members: [member('Settled001')],
+      displayName: '',
+      replaceMembers: false,
+      members: [],
       expectedVersion: g.version,
-      writeId,
+      externalId: 'ext-1',
+      replaceExternalId: true,
+      audit,
     });
-    const applied = await client.resolveWrite({ writeId });
-    assert.equal(applied.outcome, groupsV1.WriteOutcome.WRITE_OUTCOME_APPLIED);
-    assert.equal(applied.group!.displayName, 'Settled 2');
-    const again = await rejection(
+    assert.equal(group!.externalId, 'ext-1');
+    assert.equal((await client.getGroup({ id: g.id })).group!.externalId, 'ext-1');
+    const kept = await client.updateGroup({
+      id: g.id,
+      displayName: 'Audited 2',
+      replaceMembers: false,
+      members: [],
+      expectedVersion: 0,
+      replaceExternalId: false,
+    });
+    assert.equal(kept.group!.externalId, 'ext-1', 'without replace_external_id it stays');
+    const stale = await rejection(
       client.updateGroup({
         id: g.id,
-        displayName: 'Settled 3',
+        displayName: 'Lost',
+        replaceMembers: false,
+        members: [],
+        expectedVersion: group!.version,
+        replaceExternalId: true,
+        audit,
+      }),
+    );
+    assert.equal(stale.code, status.ABORTED);
+    const cleared = await client.updateGroup({
+      id: g.id,
+      displayName: '',
+      replaceMembers: false,
+      members: [],
+      expectedVersion: 0,
+      replaceExternalId: true,
+    });
+    assert.equal(cleared.group!.externalId, undefined);
+    const rows = (await db.knex('provisioning_audit').where({ team_id: g.id }).orderBy('id')) as {
+      operation: string;
+      version: string;
+      actor: string;
+      after: unknown;
+    }[];
+    assert.deepEqual(
+      rows.map((r) => [r.operation, Number(r.version), r.actor]),
+      [['patch', 2, 'entra']],
+      'one entry: the stale write and the unaudited writes recorded none',
+    );
+    assert.deepEqual(rows[0]!.after, audit.after);
+    const bad = await rejection(
+      client.updateGroup({
+        id: g.id,
+        displayName: '',
         replaceMembers: false,
         members: [],
         expectedVersion: 0,
-        writeId,
+        replaceExternalId: false,
+        audit: { actor: 'entra', operation: 0, requestId: '' },
       }),
     );
-    assert.equal(again.code, status.FAILED_PRECONDITION);
-    const fencedId = randomUUID();
-    assert.equal(
-      (await client.resolveWrite({ writeId: fencedId })).outcome,
-      groupsV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
-    );
-    const late = await rejection(
-      client.updateGroup({
-        id: g.id,
-        displayName: 'Late',
-        replaceMembers: false,
-        members: [],
-        expectedVersion: 0,
-        writeId: fencedId,
-      }),
-    );
-    assert.equal(late.code, status.FAILED_PRECONDITION);
-    assert.equal((await client.getGroup({ id: g.id })).group!.displayName, 'Settled 2');
+    assert.equal(bad.code, status.INVALID_ARGUMENT);
   });
 });

@@ -1,14 +1,14 @@
 import { groupsV1 } from '@mileage/proto';
-import { errors, filterToSql, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
-import { GROUP_FILTER_ATTRIBUTES, GroupsRepository } from './groups-repo';
-import { requireGroupId, requireUserId, validateDisplayName, validateMembers } from './validation';
+import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { filterToSql, GROUP_FILTER } from '@mileage/scim-domain';
+import { GroupsRepository } from './groups-repo';
+import { requireGroupId, requireUserId, validateDisplayName, validateExternalId, validateMembers } from './validation';
 
 export interface GroupsServerDeps {
   knex: Knex;
 }
 
 const MAX_LIST = 1000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The GroupsService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: GroupsServerDeps): ServiceRegistration {
@@ -43,9 +43,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       requireGroupId(request.id);
       validateDisplayName(request.displayName, false);
       if (request.replaceMembers) validateMembers(request.members);
-      if (request.writeId !== '' && !UUID.test(request.writeId)) {
-        throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
-      }
+      if (request.replaceExternalId) validateExternalId(request.externalId);
       return { group: await repo.update(request, ctx.trace) };
     },
 
@@ -57,7 +55,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
           { field: 'limit', description: `0..${MAX_LIST}` },
         ]);
       }
-      const condition = filterToSql(request.filter, GROUP_FILTER_ATTRIBUTES);
+      const condition = filterToSql(request.filter, GROUP_FILTER);
       const { groups, total } = await repo.list(
         condition,
         request.offset,
@@ -66,19 +64,6 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
         ctx.trace,
       );
       return { groups, totalSize: total };
-    },
-
-    async resolveWrite(request, ctx) {
-      if (!UUID.test(request.writeId))
-        throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
-      const resolved = await repo.resolveWrite(request.writeId, ctx.trace);
-      return {
-        outcome:
-          resolved.outcome === 'applied'
-            ? groupsV1.WriteOutcome.WRITE_OUTCOME_APPLIED
-            : groupsV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
-        ...(resolved.group ? { group: resolved.group } : {}),
-      };
     },
 
     async setMemberRoles(request, ctx) {

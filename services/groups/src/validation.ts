@@ -1,7 +1,6 @@
 import type { groupsV1 } from '@mileage/proto';
-import { errors, type FieldViolation } from '@mileage/runtime';
+import { errors, isUserId, type FieldViolation } from '@mileage/runtime';
 
-const USER_ID = /^[A-Za-z0-9]{10}$/;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 export const MAX_MEMBERS_PER_CALL = 10_000;
@@ -12,7 +11,7 @@ export function requireGroupId(id: number, field = 'id'): void {
 }
 
 export function requireUserId(id: string, field = 'user_id'): void {
-  if (!USER_ID.test(id))
+  if (!isUserId(id))
     throw errors.invalidArgument(`${field} must be exactly 10 characters [A-Za-z0-9]`, [
       { field, description: 'invalid user id' },
     ]);
@@ -38,9 +37,17 @@ export function validateMembers(members: groupsV1.Member[], field = 'members'): 
     violations.push({ field, description: `at most ${MAX_MEMBERS_PER_CALL} per call` });
   const seen = new Set<string>();
   members.forEach((m, i) => {
-    if (!USER_ID.test(m.userId)) violations.push({ field: `${field}[${i}].user_id`, description: 'invalid user id' });
+    if (!isUserId(m.userId)) violations.push({ field: `${field}[${i}].user_id`, description: 'invalid user id' });
     else if (seen.has(m.userId)) violations.push({ field: `${field}[${i}].user_id`, description: 'listed twice' });
     seen.add(m.userId);
   });
   if (violations.length) throw errors.invalidArgument('invalid members', violations);
+}
+
+export function validateExternalId(externalId: string | undefined): void {
+  if (externalId !== undefined && (externalId.length > 256 || CONTROL_CHARS.test(externalId))) {
+    throw errors.invalidArgument('invalid external_id', [
+      { field: 'external_id', description: 'at most 256 characters, no control characters' },
+    ]);
+  }
 }

@@ -1,8 +1,8 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
-import type { groupsV1, usersV1 } from '@mileage/proto';
+import { scimAuditV1, type groupsV1, type usersV1 } from '@mileage/proto';
 import type { CallSettings, Logger, PromiseClient } from '@mileage/runtime';
 import { scimErrors } from './errors';
-import type { WriteJournal } from './journal';
+import type { Doc } from './resource';
 
 /** Everything a handler needs for one request. */
 export interface RequestContext {
@@ -23,7 +23,6 @@ export interface ScimDeps {
   logger: Logger;
   /** Public URL of /scim/v2, for meta.location and Location headers. */
   baseUrl: string;
-  journal: WriteJournal;
 }
 
 export interface ScimResponse {
@@ -62,9 +61,13 @@ export function checkIfMatch(demanded: number | 'mismatch', current: number, res
   }
 }
 
+/** How often a read-compute-write runs before a racing stream of changes makes it give up (503, Retry-After). */
+export const STALE_WRITE_ATTEMPTS = 12;
+
 /**
- * Runs a read-compute-write again when the owner reports that the version read is stale (a change from outside
- * SCIM came between), up to three times; a client that demanded a version with If-Match gets the 412 instead.
+ * Runs a read-compute-write again when the owner reports that the version read is stale (another change came
+ * between: the owner answers ABORTED), after a short random pause so that racing writers spread out; each round
+ * one of them lands. A client that demanded a version with If-Match gets the 412 instead.
  */
 export async function retryStaleWrite<T>(demanded: number | 'mismatch', write: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -72,9 +75,36 @@ export async function retryStaleWrite<T>(demanded: number | 'mismatch', write: (
       return await write();
     } catch (err) {
       const stale = (err as { code?: number }).code === grpcStatus.ABORTED;
-      if (!stale || demanded !== 0 || attempt >= 3) throw err;
+      if (!stale) throw err;
+      // The version the client demanded was current when read and is stale now: RFC 7644 §3.14's 412.
+      if (demanded !== 0)
+        throw scimErrors.preconditionFailed('The resource was changed by someone else; read it again');
+      if (attempt >= STALE_WRITE_ATTEMPTS)
+        throw scimErrors.unavailable('The resource is changing too often right now; try again shortly', 1);
     }
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(100, 5 * 2 ** attempt)));
   }
+}
+
+export const AUDIT_OPERATIONS = {
+  replace: scimAuditV1.AuditOperation.AUDIT_OPERATION_REPLACE,
+  patch: scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH,
+} as const;
+
+/** The audit entry the owner records with a write, in the write's own transaction. */
+export function auditEntry(
+  ctx: RequestContext,
+  operation: scimAuditV1.AuditOperation,
+  before?: Doc,
+  after?: Doc,
+): scimAuditV1.ProvisioningAudit {
+  return {
+    actor: ctx.actor,
+    operation,
+    requestId: ctx.requestId,
+    ...(before ? { before } : {}),
+    ...(after ? { after } : {}),
+  };
 }
 
 /** startIndex and count (RFC 7644 §3.4.2.4): 1-based; below 1 is 1; negative count is 0; above the maximum is reduced. */

@@ -1,5 +1,5 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
-import { decodeServiceError } from '@mileage/runtime';
+import { decodeServiceError, httpAnswer, isInvalidInput } from '@mileage/runtime';
 
 export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
@@ -54,49 +54,38 @@ export const scimErrors = {
     new ScimError(503, detail, undefined, { 'Retry-After': String(retryAfterSeconds) }),
 };
 
-/** Is this gRPC failure the owner's final answer (nothing was written), rather than an unknown outcome? */
-export function isDefinitiveFailure(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return (
-    code === grpcStatus.INVALID_ARGUMENT ||
-    code === grpcStatus.ALREADY_EXISTS ||
-    code === grpcStatus.NOT_FOUND ||
-    code === grpcStatus.ABORTED ||
-    code === grpcStatus.FAILED_PRECONDITION ||
-    code === grpcStatus.OUT_OF_RANGE
-  );
-}
-
-/** Translates an owner service's gRPC error into the SCIM error the client should see. */
+/**
+ * An owner service's gRPC error as the SCIM Error resource the client sees: the status from the platform's one table
+ * (`httpAnswer`, packages/runtime); this only adds SCIM's body (RFC 7644 §3.12: `scimType`, and invalid input is 400).
+ */
 export function scimErrorFromGrpc(err: unknown): ScimError | undefined {
   const code = (err as { code?: unknown }).code;
   if (typeof code !== 'number') return undefined;
   const decoded = decodeServiceError(err as Parameters<typeof decodeServiceError>[0]);
-  switch (code) {
-    case grpcStatus.ALREADY_EXISTS:
-      return scimErrors.uniqueness(
-        decoded.reason === 'USER_ID_TAKEN'
-          ? 'id is already taken'
-          : decoded.reason === 'USER_NAME_TAKEN'
-            ? 'userName is already taken'
-            : decoded.message,
-      );
-    case grpcStatus.NOT_FOUND:
-      return scimErrors.notFound('Resource not found');
-    case grpcStatus.ABORTED:
-      return scimErrors.preconditionFailed('The resource was changed by someone else; read it again');
-    case grpcStatus.INVALID_ARGUMENT: {
-      if (decoded.reason === 'INVALID_FILTER') return scimErrors.invalidFilter(decoded.message);
-      const fields = decoded.fieldViolations.map((v) => `${v.field}: ${v.description}`).join('; ');
-      return scimErrors.invalidValue(fields ? `Invalid value (${fields})` : decoded.message);
-    }
-    case grpcStatus.UNAVAILABLE:
-    case grpcStatus.FAILED_PRECONDITION:
-      return scimErrors.unavailable('A backing service is unavailable; try again shortly', 5);
-    case grpcStatus.DEADLINE_EXCEEDED:
-    case grpcStatus.CANCELLED:
-      return new ScimError(504, 'A backing service did not answer in time');
-    default:
-      return undefined;
+  const answer = httpAnswer(code);
+  if (isInvalidInput(code)) {
+    if (decoded.reason === 'INVALID_FILTER') return scimErrors.invalidFilter(decoded.message);
+    const fields = decoded.fieldViolations.map((v) => `${v.field}: ${v.description}`).join('; ');
+    return scimErrors.invalidValue(fields ? `Invalid value (${fields})` : decoded.message || answer.detail);
   }
+  if (code === grpcStatus.ALREADY_EXISTS) {
+    return scimErrors.uniqueness(
+      decoded.reason === 'USER_ID_TAKEN'
+        ? 'id is already taken'
+        : decoded.reason === 'USER_NAME_TAKEN'
+          ? 'userName is already taken'
+          : decoded.message || answer.detail,
+    );
+  }
+  // A 404 or a lost race is told in the client's terms, not in the owner's internal wording.
+  const detail =
+    code === grpcStatus.NOT_FOUND
+      ? 'Resource not found'
+      : code !== grpcStatus.ABORTED && answer.passMessage && decoded.message;
+  return new ScimError(
+    answer.status,
+    detail || answer.detail,
+    undefined,
+    answer.retryAfterSeconds ? { 'Retry-After': String(answer.retryAfterSeconds) } : {},
+  );
 }

@@ -1,4 +1,5 @@
 import { filterV1 } from '@mileage/proto';
+import { filterableType, MAX_FILTER_TERMS, type FilterSchema } from '@mileage/scim-domain';
 import { parse, type Filter as Ast } from 'scim2-parse-filter';
 import { scimErrors } from './errors';
 import { isObject } from './resource';
@@ -18,15 +19,6 @@ export function parseFilter(text: string): Ast {
   }
 }
 
-export interface FilterableAttributes {
-  /** Core schema URN: "urn:…:User:userName" names userName. */
-  core: string;
-  /** Lower-case canonical path → type; what the owning service can filter on (with index support or not). */
-  attributes: Record<string, 'string' | 'boolean' | 'dateTime' | 'multi'>;
-  /** Lower-case paths that exist in the schema but are kept outside the owning service's tables. */
-  unfilterable: Set<string>;
-}
-
 const OPERATORS: Record<string, filterV1.Operator> = {
   eq: filterV1.Operator.OPERATOR_EQ,
   ne: filterV1.Operator.OPERATOR_NE,
@@ -42,9 +34,10 @@ const OPERATORS: Record<string, filterV1.Operator> = {
 
 /**
  * Turns a parsed filter into the owner's Filter message: attribute names case-insensitive and URN-prefixed
- * forms accepted, each checked against what can be filtered, values typed ("True" is a boolean for active).
+ * forms accepted, each checked against the owner's declarations (@mileage/scim-domain), values typed ("True" is
+ * a boolean for active).
  */
-export function toOwnerFilter(ast: Ast, schema: FilterableAttributes): filterV1.Filter {
+export function toOwnerFilter(ast: Ast, schema: FilterSchema): filterV1.Filter {
   let nodes = 0;
   const canonical = (raw: string, scope?: string): string => {
     let name = raw.toLowerCase();
@@ -54,11 +47,12 @@ export function toOwnerFilter(ast: Ast, schema: FilterableAttributes): filterV1.
     if (schema.unfilterable.has(name) || schema.unfilterable.has(name.split('.')[0]!)) {
       throw scimErrors.invalidFilter(`Filtering on "${raw}" is not supported`);
     }
-    if (!(name in schema.attributes)) throw scimErrors.invalidFilter(`Unknown attribute "${raw}" in the filter`);
+    if (!filterableType(schema, name)) throw scimErrors.invalidFilter(`Unknown attribute "${raw}" in the filter`);
     return name;
   };
   const walk = (node: Ast, scope?: string): filterV1.Filter => {
-    if (++nodes > 64) throw scimErrors.invalidFilter('The filter has more than 64 terms');
+    if (++nodes > MAX_FILTER_TERMS)
+      throw scimErrors.invalidFilter(`The filter has more than ${MAX_FILTER_TERMS} terms`);
     switch (node.op) {
       case 'and':
         return { expr: { $case: 'allOf', value: { filters: node.filters.map((f) => walk(f, scope)) } } };
@@ -69,7 +63,7 @@ export function toOwnerFilter(ast: Ast, schema: FilterableAttributes): filterV1.
       case '[]': {
         if (scope) throw scimErrors.invalidFilter('Value paths cannot be nested');
         const attribute = canonical(node.attrPath);
-        if (schema.attributes[attribute] !== 'multi')
+        if (filterableType(schema, attribute) !== 'multi')
           throw scimErrors.invalidFilter(`"${node.attrPath}" is not multi-valued`);
         return { expr: { $case: 'valuePath', value: { attribute, filter: walk(node.valFilter, attribute) } } };
       }
@@ -77,7 +71,7 @@ export function toOwnerFilter(ast: Ast, schema: FilterableAttributes): filterV1.
         const op = OPERATORS[node.op.toLowerCase()];
         if (op === undefined) throw scimErrors.invalidFilter(`Unknown operator "${node.op}"`);
         const attribute = canonical(node.attrPath, scope);
-        const type = schema.attributes[attribute]!;
+        const type = filterableType(schema, attribute)!;
         const comparison: filterV1.Comparison = { attribute, operator: op };
         if (op !== filterV1.Operator.OPERATOR_PR) {
           const raw = (node as { compValue?: unknown }).compValue;

@@ -1,6 +1,10 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
+import { GROUP_FILTER } from '@mileage/scim-domain';
+import { isUserId } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
+  AUDIT_OPERATIONS,
+  auditEntry,
   checkIfMatch,
   etag,
   ifMatchVersion,
@@ -11,7 +15,7 @@ import {
   type ScimResponse,
 } from './context';
 import { scimErrors } from './errors';
-import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
+import { parseFilter, toOwnerFilter } from './filter';
 import { applyPatch, readPatchBody } from './patch';
 import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
 import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_SCHEMA } from './schemas';
@@ -23,21 +27,7 @@ export const GROUP_RESOURCE: ResourceSchema = {
   ignoreUnknownExtensions: true,
 };
 
-export const GROUP_FILTERABLE: FilterableAttributes = {
-  core: GROUP_SCHEMA,
-  attributes: {
-    id: 'string',
-    displayname: 'string',
-    members: 'multi',
-    'members.value': 'string',
-    'meta.created': 'dateTime',
-    'meta.lastmodified': 'dateTime',
-  },
-  unfilterable: new Set(['externalid', 'members.display', 'members.type', 'members.$ref']),
-};
-
 const GROUP_ID = /^[1-9]\d{0,17}$/;
-const USER_ID = /^[A-Za-z0-9]{10}$/;
 const BATCH = 1000;
 
 export class GroupHandlers {
@@ -61,7 +51,7 @@ export class GroupHandlers {
   /** Live users among `ids` (deleted ones are outside SCIM's view), in batches. */
   private async liveUsers(ids: string[], ctx: RequestContext): Promise<Map<string, usersV1.User>> {
     const found = new Map<string, usersV1.User>();
-    const unique = [...new Set(ids)].filter((id) => USER_ID.test(id));
+    const unique = [...new Set(ids)].filter(isUserId);
     for (let i = 0; i < unique.length; i += BATCH) {
       const { users } = await this.deps.users.batchGetUsers({ ids: unique.slice(i, i + BATCH) }, ctx.call);
       for (const u of users) found.set(u.id, u);
@@ -69,11 +59,7 @@ export class GroupHandlers {
     return found;
   }
 
-  representation(
-    group: groupsV1.Group,
-    externalId: string | undefined,
-    users: Map<string, usersV1.User> | undefined,
-  ): Doc {
+  representation(group: groupsV1.Group, users: Map<string, usersV1.User> | undefined): Doc {
     const members = users
       ? group.members.flatMap((m) => {
           const u = users.get(m.userId);
@@ -92,7 +78,7 @@ export class GroupHandlers {
     return {
       schemas: [GROUP_SCHEMA],
       id: String(group.id),
-      ...(externalId ? { externalId } : {}),
+      ...(group.externalId ? { externalId: group.externalId } : {}),
       displayName: group.displayName,
       ...(members ? { members } : {}),
       meta: {
@@ -117,8 +103,7 @@ export class GroupHandlers {
           ctx,
         )
       : undefined;
-    const externalId = (await this.deps.journal.groupExternalIds([group])).get(String(group.id));
-    const full = this.representation(group, externalId, users);
+    const full = this.representation(group, users);
     return {
       status: 200,
       headers: { ETag: etag(group.version) },
@@ -147,7 +132,7 @@ export class GroupHandlers {
     }
     const { startIndex, count } = paging(ctx.query);
     const filterText = ctx.query.get('filter');
-    const filter = filterText ? toOwnerFilter(parseFilter(filterText), GROUP_FILTERABLE) : undefined;
+    const filter = filterText ? toOwnerFilter(parseFilter(filterText), GROUP_FILTER) : undefined;
     const withMembers = this.wantsMembers(ctx);
     const { groups, totalSize } = await this.deps.groups.listGroups(
       { ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count, excludeMembers: !withMembers },
@@ -159,10 +144,9 @@ export class GroupHandlers {
           ctx,
         )
       : undefined;
-    const externalIds = await this.deps.journal.groupExternalIds(groups);
     const resources = groups.map((g) =>
       project(
-        this.representation(g, externalIds.get(String(g.id)), users),
+        this.representation(g, users),
         GROUP_RESOURCE,
         ctx.query.get('attributes') ?? undefined,
         ctx.query.get('excludedAttributes') ?? undefined,
@@ -196,8 +180,10 @@ export class GroupHandlers {
   }
 
   /**
-   * One UpdateGroup call replaces display name and members atomically under the version read: members who stay
-   * keep their roles, new members join as drivers, and unknown user ids refuse the whole request.
+   * One UpdateGroup call replaces display name, externalId and members atomically under the version read, with
+   * the audit entry in the same Groups transaction: members who stay keep their roles, new members join as
+   * drivers, and unknown user ids refuse the whole request. A racing change moves the version: read and compute
+   * again (retryStaleWrite), unless the client demanded a version with If-Match.
    */
   private async change(
     id: string,
@@ -207,88 +193,68 @@ export class GroupHandlers {
   ): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
     if (!GROUP_ID.test(id)) throw scimErrors.notFound(`Group ${id} not found`);
-    return retryStaleWrite(demanded, () =>
-      this.deps.journal.exclusive(
-        { actor: ctx.actor, operation, resourceType: 'Group', resourceId: id, requestId: ctx.requestId },
-        async (slot) => {
-          const current = await this.load(id, ctx);
-          checkIfMatch(demanded, current.version, 'group');
-          const users = await this.liveUsers(
-            current.members.map((m) => m.userId),
-            ctx,
-          );
-          const externalId = (await this.deps.journal.groupExternalIds([current])).get(String(current.id));
-          const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
-          const before: Doc = {
-            ...(externalId ? { externalId } : {}),
-            displayName: current.displayName,
-            ...(visible.length ? { members: visible } : {}),
-          };
-          const after = compute(structuredClone(before));
-          if (typeof after.displayName !== 'string' || after.displayName.trim() === '')
-            throw scimErrors.invalidValue('"displayName" is required');
-          const memberIds = [
-            ...new Set(
-              ((after.members ?? []) as Doc[]).map((m, i) => {
-                if (typeof m.value !== 'string') throw scimErrors.invalidValue(`"members[${i}].value" is required`);
-                return m.value;
-              }),
-            ),
-          ];
-          const normalizedAfter: Doc = {
-            ...(typeof after.externalId === 'string' ? { externalId: after.externalId } : {}),
-            displayName: after.displayName,
-            ...(memberIds.length ? { members: memberIds.map((value) => ({ value })) } : {}),
-          };
-          if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
+    return retryStaleWrite(demanded, async () => {
+      const current = await this.load(id, ctx);
+      checkIfMatch(demanded, current.version, 'group');
+      const users = await this.liveUsers(
+        current.members.map((m) => m.userId),
+        ctx,
+      );
+      const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
+      const before: Doc = {
+        ...(current.externalId ? { externalId: current.externalId } : {}),
+        displayName: current.displayName,
+        ...(visible.length ? { members: visible } : {}),
+      };
+      const after = compute(structuredClone(before));
+      if (typeof after.displayName !== 'string' || after.displayName.trim() === '')
+        throw scimErrors.invalidValue('"displayName" is required');
+      const memberIds = [
+        ...new Set(
+          ((after.members ?? []) as Doc[]).map((m, i) => {
+            if (typeof m.value !== 'string') throw scimErrors.invalidValue(`"members[${i}].value" is required`);
+            return m.value;
+          }),
+        ),
+      ];
+      const externalId = typeof after.externalId === 'string' ? after.externalId : undefined;
+      const normalizedAfter: Doc = {
+        ...(externalId !== undefined ? { externalId } : {}),
+        displayName: after.displayName,
+        ...(memberIds.length ? { members: memberIds.map((value) => ({ value })) } : {}),
+      };
+      if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
 
-          const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
-          const unknown = newcomers.filter((m) => !USER_ID.test(m));
-          const known = await this.liveUsers(newcomers, ctx);
-          unknown.push(...newcomers.filter((m) => USER_ID.test(m) && !known.has(m)));
-          if (unknown.length)
-            throw scimErrors.invalidValue(
-              `Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`,
-            );
+      const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
+      const unknown = newcomers.filter((m) => !isUserId(m));
+      const known = await this.liveUsers(newcomers, ctx);
+      unknown.push(...newcomers.filter((m) => isUserId(m) && !known.has(m)));
+      if (unknown.length)
+        throw scimErrors.invalidValue(
+          `Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`,
+        );
 
-          const members: groupsV1.Member[] = memberIds.map((userId) => {
-            const existing = current.members.find((m) => m.userId === userId);
-            return existing ?? { userId, isAdmin: false, isDriver: true };
-          });
-          // Members whose users were deleted are outside SCIM's view: they stay as they are.
-          for (const hidden of current.members.filter((m) => !users.has(m.userId) && !memberIds.includes(m.userId)))
-            members.push(hidden);
-          const updated = await this.deps.journal.perform(
-            {
-              actor: ctx.actor,
-              operation,
-              resourceType: 'Group',
-              resourceId: id,
-              requestId: ctx.requestId,
-              before: this.representation(current, externalId, users),
-              after: normalizedAfter,
-              sideEffects: { groupExternalId: typeof after.externalId === 'string' ? after.externalId : null },
-            },
-            async (writeId) =>
-              (
-                await this.deps.groups.updateGroup(
-                  {
-                    id: current.id,
-                    displayName: after.displayName as string,
-                    replaceMembers: true,
-                    members,
-                    expectedVersion: current.version,
-                    writeId,
-                  },
-                  ctx.call,
-                )
-              ).group!,
-            (g) => ({ resourceId: id, after: { ...normalizedAfter, meta: { version: etag(g.version) } } }),
-            { slot, targetVersion: current.version + 1 },
-          );
-          return this.respond(updated, ctx);
+      const members: groupsV1.Member[] = memberIds.map((userId) => {
+        const existing = current.members.find((m) => m.userId === userId);
+        return existing ?? { userId, isAdmin: false, isDriver: true };
+      });
+      // Members whose users were deleted are outside SCIM's view: they stay as they are.
+      for (const hidden of current.members.filter((m) => !users.has(m.userId) && !memberIds.includes(m.userId)))
+        members.push(hidden);
+      const { group: updated } = await this.deps.groups.updateGroup(
+        {
+          id: current.id,
+          displayName: after.displayName,
+          replaceMembers: true,
+          members,
+          expectedVersion: current.version,
+          ...(externalId !== undefined ? { externalId } : {}),
+          replaceExternalId: true,
+          audit: auditEntry(ctx, AUDIT_OPERATIONS[operation], this.representation(current, users), normalizedAfter),
         },
-      ),
-    );
+        ctx.call,
+      );
+      return this.respond(updated!, ctx);
+    });
   }
 }

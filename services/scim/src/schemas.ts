@@ -1,9 +1,9 @@
 // The SCIM schemas this service implements (RFC 7643 §4, §8.7), as served by /Schemas and used to read,
 // validate, project and patch resources. Attribute names are matched case-insensitively everywhere.
 
-export const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
-export const ENTERPRISE_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
-export const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+import { ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA } from '@mileage/scim-domain';
+
+export { ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA };
 export const LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
 export const PATCH_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 

@@ -9,7 +9,6 @@ import { LIST_SCHEMA } from './schemas';
 import { UserHandlers } from './users';
 
 export const SCIM_CONTENT_TYPE = 'application/scim+json; charset=utf-8';
-const MAX_BODY = 1_048_576;
 
 type Route = (ctx: RequestContext, body: () => unknown, id: string | undefined) => Promise<ScimResponse> | ScimResponse;
 
@@ -134,6 +133,9 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
         const scimError = err instanceof ScimError ? err : scimErrorFromGrpc(err);
         // Anything else is a bug: the gRPC server logs it and answers INTERNAL without details.
         if (!scimError) throw err;
+        // An owner's server-side failure (its details stay in its own log) is worth a line here too.
+        if (!(err instanceof ScimError) && scimError.status >= 500 && ![503, 504].includes(scimError.status))
+          deps.logger.error({ err, request_id: callCtx.requestId }, 'an owner service failed');
         response = { status: scimError.status, headers: scimError.headers, body: scimError.body() };
       }
       const payload = response.body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(response.body));
@@ -167,9 +169,12 @@ function searchContext(ctx: RequestContext, body: unknown): RequestContext {
   return { ...ctx, query };
 }
 
-/** Parses a JSON body sent as application/scim+json or application/json; anything else is refused. */
+/**
+ * Parses a JSON body sent as application/scim+json or application/json; anything else is refused (415). The content
+ * type is checked here, once, because only this service knows which requests read a body; the size is the gateway's
+ * check (BODY_LIMIT_BYTES, 413), made before it reads the bytes.
+ */
 function readJson(body: Buffer, contentType: string | undefined): unknown {
-  if (body.length > MAX_BODY) throw new ScimError(413, `The request body is larger than ${MAX_BODY} bytes`);
   if (contentType && !/^application\/(scim\+)?json\s*(;|$)/i.test(contentType)) {
     throw new ScimError(415, 'Send the body as application/scim+json (or application/json)');
   }

@@ -1,6 +1,10 @@
-import type { usersV1 } from '@mileage/proto';
+import { scimAuditV1, type usersV1 } from '@mileage/proto';
+import { USER_FILTER } from '@mileage/scim-domain';
+import { isUserId } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
+  AUDIT_OPERATIONS,
+  auditEntry,
   checkIfMatch,
   etag,
   ifMatchVersion,
@@ -11,7 +15,7 @@ import {
   type ScimResponse,
 } from './context';
 import { scimErrors, ScimError } from './errors';
-import { parseFilter, toOwnerFilter, type FilterableAttributes } from './filter';
+import { parseFilter, toOwnerFilter } from './filter';
 import { applyPatch, readPatchBody } from './patch';
 import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
 import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, LIST_SCHEMA, USER_ATTRIBUTES, USER_SCHEMA } from './schemas';
@@ -25,59 +29,8 @@ export const USER_RESOURCE: ResourceSchema = {
   ignoredOnInput: ['groups'],
 };
 
-const ENTERPRISE_LOWER = ENTERPRISE_SCHEMA.toLowerCase();
-
-/** What the Users service can filter on (its allow-list), by lower-case path. */
-export const USER_FILTERABLE: FilterableAttributes = {
-  core: USER_SCHEMA,
-  attributes: {
-    id: 'string',
-    username: 'string',
-    externalid: 'string',
-    displayname: 'string',
-    'name.givenname': 'string',
-    'name.familyname': 'string',
-    'name.formatted': 'string',
-    timezone: 'string',
-    active: 'boolean',
-    'meta.created': 'dateTime',
-    'meta.lastmodified': 'dateTime',
-    emails: 'multi',
-    'emails.value': 'string',
-    'emails.type': 'string',
-    'emails.primary': 'boolean',
-    [`${ENTERPRISE_LOWER}:employeenumber`]: 'string',
-    [`${ENTERPRISE_LOWER}:costcenter`]: 'string',
-    [`${ENTERPRISE_LOWER}:organization`]: 'string',
-    [`${ENTERPRISE_LOWER}:division`]: 'string',
-    [`${ENTERPRISE_LOWER}:department`]: 'string',
-    [`${ENTERPRISE_LOWER}:manager.value`]: 'string',
-  },
-  unfilterable: new Set([
-    'nickname',
-    'profileurl',
-    'title',
-    'usertype',
-    'preferredlanguage',
-    'locale',
-    'phonenumbers',
-    'ims',
-    'photos',
-    'addresses',
-    'entitlements',
-    'roles',
-    'x509certificates',
-    'name.middlename',
-    'name.honorificprefix',
-    'name.honorificsuffix',
-    'password',
-    'groups',
-  ]),
-};
-
-const USER_ID = /^[A-Za-z0-9]{10}$/;
-/** Attributes the Users service owns; the rest of the core schema is kept by this service. */
-const OWNED = new Set([
+/** Attributes the Users service models in fields of their own; the rest travel as its scim_attributes. */
+const MODELLED = new Set([
   'userName',
   'name',
   'displayName',
@@ -87,10 +40,10 @@ const OWNED = new Set([
   'timezone',
   ENTERPRISE_SCHEMA,
 ]);
-const OWNED_NAME_PARTS = new Set(['givenName', 'familyName', 'formatted']);
+const MODELLED_NAME_PARTS = new Set(['givenName', 'familyName', 'formatted']);
 
-/** Splits a canonical user document into the Users service's record and the attributes kept here. */
-function toOwner(doc: Doc, id: string): { user: usersV1.User; attributes: Doc } {
+/** The Users service's record of a canonical user document: modelled fields, the rest as scim_attributes. */
+function toOwner(doc: Doc, id: string): usersV1.User {
   if (typeof doc.userName !== 'string' || doc.userName.trim() === '')
     throw scimErrors.invalidValue('"userName" is required');
   const name = (doc.name ?? {}) as Record<string, string>;
@@ -98,7 +51,11 @@ function toOwner(doc: Doc, id: string): { user: usersV1.User; attributes: Doc } 
     if (typeof e.value !== 'string') throw scimErrors.invalidValue(`"emails[${i}].value" is required`);
     return { value: e.value, type: typeof e.type === 'string' ? e.type : '', primary: e.primary === true };
   });
-  const user: usersV1.User = {
+  const attributes: Doc = {};
+  for (const [key, value] of Object.entries(doc)) if (!MODELLED.has(key)) attributes[key] = value;
+  const nameExtras = Object.fromEntries(Object.entries(name).filter(([k]) => !MODELLED_NAME_PARTS.has(k)));
+  if (Object.keys(nameExtras).length) attributes.name = nameExtras;
+  return {
     id,
     userName: doc.userName,
     name: {
@@ -113,17 +70,13 @@ function toOwner(doc: Doc, id: string): { user: usersV1.User; attributes: Doc } 
     timezone: typeof doc.timezone === 'string' ? doc.timezone : 'UTC',
     version: 0,
     ...(isObject(doc[ENTERPRISE_SCHEMA]) ? { enterprise: doc[ENTERPRISE_SCHEMA] as Record<string, unknown> } : {}),
+    ...(Object.keys(attributes).length ? { scimAttributes: attributes } : {}),
   };
-  const attributes: Doc = {};
-  for (const [key, value] of Object.entries(doc)) if (!OWNED.has(key)) attributes[key] = value;
-  const nameExtras = Object.fromEntries(Object.entries(name).filter(([k]) => !OWNED_NAME_PARTS.has(k)));
-  if (Object.keys(nameExtras).length) attributes.name = nameExtras;
-  return { user, attributes };
 }
 
-/** The canonical document (no id, schemas or meta) of a user and the attributes kept here. */
-function toDoc(user: usersV1.User, attributes: Doc | undefined): Doc {
-  const { name: extraName, ...extras } = (attributes ?? {}) as Doc & { name?: Doc };
+/** The canonical document (no id, schemas or meta) of a user. */
+function toDoc(user: usersV1.User): Doc {
+  const { name: extraName, ...extras } = (user.scimAttributes ?? {}) as Doc & { name?: Doc };
   const name: Doc = { ...(extraName ?? {}) };
   if (user.name?.formatted) name.formatted = user.name.formatted;
   if (user.name?.familyName) name.familyName = user.name.familyName;
@@ -153,8 +106,8 @@ export class UserHandlers {
   }
 
   /** The full SCIM representation of a user (RFC 7643 §4.1). */
-  representation(user: usersV1.User, attributes: Doc | undefined): Doc {
-    const doc = toDoc(user, attributes);
+  representation(user: usersV1.User): Doc {
+    const doc = toDoc(user);
     return {
       schemas: doc[ENTERPRISE_SCHEMA] ? [USER_SCHEMA, ENTERPRISE_SCHEMA] : [USER_SCHEMA],
       id: user.id,
@@ -169,21 +122,19 @@ export class UserHandlers {
     };
   }
 
-  /** The live user and its attributes, or 404. */
-  private async load(id: string, ctx: RequestContext): Promise<{ user: usersV1.User; attributes: Doc | undefined }> {
-    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
-    const { user } = await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call);
-    return { user: user!, attributes: (await this.deps.journal.userAttributes([user!])).get(id) };
+  /** The live user, or 404. */
+  private async load(id: string, ctx: RequestContext): Promise<usersV1.User> {
+    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
+    return (await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call)).user!;
   }
 
   private respond(
     status: number,
     user: usersV1.User,
-    attributes: Doc | undefined,
     ctx: RequestContext,
     extraHeaders: Record<string, string> = {},
   ): ScimResponse {
-    const full = this.representation(user, attributes);
+    const full = this.representation(user);
     return {
       status,
       headers: { ETag: etag(user.version), ...extraHeaders },
@@ -198,34 +149,25 @@ export class UserHandlers {
 
   async create(body: unknown, ctx: RequestContext): Promise<ScimResponse> {
     const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
-    if (sentId !== undefined && sentId !== null && (typeof sentId !== 'string' || !USER_ID.test(sentId))) {
+    if (sentId !== undefined && sentId !== null && (typeof sentId !== 'string' || !isUserId(sentId))) {
       throw scimErrors.invalidValue(
         '"id" must be exactly 10 characters [A-Za-z0-9], or left out so that the server assigns one',
       );
     }
     const doc = normalizeBody(body, USER_RESOURCE);
-    const { user, attributes } = toOwner(doc, typeof sentId === 'string' ? sentId : '');
-    const created = await this.deps.journal.perform(
-      {
-        actor: ctx.actor,
-        operation: 'create',
-        resourceType: 'User',
-        ...(user.id ? { resourceId: user.id } : {}),
-        requestId: ctx.requestId,
-        after: doc,
-        sideEffects: { userAttributes: attributes },
-      },
-      async (writeId) => (await this.deps.users.createUser({ user, writeId }, ctx.call)).user!,
-      (u) => ({ resourceId: u.id, after: this.representation(u, attributes) }),
+    const user = toOwner(doc, typeof sentId === 'string' ? sentId : '');
+    const { user: created } = await this.deps.users.createUser(
+      { user, audit: auditEntry(ctx, scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE, undefined, doc) },
+      ctx.call,
     );
-    return this.respond(201, created, attributes, ctx, { Location: this.location(created.id) });
+    return this.respond(201, created!, ctx, { Location: this.location(created!.id) });
   }
 
   async get(id: string, ctx: RequestContext): Promise<ScimResponse> {
     checkSelection(ctx.query.get('attributes') ?? undefined, USER_RESOURCE, 'attributes');
     checkSelection(ctx.query.get('excludedAttributes') ?? undefined, USER_RESOURCE, 'excludedAttributes');
-    const { user, attributes } = await this.load(id, ctx);
-    const response = this.respond(200, user, attributes, ctx);
+    const user = await this.load(id, ctx);
+    const response = this.respond(200, user, ctx);
     // RFC 7644 §3.14: a client holding the current version gets 304 without the body.
     if (
       ctx.headers['if-none-match'] &&
@@ -243,15 +185,14 @@ export class UserHandlers {
     }
     const { startIndex, count } = paging(ctx.query);
     const filterText = ctx.query.get('filter');
-    const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTERABLE) : undefined;
+    const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTER) : undefined;
     const { users, totalSize } = await this.deps.users.listUsers(
       { ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count },
       ctx.call,
     );
-    const attributes = await this.deps.journal.userAttributes(users);
     const resources = users.map((u) =>
       project(
-        this.representation(u, attributes.get(u.id)),
+        this.representation(u),
         USER_RESOURCE,
         ctx.query.get('attributes') ?? undefined,
         ctx.query.get('excludedAttributes') ?? undefined,
@@ -282,8 +223,9 @@ export class UserHandlers {
   }
 
   /**
-   * Holding the user's write slot, read, compute the new document and write it under the version read. Writes
-   * from outside SCIM can still move the version: then read again, unless the client demanded a version.
+   * Reads, computes the new document and writes it under the version read, with its audit entry, in one Users
+   * transaction. A racing change moves the version: then read and compute again (retryStaleWrite), unless the
+   * client demanded a version with If-Match.
    */
   private async change(
     id: string,
@@ -292,66 +234,42 @@ export class UserHandlers {
     compute: (current: Doc) => Doc,
   ): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
-    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
-    return retryStaleWrite(demanded, () =>
-      this.deps.journal.exclusive(
-        { actor: ctx.actor, operation, resourceType: 'User', resourceId: id, requestId: ctx.requestId },
-        async (slot) => {
-          const { user: current, attributes: currentAttributes } = await this.load(id, ctx);
-          checkIfMatch(demanded, current.version, 'user');
-          const before = toDoc(current, currentAttributes);
-          const after = compute(structuredClone(before));
-          // Nothing changes: no write, no audit entry, the same version.
-          if (isDeepStrictEqual(after, before)) return this.respond(200, current, currentAttributes, ctx);
-          const { user, attributes } = toOwner(after, id);
-          const updated = await this.deps.journal.perform(
-            {
-              actor: ctx.actor,
-              operation,
-              resourceType: 'User',
-              resourceId: id,
-              requestId: ctx.requestId,
-              before: this.representation(current, currentAttributes),
-              after,
-              sideEffects: { userAttributes: attributes },
-            },
-            async (writeId) =>
-              (await this.deps.users.updateUser({ user, expectedVersion: current.version, writeId }, ctx.call)).user!,
-            (u) => ({ resourceId: id, after: this.representation(u, attributes) }),
-            { slot, targetVersion: current.version + 1 },
-          );
-          return this.respond(200, updated, attributes, ctx);
+    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
+    return retryStaleWrite(demanded, async () => {
+      const current = await this.load(id, ctx);
+      checkIfMatch(demanded, current.version, 'user');
+      const before = toDoc(current);
+      const after = compute(structuredClone(before));
+      // Nothing changes: no write, no audit entry, the same version.
+      if (isDeepStrictEqual(after, before)) return this.respond(200, current, ctx);
+      const { user: updated } = await this.deps.users.updateUser(
+        {
+          user: toOwner(after, id),
+          expectedVersion: current.version,
+          audit: auditEntry(ctx, AUDIT_OPERATIONS[operation], this.representation(current), after),
         },
-      ),
-    );
+        ctx.call,
+      );
+      return this.respond(200, updated!, ctx);
+    });
   }
 
   async delete(id: string, ctx: RequestContext): Promise<ScimResponse> {
     const demanded = ifMatchVersion(ctx.headers);
-    if (!USER_ID.test(id)) throw scimErrors.notFound(`User ${id} not found`);
-    return this.deps.journal.exclusive(
-      { actor: ctx.actor, operation: 'delete', resourceType: 'User', resourceId: id, requestId: ctx.requestId },
-      async (slot) => {
-        const { user, attributes } = await this.load(id, ctx);
-        checkIfMatch(demanded, user.version, 'user');
-        await this.deps.journal.perform(
-          {
-            actor: ctx.actor,
-            operation: 'delete',
-            resourceType: 'User',
-            resourceId: id,
-            requestId: ctx.requestId,
-            before: this.representation(user, attributes),
-            sideEffects: { userAttributes: null },
-          },
-          async (writeId) =>
-            (await this.deps.users.deleteUser({ id, expectedVersion: user.version, writeId }, ctx.call)).user!,
-          () => ({ resourceId: id }),
-          { slot, targetVersion: user.version + 1 },
-        );
-        return { status: 204 };
-      },
-    );
+    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
+    return retryStaleWrite(demanded, async () => {
+      const user = await this.load(id, ctx);
+      checkIfMatch(demanded, user.version, 'user');
+      await this.deps.users.deleteUser(
+        {
+          id,
+          expectedVersion: user.version,
+          audit: auditEntry(ctx, scimAuditV1.AuditOperation.AUDIT_OPERATION_DELETE, this.representation(user)),
+        },
+        ctx.call,
+      );
+      return { status: 204 };
+    });
   }
 }
 

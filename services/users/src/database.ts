@@ -1,21 +1,4 @@
-import { createDatabase, type Metrics } from '@mileage/runtime';
-import * as path from 'node:path';
+import { serviceDatabase } from '@mileage/runtime';
 
-export const SCHEMA = 'users';
-
-export function openDatabase(options: {
-  url: string;
-  poolMax?: number;
-  statementTimeoutMs?: number;
-  metrics?: Metrics;
-}) {
-  return createDatabase({
-    url: options.url,
-    schema: SCHEMA,
-    migrationsDirectory: path.join(__dirname, 'migrations'),
-    applicationName: 'mileage-users',
-    ...(options.poolMax ? { poolMax: options.poolMax } : {}),
-    ...(options.statementTimeoutMs ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
-    ...(options.metrics ? { metrics: options.metrics } : {}),
-  });
-}
+/** The `users` schema, its login's application_name and this folder's migrations/, derived from the service's name. */
+export const { SCHEMA, openDatabase } = serviceDatabase('users', __dirname);

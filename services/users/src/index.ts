@@ -1,4 +1,3 @@
 export { createServer, type UsersServerDeps } from './server';
 export { openDatabase, SCHEMA } from './database';
 export { generateUserId, UsersRepository } from './users-repo';
-export { isUserId, USER_ID_PATTERN } from './validation';

@@ -1,19 +1,13 @@
-import { tracing } from './instrument';
+// The process of the Users service: everything but its own parts comes from runService.
 import { PROTO_FILES } from '@mileage/proto';
-import { purgeWriteRecords, runService } from '@mileage/runtime';
+import { runService } from '@mileage/runtime';
 import { openDatabase } from './database';
 import { createServer } from './server';
 
-runService({
+void runService({
   name: 'users',
-  tracing,
   defaults: { grpcPort: 50051, metricsPort: 9461 },
   protoFile: PROTO_FILES.users,
   openDatabase,
   createServer,
-  // Write records only matter until the SCIM service has settled the write; older ones are purged hourly.
-  housekeeping: { everyMs: 3_600_000, run: (knex) => purgeWriteRecords(knex) },
-}).catch((err: unknown) => {
-  process.stderr.write(`users: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
 });

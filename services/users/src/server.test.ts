@@ -1,11 +1,9 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { filterV1, PROTO_FILES, usersV1 } from '@mileage/proto';
+import { filterV1, PROTO_FILES, scimAuditV1, usersV1 } from '@mileage/proto';
 import {
   createGrpcClient,
   createLogger,
   decodeServiceError,
-  filterToSql,
-  purgeWriteRecords,
   HealthClient,
   Metrics,
   startGrpcServer,
@@ -14,10 +12,9 @@ import {
 } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { USER_FILTER_ATTRIBUTES } from './scim-attributes';
+import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
 import { pageQuery } from './users-repo';
 import { createServer } from './server';
 
@@ -89,7 +86,6 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   test('creates a user with a generated 10-character id and reads it back', async () => {
     const { user: created } = await client.createUser({
       user: user({ userName: 'Erin@Example.com', displayName: 'Erin' }),
-      writeId: '',
     });
     assert.match(created!.id, /^[A-Za-z0-9]{10}$/);
     assert.equal(created!.version, 1);
@@ -100,16 +96,16 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   });
 
   test('keeps a valid id sent by the caller, and refuses it when taken', async () => {
-    const { user: created } = await client.createUser({ user: user({ id: 'Explicit01' }), writeId: '' });
+    const { user: created } = await client.createUser({ user: user({ id: 'Explicit01' }) });
     assert.equal(created!.id, 'Explicit01');
-    const err = await rejection(client.createUser({ user: user({ id: 'Explicit01' }), writeId: '' }));
+    const err = await rejection(client.createUser({ user: user({ id: 'Explicit01' }) }));
     assert.equal(err.code, status.ALREADY_EXISTS);
     assert.equal(err.reason, 'USER_ID_TAKEN');
   });
 
   test('userName is unique case-insensitively', async () => {
-    await client.createUser({ user: user({ userName: 'frank@example.com' }), writeId: '' });
-    const err = await rejection(client.createUser({ user: user({ userName: 'FRANK@example.COM' }), writeId: '' }));
+    await client.createUser({ user: user({ userName: 'frank@example.com' }) });
+    const err = await rejection(client.createUser({ user: user({ userName: 'FRANK@example.COM' }) }));
     assert.equal(err.code, status.ALREADY_EXISTS);
     assert.equal(err.reason, 'USER_NAME_TAKEN');
   });
@@ -117,7 +113,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   test('exactly one of many concurrent creates with one userName wins', async () => {
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) =>
-        client.createUser({ user: user({ userName: i % 2 ? 'race@example.com' : 'RACE@example.com' }), writeId: '' }),
+        client.createUser({ user: user({ userName: i % 2 ? 'race@example.com' : 'RACE@example.com' }) }),
       ),
     );
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
@@ -137,7 +133,6 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
           timezone: 'Mars/Olympus',
           emails: [{ value: 'not-an-email', type: 'work', primary: true }],
         }),
-        writeId: '',
       }),
     );
     assert.equal(err.code, status.INVALID_ARGUMENT);
@@ -159,8 +154,8 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   });
 
   test('batch get returns found users once each, in request order', async () => {
-    const a = (await client.createUser({ user: user(), writeId: '' })).user!;
-    const b = (await client.createUser({ user: user(), writeId: '' })).user!;
+    const a = (await client.createUser({ user: user() })).user!;
+    const b = (await client.createUser({ user: user() })).user!;
     const { users } = await client.batchGetUsers({ ids: [b.id, 'Missing123', a.id, b.id] });
     assert.deepEqual(
       users.map((u) => u.id),
@@ -171,23 +166,18 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   });
 
   test('update bumps the version and honours expected_version', async () => {
-    const created = (await client.createUser({ user: user(), writeId: '' })).user!;
+    const created = (await client.createUser({ user: user() })).user!;
     const { user: updated } = await client.updateUser({
       user: { ...created, active: false, displayName: 'Renamed' },
       expectedVersion: 1,
-      writeId: '',
     });
     assert.equal(updated!.version, 2);
     assert.equal(updated!.active, false);
     assert.equal(updated!.displayName, 'Renamed');
     assert.ok(updated!.updateTime! >= created.updateTime!);
-    const stale = await rejection(
-      client.updateUser({ user: { ...created, displayName: 'Lost' }, expectedVersion: 1, writeId: '' }),
-    );
+    const stale = await rejection(client.updateUser({ user: { ...created, displayName: 'Lost' }, expectedVersion: 1 }));
     assert.equal(stale.code, status.ABORTED);
-    const missing = await rejection(
-      client.updateUser({ user: { ...created, id: 'Nobody0000' }, expectedVersion: 0, writeId: '' }),
-    );
+    const missing = await rejection(client.updateUser({ user: { ...created, id: 'Nobody0000' }, expectedVersion: 0 }));
     assert.equal(missing.code, status.NOT_FOUND);
   });
 
@@ -250,7 +240,6 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
             emails: p.emails,
             ...(p.dept ? { enterprise: { department: p.dept } } : {}),
           }),
-          writeId: '',
         });
       }
     });
@@ -375,7 +364,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         ['emails[type eq work and value eq …]', valuePath],
       ];
       for (const [attribute, filter] of filters) {
-        const condition = filterToSql(filter, USER_FILTER_ATTRIBUTES);
+        const condition = filterToSql(filter, USER_FILTER);
         // The statement ListUsers runs for a page of a few matches, and the count before it.
         const { rows } = await db.knex.raw(`EXPLAIN ${pageQuery(`deleted_at IS NULL AND ${condition.sql}`, 1)}`, [
           ...condition.bindings,
@@ -400,74 +389,103 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   });
 
   test('delete deactivates, hides the user and frees the userName; the id stays taken', async () => {
-    const created = (await client.createUser({ user: user({ userName: 'leaver@example.com' }), writeId: '' })).user!;
-    const stale = await rejection(client.deleteUser({ id: created.id, expectedVersion: 9, writeId: '' }));
+    const created = (await client.createUser({ user: user({ userName: 'leaver@example.com' }) })).user!;
+    const stale = await rejection(client.deleteUser({ id: created.id, expectedVersion: 9 }));
     assert.equal(stale.code, status.ABORTED);
     const { user: deleted } = await client.deleteUser({
       id: created.id,
       expectedVersion: created.version,
-      writeId: '',
     });
     assert.equal(deleted!.active, false);
     assert.ok(deleted!.deleteTime);
     assert.equal((await rejection(client.getUser({ id: created.id, includeDeleted: false }))).code, status.NOT_FOUND);
-    assert.equal(
-      (await rejection(client.deleteUser({ id: created.id, expectedVersion: 0, writeId: '' }))).code,
-      status.NOT_FOUND,
-    );
-    const again = (await client.createUser({ user: user({ userName: 'LEAVER@example.com' }), writeId: '' })).user!;
+    assert.equal((await rejection(client.deleteUser({ id: created.id, expectedVersion: 0 }))).code, status.NOT_FOUND);
+    const again = (await client.createUser({ user: user({ userName: 'LEAVER@example.com' }) })).user!;
     assert.notEqual(again.id, created.id);
-    assert.equal(
-      (await rejection(client.createUser({ user: user({ id: created.id }), writeId: '' }))).code,
-      status.ALREADY_EXISTS,
-    );
+    assert.equal((await rejection(client.createUser({ user: user({ id: created.id }) }))).code, status.ALREADY_EXISTS);
   });
 
-  test('a write_id is applied once; ResolveWrite reports it, or fences an unseen one so it can never apply', async () => {
-    const writeId = randomUUID();
-    const first = (await client.createUser({ user: user({ userName: 'once@example.com' }), writeId })).user!;
-    const replay = (await client.createUser({ user: user({ userName: 'once@example.com' }), writeId })).user!;
-    assert.equal(replay.id, first.id, 'a retried create returns the user it made');
-    const applied = await client.resolveWrite({ writeId });
-    assert.equal(applied.outcome, usersV1.WriteOutcome.WRITE_OUTCOME_APPLIED);
-    assert.equal(applied.user!.id, first.id);
-
-    const lateId = randomUUID();
-    const fenced = await client.resolveWrite({ writeId: lateId });
-    assert.equal(fenced.outcome, usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED);
-    const late = await rejection(
-      client.updateUser({ user: { ...first, displayName: 'Too late' }, expectedVersion: 0, writeId: lateId }),
-    );
-    assert.equal(late.code, status.FAILED_PRECONDITION);
-    assert.equal((await client.getUser({ id: first.id, includeDeleted: false })).user!.displayName, first.displayName);
-
-    // A write that fails leaves no record: resolving it afterwards fences it.
-    const failedId = randomUUID();
-    await rejection(client.createUser({ user: user({ userName: 'ONCE@example.com' }), writeId: failedId }));
-    assert.equal(
-      (await client.resolveWrite({ writeId: failedId })).outcome,
-      usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
-    );
-    assert.equal((await rejection(client.resolveWrite({ writeId: 'not-a-uuid' }))).code, status.INVALID_ARGUMENT);
+  test('SCIM attributes the platform does not model are stored with the user and change with its version', async () => {
+    const scimAttributes = {
+      title: 'Fleet manager',
+      phoneNumbers: [{ value: '+1 555 0100', type: 'work' }],
+      name: { middleName: 'Q' },
+    };
+    const created = (await client.createUser({ user: user({ userName: 'attrs@example.com', scimAttributes }) })).user!;
+    assert.deepEqual(created.scimAttributes, scimAttributes);
+    const updated = (
+      await client.updateUser({ user: { ...created, scimAttributes: { title: 'Driver' } }, expectedVersion: 1 })
+    ).user!;
+    assert.equal(updated.version, 2);
+    assert.deepEqual((await client.getUser({ id: created.id, includeDeleted: false })).user!.scimAttributes, {
+      title: 'Driver',
+    });
+    const cleared = (await client.updateUser({ user: { ...updated, scimAttributes: {} }, expectedVersion: 2 })).user!;
+    assert.equal(cleared.scimAttributes, undefined, 'no attributes are stored as none');
   });
 
-  test('write records older than the retention are purged; recent ones stay', async () => {
-    const recent = randomUUID();
-    const old = randomUUID();
-    await db.knex('write_requests').insert([
-      { write_id: recent, outcome: 'abandoned' },
-      {
-        write_id: old,
-        outcome: 'applied',
-        user_id: 'Nobody0000',
-        recorded_at: db.knex.raw(`now() - interval '8 days'`),
-      },
-    ]);
-    assert.ok((await purgeWriteRecords(db.knex)) >= 1);
-    const left = (await db.knex('write_requests').whereIn('write_id', [recent, old]).select('write_id')).map(
-      (r: { write_id: string }) => r.write_id,
+  test('a write with an audit entry records it in the same transaction; a refused write records none', async () => {
+    const audit = (operation: scimAuditV1.AuditOperation, extra: Partial<scimAuditV1.ProvisioningAudit> = {}) => ({
+      actor: 'okta',
+      operation,
+      requestId: 'req-1',
+      ...extra,
+    });
+    const entries = async (id: string) =>
+      (await db.knex('provisioning_audit').where({ user_id: id }).orderBy('id')) as {
+        operation: string;
+        version: string;
+        actor: string;
+        request_id: string;
+        before: unknown;
+        after: unknown;
+      }[];
+    const created = (
+      await client.createUser({
+        user: user({ userName: 'audited@example.com' }),
+        audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE, { after: { userName: 'audited@example.com' } }),
+      })
+    ).user!;
+    await client.updateUser({
+      user: { ...created, displayName: 'Audited' },
+      expectedVersion: 1,
+      audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH, { before: { v: 1 }, after: { v: 2 } }),
+    });
+    const stale = await rejection(
+      client.updateUser({
+        user: { ...created, displayName: 'Stale' },
+        expectedVersion: 1,
+        audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH),
+      }),
     );
-    assert.deepEqual(left, [recent]);
+    assert.equal(stale.code, status.ABORTED);
+    await client.deleteUser({
+      id: created.id,
+      expectedVersion: 2,
+      audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_DELETE, { before: { v: 2 } }),
+    });
+    const rows = await entries(created.id);
+    assert.deepEqual(
+      rows.map((r) => [r.operation, Number(r.version), r.actor, r.request_id]),
+      [
+        ['create', 1, 'okta', 'req-1'],
+        ['patch', 2, 'okta', 'req-1'],
+        ['delete', 3, 'okta', 'req-1'],
+      ],
+    );
+    assert.deepEqual(rows[1]!.before, { v: 1 });
+    assert.deepEqual(rows[1]!.after, { v: 2 });
+    assert.equal(rows[2]!.after, null);
+    // An audit entry without actor or operation is refused, and the write with it.
+    const bad = await rejection(
+      client.createUser({
+        user: user({ userName: 'unaudited@example.com' }),
+        audit: { actor: '', operation: 0, requestId: '' },
+      }),
+    );
+    assert.equal(bad.code, status.INVALID_ARGUMENT);
+    assert.equal((await db.knex('users').where({ user_name: 'unaudited@example.com' })).length, 0);
+    await assert.rejects(db.knex('provisioning_audit').where({ user_id: created.id }).delete(), /append-only/);
   });
 
   test('the standard health service answers SERVING', async () => {

@@ -1,8 +1,8 @@
 import { usersV1 } from '@mileage/proto';
-import { errors, filterToSql, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
-import { USER_FILTER_ATTRIBUTES } from './scim-attributes';
+import { errors, isUserId, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
 import { MAX_BATCH, UsersRepository } from './users-repo';
-import { isUserId, validateUserInput } from './validation';
+import { validateUserInput } from './validation';
 
 export interface UsersServerDeps {
   knex: Knex;
@@ -32,17 +32,17 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
 
     async createUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: false });
-      return { user: await repo.create(user, writeId(request.writeId), ctx.trace) };
+      return { user: await repo.create(user, request.audit, ctx.trace) };
     },
 
     async updateUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: true });
-      return { user: await repo.update(user, request.expectedVersion, writeId(request.writeId), ctx.trace) };
+      return { user: await repo.update(user, request.expectedVersion, request.audit, ctx.trace) };
     },
 
     async deleteUser(request, ctx) {
       requireUserId(request.id, 'id');
-      return { user: await repo.delete(request.id, request.expectedVersion, writeId(request.writeId), ctx.trace) };
+      return { user: await repo.delete(request.id, request.expectedVersion, request.audit, ctx.trace) };
     },
 
     async listUsers(request, ctx) {
@@ -53,22 +53,9 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
           { field: 'limit', description: `0..${MAX_LIST}` },
         ]);
       }
-      const condition = filterToSql(request.filter, USER_FILTER_ATTRIBUTES);
+      const condition = filterToSql(request.filter, USER_FILTER);
       const { users, total } = await repo.list(condition, request.offset, request.limit, ctx.trace);
       return { users, totalSize: total };
-    },
-
-    async resolveWrite(request, ctx) {
-      const id = writeId(request.writeId);
-      if (!id) throw errors.invalidArgument('write_id is required', [{ field: 'write_id', description: 'required' }]);
-      const resolved = await repo.resolveWrite(id, ctx.trace);
-      return {
-        outcome:
-          resolved.outcome === 'applied'
-            ? usersV1.WriteOutcome.WRITE_OUTCOME_APPLIED
-            : usersV1.WriteOutcome.WRITE_OUTCOME_ABANDONED,
-        ...(resolved.user ? { user: resolved.user } : {}),
-      };
     },
   };
 
@@ -76,13 +63,6 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
 }
 
 const MAX_LIST = 1000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function writeId(value: string): string {
-  if (value !== '' && !UUID.test(value))
-    throw errors.invalidArgument('write_id must be a UUID', [{ field: 'write_id', description: 'must be a UUID' }]);
-  return value;
-}
 
 function requireUserId(id: string, field: string): void {
   if (!isUserId(id))

@@ -1,14 +1,6 @@
-import {
-  claimWrite,
-  errors,
-  fenceWrite,
-  inSpan,
-  SpanKind,
-  type Knex,
-  type SqlCondition,
-  type TraceContext,
-} from '@mileage/runtime';
-import type { usersV1 } from '@mileage/proto';
+import { errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
+import type { scimAuditV1, usersV1 } from '@mileage/proto';
+import { auditRow, type SqlCondition } from '@mileage/scim-domain';
 import { randomInt } from 'node:crypto';
 
 interface UserRow {
@@ -23,6 +15,7 @@ interface UserRow {
   external_id: string | null;
   timezone: string;
   enterprise: Record<string, unknown> | null;
+  scim_attributes: Record<string, unknown> | null;
   created_at: Date;
   modified_at: Date;
   version: string;
@@ -41,6 +34,7 @@ const COLUMNS = [
   'external_id',
   'timezone',
   'enterprise',
+  'scim_attributes',
   'created_at',
   'modified_at',
   'version',
@@ -82,6 +76,7 @@ function toUser(row: UserRow): usersV1.User {
     version: Number(row.version),
     ...(row.deleted_at ? { deleteTime: row.deleted_at.toISOString() } : {}),
     ...(row.enterprise ? { enterprise: row.enterprise } : {}),
+    ...(row.scim_attributes ? { scimAttributes: row.scim_attributes } : {}),
   };
 }
 
@@ -97,7 +92,21 @@ function toColumns(user: usersV1.User) {
     external_id: user.externalId ?? null,
     timezone: user.timezone || 'UTC',
     enterprise: user.enterprise ? JSON.stringify(user.enterprise) : null,
+    scim_attributes:
+      user.scimAttributes && Object.keys(user.scimAttributes).length ? JSON.stringify(user.scimAttributes) : null,
   };
+}
+
+/** The provisioning audit entry of a write, in the write's own transaction: both happen or neither does. */
+async function recordAudit(
+  tx: Knex.Transaction,
+  audit: scimAuditV1.ProvisioningAudit | undefined,
+  user: usersV1.User,
+  trace: TraceContext | undefined,
+): Promise<void> {
+  if (!audit) return;
+  const insert = tx('provisioning_audit').insert({ user_id: user.id, ...auditRow(audit, user.version) });
+  await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert);
 }
 
 function isUniqueViolation(err: unknown, constraint?: string): boolean {
@@ -105,16 +114,7 @@ function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
 
-/** A child span of the caller's trace for one statement (only when that trace is recorded). */
-function sql<T>(trace: TraceContext | undefined, operation: string, text: string, run: () => Promise<T>): Promise<T> {
-  return inSpan(
-    trace,
-    `${operation} users`,
-    SpanKind.CLIENT,
-    { 'db.system.name': 'postgresql', 'db.namespace': 'users', 'db.operation.name': operation, 'db.query.text': text },
-    run,
-  );
-}
+const sql = sqlSpans('users');
 
 /** Matches up to this many are fetched through the filter's own index and sorted; more walk the primary key in order. */
 export const SMALL_MATCH = 10_000;
@@ -157,21 +157,19 @@ export class UsersRepository {
     return unique.flatMap((id) => byId.get(id) ?? []);
   }
 
-  async create(user: usersV1.User, writeId = '', trace?: TraceContext): Promise<usersV1.User> {
+  async create(user: usersV1.User, audit?: scimAuditV1.ProvisioningAudit, trace?: TraceContext): Promise<usersV1.User> {
     const explicitId = user.id !== '';
     for (let attempt = 0; ; attempt++) {
       const id = explicitId ? user.id : generateUserId();
       try {
         return await this.knex.transaction(async (tx) => {
-          if (writeId) {
-            const replay = await this.claimWrite(tx, writeId, id, trace);
-            if (replay) return replay;
-          }
           const insert = tx('users')
             .insert({ id, ...toColumns(user) })
             .returning(COLUMNS);
           const [row] = (await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert)) as UserRow[];
-          return toUser(row!);
+          const created = toUser(row!);
+          await recordAudit(tx, audit, created, trace);
+          return created;
         });
       } catch (err) {
         if (isUniqueViolation(err, 'users_user_name_key'))
@@ -185,13 +183,14 @@ export class UsersRepository {
     }
   }
 
-  async update(user: usersV1.User, expectedVersion: number, writeId = '', trace?: TraceContext): Promise<usersV1.User> {
+  async update(
+    user: usersV1.User,
+    expectedVersion: number,
+    audit?: scimAuditV1.ProvisioningAudit,
+    trace?: TraceContext,
+  ): Promise<usersV1.User> {
     try {
       return await this.knex.transaction(async (tx) => {
-        if (writeId) {
-          const replay = await this.claimWrite(tx, writeId, user.id, trace);
-          if (replay) return replay;
-        }
         const query = tx('users')
           .update({ ...toColumns(user), modified_at: tx.fn.now(), version: tx.raw('version + 1') })
           .where({ id: user.id })
@@ -199,8 +198,10 @@ export class UsersRepository {
           .returning(COLUMNS);
         if (expectedVersion > 0) query.andWhere('version', expectedVersion);
         const rows = (await sql(trace, 'UPDATE', query.toSQL().sql, async () => query)) as UserRow[];
-        if (rows[0]) return toUser(rows[0]);
-        throw await this.missing(user.id, expectedVersion);
+        if (!rows[0]) throw await this.missing(user.id, expectedVersion);
+        const updated = toUser(rows[0]);
+        await recordAudit(tx, audit, updated, trace);
+        return updated;
       });
     } catch (err) {
       if (isUniqueViolation(err, 'users_user_name_key'))
@@ -210,12 +211,13 @@ export class UsersRepository {
   }
 
   /** Soft deletion: the user leaves provisioning and every /v1 route at once; their drives stay. */
-  async delete(id: string, expectedVersion: number, writeId = '', trace?: TraceContext): Promise<usersV1.User> {
+  async delete(
+    id: string,
+    expectedVersion: number,
+    audit?: scimAuditV1.ProvisioningAudit,
+    trace?: TraceContext,
+  ): Promise<usersV1.User> {
     return this.knex.transaction(async (tx) => {
-      if (writeId) {
-        const replay = await this.claimWrite(tx, writeId, id, trace);
-        if (replay) return replay;
-      }
       const query = tx('users')
         .update({ deleted_at: tx.fn.now(), active: false, modified_at: tx.fn.now(), version: tx.raw('version + 1') })
         .where({ id })
@@ -223,8 +225,10 @@ export class UsersRepository {
         .returning(COLUMNS);
       if (expectedVersion > 0) query.andWhere('version', expectedVersion);
       const rows = (await sql(trace, 'UPDATE', query.toSQL().sql, async () => query)) as UserRow[];
-      if (rows[0]) return toUser(rows[0]);
-      throw await this.missing(id, expectedVersion);
+      if (!rows[0]) throw await this.missing(id, expectedVersion);
+      const deleted = toUser(rows[0]);
+      await recordAudit(tx, audit, deleted, trace);
+      return deleted;
     });
   }
 
@@ -247,44 +251,6 @@ export class UsersRepository {
       this.knex.raw<{ rows: UserRow[] }>(pageText, [...condition.bindings, limit, offset]),
     );
     return { users: rows.map(toUser), total };
-  }
-
-  /**
-   * Settles a write by id: when no write has claimed it, records it as abandoned so none can; then reports the
-   * outcome and, for an applied write, the user as it is now.
-   */
-  async resolveWrite(
-    writeId: string,
-    trace?: TraceContext,
-  ): Promise<{ outcome: 'applied' | 'abandoned'; user?: usersV1.User }> {
-    const record = await sql(trace, 'INSERT', 'INSERT INTO write_requests (fence)', () =>
-      fenceWrite(this.knex, 'user_id', writeId),
-    );
-    if (record.outcome === 'abandoned' || !record.resourceId) return { outcome: record.outcome };
-    const user = await this.get(record.resourceId, true, trace);
-    return { outcome: 'applied', ...(user ? { user } : {}) };
-  }
-
-  /**
-   * Records `writeId` as applied inside the write's transaction. A write already recorded returns the user as it
-   * is (an idempotent replay); one fenced by resolveWrite fails. Concurrent claims serialise on the primary key.
-   */
-  private async claimWrite(
-    tx: Knex.Transaction,
-    writeId: string,
-    userId: string,
-    trace?: TraceContext,
-  ): Promise<usersV1.User | undefined> {
-    const existing = await sql(trace, 'INSERT', 'INSERT INTO write_requests (claim)', () =>
-      claimWrite(tx, 'user_id', writeId, userId),
-    );
-    if (!existing) return undefined;
-    if (existing.outcome !== 'applied' || !existing.resourceId) {
-      throw errors.failedPrecondition(`write ${writeId} was abandoned and can no longer apply`, 'WRITE_ABANDONED');
-    }
-    const user = await this.get(existing.resourceId, true, trace);
-    if (!user) throw errors.notFound(`user ${existing.resourceId} not found`, 'USER_NOT_FOUND');
-    return user;
   }
 
   private async missing(id: string, expectedVersion: number) {

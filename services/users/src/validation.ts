@@ -1,15 +1,10 @@
-import { errors, type FieldViolation } from '@mileage/runtime';
+import { errors, isUserId, type FieldViolation } from '@mileage/runtime';
 import type { usersV1 } from '@mileage/proto';
 
-export const USER_ID_PATTERN = /^[A-Za-z0-9]{10}$/;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
 const MAX_TEXT = 256;
-
-export function isUserId(value: string): boolean {
-  return USER_ID_PATTERN.test(value);
-}
 
 /** Validates the writable fields of a user; throws INVALID_ARGUMENT listing every violation. */
 export function validateUserInput(user: usersV1.User | undefined, options: { idRequired: boolean }): usersV1.User {

@@ -1,31 +1,279 @@
-// The bare baseline: node:http + pg answering GET /v1/users/:id with the same query and JSON shape, nothing else.
+// The bare ceiling: node:http + pg answering each measured /v1 route with the statements the services run
+// (prepared, by name), and the same JSON bytes as the gateway — no token, framework, gRPC or protobuf. The caller
+// of a group route is named by the x-user-id header (the full path takes it from the verified token).
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import * as http from 'node:http';
 import pg from 'pg';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-const SQL = `SELECT id, user_name, given_name, family_name, formatted_name, display_name, emails, active
-             FROM users.users WHERE id = $1 AND deleted_at IS NULL`;
+const cursorKey = Buffer.from(process.env.CURSOR_SECRET ?? '', 'utf8');
+
+const USER_SQL = `SELECT id, user_name, given_name, family_name, formatted_name, display_name, emails, active,
+                         external_id, timezone, enterprise, created_at, modified_at, version, deleted_at
+                    FROM users.users WHERE id = $1 AND deleted_at IS NULL`;
+const USERS_SQL = `SELECT id, user_name, given_name, family_name, formatted_name, display_name, emails, active,
+                          external_id, timezone, enterprise, created_at, modified_at, version, deleted_at
+                     FROM users.users WHERE id = ANY($1::char(10)[]) AND deleted_at IS NULL`;
+const CHECK_ADMIN_SQL = `SELECT EXISTS (SELECT 1 FROM groups.teams WHERE id = $1) AS exists,
+                                EXISTS (SELECT 1 FROM groups.team_members WHERE team_id = $1 AND user_id = $2 AND is_admin) AS is_admin`;
+const HORIZON_SQL = `SELECT date_trunc('milliseconds', coalesce(min(xact_start), clock_timestamp())) AS horizon
+                       FROM pg_stat_activity
+                      WHERE datname = current_database() AND usename = current_user AND pid <> pg_backend_pid()
+                        AND xact_start IS NOT NULL`;
+const DRIVE_COLUMNS = `d.id, d.user_id, d.started_at, d.ended_at, d.distance_amount, d.distance_units,
+  d.distance_discounted, d.value_amount, d.value_currency, d.toll_amount, d.toll_currency, d.parking_amount,
+  d.parking_currency, d.description, d.entry, d.classification, d.purpose, d.start_location, d.end_location,
+  d.created_at, d.modified_at`;
+const userDrivesSql = (position: boolean) =>
+  `SELECT ${DRIVE_COLUMNS}, d.modified_at AS sort_value, d.id AS sort_id FROM drives.drives d
+    WHERE d.user_id = $1 AND d.classification = $2 AND d.modified_at < $3
+      ${position ? 'AND (d.modified_at, d.id) < ($5, $6)' : ''}
+    ORDER BY d.modified_at DESC, d.id DESC LIMIT $4`;
+const reportedSql = (position: boolean) =>
+  `SELECT ${DRIVE_COLUMNS}, r.group_id, r.status, r.reported_at, r.modified_at AS report_modified_at,
+          r.modified_at AS sort_value, r.drive_id AS sort_id
+     FROM drives.drive_reports r JOIN drives.drives d ON d.id = r.drive_id
+    WHERE r.group_id = $1 AND r.modified_at < $2
+      ${position ? 'AND (r.modified_at, r.drive_id) < ($4, $5)' : ''}
+    ORDER BY r.modified_at DESC, r.drive_id DESC LIMIT $3`;
+const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM drives.review_comments
+                       WHERE drive_id = ANY($1::bigint[]) ORDER BY id`;
+
+const query = <T extends pg.QueryResultRow>(name: string, text: string, values: unknown[]) =>
+  pool.query<T>({ name, text, values }).then((r) => r.rows);
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- rows as pg returns them */
+type Row = Record<string, any>;
+
+interface Email {
+  value: string;
+  type?: string;
+  primary?: boolean;
+}
+
+const userSchema = (u: Row) => ({
+  id: u.id,
+  userName: u.user_name,
+  name: { givenName: u.given_name, familyName: u.family_name, formatted: u.formatted_name },
+  emails: (u.emails as Email[]).map((e) => ({ value: e.value, type: e.type ?? '', primary: Boolean(e.primary) })),
+  active: u.active,
+  displayName: u.display_name,
+});
+
+const money = (amount: string | null, currency: string | null) =>
+  amount !== null && currency !== null ? { amount: Number(amount), currency } : null;
+const place = (g: Row | null) =>
+  g
+    ? {
+        name: g.name,
+        lat: g.lat ?? null,
+        lon: g.lon ?? null,
+        time: new Date(g.time).toISOString(), // a Timestamp in the proto: milliseconds, Z
+        address: g.address
+          ? {
+              country: g.address.country ?? '',
+              state: g.address.state ?? '',
+              city: g.address.city ?? '',
+              street: g.address.street ?? '',
+              postal_code: g.address.postalCode ?? '',
+            }
+          : null,
+      }
+    : null;
+const details = (d: Row) => ({
+  distance:
+    d.distance_amount !== null && d.distance_units !== null
+      ? {
+          amount: Number(d.distance_amount),
+          units: d.distance_units,
+          discounted: d.distance_discounted !== null ? Number(d.distance_discounted) : null,
+        }
+      : null,
+  value: money(d.value_amount, d.value_currency),
+  toll_fees: money(d.toll_amount, d.toll_currency),
+  parking_fees: money(d.parking_amount, d.parking_currency),
+  description: d.description,
+  entry: d.entry === 'manual' ? 'manual' : 'automatic',
+  classification: d.classification,
+  purpose: d.purpose,
+  start: place(d.start_location),
+  end: place(d.end_location),
+});
+const driveSchema = (d: Row) => ({
+  drive_id: Number(d.id),
+  created: d.created_at.toISOString(),
+  modified: d.modified_at.toISOString(),
+  started_at: d.started_at.toISOString(),
+  ended_at: d.ended_at.toISOString(),
+  ...details(d),
+});
+
+const offsetFormats = new Map<string, Intl.DateTimeFormat>();
+function offsetHours(timeZone: string, at: Date): number {
+  let format = offsetFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' });
+    offsetFormats.set(timeZone, format);
+  }
+  const m = /GMT([+-])(\d{2}):(\d{2})/.exec(format.formatToParts(at).find((p) => p.type === 'timeZoneName')!.value);
+  return m ? (m[1] === '-' ? -1 : 1) * (Number(m[2]) + Number(m[3]) / 60) : 0;
+}
+function driver(userId: string, u: Row | undefined) {
+  const emails = (u?.emails ?? []) as Email[];
+  return {
+    id: userId,
+    name: u
+      ? (u.display_name ?? u.formatted_name ?? ([u.given_name, u.family_name].filter(Boolean).join(' ') || null))
+      : null,
+    email: u ? ((emails.find((e) => e.primary) ?? emails[0])?.value ?? u.user_name) : null,
+    status: u?.active ? 'active' : 'inactive',
+  };
+}
+
+// Page cursors as the gateway makes them: the keyset position, bound to the query's fingerprint, HMAC-signed.
+function fingerprint(parts: Record<string, string | number | undefined>): string {
+  const canonical = JSON.stringify(
+    Object.keys(parts)
+      .sort()
+      .map((k) => [k, parts[k] ?? null]),
+  );
+  return createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
+}
+const sign = (body: string) => createHmac('sha256', cursorKey).update(body).digest('base64url');
+function encodeCursor(sortValue: Date, id: string, fp: string): string {
+  const body = Buffer.from(JSON.stringify({ v: 1, q: fp, t: sortValue.toISOString(), i: Number(id) })).toString(
+    'base64url',
+  );
+  return `${body}.${sign(body)}`;
+}
+function decodeCursor(cursor: string, fp: string): { t: string; i: number } | undefined {
+  const [body, signature] = cursor.split('.');
+  if (!body || !signature) return undefined;
+  const expected = Buffer.from(sign(body));
+  const given = Buffer.from(signature);
+  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+  const parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { q: string; t: string; i: number };
+  return parsed.q === fp ? parsed : undefined;
+}
+
+class Refused extends Error {
+  constructor(readonly status: number) {
+    super(String(status));
+  }
+}
+
+async function liveUser(id: string): Promise<Row> {
+  const [u] = await query('bare_user', USER_SQL, [id]);
+  if (!u?.active) throw new Refused(403);
+  return u;
+}
+
+function page(rows: Row[], limit: number, fp: string) {
+  const hasMore = rows.length > limit;
+  if (hasMore) rows.length = limit;
+  const last = rows[rows.length - 1];
+  return { rows, hasMore, next: hasMore && last ? encodeCursor(last.sort_value, last.sort_id, fp) : null };
+}
+
+async function userDrives(userId: string, params: URLSearchParams): Promise<unknown> {
+  await liveUser(userId);
+  const limit = Number(params.get('limit') ?? 100);
+  const fp = fingerprint({
+    route: 'user-drives',
+    user: userId,
+    classification: 'business',
+    sort: 'modified',
+    after: undefined,
+    before: undefined,
+  });
+  const position = params.has('cursor') ? decodeCursor(params.get('cursor')!, fp) : undefined;
+  if (params.has('cursor') && !position) throw new Refused(422);
+  const [{ horizon }] = (await query('bare_horizon', HORIZON_SQL, [])) as [Row];
+  const values = [userId, 'business', horizon, limit + 1, ...(position ? [position.t, position.i] : [])];
+  const p = page(await query(`bare_user_drives_${!!position}`, userDrivesSql(!!position), values), limit, fp);
+  return { results: p.rows.map(driveSchema), has_more: p.hasMore, next_cursor: p.next };
+}
+
+async function reportedDrives(groupId: number, callerId: string, params: URLSearchParams): Promise<unknown> {
+  const limit = Number(params.get('limit') ?? 100);
+  const fp = fingerprint({
+    route: 'group-reported',
+    group: groupId,
+    classification: undefined,
+    sort: 'modified',
+    after: undefined,
+    before: undefined,
+  });
+  const position = params.has('cursor') ? decodeCursor(params.get('cursor')!, fp) : undefined;
+  if (params.has('cursor') && !position) throw new Refused(422);
+  await liveUser(callerId);
+  const [check] = (await query('bare_check_admin', CHECK_ADMIN_SQL, [groupId, callerId])) as [Row];
+  if (!check.exists) throw new Refused(404);
+  if (!check.is_admin) throw new Refused(403);
+  const [{ horizon }] = (await query('bare_horizon', HORIZON_SQL, [])) as [Row];
+  const values = [groupId, horizon, limit + 1, ...(position ? [position.t, position.i] : [])];
+  const p = page(await query(`bare_reported_${!!position}`, reportedSql(!!position), values), limit, fp);
+  const comments = new Map<string, Row[]>();
+  const drivers = new Map<string, Row>();
+  if (p.rows.length) {
+    for (const c of await query('bare_comments', COMMENTS_SQL, [p.rows.map((r) => r.id)])) {
+      const list = comments.get(c.drive_id) ?? [];
+      list.push(c);
+      comments.set(c.drive_id, list);
+    }
+    const ids = [...new Set(p.rows.map((r) => r.user_id as string))];
+    for (const u of await query('bare_users', USERS_SQL, [ids])) drivers.set(u.id, u);
+  }
+  return {
+    results: p.rows.map((r) => {
+      const u = drivers.get(r.user_id);
+      return {
+        id: String(r.id),
+        driver: { ...driver(r.user_id, u), timezone_offset: offsetHours(u?.timezone ?? 'UTC', r.ended_at) },
+        details: details(r),
+        created: r.reported_at.toISOString(),
+        modified: r.report_modified_at.toISOString(),
+        status: r.status,
+        review_comments: (comments.get(r.id) ?? []).map((c) => ({
+          id: String(c.id),
+          text: c.text,
+          created_at: c.created_at.toISOString(),
+          user_email: c.user_email,
+        })),
+      };
+    }),
+    has_more: p.hasMore,
+    next_cursor: p.next,
+  };
+}
+
+function route(req: http.IncomingMessage): Promise<unknown> | undefined {
+  const url = new URL(req.url ?? '/', 'http://bare');
+  let m = /^\/v1\/users\/([A-Za-z0-9]{10})$/.exec(url.pathname);
+  if (m) return liveUser(m[1]!).then(userSchema);
+  m = /^\/v1\/users\/([A-Za-z0-9]{10})\/drives$/.exec(url.pathname);
+  if (m) return userDrives(m[1]!, url.searchParams);
+  m = /^\/v1\/groups\/(\d{1,18})\/reported-drives$/.exec(url.pathname);
+  if (m) return reportedDrives(Number(m[1]), String(req.headers['x-user-id']), url.searchParams);
+  return undefined;
+}
 
 const server = http.createServer((req, res) => {
-  const match = /^\/v1\/users\/([A-Za-z0-9]{10})$/.exec(req.url ?? '');
   if (req.url === '/healthz') return void res.end('ok');
-  if (!match) return void res.writeHead(404).end();
-  pool.query(SQL, [match[1]]).then(
-    ({ rows }) => {
-      const u = rows[0];
-      if (!u) return void res.writeHead(404).end();
-      const body = JSON.stringify({
-        id: u.id,
-        userName: u.user_name,
-        name: { givenName: u.given_name, familyName: u.family_name, formatted: u.formatted_name },
-        emails: u.emails,
-        active: u.active,
-        displayName: u.display_name,
-      });
-      res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+  const answer = route(req);
+  if (!answer) return void res.writeHead(404).end();
+  answer.then(
+    (value) => {
+      const body = JSON.stringify(value);
+      res
+        .writeHead(200, {
+          'Content-Type': 'application/json; charset=utf-8',
+          'Content-Length': Buffer.byteLength(body),
+        })
+        .end(body);
     },
-    () => res.writeHead(500).end(),
+    (err: unknown) => res.writeHead(err instanceof Refused ? err.status : 500).end(),
   );
 });
 server.listen(Number(process.env.PORT), '127.0.0.1');
-process.on('SIGTERM', () => server.close(() => pool.end().then(() => process.exit(0))));
+process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));

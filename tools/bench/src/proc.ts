@@ -10,8 +10,8 @@ export interface Child {
 const children: Child[] = [];
 
 /** A Node.js child whose output is drained (as a container runtime would) but not shown. */
-export function startNode(name: string, script: string, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, [script], {
+export function startNode(name: string, script: string, env: Record<string, string>, nodeArgs: string[] = []): Child {
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

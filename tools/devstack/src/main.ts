@@ -16,6 +16,7 @@ import {
   startEmbeddedPostgres,
   type EmbeddedDatabase,
 } from './postgres';
+import { checkDataDir, checkPorts, checkPostmasterPid, StartupProblem, type PortUse } from './preflight';
 import { httpOk, startProcess, stopProcess, waitUntilReady, type ManagedProcess } from './processes';
 import { seedDemoData } from './seed';
 
@@ -90,8 +91,40 @@ const processes: ManagedProcess[] = [];
 let database: EmbeddedDatabase | undefined;
 let stopping = false;
 
+/** Every part that could not start, one line each, before anything is started. */
+async function preflight(): Promise<StartupProblem[]> {
+  const problems: StartupProblem[] = [];
+  const dataDirProblem = checkDataDir(config.DATA_DIR);
+  if (dataDirProblem) problems.push(dataDirProblem);
+  else if (!config.DATABASE_URL) {
+    const pidProblem = checkPostmasterPid(path.join(config.DATA_DIR, 'postgres'), (m) => logger.warn(m));
+    if (pidProblem) problems.push(pidProblem);
+  }
+  const ports: PortUse[] = [
+    ...(config.DATABASE_URL
+      ? []
+      : [{ part: 'embedded PostgreSQL', port: config.EMBEDDED_POSTGRES_PORT, variable: 'EMBEDDED_POSTGRES_PORT' }]),
+    ...(config.OIDC_ISSUER
+      ? []
+      : [{ part: 'development identity provider', port: config.DEV_IDP_PORT, variable: 'DEV_IDP_PORT' }]),
+    ...SERVICES.flatMap((s) => [
+      { part: `${s.name} service (gRPC)`, port: s.grpcPort, variable: `${s.name.toUpperCase()}_GRPC_PORT` },
+      { part: `${s.name} service metrics`, port: s.metricsPort, variable: `${s.name.toUpperCase()}_METRICS_PORT` },
+    ]),
+    { part: 'gateway', port: config.GATEWAY_PORT, variable: 'GATEWAY_PORT' },
+    { part: 'gateway metrics', port: config.GATEWAY_METRICS_PORT, variable: 'GATEWAY_METRICS_PORT' },
+  ];
+  problems.push(...(await checkPorts(ports)));
+  return problems;
+}
+
 async function main(): Promise<void> {
   const startedAt = Date.now();
+  const problems = await preflight();
+  if (problems.length > 0) {
+    for (const problem of problems) process.stderr.write(`${problem.message}\n`);
+    process.exit(1);
+  }
   let adminUrl: string;
   const urls: Record<string, string> = {};
   if (config.DATABASE_URL) {
@@ -102,6 +135,12 @@ async function main(): Promise<void> {
       dataDir: config.DATA_DIR,
       port: config.EMBEDDED_POSTGRES_PORT,
       log: (m) => logger.warn(m),
+    }).catch((err: unknown) => {
+      throw new StartupProblem(
+        'embedded PostgreSQL',
+        `did not start (${describe(err)})`,
+        `read the postgres lines above; its files are in ${path.join(config.DATA_DIR, 'postgres')}`,
+      );
     });
     const roles = await provisionServiceRoles(
       database.adminUrl,
@@ -115,7 +154,8 @@ async function main(): Promise<void> {
       'embedded PostgreSQL running',
     );
   }
-  for (const s of SERVICES) {
+  // SCIM first: its migrations hand data over to the Users and Groups schemas, whose migrations take it.
+  for (const s of [...SERVICES].sort((a, b) => Number(b.name === 'scim') - Number(a.name === 'scim'))) {
     const db = s.open(urls[s.name]!);
     const { applied } = await db.migrate().finally(() => db.close());
     logger.info({ target: s.name, applied }, 'migrations up to date');
@@ -279,7 +319,16 @@ async function shutdown(code: number): Promise<void> {
 process.on('SIGINT', () => void shutdown(0));
 process.on('SIGTERM', () => void shutdown(0));
 
+/** An error's message, also for the non-Error values some libraries reject with. */
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  if (typeof err === 'string') return err;
+  return JSON.stringify(err) ?? String(err);
+}
+
 main().catch(async (err: unknown) => {
+  const line = err instanceof StartupProblem ? err.message : `npm start: start-up failed: ${describe(err)}`;
   logger.error({ err }, 'start-up failed');
+  process.stderr.write(`${line}\n`);
   await shutdown(1);
 });

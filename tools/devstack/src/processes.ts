@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from '@mileage/runtime';
+import { StartupProblem } from './preflight';
 
 export interface ManagedProcess {
   name: string;
@@ -37,11 +38,18 @@ export async function waitUntilReady(
   let died = false;
   void proc.exited.then(() => (died = true));
   while (Date.now() < deadline) {
-    if (died) throw new Error(`${proc.name} exited during start-up (status ${proc.child.exitCode})`);
+    if (died) {
+      const cause = `exited during start-up (status ${proc.child.exitCode})`;
+      throw new StartupProblem(proc.name, cause, 'its last log lines above say why');
+    }
     if (await probe().catch(() => false)) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`${proc.name} was not ready within ${timeoutMs} ms`);
+  throw new StartupProblem(
+    proc.name,
+    `was not ready within ${timeoutMs} ms`,
+    'its log lines above say what it waits for',
+  );
 }
 
 export async function httpOk(url: string): Promise<boolean> {

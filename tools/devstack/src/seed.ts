@@ -35,7 +35,6 @@ export async function seedDemoData(targets: SeedTargets): Promise<boolean> {
         timezone: demo.timezone,
         version: 0,
       },
-      writeId: '',
     });
   }
   // On an empty database the groups get ids 1 and 2, as CONTRACT §6 names them.

@@ -20,46 +20,7 @@ import {
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../../google/protobuf/timestamp";
 import { Filter } from "../../filter/v1/filter";
-
-/** Outcome of a write identified by its write_id. */
-export enum WriteOutcome {
-  WRITE_OUTCOME_UNSPECIFIED = 0,
-  WRITE_OUTCOME_APPLIED = 1,
-  WRITE_OUTCOME_ABANDONED = 2,
-  UNRECOGNIZED = -1,
-}
-
-export function writeOutcomeFromJSON(object: any): WriteOutcome {
-  switch (object) {
-    case 0:
-    case "WRITE_OUTCOME_UNSPECIFIED":
-      return WriteOutcome.WRITE_OUTCOME_UNSPECIFIED;
-    case 1:
-    case "WRITE_OUTCOME_APPLIED":
-      return WriteOutcome.WRITE_OUTCOME_APPLIED;
-    case 2:
-    case "WRITE_OUTCOME_ABANDONED":
-      return WriteOutcome.WRITE_OUTCOME_ABANDONED;
-    case -1:
-    case "UNRECOGNIZED":
-    default:
-      return WriteOutcome.UNRECOGNIZED;
-  }
-}
-
-export function writeOutcomeToJSON(object: WriteOutcome): string {
-  switch (object) {
-    case WriteOutcome.WRITE_OUTCOME_UNSPECIFIED:
-      return "WRITE_OUTCOME_UNSPECIFIED";
-    case WriteOutcome.WRITE_OUTCOME_APPLIED:
-      return "WRITE_OUTCOME_APPLIED";
-    case WriteOutcome.WRITE_OUTCOME_ABANDONED:
-      return "WRITE_OUTCOME_ABANDONED";
-    case WriteOutcome.UNRECOGNIZED:
-    default:
-      return "UNRECOGNIZED";
-  }
-}
+import { ProvisioningAudit } from "../../scim/v1/audit";
 
 export interface Member {
   userId: string;
@@ -77,6 +38,8 @@ export interface Group {
     | undefined;
   /** Incremented on every change of the group or its members; the SCIM ETag. */
   version: number;
+  /** The provisioning client's id for the group (SCIM externalId); absent when none was given. */
+  externalId?: string | undefined;
 }
 
 export interface GetGroupRequest {
@@ -123,8 +86,11 @@ export interface UpdateGroupRequest {
   members: Member[];
   /** When non-zero, the update applies only if the stored version equals it (ABORTED otherwise). */
   expectedVersion: number;
-  /** Optional idempotency key (a UUID) recorded with the write in the same transaction; see ResolveWrite. */
-  writeId: string;
+  /** With replace_external_id: the group's externalId after the update (absent: none). */
+  externalId?: string | undefined;
+  replaceExternalId: boolean;
+  /** When set, the provisioning audit entry written in the same transaction as the change. */
+  audit?: ProvisioningAudit | undefined;
 }
 
 export interface UpdateGroupResponse {
@@ -162,16 +128,6 @@ export interface ListGroupsRequest {
 export interface ListGroupsResponse {
   groups: Group[];
   totalSize: number;
-}
-
-export interface ResolveWriteRequest {
-  writeId: string;
-}
-
-export interface ResolveWriteResponse {
-  outcome: WriteOutcome;
-  /** When APPLIED: the group as it is now. */
-  group?: Group | undefined;
 }
 
 function createBaseMember(): Member {
@@ -288,7 +244,15 @@ export const Member: MessageFns<Member> = {
 };
 
 function createBaseGroup(): Group {
-  return { id: 0, displayName: "", members: [], createTime: undefined, updateTime: undefined, version: 0 };
+  return {
+    id: 0,
+    displayName: "",
+    members: [],
+    createTime: undefined,
+    updateTime: undefined,
+    version: 0,
+    externalId: undefined,
+  };
 }
 
 export const Group: MessageFns<Group> = {
@@ -310,6 +274,9 @@ export const Group: MessageFns<Group> = {
     }
     if (message.version !== 0) {
       writer.uint32(48).int64(message.version);
+    }
+    if (message.externalId !== undefined) {
+      writer.uint32(58).string(message.externalId);
     }
     return writer;
   },
@@ -375,6 +342,14 @@ export const Group: MessageFns<Group> = {
             message.version = longToNumber(reader.int64());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -407,6 +382,11 @@ export const Group: MessageFns<Group> = {
         ? globalThis.String(object.update_time)
         : undefined,
       version: isSet(object.version) ? globalThis.Number(object.version) : 0,
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : undefined,
     };
   },
 
@@ -430,6 +410,9 @@ export const Group: MessageFns<Group> = {
     if (message.version !== 0) {
       obj.version = Math.round(message.version);
     }
+    if (message.externalId !== undefined) {
+      obj.externalId = message.externalId;
+    }
     return obj;
   },
 
@@ -444,6 +427,7 @@ export const Group: MessageFns<Group> = {
     message.createTime = object.createTime ?? undefined;
     message.updateTime = object.updateTime ?? undefined;
     message.version = object.version ?? 0;
+    message.externalId = object.externalId ?? undefined;
     return message;
   },
 };
@@ -1065,7 +1049,16 @@ export const CreateGroupResponse: MessageFns<CreateGroupResponse> = {
 };
 
 function createBaseUpdateGroupRequest(): UpdateGroupRequest {
-  return { id: 0, displayName: "", replaceMembers: false, members: [], expectedVersion: 0, writeId: "" };
+  return {
+    id: 0,
+    displayName: "",
+    replaceMembers: false,
+    members: [],
+    expectedVersion: 0,
+    externalId: undefined,
+    replaceExternalId: false,
+    audit: undefined,
+  };
 }
 
 export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
@@ -1085,8 +1078,14 @@ export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
     if (message.expectedVersion !== 0) {
       writer.uint32(40).int64(message.expectedVersion);
     }
-    if (message.writeId !== "") {
-      writer.uint32(50).string(message.writeId);
+    if (message.externalId !== undefined) {
+      writer.uint32(58).string(message.externalId);
+    }
+    if (message.replaceExternalId !== false) {
+      writer.uint32(64).bool(message.replaceExternalId);
+    }
+    if (message.audit !== undefined) {
+      ProvisioningAudit.encode(message.audit, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -1144,12 +1143,28 @@ export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
             message.expectedVersion = longToNumber(reader.int64());
             continue;
           }
-          case 6: {
-            if (tag !== 50) {
+          case 7: {
+            if (tag !== 58) {
               break;
             }
 
-            message.writeId = reader.string();
+            message.externalId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.replaceExternalId = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.audit = ProvisioningAudit.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -1183,11 +1198,17 @@ export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
         : isSet(object.expected_version)
         ? globalThis.Number(object.expected_version)
         : 0,
-      writeId: isSet(object.writeId)
-        ? globalThis.String(object.writeId)
-        : isSet(object.write_id)
-        ? globalThis.String(object.write_id)
-        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : undefined,
+      replaceExternalId: isSet(object.replaceExternalId)
+        ? globalThis.Boolean(object.replaceExternalId)
+        : isSet(object.replace_external_id)
+        ? globalThis.Boolean(object.replace_external_id)
+        : false,
+      audit: isSet(object.audit) ? ProvisioningAudit.fromJSON(object.audit) : undefined,
     };
   },
 
@@ -1208,8 +1229,14 @@ export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
     if (message.expectedVersion !== 0) {
       obj.expectedVersion = Math.round(message.expectedVersion);
     }
-    if (message.writeId !== "") {
-      obj.writeId = message.writeId;
+    if (message.externalId !== undefined) {
+      obj.externalId = message.externalId;
+    }
+    if (message.replaceExternalId !== false) {
+      obj.replaceExternalId = message.replaceExternalId;
+    }
+    if (message.audit !== undefined) {
+      obj.audit = ProvisioningAudit.toJSON(message.audit);
     }
     return obj;
   },
@@ -1224,7 +1251,11 @@ export const UpdateGroupRequest: MessageFns<UpdateGroupRequest> = {
     message.replaceMembers = object.replaceMembers ?? false;
     message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
     message.expectedVersion = object.expectedVersion ?? 0;
-    message.writeId = object.writeId ?? "";
+    message.externalId = object.externalId ?? undefined;
+    message.replaceExternalId = object.replaceExternalId ?? false;
+    message.audit = (object.audit !== undefined && object.audit !== null)
+      ? ProvisioningAudit.fromPartial(object.audit)
+      : undefined;
     return message;
   },
 };
@@ -1826,164 +1857,6 @@ export const ListGroupsResponse: MessageFns<ListGroupsResponse> = {
   },
 };
 
-function createBaseResolveWriteRequest(): ResolveWriteRequest {
-  return { writeId: "" };
-}
-
-export const ResolveWriteRequest: MessageFns<ResolveWriteRequest> = {
-  encode(message: ResolveWriteRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.writeId !== "") {
-      writer.uint32(10).string(message.writeId);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ResolveWriteRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseResolveWriteRequest();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.writeId = reader.string();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): ResolveWriteRequest {
-    return {
-      writeId: isSet(object.writeId)
-        ? globalThis.String(object.writeId)
-        : isSet(object.write_id)
-        ? globalThis.String(object.write_id)
-        : "",
-    };
-  },
-
-  toJSON(message: ResolveWriteRequest): unknown {
-    const obj: any = {};
-    if (message.writeId !== "") {
-      obj.writeId = message.writeId;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<ResolveWriteRequest>, I>>(base?: I): ResolveWriteRequest {
-    return ResolveWriteRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<ResolveWriteRequest>, I>>(object: I): ResolveWriteRequest {
-    const message = createBaseResolveWriteRequest();
-    message.writeId = object.writeId ?? "";
-    return message;
-  },
-};
-
-function createBaseResolveWriteResponse(): ResolveWriteResponse {
-  return { outcome: 0, group: undefined };
-}
-
-export const ResolveWriteResponse: MessageFns<ResolveWriteResponse> = {
-  encode(message: ResolveWriteResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.outcome !== 0) {
-      writer.uint32(8).int32(message.outcome);
-    }
-    if (message.group !== undefined) {
-      Group.encode(message.group, writer.uint32(18).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ResolveWriteResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseResolveWriteResponse();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 8) {
-              break;
-            }
-
-            message.outcome = reader.int32() as any;
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.group = Group.decode(reader, reader.uint32());
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): ResolveWriteResponse {
-    return {
-      outcome: isSet(object.outcome) ? writeOutcomeFromJSON(object.outcome) : 0,
-      group: isSet(object.group) ? Group.fromJSON(object.group) : undefined,
-    };
-  },
-
-  toJSON(message: ResolveWriteResponse): unknown {
-    const obj: any = {};
-    if (message.outcome !== 0) {
-      obj.outcome = writeOutcomeToJSON(message.outcome);
-    }
-    if (message.group !== undefined) {
-      obj.group = Group.toJSON(message.group);
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<ResolveWriteResponse>, I>>(base?: I): ResolveWriteResponse {
-    return ResolveWriteResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<ResolveWriteResponse>, I>>(object: I): ResolveWriteResponse {
-    const message = createBaseResolveWriteResponse();
-    message.outcome = object.outcome ?? 0;
-    message.group = (object.group !== undefined && object.group !== null) ? Group.fromPartial(object.group) : undefined;
-    return message;
-  },
-};
-
 /**
  * GroupsService owns teams and their membership roles (Postgres schema `groups`).
  * Reads serve the External API; writes serve the platform, the seeder and SCIM provisioning.
@@ -2081,17 +1954,6 @@ export const GroupsServiceService = {
     responseSerialize: (value: ListGroupsResponse): Buffer => Buffer.from(ListGroupsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListGroupsResponse => ListGroupsResponse.decode(value),
   },
-  /** ResolveWrite settles an UpdateGroup by its write_id: APPLIED, or fenced as ABANDONED (see UsersService). */
-  resolveWrite: {
-    path: "/mileage.groups.v1.GroupsService/ResolveWrite" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ResolveWriteRequest): Buffer => Buffer.from(ResolveWriteRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ResolveWriteRequest => ResolveWriteRequest.decode(value),
-    responseSerialize: (value: ResolveWriteResponse): Buffer =>
-      Buffer.from(ResolveWriteResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ResolveWriteResponse => ResolveWriteResponse.decode(value),
-  },
 } as const;
 
 export interface GroupsServiceServer extends UntypedServiceImplementation {
@@ -2114,8 +1976,6 @@ export interface GroupsServiceServer extends UntypedServiceImplementation {
   removeMembers: handleUnaryCall<RemoveMembersRequest, RemoveMembersResponse>;
   /** ListGroups returns the groups matching a filter, ordered by id, with the total count of matches. */
   listGroups: handleUnaryCall<ListGroupsRequest, ListGroupsResponse>;
-  /** ResolveWrite settles an UpdateGroup by its write_id: APPLIED, or fenced as ABANDONED (see UsersService). */
-  resolveWrite: handleUnaryCall<ResolveWriteRequest, ResolveWriteResponse>;
 }
 
 export interface GroupsServiceClient extends Client {
@@ -2249,22 +2109,6 @@ export interface GroupsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
-  ): ClientUnaryCall;
-  /** ResolveWrite settles an UpdateGroup by its write_id: APPLIED, or fenced as ABANDONED (see UsersService). */
-  resolveWrite(
-    request: ResolveWriteRequest,
-    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
-  ): ClientUnaryCall;
-  resolveWrite(
-    request: ResolveWriteRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
-  ): ClientUnaryCall;
-  resolveWrite(
-    request: ResolveWriteRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -21,46 +21,7 @@ import {
 import { Struct } from "../../../google/protobuf/struct";
 import { Timestamp } from "../../../google/protobuf/timestamp";
 import { Filter } from "../../filter/v1/filter";
-
-/** Outcome of a write identified by its write_id. */
-export enum WriteOutcome {
-  WRITE_OUTCOME_UNSPECIFIED = 0,
-  WRITE_OUTCOME_APPLIED = 1,
-  WRITE_OUTCOME_ABANDONED = 2,
-  UNRECOGNIZED = -1,
-}
-
-export function writeOutcomeFromJSON(object: any): WriteOutcome {
-  switch (object) {
-    case 0:
-    case "WRITE_OUTCOME_UNSPECIFIED":
-      return WriteOutcome.WRITE_OUTCOME_UNSPECIFIED;
-    case 1:
-    case "WRITE_OUTCOME_APPLIED":
-      return WriteOutcome.WRITE_OUTCOME_APPLIED;
-    case 2:
-    case "WRITE_OUTCOME_ABANDONED":
-      return WriteOutcome.WRITE_OUTCOME_ABANDONED;
-    case -1:
-    case "UNRECOGNIZED":
-    default:
-      return WriteOutcome.UNRECOGNIZED;
-  }
-}
-
-export function writeOutcomeToJSON(object: WriteOutcome): string {
-  switch (object) {
-    case WriteOutcome.WRITE_OUTCOME_UNSPECIFIED:
-      return "WRITE_OUTCOME_UNSPECIFIED";
-    case WriteOutcome.WRITE_OUTCOME_APPLIED:
-      return "WRITE_OUTCOME_APPLIED";
-    case WriteOutcome.WRITE_OUTCOME_ABANDONED:
-      return "WRITE_OUTCOME_ABANDONED";
-    case WriteOutcome.UNRECOGNIZED:
-    default:
-      return "UNRECOGNIZED";
-  }
-}
+import { ProvisioningAudit } from "../../scim/v1/audit";
 
 export interface Name {
   givenName: string;
@@ -98,7 +59,14 @@ export interface User {
     | string
     | undefined;
   /** SCIM enterprise extension, kept as sent. */
-  enterprise?: { [key: string]: any } | undefined;
+  enterprise?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * The other SCIM core attributes the platform does not model (title, phoneNumbers, addresses, locale,
+   * name.middleName as {"name": {"middleName": …}}, …), kept as sent; absent when there are none.
+   */
+  scimAttributes?: { [key: string]: any } | undefined;
 }
 
 export interface GetUserRequest {
@@ -123,8 +91,8 @@ export interface CreateUserRequest {
   user?:
     | User
     | undefined;
-  /** Optional idempotency key (a UUID) recorded with the write in the same transaction; see ResolveWrite. */
-  writeId: string;
+  /** When set, the provisioning audit entry written in the same transaction as the user. */
+  audit?: ProvisioningAudit | undefined;
 }
 
 export interface CreateUserResponse {
@@ -135,10 +103,10 @@ export interface UpdateUserRequest {
   user?:
     | User
     | undefined;
-  /** When non-zero, the update applies only if the stored version equals it. */
+  /** When non-zero, the update applies only if the stored version equals it (ABORTED otherwise). */
   expectedVersion: number;
-  /** Optional idempotency key (a UUID); see ResolveWrite. */
-  writeId: string;
+  /** When set, the provisioning audit entry written in the same transaction as the change. */
+  audit?: ProvisioningAudit | undefined;
 }
 
 export interface UpdateUserResponse {
@@ -147,10 +115,10 @@ export interface UpdateUserResponse {
 
 export interface DeleteUserRequest {
   id: string;
-  /** When non-zero, the deletion applies only if the stored version equals it. */
+  /** When non-zero, the deletion applies only if the stored version equals it (ABORTED otherwise). */
   expectedVersion: number;
-  /** Optional idempotency key (a UUID); see ResolveWrite. */
-  writeId: string;
+  /** When set, the provisioning audit entry written in the same transaction as the deletion. */
+  audit?: ProvisioningAudit | undefined;
 }
 
 export interface DeleteUserResponse {
@@ -173,16 +141,6 @@ export interface ListUsersResponse {
   users: User[];
   /** How many live users match the filter. */
   totalSize: number;
-}
-
-export interface ResolveWriteRequest {
-  writeId: string;
-}
-
-export interface ResolveWriteResponse {
-  outcome: WriteOutcome;
-  /** When APPLIED: the user as it is now (absent if it no longer exists). */
-  user?: User | undefined;
 }
 
 function createBaseName(): Name {
@@ -410,6 +368,7 @@ function createBaseUser(): User {
     version: 0,
     deleteTime: undefined,
     enterprise: undefined,
+    scimAttributes: undefined,
   };
 }
 
@@ -453,6 +412,9 @@ export const User: MessageFns<User> = {
     }
     if (message.enterprise !== undefined) {
       Struct.encode(Struct.wrap(message.enterprise), writer.uint32(106).fork()).join();
+    }
+    if (message.scimAttributes !== undefined) {
+      Struct.encode(Struct.wrap(message.scimAttributes), writer.uint32(114).fork()).join();
     }
     return writer;
   },
@@ -574,6 +536,14 @@ export const User: MessageFns<User> = {
             message.enterprise = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.scimAttributes = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -625,6 +595,11 @@ export const User: MessageFns<User> = {
         ? globalThis.String(object.delete_time)
         : undefined,
       enterprise: isObject(object.enterprise) ? object.enterprise : undefined,
+      scimAttributes: isObject(object.scimAttributes)
+        ? object.scimAttributes
+        : isObject(object.scim_attributes)
+        ? object.scim_attributes
+        : undefined,
     };
   },
 
@@ -669,6 +644,9 @@ export const User: MessageFns<User> = {
     if (message.enterprise !== undefined) {
       obj.enterprise = message.enterprise;
     }
+    if (message.scimAttributes !== undefined) {
+      obj.scimAttributes = message.scimAttributes;
+    }
     return obj;
   },
 
@@ -690,6 +668,7 @@ export const User: MessageFns<User> = {
     message.version = object.version ?? 0;
     message.deleteTime = object.deleteTime ?? undefined;
     message.enterprise = object.enterprise ?? undefined;
+    message.scimAttributes = object.scimAttributes ?? undefined;
     return message;
   },
 };
@@ -985,7 +964,7 @@ export const BatchGetUsersResponse: MessageFns<BatchGetUsersResponse> = {
 };
 
 function createBaseCreateUserRequest(): CreateUserRequest {
-  return { user: undefined, writeId: "" };
+  return { user: undefined, audit: undefined };
 }
 
 export const CreateUserRequest: MessageFns<CreateUserRequest> = {
@@ -993,8 +972,8 @@ export const CreateUserRequest: MessageFns<CreateUserRequest> = {
     if (message.user !== undefined) {
       User.encode(message.user, writer.uint32(10).fork()).join();
     }
-    if (message.writeId !== "") {
-      writer.uint32(18).string(message.writeId);
+    if (message.audit !== undefined) {
+      ProvisioningAudit.encode(message.audit, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -1020,12 +999,12 @@ export const CreateUserRequest: MessageFns<CreateUserRequest> = {
             message.user = User.decode(reader, reader.uint32());
             continue;
           }
-          case 2: {
-            if (tag !== 18) {
+          case 3: {
+            if (tag !== 26) {
               break;
             }
 
-            message.writeId = reader.string();
+            message.audit = ProvisioningAudit.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -1043,11 +1022,7 @@ export const CreateUserRequest: MessageFns<CreateUserRequest> = {
   fromJSON(object: any): CreateUserRequest {
     return {
       user: isSet(object.user) ? User.fromJSON(object.user) : undefined,
-      writeId: isSet(object.writeId)
-        ? globalThis.String(object.writeId)
-        : isSet(object.write_id)
-        ? globalThis.String(object.write_id)
-        : "",
+      audit: isSet(object.audit) ? ProvisioningAudit.fromJSON(object.audit) : undefined,
     };
   },
 
@@ -1056,8 +1031,8 @@ export const CreateUserRequest: MessageFns<CreateUserRequest> = {
     if (message.user !== undefined) {
       obj.user = User.toJSON(message.user);
     }
-    if (message.writeId !== "") {
-      obj.writeId = message.writeId;
+    if (message.audit !== undefined) {
+      obj.audit = ProvisioningAudit.toJSON(message.audit);
     }
     return obj;
   },
@@ -1068,7 +1043,9 @@ export const CreateUserRequest: MessageFns<CreateUserRequest> = {
   fromPartial<I extends Exact<DeepPartial<CreateUserRequest>, I>>(object: I): CreateUserRequest {
     const message = createBaseCreateUserRequest();
     message.user = (object.user !== undefined && object.user !== null) ? User.fromPartial(object.user) : undefined;
-    message.writeId = object.writeId ?? "";
+    message.audit = (object.audit !== undefined && object.audit !== null)
+      ? ProvisioningAudit.fromPartial(object.audit)
+      : undefined;
     return message;
   },
 };
@@ -1141,7 +1118,7 @@ export const CreateUserResponse: MessageFns<CreateUserResponse> = {
 };
 
 function createBaseUpdateUserRequest(): UpdateUserRequest {
-  return { user: undefined, expectedVersion: 0, writeId: "" };
+  return { user: undefined, expectedVersion: 0, audit: undefined };
 }
 
 export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
@@ -1152,8 +1129,8 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
     if (message.expectedVersion !== 0) {
       writer.uint32(16).int64(message.expectedVersion);
     }
-    if (message.writeId !== "") {
-      writer.uint32(26).string(message.writeId);
+    if (message.audit !== undefined) {
+      ProvisioningAudit.encode(message.audit, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1187,12 +1164,12 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
             message.expectedVersion = longToNumber(reader.int64());
             continue;
           }
-          case 3: {
-            if (tag !== 26) {
+          case 4: {
+            if (tag !== 34) {
               break;
             }
 
-            message.writeId = reader.string();
+            message.audit = ProvisioningAudit.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -1215,11 +1192,7 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
         : isSet(object.expected_version)
         ? globalThis.Number(object.expected_version)
         : 0,
-      writeId: isSet(object.writeId)
-        ? globalThis.String(object.writeId)
-        : isSet(object.write_id)
-        ? globalThis.String(object.write_id)
-        : "",
+      audit: isSet(object.audit) ? ProvisioningAudit.fromJSON(object.audit) : undefined,
     };
   },
 
@@ -1231,8 +1204,8 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
     if (message.expectedVersion !== 0) {
       obj.expectedVersion = Math.round(message.expectedVersion);
     }
-    if (message.writeId !== "") {
-      obj.writeId = message.writeId;
+    if (message.audit !== undefined) {
+      obj.audit = ProvisioningAudit.toJSON(message.audit);
     }
     return obj;
   },
@@ -1244,7 +1217,9 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
     const message = createBaseUpdateUserRequest();
     message.user = (object.user !== undefined && object.user !== null) ? User.fromPartial(object.user) : undefined;
     message.expectedVersion = object.expectedVersion ?? 0;
-    message.writeId = object.writeId ?? "";
+    message.audit = (object.audit !== undefined && object.audit !== null)
+      ? ProvisioningAudit.fromPartial(object.audit)
+      : undefined;
     return message;
   },
 };
@@ -1317,7 +1292,7 @@ export const UpdateUserResponse: MessageFns<UpdateUserResponse> = {
 };
 
 function createBaseDeleteUserRequest(): DeleteUserRequest {
-  return { id: "", expectedVersion: 0, writeId: "" };
+  return { id: "", expectedVersion: 0, audit: undefined };
 }
 
 export const DeleteUserRequest: MessageFns<DeleteUserRequest> = {
@@ -1328,8 +1303,8 @@ export const DeleteUserRequest: MessageFns<DeleteUserRequest> = {
     if (message.expectedVersion !== 0) {
       writer.uint32(16).int64(message.expectedVersion);
     }
-    if (message.writeId !== "") {
-      writer.uint32(26).string(message.writeId);
+    if (message.audit !== undefined) {
+      ProvisioningAudit.encode(message.audit, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1363,12 +1338,12 @@ export const DeleteUserRequest: MessageFns<DeleteUserRequest> = {
             message.expectedVersion = longToNumber(reader.int64());
             continue;
           }
-          case 3: {
-            if (tag !== 26) {
+          case 4: {
+            if (tag !== 34) {
               break;
             }
 
-            message.writeId = reader.string();
+            message.audit = ProvisioningAudit.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -1391,11 +1366,7 @@ export const DeleteUserRequest: MessageFns<DeleteUserRequest> = {
         : isSet(object.expected_version)
         ? globalThis.Number(object.expected_version)
         : 0,
-      writeId: isSet(object.writeId)
-        ? globalThis.String(object.writeId)
-        : isSet(object.write_id)
-        ? globalThis.String(object.write_id)
-        : "",
+      audit: isSet(object.audit) ? ProvisioningAudit.fromJSON(object.audit) : undefined,
     };
   },
 
@@ -1407,8 +1378,8 @@ export const DeleteUserRequest: MessageFns<DeleteUserRequest> = {
     if (message.expectedVersion !== 0) {
       obj.expectedVersion = Math.round(message.expectedVersion);
     }
-    if (message.writeId !== "") {
-      obj.writeId = message.writeId;
+    if (message.audit !== undefined) {
+      obj.audit = ProvisioningAudit.toJSON(message.audit);
     }
     return obj;
   },
@@ -1420,7 +1391,9 @@ export const DeleteUserRequest: MessageFns<DeleteUserRequest> = {
     const message = createBaseDeleteUserRequest();
     message.id = object.id ?? "";
     message.expectedVersion = object.expectedVersion ?? 0;
-    message.writeId = object.writeId ?? "";
+    message.audit = (object.audit !== undefined && object.audit !== null)
+      ? ProvisioningAudit.fromPartial(object.audit)
+      : undefined;
     return message;
   },
 };
@@ -1684,164 +1657,6 @@ export const ListUsersResponse: MessageFns<ListUsersResponse> = {
   },
 };
 
-function createBaseResolveWriteRequest(): ResolveWriteRequest {
-  return { writeId: "" };
-}
-
-export const ResolveWriteRequest: MessageFns<ResolveWriteRequest> = {
-  encode(message: ResolveWriteRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.writeId !== "") {
-      writer.uint32(10).string(message.writeId);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ResolveWriteRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseResolveWriteRequest();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.writeId = reader.string();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): ResolveWriteRequest {
-    return {
-      writeId: isSet(object.writeId)
-        ? globalThis.String(object.writeId)
-        : isSet(object.write_id)
-        ? globalThis.String(object.write_id)
-        : "",
-    };
-  },
-
-  toJSON(message: ResolveWriteRequest): unknown {
-    const obj: any = {};
-    if (message.writeId !== "") {
-      obj.writeId = message.writeId;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<ResolveWriteRequest>, I>>(base?: I): ResolveWriteRequest {
-    return ResolveWriteRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<ResolveWriteRequest>, I>>(object: I): ResolveWriteRequest {
-    const message = createBaseResolveWriteRequest();
-    message.writeId = object.writeId ?? "";
-    return message;
-  },
-};
-
-function createBaseResolveWriteResponse(): ResolveWriteResponse {
-  return { outcome: 0, user: undefined };
-}
-
-export const ResolveWriteResponse: MessageFns<ResolveWriteResponse> = {
-  encode(message: ResolveWriteResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.outcome !== 0) {
-      writer.uint32(8).int32(message.outcome);
-    }
-    if (message.user !== undefined) {
-      User.encode(message.user, writer.uint32(18).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ResolveWriteResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseResolveWriteResponse();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 8) {
-              break;
-            }
-
-            message.outcome = reader.int32() as any;
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.user = User.decode(reader, reader.uint32());
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): ResolveWriteResponse {
-    return {
-      outcome: isSet(object.outcome) ? writeOutcomeFromJSON(object.outcome) : 0,
-      user: isSet(object.user) ? User.fromJSON(object.user) : undefined,
-    };
-  },
-
-  toJSON(message: ResolveWriteResponse): unknown {
-    const obj: any = {};
-    if (message.outcome !== 0) {
-      obj.outcome = writeOutcomeToJSON(message.outcome);
-    }
-    if (message.user !== undefined) {
-      obj.user = User.toJSON(message.user);
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<ResolveWriteResponse>, I>>(base?: I): ResolveWriteResponse {
-    return ResolveWriteResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<ResolveWriteResponse>, I>>(object: I): ResolveWriteResponse {
-    const message = createBaseResolveWriteResponse();
-    message.outcome = object.outcome ?? 0;
-    message.user = (object.user !== undefined && object.user !== null) ? User.fromPartial(object.user) : undefined;
-    return message;
-  },
-};
-
 /**
  * UsersService owns the platform's user records (Postgres schema `users`).
  * Reads serve the External API; writes are internal (SCIM provisioning, seeding).
@@ -1909,20 +1724,6 @@ export const UsersServiceService = {
     responseSerialize: (value: ListUsersResponse): Buffer => Buffer.from(ListUsersResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListUsersResponse => ListUsersResponse.decode(value),
   },
-  /**
-   * ResolveWrite settles a write by its write_id: reports it APPLIED, or fences it as ABANDONED so that a
-   * request still in flight with that id can no longer apply. Lets the SCIM service recover after a crash.
-   */
-  resolveWrite: {
-    path: "/mileage.users.v1.UsersService/ResolveWrite" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ResolveWriteRequest): Buffer => Buffer.from(ResolveWriteRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ResolveWriteRequest => ResolveWriteRequest.decode(value),
-    responseSerialize: (value: ResolveWriteResponse): Buffer =>
-      Buffer.from(ResolveWriteResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ResolveWriteResponse => ResolveWriteResponse.decode(value),
-  },
 } as const;
 
 export interface UsersServiceServer extends UntypedServiceImplementation {
@@ -1938,11 +1739,6 @@ export interface UsersServiceServer extends UntypedServiceImplementation {
   deleteUser: handleUnaryCall<DeleteUserRequest, DeleteUserResponse>;
   /** ListUsers returns the live users matching a filter, ordered by id, with the total count of matches. */
   listUsers: handleUnaryCall<ListUsersRequest, ListUsersResponse>;
-  /**
-   * ResolveWrite settles a write by its write_id: reports it APPLIED, or fences it as ABANDONED so that a
-   * request still in flight with that id can no longer apply. Lets the SCIM service recover after a crash.
-   */
-  resolveWrite: handleUnaryCall<ResolveWriteRequest, ResolveWriteResponse>;
 }
 
 export interface UsersServiceClient extends Client {
@@ -2041,25 +1837,6 @@ export interface UsersServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListUsersResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * ResolveWrite settles a write by its write_id: reports it APPLIED, or fences it as ABANDONED so that a
-   * request still in flight with that id can no longer apply. Lets the SCIM service recover after a crash.
-   */
-  resolveWrite(
-    request: ResolveWriteRequest,
-    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
-  ): ClientUnaryCall;
-  resolveWrite(
-    request: ResolveWriteRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
-  ): ClientUnaryCall;
-  resolveWrite(
-    request: ResolveWriteRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ResolveWriteResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,5 +1,12 @@
 import { filterV1 } from '@mileage/proto';
-import { errors } from './errors';
+import { errors } from '@mileage/runtime';
+import {
+  MAX_FILTER_TERMS,
+  type AttributeMap,
+  type FilterSchema,
+  type MultiValuedAttribute,
+  type ScalarAttribute,
+} from './attributes';
 
 /**
  * Translates a parsed SCIM filter (mileage.filter.v1.Filter) into a parameterised SQL condition over an
@@ -7,46 +14,17 @@ import { errors } from './errors';
  * expressions come from the allow-list, never from the request.
  */
 
-export type ScalarType = 'string' | 'boolean' | 'datetime';
-
-export interface ScalarAttribute {
-  kind: 'scalar';
-  /** SQL expression of the value; for sub-attributes it is written in terms of the element alias. */
-  sql: string;
-  type: ScalarType;
-  /** RFC 7643 caseExact: false compares lower(sql) with lower(value), matching a lower(...) index. */
-  caseExact: boolean;
-}
-
-export interface MultiValuedAttribute {
-  kind: 'multi';
-  /** A FROM item producing one row per element, e.g. `jsonb_array_elements(u.emails) AS el`. */
-  elements: string;
-  /** Sub-attributes by lower-case name, in terms of the element alias. */
-  sub: Record<string, ScalarAttribute>;
-  /**
-   * Index-friendly forms of `attr.sub eq value` (e.g. a GIN containment test); the value arrives as the single
-   * binding. Used for top-level comparisons, where "some element equals" is exactly what eq means.
-   */
-  eqShortcut?: Record<string, string>;
-}
-
-/** Canonical lower-case attribute path → how it is stored. */
-export type AttributeMap = Record<string, ScalarAttribute | MultiValuedAttribute>;
-
 export interface SqlCondition {
   sql: string;
   bindings: (string | number | boolean)[];
 }
-
-export const MAX_FILTER_NODES = 64;
 
 class Builder {
   nodes = 0;
   constructor(private readonly attributes: AttributeMap) {}
 
   build(filter: filterV1.Filter, scope?: { name: string; attr: MultiValuedAttribute }): SqlCondition {
-    if (++this.nodes > MAX_FILTER_NODES) throw invalidFilter(`the filter has more than ${MAX_FILTER_NODES} terms`);
+    if (++this.nodes > MAX_FILTER_TERMS) throw invalidFilter(`the filter has more than ${MAX_FILTER_TERMS} terms`);
     const expr = filter.expr;
     switch (expr?.$case) {
       case 'allOf':
@@ -170,7 +148,7 @@ function compare(attr: ScalarAttribute, c: filterV1.Comparison, name: string): S
       if (op === Op.OPERATOR_NE) return { sql: `(${attr.sql} IS DISTINCT FROM ?)`, bindings: [value.value] };
       throw invalidFilter(`"${name}" is a boolean; only eq, ne and pr apply`);
     }
-    case 'datetime': {
+    case 'dateTime': {
       if (
         value.$case !== 'stringValue' ||
         Number.isNaN(Date.parse(value.value)) ||
@@ -209,7 +187,7 @@ const ORDERING: Partial<Record<filterV1.Operator, string>> = {
 };
 
 /** The SQL condition for `filter`; INVALID_ARGUMENT (reason INVALID_FILTER) for anything outside the allow-list. */
-export function filterToSql(filter: filterV1.Filter | undefined, attributes: AttributeMap): SqlCondition {
+export function filterToSql(filter: filterV1.Filter | undefined, schema: FilterSchema): SqlCondition {
   if (!filter) return { sql: 'true', bindings: [] };
-  return new Builder(attributes).build(filter);
+  return new Builder(schema.attributes).build(filter);
 }

@@ -1,0 +1,53 @@
+import { status } from '@grpc/grpc-js';
+import { AppError, errors, httpAnswer, toStatusObject } from '@mileage/runtime';
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { HttpProblem, problemFromGrpc, ValidationProblem } from './problems';
+
+const ALL_CODES = Object.values(status).filter((v): v is status => typeof v === 'number');
+/** A failed call as the gRPC client hands it over: code, message, rich details in the trailers. */
+const failed = (err: AppError) => toStatusObject(err);
+
+describe('problemFromGrpc: /v1 formats the platform table', () => {
+  test('every gRPC code gets the table status; invalid input is the 422 shape', () => {
+    for (const code of ALL_CODES) {
+      const problem = problemFromGrpc(failed(new AppError(code, 'owner text about table users')));
+      const name = status[code];
+      if (code === status.INVALID_ARGUMENT || code === status.OUT_OF_RANGE) {
+        assert.ok(problem instanceof ValidationProblem, name);
+        continue;
+      }
+      assert.ok(problem instanceof HttpProblem, name);
+      const answer = httpAnswer(code);
+      assert.equal(problem.status, answer.status, name);
+      assert.equal(problem.detail, answer.passMessage ? 'owner text about table users' : answer.detail, name);
+      assert.deepEqual(
+        problem.headers,
+        answer.retryAfterSeconds ? { 'Retry-After': String(answer.retryAfterSeconds) } : {},
+        name,
+      );
+    }
+  });
+
+  test('field violations become FastAPI items', () => {
+    const problem = problemFromGrpc(
+      failed(errors.invalidArgument('invalid', [{ field: 'page.limit', description: 'at most 1000' }])),
+    );
+    assert.ok(problem instanceof ValidationProblem);
+    assert.deepEqual(problem.issues, [{ loc: ['query', 'page', 'limit'], msg: 'at most 1000', type: 'value_error' }]);
+  });
+
+  test('FAILED_PRECONDITION is a 503 to try again, not a 412', () => {
+    const problem = problemFromGrpc(failed(errors.failedPrecondition('not ready yet')));
+    assert.ok(problem instanceof HttpProblem);
+    assert.equal(problem.status, 503);
+    assert.equal(problem.headers['Retry-After'], '5');
+    assert.doesNotMatch(problem.detail, /ready/, 'the service message is not passed on');
+  });
+
+  test('anything that is not a gRPC error is a plain 500', () => {
+    const problem = problemFromGrpc(new Error('connect ECONNREFUSED 10.0.0.1:5432'));
+    assert.ok(problem instanceof HttpProblem);
+    assert.deepEqual([problem.status, problem.detail], [500, 'Internal server error']);
+  });
+});

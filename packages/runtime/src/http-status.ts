@@ -1,0 +1,78 @@
+import { status } from '@grpc/grpc-js';
+
+/** How an HTTP surface answers when a call to a service failed with a gRPC status. */
+export interface HttpAnswer {
+  status: number;
+  /**
+   * Whether the service's own message may reach the client. Client errors carry messages written for the caller;
+   * server errors may name internals, so they get `detail` instead.
+   */
+  passMessage: boolean;
+  /** The text when the message is not passed on (or is empty). */
+  detail: string;
+  /** Set when trying again later is the remedy: the `Retry-After` seconds. */
+  retryAfterSeconds?: number;
+}
+
+export const RETRY_AFTER_SECONDS = 5;
+
+const clientError = (httpStatus: number, detail: string): HttpAnswer => ({
+  status: httpStatus,
+  passMessage: true,
+  detail,
+});
+const serverError = (httpStatus: number, detail: string): HttpAnswer => ({
+  status: httpStatus,
+  passMessage: false,
+  detail,
+});
+const tryAgain: HttpAnswer = {
+  status: 503,
+  passMessage: false,
+  detail: 'A backing service is unavailable; try again shortly',
+  retryAfterSeconds: RETRY_AFTER_SECONDS,
+};
+
+/**
+ * The one gRPC status → HTTP status table of the platform (docs/architecture.md, "Errors"). The gateway's `/v1`
+ * problems and the SCIM service's Error resources are formatters on top of it: FastAPI's 422 shape for invalid input
+ * on `/v1` (CONTRACT §3), a `scimType` on `/scim/v2`. 412 is not in it: only a stale `If-Match` is a 412 (CONTRACT §4),
+ * and that is decided where the header is read.
+ */
+export const HTTP_ANSWERS: Readonly<Record<status, HttpAnswer>> = {
+  // An error object claiming success is a broken peer.
+  [status.OK]: serverError(500, 'Internal server error'),
+  // Our calls are cancelled only when a deadline or a shutdown ends them: the answer did not come in time.
+  [status.CANCELLED]: serverError(504, 'A backing service did not answer in time'),
+  [status.UNKNOWN]: serverError(500, 'Internal server error'),
+  [status.INVALID_ARGUMENT]: clientError(400, 'Invalid request'),
+  [status.DEADLINE_EXCEEDED]: serverError(504, 'A backing service did not answer in time'),
+  [status.NOT_FOUND]: clientError(404, 'Not found'),
+  [status.ALREADY_EXISTS]: clientError(409, 'Conflict'),
+  [status.PERMISSION_DENIED]: clientError(403, 'Forbidden'),
+  // Overload (or a message over the size limit) inside the platform, not the client's rate limit (that is the 429).
+  [status.RESOURCE_EXHAUSTED]: tryAgain,
+  // A state of the platform, not of the request, which succeeds when sent again. No service of ours raises it since
+  // the SCIM write journal (whose fenced write ids did) is gone; a peer that does is answered as unavailable.
+  [status.FAILED_PRECONDITION]: tryAgain,
+  // A concurrent change won (optimistic concurrency): the client reads again and retries.
+  [status.ABORTED]: clientError(409, 'The resource was changed concurrently; read it again'),
+  [status.OUT_OF_RANGE]: clientError(400, 'Invalid request'),
+  // A method the called service does not have (versions out of step during a rollout).
+  [status.UNIMPLEMENTED]: serverError(501, 'Not implemented'),
+  [status.INTERNAL]: serverError(500, 'Internal server error'),
+  [status.UNAVAILABLE]: tryAgain,
+  [status.DATA_LOSS]: serverError(500, 'Internal server error'),
+  // The gateway's own credentials towards a service were refused: a configuration fault, not the client's token.
+  [status.UNAUTHENTICATED]: serverError(500, 'Internal server error'),
+};
+
+/** The answer for a gRPC status code; a number outside the enum is treated as UNKNOWN. */
+export function httpAnswer(code: number): HttpAnswer {
+  return HTTP_ANSWERS[code as status] ?? HTTP_ANSWERS[status.UNKNOWN];
+}
+
+/** Is this an invalid-input answer (the one each surface shapes its own way: 422 on /v1, 400 on SCIM)? */
+export function isInvalidInput(code: number): boolean {
+  return code === status.INVALID_ARGUMENT || code === status.OUT_OF_RANGE;
+}

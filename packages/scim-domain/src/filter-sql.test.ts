@@ -1,0 +1,145 @@
+// Pure functions: a typed filter (mileage.filter.v1.Filter) and the owners' declarations in, SQL and bindings out.
+import { filterV1 } from '@mileage/proto';
+import { AppError } from '@mileage/runtime';
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { filterableType, GROUP_FILTER, MAX_FILTER_TERMS, USER_FILTER } from './attributes';
+import { filterToSql } from './filter-sql';
+
+const Op = filterV1.Operator;
+const cmp = (
+  attribute: string,
+  operator: filterV1.Operator,
+  value?: filterV1.Comparison['value'],
+): filterV1.Filter => ({
+  expr: { $case: 'comparison', value: { attribute, operator, ...(value ? { value } : {}) } },
+});
+const str = (value: string) => ({ $case: 'stringValue' as const, value });
+const all = (...filters: filterV1.Filter[]): filterV1.Filter => ({ expr: { $case: 'allOf', value: { filters } } });
+
+function invalidFilter(run: () => unknown, message: RegExp) {
+  assert.throws(run, (err: unknown) => {
+    assert.ok(err instanceof AppError);
+    assert.equal(err.details.reason, 'INVALID_FILTER');
+    assert.match(err.message, message);
+    return true;
+  });
+}
+
+describe('filterToSql', () => {
+  test('no filter matches everything', () => {
+    assert.deepEqual(filterToSql(undefined, USER_FILTER), { sql: 'true', bindings: [] });
+  });
+
+  test('RFC 7643 case rules: userName is compared lower-cased, id and externalId exactly', () => {
+    assert.deepEqual(filterToSql(cmp('userName', Op.OPERATOR_EQ, str('Bob@X')), USER_FILTER), {
+      sql: '(lower(users.user_name) = lower(?))',
+      bindings: ['Bob@X'],
+    });
+    assert.deepEqual(filterToSql(cmp('externalId', Op.OPERATOR_EQ, str('Ab')), USER_FILTER), {
+      sql: '(users.external_id = ?)',
+      bindings: ['Ab'],
+    });
+  });
+
+  test('co / sw / ew become LIKE patterns with the wildcards of the value escaped', () => {
+    assert.deepEqual(filterToSql(cmp('title', Op.OPERATOR_CO, str('50%_off')), USER_FILTER), {
+      sql: "(lower((users.scim_attributes->>'title')) LIKE lower(?))",
+      bindings: ['%50\\%\\_off%'],
+    });
+    assert.deepEqual(filterToSql(cmp('displayName', Op.OPERATOR_SW, str('A')), GROUP_FILTER).bindings, ['A%']);
+  });
+
+  test('pr, null, booleans and dateTimes', () => {
+    assert.equal(
+      filterToSql(cmp('title', Op.OPERATOR_PR), USER_FILTER).sql,
+      "((users.scim_attributes->>'title') IS NOT NULL AND (users.scim_attributes->>'title') <> '')",
+    );
+    assert.equal(
+      filterToSql(cmp('displayName', Op.OPERATOR_EQ, { $case: 'nullValue', value: 0 as never }), USER_FILTER).sql,
+      '(users.display_name IS NULL)',
+    );
+    assert.deepEqual(filterToSql(cmp('active', Op.OPERATOR_EQ, { $case: 'boolValue', value: false }), USER_FILTER), {
+      sql: '(users.active = ?)',
+      bindings: [false],
+    });
+    assert.deepEqual(
+      filterToSql(cmp('meta.lastModified', Op.OPERATOR_GT, str('2026-01-31T12:00:00+01:00')), USER_FILTER),
+      { sql: '(users.modified_at > ?::timestamptz)', bindings: ['2026-01-31T11:00:00.000Z'] },
+    );
+    invalidFilter(
+      () => filterToSql(cmp('active', Op.OPERATOR_GT, { $case: 'boolValue', value: true }), USER_FILTER),
+      /boolean/,
+    );
+    invalidFilter(() => filterToSql(cmp('meta.created', Op.OPERATOR_EQ, str('yesterday')), USER_FILTER), /dateTime/);
+  });
+
+  test('multi-valued attributes: an indexable shortcut for eq, EXISTS over the elements otherwise', () => {
+    const shortcut = filterToSql(cmp('emails.value', Op.OPERATOR_EQ, str('a@x')), USER_FILTER);
+    assert.match(shortcut.sql, /@> jsonb_build_array\(lower\(\?\)\)/);
+    assert.deepEqual(shortcut.bindings, ['a@x']);
+    const phone = filterToSql(cmp('phoneNumbers.value', Op.OPERATOR_CO, str('555')), USER_FILTER);
+    assert.equal(
+      phone.sql,
+      "EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(users.scim_attributes->'phoneNumbers', '[]'::jsonb)) AS phone WHERE (lower((phone->>'value')) LIKE lower(?)))",
+    );
+    const valuePath: filterV1.Filter = {
+      expr: {
+        $case: 'valuePath',
+        value: {
+          attribute: 'emails',
+          filter: all(cmp('type', Op.OPERATOR_EQ, str('work')), cmp('emails.value', Op.OPERATOR_EQ, str('a@x'))),
+        },
+      },
+    };
+    const narrowed = filterToSql(valuePath, USER_FILTER);
+    assert.match(narrowed.sql, /^\(\(lower\(jsonb_path_query_array.* AND EXISTS \(SELECT 1 FROM/);
+    assert.deepEqual(narrowed.bindings, ['a@x', 'work', 'a@x']);
+    assert.equal(
+      filterToSql(cmp('members', Op.OPERATOR_PR), GROUP_FILTER).sql.startsWith('EXISTS (SELECT 1 FROM ('),
+      true,
+    );
+  });
+
+  test('not matches what has no value too; and / or group with parentheses', () => {
+    const sql = filterToSql(
+      {
+        expr: {
+          $case: 'not',
+          value: {
+            expr: {
+              $case: 'anyOf',
+              value: { filters: [cmp('title', Op.OPERATOR_EQ, str('a')), cmp('locale', Op.OPERATOR_EQ, str('b'))] },
+            },
+          },
+        },
+      },
+      USER_FILTER,
+    );
+    assert.equal(
+      sql.sql,
+      "(NOT coalesce(((lower((users.scim_attributes->>'title')) = lower(?)) OR (lower((users.scim_attributes->>'locale')) = lower(?))), false))",
+    );
+  });
+
+  test('names outside the declarations, nested value paths and too many terms are refused', () => {
+    invalidFilter(() => filterToSql(cmp('password', Op.OPERATOR_EQ, str('x')), USER_FILTER), /unknown attribute/);
+    invalidFilter(() => filterToSql(cmp('externalId', Op.OPERATOR_PR), { ...GROUP_FILTER, attributes: {} }), /unknown/);
+    const many = all(...Array.from({ length: MAX_FILTER_TERMS }, () => cmp('id', Op.OPERATOR_PR)));
+    invalidFilter(() => filterToSql(many, USER_FILTER), new RegExp(`more than ${MAX_FILTER_TERMS} terms`));
+    invalidFilter(() => filterToSql({}, USER_FILTER), /empty filter/);
+  });
+});
+
+describe('filterableType', () => {
+  test('top-level attributes, multi-valued ones and their sub-attributes', () => {
+    assert.equal(filterableType(USER_FILTER, 'username'), 'string');
+    assert.equal(filterableType(USER_FILTER, 'active'), 'boolean');
+    assert.equal(filterableType(USER_FILTER, 'meta.created'), 'dateTime');
+    assert.equal(filterableType(USER_FILTER, 'phonenumbers'), 'multi');
+    assert.equal(filterableType(USER_FILTER, 'phonenumbers.primary'), 'boolean');
+    assert.equal(filterableType(USER_FILTER, 'phonenumbers.display'), undefined);
+    assert.equal(filterableType(GROUP_FILTER, 'externalid'), 'string');
+    assert.equal(filterableType(GROUP_FILTER, 'title'), undefined);
+  });
+});

@@ -1,0 +1,3 @@
+export * from './attributes';
+export * from './filter-sql';
+export * from './audit';

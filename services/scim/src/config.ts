@@ -1,0 +1,14 @@
+import { env } from '@mileage/runtime';
+import { z } from 'zod';
+
+/** The SCIM service's own environment variables, on top of every service's (runService parses them together). */
+export const configShape = {
+  USERS_ADDRESS: env.address('127.0.0.1:50051'),
+  GROUPS_ADDRESS: env.address('127.0.0.1:50052'),
+  /** Public URL of /scim/v2 as clients reach it (meta.location, Location headers). */
+  SCIM_BASE_URL: z
+    .url()
+    .default('http://127.0.0.1:8080/scim/v2')
+    .transform((u) => u.replace(/\/$/, '')),
+  GRPC_DEADLINE_MS: env.positiveInt(3_000),
+};

@@ -1,0 +1,311 @@
+// Every SCIM write is one transaction of the resource's owner (Users, Groups) carrying its audit entry, serialised
+// by the resource's version. Against the real Users and Groups services over gRPC and real PostgreSQL: a crash
+// between the owner's commit and the answer, a lost answer followed by the client's retry, and racing changes.
+import { status } from '@grpc/grpc-js';
+import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
+import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
+import {
+  createGrpcClient,
+  createLogger,
+  decodeServiceError,
+  Metrics,
+  startGrpcServer,
+  type GrpcServerHandle,
+  type PromiseClient,
+} from '@mileage/runtime';
+import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createServer } from './server';
+
+const logger = createLogger({ service: 'scim-test', level: 'silent' });
+let testDb: TestDatabase;
+let usersDb: ReturnType<typeof openUsersDatabase>;
+let groupsDb: ReturnType<typeof openGroupsDatabase>;
+const servers: GrpcServerHandle[] = [];
+const closers: { close(): void }[] = [];
+let usersAddress: string;
+let groupsAddress: string;
+let users: PromiseClient<usersV1.UsersServiceClient>;
+let groups: PromiseClient<groupsV1.GroupsServiceClient>;
+
+/** Lets the owner apply a write, then fails as a crash or a lost answer would: the caller never hears back. */
+function afterOwnerWrite<T extends object>(client: T, methods: string[], failure: () => Error): T {
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof property !== 'string' || !methods.includes(property) || typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        throw failure();
+      };
+    },
+  });
+}
+
+/** A SCIM service over gRPC; `faults` wraps its Users client. */
+async function scimService(faults?: (client: PromiseClient<usersV1.UsersServiceClient>) => typeof client) {
+  const usersClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 2_000 });
+  const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 2_000 });
+  closers.push(usersClient, groupsClient);
+  const server = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [
+      createServer({
+        users: faults ? faults(usersClient) : usersClient,
+        groups: groupsClient,
+        logger,
+        baseUrl: 'https://mileage.test/scim/v2',
+      }),
+    ],
+    protoFiles: [PROTO_FILES.scim],
+    logger,
+    metrics: new Metrics('scim'),
+  });
+  servers.push(server);
+  const client = createGrpcClient(scimV1.ScimServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 10_000 });
+  closers.push(client);
+  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    client
+      .handleRequest({
+        method,
+        path: path.split('?')[0]!,
+        query: path.includes('?') ? path.slice(path.indexOf('?') + 1) : '',
+        headers: { 'content-type': 'application/scim+json', ...headers },
+        body: body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(body)),
+        clientId: 'test-idp',
+      })
+      .then((r) => ({
+        status: r.status,
+        headers: r.headers,
+        body: r.body.length ? JSON.parse(Buffer.from(r.body).toString()) : undefined,
+      }));
+  return { call };
+}
+
+const userAudit = async (id: string) =>
+  (await usersDb.knex('provisioning_audit').where({ user_id: id }).orderBy('id')) as {
+    operation: string;
+    version: string;
+    actor: string;
+    after: Record<string, unknown> | null;
+  }[];
+
+const patchOp = (...operations: unknown[]) => ({
+  schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+  Operations: operations,
+});
+
+before(async () => {
+  testDb = await createTestDatabase('scim');
+  usersDb = openUsersDatabase({ url: testDb.url });
+  groupsDb = openGroupsDatabase({ url: testDb.url });
+  for (const db of [usersDb, groupsDb]) await db.migrate();
+  const u = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createUsersServer({ knex: usersDb.knex })],
+    protoFiles: [PROTO_FILES.users],
+    logger,
+    metrics: new Metrics('users'),
+  });
+  const g = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createGroupsServer({ knex: groupsDb.knex })],
+    protoFiles: [PROTO_FILES.groups],
+    logger,
+    metrics: new Metrics('groups'),
+  });
+  servers.push(u, g);
+  usersAddress = `127.0.0.1:${u.port}`;
+  groupsAddress = `127.0.0.1:${g.port}`;
+  users = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
+  groups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
+  closers.push(users, groups);
+});
+
+after(async () => {
+  for (const c of closers) c.close();
+  for (const s of servers.reverse()) await s.shutdown(1_000);
+  for (const db of [groupsDb, usersDb]) await db.close();
+  await testDb.drop();
+});
+
+describe('one owner transaction per SCIM write: the change, every attribute and its audit entry, or none', () => {
+  test('a crash right after the Users service committed a create or a PATCH loses neither the attributes nor the audit entry', async () => {
+    const crashing = await scimService((c) =>
+      afterOwnerWrite(c, ['createUser', 'updateUser'], () => new Error('simulated crash')),
+    );
+    await assert.rejects(
+      crashing.call('POST', '/Users', { userName: 'crash@example.com', title: 'Night shift' }),
+      (err: { code?: number }) => err.code === status.INTERNAL,
+    );
+    const healthy = await scimService();
+    const found = await healthy.call('GET', `/Users?filter=${encodeURIComponent('userName eq "crash@example.com"')}`);
+    assert.equal(found.body.totalResults, 1, 'the owner applied the write');
+    const id = found.body.Resources[0].id as string;
+    assert.equal(found.body.Resources[0].title, 'Night shift', 'with every attribute');
+    assert.deepEqual(
+      (await userAudit(id)).map((a) => [a.operation, Number(a.version), a.actor]),
+      [['create', 1, 'test-idp']],
+      'and its audit entry, written in the same transaction',
+    );
+
+    await assert.rejects(
+      crashing.call('PATCH', `/Users/${id}`, patchOp({ op: 'replace', path: 'title', value: 'Day shift' })),
+      (err: { code?: number }) => err.code === status.INTERNAL,
+    );
+    const read = await healthy.call('GET', `/Users/${id}`);
+    assert.equal(read.body.meta.version, 'W/"2"');
+    assert.equal(read.body.title, 'Day shift', 'a reader sees the version and the attributes that go with it');
+    const audit = await userAudit(id);
+    assert.deepEqual(
+      audit.map((a) => [a.operation, Number(a.version)]),
+      [
+        ['create', 1],
+        ['patch', 2],
+      ],
+    );
+    assert.equal(audit[1]!.after!.title, 'Day shift');
+  });
+
+  test('an answer lost after the owner applied a PATCH, then the client retries it: applied once, audited once', async () => {
+    const lossy = await scimService((c) =>
+      afterOwnerWrite(c, ['updateUser'], () =>
+        Object.assign(new Error('deadline exceeded'), { code: status.DEADLINE_EXCEEDED }),
+      ),
+    );
+    const healthy = await scimService();
+    const id = (await healthy.call('POST', '/Users', { userName: 'retry@example.com', emails: [] })).body.id as string;
+    const add = patchOp({ op: 'add', path: 'phoneNumbers', value: [{ value: '+1 555 0199', type: 'work' }] });
+    const lost = await lossy.call('PATCH', `/Users/${id}`, add);
+    assert.equal(lost.status, 504, 'the client cannot know whether it applied');
+    const retried = await healthy.call('PATCH', `/Users/${id}`, add);
+    assert.equal(retried.status, 200);
+    assert.deepEqual(retried.body.phoneNumbers, [{ value: '+1 555 0199', type: 'work' }], 'the number is there once');
+    assert.equal(retried.body.meta.version, 'W/"2"', 'the retry found nothing to change and wrote nothing');
+    assert.deepEqual(
+      (await userAudit(id)).map((a) => a.operation),
+      ['create', 'patch'],
+    );
+
+    // A request that arrives late, computed from a version that has moved since, can no longer apply.
+    const stale = (await users.getUser({ id, includeDeleted: false })).user!;
+    await healthy.call('PATCH', `/Users/${id}`, patchOp({ op: 'replace', path: 'title', value: 'Now' }));
+    const late = await users
+      .updateUser({ user: { ...stale, displayName: 'Too late' }, expectedVersion: stale.version })
+      .catch((err: unknown) => decodeServiceError(err as never));
+    assert.equal((late as { code: number }).code, status.ABORTED);
+    assert.equal((await users.getUser({ id, includeDeleted: false })).user!.displayName, undefined);
+    assert.equal((await userAudit(id)).length, 3);
+  });
+
+  test('racing PATCHes of one user all land (serialised by its version), each audited once, none lost', async () => {
+    const scim = await scimService();
+    const created = await scim.call('POST', '/Users', { userName: 'busy@example.com', emails: [] });
+    const id = created.body.id as string;
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        scim.call(
+          'PATCH',
+          `/Users/${id}`,
+          patchOp({ op: 'add', path: 'phoneNumbers', value: [{ value: `+1 555 010${i}`, type: 'work' }] }),
+        ),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      Array(8).fill(200),
+    );
+    const final = await scim.call('GET', `/Users/${id}`);
+    assert.deepEqual(
+      (final.body.phoneNumbers as { value: string }[]).map((p) => p.value).sort(),
+      Array.from({ length: 8 }, (_, i) => `+1 555 010${i}`),
+      'every PATCH is in the result',
+    );
+    const audit = (await userAudit(id)).filter((a) => a.operation === 'patch');
+    assert.equal(audit.length, 8, 'one audit entry per applied change');
+    assert.deepEqual(
+      audit.map((a) => Number(a.version)).sort((a, b) => a - b),
+      [2, 3, 4, 5, 6, 7, 8, 9],
+    );
+    assert.equal(final.body.meta.version, 'W/"9"');
+  });
+
+  test('racing PATCHes of one group keep every member change, none lost', async () => {
+    const scim = await scimService();
+    const { group } = await groups.createGroup({ displayName: 'Racing team', members: [] });
+    const members = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        scim.call('POST', '/Users', { userName: `racer${i}@example.com`, emails: [] }).then((r) => r.body.id as string),
+      ),
+    );
+    const results = await Promise.all(
+      members.map((value) =>
+        scim.call('PATCH', `/Groups/${group!.id}`, patchOp({ op: 'add', path: 'members', value: [{ value }] })),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      Array(6).fill(200),
+    );
+    const final = await scim.call('GET', `/Groups/${group!.id}`);
+    assert.deepEqual((final.body.members as { value: string }[]).map((m) => m.value).sort(), [...members].sort());
+    const audit = await groupsDb.knex('provisioning_audit').where({ team_id: group!.id });
+    assert.equal(audit.length, 6);
+  });
+
+  test('a client demanding a version with If-Match gets 412 when it moved, and nothing is written', async () => {
+    const scim = await scimService();
+    const id = (await scim.call('POST', '/Users', { userName: 'ifmatch@example.com', emails: [] })).body.id as string;
+    await scim.call('PATCH', `/Users/${id}`, patchOp({ op: 'replace', path: 'title', value: 'One' }));
+    const refused = await scim.call('PATCH', `/Users/${id}`, patchOp({ op: 'replace', path: 'title', value: 'Two' }), {
+      'if-match': 'W/"1"',
+    });
+    assert.equal(refused.status, 412);
+    assert.equal((await scim.call('GET', `/Users/${id}`)).body.title, 'One');
+    assert.equal((await userAudit(id)).length, 2);
+  });
+});
+
+describe('filters on attributes that live in the owners now', () => {
+  test('title, name.middleName and phoneNumbers of users, externalId of groups', async () => {
+    const scim = await scimService();
+    const make = async (userName: string, extra: Record<string, unknown>) =>
+      (await scim.call('POST', '/Users', { userName, ...extra })).body.id as string;
+    const fleet = await make('fleet@example.com', {
+      title: 'Fleet Manager',
+      name: { givenName: 'Fay', middleName: 'Quinn' },
+      phoneNumbers: [
+        { value: '+1 555 0142', type: 'work' },
+        { value: '+1 555 0999', type: 'mobile' },
+      ],
+    });
+    const driver = await make('driver@example.com', {
+      title: 'Driver',
+      phoneNumbers: [{ value: '+1 555 0142', type: 'mobile' }],
+    });
+    await make('nobody@example.com', {});
+    const find = async (filter: string) => {
+      const res = await scim.call('GET', `/Users?filter=${encodeURIComponent(filter)}`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return (res.body.Resources as { id: string }[]).map((r) => r.id).sort();
+    };
+    assert.deepEqual(await find('title eq "fleet manager"'), [fleet], 'title is case-insensitive (RFC 7643)');
+    assert.deepEqual(await find('title sw "Dr" and userName ew "@example.com"'), [driver]);
+    assert.deepEqual(await find('name.middleName eq "quinn"'), [fleet]);
+    assert.deepEqual(await find('phoneNumbers[type eq "work" and value co "0142"]'), [fleet]);
+    assert.deepEqual(await find('phoneNumbers.value eq "+1 555 0142"'), [driver, fleet].sort());
+    assert.deepEqual(await find('phoneNumbers pr and not (title eq "Driver") and title co "manager"'), [fleet]);
+
+    const { group } = await groups.createGroup({ displayName: 'Filtered team', members: [] });
+    await scim.call('PATCH', `/Groups/${group!.id}`, patchOp({ op: 'replace', path: 'externalId', value: 'okta-42' }));
+    const byExternalId = await scim.call('GET', `/Groups?filter=${encodeURIComponent('externalId eq "okta-42"')}`);
+    assert.deepEqual(
+      (byExternalId.body.Resources as { id: string; externalId: string }[]).map((g) => [g.id, g.externalId]),
+      [[String(group!.id), 'okta-42']],
+    );
+    const caseExact = await scim.call('GET', `/Groups?filter=${encodeURIComponent('externalId eq "OKTA-42"')}`);
+    assert.equal(caseExact.body.totalResults, 0, 'externalId is case-exact');
+  });
+});

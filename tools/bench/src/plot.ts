@@ -1,0 +1,81 @@
+// docs/benchmarks.svg: throughput and p99 against concurrency, full path and bare server, one row per route.
+// Hand-built SVG (no charting dependency): log2 concurrency on x, linear values from zero on y.
+
+export interface SweepPoint {
+  route: string;
+  target: 'full' | 'bare';
+  connections: number;
+  requestsPerSecond: number;
+  p99Ms: number;
+}
+
+const PANEL = { width: 400, height: 200, left: 60, right: 20, top: 30, bottom: 40 };
+const COLOURS = { bare: '#4a7ab5', full: '#d9822b' };
+
+function niceMax(v: number): number {
+  if (v <= 0) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  return ([1, 2, 2.5, 5, 10].find((m) => m * p >= v) ?? 10) * p;
+}
+
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+function panel(points: SweepPoint[], value: (p: SweepPoint) => number, title: string, x0: number, y0: number): string {
+  const w = PANEL.width - PANEL.left - PANEL.right;
+  const h = PANEL.height - PANEL.top - PANEL.bottom;
+  const levels = [...new Set(points.map((p) => p.connections))].sort((a, b) => a - b);
+  const lo = Math.log2(levels[0]!);
+  const hi = Math.log2(levels[levels.length - 1]!);
+  const max = niceMax(Math.max(...points.map(value)));
+  const sx = (c: number) => x0 + PANEL.left + (hi === lo ? w / 2 : ((Math.log2(c) - lo) / (hi - lo)) * w);
+  const sy = (v: number) => y0 + PANEL.top + h - (v / max) * h;
+  const out: string[] = [
+    `<text x="${x0 + PANEL.left}" y="${y0 + 18}" class="t">${esc(title)}</text>`,
+    `<rect x="${x0 + PANEL.left}" y="${y0 + PANEL.top}" width="${w}" height="${h}" class="frame"/>`,
+  ];
+  for (let i = 0; i <= 4; i++) {
+    const v = (max / 4) * i;
+    out.push(
+      `<line x1="${x0 + PANEL.left}" x2="${x0 + PANEL.left + w}" y1="${sy(v)}" y2="${sy(v)}" class="grid"/>`,
+      `<text x="${x0 + PANEL.left - 6}" y="${sy(v) + 4}" class="ya">${Number(v.toPrecision(3))}</text>`,
+    );
+  }
+  for (const c of levels) out.push(`<text x="${sx(c)}" y="${y0 + PANEL.top + h + 16}" class="xa">${c}</text>`);
+  out.push(`<text x="${x0 + PANEL.left + w / 2}" y="${y0 + PANEL.height - 6}" class="xa">connections</text>`);
+  for (const target of ['bare', 'full'] as const) {
+    const series = points.filter((p) => p.target === target).sort((a, b) => a.connections - b.connections);
+    if (!series.length) continue;
+    const d = series.map((p, i) => `${i ? 'L' : 'M'}${sx(p.connections).toFixed(1)},${sy(value(p)).toFixed(1)}`);
+    out.push(`<path d="${d.join(' ')}" stroke="${COLOURS[target]}" class="line"/>`);
+    for (const p of series)
+      out.push(
+        `<circle cx="${sx(p.connections).toFixed(1)}" cy="${sy(value(p)).toFixed(1)}" r="3" fill="${COLOURS[target]}"><title>${target} c=${p.connections}: ${Number(value(p).toPrecision(4))}</title></circle>`,
+      );
+  }
+  return out.join('\n');
+}
+
+export function renderPlot(points: SweepPoint[], caption: string): string {
+  const routes = [...new Set(points.map((p) => p.route))];
+  const width = PANEL.width * 2;
+  const height = 60 + routes.length * PANEL.height;
+  const body = routes.flatMap((route, i) => {
+    const mine = points.filter((p) => p.route === route);
+    const y = 50 + i * PANEL.height;
+    return [
+      panel(mine, (p) => p.requestsPerSecond, `${route}: requests/s`, 0, y),
+      panel(mine, (p) => p.p99Ms, `${route}: p99 ms`, PANEL.width, y),
+    ];
+  });
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">
+<style>
+.t{font-size:12px;font-weight:bold}.xa{font-size:10px;text-anchor:middle}.ya{font-size:10px;text-anchor:end}
+.frame{fill:none;stroke:#888}.grid{stroke:#ddd}.line{fill:none;stroke-width:2}
+</style>
+<rect width="100%" height="100%" fill="white"/>
+<text x="10" y="20" font-size="14" font-weight="bold">Full path vs bare node:http + pg, by concurrency</text>
+<text x="10" y="38" font-size="11">${esc(caption)} — <tspan fill="${COLOURS.full}">■ full path</tspan>  <tspan fill="${COLOURS.bare}">■ bare</tspan></text>
+${body.join('\n')}
+</svg>
+`;
+}
