@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { measure, type LoadResult, type Target } from './load';
 import { renderPlot, type SweepPoint } from './plot';
+import { cpuSeconds } from './proc';
 import { startBenchStack, type BenchStack } from './stack';
 import { walk, type WalkResult } from './walk';
 
@@ -138,6 +139,19 @@ async function main(): Promise<number> {
     const defs = routes(stack);
     for (const r of defs) await assertSameBodies(r);
     const idleRss = stack.rss();
+    // CPU the processes use with no load at all (timers, metrics, PostgreSQL's background workers): it is part of
+    // every CPU-per-request figure below, the more so the fewer requests a run completes.
+    const idlePids = new Map([...stack.fullPids(), ...stack.barePids()]);
+    const idleBefore = new Map([...idlePids.keys()].map((pid) => [pid, cpuSeconds(pid) ?? 0]));
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const idleCpu: Record<string, number> = {};
+    for (const [pid, name] of idlePids)
+      idleCpu[name] = (idleCpu[name] ?? 0) + ((cpuSeconds(pid) ?? 0) - idleBefore.get(pid)!) / 3;
+    process.stdout.write(
+      `Idle CPU ms/s: ${Object.entries(idleCpu)
+        .map(([k, v]) => `${k} ${fmt(v * 1000, 1)}`)
+        .join(', ')}\n`,
+    );
     const settings = {
       durationSeconds: num('duration'),
       warmupSeconds: num('warmup'),
@@ -251,7 +265,7 @@ async function main(): Promise<number> {
       writeFileSync(
         path.join(resultsDir, 'latest.json'),
         JSON.stringify(
-          { date, settings, flags, results, walks, sweep, idleRss, afterRss, soakSeconds, checks }, // prettier-ignore
+          { date, settings, flags, idleCpu, results, walks, sweep, idleRss, afterRss, soakSeconds, checks }, // prettier-ignore
           (k, v: unknown) => (k === 'pageHashes' ? undefined : v),
           2,
         ) + '\n',

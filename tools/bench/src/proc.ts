@@ -36,7 +36,8 @@ export async function stopAll(): Promise<void> {
           if (c.process.exitCode !== null || c.process.signalCode !== null) return resolve();
           c.process.once('exit', () => resolve());
           c.process.kill('SIGTERM');
-          setTimeout(() => c.process.kill('SIGKILL'), 5_000).unref();
+          // Generous: a process run with --cpu-prof writes its profile on the way out.
+          setTimeout(() => c.process.kill('SIGKILL'), 20_000).unref();
         }),
     ),
   );
