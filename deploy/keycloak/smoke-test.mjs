@@ -343,6 +343,38 @@ await check(
   },
 );
 
+// The gateway's /docs page (Swagger UI): MILEAGE_DOCS_CLIENT_ENABLED=false turns the client off in a realm.
+if (process.env.MILEAGE_DOCS_CLIENT_ENABLED !== 'false') {
+  await check(
+    'mileage-docs (the /docs page): PKCE S256 required, its redirect on any loopback port, /v1 scopes and webhooks_manage, never scim',
+    async () => {
+      const docs = (params) =>
+        fetch(
+          authorizeUrl({
+            client_id: 'mileage-docs',
+            redirect_uri: 'http://127.0.0.1:40123/docs/oauth2-redirect.html',
+            scope: 'users_read groups_read_reported_drives webhooks_manage',
+            ...params,
+          }),
+          { redirect: 'manual' },
+        );
+      const s256 = { code_challenge: pkcePair().challenge, code_challenge_method: 'S256' };
+      const ok = await docs(s256);
+      assert.equal(ok.status, 200, `with PKCE S256 the login page is shown (${ok.headers.get('location')})`);
+      assert.match(await ok.text(), /id="kc-form-login"/);
+      const noPkce = await docs({});
+      assert.equal(new URL(noPkce.headers.get('location')).searchParams.get('error'), 'invalid_request');
+      const scim = await docs({ ...s256, scope: 'users_read scim' });
+      assert.equal(new URL(scim.headers.get('location')).searchParams.get('error'), 'invalid_scope');
+      const elsewhere = await docs({
+        ...s256,
+        redirect_uri: 'http://integration.example.com/docs/oauth2-redirect.html',
+      });
+      assert.equal(elsewhere.status, 400, 'another host is not a redirect URI of the page');
+    },
+  );
+}
+
 if (!production) {
   await check(
     'mileage-example-integration: authorization code + PKCE S256 for alice gives a Bearer token the gateway accepts',

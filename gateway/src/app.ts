@@ -14,7 +14,7 @@ import {
 } from '@mileage/runtime';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
-import * as path from 'node:path';
+import { DOCS_CLIENT_ID, docsRouter } from './docs';
 import { openApiDocument } from './openapi';
 import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValidationProblem } from './problems';
 import { listAllReportedDrives, listGroupReportedDrives, listUserDrives } from './routes/drives';
@@ -38,6 +38,8 @@ export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
   scimDeadlineMs?: number;
   /** The realm URL, for the OAuth flows of the OpenAPI document. */
   issuer: string;
+  /** The realm's public client of the /docs page (default mileage-docs); empty turns sign-in from the page off. */
+  docsClientId?: string;
   /** Signs page cursors; every replica needs the same one (CURSOR_SECRET). */
   cursorSecret?: string;
   logger: Logger;
@@ -90,15 +92,7 @@ export function createApp(deps: AppDeps): Express {
     res.locals.routeId = 'openapi';
     res.type('application/json').send(openApi);
   });
-  app.get('/docs', (_req, res) => {
-    res.locals.routeId = 'docs';
-    res.type('html').send(DOCS_PAGE);
-  });
-  // The documentation page's assets come from the swagger-ui-dist package: no internet access needed.
-  app.use(
-    '/docs/assets',
-    express.static(path.dirname(require.resolve('swagger-ui-dist/package.json')), { index: false, maxAge: '1d' }),
-  );
+  app.use(docsRouter({ issuer: deps.issuer, clientId: deps.docsClientId ?? DOCS_CLIENT_ID }));
 
   app.get('/v1/users/me', v1Route(getMe, v1));
   app.get('/v1/users/:user_id', v1Route(getUser, v1));
@@ -214,12 +208,3 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
     sendProblem(res, 500, 'Internal server error');
   };
 }
-
-const DOCS_PAGE = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Mileage Platform External API</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
-<body><div id="docs"></div>
-<script src="/docs/assets/swagger-ui-bundle.js"></script>
-<script>window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking: true, tryItOutEnabled: false });</script>
-</body></html>`;

@@ -48,6 +48,11 @@ export const configSchema = commonConfigSchema.extend({
   RATE_LIMIT_MULTIPLIER: z.coerce.number().positive().default(1),
   REQUEST_TIMEOUT_MS: env.positiveInt(30_000),
   BODY_LIMIT_BYTES: env.positiveInt(1_048_576),
+  /** The realm's public client of the /docs page (sign-in from the page); empty turns that sign-in off. */
+  DOCS_OAUTH_CLIENT_ID: z
+    .string()
+    .regex(/^[\w.:-]*$/, 'a client id (letters, digits, _ . : -) or empty')
+    .default('mileage-docs'),
   /** Hops of reverse proxies whose X-Forwarded-For to trust (0: none). */
   TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
 });

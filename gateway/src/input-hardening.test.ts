@@ -105,3 +105,69 @@ describe('unknown and repeated parameters (CONTRACT §2, as the reference API)',
     assert.deepEqual(bad.body.detail[0].loc, ['query', 'limit']);
   });
 });
+
+describe('SCIM: hostile input is a SCIM error, never a 5xx', () => {
+  let scim: string;
+  before(async () => {
+    scim = await h.scimToken();
+  });
+  const scimGet = (path: string) => request(app).get(`/scim/v2${path}`).set('Authorization', `Bearer ${scim}`);
+
+  test('a malformed %-escape in the path is 404', async () => {
+    const res = await scimGet('/Users/%E0%A4%A').expect(404);
+    assert.deepEqual(res.body.schemas, ['urn:ietf:params:scim:api:messages:2.0:Error']);
+  });
+
+  test('a startIndex beyond 32 bits is an empty page, not a serialisation failure', async () => {
+    const res = await scimGet('/Users?startIndex=999999999999&count=5').expect(200);
+    assert.deepEqual(res.body.Resources, []);
+    assert.ok(res.body.totalResults > 0);
+  });
+
+  test('a lone UTF-16 surrogate in a JSON body is 400 invalidSyntax', async () => {
+    const body = '{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"lone\\ud800@example.com"}';
+    const res = await request(app)
+      .post('/scim/v2/Users')
+      .set('Authorization', `Bearer ${scim}`)
+      .set('Content-Type', 'application/scim+json')
+      .send(body)
+      .expect(400);
+    assert.equal(res.body.scimType, 'invalidSyntax');
+  });
+
+  test('meta dates PostgreSQL cannot store, or that do not exist, are 400 invalidFilter', async () => {
+    for (const date of ['0000-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-01-01T24:00:00Z']) {
+      const res = await scimGet(`/Users?filter=${encodeURIComponent(`meta.created gt "${date}"`)}`).expect(400);
+      assert.equal(res.body.scimType, 'invalidFilter', date);
+    }
+  });
+
+  test('hostile filters, paging and paths answer 2xx or 4xx (property)', async () => {
+    const text = fc.oneof(
+      fc.string(),
+      fc.string({ unit: 'binary' }),
+      fc.constantFrom('"', '\\', '(', '[', '%', '\u0000'),
+    );
+    const filter = fc.oneof(
+      text,
+      fc
+        .tuple(
+          fc.constantFrom('userName', 'meta.created', 'emails.value', 'active', 'title', 'x'),
+          fc.constantFrom('eq', 'gt', 'co', 'pr', 'zz'),
+          text,
+        )
+        .map(([a, op, v]) => `${a} ${op} ${JSON.stringify(v)}`),
+    );
+    const number = fc.oneof(fc.integer().map(String), fc.constantFrom('9'.repeat(30), '-0', '1e9', '', 'x'));
+    await fc.assert(
+      fc.asyncProperty(filter, number, number, text, async (f, startIndex, count, segment) => {
+        const query = `filter=${encodeURIComponent(f)}&startIndex=${encodeURIComponent(startIndex)}&count=${encodeURIComponent(count)}`;
+        const list = await scimGet(`/Users?${query}`);
+        assert.ok(list.status < 500, `${list.status} for ${query}: ${JSON.stringify(list.body)}`);
+        const item = await scimGet(`/Users/${encodeURIComponent(segment)}`);
+        assert.ok(item.status < 500, `${item.status} for ${JSON.stringify(segment)}`);
+      }),
+      { numRuns: 150 },
+    );
+  });
+});

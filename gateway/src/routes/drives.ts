@@ -79,17 +79,22 @@ function nextCursor(
     : null;
 }
 
-async function reportedDrivesPage(groupIds: number[], input: ListInput, deps: V1Deps, call: CallSettings) {
-  if (groupIds.length === 0) return { results: [], has_more: false, next_cursor: null };
-  const page = await deps.drives.listReportedDrives({ groupIds, ...listRequest(input) }, call);
-  const driverIds = [...new Set(page.reportedDrives.map((r) => r.drive!.userId))];
+/** A page of reported drives with their drivers; `page` is the ListReportedDrives call, already under way. */
+async function reportedDrivesPage(
+  page: Promise<drivesV1.ListReportedDrivesResponse>,
+  input: ListInput,
+  deps: V1Deps,
+  call: CallSettings,
+) {
+  const { reportedDrives, hasMore, nextPosition } = await page;
+  // Through the account loader: the drivers of every page asked for in the same turn are read in one BatchGetUsers.
+  const driverIds = [...new Set(reportedDrives.map((r) => r.drive!.userId))];
   const drivers = new Map<string, usersV1.User>();
-  if (driverIds.length)
-    for (const u of (await deps.users.batchGetUsers({ ids: driverIds }, call)).users) drivers.set(u.id, u);
+  for (const u of await Promise.all(driverIds.map((id) => deps.accounts.load(id, call)))) if (u) drivers.set(u.id, u);
   return {
-    results: page.reportedDrives.map((r) => toReportedDriveSchema(r, drivers.get(r.drive!.userId))),
-    has_more: page.hasMore,
-    next_cursor: nextCursor(deps, input, page.hasMore, page.nextPosition),
+    results: reportedDrives.map((r) => toReportedDriveSchema(r, drivers.get(r.drive!.userId))),
+    has_more: hasMore,
+    next_cursor: nextCursor(deps, input, hasMore, nextPosition),
   };
 }
 
@@ -148,13 +153,15 @@ export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }>
     return 'issues' in list ? list : { input: { ...list.input, groupId } };
   },
   handle: async (input, account, deps, call) => {
-    const { exists, isAdmin } = await deps.groups.checkGroupAdmin(
-      { groupId: input.groupId, userId: account.caller.userId },
-      call,
-    );
+    // The admin check and the page are independent: both calls go out at once, and the page is used (or its error
+    // reported) only once the check has passed.
+    const check = deps.groups.checkGroupAdmin({ groupId: input.groupId, userId: account.caller.userId }, call);
+    const page = deps.drives.listReportedDrives({ groupIds: [input.groupId], ...listRequest(input) }, call);
+    page.catch(() => {}); // settled below when the check passes; ignored when it does not
+    const { exists, isAdmin } = await check;
     // The same 403 whether or not the group exists: no existence oracle (CONTRACT §2).
     if (!exists || !isAdmin) throw new HttpProblem(403, 'Only admins of this group may read its reported drives');
-    return reportedDrivesPage([input.groupId], input, deps, call);
+    return reportedDrivesPage(page, input, deps, call);
   },
 };
 
@@ -168,8 +175,10 @@ export const listAllReportedDrives: RouteSpec<ListInput> = {
     parseList(req, deps, false, { route: 'all-reported', caller: caller.subject }),
   handle: async (input, account, deps, call) => {
     const { groups } = await deps.groups.listAdministeredGroups({ userId: account.caller.userId }, call);
+    if (groups.length === 0) return { results: [], has_more: false, next_cursor: null };
+    const groupIds = groups.map((g) => g.id);
     return reportedDrivesPage(
-      groups.map((g) => g.id),
+      deps.drives.listReportedDrives({ groupIds, ...listRequest(input) }, call),
       input,
       deps,
       call,

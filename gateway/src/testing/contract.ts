@@ -44,11 +44,14 @@ export function recordResponses(into: RecordedResponse[]): RequestHandler {
   };
 }
 
+interface OpenApiResponse {
+  $ref?: string;
+  content?: Record<string, { schema: object }>;
+}
+
 interface OpenApiDoc {
-  paths: Record<
-    string,
-    Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>
-  >;
+  paths: Record<string, Record<string, { responses: Record<string, OpenApiResponse> }>>;
+  components?: { responses?: Record<string, OpenApiResponse> };
 }
 
 const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -70,14 +73,20 @@ export function checkAgainstOpenApi(doc: OpenApiDoc, records: RecordedResponse[]
     if (!match) continue; // unknown paths answer 404 and are not part of the document
     const operation = doc.paths[match.template]![r.method === 'HEAD' ? 'get' : r.method.toLowerCase()];
     if (!operation) continue; // 405 for methods the route does not have
-    const response = operation.responses[String(r.status)];
+    let response = operation.responses[String(r.status)];
+    // A response described once under components.responses is validated at its own place in the document.
+    let responsePath = `openapi#/paths/${escapePointer(match.template)}/${r.method === 'HEAD' ? 'get' : r.method.toLowerCase()}/responses/${r.status}`;
+    const shared = response?.$ref?.match(/^#\/components\/responses\/(.+)$/)?.[1];
+    if (shared) {
+      response = doc.components?.responses?.[shared];
+      responsePath = `openapi#/components/responses/${shared}`;
+    }
     if (!response) {
       problems.push(`${r.method} ${r.path} → ${r.status}: status not documented for ${match.template}`);
       continue;
     }
     const mediaType = r.path.startsWith('/scim/v2/') ? 'application/scim+json' : 'application/json';
-    const method = r.method === 'HEAD' ? 'get' : r.method.toLowerCase();
-    const schemaPath = `openapi#/paths/${escapePointer(match.template)}/${method}/responses/${r.status}/content/${escapePointer(mediaType)}/schema`;
+    const schemaPath = `${responsePath}/content/${escapePointer(mediaType)}/schema`;
     if (!response.content?.[mediaType]) continue;
     if (r.method === 'HEAD') continue;
     if (!r.contentType.startsWith(mediaType)) {

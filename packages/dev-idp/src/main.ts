@@ -38,7 +38,15 @@ function readConfig() {
       fail('DEV_IDP_ACCOUNTS_FILE: expected a JSON array of {username, password, userId (10 characters [A-Za-z0-9])}');
     }
   }
+  // The gateway's documentation page signs people in with the client mileage-docs (comma-separated list).
+  const docsRedirectUris = (process.env.DEV_IDP_DOCS_REDIRECT_URIS ?? 'http://127.0.0.1:8080/docs/oauth2-redirect.html')
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean);
+  if (!docsRedirectUris.every((u) => /^https?:\/\/[^/]+\/\S*$/.test(u)))
+    fail('DEV_IDP_DOCS_REDIRECT_URIS: expected comma-separated http(s) URLs');
   return {
+    docsRedirectUris,
     host: process.env.DEV_IDP_HOST ?? '127.0.0.1',
     port,
     dataDir: path.resolve(process.env.DEV_IDP_DATA_DIR ?? '.data/dev-idp'),

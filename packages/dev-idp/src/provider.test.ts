@@ -42,6 +42,47 @@ async function verify(token: string) {
   });
 }
 
+/** Signs alice in through the login form (a wrong password first) and returns the authorization code. */
+async function signIn(params: Record<string, string>): Promise<string> {
+  const jar = new Map<string, string>();
+  const send = async (url: string, init: RequestInit = {}) => {
+    const res = await fetch(url, {
+      ...init,
+      redirect: 'manual',
+      headers: {
+        ...(init.headers as Record<string, string>),
+        cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '),
+      },
+    });
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(';');
+      const [k, v] = pair!.split('=');
+      jar.set(k!, v ?? '');
+    }
+    return res;
+  };
+  const auth = new URL(`${idp.issuer}/protocol/openid-connect/auth`);
+  auth.search = new URLSearchParams({ response_type: 'code', state: 'st4te', ...params }).toString();
+  let res = await send(auth.toString());
+  assert.equal(res.status, 303, await res.text());
+  const loginUrl = new URL(res.headers.get('location')!, idp.issuer).toString();
+  const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  const wrong = await send(loginUrl, {
+    method: 'POST',
+    headers: form,
+    body: 'username=alice%40example.com&password=x',
+  });
+  assert.match(await wrong.text(), /Invalid username or password/);
+  res = await send(loginUrl, { method: 'POST', headers: form, body: 'username=alice%40example.com&password=demo' });
+  let location = res.headers.get('location');
+  for (let hops = 0; location && !location.startsWith(params.redirect_uri!) && hops < 10; hops++) {
+    res = await send(new URL(location, idp.issuer).toString());
+    location = res.headers.get('location');
+  }
+  assert.ok(location?.startsWith(params.redirect_uri!), `ended at ${location} ${res.status}`);
+  return new URL(location!).searchParams.get('code')!;
+}
+
 describe('development identity provider', () => {
   test('serves discovery with Keycloak paths and only the code flow', async () => {
     const res = await fetch(`${idp.issuer}/.well-known/openid-configuration`);
@@ -197,6 +238,100 @@ describe('development identity provider', () => {
     const location = new URL(res.headers.get('location')!);
     assert.equal(location.searchParams.get('error'), 'invalid_request');
     assert.match(location.searchParams.get('error_description')!, /PKCE/);
+  });
+
+  test('the documentation page client: code + PKCE from /docs/oauth2-redirect.html, CORS for its origin only', async () => {
+    const docsOrigin = 'http://127.0.0.1:8080';
+    const redirectUri = `${docsOrigin}/docs/oauth2-redirect.html`;
+    const verifier = randomBytes(32).toString('base64url');
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    const code = await signIn({
+      client_id: 'mileage-docs',
+      redirect_uri: redirectUri,
+      scope: 'users_read groups_read_reported_drives webhooks_manage',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
+    // Swagger UI exchanges the code from the page: a preflighted cross-origin POST.
+    const preflight = await fetch(idp.tokenEndpoint, {
+      method: 'OPTIONS',
+      headers: {
+        origin: docsOrigin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,x-requested-with',
+      },
+    });
+    assert.ok(preflight.status < 300, `preflight ${preflight.status}`);
+    assert.equal(preflight.headers.get('access-control-allow-origin'), docsOrigin);
+    const exchange = (origin: string, codeVerifier = verifier) =>
+      fetch(idp.tokenEndpoint, {
+        method: 'POST',
+        headers: { origin, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          client_id: 'mileage-docs',
+          code,
+          redirect_uri: redirectUri,
+          code_verifier: codeVerifier,
+        }),
+      });
+    const foreign = await exchange('http://evil.example');
+    assert.equal(foreign.status, 400);
+    assert.equal(foreign.headers.get('access-control-allow-origin'), null);
+    const wrongVerifier = await exchange(docsOrigin, randomBytes(32).toString('base64url'));
+    assert.equal(((await wrongVerifier.json()) as { error: string }).error, 'invalid_grant');
+
+    const secondCode = await signIn({
+      client_id: 'mileage-docs',
+      redirect_uri: redirectUri,
+      scope: 'users_read groups_read_reported_drives webhooks_manage',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
+    const ok = await fetch(idp.tokenEndpoint, {
+      method: 'POST',
+      headers: { origin: docsOrigin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        client_id: 'mileage-docs',
+        code: secondCode,
+        redirect_uri: redirectUri,
+        code_verifier: verifier,
+      }),
+    });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.headers.get('access-control-allow-origin'), docsOrigin);
+    const { payload } = await verify(((await ok.json()) as { access_token: string }).access_token);
+    assert.equal(payload.user_id, 'AliceAdm01');
+    assert.equal(payload.azp, 'mileage-docs');
+    assert.deepEqual(String(payload.scope).split(' ').sort(), [
+      'groups_read_reported_drives',
+      'users_read',
+      'webhooks_manage',
+    ]);
+  });
+
+  test('the documentation page client gets no scim, and no other redirect URI', async () => {
+    const authorize = (params: Record<string, string>) => {
+      const auth = new URL(`${idp.issuer}/protocol/openid-connect/auth`);
+      auth.search = new URLSearchParams({
+        client_id: 'mileage-docs',
+        response_type: 'code',
+        redirect_uri: 'http://127.0.0.1:8080/docs/oauth2-redirect.html',
+        code_challenge: createHash('sha256').update('v'.repeat(43)).digest('base64url'),
+        code_challenge_method: 'S256',
+        ...params,
+      }).toString();
+      return fetch(auth, { redirect: 'manual' });
+    };
+    const scim = await authorize({ scope: 'users_read scim' });
+    assert.equal(new URL(scim.headers.get('location')!).searchParams.get('error'), 'invalid_scope');
+    const elsewhere = await authorize({
+      scope: 'users_read',
+      redirect_uri: 'http://127.0.0.1:9999/docs/oauth2-redirect.html',
+    });
+    assert.equal(elsewhere.status, 400, 'an unregistered redirect URI is an error page, not a redirect');
+    assert.match(await elsewhere.text(), /redirect_uri/);
   });
 
   test('keys persist across restarts and rotation keeps issued tokens verifiable', async () => {

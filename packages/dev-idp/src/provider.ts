@@ -6,8 +6,18 @@ import { keyFilePath, loadOrCreateKeys } from './keys.js';
 import { errorPage, loginPage } from './login-page.js';
 
 export const REALM_PATH = '/realms/mileage';
-export const API_SCOPES = ['users_read', 'drives_read', 'groups_read', 'groups_read_reported_drives', 'scim'] as const;
-const V1_SCOPES = API_SCOPES.filter((s) => s !== 'scim').join(' ');
+export const API_SCOPES = [
+  'users_read',
+  'drives_read',
+  'groups_read',
+  'groups_read_reported_drives',
+  'webhooks_manage',
+  'scim',
+] as const;
+const V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
+/** The public client of the gateway's documentation page (/docs): the /v1 scopes a person may grant. */
+export const DOCS_CLIENT_ID = 'mileage-docs';
+const DOCS_SCOPES = `${V1_SCOPES} webhooks_manage`;
 const RESOURCE_INDICATOR = 'urn:mileage:api';
 const AUDIENCE = 'mileage-api';
 
@@ -20,6 +30,8 @@ export interface IdentityProviderOptions {
   scimClientSecret: string;
   accessTokenTtlSeconds?: number;
   exampleRedirectUris?: string[];
+  /** Redirect URIs of the documentation page's client: the gateway's `<origin>/docs/oauth2-redirect.html`. */
+  docsRedirectUris?: string[];
   log?: (event: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -88,7 +100,21 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
         redirect_uris: options.exampleRedirectUris ?? ['http://127.0.0.1:8765/callback'],
         scope: `openid profile email offline_access ${V1_SCOPES}`,
       },
+      {
+        // Swagger UI on the gateway's /docs page: a browser app, so public, code + PKCE (S256, enforced below).
+        client_id: DOCS_CLIENT_ID,
+        client_name: 'API documentation page',
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        redirect_uris: options.docsRedirectUris ?? ['http://127.0.0.1:8080/docs/oauth2-redirect.html'],
+        scope: DOCS_SCOPES,
+      },
     ],
+    // The token endpoint answers browsers (CORS) only for public clients, from the origin of one of their redirect
+    // URIs: the documentation page exchanges its code from the gateway's origin.
+    clientBasedCORS: (_ctx, origin, client) =>
+      client.clientAuthMethod === 'none' && (client.redirectUris ?? []).some((uri) => originOf(uri) === origin),
     jwks: { keys: keys as never },
     cookies: { keys: cookieKeys },
     scopes: ['openid', 'offline_access', 'profile', 'email', ...API_SCOPES],
@@ -230,6 +256,14 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
         server.closeAllConnections();
       }),
   };
+}
+
+function originOf(uri: string): string | undefined {
+  try {
+    return new URL(uri).origin;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

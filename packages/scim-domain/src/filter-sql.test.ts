@@ -72,6 +72,14 @@ describe('filterToSql', () => {
       /boolean/,
     );
     invalidFilter(() => filterToSql(cmp('meta.created', Op.OPERATOR_EQ, str('yesterday')), USER_FILTER), /dateTime/);
+    // Instants PostgreSQL cannot store and dates that do not exist: invalidFilter, not a 500 or a shifted date.
+    for (const bad of ['0000-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-01-01T24:00:00Z', '99999-01-01T00:00:00Z'])
+      invalidFilter(() => filterToSql(cmp('meta.created', Op.OPERATOR_GT, str(bad)), USER_FILTER), /dateTime/);
+    // xsd:dateTime without a zone is read as UTC.
+    assert.deepEqual(
+      filterToSql(cmp('meta.created', Op.OPERATOR_LT, str('2026-01-31T12:00:00')), USER_FILTER).bindings,
+      ['2026-01-31T12:00:00.000Z'],
+    );
   });
 
   test('multi-valued attributes: an indexable shortcut for eq, EXISTS over the elements otherwise', () => {

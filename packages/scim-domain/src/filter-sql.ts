@@ -1,5 +1,5 @@
 import { filterV1 } from '@mileage/proto';
-import { errors } from '@mileage/runtime';
+import { errors, parseRfc3339 } from '@mileage/runtime';
 import {
   MAX_FILTER_TERMS,
   type AttributeMap,
@@ -149,19 +149,18 @@ function compare(attr: ScalarAttribute, c: filterV1.Comparison, name: string): S
       throw invalidFilter(`"${name}" is a boolean; only eq, ne and pr apply`);
     }
     case 'dateTime': {
-      if (
-        value.$case !== 'stringValue' ||
-        Number.isNaN(Date.parse(value.value)) ||
-        !/^\d{4}-\d{2}-\d{2}T/.test(value.value)
-      ) {
+      // xsd:dateTime without a zone is read as UTC; the value must be a real, storable instant (else a 500 once).
+      const raw = value.$case === 'stringValue' ? value.value : '';
+      const checked = parseRfc3339(/([zZ]|[+-]\d{2}:\d{2})$/.test(raw) ? raw : `${raw}Z`);
+      if ('problem' in checked) {
         throw invalidFilter(
-          `"${name}" is a dateTime; compare it with an xsd:dateTime string such as "2026-01-31T12:00:00Z"`,
+          `"${name}" is a dateTime; compare it with an xsd:dateTime string such as "2026-01-31T12:00:00Z" (${checked.problem})`,
         );
       }
       const sqlOp =
         ORDERING[op] ?? (op === Op.OPERATOR_EQ ? '=' : op === Op.OPERATOR_NE ? 'IS DISTINCT FROM' : undefined);
       if (!sqlOp) throw invalidFilter(`"${name}" is a dateTime; co, sw and ew do not apply`);
-      return { sql: `(${attr.sql} ${sqlOp} ?::timestamptz)`, bindings: [new Date(value.value).toISOString()] };
+      return { sql: `(${attr.sql} ${sqlOp} ?::timestamptz)`, bindings: [checked.iso] };
     }
     case 'string': {
       if (value.$case !== 'stringValue') throw invalidFilter(`"${name}" is a string; compare it with a quoted string`);

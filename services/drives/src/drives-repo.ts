@@ -1,6 +1,6 @@
 import { drivesV1 } from '@mileage/proto';
 import { errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
-import { DRIVE_COLUMNS, toColumns, toDrive, type DriveRow } from './rows';
+import { DRIVE_COLUMNS, ISO_TIMESTAMPS, iso, toColumns, toDrive, type DriveRow, type Stamp } from './rows';
 
 const sql = sqlSpans('drives');
 
@@ -18,6 +18,19 @@ const HORIZON_SQL = `
     FROM pg_stat_activity
    WHERE datname = current_database() AND usename = current_user AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`;
 
+const USER_DRIVE_COLUMNS = DRIVE_COLUMNS.join(', ');
+const REPORTED_COLUMNS = [
+  ...DRIVE_COLUMNS.map((c) => `d.${c}`),
+  'r.drive_id',
+  'r.group_id',
+  'r.status',
+  'r.reported_at',
+  'r.modified_at AS report_modified_at',
+].join(', ');
+// The review comments of a page's drives: one statement for any number of drives (an array parameter).
+const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM review_comments
+  WHERE drive_id = ANY(?::bigint[]) ORDER BY id`;
+
 export interface ListQuery {
   limit: number;
   sortField: 'modified' | 'ended';
@@ -30,8 +43,8 @@ interface ReportRow {
   drive_id: string;
   group_id: string;
   status: string;
-  reported_at: Date;
-  report_modified_at: Date;
+  reported_at: Stamp;
+  report_modified_at: Stamp;
 }
 
 interface CommentRow {
@@ -39,7 +52,7 @@ interface CommentRow {
   drive_id: string;
   text: string;
   user_email: string;
-  created_at: Date;
+  created_at: Stamp;
 }
 
 export class DrivesRepository {
@@ -52,58 +65,85 @@ export class DrivesRepository {
     return rows[0]!.horizon;
   }
 
-  /** Applies bounds, horizon, keyset position, order and limit+1 to a query on `column` (and `idColumn`). */
-  private async page<T extends object>(
-    query: Knex.QueryBuilder,
-    column: string,
-    idColumn: string,
+  /**
+   * One page of a list: bounds, horizon (sort by modified), keyset position, newest first, limit + 1. The statement
+   * text depends only on which of these apply, so each variant is a named statement, prepared once per connection
+   * (planning it on every page cost PostgreSQL more than running it).
+   */
+  private async page<T extends { sort_value: Stamp; sort_id: string }>(
+    list: {
+      columns: string;
+      from: string;
+      where: string;
+      column: string;
+      idColumn: string;
+      bindings: Knex.RawBinding[];
+      name: string;
+    },
     q: ListQuery,
     trace: TraceContext | undefined,
   ): Promise<{ rows: T[]; hasMore: boolean; next?: { sortTime: string; id: number } }> {
-    if (q.after) query.where(column, '>', q.after);
-    if (q.before) query.where(column, '<', q.before);
-    if (q.sortField === 'modified') query.where(column, '<', await this.horizon(trace));
-    if (q.position) query.whereRaw(`(${column}, ${idColumn}) < (?, ?)`, [q.position.sortTime, q.position.id]);
-    query.select({ sort_value: column, sort_id: idColumn });
-    query
-      .orderBy([
-        { column, order: 'desc' },
-        { column: idColumn, order: 'desc' },
-      ])
-      .limit(q.limit + 1);
-    const rows = (await sql(trace, 'SELECT', query.toSQL().sql, async () => query)) as T[];
+    const where = [list.where];
+    const bindings: Knex.RawBinding[] = [...list.bindings];
+    const add = (condition: string, ...values: Knex.RawBinding[]) => {
+      where.push(condition);
+      bindings.push(...values);
+    };
+    if (q.after) add(`${list.column} > ?`, q.after);
+    if (q.before) add(`${list.column} < ?`, q.before);
+    if (q.sortField === 'modified') add(`${list.column} < ?`, await this.horizon(trace));
+    if (q.position) add(`(${list.column}, ${list.idColumn}) < (?, ?)`, q.position.sortTime, q.position.id);
+    bindings.push(q.limit + 1);
+    const text = `SELECT ${list.columns}, ${list.column} AS sort_value, ${list.idColumn} AS sort_id
+      FROM ${list.from} WHERE ${where.join(' AND ')}
+      ORDER BY ${list.column} DESC, ${list.idColumn} DESC LIMIT ?`;
+    const name = `${list.name}_${q.sortField}${q.after ? '_a' : ''}${q.before ? '_b' : ''}${q.position ? '_p' : ''}`;
+    const { rows } = await sql(trace, 'SELECT', text, async () =>
+      this.knex.raw<{ rows: T[] }>(text, bindings).options({ name, types: ISO_TIMESTAMPS }),
+    );
     const hasMore = rows.length > q.limit;
     if (hasMore) rows.length = q.limit;
-    const last = rows[rows.length - 1] as { sort_value: Date; sort_id: string } | undefined;
+    const last = rows[rows.length - 1];
     return {
       rows,
       hasMore,
-      ...(hasMore && last ? { next: { sortTime: last.sort_value.toISOString(), id: Number(last.sort_id) } } : {}),
+      ...(hasMore && last ? { next: { sortTime: iso(last.sort_value), id: Number(last.sort_id) } } : {}),
     };
   }
 
   async listUserDrives(userId: string, classification: string | null, q: ListQuery, trace?: TraceContext) {
-    const column = q.sortField === 'ended' ? 'ended_at' : 'modified_at';
-    const query = this.knex('drives').select(DRIVE_COLUMNS).where({ user_id: userId });
-    if (classification) query.where({ classification });
-    const page = await this.page<DriveRow>(query, column, 'id', q, trace);
+    const page = await this.page<DriveRow & { sort_value: Stamp; sort_id: string }>(
+      {
+        columns: USER_DRIVE_COLUMNS,
+        from: 'drives',
+        where: classification ? 'user_id = ? AND classification = ?' : 'user_id = ?',
+        column: q.sortField === 'ended' ? 'ended_at' : 'modified_at',
+        idColumn: 'id',
+        bindings: classification ? [userId, classification] : [userId],
+        name: `drives_user_list_v1${classification ? '_c' : ''}`,
+      },
+      q,
+      trace,
+    );
     return { drives: page.rows.map(toDrive), hasMore: page.hasMore, next: page.next };
   }
 
   async listReportedDrives(groupIds: number[], q: ListQuery, trace?: TraceContext) {
-    const column = q.sortField === 'ended' ? 'r.ended_at' : 'r.modified_at';
-    const query = this.knex({ r: 'drive_reports' })
-      .join({ d: 'drives' }, 'd.id', 'r.drive_id')
-      .select(DRIVE_COLUMNS.map((c) => `d.${c}`))
-      .select({
-        drive_id: 'r.drive_id',
-        group_id: 'r.group_id',
-        status: 'r.status',
-        reported_at: 'r.reported_at',
-        report_modified_at: 'r.modified_at',
-      })
-      .whereIn('r.group_id', groupIds);
-    const page = await this.page<DriveRow & ReportRow>(query, column, 'r.drive_id', q, trace);
+    // One group (the common case) as an equality, so the (group, sort field, id) index yields the rows in order.
+    const one = groupIds.length === 1;
+    const page = await this.page<DriveRow & ReportRow & { sort_value: Stamp; sort_id: string }>(
+      {
+        columns: REPORTED_COLUMNS,
+        from: 'drive_reports r JOIN drives d ON d.id = r.drive_id',
+        where: one ? 'r.group_id = ?' : 'r.group_id = ANY(?::bigint[])',
+        column: q.sortField === 'ended' ? 'r.ended_at' : 'r.modified_at',
+        idColumn: 'r.drive_id',
+        bindings: [one ? groupIds[0]! : groupIds],
+        name: `drives_reported_list_v1${one ? '' : '_any'}`,
+      },
+      q,
+      trace,
+    );
     const comments = await this.comments(
       page.rows.map((r) => Number(r.drive_id)),
       trace,
@@ -120,12 +160,12 @@ export class DrivesRepository {
       drive: toDrive(row),
       groupId: Number(row.group_id),
       status: row.status,
-      reportTime: row.reported_at.toISOString(),
-      updateTime: row.report_modified_at.toISOString(),
+      reportTime: iso(row.reported_at),
+      updateTime: iso(row.report_modified_at),
       reviewComments: comments.map((c) => ({
         id: Number(c.id),
         text: c.text,
-        createTime: c.created_at.toISOString(),
+        createTime: iso(c.created_at),
         userEmail: c.user_email,
       })),
     };
@@ -134,11 +174,11 @@ export class DrivesRepository {
   private async comments(driveIds: number[], trace?: TraceContext): Promise<Map<number, CommentRow[]>> {
     const byDrive = new Map<number, CommentRow[]>();
     if (driveIds.length === 0) return byDrive;
-    const query = this.knex('review_comments')
-      .select('id', 'drive_id', 'text', 'user_email', 'created_at')
-      .whereIn('drive_id', driveIds)
-      .orderBy('id');
-    const rows = (await sql(trace, 'SELECT', query.toSQL().sql, async () => query)) as CommentRow[];
+    const { rows } = await sql(trace, 'SELECT', COMMENTS_SQL, async () =>
+      this.knex
+        .raw<{ rows: CommentRow[] }>(COMMENTS_SQL, [driveIds])
+        .options({ name: 'drives_comments_v1', types: ISO_TIMESTAMPS }),
+    );
     for (const row of rows) {
       const list = byDrive.get(Number(row.drive_id)) ?? [];
       list.push(row);

@@ -107,6 +107,8 @@ export function auditEntry(
   };
 }
 
+const MAX_START_INDEX = 2 ** 31 - 1;
+
 /** startIndex and count (RFC 7644 §3.4.2.4): 1-based; below 1 is 1; negative count is 0; above the maximum is reduced. */
 export function paging(query: URLSearchParams): { startIndex: number; count: number } {
   const parse = (name: string, fallback: number) => {
@@ -115,7 +117,9 @@ export function paging(query: URLSearchParams): { startIndex: number; count: num
     if (!/^-?\d{1,12}$/.test(raw.trim())) throw scimErrors.invalidValue(`${name} must be an integer`);
     return Number(raw);
   };
-  const startIndex = Math.max(1, parse('startIndex', 1));
+  // Past the last result the page is empty whatever the number, so a huge startIndex is clamped before it reaches
+  // protobuf's int32 (it was once a serialisation failure: a 500).
+  const startIndex = Math.min(MAX_START_INDEX, Math.max(1, parse('startIndex', 1)));
   const count = Math.min(MAX_RESULTS, Math.max(0, parse('count', DEFAULT_COUNT)));
   return { startIndex, count };
 }

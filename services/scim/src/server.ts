@@ -98,7 +98,14 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     const segments = request.path
       .split('/')
       .filter(Boolean)
-      .map((s) => decodeURIComponent(s));
+      .map((s) => {
+        try {
+          return decodeURIComponent(s);
+        } catch {
+          // A malformed %-escape names no resource (it was once an uncaught URIError: a 500).
+          throw scimErrors.notFound(`No endpoint ${request.path}`);
+        }
+      });
     const endpoint = routes[segments[0]?.toLowerCase() ?? ''];
     if (!endpoint || segments.length > 2) {
       if (['bulk', 'me'].includes(segments[0]?.toLowerCase() ?? ''))
@@ -169,6 +176,16 @@ function searchContext(ctx: RequestContext, body: unknown): RequestContext {
   return { ...ctx, query };
 }
 
+/** Whether every string (and key) of a parsed JSON value is well-formed Unicode (no lone surrogate). */
+function wellFormed(value: unknown): boolean {
+  // In a /u pattern \p{Cs} matches only unpaired surrogates (a pair is one code point).
+  if (typeof value === 'string') return !/\p{Cs}/u.test(value);
+  if (Array.isArray(value)) return value.every(wellFormed);
+  if (value && typeof value === 'object')
+    return Object.entries(value).every(([key, item]) => wellFormed(key) && wellFormed(item));
+  return true;
+}
+
 /**
  * Parses a JSON body sent as application/scim+json or application/json; anything else is refused (415). The content
  * type is checked here, once, because only this service knows which requests read a body; the size is the gateway's
@@ -179,9 +196,13 @@ function readJson(body: Buffer, contentType: string | undefined): unknown {
     throw new ScimError(415, 'Send the body as application/scim+json (or application/json)');
   }
   if (body.length === 0) throw scimErrors.invalidSyntax('The request has no body');
+  let parsed: unknown;
   try {
-    return JSON.parse(body.toString('utf8'));
+    parsed = JSON.parse(body.toString('utf8'));
   } catch {
     throw scimErrors.invalidSyntax('The request body is not valid JSON');
   }
+  // JSON may escape half of a UTF-16 surrogate pair ("\ud800"): no UTF-8 text can hold it, so it cannot be stored.
+  if (!wellFormed(parsed)) throw scimErrors.invalidSyntax('The request body holds a string that is not valid Unicode');
+  return parsed;
 }

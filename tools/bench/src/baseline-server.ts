@@ -108,8 +108,16 @@ const driveSchema = (d: Row) => ({
   ...details(d),
 });
 
+// The gateway's cache of zone offsets per quarter hour, so that both do the same work.
 const offsetFormats = new Map<string, Intl.DateTimeFormat>();
+const offsets = new Map<string, number>();
 function offsetHours(timeZone: string, at: Date): number {
+  const key = `${timeZone} ${Math.floor(at.getTime() / 900_000)}`;
+  let offset = offsets.get(key);
+  if (offset === undefined) offsets.set(key, (offset = computeOffsetHours(timeZone, at)));
+  return offset;
+}
+function computeOffsetHours(timeZone: string, at: Date): number {
   let format = offsetFormats.get(timeZone);
   if (!format) {
     format = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' });

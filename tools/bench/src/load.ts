@@ -1,10 +1,12 @@
 import autocannon from 'autocannon';
-import { cpuSeconds } from './proc';
+import { CpuMeter } from './proc';
 
 export interface LoadSettings {
   connections: number;
   warmupSeconds: number;
   durationSeconds: number;
+  /** Runs between the warm-up and the measured run (e.g. to learn new processes' names). */
+  afterWarmup?: () => Promise<void>;
 }
 
 export interface LoadResult {
@@ -42,20 +44,17 @@ export async function measure(
   settings: LoadSettings,
 ): Promise<LoadResult> {
   await run(target, settings.connections, settings.warmupSeconds);
-  const pidsBefore = serverPids();
-  const cpuBefore = new Map([...pidsBefore.keys()].map((pid) => [pid, cpuSeconds(pid)]));
+  await settings.afterWarmup?.();
+  const meter = new CpuMeter(serverPids);
   const result = await run(target, settings.connections, settings.durationSeconds);
-  const pidsAfter = new Map([...pidsBefore, ...serverPids()]);
+  const used = meter.stop();
   const requests = result.requests.total;
-  let cpu = 0;
-  const cpuByProcess: Record<string, number> = {};
-  for (const [pid, name] of pidsAfter) {
-    // A process that ended during the run counts through its parent's reaped-children time instead.
-    const after = cpuSeconds(pid);
-    const used = after === undefined ? 0 : after - (cpuBefore.get(pid) ?? 0);
-    cpu += used;
-    cpuByProcess[name] = (cpuByProcess[name] ?? 0) + (requests ? Math.round((used / requests) * 1e6) : 0);
-  }
+  const cpu = Object.values(used).reduce((a, b) => a + b, 0);
+  const cpuByProcess = Object.fromEntries(
+    Object.entries(used)
+      .filter(([, seconds]) => seconds > 0)
+      .map(([name, seconds]) => [name, requests ? Math.round((seconds / requests) * 1e6) : 0]),
+  );
   return {
     requestsPerSecond: result.requests.average,
     p50Ms: result.latency.p50,

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { measure, type LoadResult, type Target } from './load';
 import { renderPlot, type SweepPoint } from './plot';
+import { cpuSeconds } from './proc';
 import { startBenchStack, type BenchStack } from './stack';
 import { walk, type WalkResult } from './walk';
 
@@ -19,6 +20,8 @@ const { values: flags } = parseArgs({
     drives: { type: 'string', default: '200000' },
     callers: { type: 'string', default: '200' },
     walk: { type: 'string', default: '100000' },
+    /** Stops each sync walk after this many pages (0: every page), to bound a walk at volume. */
+    'walk-pages': { type: 'string', default: '0' },
     /** Concurrency levels of the sweep (empty: no sweep) and seconds per level and target. */
     sweep: { type: 'string', default: '1,2,4,8,16,32,64' },
     'sweep-duration': { type: 'string', default: '3' },
@@ -94,6 +97,19 @@ function routes(stack: BenchStack): RouteDef[] {
         groups.length,
       ),
     },
+    {
+      // The first page of the sync team: at volume (--walk 1000000), a page of a team with that many reports.
+      id: 'sync-team-page',
+      title: `GET /v1/groups/{id}/reported-drives?limit=100 (team of ${data.walkGroup.reported} reports)`,
+      page: true,
+      ...both(
+        () => ({
+          path: `/v1/groups/${data.walkGroup.groupId}/reported-drives?limit=100`,
+          caller: data.walkGroup.adminId,
+        }),
+        1,
+      ),
+    },
   ].filter((r) => !flags.routes || flags.routes.split(',').includes(r.id));
 }
 
@@ -138,15 +154,29 @@ async function main(): Promise<number> {
     const defs = routes(stack);
     for (const r of defs) await assertSameBodies(r);
     const idleRss = stack.rss();
+    // CPU the processes use with no load at all (timers, metrics, PostgreSQL's background workers): it is part of
+    // every CPU-per-request figure below, the more so the fewer requests a run completes.
+    const idlePids = new Map([...stack.fullPids(), ...stack.barePids()]);
+    const idleBefore = new Map([...idlePids.keys()].map((pid) => [pid, cpuSeconds(pid) ?? 0]));
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const idleCpu: Record<string, number> = {};
+    for (const [pid, name] of idlePids)
+      idleCpu[name] = (idleCpu[name] ?? 0) + ((cpuSeconds(pid) ?? 0) - idleBefore.get(pid)!) / 3;
+    process.stdout.write(
+      `Idle CPU ms/s: ${Object.entries(idleCpu)
+        .map(([k, v]) => `${k} ${fmt(v * 1000, 1)}`)
+        .join(', ')}\n`,
+    );
     const settings = {
       durationSeconds: num('duration'),
       warmupSeconds: num('warmup'),
       connections: num('connections'),
+      afterWarmup: () => stack.refreshBackends(),
     };
     process.stdout.write(
       `\nLoad: autocannon in the bench process, ${settings.connections} connections, ${settings.warmupSeconds} s warm-up + ` +
         `${settings.durationSeconds} s measured per target; bare and full path in turn. CPU: user+system of every ` +
-        `server-side process (PostgreSQL: postmaster and every backend) per request.\n`,
+        `server-side process (PostgreSQL: every backend, named by the service it serves) per request.\n`,
     );
     const results: Record<string, { bare: LoadResult; full: LoadResult }> = {};
     const lines: string[] = [
@@ -180,11 +210,11 @@ async function main(): Promise<number> {
     // The sync walk: every page of the sync team's reported drives through next_cursor, one request at a time.
     const walks: Record<string, { bare: WalkResult; full: WalkResult }> = {};
     for (const limit of [100, 1000]) {
-      const bare = await walk(stack, 'bare', limit);
-      const full = await walk(stack, 'full', limit);
+      const bare = await walk(stack, 'bare', limit, num('walk-pages'));
+      const full = await walk(stack, 'full', limit, num('walk-pages'));
       if (bare.pageHashes.join() !== full.pageHashes.join())
         throw new Error(`sync walk (limit ${limit}): the full path and the bare server returned different pages`);
-      if (full.drives !== stack.data.walkGroup.reported)
+      if (!num('walk-pages') && full.drives !== stack.data.walkGroup.reported)
         throw new Error(`sync walk (limit ${limit}): ${full.drives} drives, expected ${stack.data.walkGroup.reported}`);
       walks[limit] = { bare, full };
       checks[`sync walk limit ${limit}`] = full.drivesPerSecond >= TARGETS.walkDrivesPerSecond;
@@ -203,7 +233,7 @@ async function main(): Promise<number> {
     // Throughput and p99 against concurrency, for the plot.
     const sweep: SweepPoint[] = [];
     const levels = flags.sweep ? flags.sweep.split(',').map(Number) : [];
-    for (const r of levels.length ? defs : []) {
+    for (const r of levels.length ? defs.filter((d) => d.id !== 'sync-team-page') : []) {
       for (const connections of levels) {
         const s = { connections, warmupSeconds: 1, durationSeconds: num('sweep-duration') };
         for (const [target, t, pids] of [
@@ -251,7 +281,7 @@ async function main(): Promise<number> {
       writeFileSync(
         path.join(resultsDir, 'latest.json'),
         JSON.stringify(
-          { date, settings, flags, results, walks, sweep, idleRss, afterRss, soakSeconds, checks }, // prettier-ignore
+          { date, settings, flags, idleCpu, results, walks, sweep, idleRss, afterRss, soakSeconds, checks }, // prettier-ignore
           (k, v: unknown) => (k === 'pageHashes' ? undefined : v),
           2,
         ) + '\n',

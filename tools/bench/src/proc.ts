@@ -36,7 +36,8 @@ export async function stopAll(): Promise<void> {
           if (c.process.exitCode !== null || c.process.signalCode !== null) return resolve();
           c.process.once('exit', () => resolve());
           c.process.kill('SIGTERM');
-          setTimeout(() => c.process.kill('SIGKILL'), 5_000).unref();
+          // Generous: a process run with --cpu-prof writes its profile on the way out.
+          setTimeout(() => c.process.kill('SIGKILL'), 20_000).unref();
         }),
     ),
   );
@@ -57,17 +58,49 @@ export const httpOk = async (url: string) => (await fetch(url, { signal: AbortSi
 const CLK_TCK = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
 
 /**
- * CPU seconds (user + system) a process has used so far, plus what its exited and reaped children used
- * (so a Postgres backend that ends during a run is still counted, through the postmaster).
- * Undefined when the process is gone.
+ * CPU seconds (user + system) a process has used so far, its own only; undefined when the process is gone.
+ * Not its reaped children's: the postmaster's count of those is the whole life of every backend that ended — a bare
+ * server's idle connections closing during the full path's run were counted against the full path that way.
  */
 export function cpuSeconds(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / CLK_TCK;
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * CPU used by a changing set of processes between start and stop, by name. Every process is sampled every 200 ms,
+ * so one that ends during the run (a PostgreSQL backend) counts up to its last sample; one that starts counts from 0.
+ */
+export class CpuMeter {
+  private readonly first = new Map<number, number>();
+  private readonly last = new Map<number, { name: string; cpu: number }>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly pids: () => Map<number, string>) {
+    for (const [pid] of pids()) this.first.set(pid, cpuSeconds(pid) ?? 0);
+    this.sample();
+    this.timer = setInterval(() => this.sample(), 200);
+  }
+
+  private sample(): void {
+    for (const [pid, name] of this.pids()) {
+      const cpu = cpuSeconds(pid);
+      if (cpu !== undefined) this.last.set(pid, { name, cpu });
+    }
+  }
+
+  /** CPU seconds by process name since the meter started. */
+  stop(): Record<string, number> {
+    this.sample();
+    clearInterval(this.timer);
+    const used: Record<string, number> = {};
+    for (const [pid, { name, cpu }] of this.last) used[name] = (used[name] ?? 0) + cpu - (this.first.get(pid) ?? 0);
+    return used;
   }
 }
 

@@ -26,6 +26,8 @@ export interface BenchStack {
   barePids(): Map<number, string>;
   /** Resident memory (MB) of every process but PostgreSQL's. */
   rss(): Record<string, number>;
+  /** Learns which service each PostgreSQL backend serves (call before a measurement). */
+  refreshBackends(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -177,7 +179,18 @@ export async function startBenchStack(options: {
       tokens.set(userId, ((await res.json()) as { access_token: string }).access_token);
     }
 
-    const pgPids = (): [number, string][] => postgresPids(pgDir).map((pid) => [pid, 'postgres']);
+    // PostgreSQL's processes, each backend named by the service it serves (its application_name), so that the
+    // database's CPU can be told apart by caller; the postmaster and background workers are "postgres".
+    const backendOf = new Map<number, string>();
+    const monitor = new pg.Client({ connectionString: databaseUrl, application_name: 'bench-monitor' });
+    await monitor.connect();
+    const refreshBackends = async () => {
+      const { rows } = await monitor.query<{ pid: number; name: string }>(
+        `SELECT pid, application_name AS name FROM pg_stat_activity WHERE backend_type = 'client backend'`,
+      );
+      for (const r of rows) backendOf.set(r.pid, `pg:${r.name.replace(/^mileage-/, '') || 'bare'}`);
+    };
+    const pgPids = (): [number, string][] => postgresPids(pgDir).map((pid) => [pid, backendOf.get(pid) ?? 'postgres']);
     const named = [gateway, ...services];
     return {
       data,
@@ -187,7 +200,11 @@ export async function startBenchStack(options: {
       fullPids: () => new Map([...named.map((c): [number, string] => [c.pid, c.name]), ...pgPids()]),
       barePids: () => new Map([[bare.pid, 'bare'], ...pgPids()]),
       rss: () => Object.fromEntries([...named, idp, bare].map((c) => [c.name, Math.round(rssMb(c.pid) * 10) / 10])),
-      stop,
+      refreshBackends,
+      stop: async () => {
+        await monitor.end().catch(() => {});
+        await stop();
+      },
     };
   } catch (err) {
     await stop();

@@ -1,6 +1,6 @@
 // The nightly sync: every page of one team's reported drives through next_cursor, one request at a time.
 import { createHash } from 'node:crypto';
-import { cpuSeconds } from './proc';
+import { CpuMeter } from './proc';
 import type { BenchStack } from './stack';
 
 export interface WalkResult {
@@ -14,13 +14,18 @@ export interface WalkResult {
   pageHashes: string[];
 }
 
-export async function walk(stack: BenchStack, target: 'full' | 'bare', limit: number): Promise<WalkResult> {
+export async function walk(
+  stack: BenchStack,
+  target: 'full' | 'bare',
+  limit: number,
+  maxPages = 0,
+): Promise<WalkResult> {
   const { groupId, adminId } = stack.data.walkGroup;
   const base = target === 'full' ? stack.gatewayUrl : stack.bareUrl;
   const headers: Record<string, string> =
     target === 'full' ? { authorization: `Bearer ${stack.tokens.get(adminId)!}` } : { 'x-user-id': adminId };
-  const pids = target === 'full' ? stack.fullPids() : stack.barePids();
-  const before = new Map([...pids.keys()].map((pid) => [pid, cpuSeconds(pid) ?? 0]));
+  await stack.refreshBackends();
+  const meter = new CpuMeter(target === 'full' ? stack.fullPids : stack.barePids);
   const started = process.hrtime.bigint();
   const pageHashes: string[] = [];
   let drives = 0;
@@ -35,19 +40,18 @@ export async function walk(stack: BenchStack, target: 'full' | 'bare', limit: nu
     const page = JSON.parse(text) as { results: unknown[]; has_more: boolean; next_cursor: string | null };
     drives += page.results.length;
     cursor = page.has_more ? page.next_cursor : null;
-  } while (cursor);
+  } while (cursor && (!maxPages || pageHashes.length < maxPages));
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const cpu: Record<string, number> = {};
-  // Processes that appeared during the walk (a new PostgreSQL backend) count from zero.
-  for (const [pid, name] of new Map([...pids, ...(target === 'full' ? stack.fullPids() : stack.barePids())]))
-    cpu[name] = (cpu[name] ?? 0) + ((cpuSeconds(pid) ?? 0) - (before.get(pid) ?? 0));
+  const cpu = meter.stop();
   return {
     drives,
     pages: pageHashes.length,
     seconds,
     drivesPerSecond: drives / seconds,
     cpuMicrosPerDriveByProcess: Object.fromEntries(
-      Object.entries(cpu).map(([k, v]) => [k, Math.round((v / Math.max(drives, 1)) * 1e6 * 10) / 10]),
+      Object.entries(cpu)
+        .filter(([, v]) => v > 0)
+        .map(([k, v]) => [k, Math.round((v / Math.max(drives, 1)) * 1e6 * 10) / 10]),
     ),
     pageHashes,
   };

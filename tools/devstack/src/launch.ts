@@ -34,7 +34,8 @@ export async function launchStack(
   options: { env?: Record<string, string>; logLevel?: string } = {},
 ): Promise<LaunchedStack> {
   const ports: Record<string, string> = {};
-  for (const name of PORT_VARIABLES) ports[name] = String(await freePort());
+  // A port the caller chose (e.g. one another process was told about) is kept; the others are free ones.
+  for (const name of PORT_VARIABLES) ports[name] = options.env?.[name] ?? String(await freePort());
   const dataDir = mkdtempSync(path.join(tmpdir(), 'mileage-stack-'));
   // initdb runs as an unprivileged user when we are root: it must be able to enter the folder.
   chmodSync(dataDir, 0o755);

@@ -190,6 +190,10 @@ async function main(): Promise<void> {
         DEV_IDP_PORT: String(config.DEV_IDP_PORT),
         DEV_IDP_DATA_DIR: path.join(config.DATA_DIR, 'dev-idp'),
         SCIM_CLIENT_SECRET: config.SCIM_CLIENT_SECRET,
+        // The gateway's /docs page signs people in; opened as 127.0.0.1 or localhost.
+        DEV_IDP_DOCS_REDIRECT_URIS: ['127.0.0.1', 'localhost']
+          .map((host) => `http://${host}:${config.GATEWAY_PORT}/docs/oauth2-redirect.html`)
+          .join(','),
       },
       logger,
     );
@@ -274,6 +278,7 @@ function printBanner(issuer: string, elapsedMs: number): void {
     `Mileage platform is up (${(elapsedMs / 1000).toFixed(1)} s).`,
     `  External API    ${gateway}/v1`,
     `  SCIM 2.0        ${gateway}/scim/v2`,
+    `  API console     ${gateway}/docs (Authorize, then sign in as a demo user)`,
     `  Health          ${gateway}/healthz  ${gateway}/readyz`,
     `  Identity (dev)  ${issuer}`,
     `  Metrics         http://127.0.0.1:${config.GATEWAY_METRICS_PORT}/metrics (gateway), ${SERVICES.map((s) => `:${s.metricsPort} (${s.name})`).join(', ')}`,
