@@ -54,6 +54,8 @@ const commonErrors = {
   '413': refTo('ScimPayloadTooLarge'),
   '415': refTo('ScimUnsupportedMediaType'),
   '429': refTo('ScimTooManyRequests'),
+  // Answered by the HTTP server before any route, the same for every path (described once with the /v1 errors).
+  '431': { $ref: '#/components/responses/HeadersTooLarge' },
   '500': refTo('ScimInternalError'),
   '503': refTo('ScimServiceUnavailable'),
   '504': refTo('ScimGatewayTimeout'),
@@ -152,8 +154,9 @@ const op = (summary: string, { description, ...extra }: { description?: string }
   security: [{ scim: ['scim'] }, { scimToken: [] }],
   ...extra,
 });
-const notImplemented = (summary: string) =>
+const notImplemented = (summary: string, parameters: unknown[] = []) =>
   op(summary, {
+    ...(parameters.length ? { parameters } : {}),
     responses: {
       '501': scimError('Not implemented: groups are created and deleted by the platform.', E['501']),
       ...commonErrors,
@@ -257,7 +260,7 @@ export function scimPaths() {
           ...commonErrors,
         },
       }),
-      delete: notImplemented('Not supported (501)'),
+      delete: notImplemented('Not supported (501)', [idParam('Group')]),
     },
     '/scim/v2/Users/.search': {
       post: op('Search users (filter in the body)', {

@@ -112,6 +112,11 @@ const V1_ERROR_RESPONSES = {
     { 'Retry-After': header('Retry-After') },
   ),
   GatewayTimeout: problem('(+) A backing service did not answer in time.', V1_EXAMPLES.timeout),
+  // Node.js's HTTP server answers this itself, before any route, so it carries no body (schemathesis found it).
+  HeadersTooLarge: {
+    description:
+      'The request line and headers together exceed 16 KB (e.g. a very long query string): refused by the HTTP server before any route, with an empty body.',
+  },
 };
 
 const errorResponses = {
@@ -119,6 +124,7 @@ const errorResponses = {
   '403': responseRef('Forbidden'),
   '422': responseRef('ValidationFailed'),
   '429': responseRef('TooManyRequests'),
+  '431': responseRef('HeadersTooLarge'),
   '503': responseRef('ServiceUnavailable'),
   '504': responseRef('GatewayTimeout'),
 };
@@ -174,14 +180,16 @@ const listParams = (withClassification: boolean) => [
     name: 'modified_after',
     in: 'query',
     deprecated: true,
-    description: 'Alias of filter_by=modified&date_after=…',
+    description:
+      'Alias of filter_by=modified&date_after=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).',
     schema: dateTime,
   },
   {
     name: 'modified_before',
     in: 'query',
     deprecated: true,
-    description: 'Alias of filter_by=modified&date_before=…',
+    description:
+      'Alias of filter_by=modified&date_before=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).',
     schema: dateTime,
   },
   {

@@ -113,6 +113,22 @@ describe('SCIM: authentication, limits and discovery', () => {
     assert.equal(asJson.status, 201, 'application/json is accepted too');
   });
 
+  test('a method a path does not have is 405 with an Allow that lists only that path’s methods', async () => {
+    // schemathesis found the item and .search paths advertising every method of the endpoint.
+    const allowOf = async (method: 'options' | 'get' | 'put' | 'post', path: string) => {
+      const res = await request(app)[method](`/scim/v2${path}`).set('Authorization', `Bearer ${token}`);
+      assertScimError(res, 405);
+      return res.headers.allow;
+    };
+    assert.equal(await allowOf('options', '/Users/.search'), 'POST');
+    assert.equal(await allowOf('get', '/Groups/.search'), 'POST');
+    assert.equal(await allowOf('options', '/Users/someone'), 'GET, PUT, PATCH, DELETE');
+    assert.equal(await allowOf('post', '/Users/someone'), 'GET, PUT, PATCH, DELETE');
+    assert.equal(await allowOf('options', `/Groups/${h.groups.demo}`), 'GET, PUT, PATCH, DELETE');
+    assert.equal(await allowOf('put', '/Users'), 'GET, POST');
+    assert.equal(await allowOf('get', '/.search'), 'POST');
+  });
+
   test('ServiceProviderConfig, ResourceTypes and Schemas describe what is supported', async () => {
     const config = await scim('get', '/ServiceProviderConfig').expect(200);
     assert.match(config.headers['content-type']!, /^application\/scim\+json/);

@@ -31,8 +31,8 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       collection: { GET: (ctx) => users.list(ctx), POST: (ctx, body) => users.create(body(), ctx) },
       item: {
         GET: (ctx, _b, id) => users.get(id!, ctx),
-        POST: (ctx, body, id) =>
-          id === '.search' ? users.list(searchContext(ctx, body())) : methodNotAllowed(ctx, 'GET, PUT, PATCH, DELETE'),
+        // POST on an item is the search (…/.search) only: dispatch answers 405 for any other id.
+        POST: (ctx, body) => users.list(searchContext(ctx, body())),
         PUT: (ctx, body, id) => users.replace(id!, body(), ctx),
         PATCH: (ctx, body, id) => users.patch(id!, body(), ctx),
         DELETE: (ctx, _b, id) => users.delete(id!, ctx),
@@ -42,8 +42,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       collection: { GET: (ctx) => groups.list(ctx), POST: groupsAreThePlatforms },
       item: {
         GET: (ctx, _b, id) => groups.get(id!, ctx),
-        POST: (ctx, body, id) =>
-          id === '.search' ? groups.list(searchContext(ctx, body())) : methodNotAllowed(ctx, 'GET, PUT, PATCH'),
+        POST: (ctx, body) => groups.list(searchContext(ctx, body())),
         PUT: (ctx, body, id) => groups.replace(id!, body(), ctx),
         PATCH: (ctx, body, id) => groups.patch(id!, body(), ctx),
         DELETE: groupsAreThePlatforms,
@@ -114,10 +113,14 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     }
     const table = segments.length === 2 ? endpoint.item : endpoint.collection;
     const method = request.method.toUpperCase() === 'HEAD' ? 'GET' : request.method.toUpperCase();
-    const route = table[method];
+    // …/.search answers POST only, and an item every method of its table but POST (the search's): so the 405's
+    // Allow lists exactly what the path has, as the OpenAPI document does.
+    const search = segments.length === 2 && segments[1] === '.search' && 'POST' in table;
+    const allowed = Object.keys(table).filter((m) => segments.length === 1 || (m === 'POST') === search);
+    const route = allowed.includes(method) ? table[method] : undefined;
     if (!route)
       throw new ScimError(405, `${request.method} is not allowed on ${request.path}`, undefined, {
-        Allow: Object.keys(table).join(', '),
+        Allow: allowed.join(', '),
       });
     const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const ctx: RequestContext = {
@@ -154,10 +157,6 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     },
   };
   return { definition: scimV1.ScimServiceService, handlers: handlers as ServiceRegistration['handlers'] };
-}
-
-function methodNotAllowed(_ctx: RequestContext, allow: string): never {
-  throw new ScimError(405, 'This method is not allowed here', undefined, { Allow: allow });
 }
 
 /** A SearchRequest body (POST …/.search) read as the query parameters of a GET. */
