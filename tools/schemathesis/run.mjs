@@ -5,21 +5,16 @@
 // and on any response the document does not describe (status, content type, body schema, Allow header).
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pythonTool } from '../python-tool.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
 const root = path.resolve(here, '..', '..');
-const SCHEMATHESIS = 'schemathesis==4.32.5';
-const venv = path.join(
-  process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'),
-  'mileage-tools',
-  'schemathesis-venv-4.32.5',
-);
-const st = path.join(venv, 'bin', 'st');
+const st = pythonTool({ requirement: 'schemathesis==4.32.5', venvName: 'schemathesis-venv-4.32.5', binary: 'st' });
 const smoke = process.argv.includes('--smoke');
 // Bounded for 2 shared cores: cases per operation and phase, and a hard stop for each schemathesis process.
 const MAX_EXAMPLES = smoke ? 5 : 25;
@@ -33,17 +28,6 @@ const CHECKS = [
   'unsupported_method',
 ];
 const V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
-
-function run(cmd, args) {
-  const r = spawnSync(cmd, args, { stdio: 'inherit' });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status})`);
-}
-
-if (!existsSync(st)) {
-  mkdirSync(path.dirname(venv), { recursive: true });
-  run('python3', ['-m', 'venv', venv]);
-  run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', SCHEMATHESIS]);
-}
 
 async function token(issuer, form, basic) {
   const res = await fetch(`${issuer}/protocol/openid-connect/token`, {

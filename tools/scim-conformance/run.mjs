@@ -3,32 +3,16 @@
 // runs it — fresh data folder, free ports — and fails on any check that is not an expected, documented failure.
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pythonTool } from '../python-tool.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
 const root = path.resolve(here, '..', '..');
 const SCIM2_CLI = 'scim2-cli==0.6.0';
-const venv = path.join(
-  process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'),
-  'mileage-tools',
-  'scim2-venv-0.6.0',
-);
-const scimBin = path.join(venv, 'bin', 'scim');
-
-function run(cmd, args) {
-  const r = spawnSync(cmd, args, { stdio: 'inherit' });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status})`);
-}
-
-if (!existsSync(scimBin)) {
-  mkdirSync(path.dirname(venv), { recursive: true });
-  run('python3', ['-m', 'venv', venv]);
-  run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', SCIM2_CLI]);
-}
+const scimBin = pythonTool({ requirement: SCIM2_CLI, venvName: 'scim2-venv-0.6.0', binary: 'scim' });
 
 const { launchStack } = require(path.join(root, 'tools/devstack/dist/index.js'));
 const stack = await launchStack();
