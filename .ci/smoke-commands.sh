@@ -8,12 +8,15 @@ cd "$(dirname "$0")/.."
 data="$(mktemp -d)"
 chmod 755 "$data"
 stack_pid=""
+# Stops the stack as Ctrl-C does in a terminal: SIGINT to its whole process group. It must be gone within 60 s.
 stop_stack() {
   [ -n "$stack_pid" ] || return 0
-  kill -TERM "$stack_pid" 2>/dev/null || true
-  for _ in $(seq 1 300); do kill -0 "$stack_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -INT -- "-$stack_pid" 2>/dev/null || true
+  for _ in $(seq 1 600); do kill -0 -- "-$stack_pid" 2>/dev/null || { stack_pid=""; return 0; }; sleep 0.1; done
   kill -KILL -- "-$stack_pid" 2>/dev/null || true
   stack_pid=""
+  echo "npm start did not stop within 60 s of Ctrl-C" >&2
+  return 1
 }
 trap 'stop_stack; rm -rf "$data"' EXIT
 
@@ -63,6 +66,8 @@ old_kid=$(token | kid_of)
 DEV_IDP_DATA_DIR="$DATA_DIR/dev-idp" node packages/dev-idp/dist/rotate-keys.js
 stop_stack
 start_stack
+# Ctrl-C stopped PostgreSQL cleanly: the restart found no stale lock file to clear.
+if grep -q 'removed a stale' "$data/start.log"; then echo "npm start did not stop PostgreSQL cleanly" >&2; exit 1; fi
 new_token=$(token)
 new_kid=$(printf '%s' "$new_token" | kid_of)
 [ -n "$new_kid" ] && [ "$new_kid" != "$old_kid" ] || { echo "token still signed with $old_kid after rotation" >&2; exit 1; }

