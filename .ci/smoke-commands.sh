@@ -20,10 +20,10 @@ stop_stack() {
 }
 trap 'stop_stack; rm -rf "$data"' EXIT
 
+# Free ports from the runtime's own helper (npm test has built it).
 read -r -a ports <<<"$(node -e '
-  const net = require("net");
-  const one = () => new Promise((ok) => { const s = net.createServer().listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => ok(p)); }); });
-  (async () => { const out = []; for (let i = 0; i < 13; i++) out.push(await one()); console.log(out.join(" ")); })();')"
+  const { freePort } = require("@mileage/runtime");
+  (async () => { const p = []; while (p.length < 12) { const n = await freePort(); if (!p.includes(n)) p.push(n); } console.log(p.join(" ")); })();')"
 export DATA_DIR="$data/state" LOG_LEVEL=warn \
   EMBEDDED_POSTGRES_PORT=${ports[0]} GATEWAY_PORT=${ports[1]} GATEWAY_METRICS_PORT=${ports[2]} DEV_IDP_PORT=${ports[3]} \
   USERS_GRPC_PORT=${ports[4]} USERS_METRICS_PORT=${ports[5]} GROUPS_GRPC_PORT=${ports[6]} GROUPS_METRICS_PORT=${ports[7]} \

@@ -163,6 +163,40 @@ const notImplemented = (summary: string, parameters: unknown[] = []) =>
     },
   });
 
+/** GET, PUT and PATCH of one user or group: the same parameters, bodies and answers but for the resource's own. */
+function itemOperations(
+  kind: 'User' | 'Group',
+  text: { read: string; replace: string; change: string; conflict?: object },
+) {
+  const schema = kind === 'User' ? 'ScimUser' : 'ScimGroup';
+  const notFound = { '404': scimError(`No such ${kind.toLowerCase()}.`, E['404']) };
+  const write = (summary: string, bodySchema: string) =>
+    op(summary, {
+      parameters: [idParam(kind), ifMatch, ...projection],
+      requestBody: body(bodySchema),
+      responses: {
+        ...okResource(schema),
+        ...notFound,
+        ...(text.conflict ? { '409': text.conflict } : {}),
+        '412': scimError('If-Match names an old version.', E['412']),
+        ...commonErrors,
+      },
+    });
+  return {
+    get: op(text.read, {
+      parameters: [idParam(kind), ...projection],
+      responses: {
+        ...okResource(schema),
+        '304': { description: 'Not modified (If-None-Match).' },
+        ...notFound,
+        ...commonErrors,
+      },
+    }),
+    put: write(text.replace, schema),
+    patch: write(text.change, 'PatchOp'),
+  };
+}
+
 export function scimPaths() {
   return {
     '/scim/v2/Users': {
@@ -182,36 +216,11 @@ export function scimPaths() {
       }),
     },
     '/scim/v2/Users/{id}': {
-      get: op('Read a user', {
-        parameters: [idParam('User'), ...projection],
-        responses: {
-          ...okResource('ScimUser'),
-          '304': { description: 'Not modified (If-None-Match).' },
-          '404': scimError('No such user.', E['404']),
-          ...commonErrors,
-        },
-      }),
-      put: op('Replace a user', {
-        parameters: [idParam('User'), ifMatch, ...projection],
-        requestBody: body('ScimUser'),
-        responses: {
-          ...okResource('ScimUser'),
-          '404': scimError('No such user.', E['404']),
-          '409': scimError('userName taken (`uniqueness`).', E['409']),
-          '412': scimError('If-Match names an old version.', E['412']),
-          ...commonErrors,
-        },
-      }),
-      patch: op('Change a user', {
-        parameters: [idParam('User'), ifMatch, ...projection],
-        requestBody: body('PatchOp'),
-        responses: {
-          ...okResource('ScimUser'),
-          '404': scimError('No such user.', E['404']),
-          '409': scimError('userName taken (`uniqueness`).', E['409']),
-          '412': scimError('If-Match names an old version.', E['412']),
-          ...commonErrors,
-        },
+      ...itemOperations('User', {
+        read: 'Read a user',
+        replace: 'Replace a user',
+        change: 'Change a user',
+        conflict: scimError('userName taken (`uniqueness`).', E['409']),
       }),
       delete: op('Deprovision a user: deactivated at once, drives kept', {
         parameters: [idParam('User'), ifMatch],
@@ -231,34 +240,10 @@ export function scimPaths() {
       post: notImplemented('Not supported (501)'),
     },
     '/scim/v2/Groups/{id}': {
-      get: op('Read a group', {
-        parameters: [idParam('Group'), ...projection],
-        responses: {
-          ...okResource('ScimGroup'),
-          '304': { description: 'Not modified (If-None-Match).' },
-          '404': scimError('No such group.', E['404']),
-          ...commonErrors,
-        },
-      }),
-      put: op('Replace a group’s name and members', {
-        parameters: [idParam('Group'), ifMatch, ...projection],
-        requestBody: body('ScimGroup'),
-        responses: {
-          ...okResource('ScimGroup'),
-          '404': scimError('No such group.', E['404']),
-          '412': scimError('If-Match names an old version.', E['412']),
-          ...commonErrors,
-        },
-      }),
-      patch: op('Change a group’s name or members', {
-        parameters: [idParam('Group'), ifMatch, ...projection],
-        requestBody: body('PatchOp'),
-        responses: {
-          ...okResource('ScimGroup'),
-          '404': scimError('No such group.', E['404']),
-          '412': scimError('If-Match names an old version.', E['412']),
-          ...commonErrors,
-        },
+      ...itemOperations('Group', {
+        read: 'Read a group',
+        replace: 'Replace a group’s name and members',
+        change: 'Change a group’s name or members',
       }),
       delete: notImplemented('Not supported (501)', [idParam('Group')]),
     },

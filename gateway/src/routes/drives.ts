@@ -7,7 +7,7 @@ import { parseDriveListParams, type DriveListParams } from '../drive-params';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import { toDriveSchema, toReportedDriveSchema } from '../schemas';
 import type { RouteSpec, V1Deps } from '../v1';
-import { validateGroupIdParam } from './groups';
+import { requireGroupAdmin, validateGroupIdParam } from './groups';
 import { validateUserIdParam } from './users';
 
 interface ListInput {
@@ -158,9 +158,7 @@ export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }>
     const check = deps.groups.checkGroupAdmin({ groupId: input.groupId, userId: account.caller.userId }, call);
     const page = deps.drives.listReportedDrives({ groupIds: [input.groupId], ...listRequest(input) }, call);
     page.catch(() => {}); // settled below when the check passes; ignored when it does not
-    const { exists, isAdmin } = await check;
-    // The same 403 whether or not the group exists: no existence oracle (CONTRACT §2).
-    if (!exists || !isAdmin) throw new HttpProblem(403, 'Only admins of this group may read its reported drives');
+    await requireGroupAdmin(check, 'Only admins of this group may read its reported drives');
     return reportedDrivesPage(page, input, deps, call);
   },
 };

@@ -81,10 +81,20 @@ export const getGroup: RouteSpec<{ id: number; req: Request }> = {
     return 'issues' in parsed ? parsed : { input: { id: parsed.input, req } };
   },
   handle: async ({ id, req }, account, deps, call) => {
-    const { exists, isAdmin } = await deps.groups.checkGroupAdmin({ groupId: id, userId: account.caller.userId }, call);
-    // The same 403 whether or not the group exists: no existence oracle (CONTRACT §2).
-    if (!exists || !isAdmin) throw new HttpProblem(403, 'Only admins of this group may read it');
+    await requireGroupAdmin(
+      deps.groups.checkGroupAdmin({ groupId: id, userId: account.caller.userId }, call),
+      'Only admins of this group may read it',
+    );
     const { group } = await deps.groups.getGroup({ id }, call);
     return { resources: await toGroupSchemas([group!], req, deps, call) };
   },
 };
+
+/** Admins of the group only; an unknown group gets the same 403 as any other (no existence oracle, CONTRACT §2). */
+export async function requireGroupAdmin(
+  check: Promise<{ exists: boolean; isAdmin: boolean }>,
+  refusal: string,
+): Promise<void> {
+  const { exists, isAdmin } = await check;
+  if (!exists || !isAdmin) throw new HttpProblem(403, refusal);
+}
