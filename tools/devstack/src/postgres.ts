@@ -3,6 +3,8 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import * as path from 'node:path';
 import pg from 'pg';
 
+import { letPostgresReach } from './postgres-access';
+
 /** The embedded PostgreSQL of the one-machine default: real Postgres binaries from npm, data kept in dataDir. */
 export interface EmbeddedDatabase {
   /** Superuser URL, for provisioning roles and schemas. */
@@ -47,6 +49,7 @@ export async function startEmbeddedPostgres(options: {
   // As root, initdb and postgres run as an unprivileged `postgres` user that must be able to enter the folder.
   mkdirSync(options.dataDir, { recursive: true });
   chmodSync(options.dataDir, 0o755);
+  await letPostgresReach([databaseDir], options.log);
   // PostgreSQL's last words, for the one-line reason when it does not start (the library rejects without one).
   const recent: string[] = [];
   const remember = (message: unknown) => {
