@@ -43,3 +43,4 @@ export {
   type BackgroundTask,
   type ServiceDefinition,
 } from './service';
+export * from './outbox';
