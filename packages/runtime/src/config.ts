@@ -78,7 +78,10 @@ export const commonConfigSchema = z.object({
 });
 
 /** The gRPC clients' circuit breaker settings from a parsed configuration (createGrpcClient's `circuitBreaker`). */
-export function circuitBreakerConfig(config: { GRPC_CIRCUIT_FAILURE_THRESHOLD: number; GRPC_CIRCUIT_OPEN_MS: number }): {
+export function circuitBreakerConfig(config: {
+  GRPC_CIRCUIT_FAILURE_THRESHOLD: number;
+  GRPC_CIRCUIT_OPEN_MS: number;
+}): {
   failureThreshold: number;
   openMs: number;
 } {

@@ -77,7 +77,10 @@ export const HTTP_ANSWERS: Readonly<Record<status, HttpAnswer>> = {
 export function httpAnswer(code: number, retryAfterMs?: number): HttpAnswer {
   const answer = HTTP_ANSWERS[code as status] ?? HTTP_ANSWERS[status.UNKNOWN];
   if (answer.retryAfterSeconds === undefined || retryAfterMs === undefined || !(retryAfterMs >= 0)) return answer;
-  return { ...answer, retryAfterSeconds: Math.min(RETRY_AFTER_CAP_SECONDS, Math.max(1, Math.ceil(retryAfterMs / 1000))) };
+  return {
+    ...answer,
+    retryAfterSeconds: Math.min(RETRY_AFTER_CAP_SECONDS, Math.max(1, Math.ceil(retryAfterMs / 1000))),
+  };
 }
 
 /** Is this an invalid-input answer (the one each surface shapes its own way: 422 on /v1, 400 on SCIM)? */
