@@ -33,7 +33,8 @@ describe('circuit breaker at the gateway', () => {
     const metrics = new Metrics('gateway');
     const app = h.app({
       drivesAddress: drives.address,
-      deadlineMs: 300,
+      // Long enough for a loaded machine; the frozen calls take exactly this long.
+      deadlineMs: 1_500,
       circuitBreaker: { failureThreshold: 3, openMs: 4_000, now: () => clock.now },
       metrics,
       // The health checks would also find Drives down (after two failed rounds): kept out of the way here.

@@ -7,6 +7,7 @@ import { status, type ServiceError } from '@grpc/grpc-js';
 import { PROTO_FILES, usersV1 } from '@mileage/proto';
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import { CircuitBreaker } from './circuit-breaker';
 import { decodeServiceError, errors, type DecodedError } from './errors';
 import { CIRCUIT_OPEN_REASON, createGrpcClient, type PromiseClient } from './grpc-client';
 import { startGrpcServer, type GrpcServerHandle, type Handlers } from './grpc-server';
@@ -20,8 +21,11 @@ let server: GrpcServerHandle;
 let address: string;
 /** What the server's getUser does with the next calls. */
 let behaviour: Behaviour = 'ok';
-/** Calls that reached the server's handler. */
+/** Calls that reached the server's handler, and their request ids. */
 let reached = 0;
+const seen = new Set<string>();
+/** Deadline of a call while the handler hangs (it can only end at its deadline); others get 5 s (a loaded machine). */
+const HANG_DEADLINE_MS = 150;
 /** Released at the end: hanging handlers then return (their callers' deadlines have long passed). */
 let releaseHung!: () => void;
 const hung = new Promise<void>((resolve) => (releaseHung = resolve));
@@ -42,8 +46,9 @@ function newGate(): Gate {
 }
 
 const handlers: Handlers<usersV1.UsersServiceServer> = {
-  getUser: async (req) => {
+  getUser: async (req, ctx) => {
     reached += 1;
+    seen.add(ctx.requestId);
     switch (behaviour) {
       case 'hang':
         await hung;
@@ -98,20 +103,23 @@ interface Rig {
   metrics: Metrics;
   logs: Record<string, unknown>[];
   clock: { now: number };
-  call(): Promise<DecodedError | 'OK'>;
+  /** A GetUser call with request id `id` (the server records the ids it sees). */
+  call(id?: string): Promise<DecodedError | 'OK'>;
   state(): Promise<number | undefined>;
   transitions(): Promise<Record<string, number>>;
 }
 
 const SERVICE = 'mileage.users.v1.UsersService';
 
-function rig(options: { failureThreshold: number; openMs: number; deadlineMs?: number; target?: string }): Rig {
+let calls = 0;
+
+function rig(options: { failureThreshold: number; openMs: number; target?: string }): Rig {
   const metrics = new Metrics('circuit-test');
   const logs: Record<string, unknown>[] = [];
   const clock = { now: 1_700_000_000_000 };
   const target = options.target ?? address;
   const client = createGrpcClient(usersV1.UsersServiceClient, target, {
-    defaultDeadlineMs: options.deadlineMs ?? 150,
+    defaultDeadlineMs: 5_000,
     metrics,
     logger: createLogger({
       service: 'circuit-test',
@@ -125,11 +133,16 @@ function rig(options: { failureThreshold: number; openMs: number; deadlineMs?: n
     metrics,
     logs,
     clock,
-    call: () =>
-      client.getUser({ id: 'AliceAdm01', includeDeleted: false }).then(
-        () => 'OK' as const,
-        (err: ServiceError) => decodeServiceError(err),
-      ),
+    call: (id = `call-${++calls}`) =>
+      client
+        .getUser(
+          { id: 'AliceAdm01', includeDeleted: false },
+          { requestId: id, ...(behaviour === 'hang' ? { deadlineMs: HANG_DEADLINE_MS } : {}) },
+        )
+        .then(
+          () => 'OK' as const,
+          (err: ServiceError) => decodeServiceError(err),
+        ),
     async state() {
       const { values } = await metrics.grpcClientCircuitState.get();
       return values.find((v) => v.labels.target === labels.target && v.labels.grpc_service === SERVICE)?.value;
@@ -158,37 +171,37 @@ describe('gRPC client circuit breaker', () => {
       assert.equal(code(await r.call()), 'DEADLINE_EXCEEDED');
       assert.equal(r.client.circuit.state, 'open');
       assert.equal(await r.state(), 2);
-      assert.equal(reached, 3);
 
       // Open: refused at once with the circuit's UNAVAILABLE (not the deadline's DEADLINE_EXCEEDED), the server is not
       // reached, and the RetryInfo says how long the circuit stays open.
-      const refused = await r.call();
+      const refused = await r.call('open-1');
       assert.ok(isCircuitOpen(refused), `circuit error, got ${JSON.stringify(refused)}`);
       assert.equal((refused as DecodedError).retryAfterMs, 4_000);
       r.clock.now += 1_500;
-      assert.equal(((await r.call()) as DecodedError).retryAfterMs, 2_500);
-      assert.equal(reached, 3, 'no call reached the server while open');
+      assert.equal(((await r.call('open-2')) as DecodedError).retryAfterMs, 2_500);
 
       // Past the open time: exactly one probe goes through; calls meanwhile are refused.
       r.clock.now += 2_500;
       behaviour = 'gate';
       gate = newGate();
-      const probe = r.call();
+      const probe = r.call('probe');
       await gate.entered;
+      assert.ok(seen.has('probe'));
       assert.equal(r.client.circuit.state, 'half_open');
       assert.equal(await r.state(), 1);
-      const meanwhile = await Promise.all([r.call(), r.call()]);
+      const meanwhile = await Promise.all([r.call('meanwhile-1'), r.call('meanwhile-2')]);
       assert.ok(meanwhile.every(isCircuitOpen), 'calls during the probe are refused');
       assert.equal((meanwhile[0] as DecodedError).retryAfterMs, 1_000);
-      assert.equal(reached, 4, 'only the probe reached the server');
       gate.open();
       assert.equal(await probe, 'OK');
       assert.equal(r.client.circuit.state, 'closed');
       assert.equal(await r.state(), 0);
 
       behaviour = 'ok';
-      assert.equal(await r.call(), 'OK');
-      assert.equal(reached, 5);
+      assert.equal(await r.call('after'), 'OK');
+      assert.ok(seen.has('after'));
+      // Refused calls never left the client.
+      for (const id of ['open-1', 'open-2', 'meanwhile-1', 'meanwhile-2']) assert.ok(!seen.has(id), id);
 
       assert.deepEqual(await r.transitions(), { open: 1, half_open: 1, closed: 1 });
       const { values: handled } = await r.metrics.grpcClientHandled.get();
@@ -222,9 +235,9 @@ describe('gRPC client circuit breaker', () => {
       // The probe hangs too: its own deadline ends it and the circuit opens again.
       assert.equal(code(await r.call()), 'DEADLINE_EXCEEDED');
       assert.equal(r.client.circuit.state, 'open');
-      assert.equal(reached, 2);
-      const refused = await r.call();
+      const refused = await r.call('reopened-1');
       assert.ok(isCircuitOpen(refused));
+      assert.ok(!seen.has('reopened-1'));
       assert.equal((refused as DecodedError).retryAfterMs, 2_000);
       assert.deepEqual(await r.transitions(), { open: 2, half_open: 1 });
       assert.deepEqual(
@@ -284,5 +297,19 @@ describe('gRPC client circuit breaker', () => {
       r.client.close();
       off.client.close();
     }
+  });
+
+  test('a probe that was never sent passes its turn on (the circuit does not wait for it for ever)', () => {
+    const clock = { now: 0 };
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openMs: 1_000, now: () => clock.now });
+    breaker.record(breaker.admit() as { probe: boolean }, true);
+    assert.equal(breaker.state, 'open');
+    clock.now = 1_000;
+    const probe = breaker.admit();
+    assert.deepEqual(probe, { admitted: true, probe: true });
+    assert.deepEqual(breaker.admit(), { admitted: false, retryAfterMs: 1_000 });
+    breaker.abandon(probe as { probe: boolean });
+    assert.equal(breaker.state, 'half_open');
+    assert.deepEqual(breaker.admit(), { admitted: true, probe: true });
   });
 });

@@ -60,7 +60,10 @@ export class CircuitBreaker {
     return this.options.failureThreshold > 0;
   }
 
-  /** Asks to make a call now. A refused call must not be recorded; an admitted one must be, exactly once. */
+  /**
+   * Asks to make a call now. A refused call must not be recorded; an admitted one must be recorded (or abandoned, when
+   * it was never sent) exactly once.
+   */
   admit(): Admission {
     if (!this.enabled || this.current === 'closed') return { admitted: true, probe: false };
     const now = this.now();
@@ -98,6 +101,11 @@ export class CircuitBreaker {
     }
     this.failures += 1;
     if (this.failures >= this.options.failureThreshold) this.open();
+  }
+
+  /** An admitted call that was never sent: it tells nothing, and a probe's turn passes to the next call. */
+  abandon(admission: { probe: boolean }): void {
+    if (admission.probe) this.probing = false;
   }
 
   private open(): void {

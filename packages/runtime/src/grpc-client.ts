@@ -143,17 +143,25 @@ export function createGrpcClient<C extends grpc.Client>(
         }
         const started = process.hrtime.bigint();
         const deadline = Date.now() + (settings?.deadlineMs ?? options.defaultDeadlineMs);
-        fn(request, metadata, { deadline }, (error, response) => {
-          if (options.metrics) {
-            const code = error ? (grpc.status[error.code] ?? String(error.code)) : 'OK';
-            options.metrics.grpcClientHandled.inc({ ...labels, grpc_code: code });
-            options.metrics.grpcClientDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
-          }
-          circuit.record(admission, error !== null && notAnswering(error));
-          if (span) endSpan(span, error ?? undefined, { 'rpc.grpc.status_code': error ? error.code : 0 });
-          if (error) reject(error);
-          else resolve(response);
-        });
+        try {
+          fn(request, metadata, { deadline }, (error, response) => {
+            if (options.metrics) {
+              const code = error ? (grpc.status[error.code] ?? String(error.code)) : 'OK';
+              options.metrics.grpcClientHandled.inc({ ...labels, grpc_code: code });
+              options.metrics.grpcClientDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+            }
+            circuit.record(admission, error !== null && notAnswering(error));
+            if (span) endSpan(span, error ?? undefined, { 'rpc.grpc.status_code': error ? error.code : 0 });
+            if (error) reject(error);
+            else resolve(response);
+          });
+        } catch (err) {
+          // Never sent (e.g. a request that does not serialise): it says nothing about the downstream, but a probe's
+          // turn must pass on, or the circuit would wait for it for ever.
+          circuit.abandon(admission);
+          if (span) endSpan(span, err);
+          throw err;
+        }
       });
   }
   return wrapped as PromiseClient<C>;
