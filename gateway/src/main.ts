@@ -1,6 +1,13 @@
 import { tracing } from './instrument';
 import { drivesV1, groupsV1, scimV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, handleShutdown, loadConfigOrExit, Metrics } from '@mileage/runtime';
+import {
+  circuitBreakerConfig,
+  createGrpcClient,
+  createLogger,
+  handleShutdown,
+  loadConfigOrExit,
+  Metrics,
+} from '@mileage/runtime';
 import { Redis } from 'ioredis';
 import { createApp } from './app';
 import { TokenVerifier } from './auth';
@@ -40,6 +47,8 @@ async function main(): Promise<void> {
     defaultDeadlineMs: deadlineMs,
     metrics,
     available: () => monitor.isUp(name),
+    circuitBreaker: circuitBreakerConfig(config),
+    logger,
   });
   const users = createGrpcClient(
     usersV1.UsersServiceClient,

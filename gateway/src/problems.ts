@@ -57,7 +57,7 @@ export function problemFromGrpc(err: unknown): HttpProblem | ValidationProblem {
       ).map((v) => ({ loc: ['query', ...v.field.split('.')], msg: v.description, type: 'value_error' })),
     );
   }
-  const answer = httpAnswer(decoded.code);
+  const answer = httpAnswer(decoded.code, decoded.retryAfterMs);
   return new HttpProblem(
     answer.status,
     (answer.passMessage && decoded.message) || answer.detail,

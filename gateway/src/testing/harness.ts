@@ -8,7 +8,14 @@ import { drivesV1, groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto
 import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { createServer as createScimServer, openDatabase as openScimDatabase } from '@mileage/scim';
-import { createGrpcClient, createLogger, Metrics, startGrpcServer, type GrpcServerHandle } from '@mileage/runtime';
+import {
+  createGrpcClient,
+  createLogger,
+  Metrics,
+  startGrpcServer,
+  type CircuitBreakerOptions,
+  type GrpcServerHandle,
+} from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase } from '@mileage/users';
 import type { Express } from 'express';
@@ -78,6 +85,12 @@ export interface Harness {
     redis?: Redis;
     rateLimitPrefix?: string;
     rateLimitMultiplier?: number;
+    /** The clients' circuit breaker (as main.ts configures it from GRPC_CIRCUIT_*); default: off. */
+    circuitBreaker?: CircuitBreakerOptions;
+    /** The app's metrics (to read them in a test); default: a registry of its own. */
+    metrics?: Metrics;
+    /** Pause between rounds of the dependency checks (default 2 s). */
+    dependencyIntervalMs?: number;
   }): Express;
   drivesClient: ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
@@ -276,30 +289,39 @@ export async function startHarness(): Promise<Harness> {
         scim: options.scimAddress ?? scimAddress,
       };
       // Wired as in main.ts: a service whose health check fails makes its calls fail fast.
-      const dependencies = gatewayDependencies({ addresses });
+      const dependencies = gatewayDependencies({
+        addresses,
+        ...(options.dependencyIntervalMs ? { intervalMs: options.dependencyIntervalMs } : {}),
+      });
       dependencies.monitor.start();
+      const metrics = options.metrics ?? new Metrics('gateway');
       const available = (name: keyof typeof addresses) => () => dependencies.monitor.isUp(name);
+      const breaker = options.circuitBreaker ? { circuitBreaker: options.circuitBreaker, metrics, logger } : {};
       const users = createGrpcClient(usersV1.UsersServiceClient, addresses.users, {
         defaultDeadlineMs: options.deadlineMs ?? 5_000,
         available: available('users'),
+        ...breaker,
       });
       const groups = createGrpcClient(groupsV1.GroupsServiceClient, addresses.groups, {
         defaultDeadlineMs: options.deadlineMs ?? 5_000,
         available: available('groups'),
+        ...breaker,
       });
       const drives = createGrpcClient(drivesV1.DrivesServiceClient, addresses.drives, {
         defaultDeadlineMs: options.deadlineMs ?? 5_000,
         available: available('drives'),
+        ...breaker,
       });
       const scim = createGrpcClient(scimV1.ScimServiceClient, addresses.scim, {
         defaultDeadlineMs: options.deadlineMs ?? 10_000,
         available: available('scim'),
+        ...breaker,
       });
       clients.push(users, groups, drives, scim, dependencies);
       const inner = createApp({
         issuer: idp.issuer,
         logger,
-        metrics: new Metrics('gateway'),
+        metrics,
         verifier,
         rateLimits: new RateLimits({
           ...(options.redis ? { redis: options.redis } : {}),

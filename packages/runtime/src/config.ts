@@ -68,4 +68,22 @@ export const commonConfigSchema = z.object({
   METRICS_PORT: env.port(0),
   METRICS_HOST: env.host('127.0.0.1'),
   SHUTDOWN_TIMEOUT_MS: env.positiveInt(10_000),
+  /**
+   * Circuit breaker of each gRPC client (one per downstream service): calls in a row that found the downstream not
+   * answering (UNAVAILABLE or DEADLINE_EXCEEDED raised by the client) before its calls are refused at once; 0: off.
+   */
+  GRPC_CIRCUIT_FAILURE_THRESHOLD: z.coerce.number().int().min(0).max(1_000).default(5),
+  /** How long an open circuit refuses calls before it lets one probe call through. */
+  GRPC_CIRCUIT_OPEN_MS: z.coerce.number().int().min(100).max(300_000).default(3_000),
 });
+
+/** The gRPC clients' circuit breaker settings from a parsed configuration (createGrpcClient's `circuitBreaker`). */
+export function circuitBreakerConfig(config: {
+  GRPC_CIRCUIT_FAILURE_THRESHOLD: number;
+  GRPC_CIRCUIT_OPEN_MS: number;
+}): {
+  failureThreshold: number;
+  openMs: number;
+} {
+  return { failureThreshold: config.GRPC_CIRCUIT_FAILURE_THRESHOLD, openMs: config.GRPC_CIRCUIT_OPEN_MS };
+}

@@ -23,6 +23,31 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** A pg client as knex's pool holds it (knex calls `query` with a callback; `__knex__disposed` retires it). */
+interface PooledConnection {
+  query: (...args: unknown[]) => unknown;
+  __knex__disposed?: unknown;
+}
+
+/**
+ * A statement that fails because its session ended (its backend terminated while it ran) retires its connection
+ * at once: knex checks `__knex__disposed` (which it sets itself only when the socket's end is seen, a moment later)
+ * before it hands a connection out, so a read retried right away gets a fresh connection, not the dead one.
+ */
+function retireOnDroppedSession(connection: PooledConnection): void {
+  const query = connection.query;
+  connection.query = (...args: unknown[]) => {
+    const callback = args[args.length - 1];
+    if (typeof callback === 'function') {
+      args[args.length - 1] = (err: unknown, ...rest: unknown[]) => {
+        if (err && isDroppedConnection(err)) connection.__knex__disposed ??= err;
+        return (callback as (...a: unknown[]) => unknown)(err, ...rest);
+      };
+    }
+    return query.apply(connection, args);
+  };
+}
+
 /** One knex instance per service, confined to the service's own schema. */
 export function createDatabase(options: DatabaseOptions): Database {
   const statementTimeout = options.statementTimeoutMs ?? 5_000;
@@ -36,11 +61,11 @@ export function createDatabase(options: DatabaseOptions): Database {
       acquireTimeoutMillis: 5_000,
       createTimeoutMillis: 3_000,
       idleTimeoutMillis: 30_000,
-      afterCreate(
-        connection: { query: (sql: string, cb: (err: Error | null) => void) => void },
-        done: (err: Error | null, c: unknown) => void,
-      ) {
-        connection.query(`SET statement_timeout = ${Math.floor(statementTimeout)}`, (err) => done(err, connection));
+      afterCreate(connection: PooledConnection, done: (err: Error | null, c: unknown) => void) {
+        retireOnDroppedSession(connection);
+        connection.query(`SET statement_timeout = ${Math.floor(statementTimeout)}`, (err: Error | null) =>
+          done(err, connection),
+        );
       },
     },
     migrations: {
@@ -75,25 +100,69 @@ export function createDatabase(options: DatabaseOptions): Database {
   };
 }
 
+/** How one statement of a data-access module may be run. */
+export interface StatementOptions {
+  /**
+   * The statement only reads and runs outside a transaction: when its pooled connection turns out to have been
+   * dropped (its backend terminated, the socket reset), it is sent once more, on a fresh connection from the pool,
+   * instead of failing. Never set it on a write (it may have committed) or on any statement inside a transaction
+   * (its connection is the transaction's: the transaction is lost with it).
+   */
+  retryRead?: boolean;
+}
+
 /** Runs one statement of a data-access module; `operation` is its SQL verb, `text` a short description of it. */
 export type SqlStatement = <T>(
   trace: TraceContext | undefined,
   operation: string,
   text: string,
   run: () => Promise<T>,
+  options?: StatementOptions,
 ) => Promise<T>;
+
+/** PostgreSQL codes of a session ended under the statement: admin_shutdown (pg_terminate_backend, a fast shutdown), crash_shutdown, connection_failure, connection_does_not_exist. */
+const DROPPED_PG_CODES = new Set(['57P01', '57P02', '08006', '08003']);
+const DROPPED_NODE_CODES = new Set(['ECONNRESET', 'EPIPE']);
+
+/**
+ * Whether a statement failed because its connection was dropped (not because of the statement): what a pooled
+ * connection whose backend was terminated answers, during a statement or at the next one.
+ */
+export function isDroppedConnection(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  if (typeof e?.code === 'string' && (DROPPED_PG_CODES.has(e.code) || DROPPED_NODE_CODES.has(e.code))) return true;
+  return (
+    typeof e?.message === 'string' &&
+    /Connection terminated|connection is closed|Client has encountered a connection error/i.test(e.message)
+  );
+}
+
+/**
+ * Runs a read, and once more when its connection was dropped (see StatementOptions.retryRead). The second attempt
+ * starts at once, on another connection (knex discards a connection that saw an error): a burst of terminated
+ * connections costs one round trip, not an error to the caller. A second failure is the caller's to handle.
+ */
+export async function readWithRetry<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!isDroppedConnection(err)) throw err;
+    return run();
+  }
+}
 
 /**
  * The SQL span helper of the data-access module of `schema`: each statement becomes a client span of the caller's
  * trace named "<operation> <schema>" with the OpenTelemetry database attributes (only when that trace is recorded).
+ * Reads marked `retryRead` are retried once on a dropped connection (readWithRetry).
  */
 export function sqlSpans(schema: string): SqlStatement {
-  return (trace, operation, text, run) =>
+  return (trace, operation, text, run, options) =>
     inSpan(
       trace,
       `${operation} ${schema}`,
       SpanKind.CLIENT,
       { 'db.system.name': 'postgresql', 'db.namespace': schema, 'db.operation.name': operation, 'db.query.text': text },
-      run,
+      options?.retryRead ? () => readWithRetry(run) : run,
     );
 }

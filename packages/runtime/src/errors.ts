@@ -11,6 +11,8 @@ export interface ErrorDetails {
   /** Machine-readable cause, e.g. "USER_NAME_TAKEN". */
   reason?: string;
   fieldViolations?: FieldViolation[];
+  /** When the caller may try again (google.rpc.RetryInfo): e.g. the time left on an open circuit. */
+  retryAfterMs?: number;
 }
 
 /**
@@ -49,6 +51,7 @@ const DETAILS_KEY = 'grpc-status-details-bin';
 const ERROR_DOMAIN = 'mileage.platform';
 const BAD_REQUEST_TYPE = 'type.googleapis.com/google.rpc.BadRequest';
 const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
+const RETRY_INFO_TYPE = 'type.googleapis.com/google.rpc.RetryInfo';
 
 /** Encodes an AppError as a gRPC status with google.rpc.Status details (the rich error model). */
 export function toStatusObject(err: AppError): Partial<StatusObject> {
@@ -75,6 +78,17 @@ export function toStatusObject(err: AppError): Partial<StatusObject> {
       ),
     });
   }
+  if (err.details.retryAfterMs !== undefined) {
+    const ms = Math.max(0, Math.ceil(err.details.retryAfterMs));
+    details.push({
+      typeUrl: RETRY_INFO_TYPE,
+      value: Buffer.from(
+        rpcErrorDetails.RetryInfo.encode({
+          retryDelay: { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1_000_000 },
+        }).finish(),
+      ),
+    });
+  }
   const metadata = new Metadata();
   metadata.set(
     DETAILS_KEY,
@@ -88,6 +102,13 @@ export interface DecodedError {
   message: string;
   reason?: string;
   fieldViolations: FieldViolation[];
+  /** The RetryInfo delay the error carried, in milliseconds. */
+  retryAfterMs?: number;
+}
+
+/** Whether a gRPC error carries the platform's status details: a server's handler answered it (see toStatusObject). */
+export function hasStatusDetails(err: Partial<ServiceError>): boolean {
+  return Buffer.isBuffer(err.metadata?.get(DETAILS_KEY)[0]);
 }
 
 /** Reads a gRPC error (from a client call) back into its code, message and details. */
@@ -103,6 +124,10 @@ export function decodeServiceError(err: Partial<ServiceError>): DecodedError {
     const st = rpcStatus.Status.decode(raw);
     for (const any of st.details) {
       if (any.typeUrl === ERROR_INFO_TYPE) decoded.reason = rpcErrorDetails.ErrorInfo.decode(any.value).reason;
+      if (any.typeUrl === RETRY_INFO_TYPE) {
+        const delay = rpcErrorDetails.RetryInfo.decode(any.value).retryDelay;
+        if (delay) decoded.retryAfterMs = Number(delay.seconds) * 1000 + Math.round(delay.nanos / 1_000_000);
+      }
       if (any.typeUrl === BAD_REQUEST_TYPE) {
         decoded.fieldViolations = rpcErrorDetails.BadRequest.decode(any.value).fieldViolations.map((v) => ({
           field: v.field,

@@ -1,5 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
+import { CIRCUIT_STATE_VALUE, CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker';
 import { REQUEST_ID_METADATA_KEY } from './context';
+import { AppError, hasStatusDetails, toStatusObject } from './errors';
+import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { endSpan, injectContext, SpanKind, startSpan, tracingEnabled, type Span, type TraceContext } from './tracing';
 import { service as healthService } from 'grpc-health-check';
@@ -25,7 +28,7 @@ export type PromiseClient<C> = {
   [K in keyof C as C[K] extends UnaryMethod<never, unknown> ? K : never]: C[K] extends UnaryMethod<infer Req, infer Res>
     ? (request: Req, settings?: CallSettings) => Promise<Res>
     : never;
-} & { close(): void; channel: grpc.Client };
+} & { close(): void; channel: grpc.Client; circuit: CircuitBreaker };
 
 export interface GeneratedClientConstructor<C> {
   new (address: string, credentials: grpc.ChannelCredentials, options?: Partial<grpc.ClientOptions>): C;
@@ -36,6 +39,8 @@ export interface GeneratedClientConstructor<C> {
  * Creates a client whose every call has a deadline (the default unless a call sets its own), forwards
  * the request id it is given, and records client RED metrics. No call waits for the channel to become
  * ready: a server that is down answers UNAVAILABLE at once rather than hanging until the deadline.
+ * A circuit breaker (`circuitBreaker`) refuses calls at once with UNAVAILABLE (reason CIRCUIT_OPEN, a RetryInfo of
+ * the time it stays open) after calls in a row found the downstream not answering.
  */
 export function createGrpcClient<C extends grpc.Client>(
   Client: GeneratedClientConstructor<C>,
@@ -53,8 +58,32 @@ export function createGrpcClient<C extends grpc.Client>(
      * connection closes, e.g. when a server ends it at its maximum connection age.
      */
     minResolveIntervalMs?: number;
+    /**
+     * The circuit breaker of this client (one downstream): failures in a row that open it (0: off) and how long it
+     * stays open before one probe call may go through. Default: off.
+     */
+    circuitBreaker?: CircuitBreakerOptions;
+    /** Where the breaker's state changes are logged (one line each). */
+    logger?: Logger;
   },
 ): PromiseClient<C> {
+  const serviceName = grpcServiceName(Client.service);
+  const circuitLabels = { target: address, grpc_service: serviceName };
+  options.metrics?.grpcClientCircuitState.set(circuitLabels, CIRCUIT_STATE_VALUE.closed);
+  const circuit = new CircuitBreaker(options.circuitBreaker ?? { failureThreshold: 0, openMs: 0 }, (change) => {
+    options.metrics?.grpcClientCircuitState.set(circuitLabels, CIRCUIT_STATE_VALUE[change.to]);
+    options.metrics?.grpcClientCircuitTransitions.inc({ ...circuitLabels, to: change.to });
+    const fields = {
+      target: address,
+      grpc_service: serviceName,
+      circuit_from: change.from,
+      circuit_to: change.to,
+      consecutive_failures: change.consecutiveFailures,
+      ...(change.openMs !== undefined ? { open_ms: change.openMs } : {}),
+    };
+    if (change.to === 'open') options.logger?.warn(fields, 'gRPC circuit state changed');
+    else options.logger?.info(fields, 'gRPC circuit state changed');
+  });
   const client = new Client(address, grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_timeout_ms': 10_000,
@@ -80,6 +109,7 @@ export function createGrpcClient<C extends grpc.Client>(
   const wrapped: Record<string, unknown> = {
     close: () => client.close(),
     channel: client,
+    circuit,
   };
   for (const [key, method] of Object.entries(Client.service)) {
     if (method.requestStream || method.responseStream) continue;
@@ -91,6 +121,12 @@ export function createGrpcClient<C extends grpc.Client>(
         if (options.available && !options.available()) {
           options.metrics?.grpcClientHandled.inc({ ...labels, grpc_code: 'UNAVAILABLE' });
           reject(knownDown(service));
+          return;
+        }
+        const admission = circuit.admit();
+        if (!admission.admitted) {
+          options.metrics?.grpcClientHandled.inc({ ...labels, grpc_code: 'UNAVAILABLE' });
+          reject(circuitOpen(service, admission.retryAfterMs));
           return;
         }
         const metadata = new grpc.Metadata();
@@ -107,16 +143,25 @@ export function createGrpcClient<C extends grpc.Client>(
         }
         const started = process.hrtime.bigint();
         const deadline = Date.now() + (settings?.deadlineMs ?? options.defaultDeadlineMs);
-        fn(request, metadata, { deadline }, (error, response) => {
-          if (options.metrics) {
-            const code = error ? (grpc.status[error.code] ?? String(error.code)) : 'OK';
-            options.metrics.grpcClientHandled.inc({ ...labels, grpc_code: code });
-            options.metrics.grpcClientDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
-          }
-          if (span) endSpan(span, error ?? undefined, { 'rpc.grpc.status_code': error ? error.code : 0 });
-          if (error) reject(error);
-          else resolve(response);
-        });
+        try {
+          fn(request, metadata, { deadline }, (error, response) => {
+            if (options.metrics) {
+              const code = error ? (grpc.status[error.code] ?? String(error.code)) : 'OK';
+              options.metrics.grpcClientHandled.inc({ ...labels, grpc_code: code });
+              options.metrics.grpcClientDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+            }
+            circuit.record(admission, error !== null && notAnswering(error));
+            if (span) endSpan(span, error ?? undefined, { 'rpc.grpc.status_code': error ? error.code : 0 });
+            if (error) reject(error);
+            else resolve(response);
+          });
+        } catch (err) {
+          // Never sent (e.g. a request that does not serialise): it says nothing about the downstream, but a probe's
+          // turn must pass on, or the circuit would wait for it for ever.
+          circuit.abandon(admission);
+          if (span) endSpan(span, err);
+          throw err;
+        }
       });
   }
   return wrapped as PromiseClient<C>;
@@ -153,6 +198,34 @@ export function grpcServiceName(definition: grpc.ServiceDefinition): string {
   const name = paths[0];
   if (!name || paths.some((p) => p !== name)) throw new Error('a generated client names exactly one service');
   return name;
+}
+
+/**
+ * A failure of the downstream itself, for the circuit breaker: UNAVAILABLE (no connection, a connection dropped) or
+ * DEADLINE_EXCEEDED (no answer in time), raised by the client. A status a server's handler answered (it carries the
+ * platform's details: e.g. UNAVAILABLE while that service's database is down, which it already answers at once) and
+ * every business error (NOT_FOUND, INVALID_ARGUMENT, ...) show a downstream that answers.
+ */
+function notAnswering(error: grpc.ServiceError): boolean {
+  return (
+    (error.code === grpc.status.UNAVAILABLE || error.code === grpc.status.DEADLINE_EXCEEDED) && !hasStatusDetails(error)
+  );
+}
+
+/** The reason (google.rpc.ErrorInfo) of a call refused by an open circuit. */
+export const CIRCUIT_OPEN_REASON = 'CIRCUIT_OPEN';
+
+/** The error of a call refused by an open (or probing) circuit: UNAVAILABLE with a RetryInfo of the time left. */
+function circuitOpen(service: string, retryAfterMs: number): grpc.ServiceError {
+  const details = `${service} is unavailable (circuit open: it did not answer recent calls)`;
+  const status = toStatusObject(
+    new AppError(grpc.status.UNAVAILABLE, details, { reason: CIRCUIT_OPEN_REASON, retryAfterMs }),
+  );
+  return Object.assign(new Error(`${grpc.status.UNAVAILABLE} UNAVAILABLE: ${details}`), {
+    code: grpc.status.UNAVAILABLE,
+    details,
+    metadata: status.metadata ?? new grpc.Metadata(),
+  });
 }
 
 /** The error of a call not attempted because its service's health check fails. */

@@ -133,8 +133,8 @@ export interface GrpcServerHandle {
 }
 
 /**
- * Starts a gRPC server with the standard health service (grpc.health.v1), server reflection for the
- * given proto files, and the registered services.
+ * Starts a gRPC server with the standard health service (grpc.health.v1), the registered services and, only when
+ * `reflection` is true, server reflection for the given proto files.
  */
 export async function startGrpcServer(options: {
   address: string;
@@ -151,6 +151,11 @@ export async function startGrpcServer(options: {
   maxConnectionAgeGraceMs?: number;
   /** When it returns an error, every call fails with it at once (e.g. while the database is known to be down). */
   failFast?: () => AppError | undefined;
+  /**
+   * Serve gRPC server reflection (grpc.reflection.v1 and v1alpha): anyone who reaches the port can then list every
+   * service and method. Off unless asked for (a service's GRPC_REFLECTION).
+   */
+  reflection?: boolean;
 }): Promise<GrpcServerHandle> {
   const server = new grpc.Server({
     ...(options.maxConnectionAgeMs ? { 'grpc.max_connection_age_ms': options.maxConnectionAgeMs } : {}),
@@ -169,18 +174,23 @@ export async function startGrpcServer(options: {
     Object.fromEntries([['', 'SERVING'], ...serviceNames.map((n) => [n, 'SERVING'])]),
   );
   health.addToServer(server);
-  const packageDefinition = protoLoader.loadSync([...options.protoFiles, healthProtoPath], {
-    includeDirs: [PROTO_ROOT],
-    keepCase: true,
-  });
-  new ReflectionService(packageDefinition).addToServer(server);
+  if (options.reflection) {
+    const packageDefinition = protoLoader.loadSync([...options.protoFiles, healthProtoPath], {
+      includeDirs: [PROTO_ROOT],
+      keepCase: true,
+    });
+    new ReflectionService(packageDefinition).addToServer(server);
+  }
 
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(options.address, grpc.ServerCredentials.createInsecure(), (err, boundPort) =>
       err ? reject(err) : resolve(boundPort),
     );
   });
-  options.logger.info({ address: options.address, port, services: serviceNames }, 'gRPC server listening');
+  options.logger.info(
+    { address: options.address, port, services: serviceNames, reflection: Boolean(options.reflection) },
+    'gRPC server listening',
+  );
 
   return {
     server,

@@ -1,6 +1,9 @@
+import * as grpc from '@grpc/grpc-js';
 import { status, type ServiceError } from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 import { PROTO_FILES, usersV1 } from '@mileage/proto';
 import assert from 'node:assert/strict';
+import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeServiceError, errors } from './errors';
 import { createGrpcClient } from './grpc-client';
@@ -165,4 +168,61 @@ describe('gRPC bootstrap', () => {
       await server.shutdown(1_000);
     }
   });
+
+  test('server reflection is off unless asked for', async () => {
+    const start = (reflection?: boolean) =>
+      startGrpcServer({
+        address: '127.0.0.1:0',
+        services: [{ definition: usersV1.UsersServiceService, handlers: handlers({}) as never }],
+        protoFiles: [PROTO_FILES.users],
+        logger,
+        metrics: new Metrics('t'),
+        ...(reflection === undefined ? {} : { reflection }),
+      });
+    const [byDefault, off, on] = await Promise.all([start(), start(false), start(true)]);
+    try {
+      for (const server of [byDefault, off]) {
+        await assert.rejects(listServices(server.port), (err: ServiceError) => err.code === status.UNIMPLEMENTED);
+      }
+      const listed = await listServices(on.port);
+      assert.ok(listed.includes('mileage.users.v1.UsersService'), listed.join(', '));
+      assert.ok(listed.includes('grpc.health.v1.Health'), listed.join(', '));
+    } finally {
+      await Promise.all([byDefault, off, on].map((s) => s.shutdown(1_000)));
+    }
+  });
 });
+
+/** The services a server lists through grpc.reflection.v1 (what grpcurl asks first). */
+async function listServices(port: number): Promise<string[]> {
+  const proto = path.join(
+    path.dirname(require.resolve('@grpc/reflection')),
+    '..',
+    'proto',
+    'grpc',
+    'reflection',
+    'v1',
+    'reflection.proto',
+  );
+  const loaded = grpc.loadPackageDefinition(protoLoader.loadSync(proto, { keepCase: true })) as unknown as {
+    grpc: { reflection: { v1: { ServerReflection: grpc.ServiceClientConstructor } } };
+  };
+  const client = new loaded.grpc.reflection.v1.ServerReflection(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  try {
+    return await new Promise<string[]>((resolve, reject) => {
+      const call = (
+        client as unknown as {
+          ServerReflectionInfo(options: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<unknown, unknown>;
+        }
+      ).ServerReflectionInfo({ deadline: Date.now() + 5_000 });
+      call.on('data', (res: { list_services_response?: { service: { name: string }[] } }) => {
+        resolve(res.list_services_response?.service.map((s) => s.name) ?? []);
+        call.end();
+      });
+      call.on('error', reject);
+      call.write({ list_services: '*' });
+    });
+  } finally {
+    client.close();
+  }
+}

@@ -48,6 +48,17 @@ describe('gRPC status → HTTP status', () => {
     assert.ok(ALL_CODES.every((code) => httpAnswer(code).status !== 412));
   });
 
+  test("an error's RetryInfo sets Retry-After of the answers that have one, in whole seconds rounded up", () => {
+    assert.equal(httpAnswer(status.UNAVAILABLE, 2_500).retryAfterSeconds, 3);
+    assert.equal(httpAnswer(status.UNAVAILABLE, 4_000).retryAfterSeconds, 4);
+    assert.equal(httpAnswer(status.UNAVAILABLE, 0).retryAfterSeconds, 1);
+    assert.equal(httpAnswer(status.UNAVAILABLE, 86_400_000).retryAfterSeconds, 300);
+    assert.equal(httpAnswer(status.UNAVAILABLE, Number.NaN).retryAfterSeconds, RETRY_AFTER_SECONDS);
+    assert.equal(httpAnswer(status.NOT_FOUND, 2_500).retryAfterSeconds, undefined);
+    assert.equal(httpAnswer(status.DEADLINE_EXCEEDED, 2_500).retryAfterSeconds, undefined);
+    assert.equal(httpAnswer(status.UNAVAILABLE, 2_500).status, 503);
+  });
+
   test('a code outside the enum is answered as UNKNOWN', () => {
     assert.deepEqual(httpAnswer(99), HTTP_ANSWERS[status.UNKNOWN]);
     assert.deepEqual(httpAnswer(-1), HTTP_ANSWERS[status.UNKNOWN]);

@@ -15,6 +15,8 @@ export interface HttpAnswer {
 }
 
 export const RETRY_AFTER_SECONDS = 5;
+/** The longest `Retry-After` an error's RetryInfo can set. */
+const RETRY_AFTER_CAP_SECONDS = 300;
 
 const clientError = (httpStatus: number, detail: string): HttpAnswer => ({
   status: httpStatus,
@@ -67,9 +69,18 @@ export const HTTP_ANSWERS: Readonly<Record<status, HttpAnswer>> = {
   [status.UNAUTHENTICATED]: serverError(500, 'Internal server error'),
 };
 
-/** The answer for a gRPC status code; a number outside the enum is treated as UNKNOWN. */
-export function httpAnswer(code: number): HttpAnswer {
-  return HTTP_ANSWERS[code as status] ?? HTTP_ANSWERS[status.UNKNOWN];
+/**
+ * The answer for a gRPC status code; a number outside the enum is treated as UNKNOWN. `retryAfterMs` (an error's
+ * RetryInfo, e.g. the time left on an open circuit) replaces the table's `Retry-After` of an answer that has one,
+ * rounded up to whole seconds (at least 1).
+ */
+export function httpAnswer(code: number, retryAfterMs?: number): HttpAnswer {
+  const answer = HTTP_ANSWERS[code as status] ?? HTTP_ANSWERS[status.UNKNOWN];
+  if (answer.retryAfterSeconds === undefined || retryAfterMs === undefined || !(retryAfterMs >= 0)) return answer;
+  return {
+    ...answer,
+    retryAfterSeconds: Math.min(RETRY_AFTER_CAP_SECONDS, Math.max(1, Math.ceil(retryAfterMs / 1000))),
+  };
 }
 
 /** Is this an invalid-input answer (the one each surface shapes its own way: 422 on /v1, 400 on SCIM)? */

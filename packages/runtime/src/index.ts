@@ -1,3 +1,4 @@
+export * from './circuit-breaker';
 export * from './config';
 export * from './context';
 export * from './db';

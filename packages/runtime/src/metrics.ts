@@ -48,6 +48,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly grpcClientCircuitState = new Gauge({
+    name: 'grpc_client_circuit_state',
+    help: 'Circuit breaker of this process towards a downstream gRPC service: 0 closed, 1 half-open (probing), 2 open (calls refused at once).',
+    labelNames: ['target', 'grpc_service'] as const,
+    registers: [this.registry],
+  });
+
+  readonly grpcClientCircuitTransitions = new Counter({
+    name: 'grpc_client_circuit_transitions_total',
+    help: 'State changes of the circuit breaker towards a downstream gRPC service, by the state entered.',
+    labelNames: ['target', 'grpc_service', 'to'] as const,
+    registers: [this.registry],
+  });
+
   readonly dependencyUp = new Gauge({
     name: 'dependency_up',
     help: 'Whether a dependency (database, downstream service, Redis) answers its health check: 1 up, 0 down.',

@@ -2,7 +2,8 @@ import { status } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { commonConfigSchema, ConfigError, env, loadConfig } from './config';
+import { circuitBreakerConfig, commonConfigSchema, ConfigError, env, loadConfig } from './config';
+import { serviceConfigSchema } from './service';
 import { AppError, decodeServiceError, errors, toAppError, toStatusObject } from './errors';
 import { Metrics } from './metrics';
 import { tracingRequested } from './tracing';
@@ -17,6 +18,20 @@ describe('configuration', () => {
     const config = loadConfig(schema, { DATABASE_URL: 'postgres://x@h/db' });
     assert.equal(config.PORT, 8080);
     assert.equal(config.LOG_LEVEL, 'info');
+  });
+
+  test('the circuit breaker and reflection settings: defaults, off switches, bounds', () => {
+    const defaults = loadConfig(schema, { DATABASE_URL: 'postgres://x@h/db' });
+    assert.deepEqual(circuitBreakerConfig(defaults), { failureThreshold: 5, openMs: 3_000 });
+    const off = loadConfig(schema, { DATABASE_URL: 'postgres://x@h/db', GRPC_CIRCUIT_FAILURE_THRESHOLD: '0' });
+    assert.equal(off.GRPC_CIRCUIT_FAILURE_THRESHOLD, 0);
+    assert.throws(() => loadConfig(schema, { DATABASE_URL: 'postgres://x@h/db', GRPC_CIRCUIT_OPEN_MS: '10' }));
+    const service = serviceConfigSchema({ grpcPort: 50051, metricsPort: 9461 });
+    assert.equal(loadConfig(service, { DATABASE_URL: 'postgres://x@h/db' }).GRPC_REFLECTION, false);
+    assert.equal(
+      loadConfig(service, { DATABASE_URL: 'postgres://x@h/db', GRPC_REFLECTION: 'true' }).GRPC_REFLECTION,
+      true,
+    );
   });
 
   test('lists every problem and hides secret values', () => {
@@ -43,6 +58,15 @@ describe('errors across gRPC', () => {
     assert.equal(decoded.message, 'invalid user');
     assert.equal(decoded.reason, 'INVALID_ARGUMENT');
     assert.deepEqual(decoded.fieldViolations, [{ field: 'user_name', description: 'required' }]);
+  });
+
+  test('a RetryInfo survives the round trip in milliseconds', () => {
+    const st = toStatusObject(errors.unavailable('circuit open', 'CIRCUIT_OPEN'));
+    assert.equal(decodeServiceError(st as never).retryAfterMs, undefined);
+    const open = new AppError(status.UNAVAILABLE, 'circuit open', { reason: 'CIRCUIT_OPEN', retryAfterMs: 2_345 });
+    const decoded = decodeServiceError(toStatusObject(open) as never);
+    assert.equal(decoded.reason, 'CIRCUIT_OPEN');
+    assert.equal(decoded.retryAfterMs, 2_345);
   });
 
   test('unexpected errors become INTERNAL without their message; database outages become UNAVAILABLE', () => {

@@ -1,7 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { commonConfigSchema, env, loadConfigOrExit } from './config';
+import { circuitBreakerConfig, commonConfigSchema, env, loadConfigOrExit } from './config';
 import { createDatabase, type Database, type Knex } from './db';
 import { databaseCheck, DependencyMonitor, grpcHealthCheck, whileDatabaseDown } from './dependencies';
 import {
@@ -32,6 +32,8 @@ export function serviceConfigSchema(defaults: { grpcPort: number; metricsPort: n
     GRPC_MAX_CONNECTION_AGE_MS: env.positiveInt(30_000),
     /** Time calls in flight on such a connection may still take: at least the callers' longest deadline. */
     GRPC_MAX_CONNECTION_AGE_GRACE_MS: env.positiveInt(15_000),
+    /** Serve gRPC server reflection (grpcurl, Postman); off unless asked for, as it describes every method. */
+    GRPC_REFLECTION: env.boolean(false),
   });
 }
 
@@ -130,7 +132,7 @@ export interface ServiceDefinition<
 
 /**
  * The process wiring of a gRPC service: tracing, configuration (fail fast), logger, metrics, database pool,
- * optional migrations, clients of other services, the gRPC server with health and reflection, background tasks,
+ * optional migrations, clients of other services, the gRPC server with health (and reflection when GRPC_REFLECTION asks), background tasks,
  * /metrics, and graceful shutdown. A failure to start is reported on stderr and exits 1.
  */
 export function runService<
@@ -203,6 +205,8 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
         defaultDeadlineMs: spec.deadlineMs,
         metrics,
         available: () => dependencies.isUp(name),
+        circuitBreaker: circuitBreakerConfig(config),
+        logger,
       }),
     ]),
   ) as ConnectedClients<Specs>;
@@ -223,6 +227,7 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
     metrics,
     ...connectionAge(config),
     failFast: whileDatabaseDown(dependencies),
+    reflection: config.GRPC_REFLECTION,
   });
   dependencies.start();
   const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST, {

@@ -59,8 +59,12 @@ export class DrivesRepository {
   constructor(private readonly knex: Knex) {}
 
   private async horizon(trace?: TraceContext): Promise<Date> {
-    const { rows } = await sql(trace, 'SELECT', HORIZON_SQL, async () =>
-      this.knex.raw<{ rows: { horizon: Date }[] }>(HORIZON_SQL).options({ name: 'drives_horizon_v1' }),
+    const { rows } = await sql(
+      trace,
+      'SELECT',
+      HORIZON_SQL,
+      async () => this.knex.raw<{ rows: { horizon: Date }[] }>(HORIZON_SQL).options({ name: 'drives_horizon_v1' }),
+      { retryRead: true },
     );
     return rows[0]!.horizon;
   }
@@ -98,8 +102,12 @@ export class DrivesRepository {
       FROM ${list.from} WHERE ${where.join(' AND ')}
       ORDER BY ${list.column} DESC, ${list.idColumn} DESC LIMIT ?`;
     const name = `${list.name}_${q.sortField}${q.after ? '_a' : ''}${q.before ? '_b' : ''}${q.position ? '_p' : ''}`;
-    const { rows } = await sql(trace, 'SELECT', text, async () =>
-      this.knex.raw<{ rows: T[] }>(text, bindings).options({ name, types: ISO_TIMESTAMPS }),
+    const { rows } = await sql(
+      trace,
+      'SELECT',
+      text,
+      async () => this.knex.raw<{ rows: T[] }>(text, bindings).options({ name, types: ISO_TIMESTAMPS }),
+      { retryRead: true },
     );
     const hasMore = rows.length > q.limit;
     if (hasMore) rows.length = q.limit;
@@ -174,10 +182,15 @@ export class DrivesRepository {
   private async comments(driveIds: number[], trace?: TraceContext): Promise<Map<number, CommentRow[]>> {
     const byDrive = new Map<number, CommentRow[]>();
     if (driveIds.length === 0) return byDrive;
-    const { rows } = await sql(trace, 'SELECT', COMMENTS_SQL, async () =>
-      this.knex
-        .raw<{ rows: CommentRow[] }>(COMMENTS_SQL, [driveIds])
-        .options({ name: 'drives_comments_v1', types: ISO_TIMESTAMPS }),
+    const { rows } = await sql(
+      trace,
+      'SELECT',
+      COMMENTS_SQL,
+      async () =>
+        this.knex
+          .raw<{ rows: CommentRow[] }>(COMMENTS_SQL, [driveIds])
+          .options({ name: 'drives_comments_v1', types: ISO_TIMESTAMPS }),
+      { retryRead: true },
     );
     for (const row of rows) {
       const list = byDrive.get(Number(row.drive_id)) ?? [];

@@ -61,8 +61,12 @@ export class GroupsRepository {
     db: Knex | Knex.Transaction = this.knex,
   ): Promise<groupsV1.Group[]> {
     if (ids.length === 0) return [];
-    const { rows } = await sql(trace, 'SELECT', GET_MANY_SQL, async () =>
-      db.raw<{ rows: TeamRow[] }>(GET_MANY_SQL, [ids]).options({ name: 'groups_get_many_v1' }),
+    const { rows } = await sql(
+      trace,
+      'SELECT',
+      GET_MANY_SQL,
+      async () => db.raw<{ rows: TeamRow[] }>(GET_MANY_SQL, [ids]).options({ name: 'groups_get_many_v1' }),
+      { retryRead: !db.isTransaction },
     );
     return rows.map(toGroup);
   }
@@ -72,10 +76,15 @@ export class GroupsRepository {
   }
 
   async administeredBy(userId: string, trace?: TraceContext): Promise<groupsV1.Group[]> {
-    const { rows } = await sql(trace, 'SELECT', ADMINISTERED_SQL, async () =>
-      this.knex
-        .raw<{ rows: { team_id: string }[] }>(ADMINISTERED_SQL, [userId])
-        .options({ name: 'groups_administered_v1' }),
+    const { rows } = await sql(
+      trace,
+      'SELECT',
+      ADMINISTERED_SQL,
+      async () =>
+        this.knex
+          .raw<{ rows: { team_id: string }[] }>(ADMINISTERED_SQL, [userId])
+          .options({ name: 'groups_administered_v1' }),
+      { retryRead: true },
     );
     return this.getMany(
       rows.map((r) => Number(r.team_id)),
@@ -88,10 +97,15 @@ export class GroupsRepository {
     userId: string,
     trace?: TraceContext,
   ): Promise<{ exists: boolean; isAdmin: boolean }> {
-    const { rows } = await sql(trace, 'SELECT', CHECK_ADMIN_SQL, async () =>
-      this.knex
-        .raw<{ rows: { exists: boolean; is_admin: boolean }[] }>(CHECK_ADMIN_SQL, [groupId, groupId, userId])
-        .options({ name: 'groups_check_admin_v1' }),
+    const { rows } = await sql(
+      trace,
+      'SELECT',
+      CHECK_ADMIN_SQL,
+      async () =>
+        this.knex
+          .raw<{ rows: { exists: boolean; is_admin: boolean }[] }>(CHECK_ADMIN_SQL, [groupId, groupId, userId])
+          .options({ name: 'groups_check_admin_v1' }),
+      { retryRead: true },
     );
     return { exists: rows[0]!.exists, isAdmin: rows[0]!.is_admin };
   }
@@ -144,8 +158,12 @@ export class GroupsRepository {
     trace?: TraceContext,
   ): Promise<{ groups: groupsV1.Group[]; total: number }> {
     const countText = `SELECT count(*) AS total FROM teams WHERE ${condition.sql}`;
-    const counted = await sql(trace, 'SELECT', countText, async () =>
-      this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings),
+    const counted = await sql(
+      trace,
+      'SELECT',
+      countText,
+      async () => this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings),
+      { retryRead: true },
     );
     const total = Number(counted.rows[0]!.total);
     if (limit === 0 || offset >= total) return { groups: [], total };
@@ -155,8 +173,12 @@ export class GroupsRepository {
       total <= 10_000
         ? `WITH matches AS MATERIALIZED (SELECT ${columns} FROM teams WHERE ${condition.sql}) SELECT * FROM matches ORDER BY id LIMIT ? OFFSET ?`
         : `SELECT ${columns} FROM teams WHERE ${condition.sql} ORDER BY id LIMIT ? OFFSET ?`;
-    const { rows } = await sql(trace, 'SELECT', pageText, async () =>
-      this.knex.raw<{ rows: TeamRow[] }>(pageText, [...condition.bindings, limit, offset]),
+    const { rows } = await sql(
+      trace,
+      'SELECT',
+      pageText,
+      async () => this.knex.raw<{ rows: TeamRow[] }>(pageText, [...condition.bindings, limit, offset]),
+      { retryRead: true },
     );
     if (excludeMembers) return { groups: rows.map(toGroup), total };
     return {

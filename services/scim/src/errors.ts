@@ -62,7 +62,7 @@ export function scimErrorFromGrpc(err: unknown): ScimError | undefined {
   const code = (err as { code?: unknown }).code;
   if (typeof code !== 'number') return undefined;
   const decoded = decodeServiceError(err as Parameters<typeof decodeServiceError>[0]);
-  const answer = httpAnswer(code);
+  const answer = httpAnswer(code, decoded.retryAfterMs);
   if (isInvalidInput(code)) {
     if (decoded.reason === 'INVALID_FILTER') return scimErrors.invalidFilter(decoded.message);
     const fields = decoded.fieldViolations.map((v) => `${v.field}: ${v.description}`).join('; ');

