@@ -24,7 +24,10 @@ export const configSchema = z
     PAYROLL_CSV: z.string().default('payroll-drives.csv'),
     /** Default: the CSV's name with `.state.json`. */
     PAYROLL_STATE: optional,
-    WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/=]{16,}$/, 'the whsec_… secret of the subscription').optional(),
+    WEBHOOK_SECRET: z
+      .string()
+      .regex(/^whsec_[A-Za-z0-9+/=]{16,}$/, 'the whsec_… secret of the subscription')
+      .optional(),
     RECEIVER_HOST: z.string().default('127.0.0.1'),
     RECEIVER_PORT: z.coerce.number().int().min(0).max(65535).default(8090),
     /** The receiver's own sync: at start, after events, and at this interval (default 24 h). */
@@ -33,12 +36,17 @@ export const configSchema = z
   .superRefine((c, ctx) => {
     const grants = [c.MILEAGE_REFRESH_TOKEN, c.MILEAGE_USERNAME].filter(Boolean).length;
     if (!c.MILEAGE_TOKEN && !c.MILEAGE_TOKEN_URL)
-      ctx.addIssue({ code: 'custom', path: ['MILEAGE_TOKEN'], message: 'set MILEAGE_TOKEN, or MILEAGE_TOKEN_URL and a grant' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['MILEAGE_TOKEN'],
+        message: 'set MILEAGE_TOKEN, or MILEAGE_TOKEN_URL and a grant',
+      });
     if (c.MILEAGE_TOKEN_URL && grants !== 1)
       ctx.addIssue({
         code: 'custom',
         path: ['MILEAGE_REFRESH_TOKEN'],
-        message: 'with MILEAGE_TOKEN_URL set exactly one of MILEAGE_REFRESH_TOKEN or MILEAGE_USERNAME (+ MILEAGE_PASSWORD)',
+        message:
+          'with MILEAGE_TOKEN_URL set exactly one of MILEAGE_REFRESH_TOKEN or MILEAGE_USERNAME (+ MILEAGE_PASSWORD)',
       });
     if (c.MILEAGE_USERNAME && !c.MILEAGE_PASSWORD)
       ctx.addIssue({ code: 'custom', path: ['MILEAGE_PASSWORD'], message: 'required with MILEAGE_USERNAME' });
@@ -88,5 +96,9 @@ export function tokenSource(c: Config, fetchImpl?: typeof fetch): TokenSource {
 }
 
 export function clientFor(c: Config): MileageClient {
-  return createMileageClient({ baseUrl: c.MILEAGE_API_URL, token: tokenSource(c), userAgent: 'mileage-payroll-sync/1' });
+  return createMileageClient({
+    baseUrl: c.MILEAGE_API_URL,
+    token: tokenSource(c),
+    userAgent: 'mileage-payroll-sync/1',
+  });
 }

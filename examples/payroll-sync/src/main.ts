@@ -32,7 +32,9 @@ async function main(command: string | undefined, config: Config): Promise<void> 
     receiver.server.listen(config.RECEIVER_PORT, config.RECEIVER_HOST);
     await once(receiver.server, 'listening');
     const address = receiver.server.address();
-    say(`receiving webhooks on http://${config.RECEIVER_HOST}:${typeof address === 'object' ? address?.port : ''}/webhooks`);
+    say(
+      `receiving webhooks on http://${config.RECEIVER_HOST}:${typeof address === 'object' ? address?.port : ''}/webhooks`,
+    );
     const tick = () => receiver.sync().catch((err: Error) => say(`sync failed: ${err.message}`));
     void tick();
     const timer = setInterval(tick, config.PAYROLL_SYNC_INTERVAL_SECONDS * 1000);
@@ -40,6 +42,7 @@ async function main(command: string | undefined, config: Config): Promise<void> 
     clearInterval(timer);
     receiver.server.close();
     await receiver.idle();
+    say('stopped');
     return;
   }
   throw new ConfigError([`usage: main.js export | receive (got ${command ?? 'nothing'})`]);

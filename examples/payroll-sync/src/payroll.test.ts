@@ -125,7 +125,10 @@ test('a reviewed report and a new report arrive in the next incremental run; the
   await drives.reportDrive({ driveId: created!.id, groupId: 1 });
 
   const run = await runExport(clientFor(config), store());
-  assert.deepEqual({ full: run.full, upserts: run.upserts, deletes: run.deletes }, { full: false, upserts: 2, deletes: 0 });
+  assert.deepEqual(
+    { full: run.full, upserts: run.upserts, deletes: run.deletes },
+    { full: false, upserts: 2, deletes: 0 },
+  );
   const now = csvRows();
   assert.equal(now.length, previous.length + 1);
   assert.equal(now.find((r) => r.drive_id === reviewed.drive_id)!.status, 'approved');
@@ -133,7 +136,10 @@ test('a reviewed report and a new report arrive in the next incremental run; the
   const unchanged = (rows: Row[]) =>
     rows.filter((r) => r.drive_id !== reviewed.drive_id && r.drive_id !== String(created!.id));
   assert.deepEqual(unchanged(now), unchanged(previous));
-  assert.deepEqual(await allReportedIds(), now.map((r) => r.drive_id));
+  assert.deepEqual(
+    await allReportedIds(),
+    now.map((r) => r.drive_id),
+  );
 });
 
 test('the command: `node dist/main.js export` with the environment, then again (unchanged); bad configuration is exit 78', async () => {

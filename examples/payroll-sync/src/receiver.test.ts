@@ -33,7 +33,11 @@ const ids = () =>
   );
 const deliver = (id: string, event: object, secret = SECRET) => {
   const body = JSON.stringify(event);
-  return fetch(url, { method: 'POST', headers: { ...signWebhook(secret, id, body), 'content-type': 'application/json' }, body });
+  return fetch(url, {
+    method: 'POST',
+    headers: { ...signWebhook(secret, id, body), 'content-type': 'application/json' },
+    body,
+  });
 };
 const driveEvent = (type: string, driveId: number, s: number, groupId = '1') => ({
   type,

@@ -174,7 +174,8 @@ export class PayrollStore {
       commit: (sync) => {
         this.state.sync = sync;
         const mark = sync.watermark === null ? NaN : Date.parse(sync.watermark);
-        for (const [id, at] of Object.entries(this.state.removed)) if (Date.parse(at) <= mark) delete this.state.removed[id];
+        for (const [id, at] of Object.entries(this.state.removed))
+          if (Date.parse(at) <= mark) delete this.state.removed[id];
         this.save();
       },
     };

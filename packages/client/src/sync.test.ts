@@ -51,7 +51,15 @@ describe('syncReportedDrives', () => {
   test('a walk without state is full: reset first, every page through next_cursor, the newest modified as watermark', async () => {
     server.rows = [live(1, 1), live(2, 2), live(3, 3), live(4, 4), live(5, 5)];
     const events = await reported();
-    assert.deepEqual(summary(events), ['reset', 'upsert:5', 'upsert:4', 'upsert:3', 'upsert:2', 'upsert:1', 'complete']);
+    assert.deepEqual(summary(events), [
+      'reset',
+      'upsert:5',
+      'upsert:4',
+      'upsert:3',
+      'upsert:2',
+      'upsert:1',
+      'complete',
+    ]);
     assert.deepEqual(events.at(-1), {
       kind: 'complete',
       state: { version: 1, watermark: at(5) },
@@ -100,7 +108,15 @@ describe('syncReportedDrives', () => {
     server.rows = [live(10, 9), live(11, 9), live(12, 9), live(13, 9), live(14, 9), dead(12, 8), live(1, 1)];
     const events = await reported({ state: { version: 1, watermark: at(0) } });
     // Newest first: the withdrawn report's tombstone (older) comes after the live re-report and must not delete it.
-    assert.deepEqual(summary(events), ['upsert:14', 'upsert:13', 'upsert:12', 'upsert:11', 'upsert:10', 'upsert:1', 'complete']);
+    assert.deepEqual(summary(events), [
+      'upsert:14',
+      'upsert:13',
+      'upsert:12',
+      'upsert:11',
+      'upsert:10',
+      'upsert:1',
+      'complete',
+    ]);
     assert.equal((events.at(-1) as { pages: number }).pages, 4);
   });
 
@@ -159,7 +175,11 @@ describe('syncReportedDrives', () => {
     for (const status of [401, 403, 422]) {
       server.requests = [];
       server.faults = [{ status, body: { detail: `no (${status})` } }];
-      await assert.rejects(reported(), { name: 'MileageApiError', status, message: `${status}: no (${status}) (request req-1)` });
+      await assert.rejects(reported(), {
+        name: 'MileageApiError',
+        status,
+        message: `${status}: no (${status}) (request req-1)`,
+      });
       assert.equal(server.requests.length, 1);
     }
   });
@@ -197,10 +217,13 @@ describe('syncReportedDrives', () => {
     await assert.rejects(reported(), { name: 'MileageApiError', status: 410 });
     server.faults = [{ status: 410 }, { status: 410 }];
     const events: string[] = [];
-    await assert.rejects(async () => {
-      for await (const e of syncReportedDrives(client, 7, { state: { version: 1, watermark: at(1) } }))
-        events.push(e.kind);
-    }, { status: 410 });
+    await assert.rejects(
+      async () => {
+        for await (const e of syncReportedDrives(client, 7, { state: { version: 1, watermark: at(1) } }))
+          events.push(e.kind);
+      },
+      { status: 410 },
+    );
     assert.deepEqual(events, ['reset']);
   });
 
@@ -210,7 +233,9 @@ describe('syncReportedDrives', () => {
     const walk = syncReportedDrives(client, 7, { pageSize: 2, state: { version: 1, watermark: at(0) } });
     const events: SyncEvent<unknown, unknown>[] = [(await walk.next()).value as SyncEvent<unknown, unknown>];
     await walk.next();
-    server.faults = [{ status: 422, body: { detail: [{ loc: ['query', 'cursor'], msg: 'Invalid cursor', type: 'x' }] } }];
+    server.faults = [
+      { status: 422, body: { detail: [{ loc: ['query', 'cursor'], msg: 'Invalid cursor', type: 'x' }] } },
+    ];
     events.push(...(await collect(walk)));
     assert.deepEqual(summary(events), ['upsert:3', 'upsert:3', 'upsert:2', 'upsert:1', 'complete']);
   });

@@ -5,11 +5,7 @@ export { WebhookVerificationError };
 
 /** The events of CONTRACT §2a. */
 export type WebhookEventType =
-  | 'drive.reported'
-  | 'drive.report_updated'
-  | 'drive.report_withdrawn'
-  | 'drive.deleted'
-  | 'user.deactivated';
+  'drive.reported' | 'drive.report_updated' | 'drive.report_withdrawn' | 'drive.deleted' | 'user.deactivated';
 
 /**
  * A delivery's body (Standard Webhooks payload). Drive events carry `drive_id`, `group_id`, `user_id` and `modified`

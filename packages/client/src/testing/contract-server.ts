@@ -57,13 +57,18 @@ export class ContractServer {
     const query = Object.fromEntries(url.searchParams);
     this.requests.push({ path: url.pathname, query, authorization: req.headers.authorization });
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': `req-${this.requests.length}`, ...headers });
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'x-request-id': `req-${this.requests.length}`,
+        ...headers,
+      });
       res.end(JSON.stringify(body));
     };
     const fault = this.faults.shift();
     if (fault) return send(fault.status, fault.body ?? { detail: `injected ${fault.status}` }, fault.headers);
     const reported = /^\/v1\/groups\/\d+\/reported-drives$/.test(url.pathname);
-    if (!reported && !/^\/v1\/users\/[A-Za-z0-9]{10}\/drives$/.test(url.pathname)) return send(404, { detail: 'Not Found' });
+    if (!reported && !/^\/v1\/users\/[A-Za-z0-9]{10}\/drives$/.test(url.pathname))
+      return send(404, { detail: 'Not Found' });
 
     const includeDeleted = query.include_deleted === 'true';
     const after = query.date_after;
@@ -73,7 +78,11 @@ export class ContractServer {
     let position: { t: string; i: number } | undefined;
     if (query.cursor) {
       try {
-        const decoded = JSON.parse(Buffer.from(query.cursor, 'base64url').toString()) as { q: string; t: string; i: number };
+        const decoded = JSON.parse(Buffer.from(query.cursor, 'base64url').toString()) as {
+          q: string;
+          t: string;
+          i: number;
+        };
         if (decoded.q !== fingerprint) throw new Error('foreign');
         position = decoded;
       } catch {
