@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
+import { createMileageClient, oauthToken, syncUserDrives, type SyncEvent } from '@mileage/client';
 import { clientFor, loadConfig, type Config } from './config';
 import { runExport } from './export';
 import { PayrollStore, type Row } from './store';
@@ -154,4 +155,27 @@ test('the command: `node dist/main.js export` with the environment, then again (
   assert.match((bad as { stderr: string }).stderr, /MILEAGE_GROUP_ID: a group id/);
   assert.match((bad as { stderr: string }).stderr, /MILEAGE_PASSWORD: required with MILEAGE_USERNAME/);
   assert.doesNotMatch((bad as { stderr: string }).stderr, /demo/);
+});
+
+test('syncUserDrives walks a driver’s own drives page by page on the real stack, then finds nothing new', async () => {
+  const client = createMileageClient({
+    baseUrl: stack.gatewayUrl,
+    token: oauthToken({
+      tokenUrl: env.MILEAGE_TOKEN_URL!,
+      clientId: 'mileage-dev',
+      grant: { grant_type: 'password', username: 'carol@example.com', password: 'demo' },
+      scope: 'drives_read',
+    }),
+  });
+  const events: SyncEvent<unknown, unknown>[] = [];
+  for await (const e of syncUserDrives(client, 'CarolDrv01', { pageSize: 13 })) events.push(e);
+  const done = events.at(-1)!;
+  assert.equal(events[0]!.kind, 'reset');
+  assert.ok(done.kind === 'complete' && done.upserts >= 60 && done.pages >= 5, JSON.stringify(done));
+  const ids = events.flatMap((e) => (e.kind === 'upsert' ? [e.id] : []));
+  assert.equal(new Set(ids).size, ids.length, 'no drive twice');
+  const again: string[] = [];
+  for await (const e of syncUserDrives(client, 'CarolDrv01', { state: done.kind === 'complete' ? done.state : null }))
+    again.push(e.kind);
+  assert.deepEqual(again, ['complete']);
 });

@@ -32,6 +32,7 @@ beforeEach(() => {
   server.faults = [];
   server.requests = [];
   server.completeSince = undefined;
+  server.onRequest = undefined;
 });
 
 const at = (second: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, second)).toISOString();
@@ -167,6 +168,11 @@ describe('syncReportedDrives', () => {
       name: 'AbortError',
     });
     assert.ok(Date.now() - started < 5000);
+    // Also while a request is in flight (the server never answers).
+    server.faults = [{ status: 0 }];
+    const inFlight = new AbortController();
+    server.onRequest = () => inFlight.abort();
+    await assert.rejects(reported({ signal: inFlight.signal }), { name: 'AbortError' });
     const aborted = AbortSignal.abort();
     await assert.rejects(reported({ signal: aborted }), { name: 'AbortError' });
   });

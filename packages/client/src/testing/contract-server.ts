@@ -16,6 +16,7 @@ export interface FeedRow {
 }
 
 export interface Fault {
+  /** 0: never answer (the request hangs until the client gives up). */
   status: number;
   headers?: Record<string, string>;
   body?: unknown;
@@ -34,6 +35,8 @@ export class ContractServer {
   requests: RecordedRequest[] = [];
   /** A lower bound older than this answers 410 when include_deleted=true (the retention). */
   completeSince: string | undefined;
+  /** Called when a request arrives, before it is answered. */
+  onRequest: ((request: RecordedRequest) => void) | undefined;
   private server: Server | undefined;
   url = '';
 
@@ -55,7 +58,9 @@ export class ContractServer {
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://x');
     const query = Object.fromEntries(url.searchParams);
-    this.requests.push({ path: url.pathname, query, authorization: req.headers.authorization });
+    const recorded = { path: url.pathname, query, authorization: req.headers.authorization };
+    this.requests.push(recorded);
+    this.onRequest?.(recorded);
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       res.writeHead(status, {
         'content-type': 'application/json',
@@ -65,6 +70,7 @@ export class ContractServer {
       res.end(JSON.stringify(body));
     };
     const fault = this.faults.shift();
+    if (fault?.status === 0) return;
     if (fault) return send(fault.status, fault.body ?? { detail: `injected ${fault.status}` }, fault.headers);
     const reported = /^\/v1\/groups\/\d+\/reported-drives$/.test(url.pathname);
     if (!reported && !/^\/v1\/users\/[A-Za-z0-9]{10}\/drives$/.test(url.pathname))
