@@ -4,3380 +4,3370 @@
  */
 
 export interface paths {
-  '/v1/users/me': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/v1/users/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller’s profile
+         * @description **Scope** `users_read` · **Rate limit** 30 requests per minute per caller (this route).
+         */
+        get: operations["getMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * The caller’s profile
-     * @description **Scope** `users_read` · **Rate limit** 30 requests per minute per caller (this route).
-     */
-    get: operations['getMe'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/users/{user_id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/v1/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user’s profile (the caller’s own id only)
+         * @description Another user’s id is 403.
+         *
+         *     **Scope** `users_read` · **Rate limit** 30 requests per minute per caller (this route).
+         */
+        get: operations["getUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * A user’s profile (the caller’s own id only)
-     * @description Another user’s id is 403.
-     *
-     *     **Scope** `users_read` · **Rate limit** 30 requests per minute per caller (this route).
-     */
-    get: operations['getUser'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/users/{user_id}/drives': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/v1/users/{user_id}/drives": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller’s drives
+         * @description **Scope** `drives_read` · **Rate limit** 20 requests per minute per caller (this route).
+         */
+        get: operations["getUserDrives"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * The caller’s drives
-     * @description **Scope** `drives_read` · **Rate limit** 20 requests per minute per caller (this route).
-     */
-    get: operations['getUserDrives'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/groups': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/v1/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The groups the caller administers
+         * @description **Scope** `groups_read` · **Rate limit** 30 requests per minute per caller (this route).
+         */
+        get: operations["getGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * The groups the caller administers
-     * @description **Scope** `groups_read` · **Rate limit** 30 requests per minute per caller (this route).
-     */
-    get: operations['getGroups'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/groups/{group_id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/v1/groups/{group_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One group (its admins only)
+         * @description **Scope** `groups_read` · **Rate limit** 30 requests per minute per caller (this route).
+         */
+        get: operations["getGroup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * One group (its admins only)
-     * @description **Scope** `groups_read` · **Rate limit** 30 requests per minute per caller (this route).
-     */
-    get: operations['getGroup'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/groups/{group_id}/reported-drives': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/v1/groups/{group_id}/reported-drives": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The drives reported to a group (its admins only)
+         * @description **Scope** `groups_read_reported_drives` · **Rate limit** 60 requests per minute per caller (this route).
+         */
+        get: operations["getGroupReportedDrives"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * The drives reported to a group (its admins only)
-     * @description **Scope** `groups_read_reported_drives` · **Rate limit** 60 requests per minute per caller (this route).
-     */
-    get: operations['getGroupReportedDrives'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/drives': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/v1/drives": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The drives reported to every group the caller administers (alpha)
+         * @deprecated
+         * @description Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: @1795305600` (RFC 9745: deprecated since 2026-11-22) and a `Link` with `rel="deprecation"`.
+         *
+         *     **Scope** `groups_read_reported_drives` · **Rate limit** 60 requests per minute per caller (this route).
+         */
+        get: operations["getReportedDrives"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * The drives reported to every group the caller administers (alpha)
-     * @deprecated
-     * @description Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: @1795305600` (RFC 9745: deprecated since 2026-11-22) and a `Link` with `rel="deprecation"`.
-     *
-     *     **Scope** `groups_read_reported_drives` · **Rate limit** 60 requests per minute per caller (this route).
-     */
-    get: operations['getReportedDrives'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/scim/v2/Users': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/scim/v2/Users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List or find users
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description RFC 7644 §3.4.2.2 filter; attribute names and operators case-insensitive. */
+                    filter?: string;
+                    /** @description 1-based index of the first result. */
+                    startIndex?: number;
+                    /** @description Page size; at most 500. */
+                    count?: number;
+                    /** @description Comma-separated attributes to return (plus id and schemas). */
+                    attributes?: string;
+                    /** @description Comma-separated attributes to leave out, e.g. `members`. */
+                    excludedAttributes?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One page (startIndex / count), ordered by id. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+                         *       ],
+                         *       "totalResults": 1,
+                         *       "startIndex": 1,
+                         *       "itemsPerPage": 1,
+                         *       "Resources": [
+                         *         {
+                         *           "schemas": [
+                         *             "urn:ietf:params:scim:schemas:core:2.0:User"
+                         *           ],
+                         *           "id": "BobDriver1",
+                         *           "userName": "bob@example.com",
+                         *           "name": {
+                         *             "formatted": "Bob Driver",
+                         *             "familyName": "Driver",
+                         *             "givenName": "Bob"
+                         *           },
+                         *           "displayName": "Bob Driver",
+                         *           "emails": [
+                         *             {
+                         *               "value": "bob@example.com",
+                         *               "type": "work",
+                         *               "primary": true
+                         *             }
+                         *           ],
+                         *           "active": true,
+                         *           "timezone": "America/Chicago",
+                         *           "meta": {
+                         *             "resourceType": "User",
+                         *             "created": "2026-11-23T09:18:44.002Z",
+                         *             "lastModified": "2026-11-23T09:18:44.002Z",
+                         *             "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *             "version": "W/\"1\""
+                         *           }
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimUserList"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        put?: never;
+        /**
+         * Provision a user
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/scim+json": components["schemas"]["ScimUser"];
+                    "application/json": components["schemas"]["ScimUser"];
+                };
+            };
+            responses: {
+                /** @description Created. */
+                201: {
+                    headers: {
+                        /**
+                         * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
+                         * @example W/"1"
+                         */
+                        ETag?: string;
+                        /** @description The URL of the new user. */
+                        Location?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:schemas:core:2.0:User"
+                         *       ],
+                         *       "id": "BobDriver1",
+                         *       "userName": "bob@example.com",
+                         *       "name": {
+                         *         "formatted": "Bob Driver",
+                         *         "familyName": "Driver",
+                         *         "givenName": "Bob"
+                         *       },
+                         *       "displayName": "Bob Driver",
+                         *       "emails": [
+                         *         {
+                         *           "value": "bob@example.com",
+                         *           "type": "work",
+                         *           "primary": true
+                         *         }
+                         *       ],
+                         *       "active": true,
+                         *       "timezone": "America/Chicago",
+                         *       "meta": {
+                         *         "resourceType": "User",
+                         *         "created": "2026-11-23T09:18:44.002Z",
+                         *         "lastModified": "2026-11-23T09:18:44.002Z",
+                         *         "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *         "version": "W/\"1\""
+                         *       }
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimUser"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                /** @description userName (case-insensitively) or id is taken (`uniqueness`). */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "409",
+                         *       "scimType": "uniqueness",
+                         *       "detail": "userName is already taken"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * List or find users
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    get: {
-      parameters: {
-        query?: {
-          /** @description RFC 7644 §3.4.2.2 filter; attribute names and operators case-insensitive. */
-          filter?: string;
-          /** @description 1-based index of the first result. */
-          startIndex?: number;
-          /** @description Page size; at most 500. */
-          count?: number;
-          /** @description Comma-separated attributes to return (plus id and schemas). */
-          attributes?: string;
-          /** @description Comma-separated attributes to leave out, e.g. `members`. */
-          excludedAttributes?: string;
+    "/scim/v2/Users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description One page (startIndex / count), ordered by id. */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
-             *       ],
-             *       "totalResults": 1,
-             *       "startIndex": 1,
-             *       "itemsPerPage": 1,
-             *       "Resources": [
-             *         {
-             *           "schemas": [
-             *             "urn:ietf:params:scim:schemas:core:2.0:User"
-             *           ],
-             *           "id": "BobDriver1",
-             *           "userName": "bob@example.com",
-             *           "name": {
-             *             "formatted": "Bob Driver",
-             *             "familyName": "Driver",
-             *             "givenName": "Bob"
-             *           },
-             *           "displayName": "Bob Driver",
-             *           "emails": [
-             *             {
-             *               "value": "bob@example.com",
-             *               "type": "work",
-             *               "primary": true
-             *             }
-             *           ],
-             *           "active": true,
-             *           "timezone": "America/Chicago",
-             *           "meta": {
-             *             "resourceType": "User",
-             *             "created": "2026-11-23T09:18:44.002Z",
-             *             "lastModified": "2026-11-23T09:18:44.002Z",
-             *             "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *             "version": "W/\"1\""
-             *           }
-             *         }
-             *       ]
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimUserList'];
-          };
+        /**
+         * Read a user
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Comma-separated attributes to return (plus id and schemas). */
+                    attributes?: string;
+                    /** @description Comma-separated attributes to leave out, e.g. `members`. */
+                    excludedAttributes?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description User id. */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The resource. */
+                200: {
+                    headers: {
+                        /**
+                         * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
+                         * @example W/"1"
+                         */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:schemas:core:2.0:User"
+                         *       ],
+                         *       "id": "BobDriver1",
+                         *       "userName": "bob@example.com",
+                         *       "name": {
+                         *         "formatted": "Bob Driver",
+                         *         "familyName": "Driver",
+                         *         "givenName": "Bob"
+                         *       },
+                         *       "displayName": "Bob Driver",
+                         *       "emails": [
+                         *         {
+                         *           "value": "bob@example.com",
+                         *           "type": "work",
+                         *           "primary": true
+                         *         }
+                         *       ],
+                         *       "active": true,
+                         *       "timezone": "America/Chicago",
+                         *       "meta": {
+                         *         "resourceType": "User",
+                         *         "created": "2026-11-23T09:18:44.002Z",
+                         *         "lastModified": "2026-11-23T09:18:44.002Z",
+                         *         "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *         "version": "W/\"1\""
+                         *       }
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimUser"];
+                    };
+                };
+                /** @description Not modified (If-None-Match). */
+                304: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                /** @description No such user. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "404",
+                         *       "detail": "Resource not found"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
         };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
+        /**
+         * Replace a user
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        put: {
+            parameters: {
+                query?: {
+                    /** @description Comma-separated attributes to return (plus id and schemas). */
+                    attributes?: string;
+                    /** @description Comma-separated attributes to leave out, e.g. `members`. */
+                    excludedAttributes?: string;
+                };
+                header?: {
+                    /** @description Apply only if the resource is still at this ETag (else 412). */
+                    "If-Match"?: string;
+                };
+                path: {
+                    /** @description User id. */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/scim+json": components["schemas"]["ScimUser"];
+                    "application/json": components["schemas"]["ScimUser"];
+                };
+            };
+            responses: {
+                /** @description The resource. */
+                200: {
+                    headers: {
+                        /**
+                         * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
+                         * @example W/"1"
+                         */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:schemas:core:2.0:User"
+                         *       ],
+                         *       "id": "BobDriver1",
+                         *       "userName": "bob@example.com",
+                         *       "name": {
+                         *         "formatted": "Bob Driver",
+                         *         "familyName": "Driver",
+                         *         "givenName": "Bob"
+                         *       },
+                         *       "displayName": "Bob Driver",
+                         *       "emails": [
+                         *         {
+                         *           "value": "bob@example.com",
+                         *           "type": "work",
+                         *           "primary": true
+                         *         }
+                         *       ],
+                         *       "active": true,
+                         *       "timezone": "America/Chicago",
+                         *       "meta": {
+                         *         "resourceType": "User",
+                         *         "created": "2026-11-23T09:18:44.002Z",
+                         *         "lastModified": "2026-11-23T09:18:44.002Z",
+                         *         "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *         "version": "W/\"1\""
+                         *       }
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimUser"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                /** @description No such user. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "404",
+                         *       "detail": "Resource not found"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                /** @description userName taken (`uniqueness`). */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "409",
+                         *       "scimType": "uniqueness",
+                         *       "detail": "userName is already taken"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                /** @description If-Match names an old version. */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "412",
+                         *       "detail": "The resource changed: its ETag is W/\"2\""
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        post?: never;
+        /**
+         * Deprovision a user: deactivated at once, drives kept
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Apply only if the resource is still at this ETag (else 412). */
+                    "If-Match"?: string;
+                };
+                path: {
+                    /** @description User id. */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Deleted. */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                /** @description No such user. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "404",
+                         *       "detail": "Resource not found"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                /** @description If-Match names an old version. */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "412",
+                         *       "detail": "The resource changed: its ETag is W/\"2\""
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Change a user
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        patch: {
+            parameters: {
+                query?: {
+                    /** @description Comma-separated attributes to return (plus id and schemas). */
+                    attributes?: string;
+                    /** @description Comma-separated attributes to leave out, e.g. `members`. */
+                    excludedAttributes?: string;
+                };
+                header?: {
+                    /** @description Apply only if the resource is still at this ETag (else 412). */
+                    "If-Match"?: string;
+                };
+                path: {
+                    /** @description User id. */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/scim+json": components["schemas"]["PatchOp"];
+                    "application/json": components["schemas"]["PatchOp"];
+                };
+            };
+            responses: {
+                /** @description The resource. */
+                200: {
+                    headers: {
+                        /**
+                         * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
+                         * @example W/"1"
+                         */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:schemas:core:2.0:User"
+                         *       ],
+                         *       "id": "BobDriver1",
+                         *       "userName": "bob@example.com",
+                         *       "name": {
+                         *         "formatted": "Bob Driver",
+                         *         "familyName": "Driver",
+                         *         "givenName": "Bob"
+                         *       },
+                         *       "displayName": "Bob Driver",
+                         *       "emails": [
+                         *         {
+                         *           "value": "bob@example.com",
+                         *           "type": "work",
+                         *           "primary": true
+                         *         }
+                         *       ],
+                         *       "active": true,
+                         *       "timezone": "America/Chicago",
+                         *       "meta": {
+                         *         "resourceType": "User",
+                         *         "created": "2026-11-23T09:18:44.002Z",
+                         *         "lastModified": "2026-11-23T09:18:44.002Z",
+                         *         "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *         "version": "W/\"1\""
+                         *       }
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimUser"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                /** @description No such user. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "404",
+                         *       "detail": "Resource not found"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                /** @description userName taken (`uniqueness`). */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "409",
+                         *       "scimType": "uniqueness",
+                         *       "detail": "userName is already taken"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                /** @description If-Match names an old version. */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "412",
+                         *       "detail": "The resource changed: its ETag is W/\"2\""
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        trace?: never;
     };
-    put?: never;
-    /**
-     * Provision a user
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/scim+json': components['schemas']['ScimUser'];
-          'application/json': components['schemas']['ScimUser'];
+    "/scim/v2/Groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-      };
-      responses: {
-        /** @description Created. */
-        201: {
-          headers: {
-            /**
-             * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
-             * @example W/"1"
-             */
-            ETag?: string;
-            /** @description The URL of the new user. */
-            Location?: string;
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:schemas:core:2.0:User"
-             *       ],
-             *       "id": "BobDriver1",
-             *       "userName": "bob@example.com",
-             *       "name": {
-             *         "formatted": "Bob Driver",
-             *         "familyName": "Driver",
-             *         "givenName": "Bob"
-             *       },
-             *       "displayName": "Bob Driver",
-             *       "emails": [
-             *         {
-             *           "value": "bob@example.com",
-             *           "type": "work",
-             *           "primary": true
-             *         }
-             *       ],
-             *       "active": true,
-             *       "timezone": "America/Chicago",
-             *       "meta": {
-             *         "resourceType": "User",
-             *         "created": "2026-11-23T09:18:44.002Z",
-             *         "lastModified": "2026-11-23T09:18:44.002Z",
-             *         "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *         "version": "W/\"1\""
-             *       }
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimUser'];
-          };
+        /**
+         * List or find groups
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description RFC 7644 §3.4.2.2 filter; attribute names and operators case-insensitive. */
+                    filter?: string;
+                    /** @description 1-based index of the first result. */
+                    startIndex?: number;
+                    /** @description Page size; at most 500. */
+                    count?: number;
+                    /** @description Comma-separated attributes to return (plus id and schemas). */
+                    attributes?: string;
+                    /** @description Comma-separated attributes to leave out, e.g. `members`. */
+                    excludedAttributes?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One page (startIndex / count), ordered by id. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+                         *       ],
+                         *       "totalResults": 1,
+                         *       "startIndex": 1,
+                         *       "itemsPerPage": 1,
+                         *       "Resources": [
+                         *         {
+                         *           "schemas": [
+                         *             "urn:ietf:params:scim:schemas:core:2.0:Group"
+                         *           ],
+                         *           "id": "1",
+                         *           "displayName": "Demo Team",
+                         *           "members": [
+                         *             {
+                         *               "value": "AliceAdm01",
+                         *               "display": "Alice Admin",
+                         *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
+                         *               "type": "User"
+                         *             },
+                         *             {
+                         *               "value": "BobDriver1",
+                         *               "display": "Bob Driver",
+                         *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *               "type": "User"
+                         *             },
+                         *             {
+                         *               "value": "CarolDrv01",
+                         *               "display": "Carol Driver",
+                         *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
+                         *               "type": "User"
+                         *             }
+                         *           ],
+                         *           "meta": {
+                         *             "resourceType": "Group",
+                         *             "created": "2026-11-23T09:18:44.130Z",
+                         *             "lastModified": "2026-11-23T09:18:44.130Z",
+                         *             "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
+                         *             "version": "W/\"1\""
+                         *           }
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimGroupList"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
         };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        /** @description userName (case-insensitively) or id is taken (`uniqueness`). */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "409",
-             *       "scimType": "uniqueness",
-             *       "detail": "userName is already taken"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
+        put?: never;
+        /**
+         * Not supported (501)
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                /** @description Not implemented: groups are created and deleted by the platform. */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "501",
+                         *       "detail": "Groups are created and deleted by the platform; SCIM manages their name and members"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
         };
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/scim/v2/Users/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/scim/v2/Groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a group
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Comma-separated attributes to return (plus id and schemas). */
+                    attributes?: string;
+                    /** @description Comma-separated attributes to leave out, e.g. `members`. */
+                    excludedAttributes?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description Group id. */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The resource. */
+                200: {
+                    headers: {
+                        /**
+                         * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
+                         * @example W/"1"
+                         */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:schemas:core:2.0:Group"
+                         *       ],
+                         *       "id": "1",
+                         *       "displayName": "Demo Team",
+                         *       "members": [
+                         *         {
+                         *           "value": "AliceAdm01",
+                         *           "display": "Alice Admin",
+                         *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
+                         *           "type": "User"
+                         *         },
+                         *         {
+                         *           "value": "BobDriver1",
+                         *           "display": "Bob Driver",
+                         *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *           "type": "User"
+                         *         },
+                         *         {
+                         *           "value": "CarolDrv01",
+                         *           "display": "Carol Driver",
+                         *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
+                         *           "type": "User"
+                         *         }
+                         *       ],
+                         *       "meta": {
+                         *         "resourceType": "Group",
+                         *         "created": "2026-11-23T09:18:44.130Z",
+                         *         "lastModified": "2026-11-23T09:18:44.130Z",
+                         *         "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
+                         *         "version": "W/\"1\""
+                         *       }
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimGroup"];
+                    };
+                };
+                /** @description Not modified (If-None-Match). */
+                304: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                /** @description No such group. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "404",
+                         *       "detail": "Resource not found"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        /**
+         * Replace a group’s name and members
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        put: {
+            parameters: {
+                query?: {
+                    /** @description Comma-separated attributes to return (plus id and schemas). */
+                    attributes?: string;
+                    /** @description Comma-separated attributes to leave out, e.g. `members`. */
+                    excludedAttributes?: string;
+                };
+                header?: {
+                    /** @description Apply only if the resource is still at this ETag (else 412). */
+                    "If-Match"?: string;
+                };
+                path: {
+                    /** @description Group id. */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/scim+json": components["schemas"]["ScimGroup"];
+                    "application/json": components["schemas"]["ScimGroup"];
+                };
+            };
+            responses: {
+                /** @description The resource. */
+                200: {
+                    headers: {
+                        /**
+                         * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
+                         * @example W/"1"
+                         */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:schemas:core:2.0:Group"
+                         *       ],
+                         *       "id": "1",
+                         *       "displayName": "Demo Team",
+                         *       "members": [
+                         *         {
+                         *           "value": "AliceAdm01",
+                         *           "display": "Alice Admin",
+                         *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
+                         *           "type": "User"
+                         *         },
+                         *         {
+                         *           "value": "BobDriver1",
+                         *           "display": "Bob Driver",
+                         *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *           "type": "User"
+                         *         },
+                         *         {
+                         *           "value": "CarolDrv01",
+                         *           "display": "Carol Driver",
+                         *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
+                         *           "type": "User"
+                         *         }
+                         *       ],
+                         *       "meta": {
+                         *         "resourceType": "Group",
+                         *         "created": "2026-11-23T09:18:44.130Z",
+                         *         "lastModified": "2026-11-23T09:18:44.130Z",
+                         *         "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
+                         *         "version": "W/\"1\""
+                         *       }
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimGroup"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                /** @description No such group. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "404",
+                         *       "detail": "Resource not found"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                /** @description If-Match names an old version. */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "412",
+                         *       "detail": "The resource changed: its ETag is W/\"2\""
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        post?: never;
+        /**
+         * Not supported (501)
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Group id. */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                /** @description Not implemented: groups are created and deleted by the platform. */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "501",
+                         *       "detail": "Groups are created and deleted by the platform; SCIM manages their name and members"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Change a group’s name or members
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        patch: {
+            parameters: {
+                query?: {
+                    /** @description Comma-separated attributes to return (plus id and schemas). */
+                    attributes?: string;
+                    /** @description Comma-separated attributes to leave out, e.g. `members`. */
+                    excludedAttributes?: string;
+                };
+                header?: {
+                    /** @description Apply only if the resource is still at this ETag (else 412). */
+                    "If-Match"?: string;
+                };
+                path: {
+                    /** @description Group id. */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/scim+json": components["schemas"]["PatchOp"];
+                    "application/json": components["schemas"]["PatchOp"];
+                };
+            };
+            responses: {
+                /** @description The resource. */
+                200: {
+                    headers: {
+                        /**
+                         * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
+                         * @example W/"1"
+                         */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:schemas:core:2.0:Group"
+                         *       ],
+                         *       "id": "1",
+                         *       "displayName": "Demo Team",
+                         *       "members": [
+                         *         {
+                         *           "value": "AliceAdm01",
+                         *           "display": "Alice Admin",
+                         *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
+                         *           "type": "User"
+                         *         },
+                         *         {
+                         *           "value": "BobDriver1",
+                         *           "display": "Bob Driver",
+                         *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *           "type": "User"
+                         *         },
+                         *         {
+                         *           "value": "CarolDrv01",
+                         *           "display": "Carol Driver",
+                         *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
+                         *           "type": "User"
+                         *         }
+                         *       ],
+                         *       "meta": {
+                         *         "resourceType": "Group",
+                         *         "created": "2026-11-23T09:18:44.130Z",
+                         *         "lastModified": "2026-11-23T09:18:44.130Z",
+                         *         "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
+                         *         "version": "W/\"1\""
+                         *       }
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimGroup"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                /** @description No such group. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "404",
+                         *       "detail": "Resource not found"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                /** @description If-Match names an old version. */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "412",
+                         *       "detail": "The resource changed: its ETag is W/\"2\""
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        trace?: never;
     };
-    /**
-     * Read a user
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    get: {
-      parameters: {
-        query?: {
-          /** @description Comma-separated attributes to return (plus id and schemas). */
-          attributes?: string;
-          /** @description Comma-separated attributes to leave out, e.g. `members`. */
-          excludedAttributes?: string;
+    "/scim/v2/Users/.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        header?: never;
-        path: {
-          /** @description User id. */
-          id: string;
+        get?: never;
+        put?: never;
+        /**
+         * Search users (filter in the body)
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/scim+json": components["schemas"]["SearchRequest"];
+                    "application/json": components["schemas"]["SearchRequest"];
+                };
+            };
+            responses: {
+                /** @description One page (startIndex / count), ordered by id. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+                         *       ],
+                         *       "totalResults": 1,
+                         *       "startIndex": 1,
+                         *       "itemsPerPage": 1,
+                         *       "Resources": [
+                         *         {
+                         *           "schemas": [
+                         *             "urn:ietf:params:scim:schemas:core:2.0:User"
+                         *           ],
+                         *           "id": "BobDriver1",
+                         *           "userName": "bob@example.com",
+                         *           "name": {
+                         *             "formatted": "Bob Driver",
+                         *             "familyName": "Driver",
+                         *             "givenName": "Bob"
+                         *           },
+                         *           "displayName": "Bob Driver",
+                         *           "emails": [
+                         *             {
+                         *               "value": "bob@example.com",
+                         *               "type": "work",
+                         *               "primary": true
+                         *             }
+                         *           ],
+                         *           "active": true,
+                         *           "timezone": "America/Chicago",
+                         *           "meta": {
+                         *             "resourceType": "User",
+                         *             "created": "2026-11-23T09:18:44.002Z",
+                         *             "lastModified": "2026-11-23T09:18:44.002Z",
+                         *             "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *             "version": "W/\"1\""
+                         *           }
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimUserList"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
         };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The resource. */
-        200: {
-          headers: {
-            /**
-             * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
-             * @example W/"1"
-             */
-            ETag?: string;
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:schemas:core:2.0:User"
-             *       ],
-             *       "id": "BobDriver1",
-             *       "userName": "bob@example.com",
-             *       "name": {
-             *         "formatted": "Bob Driver",
-             *         "familyName": "Driver",
-             *         "givenName": "Bob"
-             *       },
-             *       "displayName": "Bob Driver",
-             *       "emails": [
-             *         {
-             *           "value": "bob@example.com",
-             *           "type": "work",
-             *           "primary": true
-             *         }
-             *       ],
-             *       "active": true,
-             *       "timezone": "America/Chicago",
-             *       "meta": {
-             *         "resourceType": "User",
-             *         "created": "2026-11-23T09:18:44.002Z",
-             *         "lastModified": "2026-11-23T09:18:44.002Z",
-             *         "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *         "version": "W/\"1\""
-             *       }
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimUser'];
-          };
-        };
-        /** @description Not modified (If-None-Match). */
-        304: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        /** @description No such user. */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "404",
-             *       "detail": "Resource not found"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * Replace a user
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    put: {
-      parameters: {
-        query?: {
-          /** @description Comma-separated attributes to return (plus id and schemas). */
-          attributes?: string;
-          /** @description Comma-separated attributes to leave out, e.g. `members`. */
-          excludedAttributes?: string;
+    "/scim/v2/Groups/.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        header?: {
-          /** @description Apply only if the resource is still at this ETag (else 412). */
-          'If-Match'?: string;
+        get?: never;
+        put?: never;
+        /**
+         * Search groups (filter in the body)
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/scim+json": components["schemas"]["SearchRequest"];
+                    "application/json": components["schemas"]["SearchRequest"];
+                };
+            };
+            responses: {
+                /** @description One page (startIndex / count), ordered by id. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+                         *       ],
+                         *       "totalResults": 1,
+                         *       "startIndex": 1,
+                         *       "itemsPerPage": 1,
+                         *       "Resources": [
+                         *         {
+                         *           "schemas": [
+                         *             "urn:ietf:params:scim:schemas:core:2.0:Group"
+                         *           ],
+                         *           "id": "1",
+                         *           "displayName": "Demo Team",
+                         *           "members": [
+                         *             {
+                         *               "value": "AliceAdm01",
+                         *               "display": "Alice Admin",
+                         *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
+                         *               "type": "User"
+                         *             },
+                         *             {
+                         *               "value": "BobDriver1",
+                         *               "display": "Bob Driver",
+                         *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *               "type": "User"
+                         *             },
+                         *             {
+                         *               "value": "CarolDrv01",
+                         *               "display": "Carol Driver",
+                         *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
+                         *               "type": "User"
+                         *             }
+                         *           ],
+                         *           "meta": {
+                         *             "resourceType": "Group",
+                         *             "created": "2026-11-23T09:18:44.130Z",
+                         *             "lastModified": "2026-11-23T09:18:44.130Z",
+                         *             "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
+                         *             "version": "W/\"1\""
+                         *           }
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimGroupList"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
         };
-        path: {
-          /** @description User id. */
-          id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/scim+json': components['schemas']['ScimUser'];
-          'application/json': components['schemas']['ScimUser'];
-        };
-      };
-      responses: {
-        /** @description The resource. */
-        200: {
-          headers: {
-            /**
-             * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
-             * @example W/"1"
-             */
-            ETag?: string;
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:schemas:core:2.0:User"
-             *       ],
-             *       "id": "BobDriver1",
-             *       "userName": "bob@example.com",
-             *       "name": {
-             *         "formatted": "Bob Driver",
-             *         "familyName": "Driver",
-             *         "givenName": "Bob"
-             *       },
-             *       "displayName": "Bob Driver",
-             *       "emails": [
-             *         {
-             *           "value": "bob@example.com",
-             *           "type": "work",
-             *           "primary": true
-             *         }
-             *       ],
-             *       "active": true,
-             *       "timezone": "America/Chicago",
-             *       "meta": {
-             *         "resourceType": "User",
-             *         "created": "2026-11-23T09:18:44.002Z",
-             *         "lastModified": "2026-11-23T09:18:44.002Z",
-             *         "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *         "version": "W/\"1\""
-             *       }
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimUser'];
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        /** @description No such user. */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "404",
-             *       "detail": "Resource not found"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        /** @description userName taken (`uniqueness`). */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "409",
-             *       "scimType": "uniqueness",
-             *       "detail": "userName is already taken"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        /** @description If-Match names an old version. */
-        412: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "412",
-             *       "detail": "The resource changed: its ETag is W/\"2\""
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    post?: never;
-    /**
-     * Deprovision a user: deactivated at once, drives kept
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    delete: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Apply only if the resource is still at this ETag (else 412). */
-          'If-Match'?: string;
+    "/scim/v2/.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        path: {
-          /** @description User id. */
-          id: string;
+        get?: never;
+        put?: never;
+        /**
+         * Search users and groups: users first, then groups, one index space
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/scim+json": components["schemas"]["SearchRequest"];
+                    "application/json": components["schemas"]["SearchRequest"];
+                };
+            };
+            responses: {
+                /** @description One page (startIndex / count), ordered by id. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+                         *       ],
+                         *       "totalResults": 2,
+                         *       "startIndex": 1,
+                         *       "itemsPerPage": 2,
+                         *       "Resources": [
+                         *         {
+                         *           "schemas": [
+                         *             "urn:ietf:params:scim:schemas:core:2.0:User"
+                         *           ],
+                         *           "id": "BobDriver1",
+                         *           "userName": "bob@example.com",
+                         *           "name": {
+                         *             "formatted": "Bob Driver",
+                         *             "familyName": "Driver",
+                         *             "givenName": "Bob"
+                         *           },
+                         *           "displayName": "Bob Driver",
+                         *           "emails": [
+                         *             {
+                         *               "value": "bob@example.com",
+                         *               "type": "work",
+                         *               "primary": true
+                         *             }
+                         *           ],
+                         *           "active": true,
+                         *           "timezone": "America/Chicago",
+                         *           "meta": {
+                         *             "resourceType": "User",
+                         *             "created": "2026-11-23T09:18:44.002Z",
+                         *             "lastModified": "2026-11-23T09:18:44.002Z",
+                         *             "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *             "version": "W/\"1\""
+                         *           }
+                         *         },
+                         *         {
+                         *           "schemas": [
+                         *             "urn:ietf:params:scim:schemas:core:2.0:Group"
+                         *           ],
+                         *           "id": "1",
+                         *           "displayName": "Demo Team",
+                         *           "members": [
+                         *             {
+                         *               "value": "AliceAdm01",
+                         *               "display": "Alice Admin",
+                         *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
+                         *               "type": "User"
+                         *             },
+                         *             {
+                         *               "value": "BobDriver1",
+                         *               "display": "Bob Driver",
+                         *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
+                         *               "type": "User"
+                         *             },
+                         *             {
+                         *               "value": "CarolDrv01",
+                         *               "display": "Carol Driver",
+                         *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
+                         *               "type": "User"
+                         *             }
+                         *           ],
+                         *           "meta": {
+                         *             "resourceType": "Group",
+                         *             "created": "2026-11-23T09:18:44.130Z",
+                         *             "lastModified": "2026-11-23T09:18:44.130Z",
+                         *             "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
+                         *             "version": "W/\"1\""
+                         *           }
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimListResponse"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
         };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Deleted. */
-        204: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        /** @description No such user. */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "404",
-             *       "detail": "Resource not found"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        /** @description If-Match names an old version. */
-        412: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "412",
-             *       "detail": "The resource changed: its ETag is W/\"2\""
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    options?: never;
-    head?: never;
-    /**
-     * Change a user
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    patch: {
-      parameters: {
-        query?: {
-          /** @description Comma-separated attributes to return (plus id and schemas). */
-          attributes?: string;
-          /** @description Comma-separated attributes to leave out, e.g. `members`. */
-          excludedAttributes?: string;
+    "/scim/v2/ServiceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        header?: {
-          /** @description Apply only if the resource is still at this ETag (else 412). */
-          'If-Match'?: string;
+        /**
+         * What this service provider supports
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description RFC 7643 §5. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"
+                         *       ],
+                         *       "documentationUri": "http://127.0.0.1:8080/docs",
+                         *       "patch": {
+                         *         "supported": true
+                         *       },
+                         *       "bulk": {
+                         *         "supported": false,
+                         *         "maxOperations": 0,
+                         *         "maxPayloadSize": 0
+                         *       },
+                         *       "filter": {
+                         *         "supported": true,
+                         *         "maxResults": 500
+                         *       },
+                         *       "changePassword": {
+                         *         "supported": false
+                         *       },
+                         *       "sort": {
+                         *         "supported": false
+                         *       },
+                         *       "etag": {
+                         *         "supported": true
+                         *       },
+                         *       "authenticationSchemes": [
+                         *         {
+                         *           "type": "oauthbearertoken",
+                         *           "name": "OAuth Bearer Token",
+                         *           "description": "An access token of the realm carrying the scope \"scim\" (client-credentials grant of the provisioning client).",
+                         *           "specUri": "https://www.rfc-editor.org/info/rfc6750",
+                         *           "primary": true
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/scim+json": Record<string, never>;
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
         };
-        path: {
-          /** @description User id. */
-          id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/scim+json': components['schemas']['PatchOp'];
-          'application/json': components['schemas']['PatchOp'];
-        };
-      };
-      responses: {
-        /** @description The resource. */
-        200: {
-          headers: {
-            /**
-             * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
-             * @example W/"1"
-             */
-            ETag?: string;
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:schemas:core:2.0:User"
-             *       ],
-             *       "id": "BobDriver1",
-             *       "userName": "bob@example.com",
-             *       "name": {
-             *         "formatted": "Bob Driver",
-             *         "familyName": "Driver",
-             *         "givenName": "Bob"
-             *       },
-             *       "displayName": "Bob Driver",
-             *       "emails": [
-             *         {
-             *           "value": "bob@example.com",
-             *           "type": "work",
-             *           "primary": true
-             *         }
-             *       ],
-             *       "active": true,
-             *       "timezone": "America/Chicago",
-             *       "meta": {
-             *         "resourceType": "User",
-             *         "created": "2026-11-23T09:18:44.002Z",
-             *         "lastModified": "2026-11-23T09:18:44.002Z",
-             *         "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *         "version": "W/\"1\""
-             *       }
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimUser'];
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        /** @description No such user. */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "404",
-             *       "detail": "Resource not found"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        /** @description userName taken (`uniqueness`). */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "409",
-             *       "scimType": "uniqueness",
-             *       "detail": "userName is already taken"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        /** @description If-Match names an old version. */
-        412: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "412",
-             *       "detail": "The resource changed: its ETag is W/\"2\""
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    trace?: never;
-  };
-  '/scim/v2/Groups': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/scim/v2/ResourceTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Resource types
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description User and Group. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+                         *       ],
+                         *       "totalResults": 1,
+                         *       "startIndex": 1,
+                         *       "itemsPerPage": 1,
+                         *       "Resources": [
+                         *         {
+                         *           "schemas": [
+                         *             "urn:ietf:params:scim:schemas:core:2.0:ResourceType"
+                         *           ],
+                         *           "id": "User",
+                         *           "name": "User",
+                         *           "endpoint": "/Users",
+                         *           "schema": "urn:ietf:params:scim:schemas:core:2.0:User"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimListResponse"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * List or find groups
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    get: {
-      parameters: {
-        query?: {
-          /** @description RFC 7644 §3.4.2.2 filter; attribute names and operators case-insensitive. */
-          filter?: string;
-          /** @description 1-based index of the first result. */
-          startIndex?: number;
-          /** @description Page size; at most 500. */
-          count?: number;
-          /** @description Comma-separated attributes to return (plus id and schemas). */
-          attributes?: string;
-          /** @description Comma-separated attributes to leave out, e.g. `members`. */
-          excludedAttributes?: string;
+    "/scim/v2/ResourceTypes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description One page (startIndex / count), ordered by id. */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
-             *       ],
-             *       "totalResults": 1,
-             *       "startIndex": 1,
-             *       "itemsPerPage": 1,
-             *       "Resources": [
-             *         {
-             *           "schemas": [
-             *             "urn:ietf:params:scim:schemas:core:2.0:Group"
-             *           ],
-             *           "id": "1",
-             *           "displayName": "Demo Team",
-             *           "members": [
-             *             {
-             *               "value": "AliceAdm01",
-             *               "display": "Alice Admin",
-             *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
-             *               "type": "User"
-             *             },
-             *             {
-             *               "value": "BobDriver1",
-             *               "display": "Bob Driver",
-             *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *               "type": "User"
-             *             },
-             *             {
-             *               "value": "CarolDrv01",
-             *               "display": "Carol Driver",
-             *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
-             *               "type": "User"
-             *             }
-             *           ],
-             *           "meta": {
-             *             "resourceType": "Group",
-             *             "created": "2026-11-23T09:18:44.130Z",
-             *             "lastModified": "2026-11-23T09:18:44.130Z",
-             *             "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
-             *             "version": "W/\"1\""
-             *           }
-             *         }
-             *       ]
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimGroupList'];
-          };
+        /**
+         * One resource type
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description ResourceType id. */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The resource type. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:schemas:core:2.0:ResourceType"
+                         *       ],
+                         *       "id": "Group",
+                         *       "name": "Group",
+                         *       "endpoint": "/Groups",
+                         *       "description": "A team of the platform. Teams are created by the platform; SCIM manages their name and members.",
+                         *       "schema": "urn:ietf:params:scim:schemas:core:2.0:Group",
+                         *       "meta": {
+                         *         "resourceType": "ResourceType",
+                         *         "location": "http://127.0.0.1:8080/scim/v2/ResourceTypes/Group"
+                         *       }
+                         *     }
+                         */
+                        "application/scim+json": Record<string, never>;
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                /** @description No such resource type. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "404",
+                         *       "detail": "Resource not found"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
         };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    put?: never;
-    /**
-     * Not supported (501)
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        /** @description Not implemented: groups are created and deleted by the platform. */
-        501: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "501",
-             *       "detail": "Groups are created and deleted by the platform; SCIM manages their name and members"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
+    "/scim/v2/Schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
+        /**
+         * Schemas
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description User, EnterpriseUser and Group. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+                         *       ],
+                         *       "totalResults": 1,
+                         *       "startIndex": 1,
+                         *       "itemsPerPage": 1,
+                         *       "Resources": [
+                         *         {
+                         *           "id": "urn:ietf:params:scim:schemas:core:2.0:Group",
+                         *           "name": "Group",
+                         *           "attributes": []
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimListResponse"];
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/scim/v2/Groups/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/scim/v2/Schemas/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One schema
+         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Schema URN id. */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The schema. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "id": "urn:ietf:params:scim:schemas:core:2.0:Group",
+                         *       "name": "Group",
+                         *       "attributes": []
+                         *     }
+                         */
+                        "application/scim+json": Record<string, never>;
+                    };
+                };
+                400: components["responses"]["ScimBadRequest"];
+                401: components["responses"]["ScimUnauthorized"];
+                403: components["responses"]["ScimForbidden"];
+                /** @description No such schema. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                         *       ],
+                         *       "status": "404",
+                         *       "detail": "Resource not found"
+                         *     }
+                         */
+                        "application/scim+json": components["schemas"]["ScimError"];
+                    };
+                };
+                413: components["responses"]["ScimPayloadTooLarge"];
+                415: components["responses"]["ScimUnsupportedMediaType"];
+                429: components["responses"]["ScimTooManyRequests"];
+                431: components["responses"]["HeadersTooLarge"];
+                500: components["responses"]["ScimInternalError"];
+                503: components["responses"]["ScimServiceUnavailable"];
+                504: components["responses"]["ScimGatewayTimeout"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * Read a group
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    get: {
-      parameters: {
-        query?: {
-          /** @description Comma-separated attributes to return (plus id and schemas). */
-          attributes?: string;
-          /** @description Comma-separated attributes to leave out, e.g. `members`. */
-          excludedAttributes?: string;
-        };
-        header?: never;
-        path: {
-          /** @description Group id. */
-          id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The resource. */
-        200: {
-          headers: {
-            /**
-             * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
-             * @example W/"1"
-             */
-            ETag?: string;
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:schemas:core:2.0:Group"
-             *       ],
-             *       "id": "1",
-             *       "displayName": "Demo Team",
-             *       "members": [
-             *         {
-             *           "value": "AliceAdm01",
-             *           "display": "Alice Admin",
-             *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
-             *           "type": "User"
-             *         },
-             *         {
-             *           "value": "BobDriver1",
-             *           "display": "Bob Driver",
-             *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *           "type": "User"
-             *         },
-             *         {
-             *           "value": "CarolDrv01",
-             *           "display": "Carol Driver",
-             *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
-             *           "type": "User"
-             *         }
-             *       ],
-             *       "meta": {
-             *         "resourceType": "Group",
-             *         "created": "2026-11-23T09:18:44.130Z",
-             *         "lastModified": "2026-11-23T09:18:44.130Z",
-             *         "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
-             *         "version": "W/\"1\""
-             *       }
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimGroup'];
-          };
-        };
-        /** @description Not modified (If-None-Match). */
-        304: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        /** @description No such group. */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "404",
-             *       "detail": "Resource not found"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    /**
-     * Replace a group’s name and members
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    put: {
-      parameters: {
-        query?: {
-          /** @description Comma-separated attributes to return (plus id and schemas). */
-          attributes?: string;
-          /** @description Comma-separated attributes to leave out, e.g. `members`. */
-          excludedAttributes?: string;
-        };
-        header?: {
-          /** @description Apply only if the resource is still at this ETag (else 412). */
-          'If-Match'?: string;
-        };
-        path: {
-          /** @description Group id. */
-          id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/scim+json': components['schemas']['ScimGroup'];
-          'application/json': components['schemas']['ScimGroup'];
-        };
-      };
-      responses: {
-        /** @description The resource. */
-        200: {
-          headers: {
-            /**
-             * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
-             * @example W/"1"
-             */
-            ETag?: string;
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:schemas:core:2.0:Group"
-             *       ],
-             *       "id": "1",
-             *       "displayName": "Demo Team",
-             *       "members": [
-             *         {
-             *           "value": "AliceAdm01",
-             *           "display": "Alice Admin",
-             *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
-             *           "type": "User"
-             *         },
-             *         {
-             *           "value": "BobDriver1",
-             *           "display": "Bob Driver",
-             *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *           "type": "User"
-             *         },
-             *         {
-             *           "value": "CarolDrv01",
-             *           "display": "Carol Driver",
-             *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
-             *           "type": "User"
-             *         }
-             *       ],
-             *       "meta": {
-             *         "resourceType": "Group",
-             *         "created": "2026-11-23T09:18:44.130Z",
-             *         "lastModified": "2026-11-23T09:18:44.130Z",
-             *         "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
-             *         "version": "W/\"1\""
-             *       }
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimGroup'];
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        /** @description No such group. */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "404",
-             *       "detail": "Resource not found"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        /** @description If-Match names an old version. */
-        412: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "412",
-             *       "detail": "The resource changed: its ETag is W/\"2\""
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    post?: never;
-    /**
-     * Not supported (501)
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    delete: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          /** @description Group id. */
-          id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        /** @description Not implemented: groups are created and deleted by the platform. */
-        501: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "501",
-             *       "detail": "Groups are created and deleted by the platform; SCIM manages their name and members"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    options?: never;
-    head?: never;
-    /**
-     * Change a group’s name or members
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    patch: {
-      parameters: {
-        query?: {
-          /** @description Comma-separated attributes to return (plus id and schemas). */
-          attributes?: string;
-          /** @description Comma-separated attributes to leave out, e.g. `members`. */
-          excludedAttributes?: string;
-        };
-        header?: {
-          /** @description Apply only if the resource is still at this ETag (else 412). */
-          'If-Match'?: string;
-        };
-        path: {
-          /** @description Group id. */
-          id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/scim+json': components['schemas']['PatchOp'];
-          'application/json': components['schemas']['PatchOp'];
-        };
-      };
-      responses: {
-        /** @description The resource. */
-        200: {
-          headers: {
-            /**
-             * @description The resource version, e.g. `W/"3"`; send it in If-Match to update only that version.
-             * @example W/"1"
-             */
-            ETag?: string;
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:schemas:core:2.0:Group"
-             *       ],
-             *       "id": "1",
-             *       "displayName": "Demo Team",
-             *       "members": [
-             *         {
-             *           "value": "AliceAdm01",
-             *           "display": "Alice Admin",
-             *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
-             *           "type": "User"
-             *         },
-             *         {
-             *           "value": "BobDriver1",
-             *           "display": "Bob Driver",
-             *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *           "type": "User"
-             *         },
-             *         {
-             *           "value": "CarolDrv01",
-             *           "display": "Carol Driver",
-             *           "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
-             *           "type": "User"
-             *         }
-             *       ],
-             *       "meta": {
-             *         "resourceType": "Group",
-             *         "created": "2026-11-23T09:18:44.130Z",
-             *         "lastModified": "2026-11-23T09:18:44.130Z",
-             *         "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
-             *         "version": "W/\"1\""
-             *       }
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimGroup'];
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        /** @description No such group. */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "404",
-             *       "detail": "Resource not found"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        /** @description If-Match names an old version. */
-        412: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "412",
-             *       "detail": "The resource changed: its ETag is W/\"2\""
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    trace?: never;
-  };
-  '/scim/v2/Users/.search': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Search users (filter in the body)
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/scim+json': components['schemas']['SearchRequest'];
-          'application/json': components['schemas']['SearchRequest'];
-        };
-      };
-      responses: {
-        /** @description One page (startIndex / count), ordered by id. */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
-             *       ],
-             *       "totalResults": 1,
-             *       "startIndex": 1,
-             *       "itemsPerPage": 1,
-             *       "Resources": [
-             *         {
-             *           "schemas": [
-             *             "urn:ietf:params:scim:schemas:core:2.0:User"
-             *           ],
-             *           "id": "BobDriver1",
-             *           "userName": "bob@example.com",
-             *           "name": {
-             *             "formatted": "Bob Driver",
-             *             "familyName": "Driver",
-             *             "givenName": "Bob"
-             *           },
-             *           "displayName": "Bob Driver",
-             *           "emails": [
-             *             {
-             *               "value": "bob@example.com",
-             *               "type": "work",
-             *               "primary": true
-             *             }
-             *           ],
-             *           "active": true,
-             *           "timezone": "America/Chicago",
-             *           "meta": {
-             *             "resourceType": "User",
-             *             "created": "2026-11-23T09:18:44.002Z",
-             *             "lastModified": "2026-11-23T09:18:44.002Z",
-             *             "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *             "version": "W/\"1\""
-             *           }
-             *         }
-             *       ]
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimUserList'];
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/scim/v2/Groups/.search': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Search groups (filter in the body)
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/scim+json': components['schemas']['SearchRequest'];
-          'application/json': components['schemas']['SearchRequest'];
-        };
-      };
-      responses: {
-        /** @description One page (startIndex / count), ordered by id. */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
-             *       ],
-             *       "totalResults": 1,
-             *       "startIndex": 1,
-             *       "itemsPerPage": 1,
-             *       "Resources": [
-             *         {
-             *           "schemas": [
-             *             "urn:ietf:params:scim:schemas:core:2.0:Group"
-             *           ],
-             *           "id": "1",
-             *           "displayName": "Demo Team",
-             *           "members": [
-             *             {
-             *               "value": "AliceAdm01",
-             *               "display": "Alice Admin",
-             *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
-             *               "type": "User"
-             *             },
-             *             {
-             *               "value": "BobDriver1",
-             *               "display": "Bob Driver",
-             *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *               "type": "User"
-             *             },
-             *             {
-             *               "value": "CarolDrv01",
-             *               "display": "Carol Driver",
-             *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
-             *               "type": "User"
-             *             }
-             *           ],
-             *           "meta": {
-             *             "resourceType": "Group",
-             *             "created": "2026-11-23T09:18:44.130Z",
-             *             "lastModified": "2026-11-23T09:18:44.130Z",
-             *             "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
-             *             "version": "W/\"1\""
-             *           }
-             *         }
-             *       ]
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimGroupList'];
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/scim/v2/.search': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Search users and groups: users first, then groups, one index space
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/scim+json': components['schemas']['SearchRequest'];
-          'application/json': components['schemas']['SearchRequest'];
-        };
-      };
-      responses: {
-        /** @description One page (startIndex / count), ordered by id. */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
-             *       ],
-             *       "totalResults": 2,
-             *       "startIndex": 1,
-             *       "itemsPerPage": 2,
-             *       "Resources": [
-             *         {
-             *           "schemas": [
-             *             "urn:ietf:params:scim:schemas:core:2.0:User"
-             *           ],
-             *           "id": "BobDriver1",
-             *           "userName": "bob@example.com",
-             *           "name": {
-             *             "formatted": "Bob Driver",
-             *             "familyName": "Driver",
-             *             "givenName": "Bob"
-             *           },
-             *           "displayName": "Bob Driver",
-             *           "emails": [
-             *             {
-             *               "value": "bob@example.com",
-             *               "type": "work",
-             *               "primary": true
-             *             }
-             *           ],
-             *           "active": true,
-             *           "timezone": "America/Chicago",
-             *           "meta": {
-             *             "resourceType": "User",
-             *             "created": "2026-11-23T09:18:44.002Z",
-             *             "lastModified": "2026-11-23T09:18:44.002Z",
-             *             "location": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *             "version": "W/\"1\""
-             *           }
-             *         },
-             *         {
-             *           "schemas": [
-             *             "urn:ietf:params:scim:schemas:core:2.0:Group"
-             *           ],
-             *           "id": "1",
-             *           "displayName": "Demo Team",
-             *           "members": [
-             *             {
-             *               "value": "AliceAdm01",
-             *               "display": "Alice Admin",
-             *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/AliceAdm01",
-             *               "type": "User"
-             *             },
-             *             {
-             *               "value": "BobDriver1",
-             *               "display": "Bob Driver",
-             *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/BobDriver1",
-             *               "type": "User"
-             *             },
-             *             {
-             *               "value": "CarolDrv01",
-             *               "display": "Carol Driver",
-             *               "$ref": "http://127.0.0.1:8080/scim/v2/Users/CarolDrv01",
-             *               "type": "User"
-             *             }
-             *           ],
-             *           "meta": {
-             *             "resourceType": "Group",
-             *             "created": "2026-11-23T09:18:44.130Z",
-             *             "lastModified": "2026-11-23T09:18:44.130Z",
-             *             "location": "http://127.0.0.1:8080/scim/v2/Groups/1",
-             *             "version": "W/\"1\""
-             *           }
-             *         }
-             *       ]
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimListResponse'];
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/scim/v2/ServiceProviderConfig': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * What this service provider supports
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description RFC 7643 §5. */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"
-             *       ],
-             *       "documentationUri": "http://127.0.0.1:8080/docs",
-             *       "patch": {
-             *         "supported": true
-             *       },
-             *       "bulk": {
-             *         "supported": false,
-             *         "maxOperations": 0,
-             *         "maxPayloadSize": 0
-             *       },
-             *       "filter": {
-             *         "supported": true,
-             *         "maxResults": 500
-             *       },
-             *       "changePassword": {
-             *         "supported": false
-             *       },
-             *       "sort": {
-             *         "supported": false
-             *       },
-             *       "etag": {
-             *         "supported": true
-             *       },
-             *       "authenticationSchemes": [
-             *         {
-             *           "type": "oauthbearertoken",
-             *           "name": "OAuth Bearer Token",
-             *           "description": "An access token of the realm carrying the scope \"scim\" (client-credentials grant of the provisioning client).",
-             *           "specUri": "https://www.rfc-editor.org/info/rfc6750",
-             *           "primary": true
-             *         }
-             *       ]
-             *     }
-             */
-            'application/scim+json': Record<string, never>;
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/scim/v2/ResourceTypes': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * Resource types
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description User and Group. */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
-             *       ],
-             *       "totalResults": 1,
-             *       "startIndex": 1,
-             *       "itemsPerPage": 1,
-             *       "Resources": [
-             *         {
-             *           "schemas": [
-             *             "urn:ietf:params:scim:schemas:core:2.0:ResourceType"
-             *           ],
-             *           "id": "User",
-             *           "name": "User",
-             *           "endpoint": "/Users",
-             *           "schema": "urn:ietf:params:scim:schemas:core:2.0:User"
-             *         }
-             *       ]
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimListResponse'];
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/scim/v2/ResourceTypes/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * One resource type
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          /** @description ResourceType id. */
-          id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The resource type. */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:schemas:core:2.0:ResourceType"
-             *       ],
-             *       "id": "Group",
-             *       "name": "Group",
-             *       "endpoint": "/Groups",
-             *       "description": "A team of the platform. Teams are created by the platform; SCIM manages their name and members.",
-             *       "schema": "urn:ietf:params:scim:schemas:core:2.0:Group",
-             *       "meta": {
-             *         "resourceType": "ResourceType",
-             *         "location": "http://127.0.0.1:8080/scim/v2/ResourceTypes/Group"
-             *       }
-             *     }
-             */
-            'application/scim+json': Record<string, never>;
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        /** @description No such resource type. */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "404",
-             *       "detail": "Resource not found"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/scim/v2/Schemas': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * Schemas
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description User, EnterpriseUser and Group. */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
-             *       ],
-             *       "totalResults": 1,
-             *       "startIndex": 1,
-             *       "itemsPerPage": 1,
-             *       "Resources": [
-             *         {
-             *           "id": "urn:ietf:params:scim:schemas:core:2.0:Group",
-             *           "name": "Group",
-             *           "attributes": []
-             *         }
-             *       ]
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimListResponse'];
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/scim/v2/Schemas/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * One schema
-     * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          /** @description Schema URN id. */
-          id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The schema. */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "id": "urn:ietf:params:scim:schemas:core:2.0:Group",
-             *       "name": "Group",
-             *       "attributes": []
-             *     }
-             */
-            'application/scim+json': Record<string, never>;
-          };
-        };
-        400: components['responses']['ScimBadRequest'];
-        401: components['responses']['ScimUnauthorized'];
-        403: components['responses']['ScimForbidden'];
-        /** @description No such schema. */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "schemas": [
-             *         "urn:ietf:params:scim:api:messages:2.0:Error"
-             *       ],
-             *       "status": "404",
-             *       "detail": "Resource not found"
-             *     }
-             */
-            'application/scim+json': components['schemas']['ScimError'];
-          };
-        };
-        413: components['responses']['ScimPayloadTooLarge'];
-        415: components['responses']['ScimUnsupportedMediaType'];
-        429: components['responses']['ScimTooManyRequests'];
-        431: components['responses']['HeadersTooLarge'];
-        500: components['responses']['ScimInternalError'];
-        503: components['responses']['ScimServiceUnavailable'];
-        504: components['responses']['ScimGatewayTimeout'];
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
-  schemas: {
-    UserId: string;
-    UserSchema: {
-      id: components['schemas']['UserId'];
-      userName: string;
-      name: {
-        givenName: string;
-        familyName: string;
-        formatted: string | null;
-      };
-      emails: {
-        value: string;
-        type: string;
-        primary: boolean;
-      }[];
-      /** @default true */
-      active: boolean;
-      displayName: string | null;
+    schemas: {
+        UserId: string;
+        UserSchema: {
+            id: components["schemas"]["UserId"];
+            userName: string;
+            name: {
+                givenName: string;
+                familyName: string;
+                formatted: string | null;
+            };
+            emails: {
+                value: string;
+                type: string;
+                primary: boolean;
+            }[];
+            /** @default true */
+            active: boolean;
+            displayName: string | null;
+        };
+        Address: {
+            country: string;
+            state: string;
+            city: string;
+            street: string;
+            postal_code: string;
+        };
+        Geolocation: {
+            name: string;
+            lat: string | null;
+            lon: string | null;
+            /** Format: date-time */
+            time: string;
+            address: components["schemas"]["Address"] | null;
+        };
+        DriveSchema: {
+            drive_id: number;
+            /** Format: date-time */
+            created: string;
+            /** Format: date-time */
+            modified: string;
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            ended_at: string;
+            distance: {
+                amount: number;
+                /** @enum {string} */
+                units: "mi" | "km";
+                discounted?: number | null;
+            } | null;
+            value: {
+                /** @description In the currency’s smallest unit. */
+                amount: number;
+                /** @enum {string} */
+                currency: "USD" | "CAD" | "GBP";
+            } | null;
+            toll_fees: {
+                /** @description In the currency’s smallest unit. */
+                amount: number;
+                /** @enum {string} */
+                currency: "USD" | "CAD" | "GBP";
+            } | null;
+            parking_fees: {
+                /** @description In the currency’s smallest unit. */
+                amount: number;
+                /** @enum {string} */
+                currency: "USD" | "CAD" | "GBP";
+            } | null;
+            /** @description The driver’s notes. */
+            description: string | null;
+            /** @enum {string} */
+            entry: "manual" | "automatic";
+            /** @enum {string|null} */
+            classification: "business" | "personal" | "unclassified" | null;
+            purpose: string | null;
+            start: components["schemas"]["Geolocation"] | null;
+            end: components["schemas"]["Geolocation"] | null;
+        };
+        DriveDetails: {
+            distance: {
+                amount: number;
+                /** @enum {string} */
+                units: "mi" | "km";
+                discounted?: number | null;
+            } | null;
+            value: {
+                /** @description In the currency’s smallest unit. */
+                amount: number;
+                /** @enum {string} */
+                currency: "USD" | "CAD" | "GBP";
+            } | null;
+            toll_fees: {
+                /** @description In the currency’s smallest unit. */
+                amount: number;
+                /** @enum {string} */
+                currency: "USD" | "CAD" | "GBP";
+            } | null;
+            parking_fees: {
+                /** @description In the currency’s smallest unit. */
+                amount: number;
+                /** @enum {string} */
+                currency: "USD" | "CAD" | "GBP";
+            } | null;
+            /** @description The driver’s notes. */
+            description: string | null;
+            /** @enum {string} */
+            entry: "manual" | "automatic";
+            /** @enum {string|null} */
+            classification: "business" | "personal" | "unclassified" | null;
+            purpose: string | null;
+            start: components["schemas"]["Geolocation"] | null;
+            end: components["schemas"]["Geolocation"] | null;
+        };
+        GetDrivesResponse: {
+            results: components["schemas"]["DriveSchema"][];
+            has_more: boolean;
+            /** @description (+) Opaque; pass as `cursor` for the next page. */
+            next_cursor: string | null;
+        };
+        ReportedDriveSchema: {
+            id: string;
+            driver: {
+                id: components["schemas"]["UserId"];
+                name: string | null;
+                email: string | null;
+                /** @enum {string} */
+                status: "active" | "inactive";
+                timezone_offset: number;
+            };
+            details: components["schemas"]["DriveDetails"];
+            /**
+             * Format: date-time
+             * @description When the drive was reported.
+             */
+            created: string;
+            /**
+             * Format: date-time
+             * @description The last review, else the report time.
+             */
+            modified: string;
+            status: string;
+            review_comments: {
+                id: string;
+                text: string;
+                /** Format: date-time */
+                created_at: string;
+                user_email: string;
+            }[];
+        };
+        GetReportedDrivesResponse: {
+            results: components["schemas"]["ReportedDriveSchema"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        GroupSchema: {
+            id: string;
+            display_name: string;
+            members: {
+                value: components["schemas"]["UserId"];
+                display: string | null;
+                is_admin: boolean;
+                is_driver: boolean;
+            }[];
+            meta: {
+                /** @constant */
+                resourceType: "Group";
+                /** Format: date-time */
+                created: string;
+                /** Format: date-time */
+                lastModified: string;
+                /** Format: uri */
+                location: string;
+            };
+        };
+        GroupListResponse: {
+            resources: components["schemas"]["GroupSchema"][];
+        };
+        HTTPValidationError: {
+            detail: components["schemas"]["ValidationError"][];
+        };
+        ValidationError: {
+            loc: (string | number)[];
+            msg: string;
+            type: string;
+        };
+        /** @description RFC 7643 §4.1 User with the enterprise extension. Responses honour attributes / excludedAttributes, so only schemas and id are always present. */
+        ScimUser: {
+            schemas: string[];
+            id: string;
+            externalId?: string;
+            userName?: string;
+            name?: {
+                formatted?: string;
+                familyName?: string;
+                givenName?: string;
+                middleName?: string;
+                honorificPrefix?: string;
+                honorificSuffix?: string;
+            };
+            displayName?: string;
+            active?: boolean;
+            timezone?: string;
+            emails?: {
+                value?: string;
+                display?: string;
+                type?: string;
+                primary?: boolean;
+            }[];
+            phoneNumbers?: {
+                value?: string;
+                display?: string;
+                type?: string;
+                primary?: boolean;
+            }[];
+            "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: Record<string, never>;
+            meta?: {
+                /** @constant */
+                resourceType?: "User";
+                /** Format: date-time */
+                created?: string;
+                /** Format: date-time */
+                lastModified?: string;
+                /** Format: uri */
+                location?: string;
+                version?: string;
+            };
+        };
+        /** @description RFC 7643 §4.2 Group: a team of the platform. Members added by SCIM are drivers; members who stay keep their roles. */
+        ScimGroup: {
+            schemas: string[];
+            id: string;
+            externalId?: string;
+            displayName?: string;
+            members?: {
+                value: string;
+                display?: string;
+                $ref?: string;
+                /** @constant */
+                type?: "User";
+            }[];
+            meta?: {
+                /** @constant */
+                resourceType?: "Group";
+                /** Format: date-time */
+                created?: string;
+                /** Format: date-time */
+                lastModified?: string;
+                /** Format: uri */
+                location?: string;
+                version?: string;
+            };
+        };
+        ScimListResponse: {
+            schemas: "urn:ietf:params:scim:api:messages:2.0:ListResponse"[];
+            totalResults: number;
+            startIndex: number;
+            itemsPerPage: number;
+            Resources: Record<string, never>[];
+        };
+        ScimUserList: components["schemas"]["ScimListResponse"] & {
+            Resources?: components["schemas"]["ScimUser"][];
+        };
+        ScimGroupList: components["schemas"]["ScimListResponse"] & {
+            Resources?: components["schemas"]["ScimGroup"][];
+        };
+        /** @description RFC 7644 §3.4.3: the query parameters of a GET as a body. */
+        SearchRequest: {
+            schemas?: "urn:ietf:params:scim:api:messages:2.0:SearchRequest"[];
+            filter?: string;
+            startIndex?: number;
+            count?: number;
+            attributes?: string[];
+            excludedAttributes?: string[];
+        };
+        PatchOp: {
+            schemas?: string[];
+            Operations: {
+                /** @description add, replace or remove (any case). */
+                op: string;
+                path?: string;
+                value?: unknown;
+            }[];
+        };
+        ScimError: {
+            schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+            status: string;
+            /** @enum {string} */
+            scimType?: "invalidFilter" | "tooMany" | "uniqueness" | "mutability" | "invalidSyntax" | "invalidPath" | "noTarget" | "invalidValue" | "invalidVers" | "sensitive";
+            detail: string;
+        };
+        /** @description FastAPI-style `detail` plus RFC 9457 members. */
+        Problem: {
+            detail: string;
+            type: string;
+            title: string;
+            status: number;
+        };
     };
-    Address: {
-      country: string;
-      state: string;
-      city: string;
-      street: string;
-      postal_code: string;
+    responses: {
+        /** @description Missing, malformed, expired or wrongly signed token, or wrong issuer or audience. Sign in (Authorize) and try again. */
+        Unauthorized: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                /**
+                 * @description `Bearer realm="mileage"`, with `error="invalid_token"` when a token was sent.
+                 * @example Bearer realm="mileage", error="invalid_token"
+                 */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "Not authenticated",
+                 *       "type": "about:blank",
+                 *       "title": "Unauthorized",
+                 *       "status": 401
+                 *     }
+                 */
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The token lacks the route’s scope (with `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`), names no active platform user, or the data belongs to someone else (also a group id that does not exist: no existence oracle). */
+        Forbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                /**
+                 * @description Only for a missing scope.
+                 * @example Bearer realm="mileage", error="insufficient_scope", scope="groups_read"
+                 */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description A malformed or out-of-range parameter; `loc` says which (FastAPI’s HTTPValidationError shape). */
+        ValidationFailed: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": [
+                 *         {
+                 *           "loc": [
+                 *             "query",
+                 *             "limit"
+                 *           ],
+                 *           "msg": "Input should be greater than or equal to 1",
+                 *           "type": "greater_than_equal"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["HTTPValidationError"];
+            };
+        };
+        /** @description The route’s per-minute limit for this caller is used up. */
+        TooManyRequests: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "Rate limit of 30 requests per minute exceeded",
+                 *       "type": "about:blank",
+                 *       "title": "Too Many Requests",
+                 *       "status": 429
+                 *     }
+                 */
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description (+) A backing service, the rate limiter or the identity provider is unavailable; retry after `Retry-After`. */
+        ServiceUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "A backing service is unavailable; try again shortly",
+                 *       "type": "about:blank",
+                 *       "title": "Service Unavailable",
+                 *       "status": 503
+                 *     }
+                 */
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description (+) A backing service did not answer in time. */
+        GatewayTimeout: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "A backing service did not answer in time",
+                 *       "type": "about:blank",
+                 *       "title": "Gateway Timeout",
+                 *       "status": 504
+                 *     }
+                 */
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The request line and headers together exceed 16 KB (e.g. a very long query string): refused by the HTTP server before any route, with an empty body. */
+        HeadersTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description Invalid request: `scimType` says why (invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability). */
+        ScimBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                 *       ],
+                 *       "status": "400",
+                 *       "scimType": "invalidFilter",
+                 *       "detail": "Unknown attribute \"nick\" in the filter"
+                 *     }
+                 */
+                "application/scim+json": components["schemas"]["ScimError"];
+            };
+        };
+        /** @description Missing or invalid bearer token. */
+        ScimUnauthorized: {
+            headers: {
+                /**
+                 * @description `Bearer realm="mileage"`.
+                 * @example Bearer realm="mileage"
+                 */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                 *       ],
+                 *       "status": "401",
+                 *       "detail": "Not authenticated"
+                 *     }
+                 */
+                "application/scim+json": components["schemas"]["ScimError"];
+            };
+        };
+        /** @description The token lacks the scope `scim` (a person’s token never has it). */
+        ScimForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                 *       ],
+                 *       "status": "403",
+                 *       "detail": "The token lacks the scope \"scim\""
+                 *     }
+                 */
+                "application/scim+json": components["schemas"]["ScimError"];
+            };
+        };
+        /** @description The body is larger than 1 MB. */
+        ScimPayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                 *       ],
+                 *       "status": "413",
+                 *       "detail": "Request body larger than 1048576 bytes"
+                 *     }
+                 */
+                "application/scim+json": components["schemas"]["ScimError"];
+            };
+        };
+        /** @description The body is not application/scim+json or application/json. */
+        ScimUnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                 *       ],
+                 *       "status": "415",
+                 *       "detail": "Content-Type must be application/scim+json or application/json"
+                 *     }
+                 */
+                "application/scim+json": components["schemas"]["ScimError"];
+            };
+        };
+        /** @description More than 1,200 requests in a minute from this provisioning client. */
+        ScimTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                 *       ],
+                 *       "status": "429",
+                 *       "detail": "Rate limit of 1200 requests per minute exceeded"
+                 *     }
+                 */
+                "application/scim+json": components["schemas"]["ScimError"];
+            };
+        };
+        /** @description An unexpected error; nothing internal is disclosed. */
+        ScimInternalError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                 *       ],
+                 *       "status": "500",
+                 *       "detail": "Internal server error"
+                 *     }
+                 */
+                "application/scim+json": components["schemas"]["ScimError"];
+            };
+        };
+        /** @description A backing service is unavailable, or other writers kept changing the resource (12 rounds): try again. */
+        ScimServiceUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                 *       ],
+                 *       "status": "503",
+                 *       "detail": "A backing service is unavailable; try again shortly"
+                 *     }
+                 */
+                "application/scim+json": components["schemas"]["ScimError"];
+            };
+        };
+        /** @description A backing service did not answer in time. */
+        ScimGatewayTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                 *       ],
+                 *       "status": "504",
+                 *       "detail": "A backing service did not answer in time"
+                 *     }
+                 */
+                "application/scim+json": components["schemas"]["ScimError"];
+            };
+        };
     };
-    Geolocation: {
-      name: string;
-      lat: string | null;
-      lon: string | null;
-      /** Format: date-time */
-      time: string;
-      address: components['schemas']['Address'] | null;
-    };
-    DriveSchema: {
-      drive_id: number;
-      /** Format: date-time */
-      created: string;
-      /** Format: date-time */
-      modified: string;
-      /** Format: date-time */
-      started_at: string;
-      /** Format: date-time */
-      ended_at: string;
-      distance: {
-        amount: number;
-        /** @enum {string} */
-        units: 'mi' | 'km';
-        discounted?: number | null;
-      } | null;
-      value: {
-        /** @description In the currency’s smallest unit. */
-        amount: number;
-        /** @enum {string} */
-        currency: 'USD' | 'CAD' | 'GBP';
-      } | null;
-      toll_fees: {
-        /** @description In the currency’s smallest unit. */
-        amount: number;
-        /** @enum {string} */
-        currency: 'USD' | 'CAD' | 'GBP';
-      } | null;
-      parking_fees: {
-        /** @description In the currency’s smallest unit. */
-        amount: number;
-        /** @enum {string} */
-        currency: 'USD' | 'CAD' | 'GBP';
-      } | null;
-      /** @description The driver’s notes. */
-      description: string | null;
-      /** @enum {string} */
-      entry: 'manual' | 'automatic';
-      /** @enum {string|null} */
-      classification: 'business' | 'personal' | 'unclassified' | null;
-      purpose: string | null;
-      start: components['schemas']['Geolocation'] | null;
-      end: components['schemas']['Geolocation'] | null;
-    };
-    DriveDetails: {
-      distance: {
-        amount: number;
-        /** @enum {string} */
-        units: 'mi' | 'km';
-        discounted?: number | null;
-      } | null;
-      value: {
-        /** @description In the currency’s smallest unit. */
-        amount: number;
-        /** @enum {string} */
-        currency: 'USD' | 'CAD' | 'GBP';
-      } | null;
-      toll_fees: {
-        /** @description In the currency’s smallest unit. */
-        amount: number;
-        /** @enum {string} */
-        currency: 'USD' | 'CAD' | 'GBP';
-      } | null;
-      parking_fees: {
-        /** @description In the currency’s smallest unit. */
-        amount: number;
-        /** @enum {string} */
-        currency: 'USD' | 'CAD' | 'GBP';
-      } | null;
-      /** @description The driver’s notes. */
-      description: string | null;
-      /** @enum {string} */
-      entry: 'manual' | 'automatic';
-      /** @enum {string|null} */
-      classification: 'business' | 'personal' | 'unclassified' | null;
-      purpose: string | null;
-      start: components['schemas']['Geolocation'] | null;
-      end: components['schemas']['Geolocation'] | null;
-    };
-    GetDrivesResponse: {
-      results: components['schemas']['DriveSchema'][];
-      has_more: boolean;
-      /** @description (+) Opaque; pass as `cursor` for the next page. */
-      next_cursor: string | null;
-    };
-    ReportedDriveSchema: {
-      id: string;
-      driver: {
-        id: components['schemas']['UserId'];
-        name: string | null;
-        email: string | null;
-        /** @enum {string} */
-        status: 'active' | 'inactive';
-        timezone_offset: number;
-      };
-      details: components['schemas']['DriveDetails'];
-      /**
-       * Format: date-time
-       * @description When the drive was reported.
-       */
-      created: string;
-      /**
-       * Format: date-time
-       * @description The last review, else the report time.
-       */
-      modified: string;
-      status: string;
-      review_comments: {
-        id: string;
-        text: string;
-        /** Format: date-time */
-        created_at: string;
-        user_email: string;
-      }[];
-    };
-    GetReportedDrivesResponse: {
-      results: components['schemas']['ReportedDriveSchema'][];
-      has_more: boolean;
-      next_cursor: string | null;
-    };
-    GroupSchema: {
-      id: string;
-      display_name: string;
-      members: {
-        value: components['schemas']['UserId'];
-        display: string | null;
-        is_admin: boolean;
-        is_driver: boolean;
-      }[];
-      meta: {
-        /** @constant */
-        resourceType: 'Group';
-        /** Format: date-time */
-        created: string;
-        /** Format: date-time */
-        lastModified: string;
-        /** Format: uri */
-        location: string;
-      };
-    };
-    GroupListResponse: {
-      resources: components['schemas']['GroupSchema'][];
-    };
-    HTTPValidationError: {
-      detail: components['schemas']['ValidationError'][];
-    };
-    ValidationError: {
-      loc: (string | number)[];
-      msg: string;
-      type: string;
-    };
-    /** @description RFC 7643 §4.1 User with the enterprise extension. Responses honour attributes / excludedAttributes, so only schemas and id are always present. */
-    ScimUser: {
-      schemas: string[];
-      id: string;
-      externalId?: string;
-      userName?: string;
-      name?: {
-        formatted?: string;
-        familyName?: string;
-        givenName?: string;
-        middleName?: string;
-        honorificPrefix?: string;
-        honorificSuffix?: string;
-      };
-      displayName?: string;
-      active?: boolean;
-      timezone?: string;
-      emails?: {
-        value?: string;
-        display?: string;
-        type?: string;
-        primary?: boolean;
-      }[];
-      phoneNumbers?: {
-        value?: string;
-        display?: string;
-        type?: string;
-        primary?: boolean;
-      }[];
-      'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User'?: Record<string, never>;
-      meta?: {
-        /** @constant */
-        resourceType?: 'User';
-        /** Format: date-time */
-        created?: string;
-        /** Format: date-time */
-        lastModified?: string;
-        /** Format: uri */
-        location?: string;
-        version?: string;
-      };
-    };
-    /** @description RFC 7643 §4.2 Group: a team of the platform. Members added by SCIM are drivers; members who stay keep their roles. */
-    ScimGroup: {
-      schemas: string[];
-      id: string;
-      externalId?: string;
-      displayName?: string;
-      members?: {
-        value: string;
-        display?: string;
-        $ref?: string;
-        /** @constant */
-        type?: 'User';
-      }[];
-      meta?: {
-        /** @constant */
-        resourceType?: 'Group';
-        /** Format: date-time */
-        created?: string;
-        /** Format: date-time */
-        lastModified?: string;
-        /** Format: uri */
-        location?: string;
-        version?: string;
-      };
-    };
-    ScimListResponse: {
-      schemas: 'urn:ietf:params:scim:api:messages:2.0:ListResponse'[];
-      totalResults: number;
-      startIndex: number;
-      itemsPerPage: number;
-      Resources: Record<string, never>[];
-    };
-    ScimUserList: components['schemas']['ScimListResponse'] & {
-      Resources?: components['schemas']['ScimUser'][];
-    };
-    ScimGroupList: components['schemas']['ScimListResponse'] & {
-      Resources?: components['schemas']['ScimGroup'][];
-    };
-    /** @description RFC 7644 §3.4.3: the query parameters of a GET as a body. */
-    SearchRequest: {
-      schemas?: 'urn:ietf:params:scim:api:messages:2.0:SearchRequest'[];
-      filter?: string;
-      startIndex?: number;
-      count?: number;
-      attributes?: string[];
-      excludedAttributes?: string[];
-    };
-    PatchOp: {
-      schemas?: string[];
-      Operations: {
-        /** @description add, replace or remove (any case). */
-        op: string;
-        path?: string;
-        value?: unknown;
-      }[];
-    };
-    ScimError: {
-      schemas: 'urn:ietf:params:scim:api:messages:2.0:Error'[];
-      status: string;
-      /** @enum {string} */
-      scimType?:
-        | 'invalidFilter'
-        | 'tooMany'
-        | 'uniqueness'
-        | 'mutability'
-        | 'invalidSyntax'
-        | 'invalidPath'
-        | 'noTarget'
-        | 'invalidValue'
-        | 'invalidVers'
-        | 'sensitive';
-      detail: string;
-    };
-    /** @description FastAPI-style `detail` plus RFC 9457 members. */
-    Problem: {
-      detail: string;
-      type: string;
-      title: string;
-      status: number;
-    };
-  };
-  responses: {
-    /** @description Missing, malformed, expired or wrongly signed token, or wrong issuer or audience. Sign in (Authorize) and try again. */
-    Unauthorized: {
-      headers: {
-        'X-Request-Id': components['headers']['X-Request-Id'];
+    parameters: never;
+    requestBodies: never;
+    headers: {
         /**
-         * @description `Bearer realm="mileage"`, with `error="invalid_token"` when a token was sent.
-         * @example Bearer realm="mileage", error="invalid_token"
+         * @description Requests allowed per minute on this route for this caller.
+         * @example 30
          */
-        'WWW-Authenticate'?: string;
-        [name: string]: unknown;
-      };
-      content: {
+        "X-RateLimit-Limit": number;
         /**
-         * @example {
-         *       "detail": "Not authenticated",
-         *       "type": "about:blank",
-         *       "title": "Unauthorized",
-         *       "status": 401
-         *     }
+         * @description Requests left in the current window.
+         * @example 29
          */
-        'application/json': components['schemas']['Problem'];
-      };
-    };
-    /** @description The token lacks the route’s scope (with `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`), names no active platform user, or the data belongs to someone else (also a group id that does not exist: no existence oracle). */
-    Forbidden: {
-      headers: {
-        'X-Request-Id': components['headers']['X-Request-Id'];
+        "X-RateLimit-Remaining": number;
         /**
-         * @description Only for a missing scope.
-         * @example Bearer realm="mileage", error="insufficient_scope", scope="groups_read"
+         * @description When the window resets (epoch seconds).
+         * @example 1795425605
          */
-        'WWW-Authenticate'?: string;
-        [name: string]: unknown;
-      };
-      content: {
-        'application/json': components['schemas']['Problem'];
-      };
-    };
-    /** @description A malformed or out-of-range parameter; `loc` says which (FastAPI’s HTTPValidationError shape). */
-    ValidationFailed: {
-      headers: {
-        'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
-        'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
-        'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
-        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
-        RateLimit: components['headers']['RateLimit'];
-        'X-Request-Id': components['headers']['X-Request-Id'];
-        [name: string]: unknown;
-      };
-      content: {
+        "X-RateLimit-Reset": number;
         /**
-         * @example {
-         *       "detail": [
-         *         {
-         *           "loc": [
-         *             "query",
-         *             "limit"
-         *           ],
-         *           "msg": "Input should be greater than or equal to 1",
-         *           "type": "greater_than_equal"
-         *         }
-         *       ]
-         *     }
+         * @description (+) IETF draft field.
+         * @example "per-minute";q=30;w=60
          */
-        'application/json': components['schemas']['HTTPValidationError'];
-      };
-    };
-    /** @description The route’s per-minute limit for this caller is used up. */
-    TooManyRequests: {
-      headers: {
-        'X-Request-Id': components['headers']['X-Request-Id'];
-        'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
-        'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
-        'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
-        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
-        RateLimit: components['headers']['RateLimit'];
-        'Retry-After': components['headers']['Retry-After'];
-        [name: string]: unknown;
-      };
-      content: {
+        "RateLimit-Policy": string;
         /**
-         * @example {
-         *       "detail": "Rate limit of 30 requests per minute exceeded",
-         *       "type": "about:blank",
-         *       "title": "Too Many Requests",
-         *       "status": 429
-         *     }
+         * @description (+) IETF draft field.
+         * @example "per-minute";r=29;t=42
          */
-        'application/json': components['schemas']['Problem'];
-      };
-    };
-    /** @description (+) A backing service, the rate limiter or the identity provider is unavailable; retry after `Retry-After`. */
-    ServiceUnavailable: {
-      headers: {
-        'X-Request-Id': components['headers']['X-Request-Id'];
-        'Retry-After': components['headers']['Retry-After'];
-        [name: string]: unknown;
-      };
-      content: {
+        RateLimit: string;
         /**
-         * @example {
-         *       "detail": "A backing service is unavailable; try again shortly",
-         *       "type": "about:blank",
-         *       "title": "Service Unavailable",
-         *       "status": 503
-         *     }
+         * @description The request id (echoed when the client sent an acceptable one); logs and traces carry it.
+         * @example 1e3a4f4a-35e8-4bc6-860d-d02681da4a24
          */
-        'application/json': components['schemas']['Problem'];
-      };
-    };
-    /** @description (+) A backing service did not answer in time. */
-    GatewayTimeout: {
-      headers: {
-        'X-Request-Id': components['headers']['X-Request-Id'];
-        [name: string]: unknown;
-      };
-      content: {
+        "X-Request-Id": string;
         /**
-         * @example {
-         *       "detail": "A backing service did not answer in time",
-         *       "type": "about:blank",
-         *       "title": "Gateway Timeout",
-         *       "status": 504
-         *     }
+         * @description Seconds to wait before trying again.
+         * @example 42
          */
-        'application/json': components['schemas']['Problem'];
-      };
+        "Retry-After": number;
     };
-    /** @description The request line and headers together exceed 16 KB (e.g. a very long query string): refused by the HTTP server before any route, with an empty body. */
-    HeadersTooLarge: {
-      headers: {
-        [name: string]: unknown;
-      };
-      content?: never;
-    };
-    /** @description Invalid request: `scimType` says why (invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability). */
-    ScimBadRequest: {
-      headers: {
-        [name: string]: unknown;
-      };
-      content: {
-        /**
-         * @example {
-         *       "schemas": [
-         *         "urn:ietf:params:scim:api:messages:2.0:Error"
-         *       ],
-         *       "status": "400",
-         *       "scimType": "invalidFilter",
-         *       "detail": "Unknown attribute \"nick\" in the filter"
-         *     }
-         */
-        'application/scim+json': components['schemas']['ScimError'];
-      };
-    };
-    /** @description Missing or invalid bearer token. */
-    ScimUnauthorized: {
-      headers: {
-        /**
-         * @description `Bearer realm="mileage"`.
-         * @example Bearer realm="mileage"
-         */
-        'WWW-Authenticate'?: string;
-        [name: string]: unknown;
-      };
-      content: {
-        /**
-         * @example {
-         *       "schemas": [
-         *         "urn:ietf:params:scim:api:messages:2.0:Error"
-         *       ],
-         *       "status": "401",
-         *       "detail": "Not authenticated"
-         *     }
-         */
-        'application/scim+json': components['schemas']['ScimError'];
-      };
-    };
-    /** @description The token lacks the scope `scim` (a person’s token never has it). */
-    ScimForbidden: {
-      headers: {
-        [name: string]: unknown;
-      };
-      content: {
-        /**
-         * @example {
-         *       "schemas": [
-         *         "urn:ietf:params:scim:api:messages:2.0:Error"
-         *       ],
-         *       "status": "403",
-         *       "detail": "The token lacks the scope \"scim\""
-         *     }
-         */
-        'application/scim+json': components['schemas']['ScimError'];
-      };
-    };
-    /** @description The body is larger than 1 MB. */
-    ScimPayloadTooLarge: {
-      headers: {
-        [name: string]: unknown;
-      };
-      content: {
-        /**
-         * @example {
-         *       "schemas": [
-         *         "urn:ietf:params:scim:api:messages:2.0:Error"
-         *       ],
-         *       "status": "413",
-         *       "detail": "Request body larger than 1048576 bytes"
-         *     }
-         */
-        'application/scim+json': components['schemas']['ScimError'];
-      };
-    };
-    /** @description The body is not application/scim+json or application/json. */
-    ScimUnsupportedMediaType: {
-      headers: {
-        [name: string]: unknown;
-      };
-      content: {
-        /**
-         * @example {
-         *       "schemas": [
-         *         "urn:ietf:params:scim:api:messages:2.0:Error"
-         *       ],
-         *       "status": "415",
-         *       "detail": "Content-Type must be application/scim+json or application/json"
-         *     }
-         */
-        'application/scim+json': components['schemas']['ScimError'];
-      };
-    };
-    /** @description More than 1,200 requests in a minute from this provisioning client. */
-    ScimTooManyRequests: {
-      headers: {
-        'Retry-After': components['headers']['Retry-After'];
-        [name: string]: unknown;
-      };
-      content: {
-        /**
-         * @example {
-         *       "schemas": [
-         *         "urn:ietf:params:scim:api:messages:2.0:Error"
-         *       ],
-         *       "status": "429",
-         *       "detail": "Rate limit of 1200 requests per minute exceeded"
-         *     }
-         */
-        'application/scim+json': components['schemas']['ScimError'];
-      };
-    };
-    /** @description An unexpected error; nothing internal is disclosed. */
-    ScimInternalError: {
-      headers: {
-        [name: string]: unknown;
-      };
-      content: {
-        /**
-         * @example {
-         *       "schemas": [
-         *         "urn:ietf:params:scim:api:messages:2.0:Error"
-         *       ],
-         *       "status": "500",
-         *       "detail": "Internal server error"
-         *     }
-         */
-        'application/scim+json': components['schemas']['ScimError'];
-      };
-    };
-    /** @description A backing service is unavailable, or other writers kept changing the resource (12 rounds): try again. */
-    ScimServiceUnavailable: {
-      headers: {
-        'Retry-After': components['headers']['Retry-After'];
-        [name: string]: unknown;
-      };
-      content: {
-        /**
-         * @example {
-         *       "schemas": [
-         *         "urn:ietf:params:scim:api:messages:2.0:Error"
-         *       ],
-         *       "status": "503",
-         *       "detail": "A backing service is unavailable; try again shortly"
-         *     }
-         */
-        'application/scim+json': components['schemas']['ScimError'];
-      };
-    };
-    /** @description A backing service did not answer in time. */
-    ScimGatewayTimeout: {
-      headers: {
-        [name: string]: unknown;
-      };
-      content: {
-        /**
-         * @example {
-         *       "schemas": [
-         *         "urn:ietf:params:scim:api:messages:2.0:Error"
-         *       ],
-         *       "status": "504",
-         *       "detail": "A backing service did not answer in time"
-         *     }
-         */
-        'application/scim+json': components['schemas']['ScimError'];
-      };
-    };
-  };
-  parameters: never;
-  requestBodies: never;
-  headers: {
-    /**
-     * @description Requests allowed per minute on this route for this caller.
-     * @example 30
-     */
-    'X-RateLimit-Limit': number;
-    /**
-     * @description Requests left in the current window.
-     * @example 29
-     */
-    'X-RateLimit-Remaining': number;
-    /**
-     * @description When the window resets (epoch seconds).
-     * @example 1795425605
-     */
-    'X-RateLimit-Reset': number;
-    /**
-     * @description (+) IETF draft field.
-     * @example "per-minute";q=30;w=60
-     */
-    'RateLimit-Policy': string;
-    /**
-     * @description (+) IETF draft field.
-     * @example "per-minute";r=29;t=42
-     */
-    RateLimit: string;
-    /**
-     * @description The request id (echoed when the client sent an acceptable one); logs and traces carry it.
-     * @example 1e3a4f4a-35e8-4bc6-860d-d02681da4a24
-     */
-    'X-Request-Id': string;
-    /**
-     * @description Seconds to wait before trying again.
-     * @example 42
-     */
-    'Retry-After': number;
-  };
-  pathItems: never;
+    pathItems: never;
 }
 export type $defs = Record<string, never>;
 export interface operations {
-  getMe: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description The caller. */
-      200: {
-        headers: {
-          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
-          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
-          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
-          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
-          RateLimit: components['headers']['RateLimit'];
-          'X-Request-Id': components['headers']['X-Request-Id'];
-          [name: string]: unknown;
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        content: {
-          /**
-           * @example {
-           *       "id": "AliceAdm01",
-           *       "userName": "alice@example.com",
-           *       "name": {
-           *         "givenName": "Alice",
-           *         "familyName": "Admin",
-           *         "formatted": "Alice Admin"
-           *       },
-           *       "emails": [
-           *         {
-           *           "value": "alice@example.com",
-           *           "type": "work",
-           *           "primary": true
-           *         }
-           *       ],
-           *       "active": true,
-           *       "displayName": "Alice Admin"
-           *     }
-           */
-          'application/json': components['schemas']['UserSchema'];
+        requestBody?: never;
+        responses: {
+            /** @description The caller. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "AliceAdm01",
+                     *       "userName": "alice@example.com",
+                     *       "name": {
+                     *         "givenName": "Alice",
+                     *         "familyName": "Admin",
+                     *         "formatted": "Alice Admin"
+                     *       },
+                     *       "emails": [
+                     *         {
+                     *           "value": "alice@example.com",
+                     *           "type": "work",
+                     *           "primary": true
+                     *         }
+                     *       ],
+                     *       "active": true,
+                     *       "displayName": "Alice Admin"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UserSchema"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
         };
-      };
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      422: components['responses']['ValidationFailed'];
-      429: components['responses']['TooManyRequests'];
-      431: components['responses']['HeadersTooLarge'];
-      503: components['responses']['ServiceUnavailable'];
-      504: components['responses']['GatewayTimeout'];
     };
-  };
-  getUser: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        /** @description Platform user id. */
-        user_id: components['schemas']['UserId'];
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description The user. */
-      200: {
-        headers: {
-          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
-          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
-          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
-          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
-          RateLimit: components['headers']['RateLimit'];
-          'X-Request-Id': components['headers']['X-Request-Id'];
-          [name: string]: unknown;
+    getUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Platform user id. */
+                user_id: components["schemas"]["UserId"];
+            };
+            cookie?: never;
         };
-        content: {
-          /**
-           * @example {
-           *       "id": "AliceAdm01",
-           *       "userName": "alice@example.com",
-           *       "name": {
-           *         "givenName": "Alice",
-           *         "familyName": "Admin",
-           *         "formatted": "Alice Admin"
-           *       },
-           *       "emails": [
-           *         {
-           *           "value": "alice@example.com",
-           *           "type": "work",
-           *           "primary": true
-           *         }
-           *       ],
-           *       "active": true,
-           *       "displayName": "Alice Admin"
-           *     }
-           */
-          'application/json': components['schemas']['UserSchema'];
+        requestBody?: never;
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "AliceAdm01",
+                     *       "userName": "alice@example.com",
+                     *       "name": {
+                     *         "givenName": "Alice",
+                     *         "familyName": "Admin",
+                     *         "formatted": "Alice Admin"
+                     *       },
+                     *       "emails": [
+                     *         {
+                     *           "value": "alice@example.com",
+                     *           "type": "work",
+                     *           "primary": true
+                     *         }
+                     *       ],
+                     *       "active": true,
+                     *       "displayName": "Alice Admin"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UserSchema"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
         };
-      };
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      422: components['responses']['ValidationFailed'];
-      429: components['responses']['TooManyRequests'];
-      431: components['responses']['HeadersTooLarge'];
-      503: components['responses']['ServiceUnavailable'];
-      504: components['responses']['GatewayTimeout'];
     };
-  };
-  getUserDrives: {
-    parameters: {
-      query?: {
-        limit?: number;
-        classification?: 'business' | 'personal' | 'all';
-        /** @description The field that date_after / date_before bound and the list is ordered by. */
-        filter_by?: 'modified' | 'ended';
-        /** @description Exclusive lower bound (RFC 3339); requires filter_by. */
-        date_after?: string;
-        /** @description Exclusive upper bound (RFC 3339); requires filter_by. */
-        date_before?: string;
-        /**
-         * @deprecated
-         * @description Alias of filter_by=modified&date_after=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
-         */
-        modified_after?: string;
-        /**
-         * @deprecated
-         * @description Alias of filter_by=modified&date_before=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
-         */
-        modified_before?: string;
-        /** @description (+) The next_cursor of the previous page of the same query. */
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        /** @description Platform user id. */
-        user_id: components['schemas']['UserId'];
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description One page, most recent first on the filter field (modified by default), ties by drive id descending. */
-      200: {
-        headers: {
-          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
-          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
-          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
-          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
-          RateLimit: components['headers']['RateLimit'];
-          'X-Request-Id': components['headers']['X-Request-Id'];
-          [name: string]: unknown;
+    getUserDrives: {
+        parameters: {
+            query?: {
+                limit?: number;
+                classification?: "business" | "personal" | "all";
+                /** @description The field that date_after / date_before bound and the list is ordered by. */
+                filter_by?: "modified" | "ended";
+                /** @description Exclusive lower bound (RFC 3339); requires filter_by. */
+                date_after?: string;
+                /** @description Exclusive upper bound (RFC 3339); requires filter_by. */
+                date_before?: string;
+                /**
+                 * @deprecated
+                 * @description Alias of filter_by=modified&date_after=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
+                 */
+                modified_after?: string;
+                /**
+                 * @deprecated
+                 * @description Alias of filter_by=modified&date_before=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
+                 */
+                modified_before?: string;
+                /** @description (+) The next_cursor of the previous page of the same query. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Platform user id. */
+                user_id: components["schemas"]["UserId"];
+            };
+            cookie?: never;
         };
-        content: {
-          /**
-           * @example {
-           *       "results": [
-           *         {
-           *           "drive_id": 65,
-           *           "created": "2026-11-23T09:18:45.073Z",
-           *           "modified": "2026-11-23T09:18:45.073Z",
-           *           "started_at": "2026-11-21T08:27:00.000Z",
-           *           "ended_at": "2026-11-21T10:19:00.000Z",
-           *           "distance": {
-           *             "amount": 57.1,
-           *             "units": "mi",
-           *             "discounted": 45
-           *           },
-           *           "value": {
-           *             "amount": 3997,
-           *             "currency": "USD"
-           *           },
-           *           "toll_fees": null,
-           *           "parking_fees": {
-           *             "amount": 588,
-           *             "currency": "USD"
-           *           },
-           *           "description": null,
-           *           "entry": "automatic",
-           *           "classification": "business",
-           *           "purpose": "Supplies pickup",
-           *           "start": {
-           *             "name": "Client HQ",
-           *             "lat": "43.0389",
-           *             "lon": "-87.9065",
-           *             "time": "2026-11-21T08:27:00.000Z",
-           *             "address": {
-           *               "country": "US",
-           *               "state": "WI",
-           *               "city": "Milwaukee",
-           *               "street": "411 E Wisconsin Ave",
-           *               "postal_code": "53202"
-           *             }
-           *           },
-           *           "end": {
-           *             "name": "O'Hare Airport",
-           *             "lat": "41.9742",
-           *             "lon": "-87.9073",
-           *             "time": "2026-11-21T10:19:00.000Z",
-           *             "address": {
-           *               "country": "US",
-           *               "state": "IL",
-           *               "city": "Chicago",
-           *               "street": "10000 W O'Hare Ave",
-           *               "postal_code": "60666"
-           *             }
-           *           }
-           *         }
-           *       ],
-           *       "has_more": true,
-           *       "next_cursor": "eyJ2IjoxLCJxIjoiajFNY090QW9LRnZXX3piV3A4RWJnMiIsInQiOiIyMDI2LTExLTIzVDA5OjE4OjQ1LjA3M1oiLCJpIjo2NX0.a_IUVpfMgb7sgmuNki1tz3OunknulSgRWHfhmvDNkVg"
-           *     }
-           */
-          'application/json': components['schemas']['GetDrivesResponse'];
+        requestBody?: never;
+        responses: {
+            /** @description One page, most recent first on the filter field (modified by default), ties by drive id descending. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "drive_id": 65,
+                     *           "created": "2026-11-23T09:18:45.073Z",
+                     *           "modified": "2026-11-23T09:18:45.073Z",
+                     *           "started_at": "2026-11-21T08:27:00.000Z",
+                     *           "ended_at": "2026-11-21T10:19:00.000Z",
+                     *           "distance": {
+                     *             "amount": 57.1,
+                     *             "units": "mi",
+                     *             "discounted": 45
+                     *           },
+                     *           "value": {
+                     *             "amount": 3997,
+                     *             "currency": "USD"
+                     *           },
+                     *           "toll_fees": null,
+                     *           "parking_fees": {
+                     *             "amount": 588,
+                     *             "currency": "USD"
+                     *           },
+                     *           "description": null,
+                     *           "entry": "automatic",
+                     *           "classification": "business",
+                     *           "purpose": "Supplies pickup",
+                     *           "start": {
+                     *             "name": "Client HQ",
+                     *             "lat": "43.0389",
+                     *             "lon": "-87.9065",
+                     *             "time": "2026-11-21T08:27:00.000Z",
+                     *             "address": {
+                     *               "country": "US",
+                     *               "state": "WI",
+                     *               "city": "Milwaukee",
+                     *               "street": "411 E Wisconsin Ave",
+                     *               "postal_code": "53202"
+                     *             }
+                     *           },
+                     *           "end": {
+                     *             "name": "O'Hare Airport",
+                     *             "lat": "41.9742",
+                     *             "lon": "-87.9073",
+                     *             "time": "2026-11-21T10:19:00.000Z",
+                     *             "address": {
+                     *               "country": "US",
+                     *               "state": "IL",
+                     *               "city": "Chicago",
+                     *               "street": "10000 W O'Hare Ave",
+                     *               "postal_code": "60666"
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "has_more": true,
+                     *       "next_cursor": "eyJ2IjoxLCJxIjoiajFNY090QW9LRnZXX3piV3A4RWJnMiIsInQiOiIyMDI2LTExLTIzVDA5OjE4OjQ1LjA3M1oiLCJpIjo2NX0.a_IUVpfMgb7sgmuNki1tz3OunknulSgRWHfhmvDNkVg"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GetDrivesResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
         };
-      };
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      422: components['responses']['ValidationFailed'];
-      429: components['responses']['TooManyRequests'];
-      431: components['responses']['HeadersTooLarge'];
-      503: components['responses']['ServiceUnavailable'];
-      504: components['responses']['GatewayTimeout'];
     };
-  };
-  getGroups: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description The groups. */
-      200: {
-        headers: {
-          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
-          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
-          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
-          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
-          RateLimit: components['headers']['RateLimit'];
-          'X-Request-Id': components['headers']['X-Request-Id'];
-          [name: string]: unknown;
+    getGroups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        content: {
-          /**
-           * @example {
-           *       "resources": [
-           *         {
-           *           "id": "1",
-           *           "display_name": "Demo Team",
-           *           "members": [
-           *             {
-           *               "value": "AliceAdm01",
-           *               "display": "Alice Admin",
-           *               "is_admin": true,
-           *               "is_driver": false
-           *             },
-           *             {
-           *               "value": "BobDriver1",
-           *               "display": "Bob Driver",
-           *               "is_admin": false,
-           *               "is_driver": true
-           *             },
-           *             {
-           *               "value": "CarolDrv01",
-           *               "display": "Carol Driver",
-           *               "is_admin": false,
-           *               "is_driver": true
-           *             }
-           *           ],
-           *           "meta": {
-           *             "resourceType": "Group",
-           *             "created": "2026-11-23T09:18:44.130Z",
-           *             "lastModified": "2026-11-23T09:18:44.130Z",
-           *             "location": "http://127.0.0.1:8080/v1/groups/1"
-           *           }
-           *         }
-           *       ]
-           *     }
-           */
-          'application/json': components['schemas']['GroupListResponse'];
+        requestBody?: never;
+        responses: {
+            /** @description The groups. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resources": [
+                     *         {
+                     *           "id": "1",
+                     *           "display_name": "Demo Team",
+                     *           "members": [
+                     *             {
+                     *               "value": "AliceAdm01",
+                     *               "display": "Alice Admin",
+                     *               "is_admin": true,
+                     *               "is_driver": false
+                     *             },
+                     *             {
+                     *               "value": "BobDriver1",
+                     *               "display": "Bob Driver",
+                     *               "is_admin": false,
+                     *               "is_driver": true
+                     *             },
+                     *             {
+                     *               "value": "CarolDrv01",
+                     *               "display": "Carol Driver",
+                     *               "is_admin": false,
+                     *               "is_driver": true
+                     *             }
+                     *           ],
+                     *           "meta": {
+                     *             "resourceType": "Group",
+                     *             "created": "2026-11-23T09:18:44.130Z",
+                     *             "lastModified": "2026-11-23T09:18:44.130Z",
+                     *             "location": "http://127.0.0.1:8080/v1/groups/1"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GroupListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
         };
-      };
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      422: components['responses']['ValidationFailed'];
-      429: components['responses']['TooManyRequests'];
-      431: components['responses']['HeadersTooLarge'];
-      503: components['responses']['ServiceUnavailable'];
-      504: components['responses']['GatewayTimeout'];
     };
-  };
-  getGroup: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        /** @description Group id (a positive integer). */
-        group_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description The group as the only resource. */
-      200: {
-        headers: {
-          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
-          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
-          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
-          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
-          RateLimit: components['headers']['RateLimit'];
-          'X-Request-Id': components['headers']['X-Request-Id'];
-          [name: string]: unknown;
+    getGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Group id (a positive integer). */
+                group_id: string;
+            };
+            cookie?: never;
         };
-        content: {
-          /**
-           * @example {
-           *       "resources": [
-           *         {
-           *           "id": "1",
-           *           "display_name": "Demo Team",
-           *           "members": [
-           *             {
-           *               "value": "AliceAdm01",
-           *               "display": "Alice Admin",
-           *               "is_admin": true,
-           *               "is_driver": false
-           *             },
-           *             {
-           *               "value": "BobDriver1",
-           *               "display": "Bob Driver",
-           *               "is_admin": false,
-           *               "is_driver": true
-           *             },
-           *             {
-           *               "value": "CarolDrv01",
-           *               "display": "Carol Driver",
-           *               "is_admin": false,
-           *               "is_driver": true
-           *             }
-           *           ],
-           *           "meta": {
-           *             "resourceType": "Group",
-           *             "created": "2026-11-23T09:18:44.130Z",
-           *             "lastModified": "2026-11-23T09:18:44.130Z",
-           *             "location": "http://127.0.0.1:8080/v1/groups/1"
-           *           }
-           *         }
-           *       ]
-           *     }
-           */
-          'application/json': components['schemas']['GroupListResponse'];
+        requestBody?: never;
+        responses: {
+            /** @description The group as the only resource. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resources": [
+                     *         {
+                     *           "id": "1",
+                     *           "display_name": "Demo Team",
+                     *           "members": [
+                     *             {
+                     *               "value": "AliceAdm01",
+                     *               "display": "Alice Admin",
+                     *               "is_admin": true,
+                     *               "is_driver": false
+                     *             },
+                     *             {
+                     *               "value": "BobDriver1",
+                     *               "display": "Bob Driver",
+                     *               "is_admin": false,
+                     *               "is_driver": true
+                     *             },
+                     *             {
+                     *               "value": "CarolDrv01",
+                     *               "display": "Carol Driver",
+                     *               "is_admin": false,
+                     *               "is_driver": true
+                     *             }
+                     *           ],
+                     *           "meta": {
+                     *             "resourceType": "Group",
+                     *             "created": "2026-11-23T09:18:44.130Z",
+                     *             "lastModified": "2026-11-23T09:18:44.130Z",
+                     *             "location": "http://127.0.0.1:8080/v1/groups/1"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GroupListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
         };
-      };
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      422: components['responses']['ValidationFailed'];
-      429: components['responses']['TooManyRequests'];
-      431: components['responses']['HeadersTooLarge'];
-      503: components['responses']['ServiceUnavailable'];
-      504: components['responses']['GatewayTimeout'];
     };
-  };
-  getGroupReportedDrives: {
-    parameters: {
-      query?: {
-        limit?: number;
-        /** @description The field that date_after / date_before bound and the list is ordered by. */
-        filter_by?: 'modified' | 'ended';
-        /** @description Exclusive lower bound (RFC 3339); requires filter_by. */
-        date_after?: string;
-        /** @description Exclusive upper bound (RFC 3339); requires filter_by. */
-        date_before?: string;
-        /**
-         * @deprecated
-         * @description Alias of filter_by=modified&date_after=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
-         */
-        modified_after?: string;
-        /**
-         * @deprecated
-         * @description Alias of filter_by=modified&date_before=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
-         */
-        modified_before?: string;
-        /** @description (+) The next_cursor of the previous page of the same query. */
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        /** @description Group id (a positive integer). */
-        group_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description One page, most recent first. */
-      200: {
-        headers: {
-          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
-          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
-          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
-          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
-          RateLimit: components['headers']['RateLimit'];
-          'X-Request-Id': components['headers']['X-Request-Id'];
-          [name: string]: unknown;
+    getGroupReportedDrives: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The field that date_after / date_before bound and the list is ordered by. */
+                filter_by?: "modified" | "ended";
+                /** @description Exclusive lower bound (RFC 3339); requires filter_by. */
+                date_after?: string;
+                /** @description Exclusive upper bound (RFC 3339); requires filter_by. */
+                date_before?: string;
+                /**
+                 * @deprecated
+                 * @description Alias of filter_by=modified&date_after=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
+                 */
+                modified_after?: string;
+                /**
+                 * @deprecated
+                 * @description Alias of filter_by=modified&date_before=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
+                 */
+                modified_before?: string;
+                /** @description (+) The next_cursor of the previous page of the same query. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Group id (a positive integer). */
+                group_id: string;
+            };
+            cookie?: never;
         };
-        content: {
-          /**
-           * @example {
-           *       "results": [
-           *         {
-           *           "id": "114",
-           *           "driver": {
-           *             "id": "CarolDrv01",
-           *             "name": "Carol Driver",
-           *             "email": "carol@example.com",
-           *             "status": "active",
-           *             "timezone_offset": -4
-           *           },
-           *           "details": {
-           *             "distance": {
-           *               "amount": 28.5,
-           *               "units": "km",
-           *               "discounted": 22
-           *             },
-           *             "value": {
-           *               "amount": 2052,
-           *               "currency": "CAD"
-           *             },
-           *             "toll_fees": {
-           *               "amount": 617,
-           *               "currency": "CAD"
-           *             },
-           *             "parking_fees": null,
-           *             "description": null,
-           *             "entry": "manual",
-           *             "classification": "business",
-           *             "purpose": "Training",
-           *             "start": {
-           *               "name": "Client Site",
-           *               "lat": "43.4307",
-           *               "lon": "-79.7173",
-           *               "time": "2026-10-30T16:40:00.000Z",
-           *               "address": {
-           *                 "country": "CA",
-           *                 "state": "ON",
-           *                 "city": "Oakville",
-           *                 "street": "2525 Speers Rd",
-           *                 "postal_code": "L6L 2X9"
-           *               }
-           *             },
-           *             "end": {
-           *               "name": "Home",
-           *               "lat": "43.6406",
-           *               "lon": "-79.3801",
-           *               "time": "2026-10-30T17:31:00.000Z",
-           *               "address": {
-           *                 "country": "CA",
-           *                 "state": "ON",
-           *                 "city": "Toronto",
-           *                 "street": "88 Queens Quay W",
-           *                 "postal_code": "M5J 0B8"
-           *               }
-           *             }
-           *           },
-           *           "created": "2026-11-23T09:18:47.089Z",
-           *           "modified": "2026-11-23T09:18:47.103Z",
-           *           "status": "approved",
-           *           "review_comments": [
-           *             {
-           *               "id": "17",
-           *               "text": "Approved, thanks.",
-           *               "created_at": "2026-11-23T09:18:47.103Z",
-           *               "user_email": "alice@example.com"
-           *             }
-           *           ]
-           *         }
-           *       ],
-           *       "has_more": true,
-           *       "next_cursor": "eyJ2IjoxLCJxIjoiajFNY090QW9LRnZXX3piV3A4RWJnMiIsInQiOiIyMDI2LTExLTIzVDA5OjE4OjQ1LjA3M1oiLCJpIjo2NX0.a_IUVpfMgb7sgmuNki1tz3OunknulSgRWHfhmvDNkVg"
-           *     }
-           */
-          'application/json': components['schemas']['GetReportedDrivesResponse'];
+        requestBody?: never;
+        responses: {
+            /** @description One page, most recent first. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "id": "114",
+                     *           "driver": {
+                     *             "id": "CarolDrv01",
+                     *             "name": "Carol Driver",
+                     *             "email": "carol@example.com",
+                     *             "status": "active",
+                     *             "timezone_offset": -4
+                     *           },
+                     *           "details": {
+                     *             "distance": {
+                     *               "amount": 28.5,
+                     *               "units": "km",
+                     *               "discounted": 22
+                     *             },
+                     *             "value": {
+                     *               "amount": 2052,
+                     *               "currency": "CAD"
+                     *             },
+                     *             "toll_fees": {
+                     *               "amount": 617,
+                     *               "currency": "CAD"
+                     *             },
+                     *             "parking_fees": null,
+                     *             "description": null,
+                     *             "entry": "manual",
+                     *             "classification": "business",
+                     *             "purpose": "Training",
+                     *             "start": {
+                     *               "name": "Client Site",
+                     *               "lat": "43.4307",
+                     *               "lon": "-79.7173",
+                     *               "time": "2026-10-30T16:40:00.000Z",
+                     *               "address": {
+                     *                 "country": "CA",
+                     *                 "state": "ON",
+                     *                 "city": "Oakville",
+                     *                 "street": "2525 Speers Rd",
+                     *                 "postal_code": "L6L 2X9"
+                     *               }
+                     *             },
+                     *             "end": {
+                     *               "name": "Home",
+                     *               "lat": "43.6406",
+                     *               "lon": "-79.3801",
+                     *               "time": "2026-10-30T17:31:00.000Z",
+                     *               "address": {
+                     *                 "country": "CA",
+                     *                 "state": "ON",
+                     *                 "city": "Toronto",
+                     *                 "street": "88 Queens Quay W",
+                     *                 "postal_code": "M5J 0B8"
+                     *               }
+                     *             }
+                     *           },
+                     *           "created": "2026-11-23T09:18:47.089Z",
+                     *           "modified": "2026-11-23T09:18:47.103Z",
+                     *           "status": "approved",
+                     *           "review_comments": [
+                     *             {
+                     *               "id": "17",
+                     *               "text": "Approved, thanks.",
+                     *               "created_at": "2026-11-23T09:18:47.103Z",
+                     *               "user_email": "alice@example.com"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "has_more": true,
+                     *       "next_cursor": "eyJ2IjoxLCJxIjoiajFNY090QW9LRnZXX3piV3A4RWJnMiIsInQiOiIyMDI2LTExLTIzVDA5OjE4OjQ1LjA3M1oiLCJpIjo2NX0.a_IUVpfMgb7sgmuNki1tz3OunknulSgRWHfhmvDNkVg"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GetReportedDrivesResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
         };
-      };
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      422: components['responses']['ValidationFailed'];
-      429: components['responses']['TooManyRequests'];
-      431: components['responses']['HeadersTooLarge'];
-      503: components['responses']['ServiceUnavailable'];
-      504: components['responses']['GatewayTimeout'];
     };
-  };
-  getReportedDrives: {
-    parameters: {
-      query?: {
-        limit?: number;
-        /** @description The field that date_after / date_before bound and the list is ordered by. */
-        filter_by?: 'modified' | 'ended';
-        /** @description Exclusive lower bound (RFC 3339); requires filter_by. */
-        date_after?: string;
-        /** @description Exclusive upper bound (RFC 3339); requires filter_by. */
-        date_before?: string;
-        /**
-         * @deprecated
-         * @description Alias of filter_by=modified&date_after=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
-         */
-        modified_after?: string;
-        /**
-         * @deprecated
-         * @description Alias of filter_by=modified&date_before=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
-         */
-        modified_before?: string;
-        /** @description (+) The next_cursor of the previous page of the same query. */
-        cursor?: string;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description One page, most recent first. */
-      200: {
-        headers: {
-          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
-          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
-          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
-          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
-          RateLimit: components['headers']['RateLimit'];
-          'X-Request-Id': components['headers']['X-Request-Id'];
-          [name: string]: unknown;
+    getReportedDrives: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The field that date_after / date_before bound and the list is ordered by. */
+                filter_by?: "modified" | "ended";
+                /** @description Exclusive lower bound (RFC 3339); requires filter_by. */
+                date_after?: string;
+                /** @description Exclusive upper bound (RFC 3339); requires filter_by. */
+                date_before?: string;
+                /**
+                 * @deprecated
+                 * @description Alias of filter_by=modified&date_after=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
+                 */
+                modified_after?: string;
+                /**
+                 * @deprecated
+                 * @description Alias of filter_by=modified&date_before=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).
+                 */
+                modified_before?: string;
+                /** @description (+) The next_cursor of the previous page of the same query. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        content: {
-          /**
-           * @example {
-           *       "results": [
-           *         {
-           *           "id": "114",
-           *           "driver": {
-           *             "id": "CarolDrv01",
-           *             "name": "Carol Driver",
-           *             "email": "carol@example.com",
-           *             "status": "active",
-           *             "timezone_offset": -4
-           *           },
-           *           "details": {
-           *             "distance": {
-           *               "amount": 28.5,
-           *               "units": "km",
-           *               "discounted": 22
-           *             },
-           *             "value": {
-           *               "amount": 2052,
-           *               "currency": "CAD"
-           *             },
-           *             "toll_fees": {
-           *               "amount": 617,
-           *               "currency": "CAD"
-           *             },
-           *             "parking_fees": null,
-           *             "description": null,
-           *             "entry": "manual",
-           *             "classification": "business",
-           *             "purpose": "Training",
-           *             "start": {
-           *               "name": "Client Site",
-           *               "lat": "43.4307",
-           *               "lon": "-79.7173",
-           *               "time": "2026-10-30T16:40:00.000Z",
-           *               "address": {
-           *                 "country": "CA",
-           *                 "state": "ON",
-           *                 "city": "Oakville",
-           *                 "street": "2525 Speers Rd",
-           *                 "postal_code": "L6L 2X9"
-           *               }
-           *             },
-           *             "end": {
-           *               "name": "Home",
-           *               "lat": "43.6406",
-           *               "lon": "-79.3801",
-           *               "time": "2026-10-30T17:31:00.000Z",
-           *               "address": {
-           *                 "country": "CA",
-           *                 "state": "ON",
-           *                 "city": "Toronto",
-           *                 "street": "88 Queens Quay W",
-           *                 "postal_code": "M5J 0B8"
-           *               }
-           *             }
-           *           },
-           *           "created": "2026-11-23T09:18:47.089Z",
-           *           "modified": "2026-11-23T09:18:47.103Z",
-           *           "status": "approved",
-           *           "review_comments": [
-           *             {
-           *               "id": "17",
-           *               "text": "Approved, thanks.",
-           *               "created_at": "2026-11-23T09:18:47.103Z",
-           *               "user_email": "alice@example.com"
-           *             }
-           *           ]
-           *         }
-           *       ],
-           *       "has_more": true,
-           *       "next_cursor": "eyJ2IjoxLCJxIjoiajFNY090QW9LRnZXX3piV3A4RWJnMiIsInQiOiIyMDI2LTExLTIzVDA5OjE4OjQ1LjA3M1oiLCJpIjo2NX0.a_IUVpfMgb7sgmuNki1tz3OunknulSgRWHfhmvDNkVg"
-           *     }
-           */
-          'application/json': components['schemas']['GetReportedDrivesResponse'];
+        requestBody?: never;
+        responses: {
+            /** @description One page, most recent first. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "id": "114",
+                     *           "driver": {
+                     *             "id": "CarolDrv01",
+                     *             "name": "Carol Driver",
+                     *             "email": "carol@example.com",
+                     *             "status": "active",
+                     *             "timezone_offset": -4
+                     *           },
+                     *           "details": {
+                     *             "distance": {
+                     *               "amount": 28.5,
+                     *               "units": "km",
+                     *               "discounted": 22
+                     *             },
+                     *             "value": {
+                     *               "amount": 2052,
+                     *               "currency": "CAD"
+                     *             },
+                     *             "toll_fees": {
+                     *               "amount": 617,
+                     *               "currency": "CAD"
+                     *             },
+                     *             "parking_fees": null,
+                     *             "description": null,
+                     *             "entry": "manual",
+                     *             "classification": "business",
+                     *             "purpose": "Training",
+                     *             "start": {
+                     *               "name": "Client Site",
+                     *               "lat": "43.4307",
+                     *               "lon": "-79.7173",
+                     *               "time": "2026-10-30T16:40:00.000Z",
+                     *               "address": {
+                     *                 "country": "CA",
+                     *                 "state": "ON",
+                     *                 "city": "Oakville",
+                     *                 "street": "2525 Speers Rd",
+                     *                 "postal_code": "L6L 2X9"
+                     *               }
+                     *             },
+                     *             "end": {
+                     *               "name": "Home",
+                     *               "lat": "43.6406",
+                     *               "lon": "-79.3801",
+                     *               "time": "2026-10-30T17:31:00.000Z",
+                     *               "address": {
+                     *                 "country": "CA",
+                     *                 "state": "ON",
+                     *                 "city": "Toronto",
+                     *                 "street": "88 Queens Quay W",
+                     *                 "postal_code": "M5J 0B8"
+                     *               }
+                     *             }
+                     *           },
+                     *           "created": "2026-11-23T09:18:47.089Z",
+                     *           "modified": "2026-11-23T09:18:47.103Z",
+                     *           "status": "approved",
+                     *           "review_comments": [
+                     *             {
+                     *               "id": "17",
+                     *               "text": "Approved, thanks.",
+                     *               "created_at": "2026-11-23T09:18:47.103Z",
+                     *               "user_email": "alice@example.com"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "has_more": true,
+                     *       "next_cursor": "eyJ2IjoxLCJxIjoiajFNY090QW9LRnZXX3piV3A4RWJnMiIsInQiOiIyMDI2LTExLTIzVDA5OjE4OjQ1LjA3M1oiLCJpIjo2NX0.a_IUVpfMgb7sgmuNki1tz3OunknulSgRWHfhmvDNkVg"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GetReportedDrivesResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
         };
-      };
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      422: components['responses']['ValidationFailed'];
-      429: components['responses']['TooManyRequests'];
-      431: components['responses']['HeadersTooLarge'];
-      503: components['responses']['ServiceUnavailable'];
-      504: components['responses']['GatewayTimeout'];
     };
-  };
 }
