@@ -120,6 +120,23 @@ test('a note that starts like a formula stays text; commas, quotes and new lines
   assert.equal(second!.notes, 'a, "b"\nc');
 });
 
+test('a walk that fails before its commit changes nothing, also when a removal is saved meanwhile', async () => {
+  const store = new PayrollStore(csv, state, '1');
+  const first = store.target();
+  for (const id of [1, 2, 3]) await first.upsert(String(id), reportedDrive(id, T(id)));
+  await first.commit({ version: 1, watermark: T(3) }, { full: true, upserts: 3, deletes: 0 });
+  const failed = store.target();
+  await failed.reset('resync-required');
+  await failed.upsert('9', reportedDrive(9, T(9)));
+  // The walk failed here (no commit); a webhook removal is saved afterwards.
+  store.removeFromEvent('2', T(8));
+  assert.deepEqual(
+    records().map((r) => r.drive_id),
+    ['1', '3'],
+  );
+  assert.deepEqual(store.syncState, { version: 1, watermark: T(3) });
+});
+
 test('a state file of another group is refused', () => {
   new PayrollStore(csv, state, '1').save();
   assert.throws(() => new PayrollStore(csv, state, '2'), /holds group 1, not 2/);

@@ -156,26 +156,30 @@ export class PayrollStore {
     );
   }
 
-  /** The SyncTarget the sync walk writes into; `commit` writes the CSV, then the state. */
+  /**
+   * The SyncTarget a sync walk writes into. It works on a copy: only `commit` makes the walk's changes the store's
+   * (and writes the CSV, then the state), so a walk that fails half-way (after a reset, say) leaves the store as it was.
+   */
   target(): SyncTarget<ReportedDrive, ReportedDriveTombstone> {
+    const staged: StoredState = structuredClone(this.state);
     return {
       reset: () => {
-        this.state.rows = {};
+        staged.rows = {};
       },
       upsert: (id, item) => {
-        const removedAt = this.state.removed[id];
+        const removedAt = staged.removed[id];
         if (removedAt !== undefined && Date.parse(item.modified) <= Date.parse(removedAt)) return;
-        delete this.state.removed[id];
-        this.state.rows[id] = toRow(item);
+        delete staged.removed[id];
+        staged.rows[id] = toRow(item);
       },
       remove: (id) => {
-        delete this.state.rows[id];
+        delete staged.rows[id];
       },
       commit: (sync) => {
-        this.state.sync = sync;
+        staged.sync = sync;
         const mark = sync.watermark === null ? NaN : Date.parse(sync.watermark);
-        for (const [id, at] of Object.entries(this.state.removed))
-          if (Date.parse(at) <= mark) delete this.state.removed[id];
+        for (const [id, at] of Object.entries(staged.removed)) if (Date.parse(at) <= mark) delete staged.removed[id];
+        this.state = staged;
         this.save();
       },
     };
