@@ -2,3 +2,4 @@ export { createApp, type AppDeps, type Readiness } from './app';
 export { TokenError, TokenVerifier, type Caller, type TokenVerifierOptions } from './auth';
 export { configSchema, jwksUrl, type Config } from './config';
 export { RateLimits, rateLimitHeaders } from './rate-limit';
+export { openApiDocument } from './openapi';

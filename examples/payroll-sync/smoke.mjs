@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+// Smoke run of the example's two documented commands (CI, .ci/run): the whole stack on free ports (launchStack, the
+// development identity provider issuing real tokens), `npm run export -w examples/payroll-sync` twice (the second
+// changes nothing), then `npm run receive -w examples/payroll-sync`: it syncs, applies a signed withdrawal to the
+// CSV, refuses a forged one, and stops cleanly on SIGTERM. A minute or so.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const { launchStack } = require('@mileage/devstack');
+const { freePort } = require('@mileage/runtime');
+const { signWebhook } = require('@mileage/client');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const fail = (message) => {
+  throw new Error(`payroll-sync smoke: ${message}`);
+};
+
+function npmRun(script, env) {
+  const child = spawn('npm', ['run', '--silent', script, '-w', 'examples/payroll-sync'], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  child.stdout.on('data', (c) => (out += c));
+  child.stderr.on('data', (c) => (out += c));
+  const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  const waitFor = async (pattern, ms) => {
+    const until = Date.now() + ms;
+    while (!pattern.test(out)) {
+      if (Date.now() > until || child.exitCode !== null) fail(`no ${pattern} from npm run ${script}:\n${out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  return { child, exited, output: () => out, waitFor };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'payroll-smoke-'));
+const stack = await launchStack();
+try {
+  const secret = `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('base64')}`;
+  const port = await freePort();
+  const env = {
+    MILEAGE_API_URL: stack.gatewayUrl,
+    MILEAGE_GROUP_ID: '1',
+    MILEAGE_TOKEN_URL: `${stack.issuer}/protocol/openid-connect/token`,
+    MILEAGE_USERNAME: 'alice@example.com',
+    MILEAGE_PASSWORD: 'demo',
+    PAYROLL_CSV: join(dir, 'team-1.csv'),
+    WEBHOOK_SECRET: secret,
+    RECEIVER_PORT: String(port),
+  };
+  for (const expected of [
+    /full sync of group 1: \d+ new or changed.*\(rewritten\)/,
+    /incremental sync.*\(unchanged\)/,
+  ]) {
+    const run = npmRun('export', env);
+    if ((await run.exited) !== 0 || !expected.test(run.output())) fail(`npm run export:\n${run.output()}`);
+    process.stdout.write(run.output());
+  }
+  const csvIds = () =>
+    readFileSync(env.PAYROLL_CSV, 'utf8')
+      .split('\n')
+      .slice(1)
+      .filter(Boolean)
+      .map((line) => line.split(',')[0]);
+  const before = csvIds();
+
+  const receiver = npmRun('receive', env);
+  try {
+    await receiver.waitFor(/sync: 0 changed/, 60_000);
+    const url = `http://127.0.0.1:${port}/webhooks`;
+    const withdrawn = before[0];
+    const body = JSON.stringify({
+      type: 'drive.report_withdrawn',
+      timestamp: new Date().toISOString(),
+      data: { drive_id: Number(withdrawn), group_id: '1', user_id: 'BobDriver1', modified: new Date().toISOString() },
+    });
+    const post = (headers) =>
+      fetch(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
+    const forged = await post(
+      signWebhook(`whsec_${Buffer.from('x'.repeat(24)).toString('base64')}`, 'msg_smoke', body),
+    );
+    if (forged.status !== 400) fail(`a forged delivery answered ${forged.status}`);
+    const good = await post(signWebhook(secret, 'msg_smoke', body));
+    if (good.status !== 204) fail(`a signed delivery answered ${good.status}`);
+    const after = csvIds();
+    if (after.includes(withdrawn) || after.length !== before.length - 1) fail(`drive ${withdrawn} is still in the CSV`);
+    process.kill(-receiver.child.pid, 'SIGTERM');
+    await receiver.waitFor(/stopped/, 15_000);
+    await receiver.exited;
+    process.stdout.write(receiver.output());
+  } finally {
+    if (receiver.child.exitCode === null) process.kill(-receiver.child.pid, 'SIGKILL');
+  }
+  process.stdout.write('payroll-sync smoke: export twice (idempotent), receiver applied a signed withdrawal: ok\n');
+} finally {
+  await stack.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
