@@ -176,12 +176,12 @@ describe('DeleteDrive and WithdrawReport', () => {
     );
     assert.deepEqual(page.tombstones, [], 'no tombstones without include_deleted');
     for (const call of [
-      client.deleteDrive({ driveId: gone!, userId: 'DelUser001' }),
-      client.reportDrive({ driveId: gone!, groupId: 3 }),
-      client.updateDrive({ drive: { ...drive('DelUser001', 2), id: gone! } }),
-      client.withdrawReport({ driveId: gone!, userId: 'DelUser001' }),
+      () => client.deleteDrive({ driveId: gone!, userId: 'DelUser001' }),
+      () => client.reportDrive({ driveId: gone!, groupId: 3 }),
+      () => client.updateDrive({ drive: { ...drive('DelUser001', 2), id: gone! } }),
+      () => client.withdrawReport({ driveId: gone!, userId: 'DelUser001' }),
     ])
-      assert.equal((await rejection(call)).code, status.NOT_FOUND);
+      assert.equal((await rejection(call())).code, status.NOT_FOUND);
     const stored = await db.knex('drive_tombstones').where({ drive_id: gone }).first();
     assert.equal((stored as { drive: { id: string } }).drive.id, String(gone), 'the drive is kept until the purge');
     assert.deepEqual(await outbox(gone!), [], 'an unreported drive concerns no group: no event');
