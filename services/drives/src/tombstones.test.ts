@@ -389,6 +389,79 @@ describe('the change feed: include_deleted', () => {
     assert.ok(!next.some((e) => e.id === a));
   });
 
+  test('an incremental sync with deletions racing it ends exactly in step', { timeout: 60_000 }, async () => {
+    const user = 'RaceUser01';
+    const ids = await create(user, 40);
+    const alive = new Set(ids);
+    let version = 0;
+    // Writers: updates in transactions that stay open for varying times (commit order differs from stamp order),
+    // and deletions through the service.
+    const writer = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const pool = [...alive];
+        const id = pool[Math.floor(Math.random() * pool.length)];
+        if (id === undefined) return;
+        if (Math.random() < 0.3) {
+          alive.delete(id);
+          await client.deleteDrive({ driveId: id, userId: user });
+        } else {
+          await db.knex.transaction(async (tx) => {
+            await tx('drives')
+              .update({ description: `v${++version}`, modified_at: tx.fn.now() })
+              .where({ id });
+            await tx.raw('SELECT pg_sleep(?)', [Math.random() * 0.02]);
+          });
+        }
+      }
+    };
+    const local = new Map<number, string | undefined>();
+    let watermark: string | undefined;
+    const sync = async () => {
+      let position: drivesV1.PagePosition | undefined;
+      let newest = watermark;
+      for (;;) {
+        const page = await client.listUserDrives({
+          userId: user,
+          limit: 7,
+          cursor: '',
+          classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
+          sortField: SortField.SORT_FIELD_MODIFIED,
+          includeDeleted: true,
+          ...(watermark ? { after: watermark } : {}),
+          ...(position ? { afterPosition: position } : {}),
+        });
+        for (const d of page.drives) local.set(d.id, d.description);
+        for (const t of page.tombstones) local.delete(t.driveId);
+        for (const time of [...page.drives.map((d) => d.updateTime!), ...page.tombstones.map((t) => t.deleteTime!)])
+          if (!newest || time > newest) newest = time;
+        if (!page.hasMore) break;
+        position = page.nextPosition;
+      }
+      watermark = newest;
+    };
+    let writing = true;
+    const writers = Promise.all([writer(25), writer(25), writer(25)]).finally(() => (writing = false));
+    let syncs = 0;
+    while (writing) {
+      await sync();
+      syncs++;
+    }
+    await writers;
+    await sync();
+    const truth = (await db.knex('drives').select('id', 'description').where({ user_id: user })) as {
+      id: string;
+      description: string | null;
+    }[];
+    assert.deepEqual(
+      [...local.keys()].sort((a, b) => a - b),
+      truth.map((r) => Number(r.id)).sort((a, b) => a - b),
+      `the local copy holds exactly the live drives after ${syncs} syncs`,
+    );
+    for (const row of truth) assert.equal(local.get(Number(row.id)), row.description ?? undefined);
+    assert.ok(truth.length < 40, 'some drives were deleted');
+    assert.ok(syncs > 1, 'the reader synced while writers were active');
+  });
+
   test('include_deleted only with the sort by modified time', async () => {
     const err = await rejection(
       client.listUserDrives({
