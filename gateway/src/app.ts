@@ -56,7 +56,7 @@ const KNOWN_PATHS: [RegExp, string][] = [
   [/^\/v1\/groups(\/[^/]+)?$/, 'GET, HEAD'],
   [/^\/v1\/(users|groups)\/[^/]+\/(drives|reported-drives)$/, 'GET, HEAD'],
   [/^\/v1\/drives$/, 'GET, HEAD'],
-  [/^\/(healthz|readyz|healthz\/dependencies|openapi\.json|docs)$/, 'GET, HEAD'],
+  [/^\/(healthz|readyz|healthz\/dependencies|openapi\.json|docs|errors\/resync-required)$/, 'GET, HEAD'],
 ];
 
 /** The gateway's HTTP application; process wiring (listeners, clients, signals) lives in main.ts. */
@@ -92,6 +92,11 @@ export function createApp(deps: AppDeps): Express {
     res.locals.routeId = 'openapi';
     res.type('application/json').send(openApi);
   });
+  // The problem types of /v1 beyond about:blank (RFC 9457 `type`, a reference relative to this gateway): what they mean.
+  app.get('/errors/resync-required', (_req, res) => {
+    res.locals.routeId = 'errors';
+    res.type('text/plain').send(RESYNC_REQUIRED_TEXT);
+  });
   app.use(docsRouter({ issuer: deps.issuer, clientId: deps.docsClientId ?? DOCS_CLIENT_ID }));
 
   app.get('/v1/users/me', v1Route(getMe, v1));
@@ -124,6 +129,17 @@ export function createApp(deps: AppDeps): Express {
   app.use(errorHandler(deps.logger));
   return app;
 }
+
+const RESYNC_REQUIRED_TEXT = `410 Gone, type /errors/resync-required (the change feed, include_deleted=true)
+
+Deleted drives and withdrawn reports are kept as tombstones for a retention window (90 days unless the operator
+set TOMBSTONE_RETENTION_DAYS). The request's date_after / modified_after (also when it travels inside a cursor) is
+older than that, so deletions since then may be gone and an incremental sync from it could silently keep drives
+that no longer exist.
+
+Start a full sync: list without date_after (include_deleted=true is fine), follow next_cursor to the end, replace
+the local copy with what the walk returned, and continue incrementally with date_after = the newest "modified" seen.
+`;
 
 /** When /v1/drives was deprecated (2026-11-22T00:00:00Z) as an RFC 9745 Deprecation value. */
 export const DRIVES_DEPRECATION = `@${Date.parse('2026-11-22T00:00:00Z') / 1000}`;
@@ -192,7 +208,7 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
       res.destroy();
       return;
     }
-    if (err instanceof HttpProblem) return sendProblem(res, err.status, err.detail, err.headers);
+    if (err instanceof HttpProblem) return sendProblem(res, err.status, err.detail, err.headers, err.type);
     if (err instanceof ValidationProblem) return sendValidationProblem(res, err.issues);
     const status =
       (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
@@ -202,7 +218,7 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
       if (problem instanceof ValidationProblem) return sendValidationProblem(res, problem.issues);
       if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504)
         logger.error({ err, request_id }, 'downstream call failed');
-      return sendProblem(res, problem.status, problem.detail, problem.headers);
+      return sendProblem(res, problem.status, problem.detail, problem.headers, problem.type);
     }
     logger.error({ err, request_id }, 'request failed');
     sendProblem(res, 500, 'Internal server error');

@@ -9,7 +9,13 @@ export interface DriveListParams {
   after?: string;
   before?: string;
   cursor?: string;
+  /** (+) Tombstones of deleted drives and withdrawn reports in the list (the change feed). */
+  includeDeleted?: true;
 }
+
+// Pydantic's boolean parsing (the reference API is FastAPI): these words, in any case.
+const TRUE_WORDS = new Set(['1', 'on', 't', 'true', 'y', 'yes']);
+const FALSE_WORDS = new Set(['0', 'off', 'f', 'false', 'n', 'no']);
 
 /**
  * The query parameters of the three drive lists (CONTRACT §2), with every problem reported at once in the
@@ -112,6 +118,26 @@ export function parseDriveListParams(
     });
   const cursor = single('cursor');
 
+  let includeDeleted = false;
+  const rawDeleted = single('include_deleted');
+  if (rawDeleted !== undefined) {
+    const word = rawDeleted.toLowerCase();
+    if (TRUE_WORDS.has(word)) includeDeleted = true;
+    else if (!FALSE_WORDS.has(word))
+      issues.push({
+        loc: ['query', 'include_deleted'],
+        msg: 'Input should be a valid boolean, unable to interpret input',
+        type: 'bool_parsing',
+      });
+  }
+  // Tombstones carry only the time of the deletion: they have a place in the order by modified time alone.
+  if (includeDeleted && filterBy === 'ended')
+    issues.push({
+      loc: ['query', 'include_deleted'],
+      msg: 'include_deleted=true requires filter_by=modified (or the default order)',
+      type: 'value_error',
+    });
+
   if (issues.length) return { issues };
   return {
     input: {
@@ -121,6 +147,7 @@ export function parseDriveListParams(
       ...(after ? { after } : {}),
       ...(before ? { before } : {}),
       ...(cursor !== undefined ? { cursor } : {}),
+      ...(includeDeleted ? { includeDeleted: true as const } : {}),
     },
   };
 }

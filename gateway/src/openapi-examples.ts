@@ -126,6 +126,24 @@ export const V1_EXAMPLES = {
   tooManyRequests: problem(429, 'Too Many Requests', 'Rate limit of 30 requests per minute exceeded'),
   unavailable: problem(503, 'Service Unavailable', 'A backing service is unavailable; try again shortly'),
   timeout: problem(504, 'Gateway Timeout', 'A backing service did not answer in time'),
+  // (+) The change feed (include_deleted=true): tombstones in order with live items, and the answer to a stale bound.
+  drivesWithDeleted: {
+    results: [{ drive_id: 66, deleted: true, modified: '2026-11-23T09:20:02.511Z' }, bobsDrive],
+    has_more: true,
+    next_cursor: cursor,
+  },
+  reportedDrivesWithDeleted: {
+    results: [{ id: '115', deleted: true, modified: '2026-11-23T09:20:02.511Z' }, carolsReportedDrive],
+    has_more: true,
+    next_cursor: cursor,
+  },
+  resyncRequired: {
+    detail:
+      'Deletions are kept for 90 days: the list is complete only after 2026-08-25T09:20:02.511Z, and date_after (or modified_after) is earlier. Start a full sync: list without date_after and replace your copy.',
+    type: '/errors/resync-required',
+    title: 'Gone',
+    status: 410,
+  },
 };
 
 const scimError = (status: string, detail: string, scimType?: string) => ({

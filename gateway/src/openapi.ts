@@ -112,6 +112,10 @@ const V1_ERROR_RESPONSES = {
     { 'Retry-After': header('Retry-After') },
   ),
   GatewayTimeout: problem('(+) A backing service did not answer in time.', V1_EXAMPLES.timeout),
+  ResyncRequired: problem(
+    '(+) Only with `include_deleted=true`: the sync’s lower bound (`date_after` or `modified_after`, also inside a `cursor`) is older than the tombstone retention (90 days by default), so deletions since then may have been purged. `type` is `/errors/resync-required`: start a full sync (list without `date_after`, replace the local copy) and continue incrementally from its newest `modified`.',
+    V1_EXAMPLES.resyncRequired,
+  ),
   // Node.js's HTTP server answers this itself, before any route, so it carries no body (schemathesis found it).
   HeadersTooLarge: {
     description:
@@ -129,8 +133,27 @@ const errorResponses = {
   '504': responseRef('GatewayTimeout'),
 };
 
-const ok = (schema: object, description: string, example: object) => ({
-  '200': { description, headers: rateLimitHeaders, content: { 'application/json': { schema, example } } },
+const ok = (schema: object, description: string, example: object, feedExample?: object) => ({
+  '200': {
+    description,
+    headers: rateLimitHeaders,
+    content: {
+      'application/json': {
+        schema,
+        ...(feedExample
+          ? {
+              examples: {
+                page: { summary: 'A page', value: example },
+                change_feed: {
+                  summary: '(+) With include_deleted=true: a tombstone before a live item',
+                  value: feedExample,
+                },
+              },
+            }
+          : { example }),
+      },
+    },
+  },
 });
 
 const userIdParam = {
@@ -198,6 +221,12 @@ const listParams = (withClassification: boolean) => [
     description: '(+) The next_cursor of the previous page of the same query.',
     schema: { type: 'string' },
   },
+  {
+    name: 'include_deleted',
+    in: 'query',
+    description: `(+) The change feed: also list ${withClassification ? 'deleted drives as `{"drive_id", "deleted": true, "modified"}`' : 'withdrawn reports and deleted drives as `{"id", "deleted": true, "modified"}`'} (\`modified\` = when deleted${withClassification ? ', whatever the drive’s classification was' : ''}), in order with the live items and under the same cursor. Only with \`filter_by=modified\` or the default order (else 422). Tombstones are kept 90 days (by default): with a \`date_after\` / \`modified_after\` older than that, 410. Without it (or \`false\`) the response is exactly as without the change feed.`,
+    schema: { type: 'boolean', default: false },
+  },
 ];
 
 const operation = (o: {
@@ -209,6 +238,8 @@ const operation = (o: {
   response: object;
   description?: string;
   deprecated?: boolean;
+  /** A change-feed list: documents the 410 of include_deleted. */
+  feed?: boolean;
 }) => ({
   get: {
     tags: ['External API'],
@@ -219,7 +250,7 @@ const operation = (o: {
     ...(o.deprecated ? { deprecated: true } : {}),
     security: [{ oauth2: [o.scope] }],
     parameters: o.params ?? [],
-    responses: { ...o.response, ...errorResponses },
+    responses: { ...o.response, ...errorResponses, ...(o.feed ? { '410': responseRef('ResyncRequired') } : {}) },
   },
 });
 
@@ -276,7 +307,7 @@ export function openApiDocument(options: { issuer: string }) {
       {
         name: 'External API',
         description:
-          'The read-only `/v1` API for integrations: the signed-in person’s profile and drives, the teams they administer and the drives reported to them. Each route needs one scope and has its own per-minute limit. Drive lists page with `next_cursor` (keyset: nothing skipped or repeated during a sync).',
+          'The read-only `/v1` API for integrations: the signed-in person’s profile and drives, the teams they administer and the drives reported to them. Each route needs one scope and has its own per-minute limit. Drive lists page with `next_cursor` (keyset: nothing skipped or repeated during a sync); (+) with `include_deleted=true` they are a change feed that also lists deleted drives and withdrawn reports as tombstones.',
       },
       {
         name: 'SCIM 2.0',
@@ -307,10 +338,12 @@ export function openApiDocument(options: { issuer: string }) {
         scope: 'drives_read',
         limit: 20,
         params: [userIdParam, ...listParams(true)],
+        feed: true,
         response: ok(
           ref('GetDrivesResponse'),
           'One page, most recent first on the filter field (modified by default), ties by drive id descending.',
           V1_EXAMPLES.drives,
+          V1_EXAMPLES.drivesWithDeleted,
         ),
       }),
       '/v1/groups': operation({
@@ -336,8 +369,14 @@ export function openApiDocument(options: { issuer: string }) {
         scope: 'groups_read_reported_drives',
         limit: 60,
         params: [groupIdParam, ...listParams(false)],
+        feed: true,
         response: {
-          ...ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.', V1_EXAMPLES.reportedDrives),
+          ...ok(
+            ref('GetReportedDrivesResponse'),
+            'One page, most recent first.',
+            V1_EXAMPLES.reportedDrives,
+            V1_EXAMPLES.reportedDrivesWithDeleted,
+          ),
         },
       }),
       '/v1/drives': operation({
@@ -346,8 +385,14 @@ export function openApiDocument(options: { issuer: string }) {
         scope: 'groups_read_reported_drives',
         limit: 60,
         params: listParams(false),
+        feed: true,
         deprecated: true,
-        response: ok(ref('GetReportedDrivesResponse'), 'One page, most recent first.', V1_EXAMPLES.reportedDrives),
+        response: ok(
+          ref('GetReportedDrivesResponse'),
+          'One page, most recent first.',
+          V1_EXAMPLES.reportedDrives,
+          V1_EXAMPLES.reportedDrivesWithDeleted,
+        ),
         description:
           'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: @1795305600` (RFC 9745: deprecated since 2026-11-22) and a `Link` with `rel="deprecation"`.',
       }),
@@ -455,11 +500,27 @@ export function openApiDocument(options: { issuer: string }) {
           },
         },
         DriveDetails: { type: 'object', required: detailKeys, properties: driveDetailProperties },
+        DriveTombstone: {
+          type: 'object',
+          description: '(+) A deleted drive, only with `include_deleted=true`.',
+          required: ['drive_id', 'deleted', 'modified'],
+          additionalProperties: false,
+          properties: {
+            drive_id: { type: 'integer', minimum: 1 },
+            deleted: { const: true },
+            modified: { ...dateTime, description: 'When the drive was deleted.' },
+          },
+          example: V1_EXAMPLES.drivesWithDeleted.results[0],
+        },
         GetDrivesResponse: {
           type: 'object',
           required: ['results', 'has_more', 'next_cursor'],
           properties: {
-            results: { type: 'array', items: ref('DriveSchema') },
+            results: {
+              type: 'array',
+              description: 'Drives; with `include_deleted=true` (+) also tombstones, in the same order.',
+              items: { oneOf: [ref('DriveSchema'), ref('DriveTombstone')] },
+            },
             has_more: { type: 'boolean' },
             next_cursor: { type: ['string', 'null'], description: '(+) Opaque; pass as `cursor` for the next page.' },
           },
@@ -499,11 +560,28 @@ export function openApiDocument(options: { issuer: string }) {
             },
           },
         },
+        ReportedDriveTombstone: {
+          type: 'object',
+          description:
+            '(+) A report withdrawn from the group, or a reported drive deleted, only with `include_deleted=true`.',
+          required: ['id', 'deleted', 'modified'],
+          additionalProperties: false,
+          properties: {
+            id: { type: 'string', pattern: '^[1-9][0-9]*$' },
+            deleted: { const: true },
+            modified: { ...dateTime, description: 'When the report was withdrawn or the drive deleted.' },
+          },
+          example: V1_EXAMPLES.reportedDrivesWithDeleted.results[0],
+        },
         GetReportedDrivesResponse: {
           type: 'object',
           required: ['results', 'has_more', 'next_cursor'],
           properties: {
-            results: { type: 'array', items: ref('ReportedDriveSchema') },
+            results: {
+              type: 'array',
+              description: 'Reported drives; with `include_deleted=true` (+) also tombstones, in the same order.',
+              items: { oneOf: [ref('ReportedDriveSchema'), ref('ReportedDriveTombstone')] },
+            },
             has_more: { type: 'boolean' },
             next_cursor: { type: ['string', 'null'] },
           },

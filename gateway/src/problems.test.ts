@@ -37,12 +37,16 @@ describe('problemFromGrpc: /v1 formats the platform table', () => {
     assert.deepEqual(problem.issues, [{ loc: ['query', 'page', 'limit'], msg: 'at most 1000', type: 'value_error' }]);
   });
 
-  test('FAILED_PRECONDITION is a 503 to try again, not a 412', () => {
-    const problem = problemFromGrpc(failed(errors.failedPrecondition('not ready yet')));
+  test('FAILED_PRECONDITION is a 410 (not a 412, not a retry): with RESYNC_REQUIRED, the resync problem type', () => {
+    const problem = problemFromGrpc(failed(errors.failedPrecondition('start a full sync', 'RESYNC_REQUIRED')));
     assert.ok(problem instanceof HttpProblem);
-    assert.equal(problem.status, 503);
-    assert.equal(problem.headers['Retry-After'], '5');
-    assert.doesNotMatch(problem.detail, /ready/, 'the service message is not passed on');
+    assert.deepEqual(
+      [problem.status, problem.detail, problem.type, problem.headers],
+      [410, 'start a full sync', '/errors/resync-required', {}],
+    );
+    const other = problemFromGrpc(failed(errors.failedPrecondition('gone')));
+    assert.ok(other instanceof HttpProblem);
+    assert.deepEqual([other.status, other.type], [410, 'about:blank']);
   });
 
   test('anything that is not a gRPC error is a plain 500', () => {

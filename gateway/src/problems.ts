@@ -10,11 +10,24 @@ export interface ValidationIssue {
   type: string;
 }
 
+/**
+ * (+) Problem types beyond `about:blank` (RFC 9457 `type`, relative to the gateway; each is described there and in the
+ * OpenAPI document). A client matches the string.
+ */
+export const PROBLEM_TYPES = {
+  /** 410 on the change feed: tombstones since the sync's lower bound may be gone; start a full sync. */
+  resyncRequired: '/errors/resync-required',
+} as const;
+
+/** The problem type of a service error's reason, when it has one of its own. */
+const TYPE_OF_REASON: Record<string, string> = { RESYNC_REQUIRED: PROBLEM_TYPES.resyncRequired };
+
 export class HttpProblem extends Error {
   constructor(
     readonly status: number,
     readonly detail: string,
     readonly headers: Record<string, string> = {},
+    readonly type = 'about:blank',
   ) {
     super(detail);
     this.name = 'HttpProblem';
@@ -29,11 +42,17 @@ export class ValidationProblem extends Error {
 }
 
 /** `{"detail": "..."}` plus the RFC 9457 members `type`, `title`, `status`. */
-export function sendProblem(res: Response, status: number, detail: string, headers: Record<string, string> = {}): void {
+export function sendProblem(
+  res: Response,
+  status: number,
+  detail: string,
+  headers: Record<string, string> = {},
+  type = 'about:blank',
+): void {
   res
     .status(status)
     .set(headers)
-    .json({ detail, type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status });
+    .json({ detail, type, title: STATUS_CODES[status] ?? 'Error', status });
 }
 
 export function sendValidationProblem(res: Response, issues: ValidationIssue[]): void {
@@ -62,5 +81,6 @@ export function problemFromGrpc(err: unknown): HttpProblem | ValidationProblem {
     answer.status,
     (answer.passMessage && decoded.message) || answer.detail,
     answer.retryAfterSeconds ? { 'Retry-After': String(answer.retryAfterSeconds) } : {},
+    (decoded.reason && TYPE_OF_REASON[decoded.reason]) || 'about:blank',
   );
 }

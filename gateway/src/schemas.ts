@@ -191,3 +191,25 @@ export function toReportedDriveSchema(
     })),
   };
 }
+
+/** (+) A deleted drive in a user's drives (`include_deleted=true`). */
+export interface DriveTombstoneSchema {
+  drive_id: number;
+  deleted: true;
+  modified: string;
+}
+
+/** (+) A withdrawn report or deleted drive in reported drives (`include_deleted=true`). */
+export interface ReportedDriveTombstoneSchema {
+  id: string;
+  deleted: true;
+  modified: string;
+}
+
+export function toDriveTombstoneSchema(t: drivesV1.Tombstone): DriveTombstoneSchema {
+  return { drive_id: t.driveId, deleted: true, modified: t.deleteTime! };
+}
+
+export function toReportedDriveTombstoneSchema(t: drivesV1.Tombstone): ReportedDriveTombstoneSchema {
+  return { id: String(t.driveId), deleted: true, modified: t.deleteTime! };
+}

@@ -5,7 +5,12 @@ import type { Caller } from '../auth';
 import { CursorCodec, type CursorPosition } from '../cursor';
 import { parseDriveListParams, type DriveListParams } from '../drive-params';
 import { HttpProblem, type ValidationIssue } from '../problems';
-import { toDriveSchema, toReportedDriveSchema } from '../schemas';
+import {
+  toDriveSchema,
+  toDriveTombstoneSchema,
+  toReportedDriveSchema,
+  toReportedDriveTombstoneSchema,
+} from '../schemas';
 import type { RouteSpec, V1Deps } from '../v1';
 import { requireGroupAdmin, validateGroupIdParam } from './groups';
 import { validateUserIdParam } from './users';
@@ -40,6 +45,8 @@ function parseList(
     sort: p.sortField,
     after: p.after,
     before: p.before,
+    // Only when asked for: without include_deleted a cursor is byte for byte what it was before the change feed.
+    ...(p.includeDeleted ? { deleted: 1 } : {}),
   });
   if (p.cursor === undefined) return { input: { params: p, fingerprint } };
   const position = deps.cursors.decode(p.cursor, fingerprint);
@@ -65,7 +72,17 @@ function listRequest(input: ListInput) {
     ...(p.after ? { after: p.after } : {}),
     ...(p.before ? { before: p.before } : {}),
     ...(input.position ? { afterPosition: { sortTime: input.position.sortTime, id: input.position.id } } : {}),
+    ...(p.includeDeleted ? { includeDeleted: true } : {}),
   };
+}
+
+/**
+ * Live items and tombstones of one page in list order: modified time, then drive id, both descending (the service's
+ * keyset order, in which it cut the page). Times are the service's RFC 3339 UTC strings with milliseconds, so they
+ * compare as text.
+ */
+function inListOrder<T>(items: { time: string; id: number; body: T }[]): T[] {
+  return items.sort((a, b) => (a.time === b.time ? b.id - a.id : a.time < b.time ? 1 : -1)).map((item) => item.body);
 }
 
 function nextCursor(
@@ -86,13 +103,19 @@ async function reportedDrivesPage(
   deps: V1Deps,
   call: CallSettings,
 ) {
-  const { reportedDrives, hasMore, nextPosition } = await page;
+  const { reportedDrives, hasMore, nextPosition, tombstones } = await page;
   // Through the account loader: the drivers of every page asked for in the same turn are read in one BatchGetUsers.
   const driverIds = [...new Set(reportedDrives.map((r) => r.drive!.userId))];
   const drivers = new Map<string, usersV1.User>();
   for (const u of await Promise.all(driverIds.map((id) => deps.accounts.load(id, call)))) if (u) drivers.set(u.id, u);
+  const results = reportedDrives.map((r) => toReportedDriveSchema(r, drivers.get(r.drive!.userId)));
   return {
-    results: reportedDrives.map((r) => toReportedDriveSchema(r, drivers.get(r.drive!.userId))),
+    results: input.params.includeDeleted
+      ? inListOrder<object>([
+          ...results.map((body) => ({ time: body.modified, id: Number(body.id), body })),
+          ...tombstones.map((t) => ({ time: t.deleteTime!, id: t.driveId, body: toReportedDriveTombstoneSchema(t) })),
+        ])
+      : results,
     has_more: hasMore,
     next_cursor: nextCursor(deps, input, hasMore, nextPosition),
   };
@@ -127,8 +150,14 @@ export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
       },
       call,
     );
+    const results = page.drives.map(toDriveSchema);
     return {
-      results: page.drives.map(toDriveSchema),
+      results: input.params.includeDeleted
+        ? inListOrder<object>([
+            ...results.map((body) => ({ time: body.modified, id: body.drive_id, body })),
+            ...page.tombstones.map((t) => ({ time: t.deleteTime!, id: t.driveId, body: toDriveTombstoneSchema(t) })),
+          ])
+        : results,
       has_more: page.hasMore,
       next_cursor: nextCursor(deps, input, page.hasMore, page.nextPosition),
     };

@@ -19,7 +19,7 @@ describe('gRPC status → HTTP status', () => {
     ALREADY_EXISTS: [409, 'client'],
     PERMISSION_DENIED: [403, 'client'],
     RESOURCE_EXHAUSTED: [503, 'retry'],
-    FAILED_PRECONDITION: [503, 'retry'],
+    FAILED_PRECONDITION: [410, 'client'],
     ABORTED: [409, 'client'],
     OUT_OF_RANGE: [400, 'client'],
     UNIMPLEMENTED: [501, 'server'],

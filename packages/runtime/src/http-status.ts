@@ -54,9 +54,9 @@ export const HTTP_ANSWERS: Readonly<Record<status, HttpAnswer>> = {
   [status.PERMISSION_DENIED]: clientError(403, 'Forbidden'),
   // Overload (or a message over the size limit) inside the platform, not the client's rate limit (that is the 429).
   [status.RESOURCE_EXHAUSTED]: tryAgain,
-  // A state of the platform, not of the request, which succeeds when sent again. No service of ours raises it since
-  // the SCIM write journal (whose fenced write ids did) is gone; a peer that does is answered as unavailable.
-  [status.FAILED_PRECONDITION]: tryAgain,
+  // What the request builds on is gone, and sending it again will not bring it back: the Drives service's change feed
+  // when deletions since a sync's lower bound may have been purged (reason RESYNC_REQUIRED: start a full sync).
+  [status.FAILED_PRECONDITION]: clientError(410, 'What this request continues from is no longer available'),
   // A concurrent change won (optimistic concurrency): the client reads again and retries.
   [status.ABORTED]: clientError(409, 'The resource was changed concurrently; read it again'),
   [status.OUT_OF_RANGE]: clientError(400, 'Invalid request'),

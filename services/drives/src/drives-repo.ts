@@ -1,5 +1,5 @@
 import { drivesV1 } from '@mileage/proto';
-import { errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
+import { errors, recordEvent, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 import { DRIVE_COLUMNS, ISO_TIMESTAMPS, iso, toColumns, toDrive, type DriveRow, type Stamp } from './rows';
 
 const sql = sqlSpans('drives');
@@ -37,7 +37,53 @@ export interface ListQuery {
   after?: string;
   before?: string;
   position?: { sortTime: string; id: number };
+  /** Tombstones too (sort by modified only; validation refuses it with 'ended'). */
+  includeDeleted?: boolean;
 }
+
+/** The default of TOMBSTONE_RETENTION_DAYS. */
+export const DEFAULT_TOMBSTONE_RETENTION_DAYS = 90;
+
+interface TombstoneRow {
+  drive_id: string;
+  user_id: string;
+  group_id: string;
+  modified_at: Stamp;
+}
+
+type Sorted = { sort_value: Stamp; sort_id: string };
+
+/** A list statement's parts (see `page`). */
+interface ListSpec {
+  columns: string;
+  from: string;
+  where: string;
+  column: string;
+  idColumn: string;
+  bindings: Knex.RawBinding[];
+  name: string;
+}
+
+/**
+ * From when the tombstones are complete: now - retention, or the latest purge's cutoff when that is later (a retention
+ * that was just lengthened). A sync whose lower bound is earlier than this may lack deletions: 410, resync.
+ */
+const COMPLETE_SINCE_SQL = `SELECT ?::timestamptz < greatest(now() - make_interval(days => ?), purged_before) AS stale,
+  greatest(now() - make_interval(days => ?), purged_before) AS complete_since FROM tombstone_purges`;
+
+const toTombstone = (row: TombstoneRow): drivesV1.Tombstone => ({
+  driveId: Number(row.drive_id),
+  userId: row.user_id.trim(),
+  groupId: Number(row.group_id),
+  deleteTime: iso(row.modified_at),
+});
+
+/** Newest first by (sort value, id): the order of every list. */
+const newestFirst = (a: Sorted, b: Sorted): number => {
+  const x = iso(a.sort_value);
+  const y = iso(b.sort_value);
+  return x === y ? Number(b.sort_id) - Number(a.sort_id) : x < y ? 1 : -1;
+};
 
 interface ReportRow {
   drive_id: string;
@@ -56,7 +102,10 @@ interface CommentRow {
 }
 
 export class DrivesRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    private readonly retentionDays = DEFAULT_TOMBSTONE_RETENTION_DAYS,
+  ) {}
 
   private async horizon(trace?: TraceContext): Promise<Date> {
     const { rows } = await sql(
@@ -74,19 +123,21 @@ export class DrivesRepository {
    * text depends only on which of these apply, so each variant is a named statement, prepared once per connection
    * (planning it on every page cost PostgreSQL more than running it).
    */
-  private async page<T extends { sort_value: Stamp; sort_id: string }>(
-    list: {
-      columns: string;
-      from: string;
-      where: string;
-      column: string;
-      idColumn: string;
-      bindings: Knex.RawBinding[];
-      name: string;
-    },
+  private async page<T extends Sorted>(
+    list: ListSpec,
     q: ListQuery,
     trace: TraceContext | undefined,
   ): Promise<{ rows: T[]; hasMore: boolean; next?: { sortTime: string; id: number } }> {
+    return cut(await this.rows<T>(list, q, trace), q.limit);
+  }
+
+  /** The limit + 1 first rows of a list (`horizon`: one already read for another part of the same page). */
+  private async rows<T extends Sorted>(
+    list: ListSpec,
+    q: ListQuery,
+    trace: TraceContext | undefined,
+    horizon?: Date,
+  ): Promise<T[]> {
     const where = [list.where];
     const bindings: Knex.RawBinding[] = [...list.bindings];
     const add = (condition: string, ...values: Knex.RawBinding[]) => {
@@ -95,7 +146,7 @@ export class DrivesRepository {
     };
     if (q.after) add(`${list.column} > ?`, q.after);
     if (q.before) add(`${list.column} < ?`, q.before);
-    if (q.sortField === 'modified') add(`${list.column} < ?`, await this.horizon(trace));
+    if (q.sortField === 'modified') add(`${list.column} < ?`, horizon ?? (await this.horizon(trace)));
     if (q.position) add(`(${list.column}, ${list.idColumn}) < (?, ?)`, q.position.sortTime, q.position.id);
     bindings.push(q.limit + 1);
     const text = `SELECT ${list.columns}, ${list.column} AS sort_value, ${list.idColumn} AS sort_id
@@ -109,57 +160,140 @@ export class DrivesRepository {
       async () => this.knex.raw<{ rows: T[] }>(text, bindings).options({ name, types: ISO_TIMESTAMPS }),
       { retryRead: true },
     );
-    const hasMore = rows.length > q.limit;
-    if (hasMore) rows.length = q.limit;
-    const last = rows[rows.length - 1];
+    return rows;
+  }
+
+  /**
+   * A page of live rows and tombstones together: both parts under one horizon, merged newest first, cut to the
+   * limit; then, for an incremental sync, the check that no tombstone after its lower bound can have been purged.
+   */
+  private async pageWithTombstones<T extends Sorted>(
+    live: ListSpec,
+    tombstones: ListSpec,
+    q: ListQuery,
+    trace: TraceContext | undefined,
+  ) {
+    const horizon = await this.horizon(trace);
+    const [liveRows, deadRows] = await Promise.all([
+      this.rows<T>(live, q, trace, horizon),
+      this.rows<TombstoneRow & Sorted>(tombstones, q, trace, horizon),
+    ]);
+    // After the rows were read: a purge that committed before them has moved purged_before by then.
+    if (q.after) await this.requireCompleteSince(q.after, trace);
+    const merged = [
+      ...liveRows.map((row) => ({ ...row, tombstone: false as const })),
+      ...deadRows.map((row) => ({ ...row, tombstone: true as const })),
+    ].sort(newestFirst);
+    const page = cut(merged, q.limit);
     return {
-      rows,
-      hasMore,
-      ...(hasMore && last ? { next: { sortTime: iso(last.sort_value), id: Number(last.sort_id) } } : {}),
+      live: page.rows.flatMap((r) => (r.tombstone ? [] : [r as T & { tombstone: false }])),
+      tombstones: page.rows.flatMap((r) => (r.tombstone ? [toTombstone(r)] : [])),
+      hasMore: page.hasMore,
+      next: page.next,
     };
   }
 
-  async listUserDrives(userId: string, classification: string | null, q: ListQuery, trace?: TraceContext) {
-    const page = await this.page<DriveRow & { sort_value: Stamp; sort_id: string }>(
-      {
-        columns: USER_DRIVE_COLUMNS,
-        from: 'drives',
-        where: classification ? 'user_id = ? AND classification = ?' : 'user_id = ?',
-        column: q.sortField === 'ended' ? 'ended_at' : 'modified_at',
-        idColumn: 'id',
-        bindings: classification ? [userId, classification] : [userId],
-        name: `drives_user_list_v1${classification ? '_c' : ''}`,
-      },
-      q,
-      trace,
+  /** FAILED_PRECONDITION (RESYNC_REQUIRED) when tombstones after `after` may have been purged. */
+  private async requireCompleteSince(after: string, trace: TraceContext | undefined): Promise<void> {
+    const days = this.retentionDays;
+    const { rows } = await sql(trace, 'SELECT', COMPLETE_SINCE_SQL, async () =>
+      this.knex
+        .raw<{ rows: { stale: boolean; complete_since: Date }[] }>(COMPLETE_SINCE_SQL, [after, days, days])
+        .options({ name: 'drives_tombstones_complete_since_v1' }),
     );
-    return { drives: page.rows.map(toDrive), hasMore: page.hasMore, next: page.next };
+    const { stale, complete_since } = rows[0]!;
+    if (stale)
+      throw errors.failedPrecondition(
+        `Deletions are kept for ${days} days: the list is complete only after ${complete_since.toISOString()}, and ` +
+          `date_after (or modified_after) is earlier. Start a full sync: list without date_after and replace your copy.`,
+        'RESYNC_REQUIRED',
+      );
+  }
+
+  async listUserDrives(userId: string, classification: string | null, q: ListQuery, trace?: TraceContext) {
+    const live: ListSpec = {
+      columns: USER_DRIVE_COLUMNS,
+      from: 'drives',
+      where: classification ? 'user_id = ? AND classification = ?' : 'user_id = ?',
+      column: q.sortField === 'ended' ? 'ended_at' : 'modified_at',
+      idColumn: 'id',
+      bindings: classification ? [userId, classification] : [userId],
+      name: `drives_user_list_v1${classification ? '_c' : ''}`,
+    };
+    if (q.includeDeleted) {
+      // Every deleted drive of the user, whatever its classification was: a client deletes only what it holds, and a
+      // drive reclassified before its deletion must still leave the copy of a client that syncs one classification.
+      const page = await this.pageWithTombstones<DriveRow & Sorted>(
+        live,
+        {
+          columns: 'drive_id, user_id, 0 AS group_id, modified_at',
+          from: 'drive_tombstones',
+          where: 'user_id = ?',
+          column: 'modified_at',
+          idColumn: 'drive_id',
+          bindings: [userId],
+          name: 'drives_user_tombstones_v1',
+        },
+        q,
+        trace,
+      );
+      return { drives: page.live.map(toDrive), tombstones: page.tombstones, hasMore: page.hasMore, next: page.next };
+    }
+    const page = await this.page<DriveRow & Sorted>(live, q, trace);
+    return { drives: page.rows.map(toDrive), tombstones: [], hasMore: page.hasMore, next: page.next };
   }
 
   async listReportedDrives(groupIds: number[], q: ListQuery, trace?: TraceContext) {
     // One group (the common case) as an equality, so the (group, sort field, id) index yields the rows in order.
     const one = groupIds.length === 1;
-    const page = await this.page<DriveRow & ReportRow & { sort_value: Stamp; sort_id: string }>(
-      {
-        columns: REPORTED_COLUMNS,
-        from: 'drive_reports r JOIN drives d ON d.id = r.drive_id',
-        where: one ? 'r.group_id = ?' : 'r.group_id = ANY(?::bigint[])',
-        column: q.sortField === 'ended' ? 'r.ended_at' : 'r.modified_at',
-        idColumn: 'r.drive_id',
-        bindings: [one ? groupIds[0]! : groupIds],
-        name: `drives_reported_list_v1${one ? '' : '_any'}`,
-      },
-      q,
-      trace,
-    );
+    const live: ListSpec = {
+      columns: REPORTED_COLUMNS,
+      from: 'drive_reports r JOIN drives d ON d.id = r.drive_id',
+      where: one ? 'r.group_id = ?' : 'r.group_id = ANY(?::bigint[])',
+      column: q.sortField === 'ended' ? 'r.ended_at' : 'r.modified_at',
+      idColumn: 'r.drive_id',
+      bindings: [one ? groupIds[0]! : groupIds],
+      name: `drives_reported_list_v1${one ? '' : '_any'}`,
+    };
+    let rows: (DriveRow & ReportRow & Sorted)[];
+    let tombstones: drivesV1.Tombstone[] = [];
+    let hasMore: boolean;
+    let next: { sortTime: string; id: number } | undefined;
+    if (q.includeDeleted) {
+      // One group: reporting a drive again removes its tombstone there, so a drive id is once in the list. Several:
+      // a drive withdrawn from one and reported to another, or withdrawn from two, is listed once, as it is now.
+      const page = await this.pageWithTombstones<DriveRow & ReportRow & Sorted>(
+        live,
+        {
+          columns: 't.drive_id, t.user_id, t.group_id, t.modified_at',
+          from: 'report_tombstones t',
+          where: one
+            ? 't.group_id = ?'
+            : `t.group_id = ANY(?::bigint[])
+               AND NOT EXISTS (SELECT 1 FROM drive_reports r WHERE r.drive_id = t.drive_id AND r.group_id = ANY(?::bigint[]))
+               AND NOT EXISTS (SELECT 1 FROM report_tombstones n WHERE n.drive_id = t.drive_id
+                 AND n.group_id = ANY(?::bigint[]) AND (n.modified_at, n.group_id) > (t.modified_at, t.group_id))`,
+          column: 't.modified_at',
+          idColumn: 't.drive_id',
+          bindings: one ? [groupIds[0]!] : [groupIds, groupIds, groupIds],
+          name: `drives_reported_tombstones_v1${one ? '' : '_any'}`,
+        },
+        q,
+        trace,
+      );
+      ({ live: rows, tombstones, hasMore, next } = page);
+    } else {
+      ({ rows, hasMore, next } = await this.page<DriveRow & ReportRow & Sorted>(live, q, trace));
+    }
     const comments = await this.comments(
-      page.rows.map((r) => Number(r.drive_id)),
+      rows.map((r) => Number(r.drive_id)),
       trace,
     );
     return {
-      reportedDrives: page.rows.map((r) => this.toReported(r, comments.get(Number(r.drive_id)) ?? [])),
-      hasMore: page.hasMore,
-      next: page.next,
+      reportedDrives: rows.map((r) => this.toReported(r, comments.get(Number(r.drive_id)) ?? [])),
+      tombstones,
+      hasMore,
+      next,
     };
   }
 
@@ -219,24 +353,41 @@ export class DrivesRepository {
     });
   }
 
+  /** Reports a drive to a group; `drive.reported` in the same transaction. */
   async report(driveId: number, groupId: number, trace?: TraceContext): Promise<drivesV1.ReportedDrive> {
     try {
-      await sql(trace, 'INSERT', 'INSERT INTO drive_reports SELECT FROM drives', async () => {
-        const inserted = await this.knex.raw<{ rowCount: number }>(
-          `INSERT INTO drive_reports (drive_id, group_id, status, ended_at)
-           SELECT id, ?, 'submitted', ended_at FROM drives WHERE id = ?`,
-          [groupId, driveId],
+      await this.knex.transaction(async (tx) => {
+        const inserted = await sql(trace, 'INSERT', 'INSERT INTO drive_reports SELECT FROM drives', async () =>
+          tx.raw<{ rows: { user_id: string; status: string; modified_at: Date }[] }>(
+            `WITH d AS (SELECT id, user_id, ended_at FROM drives WHERE id = ?),
+             inserted AS (INSERT INTO drive_reports (drive_id, group_id, status, ended_at)
+               SELECT id, ?, 'submitted', ended_at FROM d RETURNING status, modified_at)
+             SELECT d.user_id, inserted.status, inserted.modified_at FROM inserted, d`,
+            [driveId, groupId],
+          ),
         );
-        if (inserted.rowCount === 0) throw errors.notFound(`drive ${driveId} not found`, 'DRIVE_NOT_FOUND');
+        const row = inserted.rows[0];
+        if (!row) throw errors.notFound(`drive ${driveId} not found`, 'DRIVE_NOT_FOUND');
+        // Reported again to a group it was withdrawn from: the live report supersedes the tombstone.
+        await tx('report_tombstones').where({ drive_id: driveId, group_id: groupId }).delete();
+        await recordEvent(tx, {
+          type: 'drive.reported',
+          groupId: String(groupId),
+          userId: row.user_id.trim(),
+          data: driveEventData(driveId, groupId, row.user_id, row.modified_at, { status: row.status }),
+        });
       });
     } catch (err) {
-      if ((err as { code?: string }).code === '23505')
-        throw errors.alreadyExists(`drive ${driveId} is already reported`, 'ALREADY_REPORTED');
+      const code = (err as { code?: string }).code;
+      if (code === '23505') throw errors.alreadyExists(`drive ${driveId} is already reported`, 'ALREADY_REPORTED');
+      // Deleted while being reported (the foreign key saw the deletion's commit).
+      if (code === '23503') throw errors.notFound(`drive ${driveId} not found`, 'DRIVE_NOT_FOUND');
       throw err;
     }
     return (await this.getReported(driveId, trace))!;
   }
 
+  /** Sets a report's status and may add a review comment; `drive.report_updated` in the same transaction. */
   async review(
     driveId: number,
     status: string,
@@ -246,12 +397,140 @@ export class DrivesRepository {
   ): Promise<drivesV1.ReportedDrive> {
     await this.knex.transaction(async (tx) => {
       const updated = await sql(trace, 'UPDATE', 'UPDATE drive_reports SET status', async () =>
-        tx('drive_reports').update({ status, modified_at: tx.fn.now() }).where({ drive_id: driveId }),
+        tx('drive_reports')
+          .update({ status, modified_at: tx.fn.now() })
+          .where({ drive_id: driveId })
+          .returning(['group_id', 'modified_at']),
       );
-      if (updated === 0) throw errors.notFound(`drive ${driveId} is not reported`, 'NOT_REPORTED');
-      if (comment) await tx('review_comments').insert({ drive_id: driveId, text: comment, user_email: reviewerEmail });
+      const report = (updated as { group_id: string; modified_at: Date }[])[0];
+      if (!report) throw errors.notFound(`drive ${driveId} is not reported`, 'NOT_REPORTED');
+      let commentId: string | undefined;
+      if (comment) {
+        const [added] = (await tx('review_comments')
+          .insert({ drive_id: driveId, text: comment, user_email: reviewerEmail })
+          .returning('id')) as { id: string }[];
+        commentId = String(added!.id);
+      }
+      const { user_id } = (await tx('drives').select('user_id').where({ id: driveId }).first()) as { user_id: string };
+      await recordEvent(tx, {
+        type: 'drive.report_updated',
+        groupId: String(report.group_id),
+        userId: user_id.trim(),
+        data: driveEventData(driveId, Number(report.group_id), user_id, report.modified_at, {
+          status,
+          ...(commentId ? { review_comment_id: commentId } : {}),
+        }),
+      });
     });
     return (await this.getReported(driveId, trace))!;
+  }
+
+  /**
+   * Deletes a drive of `userId`: its review comments, its report and the drive leave the live tables; a tombstone of
+   * the drive and one of its report stay until the purge; `drive.deleted` for the group it was reported to. All in one
+   * transaction.
+   */
+  async deleteDrive(driveId: number, userId: string, trace?: TraceContext): Promise<drivesV1.DeleteDriveResponse> {
+    return this.knex.transaction(async (tx) => {
+      const drive = (await sql(trace, 'SELECT', 'SELECT FROM drives FOR UPDATE', async () =>
+        tx('drives').select(DRIVE_COLUMNS).where({ id: driveId, user_id: userId }).forUpdate().first(),
+      )) as DriveRow | undefined;
+      if (!drive) throw errors.notFound(`drive ${driveId} of user ${userId} not found`, 'DRIVE_NOT_FOUND');
+      const groupId = await this.removeReport(tx, driveId, trace);
+      await sql(trace, 'DELETE', 'DELETE FROM drives', async () => tx('drives').where({ id: driveId }).delete());
+      const [tombstone] = (await sql(trace, 'INSERT', 'INSERT INTO drive_tombstones', async () =>
+        tx('drive_tombstones')
+          .insert({
+            drive_id: driveId,
+            user_id: userId,
+            group_ids: groupId ? [groupId] : [],
+            drive: JSON.stringify(drive),
+          })
+          .returning(['drive_id', 'user_id', 'modified_at']),
+      )) as TombstoneRow[];
+      tombstone!.group_id = '0';
+      if (groupId) {
+        await this.leaveReportTombstone(tx, driveId, groupId, userId, trace);
+        await recordEvent(tx, {
+          type: 'drive.deleted',
+          groupId: String(groupId),
+          userId,
+          data: driveEventData(driveId, groupId, userId, tombstone!.modified_at),
+        });
+      }
+      return { tombstone: toTombstone(tombstone!), withdrawnGroupId: groupId ?? 0 };
+    });
+  }
+
+  /** Withdraws the report of a drive of `userId` (with its review comments); `drive.report_withdrawn`. */
+  async withdrawReport(driveId: number, userId: string, trace?: TraceContext): Promise<drivesV1.Tombstone> {
+    return this.knex.transaction(async (tx) => {
+      const owned = await tx('drives').select('id').where({ id: driveId, user_id: userId }).forUpdate().first();
+      const groupId = owned ? await this.removeReport(tx, driveId, trace) : undefined;
+      if (!groupId) throw errors.notFound(`drive ${driveId} of user ${userId} is not reported`, 'NOT_REPORTED');
+      const tombstone = await this.leaveReportTombstone(tx, driveId, groupId, userId, trace);
+      await recordEvent(tx, {
+        type: 'drive.report_withdrawn',
+        groupId: String(groupId),
+        userId,
+        data: driveEventData(driveId, groupId, userId, tombstone.modified_at),
+      });
+      return toTombstone(tombstone);
+    });
+  }
+
+  /** Deletes a drive's report and its comments; the group it was reported to, if it was. */
+  private async removeReport(tx: Knex.Transaction, driveId: number, trace?: TraceContext): Promise<number | undefined> {
+    await sql(trace, 'DELETE', 'DELETE FROM review_comments', async () =>
+      tx('review_comments').where({ drive_id: driveId }).delete(),
+    );
+    const removed = (await sql(trace, 'DELETE', 'DELETE FROM drive_reports', async () =>
+      tx('drive_reports').where({ drive_id: driveId }).delete().returning('group_id'),
+    )) as { group_id: string }[];
+    return removed[0] ? Number(removed[0].group_id) : undefined;
+  }
+
+  private async leaveReportTombstone(
+    tx: Knex.Transaction,
+    driveId: number,
+    groupId: number,
+    userId: string,
+    trace?: TraceContext,
+  ): Promise<TombstoneRow> {
+    // Withdrawn from this group before (and reported again): the newest withdrawal is the tombstone.
+    const [row] = (await sql(trace, 'INSERT', 'INSERT INTO report_tombstones', async () =>
+      tx('report_tombstones')
+        .insert({ drive_id: driveId, group_id: groupId, user_id: userId })
+        .onConflict(['drive_id', 'group_id'])
+        .merge({ modified_at: tx.fn.now(), user_id: userId })
+        .returning(['drive_id', 'user_id', 'group_id', 'modified_at']),
+    )) as TombstoneRow[];
+    return row!;
+  }
+
+  /**
+   * Housekeeping: drops the tombstones older than the retention window, in batches (short transactions), after
+   * recording the cutoff (from then on an older sync bound is refused, before a tombstone it needs is gone).
+   */
+  async purgeTombstones(batchSize = 5_000): Promise<{ drives: number; reports: number; purgedBefore: Date }> {
+    const { rows } = await this.knex.raw<{ rows: { cutoff: Date }[] }>(
+      `UPDATE tombstone_purges SET purged_before = greatest(purged_before, now() - make_interval(days => ?))
+       RETURNING now() - make_interval(days => ?) AS cutoff`,
+      [this.retentionDays, this.retentionDays],
+    );
+    const cutoff = rows[0]!.cutoff;
+    const purge = async (table: string): Promise<number> => {
+      let total = 0;
+      for (;;) {
+        const deleted = await this.knex.raw<{ rowCount: number }>(
+          `DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE modified_at < ? LIMIT ?)`,
+          [cutoff, batchSize],
+        );
+        total += deleted.rowCount;
+        if (deleted.rowCount < batchSize) return total;
+      }
+    };
+    return { drives: await purge('drive_tombstones'), reports: await purge('report_tombstones'), purgedBefore: cutoff };
   }
 
   private async getReported(driveId: number, trace?: TraceContext): Promise<drivesV1.ReportedDrive | undefined> {
@@ -271,4 +550,29 @@ export class DrivesRepository {
     const comments = await this.comments([driveId], trace);
     return this.toReported(row, comments.get(driveId) ?? []);
   }
+}
+
+function cut<T extends Sorted>(
+  rows: T[],
+  limit: number,
+): { rows: T[]; hasMore: boolean; next?: { sortTime: string; id: number } } {
+  const hasMore = rows.length > limit;
+  if (hasMore) rows.length = limit;
+  const last = rows[rows.length - 1];
+  return {
+    rows,
+    hasMore,
+    ...(hasMore && last ? { next: { sortTime: iso(last.sort_value), id: Number(last.sort_id) } } : {}),
+  };
+}
+
+/** The `data` of a drive event (docs/webhooks.md): small, the ids and the time of the change. */
+function driveEventData(
+  driveId: number,
+  groupId: number,
+  userId: string,
+  modified: Stamp,
+  more: Record<string, string> = {},
+): Record<string, unknown> {
+  return { drive_id: driveId, group_id: String(groupId), user_id: userId.trim(), ...more, modified: iso(modified) };
 }

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { test } from 'node:test';
+import pg from 'pg';
 
 const SERVICE = 'mileage.drives.v1.DrivesService';
 
@@ -79,5 +80,56 @@ test(
     await waitFor(() => health.check(SERVICE, 500), { timeoutMs: 20_000, what: 'service serving again' });
     assert.deepEqual((await list()).drives, []);
     assert.equal((await report()).dependencies.postgres.up, true);
+  },
+);
+
+test(
+  'the process purges tombstones past TOMBSTONE_RETENTION_DAYS in its housekeeping',
+  { timeout: 60_000 },
+  async (t) => {
+    const testDb = await createTestDatabase('drives_purge');
+    const [grpcPort, metricsPort] = [await freePort(), await freePort()];
+    const child = spawn(process.execPath, [path.join(__dirname, 'main.js')], {
+      env: {
+        PATH: process.env.PATH,
+        LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+        DATABASE_URL: testDb.url,
+        MIGRATE_ON_START: 'true',
+        GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
+        METRICS_PORT: String(metricsPort),
+        TOMBSTONE_RETENTION_DAYS: '30',
+        TOMBSTONE_PURGE_INTERVAL_MS: '100',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const health = new HealthClient(`127.0.0.1:${grpcPort}`);
+    const db = new pg.Client({ connectionString: testDb.url });
+    t.after(async () => {
+      child.kill('SIGTERM');
+      health.close();
+      await db.end();
+      await testDb.drop();
+    });
+    await waitFor(() => health.check(SERVICE, 500), { timeoutMs: 20_000, what: 'service serving (migrated)' });
+    await db.connect();
+    const tombstone = (id: number, daysAgo: number) =>
+      db.query(
+        `INSERT INTO drives.drive_tombstones (drive_id, user_id, modified_at, drive)
+       VALUES ($1, 'PurgeUser1', now() - make_interval(days => $2), '{}')`,
+        [id, daysAgo],
+      );
+    await tombstone(1, 31);
+    await tombstone(2, 29);
+    await waitFor(
+      async () =>
+        (await db.query('SELECT drive_id FROM drives.drive_tombstones ORDER BY drive_id')).rows
+          .map((r) => r.drive_id)
+          .join() === '2',
+      { what: 'the 31-day-old tombstone purged, the 29-day-old one kept' },
+    );
+    const { rows } = await db.query<{ days: number }>(
+      `SELECT round(extract(epoch FROM now() - purged_before) / 86400) AS days FROM drives.tombstone_purges`,
+    );
+    assert.equal(Number(rows[0]!.days), 30);
   },
 );

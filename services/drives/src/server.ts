@@ -1,15 +1,17 @@
 import { drivesV1 } from '@mileage/proto';
 import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
-import { DrivesRepository } from './drives-repo';
+import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DrivesRepository } from './drives-repo';
 import { classificationFilter, listQuery, requirePositive, requireUserId, validateDrive } from './validation';
 
 export interface DrivesServerDeps {
   knex: Knex;
+  /** How long tombstones are kept (TOMBSTONE_RETENTION_DAYS, default 90). */
+  tombstoneRetentionDays?: number;
 }
 
 /** The DrivesService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: DrivesServerDeps): ServiceRegistration {
-  const repo = new DrivesRepository(deps.knex);
+  const repo = new DrivesRepository(deps.knex, deps.tombstoneRetentionDays ?? DEFAULT_TOMBSTONE_RETENTION_DAYS);
 
   const handlers: Handlers<drivesV1.DrivesServiceServer> = {
     async listUserDrives(request, ctx) {
@@ -25,6 +27,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
         nextCursor: '',
         hasMore: page.hasMore,
         ...(page.next ? { nextPosition: page.next } : {}),
+        tombstones: page.tombstones,
       };
     },
 
@@ -40,6 +43,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
         reportedDrives: page.reportedDrives,
         hasMore: page.hasMore,
         ...(page.next ? { nextPosition: page.next } : {}),
+        tombstones: page.tombstones,
       };
     },
 
@@ -78,6 +82,19 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
           ctx.trace,
         ),
       };
+    },
+
+    async deleteDrive(request, ctx) {
+      requirePositive(request.driveId, 'drive_id');
+      requireUserId(request.userId);
+      const { tombstone, withdrawnGroupId } = await repo.deleteDrive(request.driveId, request.userId, ctx.trace);
+      return { tombstone, withdrawnGroupId };
+    },
+
+    async withdrawReport(request, ctx) {
+      requirePositive(request.driveId, 'drive_id');
+      requireUserId(request.userId);
+      return { tombstone: await repo.withdrawReport(request.driveId, request.userId, ctx.trace) };
     },
   };
 

@@ -23,6 +23,7 @@ export function listQuery(request: {
   after?: string | undefined;
   before?: string | undefined;
   afterPosition?: drivesV1.PagePosition | undefined;
+  includeDeleted?: boolean;
 }): ListQuery {
   const violations: FieldViolation[] = [];
   if (!Number.isInteger(request.limit) || request.limit < 1 || request.limit > MAX_LIMIT)
@@ -30,10 +31,15 @@ export function listQuery(request: {
   const position = request.afterPosition;
   if (position && (!position.sortTime || !(position.id > 0)))
     violations.push({ field: 'after_position', description: 'sort_time and a positive id' });
+  const sortField = request.sortField === drivesV1.SortField.SORT_FIELD_ENDED ? 'ended' : 'modified';
+  // Tombstones have a modified time only (when the drive was deleted or the report withdrawn).
+  if (request.includeDeleted && sortField !== 'modified')
+    violations.push({ field: 'include_deleted', description: 'only with the sort by modified time' });
   fail(violations);
   return {
     limit: request.limit,
-    sortField: request.sortField === drivesV1.SortField.SORT_FIELD_ENDED ? 'ended' : 'modified',
+    sortField,
+    ...(request.includeDeleted ? { includeDeleted: true } : {}),
     ...(request.after ? { after: request.after } : {}),
     ...(request.before ? { before: request.before } : {}),
     ...(position ? { position: { sortTime: position.sortTime!, id: position.id } } : {}),

@@ -405,6 +405,40 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     assert.equal((await rejection(client.createUser({ user: user({ id: created.id }) }))).code, status.ALREADY_EXISTS);
   });
 
+  test('user.deactivated is recorded in the transaction that makes an active user inactive, once', async () => {
+    const events = async (id: string) =>
+      (await db.knex('outbox').select('event_type', 'group_id', 'user_id', 'payload').where({ user_id: id })) as {
+        event_type: string;
+        group_id: string | null;
+        user_id: string;
+        payload: unknown;
+      }[];
+    const a = (await client.createUser({ user: user() })).user!;
+    const renamed = (await client.updateUser({ user: { ...a, displayName: 'Still here' }, expectedVersion: 0 })).user!;
+    assert.deepEqual(await events(a.id), [], 'an update that keeps the user active');
+    const stale = await rejection(client.updateUser({ user: { ...a, active: false }, expectedVersion: a.version }));
+    assert.equal(stale.code, status.ABORTED);
+    assert.deepEqual(await events(a.id), [], 'a refused write records nothing');
+    const off = (await client.updateUser({ user: { ...renamed, active: false }, expectedVersion: 0 })).user!;
+    assert.deepEqual(await events(a.id), [
+      { event_type: 'user.deactivated', group_id: null, user_id: a.id, payload: { user_id: a.id } },
+    ]);
+    await client.updateUser({ user: { ...off, displayName: 'Inactive still' }, expectedVersion: 0 });
+    await client.deleteUser({ id: a.id, expectedVersion: 0 });
+    assert.equal((await events(a.id)).length, 1, 'already inactive: no second event');
+
+    const b = (await client.createUser({ user: user() })).user!;
+    await client.deleteUser({ id: b.id, expectedVersion: 0 });
+    assert.deepEqual(
+      (await events(b.id)).map((e) => e.event_type),
+      ['user.deactivated'],
+      'deleting an active user deactivates them',
+    );
+    const c = (await client.createUser({ user: user({ active: false }) })).user!;
+    await client.deleteUser({ id: c.id, expectedVersion: 0 });
+    assert.deepEqual(await events(c.id), [], 'created inactive: never deactivated');
+  });
+
   test('SCIM attributes the platform does not model are stored with the user and change with its version', async () => {
     const scimAttributes = {
       title: 'Fleet manager',

@@ -1,4 +1,4 @@
-import { errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
+import { errors, recordEvent, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 import type { scimAuditV1, usersV1 } from '@mileage/proto';
 import { auditRow, type SqlCondition } from '@mileage/scim-domain';
 import { randomInt } from 'node:crypto';
@@ -109,6 +109,14 @@ async function recordAudit(
   await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert);
 }
 
+/**
+ * `user.deactivated` (docs/webhooks.md) in the transaction that deactivates the user: no group, the relay resolves the
+ * groups the user belongs to when it delivers.
+ */
+async function recordDeactivation(tx: Knex.Transaction, userId: string): Promise<void> {
+  await recordEvent(tx, { type: 'user.deactivated', groupId: null, userId, data: { user_id: userId } });
+}
+
 function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint?: string };
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
@@ -200,6 +208,9 @@ export class UsersRepository {
   ): Promise<usersV1.User> {
     try {
       return await this.knex.transaction(async (tx) => {
+        // Deactivating (SCIM PATCH active=false, PUT): was the user active until now? Locked, so two concurrent
+        // deactivations record one event.
+        const wasActive = user.active ? false : await this.lockActive(tx, user.id, trace);
         const query = tx('users')
           .update({ ...toColumns(user), modified_at: tx.fn.now(), version: tx.raw('version + 1') })
           .where({ id: user.id })
@@ -210,6 +221,7 @@ export class UsersRepository {
         if (!rows[0]) throw await this.missing(user.id, expectedVersion);
         const updated = toUser(rows[0]);
         await recordAudit(tx, audit, updated, trace);
+        if (wasActive) await recordDeactivation(tx, updated.id);
         return updated;
       });
     } catch (err) {
@@ -227,6 +239,7 @@ export class UsersRepository {
     trace?: TraceContext,
   ): Promise<usersV1.User> {
     return this.knex.transaction(async (tx) => {
+      const wasActive = await this.lockActive(tx, id, trace);
       const query = tx('users')
         .update({ deleted_at: tx.fn.now(), active: false, modified_at: tx.fn.now(), version: tx.raw('version + 1') })
         .where({ id })
@@ -237,6 +250,7 @@ export class UsersRepository {
       if (!rows[0]) throw await this.missing(id, expectedVersion);
       const deleted = toUser(rows[0]);
       await recordAudit(tx, audit, deleted, trace);
+      if (wasActive) await recordDeactivation(tx, deleted.id);
       return deleted;
     });
   }
@@ -268,6 +282,14 @@ export class UsersRepository {
       { retryRead: true },
     );
     return { users: rows.map(toUser), total };
+  }
+
+  /** Whether the live user `id` is active, locking its row for the rest of the transaction. */
+  private async lockActive(tx: Knex.Transaction, id: string, trace?: TraceContext): Promise<boolean> {
+    const row = (await sql(trace, 'SELECT', 'SELECT active FROM users FOR UPDATE', async () =>
+      tx('users').select('active').where({ id }).whereNull('deleted_at').forUpdate().first(),
+    )) as { active: boolean } | undefined;
+    return row?.active ?? false;
   }
 
   private async missing(id: string, expectedVersion: number) {

@@ -46,7 +46,10 @@ export async function seedDemoData(targets: SeedTargets): Promise<boolean> {
 
 /**
  * 65 drives per driver over the last 90 days; 28 of Bob's and 12 of Carol's business drives reported to group 1,
- * 6 of Carol's and 8 of Dave's to group 2; some reviewed by the group's admin with comments.
+ * 6 of Carol's and 8 of Dave's to group 2; some reviewed by the group's admin with comments. Then, for the change feed
+ * (`include_deleted=true`), a few deletions and withdrawals through the service: Bob deletes a reported and a personal
+ * drive and withdraws a report, Carol withdraws one from group 1 and deletes a personal drive, Dave deletes a reported
+ * drive. What stays is above CONTRACT §6's minimums: Bob 63 drives, 26 reported; Carol 64, 11 to group 1; Dave 64.
  */
 async function seedDemoDrives(
   drives: PromiseClient<drivesV1.DrivesServiceClient>,
@@ -59,6 +62,9 @@ async function seedDemoDrives(
       driver: { userId: 'BobDriver1', region: 'US' as const, count: 65 },
       seed: 11,
       reports: [{ group: group1, count: 28, reviewer: 'alice@example.com' }],
+      deleteReported: 1,
+      deletePersonal: 1,
+      withdraw: 1,
     },
     {
       driver: { userId: 'CarolDrv01', region: 'CA' as const, count: 65 },
@@ -67,14 +73,20 @@ async function seedDemoDrives(
         { group: group1, count: 12, reviewer: 'alice@example.com' },
         { group: group2, count: 6, reviewer: 'dave@example.com' },
       ],
+      deleteReported: 0,
+      deletePersonal: 1,
+      withdraw: 1,
     },
     {
       driver: { userId: 'DaveSolo01', region: 'GB' as const, count: 65 },
       seed: 33,
       reports: [{ group: group2, count: 8, reviewer: 'dave@example.com' }],
+      deleteReported: 1,
+      deletePersonal: 0,
+      withdraw: 0,
     },
   ];
-  for (const { driver, seed, reports } of plan) {
+  for (const { driver, seed, reports, deleteReported, deletePersonal, withdraw } of plan) {
     const created: drivesV1.Drive[] = [];
     for (const drive of demoDrives(driver, now, seed)) created.push((await drives.createDrive({ drive })).drive!);
     // Report the business drives that have a value, newest first, to each group in turn.
@@ -103,6 +115,14 @@ async function seedDemoDrives(
         }
       }
     }
+    // The oldest reports of the first group are the ones withdrawn or deleted, so the newest pages stay as they were.
+    const reported = reportable.slice(0, reports[0]!.count).reverse();
+    const userId = driver.userId;
+    for (const drive of reported.slice(0, deleteReported)) await drives.deleteDrive({ driveId: drive.id, userId });
+    for (const drive of reported.slice(deleteReported, deleteReported + withdraw))
+      await drives.withdrawReport({ driveId: drive.id, userId });
+    const personal = created.filter((d) => d.classification === drivesV1.Classification.CLASSIFICATION_PERSONAL);
+    for (const drive of personal.slice(0, deletePersonal)) await drives.deleteDrive({ driveId: drive.id, userId });
   }
 }
 

@@ -135,6 +135,14 @@ describe('npm start', { timeout: 120_000 }, () => {
       results.some((r) => r.review_comments.length > 0),
       'some with review comments',
     );
+    // The demo data's deletions and withdrawals are tombstones in the change feed.
+    const feed = await fetch(
+      `http://127.0.0.1:${env.GATEWAY_PORT}/v1/groups/1/reported-drives?limit=1000&include_deleted=true`,
+      { headers: { authorization: `Bearer ${access_token}` } },
+    );
+    assert.equal(feed.status, 200);
+    const tombstones = ((await feed.json()) as { results: { deleted?: boolean }[] }).results.filter((r) => r.deleted);
+    assert.equal(tombstones.length, 3, 'Bob: one deleted, one withdrawn; Carol: one withdrawn');
     const metrics = await (await fetch(`http://127.0.0.1:${env.GATEWAY_METRICS_PORT}/metrics`)).text();
     assert.match(metrics, /http_server_request_duration_seconds_count\{[^}]*route="users.me"/);
 

@@ -262,6 +262,17 @@ export interface ReportedDrive {
   reviewComments: ReviewComment[];
 }
 
+/** A deleted drive (in a user's drives) or a withdrawn report (in a group's reported drives), for the change feed. */
+export interface Tombstone {
+  driveId: number;
+  /** The drive's driver. */
+  userId: string;
+  /** The group whose report was withdrawn (reported-drive lists); 0 in a user's drives. */
+  groupId: number;
+  /** When the drive was deleted or the report withdrawn: the sort value in a list by modified time. */
+  deleteTime?: string | undefined;
+}
+
 /** Keyset position: the sort value and id of the last row of the previous page. */
 export interface PagePosition {
   sortTime?: string | undefined;
@@ -282,7 +293,14 @@ export interface ListUserDrivesRequest {
     | string
     | undefined;
   /** Continue after this row (exclusive). */
-  afterPosition?: PagePosition | undefined;
+  afterPosition?:
+    | PagePosition
+    | undefined;
+  /**
+   * Also return the tombstones of deleted drives (sort by modified time only). With `after` older than the tombstone
+   * retention, FAILED_PRECONDITION with reason RESYNC_REQUIRED: the tombstones since then may have been purged.
+   */
+  includeDeleted?: boolean | undefined;
 }
 
 export interface ListUserDrivesResponse {
@@ -290,7 +308,14 @@ export interface ListUserDrivesResponse {
   /** Deprecated: always empty; see next_position. */
   nextCursor: string;
   hasMore: boolean;
-  nextPosition?: PagePosition | undefined;
+  nextPosition?:
+    | PagePosition
+    | undefined;
+  /**
+   * With include_deleted: the page's tombstones. Drives and tombstones together form the page: merged by
+   * (update_time | delete_time, id) descending they are in list order, and next_position follows the last of them.
+   */
+  tombstones: Tombstone[];
 }
 
 export interface ListReportedDrivesRequest {
@@ -299,13 +324,25 @@ export interface ListReportedDrivesRequest {
   sortField: SortField;
   after?: string | undefined;
   before?: string | undefined;
-  afterPosition?: PagePosition | undefined;
+  afterPosition?:
+    | PagePosition
+    | undefined;
+  /** Also return the tombstones of withdrawn reports and deleted drives, as in ListUserDrivesRequest. */
+  includeDeleted?: boolean | undefined;
 }
 
 export interface ListReportedDrivesResponse {
   reportedDrives: ReportedDrive[];
   hasMore: boolean;
-  nextPosition?: PagePosition | undefined;
+  nextPosition?:
+    | PagePosition
+    | undefined;
+  /**
+   * With include_deleted: the page's tombstones, merged with reported_drives by (time, drive id) descending.
+   * A drive appears at most once in a page and a walk: a tombstone is left out while the drive is reported to one of
+   * the groups asked for, and only a drive's newest tombstone among them is listed.
+   */
+  tombstones: Tombstone[];
 }
 
 export interface CreateDriveRequest {
@@ -344,6 +381,32 @@ export interface ReviewReportedDriveRequest {
 
 export interface ReviewReportedDriveResponse {
   reportedDrive?: ReportedDrive | undefined;
+}
+
+export interface DeleteDriveRequest {
+  driveId: number;
+  /** The drive's driver: a drive of another user is NOT_FOUND. */
+  userId: string;
+}
+
+export interface DeleteDriveResponse {
+  /** The drive's tombstone (group_id 0). */
+  tombstone?:
+    | Tombstone
+    | undefined;
+  /** The group the drive was reported to, whose report the deletion withdrew; 0 when it was not reported. */
+  withdrawnGroupId: number;
+}
+
+export interface WithdrawReportRequest {
+  driveId: number;
+  /** The drive's driver: a drive of another user is NOT_FOUND. */
+  userId: string;
+}
+
+export interface WithdrawReportResponse {
+  /** The report's tombstone in its group. */
+  tombstone?: Tombstone | undefined;
 }
 
 function createBaseMoney(): Money {
@@ -1456,6 +1519,139 @@ export const ReportedDrive: MessageFns<ReportedDrive> = {
   },
 };
 
+function createBaseTombstone(): Tombstone {
+  return { driveId: 0, userId: "", groupId: 0, deleteTime: undefined };
+}
+
+export const Tombstone: MessageFns<Tombstone> = {
+  encode(message: Tombstone, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.driveId !== 0) {
+      writer.uint32(8).int64(message.driveId);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.groupId !== 0) {
+      writer.uint32(24).int64(message.groupId);
+    }
+    if (message.deleteTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.deleteTime), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Tombstone {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTombstone();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.driveId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.groupId = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.deleteTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Tombstone {
+    return {
+      driveId: isSet(object.driveId)
+        ? globalThis.Number(object.driveId)
+        : isSet(object.drive_id)
+        ? globalThis.Number(object.drive_id)
+        : 0,
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      groupId: isSet(object.groupId)
+        ? globalThis.Number(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.Number(object.group_id)
+        : 0,
+      deleteTime: isSet(object.deleteTime)
+        ? globalThis.String(object.deleteTime)
+        : isSet(object.delete_time)
+        ? globalThis.String(object.delete_time)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Tombstone): unknown {
+    const obj: any = {};
+    if (message.driveId !== 0) {
+      obj.driveId = Math.round(message.driveId);
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.groupId !== 0) {
+      obj.groupId = Math.round(message.groupId);
+    }
+    if (message.deleteTime !== undefined) {
+      obj.deleteTime = message.deleteTime;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Tombstone>, I>>(base?: I): Tombstone {
+    return Tombstone.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Tombstone>, I>>(object: I): Tombstone {
+    const message = createBaseTombstone();
+    message.driveId = object.driveId ?? 0;
+    message.userId = object.userId ?? "";
+    message.groupId = object.groupId ?? 0;
+    message.deleteTime = object.deleteTime ?? undefined;
+    return message;
+  },
+};
+
 function createBasePagePosition(): PagePosition {
   return { sortTime: undefined, id: 0 };
 }
@@ -1555,6 +1751,7 @@ function createBaseListUserDrivesRequest(): ListUserDrivesRequest {
     after: undefined,
     before: undefined,
     afterPosition: undefined,
+    includeDeleted: undefined,
   };
 }
 
@@ -1583,6 +1780,9 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     }
     if (message.afterPosition !== undefined) {
       PagePosition.encode(message.afterPosition, writer.uint32(66).fork()).join();
+    }
+    if (message.includeDeleted !== undefined) {
+      writer.uint32(72).bool(message.includeDeleted);
     }
     return writer;
   },
@@ -1664,6 +1864,14 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
             message.afterPosition = PagePosition.decode(reader, reader.uint32());
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.includeDeleted = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1698,6 +1906,11 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
         : isSet(object.after_position)
         ? PagePosition.fromJSON(object.after_position)
         : undefined,
+      includeDeleted: isSet(object.includeDeleted)
+        ? globalThis.Boolean(object.includeDeleted)
+        : isSet(object.include_deleted)
+        ? globalThis.Boolean(object.include_deleted)
+        : undefined,
     };
   },
 
@@ -1727,6 +1940,9 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     if (message.afterPosition !== undefined) {
       obj.afterPosition = PagePosition.toJSON(message.afterPosition);
     }
+    if (message.includeDeleted !== undefined) {
+      obj.includeDeleted = message.includeDeleted;
+    }
     return obj;
   },
 
@@ -1745,12 +1961,13 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     message.afterPosition = (object.afterPosition !== undefined && object.afterPosition !== null)
       ? PagePosition.fromPartial(object.afterPosition)
       : undefined;
+    message.includeDeleted = object.includeDeleted ?? undefined;
     return message;
   },
 };
 
 function createBaseListUserDrivesResponse(): ListUserDrivesResponse {
-  return { drives: [], nextCursor: "", hasMore: false, nextPosition: undefined };
+  return { drives: [], nextCursor: "", hasMore: false, nextPosition: undefined, tombstones: [] };
 }
 
 export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
@@ -1766,6 +1983,9 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
     }
     if (message.nextPosition !== undefined) {
       PagePosition.encode(message.nextPosition, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.tombstones) {
+      Tombstone.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -1815,6 +2035,14 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
             message.nextPosition = PagePosition.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.tombstones.push(Tombstone.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1845,6 +2073,9 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
         : isSet(object.next_position)
         ? PagePosition.fromJSON(object.next_position)
         : undefined,
+      tombstones: globalThis.Array.isArray(object?.tombstones)
+        ? object.tombstones.map((e: any) => Tombstone.fromJSON(e))
+        : [],
     };
   },
 
@@ -1862,6 +2093,9 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
     if (message.nextPosition !== undefined) {
       obj.nextPosition = PagePosition.toJSON(message.nextPosition);
     }
+    if (message.tombstones?.length) {
+      obj.tombstones = message.tombstones.map((e) => Tombstone.toJSON(e));
+    }
     return obj;
   },
 
@@ -1876,12 +2110,21 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
     message.nextPosition = (object.nextPosition !== undefined && object.nextPosition !== null)
       ? PagePosition.fromPartial(object.nextPosition)
       : undefined;
+    message.tombstones = object.tombstones?.map((e) => Tombstone.fromPartial(e)) || [];
     return message;
   },
 };
 
 function createBaseListReportedDrivesRequest(): ListReportedDrivesRequest {
-  return { groupIds: [], limit: 0, sortField: 0, after: undefined, before: undefined, afterPosition: undefined };
+  return {
+    groupIds: [],
+    limit: 0,
+    sortField: 0,
+    after: undefined,
+    before: undefined,
+    afterPosition: undefined,
+    includeDeleted: undefined,
+  };
 }
 
 export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = {
@@ -1907,6 +2150,9 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
     }
     if (message.afterPosition !== undefined) {
       PagePosition.encode(message.afterPosition, writer.uint32(50).fork()).join();
+    }
+    if (message.includeDeleted !== undefined) {
+      writer.uint32(56).bool(message.includeDeleted);
     }
     return writer;
   },
@@ -1982,6 +2228,14 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
             message.afterPosition = PagePosition.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.includeDeleted = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2014,6 +2268,11 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
         : isSet(object.after_position)
         ? PagePosition.fromJSON(object.after_position)
         : undefined,
+      includeDeleted: isSet(object.includeDeleted)
+        ? globalThis.Boolean(object.includeDeleted)
+        : isSet(object.include_deleted)
+        ? globalThis.Boolean(object.include_deleted)
+        : undefined,
     };
   },
 
@@ -2037,6 +2296,9 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
     if (message.afterPosition !== undefined) {
       obj.afterPosition = PagePosition.toJSON(message.afterPosition);
     }
+    if (message.includeDeleted !== undefined) {
+      obj.includeDeleted = message.includeDeleted;
+    }
     return obj;
   },
 
@@ -2053,12 +2315,13 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
     message.afterPosition = (object.afterPosition !== undefined && object.afterPosition !== null)
       ? PagePosition.fromPartial(object.afterPosition)
       : undefined;
+    message.includeDeleted = object.includeDeleted ?? undefined;
     return message;
   },
 };
 
 function createBaseListReportedDrivesResponse(): ListReportedDrivesResponse {
-  return { reportedDrives: [], hasMore: false, nextPosition: undefined };
+  return { reportedDrives: [], hasMore: false, nextPosition: undefined, tombstones: [] };
 }
 
 export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> = {
@@ -2071,6 +2334,9 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
     }
     if (message.nextPosition !== undefined) {
       PagePosition.encode(message.nextPosition, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.tombstones) {
+      Tombstone.encode(v!, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -2112,6 +2378,14 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
             message.nextPosition = PagePosition.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.tombstones.push(Tombstone.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2141,6 +2415,9 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
         : isSet(object.next_position)
         ? PagePosition.fromJSON(object.next_position)
         : undefined,
+      tombstones: globalThis.Array.isArray(object?.tombstones)
+        ? object.tombstones.map((e: any) => Tombstone.fromJSON(e))
+        : [],
     };
   },
 
@@ -2155,6 +2432,9 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
     if (message.nextPosition !== undefined) {
       obj.nextPosition = PagePosition.toJSON(message.nextPosition);
     }
+    if (message.tombstones?.length) {
+      obj.tombstones = message.tombstones.map((e) => Tombstone.toJSON(e));
+    }
     return obj;
   },
 
@@ -2168,6 +2448,7 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
     message.nextPosition = (object.nextPosition !== undefined && object.nextPosition !== null)
       ? PagePosition.fromPartial(object.nextPosition)
       : undefined;
+    message.tombstones = object.tombstones?.map((e) => Tombstone.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2808,6 +3089,352 @@ export const ReviewReportedDriveResponse: MessageFns<ReviewReportedDriveResponse
   },
 };
 
+function createBaseDeleteDriveRequest(): DeleteDriveRequest {
+  return { driveId: 0, userId: "" };
+}
+
+export const DeleteDriveRequest: MessageFns<DeleteDriveRequest> = {
+  encode(message: DeleteDriveRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.driveId !== 0) {
+      writer.uint32(8).int64(message.driveId);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteDriveRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteDriveRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.driveId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteDriveRequest {
+    return {
+      driveId: isSet(object.driveId)
+        ? globalThis.Number(object.driveId)
+        : isSet(object.drive_id)
+        ? globalThis.Number(object.drive_id)
+        : 0,
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteDriveRequest): unknown {
+    const obj: any = {};
+    if (message.driveId !== 0) {
+      obj.driveId = Math.round(message.driveId);
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteDriveRequest>, I>>(base?: I): DeleteDriveRequest {
+    return DeleteDriveRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteDriveRequest>, I>>(object: I): DeleteDriveRequest {
+    const message = createBaseDeleteDriveRequest();
+    message.driveId = object.driveId ?? 0;
+    message.userId = object.userId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteDriveResponse(): DeleteDriveResponse {
+  return { tombstone: undefined, withdrawnGroupId: 0 };
+}
+
+export const DeleteDriveResponse: MessageFns<DeleteDriveResponse> = {
+  encode(message: DeleteDriveResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tombstone !== undefined) {
+      Tombstone.encode(message.tombstone, writer.uint32(10).fork()).join();
+    }
+    if (message.withdrawnGroupId !== 0) {
+      writer.uint32(16).int64(message.withdrawnGroupId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteDriveResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteDriveResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tombstone = Tombstone.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.withdrawnGroupId = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteDriveResponse {
+    return {
+      tombstone: isSet(object.tombstone) ? Tombstone.fromJSON(object.tombstone) : undefined,
+      withdrawnGroupId: isSet(object.withdrawnGroupId)
+        ? globalThis.Number(object.withdrawnGroupId)
+        : isSet(object.withdrawn_group_id)
+        ? globalThis.Number(object.withdrawn_group_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: DeleteDriveResponse): unknown {
+    const obj: any = {};
+    if (message.tombstone !== undefined) {
+      obj.tombstone = Tombstone.toJSON(message.tombstone);
+    }
+    if (message.withdrawnGroupId !== 0) {
+      obj.withdrawnGroupId = Math.round(message.withdrawnGroupId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteDriveResponse>, I>>(base?: I): DeleteDriveResponse {
+    return DeleteDriveResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteDriveResponse>, I>>(object: I): DeleteDriveResponse {
+    const message = createBaseDeleteDriveResponse();
+    message.tombstone = (object.tombstone !== undefined && object.tombstone !== null)
+      ? Tombstone.fromPartial(object.tombstone)
+      : undefined;
+    message.withdrawnGroupId = object.withdrawnGroupId ?? 0;
+    return message;
+  },
+};
+
+function createBaseWithdrawReportRequest(): WithdrawReportRequest {
+  return { driveId: 0, userId: "" };
+}
+
+export const WithdrawReportRequest: MessageFns<WithdrawReportRequest> = {
+  encode(message: WithdrawReportRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.driveId !== 0) {
+      writer.uint32(8).int64(message.driveId);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WithdrawReportRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWithdrawReportRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.driveId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WithdrawReportRequest {
+    return {
+      driveId: isSet(object.driveId)
+        ? globalThis.Number(object.driveId)
+        : isSet(object.drive_id)
+        ? globalThis.Number(object.drive_id)
+        : 0,
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+    };
+  },
+
+  toJSON(message: WithdrawReportRequest): unknown {
+    const obj: any = {};
+    if (message.driveId !== 0) {
+      obj.driveId = Math.round(message.driveId);
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WithdrawReportRequest>, I>>(base?: I): WithdrawReportRequest {
+    return WithdrawReportRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WithdrawReportRequest>, I>>(object: I): WithdrawReportRequest {
+    const message = createBaseWithdrawReportRequest();
+    message.driveId = object.driveId ?? 0;
+    message.userId = object.userId ?? "";
+    return message;
+  },
+};
+
+function createBaseWithdrawReportResponse(): WithdrawReportResponse {
+  return { tombstone: undefined };
+}
+
+export const WithdrawReportResponse: MessageFns<WithdrawReportResponse> = {
+  encode(message: WithdrawReportResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tombstone !== undefined) {
+      Tombstone.encode(message.tombstone, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WithdrawReportResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWithdrawReportResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tombstone = Tombstone.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WithdrawReportResponse {
+    return { tombstone: isSet(object.tombstone) ? Tombstone.fromJSON(object.tombstone) : undefined };
+  },
+
+  toJSON(message: WithdrawReportResponse): unknown {
+    const obj: any = {};
+    if (message.tombstone !== undefined) {
+      obj.tombstone = Tombstone.toJSON(message.tombstone);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WithdrawReportResponse>, I>>(base?: I): WithdrawReportResponse {
+    return WithdrawReportResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WithdrawReportResponse>, I>>(object: I): WithdrawReportResponse {
+    const message = createBaseWithdrawReportResponse();
+    message.tombstone = (object.tombstone !== undefined && object.tombstone !== null)
+      ? Tombstone.fromPartial(object.tombstone)
+      : undefined;
+    return message;
+  },
+};
+
 /**
  * DrivesService owns drives, their reports to groups and review comments (Postgres schema `drives`).
  * Lists are keyset-paged, most recent first on the sort field, ties by id descending, and never return a row
@@ -2881,6 +3508,34 @@ export const DrivesServiceService = {
       Buffer.from(ReviewReportedDriveResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReviewReportedDriveResponse => ReviewReportedDriveResponse.decode(value),
   },
+  /**
+   * DeleteDrive deletes a drive of its driver (the driver deletes it in the app) and withdraws its report. The drive
+   * leaves every list; a tombstone stays for the retention window (TOMBSTONE_RETENTION_DAYS) for the change feed.
+   */
+  deleteDrive: {
+    path: "/mileage.drives.v1.DrivesService/DeleteDrive" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteDriveRequest): Buffer => Buffer.from(DeleteDriveRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteDriveRequest => DeleteDriveRequest.decode(value),
+    responseSerialize: (value: DeleteDriveResponse): Buffer => Buffer.from(DeleteDriveResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteDriveResponse => DeleteDriveResponse.decode(value),
+  },
+  /**
+   * WithdrawReport withdraws a drive's report from its group (with its review comments); the drive itself stays.
+   * A tombstone stays in the group's reported drives for the retention window.
+   */
+  withdrawReport: {
+    path: "/mileage.drives.v1.DrivesService/WithdrawReport" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: WithdrawReportRequest): Buffer =>
+      Buffer.from(WithdrawReportRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WithdrawReportRequest => WithdrawReportRequest.decode(value),
+    responseSerialize: (value: WithdrawReportResponse): Buffer =>
+      Buffer.from(WithdrawReportResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): WithdrawReportResponse => WithdrawReportResponse.decode(value),
+  },
 } as const;
 
 export interface DrivesServiceServer extends UntypedServiceImplementation {
@@ -2896,6 +3551,16 @@ export interface DrivesServiceServer extends UntypedServiceImplementation {
   reportDrive: handleUnaryCall<ReportDriveRequest, ReportDriveResponse>;
   /** ReviewReportedDrive sets the status of a report and may add an admin's review comment. */
   reviewReportedDrive: handleUnaryCall<ReviewReportedDriveRequest, ReviewReportedDriveResponse>;
+  /**
+   * DeleteDrive deletes a drive of its driver (the driver deletes it in the app) and withdraws its report. The drive
+   * leaves every list; a tombstone stays for the retention window (TOMBSTONE_RETENTION_DAYS) for the change feed.
+   */
+  deleteDrive: handleUnaryCall<DeleteDriveRequest, DeleteDriveResponse>;
+  /**
+   * WithdrawReport withdraws a drive's report from its group (with its review comments); the drive itself stays.
+   * A tombstone stays in the group's reported drives for the retention window.
+   */
+  withdrawReport: handleUnaryCall<WithdrawReportRequest, WithdrawReportResponse>;
 }
 
 export interface DrivesServiceClient extends Client {
@@ -2994,6 +3659,44 @@ export interface DrivesServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReviewReportedDriveResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * DeleteDrive deletes a drive of its driver (the driver deletes it in the app) and withdraws its report. The drive
+   * leaves every list; a tombstone stays for the retention window (TOMBSTONE_RETENTION_DAYS) for the change feed.
+   */
+  deleteDrive(
+    request: DeleteDriveRequest,
+    callback: (error: ServiceError | null, response: DeleteDriveResponse) => void,
+  ): ClientUnaryCall;
+  deleteDrive(
+    request: DeleteDriveRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteDriveResponse) => void,
+  ): ClientUnaryCall;
+  deleteDrive(
+    request: DeleteDriveRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteDriveResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * WithdrawReport withdraws a drive's report from its group (with its review comments); the drive itself stays.
+   * A tombstone stays in the group's reported drives for the retention window.
+   */
+  withdrawReport(
+    request: WithdrawReportRequest,
+    callback: (error: ServiceError | null, response: WithdrawReportResponse) => void,
+  ): ClientUnaryCall;
+  withdrawReport(
+    request: WithdrawReportRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: WithdrawReportResponse) => void,
+  ): ClientUnaryCall;
+  withdrawReport(
+    request: WithdrawReportRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: WithdrawReportResponse) => void,
   ): ClientUnaryCall;
 }
 
