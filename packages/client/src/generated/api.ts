@@ -2210,8 +2210,27 @@ export interface components {
             start: components["schemas"]["Geolocation"] | null;
             end: components["schemas"]["Geolocation"] | null;
         };
+        /**
+         * @description (+) A deleted drive, only with `include_deleted=true`.
+         * @example {
+         *       "drive_id": 66,
+         *       "deleted": true,
+         *       "modified": "2026-11-23T09:20:02.511Z"
+         *     }
+         */
+        DriveTombstone: {
+            drive_id: number;
+            /** @constant */
+            deleted: true;
+            /**
+             * Format: date-time
+             * @description When the drive was deleted.
+             */
+            modified: string;
+        };
         GetDrivesResponse: {
-            results: components["schemas"]["DriveSchema"][];
+            /** @description Drives; with `include_deleted=true` (+) also tombstones, in the same order. */
+            results: (components["schemas"]["DriveSchema"] | components["schemas"]["DriveTombstone"])[];
             has_more: boolean;
             /** @description (+) Opaque; pass as `cursor` for the next page. */
             next_cursor: string | null;
@@ -2246,8 +2265,27 @@ export interface components {
                 user_email: string;
             }[];
         };
+        /**
+         * @description (+) A report withdrawn from the group, or a reported drive deleted, only with `include_deleted=true`.
+         * @example {
+         *       "id": "115",
+         *       "deleted": true,
+         *       "modified": "2026-11-23T09:20:02.511Z"
+         *     }
+         */
+        ReportedDriveTombstone: {
+            id: string;
+            /** @constant */
+            deleted: true;
+            /**
+             * Format: date-time
+             * @description When the report was withdrawn or the drive deleted.
+             */
+            modified: string;
+        };
         GetReportedDrivesResponse: {
-            results: components["schemas"]["ReportedDriveSchema"][];
+            /** @description Reported drives; with `include_deleted=true` (+) also tombstones, in the same order. */
+            results: (components["schemas"]["ReportedDriveSchema"] | components["schemas"]["ReportedDriveTombstone"])[];
             has_more: boolean;
             next_cursor: string | null;
         };
@@ -2519,6 +2557,24 @@ export interface components {
                  *       "type": "about:blank",
                  *       "title": "Gateway Timeout",
                  *       "status": 504
+                 *     }
+                 */
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description (+) Only with `include_deleted=true`: the sync’s lower bound (`date_after` or `modified_after`, also inside a `cursor`) is older than the tombstone retention (90 days by default), so deletions since then may have been purged. `type` is `/errors/resync-required`: start a full sync (list without `date_after`, replace the local copy) and continue incrementally from its newest `modified`. */
+        ResyncRequired: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "Deletions are kept for 90 days: the list is complete only after 2026-08-25T09:20:02.511Z, and date_after (or modified_after) is earlier. Start a full sync: list without date_after and replace your copy.",
+                 *       "type": "/errors/resync-required",
+                 *       "title": "Gone",
+                 *       "status": 410
                  *     }
                  */
                 "application/json": components["schemas"]["Problem"];
@@ -2877,6 +2933,8 @@ export interface operations {
                 modified_before?: string;
                 /** @description (+) The next_cursor of the previous page of the same query. */
                 cursor?: string;
+                /** @description (+) The change feed: also list deleted drives as `{"drive_id", "deleted": true, "modified"}` (`modified` = when deleted, whatever the drive’s classification was), in order with the live items and under the same cursor. Only with `filter_by=modified` or the default order (else 422). Tombstones are kept 90 days (by default): with a `date_after` / `modified_after` older than that, 410. Without it (or `false`) the response is exactly as without the change feed. */
+                include_deleted?: boolean;
             };
             header?: never;
             path: {
@@ -2899,70 +2957,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "results": [
-                     *         {
-                     *           "drive_id": 65,
-                     *           "created": "2026-11-23T09:18:45.073Z",
-                     *           "modified": "2026-11-23T09:18:45.073Z",
-                     *           "started_at": "2026-11-21T08:27:00.000Z",
-                     *           "ended_at": "2026-11-21T10:19:00.000Z",
-                     *           "distance": {
-                     *             "amount": 57.1,
-                     *             "units": "mi",
-                     *             "discounted": 45
-                     *           },
-                     *           "value": {
-                     *             "amount": 3997,
-                     *             "currency": "USD"
-                     *           },
-                     *           "toll_fees": null,
-                     *           "parking_fees": {
-                     *             "amount": 588,
-                     *             "currency": "USD"
-                     *           },
-                     *           "description": null,
-                     *           "entry": "automatic",
-                     *           "classification": "business",
-                     *           "purpose": "Supplies pickup",
-                     *           "start": {
-                     *             "name": "Client HQ",
-                     *             "lat": "43.0389",
-                     *             "lon": "-87.9065",
-                     *             "time": "2026-11-21T08:27:00.000Z",
-                     *             "address": {
-                     *               "country": "US",
-                     *               "state": "WI",
-                     *               "city": "Milwaukee",
-                     *               "street": "411 E Wisconsin Ave",
-                     *               "postal_code": "53202"
-                     *             }
-                     *           },
-                     *           "end": {
-                     *             "name": "O'Hare Airport",
-                     *             "lat": "41.9742",
-                     *             "lon": "-87.9073",
-                     *             "time": "2026-11-21T10:19:00.000Z",
-                     *             "address": {
-                     *               "country": "US",
-                     *               "state": "IL",
-                     *               "city": "Chicago",
-                     *               "street": "10000 W O'Hare Ave",
-                     *               "postal_code": "60666"
-                     *             }
-                     *           }
-                     *         }
-                     *       ],
-                     *       "has_more": true,
-                     *       "next_cursor": "eyJ2IjoxLCJxIjoiajFNY090QW9LRnZXX3piV3A4RWJnMiIsInQiOiIyMDI2LTExLTIzVDA5OjE4OjQ1LjA3M1oiLCJpIjo2NX0.a_IUVpfMgb7sgmuNki1tz3OunknulSgRWHfhmvDNkVg"
-                     *     }
-                     */
                     "application/json": components["schemas"]["GetDrivesResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            410: components["responses"]["ResyncRequired"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
@@ -3133,6 +3133,8 @@ export interface operations {
                 modified_before?: string;
                 /** @description (+) The next_cursor of the previous page of the same query. */
                 cursor?: string;
+                /** @description (+) The change feed: also list withdrawn reports and deleted drives as `{"id", "deleted": true, "modified"}` (`modified` = when deleted), in order with the live items and under the same cursor. Only with `filter_by=modified` or the default order (else 422). Tombstones are kept 90 days (by default): with a `date_after` / `modified_after` older than that, 410. Without it (or `false`) the response is exactly as without the change feed. */
+                include_deleted?: boolean;
             };
             header?: never;
             path: {
@@ -3155,86 +3157,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "results": [
-                     *         {
-                     *           "id": "114",
-                     *           "driver": {
-                     *             "id": "CarolDrv01",
-                     *             "name": "Carol Driver",
-                     *             "email": "carol@example.com",
-                     *             "status": "active",
-                     *             "timezone_offset": -4
-                     *           },
-                     *           "details": {
-                     *             "distance": {
-                     *               "amount": 28.5,
-                     *               "units": "km",
-                     *               "discounted": 22
-                     *             },
-                     *             "value": {
-                     *               "amount": 2052,
-                     *               "currency": "CAD"
-                     *             },
-                     *             "toll_fees": {
-                     *               "amount": 617,
-                     *               "currency": "CAD"
-                     *             },
-                     *             "parking_fees": null,
-                     *             "description": null,
-                     *             "entry": "manual",
-                     *             "classification": "business",
-                     *             "purpose": "Training",
-                     *             "start": {
-                     *               "name": "Client Site",
-                     *               "lat": "43.4307",
-                     *               "lon": "-79.7173",
-                     *               "time": "2026-10-30T16:40:00.000Z",
-                     *               "address": {
-                     *                 "country": "CA",
-                     *                 "state": "ON",
-                     *                 "city": "Oakville",
-                     *                 "street": "2525 Speers Rd",
-                     *                 "postal_code": "L6L 2X9"
-                     *               }
-                     *             },
-                     *             "end": {
-                     *               "name": "Home",
-                     *               "lat": "43.6406",
-                     *               "lon": "-79.3801",
-                     *               "time": "2026-10-30T17:31:00.000Z",
-                     *               "address": {
-                     *                 "country": "CA",
-                     *                 "state": "ON",
-                     *                 "city": "Toronto",
-                     *                 "street": "88 Queens Quay W",
-                     *                 "postal_code": "M5J 0B8"
-                     *               }
-                     *             }
-                     *           },
-                     *           "created": "2026-11-23T09:18:47.089Z",
-                     *           "modified": "2026-11-23T09:18:47.103Z",
-                     *           "status": "approved",
-                     *           "review_comments": [
-                     *             {
-                     *               "id": "17",
-                     *               "text": "Approved, thanks.",
-                     *               "created_at": "2026-11-23T09:18:47.103Z",
-                     *               "user_email": "alice@example.com"
-                     *             }
-                     *           ]
-                     *         }
-                     *       ],
-                     *       "has_more": true,
-                     *       "next_cursor": "eyJ2IjoxLCJxIjoiajFNY090QW9LRnZXX3piV3A4RWJnMiIsInQiOiIyMDI2LTExLTIzVDA5OjE4OjQ1LjA3M1oiLCJpIjo2NX0.a_IUVpfMgb7sgmuNki1tz3OunknulSgRWHfhmvDNkVg"
-                     *     }
-                     */
                     "application/json": components["schemas"]["GetReportedDrivesResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            410: components["responses"]["ResyncRequired"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
@@ -3264,6 +3192,8 @@ export interface operations {
                 modified_before?: string;
                 /** @description (+) The next_cursor of the previous page of the same query. */
                 cursor?: string;
+                /** @description (+) The change feed: also list withdrawn reports and deleted drives as `{"id", "deleted": true, "modified"}` (`modified` = when deleted), in order with the live items and under the same cursor. Only with `filter_by=modified` or the default order (else 422). Tombstones are kept 90 days (by default): with a `date_after` / `modified_after` older than that, 410. Without it (or `false`) the response is exactly as without the change feed. */
+                include_deleted?: boolean;
             };
             header?: never;
             path?: never;
@@ -3283,86 +3213,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "results": [
-                     *         {
-                     *           "id": "114",
-                     *           "driver": {
-                     *             "id": "CarolDrv01",
-                     *             "name": "Carol Driver",
-                     *             "email": "carol@example.com",
-                     *             "status": "active",
-                     *             "timezone_offset": -4
-                     *           },
-                     *           "details": {
-                     *             "distance": {
-                     *               "amount": 28.5,
-                     *               "units": "km",
-                     *               "discounted": 22
-                     *             },
-                     *             "value": {
-                     *               "amount": 2052,
-                     *               "currency": "CAD"
-                     *             },
-                     *             "toll_fees": {
-                     *               "amount": 617,
-                     *               "currency": "CAD"
-                     *             },
-                     *             "parking_fees": null,
-                     *             "description": null,
-                     *             "entry": "manual",
-                     *             "classification": "business",
-                     *             "purpose": "Training",
-                     *             "start": {
-                     *               "name": "Client Site",
-                     *               "lat": "43.4307",
-                     *               "lon": "-79.7173",
-                     *               "time": "2026-10-30T16:40:00.000Z",
-                     *               "address": {
-                     *                 "country": "CA",
-                     *                 "state": "ON",
-                     *                 "city": "Oakville",
-                     *                 "street": "2525 Speers Rd",
-                     *                 "postal_code": "L6L 2X9"
-                     *               }
-                     *             },
-                     *             "end": {
-                     *               "name": "Home",
-                     *               "lat": "43.6406",
-                     *               "lon": "-79.3801",
-                     *               "time": "2026-10-30T17:31:00.000Z",
-                     *               "address": {
-                     *                 "country": "CA",
-                     *                 "state": "ON",
-                     *                 "city": "Toronto",
-                     *                 "street": "88 Queens Quay W",
-                     *                 "postal_code": "M5J 0B8"
-                     *               }
-                     *             }
-                     *           },
-                     *           "created": "2026-11-23T09:18:47.089Z",
-                     *           "modified": "2026-11-23T09:18:47.103Z",
-                     *           "status": "approved",
-                     *           "review_comments": [
-                     *             {
-                     *               "id": "17",
-                     *               "text": "Approved, thanks.",
-                     *               "created_at": "2026-11-23T09:18:47.103Z",
-                     *               "user_email": "alice@example.com"
-                     *             }
-                     *           ]
-                     *         }
-                     *       ],
-                     *       "has_more": true,
-                     *       "next_cursor": "eyJ2IjoxLCJxIjoiajFNY090QW9LRnZXX3piV3A4RWJnMiIsInQiOiIyMDI2LTExLTIzVDA5OjE4OjQ1LjA3M1oiLCJpIjo2NX0.a_IUVpfMgb7sgmuNki1tz3OunknulSgRWHfhmvDNkVg"
-                     *     }
-                     */
                     "application/json": components["schemas"]["GetReportedDrivesResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            410: components["responses"]["ResyncRequired"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
