@@ -52,6 +52,9 @@ export const ACCOUNTS = [
   },
 ];
 
+/** Shared by the harness's gateway apps and its SCIM service. */
+export const ACTOR_ATTESTATION_SECRET = 'harness-actor-attestation-secret-0123456789';
+
 export interface Harness {
   issuer: string;
   /** "Demo Team": Alice admin, Bob and Ivan drivers. "Other Team": Bob admin and driver. */
@@ -78,6 +81,8 @@ export interface Harness {
     redis?: Redis;
     rateLimitPrefix?: string;
     rateLimitMultiplier?: number;
+    /** The secret the gateway attests SCIM actors with (default: the one the SCIM service shares). */
+    actorAttestationSecret?: string;
   }): Express;
   drivesClient: ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
@@ -212,6 +217,7 @@ export async function startHarness(): Promise<Harness> {
         groups: scimGroups,
         logger,
         baseUrl: 'http://127.0.0.1:8080/scim/v2',
+        attestation: { secrets: [ACTOR_ATTESTATION_SECRET], maxAgeSeconds: 60 },
       }),
     ],
     protoFiles: [PROTO_FILES.scim],
@@ -311,6 +317,7 @@ export async function startHarness(): Promise<Harness> {
         drives,
         scim,
         cursorSecret: 'test-cursor-secret-of-at-least-32-chars',
+        actorAttestationSecret: options.actorAttestationSecret ?? ACTOR_ATTESTATION_SECRET,
         bodyLimitBytes: 1_048_576,
         readiness: (): Readiness => ({
           ready: verifier.keysLoaded(),

@@ -151,6 +151,8 @@ export async function startGrpcServer(options: {
   maxConnectionAgeGraceMs?: number;
   /** When it returns an error, every call fails with it at once (e.g. while the database is known to be down). */
   failFast?: () => AppError | undefined;
+  /** grpcTls(config).serverCredentials(): mutual TLS (client certificates required) when configured; default plaintext. */
+  credentials?: grpc.ServerCredentials;
 }): Promise<GrpcServerHandle> {
   const server = new grpc.Server({
     ...(options.maxConnectionAgeMs ? { 'grpc.max_connection_age_ms': options.maxConnectionAgeMs } : {}),
@@ -176,11 +178,14 @@ export async function startGrpcServer(options: {
   new ReflectionService(packageDefinition).addToServer(server);
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(options.address, grpc.ServerCredentials.createInsecure(), (err, boundPort) =>
+    server.bindAsync(options.address, options.credentials ?? grpc.ServerCredentials.createInsecure(), (err, boundPort) =>
       err ? reject(err) : resolve(boundPort),
     );
   });
-  options.logger.info({ address: options.address, port, services: serviceNames }, 'gRPC server listening');
+  options.logger.info(
+    { address: options.address, port, services: serviceNames, tls: options.credentials?._isSecure() ?? false },
+    'gRPC server listening',
+  );
 
   return {
     server,
