@@ -271,9 +271,15 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
     failFast: whileDatabaseDown(dependencies),
   });
   dependencies.start();
-  const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST, {
-    '/healthz/dependencies': () => dependencies.report(),
-  });
+  // The gRPC health of the whole server as HTTP probes too (Kubernetes' gRPC probes speak plaintext only, so with
+  // mutual TLS on the chart probes these): live while the process serves, ready until it starts draining.
+  let draining = false;
+  const metricsServer = await metrics.listen(
+    config.METRICS_PORT,
+    config.METRICS_HOST,
+    { '/healthz/dependencies': () => dependencies.report() },
+    { '/healthz': () => true, '/readyz': () => !draining },
+  );
 
   const running = (service.tasks?.(deps, config) ?? []).map((task) =>
     runEvery(task, (err) => logger.warn({ err, task: task.name }, 'background task failed')),
@@ -282,7 +288,13 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   handleShutdown(
     logger,
     [
-      { name: 'grpc', run: () => grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000)) },
+      {
+        name: 'grpc',
+        run: () => {
+          draining = true;
+          return grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000));
+        },
+      },
       { name: 'tasks', run: () => Promise.all(running.map((r) => r.stop())) },
       { name: 'dependencies', run: () => dependencies.stop() },
       {
