@@ -51,7 +51,9 @@ export async function startEmbeddedPostgres(options: {
   // As root, initdb and postgres run as an unprivileged `postgres` user that must be able to enter the folder.
   mkdirSync(options.dataDir, { recursive: true });
   chmodSync(options.dataDir, 0o755);
-  await letPostgresReach([databaseDir], options.log);
+  // The folders above the data folder: the data folder itself is PostgreSQL's own (made by initdb, owned by the
+  // postgres user, 0700), which on a restart must not read as someone else's folder in the way.
+  await letPostgresReach([path.dirname(databaseDir)], options.log);
   // PostgreSQL's last words, for the one-line reason when it does not start (the library rejects without one).
   const recent: string[] = [];
   const remember = (message: unknown) => {
