@@ -1,5 +1,12 @@
 import { scimV1 } from '@mileage/proto';
-import { attestActor, type CallSettings, type Logger, type PromiseClient, type Span, type TraceContext } from '@mileage/runtime';
+import {
+  attestActor,
+  type CallSettings,
+  type Logger,
+  type PromiseClient,
+  type Span,
+  type TraceContext,
+} from '@mileage/runtime';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { TokenVerifier } from '../auth';
 import { guard } from '../guard';

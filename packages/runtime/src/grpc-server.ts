@@ -178,8 +178,10 @@ export async function startGrpcServer(options: {
   new ReflectionService(packageDefinition).addToServer(server);
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(options.address, options.credentials ?? grpc.ServerCredentials.createInsecure(), (err, boundPort) =>
-      err ? reject(err) : resolve(boundPort),
+    server.bindAsync(
+      options.address,
+      options.credentials ?? grpc.ServerCredentials.createInsecure(),
+      (err, boundPort) => (err ? reject(err) : resolve(boundPort)),
     );
   });
   options.logger.info(

@@ -82,7 +82,10 @@ describe('mutual TLS on a service', () => {
   test('a client with a certificate of the shared CA is answered, by address and by host name', async () => {
     const gateway = grpcTls(tlsEnv(pki.issue('gateway'), pki.caFile));
     assert.deepEqual(await callWith(gateway.channelCredentials()), { code: grpc.status.OK, reached: true });
-    assert.deepEqual(await callWith(gateway.channelCredentials(), 'localhost'), { code: grpc.status.OK, reached: true });
+    assert.deepEqual(await callWith(gateway.channelCredentials(), 'localhost'), {
+      code: grpc.status.OK,
+      reached: true,
+    });
     const health = new HealthClient(`127.0.0.1:${server.port}`, gateway.channelCredentials());
     try {
       assert.equal(await health.check('', 5_000), true);

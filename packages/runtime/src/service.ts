@@ -48,7 +48,12 @@ export function serviceConfigSchema(defaults: { grpcPort: number; metricsPort: n
  * role to grant to, mutual TLS all or nothing.
  */
 export function checkServiceConfig(
-  c: { MIGRATE_ON_START: boolean; MIGRATION_DATABASE_URL?: string | undefined; DATABASE_URL: string; DATABASE_RUNTIME_ROLE?: string | undefined } & GrpcTlsConfig,
+  c: {
+    MIGRATE_ON_START: boolean;
+    MIGRATION_DATABASE_URL?: string | undefined;
+    DATABASE_URL: string;
+    DATABASE_RUNTIME_ROLE?: string | undefined;
+  } & GrpcTlsConfig,
   ctx: z.RefinementCtx,
 ): void {
   if (c.MIGRATE_ON_START && !c.MIGRATION_DATABASE_URL)
@@ -358,10 +363,7 @@ export async function runMigrations(name: string, openDatabase: OpenDatabase): P
     const runtimeRole = config.DATABASE_RUNTIME_ROLE ?? databaseUser(config.DATABASE_URL!)!;
     const { applied, grantedTo } = await db.migrate({ runtimeRole });
     if (!grantedTo) logger.warn({ role: runtimeRole }, 'the runtime role is the migrating role: it owns the schema');
-    logger.info(
-      { applied, granted_to: grantedTo },
-      applied.length ? 'migrations applied' : 'schema up to date',
-    );
+    logger.info({ applied, granted_to: grantedTo }, applied.length ? 'migrations applied' : 'schema up to date');
   } catch (err) {
     logger.error({ err }, 'migration failed');
     process.exitCode = 1;

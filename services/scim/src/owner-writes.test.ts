@@ -81,13 +81,11 @@ async function scimService(faults?: (client: PromiseClient<usersV1.UsersServiceC
     };
     const requestId = randomUUID();
     const actorAttestation = attestActor(ATTESTATION_SECRET, { ...request, actor: request.clientId, requestId });
-    return client
-      .handleRequest({ ...request, actorAttestation }, { requestId })
-      .then((r) => ({
-        status: r.status,
-        headers: r.headers,
-        body: r.body.length ? JSON.parse(Buffer.from(r.body).toString()) : undefined,
-      }));
+    return client.handleRequest({ ...request, actorAttestation }, { requestId }).then((r) => ({
+      status: r.status,
+      headers: r.headers,
+      body: r.body.length ? JSON.parse(Buffer.from(r.body).toString()) : undefined,
+    }));
   };
   return { call, client };
 }
@@ -372,7 +370,9 @@ describe('the audit actor is the one the gateway attests, never a free field', (
     });
     await refused(client.handleRequest({ ...request, actorAttestation: forged }, { requestId }));
     // A genuine attestation, but the actor, the request id or the body changed.
-    await refused(client.handleRequest({ ...request, clientId: 'someone-else', actorAttestation: valid }, { requestId }));
+    await refused(
+      client.handleRequest({ ...request, clientId: 'someone-else', actorAttestation: valid }, { requestId }),
+    );
     await refused(client.handleRequest({ ...request, actorAttestation: valid }, { requestId: randomUUID() }));
     const otherBody = Buffer.from(JSON.stringify(user('other@example.com')));
     await refused(client.handleRequest({ ...request, body: otherBody, actorAttestation: valid }, { requestId }));

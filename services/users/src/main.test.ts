@@ -36,7 +36,11 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
   const dir = mkdtempSync(path.join(tmpdir(), 'users-main-tls-'));
   const pki = createTestPki(dir);
   const server = pki.issue('users');
-  const tlsEnv = { GRPC_TLS_CERT_FILE: server.certFile, GRPC_TLS_KEY_FILE: server.keyFile, GRPC_TLS_CA_FILE: pki.caFile };
+  const tlsEnv = {
+    GRPC_TLS_CERT_FILE: server.certFile,
+    GRPC_TLS_KEY_FILE: server.keyFile,
+    GRPC_TLS_CA_FILE: pki.caFile,
+  };
   const [grpcPort, metricsPort] = [await freePort(), await freePort()];
   const env = {
     PATH: process.env.PATH,
@@ -71,7 +75,11 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const client = pki.issue('gateway');
-  const mtls = grpcTls({ GRPC_TLS_CERT_FILE: client.certFile, GRPC_TLS_KEY_FILE: client.keyFile, GRPC_TLS_CA_FILE: pki.caFile });
+  const mtls = grpcTls({
+    GRPC_TLS_CERT_FILE: client.certFile,
+    GRPC_TLS_KEY_FILE: client.keyFile,
+    GRPC_TLS_CA_FILE: pki.caFile,
+  });
   const health = new HealthClient(`127.0.0.1:${grpcPort}`, mtls.channelCredentials());
   const plaintextHealth = new HealthClient(`127.0.0.1:${grpcPort}`);
   const users = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${grpcPort}`, {

@@ -167,9 +167,7 @@ async function main(): Promise<void> {
   for (const s of [...SERVICES].sort((a, b) => Number(b.name === 'scim') - Number(a.name === 'scim'))) {
     const { owner, runtimeRole } = urls[s.name]!;
     const db = s.open(owner);
-    const { applied, grantedTo } = await db
-      .migrate(runtimeRole ? { runtimeRole } : {})
-      .finally(() => db.close());
+    const { applied, grantedTo } = await db.migrate(runtimeRole ? { runtimeRole } : {}).finally(() => db.close());
     logger.info({ target: s.name, applied, granted_to: grantedTo }, 'migrations up to date');
   }
   // Page cursors stay valid across restarts of the development stack.
