@@ -1,4 +1,4 @@
-import { checkGrpcTls, commonConfigSchema, env, grpcTlsConfigShape } from '@mileage/runtime';
+import { commonConfigSchema, env, grpcTlsConfigShape } from '@mileage/runtime';
 import { z } from 'zod';
 
 const algorithms = z
