@@ -19,6 +19,7 @@ const STAND_INS = {
   DATABASE_URL: 'postgres://role:password@postgres.example:5432/mileage?sslmode=require',
   REDIS_URL: 'redis://redis.example:6379',
   CURSOR_SECRET: 'x'.repeat(48),
+  ACTOR_ATTESTATION_SECRET: 'x'.repeat(48),
 };
 const SAMPLERS = [
   'always_on',

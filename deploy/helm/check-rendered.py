@@ -183,6 +183,8 @@ def check_manifests(path, name, metrics_ts, env_out):
     hpas = {h["spec"]["scaleTargetRef"]["name"]: h for h in by_kind("HorizontalPodAutoscaler")}
     pdbs = by_kind("PodDisruptionBudget")
     envs = {}
+    attestations = {}
+    tls_secrets = {}
 
     for component, deployment in deployments.items():
         where = f"{component}"
@@ -313,14 +315,42 @@ def check_manifests(path, name, metrics_ts, env_out):
         else:
             if ports.get("grpc") != GRPC_PORTS[component] or env.get("GRPC_ADDRESS") != f"0.0.0.0:{GRPC_PORTS[component]}":
                 fail(f"{where}: must serve gRPC on 0.0.0.0:{GRPC_PORTS[component]}")
-            for kind, probe in probes.items():
-                if probe and probe.get("grpc", {}).get("port") != GRPC_PORTS[component]:
-                    fail(f"{where}: {kind} is not a native gRPC probe of port {GRPC_PORTS[component]}")
+            if "GRPC_TLS_CERT_FILE" in env:
+                # Mutual TLS: the kubelet's gRPC probes (plaintext) would be refused; HTTP on the metrics port instead.
+                expected_paths = {"startupProbe": "/healthz", "livenessProbe": "/healthz", "readinessProbe": "/readyz"}
+                for kind, probe in probes.items():
+                    if probe and (probe.get("httpGet", {}).get("path") != expected_paths[kind] or probe["httpGet"].get("port") not in ("metrics", METRICS_PORTS[component])):
+                        fail(f"{where}: {kind} is not an HTTP probe of {expected_paths[kind]} on the metrics port (mutual TLS)")
+            else:
+                for kind, probe in probes.items():
+                    if probe and probe.get("grpc", {}).get("port") != GRPC_PORTS[component]:
+                        fail(f"{where}: {kind} is not a native gRPC probe of port {GRPC_PORTS[component]}")
             database_url = env.get("DATABASE_URL")
             if not isinstance(database_url, dict) or database_url["key"] != f"{component}-database-url":
                 fail(f"{where}: DATABASE_URL is not the {component}-database-url key of a Secret")
             if env.get("MIGRATE_ON_START") != "false":
                 fail(f"{where}: MIGRATE_ON_START must be false (the hook Jobs migrate)")
+        # The attestation of SCIM actors: the gateway signs, the SCIM service verifies, with the same Secret key.
+        if component in ("gateway", "scim"):
+            attestation = env.get("ACTOR_ATTESTATION_SECRET")
+            if not isinstance(attestation, dict) or attestation["key"] != "actor-attestation-secret":
+                fail(f"{where}: ACTOR_ATTESTATION_SECRET is not the actor-attestation-secret key of a Secret")
+            attestations[component] = attestation and attestation.get("secret")
+        # Mutual TLS on gRPC: the three files from this component's own Secret, mounted read-only, or none of them.
+        tls_env = {k: env.get(k) for k in ("GRPC_TLS_CERT_FILE", "GRPC_TLS_KEY_FILE", "GRPC_TLS_CA_FILE")}
+        tls_mount = next((m for m in container.get("volumeMounts", []) if m["name"] == "grpc-tls"), None)
+        tls_volume = next((v for v in pod.get("volumes", []) if v["name"] == "grpc-tls"), None)
+        if any(tls_env.values()):
+            base = (tls_mount or {}).get("mountPath", "/nonexistent")
+            expected = {"GRPC_TLS_CERT_FILE": f"{base}/tls.crt", "GRPC_TLS_KEY_FILE": f"{base}/tls.key", "GRPC_TLS_CA_FILE": f"{base}/ca.crt"}
+            if tls_env != expected or not tls_mount or tls_mount.get("readOnly") is not True:
+                fail(f"{where}: GRPC_TLS_* are not the tls.crt, tls.key and ca.crt of a read-only mount")
+            secret_name = (tls_volume or {}).get("secret", {}).get("secretName")
+            if secret_name != f"{deployment['metadata']['name']}-grpc-tls":
+                fail(f"{where}: the gRPC TLS volume is not the Secret {deployment['metadata']['name']}-grpc-tls")
+            tls_secrets[component] = secret_name
+        elif tls_mount or tls_volume:
+            fail(f"{where}: a grpc-tls volume without GRPC_TLS_* variables")
         if component == "scim":
             for svc in ("users", "groups"):
                 if env.get(f"{svc.upper()}_ADDRESS") != f"{services[svc]['metadata']['name']}:{GRPC_PORTS[svc]}":
@@ -368,6 +398,34 @@ def check_manifests(path, name, metrics_ts, env_out):
         if extra:
             fail(f"{kind}s for unknown components {extra}")
 
+    # --- the actor attestation and mutual TLS, across components
+    if len(set(attestations.values())) != 1:
+        fail(f"the gateway and the SCIM service read ACTOR_ATTESTATION_SECRET from different Secrets: {attestations}")
+    if tls_secrets and sorted(tls_secrets) != sorted(COMPONENTS):
+        fail(f"mutual TLS is on for {sorted(tls_secrets)} only: all or nothing, every component")
+    # --- cert-manager Certificates (a CRD: no Kubernetes schema checks them)
+    certificates = by_kind("Certificate")
+    if certificates and not tls_secrets:
+        fail("Certificates without mutual TLS (grpcTls.enabled)")
+    if certificates:
+        by_secret = {c["spec"].get("secretName"): c for c in certificates}
+        if sorted(by_secret) != sorted(tls_secrets.values()):
+            fail(f"Certificates for {sorted(by_secret)}, but the Deployments mount {sorted(tls_secrets.values())}")
+        for component, secret_name in tls_secrets.items():
+            cert = by_secret.get(secret_name)
+            if not cert:
+                continue
+            spec = cert["spec"]
+            if cert["apiVersion"] != "cert-manager.io/v1":
+                fail(f"Certificate {secret_name}: apiVersion {cert['apiVersion']}")
+            service_name = services[component]["metadata"]["name"]
+            if service_name not in spec.get("dnsNames", []):
+                fail(f"Certificate {secret_name}: does not name the Service {service_name}, which its callers dial")
+            if not {"server auth", "client auth"} <= set(spec.get("usages", [])):
+                fail(f"Certificate {secret_name}: needs both server auth and client auth")
+            if not spec.get("issuerRef", {}).get("name"):
+                fail(f"Certificate {secret_name}: no issuer")
+
     # --- migration Jobs: hooks, after their Secret
     jobs = by_kind("Job")
     if jobs:
@@ -381,6 +439,7 @@ def check_manifests(path, name, metrics_ts, env_out):
                     fail(f"Secret {secret['metadata']['name']}: the Jobs need it, but it is not a pre-install,pre-upgrade hook")
                 db_secret_weights.append(int(annotations.get("helm.sh/hook-weight", "0")))
         migrated = set()
+        owner_secrets = set()
         job_weights = {}
         for job in jobs:
             jname = job["metadata"]["name"]
@@ -409,14 +468,26 @@ def check_manifests(path, name, metrics_ts, env_out):
             if "migrate.js" not in " ".join(container.get("command", []) + container.get("args", [])):
                 fail(f"Job {jname}: does not run migrate.js")
             refs = [e["valueFrom"]["secretKeyRef"] for e in container.get("env", []) if e["name"] == "DATABASE_URL" and "valueFrom" in e]
+            owner_refs = [e["valueFrom"]["secretKeyRef"] for e in container.get("env", []) if e["name"] == "MIGRATION_DATABASE_URL" and "valueFrom" in e]
             svc = next((s for s in SERVICES if jname.endswith(f"-{s}-migrate")), None)
             if not refs or not svc or refs[0]["key"] != f"{svc}-database-url":
                 fail(f"Job {jname}: DATABASE_URL is not its service's database-url key")
+            # The schema owner migrates; its URL is in a Secret of its own, which no Deployment reads.
+            if not owner_refs or not svc or owner_refs[0]["key"] != f"{svc}-database-url":
+                fail(f"Job {jname}: MIGRATION_DATABASE_URL is not its service's database-url key of the owners' Secret")
+            elif refs and owner_refs[0]["name"] == refs[0]["name"]:
+                fail(f"Job {jname}: the owner's URL comes from the runtime roles' Secret")
+            else:
+                owner_secrets.add(owner_refs[0]["name"])
             if svc and container["image"] != deployments.get(svc, {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0].get("image"):
                 fail(f"Job {jname}: not the image of the {svc} Deployment")
             migrated.add(svc)
         if migrated != set(SERVICES):
             fail(f"migration Jobs for {sorted(x for x in migrated if x)}, expected {SERVICES}")
+        for component, env in envs.items():
+            for variable, value in env.items():
+                if isinstance(value, dict) and value["secret"] in owner_secrets:
+                    fail(f"{component}: {variable} reads the schema owners' Secret {value['secret']}: only the migration Jobs may")
         # The SCIM migrations hand data over to the Users and Groups schemas: their Jobs run after SCIM's.
         scim_job = next((w for n, w in job_weights.items() if n.endswith("-scim-migrate")), None)
         for n, w in job_weights.items():

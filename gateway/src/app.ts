@@ -36,6 +36,8 @@ export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
   scim: PromiseClient<scimV1.ScimServiceClient>;
   /** Deadline of a forwarded SCIM request (writes involve several calls). */
   scimDeadlineMs?: number;
+  /** ACTOR_ATTESTATION_SECRET: the gateway attests each SCIM request's provisioning client with it. */
+  actorAttestationSecret: string;
   /** The realm URL, for the OAuth flows of the OpenAPI document. */
   issuer: string;
   /** The realm's public client of the /docs page (default mileage-docs); empty turns sign-in from the page off. */

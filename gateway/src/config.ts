@@ -1,4 +1,4 @@
-import { commonConfigSchema, env } from '@mileage/runtime';
+import { commonConfigSchema, env, grpcTlsConfigShape } from '@mileage/runtime';
 import { z } from 'zod';
 
 const algorithms = z
@@ -36,6 +36,9 @@ export const configSchema = commonConfigSchema.extend({
   /** HMAC key of page cursors; the same on every replica. Unset: a random key per process (cursors die with it). */
   CURSOR_SECRET: z.string().min(32, 'at least 32 characters').optional(),
   GRPC_DEADLINE_MS: env.positiveInt(2_000),
+  /** Shared with the SCIM service: the HMAC key of the attestation of each SCIM request's provisioning client. */
+  ACTOR_ATTESTATION_SECRET: z.string().min(32, 'at least 32 characters'),
+  ...grpcTlsConfigShape,
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')

@@ -6,6 +6,7 @@ import {
   type Logger,
   type Metrics,
 } from '@mileage/runtime';
+import type { ChannelCredentials } from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
 
 /** The gRPC services the gateway calls, by the name of their health-checked service. */
@@ -30,10 +31,12 @@ export function gatewayDependencies(options: {
   logger?: Logger;
   intervalMs?: number;
   timeoutMs?: number;
+  /** The channel credentials of the health clients (mutual TLS when configured). */
+  credentials?: ChannelCredentials;
 }): { monitor: DependencyMonitor; close(): void } {
   const health = (Object.keys(DOWNSTREAMS) as Downstream[]).map((name) => ({
     name,
-    client: new HealthClient(options.addresses[name]),
+    client: new HealthClient(options.addresses[name], ...(options.credentials ? [options.credentials] : [])),
   }));
   const checks: DependencyCheck[] = health.map(({ name, client }) => grpcHealthCheck(name, client, DOWNSTREAMS[name]));
   const redis = options.redis;

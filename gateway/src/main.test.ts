@@ -15,3 +15,23 @@ test('the gateway refuses to start on invalid configuration and says which varia
   assert.match(result.stderr, /REDIS_URL: .*\(set \(hidden\)\)/);
   assert.doesNotMatch(result.stderr, /secret@host/);
 });
+
+test('the gateway needs the attestation secret, and mutual TLS all or nothing', () => {
+  const start = (env: Record<string, string>) =>
+    spawnSync(process.execPath, [path.join(__dirname, 'main.js')], {
+      env: { PATH: process.env.PATH, ...env },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+  const without = start({});
+  assert.equal(without.status, 78);
+  assert.match(without.stderr, /ACTOR_ATTESTATION_SECRET: .*\(unset\)/);
+  const partial = start({
+    ACTOR_ATTESTATION_SECRET: 'gateway-main-test-attestation-secret-0123',
+    GRPC_TLS_CERT_FILE: '/nonexistent/tls.crt',
+  });
+  assert.equal(partial.status, 78);
+  assert.match(partial.stderr, /GRPC_TLS_KEY_FILE: required when GRPC_TLS_CERT_FILE is set/);
+  assert.match(partial.stderr, /GRPC_TLS_CA_FILE: required when GRPC_TLS_CERT_FILE is set/);
+  assert.doesNotMatch(partial.stderr, /gateway-main-test-attestation-secret/);
+});

@@ -1,9 +1,11 @@
 import { tracing } from './instrument';
 import { drivesV1, groupsV1, scimV1, usersV1 } from '@mileage/proto';
 import {
+  checkGrpcTls,
   circuitBreakerConfig,
   createGrpcClient,
   createLogger,
+  grpcTls,
   handleShutdown,
   loadConfigOrExit,
   Metrics,
@@ -16,7 +18,8 @@ import { gatewayDependencies, type Downstream } from './dependencies';
 import { RateLimits } from './rate-limit';
 
 async function main(): Promise<void> {
-  const config = loadConfigOrExit(configSchema);
+  const config = loadConfigOrExit(configSchema.superRefine(checkGrpcTls));
+  const tls = grpcTls(config);
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
   const metrics = new Metrics('gateway');
   const redis = config.REDIS_URL
@@ -41,10 +44,12 @@ async function main(): Promise<void> {
     metrics,
     logger,
     intervalMs: config.DEPENDENCY_CHECK_INTERVAL_MS,
+    credentials: tls.channelCredentials(),
   });
   const { monitor } = dependencies;
   const client = (name: Downstream, deadlineMs: number) => ({
     defaultDeadlineMs: deadlineMs,
+    credentials: tls.channelCredentials(),
     metrics,
     available: () => monitor.isUp(name),
     circuitBreaker: circuitBreakerConfig(config),
@@ -95,6 +100,7 @@ async function main(): Promise<void> {
     drives,
     scim,
     scimDeadlineMs: config.SCIM_DEADLINE_MS,
+    actorAttestationSecret: config.ACTOR_ATTESTATION_SECRET,
     ...(config.CURSOR_SECRET ? { cursorSecret: config.CURSOR_SECRET } : {}),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     // Ready: listening (this answers), configured (checked at start), signing keys loaded, not draining.

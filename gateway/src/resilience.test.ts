@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ALL_V1_SCOPES, startHarness, type Harness } from './testing/harness';
+import { ACTOR_ATTESTATION_SECRET, ALL_V1_SCOPES, startHarness, type Harness } from './testing/harness';
 
 let h: Harness;
 let gateway: ChildProcess;
@@ -53,6 +53,7 @@ before(async () => {
       SCIM_ADDRESS: h.scimAddress,
       REDIS_URL: `redis://${redis.address}`,
       CURSOR_SECRET: 'resilience-test-cursor-secret-0123456789',
+      ACTOR_ATTESTATION_SECRET,
       DEPENDENCY_CHECK_INTERVAL_MS: '200',
     },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -476,6 +476,25 @@ describe('SCIM Users', () => {
     assert.equal(audit[1].actor, 'mileage-scim');
   });
 
+  test("the actor is the token's client id attested by the gateway: a gateway with another secret is refused", async () => {
+    const userName = `attest-${unique()}@example.com`;
+    const id = (await scim('post', '/Users', { schemas: [CORE_USER], userName }).expect(201)).body.id;
+    assert.deepEqual(
+      (await auditOf(id)).map((a: { actor: string }) => a.actor),
+      ['mileage-scim'],
+    );
+    // A gateway (or anyone on the network) without the shared secret: the SCIM service refuses, nothing is written.
+    const impostor = h.app({ actorAttestationSecret: 'not-the-secret-the-scim-service-has-0123456789' });
+    const before = await auditCount();
+    const refused = await request(impostor)
+      .post('/scim/v2/Users')
+      .set('Authorization', `Bearer ${token}`)
+      .set('Content-Type', 'application/scim+json')
+      .send(JSON.stringify({ schemas: [CORE_USER], userName: `impostor-${unique()}@example.com` }));
+    assertScimError(refused, 500);
+    assert.equal(await auditCount(), before);
+  });
+
   test('the audit log is append-only', async () => {
     await assert.rejects(h.usersDb.knex('provisioning_audit').update({ actor: 'someone-else' }), /append-only/);
     await assert.rejects(h.usersDb.knex('provisioning_audit').delete(), /append-only/);

@@ -1,5 +1,12 @@
 import { scimV1 } from '@mileage/proto';
-import type { CallSettings, Logger, PromiseClient, Span, TraceContext } from '@mileage/runtime';
+import {
+  attestActor,
+  type CallSettings,
+  type Logger,
+  type PromiseClient,
+  type Span,
+  type TraceContext,
+} from '@mileage/runtime';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { TokenVerifier } from '../auth';
 import { guard } from '../guard';
@@ -20,6 +27,8 @@ export interface ScimRouteDeps {
   logger: Logger;
   bodyLimitBytes: number;
   deadlineMs: number;
+  /** The secret shared with the SCIM service, which takes the audit actor only with this attestation of it. */
+  actorAttestationSecret: string;
 }
 
 /** An error as a SCIM Error resource (RFC 7644 §3.12), so identity providers log something useful. */
@@ -83,17 +92,21 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
         trace: res.locals.trace as TraceContext | undefined,
         deadlineMs: deps.deadlineMs,
       };
-      const answer = await deps.scim.handleRequest(
-        {
-          method: req.method,
-          path: req.path,
-          query: queryStart >= 0 ? req.originalUrl.slice(queryStart + 1) : '',
-          headers,
-          body,
-          clientId: caller.clientId ?? caller.subject,
-        },
-        call,
-      );
+      const forwarded = {
+        method: req.method,
+        path: req.path,
+        query: queryStart >= 0 ? req.originalUrl.slice(queryStart + 1) : '',
+        headers,
+        body,
+        clientId: caller.clientId ?? caller.subject,
+      };
+      // The verified token's client, attested for this request: the SCIM service's audit actor.
+      const actorAttestation = attestActor(deps.actorAttestationSecret, {
+        ...forwarded,
+        actor: forwarded.clientId,
+        requestId: call.requestId!,
+      });
+      const answer = await deps.scim.handleRequest({ ...forwarded, actorAttestation }, call);
       res.status(answer.status).set(answer.headers);
       if (req.method === 'HEAD' || answer.body.length === 0) res.end();
       else res.send(Buffer.from(answer.body));

@@ -59,6 +59,9 @@ export const ACCOUNTS = [
   },
 ];
 
+/** Shared by the harness's gateway apps and its SCIM service. */
+export const ACTOR_ATTESTATION_SECRET = 'harness-actor-attestation-secret-0123456789';
+
 export interface Harness {
   issuer: string;
   /** "Demo Team": Alice admin, Bob and Ivan drivers. "Other Team": Bob admin and driver. */
@@ -91,6 +94,8 @@ export interface Harness {
     metrics?: Metrics;
     /** Pause between rounds of the dependency checks (default 2 s). */
     dependencyIntervalMs?: number;
+    /** The secret the gateway attests SCIM actors with (default: the one the SCIM service shares). */
+    actorAttestationSecret?: string;
   }): Express;
   drivesClient: ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
@@ -225,6 +230,7 @@ export async function startHarness(): Promise<Harness> {
         groups: scimGroups,
         logger,
         baseUrl: 'http://127.0.0.1:8080/scim/v2',
+        attestation: { secrets: [ACTOR_ATTESTATION_SECRET], maxAgeSeconds: 60 },
       }),
     ],
     protoFiles: [PROTO_FILES.scim],
@@ -333,6 +339,7 @@ export async function startHarness(): Promise<Harness> {
         drives,
         scim,
         cursorSecret: 'test-cursor-secret-of-at-least-32-chars',
+        actorAttestationSecret: options.actorAttestationSecret ?? ACTOR_ATTESTATION_SECRET,
         bodyLimitBytes: 1_048_576,
         readiness: (): Readiness => ({
           ready: verifier.keysLoaded(),

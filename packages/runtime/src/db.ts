@@ -14,12 +14,27 @@ export interface DatabaseOptions {
   /** Server-side cap on any one statement. */
   statementTimeoutMs?: number;
   metrics?: Metrics;
+  /**
+   * Append-only tables of the schema (e.g. an audit log): the runtime role may INSERT and SELECT them, never UPDATE,
+   * DELETE or TRUNCATE them.
+   */
+  appendOnlyTables?: string[];
+}
+
+export interface MigrateOptions {
+  /**
+   * The login role the service runs as (DML only). After the migrations, and every time they run, it is given USAGE
+   * on the schema, SELECT/INSERT/UPDATE/DELETE on its tables (INSERT/SELECT only on the append-only ones) and USAGE
+   * on its sequences, and the migrating role's default privileges give the same to every table it creates there
+   * later. Unset, or the migrating role itself: no grants (one role does both, as with a single development URL).
+   */
+  runtimeRole?: string;
 }
 
 export interface Database {
   knex: Knex;
   schema: string;
-  migrate(): Promise<{ applied: string[] }>;
+  migrate(options?: MigrateOptions): Promise<{ applied: string[]; grantedTo?: string }>;
   close(): Promise<void>;
 }
 
@@ -87,17 +102,74 @@ export function createDatabase(options: DatabaseOptions): Database {
   return {
     knex,
     schema: options.schema,
-    async migrate() {
+    async migrate(migrateOptions = {}) {
       // A least-privilege role owns its schema but may not create schemas: only create when missing.
       const { rows } = await knex.raw<{ rows: unknown[] }>('SELECT 1 FROM pg_namespace WHERE nspname = ?', [
         options.schema,
       ]);
       if (rows.length === 0) await knex.schema.createSchemaIfNotExists(options.schema);
       const [, applied] = (await knex.migrate.latest()) as [number, string[]];
-      return { applied };
+      const role = migrateOptions.runtimeRole;
+      const { rows: me } = await knex.raw<{ rows: { user: string }[] }>('SELECT current_user AS user');
+      if (!role || role === me[0]!.user) return { applied };
+      await grantRuntimeAccess(knex, options.schema, role, options.appendOnlyTables ?? []);
+      return { applied, grantedTo: role };
     },
     close: () => knex.destroy(),
   };
+}
+
+/**
+ * The privileges of a service's runtime role in its schema, given by the role that runs the migrations (the schema's
+ * owner). Idempotent; run after every migration run, so it also repairs drift. The rule is generic: whatever table the
+ * owner creates in the schema later gets DML for the runtime role by the default privileges set here, whichever
+ * migration creates it; only append-only tables are listed (their UPDATE, DELETE and TRUNCATE are taken back).
+ * The runtime role owns nothing, so it can neither ALTER, DROP nor TRUNCATE a table nor drop or disable a trigger.
+ */
+export async function grantRuntimeAccess(
+  knex: Knex,
+  schema: string,
+  role: string,
+  appendOnlyTables: string[],
+): Promise<void> {
+  const { rows } = await knex.raw<{ rows: unknown[] }>('SELECT 1 FROM pg_roles WHERE rolname = ?', [role]);
+  if (rows.length === 0) throw new Error(`the runtime role ${JSON.stringify(role)} does not exist: create it first`);
+  await knex.transaction(async (trx) => {
+    await trx.raw('GRANT USAGE ON SCHEMA ?? TO ??', [schema, role]);
+    await trx.raw('ALTER DEFAULT PRIVILEGES IN SCHEMA ?? GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ??', [
+      schema,
+      role,
+    ]);
+    await trx.raw('ALTER DEFAULT PRIVILEGES IN SCHEMA ?? GRANT USAGE, SELECT ON SEQUENCES TO ??', [schema, role]);
+    await trx.raw('GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ?? TO ??', [schema, role]);
+    await trx.raw('GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA ?? TO ??', [schema, role]);
+    // Anything more that was ever given (TRUNCATE, TRIGGER, REFERENCES) is taken back.
+    await trx.raw('REVOKE TRUNCATE, TRIGGER, REFERENCES ON ALL TABLES IN SCHEMA ?? FROM ??', [schema, role]);
+    const { rows: tables } = await trx.raw<{ rows: { name: string }[] }>(
+      `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = ? AND c.relkind IN ('r', 'p') AND c.relname = ANY(?)`,
+      [schema, ['knex_migrations', 'knex_migrations_lock', ...appendOnlyTables]],
+    );
+    for (const { name } of tables) {
+      // The migrations' own bookkeeping is none of the runtime's business; append-only tables: INSERT and SELECT.
+      const bookkeeping = name === 'knex_migrations' || name === 'knex_migrations_lock';
+      await trx.raw(bookkeeping ? 'REVOKE ALL ON ??.?? FROM ??' : 'REVOKE UPDATE, DELETE ON ??.?? FROM ??', [
+        schema,
+        name,
+        role,
+      ]);
+    }
+  });
+}
+
+/** The user name of a postgres:// URL (decoded), undefined when it names none. */
+export function databaseUser(url: string): string | undefined {
+  try {
+    const user = new URL(url).username;
+    return user ? decodeURIComponent(user) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** How one statement of a data-access module may be run. */

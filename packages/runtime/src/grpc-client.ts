@@ -47,6 +47,8 @@ export function createGrpcClient<C extends grpc.Client>(
   address: string,
   options: {
     defaultDeadlineMs: number;
+    /** The channel's credentials (grpcTls(config).channelCredentials(): mutual TLS when configured); default plaintext. */
+    credentials?: grpc.ChannelCredentials;
     metrics?: Metrics;
     /**
      * False while the service is known to be down (its health check fails): calls then fail with UNAVAILABLE at
@@ -84,7 +86,7 @@ export function createGrpcClient<C extends grpc.Client>(
     if (change.to === 'open') options.logger?.warn(fields, 'gRPC circuit state changed');
     else options.logger?.info(fields, 'gRPC circuit state changed');
   });
-  const client = new Client(address, grpc.credentials.createInsecure(), {
+  const client = new Client(address, options.credentials ?? grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_timeout_ms': 10_000,
     'grpc.max_receive_message_length': 16 * 1024 * 1024,
@@ -252,12 +254,15 @@ export class HealthClient {
     ): void;
   };
 
-  constructor(readonly address: string) {
+  constructor(
+    readonly address: string,
+    credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
+  ) {
     const Ctor = grpc.makeClientConstructor(
       healthService as unknown as grpc.ServiceDefinition,
       'grpc.health.v1.Health',
     );
-    this.client = new Ctor(address, grpc.credentials.createInsecure(), {
+    this.client = new Ctor(address, credentials, {
       'grpc.initial_reconnect_backoff_ms': 200,
       'grpc.max_reconnect_backoff_ms': 5_000,
       'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),

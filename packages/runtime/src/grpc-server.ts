@@ -156,6 +156,8 @@ export async function startGrpcServer(options: {
    * service and method. Off unless asked for (a service's GRPC_REFLECTION).
    */
   reflection?: boolean;
+  /** grpcTls(config).serverCredentials(): mutual TLS (client certificates required) when configured; default plaintext. */
+  credentials?: grpc.ServerCredentials;
 }): Promise<GrpcServerHandle> {
   const server = new grpc.Server({
     ...(options.maxConnectionAgeMs ? { 'grpc.max_connection_age_ms': options.maxConnectionAgeMs } : {}),
@@ -183,12 +185,20 @@ export async function startGrpcServer(options: {
   }
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(options.address, grpc.ServerCredentials.createInsecure(), (err, boundPort) =>
-      err ? reject(err) : resolve(boundPort),
+    server.bindAsync(
+      options.address,
+      options.credentials ?? grpc.ServerCredentials.createInsecure(),
+      (err, boundPort) => (err ? reject(err) : resolve(boundPort)),
     );
   });
   options.logger.info(
-    { address: options.address, port, services: serviceNames, reflection: Boolean(options.reflection) },
+    {
+      address: options.address,
+      port,
+      services: serviceNames,
+      reflection: Boolean(options.reflection),
+      tls: options.credentials?._isSecure() ?? false,
+    },
     'gRPC server listening',
   );
 

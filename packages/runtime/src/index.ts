@@ -6,6 +6,8 @@ export * from './dependencies';
 export * from './errors';
 export * from './grpc-client';
 export * from './grpc-server';
+export * from './grpc-tls';
+export * from './attestation';
 export * from './logger';
 export * from './metrics';
 export * from './shutdown';
@@ -31,6 +33,7 @@ export { parseRfc3339, type TimestampCheck } from './timestamps';
 export * from './http-status';
 export * from './ids';
 export {
+  checkServiceConfig,
   connectionAge,
   runMigrations,
   runService,

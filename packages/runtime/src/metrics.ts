@@ -92,11 +92,23 @@ export class Metrics {
 
   /**
    * Serves GET /metrics on its own port, away from the public listener, and any extra JSON documents given
-   * (e.g. a service's /healthz/dependencies).
+   * (e.g. a service's /healthz/dependencies), and probes: paths that answer 200 "ok" while their check holds and
+   * 503 otherwise (a service's /healthz and /readyz, for HTTP probes where the gRPC port needs mutual TLS).
    */
-  async listen(port: number, host = '127.0.0.1', documents: Record<string, () => unknown> = {}): Promise<http.Server> {
+  async listen(
+    port: number,
+    host = '127.0.0.1',
+    documents: Record<string, () => unknown> = {},
+    probes: Record<string, () => boolean> = {},
+  ): Promise<http.Server> {
     const server = http.createServer((req, res) => {
       const path = req.url?.split('?')[0] ?? '';
+      const probe = req.method === 'GET' && Object.hasOwn(probes, path) ? probes[path] : undefined;
+      if (probe) {
+        const ok = probe();
+        res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'not serving\n');
+        return;
+      }
       const document = req.method === 'GET' && Object.hasOwn(documents, path) ? documents[path] : undefined;
       if (document) {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document()));

@@ -2,7 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { circuitBreakerConfig, commonConfigSchema, env, loadConfigOrExit } from './config';
-import { createDatabase, type Database, type Knex } from './db';
+import { createDatabase, databaseUser, type Database, type Knex } from './db';
 import { databaseCheck, DependencyMonitor, grpcHealthCheck, whileDatabaseDown } from './dependencies';
 import {
   createGrpcClient,
@@ -12,6 +12,7 @@ import {
   type PromiseClient,
 } from './grpc-client';
 import { startGrpcServer, type ServiceRegistration } from './grpc-server';
+import { checkGrpcTls, grpcTls, grpcTlsConfigShape, type GrpcTlsConfig } from './grpc-tls';
 import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
 import { handleShutdown } from './shutdown';
@@ -22,7 +23,12 @@ const postgresUrl = () => z.string().regex(/^postgres(ql)?:\/\//, 'expected a po
 /** The configuration every gRPC service reads (each with its own default ports). */
 export function serviceConfigSchema(defaults: { grpcPort: number; metricsPort: number }) {
   return commonConfigSchema.extend({
+    /** The runtime role: DML on the service's tables only (the migrations grant it). */
     DATABASE_URL: postgresUrl(),
+    /** The schema owner's URL: only with MIGRATE_ON_START (otherwise the migration Job / `migrate.js` uses it). */
+    MIGRATION_DATABASE_URL: postgresUrl().optional(),
+    /** The role the migrations grant DML to; default: the user of DATABASE_URL. */
+    DATABASE_RUNTIME_ROLE: z.string().min(1).optional(),
     DATABASE_POOL_MAX: env.positiveInt(10),
     DATABASE_STATEMENT_TIMEOUT_MS: env.positiveInt(5_000),
     GRPC_ADDRESS: env.address(`127.0.0.1:${defaults.grpcPort}`),
@@ -34,7 +40,37 @@ export function serviceConfigSchema(defaults: { grpcPort: number; metricsPort: n
     GRPC_MAX_CONNECTION_AGE_GRACE_MS: env.positiveInt(15_000),
     /** Serve gRPC server reflection (grpcurl, Postman); off unless asked for, as it describes every method. */
     GRPC_REFLECTION: env.boolean(false),
+    ...grpcTlsConfigShape,
   });
+}
+
+/**
+ * The checks of a service's configuration that span variables (zod's refinements; an object schema with them can no
+ * longer be extended, so they are applied to the extended schema): the migration URL with MIGRATE_ON_START, a runtime
+ * role to grant to, mutual TLS all or nothing.
+ */
+export function checkServiceConfig(
+  c: {
+    MIGRATE_ON_START: boolean;
+    MIGRATION_DATABASE_URL?: string | undefined;
+    DATABASE_URL: string;
+    DATABASE_RUNTIME_ROLE?: string | undefined;
+  } & GrpcTlsConfig,
+  ctx: z.RefinementCtx,
+): void {
+  if (c.MIGRATE_ON_START && !c.MIGRATION_DATABASE_URL)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['MIGRATION_DATABASE_URL'],
+      message: "required with MIGRATE_ON_START: the schema owner's URL (DATABASE_URL is the runtime role's)",
+    });
+  if (!c.DATABASE_RUNTIME_ROLE && !databaseUser(c.DATABASE_URL))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['DATABASE_URL'],
+      message: 'names no user: put the runtime role in the URL or set DATABASE_RUNTIME_ROLE',
+    });
+  checkGrpcTls(c, ctx);
 }
 
 /** The gRPC server options every service derives from its configuration. */
@@ -63,9 +99,14 @@ export type OpenDatabase = (options: {
 
 /**
  * A service's database, derived from its name: the schema of that name, the login's `application_name`
- * `mileage-<name>`, the migrations in `migrations/` beside the calling module (pass `__dirname`).
+ * `mileage-<name>`, the migrations in `migrations/` beside the calling module (pass `__dirname`), and the schema's
+ * append-only tables (the runtime role may only INSERT and SELECT them).
  */
-export function serviceDatabase(name: string, directory: string): { SCHEMA: string; openDatabase: OpenDatabase } {
+export function serviceDatabase(
+  name: string,
+  directory: string,
+  extra: { appendOnlyTables?: string[] } = {},
+): { SCHEMA: string; openDatabase: OpenDatabase } {
   return {
     SCHEMA: name,
     openDatabase: (options) =>
@@ -74,6 +115,7 @@ export function serviceDatabase(name: string, directory: string): { SCHEMA: stri
         schema: name,
         migrationsDirectory: path.join(directory, 'migrations'),
         applicationName: `mileage-${name}`,
+        appendOnlyTables: extra.appendOnlyTables ?? [],
         ...(options.poolMax ? { poolMax: options.poolMax } : {}),
         ...(options.statementTimeoutMs ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
         ...(options.metrics ? { metrics: options.metrics } : {}),
@@ -163,7 +205,9 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   service: ServiceDefinition<Shape, Specs, Deps>,
 ): Promise<void> {
   const tracing = startTracing(service.name);
-  const schema = serviceConfigSchema(service.defaults).extend(service.config ?? {});
+  const schema = serviceConfigSchema(service.defaults)
+    .extend(service.config ?? {})
+    .superRefine(checkServiceConfig);
   const config = loadConfigOrExit(schema) as ServiceConfig<Shape>;
   const logger = createLogger({ service: service.name, level: config.LOG_LEVEL });
   const metrics = new Metrics(service.name);
@@ -174,16 +218,21 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
     metrics,
   });
   if (config.MIGRATE_ON_START) {
-    const { applied } = await db.migrate();
-    logger.info({ applied }, 'migrations applied');
+    // As the schema owner, in a pool of its own that is closed again; the service runs as DATABASE_URL's role.
+    const owner = service.openDatabase({ url: config.MIGRATION_DATABASE_URL!, poolMax: 2 });
+    const { applied, grantedTo } = await owner
+      .migrate({ runtimeRole: config.DATABASE_RUNTIME_ROLE ?? databaseUser(config.DATABASE_URL)! })
+      .finally(() => owner.close());
+    logger.info({ applied, granted_to: grantedTo }, 'migrations applied');
   }
+  const tls = grpcTls(config);
   const specs = service.clients?.(config) ?? ({} as Specs);
   // Each client's service is health-checked: while it is down its calls fail at once (UNAVAILABLE) rather than
   // wait for their deadline. Reported on /healthz/dependencies and `dependency_up`; never readiness.
   const health = Object.entries(specs).map(([name, spec]) => ({
     name,
     spec,
-    healthClient: new HealthClient(spec.address),
+    healthClient: new HealthClient(spec.address, tls.channelCredentials()),
   }));
   // PostgreSQL down: calls fail fast with UNAVAILABLE and the service reports NOT_SERVING to its callers, but the
   // process stays ready and live (it recovers by itself when the database is back).
@@ -202,6 +251,7 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
     health.map(({ name, spec }) => [
       name,
       createGrpcClient(spec.client, spec.address, {
+        credentials: tls.channelCredentials(),
         defaultDeadlineMs: spec.deadlineMs,
         metrics,
         available: () => dependencies.isUp(name),
@@ -220,6 +270,7 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   // Without `dependencies` the definition's Deps is ServiceContext (its default, as nothing else can infer it).
   const deps = service.dependencies ? service.dependencies(context) : (context as Deps);
   const grpcServer = await startGrpcServer({
+    credentials: tls.serverCredentials(),
     address: config.GRPC_ADDRESS,
     services: [service.createServer(deps)],
     protoFiles: [service.protoFile],
@@ -230,9 +281,15 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
     reflection: config.GRPC_REFLECTION,
   });
   dependencies.start();
-  const metricsServer = await metrics.listen(config.METRICS_PORT, config.METRICS_HOST, {
-    '/healthz/dependencies': () => dependencies.report(),
-  });
+  // The gRPC health of the whole server as HTTP probes too (Kubernetes' gRPC probes speak plaintext only, so with
+  // mutual TLS on the chart probes these): live while the process serves, ready until it starts draining.
+  let draining = false;
+  const metricsServer = await metrics.listen(
+    config.METRICS_PORT,
+    config.METRICS_HOST,
+    { '/healthz/dependencies': () => dependencies.report() },
+    { '/healthz': () => true, '/readyz': () => !draining },
+  );
 
   const running = (service.tasks?.(deps, config) ?? []).map((task) =>
     runEvery(task, (err) => logger.warn({ err, task: task.name }, 'background task failed')),
@@ -241,7 +298,13 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   handleShutdown(
     logger,
     [
-      { name: 'grpc', run: () => grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000)) },
+      {
+        name: 'grpc',
+        run: () => {
+          draining = true;
+          return grpcServer.shutdown(Math.max(1_000, config.SHUTDOWN_TIMEOUT_MS - 1_000));
+        },
+      },
       { name: 'tasks', run: () => Promise.all(running.map((r) => r.stop())) },
       { name: 'dependencies', run: () => dependencies.stop() },
       {
@@ -278,15 +341,34 @@ export function runEvery(task: BackgroundTask, onFailure: (err: unknown) => void
   };
 }
 
-/** `npm run migrate -w <service>`: applies the service's migrations to DATABASE_URL and exits. */
+/**
+ * `npm run migrate -w <service>` (the chart's migration Job): applies the service's migrations to its schema as the
+ * schema owner (MIGRATION_DATABASE_URL), then grants the runtime role (the user of DATABASE_URL, or
+ * DATABASE_RUNTIME_ROLE) DML on its tables; exits.
+ */
 export async function runMigrations(name: string, openDatabase: OpenDatabase): Promise<void> {
   // Two connections at most: the migration lock and the migration (counted in the chart's connection budget).
-  const config = loadConfigOrExit(z.object({ DATABASE_URL: postgresUrl(), DATABASE_POOL_MAX: env.positiveInt(2) }));
-  const logger = createLogger({ service: `${name}-migrate` });
-  const db = openDatabase({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
+  const config = loadConfigOrExit(
+    z
+      .object({
+        MIGRATION_DATABASE_URL: postgresUrl(),
+        DATABASE_URL: postgresUrl().optional(),
+        DATABASE_RUNTIME_ROLE: z.string().min(1).optional(),
+        DATABASE_POOL_MAX: env.positiveInt(2),
+        LOG_LEVEL: env.logLevel(),
+      })
+      .refine((c) => c.DATABASE_RUNTIME_ROLE ?? (c.DATABASE_URL && databaseUser(c.DATABASE_URL)), {
+        path: ['DATABASE_URL'],
+        message: 'the runtime role to grant to: a DATABASE_URL with a user, or DATABASE_RUNTIME_ROLE',
+      }),
+  );
+  const logger = createLogger({ service: `${name}-migrate`, level: config.LOG_LEVEL });
+  const db = openDatabase({ url: config.MIGRATION_DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
   try {
-    const { applied } = await db.migrate();
-    logger.info({ applied }, applied.length ? 'migrations applied' : 'schema up to date');
+    const runtimeRole = config.DATABASE_RUNTIME_ROLE ?? databaseUser(config.DATABASE_URL!)!;
+    const { applied, grantedTo } = await db.migrate({ runtimeRole });
+    if (!grantedTo) logger.warn({ role: runtimeRole }, 'the runtime role is the migrating role: it owns the schema');
+    logger.info({ applied, granted_to: grantedTo }, applied.length ? 'migrations applied' : 'schema up to date');
   } catch (err) {
     logger.error({ err }, 'migration failed');
     process.exitCode = 1;

@@ -1,5 +1,8 @@
 /** Helpers for integration tests: a fresh database per test file on the run's real PostgreSQL. */
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import * as path from 'node:path';
 import * as net from 'node:net';
 import pg from 'pg';
 
@@ -144,6 +147,70 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     async close() {
       dropAll();
       if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** PEM files of a test PKI made with the `openssl` CLI: a CA, and certificates it signs. */
+export interface TestPki {
+  dir: string;
+  caFile: string;
+  /** A certificate for 127.0.0.1 and localhost (server and client use), signed by the CA: [cert, key] files. */
+  issue(name: string): { certFile: string; keyFile: string };
+}
+
+/**
+ * A fresh certificate authority in `dir`, made at test time with the openssl CLI (EC P-256 keys, one day). Throws
+ * with the command's output when openssl is missing or fails.
+ */
+export function createTestPki(dir: string, caName = 'test-ca'): TestPki {
+  const run = (args: string[]) => {
+    const result = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+    if (result.error || result.status !== 0)
+      throw new Error(`openssl ${args.join(' ')} failed: ${result.error?.message ?? result.stderr}`);
+  };
+  const caKey = path.join(dir, `${caName}.key`);
+  const caFile = path.join(dir, `${caName}.crt`);
+  run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', caKey]);
+  run(['req', '-x509', '-new', '-key', caKey, '-sha256', '-days', '1', '-subj', `/CN=${caName}`, '-out', caFile]);
+  return {
+    dir,
+    caFile,
+    issue(name) {
+      const keyFile = path.join(dir, `${name}.key`);
+      const csr = path.join(dir, `${name}.csr`);
+      const certFile = path.join(dir, `${name}.crt`);
+      const ext = path.join(dir, `${name}.ext`);
+      writeFileSync(
+        ext,
+        [
+          'basicConstraints=CA:FALSE',
+          'keyUsage=digitalSignature,keyEncipherment',
+          'extendedKeyUsage=serverAuth,clientAuth',
+          'subjectAltName=IP:127.0.0.1,DNS:localhost',
+        ].join('\n'),
+      );
+      run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', keyFile]);
+      run(['req', '-new', '-key', keyFile, '-subj', `/CN=${name}`, '-out', csr]);
+      run([
+        'x509',
+        '-req',
+        '-in',
+        csr,
+        '-CA',
+        caFile,
+        '-CAkey',
+        caKey,
+        '-CAcreateserial',
+        '-days',
+        '1',
+        '-sha256',
+        '-extfile',
+        ext,
+        '-out',
+        certFile,
+      ]);
+      return { certFile, keyFile };
     },
   };
 }

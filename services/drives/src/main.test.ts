@@ -30,6 +30,7 @@ test(
         PATH: process.env.PATH,
         LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
         DATABASE_URL: url.toString(),
+        MIGRATION_DATABASE_URL: url.toString(),
         MIGRATE_ON_START: 'true',
         GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
         METRICS_PORT: String(metricsPort),

@@ -1,4 +1,6 @@
 import { serviceDatabase } from '@mileage/runtime';
 
 /** The `groups` schema, its login's application_name and this folder's migrations/, derived from the service's name. */
-export const { SCHEMA, openDatabase } = serviceDatabase('groups', __dirname);
+export const { SCHEMA, openDatabase } = serviceDatabase('groups', __dirname, {
+  appendOnlyTables: ['provisioning_audit'],
+});

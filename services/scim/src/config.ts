@@ -11,4 +11,10 @@ export const configShape = {
     .default('http://127.0.0.1:8080/scim/v2')
     .transform((u) => u.replace(/\/$/, '')),
   GRPC_DEADLINE_MS: env.positiveInt(3_000),
+  /** The secret the gateway attests the provisioning client with (its ACTOR_ATTESTATION_SECRET); calls without are refused. */
+  ACTOR_ATTESTATION_SECRET: z.string().min(32, 'at least 32 characters'),
+  /** While rotating: the secret before, still accepted. */
+  ACTOR_ATTESTATION_PREVIOUS_SECRET: z.string().min(32, 'at least 32 characters').optional(),
+  /** Largest age (and clock skew) of an attestation, in seconds. */
+  ACTOR_ATTESTATION_MAX_AGE_SECONDS: z.coerce.number().int().min(1).max(600).default(60),
 };

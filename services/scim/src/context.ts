@@ -6,7 +6,7 @@ import type { Doc } from './resource';
 
 /** Everything a handler needs for one request. */
 export interface RequestContext {
-  /** The provisioning client (token azp): the actor of the audit log. */
+  /** The provisioning client (token azp) as the gateway attested it: the actor of the audit log. */
   actor: string;
   requestId: string;
   call: CallSettings;
@@ -23,6 +23,11 @@ export interface ScimDeps {
   logger: Logger;
   /** Public URL of /scim/v2, for meta.location and Location headers. */
   baseUrl: string;
+  /**
+   * How the gateway's attestation of the actor is checked: the shared secrets (the current one first, a previous one
+   * while rotating) and the largest age, either way, of an attestation.
+   */
+  attestation: { secrets: string[]; maxAgeSeconds: number };
 }
 
 export interface ScimResponse {

@@ -7,6 +7,7 @@
  */
 import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
 import {
+  attestActor,
   createGrpcClient,
   createLogger,
   errors,
@@ -20,6 +21,7 @@ import { createTestDatabase, waitFor } from '@mileage/runtime/testing';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
 import { test } from 'node:test';
 
@@ -36,6 +38,7 @@ function answeringNotFound(definition: ServiceDefinition): ServiceRegistration {
   return { definition, handlers };
 }
 let calls = 0;
+const SECRET = 'scim-main-test-attestation-secret-0123456789';
 
 test('owners NOT_SERVING: requests that need them answer 503 without calling them, then recover', async (t) => {
   const testDb = await createTestDatabase('scim_main');
@@ -55,7 +58,9 @@ test('owners NOT_SERVING: requests that need them answer 503 without calling the
       PATH: process.env.PATH,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
       DATABASE_URL: testDb.url,
+      MIGRATION_DATABASE_URL: testDb.url,
       MIGRATE_ON_START: 'true',
+      ACTOR_ATTESTATION_SECRET: SECRET,
       GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
       METRICS_PORT: String(metricsPort),
       USERS_ADDRESS: `127.0.0.1:${owners.port}`,
@@ -77,8 +82,12 @@ test('owners NOT_SERVING: requests that need them answer 503 without calling the
       status: string;
       dependencies: Record<string, { up: boolean; checkedAt: string | null }>;
     };
-  const get = (p: string) =>
-    client.handleRequest({ method: 'GET', path: p, query: '', headers: {}, body: Buffer.alloc(0), clientId: 'scim' });
+  const get = (p: string) => {
+    const request = { method: 'GET', path: p, query: '', headers: {}, body: Buffer.alloc(0), clientId: 'scim' };
+    const requestId = randomUUID();
+    const actorAttestation = attestActor(SECRET, { ...request, actor: 'scim', requestId });
+    return client.handleRequest({ ...request, actorAttestation }, { requestId });
+  };
   const paths = ['/Users/AliceAdm01', '/Groups/42'];
 
   await waitFor(() => health.check('', 500), { timeoutMs: 20_000, what: 'scim serving' });

@@ -19,6 +19,16 @@ void runService({
       deadlineMs: config.GRPC_DEADLINE_MS,
     },
   }),
-  dependencies: ({ config, logger, clients }) => ({ ...clients, logger, baseUrl: config.SCIM_BASE_URL }),
+  dependencies: ({ config, logger, clients }) => ({
+    ...clients,
+    logger,
+    baseUrl: config.SCIM_BASE_URL,
+    attestation: {
+      secrets: [config.ACTOR_ATTESTATION_SECRET, config.ACTOR_ATTESTATION_PREVIOUS_SECRET].filter(
+        (s): s is string => s !== undefined,
+      ),
+      maxAgeSeconds: config.ACTOR_ATTESTATION_MAX_AGE_SECONDS,
+    },
+  }),
   createServer,
 });

@@ -5,6 +5,7 @@ import { status } from '@grpc/grpc-js';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
 import {
+  attestActor,
   createGrpcClient,
   createLogger,
   decodeServiceError,
@@ -16,10 +17,12 @@ import {
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createServer } from './server';
 
 const logger = createLogger({ service: 'scim-test', level: 'silent' });
+const ATTESTATION_SECRET = 'owner-writes-test-attestation-secret-0123456789';
 let testDb: TestDatabase;
 let usersDb: ReturnType<typeof openUsersDatabase>;
 let groupsDb: ReturnType<typeof openGroupsDatabase>;
@@ -57,6 +60,7 @@ async function scimService(faults?: (client: PromiseClient<usersV1.UsersServiceC
         groups: groupsClient,
         logger,
         baseUrl: 'https://mileage.test/scim/v2',
+        attestation: { secrets: [ATTESTATION_SECRET], maxAgeSeconds: 60 },
       }),
     ],
     protoFiles: [PROTO_FILES.scim],
@@ -66,22 +70,24 @@ async function scimService(faults?: (client: PromiseClient<usersV1.UsersServiceC
   servers.push(server);
   const client = createGrpcClient(scimV1.ScimServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 10_000 });
   closers.push(client);
-  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-    client
-      .handleRequest({
-        method,
-        path: path.split('?')[0]!,
-        query: path.includes('?') ? path.slice(path.indexOf('?') + 1) : '',
-        headers: { 'content-type': 'application/scim+json', ...headers },
-        body: body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(body)),
-        clientId: 'test-idp',
-      })
-      .then((r) => ({
-        status: r.status,
-        headers: r.headers,
-        body: r.body.length ? JSON.parse(Buffer.from(r.body).toString()) : undefined,
-      }));
-  return { call };
+  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const request = {
+      method,
+      path: path.split('?')[0]!,
+      query: path.includes('?') ? path.slice(path.indexOf('?') + 1) : '',
+      headers: { 'content-type': 'application/scim+json', ...headers },
+      body: body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(body)),
+      clientId: 'test-idp',
+    };
+    const requestId = randomUUID();
+    const actorAttestation = attestActor(ATTESTATION_SECRET, { ...request, actor: request.clientId, requestId });
+    return client.handleRequest({ ...request, actorAttestation }, { requestId }).then((r) => ({
+      status: r.status,
+      headers: r.headers,
+      body: r.body.length ? JSON.parse(Buffer.from(r.body).toString()) : undefined,
+    }));
+  };
+  return { call, client };
 }
 
 const userAudit = async (id: string) =>
@@ -307,5 +313,80 @@ describe('filters on attributes that live in the owners now', () => {
     );
     const caseExact = await scim.call('GET', `/Groups?filter=${encodeURIComponent('externalId eq "OKTA-42"')}`);
     assert.equal(caseExact.body.totalResults, 0, 'externalId is case-exact');
+  });
+});
+
+describe('the audit actor is the one the gateway attests, never a free field', () => {
+  const user = (userName: string) => ({
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+    userName,
+    name: { givenName: 'Attested', familyName: 'Actor' },
+  });
+  const raw = (userName: string) => ({
+    method: 'POST',
+    path: '/Users',
+    query: '',
+    headers: { 'content-type': 'application/scim+json' },
+    body: Buffer.from(JSON.stringify(user(userName))),
+    clientId: 'okta-prod',
+  });
+  const refused = async (promise: Promise<unknown>) => {
+    const err = (await promise.then(
+      () => assert.fail('the call was accepted'),
+      (e: unknown) => e,
+    )) as { code: number };
+    assert.equal(err.code, status.UNAUTHENTICATED);
+  };
+  const created = async (userName: string) =>
+    (await usersDb.knex('users').whereRaw('lower(user_name) = ?', [userName.toLowerCase()])).length;
+
+  test('a valid attestation: the audit row names the attested client', async () => {
+    const { client } = await scimService();
+    const request = raw('attested@example.com');
+    const requestId = randomUUID();
+    const actorAttestation = attestActor(ATTESTATION_SECRET, { ...request, actor: 'okta-prod', requestId });
+    const answer = await client.handleRequest({ ...request, actorAttestation }, { requestId });
+    assert.equal(answer.status, 201);
+    const { id } = JSON.parse(Buffer.from(answer.body).toString()) as { id: string };
+    assert.deepEqual(
+      (await userAudit(id)).map((a) => a.actor),
+      ['okta-prod'],
+    );
+  });
+
+  test('absent, malformed, forged, replayed for another actor, request or time: UNAUTHENTICATED, nothing written', async () => {
+    const { client } = await scimService();
+    const requestId = randomUUID();
+    const request = raw('forged@example.com');
+    const valid = attestActor(ATTESTATION_SECRET, { ...request, actor: request.clientId, requestId });
+    // No attestation at all, or a malformed one.
+    await refused(client.handleRequest({ ...request, actorAttestation: '' }, { requestId }));
+    await refused(client.handleRequest({ ...request, actorAttestation: 'v1.garbage' }, { requestId }));
+    // Signed with another secret.
+    const forged = attestActor('an-attacker-guessing-the-secret-0123456789', {
+      ...request,
+      actor: request.clientId,
+      requestId,
+    });
+    await refused(client.handleRequest({ ...request, actorAttestation: forged }, { requestId }));
+    // A genuine attestation, but the actor, the request id or the body changed.
+    await refused(
+      client.handleRequest({ ...request, clientId: 'someone-else', actorAttestation: valid }, { requestId }),
+    );
+    await refused(client.handleRequest({ ...request, actorAttestation: valid }, { requestId: randomUUID() }));
+    const otherBody = Buffer.from(JSON.stringify(user('other@example.com')));
+    await refused(client.handleRequest({ ...request, body: otherBody, actorAttestation: valid }, { requestId }));
+    // Genuine but outside its window (10 minutes old).
+    const old = attestActor(
+      ATTESTATION_SECRET,
+      { ...request, actor: request.clientId, requestId },
+      Date.now() - 600_000,
+    );
+    await refused(client.handleRequest({ ...request, actorAttestation: old }, { requestId }));
+    // An empty actor, even attested.
+    const noActor = attestActor(ATTESTATION_SECRET, { ...request, actor: '', requestId });
+    await refused(client.handleRequest({ ...request, clientId: '', actorAttestation: noActor }, { requestId }));
+    assert.equal(await created('forged@example.com'), 0);
+    assert.equal(await created('other@example.com'), 0);
   });
 });

@@ -1,5 +1,12 @@
 import { scimV1 } from '@mileage/proto';
-import type { CallContext, Handlers, ServiceRegistration } from '@mileage/runtime';
+import { status as grpcStatus } from '@grpc/grpc-js';
+import {
+  AppError,
+  verifyActorAttestation,
+  type CallContext,
+  type Handlers,
+  type ServiceRegistration,
+} from '@mileage/runtime';
 import { paging, type RequestContext, type ScimDeps, type ScimResponse } from './context';
 import { Discovery } from './discovery';
 import { ScimError, scimErrorFromGrpc, scimErrors } from './errors';
@@ -93,7 +100,39 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     };
   }
 
-  async function dispatch(request: scimV1.HandleRequestRequest, call: CallContext): Promise<ScimResponse> {
+  /**
+   * The provisioning client whose token the gateway verified, attested by it (an HMAC over actor, request id, time and
+   * the request, with the secret only the two share): the audit log's actor is never a field a caller fills in freely.
+   */
+  function attestedActor(request: scimV1.HandleRequestRequest, call: CallContext): string {
+    const check = verifyActorAttestation(
+      deps.attestation.secrets,
+      request.actorAttestation,
+      {
+        actor: request.clientId,
+        requestId: call.requestId,
+        method: request.method,
+        path: request.path,
+        query: request.query,
+        body: request.body,
+      },
+      { maxAgeSeconds: deps.attestation.maxAgeSeconds },
+    );
+    if (!check.ok || !request.clientId) {
+      const reason = check.ok ? 'no actor' : check.reason;
+      deps.logger.warn({ request_id: call.requestId, reason }, 'SCIM call refused: its actor is not attested');
+      throw new AppError(grpcStatus.UNAUTHENTICATED, `the caller is not attested by the gateway (${reason})`, {
+        reason: 'ACTOR_NOT_ATTESTED',
+      });
+    }
+    return request.clientId;
+  }
+
+  async function dispatch(
+    request: scimV1.HandleRequestRequest,
+    call: CallContext,
+    actor: string,
+  ): Promise<ScimResponse> {
     const segments = request.path
       .split('/')
       .filter(Boolean)
@@ -124,7 +163,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       });
     const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const ctx: RequestContext = {
-      actor: request.clientId || 'unknown-client',
+      actor,
       requestId: call.requestId,
       call: { requestId: call.requestId, ...(call.trace ? { trace: call.trace } : {}) },
       query: new URLSearchParams(request.query),
@@ -136,9 +175,11 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
 
   const handlers: Handlers<scimV1.ScimServiceServer> = {
     async handleRequest(request, callCtx) {
+      // Outside the try: a refusal is the call's gRPC status (the gateway answers 500), never a SCIM error body.
+      const actor = attestedActor(request, callCtx);
       let response: ScimResponse;
       try {
-        response = await dispatch(request, callCtx);
+        response = await dispatch(request, callCtx, actor);
       } catch (err) {
         const scimError = err instanceof ScimError ? err : scimErrorFromGrpc(err);
         // Anything else is a bug: the gRPC server logs it and answers INTERNAL without details.

@@ -3,14 +3,17 @@
 // change, through the real SCIM service and the Users and Groups services over gRPC (sequential calls).
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, Metrics, startGrpcServer } from '@mileage/runtime';
+import { attestActor, createGrpcClient, createLogger, Metrics, startGrpcServer } from '@mileage/runtime';
 import { createServer as createScimServer, openDatabase as openScimDatabase } from '@mileage/scim';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { timeSequential, withBenchPostgres } from './sequential';
+
+const ATTESTATION_SECRET = 'bench-actor-attestation-secret-0123456789';
 
 const { values } = parseArgs({
   options: {
@@ -78,7 +81,15 @@ async function main(): Promise<void> {
     });
     const scimServer = await startGrpcServer({
       address: '127.0.0.1:0',
-      services: [createScimServer({ users, groups, logger, baseUrl: 'http://127.0.0.1:8080/scim/v2' })],
+      services: [
+        createScimServer({
+          users,
+          groups,
+          logger,
+          baseUrl: 'http://127.0.0.1:8080/scim/v2',
+          attestation: { secrets: [ATTESTATION_SECRET], maxAgeSeconds: 60 },
+        }),
+      ],
       protoFiles: [PROTO_FILES.scim],
       logger,
       metrics: new Metrics('scim'),
@@ -88,14 +99,11 @@ async function main(): Promise<void> {
     });
     const get = async (pathAndQuery: string) => {
       const [p, q = ''] = pathAndQuery.split('?');
-      const res = await scim.handleRequest({
-        method: 'GET',
-        path: p!,
-        query: q,
-        headers: {},
-        body: Buffer.alloc(0),
-        clientId: 'bench',
-      });
+      // Signed as the gateway signs each request (part of what a request costs behind it).
+      const request = { method: 'GET', path: p!, query: q, headers: {}, body: Buffer.alloc(0), clientId: 'bench' };
+      const requestId = randomUUID();
+      const actorAttestation = attestActor(ATTESTATION_SECRET, { ...request, actor: 'bench', requestId });
+      const res = await scim.handleRequest({ ...request, actorAttestation }, { requestId });
       if (res.status !== 200) throw new Error(`${pathAndQuery} → ${res.status} ${Buffer.from(res.body).toString()}`);
       return JSON.parse(Buffer.from(res.body).toString()) as { totalResults: number };
     };

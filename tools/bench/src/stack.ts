@@ -85,6 +85,7 @@ export async function startBenchStack(options: {
     const metrics = { gateway: ports[8]!, users: ports[9]!, groups: ports[10]!, drives: ports[11]!, scim: ports[12]! };
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` };
     const cursorSecret = randomBytes(32).toString('base64url');
+    const attestationSecret = randomBytes(32).toString('base64url');
     const nodeArgs = (name: string) =>
       options.cpuProfDir
         ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`]
@@ -122,6 +123,7 @@ export async function startBenchStack(options: {
             ...otel,
             ...addresses,
             DATABASE_URL: databaseUrl,
+            ...(name === 'scim' ? { ACTOR_ATTESTATION_SECRET: attestationSecret } : {}),
             GRPC_ADDRESS: `127.0.0.1:${grpc[name]}`,
             METRICS_PORT: String(metrics[name]),
           },
@@ -140,6 +142,7 @@ export async function startBenchStack(options: {
         METRICS_PORT: String(metrics.gateway),
         OIDC_ISSUER: issuer,
         CURSOR_SECRET: cursorSecret,
+        ACTOR_ATTESTATION_SECRET: attestationSecret,
         RATE_LIMIT_MULTIPLIER: '1000000',
       },
       nodeArgs('gateway'),

@@ -126,10 +126,12 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   let adminUrl: string;
-  const urls: Record<string, string> = {};
+  // Per service: the schema owner's URL (migrations), the runtime role's URL (the service) and that role's name.
+  const urls: Record<string, { owner: string; runtime: string; runtimeRole?: string }> = {};
   if (config.DATABASE_URL) {
+    // A database of your own: one URL does both (its role owns the schemas it creates).
     adminUrl = config.DATABASE_URL;
-    for (const s of SERVICES) urls[s.name] = config.DATABASE_URL;
+    for (const s of SERVICES) urls[s.name] = { owner: config.DATABASE_URL, runtime: config.DATABASE_URL };
   } else {
     database = await startEmbeddedPostgres({
       dataDir: config.DATA_DIR,
@@ -148,7 +150,14 @@ async function main(): Promise<void> {
       SERVICES.map((s) => s.name),
     );
     adminUrl = database.adminUrl;
-    for (const s of SERVICES) urls[s.name] = database.urlFor(roles[s.name]!.role, roles[s.name]!.password);
+    for (const s of SERVICES) {
+      const { owner, runtime } = roles[s.name]!;
+      urls[s.name] = {
+        owner: database.urlFor(owner.role, owner.password),
+        runtime: database.urlFor(runtime.role, runtime.password),
+        runtimeRole: runtime.role,
+      };
+    }
     logger.info(
       { port: config.EMBEDDED_POSTGRES_PORT, data_dir: path.join(config.DATA_DIR, 'postgres') },
       'embedded PostgreSQL running',
@@ -156,14 +165,16 @@ async function main(): Promise<void> {
   }
   // SCIM first: its migrations hand data over to the Users and Groups schemas, whose migrations take it.
   for (const s of [...SERVICES].sort((a, b) => Number(b.name === 'scim') - Number(a.name === 'scim'))) {
-    const db = s.open(urls[s.name]!);
-    const { applied } = await db.migrate().finally(() => db.close());
-    logger.info({ target: s.name, applied }, 'migrations up to date');
+    const { owner, runtimeRole } = urls[s.name]!;
+    const db = s.open(owner);
+    const { applied, grantedTo } = await db.migrate(runtimeRole ? { runtimeRole } : {}).finally(() => db.close());
+    logger.info({ target: s.name, applied, granted_to: grantedTo }, 'migrations up to date');
   }
   // Page cursors stay valid across restarts of the development stack.
   const secrets = loadSecrets(config.DATA_DIR);
-  if (!secrets.cursorSecret) {
-    secrets.cursorSecret = randomBytes(32).toString('base64url');
+  if (!secrets.cursorSecret || !secrets.actorAttestationSecret) {
+    secrets.cursorSecret ??= randomBytes(32).toString('base64url');
+    secrets.actorAttestationSecret ??= randomBytes(32).toString('base64url');
     saveSecrets(config.DATA_DIR, secrets);
   }
 
@@ -207,7 +218,7 @@ async function main(): Promise<void> {
       path.join(ROOT, `services/${s.name}/dist/main.js`),
       {
         ...common,
-        DATABASE_URL: urls[s.name]!,
+        DATABASE_URL: urls[s.name]!.runtime,
         GRPC_ADDRESS: address(s.name),
         METRICS_PORT: String(s.metricsPort),
         // The SCIM service writes through the services that own the data.
@@ -216,6 +227,7 @@ async function main(): Promise<void> {
               USERS_ADDRESS: address('users'),
               GROUPS_ADDRESS: address('groups'),
               SCIM_BASE_URL: `http://127.0.0.1:${config.GATEWAY_PORT}/scim/v2`,
+              ACTOR_ATTESTATION_SECRET: secrets.actorAttestationSecret,
             }
           : {}),
       },
@@ -242,6 +254,7 @@ async function main(): Promise<void> {
       DRIVES_ADDRESS: address('drives'),
       SCIM_ADDRESS: address('scim'),
       CURSOR_SECRET: secrets.cursorSecret,
+      ACTOR_ATTESTATION_SECRET: secrets.actorAttestationSecret,
       ...(config.REDIS_URL ? { REDIS_URL: config.REDIS_URL } : {}),
     },
     logger,

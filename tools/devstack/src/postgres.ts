@@ -18,6 +18,8 @@ interface Secrets {
   rolePasswords: Record<string, string>;
   /** HMAC key of the gateway's page cursors. */
   cursorSecret?: string;
+  /** HMAC key of the gateway's attestation of SCIM actors, shared with the SCIM service. */
+  actorAttestationSecret?: string;
 }
 
 export function loadSecrets(dataDir: string): Secrets {
@@ -49,8 +51,9 @@ export async function startEmbeddedPostgres(options: {
   // As root, initdb and postgres run as an unprivileged `postgres` user that must be able to enter the folder.
   mkdirSync(options.dataDir, { recursive: true });
   chmodSync(options.dataDir, 0o755);
-  // The data folder itself (mode 0700, owned by postgres once initialised) is PostgreSQL's; only the way to it matters.
-  await letPostgresReach([options.dataDir], options.log);
+  // The folders above the data folder: the data folder itself is PostgreSQL's own (made by initdb, owned by the
+  // postgres user, 0700), which on a restart must not read as someone else's folder in the way.
+  await letPostgresReach([path.dirname(databaseDir)], options.log);
   // PostgreSQL's last words, for the one-line reason when it does not start (the library rejects without one).
   const recent: string[] = [];
   const remember = (message: unknown) => {
@@ -98,35 +101,47 @@ export async function startEmbeddedPostgres(options: {
   };
 }
 
+/** A service's two login roles: the schema's owner (migrations) and the runtime role (DML only, granted by them). */
+export interface ServiceRoles {
+  owner: { role: string; password: string };
+  runtime: { role: string; password: string };
+}
+
 /**
- * Least privilege: one login role per service, owning only its schema. Idempotent; role passwords are
- * generated once and kept in dataDir/secrets.json (mode 0600).
+ * Least privilege: per service a login role that owns only its schema (`mileage_<schema>`, the migrations run as it)
+ * and a login role the service runs as (`mileage_<schema>_app`), which owns nothing: the migrations give it USAGE on
+ * the schema and DML on its tables (docs/architecture.md, "Database roles"). Idempotent; passwords are generated
+ * once and kept in dataDir/secrets.json (mode 0600).
  */
 export async function provisionServiceRoles(
   adminUrl: string,
   dataDir: string,
   schemas: string[],
-): Promise<Record<string, { role: string; password: string }>> {
+): Promise<Record<string, ServiceRoles>> {
   const secrets = loadSecrets(dataDir);
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
-  const result: Record<string, { role: string; password: string }> = {};
+  const result: Record<string, ServiceRoles> = {};
+  const login = async (role: string) => {
+    const password = (secrets.rolePasswords[role] ??= randomBytes(18).toString('base64url'));
+    const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+    const escaped = client.escapeLiteral(password);
+    await client.query(
+      exists.rowCount
+        ? `ALTER ROLE ${role} LOGIN NOINHERIT PASSWORD ${escaped}`
+        : `CREATE ROLE ${role} LOGIN NOINHERIT PASSWORD ${escaped}`,
+    );
+    return { role, password };
+  };
   try {
     await client.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
     for (const schema of schemas) {
-      const role = `mileage_${schema}`;
-      const password = (secrets.rolePasswords[role] ??= randomBytes(18).toString('base64url'));
-      const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
-      const escaped = client.escapeLiteral(password);
-      await client.query(
-        exists.rowCount
-          ? `ALTER ROLE ${role} LOGIN PASSWORD ${escaped}`
-          : `CREATE ROLE ${role} LOGIN PASSWORD ${escaped}`,
-      );
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema} AUTHORIZATION ${role}`);
-      await client.query(`ALTER SCHEMA ${schema} OWNER TO ${role}`);
+      const owner = await login(`mileage_${schema}`);
+      const runtime = await login(`mileage_${schema}_app`);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema} AUTHORIZATION ${owner.role}`);
+      await client.query(`ALTER SCHEMA ${schema} OWNER TO ${owner.role}`);
       await client.query(`REVOKE ALL ON SCHEMA ${schema} FROM PUBLIC`);
-      result[schema] = { role, password };
+      result[schema] = { owner, runtime };
     }
   } finally {
     await client.end();

@@ -106,6 +106,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if lt (int64 $v.grpc.maxConnectionAgeGraceMs) (max (int64 $v.gateway.scimDeadlineMs) (int64 $v.gateway.grpcDeadlineMs) (int64 $v.scim.grpcDeadlineMs)) -}}
 {{- fail (printf "grpc.maxConnectionAgeGraceMs %d is shorter than the longest call deadline (gateway.scimDeadlineMs, gateway.grpcDeadlineMs, scim.grpcDeadlineMs): calls in flight on a recycled connection would be cut." (int64 $v.grpc.maxConnectionAgeGraceMs)) -}}
 {{- end -}}
+{{- if and $v.grpcTls.certManager.enabled (not $v.grpcTls.enabled) -}}
+{{- fail "grpcTls.certManager.enabled makes the certificates of mutual TLS, which is off: set grpcTls.enabled too" -}}
+{{- end -}}
+{{- if and $v.grpcTls.certManager.enabled (not $v.grpcTls.certManager.issuerRef.name) -}}
+{{- fail "grpcTls.certManager.issuerRef.name is required with grpcTls.certManager.enabled: a cert-manager CA issuer, so that ca.crt signs every peer" -}}
+{{- end -}}
 {{- if $v.networkPolicy.enabled -}}
 {{- if not $v.postgres.egress -}}
 {{- fail "postgres.egress is required with networkPolicy.enabled: where PostgreSQL (or its pooler) is, as NetworkPolicyPeers (a namespaceSelector/podSelector in the cluster, an ipBlock outside it)" -}}
@@ -127,6 +133,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- .Values.postgres.existingSecret | default (printf "%s-database" (include "mileage.fullname" .)) -}}
 {{- end -}}
 
+{{/* The schema owners' URLs: read by the migration Jobs only, never mounted by a Deployment. */}}
+{{- define "mileage.migrationDatabaseSecret" -}}
+{{- .Values.postgres.existingMigrationSecret | default (printf "%s-database-migration" (include "mileage.fullname" .)) -}}
+{{- end -}}
+
+{{/* A component's gRPC TLS Secret (kubernetes.io/tls with ca.crt): (dict "root" $ "component" "users"). */}}
+{{- define "mileage.grpcTlsSecret" -}}
+{{ include "mileage.componentName" . }}-grpc-tls
+{{- end -}}
+
 {{- define "mileage.gatewaySecret" -}}
 {{- .Values.gateway.existingSecret | default (printf "%s-gateway" (include "mileage.fullname" .)) -}}
 {{- end -}}
@@ -139,14 +155,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- .Values.redis.existingSecret | default (printf "%s-redis" (include "mileage.fullname" .)) -}}
 {{- end -}}
 
-{{/* The connection URL of one service: (dict "root" $ "service" "users"). */}}
+{{/* The connection URL of one service's role: (dict "root" $ "service" "users" "roles" "roles"|"ownerRoles"). */}}
 {{- define "mileage.databaseUrl" -}}
 {{- $pg := .root.Values.postgres -}}
-{{- $role := index $pg.roles .service -}}
+{{- $kind := .roles | default "roles" -}}
+{{- $role := index (index $pg $kind) .service -}}
 {{- if $role.url -}}
 {{- $role.url -}}
 {{- else -}}
-{{- $password := required (printf "postgres.roles.%s.password (or .url, or postgres.existingSecret) is required" .service) $role.password -}}
+{{- $secret := ternary "postgres.existingMigrationSecret" "postgres.existingSecret" (eq $kind "ownerRoles") -}}
+{{- $password := required (printf "postgres.%s.%s.password (or .url, or %s) is required" $kind .service $secret) $role.password -}}
 {{- printf "postgres://%s:%s@%s:%v/%s?sslmode=%s" $role.username ($password | urlquery) $pg.host $pg.port $pg.database $pg.sslMode -}}
 {{- end -}}
 {{- end -}}
@@ -208,5 +226,5 @@ seccompProfile:
 {{- define "mileage.configChecksum" -}}
 {{- $v := .root.Values -}}
 {{- $c := index $v.components .component -}}
-{{- toJson (dict "env" $c.extraEnv "logLevel" $v.logLevel "shutdown" $v.shutdownTimeoutSeconds "tracing" $v.tracing "oidc" $v.oidc "gateway" (omit $v.gateway "cursorSecret") "scim" $v.scim "grpc" $v.grpc "postgres" (pick $v.postgres "poolMax" "statementTimeoutMs" "existingSecret") "redis" $v.redis.existingSecret "ingressHost" $v.ingress.host) | sha256sum -}}
+{{- toJson (dict "env" $c.extraEnv "logLevel" $v.logLevel "shutdown" $v.shutdownTimeoutSeconds "tracing" $v.tracing "oidc" $v.oidc "gateway" (omit $v.gateway "cursorSecret" "actorAttestationSecret") "scim" $v.scim "grpc" $v.grpc "postgres" (pick $v.postgres "poolMax" "statementTimeoutMs" "existingSecret") "grpcTls" $v.grpcTls.enabled "redis" $v.redis.existingSecret "ingressHost" $v.ingress.host) | sha256sum -}}
 {{- end -}}

@@ -27,8 +27,18 @@ export interface HandleRequestRequest {
   query: string;
   headers: { [key: string]: string };
   body: Buffer;
-  /** OAuth client id of the provisioning client (token `azp`). */
+  /**
+   * OAuth client id of the provisioning client (token `azp`): the actor of the audit log. Taken only with a valid
+   * actor_attestation over it.
+   */
   clientId: string;
+  /**
+   * The gateway's attestation of client_id: "v1.<unix seconds>.<base64url HMAC-SHA256>" over the version, the time,
+   * the request id (x-request-id metadata), client_id, method, path, query and the SHA-256 of body, with the secret
+   * the gateway and the SCIM service share (ACTOR_ATTESTATION_SECRET). A call without a valid one is refused
+   * (UNAUTHENTICATED). docs/architecture.md, "The SCIM audit actor".
+   */
+  actorAttestation: string;
 }
 
 export interface HandleRequestRequest_HeadersEntry {
@@ -48,7 +58,7 @@ export interface HandleRequestResponse_HeadersEntry {
 }
 
 function createBaseHandleRequestRequest(): HandleRequestRequest {
-  return { method: "", path: "", query: "", headers: {}, body: Buffer.alloc(0), clientId: "" };
+  return { method: "", path: "", query: "", headers: {}, body: Buffer.alloc(0), clientId: "", actorAttestation: "" };
 }
 
 export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
@@ -70,6 +80,9 @@ export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
     }
     if (message.clientId !== "") {
       writer.uint32(50).string(message.clientId);
+    }
+    if (message.actorAttestation !== "") {
+      writer.uint32(58).string(message.actorAttestation);
     }
     return writer;
   },
@@ -138,6 +151,14 @@ export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
             message.clientId = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.actorAttestation = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -175,6 +196,11 @@ export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
         : isSet(object.client_id)
         ? globalThis.String(object.client_id)
         : "",
+      actorAttestation: isSet(object.actorAttestation)
+        ? globalThis.String(object.actorAttestation)
+        : isSet(object.actor_attestation)
+        ? globalThis.String(object.actor_attestation)
+        : "",
     };
   },
 
@@ -204,6 +230,9 @@ export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
     if (message.clientId !== "") {
       obj.clientId = message.clientId;
     }
+    if (message.actorAttestation !== "") {
+      obj.actorAttestation = message.actorAttestation;
+    }
     return obj;
   },
 
@@ -226,6 +255,7 @@ export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
     );
     message.body = object.body ?? Buffer.alloc(0);
     message.clientId = object.clientId ?? "";
+    message.actorAttestation = object.actorAttestation ?? "";
     return message;
   },
 };

@@ -1,0 +1,137 @@
+// The Users service as the chart runs it with every hardening on: migrations as the schema owner
+// (MIGRATION_DATABASE_URL, here MIGRATE_ON_START) granting the runtime role (DATABASE_URL) its DML, and mutual TLS on
+// its gRPC port with certificates made at test time. A plaintext caller is refused, an mTLS caller creates a user and
+// its audit entry as the runtime role, which still cannot rewrite that entry. HTTP probes answer on the metrics port.
+import * as grpc from '@grpc/grpc-js';
+import { scimAuditV1, usersV1 } from '@mileage/proto';
+import { createGrpcClient, freePort, grpcTls, HealthClient } from '@mileage/runtime';
+import { createTestDatabase, createTestPki, waitFor } from '@mileage/runtime/testing';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import pg from 'pg';
+
+test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async (t) => {
+  const testDb = await createTestDatabase('users_main');
+  const suffix = randomBytes(4).toString('hex');
+  const owner = { role: `users_mowner_${suffix}`, password: randomBytes(12).toString('hex') };
+  const runtime = { role: `users_mapp_${suffix}`, password: randomBytes(12).toString('hex') };
+  const urlOf = (who: { role: string; password: string }) => {
+    const url = new URL(testDb.url);
+    url.username = who.role;
+    url.password = who.password;
+    return url.toString();
+  };
+  const admin = new pg.Client({ connectionString: testDb.url });
+  await admin.connect();
+  for (const who of [owner, runtime])
+    await admin.query(`CREATE ROLE ${who.role} LOGIN NOINHERIT PASSWORD '${who.password}'`);
+  await admin.query(`CREATE SCHEMA users AUTHORIZATION ${owner.role}`);
+  await admin.query('REVOKE ALL ON SCHEMA users FROM PUBLIC');
+
+  const dir = mkdtempSync(path.join(tmpdir(), 'users-main-tls-'));
+  const pki = createTestPki(dir);
+  const server = pki.issue('users');
+  const tlsEnv = {
+    GRPC_TLS_CERT_FILE: server.certFile,
+    GRPC_TLS_KEY_FILE: server.keyFile,
+    GRPC_TLS_CA_FILE: pki.caFile,
+  };
+  const [grpcPort, metricsPort] = [await freePort(), await freePort()];
+  const env = {
+    PATH: process.env.PATH,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+    DATABASE_URL: urlOf(runtime),
+    MIGRATION_DATABASE_URL: urlOf(owner),
+    MIGRATE_ON_START: 'true',
+    GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
+    METRICS_PORT: String(metricsPort),
+  };
+
+  // Half a TLS configuration: refused at start (exit 78), nothing listens.
+  const partial = spawnSync(process.execPath, [path.join(__dirname, 'main.js')], {
+    env: { ...env, GRPC_TLS_CERT_FILE: server.certFile },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  assert.equal(partial.status, 78, partial.stderr);
+  assert.match(partial.stderr, /GRPC_TLS_KEY_FILE: required when GRPC_TLS_CERT_FILE is set/);
+  assert.doesNotMatch(partial.stderr, new RegExp(owner.password));
+  const { MIGRATION_DATABASE_URL: _owner, ...withoutOwner } = env;
+  const noOwner = spawnSync(process.execPath, [path.join(__dirname, 'main.js')], {
+    env: withoutOwner,
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  assert.equal(noOwner.status, 78, noOwner.stderr);
+  assert.match(noOwner.stderr, /MIGRATION_DATABASE_URL: required with MIGRATE_ON_START/);
+
+  const child = spawn(process.execPath, [path.join(__dirname, 'main.js')], {
+    env: { ...env, ...tlsEnv },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const client = pki.issue('gateway');
+  const mtls = grpcTls({
+    GRPC_TLS_CERT_FILE: client.certFile,
+    GRPC_TLS_KEY_FILE: client.keyFile,
+    GRPC_TLS_CA_FILE: pki.caFile,
+  });
+  const health = new HealthClient(`127.0.0.1:${grpcPort}`, mtls.channelCredentials());
+  const plaintextHealth = new HealthClient(`127.0.0.1:${grpcPort}`);
+  const users = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${grpcPort}`, {
+    defaultDeadlineMs: 5_000,
+    credentials: mtls.channelCredentials(),
+  });
+  const plaintext = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${grpcPort}`, { defaultDeadlineMs: 5_000 });
+  t.after(async () => {
+    child.kill('SIGTERM');
+    await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)));
+    for (const c of [health, plaintextHealth, users, plaintext]) c.close();
+    await admin.query(`DROP SCHEMA users CASCADE`);
+    await admin.end();
+    await testDb.drop();
+    const server = new pg.Client({ connectionString: testDb.url.replace(`/${testDb.name}`, '/postgres') });
+    await server.connect();
+    for (const who of [owner, runtime]) await server.query(`DROP ROLE IF EXISTS ${who.role}`);
+    await server.end();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  await waitFor(() => health.check('', 500), { timeoutMs: 20_000, what: 'users serving over mutual TLS' });
+  assert.equal(await plaintextHealth.check('', 1_000), false, 'a plaintext health check is refused');
+  const refused = await plaintext.getUser({ id: 'TlsMain001', includeDeleted: false }).then(
+    () => assert.fail('a plaintext call was answered'),
+    (err: grpc.ServiceError) => err.code,
+  );
+  assert.equal(refused, grpc.status.UNAVAILABLE);
+  for (const probe of ['/healthz', '/readyz'])
+    assert.equal((await fetch(`http://127.0.0.1:${metricsPort}${probe}`)).status, 200, probe);
+
+  // The runtime role does the service's work: a user and its audit entry in one transaction.
+  const created = await users.createUser({
+    user: { id: 'TlsMain001', userName: 'tls-main@example.com', emails: [], active: true, timezone: 'UTC', version: 0 },
+    audit: {
+      actor: 'okta-prod',
+      operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE,
+      requestId: 'req-1',
+    },
+  });
+  assert.equal(created.user?.id, 'TlsMain001');
+  const { rows } = await admin.query<{ actor: string }>(
+    `SELECT actor FROM users.provisioning_audit WHERE user_id = 'TlsMain001'`,
+  );
+  assert.deepEqual(rows, [{ actor: 'okta-prod' }]);
+  // … and nothing more, on the connection the service itself uses.
+  const asRuntime = new pg.Client({ connectionString: urlOf(runtime) });
+  await asRuntime.connect();
+  try {
+    await assert.rejects(asRuntime.query(`DELETE FROM users.provisioning_audit`), { code: '42501' });
+    await assert.rejects(asRuntime.query(`ALTER TABLE users.users ADD COLUMN evil text`), { code: '42501' });
+  } finally {
+    await asRuntime.end();
+  }
+});

@@ -1,0 +1,138 @@
+// The two database roles of the Users service against real PostgreSQL: the migrations run as the schema's owner and
+// grant the runtime role DML on the tables (INSERT and SELECT only on the append-only provisioning_audit); the runtime
+// role can do the service's work and nothing more: no UPDATE/DELETE/TRUNCATE of the audit log, no DDL, no trigger
+// dropped or disabled, no new tables. A table a later migration creates gets DML by the owner's default privileges.
+import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import pg from 'pg';
+import { openDatabase } from './database';
+
+let testDb: TestDatabase;
+const suffix = randomBytes(4).toString('hex');
+const owner = { role: `users_owner_${suffix}`, password: randomBytes(12).toString('hex') };
+const runtime = { role: `users_app_${suffix}`, password: randomBytes(12).toString('hex') };
+const urlOf = (who: { role: string; password: string }) => {
+  const url = new URL(testDb.url);
+  url.username = who.role;
+  url.password = who.password;
+  return url.toString();
+};
+let ownerDb: ReturnType<typeof openDatabase>;
+let app: pg.Client;
+
+/** Runs `sql` as the runtime role and returns the PostgreSQL error code it fails with (undefined: it succeeded). */
+async function codeOf(sql: string, params: unknown[] = []): Promise<string | undefined> {
+  try {
+    await app.query(sql, params);
+    return undefined;
+  } catch (err) {
+    return (err as { code?: string }).code;
+  }
+}
+
+before(async () => {
+  testDb = await createTestDatabase('users_roles');
+  const admin = new pg.Client({ connectionString: testDb.url });
+  await admin.connect();
+  try {
+    for (const who of [owner, runtime])
+      await admin.query(`CREATE ROLE ${who.role} LOGIN NOINHERIT PASSWORD '${who.password}'`);
+    await admin.query(`CREATE SCHEMA users AUTHORIZATION ${owner.role}`);
+    await admin.query('REVOKE ALL ON SCHEMA users FROM PUBLIC');
+    await admin.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
+  } finally {
+    await admin.end();
+  }
+  ownerDb = openDatabase({ url: urlOf(owner) });
+  const first = await ownerDb.migrate({ runtimeRole: runtime.role });
+  assert.ok(first.applied.length > 0);
+  assert.equal(first.grantedTo, runtime.role);
+  app = new pg.Client({ connectionString: urlOf(runtime) });
+  await app.connect();
+  await app.query('SET search_path = users');
+});
+
+after(async () => {
+  await app?.end();
+  await ownerDb?.close();
+  await testDb.drop();
+  const admin = new pg.Client({ connectionString: testDb.url.replace(`/${testDb.name}`, '/postgres') });
+  await admin.connect();
+  try {
+    for (const who of [owner, runtime]) await admin.query(`DROP ROLE IF EXISTS ${who.role}`);
+  } finally {
+    await admin.end();
+  }
+});
+
+test('the runtime role reads and writes the service tables', async () => {
+  await app.query(`INSERT INTO users (id, user_name) VALUES ('RoleTest01', 'role-test@example.com')`);
+  await app.query(`UPDATE users SET display_name = 'Role Test' WHERE id = 'RoleTest01'`);
+  const { rows } = await app.query<{ display_name: string }>(`SELECT display_name FROM users WHERE id = 'RoleTest01'`);
+  assert.deepEqual(rows, [{ display_name: 'Role Test' }]);
+  await app.query(
+    `INSERT INTO outbox (id, event_type, user_id, payload) VALUES (gen_random_uuid(), 'user.deactivated', 'RoleTest01', '{}')`,
+  );
+  assert.equal((await app.query(`DELETE FROM outbox WHERE user_id = 'RoleTest01'`)).rowCount, 1);
+  await app.query(`DELETE FROM users WHERE id = 'RoleTest01'`);
+});
+
+test('the audit log: INSERT and SELECT only; no UPDATE, DELETE or TRUNCATE, trigger untouchable', async () => {
+  await app.query(
+    `INSERT INTO provisioning_audit (actor, operation, user_id, request_id) VALUES ('okta', 'create', 'RoleTest02', 'r1')`,
+  );
+  const { rows } = await app.query<{ actor: string }>(
+    `SELECT actor FROM provisioning_audit WHERE user_id = 'RoleTest02'`,
+  );
+  assert.deepEqual(rows, [{ actor: 'okta' }]);
+  // 42501 insufficient_privilege: refused before the append-only trigger is even reached.
+  assert.equal(await codeOf(`UPDATE provisioning_audit SET actor = 'someone-else'`), '42501');
+  assert.equal(await codeOf(`DELETE FROM provisioning_audit`), '42501');
+  assert.equal(await codeOf(`TRUNCATE provisioning_audit`), '42501');
+  assert.equal(await codeOf(`DROP TRIGGER provisioning_audit_append_only ON provisioning_audit`), '42501');
+  assert.equal(await codeOf(`ALTER TABLE provisioning_audit DISABLE TRIGGER provisioning_audit_append_only`), '42501');
+  assert.equal(await codeOf(`DROP FUNCTION provisioning_audit_is_append_only()`), '42501');
+  assert.equal(await codeOf(`DROP TABLE provisioning_audit`), '42501');
+});
+
+test('no DDL: tables cannot be altered, dropped or created; the migrations table is out of reach', async () => {
+  assert.equal(await codeOf(`ALTER TABLE users ADD COLUMN evil text`), '42501');
+  assert.equal(await codeOf(`ALTER TABLE users DROP CONSTRAINT users_pkey`), '42501');
+  assert.equal(await codeOf(`DROP TABLE users`), '42501');
+  assert.equal(await codeOf(`TRUNCATE users`), '42501');
+  assert.equal(await codeOf(`CREATE TABLE users.evil (id int)`), '42501');
+  assert.equal(await codeOf(`CREATE TABLE public.evil (id int)`), '42501');
+  assert.equal(await codeOf(`CREATE INDEX evil_idx ON users (timezone)`), '42501');
+  assert.equal(await codeOf(`SELECT * FROM knex_migrations`), '42501');
+  assert.equal(await codeOf(`DELETE FROM knex_migrations_lock`), '42501');
+  assert.equal(await codeOf(`ALTER SCHEMA users RENAME TO evil`), '42501');
+});
+
+test("a table a later migration creates gets DML by the owner's default privileges, its sequence too", async () => {
+  await ownerDb.knex.raw(`CREATE TABLE users.later_table (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text)`);
+  await app.query(`INSERT INTO later_table (v) VALUES ('a')`);
+  await app.query(`UPDATE later_table SET v = 'b'`);
+  const { rows } = await app.query<{ v: string }>(`SELECT v FROM later_table`);
+  assert.deepEqual(rows, [{ v: 'b' }]);
+  await app.query(`DELETE FROM later_table`);
+  assert.equal(await codeOf(`DROP TABLE later_table`), '42501');
+  assert.equal(await codeOf(`TRUNCATE later_table`), '42501');
+});
+
+test('the migrations run again: nothing to apply, the grants repaired and still the same', async () => {
+  const admin = new pg.Client({ connectionString: testDb.url });
+  await admin.connect();
+  try {
+    // Drift: someone gave the runtime role more than DML on the audit log.
+    await admin.query(`GRANT ALL ON users.provisioning_audit TO ${runtime.role}`);
+  } finally {
+    await admin.end();
+  }
+  const again = await ownerDb.migrate({ runtimeRole: runtime.role });
+  assert.deepEqual(again.applied, []);
+  assert.equal(again.grantedTo, runtime.role);
+  assert.equal(await codeOf(`UPDATE provisioning_audit SET actor = 'x'`), '42501');
+  assert.equal(await codeOf(`TRUNCATE provisioning_audit`), '42501');
+});
