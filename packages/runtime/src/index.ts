@@ -32,6 +32,7 @@ export * from './ids';
 export {
   connectionAge,
   runMigrations,
+  runEvery,
   runService,
   serviceConfigSchema,
   serviceDatabase,
@@ -44,3 +45,4 @@ export {
   type ServiceDefinition,
 } from './service';
 export * from './outbox';
+export * from './outbox-relay';

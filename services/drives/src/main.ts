@@ -1,6 +1,6 @@
 // The process of the Drives service: everything but its own parts comes from runService.
 import { PROTO_FILES } from '@mileage/proto';
-import { runService } from '@mileage/runtime';
+import { outboxRelayConfigShape, outboxRelayTasks, runService, webhooksClientSpec } from '@mileage/runtime';
 import { openDatabase } from './database';
 import { createServer } from './server';
 
@@ -9,5 +9,9 @@ void runService({
   defaults: { grpcPort: 50053, metricsPort: 9463 },
   protoFile: PROTO_FILES.drives,
   openDatabase,
+  config: outboxRelayConfigShape,
+  // The Webhooks service, to which the outbox relay hands the events (none when WEBHOOKS_ADDRESS is unset).
+  clients: webhooksClientSpec,
   createServer,
+  tasks: outboxRelayTasks,
 });
