@@ -18,6 +18,8 @@ interface Secrets {
   rolePasswords: Record<string, string>;
   /** HMAC key of the gateway's page cursors. */
   cursorSecret?: string;
+  /** The Webhooks service's key that encrypts signing secrets at rest. */
+  webhooksSecretKey?: string;
 }
 
 export function loadSecrets(dataDir: string): Secrets {
