@@ -1,4 +1,4 @@
-import { chmodSync, statSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { arch, platform } from 'node:os';
 
@@ -34,9 +34,12 @@ export async function letPostgresReach(targets: string[], log: (message: string)
   if (process.getuid?.() !== 0) return;
   const all = [await postgresBinariesDir(), ...targets];
   const granted = new Set<string>();
+  const postgresUid = uidOf('postgres');
   for (const target of all) {
     for (const { folder, ours } of unsearchableFolders(target)) {
       if (granted.has(folder)) continue;
+      // The data folder of an earlier run belongs to the postgres user itself (mode 0700, as PostgreSQL requires).
+      if (postgresUid !== undefined && statSync(folder).uid === postgresUid) continue;
       if (!ours) {
         throw new Error(
           `the postgres user cannot enter ${folder} (on the way to ${target}). Fix: chmod o+x ${folder}, or work from a folder others can enter`,
@@ -50,5 +53,18 @@ export async function letPostgresReach(targets: string[], log: (message: string)
     log(
       `embedded PostgreSQL runs as the postgres user; granted it search (o+x, no listing) on ${[...granted].join(', ')}`,
     );
+  }
+}
+
+/** The uid of a local user (from /etc/passwd), if there is one. */
+function uidOf(name: string): number | undefined {
+  try {
+    const line = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${name}:`));
+    const uid = line?.split(':')[2];
+    return uid === undefined ? undefined : Number(uid);
+  } catch {
+    return undefined;
   }
 }
