@@ -72,6 +72,12 @@ export interface IncomingEvent {
 }
 
 export const MAX_SUBSCRIPTIONS_PER_GROUP = 10;
+/**
+ * Claims and attempt outcomes are committed without waiting for the WAL flush: a crash of PostgreSQL can forget the
+ * last of them, which only means an attempt is made again (same webhook-id) — at least once still holds. Events and
+ * deliveries themselves (PublishEvents) and subscriptions are committed durably.
+ */
+const RELAXED_COMMIT = 'SET LOCAL synchronous_commit TO off';
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : undefined);
 
 export function toSubscription(row: SubscriptionRow): webhooksV1.Subscription {
@@ -246,7 +252,14 @@ export class WebhooksRepository {
    * so one whose worker dies is retried by another.
    */
   async claim(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-    const { rows } = await this.knex.raw<{ rows: ClaimedDelivery[] }>(
+    return this.knex.transaction(async (trx) => {
+      await trx.raw(RELAXED_COMMIT);
+      return this.claimIn(trx, limit, leaseMs);
+    });
+  }
+
+  private async claimIn(trx: Knex.Transaction, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+    const { rows } = await trx.raw<{ rows: ClaimedDelivery[] }>(
       `WITH picked AS (
          SELECT d.id FROM deliveries d
            JOIN subscriptions s ON s.id = d.subscription_id AND s.state = 'active'
@@ -282,54 +295,65 @@ export class WebhooksRepository {
     attempt: AttemptRecord,
     disable: { afterFailures: number; afterMs: number },
   ): Promise<{ recorded: boolean; disabled: boolean }> {
+    const outcome = attempt.success ? 'succeeded' : attempt.retryAt ? 'pending' : 'failed';
+    const reason = `${disable.afterFailures} or more failed attempts in a row over at least ${Math.round(disable.afterMs / 3_600_000)} h`;
     return this.knex.transaction(async (trx) => {
-      const common = {
-        last_status_code: attempt.statusCode || null,
-        last_latency_ms: attempt.latencyMs,
-        last_error: attempt.error || null,
-      };
-      const changes = attempt.success
-        ? {
-            ...common,
-            status: 'succeeded',
-            delivered_at: trx.fn.now(),
-            finished_at: trx.fn.now(),
-            next_attempt_at: null,
-          }
-        : attempt.retryAt
-          ? { ...common, next_attempt_at: attempt.retryAt }
-          : { ...common, status: 'failed', finished_at: trx.fn.now(), next_attempt_at: null };
-      const updated = await trx('deliveries')
-        .where({ id: delivery.id, attempts: delivery.attempts, status: 'pending' })
-        .update(changes);
-      if (!updated) return { recorded: false, disabled: false };
-      if (attempt.success) {
-        await trx('subscriptions')
-          .where({ id: delivery.subscription_id })
-          .andWhere((q) => q.where('failure_run', '>', 0).orWhereNotNull('failing_since'))
-          .update({ failure_run: 0, failing_since: null });
-        return { recorded: true, disabled: false };
-      }
-      const { rows } = await trx.raw<{ rows: { state: string }[] }>(
-        `UPDATE subscriptions
-            SET failure_run = failure_run + 1,
-                failing_since = coalesce(failing_since, now()),
-                state = CASE WHEN state = 'active' AND failure_run + 1 >= ?
-                              AND coalesce(failing_since, now()) <= now() - make_interval(secs => ?::double precision / 1000)
-                             THEN 'disabled' ELSE state END
-          WHERE id = ?
-        RETURNING state, disabled_at`,
-        [disable.afterFailures, disable.afterMs, delivery.subscription_id],
+      await trx.raw(RELAXED_COMMIT);
+      // One statement: the delivery (only if it is still this attempt's) and its subscription's run of failures.
+      const { rows } = await trx.raw<{ rows: { recorded: number; disabled: boolean }[] }>(
+        `WITH d AS (
+           UPDATE deliveries
+              SET status = ?, last_status_code = ?, last_latency_ms = ?, last_error = ?,
+                  next_attempt_at = ?::timestamptz,
+                  delivered_at = CASE WHEN ? = 'succeeded' THEN now() END,
+                  finished_at = CASE WHEN ? <> 'pending' THEN now() END
+            WHERE id = ? AND attempts = ? AND status = 'pending'
+           RETURNING subscription_id
+         ), s AS (
+           UPDATE subscriptions sub
+              SET failure_run = CASE WHEN ? THEN 0 ELSE sub.failure_run + 1 END,
+                  failing_since = CASE WHEN ? THEN NULL ELSE coalesce(sub.failing_since, now()) END,
+                  state = CASE WHEN NOT ? AND sub.state = 'active' AND sub.failure_run + 1 >= ?
+                                AND coalesce(sub.failing_since, now()) <= now() - make_interval(secs => ?::double precision / 1000)
+                               THEN 'disabled' ELSE sub.state END,
+                  disabled_at = CASE WHEN NOT ? AND sub.state = 'active' AND sub.failure_run + 1 >= ?
+                                AND coalesce(sub.failing_since, now()) <= now() - make_interval(secs => ?::double precision / 1000)
+                               THEN now() ELSE sub.disabled_at END,
+                  disabled_reason = CASE WHEN NOT ? AND sub.state = 'active' AND sub.failure_run + 1 >= ?
+                                AND coalesce(sub.failing_since, now()) <= now() - make_interval(secs => ?::double precision / 1000)
+                               THEN ? ELSE sub.disabled_reason END
+             FROM d
+            WHERE sub.id = d.subscription_id
+              AND (NOT ? OR sub.failure_run > 0 OR sub.failing_since IS NOT NULL)
+           RETURNING sub.state = 'disabled' AND sub.disabled_at = now() AS disabled
+         )
+         SELECT (SELECT count(*) FROM d)::int AS recorded, coalesce((SELECT bool_or(disabled) FROM s), false) AS disabled`,
+        [
+          outcome,
+          attempt.statusCode || null,
+          attempt.latencyMs,
+          attempt.error || null,
+          outcome === 'pending' ? attempt.retryAt!.toISOString() : null,
+          outcome,
+          outcome,
+          delivery.id,
+          delivery.attempts,
+          attempt.success,
+          attempt.success,
+          attempt.success,
+          disable.afterFailures,
+          disable.afterMs,
+          attempt.success,
+          disable.afterFailures,
+          disable.afterMs,
+          attempt.success,
+          disable.afterFailures,
+          disable.afterMs,
+          reason,
+          attempt.success,
+        ],
       );
-      const disabled = rows[0]?.state === 'disabled';
-      if (disabled) {
-        const reason = `${disable.afterFailures} or more failed attempts in a row over at least ${Math.round(disable.afterMs / 3_600_000)} h`;
-        await trx('subscriptions')
-          .where({ id: delivery.subscription_id })
-          .whereNull('disabled_at')
-          .update({ disabled_at: trx.fn.now(), disabled_reason: reason });
-      }
-      return { recorded: true, disabled };
+      return { recorded: rows[0]!.recorded > 0, disabled: rows[0]!.disabled };
     });
   }
 

@@ -28,7 +28,7 @@ import { sendWebhook } from './sender';
 import { createServer } from './server';
 import { systemResolver, type Resolver, type TargetPolicy } from './targets';
 import { startReceiver, type Receiver } from './testing';
-import { DeliveryWorker } from './worker';
+import { DeliveryWorker, retryDelayMs } from './worker';
 
 const logger = createLogger({ service: 'webhooks-test', level: process.env.LOG_LEVEL ?? 'silent' });
 const development: TargetPolicy = { mode: 'development', allow: new Set(['loopback']) };
@@ -493,5 +493,94 @@ describe('delivery', () => {
     const refused = await sendWebhook('http://10.0.0.1/', {}, '{}', options);
     assert.equal(refused.outcome, 'refused');
     await slow.close();
+  });
+
+  test('a run of failures disables the webhook (no attempts while disabled); redelivery enables it again', async () => {
+    const receiver = await startReceiver();
+    receiver.respond = () => ({ status: 500 });
+    const svc = await startService({ workers: 0 });
+    const worker = new DeliveryWorker({
+      repo,
+      secrets,
+      logger,
+      metrics: new Metrics('webhooks'),
+      send: { policy: development, resolver: systemResolver, connectTimeoutMs: 1_000, timeoutMs: 2_000 },
+      concurrency: 4,
+      retry: { baseMs: 1, maxDelayMs: 1, windowMs: 60_000 },
+      disable: { afterFailures: 3, afterMs: 0 },
+    });
+    try {
+      const created = await svc.client.createSubscription({
+        groupId: demo,
+        url: receiver.url,
+        events: ['drive.deleted'],
+      });
+      await svc.client.publishEvents({ events: [event('drive.deleted', demo), event('drive.deleted', demo)] });
+      const subscription = async () => (await svc.client.listSubscriptions({ groupId: demo })).subscriptions[0]!;
+      await waitFor(async () => {
+        await worker.drain();
+        return (await subscription()).state === 'disabled';
+      });
+      const disabled = await subscription();
+      assert.match(disabled.disabledReason, /3 or more failed attempts in a row/);
+      assert.ok(disabled.disableTime);
+      assert.ok(disabled.failureRun >= 3);
+      const attempts = receiver.received.length;
+      await worker.drain();
+      assert.equal(receiver.received.length, attempts, 'a disabled webhook gets no attempts');
+
+      receiver.respond = () => ({ status: 200 });
+      const { deliveries } = await svc.client.listDeliveries({
+        groupId: demo,
+        subscriptionId: created.subscription!.id,
+        limit: 0,
+      });
+      await svc.client.redeliverDelivery({
+        groupId: demo,
+        subscriptionId: created.subscription!.id,
+        deliveryId: deliveries[0]!.id,
+      });
+      assert.equal((await subscription()).state, 'active');
+      await waitFor(async () => {
+        await worker.drain();
+        const { deliveries: after } = await svc.client.listDeliveries({
+          groupId: demo,
+          subscriptionId: created.subscription!.id,
+          limit: 0,
+        });
+        return after.every((d) => d.status === 'succeeded');
+      });
+      assert.equal((await subscription()).failureRun, 0);
+    } finally {
+      await worker.stop();
+      await svc.close();
+      await receiver.close();
+    }
+  });
+});
+
+describe('retry schedule', () => {
+  test('exponential from 10 s, capped at 1 h, ±20 % jitter, and more than 24 h of attempts before giving up', () => {
+    for (const r of [0, 0.5, 0.999]) {
+      assert.equal(
+        retryDelayMs(1, 10_000, 3_600_000, () => r),
+        Math.round(10_000 * (0.8 + 0.4 * r)),
+      );
+      assert.equal(
+        retryDelayMs(4, 10_000, 3_600_000, () => r),
+        Math.round(80_000 * (0.8 + 0.4 * r)),
+      );
+      assert.equal(
+        retryDelayMs(40, 10_000, 3_600_000, () => r),
+        Math.round(3_600_000 * (0.8 + 0.4 * r)),
+      );
+    }
+    // With the worker's rule (retry while the delivery is younger than the window), the last attempt is past 24 h.
+    for (const r of [0, 1]) {
+      let age = 0;
+      let attempts = 1;
+      while (age < 86_400_000) age += retryDelayMs(attempts++, 10_000, 3_600_000, () => r);
+      assert.ok(age >= 86_400_000 && attempts > 25 && attempts < 45, `${attempts} attempts over ${age / 3_600_000} h`);
+    }
   });
 });

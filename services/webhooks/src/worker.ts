@@ -132,14 +132,19 @@ export class DeliveryWorker {
     for (;;) {
       if (this.stopped) break;
       const room = this.o.concurrency - inFlight.size;
-      const claimed = room > 0 ? await this.o.repo.claim(room, leaseMs) : [];
+      // Claim in batches (a quarter of the slots at least) rather than one query per finished attempt.
+      const claimed =
+        room > 0 && (inFlight.size === 0 || room >= Math.max(1, this.o.concurrency / 4))
+          ? await this.o.repo.claim(room, leaseMs)
+          : [];
       for (const d of claimed) {
         const p = this.attempt(d).finally(() => inFlight.delete(p));
         inFlight.add(p);
       }
       if (!inFlight.size) break;
-      // Claim more as soon as one finishes (a full batch) or at once when the queue may still hold more.
-      if (!claimed.length || inFlight.size >= this.o.concurrency) await Promise.race(inFlight);
+      // Claim more when enough slots are free, or at once when the last claim filled every free slot.
+      if (claimed.length < room || room === 0 || inFlight.size > this.o.concurrency * 0.75)
+        await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
   }
