@@ -27,7 +27,7 @@ import { SecretBox } from './secrets';
 import { sendWebhook } from './sender';
 import { createServer } from './server';
 import { systemResolver, type Resolver, type TargetPolicy } from './targets';
-import { startReceiver, type Receiver } from './testing';
+import { startReceiver } from './testing';
 import { DeliveryWorker, retryDelayMs } from './worker';
 
 const logger = createLogger({ service: 'webhooks-test', level: process.env.LOG_LEVEL ?? 'silent' });

@@ -35,10 +35,9 @@ function requireGroupId(id: number): void {
     ]);
 }
 
-function requireUuid(id: string, field: string, what: string): void {
-  // A malformed id names nothing: the same answer as an unknown one.
+/** A malformed id names nothing: the same answer as an unknown one (the gateway has refused malformed ones). */
+function requireUuid(id: string, what: string): void {
   if (!UUID.test(id)) throw errors.notFound(`${what} not found`);
-  void field;
 }
 
 /** The event types of a subscription: at least one, each known, none twice. */
@@ -61,7 +60,7 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
 
   const subscriptionOf = async (groupId: number, id: string) => {
     requireGroupId(groupId);
-    requireUuid(id, 'subscription_id', 'webhook subscription');
+    requireUuid(id, 'webhook subscription');
     const sub = await repo.getSubscription(groupId, id);
     if (!sub) throw errors.notFound('webhook subscription not found', 'SUBSCRIPTION_NOT_FOUND');
     return sub;
@@ -126,7 +125,7 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
 
     async deleteSubscription(request) {
       requireGroupId(request.groupId);
-      requireUuid(request.subscriptionId, 'subscription_id', 'webhook subscription');
+      requireUuid(request.subscriptionId, 'webhook subscription');
       if (!(await repo.deleteSubscription(request.groupId, request.subscriptionId)))
         throw errors.notFound('webhook subscription not found', 'SUBSCRIPTION_NOT_FOUND');
       deps.logger?.info(

@@ -49,7 +49,7 @@ const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length 
 
 async function main(): Promise<void> {
   await withBenchPostgres('webhooks', async (url) => {
-    const drivesDb = openDrivesDatabase({ url, poolMax: 4 });
+    const drivesDb = openDrivesDatabase({ url, poolMax: 10 });
     const groupsDb = openGroupsDatabase({ url, poolMax: 2 });
     const webhooksDb = openWebhooksDatabase({ url, poolMax: 10 });
     for (const db of [drivesDb, groupsDb, webhooksDb]) await db.migrate();
@@ -130,18 +130,24 @@ async function main(): Promise<void> {
       ...workers.map((w) => runEvery({ name: 'deliveries', everyMs: 250, run: () => w.drain() }, () => {})),
     ];
 
+    // The burst: 8 writers at once, each committing transactions of 100 events.
     const started = Date.now();
-    for (let i = 0; i < events; i += 100) {
-      await drivesDb.knex.transaction(async (trx) => {
-        for (let j = i; j < Math.min(events, i + 100); j++)
-          await recordEvent(trx, {
-            type: 'drive.reported',
-            groupId: '1',
-            userId: 'BobDriver1',
-            data: { id: String(j + 1) },
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let i = (next += 100) - 100; i < events; i = (next += 100) - 100) {
+          await drivesDb.knex.transaction(async (trx) => {
+            for (let j = i; j < Math.min(events, i + 100); j++)
+              await recordEvent(trx, {
+                type: 'drive.reported',
+                groupId: '1',
+                userId: 'BobDriver1',
+                data: { id: String(j + 1) },
+              });
           });
-      });
-    }
+        }
+      }),
+    );
     const written = Date.now();
     for (;;) {
       if (arrivals.size >= events) break;
