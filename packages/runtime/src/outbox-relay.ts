@@ -171,5 +171,25 @@ export function outboxRelayTasks(
       await client.publishEvents({ events: rows.map(toWebhookEvent) }, { deadlineMs: config.WEBHOOKS_DEADLINE_MS });
     },
   });
-  return [{ name: 'outbox-relay', everyMs: config.OUTBOX_RELAY_INTERVAL_MS, run: () => relay.run() }];
+  // While the Webhooks service is away every run fails: say so once a minute, not four times a second.
+  let failingSince: number | undefined;
+  let lastLog = 0;
+  const run = async () => {
+    try {
+      await relay.run();
+      if (failingSince !== undefined)
+        context.logger.info({ after_ms: Date.now() - failingSince }, 'outbox relay reaches the Webhooks service again');
+      failingSince = undefined;
+    } catch (err) {
+      failingSince ??= Date.now();
+      if (Date.now() - lastLog >= 60_000) {
+        lastLog = Date.now();
+        context.logger.warn(
+          { err, failing_for_ms: Date.now() - failingSince },
+          'outbox relay failed; the events stay in the outbox and go when it succeeds',
+        );
+      }
+    }
+  };
+  return [{ name: 'outbox-relay', everyMs: config.OUTBOX_RELAY_INTERVAL_MS, run }];
 }

@@ -3,7 +3,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { isIP } from 'node:net';
-import { hostOf, resolveTarget, TargetRefused, type Resolver, type TargetPolicy } from './targets';
+import { checkUrl, hostOf, resolveTarget, TargetRefused, type Resolver, type TargetPolicy } from './targets';
 
 export interface SendOptions {
   policy: TargetPolicy;
@@ -49,7 +49,8 @@ export async function sendWebhook(
   let url: URL;
   let target: { address: string; family: number };
   try {
-    url = new URL(rawUrl);
+    // The URL rules again (the mode may have changed since the webhook was created), then the addresses.
+    url = checkUrl(rawUrl, options.policy);
     const timeout = new Promise<never>((_, reject) =>
       setTimeout(() => reject(new TargetRefused('DNS resolution timed out')), options.connectTimeoutMs).unref(),
     );

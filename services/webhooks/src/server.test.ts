@@ -492,6 +492,13 @@ describe('delivery', () => {
     hang.close();
     const refused = await sendWebhook('http://10.0.0.1/', {}, '{}', options);
     assert.equal(refused.outcome, 'refused');
+    // At delivery too: http once the service runs in production mode, and any other scheme.
+    const production = { ...options, policy: { mode: 'production' as const, allow: new Set(['loopback'] as const) } };
+    const http = await sendWebhook(slow.url, {}, '{}', production);
+    assert.equal(http.outcome, 'refused');
+    assert.match(http.error, /only https/);
+    assert.equal((await sendWebhook('file:///etc/passwd', {}, '{}', options)).outcome, 'refused');
+    assert.equal(slow.received.length, 1, 'nothing refused reached the receiver');
     await slow.close();
   });
 
