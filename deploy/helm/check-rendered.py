@@ -12,6 +12,7 @@
 """
 import ipaddress
 import json
+import os
 import re
 import sys
 
@@ -96,8 +97,12 @@ def promql_walk(node):
 
 
 def metric_catalogue(metrics_ts):
-    """{series name: label names} from packages/runtime/src/metrics.ts (histograms give _bucket/_count/_sum)."""
+    """{series name: label names} from packages/runtime/src/metrics.ts and the metrics the outbox relay and the
+    Webhooks service's delivery worker add (histograms give _bucket/_count/_sum)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(metrics_ts)))))
     source = open(metrics_ts).read()
+    for extra in ("packages/runtime/src/outbox-relay.ts", "services/webhooks/src/worker.ts"):
+        source += "\n" + open(os.path.join(root, extra)).read()
     catalogue = {}
     for kind, body in re.findall(r"new (Counter|Histogram|Gauge)\(\{(.*?)\}\)", source, re.S):
         name = re.search(r"name: '([a-z_:]+)'", body).group(1)
