@@ -12,14 +12,15 @@ const runtime = require(join(root, 'packages/runtime/dist/index.js'));
 const { z } = require('zod');
 const { configSchema: gatewaySchema } = require(join(root, 'gateway/dist/config.js'));
 
-const GRPC = { users: 50051, groups: 50052, drives: 50053, scim: 50054 };
-const METRICS = { users: 9461, groups: 9462, drives: 9463, scim: 9464 };
+const GRPC = { users: 50051, groups: 50052, drives: 50053, scim: 50054, webhooks: 50055 };
+const METRICS = { users: 9461, groups: 9462, drives: 9463, scim: 9464, webhooks: 9465 };
 // Values of Secrets the chart does not write (postgres.existingSecret and the like): plausible stand-ins.
 const STAND_INS = {
   DATABASE_URL: 'postgres://role:password@postgres.example:5432/mileage?sslmode=require',
   REDIS_URL: 'redis://redis.example:6379',
   CURSOR_SECRET: 'x'.repeat(48),
   ACTOR_ATTESTATION_SECRET: 'x'.repeat(48),
+  WEBHOOKS_SECRET_KEY: 'x'.repeat(48),
 };
 const SAMPLERS = [
   'always_on',
@@ -40,6 +41,10 @@ const schemas = {
 };
 // The SCIM service's own variables (services/scim/src/config.ts), on top of every service's.
 schemas.scim = schemas.scim.extend(require(join(root, 'services/scim/dist/config.js')).configShape);
+// The Webhooks service's own variables (services/webhooks/src/config.ts); the outbox relay's of Users and Drives.
+schemas.webhooks = schemas.webhooks.extend(require(join(root, 'services/webhooks/dist/config.js')).configShape);
+schemas.users = schemas.users.extend(runtime.outboxRelayConfigShape);
+schemas.drives = schemas.drives.extend(runtime.outboxRelayConfigShape);
 
 const problems = [];
 const envs = JSON.parse(readFileSync(envFile, 'utf8'));

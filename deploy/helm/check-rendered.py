@@ -12,19 +12,25 @@
 """
 import ipaddress
 import json
+import os
 import re
 import sys
 
 import promql_parser
 import yaml
 
-COMPONENTS = ["gateway", "users", "groups", "drives", "scim"]
+COMPONENTS = ["gateway", "users", "groups", "drives", "scim", "webhooks"]
 SERVICES = COMPONENTS[1:]
-GRPC_PORTS = {"users": 50051, "groups": 50052, "drives": 50053, "scim": 50054}
-METRICS_PORTS = {"gateway": 9460, "users": 9461, "groups": 9462, "drives": 9463, "scim": 9464}
+GRPC_PORTS = {"users": 50051, "groups": 50052, "drives": 50053, "scim": 50054, "webhooks": 50055}
+METRICS_PORTS = {"gateway": 9460, "users": 9461, "groups": 9462, "drives": 9463, "scim": 9464, "webhooks": 9465}
 HTTP_PORT = 8080
 # Who may open a connection to whom inside the release (component -> component).
-ALLOWED_CALLS = {("gateway", s) for s in SERVICES} | {("scim", "users"), ("scim", "groups")}
+ALLOWED_CALLS = {("gateway", s) for s in SERVICES} | {("scim", "users"), ("scim", "groups")} | {
+    ("users", "webhooks"), ("drives", "webhooks"), ("webhooks", "groups")}
+# The only rule allowed to reach the whole internet: the Webhooks service's deliveries, on 443, without the private,
+# loopback and link-local ranges (its own checks refuse them too).
+NON_PUBLIC = {4: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8", "169.254.0.0/16"],
+              6: ["fc00::/7", "fe80::/10", "::1/128"]}
 # Labels Prometheus (the Operator's ServiceMonitor) adds to every scraped series.
 TARGET_LABELS = {"namespace", "service", "pod", "job", "instance", "container", "endpoint"}
 COMMON_LABELS = ["app.kubernetes.io/part-of", "app.kubernetes.io/instance", "app.kubernetes.io/version",
@@ -91,8 +97,12 @@ def promql_walk(node):
 
 
 def metric_catalogue(metrics_ts):
-    """{series name: label names} from packages/runtime/src/metrics.ts (histograms give _bucket/_count/_sum)."""
+    """{series name: label names} from packages/runtime/src/metrics.ts and the metrics the outbox relay and the
+    Webhooks service's delivery worker add (histograms give _bucket/_count/_sum)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(metrics_ts)))))
     source = open(metrics_ts).read()
+    for extra in ("packages/runtime/src/outbox-relay.ts", "services/webhooks/src/worker.ts"):
+        source += "\n" + open(os.path.join(root, extra)).read()
     catalogue = {}
     for kind, body in re.findall(r"new (Counter|Histogram|Gauge)\(\{(.*?)\}\)", source, re.S):
         name = re.search(r"name: '([a-z_:]+)'", body).group(1)
@@ -357,6 +367,15 @@ def check_manifests(path, name, metrics_ts, env_out):
                     fail(f"{where}: {svc.upper()}_ADDRESS is not the {svc} Service")
             if not str(env.get("SCIM_BASE_URL", "")).endswith("/scim/v2"):
                 fail(f"{where}: SCIM_BASE_URL does not end in /scim/v2")
+        if component in ("users", "drives") and env.get("WEBHOOKS_ADDRESS") != f"{services['webhooks']['metadata']['name']}:{GRPC_PORTS['webhooks']}":
+            fail(f"{where}: WEBHOOKS_ADDRESS is not the webhooks Service (the outbox relay would be off)")
+        if component == "webhooks":
+            if env.get("WEBHOOKS_MODE") != "production":
+                fail(f"{where}: WEBHOOKS_MODE must be production (https targets only)")
+            if env.get("GROUPS_ADDRESS") != f"{services['groups']['metadata']['name']}:{GRPC_PORTS['groups']}":
+                fail(f"{where}: GROUPS_ADDRESS is not the groups Service")
+            if not isinstance(env.get("WEBHOOKS_SECRET_KEY"), dict):
+                fail(f"{where}: WEBHOOKS_SECRET_KEY must come from a Secret")
 
         # Each replica set spreads over the topology keys (its own pods only), when spreading is on.
         for constraint in pod.get("topologySpreadConstraints", []):
@@ -594,7 +613,13 @@ def check_manifests(path, name, metrics_ts, env_out):
                         for peer in rule["to"]:
                             if "ipBlock" in peer:
                                 network = ipaddress.ip_network(peer["ipBlock"]["cidr"], strict=False)
-                                if network.prefixlen == 0:
+                                excepted = [ipaddress.ip_network(c, strict=False) for c in peer["ipBlock"].get("except", [])]
+                                internet = (labels.get("app.kubernetes.io/component") == "webhooks"
+                                            and all(p.get("port") == 443 for p in rule.get("ports") or [{"port": "any"}])
+                                            and all(any(ipaddress.ip_network(n).subnet_of(e) for e in excepted
+                                                        if e.version == network.version)
+                                                    for n in NON_PUBLIC[network.version]))
+                                if network.prefixlen == 0 and not internet:
                                     fail(f"NetworkPolicy {policy['metadata']['name']}: egress to {network}, the whole world")
                             if dns_only:
                                 continue
@@ -613,6 +638,8 @@ def check_manifests(path, name, metrics_ts, env_out):
                     expected.add("redis")
             else:
                 expected.add("postgres")
+            if who == "webhooks":
+                expected.add("deliveries (443)")
             if "OTEL_EXPORTER_OTLP_ENDPOINT" in env:
                 expected.add("otlp")
             if "any" in got:

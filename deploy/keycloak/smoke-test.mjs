@@ -24,7 +24,7 @@ const redirectUri = process.env.MILEAGE_EXAMPLE_REDIRECT_URI ?? 'http://127.0.0.
 const adminPassword = process.env.KEYCLOAK_ADMIN_PASSWORD;
 const printTokens = process.env.SMOKE_PRINT_TOKENS === '1';
 const baseUrl = issuer.replace(/\/realms\/[^/]+$/, '');
-const V1_SCOPES = ['users_read', 'drives_read', 'groups_read', 'groups_read_reported_drives'];
+const V1_SCOPES = ['users_read', 'drives_read', 'groups_read', 'groups_read_reported_drives', 'webhooks_manage'];
 const DEMO_USERS = { alice: 'AliceAdm01', bob: 'BobDriver1', carol: 'CarolDrv01', dave: 'DaveSolo01' };
 
 const started = Date.now();
@@ -238,7 +238,7 @@ if (!production) {
     },
   );
 
-  await check('mileage-dev can have all four /v1 scopes, but not scim', async () => {
+  await check('mileage-dev can have all five /v1 scopes, but not scim', async () => {
     const all = await password('alice@example.com', V1_SCOPES.join(' '));
     assert.equal(all.status, 200);
     assert.deepEqual(scopesOf(verifiedClaims(all.body.access_token)), [...V1_SCOPES].sort());

@@ -20,6 +20,7 @@ import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValid
 import { listAllReportedDrives, listGroupReportedDrives, listUserDrives } from './routes/drives';
 import { getGroup, listGroups } from './routes/groups';
 import { getMe, getUser } from './routes/users';
+import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, redeliver } from './routes/webhooks';
 import { scimRoute } from './routes/scim';
 import { AccountLoader } from './account-loader';
 import { CursorCodec } from './cursor';
@@ -56,6 +57,10 @@ export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
 const KNOWN_PATHS: [RegExp, string][] = [
   [/^\/v1\/users\/[^/]+$/, 'GET, HEAD'],
   [/^\/v1\/groups(\/[^/]+)?$/, 'GET, HEAD'],
+  [/^\/v1\/groups\/[^/]+\/webhooks$/, 'GET, HEAD, POST'],
+  [/^\/v1\/groups\/[^/]+\/webhooks\/[^/]+$/, 'DELETE'],
+  [/^\/v1\/groups\/[^/]+\/webhooks\/[^/]+\/deliveries$/, 'GET, HEAD'],
+  [/^\/v1\/groups\/[^/]+\/webhooks\/[^/]+\/deliveries\/[^/]+\/redeliver$/, 'POST'],
   [/^\/v1\/(users|groups)\/[^/]+\/(drives|reported-drives)$/, 'GET, HEAD'],
   [/^\/v1\/drives$/, 'GET, HEAD'],
   [/^\/(healthz|readyz|healthz\/dependencies|openapi\.json|docs|errors\/resync-required)$/, 'GET, HEAD'],
@@ -107,6 +112,13 @@ export function createApp(deps: AppDeps): Express {
   app.get('/v1/groups', v1Route(listGroups, v1));
   app.get('/v1/groups/:group_id', v1Route(getGroup, v1));
   app.get('/v1/groups/:group_id/reported-drives', v1Route(listGroupReportedDrives, v1));
+  // (+) Webhooks (CONTRACT §2a). A create body is read raw (small) and parsed after the token, limit and scope checks.
+  const webhookBody = express.raw({ type: () => true, limit: WEBHOOK_BODY_LIMIT });
+  app.post('/v1/groups/:group_id/webhooks', webhookBody, v1Route(createWebhook, v1));
+  app.get('/v1/groups/:group_id/webhooks', v1Route(listWebhooks, v1));
+  app.delete('/v1/groups/:group_id/webhooks/:webhook_id', v1Route(deleteWebhook, v1));
+  app.get('/v1/groups/:group_id/webhooks/:webhook_id/deliveries', v1Route(listDeliveries, v1));
+  app.post('/v1/groups/:group_id/webhooks/:webhook_id/deliveries/:delivery_id/redeliver', v1Route(redeliver, v1));
   app.get(
     '/v1/drives',
     (_req, res, next) => {
@@ -142,6 +154,9 @@ that no longer exist.
 Start a full sync: list without date_after (include_deleted=true is fine), follow next_cursor to the end, replace
 the local copy with what the walk returned, and continue incrementally with date_after = the newest "modified" seen.
 `;
+
+/** The largest webhook creation body read (`{url, events}` is far smaller); larger ones are 413. */
+export const WEBHOOK_BODY_LIMIT = 16_384;
 
 /** When /v1/drives was deprecated (2026-11-22T00:00:00Z) as an RFC 9745 Deprecation value. */
 export const DRIVES_DEPRECATION = `@${Date.parse('2026-11-22T00:00:00Z') / 1000}`;

@@ -31,6 +31,7 @@ export const configSchema = commonConfigSchema.extend({
   GROUPS_ADDRESS: env.address('127.0.0.1:50052'),
   DRIVES_ADDRESS: env.address('127.0.0.1:50053'),
   SCIM_ADDRESS: env.address('127.0.0.1:50054'),
+  WEBHOOKS_ADDRESS: env.address('127.0.0.1:50055'),
   /** Deadline of one forwarded SCIM request; a write makes several calls behind it. */
   SCIM_DEADLINE_MS: env.positiveInt(10_000),
   /** HMAC key of page cursors; the same on every replica. Unset: a random key per process (cursors die with it). */

@@ -15,6 +15,7 @@ export const DOWNSTREAMS = {
   groups: 'mileage.groups.v1.GroupsService',
   drives: 'mileage.drives.v1.DrivesService',
   scim: 'mileage.scim.v1.ScimService',
+  webhooks: 'mileage.webhooks.v1.WebhooksService',
 } as const;
 
 export type Downstream = keyof typeof DOWNSTREAMS;

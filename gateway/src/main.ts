@@ -1,5 +1,5 @@
 import { tracing } from './instrument';
-import { drivesV1, groupsV1, scimV1, usersV1 } from '@mileage/proto';
+import { drivesV1, groupsV1, scimV1, usersV1, webhooksV1 } from '@mileage/proto';
 import {
   checkGrpcTls,
   circuitBreakerConfig,
@@ -39,6 +39,7 @@ async function main(): Promise<void> {
       groups: config.GROUPS_ADDRESS,
       drives: config.DRIVES_ADDRESS,
       scim: config.SCIM_ADDRESS,
+      webhooks: config.WEBHOOKS_ADDRESS,
     },
     ...(redis ? { redis } : {}),
     metrics,
@@ -71,6 +72,11 @@ async function main(): Promise<void> {
     client('drives', config.GRPC_DEADLINE_MS),
   );
   const scim = createGrpcClient(scimV1.ScimServiceClient, config.SCIM_ADDRESS, client('scim', config.SCIM_DEADLINE_MS));
+  const webhooks = createGrpcClient(
+    webhooksV1.WebhooksServiceClient,
+    config.WEBHOOKS_ADDRESS,
+    client('webhooks', config.GRPC_DEADLINE_MS),
+  );
   if (!config.CURSOR_SECRET)
     logger.warn(
       'CURSOR_SECRET is not set: page cursors are signed with a per-process key and do not survive a restart or cross replicas',
@@ -99,6 +105,7 @@ async function main(): Promise<void> {
     groups,
     drives,
     scim,
+    webhooks,
     scimDeadlineMs: config.SCIM_DEADLINE_MS,
     actorAttestationSecret: config.ACTOR_ATTESTATION_SECRET,
     ...(config.CURSOR_SECRET ? { cursorSecret: config.CURSOR_SECRET } : {}),
@@ -153,7 +160,7 @@ async function main(): Promise<void> {
         name: 'clients',
         run: () => {
           dependencies.close();
-          [users, groups, drives, scim].forEach((c) => c.close());
+          [users, groups, drives, scim, webhooks].forEach((c) => c.close());
         },
       },
       { name: 'redis', run: () => redis?.quit() },

@@ -52,6 +52,10 @@ describe('the OpenAPI document and its documentation page', () => {
       '/v1/groups',
       '/v1/groups/{group_id}',
       '/v1/groups/{group_id}/reported-drives',
+      '/v1/groups/{group_id}/webhooks',
+      '/v1/groups/{group_id}/webhooks/{webhook_id}',
+      '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries',
+      '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
       '/v1/users/me',
       '/v1/users/{user_id}',
       '/v1/users/{user_id}/drives',
@@ -76,9 +80,18 @@ describe('the OpenAPI document and its documentation page', () => {
     >(doc.paths)) {
       const scim = path.startsWith('/scim/v2/');
       for (const [method, operation] of Object.entries(item)) {
+        const success = path.includes('/webhooks')
+          ? method === 'post'
+            ? path.endsWith('/redeliver')
+              ? '202'
+              : '201'
+            : method === 'delete'
+              ? '204'
+              : '200'
+          : '200';
         const statuses = scim
           ? ['400', '401', '403', '413', '429', '503', '504']
-          : ['200', '401', '403', '422', '429', '503', '504'];
+          : [success, '401', '403', '422', '429', '503', '504'];
         for (const status of statuses) assert.ok(operation.responses[status], `${method} ${path} documents ${status}`);
         if (scim) assert.deepEqual(operation.security, [{ scim: ['scim'] }, { scimToken: [] }]);
         else assert.equal(operation.security.length, 1);

@@ -15,6 +15,7 @@ export const V1_SCOPES = {
   drives_read: 'Read the caller’s drives',
   groups_read: 'Read the groups the caller administers',
   groups_read_reported_drives: 'Read the drives reported to the groups the caller administers',
+  webhooks_manage: '(+) Manage the webhooks of the groups the caller administers',
 };
 
 const HEADERS = {
@@ -254,6 +255,241 @@ const operation = (o: {
   },
 });
 
+const webhookIdParam = {
+  name: 'webhook_id',
+  in: 'path',
+  required: true,
+  description: 'Webhook id (a UUID).',
+  schema: { type: 'string', format: 'uuid' },
+};
+const deliveryIdParam = {
+  name: 'delivery_id',
+  in: 'path',
+  required: true,
+  description: 'Delivery id (a positive integer).',
+  schema: { type: 'string', pattern: '^[1-9][0-9]{0,17}$' },
+};
+const notFound = problem('(+) The group has no such webhook or delivery (asked by one of its admins).', {
+  detail: 'webhook subscription not found',
+  type: 'about:blank',
+  title: 'Not Found',
+  status: 404,
+});
+
+/** (+) A webhook route: scope webhooks_manage, 30 per minute, admins of the group only. */
+const webhookOperation = (o: {
+  id: string;
+  summary: string;
+  description: string;
+  params: object[];
+  success: Record<string, object>;
+  extra?: Record<string, object>;
+  body?: object;
+}) => ({
+  tags: ['External API'],
+  operationId: o.id,
+  summary: o.summary,
+  description: `${o.description}\n\n**Scope** \`webhooks_manage\` · **Rate limit** 30 requests per minute per caller (this route). Admins of the group only (403 otherwise, also for a group that does not exist).`,
+  security: [{ oauth2: ['webhooks_manage'] }],
+  parameters: o.params,
+  ...(o.body ? { requestBody: o.body } : {}),
+  responses: { ...o.success, ...errorResponses, '404': notFound, ...(o.extra ?? {}) },
+});
+
+const WEBHOOK_EXAMPLE = {
+  id: '0f8d3c52-8a39-4f0e-9a65-3f3a4f1c2b7e',
+  url: 'https://payroll.example.com/hooks/mileage',
+  events: ['drive.reported', 'drive.deleted'],
+  status: 'active',
+  disabled_reason: null,
+  disabled_at: null,
+  failure_run: 0,
+  created: '2026-11-23T12:00:00.000Z',
+};
+const DELIVERY_EXAMPLE = {
+  id: '42',
+  event_id: '6a1f0c1e-54f3-4c1d-9f44-0f3e1b2a9c10',
+  event_type: 'drive.reported',
+  status: 'succeeded',
+  attempts: 1,
+  created: '2026-11-23T12:05:00.120Z',
+  next_attempt_at: null,
+  last_attempt_at: '2026-11-23T12:05:00.180Z',
+  last_status_code: 204,
+  last_error: null,
+  last_latency_ms: 37,
+  delivered_at: '2026-11-23T12:05:00.217Z',
+};
+const json = (status: string, description: string, schema: object, example: object) => ({
+  [status]: { description, headers: rateLimitHeaders, content: { 'application/json': { schema, example } } },
+});
+
+function webhookPaths() {
+  return {
+    '/v1/groups/{group_id}/webhooks': {
+      get: webhookOperation({
+        id: 'listGroupWebhooks',
+        summary: '(+) The webhooks of a group',
+        description: 'Every webhook of the group, oldest first, without secrets.',
+        params: [groupIdParam],
+        success: json('200', 'The webhooks.', ref('WebhookListResponse'), { results: [WEBHOOK_EXAMPLE] }),
+      }),
+      post: webhookOperation({
+        id: 'createGroupWebhook',
+        summary: '(+) Subscribe a URL to the group’s events',
+        description:
+          'The target must be `https` (in production), a public address (private, loopback and link-local addresses are refused unless the deployment allows them) and is checked again at every delivery. The response carries the signing `secret` (`whsec_…`), **shown only here**. At most 10 webhooks per group; a URL once per group (409). Deliveries: Standard Webhooks format, at least once, retried with backoff for at least 24 h (docs/webhooks.md).',
+        params: [groupIdParam],
+        body: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: ref('WebhookCreateRequest'),
+              example: { url: WEBHOOK_EXAMPLE.url, events: WEBHOOK_EXAMPLE.events },
+            },
+          },
+        },
+        success: json('201', 'The webhook, with its secret (shown only now).', ref('WebhookCreated'), {
+          ...WEBHOOK_EXAMPLE,
+          secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+        }),
+        extra: {
+          '409': problem('(+) The group already has this URL, or its maximum of 10 webhooks.', {
+            detail: 'the group already has a webhook for this URL',
+            type: 'about:blank',
+            title: 'Conflict',
+            status: 409,
+          }),
+          '413': problem('The body is larger than 16 KB.', {
+            detail: 'Request body larger than 16384 bytes',
+            type: 'about:blank',
+            title: 'Payload Too Large',
+            status: 413,
+          }),
+        },
+      }),
+    },
+    '/v1/groups/{group_id}/webhooks/{webhook_id}': {
+      delete: webhookOperation({
+        id: 'deleteGroupWebhook',
+        summary: '(+) Remove a webhook',
+        description: 'Removes the webhook and its delivery log; pending deliveries are not sent.',
+        params: [groupIdParam, webhookIdParam],
+        success: { '204': { description: 'Removed.', headers: rateLimitHeaders } },
+      }),
+    },
+    '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries': {
+      get: webhookOperation({
+        id: 'listWebhookDeliveries',
+        summary: '(+) A webhook’s delivery log',
+        description:
+          'Deliveries of the webhook, newest first: one per event, with its attempts, the last response’s status code and latency, and when it is tried next. Kept 30 days after they finish.',
+        params: [
+          groupIdParam,
+          webhookIdParam,
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+        ],
+        success: json('200', 'The newest deliveries.', ref('DeliveryListResponse'), {
+          results: [DELIVERY_EXAMPLE],
+          has_more: false,
+        }),
+      }),
+    },
+    '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver': {
+      post: webhookOperation({
+        id: 'redeliverWebhookDelivery',
+        summary: '(+) Send a delivery again',
+        description:
+          'Makes the delivery due at once (same `webhook-id`), retried again for up to 24 h if it fails; a webhook disabled after a run of failures is enabled again.',
+        params: [groupIdParam, webhookIdParam, deliveryIdParam],
+        success: json('202', 'The delivery, pending.', ref('Delivery'), {
+          ...DELIVERY_EXAMPLE,
+          status: 'pending',
+          next_attempt_at: '2026-11-23T13:00:00.000Z',
+        }),
+      }),
+    },
+  };
+}
+
+function webhookSchemas() {
+  const eventType = {
+    type: 'string',
+    enum: ['drive.reported', 'drive.report_updated', 'drive.report_withdrawn', 'drive.deleted', 'user.deactivated'],
+  };
+  const webhookProperties = {
+    id: { type: 'string', format: 'uuid' },
+    url: { type: 'string' },
+    events: { type: 'array', items: eventType },
+    status: { type: 'string', enum: ['active', 'disabled'] },
+    disabled_reason: { type: ['string', 'null'] },
+    disabled_at: { type: ['string', 'null'], format: 'date-time' },
+    failure_run: { type: 'integer', minimum: 0, description: 'Failed attempts in a row (reset by a success).' },
+    created: dateTime,
+  };
+  const webhookRequired = Object.keys(webhookProperties);
+  return {
+    WebhookCreateRequest: {
+      type: 'object',
+      required: ['url', 'events'],
+      properties: {
+        url: { type: 'string', minLength: 1, maxLength: 2048, description: 'https URL (http only in development).' },
+        events: { type: 'array', minItems: 1, uniqueItems: true, items: eventType },
+      },
+    },
+    Webhook: { type: 'object', required: webhookRequired, properties: webhookProperties },
+    WebhookCreated: {
+      type: 'object',
+      required: [...webhookRequired, 'secret'],
+      properties: {
+        ...webhookProperties,
+        secret: { type: 'string', pattern: '^whsec_', description: 'The signing secret, shown only in this response.' },
+      },
+    },
+    WebhookListResponse: {
+      type: 'object',
+      required: ['results'],
+      properties: { results: { type: 'array', items: ref('Webhook') } },
+    },
+    Delivery: {
+      type: 'object',
+      required: [
+        'id',
+        'event_id',
+        'event_type',
+        'status',
+        'attempts',
+        'created',
+        'next_attempt_at',
+        'last_attempt_at',
+        'last_status_code',
+        'last_error',
+        'last_latency_ms',
+        'delivered_at',
+      ],
+      properties: {
+        id: { type: 'string', pattern: '^[1-9][0-9]*$' },
+        event_id: { type: 'string', format: 'uuid', description: 'The `webhook-id` of every attempt.' },
+        event_type: eventType,
+        status: { type: 'string', enum: ['pending', 'succeeded', 'failed'] },
+        attempts: { type: 'integer', minimum: 0 },
+        created: dateTime,
+        next_attempt_at: { type: ['string', 'null'], format: 'date-time' },
+        last_attempt_at: { type: ['string', 'null'], format: 'date-time' },
+        last_status_code: { type: ['integer', 'null'] },
+        last_error: { type: ['string', 'null'] },
+        last_latency_ms: { type: ['integer', 'null'] },
+        delivered_at: { type: ['string', 'null'], format: 'date-time' },
+      },
+    },
+    DeliveryListResponse: {
+      type: 'object',
+      required: ['results', 'has_more'],
+      properties: { results: { type: 'array', items: ref('Delivery') }, has_more: { type: 'boolean' } },
+    },
+  };
+}
+
 const money = nullable({
   type: 'object',
   required: ['amount', 'currency'],
@@ -298,7 +534,7 @@ export function openApiDocument(options: { issuer: string }) {
         '',
         '**Rate limits** are per caller, per route, per minute (each route says its own), shared by every gateway replica; every response carries `X-RateLimit-*` and `RateLimit` headers, a 429 also `Retry-After`. **Errors** (401, 403, 422, 429, 503, 504) have one shape each, described under *Schemas* and *Responses*; every response carries `X-Request-Id`.',
         '',
-        '**Webhooks** (scope `webhooks_manage`, CONTRACT §2a) are planned; no webhook route is served yet.',
+        '**Webhooks (+)**: group admins subscribe a URL to events (`drive.reported`, `drive.report_updated`, `drive.report_withdrawn`, `drive.deleted`, `user.deactivated`) with scope `webhooks_manage`; deliveries are signed in the Standard Webhooks format (`webhook-id`, `webhook-timestamp`, `webhook-signature`), at least once, retried with backoff for at least 24 h (docs/webhooks.md).',
       ].join('\n'),
     },
     servers: [{ url: '/' }],
@@ -396,6 +632,7 @@ export function openApiDocument(options: { issuer: string }) {
         description:
           'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: @1795305600` (RFC 9745: deprecated since 2026-11-22) and a `Link` with `rel="deprecation"`.',
       }),
+      ...webhookPaths(),
       ...scimPaths(),
     },
     components: {
@@ -409,10 +646,7 @@ export function openApiDocument(options: { issuer: string }) {
               authorizationUrl: `${oidc}/auth`,
               tokenUrl: `${oidc}/token`,
               refreshUrl: `${oidc}/token`,
-              scopes: {
-                ...V1_SCOPES,
-                webhooks_manage: 'Manage the webhooks of the groups you administer (planned: no route uses it yet)',
-              },
+              scopes: V1_SCOPES,
             },
           },
         },
@@ -622,6 +856,7 @@ export function openApiDocument(options: { issuer: string }) {
           required: ['resources'],
           properties: { resources: { type: 'array', items: ref('GroupSchema') } },
         },
+        ...webhookSchemas(),
         HTTPValidationError: {
           type: 'object',
           required: ['detail'],

@@ -51,6 +51,7 @@ before(async () => {
       GROUPS_ADDRESS: h.groupsAddress,
       DRIVES_ADDRESS: drives.address,
       SCIM_ADDRESS: h.scimAddress,
+      WEBHOOKS_ADDRESS: h.webhooksAddress,
       REDIS_URL: `redis://${redis.address}`,
       CURSOR_SECRET: 'resilience-test-cursor-secret-0123456789',
       ACTOR_ATTESTATION_SECRET,

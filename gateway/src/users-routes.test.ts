@@ -310,6 +310,6 @@ describe('edges', () => {
       checks: { signing_keys: true, accepting: true },
     });
     const report = (await request(app).get('/healthz/dependencies').expect(200)).body;
-    assert.deepEqual(Object.keys(report.dependencies).sort(), ['drives', 'groups', 'scim', 'users']);
+    assert.deepEqual(Object.keys(report.dependencies).sort(), ['drives', 'groups', 'scim', 'users', 'webhooks']);
   });
 });

@@ -1,4 +1,4 @@
-import type { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
+import type { drivesV1, groupsV1, usersV1, webhooksV1 } from '@mileage/proto';
 import type { CursorCodec } from './cursor';
 import type { CallSettings, PromiseClient, Span, TraceContext } from '@mileage/runtime';
 import type { Request, RequestHandler } from 'express';
@@ -20,6 +20,7 @@ export interface V1Deps {
   users: PromiseClient<usersV1.UsersServiceClient>;
   groups: PromiseClient<groupsV1.GroupsServiceClient>;
   drives: PromiseClient<drivesV1.DrivesServiceClient>;
+  webhooks: PromiseClient<webhooksV1.WebhooksServiceClient>;
   cursors: CursorCodec;
   accounts: AccountLoader;
 }
@@ -31,6 +32,8 @@ export interface RouteSpec<Input> {
   path: string;
   scope: string;
   perMinute: number;
+  /** The success status (default 200); 204 sends no body. */
+  status?: 200 | 201 | 202 | 204;
   /** Parses path and query (and cursors, which are bound to the caller); returns every bad parameter (422). */
   validate(req: Request, context: { deps: V1Deps; caller: Caller }): { input: Input } | { issues: ValidationIssue[] };
   /** Ownership / admin (403), then existence (404), then the response body. */
@@ -56,10 +59,18 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
       trace: res.locals.trace as TraceContext | undefined,
     };
     const account = await loadAccount(caller, deps, call);
-    const body = JSON.stringify(await spec.handle(parsed.input, account, deps, call));
+    const result = await spec.handle(parsed.input, account, deps, call);
+    if (spec.status === 204) {
+      res.writeHead(204).end();
+      return;
+    }
+    const body = JSON.stringify(result);
     // One writeHead instead of res.json's content negotiation and per-header bookkeeping: this is the hot path.
     res
-      .writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) })
+      .writeHead(spec.status ?? 200, {
+        'Content-Type': 'application/json; charset=utf-8',
+        'Content-Length': Buffer.byteLength(body),
+      })
       .end(body);
   };
 }

@@ -6,6 +6,7 @@ export * as groupsV1 from '../gen/mileage/groups/v1/groups';
 export * as drivesV1 from '../gen/mileage/drives/v1/drives';
 export * as scimV1 from '../gen/mileage/scim/v1/scim';
 export * as scimAuditV1 from '../gen/mileage/scim/v1/audit';
+export * as webhooksV1 from '../gen/mileage/webhooks/v1/webhooks';
 export * as filterV1 from '../gen/mileage/filter/v1/filter';
 export * as rpcStatus from '../gen/google/rpc/status';
 export * as rpcErrorDetails from '../gen/google/rpc/error_details';
@@ -20,4 +21,5 @@ export const PROTO_FILES = {
   groups: 'mileage/groups/v1/groups.proto',
   drives: 'mileage/drives/v1/drives.proto',
   scim: 'mileage/scim/v1/scim.proto',
+  webhooks: 'mileage/webhooks/v1/webhooks.proto',
 } as const;

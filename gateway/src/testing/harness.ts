@@ -4,7 +4,7 @@
  * production token verifier pointed at the provider's JWKS.
  */
 import { startIdentityProvider } from '@mileage/dev-idp';
-import { drivesV1, groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
+import { drivesV1, groupsV1, PROTO_FILES, scimV1, usersV1, webhooksV1 } from '@mileage/proto';
 import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { createServer as createScimServer, openDatabase as openScimDatabase } from '@mileage/scim';
@@ -18,6 +18,13 @@ import {
 } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase } from '@mileage/users';
+import {
+  createServer as createWebhooksServer,
+  openDatabase as openWebhooksDatabase,
+  SecretBox,
+  systemResolver,
+  WebhooksRepository,
+} from '@mileage/webhooks';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
 import { importJWK, SignJWT, type JWK } from 'jose';
@@ -73,6 +80,7 @@ export interface Harness {
   groupsAddress: string;
   drivesAddress: string;
   scimAddress: string;
+  webhooksAddress: string;
   /** The Users and Groups databases: each keeps the provisioning audit of its resources. */
   usersDb: ReturnType<typeof openDatabase>;
   groupsDb: ReturnType<typeof openGroupsDatabase>;
@@ -84,6 +92,7 @@ export interface Harness {
     groupsAddress?: string;
     drivesAddress?: string;
     scimAddress?: string;
+    webhooksAddress?: string;
     deadlineMs?: number;
     redis?: Redis;
     rateLimitPrefix?: string;
@@ -239,6 +248,28 @@ export async function startHarness(): Promise<Harness> {
   });
   const scimAddress = `127.0.0.1:${scimServer.port}`;
 
+  // The Webhooks service (subscriptions only: no delivery worker here; loopback targets allowed, as npm start does).
+  const webhooksDb = openWebhooksDatabase({ url: testDb.url });
+  await webhooksDb.migrate();
+  const webhooksGroups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
+  const webhooksServer: GrpcServerHandle = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [
+      createWebhooksServer({
+        repo: new WebhooksRepository(webhooksDb.knex),
+        secrets: new SecretBox('gateway-test-key-of-at-least-32-chars'),
+        policy: { mode: 'development', allow: new Set(['loopback']) },
+        resolver: systemResolver,
+        groups: webhooksGroups,
+        logger,
+      }),
+    ],
+    protoFiles: [PROTO_FILES.webhooks],
+    logger,
+    metrics: new Metrics('webhooks'),
+  });
+  const webhooksAddress = `127.0.0.1:${webhooksServer.port}`;
+
   const dataDir = mkdtempSync(path.join(tmpdir(), 'gateway-idp-'));
   const idp = await startIdentityProvider({
     host: '127.0.0.1',
@@ -272,6 +303,7 @@ export async function startHarness(): Promise<Harness> {
     groupsAddress,
     drivesAddress,
     scimAddress,
+    webhooksAddress,
     usersDb: db,
     groupsDb,
     async scimToken(scope = 'scim') {
@@ -293,6 +325,7 @@ export async function startHarness(): Promise<Harness> {
         groups: options.groupsAddress ?? groupsAddress,
         drives: options.drivesAddress ?? drivesAddress,
         scim: options.scimAddress ?? scimAddress,
+        webhooks: options.webhooksAddress ?? webhooksAddress,
       };
       // Wired as in main.ts: a service whose health check fails makes its calls fail fast.
       const dependencies = gatewayDependencies({
@@ -323,7 +356,11 @@ export async function startHarness(): Promise<Harness> {
         available: available('scim'),
         ...breaker,
       });
-      clients.push(users, groups, drives, scim, dependencies);
+      const webhooks = createGrpcClient(webhooksV1.WebhooksServiceClient, addresses.webhooks, {
+        defaultDeadlineMs: options.deadlineMs ?? 5_000,
+        available: available('webhooks'),
+      });
+      clients.push(users, groups, drives, scim, webhooks, dependencies);
       const inner = createApp({
         issuer: idp.issuer,
         logger,
@@ -338,6 +375,7 @@ export async function startHarness(): Promise<Harness> {
         groups,
         drives,
         scim,
+        webhooks,
         cursorSecret: 'test-cursor-secret-of-at-least-32-chars',
         actorAttestationSecret: options.actorAttestationSecret ?? ACTOR_ATTESTATION_SECRET,
         bodyLimitBytes: 1_048_576,
@@ -397,6 +435,9 @@ export async function startHarness(): Promise<Harness> {
       scimUsers.close();
       scimGroups.close();
       await scimDb.close();
+      await webhooksServer.shutdown(1_000);
+      webhooksGroups.close();
+      await webhooksDb.close();
       await usersServer.shutdown(1_000);
       await groupsServer.shutdown(1_000);
       drivesClient.close();

@@ -14,10 +14,10 @@ export const API_SCOPES = [
   'webhooks_manage',
   'scim',
 ] as const;
-const V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
+const V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives webhooks_manage';
 /** The public client of the gateway's documentation page (/docs): the /v1 scopes a person may grant. */
 export const DOCS_CLIENT_ID = 'mileage-docs';
-const DOCS_SCOPES = `${V1_SCOPES} webhooks_manage`;
+const DOCS_SCOPES = V1_SCOPES;
 const RESOURCE_INDICATOR = 'urn:mileage:api';
 const AUDIENCE = 'mileage-api';
 

@@ -36,6 +36,7 @@ export {
   checkServiceConfig,
   connectionAge,
   runMigrations,
+  runEvery,
   runService,
   serviceConfigSchema,
   serviceDatabase,
@@ -48,3 +49,4 @@ export {
   type ServiceDefinition,
 } from './service';
 export * from './outbox';
+export * from './outbox-relay';

@@ -1,6 +1,6 @@
 // The process of the Users service: everything but its own parts comes from runService.
 import { PROTO_FILES } from '@mileage/proto';
-import { runService } from '@mileage/runtime';
+import { outboxRelayConfigShape, outboxRelayTasks, runService, webhooksClientSpec } from '@mileage/runtime';
 import { openDatabase } from './database';
 import { createServer } from './server';
 
@@ -9,5 +9,9 @@ void runService({
   defaults: { grpcPort: 50051, metricsPort: 9461 },
   protoFile: PROTO_FILES.users,
   openDatabase,
+  config: outboxRelayConfigShape,
+  // The Webhooks service, to which the outbox relay hands the events (none when WEBHOOKS_ADDRESS is unset).
+  clients: webhooksClientSpec,
   createServer,
+  tasks: outboxRelayTasks,
 });

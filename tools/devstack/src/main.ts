@@ -5,6 +5,7 @@ import { openDatabase as openScimDatabase } from '@mileage/scim';
 import { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
 import { createGrpcClient, createLogger, HealthClient, loadConfigOrExit, type Database } from '@mileage/runtime';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
+import { openDatabase as openWebhooksDatabase } from '@mileage/webhooks';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -46,6 +47,8 @@ const config = loadConfigOrExit(
     DRIVES_METRICS_PORT: port(9463),
     SCIM_GRPC_PORT: port(50054),
     SCIM_METRICS_PORT: port(9464),
+    WEBHOOKS_GRPC_PORT: port(50055),
+    WEBHOOKS_METRICS_PORT: port(9465),
     SCIM_CLIENT_SECRET: z.string().min(8).default('scim-dev-secret'),
     /** A real identity provider (e.g. Keycloak's realm URL) instead of the development one, which is then not started. */
     OIDC_ISSUER: z.url().optional(),
@@ -55,7 +58,7 @@ const config = loadConfigOrExit(
 
 /** The gRPC services of the stack, in start order. */
 const SERVICES: {
-  name: 'users' | 'groups' | 'drives' | 'scim';
+  name: 'users' | 'groups' | 'drives' | 'scim' | 'webhooks';
   grpcPort: number;
   metricsPort: number;
   open(url: string): Database;
@@ -83,6 +86,12 @@ const SERVICES: {
     grpcPort: config.SCIM_GRPC_PORT,
     metricsPort: config.SCIM_METRICS_PORT,
     open: (url) => openScimDatabase({ url }),
+  },
+  {
+    name: 'webhooks',
+    grpcPort: config.WEBHOOKS_GRPC_PORT,
+    metricsPort: config.WEBHOOKS_METRICS_PORT,
+    open: (url) => openWebhooksDatabase({ url }),
   },
 ];
 
@@ -172,9 +181,10 @@ async function main(): Promise<void> {
   }
   // Page cursors stay valid across restarts of the development stack.
   const secrets = loadSecrets(config.DATA_DIR);
-  if (!secrets.cursorSecret || !secrets.actorAttestationSecret) {
+  if (!secrets.cursorSecret || !secrets.actorAttestationSecret || !secrets.webhooksSecretKey) {
     secrets.cursorSecret ??= randomBytes(32).toString('base64url');
     secrets.actorAttestationSecret ??= randomBytes(32).toString('base64url');
+    secrets.webhooksSecretKey ??= randomBytes(32).toString('base64url');
     saveSecrets(config.DATA_DIR, secrets);
   }
 
@@ -230,13 +240,25 @@ async function main(): Promise<void> {
               ACTOR_ATTESTATION_SECRET: secrets.actorAttestationSecret,
             }
           : {}),
+        // The owners of the webhook events relay their outboxes to the Webhooks service.
+        ...(s.name === 'users' || s.name === 'drives' ? { WEBHOOKS_ADDRESS: address('webhooks') } : {}),
+        // Webhooks to loopback receivers over http: development only (production: https and public addresses).
+        ...(s.name === 'webhooks'
+          ? {
+              GROUPS_ADDRESS: address('groups'),
+              WEBHOOKS_MODE: 'development',
+              WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'loopback',
+              WEBHOOKS_SECRET_KEY: secrets.webhooksSecretKey!,
+            }
+          : {}),
       },
       logger,
     );
     processes.push(proc);
     const health = new HealthClient(address(s.name));
     healthClients.push(health);
-    waits.push(waitUntilReady(proc, () => health.check('', 500), 30_000));
+    // Six Node.js processes start at once: on a small, busy machine that takes a while.
+    waits.push(waitUntilReady(proc, () => health.check('', 1_000), 60_000));
   }
   await Promise.all(waits);
   for (const h of healthClients) h.close();
@@ -253,6 +275,7 @@ async function main(): Promise<void> {
       GROUPS_ADDRESS: address('groups'),
       DRIVES_ADDRESS: address('drives'),
       SCIM_ADDRESS: address('scim'),
+      WEBHOOKS_ADDRESS: address('webhooks'),
       CURSOR_SECRET: secrets.cursorSecret,
       ACTOR_ATTESTATION_SECRET: secrets.actorAttestationSecret,
       ...(config.REDIS_URL ? { REDIS_URL: config.REDIS_URL } : {}),
@@ -294,6 +317,7 @@ function printBanner(issuer: string, elapsedMs: number): void {
     `  API console     ${gateway}/docs (Authorize, then sign in as a demo user)`,
     `  Health          ${gateway}/healthz  ${gateway}/readyz`,
     `  Identity (dev)  ${issuer}`,
+    `  Webhooks        ${gateway}/v1/groups/1/webhooks (scope webhooks_manage; http and loopback targets allowed here)`,
     `  Metrics         http://127.0.0.1:${config.GATEWAY_METRICS_PORT}/metrics (gateway), ${SERVICES.map((s) => `:${s.metricsPort} (${s.name})`).join(', ')}`,
     `  Demo users      ${DEMO_USERS.map(demoUserName).join(', ')} (password "${DEMO_PASSWORD}")`,
     '',

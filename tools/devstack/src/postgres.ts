@@ -20,6 +20,8 @@ interface Secrets {
   cursorSecret?: string;
   /** HMAC key of the gateway's attestation of SCIM actors, shared with the SCIM service. */
   actorAttestationSecret?: string;
+  /** The Webhooks service's key that encrypts signing secrets at rest. */
+  webhooksSecretKey?: string;
 }
 
 export function loadSecrets(dataDir: string): Secrets {

@@ -1,8 +1,14 @@
 // End to end: `npm start`'s entry point on free ports with a fresh data folder, exactly as a user runs it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { freePort } from '@mileage/runtime';
+import { waitFor } from '@mileage/runtime/testing';
+import { randomUUID } from 'node:crypto';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { Webhook } from 'standardwebhooks';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -38,6 +44,8 @@ async function ports() {
     'DRIVES_METRICS_PORT',
     'SCIM_GRPC_PORT',
     'SCIM_METRICS_PORT',
+    'WEBHOOKS_GRPC_PORT',
+    'WEBHOOKS_METRICS_PORT',
   ];
   const env: Record<string, string> = {};
   for (const n of names) env[n] = String(await freePort());
@@ -145,6 +153,61 @@ describe('npm start', { timeout: 120_000 }, () => {
     assert.equal(tombstones.length, 3, 'Bob: one deleted, one withdrawn; Carol: one withdrawn');
     const metrics = await (await fetch(`http://127.0.0.1:${env.GATEWAY_METRICS_PORT}/metrics`)).text();
     assert.match(metrics, /http_server_request_duration_seconds_count\{[^}]*route="users.me"/);
+
+    // Webhooks (+): Alice subscribes a loopback receiver (allowed by npm start); an event committed in the Drives
+    // service's outbox reaches it through the relay and the Webhooks service, signed.
+    const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        received.push({ headers: req.headers, body });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const hookToken = await fetch(`${issuer}/protocol/openid-connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'password',
+        client_id: 'mileage-dev',
+        username: 'alice@example.com',
+        password: 'demo',
+        scope: 'webhooks_manage',
+      }),
+    });
+    const hookAuth = { authorization: `Bearer ${((await hookToken.json()) as { access_token: string }).access_token}` };
+    const hook = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/groups/1/webhooks`, {
+      method: 'POST',
+      headers: { ...hookAuth, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+        events: ['drive.reported'],
+      }),
+    });
+    assert.equal(hook.status, 201);
+    const { secret } = (await hook.json()) as { secret: string };
+    const { postgresPassword } = JSON.parse(readFileSync(path.join(dataDir, 'secrets.json'), 'utf8')) as {
+      postgresPassword: string;
+    };
+    const admin = new pg.Client({
+      connectionString: `postgres://postgres:${encodeURIComponent(postgresPassword)}@127.0.0.1:${env.EMBEDDED_POSTGRES_PORT}/postgres`,
+    });
+    await admin.connect();
+    const eventId = randomUUID();
+    await admin.query(
+      `INSERT INTO drives.outbox (id, event_type, group_id, user_id, payload) VALUES ($1, 'drive.reported', 1, 'BobDriver1', '{"id": "1"}')`,
+      [eventId],
+    );
+    await admin.end();
+    await waitFor(() => received.length > 0, { timeoutMs: 5_000, what: 'the webhook delivery' });
+    receiver.close();
+    assert.equal(received[0]!.headers['webhook-id'], eventId);
+    const delivered = new Webhook(secret).verify(received[0]!.body, received[0]!.headers as Record<string, string>) as {
+      type: string;
+    };
+    assert.equal(delivered.type, 'drive.reported');
 
     // Provisioning through the gateway to the SCIM service, with the development secret of CONTRACT §6.
     const scimTokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {

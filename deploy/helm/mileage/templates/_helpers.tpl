@@ -2,11 +2,11 @@
 
 {{/* The components, and the gRPC services among them with their ports. */}}
 {{- define "mileage.components" -}}
-[gateway, users, groups, drives, scim]
+[gateway, users, groups, drives, scim, webhooks]
 {{- end -}}
 
 {{- define "mileage.services" -}}
-[users, groups, drives, scim]
+[users, groups, drives, scim, webhooks]
 {{- end -}}
 
 {{- define "mileage.grpcPorts" -}}
@@ -14,6 +14,7 @@ users: 50051
 groups: 50052
 drives: 50053
 scim: 50054
+webhooks: 50055
 {{- end -}}
 
 {{- define "mileage.metricsPorts" -}}
@@ -22,6 +23,7 @@ users: 9461
 groups: 9462
 drives: 9463
 scim: 9464
+webhooks: 9465
 {{- end -}}
 
 {{- define "mileage.httpPort" -}}8080{{- end -}}
@@ -147,6 +149,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- .Values.gateway.existingSecret | default (printf "%s-gateway" (include "mileage.fullname" .)) -}}
 {{- end -}}
 
+{{- define "mileage.webhooksSecret" -}}
+{{- .Values.webhooks.existingSecret | default (printf "%s-webhooks" (include "mileage.fullname" .)) -}}
+{{- end -}}
+
 {{- define "mileage.redisEnabled" -}}
 {{- if or .Values.redis.url .Values.redis.existingSecret }}true{{ end -}}
 {{- end -}}
@@ -226,5 +232,5 @@ seccompProfile:
 {{- define "mileage.configChecksum" -}}
 {{- $v := .root.Values -}}
 {{- $c := index $v.components .component -}}
-{{- toJson (dict "env" $c.extraEnv "logLevel" $v.logLevel "shutdown" $v.shutdownTimeoutSeconds "tracing" $v.tracing "oidc" $v.oidc "gateway" (omit $v.gateway "cursorSecret" "actorAttestationSecret") "scim" $v.scim "grpc" $v.grpc "postgres" (pick $v.postgres "poolMax" "statementTimeoutMs" "existingSecret") "grpcTls" $v.grpcTls.enabled "redis" $v.redis.existingSecret "ingressHost" $v.ingress.host) | sha256sum -}}
+{{- toJson (dict "env" $c.extraEnv "logLevel" $v.logLevel "shutdown" $v.shutdownTimeoutSeconds "tracing" $v.tracing "oidc" $v.oidc "gateway" (omit $v.gateway "cursorSecret" "actorAttestationSecret") "scim" $v.scim "webhooks" (omit $v.webhooks "secretKey") "grpc" $v.grpc "postgres" (pick $v.postgres "poolMax" "statementTimeoutMs" "existingSecret") "grpcTls" $v.grpcTls.enabled "redis" $v.redis.existingSecret "ingressHost" $v.ingress.host) | sha256sum -}}
 {{- end -}}

@@ -1,0 +1,55 @@
+import { env } from '@mileage/runtime';
+import { z } from 'zod';
+import { TARGET_CLASSES, type TargetClass } from './targets';
+
+const allowList = z
+  .string()
+  .default('')
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
+  .refine((list) => list.every((c) => (TARGET_CLASSES as readonly string[]).includes(c)), {
+    message: `a comma-separated list of ${TARGET_CLASSES.join(', ')}`,
+  })
+  .transform((list) => new Set(list as TargetClass[]));
+
+/** The Webhooks service's own environment variables, on top of every service's (runService parses them together). */
+export const configShape = {
+  GROUPS_ADDRESS: env.address('127.0.0.1:50052'),
+  GRPC_DEADLINE_MS: env.positiveInt(3_000),
+  /** `production` (default): https targets only. `development`: http allowed too (npm start, tests). */
+  WEBHOOKS_MODE: z.enum(['production', 'development']).default('production'),
+  /** Address classes a target may resolve to besides public ones: loopback, private, link-local. */
+  WEBHOOKS_ALLOW_PRIVATE_TARGETS: allowList,
+  /**
+   * Key (at least 32 characters) that encrypts the signing secrets at rest (AES-256-GCM). Required in production mode;
+   * unset in development mode: secrets are stored unencrypted (a warning at start).
+   */
+  WEBHOOKS_SECRET_KEY: z.string().min(32, 'at least 32 characters').optional(),
+  /** Connecting to a target (DNS + TCP + TLS) may take this long. */
+  WEBHOOKS_CONNECT_TIMEOUT_MS: env.positiveInt(5_000),
+  /** A whole attempt (connect, send, response head) may take this long. */
+  WEBHOOKS_TIMEOUT_MS: env.positiveInt(15_000),
+  /** Deliveries attempted at once by one replica. */
+  WEBHOOKS_CONCURRENCY: env.positiveInt(32),
+  /** Pause between two polls of the delivery queue (a PublishEvents wakes the local worker at once). */
+  WEBHOOKS_POLL_INTERVAL_MS: env.positiveInt(250),
+  /** First retry delay; doubled per attempt up to WEBHOOKS_RETRY_MAX_DELAY_MS, each with ±20 % jitter. */
+  WEBHOOKS_RETRY_BASE_MS: env.positiveInt(10_000),
+  WEBHOOKS_RETRY_MAX_DELAY_MS: env.positiveInt(3_600_000),
+  /** A delivery is retried until it is this old (default 24 h); then it is marked failed. */
+  WEBHOOKS_RETRY_WINDOW_MS: env.positiveInt(86_400_000),
+  /** A subscription is disabled after this many failed attempts in a row… */
+  WEBHOOKS_DISABLE_AFTER_FAILURES: env.positiveInt(50),
+  /** …that have lasted at least this long (default 24 h) without a single success. */
+  WEBHOOKS_DISABLE_AFTER_MS: env.positiveInt(86_400_000),
+  /** Deliveries and events are kept this long after they are finished (default 30 days). */
+  WEBHOOKS_RETENTION_MS: env.positiveInt(30 * 86_400_000),
+};
+
+export type WebhooksConfig = {
+  [K in keyof typeof configShape]: z.infer<(typeof configShape)[K]>;
+};

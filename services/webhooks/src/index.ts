@@ -1,0 +1,16 @@
+export { createServer, validateEvents, type WebhooksServerDeps } from './server';
+export { openDatabase, SCHEMA } from './database';
+export { WebhooksRepository } from './repo';
+export { DeliveryWorker, payload, retryDelayMs, type WorkerOptions } from './worker';
+export { SecretBox, newSecret, sign } from './secrets';
+export {
+  checkUrl,
+  classifyAddress,
+  resolveTarget,
+  systemResolver,
+  TargetRefused,
+  type Resolver,
+  type TargetPolicy,
+} from './targets';
+export { sendWebhook, type AttemptResult, type SendOptions } from './sender';
+export { configShape } from './config';

@@ -1,0 +1,593 @@
+import { status, type ServiceError } from '@grpc/grpc-js';
+import { openDatabase as openDrivesDatabase } from '@mileage/drives';
+import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
+import { groupsV1, PROTO_FILES, webhooksV1 } from '@mileage/proto';
+import {
+  createGrpcClient,
+  createLogger,
+  decodeServiceError,
+  Metrics,
+  OutboxRelay,
+  recordEvent,
+  runEvery,
+  startGrpcServer,
+  toWebhookEvent,
+  type GrpcServerHandle,
+  type PromiseClient,
+} from '@mileage/runtime';
+import { createTestDatabase, waitFor, type TestDatabase } from '@mileage/runtime/testing';
+import { openDatabase as openUsersDatabase } from '@mileage/users';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { openDatabase } from './database';
+import { WebhooksRepository } from './repo';
+import { SecretBox } from './secrets';
+import { sendWebhook } from './sender';
+import { createServer } from './server';
+import { systemResolver, type Resolver, type TargetPolicy } from './targets';
+import { startReceiver } from './testing';
+import { DeliveryWorker, retryDelayMs } from './worker';
+
+const logger = createLogger({ service: 'webhooks-test', level: process.env.LOG_LEVEL ?? 'silent' });
+const development: TargetPolicy = { mode: 'development', allow: new Set(['loopback']) };
+const secrets = new SecretBox('test-key-test-key-test-key-test-key');
+
+let testDb: TestDatabase;
+let db: ReturnType<typeof openDatabase>;
+let drivesDb: ReturnType<typeof openDrivesDatabase>;
+let usersDb: ReturnType<typeof openUsersDatabase>;
+let groupsDb: ReturnType<typeof openGroupsDatabase>;
+let groupsServer: GrpcServerHandle;
+let groups: PromiseClient<groupsV1.GroupsServiceClient>;
+let repo: WebhooksRepository;
+let demo: number;
+let other: number;
+
+/** A webhooks gRPC server with its own policy and worker(s), and a client. */
+async function startService(options: { policy?: TargetPolicy; resolver?: Resolver; workers?: number } = {}) {
+  const policy = options.policy ?? development;
+  const resolver = options.resolver ?? systemResolver;
+  const workers = Array.from(
+    { length: options.workers ?? 1 },
+    () =>
+      new DeliveryWorker({
+        repo,
+        secrets,
+        logger,
+        metrics: new Metrics('webhooks'),
+        send: { policy, resolver, connectTimeoutMs: 1_000, timeoutMs: 2_000 },
+        concurrency: 8,
+        retry: { baseMs: 40, maxDelayMs: 150, windowMs: 60_000 },
+        disable: { afterFailures: 1_000, afterMs: 3_600_000 },
+        leaseMarginMs: 100,
+      }),
+  );
+  const server = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createServer({ repo, secrets, policy, resolver, groups, worker: workers[0]!, logger })],
+    protoFiles: [PROTO_FILES.webhooks],
+    logger,
+    metrics: new Metrics('webhooks'),
+  });
+  const client = createGrpcClient(webhooksV1.WebhooksServiceClient, `127.0.0.1:${server.port}`, {
+    defaultDeadlineMs: 5_000,
+  });
+  const loops = workers.map((w) => runEvery({ name: 'deliveries', everyMs: 30, run: () => w.drain() }, () => {}));
+  return {
+    client,
+    workers,
+    async close() {
+      await Promise.all(loops.map((l) => l.stop()));
+      await Promise.all(workers.map((w) => w.stop()));
+      client.close();
+      await server.shutdown(1_000);
+      // Each test starts without the subscriptions of the one before.
+      await db.knex('subscriptions').delete();
+    },
+  };
+}
+
+async function rejection(promise: Promise<unknown>) {
+  try {
+    await promise;
+  } catch (err) {
+    return decodeServiceError(err as ServiceError);
+  }
+  assert.fail('expected the call to fail');
+}
+
+const event = (type: string, groupId: number, data: Record<string, unknown> = {}): webhooksV1.Event => ({
+  id: randomUUID(),
+  type,
+  groupId,
+  userId: 'BobDriver1',
+  occurTime: new Date().toISOString(),
+  dataJson: JSON.stringify(data),
+});
+
+const verify = (secret: string, r: { headers: Record<string, unknown>; body: string }) =>
+  new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as {
+    type: string;
+    data: Record<string, unknown>;
+  };
+
+before(async () => {
+  testDb = await createTestDatabase('webhooks');
+  db = openDatabase({ url: testDb.url });
+  await db.migrate();
+  repo = new WebhooksRepository(db.knex);
+  drivesDb = openDrivesDatabase({ url: testDb.url });
+  await drivesDb.migrate();
+  usersDb = openUsersDatabase({ url: testDb.url });
+  await usersDb.migrate();
+  groupsDb = openGroupsDatabase({ url: testDb.url });
+  await groupsDb.migrate();
+  groupsServer = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [createGroupsServer({ knex: groupsDb.knex })],
+    protoFiles: [PROTO_FILES.groups],
+    logger,
+    metrics: new Metrics('groups'),
+  });
+  groups = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${groupsServer.port}`, {
+    defaultDeadlineMs: 5_000,
+  });
+  const m = (userId: string, isAdmin: boolean) => ({ userId, isAdmin, isDriver: !isAdmin });
+  demo = (await groups.createGroup({ displayName: 'Demo', members: [m('AliceAdm01', true), m('BobDriver1', false)] }))
+    .group!.id;
+  other = (await groups.createGroup({ displayName: 'Other', members: [m('DaveSolo01', true), m('BobDriver1', false)] }))
+    .group!.id;
+});
+
+after(async () => {
+  groups.close();
+  await groupsServer.shutdown(1_000);
+  await Promise.all([db.close(), drivesDb.close(), usersDb.close(), groupsDb.close()]);
+  await testDb.drop();
+});
+
+describe('subscriptions', () => {
+  test('create shows the secret once; list and delete; events validated; per-group URL unique', async () => {
+    const svc = await startService();
+    try {
+      const created = await svc.client.createSubscription({
+        groupId: demo,
+        url: 'http://127.0.0.1:9/hook',
+        events: ['drive.reported', 'drive.deleted'],
+      });
+      assert.match(created.secret, /^whsec_/);
+      assert.equal(created.subscription!.state, 'active');
+      const stored = await db.knex('subscriptions').where({ id: created.subscription!.id }).first();
+      assert.ok(!stored.secret.includes(created.secret.slice(6)), 'the secret is encrypted at rest');
+      const { subscriptions } = await svc.client.listSubscriptions({ groupId: demo });
+      assert.deepEqual(subscriptions, [created.subscription]);
+      assert.equal(JSON.stringify(subscriptions).includes('whsec_'), false);
+      assert.deepEqual((await svc.client.listSubscriptions({ groupId: other })).subscriptions, []);
+
+      const dup = await rejection(
+        svc.client.createSubscription({ groupId: demo, url: 'http://127.0.0.1:9/hook', events: ['drive.deleted'] }),
+      );
+      assert.equal(dup.code, status.ALREADY_EXISTS);
+      for (const events of [[], ['drive.nope'], ['drive.deleted', 'drive.deleted']]) {
+        const bad = await rejection(
+          svc.client.createSubscription({ groupId: demo, url: 'http://127.0.0.1:9/x', events }),
+        );
+        assert.equal(bad.code, status.INVALID_ARGUMENT, JSON.stringify(events));
+      }
+      // Another group's admin cannot reach it through their group id.
+      const id = created.subscription!.id;
+      assert.equal(
+        (await rejection(svc.client.deleteSubscription({ groupId: other, subscriptionId: id }))).code,
+        status.NOT_FOUND,
+      );
+      await svc.client.deleteSubscription({ groupId: demo, subscriptionId: id });
+      assert.equal(
+        (await rejection(svc.client.deleteSubscription({ groupId: demo, subscriptionId: id }))).code,
+        status.NOT_FOUND,
+      );
+      assert.equal(
+        (await rejection(svc.client.listDeliveries({ groupId: demo, subscriptionId: 'not-a-uuid', limit: 0 }))).code,
+        status.NOT_FOUND,
+      );
+    } finally {
+      await svc.close();
+    }
+  });
+
+  test('hostile URLs are refused at creation (private, metadata, loopback, file:, http in production)', async () => {
+    const production = await startService({ policy: { mode: 'production', allow: new Set() } });
+    const dev = await startService({ policy: { mode: 'development', allow: new Set() } });
+    try {
+      for (const [svc, url] of [
+        [production, 'https://10.0.0.1/hook'],
+        [production, 'https://169.254.169.254/latest/meta-data/'],
+        [production, 'https://[::1]/hook'],
+        [production, 'https://127.0.0.1/hook'],
+        [production, 'https://localhost/hook'],
+        [production, 'https://[::ffff:10.0.0.1]/hook'],
+        [production, 'file:///etc/passwd'],
+        [production, 'http://example.com/hook'],
+        [dev, 'http://127.0.0.1:8080/hook'],
+        [dev, 'http://192.168.0.10/hook'],
+        [dev, 'ftp://example.com/'],
+      ] as const) {
+        const err = await rejection(svc.client.createSubscription({ groupId: demo, url, events: ['drive.reported'] }));
+        assert.equal(err.code, status.INVALID_ARGUMENT, url);
+        assert.equal(err.fieldViolations[0]?.field, 'url', url);
+      }
+      assert.deepEqual((await production.client.listSubscriptions({ groupId: demo })).subscriptions, []);
+    } finally {
+      await production.close();
+      await dev.close();
+    }
+  });
+});
+
+describe('delivery', () => {
+  test('drive.reported reaches a receiver within 2 s of the outbox commit, signed (Standard Webhooks)', async () => {
+    const receiver = await startReceiver();
+    const svc = await startService();
+    const relay = new OutboxRelay({
+      knex: drivesDb.knex,
+      publish: async (rows) => void (await svc.client.publishEvents({ events: rows.map(toWebhookEvent) })),
+    });
+    const relaying = runEvery({ name: 'relay', everyMs: 100, run: () => relay.run() }, () => {});
+    try {
+      const { subscription, secret } = await svc.client.createSubscription({
+        groupId: demo,
+        url: receiver.url,
+        events: ['drive.reported'],
+      });
+      // Another group's subscriber and a subscriber to other types hear nothing.
+      const bystander = await startReceiver();
+      await svc.client.createSubscription({ groupId: other, url: bystander.url, events: ['drive.reported'] });
+      await svc.client.createSubscription({ groupId: demo, url: bystander.url, events: ['drive.deleted'] });
+
+      const committed = Date.now();
+      const id = await drivesDb.knex.transaction((trx) =>
+        recordEvent(trx, { type: 'drive.reported', groupId: String(demo), userId: 'BobDriver1', data: { id: '17' } }),
+      );
+      await waitFor(() => receiver.received.length > 0, { timeoutMs: 2_000, what: 'the delivery' });
+      const latency = Date.now() - committed;
+      assert.ok(latency < 2_000, `delivered in ${latency} ms`);
+      const [got] = receiver.received;
+      assert.equal(got!.headers['webhook-id'], id);
+      assert.match(String(got!.headers['webhook-signature']), /^v1,[A-Za-z0-9+/]+=*$/);
+      const body = verify(secret, got!);
+      assert.equal(body.type, 'drive.reported');
+      assert.deepEqual(body.data, { id: '17', group_id: String(demo) });
+      assert.equal(got!.headers['content-type'], 'application/json');
+
+      await waitFor(async () => (await drivesDb.knex('outbox').count<{ count: string }[]>('*'))[0]!.count === '0');
+      await waitFor(async () => {
+        const { deliveries } = await svc.client.listDeliveries({
+          groupId: demo,
+          subscriptionId: subscription!.id,
+          limit: 0,
+        });
+        return deliveries[0]?.status === 'succeeded';
+      });
+      const { deliveries } = await svc.client.listDeliveries({
+        groupId: demo,
+        subscriptionId: subscription!.id,
+        limit: 0,
+      });
+      assert.equal(deliveries.length, 1);
+      assert.equal(deliveries[0]!.eventId, id);
+      assert.equal(deliveries[0]!.attempts, 1);
+      assert.equal(deliveries[0]!.lastStatusCode, 204);
+      assert.equal(bystander.received.length, 0);
+      await bystander.close();
+      await relaying.stop();
+      assert.equal(relay instanceof OutboxRelay, true);
+    } finally {
+      await relaying.stop();
+      await svc.close();
+      await receiver.close();
+    }
+  });
+
+  test('a receiver that is down gets every event when it returns; duplicates only with the same webhook-id', async () => {
+    const receiver = await startReceiver();
+    const svc = await startService();
+    try {
+      const { secret } = await svc.client.createSubscription({
+        groupId: demo,
+        url: receiver.url,
+        events: ['drive.deleted'],
+      });
+      await receiver.down();
+      const sent = Array.from({ length: 20 }, (_, i) => event('drive.deleted', demo, { drive_id: i + 1 }));
+      const published = await svc.client.publishEvents({ events: sent });
+      assert.deepEqual(published, { accepted: 20, deliveries: 20 });
+      // Published again (a relay that died before deleting its rows): stored once, delivered once.
+      assert.deepEqual(await svc.client.publishEvents({ events: sent.slice(0, 5) }), { accepted: 0, deliveries: 0 });
+      await waitFor(async () => Number((await db.knex('deliveries').max('attempts as m').first())!.m) >= 3, {
+        what: 'retries while the receiver is down',
+      });
+      // Now it answers, first with errors for some, then fine.
+      let flaky = 5;
+      receiver.respond = () => (flaky-- > 0 ? { status: 503 } : { status: 200, body: 'ok' });
+      await receiver.up();
+      const ids = new Set(sent.map((e) => e.id));
+      await waitFor(() => new Set(receiver.received.map((r) => r.headers['webhook-id'])).size === 20, {
+        what: 'every event delivered',
+      });
+      await waitFor(
+        async () =>
+          (await db.knex('deliveries').where({ status: 'pending' }).count<{ count: string }[]>('*'))[0]!.count === '0',
+      );
+      for (const r of receiver.received) {
+        assert.ok(ids.has(String(r.headers['webhook-id'])));
+        assert.equal(verify(secret, r).type, 'drive.deleted');
+      }
+      // Every duplicate is a redelivery of the same event with the same webhook-id.
+      const byId = new Map<string, string>();
+      for (const r of receiver.received) {
+        const eventId = String(r.headers['webhook-id']);
+        const prior = byId.get(eventId);
+        if (prior) assert.equal(prior, r.body, 'a duplicate carries the same body');
+        byId.set(eventId, r.body);
+      }
+      assert.equal(byId.size, 20);
+    } finally {
+      await svc.close();
+      await receiver.close();
+    }
+  });
+
+  test('two workers deliver a burst without duplicates', async () => {
+    const receiver = await startReceiver();
+    const svc = await startService({ workers: 2 });
+    try {
+      await svc.client.createSubscription({ groupId: other, url: receiver.url, events: ['drive.report_updated'] });
+      const sent = Array.from({ length: 300 }, () => event('drive.report_updated', other));
+      await svc.client.publishEvents({ events: sent });
+      await waitFor(() => receiver.received.length >= 300, { timeoutMs: 20_000, what: '300 deliveries' });
+      await waitFor(
+        async () =>
+          (await db.knex('deliveries').where({ status: 'pending' }).count<{ count: string }[]>('*'))[0]!.count === '0',
+      );
+      const ids = receiver.received.map((r) => r.headers['webhook-id']);
+      assert.equal(ids.length, 300, 'no event delivered twice');
+      assert.equal(new Set(ids).size, 300);
+    } finally {
+      await svc.close();
+      await receiver.close();
+    }
+  });
+
+  test('a worker killed mid-delivery loses nothing: the lease ends and another worker delivers the same webhook-id', async () => {
+    const receiver = await startReceiver();
+    const svc = await startService({ workers: 0 });
+    try {
+      await svc.client.createSubscription({ groupId: demo, url: receiver.url, events: ['drive.report_withdrawn'] });
+      const e = event('drive.report_withdrawn', demo);
+      await svc.client.publishEvents({ events: [e] });
+      // A worker claims it and dies before it records anything (its attempt is counted, its lease is short).
+      const [claimed] = await repo.claim(10, 200);
+      assert.equal(claimed!.event_id, e.id);
+      assert.deepEqual(await repo.claim(10, 200), [], 'a leased delivery is not claimed again while the lease runs');
+      const survivor = new DeliveryWorker({
+        repo,
+        secrets,
+        logger,
+        metrics: new Metrics('webhooks'),
+        send: { policy: development, resolver: systemResolver, connectTimeoutMs: 1_000, timeoutMs: 2_000 },
+        concurrency: 4,
+        retry: { baseMs: 40, maxDelayMs: 150, windowMs: 60_000 },
+        disable: { afterFailures: 1_000, afterMs: 3_600_000 },
+      });
+      await waitFor(async () => {
+        await survivor.drain();
+        return receiver.received.length === 1;
+      });
+      assert.equal(receiver.received[0]!.headers['webhook-id'], e.id);
+      const row = await db.knex('deliveries').where({ event_id: e.id }).first();
+      assert.equal(row.status, 'succeeded');
+      assert.equal(row.attempts, 2);
+      // The dead worker's late report changes nothing.
+      const late = await repo.record(
+        claimed!,
+        { success: false, statusCode: 0, latencyMs: 1, error: 'late' },
+        {
+          afterFailures: 1,
+          afterMs: 0,
+        },
+      );
+      assert.equal(late.recorded, false);
+    } finally {
+      await svc.close();
+      await receiver.close();
+    }
+  });
+
+  test('at delivery: a redirect is not followed, an address that now resolves privately is refused', async () => {
+    const target = await startReceiver('/internal');
+    const redirecting = await startReceiver();
+    redirecting.respond = () => ({ status: 302, headers: { location: target.url } });
+    let rebind = false;
+    const resolver: Resolver = async (host) =>
+      host === 'hooks.example' ? [{ address: rebind ? '10.0.0.1' : '127.0.0.1', family: 4 }] : systemResolver(host);
+    const svc = await startService({ resolver });
+    try {
+      const a = await svc.client.createSubscription({
+        groupId: demo,
+        url: redirecting.url,
+        events: ['user.deactivated'],
+      });
+      const b = await svc.client.createSubscription({
+        groupId: demo,
+        url: `http://hooks.example:${target.port}/hook`,
+        events: ['user.deactivated'],
+      });
+      rebind = true;
+      // user.deactivated has no group: the service asks the Groups service for Bob's groups.
+      const e = { ...event('user.deactivated', 0), groupId: 0 };
+      assert.deepEqual(await svc.client.publishEvents({ events: [e] }), { accepted: 1, deliveries: 2 });
+      const last = async (id: string) =>
+        (await svc.client.listDeliveries({ groupId: demo, subscriptionId: id, limit: 1 })).deliveries[0]!;
+      await waitFor(
+        async () => (await last(a.subscription!.id)).attempts >= 2 && (await last(b.subscription!.id)).attempts >= 2,
+      );
+      assert.equal(redirecting.received.length >= 2, true);
+      assert.equal(target.received.length, 0, 'neither the redirect nor the rebound name reached the target');
+      const ra = await last(a.subscription!.id);
+      assert.equal(ra.lastStatusCode, 302);
+      assert.match(ra.lastError, /redirects are not followed/);
+      const rb = await last(b.subscription!.id);
+      assert.equal(rb.lastStatusCode, 0);
+      assert.match(rb.lastError, /10\.0\.0\.1.*private/);
+      assert.equal(rb.status, 'pending');
+
+      // Redelivery: due at once, same webhook-id.
+      redirecting.respond = () => ({ status: 200 });
+      const before = redirecting.received.length;
+      await waitFor(() => redirecting.received.length > before);
+      await waitFor(async () => (await last(a.subscription!.id)).status === 'succeeded');
+      const { delivery } = await svc.client.redeliverDelivery({
+        groupId: demo,
+        subscriptionId: a.subscription!.id,
+        deliveryId: ra.id,
+      });
+      assert.equal(delivery!.status, 'pending');
+      const count = redirecting.received.length;
+      await waitFor(() => redirecting.received.length > count);
+      assert.equal(redirecting.received.at(-1)!.headers['webhook-id'], e.id);
+      assert.equal(
+        (
+          await rejection(
+            svc.client.redeliverDelivery({ groupId: other, subscriptionId: a.subscription!.id, deliveryId: ra.id }),
+          )
+        ).code,
+        status.NOT_FOUND,
+      );
+    } finally {
+      await svc.close();
+      await target.close();
+      await redirecting.close();
+    }
+  });
+
+  test('the sender keeps to its limits: connect and total timeouts, body read no further than the limit', async () => {
+    const slow = await startReceiver();
+    slow.respond = () => ({ status: 200, body: 'x'.repeat(1_000_000) });
+    const options = { policy: development, resolver: systemResolver, connectTimeoutMs: 500, timeoutMs: 1_000 };
+    const big = await sendWebhook(slow.url, {}, '{}', options);
+    assert.equal(big.outcome, 'success');
+    // A black-holed address (TEST-NET, never routed) would be refused; a listener that never answers times out.
+    const hang = await import('node:net').then(
+      (net) =>
+        new Promise<import('node:net').Server>((resolve) => {
+          const s = net.createServer(() => {});
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    );
+    const port = (hang.address() as import('node:net').AddressInfo).port;
+    const timedOut = await sendWebhook(`http://127.0.0.1:${port}/`, {}, '{}', options);
+    assert.equal(timedOut.outcome, 'timeout');
+    assert.ok(timedOut.latencyMs >= 900 && timedOut.latencyMs < 3_000, String(timedOut.latencyMs));
+    hang.close();
+    const refused = await sendWebhook('http://10.0.0.1/', {}, '{}', options);
+    assert.equal(refused.outcome, 'refused');
+    // At delivery too: http once the service runs in production mode, and any other scheme.
+    const production = { ...options, policy: { mode: 'production' as const, allow: new Set(['loopback'] as const) } };
+    const http = await sendWebhook(slow.url, {}, '{}', production);
+    assert.equal(http.outcome, 'refused');
+    assert.match(http.error, /only https/);
+    assert.equal((await sendWebhook('file:///etc/passwd', {}, '{}', options)).outcome, 'refused');
+    assert.equal(slow.received.length, 1, 'nothing refused reached the receiver');
+    await slow.close();
+  });
+
+  test('a run of failures disables the webhook (no attempts while disabled); redelivery enables it again', async () => {
+    const receiver = await startReceiver();
+    receiver.respond = () => ({ status: 500 });
+    const svc = await startService({ workers: 0 });
+    const worker = new DeliveryWorker({
+      repo,
+      secrets,
+      logger,
+      metrics: new Metrics('webhooks'),
+      send: { policy: development, resolver: systemResolver, connectTimeoutMs: 1_000, timeoutMs: 2_000 },
+      concurrency: 4,
+      retry: { baseMs: 1, maxDelayMs: 1, windowMs: 60_000 },
+      disable: { afterFailures: 3, afterMs: 0 },
+    });
+    try {
+      const created = await svc.client.createSubscription({
+        groupId: demo,
+        url: receiver.url,
+        events: ['drive.deleted'],
+      });
+      await svc.client.publishEvents({ events: [event('drive.deleted', demo), event('drive.deleted', demo)] });
+      const subscription = async () => (await svc.client.listSubscriptions({ groupId: demo })).subscriptions[0]!;
+      await waitFor(async () => {
+        await worker.drain();
+        return (await subscription()).state === 'disabled';
+      });
+      const disabled = await subscription();
+      assert.match(disabled.disabledReason, /3 or more failed attempts in a row/);
+      assert.ok(disabled.disableTime);
+      assert.ok(disabled.failureRun >= 3);
+      const attempts = receiver.received.length;
+      await worker.drain();
+      assert.equal(receiver.received.length, attempts, 'a disabled webhook gets no attempts');
+
+      receiver.respond = () => ({ status: 200 });
+      const { deliveries } = await svc.client.listDeliveries({
+        groupId: demo,
+        subscriptionId: created.subscription!.id,
+        limit: 0,
+      });
+      await svc.client.redeliverDelivery({
+        groupId: demo,
+        subscriptionId: created.subscription!.id,
+        deliveryId: deliveries[0]!.id,
+      });
+      assert.equal((await subscription()).state, 'active');
+      await waitFor(async () => {
+        await worker.drain();
+        const { deliveries: after } = await svc.client.listDeliveries({
+          groupId: demo,
+          subscriptionId: created.subscription!.id,
+          limit: 0,
+        });
+        return after.every((d) => d.status === 'succeeded');
+      });
+      assert.equal((await subscription()).failureRun, 0);
+    } finally {
+      await worker.stop();
+      await svc.close();
+      await receiver.close();
+    }
+  });
+});
+
+describe('retry schedule', () => {
+  test('exponential from 10 s, capped at 1 h, ±20 % jitter, and more than 24 h of attempts before giving up', () => {
+    for (const r of [0, 0.5, 0.999]) {
+      assert.equal(
+        retryDelayMs(1, 10_000, 3_600_000, () => r),
+        Math.round(10_000 * (0.8 + 0.4 * r)),
+      );
+      assert.equal(
+        retryDelayMs(4, 10_000, 3_600_000, () => r),
+        Math.round(80_000 * (0.8 + 0.4 * r)),
+      );
+      assert.equal(
+        retryDelayMs(40, 10_000, 3_600_000, () => r),
+        Math.round(3_600_000 * (0.8 + 0.4 * r)),
+      );
+    }
+    // With the worker's rule (retry while the delivery is younger than the window), the last attempt is past 24 h.
+    for (const r of [0, 1]) {
+      let age = 0;
+      let attempts = 1;
+      while (age < 86_400_000) age += retryDelayMs(attempts++, 10_000, 3_600_000, () => r);
+      assert.ok(age >= 86_400_000 && attempts > 25 && attempts < 45, `${attempts} attempts over ${age / 3_600_000} h`);
+    }
+  });
+});

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { checkUrl, classifyAddress, resolveTarget, TargetRefused, type TargetPolicy } from './targets';
+
+const production: TargetPolicy = { mode: 'production', allow: new Set() };
+const development: TargetPolicy = { mode: 'development', allow: new Set(['loopback']) };
+
+describe('webhook target rules', () => {
+  test('classifies addresses, also IPv6 forms that embed an IPv4 address', () => {
+    const cases: [string, string][] = [
+      ['93.184.216.34', 'public'],
+      ['2606:4700::1111', 'public'],
+      ['127.0.0.1', 'loopback'],
+      ['127.255.0.9', 'loopback'],
+      ['::1', 'loopback'],
+      ['10.0.0.1', 'private'],
+      ['172.31.255.255', 'private'],
+      ['192.168.1.1', 'private'],
+      ['100.64.0.1', 'private'],
+      ['fd00::1', 'private'],
+      ['169.254.169.254', 'link-local'],
+      ['fe80::1', 'link-local'],
+      ['0.0.0.0', 'reserved'],
+      ['::', 'reserved'],
+      ['224.0.0.1', 'reserved'],
+      ['255.255.255.255', 'reserved'],
+      ['::ffff:127.0.0.1', 'loopback'],
+      ['::ffff:a9fe:a9fe', 'link-local'],
+      ['64:ff9b::a00:1', 'private'],
+      ['2002:7f00:1::', 'loopback'],
+      ['not-an-ip', 'reserved'],
+    ];
+    for (const [address, cls] of cases) assert.equal(classifyAddress(address), cls, address);
+  });
+
+  test('URL rules: https only in production, no other scheme, no credentials', () => {
+    assert.equal(checkUrl('https://example.com/hook', production).href, 'https://example.com/hook');
+    for (const bad of [
+      'http://example.com/hook',
+      'file:///etc/passwd',
+      'ftp://example.com/',
+      'gopher://example.com/',
+      'javascript:alert(1)',
+      'https://user:pw@example.com/',
+      'https://example.com/#frag',
+      '/relative',
+      `https://example.com/${'a'.repeat(2100)}`,
+    ])
+      assert.throws(() => checkUrl(bad, production), TargetRefused, bad);
+    assert.equal(checkUrl('http://127.0.0.1:9/x', development).protocol, 'http:');
+    assert.throws(() => checkUrl('file:///etc/passwd', development), TargetRefused);
+  });
+
+  test('every resolved address must pass; loopback only when allowed', async () => {
+    const resolver = (addresses: string[]) => async () => addresses.map((address) => ({ address, family: 4 as const }));
+    await assert.rejects(
+      resolveTarget(new URL('https://rebind.example/'), production, resolver(['93.184.216.34', '10.0.0.1'])),
+      /10\.0\.0\.1.*private/,
+    );
+    assert.deepEqual(await resolveTarget(new URL('https://ok.example/'), production, resolver(['93.184.216.34'])), {
+      address: '93.184.216.34',
+      family: 4,
+    });
+    await assert.rejects(resolveTarget(new URL('https://[::1]/'), production, resolver([])), /loopback/);
+    await assert.rejects(resolveTarget(new URL('https://169.254.169.254/'), development, resolver([])), /link-local/);
+    assert.equal((await resolveTarget(new URL('http://127.0.0.1:1/'), development, resolver([]))).address, '127.0.0.1');
+    await assert.rejects(
+      resolveTarget(new URL('https://nowhere.example/'), production, async () => {
+        throw Object.assign(new Error('nope'), { code: 'ENOTFOUND' });
+      }),
+      /does not resolve \(ENOTFOUND\)/,
+    );
+  });
+});

@@ -1,0 +1,166 @@
+// Where a webhook may be sent: the URL rules and the address rules (SSRF), checked at creation and at every attempt.
+import { promises as dns } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
+
+/** Address classes refused unless the deployment allows them (WEBHOOKS_ALLOW_PRIVATE_TARGETS). */
+export const TARGET_CLASSES = ['loopback', 'private', 'link-local'] as const;
+export type TargetClass = (typeof TARGET_CLASSES)[number];
+/** What an address is: public, one of the allowable classes, or reserved (never allowed: unspecified, multicast, …). */
+export type AddressClass = 'public' | TargetClass | 'reserved';
+
+export interface TargetPolicy {
+  /** production: https only; development: http too. */
+  mode: 'production' | 'development';
+  allow: ReadonlySet<TargetClass>;
+}
+
+export interface ResolvedAddress {
+  address: string;
+  family: 4 | 6;
+}
+/** Every address a host name has (A and AAAA). */
+export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
+
+export const systemResolver: Resolver = async (hostname) =>
+  (await dns.lookup(hostname, { all: true, verbatim: true })).map((a) => ({
+    address: a.address,
+    family: a.family === 6 ? 6 : 4,
+  }));
+
+/** A target refused by the rules (a client error at creation; a failed attempt, never retried sooner, at delivery). */
+export class TargetRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TargetRefused';
+  }
+}
+
+export const MAX_URL_LENGTH = 2048;
+
+function ranges(list: string[]): BlockList {
+  const b = new BlockList();
+  for (const cidr of list) {
+    const [net, prefix] = cidr.split('/') as [string, string];
+    b.addSubnet(net, Number(prefix), net.includes(':') ? 'ipv6' : 'ipv4');
+  }
+  return b;
+}
+
+const CLASSES: [AddressClass, BlockList][] = [
+  ['loopback', ranges(['127.0.0.0/8', '::1/128'])],
+  ['private', ranges(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7'])],
+  ['link-local', ranges(['169.254.0.0/16', 'fe80::/10'])],
+  [
+    'reserved',
+    ranges([
+      '0.0.0.0/8',
+      '192.0.0.0/24',
+      '192.0.2.0/24',
+      '198.18.0.0/15',
+      '198.51.100.0/24',
+      '203.0.113.0/24',
+      '224.0.0.0/4',
+      '240.0.0.0/4',
+      '::/128',
+      '100::/64',
+      '2001::/32',
+      '2001:db8::/32',
+      'fec0::/10',
+      'ff00::/8',
+    ]),
+  ],
+];
+
+/** The eight 16-bit groups of an IPv6 address. */
+function ipv6Groups(address: string): number[] {
+  let text = address.toLowerCase().split('%')[0]!;
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4) {
+    const o = v4[1]!.split('.').map(Number);
+    text =
+      text.slice(0, -v4[1]!.length) + `${((o[0]! << 8) | o[1]!).toString(16)}:${((o[2]! << 8) | o[3]!).toString(16)}`;
+  }
+  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
+  const h = head ? head.split(':') : [];
+  const t = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const zeros = tail === undefined ? [] : Array<string>(8 - h.length - t.length).fill('0');
+  return [...h, ...zeros, ...t].map((g) => parseInt(g, 16));
+}
+
+/** The IPv4 address an IPv6 one carries (IPv4-mapped, NAT64 64:ff9b::/96, 6to4 2002::/16), if any. */
+function embeddedIpv4(address: string): string | undefined {
+  const g = ipv6Groups(address);
+  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return v4(g[6]!, g[7]!);
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return v4(g[6]!, g[7]!);
+  if (g[0] === 0x2002) return v4(g[1]!, g[2]!);
+  return undefined;
+}
+
+/** The class of an IP address (IPv6 addresses that embed an IPv4 one are judged by it). */
+export function classifyAddress(address: string): AddressClass {
+  const family = isIP(address);
+  if (family === 0) return 'reserved';
+  if (family === 6) {
+    const v4 = embeddedIpv4(address);
+    if (v4) return classifyAddress(v4);
+  }
+  const type = family === 6 ? 'ipv6' : 'ipv4';
+  for (const [cls, list] of CLASSES) if (list.check(address.split('%')[0]!, type)) return cls;
+  return 'public';
+}
+
+/** The URL rules: absolute http(s) URL (https only in production), a host, no credentials, bounded length. */
+export function checkUrl(raw: string, policy: TargetPolicy): URL {
+  if (raw.length > MAX_URL_LENGTH) throw new TargetRefused(`the URL is longer than ${MAX_URL_LENGTH} characters`);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new TargetRefused('not an absolute URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new TargetRefused(`the scheme ${url.protocol.replace(/:$/, '')} is not allowed (https only)`);
+  if (url.protocol === 'http:' && policy.mode === 'production')
+    throw new TargetRefused('only https targets are allowed in production');
+  if (url.username || url.password) throw new TargetRefused('credentials in the URL are not allowed');
+  if (!url.hostname) throw new TargetRefused('the URL has no host');
+  if (url.hash) throw new TargetRefused('a fragment is not allowed');
+  return url;
+}
+
+function checkAddress(address: string, policy: TargetPolicy, hostname: string): void {
+  const cls = classifyAddress(address);
+  if (cls === 'public') return;
+  if (cls !== 'reserved' && policy.allow.has(cls)) return;
+  const shown = hostname === address ? address : `${hostname} (${address})`;
+  throw new TargetRefused(`${shown} is a ${cls} address, which is not allowed as a webhook target`);
+}
+
+/** The URL's host without IPv6 brackets. */
+export function hostOf(url: URL): string {
+  return url.hostname.replace(/^\[(.*)\]$/, '$1');
+}
+
+/**
+ * The address to connect to: the host's addresses are resolved and every one must pass (a name with one private
+ * address among public ones is refused). The caller connects to the returned address itself, so a second resolution
+ * (DNS rebinding) cannot lead elsewhere.
+ */
+export async function resolveTarget(url: URL, policy: TargetPolicy, resolver: Resolver): Promise<ResolvedAddress> {
+  const host = hostOf(url);
+  const literal = isIP(host);
+  let addresses: ResolvedAddress[];
+  if (literal) addresses = [{ address: host, family: literal === 6 ? 6 : 4 }];
+  else {
+    try {
+      addresses = await resolver(host);
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? 'error';
+      throw new TargetRefused(`${host} does not resolve (${code})`);
+    }
+    if (!addresses.length) throw new TargetRefused(`${host} has no address`);
+  }
+  for (const a of addresses) checkAddress(a.address, policy, host);
+  return addresses[0]!;
+}
