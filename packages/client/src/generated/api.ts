@@ -149,6 +149,100 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/groups/{group_id}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (+) The webhooks of a group
+         * @description Every webhook of the group, oldest first, without secrets.
+         *
+         *     **Scope** `webhooks_manage` · **Rate limit** 30 requests per minute per caller (this route). Admins of the group only (403 otherwise, also for a group that does not exist).
+         */
+        get: operations["listGroupWebhooks"];
+        put?: never;
+        /**
+         * (+) Subscribe a URL to the group’s events
+         * @description The target must be `https` (in production), a public address (private, loopback and link-local addresses are refused unless the deployment allows them) and is checked again at every delivery. The response carries the signing `secret` (`whsec_…`), **shown only here**. At most 10 webhooks per group; a URL once per group (409). Deliveries: Standard Webhooks format, at least once, retried with backoff for at least 24 h (docs/webhooks.md).
+         *
+         *     **Scope** `webhooks_manage` · **Rate limit** 30 requests per minute per caller (this route). Admins of the group only (403 otherwise, also for a group that does not exist).
+         */
+        post: operations["createGroupWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{group_id}/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * (+) Remove a webhook
+         * @description Removes the webhook and its delivery log; pending deliveries are not sent.
+         *
+         *     **Scope** `webhooks_manage` · **Rate limit** 30 requests per minute per caller (this route). Admins of the group only (403 otherwise, also for a group that does not exist).
+         */
+        delete: operations["deleteGroupWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (+) A webhook’s delivery log
+         * @description Deliveries of the webhook, newest first: one per event, with its attempts, the last response’s status code and latency, and when it is tried next. Kept 30 days after they finish.
+         *
+         *     **Scope** `webhooks_manage` · **Rate limit** 30 requests per minute per caller (this route). Admins of the group only (403 otherwise, also for a group that does not exist).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * (+) Send a delivery again
+         * @description Makes the delivery due at once (same `webhook-id`), retried again for up to 24 h if it fails; a webhook disabled after a run of failures is enabled again.
+         *
+         *     **Scope** `webhooks_manage` · **Rate limit** 30 requests per minute per caller (this route). Admins of the group only (403 otherwise, also for a group that does not exist).
+         */
+        post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/scim/v2/Users": {
         parameters: {
             query?: never;
@@ -2312,6 +2406,74 @@ export interface components {
         GroupListResponse: {
             resources: components["schemas"]["GroupSchema"][];
         };
+        WebhookCreateRequest: {
+            /** @description https URL (http only in development). */
+            url: string;
+            events: ("drive.reported" | "drive.report_updated" | "drive.report_withdrawn" | "drive.deleted" | "user.deactivated")[];
+        };
+        Webhook: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            events: ("drive.reported" | "drive.report_updated" | "drive.report_withdrawn" | "drive.deleted" | "user.deactivated")[];
+            /** @enum {string} */
+            status: "active" | "disabled";
+            disabled_reason: string | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /** @description Failed attempts in a row (reset by a success). */
+            failure_run: number;
+            /** Format: date-time */
+            created: string;
+        };
+        WebhookCreated: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            events: ("drive.reported" | "drive.report_updated" | "drive.report_withdrawn" | "drive.deleted" | "user.deactivated")[];
+            /** @enum {string} */
+            status: "active" | "disabled";
+            disabled_reason: string | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /** @description Failed attempts in a row (reset by a success). */
+            failure_run: number;
+            /** Format: date-time */
+            created: string;
+            /** @description The signing secret, shown only in this response. */
+            secret: string;
+        };
+        WebhookListResponse: {
+            results: components["schemas"]["Webhook"][];
+        };
+        Delivery: {
+            id: string;
+            /**
+             * Format: uuid
+             * @description The `webhook-id` of every attempt.
+             */
+            event_id: string;
+            /** @enum {string} */
+            event_type: "drive.reported" | "drive.report_updated" | "drive.report_withdrawn" | "drive.deleted" | "user.deactivated";
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed";
+            attempts: number;
+            /** Format: date-time */
+            created: string;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            last_attempt_at: string | null;
+            last_status_code: number | null;
+            last_error: string | null;
+            last_latency_ms: number | null;
+            /** Format: date-time */
+            delivered_at: string | null;
+        };
+        DeliveryListResponse: {
+            results: components["schemas"]["Delivery"][];
+            has_more: boolean;
+        };
         HTTPValidationError: {
             detail: components["schemas"]["ValidationError"][];
         };
@@ -3219,6 +3381,405 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             410: components["responses"]["ResyncRequired"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    listGroupWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Group id (a positive integer). */
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhooks. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "id": "0f8d3c52-8a39-4f0e-9a65-3f3a4f1c2b7e",
+                     *           "url": "https://payroll.example.com/hooks/mileage",
+                     *           "events": [
+                     *             "drive.reported",
+                     *             "drive.deleted"
+                     *           ],
+                     *           "status": "active",
+                     *           "disabled_reason": null,
+                     *           "disabled_at": null,
+                     *           "failure_run": 0,
+                     *           "created": "2026-11-23T12:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description (+) The group has no such webhook or delivery (asked by one of its admins). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "webhook subscription not found",
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    createGroupWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Group id (a positive integer). */
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://payroll.example.com/hooks/mileage",
+                 *       "events": [
+                 *         "drive.reported",
+                 *         "drive.deleted"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The webhook, with its secret (shown only now). */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0f8d3c52-8a39-4f0e-9a65-3f3a4f1c2b7e",
+                     *       "url": "https://payroll.example.com/hooks/mileage",
+                     *       "events": [
+                     *         "drive.reported",
+                     *         "drive.deleted"
+                     *       ],
+                     *       "status": "active",
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "failure_run": 0,
+                     *       "created": "2026-11-23T12:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description (+) The group has no such webhook or delivery (asked by one of its admins). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "webhook subscription not found",
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description (+) The group already has this URL, or its maximum of 10 webhooks. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "the group already has a webhook for this URL",
+                     *       "type": "about:blank",
+                     *       "title": "Conflict",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 16 KB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body larger than 16384 bytes",
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    deleteGroupWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Group id (a positive integer). */
+                group_id: string;
+                /** @description Webhook id (a UUID). */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description (+) The group has no such webhook or delivery (asked by one of its admins). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "webhook subscription not found",
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Group id (a positive integer). */
+                group_id: string;
+                /** @description Webhook id (a UUID). */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The newest deliveries. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "id": "42",
+                     *           "event_id": "6a1f0c1e-54f3-4c1d-9f44-0f3e1b2a9c10",
+                     *           "event_type": "drive.reported",
+                     *           "status": "succeeded",
+                     *           "attempts": 1,
+                     *           "created": "2026-11-23T12:05:00.120Z",
+                     *           "next_attempt_at": null,
+                     *           "last_attempt_at": "2026-11-23T12:05:00.180Z",
+                     *           "last_status_code": 204,
+                     *           "last_error": null,
+                     *           "last_latency_ms": 37,
+                     *           "delivered_at": "2026-11-23T12:05:00.217Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeliveryListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description (+) The group has no such webhook or delivery (asked by one of its admins). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "webhook subscription not found",
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Group id (a positive integer). */
+                group_id: string;
+                /** @description Webhook id (a UUID). */
+                webhook_id: string;
+                /** @description Delivery id (a positive integer). */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, pending. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "42",
+                     *       "event_id": "6a1f0c1e-54f3-4c1d-9f44-0f3e1b2a9c10",
+                     *       "event_type": "drive.reported",
+                     *       "status": "pending",
+                     *       "attempts": 1,
+                     *       "created": "2026-11-23T12:05:00.120Z",
+                     *       "next_attempt_at": "2026-11-23T13:00:00.000Z",
+                     *       "last_attempt_at": "2026-11-23T12:05:00.180Z",
+                     *       "last_status_code": 204,
+                     *       "last_error": null,
+                     *       "last_latency_ms": 37,
+                     *       "delivered_at": "2026-11-23T12:05:00.217Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description (+) The group has no such webhook or delivery (asked by one of its admins). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "webhook subscription not found",
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
