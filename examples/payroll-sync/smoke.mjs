@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Smoke run of the example's two documented commands (CI, .ci/run): the whole stack on free ports (launchStack, the
 // development identity provider issuing real tokens), `npm run export -w examples/payroll-sync` twice (the second
-// changes nothing), then `npm run receive -w examples/payroll-sync`: it syncs, applies a signed withdrawal to the
-// CSV, refuses a forged one, and stops cleanly on SIGTERM. A minute or so.
+// changes nothing), a drive deleted through the Drives service (gRPC DeleteDrive) and `npm run export` again: the
+// change feed's tombstone removes its row and only its row; then `npm run receive -w examples/payroll-sync`: it syncs,
+// applies a signed withdrawal to the CSV, refuses a forged one, and stops cleanly on SIGTERM. A minute or so.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -12,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
 const { launchStack } = require('@mileage/devstack');
-const { freePort } = require('@mileage/runtime');
+const { createGrpcClient, freePort } = require('@mileage/runtime');
+const { drivesV1 } = require('@mileage/proto');
 const { signWebhook } = require('@mileage/client');
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const fail = (message) => {
@@ -41,7 +43,9 @@ function npmRun(script, env) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'payroll-smoke-'));
-const stack = await launchStack();
+const drivesPort = String(await freePort());
+const stack = await launchStack({ env: { DRIVES_GRPC_PORT: drivesPort } });
+const drives = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${drivesPort}`, { defaultDeadlineMs: 10_000 });
 try {
   const secret = `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('base64')}`;
   const port = await freePort();
@@ -63,12 +67,23 @@ try {
     if ((await run.exited) !== 0 || !expected.test(run.output())) fail(`npm run export:\n${run.output()}`);
     process.stdout.write(run.output());
   }
-  const csvIds = () =>
-    readFileSync(env.PAYROLL_CSV, 'utf8')
-      .split('\n')
-      .slice(1)
-      .filter(Boolean)
-      .map((line) => line.split(',')[0]);
+  // The first two columns (drive_id, driver_id) never hold a comma or a quote.
+  const csvLines = () => readFileSync(env.PAYROLL_CSV, 'utf8').split('\n').slice(1).filter(Boolean);
+  const csvIds = () => csvLines().map((line) => line.split(',')[0]);
+
+  // The driver deletes a reported drive in the app: the next export removes its row, and only its row.
+  const lines = csvLines();
+  const [deletedId, driverId] = lines.at(-1).split(',');
+  await drives.deleteDrive({ driveId: Number(deletedId), userId: driverId });
+  const third = npmRun('export', env);
+  if (
+    (await third.exited) !== 0 ||
+    !/incremental sync of group 1: 0 new or changed, 1 removed; \d+ rows .*\(rewritten\)/.test(third.output())
+  )
+    fail(`npm run export after a deletion:\n${third.output()}`);
+  process.stdout.write(third.output());
+  if (csvLines().join('\n') !== lines.slice(0, -1).join('\n'))
+    fail(`deleted drive ${deletedId}: the CSV is not the same less its row`);
   const before = csvIds();
 
   const receiver = npmRun('receive', env);
@@ -98,8 +113,11 @@ try {
   } finally {
     if (receiver.child.exitCode === null) process.kill(-receiver.child.pid, 'SIGKILL');
   }
-  process.stdout.write('payroll-sync smoke: export twice (idempotent), receiver applied a signed withdrawal: ok\n');
+  process.stdout.write(
+    'payroll-sync smoke: export twice (idempotent), a deletion applied by the next export, receiver applied a signed withdrawal: ok\n',
+  );
 } finally {
+  drives.close();
   await stack.stop();
   rmSync(dir, { recursive: true, force: true });
 }

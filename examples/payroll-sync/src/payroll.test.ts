@@ -1,20 +1,30 @@
 // The payroll export against the real stack (tools/devstack's launchStack: embedded PostgreSQL, the services, the
 // gateway and the development identity provider issuing real tokens): a full first run, an idempotent re-run, a
-// changed and a new report picked up incrementally, and the command itself. Deletions and withdrawals through the
-// change feed and webhook deliveries need the platform's change feed and webhooks service: their end-to-end tests
-// come with those (this package's unit tests cover them against the contract server).
+// changed and a new report picked up incrementally, a deleted drive and a withdrawn report leaving the CSV through the
+// change feed's tombstones (and a drive deleted before it was ever synced never appearing), a watermark older than
+// the tombstone retention answered 410 and rebuilt from a full walk, and the command itself. Webhook deliveries come
+// with the webhooks service.
 import { launchStack, type LaunchedStack } from '@mileage/devstack';
 import { drivesV1 } from '@mileage/proto';
 import { createGrpcClient, freePort, type PromiseClient } from '@mileage/runtime';
 import { parse } from 'csv-parse/sync';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
-import { createMileageClient, oauthToken, syncUserDrives, type SyncEvent } from '@mileage/client';
+import {
+  createMileageClient,
+  oauthToken,
+  syncReportedDrives,
+  syncUserDrives,
+  type ReportedDrive,
+  type ReportedDriveTombstone,
+  type SyncEvent,
+  type SyncState,
+} from '@mileage/client';
 import { clientFor, loadConfig, type Config } from './config';
 import { runExport } from './export';
 import { PayrollStore, type Row } from './store';
@@ -27,7 +37,8 @@ let env: Record<string, string>;
 
 before(async () => {
   const drivesPort = String(await freePort());
-  stack = await launchStack({ env: { DRIVES_GRPC_PORT: drivesPort } });
+  // A retention of one day (the smallest TOMBSTONE_RETENTION_DAYS): a watermark two days old is past it (410).
+  stack = await launchStack({ env: { DRIVES_GRPC_PORT: drivesPort, TOMBSTONE_RETENTION_DAYS: '1' } });
   drives = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${drivesPort}`, { defaultDeadlineMs: 10_000 });
   dir = mkdtempSync(path.join(tmpdir(), 'payroll-it-'));
   env = {
@@ -140,6 +151,114 @@ test('a reviewed report and a new report arrive in the next incremental run; the
   assert.deepEqual(
     await allReportedIds(),
     now.map((r) => r.drive_id),
+  );
+});
+
+/** Every event of one walk of group 1's reported drives from `state` (the export's own walk, replayed). */
+async function walkEvents(state: SyncState | null) {
+  const events: SyncEvent<ReportedDrive, ReportedDriveTombstone>[] = [];
+  for await (const e of syncReportedDrives(clientFor(config), '1', { state, includeDeleted: true, pageSize: 9 }))
+    events.push(e);
+  return events;
+}
+
+test('a deleted drive and a withdrawn report leave the CSV in the next incremental run as tombstones; a drive deleted before it was ever synced never appears', async () => {
+  const previous = csvRows();
+  const watermark = store().syncState.watermark;
+  assert.ok(watermark);
+  // Bob deletes one of his reported drives (which withdraws its report), Carol withdraws a report (the drive stays).
+  const deleted = previous.find((r) => r.driver_id === 'BobDriver1')!;
+  const withdrawn = previous.find((r) => r.driver_id === 'CarolDrv01')!;
+  const del = await drives.deleteDrive({ driveId: Number(deleted.drive_id), userId: 'BobDriver1' });
+  assert.equal(del.withdrawnGroupId, 1);
+  const wd = await drives.withdrawReport({ driveId: Number(withdrawn.drive_id), userId: 'CarolDrv01' });
+  assert.equal(wd.tombstone!.groupId, 1);
+  // A drive of Bob's reported to the team and deleted before any export saw it.
+  const { drives: bobs } = await drives.listUserDrives({
+    userId: 'BobDriver1',
+    cursor: '',
+    limit: 1,
+    classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
+    sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
+  });
+  const { drive: ephemeral } = await drives.createDrive({ drive: { ...bobs[0]!, id: 0 } });
+  await drives.reportDrive({ driveId: ephemeral!.id, groupId: 1 });
+  assert.equal((await drives.deleteDrive({ driveId: ephemeral!.id, userId: 'BobDriver1' })).withdrawnGroupId, 1);
+  const gone = [deleted.drive_id, withdrawn.drive_id, String(ephemeral!.id)];
+
+  // The walk the next run makes, from the stored watermark: three tombstones, nothing live.
+  const events = await walkEvents({ version: 1, watermark });
+  assert.deepEqual(
+    events.flatMap((e) => (e.kind === 'complete' ? [] : [[e.kind, 'id' in e ? e.id : '']])).sort(),
+    gone.map((id) => ['delete', id]).sort(),
+  );
+  for (const e of events)
+    if (e.kind === 'delete') assert.deepEqual(e.tombstone, { id: e.id, deleted: true, modified: e.modified });
+
+  const run = await runExport(clientFor(config), store());
+  assert.deepEqual(
+    { full: run.full, upserts: run.upserts, deletes: run.deletes, changed: run.csvChanged },
+    { full: false, upserts: 0, deletes: 3, changed: true },
+  );
+  assert.ok(run.watermark! > watermark);
+  const now = csvRows();
+  assert.equal(now.length, previous.length - 2);
+  for (const id of gone) assert.ok(!now.some((r) => r.drive_id === id), `drive ${id} is not in the CSV`);
+  assert.deepEqual(
+    now,
+    previous.filter((r) => !gone.includes(r.drive_id)),
+  );
+  assert.deepEqual(
+    await allReportedIds(),
+    now.map((r) => r.drive_id),
+  );
+  // And the run after that has nothing to do: the tombstones are behind the watermark.
+  const again = await runExport(clientFor(config), store());
+  assert.deepEqual(
+    { full: again.full, upserts: again.upserts, deletes: again.deletes },
+    { full: false, upserts: 0, deletes: 0 },
+  );
+});
+
+test('a watermark older than the tombstone retention: 410, a full walk, and the CSV rebuilt exactly as a fresh export', async () => {
+  // The stored state as a job that last ran three days ago would have it (the retention is one day): its watermark is
+  // older than the window, and its copy has a row whose drive was deleted since (that tombstone may have been purged)
+  // and a row with an outdated status.
+  const stateFile = path.join(dir, 'team-1.state.json');
+  const state = JSON.parse(readFileSync(stateFile, 'utf8')) as { sync: SyncState; rows: Record<string, Row> };
+  const old = new Date(Date.now() - 3 * 86_400_000).toISOString();
+  const rows = Object.values(state.rows);
+  const stale = { ...rows[0]!, drive_id: '999999', modified: old };
+  state.rows[stale.drive_id] = stale;
+  const changed = rows[1]!;
+  state.rows[changed.drive_id] = { ...changed, status: changed.status === 'approved' ? 'rejected' : 'approved' };
+  state.sync = { version: 1, watermark: old };
+  writeFileSync(stateFile, `${JSON.stringify(state, null, 1)}\n`);
+
+  // The walk from that watermark: the platform answers 410, the client starts over as a full walk.
+  const events = await walkEvents({ version: 1, watermark: old });
+  const first = events[0]!;
+  assert.ok(first.kind === 'reset' && first.reason === 'resync-required', JSON.stringify(first));
+  assert.match(first.detail ?? '', /full sync/i);
+  assert.ok(!events.some((e) => e.kind === 'reset' && e !== first), 'one reset');
+  const done = events.at(-1)!;
+  assert.ok(done.kind === 'complete' && done.full);
+
+  const run = await runExport(clientFor(config), store());
+  assert.equal(run.full, true);
+  const rebuilt = readFileSync(config.PAYROLL_CSV, 'utf8');
+  assert.ok(!csvRows().some((r) => r.drive_id === '999999'));
+
+  // A fresh export into another file: the same bytes.
+  const freshCsv = path.join(dir, 'fresh.csv');
+  const fresh = await runExport(clientFor(config), new PayrollStore(freshCsv, path.join(dir, 'fresh.state.json'), '1'));
+  assert.equal(fresh.full, true);
+  assert.equal(rebuilt, readFileSync(freshCsv, 'utf8'));
+  assert.equal(run.rows, fresh.rows);
+  assert.equal(run.watermark, fresh.watermark);
+  assert.deepEqual(
+    csvRows().map((r) => r.drive_id),
+    await allReportedIds(),
   );
 });
 

@@ -1,5 +1,5 @@
 // The webhook receiver at the unit boundary: signed deliveries from this test, the drive list from the client
-// package's contract server (the platform's webhooks and change feed are tested end to end after their merge).
+// package's contract server (the change feed end to end: payroll.test.ts; the real webhooks service: after its merge).
 import { createMileageClient, signWebhook } from '@mileage/client';
 import { ContractServer } from '@mileage/client/dist/testing/contract-server';
 import { parse } from 'csv-parse/sync';
