@@ -95,6 +95,7 @@ test(
         PATH: process.env.PATH,
         LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
         DATABASE_URL: testDb.url,
+        MIGRATION_DATABASE_URL: testDb.url,
         MIGRATE_ON_START: 'true',
         GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
         METRICS_PORT: String(metricsPort),
