@@ -12,8 +12,18 @@ const { values } = parseArgs({
   options: {
     short: { type: 'boolean', default: false },
     concurrency: { type: 'string', default: '12' },
+    /** Some faults only, by key: rolling, drops, postgres, freeze, redis, jwks (the baseline always runs). */
+    only: { type: 'string' },
   },
 });
+const FAULTS = ['rolling', 'drops', 'postgres', 'freeze', 'redis', 'jwks'] as const;
+const only = values.only?.split(',').map((f) => f.trim());
+const unknown = only?.filter((f) => !(FAULTS as readonly string[]).includes(f));
+if (unknown?.length) {
+  process.stderr.write(`--only: unknown fault ${unknown.join(', ')} (known: ${FAULTS.join(', ')})\n`);
+  process.exit(2);
+}
+const wanted = (fault: (typeof FAULTS)[number]) => !only || only.includes(fault);
 const short = values.short;
 /** Seconds of each phase: the short mode's for CI, the full run's for the documented table. */
 const T = short
@@ -69,170 +79,182 @@ async function main(): Promise<void> {
       sleep(T.baseline * 1000),
     );
 
-    await phase(
-      'rolling restart (SIGTERM, one replica of each service and one gateway at a time)',
-      { text: '0 failed', required: true, accepts: is2xx },
-      async () => {
-        for (const id of ['a', 'b'] as const) {
-          await Promise.all([
-            ...SERVICES.map((s) => restartService(stack, s, id)),
-            restartGateway(stack, endpoints, id),
-          ]);
-          log(`  replicas ${id.toUpperCase()} restarted and taking traffic`);
-        }
-        await sleep(T.afterRoll * 1000);
-      },
-    );
-
-    const admin = new pg.Client({ connectionString: stack.adminUrl, application_name: 'chaos' });
-    await admin.connect();
-    let dropped = 0;
-    await phase(
-      'pool connections terminated (pg_terminate_backend, every service backend)',
-      { text: '0 failed reads', required: true, accepts: is2xx },
-      async () => {
-        const end = Date.now() + T.drops * 1000;
-        while (Date.now() < end) {
-          await sleep(T.dropEvery * 1000);
-          const { rowCount } = await admin.query(
-            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-              WHERE application_name LIKE 'mileage-%' AND pid <> pg_backend_pid()`,
-          );
-          dropped += rowCount ?? 0;
-        }
-      },
-    );
-    await admin.end();
-    log(`  ${dropped} backends terminated`);
-
-    const pidsBefore = allPids(stack);
-    let downAt = 0;
-    let upAt = 0;
-    await phase(
-      'PostgreSQL restart (stopped, then started)',
-      {
-        text: '503 + Retry-After only while it is down, recovery without restarts',
-        required: true,
-        accepts: (s) =>
-          // Answered while it was down (a request in flight when it stopped counts), or during the recovery after.
-          is2xx(s) || (s.status === 503 && s.retryAfter && s.endedAt >= downAt && s.startedAt <= upAt + RECOVERY_MS),
-        check: (w) => recovered(w) ?? (allPids(stack) !== pidsBefore ? 'a process was restarted' : undefined),
-      },
-      async () => {
-        const started = Date.now();
-        await sleep(1000);
-        downAt = Date.now();
-        await stack.postgres.stop();
-        await sleep(T.pgDown * 1000);
-        await stack.postgres.start();
-        upAt = Date.now();
-        log(
-          `  PostgreSQL was down for ${upAt - downAt} ms (+${((downAt - started) / 1000).toFixed(1)} s into the window)`,
-        );
-        await recovery(samples, upAt + RECOVERY_MS + T.after * 1000);
-      },
-    );
-
-    let frozenAt = 0;
-    let thawedAt = 0;
-    const frozen = stack.services.drives.b;
-    await phase(
-      'one replica frozen (SIGSTOP drives B, then SIGCONT)',
-      {
-        text: 'fast 503s at most briefly, the other replica serves, recovery after SIGCONT',
-        required: false,
-        accepts: (s) =>
-          is2xx(s) ||
-          (s.status === 503 &&
-            s.retryAfter &&
-            s.endedAt - s.startedAt < 500 &&
-            s.startedAt >= frozenAt &&
-            s.startedAt <= thawedAt + 1000),
-        check: recovered,
-      },
-      async () => {
-        const started = Date.now();
-        await sleep(500);
-        frozenAt = Date.now();
-        frozen.signal('SIGSTOP');
-        await sleep(T.freeze * 1000);
-        frozen.signal('SIGCONT');
-        thawedAt = Date.now();
-        log(
-          `  frozen from +${((frozenAt - started) / 1000).toFixed(1)} s to +${((thawedAt - started) / 1000).toFixed(1)} s`,
-        );
-        await recovery(samples, thawedAt + T.after * 1000);
-      },
-    );
-
-    await phase(
-      'Redis stopped (the shared rate limiter)',
-      {
-        text: 'each gateway limits in its own memory, nothing fails (docs/operations.md)',
-        required: true,
-        accepts: is2xx,
-      },
-      async () => {
-        await sleep(500);
-        await stack.redis.stop();
-        await sleep(T.redisDown * 1000);
-        await stack.redis.start();
-        await sleep(T.after * 1000);
-      },
-    );
-
-    // A key rotation the gateways have not seen yet, then the provider goes away: tokens signed with the new key
-    // cannot be judged.
-    log('rotating the signing key of the identity provider');
-    await stack.rotateSigningKey();
-    const newKeyToken = await stack.token(stack.callers[0]!.userId);
-    let newKeyRecovered: number | undefined;
-    await phase(
-      'JWKS down (identity provider stopped)',
-      { text: 'tokens of known keys served', required: true, accepts: is2xx },
-      async () => {
-        await stack.idp.stop();
-        const stopProbe = load!.probe('new-key', {
-          route: 'users/me (new key)',
-          path: '/v1/users/me',
-          token: newKeyToken,
-        });
-        await sleep(T.jwksDown * 1000);
-        await stopProbe();
-        stack.idp.start();
-        await stack.idp.waitUntilReady();
-        // Back: the unknown key is fetched on its next use (at most one fetch per cooldown).
-        const back = Date.now();
-        const deadline = back + 30_000;
-        while (Date.now() < deadline) {
-          const res = await fetch(`${stack.gateways.a.url}/v1/users/me`, {
-            headers: { authorization: `Bearer ${newKeyToken}` },
-          });
-          await res.arrayBuffer();
-          if (res.ok) {
-            newKeyRecovered = Date.now() - back;
-            break;
+    if (wanted('rolling')) {
+      await phase(
+        'rolling restart (SIGTERM, one replica of each service and one gateway at a time)',
+        { text: '0 failed', required: true, accepts: is2xx },
+        async () => {
+          for (const id of ['a', 'b'] as const) {
+            await Promise.all([
+              ...SERVICES.map((s) => restartService(stack, s, id)),
+              restartGateway(stack, endpoints, id),
+            ]);
+            log(`  replicas ${id.toUpperCase()} restarted and taking traffic`);
           }
-          await sleep(200);
-        }
-      },
-      (from, to) => [
-        judge(
-          'JWKS down: a token signed with a key no gateway has seen',
-          {
-            text: '503 + Retry-After (never 401); 200 once the provider is back (within the 30 s refresh cooldown)',
-            required: true,
-            accepts: (s) => s.status === 503 && s.retryAfter,
-            check: () =>
-              newKeyRecovered === undefined ? 'not accepted within 30 s of the provider coming back' : undefined,
-          },
-          window(samples, from, to, 'new-key'),
-          from,
-        ),
-      ],
-    );
-    if (newKeyRecovered !== undefined)
-      log(`  the new key was accepted ${newKeyRecovered} ms after the provider was back`);
+          await sleep(T.afterRoll * 1000);
+        },
+      );
+    }
+
+    if (wanted('drops')) {
+      const admin = new pg.Client({ connectionString: stack.adminUrl, application_name: 'chaos' });
+      await admin.connect();
+      let dropped = 0;
+      await phase(
+        'pool connections terminated (pg_terminate_backend, every service backend)',
+        { text: '0 failed reads', required: true, accepts: is2xx },
+        async () => {
+          const end = Date.now() + T.drops * 1000;
+          while (Date.now() < end) {
+            await sleep(T.dropEvery * 1000);
+            const { rowCount } = await admin.query(
+              `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE application_name LIKE 'mileage-%' AND pid <> pg_backend_pid()`,
+            );
+            dropped += rowCount ?? 0;
+          }
+        },
+      );
+      await admin.end();
+      log(`  ${dropped} backends terminated`);
+    }
+
+    if (wanted('postgres')) {
+      const pidsBefore = allPids(stack);
+      let downAt = 0;
+      let upAt = 0;
+      await phase(
+        'PostgreSQL restart (stopped, then started)',
+        {
+          text: '503 + Retry-After only while it is down, recovery without restarts',
+          required: true,
+          accepts: (s) =>
+            // Answered while it was down (a request in flight when it stopped counts), or during the recovery after.
+            is2xx(s) || (s.status === 503 && s.retryAfter && s.endedAt >= downAt && s.startedAt <= upAt + RECOVERY_MS),
+          check: (w) => recovered(w) ?? (allPids(stack) !== pidsBefore ? 'a process was restarted' : undefined),
+        },
+        async () => {
+          const started = Date.now();
+          await sleep(1000);
+          downAt = Date.now();
+          await stack.postgres.stop();
+          await sleep(T.pgDown * 1000);
+          await stack.postgres.start();
+          upAt = Date.now();
+          log(
+            `  PostgreSQL was down for ${upAt - downAt} ms (+${((downAt - started) / 1000).toFixed(1)} s into the window)`,
+          );
+          await recovery(samples, upAt + RECOVERY_MS + T.after * 1000);
+        },
+      );
+    }
+
+    if (wanted('freeze')) {
+      let frozenAt = 0;
+      let thawedAt = 0;
+      const frozen = stack.services.drives.b;
+      await phase(
+        'one replica frozen (SIGSTOP drives B, then SIGCONT)',
+        {
+          text: 'fast 503s at most briefly, the other replica serves, recovery after SIGCONT',
+          required: false,
+          accepts: (s) =>
+            is2xx(s) ||
+            (s.status === 503 &&
+              s.retryAfter &&
+              s.endedAt - s.startedAt < 500 &&
+              s.startedAt >= frozenAt &&
+              s.startedAt <= thawedAt + 1000),
+          check: recovered,
+        },
+        async () => {
+          const started = Date.now();
+          await sleep(500);
+          frozenAt = Date.now();
+          frozen.signal('SIGSTOP');
+          await sleep(T.freeze * 1000);
+          frozen.signal('SIGCONT');
+          thawedAt = Date.now();
+          log(
+            `  frozen from +${((frozenAt - started) / 1000).toFixed(1)} s to +${((thawedAt - started) / 1000).toFixed(1)} s`,
+          );
+          await recovery(samples, thawedAt + T.after * 1000);
+        },
+      );
+    }
+
+    if (wanted('redis')) {
+      await phase(
+        'Redis stopped (the shared rate limiter)',
+        {
+          text: 'each gateway limits in its own memory, nothing fails (docs/operations.md)',
+          required: true,
+          accepts: is2xx,
+        },
+        async () => {
+          await sleep(500);
+          await stack.redis.stop();
+          await sleep(T.redisDown * 1000);
+          await stack.redis.start();
+          await sleep(T.after * 1000);
+        },
+      );
+    }
+
+    if (wanted('jwks')) {
+      // A key rotation the gateways have not seen yet, then the provider goes away: tokens signed with the new key
+      // cannot be judged.
+      log('rotating the signing key of the identity provider');
+      await stack.rotateSigningKey();
+      const newKeyToken = await stack.token(stack.callers[0]!.userId);
+      let newKeyRecovered: number | undefined;
+      await phase(
+        'JWKS down (identity provider stopped)',
+        { text: 'tokens of known keys served', required: true, accepts: is2xx },
+        async () => {
+          await stack.idp.stop();
+          const stopProbe = load!.probe('new-key', {
+            route: 'users/me (new key)',
+            path: '/v1/users/me',
+            token: newKeyToken,
+          });
+          await sleep(T.jwksDown * 1000);
+          await stopProbe();
+          stack.idp.start();
+          await stack.idp.waitUntilReady();
+          // Back: the unknown key is fetched on its next use (at most one fetch per cooldown).
+          const back = Date.now();
+          const deadline = back + 30_000;
+          while (Date.now() < deadline) {
+            const res = await fetch(`${stack.gateways.a.url}/v1/users/me`, {
+              headers: { authorization: `Bearer ${newKeyToken}` },
+            });
+            await res.arrayBuffer();
+            if (res.ok) {
+              newKeyRecovered = Date.now() - back;
+              break;
+            }
+            await sleep(200);
+          }
+        },
+        (from, to) => [
+          judge(
+            'JWKS down: a token signed with a key no gateway has seen',
+            {
+              text: '503 + Retry-After (never 401); 200 once the provider is back (within the 30 s refresh cooldown)',
+              required: true,
+              accepts: (s) => s.status === 503 && s.retryAfter,
+              check: () =>
+                newKeyRecovered === undefined ? 'not accepted within 30 s of the provider coming back' : undefined,
+            },
+            window(samples, from, to, 'new-key'),
+            from,
+          ),
+        ],
+      );
+      if (newKeyRecovered !== undefined)
+        log(`  the new key was accepted ${newKeyRecovered} ms after the provider was back`);
+    }
   } finally {
     await load?.stop();
     await stack.stop();
