@@ -10,7 +10,7 @@ export interface Request {
 }
 
 export class Endpoints {
-  private readonly members = new Map<string, { ready: boolean; terminating: boolean }>();
+  private readonly members = new Map<string, { ready: boolean; terminating: boolean; failures: number }>();
   private next = 0;
   private timer: NodeJS.Timeout | undefined;
 
@@ -18,19 +18,22 @@ export class Endpoints {
     private readonly urls: string[],
     private readonly probe: (url: string) => Promise<boolean>,
   ) {
-    for (const url of urls) this.members.set(url, { ready: true, terminating: false });
+    for (const url of urls) this.members.set(url, { ready: true, terminating: false, failures: 0 });
   }
 
   /**
-   * Probes each gateway's readiness every periodMs: a gateway that answers anything but 200 leaves the Service, one
-   * that answers 200 again (and is not terminating) comes back.
+   * Probes each gateway's readiness every periodMs, as a kubelet does (failureThreshold 3, successThreshold 1): a
+   * gateway whose probe fails three times in a row leaves the Service, one that answers 200 comes back.
    */
-  watch(periodMs: number): void {
+  watch(periodMs: number, failureThreshold = 3): void {
     const tick = async () => {
       await Promise.all(
         this.urls.map(async (url) => {
-          const ready = await this.probe(url).catch(() => false);
-          this.members.get(url)!.ready = ready;
+          const ok = await this.probe(url).catch(() => false);
+          const member = this.members.get(url)!;
+          member.failures = ok ? 0 : member.failures + 1;
+          if (ok) member.ready = true;
+          else if (member.failures >= failureThreshold) member.ready = false;
         }),
       );
       if (this.timer) this.timer = setTimeout(() => void tick(), periodMs);
@@ -47,7 +50,8 @@ export class Endpoints {
   setTerminating(url: string, terminating: boolean): void {
     const member = this.members.get(url)!;
     member.terminating = terminating;
-    if (terminating) member.ready = false;
+    // A new pod starts unready: it joins when its probe first answers 200.
+    member.ready = false;
   }
 
   pick(): string | undefined {

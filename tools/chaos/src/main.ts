@@ -303,7 +303,7 @@ async function restartService(stack: ChaosStack, service: (typeof SERVICES)[numb
   if (code !== 0) log(`  ${replica.name} exited with ${code} after ${drainMs} ms: ${replica.lastWords()}`);
   replica.start();
   // Ready, and its callers have found it (grpc-js reconnects with a backoff): then the next one may go.
-  await replica.waitUntilReady(30_000, true);
+  await replica.waitUntilReady(60_000, true);
 }
 
 /** A gateway pod deleted: it leaves the Service's endpoints, the preStop pause, SIGTERM, a new one until ready. */
@@ -314,7 +314,7 @@ async function restartGateway(stack: ChaosStack, endpoints: Endpoints, id: Repli
   const { code, drainMs } = await replica.stop();
   if (code !== 0) log(`  ${replica.name} exited with ${code} after ${drainMs} ms: ${replica.lastWords()}`);
   replica.start();
-  await replica.waitUntilReady();
+  await replica.waitUntilReady(60_000);
   endpoints.setTerminating(url, false);
 }
 
