@@ -46,12 +46,15 @@ export class Endpoints {
     this.timer = undefined;
   }
 
-  /** A pod being deleted leaves its Service's endpoints (before its preStop hook and SIGTERM). */
+  /**
+   * A pod being deleted leaves its Service's endpoints (before its preStop hook and SIGTERM); its replacement joins
+   * once the caller has seen its readiness probe answer 200 (terminating false).
+   */
   setTerminating(url: string, terminating: boolean): void {
     const member = this.members.get(url)!;
     member.terminating = terminating;
-    // A new pod starts unready: it joins when its probe first answers 200.
-    member.ready = false;
+    member.ready = !terminating;
+    member.failures = 0;
   }
 
   pick(): string | undefined {

@@ -50,6 +50,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 async function main(): Promise<void> {
   log(`starting the stack (${short ? 'short' : 'full'} run)`);
   const stack = await startChaosStack({ users: 400, drives: 8_000, log });
+  // Ctrl-C: every process of the stack stopped and the work folder removed, as at the end of a run.
+  process.once('SIGINT', () => void stack.stop().finally(() => process.exit(130)));
   let load: Load | undefined;
   const rows: Row[] = [];
   try {
