@@ -96,7 +96,7 @@ export class Load {
                 status: 0,
                 retryAfter: false,
                 stream: 'main',
-                route: 'none',
+                route: 'no gateway in the Service',
               });
               await new Promise((r) => setTimeout(r, 50));
               continue;

@@ -49,7 +49,8 @@ export async function startEmbeddedPostgres(options: {
   // As root, initdb and postgres run as an unprivileged `postgres` user that must be able to enter the folder.
   mkdirSync(options.dataDir, { recursive: true });
   chmodSync(options.dataDir, 0o755);
-  await letPostgresReach([databaseDir], options.log);
+  // The data folder itself (mode 0700, owned by postgres once initialised) is PostgreSQL's; only the way to it matters.
+  await letPostgresReach([options.dataDir], options.log);
   // PostgreSQL's last words, for the one-line reason when it does not start (the library rejects without one).
   const recent: string[] = [];
   const remember = (message: unknown) => {
