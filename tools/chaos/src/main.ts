@@ -302,7 +302,9 @@ async function restartService(stack: ChaosStack, service: (typeof SERVICES)[numb
   const replica = stack.services[service][id];
   await sleep(PRE_STOP_MS);
   const { code, drainMs } = await replica.stop();
-  if (code !== 0) log(`  ${replica.name} exited with ${code} after ${drainMs} ms: ${replica.lastWords()}`);
+  log(
+    `  ${replica.name} drained and exited (${code}) ${drainMs} ms after SIGTERM${code === 0 ? '' : `: ${replica.lastWords()}`}`,
+  );
   replica.start();
   // Ready, and its callers have found it (grpc-js reconnects with a backoff): then the next one may go.
   await replica.waitUntilReady(60_000, true);
@@ -314,7 +316,9 @@ async function restartGateway(stack: ChaosStack, endpoints: Endpoints, id: Repli
   endpoints.setTerminating(url, true);
   await sleep(PRE_STOP_MS);
   const { code, drainMs } = await replica.stop();
-  if (code !== 0) log(`  ${replica.name} exited with ${code} after ${drainMs} ms: ${replica.lastWords()}`);
+  log(
+    `  ${replica.name} drained and exited (${code}) ${drainMs} ms after SIGTERM${code === 0 ? '' : `: ${replica.lastWords()}`}`,
+  );
   replica.start();
   await replica.waitUntilReady(60_000);
   endpoints.setTerminating(url, false);
