@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Endpoints, Load, type Request } from './load';
 import { exitCode, formatTable, is2xx, judge, window, type Expectation, type Row, type Sample } from './report';
-import { httpOk, SERVICES, startChaosStack, type ChaosStack, type ReplicaId } from './stack';
+import { httpOk, SERVICES, startChaosStack, type ChaosStack, type Replica, type ReplicaId } from './stack';
 
 const { values } = parseArgs({
   options: {
@@ -84,7 +84,12 @@ async function main(): Promise<void> {
     if (wanted('rolling')) {
       await phase(
         'rolling restart (SIGTERM, one replica of each service and one gateway at a time)',
-        { text: '0 failed', required: true, accepts: is2xx },
+        {
+          text: '0 failed, every drain clean (exit 0)',
+          required: true,
+          accepts: is2xx,
+          check: () => (uncleanDrains.length ? `unclean drain: ${uncleanDrains.join(', ')}` : undefined),
+        },
         async () => {
           for (const id of ['a', 'b'] as const) {
             await Promise.all([
@@ -297,14 +302,21 @@ function mixOf(stack: ChaosStack): (i: number) => Request {
   };
 }
 
+/** Replicas whose drain did not end cleanly (exit status other than 0: a shutdown step failed or timed out). */
+const uncleanDrains: string[] = [];
+
+/** SIGTERM and the drain, logged; an unclean exit is remembered for the rolling restart's verdict. */
+async function drain(replica: Replica): Promise<void> {
+  const { code, drainMs } = await replica.stop();
+  log(`  ${replica.name} exited (${code}) ${drainMs} ms after SIGTERM${code === 0 ? '' : `: ${replica.lastWords()}`}`);
+  if (code !== 0) uncleanDrains.push(`${replica.name} exited ${code} after ${drainMs} ms`);
+}
+
 /** A pod of a service deleted as Kubernetes does it: the preStop pause, SIGTERM (the drain), a new one until ready. */
 async function restartService(stack: ChaosStack, service: (typeof SERVICES)[number], id: ReplicaId): Promise<void> {
   const replica = stack.services[service][id];
   await sleep(PRE_STOP_MS);
-  const { code, drainMs } = await replica.stop();
-  log(
-    `  ${replica.name} drained and exited (${code}) ${drainMs} ms after SIGTERM${code === 0 ? '' : `: ${replica.lastWords()}`}`,
-  );
+  await drain(replica);
   replica.start();
   // Ready, and its callers have found it (grpc-js reconnects with a backoff): then the next one may go.
   await replica.waitUntilReady(60_000, true);
@@ -315,10 +327,7 @@ async function restartGateway(stack: ChaosStack, endpoints: Endpoints, id: Repli
   const { replica, url } = stack.gateways[id];
   endpoints.setTerminating(url, true);
   await sleep(PRE_STOP_MS);
-  const { code, drainMs } = await replica.stop();
-  log(
-    `  ${replica.name} drained and exited (${code}) ${drainMs} ms after SIGTERM${code === 0 ? '' : `: ${replica.lastWords()}`}`,
-  );
+  await drain(replica);
   replica.start();
   await replica.waitUntilReady(60_000);
   endpoints.setTerminating(url, false);
