@@ -27,11 +27,11 @@ export const configSchema = commonConfigSchema.extend({
   OIDC_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
   OIDC_USER_ID_CLAIM: z.string().min(1).default('user_id'),
   OIDC_SCOPE_CLAIM: z.string().min(1).default('scope'),
-  USERS_ADDRESS: env.address('127.0.0.1:50051'),
-  GROUPS_ADDRESS: env.address('127.0.0.1:50052'),
-  DRIVES_ADDRESS: env.address('127.0.0.1:50053'),
-  SCIM_ADDRESS: env.address('127.0.0.1:50054'),
-  WEBHOOKS_ADDRESS: env.address('127.0.0.1:50055'),
+  USERS_ADDRESS: env.target('127.0.0.1:50051'),
+  GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
+  DRIVES_ADDRESS: env.target('127.0.0.1:50053'),
+  SCIM_ADDRESS: env.target('127.0.0.1:50054'),
+  WEBHOOKS_ADDRESS: env.target('127.0.0.1:50055'),
   /** Deadline of one forwarded SCIM request; a write makes several calls behind it. */
   SCIM_DEADLINE_MS: env.positiveInt(10_000),
   /** HMAC key of page cursors; the same on every replica. Unset: a random key per process (cursors die with it). */

@@ -135,6 +135,11 @@ async function main(): Promise<void> {
     server.once('listening', resolve);
     server.once('error', reject);
   });
+  // While draining, every response closes its connection: a client's keep-alive connection would otherwise hold the
+  // drain open until SHUTDOWN_TIMEOUT_MS (then exit 1), and a request it sent late would meet a closing socket.
+  server.prependListener('request', (_req, res) => {
+    if (draining) res.setHeader('connection', 'close');
+  });
   server.requestTimeout = config.REQUEST_TIMEOUT_MS;
   server.headersTimeout = Math.min(config.REQUEST_TIMEOUT_MS, 20_000);
   server.keepAliveTimeout = 65_000;
@@ -152,7 +157,13 @@ async function main(): Promise<void> {
         name: 'http',
         run: () =>
           new Promise<void>((resolve) => {
-            server.close(() => resolve());
+            // Requests in flight finish; connections idle now, or idle once their response is sent, are closed, so
+            // the drain ends with the last response rather than at the timeout.
+            const sweep = setInterval(() => server.closeIdleConnections(), 100);
+            server.close(() => {
+              clearInterval(sweep);
+              resolve();
+            });
             server.closeIdleConnections();
           }),
       },

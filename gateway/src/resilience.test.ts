@@ -7,6 +7,8 @@ import { freePort } from '@mileage/runtime';
 import { startFaultProxy, testRedisUrl, waitFor, type FaultProxy } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import * as http from 'node:http';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ACTOR_ATTESTATION_SECRET, ALL_V1_SCOPES, startHarness, type Harness } from './testing/harness';
@@ -129,6 +131,51 @@ describe('one dependency frozen at a time', () => {
         await redis.resume();
       }
       await waitFor(async () => await dependencyUp('redis'), { what: 'redis back' });
+    },
+  );
+});
+
+describe('SIGTERM', () => {
+  test(
+    'a request in flight when the drain starts is answered, and the drain ends with it, not at the shutdown timeout',
+    { timeout: 30_000 },
+    async () => {
+      const scim = await h.scimToken();
+      const body = Buffer.from('{}');
+      // A keep-alive client, as a load balancer or an ingress controller is: its connection stays open after a response.
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const req = http.request(`${base}/scim/v2/Users`, {
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${scim}`,
+          'content-type': 'application/scim+json',
+          'content-length': String(body.length),
+          // The server answers 100 Continue when it has taken the request: it is in flight until the body is sent.
+          expect: '100-continue',
+        },
+      });
+      const answered = new Promise<http.IncomingMessage>((resolve, reject) => {
+        req.once('response', resolve);
+        req.once('error', reject);
+      });
+      await once(req, 'continue');
+      const exited = once(gateway, 'exit') as Promise<[number | null, string | null]>;
+      const stopping = Date.now();
+      gateway.kill('SIGTERM');
+      // Draining: readiness is off and no new connection is taken.
+      await waitFor(async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status !== 200, {
+        what: 'draining',
+      });
+      req.end(body);
+      const res = await answered;
+      res.resume();
+      assert.equal(res.statusCode, 400, 'the SCIM service judged the body');
+      const [code] = await exited;
+      agent.destroy();
+      assert.equal(code, 0, 'every shutdown step finished');
+      const tookMs = Date.now() - stopping;
+      assert.ok(tookMs < 5_000, `drained in ${tookMs} ms, well within SHUTDOWN_TIMEOUT_MS (10 s)`);
     },
   );
 });

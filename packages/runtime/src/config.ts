@@ -60,6 +60,18 @@ export const env = {
       .string()
       .regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port')
       .default(fallback),
+  /**
+   * Where a gRPC client sends its calls: a hostname:port (resolved by DNS; every address it resolves to gets calls
+   * round-robin), or grpc-js's static list of replicas, e.g. "ipv4:127.0.0.1:50051,127.0.0.2:50051".
+   */
+  target: (fallback: string) =>
+    z
+      .string()
+      .regex(
+        /^(?:[^\s:,]+:\d{1,5}|ipv4:\d{1,3}(?:\.\d{1,3}){3}:\d{1,5}(?:,\d{1,3}(?:\.\d{1,3}){3}:\d{1,5})*)$/,
+        'expected host:port or ipv4:a.b.c.d:port,…',
+      )
+      .default(fallback),
 };
 
 /** Settings every process shares. */

@@ -47,6 +47,14 @@ describe('configuration', () => {
       },
     );
   });
+
+  test("a client's target is host:port or grpc-js's static list of replicas", () => {
+    const targets = z.object({ TARGET: env.target('127.0.0.1:50051') });
+    for (const ok of ['127.0.0.1:50051', 'users.mileage.svc:50051', 'ipv4:127.0.0.1:50051,127.0.0.2:50051'])
+      assert.equal(loadConfig(targets, { TARGET: ok }).TARGET, ok);
+    for (const bad of ['users', 'ipv4:', 'ipv4:127.0.0.1', 'ipv4:127.0.0.1:1,', 'a:1,b:2', 'http://x:1'])
+      assert.throws(() => loadConfig(targets, { TARGET: bad }), ConfigError, bad);
+  });
 });
 
 describe('errors across gRPC', () => {

