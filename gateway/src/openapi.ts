@@ -1,4 +1,4 @@
-import { USER_ID_PATTERN } from '@mileage/runtime';
+import { USER_ID_PATTERN, WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
 /**
  * The OpenAPI 3.1 description of the External API, served at /openapi.json. Field names follow the public
  * reference API (CONTRACT §2); additions of this platform are marked "(+)". A contract test validates every
@@ -415,7 +415,7 @@ function webhookPaths() {
 function webhookSchemas() {
   const eventType = {
     type: 'string',
-    enum: ['drive.reported', 'drive.report_updated', 'drive.report_withdrawn', 'drive.deleted', 'user.deactivated'],
+    enum: [...WEBHOOK_EVENT_TYPES],
   };
   const webhookProperties = {
     id: { type: 'string', format: 'uuid' },

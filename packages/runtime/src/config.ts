@@ -64,15 +64,19 @@ export const env = {
    * Where a gRPC client sends its calls: a hostname:port (resolved by DNS; every address it resolves to gets calls
    * round-robin), or grpc-js's static list of replicas, e.g. "ipv4:127.0.0.1:50051,127.0.0.2:50051".
    */
-  target: (fallback: string) =>
-    z
-      .string()
-      .regex(
-        /^(?:[^\s:,]+:\d{1,5}|ipv4:\d{1,3}(?:\.\d{1,3}){3}:\d{1,5}(?:,\d{1,3}(?:\.\d{1,3}){3}:\d{1,5})*)$/,
-        'expected host:port or ipv4:a.b.c.d:port,…',
-      )
-      .default(fallback),
+  target: (fallback: string) => grpcTarget().default(fallback),
+  /** A gRPC target as `target`, or unset (the caller then has no such dependency). */
+  optionalTarget: () => grpcTarget().optional(),
 };
+
+function grpcTarget() {
+  return z
+    .string()
+    .regex(
+      /^(?:[^\s:,]+:\d{1,5}|ipv4:\d{1,3}(?:\.\d{1,3}){3}:\d{1,5}(?:,\d{1,3}(?:\.\d{1,3}){3}:\d{1,5})*)$/,
+      'expected host:port or ipv4:a.b.c.d:port,…',
+    );
+}
 
 /** Settings every process shares. */
 export const commonConfigSchema = z.object({

@@ -102,11 +102,8 @@ export class OutboxRelay {
 
 /** The variables of a service that relays its outbox (Drives, Users). */
 export const outboxRelayConfigShape = {
-  /** The Webhooks service (host:port). Unset: no relay; events stay in the outbox until one is configured. */
-  WEBHOOKS_ADDRESS: z
-    .string()
-    .regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port')
-    .optional(),
+  /** The Webhooks service (a gRPC target). Unset: no relay; events stay in the outbox until one is configured. */
+  WEBHOOKS_ADDRESS: env.optionalTarget(),
   /** Deadline of one PublishEvents call. */
   WEBHOOKS_DEADLINE_MS: env.positiveInt(5_000),
   /** Pause between two looks at the outbox. */

@@ -18,7 +18,7 @@ const allowList = z
 
 /** The Webhooks service's own environment variables, on top of every service's (runService parses them together). */
 export const configShape = {
-  GROUPS_ADDRESS: env.address('127.0.0.1:50052'),
+  GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
   GRPC_DEADLINE_MS: env.positiveInt(3_000),
   /** `production` (default): https targets only. `development`: http allowed too (npm start, tests). */
   WEBHOOKS_MODE: z.enum(['production', 'development']).default('production'),
