@@ -2,6 +2,7 @@
 // that stops after the page (no OFFSET, no sort of the user's or group's rows).
 import { drivesV1 } from '@mileage/proto';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { timestampToIso } from '@mileage/runtime';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
@@ -125,7 +126,12 @@ describe('list query plans at 300,000 drives', () => {
   test("a user's business drives by modified time, next page after a position", async () => {
     const first = await repo.listUserDrives('P000000007', 'business', page);
     assertIndexRangeScan(
-      await planOf(() => repo.listUserDrives('P000000007', 'business', { ...page, position: first.next! })),
+      await planOf(() =>
+        repo.listUserDrives('P000000007', 'business', {
+          ...page,
+          position: { sortTime: timestampToIso(first.next!.sortTime), id: first.next!.id },
+        }),
+      ),
       'drives_user_class_modified_idx',
     );
   });
