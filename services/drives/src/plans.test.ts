@@ -2,7 +2,6 @@
 // that stops after the page (no OFFSET, no sort of the user's or group's rows).
 import { drivesV1 } from '@mileage/proto';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
-import { timestampToIso } from '@mileage/runtime';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
@@ -124,16 +123,11 @@ describe('list query plans at 300,000 drives', () => {
   });
 
   test("a user's business drives by modified time, next page after a position", async () => {
-    const first = await repo.listUserDrives('P000000007', 'business', page);
-    assertIndexRangeScan(
-      await planOf(() =>
-        repo.listUserDrives('P000000007', 'business', {
-          ...page,
-          position: { sortTime: timestampToIso(first.next!.sortTime), id: first.next!.id },
-        }),
-      ),
-      'drives_user_class_modified_idx',
-    );
+    // A keyset position as the service hands it out. It used to be read from the first page, which is empty with this
+    // data set, so the statement without a position was planned instead; it is made here.
+    const position = { sortTime: new Date().toISOString(), id: Number.MAX_SAFE_INTEGER };
+    const plan = await planOf(() => repo.listUserDrives('P000000007', 'business', { ...page, position }));
+    assertIndexRangeScan(plan, 'drives_user_class_modified_idx');
   });
 
   test("a user's drives by end time within bounds", async () => {
