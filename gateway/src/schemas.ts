@@ -1,4 +1,13 @@
 import type { drivesV1, usersV1 } from '@mileage/proto';
+import { timestampToIso, timestampToMillis, type WireTimestamp } from '@mileage/runtime';
+
+/**
+ * A time of the gRPC reply as the API prints it (`2026-11-23T09:12:04.123Z`). An absent time stays absent (JSON
+ * leaves the field out), as it did when the generated code decoded times to strings.
+ */
+export function apiTime(t: WireTimestamp | undefined): string {
+  return (t === undefined ? undefined : timestampToIso(t)) as string;
+}
 
 /** The External API's UserSchema (field names as the reference API spells them). */
 export interface UserSchema {
@@ -68,7 +77,7 @@ function geolocation(g: drivesV1.Geolocation | undefined): Geolocation {
     name: g.name,
     lat: g.lat ?? null,
     lon: g.lon ?? null,
-    time: g.time!,
+    time: apiTime(g.time),
     address: g.address
       ? {
           country: g.address.country,
@@ -101,10 +110,10 @@ export function toDriveDetails(d: drivesV1.Drive): DriveDetails {
 export function toDriveSchema(d: drivesV1.Drive): DriveSchema {
   return {
     drive_id: d.id,
-    created: d.createTime!,
-    modified: d.updateTime!,
-    started_at: d.startTime!,
-    ended_at: d.endTime!,
+    created: apiTime(d.createTime),
+    modified: apiTime(d.updateTime),
+    started_at: apiTime(d.startTime),
+    ended_at: apiTime(d.endTime),
     ...toDriveDetails(d),
   };
 }
@@ -134,12 +143,13 @@ const QUARTER_HOUR_MS = 900_000;
  * quarter hour (offsets change only at transitions, which fall on whole quarter hours of UTC): a page of drives
  * asks this for every drive, and Intl's formatToParts was a tenth of the gateway's time on a page.
  */
-export function timezoneOffsetHours(timeZone: string, at: Date): number {
-  const key = `${timeZone} ${Math.floor(at.getTime() / QUARTER_HOUR_MS)}`;
+export function timezoneOffsetHours(timeZone: string, at: Date | number): number {
+  const ms = typeof at === 'number' ? at : at.getTime();
+  const key = `${timeZone} ${Math.floor(ms / QUARTER_HOUR_MS)}`;
   let offset = offsetCache.get(key);
   if (offset === undefined) {
     if (offsetCache.size >= 100_000) offsetCache.clear();
-    offset = computeOffsetHours(timeZone, at);
+    offset = computeOffsetHours(timeZone, new Date(ms));
     offsetCache.set(key, offset);
   }
   return offset;
@@ -177,16 +187,16 @@ export function toReportedDriveSchema(
         : null,
       email,
       status: driver?.active ? 'active' : 'inactive',
-      timezone_offset: timezoneOffsetHours(driver?.timezone ?? 'UTC', new Date(d.endTime!)),
+      timezone_offset: timezoneOffsetHours(driver?.timezone ?? 'UTC', timestampToMillis(d.endTime!)),
     },
     details: toDriveDetails(d),
-    created: r.reportTime!,
-    modified: r.updateTime!,
+    created: apiTime(r.reportTime),
+    modified: apiTime(r.updateTime),
     status: r.status,
     review_comments: r.reviewComments.map((c) => ({
       id: String(c.id),
       text: c.text,
-      created_at: c.createTime!,
+      created_at: apiTime(c.createTime),
       user_email: c.userEmail,
     })),
   };
@@ -207,9 +217,9 @@ export interface ReportedDriveTombstoneSchema {
 }
 
 export function toDriveTombstoneSchema(t: drivesV1.Tombstone): DriveTombstoneSchema {
-  return { drive_id: t.driveId, deleted: true, modified: t.deleteTime! };
+  return { drive_id: t.driveId, deleted: true, modified: apiTime(t.deleteTime) };
 }
 
 export function toReportedDriveTombstoneSchema(t: drivesV1.Tombstone): ReportedDriveTombstoneSchema {
-  return { id: String(t.driveId), deleted: true, modified: t.deleteTime! };
+  return { id: String(t.driveId), deleted: true, modified: apiTime(t.deleteTime) };
 }

@@ -1,5 +1,5 @@
 import { drivesV1, type usersV1 } from '@mileage/proto';
-import type { CallSettings } from '@mileage/runtime';
+import { isoToTimestamp, timestampToIso, type CallSettings } from '@mileage/runtime';
 import type { Request } from 'express';
 import type { Caller } from '../auth';
 import { CursorCodec, type CursorPosition } from '../cursor';
@@ -69,16 +69,18 @@ function listRequest(input: ListInput) {
   return {
     limit: p.limit,
     sortField: p.sortField === 'ended' ? drivesV1.SortField.SORT_FIELD_ENDED : drivesV1.SortField.SORT_FIELD_MODIFIED,
-    ...(p.after ? { after: p.after } : {}),
-    ...(p.before ? { before: p.before } : {}),
-    ...(input.position ? { afterPosition: { sortTime: input.position.sortTime, id: input.position.id } } : {}),
+    ...(p.after ? { after: isoToTimestamp(p.after) } : {}),
+    ...(p.before ? { before: isoToTimestamp(p.before) } : {}),
+    ...(input.position
+      ? { afterPosition: { sortTime: isoToTimestamp(input.position.sortTime), id: input.position.id } }
+      : {}),
     ...(p.includeDeleted ? { includeDeleted: true } : {}),
   };
 }
 
 /**
  * Live items and tombstones of one page in list order: modified time, then drive id, both descending (the service's
- * keyset order, in which it cut the page). Times are the service's RFC 3339 UTC strings with milliseconds, so they
+ * keyset order, in which it cut the page). Times are the API's RFC 3339 UTC strings with milliseconds, so they
  * compare as text.
  */
 function inListOrder<T>(items: { time: string; id: number; body: T }[]): T[] {
@@ -92,7 +94,7 @@ function nextCursor(
   next: drivesV1.PagePosition | undefined,
 ): string | null {
   return hasMore && next?.sortTime
-    ? deps.cursors.encode({ sortTime: next.sortTime, id: next.id }, input.fingerprint)
+    ? deps.cursors.encode({ sortTime: timestampToIso(next.sortTime), id: next.id }, input.fingerprint)
     : null;
 }
 
@@ -113,7 +115,9 @@ async function reportedDrivesPage(
     results: input.params.includeDeleted
       ? inListOrder<object>([
           ...results.map((body) => ({ time: body.modified, id: Number(body.id), body })),
-          ...tombstones.map((t) => ({ time: t.deleteTime!, id: t.driveId, body: toReportedDriveTombstoneSchema(t) })),
+          ...tombstones
+            .map(toReportedDriveTombstoneSchema)
+            .map((body) => ({ time: body.modified, id: Number(body.id), body })),
         ])
       : results,
     has_more: hasMore,
@@ -155,7 +159,9 @@ export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
       results: input.params.includeDeleted
         ? inListOrder<object>([
             ...results.map((body) => ({ time: body.modified, id: body.drive_id, body })),
-            ...page.tombstones.map((t) => ({ time: t.deleteTime!, id: t.driveId, body: toDriveTombstoneSchema(t) })),
+            ...page.tombstones
+              .map(toDriveTombstoneSchema)
+              .map((body) => ({ time: body.modified, id: body.drive_id, body })),
           ])
         : results,
       has_more: page.hasMore,

@@ -1,6 +1,7 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import type { CallSettings } from '@mileage/runtime';
 import type { Request } from 'express';
+import { apiTime } from '../schemas';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import type { RouteSpec, V1Deps } from '../v1';
 
@@ -52,8 +53,8 @@ async function toGroupSchemas(
     }),
     meta: {
       resourceType: 'Group',
-      created: g.createTime!,
-      lastModified: g.updateTime!,
+      created: apiTime(g.createTime),
+      lastModified: apiTime(g.updateTime),
       location: `${base}/v1/groups/${g.id}`,
     },
   }));

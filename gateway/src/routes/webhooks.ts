@@ -1,6 +1,7 @@
 import type { webhooksV1 } from '@mileage/proto';
-import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
+import { timestampToIso, WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
 import type { Request } from 'express';
+import { apiTime } from '../schemas';
 import { problemFromGrpc, ValidationProblem, type ValidationIssue } from '../problems';
 import type { RouteSpec, V1Deps } from '../v1';
 import { requireGroupAdmin, validateGroupIdParam } from './groups';
@@ -44,9 +45,9 @@ function toWebhook(s: webhooksV1.Subscription): WebhookSchema {
     events: s.events,
     status: s.state === 'disabled' ? 'disabled' : 'active',
     disabled_reason: s.disabledReason || null,
-    disabled_at: s.disableTime ?? null,
+    disabled_at: s.disableTime ? timestampToIso(s.disableTime) : null,
     failure_run: s.failureRun,
-    created: s.createTime!,
+    created: apiTime(s.createTime),
   };
 }
 
@@ -57,13 +58,13 @@ function toDelivery(d: webhooksV1.Delivery): DeliverySchema {
     event_type: d.eventType,
     status: d.status as DeliverySchema['status'],
     attempts: d.attempts,
-    created: d.createTime!,
-    next_attempt_at: d.nextAttemptTime ?? null,
-    last_attempt_at: d.lastAttemptTime ?? null,
+    created: apiTime(d.createTime),
+    next_attempt_at: d.nextAttemptTime ? timestampToIso(d.nextAttemptTime) : null,
+    last_attempt_at: d.lastAttemptTime ? timestampToIso(d.lastAttemptTime) : null,
     last_status_code: d.lastStatusCode || null,
     last_error: d.lastError || null,
     last_latency_ms: d.lastAttemptTime ? d.lastLatencyMs : null,
-    delivered_at: d.deliveredTime ?? null,
+    delivered_at: d.deliveredTime ? timestampToIso(d.deliveredTime) : null,
   };
 }
 

@@ -11,6 +11,7 @@ import { createServer as createScimServer, openDatabase as openScimDatabase } fr
 import {
   createGrpcClient,
   createLogger,
+  dateToTimestamp,
   Metrics,
   startGrpcServer,
   type CircuitBreakerOptions,
@@ -174,8 +175,8 @@ export async function startHarness(): Promise<Harness> {
       drive: {
         id: 0,
         userId,
-        startTime: start.toISOString(),
-        endTime: new Date(start.getTime() + 40 * 60_000).toISOString(),
+        startTime: dateToTimestamp(start),
+        endTime: dateToTimestamp(new Date(start.getTime() + 40 * 60_000)),
         classification,
         distance: { amount: 10 + day, units: 'mi' },
         value: { amount: 700 + day, currency: 'USD' },
@@ -184,7 +185,7 @@ export async function startHarness(): Promise<Harness> {
           name: 'Home',
           lat: '41.88',
           lon: '-87.63',
-          time: start.toISOString(),
+          time: dateToTimestamp(start),
           address: { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postalCode: '60601' },
         },
       },

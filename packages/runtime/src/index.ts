@@ -30,6 +30,7 @@ export {
 } from './tracing';
 export { freePort } from './net';
 export { parseRfc3339, type TimestampCheck } from './timestamps';
+export * from './wire-time';
 export * from './http-status';
 export * from './ids';
 export {

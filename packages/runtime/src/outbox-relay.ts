@@ -9,6 +9,7 @@ import type { PromiseClient } from './grpc-client';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { BackgroundTask, ClientSpec } from './service';
+import { dateToTimestamp } from './wire-time';
 
 /** A row of the `outbox` table (see outbox.ts). */
 export interface OutboxRow {
@@ -139,7 +140,7 @@ export function toWebhookEvent(row: OutboxRow): webhooksV1.Event {
     type: row.event_type,
     groupId: row.group_id ? Number(row.group_id) : 0,
     userId: row.user_id ?? '',
-    occurTime: new Date(row.occurred_at).toISOString(),
+    occurTime: dateToTimestamp(new Date(row.occurred_at)),
     dataJson: JSON.stringify(row.payload),
   };
 }

@@ -1,6 +1,16 @@
 import { drivesV1 } from '@mileage/proto';
-import { errors, recordEvent, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
-import { DRIVE_COLUMNS, ISO_TIMESTAMPS, iso, toColumns, toDrive, type DriveRow, type Stamp } from './rows';
+import { errors, recordEvent, sqlSpans, type Knex, type TraceContext, type WireTimestamp } from '@mileage/runtime';
+import {
+  DRIVE_COLUMNS,
+  WIRE_TIMESTAMPS,
+  iso,
+  millis,
+  toColumns,
+  toDrive,
+  wire,
+  type DriveRow,
+  type Stamp,
+} from './rows';
 
 const sql = sqlSpans('drives');
 
@@ -75,13 +85,13 @@ const toTombstone = (row: TombstoneRow): drivesV1.Tombstone => ({
   driveId: Number(row.drive_id),
   userId: row.user_id.trim(),
   groupId: Number(row.group_id),
-  deleteTime: iso(row.modified_at),
+  deleteTime: wire(row.modified_at),
 });
 
 /** Newest first by (sort value, id): the order of every list. */
 const newestFirst = (a: Sorted, b: Sorted): number => {
-  const x = iso(a.sort_value);
-  const y = iso(b.sort_value);
+  const x = millis(a.sort_value);
+  const y = millis(b.sort_value);
   return x === y ? Number(b.sort_id) - Number(a.sort_id) : x < y ? 1 : -1;
 };
 
@@ -127,7 +137,7 @@ export class DrivesRepository {
     list: ListSpec,
     q: ListQuery,
     trace: TraceContext | undefined,
-  ): Promise<{ rows: T[]; hasMore: boolean; next?: { sortTime: string; id: number } }> {
+  ): Promise<{ rows: T[]; hasMore: boolean; next?: { sortTime: WireTimestamp; id: number } }> {
     return cut(await this.rows<T>(list, q, trace), q.limit);
   }
 
@@ -157,7 +167,7 @@ export class DrivesRepository {
       trace,
       'SELECT',
       text,
-      async () => this.knex.raw<{ rows: T[] }>(text, bindings).options({ name, types: ISO_TIMESTAMPS }),
+      async () => this.knex.raw<{ rows: T[] }>(text, bindings).options({ name, types: WIRE_TIMESTAMPS }),
       { retryRead: true },
     );
     return rows;
@@ -258,7 +268,7 @@ export class DrivesRepository {
     let rows: (DriveRow & ReportRow & Sorted)[];
     let tombstones: drivesV1.Tombstone[] = [];
     let hasMore: boolean;
-    let next: { sortTime: string; id: number } | undefined;
+    let next: { sortTime: WireTimestamp; id: number } | undefined;
     if (q.includeDeleted) {
       // One group: reporting a drive again removes its tombstone there, so a drive id is once in the list. Several:
       // a drive withdrawn from one and reported to another, or withdrawn from two, is listed once, as it is now.
@@ -302,12 +312,12 @@ export class DrivesRepository {
       drive: toDrive(row),
       groupId: Number(row.group_id),
       status: row.status,
-      reportTime: iso(row.reported_at),
-      updateTime: iso(row.report_modified_at),
+      reportTime: wire(row.reported_at),
+      updateTime: wire(row.report_modified_at),
       reviewComments: comments.map((c) => ({
         id: Number(c.id),
         text: c.text,
-        createTime: iso(c.created_at),
+        createTime: wire(c.created_at),
         userEmail: c.user_email,
       })),
     };
@@ -323,7 +333,7 @@ export class DrivesRepository {
       async () =>
         this.knex
           .raw<{ rows: CommentRow[] }>(COMMENTS_SQL, [driveIds])
-          .options({ name: 'drives_comments_v1', types: ISO_TIMESTAMPS }),
+          .options({ name: 'drives_comments_v1', types: WIRE_TIMESTAMPS }),
       { retryRead: true },
     );
     for (const row of rows) {
@@ -555,14 +565,14 @@ export class DrivesRepository {
 function cut<T extends Sorted>(
   rows: T[],
   limit: number,
-): { rows: T[]; hasMore: boolean; next?: { sortTime: string; id: number } } {
+): { rows: T[]; hasMore: boolean; next?: { sortTime: WireTimestamp; id: number } } {
   const hasMore = rows.length > limit;
   if (hasMore) rows.length = limit;
   const last = rows[rows.length - 1];
   return {
     rows,
     hasMore,
-    ...(hasMore && last ? { next: { sortTime: iso(last.sort_value), id: Number(last.sort_id) } } : {}),
+    ...(hasMore && last ? { next: { sortTime: wire(last.sort_value), id: Number(last.sort_id) } } : {}),
   };
 }
 

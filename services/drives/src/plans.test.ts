@@ -123,11 +123,11 @@ describe('list query plans at 300,000 drives', () => {
   });
 
   test("a user's business drives by modified time, next page after a position", async () => {
-    const first = await repo.listUserDrives('P000000007', 'business', page);
-    assertIndexRangeScan(
-      await planOf(() => repo.listUserDrives('P000000007', 'business', { ...page, position: first.next! })),
-      'drives_user_class_modified_idx',
-    );
+    // A keyset position as the service hands it out. It used to be read from the first page, which is empty with this
+    // data set, so the statement without a position was planned instead; it is made here.
+    const position = { sortTime: new Date().toISOString(), id: Number.MAX_SAFE_INTEGER };
+    const plan = await planOf(() => repo.listUserDrives('P000000007', 'business', { ...page, position }));
+    assertIndexRangeScan(plan, 'drives_user_class_modified_idx');
   });
 
   test("a user's drives by end time within bounds", async () => {

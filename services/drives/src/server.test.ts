@@ -3,7 +3,11 @@ import { drivesV1, PROTO_FILES } from '@mileage/proto';
 import {
   createGrpcClient,
   createLogger,
+  dateToTimestamp,
   decodeServiceError,
+  isoToTimestamp,
+  timestampToIso,
+  timestampToMillis,
   Metrics,
   startGrpcServer,
   type GrpcServerHandle,
@@ -27,8 +31,8 @@ function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Dri
   return {
     id: 0,
     userId,
-    startTime: start.toISOString(),
-    endTime: new Date(start.getTime() + 30 * 60_000).toISOString(),
+    startTime: dateToTimestamp(start),
+    endTime: dateToTimestamp(new Date(start.getTime() + 30 * 60_000)),
     classification: Classification.CLASSIFICATION_BUSINESS,
     distance: { amount: 12.5, units: 'mi' },
     value: { amount: 838, currency: 'USD' },
@@ -38,7 +42,7 @@ function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Dri
       name: 'Office',
       lat: '41.8781',
       lon: '-87.6298',
-      time: start.toISOString(),
+      time: dateToTimestamp(start),
       address: { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postalCode: '60601' },
     },
     ...overrides,
@@ -156,7 +160,7 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
     const c = (await client.createDrive({ drive: drive('DriverE002', '2026-11-06T09:00:00Z') })).drive!;
     const reported = (await client.reportDrive({ driveId: a.id, groupId: 7 })).reportedDrive!;
     assert.equal(reported.status, 'submitted');
-    assert.equal(reported.updateTime, reported.reportTime);
+    assert.deepEqual(reported.updateTime, reported.reportTime);
     await client.reportDrive({ driveId: b.id, groupId: 7 });
     await client.reportDrive({ driveId: c.id, groupId: 8 });
     assert.equal((await rejection(client.reportDrive({ driveId: a.id, groupId: 8 }))).code, status.ALREADY_EXISTS);
@@ -174,7 +178,7 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
       reviewed.reviewComments.map((r) => [r.text, r.userEmail]),
       [['Looks right', 'alice@example.com']],
     );
-    assert.ok(reviewed.updateTime! >= reviewed.reportTime!);
+    assert.ok(timestampToMillis(reviewed.updateTime!) >= timestampToMillis(reviewed.reportTime!));
 
     const page = await client.listReportedDrives({
       groupIds: [7],
@@ -268,12 +272,13 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
       for (;;) {
         const page = await list(user, {
           limit: 10,
-          ...(watermark ? { after: watermark } : {}),
+          ...(watermark ? { after: isoToTimestamp(watermark) } : {}),
           ...(position ? { afterPosition: position } : {}),
         });
         for (const d of page.drives) {
           local.set(d.id, d.description);
-          if (!newest || d.updateTime! > newest) newest = d.updateTime!;
+          const modified = timestampToIso(d.updateTime!);
+          if (!newest || modified > newest) newest = modified;
         }
         if (!page.hasMore) break;
         position = page.nextPosition;

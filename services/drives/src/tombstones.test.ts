@@ -8,11 +8,15 @@ import { drivesV1, PROTO_FILES } from '@mileage/proto';
 import {
   createGrpcClient,
   createLogger,
+  dateToTimestamp,
   decodeServiceError,
+  isoToTimestamp,
+  timestampToIso,
   Metrics,
   startGrpcServer,
   type GrpcServerHandle,
   type PromiseClient,
+  type WireTimestamp,
 } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
@@ -34,8 +38,8 @@ function drive(userId: string, day: number, classification = Classification.CLAS
   return {
     id: 0,
     userId,
-    startTime: start.toISOString(),
-    endTime: new Date(start.getTime() + 30 * 60_000).toISOString(),
+    startTime: dateToTimestamp(start),
+    endTime: dateToTimestamp(new Date(start.getTime() + 30 * 60_000)),
     classification,
     entry: Entry.ENTRY_MANUAL,
   };
@@ -74,13 +78,17 @@ async function walkUser(userId: string, more: Partial<drivesV1.ListUserDrivesReq
       ...(position ? { afterPosition: position } : {}),
     });
     const entries = [
-      ...page.drives.map((d) => ({ id: d.id, deleted: false, time: d.updateTime! })),
-      ...page.tombstones.map((t) => ({ id: t.driveId, deleted: true, time: t.deleteTime! })),
+      ...page.drives.map((d) => ({ id: d.id, deleted: false, time: timestampToIso(d.updateTime!) })),
+      ...page.tombstones.map((t) => ({ id: t.driveId, deleted: true, time: timestampToIso(t.deleteTime!) })),
     ].sort(byListOrder);
     assert.ok(entries.length <= limit);
     if (page.hasMore) {
       const last = entries[entries.length - 1]!;
-      assert.deepEqual(page.nextPosition, { sortTime: last.time, id: last.id }, 'the position follows the merged page');
+      assert.deepEqual(
+        page.nextPosition,
+        { sortTime: isoToTimestamp(last.time), id: last.id },
+        'the position follows the merged page',
+      );
     }
     seen.push(...entries);
     if (!page.hasMore) return seen;
@@ -103,8 +111,8 @@ async function walkGroups(groupIds: number[], more: Partial<drivesV1.ListReporte
     });
     seen.push(
       ...[
-        ...page.reportedDrives.map((r) => ({ id: r.drive!.id, deleted: false, time: r.updateTime! })),
-        ...page.tombstones.map((t) => ({ id: t.driveId, deleted: true, time: t.deleteTime! })),
+        ...page.reportedDrives.map((r) => ({ id: r.drive!.id, deleted: false, time: timestampToIso(r.updateTime!) })),
+        ...page.tombstones.map((t) => ({ id: t.driveId, deleted: true, time: timestampToIso(t.deleteTime!) })),
       ].sort(byListOrder),
     );
     if (!page.hasMore) return seen;
@@ -162,7 +170,7 @@ describe('DeleteDrive and WithdrawReport', () => {
     assert.equal(withdrawnGroupId, 0);
     assert.equal(tombstone!.driveId, gone);
     assert.equal(tombstone!.userId, 'DelUser001');
-    assert.match(tombstone!.deleteTime!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.equal(tombstone!.deleteTime!.nanos % 1_000_000, 0, 'whole milliseconds');
     const page = await client.listUserDrives({
       userId: 'DelUser001',
       limit: 10,
@@ -204,7 +212,7 @@ describe('DeleteDrive and WithdrawReport', () => {
     assert.equal(withdrawnGroupId, 41);
     assert.deepEqual(await db.knex('review_comments').where({ drive_id: id }), []);
     const group = await walkGroups([41]);
-    assert.deepEqual(group, [{ id: id!, deleted: true, time: tombstone!.deleteTime! }]);
+    assert.deepEqual(group, [{ id: id!, deleted: true, time: timestampToIso(tombstone!.deleteTime!) }]);
     const events = await outbox(id!);
     assert.deepEqual(
       events.map((e) => e.event_type),
@@ -217,7 +225,7 @@ describe('DeleteDrive and WithdrawReport', () => {
       drive_id: id,
       group_id: '41',
       user_id: 'DelUser002',
-      modified: tombstone!.deleteTime,
+      modified: timestampToIso(tombstone!.deleteTime!),
     });
     assert.equal(events[0]!.payload.status, 'submitted');
     assert.equal(events[1]!.payload.status, 'approved');
@@ -381,7 +389,7 @@ describe('the change feed: include_deleted', () => {
     const watermark = first[0]!.time;
     await client.deleteDrive({ driveId: b!, userId: user });
     await client.updateDrive({ drive: { ...drive(user, 5), id: c!, description: 'changed' } });
-    const next = await walkUser(user, { includeDeleted: true, after: watermark });
+    const next = await walkUser(user, { includeDeleted: true, after: isoToTimestamp(watermark) });
     assert.deepEqual(next.map((e) => [e.id, e.deleted]).sort(), [
       [b, true],
       [c, false],
@@ -427,12 +435,14 @@ describe('the change feed: include_deleted', () => {
           classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
           sortField: SortField.SORT_FIELD_MODIFIED,
           includeDeleted: true,
-          ...(watermark ? { after: watermark } : {}),
+          ...(watermark ? { after: isoToTimestamp(watermark) } : {}),
           ...(position ? { afterPosition: position } : {}),
         });
         for (const d of page.drives) local.set(d.id, d.description);
         for (const t of page.tombstones) local.delete(t.driveId);
-        for (const time of [...page.drives.map((d) => d.updateTime!), ...page.tombstones.map((t) => t.deleteTime!)])
+        for (const time of [...page.drives.map((d) => d.updateTime!), ...page.tombstones.map((t) => t.deleteTime!)].map(
+          timestampToIso,
+        ))
           if (!newest || time > newest) newest = time;
         if (!page.hasMore) break;
         position = page.nextPosition;
@@ -494,9 +504,9 @@ describe('the change feed: include_deleted', () => {
   });
 
   test('a lower bound older than the retention window: RESYNC_REQUIRED with include_deleted only', async () => {
-    const old = new Date(Date.now() - 91 * DAY).toISOString();
-    const recent = new Date(Date.now() - 89 * DAY).toISOString();
-    const list = (after: string, includeDeleted?: boolean) =>
+    const old = dateToTimestamp(new Date(Date.now() - 91 * DAY));
+    const recent = dateToTimestamp(new Date(Date.now() - 89 * DAY));
+    const list = (after: WireTimestamp, includeDeleted?: boolean) =>
       client.listUserDrives({
         userId: 'FeedUser01',
         limit: 10,
@@ -576,7 +586,7 @@ describe('retention', () => {
           classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
           sortField: SortField.SORT_FIELD_MODIFIED,
           includeDeleted: true,
-          after: new Date(Date.now() - 150 * DAY).toISOString(),
+          after: dateToTimestamp(new Date(Date.now() - 150 * DAY)),
         }),
       );
       assert.equal(err.reason, 'RESYNC_REQUIRED');

@@ -1,5 +1,12 @@
 import { drivesV1 } from '@mileage/proto';
-import { errors, isUserId, type FieldViolation } from '@mileage/runtime';
+import {
+  errors,
+  isUserId,
+  timestampToIso,
+  timestampToMillis,
+  type FieldViolation,
+  type WireTimestamp,
+} from '@mileage/runtime';
 import type { ListQuery } from './drives-repo';
 
 const CURRENCIES = new Set(['USD', 'CAD', 'GBP']);
@@ -20,8 +27,8 @@ export function requirePositive(id: number, field: string): void {
 export function listQuery(request: {
   limit: number;
   sortField: drivesV1.SortField;
-  after?: string | undefined;
-  before?: string | undefined;
+  after?: WireTimestamp | undefined;
+  before?: WireTimestamp | undefined;
   afterPosition?: drivesV1.PagePosition | undefined;
   includeDeleted?: boolean;
 }): ListQuery {
@@ -40,9 +47,9 @@ export function listQuery(request: {
     limit: request.limit,
     sortField,
     ...(request.includeDeleted ? { includeDeleted: true } : {}),
-    ...(request.after ? { after: request.after } : {}),
-    ...(request.before ? { before: request.before } : {}),
-    ...(position ? { position: { sortTime: position.sortTime!, id: position.id } } : {}),
+    ...(request.after ? { after: timestampToIso(request.after) } : {}),
+    ...(request.before ? { before: timestampToIso(request.before) } : {}),
+    ...(position ? { position: { sortTime: timestampToIso(position.sortTime!), id: position.id } } : {}),
   };
 }
 
@@ -62,8 +69,8 @@ export function validateDrive(drive: drivesV1.Drive | undefined, options: { idRe
   const violations: FieldViolation[] = [];
   if (options.idRequired && !(drive.id > 0)) violations.push({ field: 'id', description: 'positive integer' });
   if (!isUserId(drive.userId)) violations.push({ field: 'user_id', description: 'invalid user id' });
-  const start = Date.parse(drive.startTime ?? '');
-  const end = Date.parse(drive.endTime ?? '');
+  const start = drive.startTime ? timestampToMillis(drive.startTime) : Number.NaN;
+  const end = drive.endTime ? timestampToMillis(drive.endTime) : Number.NaN;
   if (Number.isNaN(start)) violations.push({ field: 'start_time', description: 'required' });
   if (Number.isNaN(end)) violations.push({ field: 'end_time', description: 'required' });
   if (end < start) violations.push({ field: 'end_time', description: 'not before start_time' });

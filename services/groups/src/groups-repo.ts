@@ -1,6 +1,6 @@
 import type { groupsV1, scimAuditV1 } from '@mileage/proto';
 import { auditRow, type SqlCondition } from '@mileage/scim-domain';
-import { errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
+import { dateToTimestamp, errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 
 interface TeamRow {
   id: string;
@@ -32,8 +32,8 @@ function toGroup(row: TeamRow): groupsV1.Group {
     displayName: row.display_name,
     ...(row.external_id !== null ? { externalId: row.external_id } : {}),
     members: row.members.map((m) => ({ userId: m.user_id, isAdmin: m.is_admin, isDriver: m.is_driver })),
-    createTime: new Date(row.created_at).toISOString(),
-    updateTime: new Date(row.modified_at).toISOString(),
+    createTime: dateToTimestamp(new Date(row.created_at)),
+    updateTime: dateToTimestamp(new Date(row.modified_at)),
     version: Number(row.version),
   };
 }

@@ -1,6 +1,6 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import { GROUP_FILTER } from '@mileage/scim-domain';
-import { isUserId } from '@mileage/runtime';
+import { isUserId, timestampToIso } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,
@@ -83,8 +83,8 @@ export class GroupHandlers {
       ...(members ? { members } : {}),
       meta: {
         resourceType: 'Group',
-        created: group.createTime,
-        lastModified: group.updateTime,
+        created: group.createTime && timestampToIso(group.createTime),
+        lastModified: group.updateTime && timestampToIso(group.updateTime),
         location: this.location(group.id),
         version: etag(group.version),
       },

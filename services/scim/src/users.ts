@@ -1,6 +1,6 @@
 import { scimAuditV1, type usersV1 } from '@mileage/proto';
 import { USER_FILTER } from '@mileage/scim-domain';
-import { isUserId } from '@mileage/runtime';
+import { isUserId, timestampToIso } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,
@@ -114,8 +114,8 @@ export class UserHandlers {
       ...doc,
       meta: {
         resourceType: 'User',
-        created: user.createTime,
-        lastModified: user.updateTime,
+        created: user.createTime && timestampToIso(user.createTime),
+        lastModified: user.updateTime && timestampToIso(user.updateTime),
         location: this.location(user.id),
         version: etag(user.version),
       },

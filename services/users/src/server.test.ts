@@ -7,6 +7,7 @@ import {
   HealthClient,
   Metrics,
   startGrpcServer,
+  timestampToMillis,
   type GrpcServerHandle,
   type PromiseClient,
 } from '@mileage/runtime';
@@ -174,7 +175,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     assert.equal(updated!.version, 2);
     assert.equal(updated!.active, false);
     assert.equal(updated!.displayName, 'Renamed');
-    assert.ok(updated!.updateTime! >= created.updateTime!);
+    assert.ok(timestampToMillis(updated!.updateTime!) >= timestampToMillis(created.updateTime!));
     const stale = await rejection(client.updateUser({ user: { ...created, displayName: 'Lost' }, expectedVersion: 1 }));
     assert.equal(stale.code, status.ABORTED);
     const missing = await rejection(client.updateUser({ user: { ...created, id: 'Nobody0000' }, expectedVersion: 0 }));

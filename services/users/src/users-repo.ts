@@ -1,4 +1,4 @@
-import { errors, recordEvent, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
+import { dateToTimestamp, errors, recordEvent, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 import type { scimAuditV1, usersV1 } from '@mileage/proto';
 import { auditRow, type SqlCondition } from '@mileage/scim-domain';
 import { randomInt } from 'node:crypto';
@@ -71,10 +71,10 @@ function toUser(row: UserRow): usersV1.User {
     ...(row.display_name !== null ? { displayName: row.display_name } : {}),
     ...(row.external_id !== null ? { externalId: row.external_id } : {}),
     timezone: row.timezone,
-    createTime: row.created_at.toISOString(),
-    updateTime: row.modified_at.toISOString(),
+    createTime: dateToTimestamp(row.created_at),
+    updateTime: dateToTimestamp(row.modified_at),
     version: Number(row.version),
-    ...(row.deleted_at ? { deleteTime: row.deleted_at.toISOString() } : {}),
+    ...(row.deleted_at ? { deleteTime: dateToTimestamp(row.deleted_at) } : {}),
     ...(row.enterprise ? { enterprise: row.enterprise } : {}),
     ...(row.scim_attributes ? { scimAttributes: row.scim_attributes } : {}),
   };

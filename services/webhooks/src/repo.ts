@@ -1,6 +1,6 @@
 // The Webhooks service's data access (schema `webhooks`): subscriptions, events, deliveries and the delivery queue.
 import type { webhooksV1 } from '@mileage/proto';
-import type { Knex } from '@mileage/runtime';
+import { dateToTimestamp, type Knex } from '@mileage/runtime';
 import { randomUUID } from 'node:crypto';
 
 export interface SubscriptionRow {
@@ -78,7 +78,6 @@ export const MAX_SUBSCRIPTIONS_PER_GROUP = 10;
  * deliveries themselves (PublishEvents) and subscriptions are committed durably.
  */
 const RELAXED_COMMIT = 'SET LOCAL synchronous_commit TO off';
-const iso = (d: Date | null | undefined) => (d ? d.toISOString() : undefined);
 
 export function toSubscription(row: SubscriptionRow): webhooksV1.Subscription {
   return {
@@ -89,13 +88,13 @@ export function toSubscription(row: SubscriptionRow): webhooksV1.Subscription {
     state: row.state,
     disabledReason: row.disabled_reason ?? '',
     failureRun: row.failure_run,
-    createTime: row.created_at.toISOString(),
-    ...(row.disabled_at ? { disableTime: row.disabled_at.toISOString() } : {}),
+    createTime: dateToTimestamp(row.created_at),
+    ...(row.disabled_at ? { disableTime: dateToTimestamp(row.disabled_at) } : {}),
   };
 }
 
 function toDelivery(row: DeliveryRow): webhooksV1.Delivery {
-  const optional = (key: keyof webhooksV1.Delivery, d: Date | null) => (d ? { [key]: iso(d) } : {});
+  const optional = (key: keyof webhooksV1.Delivery, d: Date | null) => (d ? { [key]: dateToTimestamp(d) } : {});
   return {
     id: String(row.id),
     subscriptionId: row.subscription_id,
@@ -103,7 +102,7 @@ function toDelivery(row: DeliveryRow): webhooksV1.Delivery {
     eventType: row.event_type,
     status: row.status,
     attempts: row.attempts,
-    createTime: row.created_at.toISOString(),
+    createTime: dateToTimestamp(row.created_at),
     ...optional('nextAttemptTime', row.status === 'pending' ? row.next_attempt_at : null),
     ...optional('lastAttemptTime', row.last_attempt_at),
     lastStatusCode: row.last_status_code ?? 0,

@@ -5,6 +5,7 @@ import { groupsV1, PROTO_FILES, webhooksV1 } from '@mileage/proto';
 import {
   createGrpcClient,
   createLogger,
+  dateToTimestamp,
   decodeServiceError,
   Metrics,
   OutboxRelay,
@@ -103,7 +104,7 @@ const event = (type: string, groupId: number, data: Record<string, unknown> = {}
   type,
   groupId,
   userId: 'BobDriver1',
-  occurTime: new Date().toISOString(),
+  occurTime: dateToTimestamp(new Date()),
   dataJson: JSON.stringify(data),
 });
 

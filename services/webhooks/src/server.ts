@@ -2,6 +2,8 @@ import { filterV1, groupsV1, webhooksV1 } from '@mileage/proto';
 import {
   errors,
   isUserId,
+  timestampToDate,
+  timestampToIso,
   WEBHOOK_EVENT_TYPES,
   type Handlers,
   type Logger,
@@ -165,7 +167,7 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
         if (!EVENT_TYPES.has(e.type)) at('type', 'a known event type');
         if (!Number.isSafeInteger(e.groupId) || e.groupId < 0) at('group_id', 'a positive integer or 0');
         if (e.userId && !isUserId(e.userId)) at('user_id', 'a user id');
-        if (!e.occurTime || Number.isNaN(Date.parse(e.occurTime))) at('occur_time', 'required');
+        if (!e.occurTime || Number.isNaN(timestampToDate(e.occurTime).getTime())) at('occur_time', 'required');
         let data: unknown;
         try {
           data = JSON.parse(e.dataJson || '{}');
@@ -178,7 +180,7 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
           type: e.type,
           groupId: e.groupId || null,
           userId: e.userId || null,
-          occurredAt: e.occurTime!,
+          occurredAt: e.occurTime ? timestampToIso(e.occurTime) : '',
           data: data as Record<string, unknown>,
           targetGroups: e.groupId ? [e.groupId] : [],
         });

@@ -1,4 +1,5 @@
 import { drivesV1 } from '@mileage/proto';
+import { timestampToIso, timestampToMillis } from '@mileage/runtime';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { demoDrives } from './demo-drives';
@@ -8,9 +9,12 @@ test('demo drives: 65 per driver over the last 90 days, mixing classifications, 
   const drives = demoDrives({ userId: 'BobDriver1', region: 'US', count: 65 }, now, 11);
   assert.equal(drives.length, 65);
   for (const d of drives) {
-    const start = Date.parse(d.startTime!);
-    assert.ok(now.getTime() - start <= 90 * 86_400_000 && start <= now.getTime() + 86_400_000, d.startTime);
-    assert.ok(Date.parse(d.endTime!) > start);
+    const start = timestampToMillis(d.startTime!);
+    assert.ok(
+      now.getTime() - start <= 90 * 86_400_000 && start <= now.getTime() + 86_400_000,
+      timestampToIso(d.startTime!),
+    );
+    assert.ok(timestampToMillis(d.endTime!) > start);
     assert.equal(d.value?.currency ?? 'USD', 'USD');
   }
   const count = (pred: (d: drivesV1.Drive) => boolean) => drives.filter(pred).length;

@@ -1,4 +1,5 @@
 import { drivesV1 } from '@mileage/proto';
+import { dateToTimestamp } from '@mileage/runtime';
 
 /** A small deterministic PRNG (mulberry32), so every fresh `npm start` seeds the same demo drives. */
 function prng(seed: number): () => number {
@@ -201,14 +202,14 @@ export function demoDrives(driver: DemoDriver, now: Date, seed: number): drivesV
       name: p.name,
       lat: p.lat.toFixed(4),
       lon: p.lon.toFixed(4),
-      time: at.toISOString(),
+      time: dateToTimestamp(at),
       address: { country: region.country, state: p.state, city: p.city, street: p.street, postalCode: p.postal },
     });
     drives.push({
       id: 0,
       userId: driver.userId,
-      startTime: start.toISOString(),
-      endTime: end.toISOString(),
+      startTime: dateToTimestamp(start),
+      endTime: dateToTimestamp(end),
       classification,
       distance: {
         amount: distance,

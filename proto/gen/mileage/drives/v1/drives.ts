@@ -216,17 +216,17 @@ export interface Geolocation {
   name: string;
   lat?: string | undefined;
   lon?: string | undefined;
-  time?: string | undefined;
+  time?: Timestamp | undefined;
   address?: Address | undefined;
 }
 
 export interface Drive {
   id: number;
   userId: string;
-  createTime?: string | undefined;
-  updateTime?: string | undefined;
-  startTime?: string | undefined;
-  endTime?: string | undefined;
+  createTime?: Timestamp | undefined;
+  updateTime?: Timestamp | undefined;
+  startTime?: Timestamp | undefined;
+  endTime?: Timestamp | undefined;
   classification: Classification;
   distance?: Distance | undefined;
   value?: Money | undefined;
@@ -245,7 +245,7 @@ export interface Drive {
 export interface ReviewComment {
   id: number;
   text: string;
-  createTime?: string | undefined;
+  createTime?: Timestamp | undefined;
   userEmail: string;
 }
 
@@ -255,10 +255,10 @@ export interface ReportedDrive {
   status: string;
   /** When the drive was reported. */
   reportTime?:
-    | string
+    | Timestamp
     | undefined;
   /** The last review, else the report time. */
-  updateTime?: string | undefined;
+  updateTime?: Timestamp | undefined;
   reviewComments: ReviewComment[];
 }
 
@@ -270,12 +270,12 @@ export interface Tombstone {
   /** The group whose report was withdrawn (reported-drive lists); 0 in a user's drives. */
   groupId: number;
   /** When the drive was deleted or the report withdrawn: the sort value in a list by modified time. */
-  deleteTime?: string | undefined;
+  deleteTime?: Timestamp | undefined;
 }
 
 /** Keyset position: the sort value and id of the last row of the previous page. */
 export interface PagePosition {
-  sortTime?: string | undefined;
+  sortTime?: Timestamp | undefined;
   id: number;
 }
 
@@ -288,9 +288,9 @@ export interface ListUserDrivesRequest {
   classification: ClassificationFilter;
   sortField: SortField;
   /** Exclusive bounds on the sort field. */
-  after?: string | undefined;
+  after?: Timestamp | undefined;
   before?:
-    | string
+    | Timestamp
     | undefined;
   /** Continue after this row (exclusive). */
   afterPosition?:
@@ -322,8 +322,8 @@ export interface ListReportedDrivesRequest {
   groupIds: number[];
   limit: number;
   sortField: SortField;
-  after?: string | undefined;
-  before?: string | undefined;
+  after?: Timestamp | undefined;
+  before?: Timestamp | undefined;
   afterPosition?:
     | PagePosition
     | undefined;
@@ -748,7 +748,7 @@ export const Geolocation: MessageFns<Geolocation> = {
       writer.uint32(26).string(message.lon);
     }
     if (message.time !== undefined) {
-      Timestamp.encode(toTimestamp(message.time), writer.uint32(34).fork()).join();
+      Timestamp.encode(message.time, writer.uint32(34).fork()).join();
     }
     if (message.address !== undefined) {
       Address.encode(message.address, writer.uint32(42).fork()).join();
@@ -798,7 +798,7 @@ export const Geolocation: MessageFns<Geolocation> = {
               break;
             }
 
-            message.time = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.time = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 5: {
@@ -826,7 +826,7 @@ export const Geolocation: MessageFns<Geolocation> = {
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       lat: isSet(object.lat) ? globalThis.String(object.lat) : undefined,
       lon: isSet(object.lon) ? globalThis.String(object.lon) : undefined,
-      time: isSet(object.time) ? globalThis.String(object.time) : undefined,
+      time: isSet(object.time) ? fromJsonTimestamp(object.time) : undefined,
       address: isSet(object.address) ? Address.fromJSON(object.address) : undefined,
     };
   },
@@ -843,7 +843,7 @@ export const Geolocation: MessageFns<Geolocation> = {
       obj.lon = message.lon;
     }
     if (message.time !== undefined) {
-      obj.time = message.time;
+      obj.time = fromTimestamp(message.time).toISOString();
     }
     if (message.address !== undefined) {
       obj.address = Address.toJSON(message.address);
@@ -859,7 +859,7 @@ export const Geolocation: MessageFns<Geolocation> = {
     message.name = object.name ?? "";
     message.lat = object.lat ?? undefined;
     message.lon = object.lon ?? undefined;
-    message.time = object.time ?? undefined;
+    message.time = (object.time !== undefined && object.time !== null) ? Timestamp.fromPartial(object.time) : undefined;
     message.address = (object.address !== undefined && object.address !== null)
       ? Address.fromPartial(object.address)
       : undefined;
@@ -897,16 +897,16 @@ export const Drive: MessageFns<Drive> = {
       writer.uint32(18).string(message.userId);
     }
     if (message.createTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(26).fork()).join();
+      Timestamp.encode(message.createTime, writer.uint32(26).fork()).join();
     }
     if (message.updateTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.updateTime), writer.uint32(34).fork()).join();
+      Timestamp.encode(message.updateTime, writer.uint32(34).fork()).join();
     }
     if (message.startTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.startTime), writer.uint32(42).fork()).join();
+      Timestamp.encode(message.startTime, writer.uint32(42).fork()).join();
     }
     if (message.endTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.endTime), writer.uint32(50).fork()).join();
+      Timestamp.encode(message.endTime, writer.uint32(50).fork()).join();
     }
     if (message.classification !== 0) {
       writer.uint32(56).int32(message.classification);
@@ -975,7 +975,7 @@ export const Drive: MessageFns<Drive> = {
               break;
             }
 
-            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.createTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 4: {
@@ -983,7 +983,7 @@ export const Drive: MessageFns<Drive> = {
               break;
             }
 
-            message.updateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.updateTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 5: {
@@ -991,7 +991,7 @@ export const Drive: MessageFns<Drive> = {
               break;
             }
 
-            message.startTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.startTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 6: {
@@ -999,7 +999,7 @@ export const Drive: MessageFns<Drive> = {
               break;
             }
 
-            message.endTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.endTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 7: {
@@ -1103,24 +1103,24 @@ export const Drive: MessageFns<Drive> = {
         ? globalThis.String(object.user_id)
         : "",
       createTime: isSet(object.createTime)
-        ? globalThis.String(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
         : isSet(object.create_time)
-        ? globalThis.String(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
         : undefined,
       updateTime: isSet(object.updateTime)
-        ? globalThis.String(object.updateTime)
+        ? fromJsonTimestamp(object.updateTime)
         : isSet(object.update_time)
-        ? globalThis.String(object.update_time)
+        ? fromJsonTimestamp(object.update_time)
         : undefined,
       startTime: isSet(object.startTime)
-        ? globalThis.String(object.startTime)
+        ? fromJsonTimestamp(object.startTime)
         : isSet(object.start_time)
-        ? globalThis.String(object.start_time)
+        ? fromJsonTimestamp(object.start_time)
         : undefined,
       endTime: isSet(object.endTime)
-        ? globalThis.String(object.endTime)
+        ? fromJsonTimestamp(object.endTime)
         : isSet(object.end_time)
-        ? globalThis.String(object.end_time)
+        ? fromJsonTimestamp(object.end_time)
         : undefined,
       classification: isSet(object.classification) ? classificationFromJSON(object.classification) : 0,
       distance: isSet(object.distance) ? Distance.fromJSON(object.distance) : undefined,
@@ -1152,16 +1152,16 @@ export const Drive: MessageFns<Drive> = {
       obj.userId = message.userId;
     }
     if (message.createTime !== undefined) {
-      obj.createTime = message.createTime;
+      obj.createTime = fromTimestamp(message.createTime).toISOString();
     }
     if (message.updateTime !== undefined) {
-      obj.updateTime = message.updateTime;
+      obj.updateTime = fromTimestamp(message.updateTime).toISOString();
     }
     if (message.startTime !== undefined) {
-      obj.startTime = message.startTime;
+      obj.startTime = fromTimestamp(message.startTime).toISOString();
     }
     if (message.endTime !== undefined) {
-      obj.endTime = message.endTime;
+      obj.endTime = fromTimestamp(message.endTime).toISOString();
     }
     if (message.classification !== 0) {
       obj.classification = classificationToJSON(message.classification);
@@ -1203,10 +1203,18 @@ export const Drive: MessageFns<Drive> = {
     const message = createBaseDrive();
     message.id = object.id ?? 0;
     message.userId = object.userId ?? "";
-    message.createTime = object.createTime ?? undefined;
-    message.updateTime = object.updateTime ?? undefined;
-    message.startTime = object.startTime ?? undefined;
-    message.endTime = object.endTime ?? undefined;
+    message.createTime = (object.createTime !== undefined && object.createTime !== null)
+      ? Timestamp.fromPartial(object.createTime)
+      : undefined;
+    message.updateTime = (object.updateTime !== undefined && object.updateTime !== null)
+      ? Timestamp.fromPartial(object.updateTime)
+      : undefined;
+    message.startTime = (object.startTime !== undefined && object.startTime !== null)
+      ? Timestamp.fromPartial(object.startTime)
+      : undefined;
+    message.endTime = (object.endTime !== undefined && object.endTime !== null)
+      ? Timestamp.fromPartial(object.endTime)
+      : undefined;
     message.classification = object.classification ?? 0;
     message.distance = (object.distance !== undefined && object.distance !== null)
       ? Distance.fromPartial(object.distance)
@@ -1242,7 +1250,7 @@ export const ReviewComment: MessageFns<ReviewComment> = {
       writer.uint32(18).string(message.text);
     }
     if (message.createTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(26).fork()).join();
+      Timestamp.encode(message.createTime, writer.uint32(26).fork()).join();
     }
     if (message.userEmail !== "") {
       writer.uint32(34).string(message.userEmail);
@@ -1284,7 +1292,7 @@ export const ReviewComment: MessageFns<ReviewComment> = {
               break;
             }
 
-            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.createTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 4: {
@@ -1312,9 +1320,9 @@ export const ReviewComment: MessageFns<ReviewComment> = {
       id: isSet(object.id) ? globalThis.Number(object.id) : 0,
       text: isSet(object.text) ? globalThis.String(object.text) : "",
       createTime: isSet(object.createTime)
-        ? globalThis.String(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
         : isSet(object.create_time)
-        ? globalThis.String(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
         : undefined,
       userEmail: isSet(object.userEmail)
         ? globalThis.String(object.userEmail)
@@ -1333,7 +1341,7 @@ export const ReviewComment: MessageFns<ReviewComment> = {
       obj.text = message.text;
     }
     if (message.createTime !== undefined) {
-      obj.createTime = message.createTime;
+      obj.createTime = fromTimestamp(message.createTime).toISOString();
     }
     if (message.userEmail !== "") {
       obj.userEmail = message.userEmail;
@@ -1348,7 +1356,9 @@ export const ReviewComment: MessageFns<ReviewComment> = {
     const message = createBaseReviewComment();
     message.id = object.id ?? 0;
     message.text = object.text ?? "";
-    message.createTime = object.createTime ?? undefined;
+    message.createTime = (object.createTime !== undefined && object.createTime !== null)
+      ? Timestamp.fromPartial(object.createTime)
+      : undefined;
     message.userEmail = object.userEmail ?? "";
     return message;
   },
@@ -1370,10 +1380,10 @@ export const ReportedDrive: MessageFns<ReportedDrive> = {
       writer.uint32(26).string(message.status);
     }
     if (message.reportTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.reportTime), writer.uint32(34).fork()).join();
+      Timestamp.encode(message.reportTime, writer.uint32(34).fork()).join();
     }
     if (message.updateTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.updateTime), writer.uint32(42).fork()).join();
+      Timestamp.encode(message.updateTime, writer.uint32(42).fork()).join();
     }
     for (const v of message.reviewComments) {
       ReviewComment.encode(v!, writer.uint32(50).fork()).join();
@@ -1423,7 +1433,7 @@ export const ReportedDrive: MessageFns<ReportedDrive> = {
               break;
             }
 
-            message.reportTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.reportTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 5: {
@@ -1431,7 +1441,7 @@ export const ReportedDrive: MessageFns<ReportedDrive> = {
               break;
             }
 
-            message.updateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.updateTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 6: {
@@ -1464,14 +1474,14 @@ export const ReportedDrive: MessageFns<ReportedDrive> = {
         : 0,
       status: isSet(object.status) ? globalThis.String(object.status) : "",
       reportTime: isSet(object.reportTime)
-        ? globalThis.String(object.reportTime)
+        ? fromJsonTimestamp(object.reportTime)
         : isSet(object.report_time)
-        ? globalThis.String(object.report_time)
+        ? fromJsonTimestamp(object.report_time)
         : undefined,
       updateTime: isSet(object.updateTime)
-        ? globalThis.String(object.updateTime)
+        ? fromJsonTimestamp(object.updateTime)
         : isSet(object.update_time)
-        ? globalThis.String(object.update_time)
+        ? fromJsonTimestamp(object.update_time)
         : undefined,
       reviewComments: globalThis.Array.isArray(object?.reviewComments)
         ? object.reviewComments.map((e: any) => ReviewComment.fromJSON(e))
@@ -1493,10 +1503,10 @@ export const ReportedDrive: MessageFns<ReportedDrive> = {
       obj.status = message.status;
     }
     if (message.reportTime !== undefined) {
-      obj.reportTime = message.reportTime;
+      obj.reportTime = fromTimestamp(message.reportTime).toISOString();
     }
     if (message.updateTime !== undefined) {
-      obj.updateTime = message.updateTime;
+      obj.updateTime = fromTimestamp(message.updateTime).toISOString();
     }
     if (message.reviewComments?.length) {
       obj.reviewComments = message.reviewComments.map((e) => ReviewComment.toJSON(e));
@@ -1512,8 +1522,12 @@ export const ReportedDrive: MessageFns<ReportedDrive> = {
     message.drive = (object.drive !== undefined && object.drive !== null) ? Drive.fromPartial(object.drive) : undefined;
     message.groupId = object.groupId ?? 0;
     message.status = object.status ?? "";
-    message.reportTime = object.reportTime ?? undefined;
-    message.updateTime = object.updateTime ?? undefined;
+    message.reportTime = (object.reportTime !== undefined && object.reportTime !== null)
+      ? Timestamp.fromPartial(object.reportTime)
+      : undefined;
+    message.updateTime = (object.updateTime !== undefined && object.updateTime !== null)
+      ? Timestamp.fromPartial(object.updateTime)
+      : undefined;
     message.reviewComments = object.reviewComments?.map((e) => ReviewComment.fromPartial(e)) || [];
     return message;
   },
@@ -1535,7 +1549,7 @@ export const Tombstone: MessageFns<Tombstone> = {
       writer.uint32(24).int64(message.groupId);
     }
     if (message.deleteTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.deleteTime), writer.uint32(34).fork()).join();
+      Timestamp.encode(message.deleteTime, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1582,7 +1596,7 @@ export const Tombstone: MessageFns<Tombstone> = {
               break;
             }
 
-            message.deleteTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.deleteTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -1615,9 +1629,9 @@ export const Tombstone: MessageFns<Tombstone> = {
         ? globalThis.Number(object.group_id)
         : 0,
       deleteTime: isSet(object.deleteTime)
-        ? globalThis.String(object.deleteTime)
+        ? fromJsonTimestamp(object.deleteTime)
         : isSet(object.delete_time)
-        ? globalThis.String(object.delete_time)
+        ? fromJsonTimestamp(object.delete_time)
         : undefined,
     };
   },
@@ -1634,7 +1648,7 @@ export const Tombstone: MessageFns<Tombstone> = {
       obj.groupId = Math.round(message.groupId);
     }
     if (message.deleteTime !== undefined) {
-      obj.deleteTime = message.deleteTime;
+      obj.deleteTime = fromTimestamp(message.deleteTime).toISOString();
     }
     return obj;
   },
@@ -1647,7 +1661,9 @@ export const Tombstone: MessageFns<Tombstone> = {
     message.driveId = object.driveId ?? 0;
     message.userId = object.userId ?? "";
     message.groupId = object.groupId ?? 0;
-    message.deleteTime = object.deleteTime ?? undefined;
+    message.deleteTime = (object.deleteTime !== undefined && object.deleteTime !== null)
+      ? Timestamp.fromPartial(object.deleteTime)
+      : undefined;
     return message;
   },
 };
@@ -1659,7 +1675,7 @@ function createBasePagePosition(): PagePosition {
 export const PagePosition: MessageFns<PagePosition> = {
   encode(message: PagePosition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.sortTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.sortTime), writer.uint32(10).fork()).join();
+      Timestamp.encode(message.sortTime, writer.uint32(10).fork()).join();
     }
     if (message.id !== 0) {
       writer.uint32(16).int64(message.id);
@@ -1685,7 +1701,7 @@ export const PagePosition: MessageFns<PagePosition> = {
               break;
             }
 
-            message.sortTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.sortTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 2: {
@@ -1711,9 +1727,9 @@ export const PagePosition: MessageFns<PagePosition> = {
   fromJSON(object: any): PagePosition {
     return {
       sortTime: isSet(object.sortTime)
-        ? globalThis.String(object.sortTime)
+        ? fromJsonTimestamp(object.sortTime)
         : isSet(object.sort_time)
-        ? globalThis.String(object.sort_time)
+        ? fromJsonTimestamp(object.sort_time)
         : undefined,
       id: isSet(object.id) ? globalThis.Number(object.id) : 0,
     };
@@ -1722,7 +1738,7 @@ export const PagePosition: MessageFns<PagePosition> = {
   toJSON(message: PagePosition): unknown {
     const obj: any = {};
     if (message.sortTime !== undefined) {
-      obj.sortTime = message.sortTime;
+      obj.sortTime = fromTimestamp(message.sortTime).toISOString();
     }
     if (message.id !== 0) {
       obj.id = Math.round(message.id);
@@ -1735,7 +1751,9 @@ export const PagePosition: MessageFns<PagePosition> = {
   },
   fromPartial<I extends Exact<DeepPartial<PagePosition>, I>>(object: I): PagePosition {
     const message = createBasePagePosition();
-    message.sortTime = object.sortTime ?? undefined;
+    message.sortTime = (object.sortTime !== undefined && object.sortTime !== null)
+      ? Timestamp.fromPartial(object.sortTime)
+      : undefined;
     message.id = object.id ?? 0;
     return message;
   },
@@ -1773,10 +1791,10 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
       writer.uint32(40).int32(message.sortField);
     }
     if (message.after !== undefined) {
-      Timestamp.encode(toTimestamp(message.after), writer.uint32(50).fork()).join();
+      Timestamp.encode(message.after, writer.uint32(50).fork()).join();
     }
     if (message.before !== undefined) {
-      Timestamp.encode(toTimestamp(message.before), writer.uint32(58).fork()).join();
+      Timestamp.encode(message.before, writer.uint32(58).fork()).join();
     }
     if (message.afterPosition !== undefined) {
       PagePosition.encode(message.afterPosition, writer.uint32(66).fork()).join();
@@ -1845,7 +1863,7 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
               break;
             }
 
-            message.after = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.after = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 7: {
@@ -1853,7 +1871,7 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
               break;
             }
 
-            message.before = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.before = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 8: {
@@ -1899,8 +1917,8 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
         : isSet(object.sort_field)
         ? sortFieldFromJSON(object.sort_field)
         : 0,
-      after: isSet(object.after) ? globalThis.String(object.after) : undefined,
-      before: isSet(object.before) ? globalThis.String(object.before) : undefined,
+      after: isSet(object.after) ? fromJsonTimestamp(object.after) : undefined,
+      before: isSet(object.before) ? fromJsonTimestamp(object.before) : undefined,
       afterPosition: isSet(object.afterPosition)
         ? PagePosition.fromJSON(object.afterPosition)
         : isSet(object.after_position)
@@ -1932,10 +1950,10 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
       obj.sortField = sortFieldToJSON(message.sortField);
     }
     if (message.after !== undefined) {
-      obj.after = message.after;
+      obj.after = fromTimestamp(message.after).toISOString();
     }
     if (message.before !== undefined) {
-      obj.before = message.before;
+      obj.before = fromTimestamp(message.before).toISOString();
     }
     if (message.afterPosition !== undefined) {
       obj.afterPosition = PagePosition.toJSON(message.afterPosition);
@@ -1956,8 +1974,12 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     message.cursor = object.cursor ?? "";
     message.classification = object.classification ?? 0;
     message.sortField = object.sortField ?? 0;
-    message.after = object.after ?? undefined;
-    message.before = object.before ?? undefined;
+    message.after = (object.after !== undefined && object.after !== null)
+      ? Timestamp.fromPartial(object.after)
+      : undefined;
+    message.before = (object.before !== undefined && object.before !== null)
+      ? Timestamp.fromPartial(object.before)
+      : undefined;
     message.afterPosition = (object.afterPosition !== undefined && object.afterPosition !== null)
       ? PagePosition.fromPartial(object.afterPosition)
       : undefined;
@@ -2143,10 +2165,10 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
       writer.uint32(24).int32(message.sortField);
     }
     if (message.after !== undefined) {
-      Timestamp.encode(toTimestamp(message.after), writer.uint32(34).fork()).join();
+      Timestamp.encode(message.after, writer.uint32(34).fork()).join();
     }
     if (message.before !== undefined) {
-      Timestamp.encode(toTimestamp(message.before), writer.uint32(42).fork()).join();
+      Timestamp.encode(message.before, writer.uint32(42).fork()).join();
     }
     if (message.afterPosition !== undefined) {
       PagePosition.encode(message.afterPosition, writer.uint32(50).fork()).join();
@@ -2209,7 +2231,7 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
               break;
             }
 
-            message.after = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.after = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 5: {
@@ -2217,7 +2239,7 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
               break;
             }
 
-            message.before = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.before = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 6: {
@@ -2261,8 +2283,8 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
         : isSet(object.sort_field)
         ? sortFieldFromJSON(object.sort_field)
         : 0,
-      after: isSet(object.after) ? globalThis.String(object.after) : undefined,
-      before: isSet(object.before) ? globalThis.String(object.before) : undefined,
+      after: isSet(object.after) ? fromJsonTimestamp(object.after) : undefined,
+      before: isSet(object.before) ? fromJsonTimestamp(object.before) : undefined,
       afterPosition: isSet(object.afterPosition)
         ? PagePosition.fromJSON(object.afterPosition)
         : isSet(object.after_position)
@@ -2288,10 +2310,10 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
       obj.sortField = sortFieldToJSON(message.sortField);
     }
     if (message.after !== undefined) {
-      obj.after = message.after;
+      obj.after = fromTimestamp(message.after).toISOString();
     }
     if (message.before !== undefined) {
-      obj.before = message.before;
+      obj.before = fromTimestamp(message.before).toISOString();
     }
     if (message.afterPosition !== undefined) {
       obj.afterPosition = PagePosition.toJSON(message.afterPosition);
@@ -2310,8 +2332,12 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
     message.groupIds = object.groupIds?.map((e) => e) || [];
     message.limit = object.limit ?? 0;
     message.sortField = object.sortField ?? 0;
-    message.after = object.after ?? undefined;
-    message.before = object.before ?? undefined;
+    message.after = (object.after !== undefined && object.after !== null)
+      ? Timestamp.fromPartial(object.after)
+      : undefined;
+    message.before = (object.before !== undefined && object.before !== null)
+      ? Timestamp.fromPartial(object.before)
+      : undefined;
     message.afterPosition = (object.afterPosition !== undefined && object.afterPosition !== null)
       ? PagePosition.fromPartial(object.afterPosition)
       : undefined;
@@ -3726,17 +3752,37 @@ type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
 
-function toTimestamp(dateStr: string): Timestamp {
-  const date = new globalThis.Date(dateStr);
+function toTimestamp(date: Date): Timestamp {
   const seconds = Math.trunc(date.getTime() / 1_000);
   const nanos = (date.getTime() % 1_000) * 1_000_000;
   return { seconds, nanos };
 }
 
-function fromTimestamp(t: Timestamp): string {
+function fromTimestamp(t: Timestamp): Date {
   let millis = (t.seconds || 0) * 1_000;
   millis += (t.nanos || 0) / 1_000_000;
-  return new globalThis.Date(millis).toISOString();
+  return new globalThis.Date(millis);
+}
+
+const timestampFractionRegex = /:\d{2}\.\d+/;
+
+function fromJsonTimestamp(o: any): Timestamp {
+  if (o instanceof globalThis.Date) {
+    return toTimestamp(o);
+  } else if (typeof o === "string") {
+    // Date only keeps milliseconds, and parses longer fractions in an engine-specific way,
+    // so parse the fractional seconds ourselves and give Date only the whole seconds
+    const fraction = timestampFractionRegex.exec(o);
+    if (fraction === null) {
+      return toTimestamp(new globalThis.Date(o));
+    }
+    const fractionNanos = Number(fraction[0].slice(4, 13).padEnd(9, "0"));
+    const wholeSeconds = new globalThis.Date(o.replace(fraction[0], fraction[0].slice(0, 3)));
+    const timestamp = toTimestamp(new globalThis.Date(wholeSeconds.getTime() + Math.trunc(fractionNanos / 1_000_000)));
+    return { ...timestamp, nanos: (timestamp.nanos ?? 0) + (fractionNanos % 1_000_000) };
+  } else {
+    return Timestamp.fromJSON(o);
+  }
 }
 
 function longToNumber(int64: { toString(): string }): number {

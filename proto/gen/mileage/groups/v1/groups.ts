@@ -32,9 +32,9 @@ export interface Group {
   id: number;
   displayName: string;
   members: Member[];
-  createTime?: string | undefined;
+  createTime?: Timestamp | undefined;
   updateTime?:
-    | string
+    | Timestamp
     | undefined;
   /** Incremented on every change of the group or its members; the SCIM ETag. */
   version: number;
@@ -267,10 +267,10 @@ export const Group: MessageFns<Group> = {
       Member.encode(v!, writer.uint32(26).fork()).join();
     }
     if (message.createTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(34).fork()).join();
+      Timestamp.encode(message.createTime, writer.uint32(34).fork()).join();
     }
     if (message.updateTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.updateTime), writer.uint32(42).fork()).join();
+      Timestamp.encode(message.updateTime, writer.uint32(42).fork()).join();
     }
     if (message.version !== 0) {
       writer.uint32(48).int64(message.version);
@@ -323,7 +323,7 @@ export const Group: MessageFns<Group> = {
               break;
             }
 
-            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.createTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 5: {
@@ -331,7 +331,7 @@ export const Group: MessageFns<Group> = {
               break;
             }
 
-            message.updateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.updateTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 6: {
@@ -372,14 +372,14 @@ export const Group: MessageFns<Group> = {
         : "",
       members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => Member.fromJSON(e)) : [],
       createTime: isSet(object.createTime)
-        ? globalThis.String(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
         : isSet(object.create_time)
-        ? globalThis.String(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
         : undefined,
       updateTime: isSet(object.updateTime)
-        ? globalThis.String(object.updateTime)
+        ? fromJsonTimestamp(object.updateTime)
         : isSet(object.update_time)
-        ? globalThis.String(object.update_time)
+        ? fromJsonTimestamp(object.update_time)
         : undefined,
       version: isSet(object.version) ? globalThis.Number(object.version) : 0,
       externalId: isSet(object.externalId)
@@ -402,10 +402,10 @@ export const Group: MessageFns<Group> = {
       obj.members = message.members.map((e) => Member.toJSON(e));
     }
     if (message.createTime !== undefined) {
-      obj.createTime = message.createTime;
+      obj.createTime = fromTimestamp(message.createTime).toISOString();
     }
     if (message.updateTime !== undefined) {
-      obj.updateTime = message.updateTime;
+      obj.updateTime = fromTimestamp(message.updateTime).toISOString();
     }
     if (message.version !== 0) {
       obj.version = Math.round(message.version);
@@ -424,8 +424,12 @@ export const Group: MessageFns<Group> = {
     message.id = object.id ?? 0;
     message.displayName = object.displayName ?? "";
     message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
-    message.createTime = object.createTime ?? undefined;
-    message.updateTime = object.updateTime ?? undefined;
+    message.createTime = (object.createTime !== undefined && object.createTime !== null)
+      ? Timestamp.fromPartial(object.createTime)
+      : undefined;
+    message.updateTime = (object.updateTime !== undefined && object.updateTime !== null)
+      ? Timestamp.fromPartial(object.updateTime)
+      : undefined;
     message.version = object.version ?? 0;
     message.externalId = object.externalId ?? undefined;
     return message;
@@ -2134,17 +2138,37 @@ type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
 
-function toTimestamp(dateStr: string): Timestamp {
-  const date = new globalThis.Date(dateStr);
+function toTimestamp(date: Date): Timestamp {
   const seconds = Math.trunc(date.getTime() / 1_000);
   const nanos = (date.getTime() % 1_000) * 1_000_000;
   return { seconds, nanos };
 }
 
-function fromTimestamp(t: Timestamp): string {
+function fromTimestamp(t: Timestamp): Date {
   let millis = (t.seconds || 0) * 1_000;
   millis += (t.nanos || 0) / 1_000_000;
-  return new globalThis.Date(millis).toISOString();
+  return new globalThis.Date(millis);
+}
+
+const timestampFractionRegex = /:\d{2}\.\d+/;
+
+function fromJsonTimestamp(o: any): Timestamp {
+  if (o instanceof globalThis.Date) {
+    return toTimestamp(o);
+  } else if (typeof o === "string") {
+    // Date only keeps milliseconds, and parses longer fractions in an engine-specific way,
+    // so parse the fractional seconds ourselves and give Date only the whole seconds
+    const fraction = timestampFractionRegex.exec(o);
+    if (fraction === null) {
+      return toTimestamp(new globalThis.Date(o));
+    }
+    const fractionNanos = Number(fraction[0].slice(4, 13).padEnd(9, "0"));
+    const wholeSeconds = new globalThis.Date(o.replace(fraction[0], fraction[0].slice(0, 3)));
+    const timestamp = toTimestamp(new globalThis.Date(wholeSeconds.getTime() + Math.trunc(fractionNanos / 1_000_000)));
+    return { ...timestamp, nanos: (timestamp.nanos ?? 0) + (fractionNanos % 1_000_000) };
+  } else {
+    return Timestamp.fromJSON(o);
+  }
 }
 
 function longToNumber(int64: { toString(): string }): number {

@@ -48,15 +48,15 @@ export interface User {
     | undefined;
   /** IANA time zone name, e.g. "America/Chicago". */
   timezone: string;
-  createTime?: string | undefined;
+  createTime?: Timestamp | undefined;
   updateTime?:
-    | string
+    | Timestamp
     | undefined;
   /** Incremented on every change; the SCIM ETag. */
   version: number;
   /** Set when the user was removed from provisioning (soft deletion); their drives are kept. */
   deleteTime?:
-    | string
+    | Timestamp
     | undefined;
   /** SCIM enterprise extension, kept as sent. */
   enterprise?:
@@ -399,16 +399,16 @@ export const User: MessageFns<User> = {
       writer.uint32(66).string(message.timezone);
     }
     if (message.createTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(74).fork()).join();
+      Timestamp.encode(message.createTime, writer.uint32(74).fork()).join();
     }
     if (message.updateTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.updateTime), writer.uint32(82).fork()).join();
+      Timestamp.encode(message.updateTime, writer.uint32(82).fork()).join();
     }
     if (message.version !== 0) {
       writer.uint32(88).int64(message.version);
     }
     if (message.deleteTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.deleteTime), writer.uint32(98).fork()).join();
+      Timestamp.encode(message.deleteTime, writer.uint32(98).fork()).join();
     }
     if (message.enterprise !== undefined) {
       Struct.encode(Struct.wrap(message.enterprise), writer.uint32(106).fork()).join();
@@ -501,7 +501,7 @@ export const User: MessageFns<User> = {
               break;
             }
 
-            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.createTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 10: {
@@ -509,7 +509,7 @@ export const User: MessageFns<User> = {
               break;
             }
 
-            message.updateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.updateTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 11: {
@@ -525,7 +525,7 @@ export const User: MessageFns<User> = {
               break;
             }
 
-            message.deleteTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.deleteTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 13: {
@@ -579,20 +579,20 @@ export const User: MessageFns<User> = {
         : undefined,
       timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : "",
       createTime: isSet(object.createTime)
-        ? globalThis.String(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
         : isSet(object.create_time)
-        ? globalThis.String(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
         : undefined,
       updateTime: isSet(object.updateTime)
-        ? globalThis.String(object.updateTime)
+        ? fromJsonTimestamp(object.updateTime)
         : isSet(object.update_time)
-        ? globalThis.String(object.update_time)
+        ? fromJsonTimestamp(object.update_time)
         : undefined,
       version: isSet(object.version) ? globalThis.Number(object.version) : 0,
       deleteTime: isSet(object.deleteTime)
-        ? globalThis.String(object.deleteTime)
+        ? fromJsonTimestamp(object.deleteTime)
         : isSet(object.delete_time)
-        ? globalThis.String(object.delete_time)
+        ? fromJsonTimestamp(object.delete_time)
         : undefined,
       enterprise: isObject(object.enterprise) ? object.enterprise : undefined,
       scimAttributes: isObject(object.scimAttributes)
@@ -630,16 +630,16 @@ export const User: MessageFns<User> = {
       obj.timezone = message.timezone;
     }
     if (message.createTime !== undefined) {
-      obj.createTime = message.createTime;
+      obj.createTime = fromTimestamp(message.createTime).toISOString();
     }
     if (message.updateTime !== undefined) {
-      obj.updateTime = message.updateTime;
+      obj.updateTime = fromTimestamp(message.updateTime).toISOString();
     }
     if (message.version !== 0) {
       obj.version = Math.round(message.version);
     }
     if (message.deleteTime !== undefined) {
-      obj.deleteTime = message.deleteTime;
+      obj.deleteTime = fromTimestamp(message.deleteTime).toISOString();
     }
     if (message.enterprise !== undefined) {
       obj.enterprise = message.enterprise;
@@ -663,10 +663,16 @@ export const User: MessageFns<User> = {
     message.displayName = object.displayName ?? undefined;
     message.externalId = object.externalId ?? undefined;
     message.timezone = object.timezone ?? "";
-    message.createTime = object.createTime ?? undefined;
-    message.updateTime = object.updateTime ?? undefined;
+    message.createTime = (object.createTime !== undefined && object.createTime !== null)
+      ? Timestamp.fromPartial(object.createTime)
+      : undefined;
+    message.updateTime = (object.updateTime !== undefined && object.updateTime !== null)
+      ? Timestamp.fromPartial(object.updateTime)
+      : undefined;
     message.version = object.version ?? 0;
-    message.deleteTime = object.deleteTime ?? undefined;
+    message.deleteTime = (object.deleteTime !== undefined && object.deleteTime !== null)
+      ? Timestamp.fromPartial(object.deleteTime)
+      : undefined;
     message.enterprise = object.enterprise ?? undefined;
     message.scimAttributes = object.scimAttributes ?? undefined;
     return message;
@@ -1862,17 +1868,37 @@ type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
 
-function toTimestamp(dateStr: string): Timestamp {
-  const date = new globalThis.Date(dateStr);
+function toTimestamp(date: Date): Timestamp {
   const seconds = Math.trunc(date.getTime() / 1_000);
   const nanos = (date.getTime() % 1_000) * 1_000_000;
   return { seconds, nanos };
 }
 
-function fromTimestamp(t: Timestamp): string {
+function fromTimestamp(t: Timestamp): Date {
   let millis = (t.seconds || 0) * 1_000;
   millis += (t.nanos || 0) / 1_000_000;
-  return new globalThis.Date(millis).toISOString();
+  return new globalThis.Date(millis);
+}
+
+const timestampFractionRegex = /:\d{2}\.\d+/;
+
+function fromJsonTimestamp(o: any): Timestamp {
+  if (o instanceof globalThis.Date) {
+    return toTimestamp(o);
+  } else if (typeof o === "string") {
+    // Date only keeps milliseconds, and parses longer fractions in an engine-specific way,
+    // so parse the fractional seconds ourselves and give Date only the whole seconds
+    const fraction = timestampFractionRegex.exec(o);
+    if (fraction === null) {
+      return toTimestamp(new globalThis.Date(o));
+    }
+    const fractionNanos = Number(fraction[0].slice(4, 13).padEnd(9, "0"));
+    const wholeSeconds = new globalThis.Date(o.replace(fraction[0], fraction[0].slice(0, 3)));
+    const timestamp = toTimestamp(new globalThis.Date(wholeSeconds.getTime() + Math.trunc(fractionNanos / 1_000_000)));
+    return { ...timestamp, nanos: (timestamp.nanos ?? 0) + (fractionNanos % 1_000_000) };
+  } else {
+    return Timestamp.fromJSON(o);
+  }
 }
 
 function longToNumber(int64: { toString(): string }): number {

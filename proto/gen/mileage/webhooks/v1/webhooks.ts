@@ -33,8 +33,8 @@ export interface Subscription {
   disabledReason: string;
   /** Failed delivery attempts in a row (reset by a success). */
   failureRun: number;
-  createTime?: string | undefined;
-  disableTime?: string | undefined;
+  createTime?: Timestamp | undefined;
+  disableTime?: Timestamp | undefined;
 }
 
 export interface CreateSubscriptionRequest {
@@ -77,10 +77,10 @@ export interface Delivery {
   /** "pending", "succeeded" or "failed" (retries exhausted). */
   status: string;
   attempts: number;
-  createTime?: string | undefined;
-  nextAttemptTime?: string | undefined;
+  createTime?: Timestamp | undefined;
+  nextAttemptTime?: Timestamp | undefined;
   lastAttemptTime?:
-    | string
+    | Timestamp
     | undefined;
   /** HTTP status of the last attempt; 0 when it got none (refused target, network error, timeout). */
   lastStatusCode: number;
@@ -88,7 +88,7 @@ export interface Delivery {
   lastError: string;
   /** Duration of the last attempt in milliseconds. */
   lastLatencyMs: number;
-  deliveredTime?: string | undefined;
+  deliveredTime?: Timestamp | undefined;
 }
 
 export interface ListDeliveriesRequest {
@@ -123,7 +123,7 @@ export interface Event {
   /** The user the event concerns; empty when none. */
   userId: string;
   occurTime?:
-    | string
+    | Timestamp
     | undefined;
   /** The payload's `data` object, as JSON. */
   dataJson: string;
@@ -179,10 +179,10 @@ export const Subscription: MessageFns<Subscription> = {
       writer.uint32(56).int32(message.failureRun);
     }
     if (message.createTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(66).fork()).join();
+      Timestamp.encode(message.createTime, writer.uint32(66).fork()).join();
     }
     if (message.disableTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.disableTime), writer.uint32(74).fork()).join();
+      Timestamp.encode(message.disableTime, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -261,7 +261,7 @@ export const Subscription: MessageFns<Subscription> = {
               break;
             }
 
-            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.createTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 9: {
@@ -269,7 +269,7 @@ export const Subscription: MessageFns<Subscription> = {
               break;
             }
 
-            message.disableTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.disableTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -306,14 +306,14 @@ export const Subscription: MessageFns<Subscription> = {
         ? globalThis.Number(object.failure_run)
         : 0,
       createTime: isSet(object.createTime)
-        ? globalThis.String(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
         : isSet(object.create_time)
-        ? globalThis.String(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
         : undefined,
       disableTime: isSet(object.disableTime)
-        ? globalThis.String(object.disableTime)
+        ? fromJsonTimestamp(object.disableTime)
         : isSet(object.disable_time)
-        ? globalThis.String(object.disable_time)
+        ? fromJsonTimestamp(object.disable_time)
         : undefined,
     };
   },
@@ -342,10 +342,10 @@ export const Subscription: MessageFns<Subscription> = {
       obj.failureRun = Math.round(message.failureRun);
     }
     if (message.createTime !== undefined) {
-      obj.createTime = message.createTime;
+      obj.createTime = fromTimestamp(message.createTime).toISOString();
     }
     if (message.disableTime !== undefined) {
-      obj.disableTime = message.disableTime;
+      obj.disableTime = fromTimestamp(message.disableTime).toISOString();
     }
     return obj;
   },
@@ -362,8 +362,12 @@ export const Subscription: MessageFns<Subscription> = {
     message.state = object.state ?? "";
     message.disabledReason = object.disabledReason ?? "";
     message.failureRun = object.failureRun ?? 0;
-    message.createTime = object.createTime ?? undefined;
-    message.disableTime = object.disableTime ?? undefined;
+    message.createTime = (object.createTime !== undefined && object.createTime !== null)
+      ? Timestamp.fromPartial(object.createTime)
+      : undefined;
+    message.disableTime = (object.disableTime !== undefined && object.disableTime !== null)
+      ? Timestamp.fromPartial(object.disableTime)
+      : undefined;
     return message;
   },
 };
@@ -888,13 +892,13 @@ export const Delivery: MessageFns<Delivery> = {
       writer.uint32(48).int32(message.attempts);
     }
     if (message.createTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(58).fork()).join();
+      Timestamp.encode(message.createTime, writer.uint32(58).fork()).join();
     }
     if (message.nextAttemptTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.nextAttemptTime), writer.uint32(66).fork()).join();
+      Timestamp.encode(message.nextAttemptTime, writer.uint32(66).fork()).join();
     }
     if (message.lastAttemptTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.lastAttemptTime), writer.uint32(74).fork()).join();
+      Timestamp.encode(message.lastAttemptTime, writer.uint32(74).fork()).join();
     }
     if (message.lastStatusCode !== 0) {
       writer.uint32(80).int32(message.lastStatusCode);
@@ -906,7 +910,7 @@ export const Delivery: MessageFns<Delivery> = {
       writer.uint32(96).int32(message.lastLatencyMs);
     }
     if (message.deliveredTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.deliveredTime), writer.uint32(106).fork()).join();
+      Timestamp.encode(message.deliveredTime, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -977,7 +981,7 @@ export const Delivery: MessageFns<Delivery> = {
               break;
             }
 
-            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.createTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 8: {
@@ -985,7 +989,7 @@ export const Delivery: MessageFns<Delivery> = {
               break;
             }
 
-            message.nextAttemptTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.nextAttemptTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 9: {
@@ -993,7 +997,7 @@ export const Delivery: MessageFns<Delivery> = {
               break;
             }
 
-            message.lastAttemptTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.lastAttemptTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 10: {
@@ -1025,7 +1029,7 @@ export const Delivery: MessageFns<Delivery> = {
               break;
             }
 
-            message.deliveredTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.deliveredTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -1061,19 +1065,19 @@ export const Delivery: MessageFns<Delivery> = {
       status: isSet(object.status) ? globalThis.String(object.status) : "",
       attempts: isSet(object.attempts) ? globalThis.Number(object.attempts) : 0,
       createTime: isSet(object.createTime)
-        ? globalThis.String(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
         : isSet(object.create_time)
-        ? globalThis.String(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
         : undefined,
       nextAttemptTime: isSet(object.nextAttemptTime)
-        ? globalThis.String(object.nextAttemptTime)
+        ? fromJsonTimestamp(object.nextAttemptTime)
         : isSet(object.next_attempt_time)
-        ? globalThis.String(object.next_attempt_time)
+        ? fromJsonTimestamp(object.next_attempt_time)
         : undefined,
       lastAttemptTime: isSet(object.lastAttemptTime)
-        ? globalThis.String(object.lastAttemptTime)
+        ? fromJsonTimestamp(object.lastAttemptTime)
         : isSet(object.last_attempt_time)
-        ? globalThis.String(object.last_attempt_time)
+        ? fromJsonTimestamp(object.last_attempt_time)
         : undefined,
       lastStatusCode: isSet(object.lastStatusCode)
         ? globalThis.Number(object.lastStatusCode)
@@ -1091,9 +1095,9 @@ export const Delivery: MessageFns<Delivery> = {
         ? globalThis.Number(object.last_latency_ms)
         : 0,
       deliveredTime: isSet(object.deliveredTime)
-        ? globalThis.String(object.deliveredTime)
+        ? fromJsonTimestamp(object.deliveredTime)
         : isSet(object.delivered_time)
-        ? globalThis.String(object.delivered_time)
+        ? fromJsonTimestamp(object.delivered_time)
         : undefined,
     };
   },
@@ -1119,13 +1123,13 @@ export const Delivery: MessageFns<Delivery> = {
       obj.attempts = Math.round(message.attempts);
     }
     if (message.createTime !== undefined) {
-      obj.createTime = message.createTime;
+      obj.createTime = fromTimestamp(message.createTime).toISOString();
     }
     if (message.nextAttemptTime !== undefined) {
-      obj.nextAttemptTime = message.nextAttemptTime;
+      obj.nextAttemptTime = fromTimestamp(message.nextAttemptTime).toISOString();
     }
     if (message.lastAttemptTime !== undefined) {
-      obj.lastAttemptTime = message.lastAttemptTime;
+      obj.lastAttemptTime = fromTimestamp(message.lastAttemptTime).toISOString();
     }
     if (message.lastStatusCode !== 0) {
       obj.lastStatusCode = Math.round(message.lastStatusCode);
@@ -1137,7 +1141,7 @@ export const Delivery: MessageFns<Delivery> = {
       obj.lastLatencyMs = Math.round(message.lastLatencyMs);
     }
     if (message.deliveredTime !== undefined) {
-      obj.deliveredTime = message.deliveredTime;
+      obj.deliveredTime = fromTimestamp(message.deliveredTime).toISOString();
     }
     return obj;
   },
@@ -1153,13 +1157,21 @@ export const Delivery: MessageFns<Delivery> = {
     message.eventType = object.eventType ?? "";
     message.status = object.status ?? "";
     message.attempts = object.attempts ?? 0;
-    message.createTime = object.createTime ?? undefined;
-    message.nextAttemptTime = object.nextAttemptTime ?? undefined;
-    message.lastAttemptTime = object.lastAttemptTime ?? undefined;
+    message.createTime = (object.createTime !== undefined && object.createTime !== null)
+      ? Timestamp.fromPartial(object.createTime)
+      : undefined;
+    message.nextAttemptTime = (object.nextAttemptTime !== undefined && object.nextAttemptTime !== null)
+      ? Timestamp.fromPartial(object.nextAttemptTime)
+      : undefined;
+    message.lastAttemptTime = (object.lastAttemptTime !== undefined && object.lastAttemptTime !== null)
+      ? Timestamp.fromPartial(object.lastAttemptTime)
+      : undefined;
     message.lastStatusCode = object.lastStatusCode ?? 0;
     message.lastError = object.lastError ?? "";
     message.lastLatencyMs = object.lastLatencyMs ?? 0;
-    message.deliveredTime = object.deliveredTime ?? undefined;
+    message.deliveredTime = (object.deliveredTime !== undefined && object.deliveredTime !== null)
+      ? Timestamp.fromPartial(object.deliveredTime)
+      : undefined;
     return message;
   },
 };
@@ -1565,7 +1577,7 @@ export const Event: MessageFns<Event> = {
       writer.uint32(34).string(message.userId);
     }
     if (message.occurTime !== undefined) {
-      Timestamp.encode(toTimestamp(message.occurTime), writer.uint32(42).fork()).join();
+      Timestamp.encode(message.occurTime, writer.uint32(42).fork()).join();
     }
     if (message.dataJson !== "") {
       writer.uint32(50).string(message.dataJson);
@@ -1623,7 +1635,7 @@ export const Event: MessageFns<Event> = {
               break;
             }
 
-            message.occurTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            message.occurTime = Timestamp.decode(reader, reader.uint32());
             continue;
           }
           case 6: {
@@ -1661,9 +1673,9 @@ export const Event: MessageFns<Event> = {
         ? globalThis.String(object.user_id)
         : "",
       occurTime: isSet(object.occurTime)
-        ? globalThis.String(object.occurTime)
+        ? fromJsonTimestamp(object.occurTime)
         : isSet(object.occur_time)
-        ? globalThis.String(object.occur_time)
+        ? fromJsonTimestamp(object.occur_time)
         : undefined,
       dataJson: isSet(object.dataJson)
         ? globalThis.String(object.dataJson)
@@ -1688,7 +1700,7 @@ export const Event: MessageFns<Event> = {
       obj.userId = message.userId;
     }
     if (message.occurTime !== undefined) {
-      obj.occurTime = message.occurTime;
+      obj.occurTime = fromTimestamp(message.occurTime).toISOString();
     }
     if (message.dataJson !== "") {
       obj.dataJson = message.dataJson;
@@ -1705,7 +1717,9 @@ export const Event: MessageFns<Event> = {
     message.type = object.type ?? "";
     message.groupId = object.groupId ?? 0;
     message.userId = object.userId ?? "";
-    message.occurTime = object.occurTime ?? undefined;
+    message.occurTime = (object.occurTime !== undefined && object.occurTime !== null)
+      ? Timestamp.fromPartial(object.occurTime)
+      : undefined;
     message.dataJson = object.dataJson ?? "";
     return message;
   },
@@ -2112,17 +2126,37 @@ type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
 
-function toTimestamp(dateStr: string): Timestamp {
-  const date = new globalThis.Date(dateStr);
+function toTimestamp(date: Date): Timestamp {
   const seconds = Math.trunc(date.getTime() / 1_000);
   const nanos = (date.getTime() % 1_000) * 1_000_000;
   return { seconds, nanos };
 }
 
-function fromTimestamp(t: Timestamp): string {
+function fromTimestamp(t: Timestamp): Date {
   let millis = (t.seconds || 0) * 1_000;
   millis += (t.nanos || 0) / 1_000_000;
-  return new globalThis.Date(millis).toISOString();
+  return new globalThis.Date(millis);
+}
+
+const timestampFractionRegex = /:\d{2}\.\d+/;
+
+function fromJsonTimestamp(o: any): Timestamp {
+  if (o instanceof globalThis.Date) {
+    return toTimestamp(o);
+  } else if (typeof o === "string") {
+    // Date only keeps milliseconds, and parses longer fractions in an engine-specific way,
+    // so parse the fractional seconds ourselves and give Date only the whole seconds
+    const fraction = timestampFractionRegex.exec(o);
+    if (fraction === null) {
+      return toTimestamp(new globalThis.Date(o));
+    }
+    const fractionNanos = Number(fraction[0].slice(4, 13).padEnd(9, "0"));
+    const wholeSeconds = new globalThis.Date(o.replace(fraction[0], fraction[0].slice(0, 3)));
+    const timestamp = toTimestamp(new globalThis.Date(wholeSeconds.getTime() + Math.trunc(fractionNanos / 1_000_000)));
+    return { ...timestamp, nanos: (timestamp.nanos ?? 0) + (fractionNanos % 1_000_000) };
+  } else {
+    return Timestamp.fromJSON(o);
+  }
 }
 
 function longToNumber(int64: { toString(): string }): number {
