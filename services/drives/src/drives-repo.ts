@@ -88,6 +88,32 @@ const toTombstone = (row: TombstoneRow): drivesV1.Tombstone => ({
   deleteTime: wire(row.modified_at),
 });
 
+/** Below every drive id: `(t, BEFORE_ANY_ID)` as an upper bound means "sort value before t". */
+const BEFORE_ANY_ID = '-9223372036854775808';
+
+/**
+ * The one upper bound of a list, newest first: the lowest of `before`, the sync horizon and the keyset position, as
+ * one (sort value, id) row comparison. Given PostgreSQL a scalar bound and a row comparison on the same column, it
+ * started the index scan at the scalar bound and applied the row comparison to every entry down to the position: a
+ * page 10 million reports deep cost 2.4–2.9 s. With one row comparison the scan starts at the position.
+ */
+export function upperBound(
+  before: string | undefined,
+  horizon: Date | undefined,
+  position: { sortTime: string; id: number } | undefined,
+): { time: string; id: string | number } | undefined {
+  let bound: { time: string; ms: number; id: string | number } | undefined;
+  const lower = (time: string, id: string | number) => {
+    const ms = Date.parse(time);
+    // Equal instants: a whole-instant bound (BEFORE_ANY_ID) is below any position at that instant.
+    if (!bound || ms < bound.ms || (ms === bound.ms && id === BEFORE_ANY_ID)) bound = { time, ms, id };
+  };
+  if (position) lower(position.sortTime, position.id);
+  if (before) lower(before, BEFORE_ANY_ID);
+  if (horizon) lower(horizon.toISOString(), BEFORE_ANY_ID);
+  return bound && { time: bound.time, id: bound.id };
+}
+
 /** Newest first by (sort value, id): the order of every list. */
 const newestFirst = (a: Sorted, b: Sorted): number => {
   const x = millis(a.sort_value);
@@ -155,14 +181,17 @@ export class DrivesRepository {
       bindings.push(...values);
     };
     if (q.after) add(`${list.column} > ?`, q.after);
-    if (q.before) add(`${list.column} < ?`, q.before);
-    if (q.sortField === 'modified') add(`${list.column} < ?`, horizon ?? (await this.horizon(trace)));
-    if (q.position) add(`(${list.column}, ${list.idColumn}) < (?, ?)`, q.position.sortTime, q.position.id);
+    const upper = upperBound(
+      q.before,
+      q.sortField === 'modified' ? (horizon ?? (await this.horizon(trace))) : undefined,
+      q.position,
+    );
+    if (upper) add(`(${list.column}, ${list.idColumn}) < (?, ?)`, upper.time, upper.id);
     bindings.push(q.limit + 1);
     const text = `SELECT ${list.columns}, ${list.column} AS sort_value, ${list.idColumn} AS sort_id
       FROM ${list.from} WHERE ${where.join(' AND ')}
       ORDER BY ${list.column} DESC, ${list.idColumn} DESC LIMIT ?`;
-    const name = `${list.name}_${q.sortField}${q.after ? '_a' : ''}${q.before ? '_b' : ''}${q.position ? '_p' : ''}`;
+    const name = `${list.name}_${q.sortField}${q.after ? '_a' : ''}${upper ? '_u' : ''}`;
     const { rows } = await sql(
       trace,
       'SELECT',
