@@ -3,10 +3,12 @@
 // returns the same bytes, in one run on this machine; then the sync walk through next_cursor, a concurrency sweep
 // (plotted into docs/benchmarks.svg) and, with --soak, resident memory after minutes of load.
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { measure, type LoadResult, type Target } from './load';
-import { renderPlot, type SweepPoint } from './plot';
+import { MemorySampler, readMemory, summariseSoak, type MemorySample, type MemorySummary } from './memory';
+import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
 import { cpuSeconds } from './proc';
 import { startBenchStack, type BenchStack } from './stack';
 import { walk, type WalkResult } from './walk';
@@ -27,10 +29,14 @@ const { values: flags } = parseArgs({
     'sweep-duration': { type: 'string', default: '3' },
     /** Seconds of mixed load on the full path before resident memory is read again (the issue's 300). */
     soak: { type: 'string', default: '0' },
+    /** Seconds between two readings of every process's RSS and V8 heap during the soak. */
+    'soak-interval': { type: 'string', default: '5' },
     /** Routes to measure (ids below, comma-separated); all by default. */
     routes: { type: 'string', default: '' },
     /** Writes a V8 CPU profile of every full-path process into this folder (node --cpu-prof). */
     'cpu-prof': { type: 'string' },
+    /** Node.js / V8 flags for the gateway and the services, space-separated (e.g. '--max-semi-space-size=4'). */
+    'node-flags': { type: 'string', default: '' },
     strict: { type: 'boolean', default: false },
     /** CI's check that the bench runs: seconds per target, small volume; fails on any non-200 or differing body. */
     smoke: { type: 'boolean', default: false },
@@ -147,6 +153,7 @@ async function main(): Promise<number> {
     callers: num('callers'),
     walk: num('walk'),
     ...(flags['cpu-prof'] ? { cpuProfDir: path.resolve(flags['cpu-prof']) } : {}),
+    nodeFlags: flags['node-flags'].split(' ').filter(Boolean),
     log: (msg) => process.stdout.write(`${msg}\n`),
   });
   let failures = 0;
@@ -154,6 +161,7 @@ async function main(): Promise<number> {
     const defs = routes(stack);
     for (const r of defs) await assertSameBodies(r);
     const idleRss = stack.rss();
+    const idleMemory = await readMemory(stack.processes, stack.metricsUrls);
     // CPU the processes use with no load at all (timers, metrics, PostgreSQL's background workers): it is part of
     // every CPU-per-request figure below, the more so the fewer requests a run completes.
     const idlePids = new Map([...stack.fullPids(), ...stack.barePids()]);
@@ -252,12 +260,31 @@ async function main(): Promise<number> {
 
     // Resident memory: idle (before any load), after the runs above, and after the soak if asked for.
     const soakSeconds = num('soak');
+    let soak: { samples: MemorySample[]; summary: MemorySummary; loadAverage: number[] } | undefined;
     if (soakSeconds > 0) {
       const mixed: Target = { url: stack.gatewayUrl, requests: defs.flatMap((r) => r.full.requests) };
       process.stdout.write(`\nSoak: ${soakSeconds} s of every route mixed, ${settings.connections} connections…\n`);
+      const sampler = new MemorySampler(stack.processes, stack.metricsUrls, num('soak-interval'));
       const x = await measure(mixed, stack.fullPids, { ...settings, warmupSeconds: 1, durationSeconds: soakSeconds });
+      const samples = await sampler.stop();
       failures += x.non2xx + x.errors;
-      lines.push(`Soak: ${soakSeconds} s mixed, ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms`);
+      soak = { samples, summary: summariseSoak(idleMemory, samples, sampler.intervalSeconds), loadAverage: loadavg() };
+      lines.push(
+        `Soak: ${soakSeconds} s mixed, ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms, CPU µs/req ${fmt(x.cpuMicrosPerRequest)} ${JSON.stringify(x.cpuByProcess)}; load average ${soak.loadAverage.map((l) => fmt(l, 1)).join(' ')}`,
+        `  ${'MB (every ' + sampler.intervalSeconds + ' s)'.padEnd(24)} ${'idle'.padStart(6)} ${'peak'.padStart(6)} ${'end'.padStart(6)} ${'end/idle'.padStart(8)}  2nd half MB/min  lowest of each minute`,
+      );
+      const table: string[] = [];
+      for (const [kind, series] of [
+        ['RSS', soak.summary.rss],
+        ['heap used', soak.summary.heap],
+        ['heap committed', soak.summary.heapTotal],
+      ] as const)
+        for (const [name, m] of Object.entries(series))
+          table.push(
+            `  ${(kind + ' ' + name).padEnd(24)} ${fmt(m.idle).padStart(6)} ${fmt(m.peak).padStart(6)} ${fmt(m.end).padStart(6)} ${fmt(m.growth, 2).padStart(8)}  ${fmt(m.secondHalfMbPerMinute, 2).padStart(15)}  ${m.minuteFloors.map((v) => fmt(v)).join(' ')}`,
+          );
+      lines.push(...table);
+      process.stdout.write(`${lines.slice(-(2 + table.length)).join('\n')}\n`);
     }
     const afterRss = stack.rss();
     const rssLine = Object.keys(idleRss)
@@ -281,11 +308,23 @@ async function main(): Promise<number> {
       writeFileSync(
         path.join(resultsDir, 'latest.json'),
         JSON.stringify(
-          { date, settings, flags, idleCpu, results, walks, sweep, idleRss, afterRss, soakSeconds, checks }, // prettier-ignore
+          { date, settings, flags, idleCpu, results, walks, sweep, idleRss, afterRss, soakSeconds, soak, checks }, // prettier-ignore
           (k, v: unknown) => (k === 'pageHashes' ? undefined : v),
           2,
         ) + '\n',
       );
+      if (soak && soakSeconds >= 60) {
+        const file = path.join(__dirname, '..', '..', '..', 'docs', 'benchmarks-soak.svg');
+        writeFileSync(
+          file,
+          renderMemoryPlot(
+            soak.samples,
+            idleMemory,
+            `npm run bench -- --soak ${soakSeconds}, ${date.slice(0, 10)}, 2-core machine, load average ${soak.loadAverage.map((l) => fmt(l, 1)).join(' ')}`,
+          ),
+        );
+        process.stdout.write(`Memory plot: ${path.relative(process.cwd(), file)}\n`);
+      }
       if (sweep.length) {
         const file = path.join(__dirname, '..', '..', '..', 'docs', 'benchmarks.svg');
         writeFileSync(file, renderPlot(sweep, `npm run bench, ${date.slice(0, 10)}, 2-core machine`));
