@@ -31,12 +31,19 @@ const { values: flags } = parseArgs({
     soak: { type: 'string', default: '0' },
     /** Seconds between two readings of every process's RSS and V8 heap during the soak. */
     'soak-interval': { type: 'string', default: '5' },
+    /** Only the soak (with --soak): no per-route runs, walks or sweep before it. */
+    'soak-only': { type: 'boolean', default: false },
     /** Routes to measure (ids below, comma-separated); all by default. */
     routes: { type: 'string', default: '' },
     /** Writes a V8 CPU profile of every full-path process into this folder (node --cpu-prof). */
     'cpu-prof': { type: 'string' },
-    /** Node.js / V8 flags for the gateway and the services, space-separated (e.g. '--max-semi-space-size=4'). */
-    'node-flags': { type: 'string', default: '' },
+    /**
+     * Node.js / V8 flags for the gateway and the services, space-separated. By default the heap they have in the chart's
+     * containers: Node sizes V8 from the cgroup memory limit (256Mi and 384Mi give V8's smallest old generation,
+     * 256 MB), and the image sets NODE_OPTIONS=--max-semi-space-size=8 (deploy/docker/Dockerfile). Without them this
+     * machine's 23 GB would give a 4 GB heap that grows 4× past its live size (docs/benchmarks.md, resident memory).
+     */
+    'node-flags': { type: 'string', default: '--max-old-space-size=256 --max-semi-space-size=8' },
     strict: { type: 'boolean', default: false },
     /** CI's check that the bench runs: seconds per target, small volume; fails on any non-200 or differing body. */
     smoke: { type: 'boolean', default: false },
@@ -192,7 +199,7 @@ async function main(): Promise<number> {
     ];
     process.stdout.write(`${lines[0]}\n`);
     const checks: Record<string, boolean> = {};
-    for (const r of defs) {
+    for (const r of flags['soak-only'] ? [] : defs) {
       const bare = await measure(r.bare, stack.barePids, settings);
       const full = await measure(r.full, stack.fullPids, settings);
       results[r.id] = { bare, full };
@@ -217,7 +224,7 @@ async function main(): Promise<number> {
 
     // The sync walk: every page of the sync team's reported drives through next_cursor, one request at a time.
     const walks: Record<string, { bare: WalkResult; full: WalkResult }> = {};
-    for (const limit of [100, 1000]) {
+    for (const limit of flags['soak-only'] ? [] : [100, 1000]) {
       const bare = await walk(stack, 'bare', limit, num('walk-pages'));
       const full = await walk(stack, 'full', limit, num('walk-pages'));
       if (bare.pageHashes.join() !== full.pageHashes.join())
@@ -240,7 +247,7 @@ async function main(): Promise<number> {
 
     // Throughput and p99 against concurrency, for the plot.
     const sweep: SweepPoint[] = [];
-    const levels = flags.sweep ? flags.sweep.split(',').map(Number) : [];
+    const levels = flags.sweep && !flags['soak-only'] ? flags.sweep.split(',').map(Number) : [];
     for (const r of levels.length ? defs.filter((d) => d.id !== 'sync-team-page') : []) {
       for (const connections of levels) {
         const s = { connections, warmupSeconds: 1, durationSeconds: num('sweep-duration') };
@@ -283,6 +290,13 @@ async function main(): Promise<number> {
           table.push(
             `  ${(kind + ' ' + name).padEnd(24)} ${fmt(m.idle).padStart(6)} ${fmt(m.peak).padStart(6)} ${fmt(m.end).padStart(6)} ${fmt(m.growth, 2).padStart(8)}  ${fmt(m.secondHalfMbPerMinute, 2).padStart(15)}  ${m.minuteFloors.map((v) => fmt(v)).join(' ')}`,
           );
+      table.push(
+        `  GC pauses during the soak, ms per request (wall time, so inflated on a loaded machine): ${Object.entries(
+          soak.summary.gcSeconds,
+        )
+          .map(([name, s]) => `${name} ${fmt((1000 * s) / Math.max(x.requests, 1), 2)}`)
+          .join(', ')}`,
+      );
       lines.push(...table);
       process.stdout.write(`${lines.slice(-(2 + table.length)).join('\n')}\n`);
     }
@@ -306,7 +320,7 @@ async function main(): Promise<number> {
       const resultsDir = path.join(__dirname, '..', 'results');
       mkdirSync(resultsDir, { recursive: true });
       writeFileSync(
-        path.join(resultsDir, 'latest.json'),
+        path.join(resultsDir, flags['soak-only'] ? 'soak.json' : 'latest.json'),
         JSON.stringify(
           { date, settings, flags, idleCpu, results, walks, sweep, idleRss, afterRss, soakSeconds, soak, checks }, // prettier-ignore
           (k, v: unknown) => (k === 'pageHashes' ? undefined : v),

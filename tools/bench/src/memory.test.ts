@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { floors, metricMb, slope, summarise, summariseSoak } from './memory';
+import { floors, metricMb, metricSum, slope, summarise, summariseSoak } from './memory';
 
 describe('soak memory summary', () => {
   it('fits the slope of a line and of a flat series', () => {
@@ -35,10 +35,27 @@ describe('soak memory summary', () => {
 
   it('summarises RSS and heap of every process', () => {
     const s = summariseSoak(
-      { rssMb: { gateway: 100, bare: 50 }, heapMb: { gateway: 20 }, heapTotalMb: { gateway: 40 } },
+      {
+        rssMb: { gateway: 100, bare: 50 },
+        heapMb: { gateway: 20 },
+        heapTotalMb: { gateway: 40 },
+        gcSeconds: { gateway: 1 },
+      },
       [
-        { t: 0, rssMb: { gateway: 110, bare: 50 }, heapMb: { gateway: 30 }, heapTotalMb: { gateway: 50 } },
-        { t: 10, rssMb: { gateway: 120, bare: 50 }, heapMb: { gateway: 25 }, heapTotalMb: { gateway: 50 } },
+        {
+          t: 0,
+          rssMb: { gateway: 110, bare: 50 },
+          heapMb: { gateway: 30 },
+          heapTotalMb: { gateway: 50 },
+          gcSeconds: { gateway: 1.5 },
+        },
+        {
+          t: 10,
+          rssMb: { gateway: 120, bare: 50 },
+          heapMb: { gateway: 25 },
+          heapTotalMb: { gateway: 50 },
+          gcSeconds: { gateway: 2.25 },
+        },
       ],
       5,
     );
@@ -46,6 +63,7 @@ describe('soak memory summary', () => {
     assert.equal(s.rss.gateway!.end, 120);
     assert.equal(s.heap.gateway!.peak, 30);
     assert.equal(s.heapTotal.gateway!.end, 50);
+    assert.deepEqual(s.gcSeconds, { gateway: 0.75 });
     assert.equal(s.intervalSeconds, 5);
   });
 
@@ -59,5 +77,11 @@ describe('soak memory summary', () => {
     assert.equal(metricMb(text, 'nodejs_heap_size_used_bytes'), 30);
     assert.equal(metricMb(text, 'nodejs_heap_size_total_bytes'), 60);
     assert.equal(metricMb(text, 'nodejs_external_memory_bytes'), undefined);
+    const gc = [
+      'nodejs_gc_duration_seconds_sum{kind="minor",service="drives"} 1.25',
+      'nodejs_gc_duration_seconds_count{kind="minor",service="drives"} 900',
+      'nodejs_gc_duration_seconds_sum{kind="major",service="drives"} 0.5',
+    ].join('\n');
+    assert.equal(metricSum(gc, 'nodejs_gc_duration_seconds_sum'), 1.75);
   });
 });

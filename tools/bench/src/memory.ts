@@ -11,6 +11,8 @@ export interface MemorySample {
   heapMb: Record<string, number>;
   /** V8 heap committed (MB): what the heap holds of the process's RSS. */
   heapTotalMb: Record<string, number>;
+  /** Seconds spent in garbage collection since the process started (prom-client's `nodejs_gc_duration_seconds`). */
+  gcSeconds: Record<string, number>;
 }
 
 export interface SeriesSummary {
@@ -35,6 +37,8 @@ export interface MemorySummary {
   rss: Record<string, SeriesSummary>;
   heap: Record<string, SeriesSummary>;
   heapTotal: Record<string, SeriesSummary>;
+  /** Seconds of garbage collection of each process during the soak. */
+  gcSeconds: Record<string, number>;
 }
 
 /** Slope (units per second) of the least-squares line through (t, v). */
@@ -88,13 +92,21 @@ export function metricMb(text: string, name: string): number | undefined {
   return m ? Number(m[1]) / 2 ** 20 : undefined;
 }
 
-async function heapMb(metricsUrl: string): Promise<{ used?: number; total?: number }> {
+/** The sum of every sample of a metric family's `_sum` series (all label values), e.g. GC seconds of every kind. */
+export function metricSum(text: string, name: string): number {
+  let sum = 0;
+  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)`, 'gm'))) sum += Number(m[1]);
+  return sum;
+}
+
+async function heapMb(metricsUrl: string): Promise<{ used?: number; total?: number; gc?: number }> {
   try {
     const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(2_000) });
     const text = await res.text();
     return {
       used: metricMb(text, 'nodejs_heap_size_used_bytes'),
       total: metricMb(text, 'nodejs_heap_size_total_bytes'),
+      gc: metricSum(text, 'nodejs_gc_duration_seconds_sum'),
     };
   } catch {
     return {};
@@ -116,14 +128,16 @@ export async function readMemory(
   }
   const heap: Record<string, number> = {};
   const heapTotal: Record<string, number> = {};
+  const gc: Record<string, number> = {};
   await Promise.all(
     Object.entries(metricsUrls).map(async ([name, url]) => {
       const mb = await heapMb(url);
       if (mb.used !== undefined) heap[name] = round(mb.used);
       if (mb.total !== undefined) heapTotal[name] = round(mb.total);
+      if (mb.gc !== undefined) gc[name] = round(mb.gc, 3);
     }),
   );
-  return { rssMb: rss, heapMb: heap, heapTotalMb: heapTotal };
+  return { rssMb: rss, heapMb: heap, heapTotalMb: heapTotal, gcSeconds: gc };
 }
 
 /** Samples every `intervalSeconds` until stopped; one sample at start and one at stop. */
@@ -178,5 +192,11 @@ export function summariseSoak(
     rss: of(idle.rssMb, (s) => s.rssMb),
     heap: of(idle.heapMb, (s) => s.heapMb),
     heapTotal: of(idle.heapTotalMb, (s) => s.heapTotalMb),
+    gcSeconds: Object.fromEntries(
+      Object.keys(idle.gcSeconds).map((name) => {
+        const seen = samples.filter((s) => s.gcSeconds[name] !== undefined);
+        return [name, seen.length ? round(seen[seen.length - 1]!.gcSeconds[name]! - seen[0]!.gcSeconds[name]!, 2) : 0];
+      }),
+    ),
   };
 }
