@@ -3,10 +3,12 @@
 // returns the same bytes, in one run on this machine; then the sync walk through next_cursor, a concurrency sweep
 // (plotted into docs/benchmarks.svg) and, with --soak, resident memory after minutes of load.
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { measure, type LoadResult, type Target } from './load';
-import { renderPlot, type SweepPoint } from './plot';
+import { MemorySampler, readMemory, summariseSoak, type MemorySample, type MemorySummary } from './memory';
+import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
 import { cpuSeconds } from './proc';
 import { startBenchStack, type BenchStack } from './stack';
 import { walk, type WalkResult } from './walk';
@@ -27,10 +29,21 @@ const { values: flags } = parseArgs({
     'sweep-duration': { type: 'string', default: '3' },
     /** Seconds of mixed load on the full path before resident memory is read again (the issue's 300). */
     soak: { type: 'string', default: '0' },
+    /** Seconds between two readings of every process's RSS and V8 heap during the soak. */
+    'soak-interval': { type: 'string', default: '5' },
+    /** Only the soak (with --soak): no per-route runs, walks or sweep before it. */
+    'soak-only': { type: 'boolean', default: false },
     /** Routes to measure (ids below, comma-separated); all by default. */
     routes: { type: 'string', default: '' },
     /** Writes a V8 CPU profile of every full-path process into this folder (node --cpu-prof). */
     'cpu-prof': { type: 'string' },
+    /**
+     * Node.js / V8 flags for the gateway and the services, space-separated. By default the heap they have in the chart's
+     * containers: Node sizes V8 from the cgroup memory limit (256Mi and 384Mi give V8's smallest old generation,
+     * 256 MB), and the image sets NODE_OPTIONS=--max-semi-space-size=8 (deploy/docker/Dockerfile). Without them this
+     * machine's 23 GB would give a 4 GB heap that grows 4× past its live size (docs/benchmarks.md, resident memory).
+     */
+    'node-flags': { type: 'string', default: '--max-old-space-size=256 --max-semi-space-size=8' },
     strict: { type: 'boolean', default: false },
     /** CI's check that the bench runs: seconds per target, small volume; fails on any non-200 or differing body. */
     smoke: { type: 'boolean', default: false },
@@ -147,6 +160,7 @@ async function main(): Promise<number> {
     callers: num('callers'),
     walk: num('walk'),
     ...(flags['cpu-prof'] ? { cpuProfDir: path.resolve(flags['cpu-prof']) } : {}),
+    nodeFlags: flags['node-flags'].split(' ').filter(Boolean),
     log: (msg) => process.stdout.write(`${msg}\n`),
   });
   let failures = 0;
@@ -154,6 +168,7 @@ async function main(): Promise<number> {
     const defs = routes(stack);
     for (const r of defs) await assertSameBodies(r);
     const idleRss = stack.rss();
+    const idleMemory = await readMemory(stack.processes, stack.metricsUrls);
     // CPU the processes use with no load at all (timers, metrics, PostgreSQL's background workers): it is part of
     // every CPU-per-request figure below, the more so the fewer requests a run completes.
     const idlePids = new Map([...stack.fullPids(), ...stack.barePids()]);
@@ -184,7 +199,7 @@ async function main(): Promise<number> {
     ];
     process.stdout.write(`${lines[0]}\n`);
     const checks: Record<string, boolean> = {};
-    for (const r of defs) {
+    for (const r of flags['soak-only'] ? [] : defs) {
       const bare = await measure(r.bare, stack.barePids, settings);
       const full = await measure(r.full, stack.fullPids, settings);
       results[r.id] = { bare, full };
@@ -209,7 +224,7 @@ async function main(): Promise<number> {
 
     // The sync walk: every page of the sync team's reported drives through next_cursor, one request at a time.
     const walks: Record<string, { bare: WalkResult; full: WalkResult }> = {};
-    for (const limit of [100, 1000]) {
+    for (const limit of flags['soak-only'] ? [] : [100, 1000]) {
       const bare = await walk(stack, 'bare', limit, num('walk-pages'));
       const full = await walk(stack, 'full', limit, num('walk-pages'));
       if (bare.pageHashes.join() !== full.pageHashes.join())
@@ -232,7 +247,7 @@ async function main(): Promise<number> {
 
     // Throughput and p99 against concurrency, for the plot.
     const sweep: SweepPoint[] = [];
-    const levels = flags.sweep ? flags.sweep.split(',').map(Number) : [];
+    const levels = flags.sweep && !flags['soak-only'] ? flags.sweep.split(',').map(Number) : [];
     for (const r of levels.length ? defs.filter((d) => d.id !== 'sync-team-page') : []) {
       for (const connections of levels) {
         const s = { connections, warmupSeconds: 1, durationSeconds: num('sweep-duration') };
@@ -252,12 +267,38 @@ async function main(): Promise<number> {
 
     // Resident memory: idle (before any load), after the runs above, and after the soak if asked for.
     const soakSeconds = num('soak');
+    let soak: { samples: MemorySample[]; summary: MemorySummary; loadAverage: number[] } | undefined;
     if (soakSeconds > 0) {
       const mixed: Target = { url: stack.gatewayUrl, requests: defs.flatMap((r) => r.full.requests) };
       process.stdout.write(`\nSoak: ${soakSeconds} s of every route mixed, ${settings.connections} connections…\n`);
+      const sampler = new MemorySampler(stack.processes, stack.metricsUrls, num('soak-interval'));
       const x = await measure(mixed, stack.fullPids, { ...settings, warmupSeconds: 1, durationSeconds: soakSeconds });
+      const samples = await sampler.stop();
       failures += x.non2xx + x.errors;
-      lines.push(`Soak: ${soakSeconds} s mixed, ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms`);
+      soak = { samples, summary: summariseSoak(idleMemory, samples, sampler.intervalSeconds), loadAverage: loadavg() };
+      lines.push(
+        `Soak: ${soakSeconds} s mixed, ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms, CPU µs/req ${fmt(x.cpuMicrosPerRequest)} ${JSON.stringify(x.cpuByProcess)}; load average ${soak.loadAverage.map((l) => fmt(l, 1)).join(' ')}`,
+        `  ${'MB (every ' + sampler.intervalSeconds + ' s)'.padEnd(24)} ${'idle'.padStart(6)} ${'peak'.padStart(6)} ${'end'.padStart(6)} ${'end/idle'.padStart(8)}  2nd half MB/min  lowest of each minute`,
+      );
+      const table: string[] = [];
+      for (const [kind, series] of [
+        ['RSS', soak.summary.rss],
+        ['heap used', soak.summary.heap],
+        ['heap committed', soak.summary.heapTotal],
+      ] as const)
+        for (const [name, m] of Object.entries(series))
+          table.push(
+            `  ${(kind + ' ' + name).padEnd(24)} ${fmt(m.idle).padStart(6)} ${fmt(m.peak).padStart(6)} ${fmt(m.end).padStart(6)} ${fmt(m.growth, 2).padStart(8)}  ${fmt(m.secondHalfMbPerMinute, 2).padStart(15)}  ${m.minuteFloors.map((v) => fmt(v)).join(' ')}`,
+          );
+      table.push(
+        `  GC pauses during the soak, ms per request (wall time, so inflated on a loaded machine): ${Object.entries(
+          soak.summary.gcSeconds,
+        )
+          .map(([name, s]) => `${name} ${fmt((1000 * s) / Math.max(x.requests, 1), 2)}`)
+          .join(', ')}`,
+      );
+      lines.push(...table);
+      process.stdout.write(`${lines.slice(-(2 + table.length)).join('\n')}\n`);
     }
     const afterRss = stack.rss();
     const rssLine = Object.keys(idleRss)
@@ -279,13 +320,25 @@ async function main(): Promise<number> {
       const resultsDir = path.join(__dirname, '..', 'results');
       mkdirSync(resultsDir, { recursive: true });
       writeFileSync(
-        path.join(resultsDir, 'latest.json'),
+        path.join(resultsDir, flags['soak-only'] ? 'soak.json' : 'latest.json'),
         JSON.stringify(
-          { date, settings, flags, idleCpu, results, walks, sweep, idleRss, afterRss, soakSeconds, checks }, // prettier-ignore
+          { date, settings, flags, idleCpu, results, walks, sweep, idleRss, afterRss, soakSeconds, soak, checks }, // prettier-ignore
           (k, v: unknown) => (k === 'pageHashes' ? undefined : v),
           2,
         ) + '\n',
       );
+      if (soak && soakSeconds >= 60) {
+        const file = path.join(__dirname, '..', '..', '..', 'docs', 'benchmarks-soak.svg');
+        writeFileSync(
+          file,
+          renderMemoryPlot(
+            soak.samples,
+            idleMemory,
+            `npm run bench -- --soak ${soakSeconds}, ${date.slice(0, 10)}, 2-core machine, load average ${soak.loadAverage.map((l) => fmt(l, 1)).join(' ')}`,
+          ),
+        );
+        process.stdout.write(`Memory plot: ${path.relative(process.cwd(), file)}\n`);
+      }
       if (sweep.length) {
         const file = path.join(__dirname, '..', '..', '..', 'docs', 'benchmarks.svg');
         writeFileSync(file, renderPlot(sweep, `npm run bench, ${date.slice(0, 10)}, 2-core machine`));

@@ -79,3 +79,70 @@ ${body.join('\n')}
 </svg>
 `;
 }
+
+/** A soak's memory over time: RSS of every process (left) and V8 heap in use (right), one line per process. */
+export function renderMemoryPlot(
+  samples: { t: number; rssMb: Record<string, number>; heapMb: Record<string, number> }[],
+  idle: { rssMb: Record<string, number>; heapMb: Record<string, number> },
+  caption: string,
+): string {
+  const palette = ['#d9822b', '#4a7ab5', '#3d9a50', '#b5443f', '#8a5db5', '#6b6b6b', '#c2a000'];
+  const names = Object.keys(idle.rssMb);
+  const colour = (name: string) => palette[names.indexOf(name) % palette.length]!;
+  const w = PANEL.width - PANEL.left - PANEL.right;
+  const h = PANEL.height * 1.5 - PANEL.top - PANEL.bottom;
+  const tMax = Math.max(1, ...samples.map((s) => s.t));
+  const panelOf = (
+    pick: (s: { rssMb: Record<string, number>; heapMb: Record<string, number> }) => Record<string, number>,
+    title: string,
+    x0: number,
+  ) => {
+    const max = niceMax(Math.max(...samples.flatMap((s) => Object.values(pick(s))), ...Object.values(pick(idle))));
+    const sx = (t: number) => x0 + PANEL.left + (t / tMax) * w;
+    const sy = (v: number) => 50 + PANEL.top + h - (v / max) * h;
+    const out = [
+      `<text x="${x0 + PANEL.left}" y="${50 + 18}" class="t">${esc(title)}</text>`,
+      `<rect x="${x0 + PANEL.left}" y="${50 + PANEL.top}" width="${w}" height="${h}" class="frame"/>`,
+    ];
+    for (let i = 0; i <= 4; i++) {
+      const v = (max / 4) * i;
+      out.push(
+        `<line x1="${x0 + PANEL.left}" x2="${x0 + PANEL.left + w}" y1="${sy(v)}" y2="${sy(v)}" class="grid"/>`,
+        `<text x="${x0 + PANEL.left - 6}" y="${sy(v) + 4}" class="ya">${Number(v.toPrecision(3))}</text>`,
+      );
+    }
+    for (let i = 0; i <= 4; i++) {
+      const t = (tMax / 4) * i;
+      out.push(`<text x="${sx(t)}" y="${50 + PANEL.top + h + 16}" class="xa">${Math.round(t)}</text>`);
+    }
+    out.push(
+      `<text x="${x0 + PANEL.left + w / 2}" y="${50 + PANEL.height * 1.5 - 6}" class="xa">seconds of load</text>`,
+    );
+    for (const name of Object.keys(pick(idle))) {
+      const series = samples.filter((s) => pick(s)[name] !== undefined);
+      if (!series.length) continue;
+      const d = series.map((s, i) => `${i ? 'L' : 'M'}${sx(s.t).toFixed(1)},${sy(pick(s)[name]!).toFixed(1)}`);
+      out.push(
+        `<line x1="${sx(0)}" x2="${sx(tMax)}" y1="${sy(pick(idle)[name]!).toFixed(1)}" y2="${sy(pick(idle)[name]!).toFixed(1)}" stroke="${colour(name)}" stroke-dasharray="3 3" stroke-width="1"/>`,
+        `<path d="${d.join(' ')}" stroke="${colour(name)}" class="line"><title>${esc(name)}</title></path>`,
+      );
+    }
+    return out.join('\n');
+  };
+  const width = PANEL.width * 2;
+  const height = 50 + PANEL.height * 1.5 + 30;
+  const legend = names.map((n, i) => `<tspan x="${10 + i * 110}" fill="${colour(n)}">■ ${esc(n)}</tspan>`).join('');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">
+<style>
+.t{font-size:12px;font-weight:bold}.xa{font-size:10px;text-anchor:middle}.ya{font-size:10px;text-anchor:end}
+.frame{fill:none;stroke:#888}.grid{stroke:#ddd}.line{fill:none;stroke-width:2}
+</style>
+<rect width="100%" height="100%" fill="white"/>
+<text x="10" y="20" font-size="14" font-weight="bold">Memory through the soak (dashed: idle, before any load)</text>
+<text x="10" y="38" font-size="11">${esc(caption)}</text>
+${panelOf((s) => s.rssMb, 'RSS MB', 0)}
+${panelOf((s) => s.heapMb, 'V8 heap in use MB', PANEL.width)}
+<text y="${height - 10}" font-size="11">${legend}</text>
+</svg>
+`;
+}

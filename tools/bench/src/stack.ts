@@ -27,6 +27,9 @@ export interface BenchStack {
   barePids(): Map<number, string>;
   /** Resident memory (MB) of every process but PostgreSQL's. */
   rss(): Record<string, number>;
+  /** Those processes' ids by name, and the /metrics address of each that serves one (for the V8 heap). */
+  processes: Record<string, number>;
+  metricsUrls: Record<string, string>;
   /** Learns which service each PostgreSQL backend serves (call before a measurement). */
   refreshBackends(): Promise<void>;
   stop(): Promise<void>;
@@ -38,6 +41,8 @@ export async function startBenchStack(options: {
   callers: number;
   walk: number;
   cpuProfDir?: string;
+  /** Node.js / V8 flags for the gateway and the services (e.g. to compare heap settings). */
+  nodeFlags?: string[];
   log: (msg: string) => void;
 }): Promise<BenchStack> {
   const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-bench-'));
@@ -86,10 +91,12 @@ export async function startBenchStack(options: {
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` };
     const cursorSecret = randomBytes(32).toString('base64url');
     const attestationSecret = randomBytes(32).toString('base64url');
-    const nodeArgs = (name: string) =>
-      options.cpuProfDir
+    const nodeArgs = (name: string) => [
+      ...(options.nodeFlags ?? []),
+      ...(options.cpuProfDir
         ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`]
-        : [];
+        : []),
+    ];
     if (options.cpuProfDir) mkdirSync(options.cpuProfDir, { recursive: true });
 
     startNode('otlp-sink', path.join(__dirname, 'otlp-sink.js'), { PORT: String(sinkPort) });
@@ -205,6 +212,10 @@ export async function startBenchStack(options: {
       fullPids: () => new Map([...named.map((c): [number, string] => [c.pid, c.name]), ...pgPids()]),
       barePids: () => new Map([[bare.pid, 'bare'], ...pgPids()]),
       rss: () => Object.fromEntries([...named, idp, bare].map((c) => [c.name, Math.round(rssMb(c.pid) * 10) / 10])),
+      processes: Object.fromEntries([...named, idp, bare].map((c) => [c.name, c.pid])),
+      metricsUrls: Object.fromEntries(
+        Object.entries(metrics).map(([name, port]) => [name, `http://127.0.0.1:${port}/metrics`]),
+      ),
       refreshBackends,
       stop: async () => {
         await monitor.end().catch(() => {});

@@ -35,7 +35,9 @@ export async function walk(
     const res = await fetch(`${base}/v1/groups/${groupId}/reported-drives?${query}`, { headers });
     const text = await res.text();
     if (res.status !== 200)
-      throw new Error(`sync walk (${target}): page ${pageHashes.length + 1} answered ${res.status}`);
+      throw new Error(
+        `sync walk (${target}): page ${pageHashes.length + 1} answered ${res.status}: ${text.slice(0, 300)}`,
+      );
     pageHashes.push(createHash('sha256').update(text).digest('base64url'));
     const page = JSON.parse(text) as { results: unknown[]; has_more: boolean; next_cursor: string | null };
     drives += page.results.length;
