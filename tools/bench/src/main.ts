@@ -9,7 +9,7 @@ import { measure, type LoadResult, type Target } from './load';
 import { renderPlot, type SweepPoint } from './plot';
 import { cpuSeconds } from './proc';
 import { startBenchStack, type BenchStack } from './stack';
-import { walk, type WalkResult } from './walk';
+import { deepCursor, walk, type WalkResult } from './walk';
 
 const { values: flags } = parseArgs({
   options: {
@@ -20,7 +20,8 @@ const { values: flags } = parseArgs({
     drives: { type: 'string', default: '200000' },
     callers: { type: 'string', default: '200' },
     walk: { type: 'string', default: '100000' },
-    /** Stops each sync walk after this many pages (0: every page), to bound a walk at volume. */
+    /** Stops each sync walk after this many pages (0: every page), to bound a walk at volume; a longer list is then
+     * walked twice, its first pages and its last pages (from a cursor that many pages before its end). */
     'walk-pages': { type: 'string', default: '0' },
     /** Concurrency levels of the sweep (empty: no sweep) and seconds per level and target. */
     sweep: { type: 'string', default: '1,2,4,8,16,32,64' },
@@ -209,25 +210,34 @@ async function main(): Promise<number> {
 
     // The sync walk: every page of the sync team's reported drives through next_cursor, one request at a time.
     const walks: Record<string, { bare: WalkResult; full: WalkResult }> = {};
+    // With --walk-pages, a long list is walked twice: its first pages, and its last pages from a cursor deep in it.
+    const maxPages = num('walk-pages');
     for (const limit of [100, 1000]) {
-      const bare = await walk(stack, 'bare', limit, num('walk-pages'));
-      const full = await walk(stack, 'full', limit, num('walk-pages'));
-      if (bare.pageHashes.join() !== full.pageHashes.join())
-        throw new Error(`sync walk (limit ${limit}): the full path and the bare server returned different pages`);
-      if (!num('walk-pages') && full.drives !== stack.data.walkGroup.reported)
-        throw new Error(`sync walk (limit ${limit}): ${full.drives} drives, expected ${stack.data.walkGroup.reported}`);
-      walks[limit] = { bare, full };
-      checks[`sync walk limit ${limit}`] = full.drivesPerSecond >= TARGETS.walkDrivesPerSecond;
-      const wrow = (name: string, w: WalkResult) =>
-        `  ${name.padEnd(22)} ${fmt(w.seconds, 2).padStart(7)} s ${fmt(w.drivesPerSecond).padStart(8)} drives/s ${String(w.pages).padStart(5)} pages  CPU µs per drive ${JSON.stringify(w.cpuMicrosPerDriveByProcess)}`;
-      const text = [
-        `Sync walk: ${full.drives} reported drives, pages of ${limit} through next_cursor (target ≥ ${TARGETS.walkDrivesPerSecond} drives/s)`,
-        wrow('bare node:http + pg', bare),
-        wrow('full path', full),
-        '',
-      ];
-      lines.push(...text);
-      process.stdout.write(`${text.join('\n')}\n`);
+      const parts = maxPages && stack.data.walkGroup.reported > 2 * maxPages * limit ? ['first', 'last'] : [''];
+      for (const part of parts) {
+        const from = part === 'last' ? await deepCursor(stack, limit, maxPages) : undefined;
+        const bare = await walk(stack, 'bare', limit, maxPages, from);
+        const full = await walk(stack, 'full', limit, maxPages, from);
+        const name = `${limit}${part ? ` ${part}` : ''}`;
+        if (bare.pageHashes.join() !== full.pageHashes.join())
+          throw new Error(`sync walk (limit ${name}): the full path and the bare server returned different pages`);
+        if (!maxPages && full.drives !== stack.data.walkGroup.reported)
+          throw new Error(
+            `sync walk (limit ${limit}): ${full.drives} drives, expected ${stack.data.walkGroup.reported}`,
+          );
+        walks[name] = { bare, full };
+        checks[`sync walk limit ${name}`] = full.drivesPerSecond >= TARGETS.walkDrivesPerSecond;
+        const wrow = (label: string, w: WalkResult) =>
+          `  ${label.padEnd(22)} ${fmt(w.seconds, 2).padStart(7)} s ${fmt(w.drivesPerSecond).padStart(8)} drives/s ${String(w.pages).padStart(5)} pages  CPU µs per drive ${JSON.stringify(w.cpuMicrosPerDriveByProcess)}`;
+        const text = [
+          `Sync walk: ${full.drives}${part ? ` (the ${part} ${full.pages} pages of ${stack.data.walkGroup.reported})` : ''} reported drives, pages of ${limit} through next_cursor (target ≥ ${TARGETS.walkDrivesPerSecond} drives/s)`,
+          wrow('bare node:http + pg', bare),
+          wrow('full path', full),
+          '',
+        ];
+        lines.push(...text);
+        process.stdout.write(`${text.join('\n')}\n`);
+      }
     }
 
     // Throughput and p99 against concurrency, for the plot.
