@@ -28,7 +28,13 @@ export async function walk(
   // Loads run just before may have left the gateway's circuit to the Drives service open (deadlines missed on a busy
   // machine): the walk starts once the first page answers.
   const first = `${base}/v1/groups/${groupId}/reported-drives?limit=${limit}${from ? `&cursor=${encodeURIComponent(from)}` : ''}`;
-  await waitFor(`the sync walk's first page (${target})`, async () => (await fetch(first, { headers })).status === 200);
+  let status = 0;
+  await waitFor(`the sync walk's first page (${target})`, async () => {
+    status = (await fetch(first, { headers })).status;
+    return status === 200;
+  }).catch(() => {
+    throw new Error(`sync walk (${target}): its first page still answered ${status} after 30 s`);
+  });
   await stack.refreshBackends();
   const meter = new CpuMeter(target === 'full' ? stack.fullPids : stack.barePids);
   const started = process.hrtime.bigint();
