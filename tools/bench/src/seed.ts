@@ -69,6 +69,7 @@ export async function seedBench(
   let written = 0;
   const writer = async () => {
     const own = new pg.Client(databaseUrl);
+    own.on('error', () => {}); // a lost connection rejects the query in flight, which ends the seeding
     await own.connect();
     try {
       await own.query(`SET synchronous_commit = off`);
@@ -118,6 +119,7 @@ export async function seedBench(
   await phase('indexes', async () => {
     // Two builds at a time (each with PostgreSQL's parallel workers), on the seeding connection and one more.
     const other = new pg.Client(databaseUrl);
+    other.on('error', () => {});
     await other.connect();
     try {
       await other.query(`SET maintenance_work_mem = '1GB'`);
