@@ -24,18 +24,18 @@ const DRIVE_COLUMNS = `d.id, d.user_id, d.started_at, d.ended_at, d.distance_amo
   d.distance_discounted, d.value_amount, d.value_currency, d.toll_amount, d.toll_currency, d.parking_amount,
   d.parking_currency, d.description, d.entry, d.classification, d.purpose, d.start_location, d.end_location,
   d.created_at, d.modified_at`;
-const userDrivesSql = (position: boolean) =>
-  `SELECT ${DRIVE_COLUMNS}, d.modified_at AS sort_value, d.id AS sort_id FROM drives.drives d
-    WHERE d.user_id = $1 AND d.classification = $2 AND d.modified_at < $3
-      ${position ? 'AND (d.modified_at, d.id) < ($5, $6)' : ''}
-    ORDER BY d.modified_at DESC, d.id DESC LIMIT $4`;
-const reportedSql = (position: boolean) =>
-  `SELECT ${DRIVE_COLUMNS}, r.group_id, r.status, r.reported_at, r.modified_at AS report_modified_at,
+// One upper bound, the lower of the sync horizon and the keyset position, as one row comparison (as the Drives
+// service sends it: with two bounds on the column PostgreSQL scanned from the horizon down to a deep position).
+const USER_DRIVES_SQL = `SELECT ${DRIVE_COLUMNS}, d.modified_at AS sort_value, d.id AS sort_id FROM drives.drives d
+    WHERE d.user_id = $1 AND d.classification = $2 AND (d.modified_at, d.id) < ($3, $4)
+    ORDER BY d.modified_at DESC, d.id DESC LIMIT $5`;
+const REPORTED_SQL = `SELECT ${DRIVE_COLUMNS}, r.group_id, r.status, r.reported_at, r.modified_at AS report_modified_at,
           r.modified_at AS sort_value, r.drive_id AS sort_id
      FROM drives.drive_reports r JOIN drives.drives d ON d.id = r.drive_id
-    WHERE r.group_id = $1 AND r.modified_at < $2
-      ${position ? 'AND (r.modified_at, r.drive_id) < ($4, $5)' : ''}
-    ORDER BY r.modified_at DESC, r.drive_id DESC LIMIT $3`;
+    WHERE r.group_id = $1 AND (r.modified_at, r.drive_id) < ($2, $3)
+    ORDER BY r.modified_at DESC, r.drive_id DESC LIMIT $4`;
+const upperBound = (horizon: Date, position: { t: string; i: number | string } | undefined) =>
+  position && Date.parse(position.t) < horizon.getTime() ? [position.t, position.i] : [horizon, '-9223372036854775808'];
 const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM drives.review_comments
                        WHERE drive_id = ANY($1::bigint[]) ORDER BY id`;
 
@@ -197,8 +197,8 @@ async function userDrives(userId: string, params: URLSearchParams): Promise<unkn
   const position = params.has('cursor') ? decodeCursor(params.get('cursor')!, fp) : undefined;
   if (params.has('cursor') && !position) throw new Refused(422);
   const [{ horizon }] = (await query('bare_horizon', HORIZON_SQL, [])) as [Row];
-  const values = [userId, 'business', horizon, limit + 1, ...(position ? [position.t, position.i] : [])];
-  const p = page(await query(`bare_user_drives_${!!position}`, userDrivesSql(!!position), values), limit, fp);
+  const values = [userId, 'business', ...upperBound(horizon, position), limit + 1];
+  const p = page(await query('bare_user_drives', USER_DRIVES_SQL, values), limit, fp);
   return { results: p.rows.map(driveSchema), has_more: p.hasMore, next_cursor: p.next };
 }
 
@@ -219,8 +219,8 @@ async function reportedDrives(groupId: number, callerId: string, params: URLSear
   if (!check.exists) throw new Refused(404);
   if (!check.is_admin) throw new Refused(403);
   const [{ horizon }] = (await query('bare_horizon', HORIZON_SQL, [])) as [Row];
-  const values = [groupId, horizon, limit + 1, ...(position ? [position.t, position.i] : [])];
-  const p = page(await query(`bare_reported_${!!position}`, reportedSql(!!position), values), limit, fp);
+  const values = [groupId, ...upperBound(horizon, position), limit + 1];
+  const p = page(await query('bare_reported', REPORTED_SQL, values), limit, fp);
   const comments = new Map<string, Row[]>();
   const drivers = new Map<string, Row>();
   if (p.rows.length) {

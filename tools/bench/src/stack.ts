@@ -32,6 +32,10 @@ export interface BenchStack {
   metricsUrls: Record<string, string>;
   /** Learns which service each PostgreSQL backend serves (call before a measurement). */
   refreshBackends(): Promise<void>;
+  /** The key both targets sign page cursors with. */
+  cursorSecret: string;
+  /** A query on the bench database (outside any measurement). */
+  sql<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
   stop(): Promise<void>;
 }
 
@@ -58,7 +62,9 @@ export async function startBenchStack(options: {
     password: 'bench',
     persistent: false,
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    // fsync stays on; more WAL between checkpoints for the seeding's bulk load (the seeding ends with a CHECKPOINT, so
+    // no checkpoint falls in a measured run either way).
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_wal_size=4GB', '-c', 'checkpoint_timeout=15min'],
     onLog: () => {},
     onError: () => {},
   });
@@ -79,7 +85,7 @@ export async function startBenchStack(options: {
     const started = Date.now();
     const admin = new pg.Client({ connectionString: databaseUrl });
     await admin.connect();
-    const data = await seedBench(admin, options).finally(() => admin.end());
+    const data = await seedBench(admin, databaseUrl, options).finally(() => admin.end());
     options.log(
       `Seeded ${options.users} users, ${options.drives} drives and a sync team of ${options.walk} reported drives in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
@@ -217,6 +223,9 @@ export async function startBenchStack(options: {
         Object.entries(metrics).map(([name, port]) => [name, `http://127.0.0.1:${port}/metrics`]),
       ),
       refreshBackends,
+      cursorSecret,
+      sql: async <R extends pg.QueryResultRow>(text: string, values?: unknown[]) =>
+        (await monitor.query<R>(text, values)).rows,
       stop: async () => {
         await monitor.end().catch(() => {});
         await stop();

@@ -1,6 +1,6 @@
 // The nightly sync: every page of one team's reported drives through next_cursor, one request at a time.
-import { createHash } from 'node:crypto';
-import { CpuMeter } from './proc';
+import { createHash, createHmac } from 'node:crypto';
+import { CpuMeter, waitFor } from './proc';
 import type { BenchStack } from './stack';
 
 export interface WalkResult {
@@ -19,17 +19,28 @@ export async function walk(
   target: 'full' | 'bare',
   limit: number,
   maxPages = 0,
+  from?: string,
 ): Promise<WalkResult> {
   const { groupId, adminId } = stack.data.walkGroup;
   const base = target === 'full' ? stack.gatewayUrl : stack.bareUrl;
   const headers: Record<string, string> =
     target === 'full' ? { authorization: `Bearer ${stack.tokens.get(adminId)!}` } : { 'x-user-id': adminId };
+  // Loads run just before may have left the gateway's circuit to the Drives service open (deadlines missed on a busy
+  // machine): the walk starts once the first page answers.
+  const first = `${base}/v1/groups/${groupId}/reported-drives?limit=${limit}${from ? `&cursor=${encodeURIComponent(from)}` : ''}`;
+  let status = 0;
+  await waitFor(`the sync walk's first page (${target})`, async () => {
+    status = (await fetch(first, { headers })).status;
+    return status === 200;
+  }).catch(() => {
+    throw new Error(`sync walk (${target}): its first page still answered ${status} after 30 s`);
+  });
   await stack.refreshBackends();
   const meter = new CpuMeter(target === 'full' ? stack.fullPids : stack.barePids);
   const started = process.hrtime.bigint();
   const pageHashes: string[] = [];
   let drives = 0;
-  let cursor: string | null = null;
+  let cursor: string | null = from ?? null;
   do {
     const query: string = `limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
     const res = await fetch(`${base}/v1/groups/${groupId}/reported-drives?${query}`, { headers });
@@ -57,4 +68,37 @@ export async function walk(
     ),
     pageHashes,
   };
+}
+
+/**
+ * A cursor `pages` pages of `limit` before the end of the sync team's list, signed as the gateway signs it (the same
+ * fingerprint and key as the bare server's): a walk from it is the end of a long sync, as when payroll resumes from
+ * a cursor deep in the list.
+ */
+export async function deepCursor(stack: BenchStack, limit: number, pages: number): Promise<string> {
+  const { groupId } = stack.data.walkGroup;
+  const [row] = await stack.sql<{ modified_at: Date; drive_id: string }>(
+    `SELECT modified_at, drive_id FROM drives.drive_reports WHERE group_id = $1
+      ORDER BY modified_at, drive_id OFFSET $2 LIMIT 1`,
+    [groupId, limit * pages],
+  );
+  if (!row) throw new Error(`the sync team has no ${limit * pages + 1} reports`);
+  const parts: Record<string, string | number | null> = {
+    route: 'group-reported',
+    group: groupId,
+    classification: null,
+    sort: 'modified',
+    after: null,
+    before: null,
+  };
+  const canonical = JSON.stringify(
+    Object.keys(parts)
+      .sort()
+      .map((k) => [k, parts[k]]),
+  );
+  const q = createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
+  const body = Buffer.from(
+    JSON.stringify({ v: 1, q, t: row.modified_at.toISOString(), i: Number(row.drive_id) }),
+  ).toString('base64url');
+  return `${body}.${createHmac('sha256', Buffer.from(stack.cursorSecret, 'utf8')).update(body).digest('base64url')}`;
 }
