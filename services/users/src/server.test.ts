@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
 import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
-import { pageQuery } from './users-repo';
+import { pageQuery, StatementNames } from './users-repo';
 import { createServer } from './server';
 
 let testDb: TestDatabase;
@@ -335,6 +335,28 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       assert.equal((await rejection(client.listUsers({ offset: 0, limit: 1001 }))).code, status.INVALID_ARGUMENT);
     });
 
+    test('a lookup prepared by name answers with its own values every time, past the switch to a generic plan', async () => {
+      // PostgreSQL plans a named statement for its values five times, then may keep one generic plan: the rounds
+      // below go past that on every connection the pool uses, and each lookup must still find its own user.
+      const names = [`Grace.${tag}@Example.com`, `henry.${tag}@example.com`, `ivy_50%.${tag}@example.org`];
+      for (let round = 0; round < 12; round++) {
+        for (const name of names) {
+          const found = await client.listUsers({
+            filter: cmp('userName', Op.OPERATOR_EQ, name),
+            offset: 0,
+            limit: 100,
+          });
+          assert.equal(found.totalSize, 1);
+          assert.deepEqual(
+            found.users.map((u) => u.userName),
+            [name],
+          );
+        }
+        const none = await client.listUsers({ filter: cmp('userName', Op.OPERATOR_EQ, `nobody.${tag}`), offset: 0, limit: 100 }); // prettier-ignore
+        assert.deepEqual([none.totalSize, none.users], [0, []]);
+      }
+    });
+
     test('identity-provider lookups are index scans at volume', async () => {
       // 20,000 extra rows make a sequential scan visible in the plan; ANALYZE gives the planner real statistics.
       await db.knex.raw(`
@@ -387,6 +409,18 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         );
       }
     });
+  });
+
+  test('list statements get one stable name per text, until the cap; then they go unnamed', () => {
+    const names = new StatementNames('t_', 2);
+    const a = names.nameOf('SELECT 1');
+    assert.match(a!, /^t_[0-9a-f]{24}$/);
+    assert.equal(names.nameOf('SELECT 1'), a);
+    const b = names.nameOf('SELECT 2');
+    assert.ok(b && b !== a);
+    assert.equal(names.nameOf('SELECT 3'), undefined);
+    assert.equal(names.nameOf('SELECT 2'), b, 'a named text keeps its name after the cap');
+    assert.equal(new StatementNames('t_', 2).nameOf('SELECT 1'), a, 'the name follows from the text alone');
   });
 
   test('delete deactivates, hides the user and frees the userName; the id stays taken', async () => {

@@ -1,7 +1,7 @@
 import { dateToTimestamp, errors, recordEvent, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 import type { scimAuditV1, usersV1 } from '@mileage/proto';
 import { auditRow, type SqlCondition } from '@mileage/scim-domain';
-import { randomInt } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 
 interface UserRow {
   id: string;
@@ -139,6 +139,41 @@ export function pageQuery(where: string, total: number): string {
     : `SELECT ${SELECT_COLUMNS} FROM users WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`;
 }
 
+/** How many distinct list statements (filter shapes) are prepared; any further shape is sent unnamed. */
+export const MAX_PREPARED_LISTS = 200;
+
+/**
+ * Names under which list statements are prepared (once per connection, as the hot reads are), until `max` shapes
+ * have names: a filter's values travel as bindings, so a statement's text varies only with the filter's shape (SCIM
+ * clients send a few: userName eq, externalId eq, …), and the cap bounds what each connection keeps prepared.
+ */
+export class StatementNames {
+  private readonly names = new Map<string, string>();
+  constructor(
+    private readonly prefix: string,
+    private readonly max: number,
+  ) {}
+
+  /** The statement's name (the same for the same text), or undefined once `max` other texts have one. */
+  nameOf(text: string): string | undefined {
+    let name = this.names.get(text);
+    if (name === undefined && this.names.size < this.max) {
+      name = `${this.prefix}${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+      this.names.set(text, name);
+    }
+    return name;
+  }
+}
+
+const listStatements = new StatementNames('users_list_', MAX_PREPARED_LISTS);
+
+/** A list statement through knex.raw, prepared by name while the cap allows. */
+function listQuery<T>(knex: Knex, text: string, bindings: readonly unknown[]) {
+  const raw = knex.raw<T>(text, bindings as Knex.RawBinding[]);
+  const name = listStatements.nameOf(text);
+  return name ? raw.options({ name }) : raw;
+}
+
 /** Data access for the `users` schema. */
 export class UsersRepository {
   constructor(private readonly knex: Knex) {}
@@ -268,7 +303,7 @@ export class UsersRepository {
       trace,
       'SELECT',
       countText,
-      async () => this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings),
+      async () => listQuery<{ rows: { total: string }[] }>(this.knex, countText, condition.bindings),
       { retryRead: true },
     );
     const total = Number(countResult.rows[0]!.total);
@@ -278,7 +313,7 @@ export class UsersRepository {
       trace,
       'SELECT',
       pageText,
-      async () => this.knex.raw<{ rows: UserRow[] }>(pageText, [...condition.bindings, limit, offset]),
+      async () => listQuery<{ rows: UserRow[] }>(this.knex, pageText, [...condition.bindings, limit, offset]),
       { retryRead: true },
     );
     return { users: rows.map(toUser), total };

@@ -7,6 +7,7 @@ import pg from 'pg';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 const cursorKey = Buffer.from(process.env.CURSOR_SECRET ?? '', 'utf8');
+const scimBaseUrl = process.env.SCIM_BASE_URL ?? '';
 
 const USER_SQL = `SELECT id, user_name, given_name, family_name, formatted_name, display_name, emails, active,
                          external_id, timezone, enterprise, created_at, modified_at, version, deleted_at
@@ -38,6 +39,15 @@ const upperBound = (horizon: Date, position: { t: string; i: number | string } |
   position && Date.parse(position.t) < horizon.getTime() ? [position.t, position.i] : [horizon, '-9223372036854775808'];
 const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM drives.review_comments
                        WHERE drive_id = ANY($1::bigint[]) ORDER BY id`;
+
+// A SCIM `userName eq "…"` lookup as the Users service runs it (ListUsers: the count, then the page of matches).
+const SCIM_WHERE = `deleted_at IS NULL AND (lower(users.user_name) = lower($1))`;
+const SCIM_COUNT_SQL = `SELECT count(*) AS total FROM users.users WHERE ${SCIM_WHERE}`;
+const SCIM_PAGE_SQL = `WITH matches AS MATERIALIZED (
+    SELECT id, user_name, given_name, family_name, formatted_name, display_name, emails, active, external_id, timezone,
+           enterprise, scim_attributes, created_at, modified_at, version, deleted_at
+      FROM users.users WHERE ${SCIM_WHERE})
+  SELECT * FROM matches ORDER BY id LIMIT $2 OFFSET $3`;
 
 const query = <T extends pg.QueryResultRow>(name: string, text: string, values: unknown[]) =>
   pool.query<T>({ name, text, values }).then((r) => r.rows);
@@ -255,6 +265,55 @@ async function reportedDrives(groupId: number, callerId: string, params: URLSear
   };
 }
 
+const SCIM_USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
+const SCIM_ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+
+/** A user as the SCIM service renders it (RFC 7643 §4.1, attributes in its order). */
+function scimUser(u: Row) {
+  const { name: extraName, ...extras } = (u.scim_attributes ?? {}) as Row;
+  const name: Row = { ...(extraName ?? {}) };
+  if (u.formatted_name) name.formatted = u.formatted_name;
+  if (u.family_name) name.familyName = u.family_name;
+  if (u.given_name) name.givenName = u.given_name;
+  const emails = (u.emails as Email[]).map((e) => ({ value: e.value, ...(e.type ? { type: e.type } : {}), primary: Boolean(e.primary) })); // prettier-ignore
+  const enterprise = u.enterprise && Object.keys(u.enterprise).length ? u.enterprise : undefined;
+  return {
+    schemas: enterprise ? [SCIM_USER, SCIM_ENTERPRISE] : [SCIM_USER],
+    id: u.id,
+    ...(u.external_id ? { externalId: u.external_id } : {}),
+    userName: u.user_name,
+    ...(Object.keys(name).length ? { name } : {}),
+    ...(u.display_name ? { displayName: u.display_name } : {}),
+    ...extras,
+    ...(emails.length ? { emails } : {}),
+    active: u.active,
+    timezone: u.timezone,
+    ...(enterprise ? { [SCIM_ENTERPRISE]: enterprise } : {}),
+    meta: {
+      resourceType: 'User',
+      created: u.created_at.toISOString(),
+      lastModified: u.modified_at.toISOString(),
+      location: `${scimBaseUrl}/Users/${u.id}`,
+      version: `W/"${Number(u.version)}"`,
+    },
+  };
+}
+
+/** GET /scim/v2/Users?filter=userName eq "…" (the first page of 100, as the SCIM service's default). */
+async function scimLookup(params: URLSearchParams): Promise<unknown> {
+  const m = /^userName eq "([^"\\]*)"$/.exec(params.get('filter') ?? '');
+  if (!m) throw new Refused(400);
+  const [{ total }] = (await query('bare_scim_count', SCIM_COUNT_SQL, [m[1]])) as [Row];
+  const rows = Number(total) > 0 ? await query('bare_scim_page', SCIM_PAGE_SQL, [m[1], 100, 0]) : [];
+  return {
+    schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'],
+    totalResults: Number(total),
+    startIndex: 1,
+    itemsPerPage: rows.length,
+    Resources: rows.map(scimUser),
+  };
+}
+
 function route(req: http.IncomingMessage): Promise<unknown> | undefined {
   const url = new URL(req.url ?? '/', 'http://bare');
   let m = /^\/v1\/users\/([A-Za-z0-9]{10})$/.exec(url.pathname);
@@ -263,6 +322,7 @@ function route(req: http.IncomingMessage): Promise<unknown> | undefined {
   if (m) return userDrives(m[1]!, url.searchParams);
   m = /^\/v1\/groups\/(\d{1,18})\/reported-drives$/.exec(url.pathname);
   if (m) return reportedDrives(Number(m[1]), String(req.headers['x-user-id']), url.searchParams);
+  if (url.pathname === '/scim/v2/Users') return scimLookup(url.searchParams);
   return undefined;
 }
 

@@ -90,6 +90,14 @@ function routes(stack: BenchStack): RouteDef[] {
     };
   };
   const groups = data.adminGroups;
+  // SCIM: the provisioning client's token on the full path; the bare server checks no token.
+  const scim = (paths: string[]) => ({
+    full: {
+      url: stack.gatewayUrl,
+      requests: paths.map((p) => ({ path: p, headers: { authorization: `Bearer ${stack.scimToken}` } })),
+    },
+    bare: { url: stack.bareUrl, requests: paths.map((p) => ({ path: p })) },
+  });
   return [
     {
       id: 'user',
@@ -111,6 +119,13 @@ function routes(stack: BenchStack): RouteDef[] {
         (i) => ({ path: `/v1/groups/${groups[i]!.groupId}/reported-drives?limit=100`, caller: groups[i]!.adminId }),
         groups.length,
       ),
+    },
+    {
+      // The lookup an identity provider sends before every change it provisions, spread over every volume user.
+      id: 'scim-lookup',
+      title: 'GET /scim/v2/Users?filter=userName eq "…"',
+      page: false,
+      ...scim(data.userNames.map((u) => `/scim/v2/Users?filter=${encodeURIComponent(`userName eq "${u}"`)}`)),
     },
     {
       // The first page of the sync team: at volume (--walk 1000000), a page of a team with that many reports.

@@ -10,6 +10,8 @@ export interface BenchData {
   adminGroups: { groupId: number; adminId: string }[];
   /** The team the sync walk pages through, and its admin. */
   walkGroup: { groupId: number; adminId: string; reported: number };
+  /** The userName of every volume user, for the SCIM lookup (`userName eq "…"`). */
+  userNames: string[];
 }
 
 /** Sync team reports per statement. */
@@ -48,6 +50,18 @@ export async function seedBench(
   );
   for (const index of secondary) await client.query(`DROP INDEX drives.${index.name}`);
   await phase('volume', () => generateVolume(client, { users: options.users, drives: options.drives }));
+  // The volume users as an identity provider provisions them, so that a SCIM lookup renders every kind of attribute:
+  // an externalId and displayName of their own, an attribute kept as sent (title, name.middleName) and the
+  // enterprise extension.
+  await phase('scim attributes', () =>
+    client.query(
+      `UPDATE users.users
+        SET external_id = 'ext-' || substr(id, 2), display_name = 'Volume Driver ' || ltrim(substr(id, 2), '0'),
+            scim_attributes = jsonb_build_object('title', 'Driver', 'name', jsonb_build_object('middleName', 'M')),
+            enterprise = jsonb_build_object('employeeNumber', substr(id, 2), 'costCenter', 'CC-' || (ltrim(substr(id, 2), '0')::int % 10))
+      WHERE id LIKE 'V%'`,
+    ),
+  );
   // The sync team: user 1 administers it, users 2–101 report every drive to it, all modified in the past (the list
   // stops at the sync horizon, now).
   const {
@@ -150,5 +164,6 @@ export async function seedBench(
     callers: Array.from({ length: options.callers }, (_, i) => volumeUserId(i + 1)),
     adminGroups: admins.map((a) => ({ groupId: Number(a.team_id), adminId: a.user_id })),
     walkGroup: { groupId: walkGroup, adminId: volumeUserId(1), reported: options.walk },
+    userNames: Array.from({ length: options.users }, (_, i) => `volume${i + 1}@example.com`),
   };
 }

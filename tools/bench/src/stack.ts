@@ -22,6 +22,8 @@ export interface BenchStack {
   bareUrl: string;
   /** Access token of each caller (user id), every /v1 scope. */
   tokens: Map<string, string>;
+  /** Access token of the provisioning client (client credentials of mileage-scim, scope "scim"). */
+  scimToken: string;
   /** Server-side processes of each target, by name (PostgreSQL: the postmaster and every backend). */
   fullPids(): Map<number, string>;
   barePids(): Map<number, string>;
@@ -97,6 +99,11 @@ export async function startBenchStack(options: {
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` };
     const cursorSecret = randomBytes(32).toString('base64url');
     const attestationSecret = randomBytes(32).toString('base64url');
+    const scimClientSecret = randomBytes(24).toString('base64url');
+    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+    const bareUrl = `http://127.0.0.1:${barePort}`;
+    // meta.location of a SCIM resource: /scim/v2 as clients reach it (through the gateway).
+    const scimBaseUrl = `${gatewayUrl}/scim/v2`;
     const nodeArgs = (name: string) => [
       ...(options.nodeFlags ?? []),
       ...(options.cpuProfDir
@@ -119,6 +126,7 @@ export async function startBenchStack(options: {
       DEV_IDP_PORT: String(idpPort),
       DEV_IDP_DATA_DIR: path.join(workdir, 'idp'),
       ACCESS_TOKEN_TTL_SECONDS: '3600',
+      SCIM_CLIENT_SECRET: scimClientSecret,
     });
     const addresses = {
       USERS_ADDRESS: `127.0.0.1:${grpc.users}`,
@@ -136,7 +144,7 @@ export async function startBenchStack(options: {
             ...otel,
             ...addresses,
             DATABASE_URL: databaseUrl,
-            ...(name === 'scim' ? { ACTOR_ATTESTATION_SECRET: attestationSecret } : {}),
+            ...(name === 'scim' ? { ACTOR_ATTESTATION_SECRET: attestationSecret, SCIM_BASE_URL: scimBaseUrl } : {}),
             GRPC_ADDRESS: `127.0.0.1:${grpc[name]}`,
             METRICS_PORT: String(metrics[name]),
           },
@@ -164,9 +172,8 @@ export async function startBenchStack(options: {
       PORT: String(barePort),
       DATABASE_URL: databaseUrl,
       CURSOR_SECRET: cursorSecret,
+      SCIM_BASE_URL: scimBaseUrl,
     });
-    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-    const bareUrl = `http://127.0.0.1:${barePort}`;
     await waitFor('otlp sink', () => httpOk(`http://127.0.0.1:${sinkPort}/stats`));
     await waitFor('dev-idp', () => httpOk(`${issuer}/.well-known/openid-configuration`));
     await waitFor('gateway', () => httpOk(`${gatewayUrl}/readyz`));
@@ -176,7 +183,7 @@ export async function startBenchStack(options: {
       const { dependencies } = (await res.json()) as {
         dependencies: Record<string, { up: boolean; checkedAt: string | null }>;
       };
-      return ['users', 'groups', 'drives'].every((d) => dependencies[d]?.up && dependencies[d].checkedAt);
+      return ['users', 'groups', 'drives', 'scim'].every((d) => dependencies[d]?.up && dependencies[d].checkedAt);
     });
     await waitFor('bare server', () => httpOk(`${bareUrl}/healthz`));
 
@@ -197,6 +204,17 @@ export async function startBenchStack(options: {
       tokens.set(userId, ((await res.json()) as { access_token: string }).access_token);
     }
 
+    const scimRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`mileage-scim:${scimClientSecret}`).toString('base64')}`,
+      },
+      body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
+    });
+    if (!scimRes.ok) throw new Error(`SCIM client token: ${scimRes.status} ${await scimRes.text()}`);
+    const scimToken = ((await scimRes.json()) as { access_token: string }).access_token;
+
     // PostgreSQL's processes, each backend named by the service it serves (its application_name), so that the
     // database's CPU can be told apart by caller; the postmaster and background workers are "postgres".
     const backendOf = new Map<number, string>();
@@ -215,6 +233,7 @@ export async function startBenchStack(options: {
       gatewayUrl,
       bareUrl,
       tokens,
+      scimToken,
       fullPids: () => new Map([...named.map((c): [number, string] => [c.pid, c.name]), ...pgPids()]),
       barePids: () => new Map([[bare.pid, 'bare'], ...pgPids()]),
       rss: () => Object.fromEntries([...named, idp, bare].map((c) => [c.name, Math.round(rssMb(c.pid) * 10) / 10])),

@@ -19,6 +19,8 @@ const PORT_VARIABLES = [
   'DRIVES_METRICS_PORT',
   'SCIM_GRPC_PORT',
   'SCIM_METRICS_PORT',
+  'WEBHOOKS_GRPC_PORT',
+  'WEBHOOKS_METRICS_PORT',
 ] as const;
 
 export interface LaunchedStack {

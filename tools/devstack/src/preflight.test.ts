@@ -81,8 +81,8 @@ describe('npm start preflight', () => {
   it('npm start exits 1 with one line per part that cannot start, having started nothing', async () => {
     const { port, server } = await occupy();
     try {
-      const names = ['GATEWAY', 'DEV_IDP', 'USERS_GRPC', 'GROUPS_GRPC', 'DRIVES_GRPC', 'SCIM_GRPC'];
-      const metrics = ['GATEWAY', 'USERS', 'GROUPS', 'DRIVES', 'SCIM'].map((n) => `${n}_METRICS`);
+      const names = ['GATEWAY', 'DEV_IDP', 'USERS_GRPC', 'GROUPS_GRPC', 'DRIVES_GRPC', 'SCIM_GRPC', 'WEBHOOKS_GRPC'];
+      const metrics = ['GATEWAY', 'USERS', 'GROUPS', 'DRIVES', 'SCIM', 'WEBHOOKS'].map((n) => `${n}_METRICS`);
       const env: NodeJS.ProcessEnv = {
         PATH: process.env.PATH,
         LOG_LEVEL: 'silent',
