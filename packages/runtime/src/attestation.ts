@@ -18,6 +18,8 @@ export interface AttestedRequest {
 }
 
 const VERSION = 'v1';
+/** SHA-256 of no bytes: the body of every GET, computed once. */
+const EMPTY_BODY_SHA256 = createHash('sha256').update(Buffer.alloc(0)).digest('hex');
 
 function mac(secret: string, timestamp: number, request: AttestedRequest): Buffer {
   // JSON of an array: no two different requests share a canonical form (no separator can be smuggled into a field).
@@ -30,7 +32,7 @@ function mac(secret: string, timestamp: number, request: AttestedRequest): Buffe
     request.method,
     request.path,
     request.query,
-    createHash('sha256').update(request.body).digest('hex'),
+    request.body.length === 0 ? EMPTY_BODY_SHA256 : createHash('sha256').update(request.body).digest('hex'),
   ]);
   return createHmac('sha256', secret).update(canonical).digest();
 }

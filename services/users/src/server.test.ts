@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
 import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
-import { pageQuery, StatementNames } from './users-repo';
+import { matchesAtMostOne, pageQuery, StatementNames } from './users-repo';
 import { createServer } from './server';
 
 let testDb: TestDatabase;
@@ -355,6 +355,54 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         const none = await client.listUsers({ filter: cmp('userName', Op.OPERATOR_EQ, `nobody.${tag}`), offset: 0, limit: 100 }); // prettier-ignore
         assert.deepEqual([none.totalSize, none.users], [0, []]);
       }
+    });
+
+    test('a lookup on a unique attribute is one statement; its count is the page, at every offset and limit', async () => {
+      assert.ok(matchesAtMostOne(cmp('userName', Op.OPERATOR_EQ, 'a')));
+      assert.ok(matchesAtMostOne(cmp('ID', Op.OPERATOR_EQ, 'a')));
+      assert.ok(!matchesAtMostOne(cmp('userName', Op.OPERATOR_NE, 'a')));
+      assert.ok(!matchesAtMostOne(cmp('userName', Op.OPERATOR_SW, 'a')));
+      assert.ok(!matchesAtMostOne(cmp('userName', Op.OPERATOR_PR)));
+      assert.ok(!matchesAtMostOne(cmp('externalId', Op.OPERATOR_EQ, 'a')), 'externalId is not unique');
+      assert.ok(!matchesAtMostOne(and(cmp('userName', Op.OPERATOR_EQ, 'a'), cmp('active', Op.OPERATOR_EQ, true))));
+      assert.ok(!matchesAtMostOne(undefined));
+
+      const name = `Grace.${tag}@Example.com`;
+      const byName = cmp('userName', Op.OPERATOR_EQ, name.toUpperCase());
+      const statements: string[] = [];
+      const onQuery = (q: { sql: string }) => {
+        if (q.sql.includes('FROM users WHERE')) statements.push(q.sql);
+      };
+      db.knex.on('query', onQuery);
+      let found: usersV1.ListUsersResponse;
+      try {
+        found = await client.listUsers({ filter: byName, offset: 0, limit: 100 });
+      } finally {
+        db.knex.off('query', onQuery);
+      }
+      assert.equal(statements.length, 1, statements.join('\n'));
+      assert.equal(found.totalSize, 1);
+      assert.deepEqual(
+        found.users.map((u) => u.userName),
+        [name],
+      );
+      const byId = await client.listUsers({
+        filter: cmp('id', Op.OPERATOR_EQ, found.users[0]!.id),
+        offset: 0,
+        limit: 1,
+      });
+      assert.deepEqual([byId.totalSize, byId.users.map((u) => u.userName)], [1, [name]]);
+      // Past the first page, or with no page at all, the count is still the number of matches (its own statement).
+      for (const [offset, limit] of [
+        [1, 100],
+        [0, 0],
+        [5, 0],
+      ] as const) {
+        const page = await client.listUsers({ filter: byName, offset, limit });
+        assert.deepEqual([page.totalSize, page.users], [1, []], `offset ${offset}, limit ${limit}`);
+      }
+      const miss = await client.listUsers({ filter: cmp('userName', Op.OPERATOR_EQ, `nobody.${tag}`), offset: 0, limit: 1 }); // prettier-ignore
+      assert.deepEqual([miss.totalSize, miss.users], [0, []]);
     });
 
     test('identity-provider lookups are index scans at volume', async () => {

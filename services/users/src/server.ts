@@ -1,7 +1,7 @@
 import { usersV1 } from '@mileage/proto';
 import { errors, isUserId, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
 import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
-import { MAX_BATCH, UsersRepository } from './users-repo';
+import { matchesAtMostOne, MAX_BATCH, UsersRepository } from './users-repo';
 import { validateUserInput } from './validation';
 
 export interface UsersServerDeps {
@@ -54,7 +54,9 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
         ]);
       }
       const condition = filterToSql(request.filter, USER_FILTER);
-      const { users, total } = await repo.list(condition, request.offset, request.limit, ctx.trace);
+      const { users, total } = await repo.list(condition, request.offset, request.limit, ctx.trace, {
+        atMostOne: matchesAtMostOne(request.filter),
+      });
       return { users, totalSize: total };
     },
   };

@@ -1,5 +1,5 @@
 import { dateToTimestamp, errors, recordEvent, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
-import type { scimAuditV1, usersV1 } from '@mileage/proto';
+import { filterV1, type scimAuditV1, type usersV1 } from '@mileage/proto';
 import { auditRow, type SqlCondition } from '@mileage/scim-domain';
 import { createHash, randomInt } from 'node:crypto';
 
@@ -137,6 +137,23 @@ export function pageQuery(where: string, total: number): string {
   return total <= SMALL_MATCH
     ? `WITH matches AS MATERIALIZED (SELECT ${SELECT_COLUMNS} FROM users WHERE ${where}) SELECT * FROM matches ORDER BY id LIMIT ? OFFSET ?`
     : `SELECT ${SELECT_COLUMNS} FROM users WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`;
+}
+
+/** Attributes no two live users share (the primary key; userName by users_user_name_key on lower(user_name)). */
+const UNIQUE_ATTRIBUTES = new Set(['id', 'username']);
+
+/**
+ * Whether `filter` is a single string equality on a unique attribute (`userName eq "…"`, `id eq "…"`: an identity
+ * provider's lookup before it provisions), which at most one live user matches.
+ */
+export function matchesAtMostOne(filter: filterV1.Filter | undefined): boolean {
+  const expr = filter?.expr;
+  return (
+    expr?.$case === 'comparison' &&
+    expr.value.operator === filterV1.Operator.OPERATOR_EQ &&
+    expr.value.value?.$case === 'stringValue' &&
+    UNIQUE_ATTRIBUTES.has(expr.value.attribute.toLowerCase())
+  );
 }
 
 /** How many distinct list statements (filter shapes) are prepared; any further shape is sent unnamed. */
@@ -296,8 +313,22 @@ export class UsersRepository {
     offset: number,
     limit: number,
     trace?: TraceContext,
+    options: { atMostOne?: boolean } = {},
   ): Promise<{ users: usersV1.User[]; total: number }> {
     const where = `deleted_at IS NULL AND ${condition.sql}`;
+    if (options.atMostOne && offset === 0 && limit > 0) {
+      // At most one live user matches (an equality on a unique column): the first page holds every match, so its
+      // length is the count, and the count's statement (a second round trip) is not needed.
+      const pageText = pageQuery(where, 1);
+      const { rows } = await sql(
+        trace,
+        'SELECT',
+        pageText,
+        async () => listQuery<{ rows: UserRow[] }>(this.knex, pageText, [...condition.bindings, limit, offset]),
+        { retryRead: true },
+      );
+      return { users: rows.map(toUser), total: rows.length };
+    }
     const countText = `SELECT count(*) AS total FROM users WHERE ${where}`;
     const countResult = await sql(
       trace,
