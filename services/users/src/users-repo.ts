@@ -316,10 +316,8 @@ export class UsersRepository {
     options: { atMostOne?: boolean } = {},
   ): Promise<{ users: usersV1.User[]; total: number }> {
     const where = `deleted_at IS NULL AND ${condition.sql}`;
-    if (options.atMostOne && offset === 0 && limit > 0) {
-      // At most one live user matches (an equality on a unique column): the first page holds every match, so its
-      // length is the count, and the count's statement (a second round trip) is not needed.
-      const pageText = pageQuery(where, 1);
+    const readPage = async (total: number) => {
+      const pageText = pageQuery(where, total);
       const { rows } = await sql(
         trace,
         'SELECT',
@@ -327,7 +325,13 @@ export class UsersRepository {
         async () => listQuery<{ rows: UserRow[] }>(this.knex, pageText, [...condition.bindings, limit, offset]),
         { retryRead: true },
       );
-      return { users: rows.map(toUser), total: rows.length };
+      return rows.map(toUser);
+    };
+    if (options.atMostOne && offset === 0 && limit > 0) {
+      // At most one live user matches (an equality on a unique column): the first page holds every match, so its
+      // length is the count, and the count's statement (a second round trip) is not needed.
+      const users = await readPage(1);
+      return { users, total: users.length };
     }
     const countText = `SELECT count(*) AS total FROM users WHERE ${where}`;
     const countResult = await sql(
@@ -339,15 +343,7 @@ export class UsersRepository {
     );
     const total = Number(countResult.rows[0]!.total);
     if (limit === 0 || offset >= total) return { users: [], total };
-    const pageText = pageQuery(where, total);
-    const { rows } = await sql(
-      trace,
-      'SELECT',
-      pageText,
-      async () => listQuery<{ rows: UserRow[] }>(this.knex, pageText, [...condition.bindings, limit, offset]),
-      { retryRead: true },
-    );
-    return { users: rows.map(toUser), total };
+    return { users: await readPage(total), total };
   }
 
   /** Whether the live user `id` is active, locking its row for the rest of the transaction. */

@@ -20,6 +20,27 @@ function niceMax(v: number): number {
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
+/** A panel's title, frame and five horizontal grid lines with their values (0…max). */
+function frame(
+  title: string,
+  box: { x: number; y: number; w: number; h: number },
+  max: number,
+  sy: (v: number) => number,
+): string[] {
+  const out = [
+    `<text x="${box.x}" y="${box.y - PANEL.top + 18}" class="t">${esc(title)}</text>`,
+    `<rect x="${box.x}" y="${box.y}" width="${box.w}" height="${box.h}" class="frame"/>`,
+  ];
+  for (let i = 0; i <= 4; i++) {
+    const v = (max / 4) * i;
+    out.push(
+      `<line x1="${box.x}" x2="${box.x + box.w}" y1="${sy(v)}" y2="${sy(v)}" class="grid"/>`,
+      `<text x="${box.x - 6}" y="${sy(v) + 4}" class="ya">${Number(v.toPrecision(3))}</text>`,
+    );
+  }
+  return out;
+}
+
 function panel(points: SweepPoint[], value: (p: SweepPoint) => number, title: string, x0: number, y0: number): string {
   const w = PANEL.width - PANEL.left - PANEL.right;
   const h = PANEL.height - PANEL.top - PANEL.bottom;
@@ -29,17 +50,7 @@ function panel(points: SweepPoint[], value: (p: SweepPoint) => number, title: st
   const max = niceMax(Math.max(...points.map(value)));
   const sx = (c: number) => x0 + PANEL.left + (hi === lo ? w / 2 : ((Math.log2(c) - lo) / (hi - lo)) * w);
   const sy = (v: number) => y0 + PANEL.top + h - (v / max) * h;
-  const out: string[] = [
-    `<text x="${x0 + PANEL.left}" y="${y0 + 18}" class="t">${esc(title)}</text>`,
-    `<rect x="${x0 + PANEL.left}" y="${y0 + PANEL.top}" width="${w}" height="${h}" class="frame"/>`,
-  ];
-  for (let i = 0; i <= 4; i++) {
-    const v = (max / 4) * i;
-    out.push(
-      `<line x1="${x0 + PANEL.left}" x2="${x0 + PANEL.left + w}" y1="${sy(v)}" y2="${sy(v)}" class="grid"/>`,
-      `<text x="${x0 + PANEL.left - 6}" y="${sy(v) + 4}" class="ya">${Number(v.toPrecision(3))}</text>`,
-    );
-  }
+  const out = frame(title, { x: x0 + PANEL.left, y: y0 + PANEL.top, w, h }, max, sy);
   for (const c of levels) out.push(`<text x="${sx(c)}" y="${y0 + PANEL.top + h + 16}" class="xa">${c}</text>`);
   out.push(`<text x="${x0 + PANEL.left + w / 2}" y="${y0 + PANEL.height - 6}" class="xa">connections</text>`);
   for (const target of ['bare', 'full'] as const) {
@@ -100,17 +111,7 @@ export function renderMemoryPlot(
     const max = niceMax(Math.max(...samples.flatMap((s) => Object.values(pick(s))), ...Object.values(pick(idle))));
     const sx = (t: number) => x0 + PANEL.left + (t / tMax) * w;
     const sy = (v: number) => 50 + PANEL.top + h - (v / max) * h;
-    const out = [
-      `<text x="${x0 + PANEL.left}" y="${50 + 18}" class="t">${esc(title)}</text>`,
-      `<rect x="${x0 + PANEL.left}" y="${50 + PANEL.top}" width="${w}" height="${h}" class="frame"/>`,
-    ];
-    for (let i = 0; i <= 4; i++) {
-      const v = (max / 4) * i;
-      out.push(
-        `<line x1="${x0 + PANEL.left}" x2="${x0 + PANEL.left + w}" y1="${sy(v)}" y2="${sy(v)}" class="grid"/>`,
-        `<text x="${x0 + PANEL.left - 6}" y="${sy(v) + 4}" class="ya">${Number(v.toPrecision(3))}</text>`,
-      );
-    }
+    const out = frame(title, { x: x0 + PANEL.left, y: 50 + PANEL.top, w, h }, max, sy);
     for (let i = 0; i <= 4; i++) {
       const t = (tMax / 4) * i;
       out.push(`<text x="${sx(t)}" y="${50 + PANEL.top + h + 16}" class="xa">${Math.round(t)}</text>`);
