@@ -5,6 +5,28 @@ export interface CursorPosition {
   id: number;
 }
 
+/** What a drive list's cursor is bound to: the route and its subject, and every parameter that shapes the list. */
+export function driveListFingerprint(
+  scope: Record<string, string | number>,
+  list: {
+    classification?: string | undefined;
+    sortField: string;
+    after?: string;
+    before?: string;
+    includeDeleted?: boolean;
+  },
+): string {
+  return CursorCodec.fingerprint({
+    ...scope,
+    classification: list.classification,
+    sort: list.sortField,
+    after: list.after,
+    before: list.before,
+    // Only when asked for: without include_deleted a cursor is byte for byte what it was before the change feed.
+    ...(list.includeDeleted ? { deleted: 1 } : {}),
+  });
+}
+
 /**
  * Opaque, tamper-evident page cursors: the keyset position of the last row of a page, bound to the query
  * that produced it (route, subject and every filter) and signed with HMAC-SHA256. A cursor edited by hand, or

@@ -9,6 +9,11 @@ export function apiTime(t: WireTimestamp | undefined): string {
   return (t === undefined ? undefined : timestampToIso(t)) as string;
 }
 
+/** A time the API prints as null when it is absent. */
+export function apiTimeOrNull(t: WireTimestamp | undefined): string | null {
+  return t ? timestampToIso(t) : null;
+}
+
 /** The External API's UserSchema (field names as the reference API spells them). */
 export interface UserSchema {
   id: string;

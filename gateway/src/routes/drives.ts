@@ -2,7 +2,7 @@ import { drivesV1, type usersV1 } from '@mileage/proto';
 import { isoToTimestamp, timestampToIso, type CallSettings } from '@mileage/runtime';
 import type { Request } from 'express';
 import type { Caller } from '../auth';
-import { CursorCodec, type CursorPosition } from '../cursor';
+import { driveListFingerprint, type CursorPosition } from '../cursor';
 import { parseDriveListParams, type DriveListParams } from '../drive-params';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import {
@@ -39,14 +39,9 @@ function parseList(
   const issues = [...earlier, ...('issues' in parsed ? parsed.issues : [])];
   if ('issues' in parsed || issues.length) return { issues };
   const p = parsed.input;
-  const fingerprint = CursorCodec.fingerprint({
-    ...scope,
+  const fingerprint = driveListFingerprint(scope, {
+    ...p,
     classification: withClassification ? p.classification : undefined,
-    sort: p.sortField,
-    after: p.after,
-    before: p.before,
-    // Only when asked for: without include_deleted a cursor is byte for byte what it was before the change feed.
-    ...(p.includeDeleted ? { deleted: 1 } : {}),
   });
   if (p.cursor === undefined) return { input: { params: p, fingerprint } };
   const position = deps.cursors.decode(p.cursor, fingerprint);

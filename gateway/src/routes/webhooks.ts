@@ -1,7 +1,7 @@
 import type { webhooksV1 } from '@mileage/proto';
-import { timestampToIso, WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
+import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
 import type { Request } from 'express';
-import { apiTime } from '../schemas';
+import { apiTime, apiTimeOrNull } from '../schemas';
 import { problemFromGrpc, ValidationProblem, type ValidationIssue } from '../problems';
 import type { RouteSpec, V1Deps } from '../v1';
 import { requireGroupAdmin, validateGroupIdParam } from './groups';
@@ -45,7 +45,7 @@ function toWebhook(s: webhooksV1.Subscription): WebhookSchema {
     events: s.events,
     status: s.state === 'disabled' ? 'disabled' : 'active',
     disabled_reason: s.disabledReason || null,
-    disabled_at: s.disableTime ? timestampToIso(s.disableTime) : null,
+    disabled_at: apiTimeOrNull(s.disableTime),
     failure_run: s.failureRun,
     created: apiTime(s.createTime),
   };
@@ -59,12 +59,12 @@ function toDelivery(d: webhooksV1.Delivery): DeliverySchema {
     status: d.status as DeliverySchema['status'],
     attempts: d.attempts,
     created: apiTime(d.createTime),
-    next_attempt_at: d.nextAttemptTime ? timestampToIso(d.nextAttemptTime) : null,
-    last_attempt_at: d.lastAttemptTime ? timestampToIso(d.lastAttemptTime) : null,
+    next_attempt_at: apiTimeOrNull(d.nextAttemptTime),
+    last_attempt_at: apiTimeOrNull(d.lastAttemptTime),
     last_status_code: d.lastStatusCode || null,
     last_error: d.lastError || null,
     last_latency_ms: d.lastAttemptTime ? d.lastLatencyMs : null,
-    delivered_at: d.deliveredTime ? timestampToIso(d.deliveredTime) : null,
+    delivered_at: apiTimeOrNull(d.deliveredTime),
   };
 }
 

@@ -1,12 +1,13 @@
 // The bare ceiling: node:http + pg answering each measured /v1 route with the statements the services run
 // (prepared, by name), and the same JSON bytes as the gateway — no token, framework, gRPC or protobuf. The caller
 // of a group route is named by the x-user-id header (the full path takes it from the verified token).
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { CursorCodec, driveListFingerprint, type CursorPosition } from '@mileage/gateway/dist/cursor';
 import * as http from 'node:http';
 import pg from 'pg';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-const cursorKey = Buffer.from(process.env.CURSOR_SECRET ?? '', 'utf8');
+// The gateway's own cursor codec, with its key: the bare server's cursors are the gateway's, byte for byte.
+const cursors = new CursorCodec(process.env.CURSOR_SECRET);
 const scimBaseUrl = process.env.SCIM_BASE_URL ?? '';
 
 const USER_SQL = `SELECT id, user_name, given_name, family_name, formatted_name, display_name, emails, active,
@@ -35,8 +36,10 @@ const REPORTED_SQL = `SELECT ${DRIVE_COLUMNS}, r.group_id, r.status, r.reported_
      FROM drives.drive_reports r JOIN drives.drives d ON d.id = r.drive_id
     WHERE r.group_id = $1 AND (r.modified_at, r.drive_id) < ($2, $3)
     ORDER BY r.modified_at DESC, r.drive_id DESC LIMIT $4`;
-const upperBound = (horizon: Date, position: { t: string; i: number | string } | undefined) =>
-  position && Date.parse(position.t) < horizon.getTime() ? [position.t, position.i] : [horizon, '-9223372036854775808'];
+const upperBound = (horizon: Date, position: CursorPosition | undefined) =>
+  position && Date.parse(position.sortTime) < horizon.getTime()
+    ? [position.sortTime, position.id]
+    : [horizon, '-9223372036854775808'];
 const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM drives.review_comments
                        WHERE drive_id = ANY($1::bigint[]) ORDER BY id`;
 
@@ -148,32 +151,6 @@ function driver(userId: string, u: Row | undefined) {
   };
 }
 
-// Page cursors as the gateway makes them: the keyset position, bound to the query's fingerprint, HMAC-signed.
-function fingerprint(parts: Record<string, string | number | undefined>): string {
-  const canonical = JSON.stringify(
-    Object.keys(parts)
-      .sort()
-      .map((k) => [k, parts[k] ?? null]),
-  );
-  return createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
-}
-const sign = (body: string) => createHmac('sha256', cursorKey).update(body).digest('base64url');
-function encodeCursor(sortValue: Date, id: string, fp: string): string {
-  const body = Buffer.from(JSON.stringify({ v: 1, q: fp, t: sortValue.toISOString(), i: Number(id) })).toString(
-    'base64url',
-  );
-  return `${body}.${sign(body)}`;
-}
-function decodeCursor(cursor: string, fp: string): { t: string; i: number } | undefined {
-  const [body, signature] = cursor.split('.');
-  if (!body || !signature) return undefined;
-  const expected = Buffer.from(sign(body));
-  const given = Buffer.from(signature);
-  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
-  const parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { q: string; t: string; i: number };
-  return parsed.q === fp ? parsed : undefined;
-}
-
 class Refused extends Error {
   constructor(readonly status: number) {
     super(String(status));
@@ -190,21 +167,24 @@ function page(rows: Row[], limit: number, fp: string) {
   const hasMore = rows.length > limit;
   if (hasMore) rows.length = limit;
   const last = rows[rows.length - 1];
-  return { rows, hasMore, next: hasMore && last ? encodeCursor(last.sort_value, last.sort_id, fp) : null };
+  return {
+    rows,
+    hasMore,
+    next:
+      hasMore && last
+        ? cursors.encode({ sortTime: last.sort_value.toISOString(), id: Number(last.sort_id) }, fp)
+        : null,
+  };
 }
 
 async function userDrives(userId: string, params: URLSearchParams): Promise<unknown> {
   await liveUser(userId);
   const limit = Number(params.get('limit') ?? 100);
-  const fp = fingerprint({
-    route: 'user-drives',
-    user: userId,
-    classification: 'business',
-    sort: 'modified',
-    after: undefined,
-    before: undefined,
-  });
-  const position = params.has('cursor') ? decodeCursor(params.get('cursor')!, fp) : undefined;
+  const fp = driveListFingerprint(
+    { route: 'user-drives', user: userId },
+    { classification: 'business', sortField: 'modified' },
+  );
+  const position = params.has('cursor') ? cursors.decode(params.get('cursor')!, fp) : undefined;
   if (params.has('cursor') && !position) throw new Refused(422);
   const [{ horizon }] = (await query('bare_horizon', HORIZON_SQL, [])) as [Row];
   const values = [userId, 'business', ...upperBound(horizon, position), limit + 1];
@@ -214,15 +194,8 @@ async function userDrives(userId: string, params: URLSearchParams): Promise<unkn
 
 async function reportedDrives(groupId: number, callerId: string, params: URLSearchParams): Promise<unknown> {
   const limit = Number(params.get('limit') ?? 100);
-  const fp = fingerprint({
-    route: 'group-reported',
-    group: groupId,
-    classification: undefined,
-    sort: 'modified',
-    after: undefined,
-    before: undefined,
-  });
-  const position = params.has('cursor') ? decodeCursor(params.get('cursor')!, fp) : undefined;
+  const fp = driveListFingerprint({ route: 'group-reported', group: groupId }, { sortField: 'modified' });
+  const position = params.has('cursor') ? cursors.decode(params.get('cursor')!, fp) : undefined;
   if (params.has('cursor') && !position) throw new Refused(422);
   await liveUser(callerId);
   const [check] = (await query('bare_check_admin', CHECK_ADMIN_SQL, [groupId, callerId])) as [Row];

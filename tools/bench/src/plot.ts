@@ -20,6 +20,20 @@ function niceMax(v: number): number {
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
+/** An SVG document of the bench's style: white page, bold title, then `body` (already SVG). */
+function svgDocument(width: number, height: number, title: string, body: string): string {
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">
+<style>
+.t{font-size:12px;font-weight:bold}.xa{font-size:10px;text-anchor:middle}.ya{font-size:10px;text-anchor:end}
+.frame{fill:none;stroke:#888}.grid{stroke:#ddd}.line{fill:none;stroke-width:2}
+</style>
+<rect width="100%" height="100%" fill="white"/>
+<text x="10" y="20" font-size="14" font-weight="bold">${esc(title)}</text>
+${body}
+</svg>
+`;
+}
+
 /** A panel's title, frame and five horizontal grid lines with their values (0…max). */
 function frame(
   title: string,
@@ -78,17 +92,13 @@ export function renderPlot(points: SweepPoint[], caption: string): string {
       panel(mine, (p) => p.p99Ms, `${route}: p99 ms`, PANEL.width, y),
     ];
   });
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">
-<style>
-.t{font-size:12px;font-weight:bold}.xa{font-size:10px;text-anchor:middle}.ya{font-size:10px;text-anchor:end}
-.frame{fill:none;stroke:#888}.grid{stroke:#ddd}.line{fill:none;stroke-width:2}
-</style>
-<rect width="100%" height="100%" fill="white"/>
-<text x="10" y="20" font-size="14" font-weight="bold">Full path vs bare node:http + pg, by concurrency</text>
-<text x="10" y="38" font-size="11">${esc(caption)} — <tspan fill="${COLOURS.full}">■ full path</tspan>  <tspan fill="${COLOURS.bare}">■ bare</tspan></text>
-${body.join('\n')}
-</svg>
-`;
+  return svgDocument(
+    width,
+    height,
+    'Full path vs bare node:http + pg, by concurrency',
+    `<text x="10" y="38" font-size="11">${esc(caption)} — <tspan fill="${COLOURS.full}">■ full path</tspan>  <tspan fill="${COLOURS.bare}">■ bare</tspan></text>
+${body.join('\n')}`,
+  );
 }
 
 /** A soak's memory over time: RSS of every process (left) and V8 heap in use (right), one line per process. */
@@ -133,17 +143,13 @@ export function renderMemoryPlot(
   const width = PANEL.width * 2;
   const height = 50 + PANEL.height * 1.5 + 30;
   const legend = names.map((n, i) => `<tspan x="${10 + i * 110}" fill="${colour(n)}">■ ${esc(n)}</tspan>`).join('');
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">
-<style>
-.t{font-size:12px;font-weight:bold}.xa{font-size:10px;text-anchor:middle}.ya{font-size:10px;text-anchor:end}
-.frame{fill:none;stroke:#888}.grid{stroke:#ddd}.line{fill:none;stroke-width:2}
-</style>
-<rect width="100%" height="100%" fill="white"/>
-<text x="10" y="20" font-size="14" font-weight="bold">Memory through the soak (dashed: idle, before any load)</text>
-<text x="10" y="38" font-size="11">${esc(caption)}</text>
+  return svgDocument(
+    width,
+    height,
+    'Memory through the soak (dashed: idle, before any load)',
+    `<text x="10" y="38" font-size="11">${esc(caption)}</text>
 ${panelOf((s) => s.rssMb, 'RSS MB', 0)}
 ${panelOf((s) => s.heapMb, 'V8 heap in use MB', PANEL.width)}
-<text y="${height - 10}" font-size="11">${legend}</text>
-</svg>
-`;
+<text y="${height - 10}" font-size="11">${legend}</text>`,
+  );
 }

@@ -1,5 +1,6 @@
 // The nightly sync: every page of one team's reported drives through next_cursor, one request at a time.
-import { createHash, createHmac } from 'node:crypto';
+import { CursorCodec, driveListFingerprint } from '@mileage/gateway/dist/cursor';
+import { createHash } from 'node:crypto';
 import { CpuMeter, waitFor } from './proc';
 import type { BenchStack } from './stack';
 
@@ -71,8 +72,7 @@ export async function walk(
 }
 
 /**
- * A cursor `pages` pages of `limit` before the end of the sync team's list, signed as the gateway signs it (the same
- * fingerprint and key as the bare server's): a walk from it is the end of a long sync, as when payroll resumes from
+ * A cursor `pages` pages of `limit` before the end of the sync team's list, signed by the gateway's codec with its key: a walk from it is the end of a long sync, as when payroll resumes from
  * a cursor deep in the list.
  */
 export async function deepCursor(stack: BenchStack, limit: number, pages: number): Promise<string> {
@@ -83,22 +83,9 @@ export async function deepCursor(stack: BenchStack, limit: number, pages: number
     [groupId, limit * pages],
   );
   if (!row) throw new Error(`the sync team has no ${limit * pages + 1} reports`);
-  const parts: Record<string, string | number | null> = {
-    route: 'group-reported',
-    group: groupId,
-    classification: null,
-    sort: 'modified',
-    after: null,
-    before: null,
-  };
-  const canonical = JSON.stringify(
-    Object.keys(parts)
-      .sort()
-      .map((k) => [k, parts[k]]),
+  const fingerprint = driveListFingerprint({ route: 'group-reported', group: groupId }, { sortField: 'modified' });
+  return new CursorCodec(stack.cursorSecret).encode(
+    { sortTime: row.modified_at.toISOString(), id: Number(row.drive_id) },
+    fingerprint,
   );
-  const q = createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
-  const body = Buffer.from(
-    JSON.stringify({ v: 1, q, t: row.modified_at.toISOString(), i: Number(row.drive_id) }),
-  ).toString('base64url');
-  return `${body}.${createHmac('sha256', Buffer.from(stack.cursorSecret, 'utf8')).update(body).digest('base64url')}`;
 }
