@@ -128,7 +128,6 @@ test('a reviewed report and a new report arrive in the next incremental run; the
   // A new drive of Bob's, reported to the team.
   const { drives: bobs } = await drives.listUserDrives({
     userId: 'BobDriver1',
-    cursor: '',
     limit: 1,
     classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
     sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
@@ -176,7 +175,6 @@ test('a deleted drive and a withdrawn report leave the CSV in the next increment
   // A drive of Bob's reported to the team and deleted before any export saw it.
   const { drives: bobs } = await drives.listUserDrives({
     userId: 'BobDriver1',
-    cursor: '',
     limit: 1,
     classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
     sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,

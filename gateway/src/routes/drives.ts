@@ -143,7 +143,6 @@ export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
     const page = await deps.drives.listUserDrives(
       {
         userId: input.userId,
-        cursor: '',
         classification: CLASSIFICATION_FILTERS[input.params.classification],
         ...listRequest(input),
       },

@@ -52,7 +52,6 @@ test(
       client.listUserDrives({
         userId: 'AliceAdm01',
         limit: 10,
-        cursor: '',
         classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_ALL,
         sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
       });

@@ -53,7 +53,6 @@ const list = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}
   client.listUserDrives({
     userId,
     limit: 100,
-    cursor: '',
     classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
     sortField: SortField.SORT_FIELD_MODIFIED,
     ...more,

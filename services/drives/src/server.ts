@@ -24,7 +24,6 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       );
       return {
         drives: page.drives,
-        nextCursor: '',
         hasMore: page.hasMore,
         ...(page.next ? { nextPosition: page.next } : {}),
         tombstones: page.tombstones,

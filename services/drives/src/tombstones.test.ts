@@ -71,7 +71,6 @@ async function walkUser(userId: string, more: Partial<drivesV1.ListUserDrivesReq
     const page = await client.listUserDrives({
       userId,
       limit,
-      cursor: '',
       classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
       sortField: SortField.SORT_FIELD_MODIFIED,
       ...more,
@@ -174,7 +173,6 @@ describe('DeleteDrive and WithdrawReport', () => {
     const page = await client.listUserDrives({
       userId: 'DelUser001',
       limit: 10,
-      cursor: '',
       classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
       sortField: SortField.SORT_FIELD_MODIFIED,
     });
@@ -431,7 +429,6 @@ describe('the change feed: include_deleted', () => {
         const page = await client.listUserDrives({
           userId: user,
           limit: 7,
-          cursor: '',
           classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
           sortField: SortField.SORT_FIELD_MODIFIED,
           includeDeleted: true,
@@ -477,7 +474,6 @@ describe('the change feed: include_deleted', () => {
       client.listUserDrives({
         userId: 'FeedUser01',
         limit: 10,
-        cursor: '',
         classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
         sortField: SortField.SORT_FIELD_ENDED,
         includeDeleted: true,
@@ -510,7 +506,6 @@ describe('the change feed: include_deleted', () => {
       client.listUserDrives({
         userId: 'FeedUser01',
         limit: 10,
-        cursor: '',
         classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
         sortField: SortField.SORT_FIELD_MODIFIED,
         after,
@@ -537,7 +532,6 @@ describe('the change feed: include_deleted', () => {
     const page = await client.listUserDrives({
       userId: 'FeedUser01',
       limit: 1,
-      cursor: '',
       classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
       sortField: SortField.SORT_FIELD_MODIFIED,
       includeDeleted: true,
@@ -582,7 +576,6 @@ describe('retention', () => {
         longer.client.listUserDrives({
           userId: user,
           limit: 5,
-          cursor: '',
           classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
           sortField: SortField.SORT_FIELD_MODIFIED,
           includeDeleted: true,

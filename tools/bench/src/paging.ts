@@ -86,7 +86,6 @@ async function main(): Promise<void> {
         client.listUserDrives({
           userId: 'V000000002',
           limit: 100,
-          cursor: '',
           classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_ALL,
           sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
         }),

@@ -283,8 +283,6 @@ export interface ListUserDrivesRequest {
   userId: string;
   /** 1..1000. */
   limit: number;
-  /** Deprecated in favour of after_position; ignored. */
-  cursor: string;
   classification: ClassificationFilter;
   sortField: SortField;
   /** Exclusive bounds on the sort field. */
@@ -305,8 +303,6 @@ export interface ListUserDrivesRequest {
 
 export interface ListUserDrivesResponse {
   drives: Drive[];
-  /** Deprecated: always empty; see next_position. */
-  nextCursor: string;
   hasMore: boolean;
   nextPosition?:
     | PagePosition
@@ -1763,7 +1759,6 @@ function createBaseListUserDrivesRequest(): ListUserDrivesRequest {
   return {
     userId: "",
     limit: 0,
-    cursor: "",
     classification: 0,
     sortField: 0,
     after: undefined,
@@ -1780,9 +1775,6 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     }
     if (message.limit !== 0) {
       writer.uint32(16).int32(message.limit);
-    }
-    if (message.cursor !== "") {
-      writer.uint32(26).string(message.cursor);
     }
     if (message.classification !== 0) {
       writer.uint32(32).int32(message.classification);
@@ -1832,14 +1824,6 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
             }
 
             message.limit = reader.int32();
-            continue;
-          }
-          case 3: {
-            if (tag !== 26) {
-              break;
-            }
-
-            message.cursor = reader.string();
             continue;
           }
           case 4: {
@@ -1910,7 +1894,6 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
         ? globalThis.String(object.user_id)
         : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
-      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
       classification: isSet(object.classification) ? classificationFilterFromJSON(object.classification) : 0,
       sortField: isSet(object.sortField)
         ? sortFieldFromJSON(object.sortField)
@@ -1940,9 +1923,6 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     if (message.limit !== 0) {
       obj.limit = Math.round(message.limit);
     }
-    if (message.cursor !== "") {
-      obj.cursor = message.cursor;
-    }
     if (message.classification !== 0) {
       obj.classification = classificationFilterToJSON(message.classification);
     }
@@ -1971,7 +1951,6 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     const message = createBaseListUserDrivesRequest();
     message.userId = object.userId ?? "";
     message.limit = object.limit ?? 0;
-    message.cursor = object.cursor ?? "";
     message.classification = object.classification ?? 0;
     message.sortField = object.sortField ?? 0;
     message.after = (object.after !== undefined && object.after !== null)
@@ -1989,16 +1968,13 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
 };
 
 function createBaseListUserDrivesResponse(): ListUserDrivesResponse {
-  return { drives: [], nextCursor: "", hasMore: false, nextPosition: undefined, tombstones: [] };
+  return { drives: [], hasMore: false, nextPosition: undefined, tombstones: [] };
 }
 
 export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
   encode(message: ListUserDrivesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.drives) {
       Drive.encode(v!, writer.uint32(10).fork()).join();
-    }
-    if (message.nextCursor !== "") {
-      writer.uint32(18).string(message.nextCursor);
     }
     if (message.hasMore !== false) {
       writer.uint32(24).bool(message.hasMore);
@@ -2031,14 +2007,6 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
             }
 
             message.drives.push(Drive.decode(reader, reader.uint32()));
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.nextCursor = reader.string();
             continue;
           }
           case 3: {
@@ -2080,11 +2048,6 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
   fromJSON(object: any): ListUserDrivesResponse {
     return {
       drives: globalThis.Array.isArray(object?.drives) ? object.drives.map((e: any) => Drive.fromJSON(e)) : [],
-      nextCursor: isSet(object.nextCursor)
-        ? globalThis.String(object.nextCursor)
-        : isSet(object.next_cursor)
-        ? globalThis.String(object.next_cursor)
-        : "",
       hasMore: isSet(object.hasMore)
         ? globalThis.Boolean(object.hasMore)
         : isSet(object.has_more)
@@ -2106,9 +2069,6 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
     if (message.drives?.length) {
       obj.drives = message.drives.map((e) => Drive.toJSON(e));
     }
-    if (message.nextCursor !== "") {
-      obj.nextCursor = message.nextCursor;
-    }
     if (message.hasMore !== false) {
       obj.hasMore = message.hasMore;
     }
@@ -2127,7 +2087,6 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
   fromPartial<I extends Exact<DeepPartial<ListUserDrivesResponse>, I>>(object: I): ListUserDrivesResponse {
     const message = createBaseListUserDrivesResponse();
     message.drives = object.drives?.map((e) => Drive.fromPartial(e)) || [];
-    message.nextCursor = object.nextCursor ?? "";
     message.hasMore = object.hasMore ?? false;
     message.nextPosition = (object.nextPosition !== undefined && object.nextPosition !== null)
       ? PagePosition.fromPartial(object.nextPosition)
