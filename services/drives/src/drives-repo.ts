@@ -155,16 +155,24 @@ export class DrivesRepository {
   }
 
   /**
-   * One page of a list: bounds, horizon (sort by modified), keyset position, newest first, limit + 1. The statement
-   * text depends only on which of these apply, so each variant is a named statement, prepared once per connection
-   * (planning it on every page cost PostgreSQL more than running it).
+   * One page of a list: its live rows and, with `includeDeleted`, its tombstones (`tombstones`: where they are).
+   * Bounds, horizon (sort by modified), keyset position, newest first, limit + 1. The statement text depends only on
+   * which of these apply, so each variant is a named statement, prepared once per connection (planning it on every
+   * page cost PostgreSQL more than running it).
    */
   private async page<T extends Sorted>(
-    list: ListSpec,
+    live: ListSpec,
+    tombstones: ListSpec,
     q: ListQuery,
     trace: TraceContext | undefined,
-  ): Promise<{ rows: T[]; hasMore: boolean; next?: { sortTime: WireTimestamp; id: number } }> {
-    return cut(await this.rows<T>(list, q, trace), q.limit);
+  ): Promise<{
+    rows: T[];
+    tombstones: drivesV1.Tombstone[];
+    hasMore: boolean;
+    next?: { sortTime: WireTimestamp; id: number };
+  }> {
+    if (q.includeDeleted) return this.pageWithTombstones<T>(live, tombstones, q, trace);
+    return { ...cut(await this.rows<T>(live, q, trace), q.limit), tombstones: [] };
   }
 
   /** The limit + 1 first rows of a list (`horizon`: one already read for another part of the same page). */
@@ -225,7 +233,7 @@ export class DrivesRepository {
     ].sort(newestFirst);
     const page = cut(merged, q.limit);
     return {
-      live: page.rows.flatMap((r) => (r.tombstone ? [] : [r as T & { tombstone: false }])),
+      rows: page.rows.flatMap((r) => (r.tombstone ? [] : [r as T & { tombstone: false }])),
       tombstones: page.rows.flatMap((r) => (r.tombstone ? [toTombstone(r)] : [])),
       hasMore: page.hasMore,
       next: page.next,
@@ -259,27 +267,19 @@ export class DrivesRepository {
       bindings: classification ? [userId, classification] : [userId],
       name: `drives_user_list_v1${classification ? '_c' : ''}`,
     };
-    if (q.includeDeleted) {
-      // Every deleted drive of the user, whatever its classification was: a client deletes only what it holds, and a
-      // drive reclassified before its deletion must still leave the copy of a client that syncs one classification.
-      const page = await this.pageWithTombstones<DriveRow & Sorted>(
-        live,
-        {
-          columns: 'drive_id, user_id, 0 AS group_id, modified_at',
-          from: 'drive_tombstones',
-          where: 'user_id = ?',
-          column: 'modified_at',
-          idColumn: 'drive_id',
-          bindings: [userId],
-          name: 'drives_user_tombstones_v1',
-        },
-        q,
-        trace,
-      );
-      return { drives: page.live.map(toDrive), tombstones: page.tombstones, hasMore: page.hasMore, next: page.next };
-    }
-    const page = await this.page<DriveRow & Sorted>(live, q, trace);
-    return { drives: page.rows.map(toDrive), tombstones: [], hasMore: page.hasMore, next: page.next };
+    // Every deleted drive of the user, whatever its classification was: a client deletes only what it holds, and a
+    // drive reclassified before its deletion must still leave the copy of a client that syncs one classification.
+    const deleted: ListSpec = {
+      columns: 'drive_id, user_id, 0 AS group_id, modified_at',
+      from: 'drive_tombstones',
+      where: 'user_id = ?',
+      column: 'modified_at',
+      idColumn: 'drive_id',
+      bindings: [userId],
+      name: 'drives_user_tombstones_v1',
+    };
+    const { rows, ...page } = await this.page<DriveRow & Sorted>(live, deleted, q, trace);
+    return { drives: rows.map(toDrive), ...page };
   }
 
   async listReportedDrives(groupIds: number[], q: ListQuery, trace?: TraceContext) {
@@ -294,36 +294,28 @@ export class DrivesRepository {
       bindings: [one ? groupIds[0]! : groupIds],
       name: `drives_reported_list_v1${one ? '' : '_any'}`,
     };
-    let rows: (DriveRow & ReportRow & Sorted)[];
-    let tombstones: drivesV1.Tombstone[] = [];
-    let hasMore: boolean;
-    let next: { sortTime: WireTimestamp; id: number } | undefined;
-    if (q.includeDeleted) {
-      // One group: reporting a drive again removes its tombstone there, so a drive id is once in the list. Several:
-      // a drive withdrawn from one and reported to another, or withdrawn from two, is listed once, as it is now.
-      const page = await this.pageWithTombstones<DriveRow & ReportRow & Sorted>(
-        live,
-        {
-          columns: 't.drive_id, t.user_id, t.group_id, t.modified_at',
-          from: 'report_tombstones t',
-          where: one
-            ? 't.group_id = ?'
-            : `t.group_id = ANY(?::bigint[])
-               AND NOT EXISTS (SELECT 1 FROM drive_reports r WHERE r.drive_id = t.drive_id AND r.group_id = ANY(?::bigint[]))
-               AND NOT EXISTS (SELECT 1 FROM report_tombstones n WHERE n.drive_id = t.drive_id
-                 AND n.group_id = ANY(?::bigint[]) AND (n.modified_at, n.group_id) > (t.modified_at, t.group_id))`,
-          column: 't.modified_at',
-          idColumn: 't.drive_id',
-          bindings: one ? [groupIds[0]!] : [groupIds, groupIds, groupIds],
-          name: `drives_reported_tombstones_v1${one ? '' : '_any'}`,
-        },
-        q,
-        trace,
-      );
-      ({ live: rows, tombstones, hasMore, next } = page);
-    } else {
-      ({ rows, hasMore, next } = await this.page<DriveRow & ReportRow & Sorted>(live, q, trace));
-    }
+    // One group: reporting a drive again removes its tombstone there, so a drive id is once in the list. Several:
+    // a drive withdrawn from one and reported to another, or withdrawn from two, is listed once, as it is now.
+    const withdrawn: ListSpec = {
+      columns: 't.drive_id, t.user_id, t.group_id, t.modified_at',
+      from: 'report_tombstones t',
+      where: one
+        ? 't.group_id = ?'
+        : `t.group_id = ANY(?::bigint[])
+           AND NOT EXISTS (SELECT 1 FROM drive_reports r WHERE r.drive_id = t.drive_id AND r.group_id = ANY(?::bigint[]))
+           AND NOT EXISTS (SELECT 1 FROM report_tombstones n WHERE n.drive_id = t.drive_id
+             AND n.group_id = ANY(?::bigint[]) AND (n.modified_at, n.group_id) > (t.modified_at, t.group_id))`,
+      column: 't.modified_at',
+      idColumn: 't.drive_id',
+      bindings: one ? [groupIds[0]!] : [groupIds, groupIds, groupIds],
+      name: `drives_reported_tombstones_v1${one ? '' : '_any'}`,
+    };
+    const { rows, tombstones, hasMore, next } = await this.page<DriveRow & ReportRow & Sorted>(
+      live,
+      withdrawn,
+      q,
+      trace,
+    );
     const comments = await this.comments(
       rows.map((r) => Number(r.drive_id)),
       trace,

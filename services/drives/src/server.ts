@@ -9,6 +9,11 @@ export interface DrivesServerDeps {
   tombstoneRetentionDays?: number;
 }
 
+/** What every list answer ends with: its tombstones and where the next page starts. */
+function pageEnd(page: { tombstones: drivesV1.Tombstone[]; hasMore: boolean; next?: drivesV1.PagePosition }) {
+  return { tombstones: page.tombstones, hasMore: page.hasMore, ...(page.next ? { nextPosition: page.next } : {}) };
+}
+
 /** The DrivesService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: DrivesServerDeps): ServiceRegistration {
   const repo = new DrivesRepository(deps.knex, deps.tombstoneRetentionDays ?? DEFAULT_TOMBSTONE_RETENTION_DAYS);
@@ -22,12 +27,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
         listQuery(request),
         ctx.trace,
       );
-      return {
-        drives: page.drives,
-        hasMore: page.hasMore,
-        ...(page.next ? { nextPosition: page.next } : {}),
-        tombstones: page.tombstones,
-      };
+      return { drives: page.drives, ...pageEnd(page) };
     },
 
     async listReportedDrives(request, ctx) {
@@ -38,12 +38,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       }
       request.groupIds.forEach((id, i) => requirePositive(id, `group_ids[${i}]`));
       const page = await repo.listReportedDrives(request.groupIds, listQuery(request), ctx.trace);
-      return {
-        reportedDrives: page.reportedDrives,
-        hasMore: page.hasMore,
-        ...(page.next ? { nextPosition: page.next } : {}),
-        tombstones: page.tombstones,
-      };
+      return { reportedDrives: page.reportedDrives, ...pageEnd(page) };
     },
 
     async createDrive(request, ctx) {

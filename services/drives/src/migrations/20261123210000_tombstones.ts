@@ -15,10 +15,7 @@ export async function up(knex: Knex): Promise<void> {
       drive       jsonb          NOT NULL
     )
   `);
-  await knex.raw(
-    `CREATE INDEX drive_tombstones_user_modified_idx ON drive_tombstones (user_id, modified_at DESC, drive_id DESC)`,
-  );
-  await knex.raw(`CREATE INDEX drive_tombstones_modified_idx ON drive_tombstones (modified_at)`);
+  await tombstoneIndexes(knex, 'drive_tombstones', 'user');
 
   // One per (drive, group) whose report was withdrawn, by the driver or by deleting the drive. Reporting the drive to
   // the same group again removes it (the live report supersedes it).
@@ -31,10 +28,7 @@ export async function up(knex: Knex): Promise<void> {
       PRIMARY KEY (drive_id, group_id)
     )
   `);
-  await knex.raw(
-    `CREATE INDEX report_tombstones_group_modified_idx ON report_tombstones (group_id, modified_at DESC, drive_id DESC)`,
-  );
-  await knex.raw(`CREATE INDEX report_tombstones_modified_idx ON report_tombstones (modified_at)`);
+  await tombstoneIndexes(knex, 'report_tombstones', 'group');
 
   // The cutoff of the latest purge: tombstones are complete from max(now - retention, purged_before), which covers a
   // retention that was just lengthened (the tombstones the shorter one purged are gone).
@@ -45,6 +39,12 @@ export async function up(knex: Knex): Promise<void> {
     )
   `);
   await knex.raw(`INSERT INTO tombstone_purges (purged_before) VALUES ('-infinity')`);
+}
+
+/** The change feed reads a tombstone table newest first per user or group; the housekeeping purges it by age. */
+async function tombstoneIndexes(knex: Knex, table: string, per: 'user' | 'group'): Promise<void> {
+  await knex.raw(`CREATE INDEX ${table}_${per}_modified_idx ON ${table} (${per}_id, modified_at DESC, drive_id DESC)`);
+  await knex.raw(`CREATE INDEX ${table}_modified_idx ON ${table} (modified_at)`);
 }
 
 export async function down(knex: Knex): Promise<void> {
