@@ -1,18 +1,12 @@
 import { commonConfigSchema, env, grpcTlsConfigShape } from '@mileage/runtime';
 import { z } from 'zod';
 
-const algorithms = z
-  .string()
-  .default('RS256,PS256,ES256')
-  .transform((v) =>
-    v
-      .split(',')
-      .map((a) => a.trim())
-      .filter(Boolean),
-  )
-  .refine((list) => list.length > 0 && list.every((a) => /^(RS|PS|ES)(256|384|512)$|^EdDSA$/.test(a)), {
-    message: 'only asymmetric JWS algorithms (RS*, PS*, ES*, EdDSA) may be allowed',
-  });
+const algorithms = env.list(
+  'RS256,PS256,ES256',
+  (a) => /^(RS|PS|ES)(256|384|512)$|^EdDSA$/.test(a),
+  'only asymmetric JWS algorithms (RS*, PS*, ES*, EdDSA) may be allowed',
+  1,
+);
 
 export const configSchema = commonConfigSchema.extend({
   HOST: env.host('127.0.0.1'),

@@ -67,6 +67,18 @@ export const env = {
   target: (fallback: string) => grpcTarget().default(fallback),
   /** A gRPC target as `target`, or unset (the caller then has no such dependency). */
   optionalTarget: () => grpcTarget().optional(),
+  /** A comma-separated list (blanks around and between items ignored) of at least `min` items, each `valid`. */
+  list: (fallback: string, valid: (item: string) => boolean, message: string, min = 0) =>
+    z
+      .string()
+      .default(fallback)
+      .transform((v) =>
+        v
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean),
+      )
+      .refine((list) => list.length >= min && list.every(valid), { message }),
 };
 
 function grpcTarget() {

@@ -34,6 +34,9 @@ const tryAgain: HttpAnswer = {
   detail: 'A backing service is unavailable; try again shortly',
   retryAfterSeconds: RETRY_AFTER_SECONDS,
 };
+const internalError = serverError(500, 'Internal server error');
+const tooLate = serverError(504, 'A backing service did not answer in time');
+const invalidRequest = clientError(400, 'Invalid request');
 
 /**
  * The one gRPC status → HTTP status table of the platform (docs/architecture.md, "Errors"). The gateway's `/v1`
@@ -43,12 +46,12 @@ const tryAgain: HttpAnswer = {
  */
 export const HTTP_ANSWERS: Readonly<Record<status, HttpAnswer>> = {
   // An error object claiming success is a broken peer.
-  [status.OK]: serverError(500, 'Internal server error'),
+  [status.OK]: internalError,
   // Our calls are cancelled only when a deadline or a shutdown ends them: the answer did not come in time.
-  [status.CANCELLED]: serverError(504, 'A backing service did not answer in time'),
-  [status.UNKNOWN]: serverError(500, 'Internal server error'),
-  [status.INVALID_ARGUMENT]: clientError(400, 'Invalid request'),
-  [status.DEADLINE_EXCEEDED]: serverError(504, 'A backing service did not answer in time'),
+  [status.CANCELLED]: tooLate,
+  [status.UNKNOWN]: internalError,
+  [status.INVALID_ARGUMENT]: invalidRequest,
+  [status.DEADLINE_EXCEEDED]: tooLate,
   [status.NOT_FOUND]: clientError(404, 'Not found'),
   [status.ALREADY_EXISTS]: clientError(409, 'Conflict'),
   [status.PERMISSION_DENIED]: clientError(403, 'Forbidden'),
@@ -59,14 +62,14 @@ export const HTTP_ANSWERS: Readonly<Record<status, HttpAnswer>> = {
   [status.FAILED_PRECONDITION]: clientError(410, 'What this request continues from is no longer available'),
   // A concurrent change won (optimistic concurrency): the client reads again and retries.
   [status.ABORTED]: clientError(409, 'The resource was changed concurrently; read it again'),
-  [status.OUT_OF_RANGE]: clientError(400, 'Invalid request'),
+  [status.OUT_OF_RANGE]: invalidRequest,
   // A method the called service does not have (versions out of step during a rollout).
   [status.UNIMPLEMENTED]: serverError(501, 'Not implemented'),
-  [status.INTERNAL]: serverError(500, 'Internal server error'),
+  [status.INTERNAL]: internalError,
   [status.UNAVAILABLE]: tryAgain,
-  [status.DATA_LOSS]: serverError(500, 'Internal server error'),
+  [status.DATA_LOSS]: internalError,
   // The gateway's own credentials towards a service were refused: a configuration fault, not the client's token.
-  [status.UNAUTHENTICATED]: serverError(500, 'Internal server error'),
+  [status.UNAUTHENTICATED]: internalError,
 };
 
 /**

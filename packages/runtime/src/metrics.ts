@@ -1,7 +1,20 @@
 import * as http from 'node:http';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  collectDefaultMetrics,
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  type CounterConfiguration,
+  type GaugeConfiguration,
+  type HistogramConfiguration,
+} from 'prom-client';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** A gRPC call's labels, the same on the server and the client side; its outcome adds the status code. */
+const GRPC_CALL = ['grpc_service', 'grpc_method'] as const;
+const GRPC_OUTCOME = [...GRPC_CALL, 'grpc_code'] as const;
 
 /**
  * One registry per process: default process metrics plus RED metrics for HTTP and gRPC and the
@@ -10,68 +23,81 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 export class Metrics {
   readonly registry = new Registry();
 
-  readonly httpRequestDuration = new Histogram({
+  readonly httpRequestDuration = this.histogram({
     name: 'http_server_request_duration_seconds',
     help: 'Duration of HTTP requests handled, by method, route template and status code.',
     labelNames: ['method', 'route', 'status_code'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
   });
 
-  readonly grpcServerHandled = new Counter({
+  readonly grpcServerHandled = this.counter({
     name: 'grpc_server_handled_total',
     help: 'gRPC calls completed on the server, by service, method and status code.',
-    labelNames: ['grpc_service', 'grpc_method', 'grpc_code'] as const,
-    registers: [this.registry],
+    labelNames: GRPC_OUTCOME,
   });
 
-  readonly grpcServerDuration = new Histogram({
+  readonly grpcServerDuration = this.histogram({
     name: 'grpc_server_handling_seconds',
     help: 'Time to handle a gRPC call on the server, by service and method.',
-    labelNames: ['grpc_service', 'grpc_method'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
+    labelNames: GRPC_CALL,
   });
 
-  readonly grpcClientHandled = new Counter({
+  readonly grpcClientHandled = this.counter({
     name: 'grpc_client_handled_total',
     help: 'gRPC calls completed by this process as a client, by service, method and status code.',
-    labelNames: ['grpc_service', 'grpc_method', 'grpc_code'] as const,
-    registers: [this.registry],
+    labelNames: GRPC_OUTCOME,
   });
 
-  readonly grpcClientDuration = new Histogram({
+  readonly grpcClientDuration = this.histogram({
     name: 'grpc_client_handling_seconds',
     help: 'Time from sending a gRPC call to its completion, by service and method.',
-    labelNames: ['grpc_service', 'grpc_method'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
+    labelNames: GRPC_CALL,
   });
 
-  readonly grpcClientCircuitState = new Gauge({
+  readonly grpcClientCircuitState = this.gauge({
     name: 'grpc_client_circuit_state',
     help: 'Circuit breaker of this process towards a downstream gRPC service: 0 closed, 1 half-open (probing), 2 open (calls refused at once).',
     labelNames: ['target', 'grpc_service'] as const,
-    registers: [this.registry],
   });
 
-  readonly grpcClientCircuitTransitions = new Counter({
+  readonly grpcClientCircuitTransitions = this.counter({
     name: 'grpc_client_circuit_transitions_total',
     help: 'State changes of the circuit breaker towards a downstream gRPC service, by the state entered.',
     labelNames: ['target', 'grpc_service', 'to'] as const,
-    registers: [this.registry],
   });
 
-  readonly dependencyUp = new Gauge({
+  readonly dependencyUp = this.gauge({
     name: 'dependency_up',
     help: 'Whether a dependency (database, downstream service, Redis) answers its health check: 1 up, 0 down.',
     labelNames: ['dependency'] as const,
-    registers: [this.registry],
   });
 
   constructor(readonly service: string) {
     this.registry.setDefaultLabels({ service });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * A metric of this process's registry, created by the first caller that names it and shared by the next ones
+   * (several relays or workers of one process, each test's service in one test process). Histograms default to
+   * latency buckets in seconds.
+   */
+  histogram<L extends string = string>(config: Omit<HistogramConfiguration<L>, 'registers'>): Histogram<L> {
+    return this.shared(
+      config.name,
+      () => new Histogram({ buckets: LATENCY_BUCKETS, ...config, registers: [this.registry] }),
+    );
+  }
+
+  counter<L extends string = string>(config: Omit<CounterConfiguration<L>, 'registers'>): Counter<L> {
+    return this.shared(config.name, () => new Counter({ ...config, registers: [this.registry] }));
+  }
+
+  gauge<L extends string = string>(config: Omit<GaugeConfiguration<L>, 'registers'>): Gauge<L> {
+    return this.shared(config.name, () => new Gauge({ ...config, registers: [this.registry] }));
+  }
+
+  private shared<T>(name: string, create: () => T): T {
+    return (this.registry.getSingleMetric(name) as T | undefined) ?? create();
   }
 
   /** Exposes a connection pool's state as `db_pool_connections{pool,state}`, read at scrape time. */

@@ -1,7 +1,7 @@
 // The relay from a service's outbox to the Webhooks service: at least once, in commit order per batch, with several
 // replicas taking disjoint batches (row locks with SKIP LOCKED).
 import { webhooksV1 } from '@mileage/proto';
-import { Counter, Gauge } from 'prom-client';
+import type { Counter } from 'prom-client';
 import { z } from 'zod';
 import { env } from './config';
 import type { Knex } from './db';
@@ -39,36 +39,29 @@ export class OutboxRelay {
   private readonly relayed?: Counter;
 
   constructor(private readonly o: OutboxRelayOptions) {
-    const registry = o.metrics?.registry;
-    if (registry) {
-      this.relayed =
-        (registry.getSingleMetric('outbox_relayed_events_total') as Counter | undefined) ??
-        new Counter({
-          name: 'outbox_relayed_events_total',
-          help: 'Outbox events handed on to the Webhooks service.',
-          registers: [registry],
-        });
-      if (!registry.getSingleMetric('outbox_pending_events')) {
-        const knex = o.knex;
-        const age = new Gauge({
-          name: 'outbox_oldest_event_age_seconds',
-          help: 'Age of the oldest event still in the outbox (0: empty).',
-          registers: [registry],
-        });
-        new Gauge({
-          name: 'outbox_pending_events',
-          help: 'Events in the outbox waiting to be relayed.',
-          registers: [registry],
-          async collect() {
-            const row = await knex('outbox').first(
-              knex.raw('count(*)::int AS n'),
-              knex.raw('coalesce(extract(epoch FROM now() - min(occurred_at)), 0)::float AS age'),
-            );
-            this.set(row?.n ?? 0);
-            age.set(row?.age ?? 0);
-          },
-        });
-      }
+    const metrics = o.metrics;
+    if (metrics) {
+      this.relayed = metrics.counter({
+        name: 'outbox_relayed_events_total',
+        help: 'Outbox events handed on to the Webhooks service.',
+      });
+      const knex = o.knex;
+      const age = metrics.gauge({
+        name: 'outbox_oldest_event_age_seconds',
+        help: 'Age of the oldest event still in the outbox (0: empty).',
+      });
+      metrics.gauge({
+        name: 'outbox_pending_events',
+        help: 'Events in the outbox waiting to be relayed.',
+        async collect() {
+          const row = await knex('outbox').first(
+            knex.raw('count(*)::int AS n'),
+            knex.raw('coalesce(extract(epoch FROM now() - min(occurred_at)), 0)::float AS age'),
+          );
+          this.set(row?.n ?? 0);
+          age.set(row?.age ?? 0);
+        },
+      });
     }
   }
 

@@ -55,6 +55,16 @@ describe('configuration', () => {
     for (const bad of ['users', 'ipv4:', 'ipv4:127.0.0.1', 'ipv4:127.0.0.1:1,', 'a:1,b:2', 'http://x:1'])
       assert.throws(() => loadConfig(targets, { TARGET: bad }), ConfigError, bad);
   });
+
+  test('a list: comma-separated, blanks ignored, every item valid, at least `min` of them', () => {
+    const lists = z.object({ LIST: env.list('a,b', (item) => /^[a-c]$/.test(item), 'letters a to c', 1) });
+    assert.deepEqual(loadConfig(lists, {}).LIST, ['a', 'b']);
+    assert.deepEqual(loadConfig(lists, { LIST: ' c , ,a ' }).LIST, ['c', 'a']);
+    assert.throws(() => loadConfig(lists, { LIST: 'a,d' }), /LIST: letters a to c \("a,d"\)/);
+    assert.throws(() => loadConfig(lists, { LIST: ' , ' }), /LIST: letters a to c/);
+    const maybeEmpty = z.object({ LIST: env.list('', () => false, 'none') });
+    assert.deepEqual(loadConfig(maybeEmpty, { LIST: ',' }).LIST, []);
+  });
 });
 
 describe('errors across gRPC', () => {

@@ -13,19 +13,19 @@ export interface TestDatabase {
 }
 
 export function testServerUrl(): string {
-  const url = process.env.TEST_DATABASE_URL;
-  if (!url)
-    throw new Error(
-      'TEST_DATABASE_URL is not set: run the tests through `npm test` (tools/testenv/run.mjs), which starts PostgreSQL.',
-    );
-  return url;
+  return serverOfTheRun('TEST_DATABASE_URL', 'PostgreSQL');
 }
 
 export function testRedisUrl(): string {
-  const url = process.env.TEST_REDIS_URL;
+  return serverOfTheRun('TEST_REDIS_URL', 'redis-server');
+}
+
+/** The address of a server tools/testenv/run.mjs started for the whole run. */
+function serverOfTheRun(variable: string, server: string): string {
+  const url = process.env[variable];
   if (!url)
     throw new Error(
-      'TEST_REDIS_URL is not set: run the tests through `npm test` (tools/testenv/run.mjs), which starts redis-server.',
+      `${variable} is not set: run the tests through \`npm test\` (tools/testenv/run.mjs), which starts ${server}.`,
     );
   return url;
 }

@@ -1,5 +1,5 @@
 import { groupsV1 } from '@mileage/proto';
-import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { errors, requireListWindow, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
 import { filterToSql, GROUP_FILTER } from '@mileage/scim-domain';
 import { GroupsRepository } from './groups-repo';
 import { requireGroupId, requireUserId, validateDisplayName, validateExternalId, validateMembers } from './validation';
@@ -7,8 +7,6 @@ import { requireGroupId, requireUserId, validateDisplayName, validateExternalId,
 export interface GroupsServerDeps {
   knex: Knex;
 }
-
-const MAX_LIST = 1000;
 
 /** The GroupsService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: GroupsServerDeps): ServiceRegistration {
@@ -48,13 +46,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
     },
 
     async listGroups(request, ctx) {
-      if (request.offset < 0)
-        throw errors.invalidArgument('offset must not be negative', [{ field: 'offset', description: 'must be >= 0' }]);
-      if (request.limit < 0 || request.limit > MAX_LIST) {
-        throw errors.invalidArgument(`limit must be between 0 and ${MAX_LIST}`, [
-          { field: 'limit', description: `0..${MAX_LIST}` },
-        ]);
-      }
+      requireListWindow(request);
       const condition = filterToSql(request.filter, GROUP_FILTER);
       const { groups, total } = await repo.list(
         condition,

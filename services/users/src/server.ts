@@ -1,5 +1,12 @@
 import { usersV1 } from '@mileage/proto';
-import { errors, isUserId, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import {
+  errors,
+  isUserId,
+  requireListWindow,
+  type Handlers,
+  type Knex,
+  type ServiceRegistration,
+} from '@mileage/runtime';
 import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
 import { matchesAtMostOne, MAX_BATCH, UsersRepository } from './users-repo';
 import { validateUserInput } from './validation';
@@ -46,13 +53,7 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
     },
 
     async listUsers(request, ctx) {
-      if (request.offset < 0)
-        throw errors.invalidArgument('offset must not be negative', [{ field: 'offset', description: 'must be >= 0' }]);
-      if (request.limit < 0 || request.limit > MAX_LIST) {
-        throw errors.invalidArgument(`limit must be between 0 and ${MAX_LIST}`, [
-          { field: 'limit', description: `0..${MAX_LIST}` },
-        ]);
-      }
+      requireListWindow(request);
       const condition = filterToSql(request.filter, USER_FILTER);
       const { users, total } = await repo.list(condition, request.offset, request.limit, ctx.trace, {
         atMostOne: matchesAtMostOne(request.filter),
@@ -63,8 +64,6 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
 
   return { definition: usersV1.UsersServiceService, handlers: handlers as ServiceRegistration['handlers'] };
 }
-
-const MAX_LIST = 1000;
 
 function requireUserId(id: string, field: string): void {
   if (!isUserId(id))

@@ -2,18 +2,12 @@ import { env } from '@mileage/runtime';
 import { z } from 'zod';
 import { TARGET_CLASSES, type TargetClass } from './targets';
 
-const allowList = z
-  .string()
-  .default('')
-  .transform((v) =>
-    v
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
+const allowList = env
+  .list(
+    '',
+    (c) => (TARGET_CLASSES as readonly string[]).includes(c),
+    `a comma-separated list of ${TARGET_CLASSES.join(', ')}`,
   )
-  .refine((list) => list.every((c) => (TARGET_CLASSES as readonly string[]).includes(c)), {
-    message: `a comma-separated list of ${TARGET_CLASSES.join(', ')}`,
-  })
   .transform((list) => new Set(list as TargetClass[]));
 
 /** The Webhooks service's own environment variables, on top of every service's (runService parses them together). */

@@ -2,7 +2,7 @@
 // retries with exponential backoff and jitter. Each replica runs one; together they never send a delivery twice at
 // once, and a delivery whose worker dies is retried when its lease ends (at least once, same webhook-id).
 import type { Logger, Metrics } from '@mileage/runtime';
-import { Counter, Gauge, Histogram } from 'prom-client';
+import type { Counter, Histogram } from 'prom-client';
 import type { ClaimedDelivery, WebhooksRepository } from './repo';
 import type { SecretBox } from './secrets';
 import { sign } from './secrets';
@@ -47,53 +47,38 @@ export class DeliveryWorker {
   private readonly duration: Histogram<'outcome'>;
 
   constructor(private readonly o: WorkerOptions) {
-    const registers = [o.metrics.registry];
-    const get = <T>(name: string): T | undefined => o.metrics.registry.getSingleMetric(name) as T | undefined;
-    this.deliveries =
-      get<Counter<'outcome'>>('webhook_deliveries_total') ??
-      new Counter({
-        name: 'webhook_deliveries_total',
-        help: 'Delivery attempts by outcome: success, http_error, network_error, timeout, refused (target not allowed), gave_up (retries exhausted).',
-        labelNames: ['outcome'] as const,
-        registers,
-      });
-    this.lag =
-      get<Histogram>('webhook_delivery_lag_seconds') ??
-      new Histogram({
-        name: 'webhook_delivery_lag_seconds',
-        help: 'From the event (its commit in the owner) to its successful delivery.',
-        buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600, 86400],
-        registers,
-      });
-    this.duration =
-      get<Histogram<'outcome'>>('webhook_attempt_duration_seconds') ??
-      new Histogram({
-        name: 'webhook_attempt_duration_seconds',
-        help: 'Duration of one delivery attempt, by outcome.',
-        labelNames: ['outcome'] as const,
-        buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-        registers,
-      });
-    if (!get('webhook_queue_depth')) {
-      const repo = o.repo;
-      new Gauge({
-        name: 'webhook_queue_depth',
-        help: 'Pending deliveries of active subscriptions (state="pending"), and those of them due now (state="due").',
-        labelNames: ['state'] as const,
-        registers,
-        async collect() {
-          const stats = await repo.queueStats();
-          this.set({ state: 'pending' }, stats.pending);
-          this.set({ state: 'due' }, stats.due);
-          lagGauge?.set(stats.oldestDueSeconds);
-        },
-      });
-      const lagGauge = new Gauge({
-        name: 'webhook_queue_oldest_due_seconds',
-        help: 'How long the oldest due delivery has been waiting (0: none waiting).',
-        registers,
-      });
-    }
+    this.deliveries = o.metrics.counter({
+      name: 'webhook_deliveries_total',
+      help: 'Delivery attempts by outcome: success, http_error, network_error, timeout, refused (target not allowed), gave_up (retries exhausted).',
+      labelNames: ['outcome'] as const,
+    });
+    this.lag = o.metrics.histogram({
+      name: 'webhook_delivery_lag_seconds',
+      help: 'From the event (its commit in the owner) to its successful delivery.',
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600, 86400],
+    });
+    this.duration = o.metrics.histogram({
+      name: 'webhook_attempt_duration_seconds',
+      help: 'Duration of one delivery attempt, by outcome.',
+      labelNames: ['outcome'] as const,
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    });
+    const repo = o.repo;
+    const oldestDue = o.metrics.gauge({
+      name: 'webhook_queue_oldest_due_seconds',
+      help: 'How long the oldest due delivery has been waiting (0: none waiting).',
+    });
+    o.metrics.gauge({
+      name: 'webhook_queue_depth',
+      help: 'Pending deliveries of active subscriptions (state="pending"), and those of them due now (state="due").',
+      labelNames: ['state'] as const,
+      async collect() {
+        const stats = await repo.queueStats();
+        this.set({ state: 'pending' }, stats.pending);
+        this.set({ state: 'due' }, stats.due);
+        oldestDue.set(stats.oldestDueSeconds);
+      },
+    });
   }
 
   /** Delivers every due delivery (one run at a time; a call during a run makes it look again when it ends). */

@@ -1,0 +1,15 @@
+import { errors } from './errors';
+
+/** The longest page of an offset-paged list (ListUsers, ListGroups: `limit` 0..1000, 0 returns only the total). */
+export const MAX_LIST_LIMIT = 1000;
+
+/** INVALID_ARGUMENT unless the window of an offset-paged list is `offset` ≥ 0 and 0 ≤ `limit` ≤ MAX_LIST_LIMIT. */
+export function requireListWindow(request: { offset: number; limit: number }): void {
+  if (request.offset < 0)
+    throw errors.invalidArgument('offset must not be negative', [{ field: 'offset', description: 'must be >= 0' }]);
+  if (request.limit < 0 || request.limit > MAX_LIST_LIMIT) {
+    throw errors.invalidArgument(`limit must be between 0 and ${MAX_LIST_LIMIT}`, [
+      { field: 'limit', description: `0..${MAX_LIST_LIMIT}` },
+    ]);
+  }
+}
