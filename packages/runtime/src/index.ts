@@ -50,4 +50,5 @@ export {
   type ServiceDefinition,
 } from './service';
 export * from './outbox';
+export * from './provisioning-audit';
 export * from './outbox-relay';
