@@ -36,6 +36,7 @@ export * from './ids';
 export {
   checkServiceConfig,
   connectionAge,
+  databaseConfigShape,
   runMigrations,
   runEvery,
   runService,
@@ -46,6 +47,7 @@ export {
   type OpenDatabase,
   type ServiceConfig,
   type ServiceContext,
+  type StatelessServiceContext,
   type BackgroundTask,
   type ServiceDefinition,
 } from './service';
