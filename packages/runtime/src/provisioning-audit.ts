@@ -2,16 +2,19 @@ import type { Knex } from 'knex';
 
 /**
  * An owner's trail of provisioning changes as its migrations name it: the table, the column holding the changed
- * resource's id and that column's SQL type. The trail's other columns (who, what, before / after, when) are the same
- * in every owner, so they are written here once; the owner names its own parts.
+ * resource's id (`column`) and that column's SQL type (`type`). The trail's other columns (who, what, before / after,
+ * when) are the same in every owner, so they are written here once; the owner names its own parts.
  */
 export interface ProvisioningAuditTable {
   table: string;
-  resourceColumn: string;
-  resourceType: string;
+  column: string;
+  type: string;
 }
 
-/** Creates an owner's provisioning audit trail, append-only (makeAppendOnly). */
+/**
+ * Creates an owner's provisioning audit trail: indexed by resource (`<table>_<column without _id>_idx`), append-only
+ * (makeAppendOnly).
+ */
 export async function createProvisioningAuditTable(knex: Knex, trail: ProvisioningAuditTable): Promise<void> {
   // Every provisioning change that happened, once: who, what, before / after, when.
   await knex.raw(
@@ -21,7 +24,7 @@ export async function createProvisioningAuditTable(knex: Knex, trail: Provisioni
       occurred_at timestamptz NOT NULL DEFAULT now(),
       actor       text        NOT NULL,
       operation   text        NOT NULL CHECK (operation IN ('create', 'replace', 'patch', 'delete')),
-      ??          ${trail.resourceType} NOT NULL,
+      ??          ${trail.type} NOT NULL,
       -- The version the change produced; null for entries taken over from the SCIM service.
       version     bigint,
       request_id  text,
@@ -29,15 +32,21 @@ export async function createProvisioningAuditTable(knex: Knex, trail: Provisioni
       after       jsonb
     )
   `,
-    [trail.table, trail.resourceColumn],
+    [trail.table, trail.column],
   );
+  await knex.raw('CREATE INDEX ?? ON ?? (??, id)', [
+    `${trail.table}_${trail.column.replace(/_id$/, '')}_idx`,
+    trail.table,
+    trail.column,
+  ]);
+  await makeAppendOnly(knex, trail.table);
 }
 
 /**
  * Makes a table append-only even for roles granted UPDATE or DELETE: the function `<table>_is_append_only` raises,
  * from the triggers `<table>_append_only` (each updated or deleted row) and `<table>_no_truncate`.
  */
-export async function makeAppendOnly(knex: Knex, table: string): Promise<void> {
+async function makeAppendOnly(knex: Knex, table: string): Promise<void> {
   const raise = `${table}_is_append_only`;
   await knex.raw(
     `CREATE FUNCTION ??() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -87,11 +96,11 @@ export async function readableLegacyTable(knex: Knex, schema: string, table: str
  */
 export async function copyScimAuditLog(
   knex: Knex,
-  trail: ProvisioningAuditTable,
   resourceType: 'User' | 'Group',
+  trail: ProvisioningAuditTable,
 ): Promise<number> {
   if (!(await readableLegacyTable(knex, 'scim', 'audit_log'))) return 0;
-  const id = `a.resource_id::${trail.resourceType}`;
+  const id = `a.resource_id::${trail.type}`;
   const { rowCount } = await knex.raw<{ rowCount: number }>(
     `
     INSERT INTO ?? (occurred_at, actor, operation, ??, request_id, before, after)
@@ -104,7 +113,7 @@ export async function copyScimAuditLog(
             AND t.actor = a.actor AND t.request_id IS NOT DISTINCT FROM a.request_id)
      ORDER BY a.id
   `,
-    [trail.table, trail.resourceColumn, resourceType, trail.table, trail.resourceColumn],
+    [trail.table, trail.column, resourceType, trail.table, trail.column],
   );
   return rowCount;
 }

@@ -1,4 +1,4 @@
-import { createProvisioningAuditTable, makeAppendOnly, readableLegacyTable } from '@mileage/runtime';
+import { createProvisioningAuditTable, readableLegacyTable } from '@mileage/runtime';
 import type { Knex } from 'knex';
 
 // A group's externalId and the audit entry of each provisioning change now live here, written in one transaction
@@ -7,13 +7,7 @@ import type { Knex } from 'knex';
 // (docs/architecture.md, "One owner per fact").
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`ALTER TABLE teams ADD COLUMN external_id text CHECK (length(external_id) <= 256)`);
-  await createProvisioningAuditTable(knex, {
-    table: 'provisioning_audit',
-    resourceColumn: 'team_id',
-    resourceType: 'bigint',
-  });
-  await knex.raw(`CREATE INDEX provisioning_audit_team_idx ON provisioning_audit (team_id, id)`);
-  await makeAppendOnly(knex, 'provisioning_audit');
+  await createProvisioningAuditTable(knex, { table: 'provisioning_audit', column: 'team_id', type: 'bigint' });
   // Write ids and their records served the SCIM service's journal, which is gone.
   await knex.raw('DROP TABLE write_requests');
 

@@ -6,11 +6,7 @@ import type { Knex } from 'knex';
 // SCIM hand-over had dropped when empty: this copies whichever of them the trail lacks. Afterwards the scim schema
 // holds nothing of use, and the database administrator drops it (docs/operations.md, "Upgrading").
 export async function up(knex: Knex): Promise<void> {
-  await copyScimAuditLog(
-    knex,
-    { table: 'provisioning_audit', resourceColumn: 'team_id', resourceType: 'bigint' },
-    'Group',
-  );
+  await copyScimAuditLog(knex, 'Group', { table: 'provisioning_audit', column: 'team_id', type: 'bigint' });
 }
 
 // Entries of the trail cannot be told apart from the ones the owner wrote before this ran (nor deleted: append-only).

@@ -1,4 +1,4 @@
-import { createProvisioningAuditTable, makeAppendOnly, readableLegacyTable } from '@mileage/runtime';
+import { createProvisioningAuditTable, readableLegacyTable } from '@mileage/runtime';
 import type { Knex } from 'knex';
 
 // Every SCIM attribute of a user and the audit entry of each provisioning change now live here, written in one
@@ -10,13 +10,7 @@ export async function up(knex: Knex): Promise<void> {
     ALTER TABLE users ADD COLUMN scim_attributes jsonb
       CHECK (scim_attributes IS NULL OR jsonb_typeof(scim_attributes) = 'object')
   `);
-  await createProvisioningAuditTable(knex, {
-    table: 'provisioning_audit',
-    resourceColumn: 'user_id',
-    resourceType: 'char(10)',
-  });
-  await knex.raw(`CREATE INDEX provisioning_audit_user_idx ON provisioning_audit (user_id, id)`);
-  await makeAppendOnly(knex, 'provisioning_audit');
+  await createProvisioningAuditTable(knex, { table: 'provisioning_audit', column: 'user_id', type: 'char(10)' });
   // Write ids and their records served the SCIM service's journal, which is gone.
   await knex.raw('DROP TABLE write_requests');
 
