@@ -41,6 +41,8 @@ const schemas = {
 };
 // The SCIM service's own variables (services/scim/src/config.ts), on top of every service's.
 schemas.scim = schemas.scim.extend(require(join(root, 'services/scim/dist/config.js')).configShape);
+// The database variables of the services that have one (the SCIM service has none).
+for (const s of ['users', 'groups', 'drives', 'webhooks']) schemas[s] = schemas[s].extend(runtime.databaseConfigShape);
 // The Webhooks service's own variables (services/webhooks/src/config.ts); the outbox relay's of Users and Drives.
 schemas.webhooks = schemas.webhooks.extend(require(join(root, 'services/webhooks/dist/config.js')).configShape);
 schemas.users = schemas.users.extend(runtime.outboxRelayConfigShape);

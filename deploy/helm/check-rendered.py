@@ -21,6 +21,8 @@ import yaml
 
 COMPONENTS = ["gateway", "users", "groups", "drives", "scim", "webhooks"]
 SERVICES = COMPONENTS[1:]
+# The services with a database (roles, Secrets, a migration Job, PostgreSQL egress); the SCIM service has none.
+DATABASE_SERVICES = [s for s in SERVICES if s != "scim"]
 GRPC_PORTS = {"users": 50051, "groups": 50052, "drives": 50053, "scim": 50054, "webhooks": 50055}
 METRICS_PORTS = {"gateway": 9460, "users": 9461, "groups": 9462, "drives": 9463, "scim": 9464, "webhooks": 9465}
 HTTP_PORT = 8080
@@ -336,9 +338,12 @@ def check_manifests(path, name, metrics_ts, env_out):
                     if probe and probe.get("grpc", {}).get("port") != GRPC_PORTS[component]:
                         fail(f"{where}: {kind} is not a native gRPC probe of port {GRPC_PORTS[component]}")
             database_url = env.get("DATABASE_URL")
-            if not isinstance(database_url, dict) or database_url["key"] != f"{component}-database-url":
+            if component not in DATABASE_SERVICES:
+                if any(v.startswith("DATABASE_") or v.startswith("MIGRAT") for v in env):
+                    fail(f"{where}: has no database, but is given database variables")
+            elif not isinstance(database_url, dict) or database_url["key"] != f"{component}-database-url":
                 fail(f"{where}: DATABASE_URL is not the {component}-database-url key of a Secret")
-            if env.get("MIGRATE_ON_START") != "false":
+            elif env.get("MIGRATE_ON_START") != "false":
                 fail(f"{where}: MIGRATE_ON_START must be false (the hook Jobs migrate)")
         # The attestation of SCIM actors: the gateway signs, the SCIM service verifies, with the same Secret key.
         if component in ("gateway", "scim"):
@@ -448,8 +453,8 @@ def check_manifests(path, name, metrics_ts, env_out):
     # --- migration Jobs: hooks, after their Secret
     jobs = by_kind("Job")
     if jobs:
-        if len(jobs) != len(SERVICES):
-            fail(f"{len(jobs)} migration Jobs, expected one per service")
+        if len(jobs) != len(DATABASE_SERVICES):
+            fail(f"{len(jobs)} migration Jobs, expected one per service with a database")
         db_secret_weights = []
         for secret in secrets.values():
             annotations = secret["metadata"].get("annotations", {})
@@ -459,7 +464,6 @@ def check_manifests(path, name, metrics_ts, env_out):
                 db_secret_weights.append(int(annotations.get("helm.sh/hook-weight", "0")))
         migrated = set()
         owner_secrets = set()
-        job_weights = {}
         for job in jobs:
             jname = job["metadata"]["name"]
             annotations = job["metadata"].get("annotations", {})
@@ -468,7 +472,6 @@ def check_manifests(path, name, metrics_ts, env_out):
             if "before-hook-creation" not in annotations.get("helm.sh/hook-delete-policy", ""):
                 fail(f"Job {jname}: a second upgrade would find the old Job (hook-delete-policy before-hook-creation)")
             weight = int(annotations.get("helm.sh/hook-weight", "0"))
-            job_weights[jname] = weight
             if any(w >= weight for w in db_secret_weights):
                 fail(f"Job {jname}: not weighted after the database Secret it reads")
             pod = job["spec"]["template"]["spec"]
@@ -488,7 +491,7 @@ def check_manifests(path, name, metrics_ts, env_out):
                 fail(f"Job {jname}: does not run migrate.js")
             refs = [e["valueFrom"]["secretKeyRef"] for e in container.get("env", []) if e["name"] == "DATABASE_URL" and "valueFrom" in e]
             owner_refs = [e["valueFrom"]["secretKeyRef"] for e in container.get("env", []) if e["name"] == "MIGRATION_DATABASE_URL" and "valueFrom" in e]
-            svc = next((s for s in SERVICES if jname.endswith(f"-{s}-migrate")), None)
+            svc = next((s for s in DATABASE_SERVICES if jname.endswith(f"-{s}-migrate")), None)
             if not refs or not svc or refs[0]["key"] != f"{svc}-database-url":
                 fail(f"Job {jname}: DATABASE_URL is not its service's database-url key")
             # The schema owner migrates; its URL is in a Secret of its own, which no Deployment reads.
@@ -501,17 +504,12 @@ def check_manifests(path, name, metrics_ts, env_out):
             if svc and container["image"] != deployments.get(svc, {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0].get("image"):
                 fail(f"Job {jname}: not the image of the {svc} Deployment")
             migrated.add(svc)
-        if migrated != set(SERVICES):
-            fail(f"migration Jobs for {sorted(x for x in migrated if x)}, expected {SERVICES}")
+        if migrated != set(DATABASE_SERVICES):
+            fail(f"migration Jobs for {sorted(x for x in migrated if x)}, expected {DATABASE_SERVICES}")
         for component, env in envs.items():
             for variable, value in env.items():
                 if isinstance(value, dict) and value["secret"] in owner_secrets:
                     fail(f"{component}: {variable} reads the schema owners' Secret {value['secret']}: only the migration Jobs may")
-        # The SCIM migrations hand data over to the Users and Groups schemas: their Jobs run after SCIM's.
-        scim_job = next((w for n, w in job_weights.items() if n.endswith("-scim-migrate")), None)
-        for n, w in job_weights.items():
-            if scim_job is not None and (n.endswith("-users-migrate") or n.endswith("-groups-migrate")) and w <= scim_job:
-                fail(f"Job {n}: not weighted after the SCIM migration Job that hands it data")
 
     # --- NetworkPolicies
     policies = by_kind("NetworkPolicy")
@@ -636,7 +634,7 @@ def check_manifests(path, name, metrics_ts, env_out):
                 expected.add("oidc")
                 if "REDIS_URL" in env:
                     expected.add("redis")
-            else:
+            elif who != "scim":
                 expected.add("postgres")
             if who == "webhooks":
                 expected.add("deliveries (443)")

@@ -7,7 +7,7 @@ import { startIdentityProvider } from '@mileage/dev-idp';
 import { drivesV1, groupsV1, PROTO_FILES, scimV1, usersV1, webhooksV1 } from '@mileage/proto';
 import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { createServer as createScimServer, openDatabase as openScimDatabase } from '@mileage/scim';
+import { createServer as createScimServer } from '@mileage/scim';
 import {
   createGrpcClient,
   createLogger,
@@ -228,8 +228,6 @@ export async function startHarness(): Promise<Harness> {
   }
   seedClient.close();
 
-  const scimDb = openScimDatabase({ url: testDb.url });
-  await scimDb.migrate();
   const scimUsers = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
   const scimGroups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
   const scimServer: GrpcServerHandle = await startGrpcServer({
@@ -435,7 +433,6 @@ export async function startHarness(): Promise<Harness> {
       await scimServer.shutdown(1_000);
       scimUsers.close();
       scimGroups.close();
-      await scimDb.close();
       await webhooksServer.shutdown(1_000);
       webhooksGroups.close();
       await webhooksDb.close();

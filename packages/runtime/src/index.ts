@@ -37,6 +37,7 @@ export * from './list-window';
 export {
   checkServiceConfig,
   connectionAge,
+  databaseConfigShape,
   runMigrations,
   runEvery,
   runService,
@@ -47,8 +48,10 @@ export {
   type OpenDatabase,
   type ServiceConfig,
   type ServiceContext,
+  type StatelessServiceContext,
   type BackgroundTask,
   type ServiceDefinition,
 } from './service';
 export * from './outbox';
+export * from './provisioning-audit';
 export * from './outbox-relay';

@@ -23,17 +23,8 @@ const postgresUrl = () => z.string().regex(/^postgres(ql)?:\/\//, 'expected a po
 /** The configuration every gRPC service reads (each with its own default ports). */
 export function serviceConfigSchema(defaults: { grpcPort: number; metricsPort: number }) {
   return commonConfigSchema.extend({
-    /** The runtime role: DML on the service's tables only (the migrations grant it). */
-    DATABASE_URL: postgresUrl(),
-    /** The schema owner's URL: only with MIGRATE_ON_START (otherwise the migration Job / `migrate.js` uses it). */
-    MIGRATION_DATABASE_URL: postgresUrl().optional(),
-    /** The role the migrations grant DML to; default: the user of DATABASE_URL. */
-    DATABASE_RUNTIME_ROLE: z.string().min(1).optional(),
-    DATABASE_POOL_MAX: env.positiveInt(10),
-    DATABASE_STATEMENT_TIMEOUT_MS: env.positiveInt(5_000),
     GRPC_ADDRESS: env.address(`127.0.0.1:${defaults.grpcPort}`),
     METRICS_PORT: env.port(defaults.metricsPort),
-    MIGRATE_ON_START: env.boolean(false),
     /** Connections older than this are closed (GOAWAY), so callers re-resolve and reach new replicas. */
     GRPC_MAX_CONNECTION_AGE_MS: env.positiveInt(30_000),
     /** Time calls in flight on such a connection may still take: at least the callers' longest deadline. */
@@ -44,27 +35,33 @@ export function serviceConfigSchema(defaults: { grpcPort: number; metricsPort: n
   });
 }
 
+/** The configuration of a service that has a database (`ServiceDefinition.openDatabase`), on top of every service's. */
+export const databaseConfigShape = {
+  /** The runtime role: DML on the service's tables only (the migrations grant it). */
+  DATABASE_URL: postgresUrl(),
+  /** The schema owner's URL: only with MIGRATE_ON_START (otherwise the migration Job / `migrate.js` uses it). */
+  MIGRATION_DATABASE_URL: postgresUrl().optional(),
+  /** The role the migrations grant DML to; default: the user of DATABASE_URL. */
+  DATABASE_RUNTIME_ROLE: z.string().min(1).optional(),
+  DATABASE_POOL_MAX: env.positiveInt(10),
+  DATABASE_STATEMENT_TIMEOUT_MS: env.positiveInt(5_000),
+  MIGRATE_ON_START: env.boolean(false),
+};
+type DatabaseConfig = z.infer<z.ZodObject<typeof databaseConfigShape>>;
+
 /**
  * The checks of a service's configuration that span variables (zod's refinements; an object schema with them can no
- * longer be extended, so they are applied to the extended schema): the migration URL with MIGRATE_ON_START, a runtime
- * role to grant to, mutual TLS all or nothing.
+ * longer be extended, so they are applied to the extended schema): with a database, the migration URL with
+ * MIGRATE_ON_START and a runtime role to grant to; mutual TLS all or nothing.
  */
-export function checkServiceConfig(
-  c: {
-    MIGRATE_ON_START: boolean;
-    MIGRATION_DATABASE_URL?: string | undefined;
-    DATABASE_URL: string;
-    DATABASE_RUNTIME_ROLE?: string | undefined;
-  } & GrpcTlsConfig,
-  ctx: z.RefinementCtx,
-): void {
+export function checkServiceConfig(c: Partial<DatabaseConfig> & GrpcTlsConfig, ctx: z.RefinementCtx): void {
   if (c.MIGRATE_ON_START && !c.MIGRATION_DATABASE_URL)
     ctx.addIssue({
       code: 'custom',
       path: ['MIGRATION_DATABASE_URL'],
       message: "required with MIGRATE_ON_START: the schema owner's URL (DATABASE_URL is the runtime role's)",
     });
-  if (!c.DATABASE_RUNTIME_ROLE && !databaseUser(c.DATABASE_URL))
+  if (c.DATABASE_URL !== undefined && !c.DATABASE_RUNTIME_ROLE && !databaseUser(c.DATABASE_URL))
     ctx.addIssue({
       code: 'custom',
       path: ['DATABASE_URL'],
@@ -134,14 +131,24 @@ export type ConnectedClients<Specs> = {
   [K in keyof Specs]: Specs[K] extends ClientSpec<infer C> ? PromiseClient<C> : never;
 };
 
-/** What runService has made for a service before its own dependencies: the makings of `createServer(deps)`. */
-export interface ServiceContext<Config = ServiceConfig, Clients = Record<string, never>> {
+/**
+ * What runService has made for a service that has no database (the SCIM service: a protocol layer over the owners)
+ * before its own dependencies: the makings of `createServer(deps)`.
+ */
+export interface StatelessServiceContext<Config = ServiceConfig, Clients = Record<string, never>> {
   config: Config;
-  knex: Knex;
   logger: Logger;
   metrics: Metrics;
   /** The clients declared by `ServiceDefinition.clients`, closed at shutdown. */
   clients: Clients;
+}
+
+/** The same for a service with a database (`ServiceDefinition.openDatabase`): its pool too. */
+export interface ServiceContext<
+  Config = ServiceConfig,
+  Clients = Record<string, never>,
+> extends StatelessServiceContext<Config, Clients> {
+  knex: Knex;
 }
 
 /** Periodic work of a service (each replica runs it; it must be safe to run concurrently). */
@@ -155,26 +162,32 @@ export interface ServiceDefinition<
   Shape extends z.ZodRawShape = Record<never, never>,
   Specs extends Record<string, ClientSpec> = Record<never, never>,
   Deps = ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>,
+  Context = ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>,
 > {
   /** The service's name: its logs' `service`, its metrics' label, its tracing's `service.name`. */
   name: string;
   defaults: { grpcPort: number; metricsPort: number };
   protoFile: string;
-  openDatabase: OpenDatabase;
+  /**
+   * The service's database, when it has one: its pool (DATABASE_URL, the runtime role), its migrations at start with
+   * MIGRATE_ON_START, and its health (while PostgreSQL is down the service fails calls fast and reports NOT_SERVING).
+   * Without it the service reads no database variable and nothing of its health depends on PostgreSQL.
+   */
+  openDatabase?: OpenDatabase;
   /** The service's own environment variables, parsed with the common ones (fail fast, exit 78). */
   config?: Shape;
   /** The other services it calls, from its configuration. */
   clients?(config: ServiceConfig<Shape>): Specs;
   /** Builds what `createServer` and `tasks` take; without it they get the ServiceContext itself. */
-  dependencies?(context: ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>): Deps;
+  dependencies?(context: Context): Deps;
   createServer(deps: NoInfer<Deps>): ServiceRegistration;
   /** Periodic work (e.g. purging what a retention window has passed); awaited at shutdown after the gRPC server. */
   tasks?(deps: NoInfer<Deps>, config: ServiceConfig<Shape>): BackgroundTask[];
 }
 
 /**
- * The process wiring of a gRPC service: tracing, configuration (fail fast), logger, metrics, database pool,
- * optional migrations, clients of other services, the gRPC server with health (and reflection when GRPC_REFLECTION asks), background tasks,
+ * The process wiring of a gRPC service: tracing, configuration (fail fast), logger, metrics, the database pool and
+ * optional migrations (when the service has a database), clients of other services, the gRPC server with health (and reflection when GRPC_REFLECTION asks), background tasks,
  * /metrics, and graceful shutdown. A failure to start is reported on stderr and exits 1.
  */
 export function runService<
@@ -182,12 +195,25 @@ export function runService<
   Specs extends Record<string, ClientSpec> = Record<never, never>,
 >(
   service: ServiceDefinition<Shape, Specs, ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>> & {
+    openDatabase: OpenDatabase;
     dependencies?: undefined;
   },
 ): Promise<void>;
 export function runService<Shape extends z.ZodRawShape, Specs extends Record<string, ClientSpec>, Deps>(
   service: ServiceDefinition<Shape, Specs, Deps> & {
+    openDatabase: OpenDatabase;
     dependencies(context: ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>): Deps;
+  },
+): Promise<void>;
+export function runService<Shape extends z.ZodRawShape, Specs extends Record<string, ClientSpec>, Deps>(
+  service: ServiceDefinition<
+    Shape,
+    Specs,
+    Deps,
+    StatelessServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>
+  > & {
+    openDatabase?: undefined;
+    dependencies(context: StatelessServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>>): Deps;
   },
 ): Promise<void>;
 export async function runService<Shape extends z.ZodRawShape, Specs extends Record<string, ClientSpec>, Deps>(
@@ -206,25 +232,15 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
 ): Promise<void> {
   const tracing = startTracing(service.name);
   const schema = serviceConfigSchema(service.defaults)
+    .extend(service.openDatabase ? databaseConfigShape : {})
     .extend(service.config ?? {})
     .superRefine(checkServiceConfig);
   const config = loadConfigOrExit(schema) as ServiceConfig<Shape>;
   const logger = createLogger({ service: service.name, level: config.LOG_LEVEL });
   const metrics = new Metrics(service.name);
-  const db = service.openDatabase({
-    url: config.DATABASE_URL,
-    poolMax: config.DATABASE_POOL_MAX,
-    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
-    metrics,
-  });
-  if (config.MIGRATE_ON_START) {
-    // As the schema owner, in a pool of its own that is closed again; the service runs as DATABASE_URL's role.
-    const owner = service.openDatabase({ url: config.MIGRATION_DATABASE_URL!, poolMax: 2 });
-    const { applied, grantedTo } = await owner
-      .migrate({ runtimeRole: config.DATABASE_RUNTIME_ROLE ?? databaseUser(config.DATABASE_URL)! })
-      .finally(() => owner.close());
-    logger.info({ applied, granted_to: grantedTo }, 'migrations applied');
-  }
+  const db =
+    service.openDatabase &&
+    (await openServiceDatabase(service.openDatabase, config as unknown as DatabaseConfig, metrics, logger));
   const tls = grpcTls(config);
   const specs = service.clients?.(config) ?? ({} as Specs);
   // Each client's service is health-checked: while it is down its calls fail at once (UNAVAILABLE) rather than
@@ -238,7 +254,7 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   // process stays ready and live (it recovers by itself when the database is back).
   const dependencies = new DependencyMonitor({
     checks: [
-      databaseCheck(db.knex),
+      ...(db ? [databaseCheck(db.knex)] : []),
       ...health.map(({ name, spec, healthClient }) =>
         grpcHealthCheck(name, healthClient, grpcServiceName(spec.client.service)),
       ),
@@ -260,13 +276,11 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
       }),
     ]),
   ) as ConnectedClients<Specs>;
-  const context: ServiceContext<ServiceConfig<Shape>, ConnectedClients<Specs>> = {
-    config,
-    knex: db.knex,
-    logger,
-    metrics,
-    clients,
-  };
+  // A service without a database gets no `knex` (runService's overloads type its context without it).
+  const context = { config, logger, metrics, clients, ...(db && { knex: db.knex }) } as ServiceContext<
+    ServiceConfig<Shape>,
+    ConnectedClients<Specs>
+  >;
   // Without `dependencies` the definition's Deps is ServiceContext (its default, as nothing else can infer it).
   const deps = service.dependencies ? service.dependencies(context) : (context as Deps);
   const grpcServer = await startGrpcServer({
@@ -277,7 +291,7 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
     logger,
     metrics,
     ...connectionAge(config),
-    failFast: whileDatabaseDown(dependencies),
+    ...(db && { failFast: whileDatabaseDown(dependencies) }),
     reflection: config.GRPC_REFLECTION,
   });
   dependencies.start();
@@ -314,12 +328,38 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
           health.forEach(({ healthClient }) => healthClient.close());
         },
       },
-      { name: 'database', run: () => db.close() },
+      { name: 'database', run: () => db?.close() },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
       { name: 'tracing', run: () => tracing.shutdown() },
     ],
     config.SHUTDOWN_TIMEOUT_MS,
   );
+}
+
+/**
+ * The pool of a service's database as its runtime role (DATABASE_URL), after its migrations when MIGRATE_ON_START:
+ * those run as the schema owner, in a pool of their own that is closed again.
+ */
+async function openServiceDatabase(
+  openDatabase: OpenDatabase,
+  config: DatabaseConfig,
+  metrics: Metrics,
+  logger: Logger,
+): Promise<Database> {
+  const db = openDatabase({
+    url: config.DATABASE_URL,
+    poolMax: config.DATABASE_POOL_MAX,
+    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    metrics,
+  });
+  if (config.MIGRATE_ON_START) {
+    const owner = openDatabase({ url: config.MIGRATION_DATABASE_URL!, poolMax: 2 });
+    const { applied, grantedTo } = await owner
+      .migrate({ runtimeRole: config.DATABASE_RUNTIME_ROLE ?? databaseUser(config.DATABASE_URL)! })
+      .finally(() => owner.close());
+    logger.info({ applied, granted_to: grantedTo }, 'migrations applied');
+  }
+  return db;
 }
 
 /** Runs a task every `everyMs` (never two runs of it at once); `stop` waits for a run in progress. */

@@ -1,15 +1,14 @@
-// The process of the SCIM service: everything but its own parts comes from runService.
+// The process of the SCIM service: everything but its own parts comes from runService. It has no database: a
+// protocol layer over the owners of the data (Users, Groups), whose health alone decides which calls it can serve.
 import { groupsV1, PROTO_FILES, usersV1 } from '@mileage/proto';
 import { runService } from '@mileage/runtime';
 import { configShape } from './config';
-import { openDatabase } from './database';
 import { createServer } from './server';
 
 void runService({
   name: 'scim',
   defaults: { grpcPort: 50054, metricsPort: 9464 },
   protoFile: PROTO_FILES.scim,
-  openDatabase,
   config: configShape,
   clients: (config) => ({
     users: { client: usersV1.UsersServiceClient, address: config.USERS_ADDRESS, deadlineMs: config.GRPC_DEADLINE_MS },

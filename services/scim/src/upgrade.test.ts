@@ -1,177 +1,229 @@
-// The upgrade from the release whose SCIM service kept title, phone numbers, a group's externalId and the audit log
-// (scim.user_attributes, group_attributes, audit_log, reconciled by a write journal) to owners that keep them:
-// today's migrations, data in today's shape, then the upgrade, each service as its own least-privileged role.
+// The upgrade of a database of the release in which the SCIM service handed its data over to the owners (Users,
+// Groups) and kept scim.audit_log as the record of the changes made before: the owners' migrations of that release
+// and of this one, each service as its own least-privileged role, then the administrator retires the scim schema.
+// SCIM has no migrations any more: the scim schema is written here as that release's hand-over left it.
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
-import type { Knex } from '@mileage/runtime';
+import { createDatabase, grantRuntimeAccess, type Database, type Knex } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import pg from 'pg';
-import { openDatabase } from './database';
 
 /** The first migration of the release in which every attribute has one owner. */
 const OWNERS_RELEASE = '20261123100000';
 
-let testDb: TestDatabase;
-const suffix = randomBytes(4).toString('hex');
-const roles = { users: `t_users_${suffix}`, groups: `t_groups_${suffix}`, scim: `t_scim_${suffix}` };
-const password = randomBytes(12).toString('hex');
-let admin: pg.Client;
-
-const asRole = (schema: keyof typeof roles) => {
-  const url = new URL(testDb.url);
-  url.username = roles[schema];
-  url.password = password;
-  return url.toString();
-};
-
-/** Applies a service's migrations older than the owners' release, one by one, as a database of that time would be. */
-async function migrateToPreviousRelease(knex: Knex): Promise<void> {
-  const [, pending] = (await knex.migrate.list()) as [unknown[], { file: string }[]];
-  for (const { file } of pending) if (file < OWNERS_RELEASE) await knex.migrate.up({ name: file });
+interface Upgrade {
+  users: Database;
+  groups: Database;
+  /** The scim schema's owner, as the previous release's migrations ran. */
+  scim: Knex;
+  admin: pg.Client;
+  roles: { users: string; groups: string; scim: string; scimApp: string };
 }
 
-before(async () => {
-  testDb = await createTestDatabase('upgrade');
-  admin = new pg.Client({ connectionString: testDb.url });
+/**
+ * A database of the release before the owners' (as npm start and the chart's database set-up make it: one login
+ * role per service, owning only its schema; the SCIM service's runtime role too), its users and groups schemas
+ * migrated that far, closed and dropped when the test ends.
+ */
+async function previousRelease(t: TestContext): Promise<Upgrade> {
+  const testDb: TestDatabase = await createTestDatabase('upgrade');
+  const suffix = randomBytes(4).toString('hex');
+  const roles = {
+    users: `t_users_${suffix}`,
+    groups: `t_groups_${suffix}`,
+    scim: `t_scim_${suffix}`,
+    scimApp: `t_scim_app_${suffix}`,
+  };
+  const password = randomBytes(12).toString('hex');
+  const asRole = (role: string) => {
+    const url = new URL(testDb.url);
+    url.username = role;
+    url.password = password;
+    return url.toString();
+  };
+  const admin = new pg.Client({ connectionString: testDb.url });
   await admin.connect();
-  // As npm start and the chart's database set-up: one login role per service, owning only its schema.
-  for (const [schema, role] of Object.entries(roles)) {
-    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
-    await admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
+  for (const role of Object.values(roles)) await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+  for (const schema of ['users', 'groups', 'scim'] as const) {
+    await admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${roles[schema]}`);
     await admin.query(`REVOKE ALL ON SCHEMA ${schema} FROM PUBLIC`);
   }
-});
-
-after(async () => {
-  await admin.end();
-  await testDb.drop();
-  const cleanup = new pg.Client({ connectionString: new URL('/postgres', testDb.url).toString() });
-  await cleanup.connect();
-  try {
-    for (const role of Object.values(roles)) await cleanup.query(`DROP ROLE IF EXISTS ${role}`);
-  } finally {
-    await cleanup.end();
+  const users = openUsersDatabase({ url: asRole(roles.users) });
+  const groups = openGroupsDatabase({ url: asRole(roles.groups) });
+  const scim = createDatabase({
+    url: asRole(roles.scim),
+    schema: 'scim',
+    migrationsDirectory: __dirname,
+    applicationName: 'upgrade-test',
+  });
+  t.after(async () => {
+    for (const db of [users, groups, scim]) await db.close();
+    await admin.end();
+    await testDb.drop();
+    const cleanup = new pg.Client({ connectionString: new URL('/postgres', testDb.url).toString() });
+    await cleanup.connect();
+    try {
+      for (const role of Object.values(roles)) await cleanup.query(`DROP ROLE IF EXISTS ${role}`);
+    } finally {
+      await cleanup.end();
+    }
+  });
+  for (const db of [users, groups]) {
+    const [, pending] = (await db.knex.migrate.list()) as [unknown[], { file: string }[]];
+    for (const { file } of pending) if (file < OWNERS_RELEASE) await db.knex.migrate.up({ name: file });
   }
+  return { users, groups, scim: scim.knex, admin, roles };
+}
+
+/**
+ * The scim schema as the hand-over left it: the audit log, readable by both owners; each attribute table only when it
+ * held data (empty ones were dropped), readable and deletable by its owner.
+ */
+async function handedOver({ scim, roles }: Upgrade, kept: { attributeTables: boolean }): Promise<void> {
+  await scim.raw(`
+    CREATE TABLE audit_log (
+      id            bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      occurred_at   timestamptz NOT NULL DEFAULT now(),
+      actor         text        NOT NULL,
+      operation     text        NOT NULL,
+      resource_type text        NOT NULL,
+      resource_id   text        NOT NULL,
+      request_id    text,
+      write_id      uuid        NOT NULL UNIQUE,
+      before        jsonb,
+      after         jsonb,
+      recovered     boolean     NOT NULL DEFAULT false
+    )
+  `);
+  await scim.raw('GRANT USAGE ON SCHEMA scim TO ??, ??', [roles.users, roles.groups]);
+  await scim.raw('GRANT SELECT ON audit_log TO ??, ??', [roles.users, roles.groups]);
+  if (kept.attributeTables) {
+    await scim.raw(`CREATE TABLE user_attributes (user_id char(10) PRIMARY KEY, attributes jsonb NOT NULL)`);
+    await scim.raw(`CREATE TABLE group_attributes (group_id bigint PRIMARY KEY, external_id text)`);
+    await scim.raw('GRANT SELECT, DELETE ON user_attributes TO ??', [roles.users]);
+    await scim.raw('GRANT SELECT, DELETE ON group_attributes TO ??', [roles.groups]);
+  }
+  // What the SCIM service's runtime role was given by its migrations: the administrator's retirement must drop it.
+  await grantRuntimeAccess(scim, 'scim', roles.scimApp, ['audit_log']);
+}
+
+/** Users, a team and three audit entries in scim.audit_log (two of a user, one of the team), oldest first. */
+async function previousData({ users, groups, scim }: Upgrade): Promise<{ teamId: string }> {
+  await users.knex('users').insert({ id: 'Upgrade001', user_name: 'upgrade@example.com', version: 3 });
+  await users.knex('users').insert({ id: 'Upgrade002', user_name: 'plain@example.com' });
+  const [team] = (await groups.knex('teams').insert({ display_name: 'Upgraders' }).returning('id')) as {
+    id: string;
+  }[];
+  const audit = (resourceType: string, resourceId: string, operation: string) => ({
+    actor: 'okta',
+    operation,
+    resource_type: resourceType,
+    resource_id: resourceId,
+    request_id: `req-${operation}`,
+    write_id: randomUUID(),
+    after: JSON.stringify({ id: resourceId }),
+  });
+  for (const entry of [
+    audit('User', 'Upgrade001', 'create'),
+    audit('Group', team!.id, 'patch'),
+    audit('User', 'Upgrade001', 'patch'),
+  ])
+    await scim('audit_log').insert(entry);
+  return { teamId: team!.id };
+}
+
+/** Both owners' migrations, in the order the chart and npm start run them. */
+async function upgrade({ users, groups }: Upgrade): Promise<void> {
+  await users.migrate();
+  await groups.migrate();
+}
+
+/** The owners' trails: each entry as [operation, resource id, actor, request id]. */
+async function trails({ users, groups }: Upgrade): Promise<{ users: string[][]; groups: string[][] }> {
+  const entries = async (knex: Knex, column: string) =>
+    ((await knex('provisioning_audit').orderBy('id')) as Record<string, unknown>[]).map((e) =>
+      [e.operation, e[column], e.actor, e.request_id].map(String),
+    );
+  return { users: await entries(users.knex, 'user_id'), groups: await entries(groups.knex, 'team_id') };
+}
+
+const expectedTrails = (teamId: string) => ({
+  users: [
+    ['create', 'Upgrade001', 'okta', 'req-create'],
+    ['patch', 'Upgrade001', 'okta', 'req-patch'],
+  ],
+  groups: [['patch', teamId, 'okta', 'req-patch']],
 });
 
-test('an upgrade moves every SCIM attribute and the audit trail from the SCIM schema to the owners', async () => {
-  const users = openUsersDatabase({ url: asRole('users') });
-  const groups = openGroupsDatabase({ url: asRole('groups') });
-  const scim = openDatabase({ url: asRole('scim') });
+/** The administrator's retirement of the scim schema and roles, as docs/operations.md ("Upgrading") gives it. */
+async function retireScimSchema({ admin, roles }: Upgrade): Promise<void> {
+  await admin.query('DROP SCHEMA IF EXISTS scim CASCADE');
+  await admin.query(`DROP OWNED BY ${roles.scim}, ${roles.scimApp}`);
+  await admin.query(`DROP ROLE ${roles.scimApp}, ${roles.scim}`);
+}
+
+test('attribute tables that held data: attributes and audit entries move to the owners, each entry once', async (t) => {
+  const db = await previousRelease(t);
+  await handedOver(db, { attributeTables: true });
+  const { teamId } = await previousData(db);
+  const attributes = {
+    title: 'Fleet manager',
+    phoneNumbers: [{ value: '+1 555 0100', type: 'work' }],
+    name: { middleName: 'Q' },
+  };
+  await db.scim('user_attributes').insert({ user_id: 'Upgrade001', attributes: JSON.stringify(attributes) });
+  await db.scim('group_attributes').insert({ group_id: Number(teamId), external_id: 'okta-upgraders' });
+
+  await upgrade(db);
+
+  const [upgraded] = await db.users.knex('users').where({ id: 'Upgrade001' });
+  assert.deepEqual(upgraded.scim_attributes, attributes);
+  assert.equal(Number(upgraded.version), 3, 'the version (the ETag clients hold) is unchanged');
+  const [plain] = await db.users.knex('users').where({ id: 'Upgrade002' });
+  assert.equal(plain.scim_attributes, null);
+  const [upgradedTeam] = await db.groups.knex('teams').where({ id: teamId });
+  assert.equal(upgradedTeam.external_id, 'okta-upgraders');
+  // The release before copied the entries already: this one finds them there and copies none again.
+  assert.deepEqual(await trails(db), expectedTrails(teamId));
+  assert.equal((await db.scim('user_attributes')).length, 0, 'taken, not copied');
+  assert.equal((await db.scim('group_attributes')).length, 0, 'taken, not copied');
+  // The owners were given only what the hand-over needs: reading the archive, not changing it.
+  await assert.rejects(db.users.knex('scim.audit_log').delete(), /permission denied/);
+
+  await retireScimSchema(db);
+  assert.deepEqual(await trails(db), expectedTrails(teamId));
+});
+
+test('attribute tables dropped empty by the hand-over: the audit entries still reach the owners', async (t) => {
+  const db = await previousRelease(t);
+  await handedOver(db, { attributeTables: false });
+  const { teamId } = await previousData(db);
+
+  await upgrade(db);
+
+  assert.deepEqual(await trails(db), expectedTrails(teamId));
+  // Nothing of the scim schema is of use any more: the administrator drops it, and nothing is lost.
+  await retireScimSchema(db);
+  const { rows } = await db.admin.query(`SELECT 1 FROM pg_namespace WHERE nspname = 'scim'`);
+  assert.equal(rows.length, 0);
+  assert.deepEqual(await trails(db), expectedTrails(teamId));
+});
+
+test('a fresh installation has nothing to take over and no scim schema', async () => {
+  const fresh = await createTestDatabase('fresh');
+  const users = openUsersDatabase({ url: fresh.url });
+  const groups = openGroupsDatabase({ url: fresh.url });
   try {
-    for (const db of [users, groups, scim]) await migrateToPreviousRelease(db.knex);
-
-    // Data in the previous release's shape.
-    await users.knex('users').insert({ id: 'Upgrade001', user_name: 'upgrade@example.com', version: 3 });
-    await users.knex('users').insert({ id: 'Upgrade002', user_name: 'plain@example.com' });
-    const [team] = (await groups.knex('teams').insert({ display_name: 'Upgraders' }).returning('id')) as {
-      id: string;
-    }[];
-    const attributes = {
-      title: 'Fleet manager',
-      phoneNumbers: [{ value: '+1 555 0100', type: 'work' }],
-      name: { middleName: 'Q' },
-    };
-    await scim.knex('user_attributes').insert({ user_id: 'Upgrade001', attributes: JSON.stringify(attributes) });
-    await scim.knex('group_attributes').insert({ group_id: Number(team!.id), external_id: 'okta-upgraders' });
-    const audit = (resourceType: string, resourceId: string, operation: string) => ({
-      actor: 'okta',
-      operation,
-      resource_type: resourceType,
-      resource_id: resourceId,
-      request_id: `req-${operation}`,
-      write_id: randomUUID(),
-      after: JSON.stringify({ id: resourceId }),
-    });
-    await scim
-      .knex('audit_log')
-      .insert([
-        audit('User', 'Upgrade001', 'create'),
-        audit('Group', team!.id, 'patch'),
-        audit('User', 'Upgrade001', 'patch'),
-      ]);
-    await scim.knex('pending_writes').insert({
-      write_id: randomUUID(),
-      actor: 'okta',
-      operation: 'patch',
-      resource_type: 'User',
-      resource_id: 'Upgrade002',
-    });
-
-    // The owners take data the SCIM role has not opened to them yet: they refuse, and nothing is half done.
-    await assert.rejects(users.migrate(), /apply the SCIM service migrations first/);
-    // An unsettled write of the previous release may still lack its audit entry: the SCIM migration waits for it.
-    await assert.rejects(scim.migrate(), /not settled yet/);
-    await scim.knex('pending_writes').delete();
-
-    // The upgrade, in the order the chart's hooks and npm start run it: SCIM first, then the owners.
-    await scim.migrate();
     await users.migrate();
     await groups.migrate();
-
-    const [upgraded] = await users.knex('users').where({ id: 'Upgrade001' });
-    assert.deepEqual(upgraded.scim_attributes, attributes);
-    assert.equal(Number(upgraded.version), 3, 'the version (the ETag clients hold) is unchanged');
-    const [plain] = await users.knex('users').where({ id: 'Upgrade002' });
-    assert.equal(plain.scim_attributes, null);
-    const [upgradedTeam] = await groups.knex('teams').where({ id: team!.id });
-    assert.equal(upgradedTeam.external_id, 'okta-upgraders');
-
-    const userAudit = await users.knex('provisioning_audit').orderBy('id');
-    assert.deepEqual(
-      userAudit.map((a: { operation: string; user_id: string; actor: string; request_id: string }) => [
-        a.operation,
-        a.user_id,
-        a.actor,
-        a.request_id,
-      ]),
-      [
-        ['create', 'Upgrade001', 'okta', 'req-create'],
-        ['patch', 'Upgrade001', 'okta', 'req-patch'],
-      ],
-    );
-    const groupAudit = await groups.knex('provisioning_audit');
-    assert.deepEqual(
-      groupAudit.map((a: { operation: string; team_id: string }) => [a.operation, Number(a.team_id)]),
-      [['patch', Number(team!.id)]],
-    );
-
-    // What the SCIM schema kept is handed over: the attribute tables are empty, the journal's tables are gone.
-    assert.equal((await scim.knex('user_attributes')).length, 0);
-    assert.equal((await scim.knex('group_attributes')).length, 0);
-    const tables = async (db: { knex: Knex }, schema: string) =>
-      (
-        await db.knex.raw<{ rows: { tablename: string }[] }>('SELECT tablename FROM pg_tables WHERE schemaname = ?', [
-          schema,
-        ])
-      ).rows.map((r) => r.tablename);
-    assert.ok(!(await tables(scim, 'scim')).includes('pending_writes'));
-    assert.ok(!(await tables(users, 'users')).includes('write_requests'));
-    assert.ok(!(await tables(groups, 'groups')).includes('write_requests'));
-    // The owners were given only what the hand-over needs: reading the archive, not changing it.
-    await assert.rejects(users.knex('scim.audit_log').delete(), /permission denied|append-only/);
-  } finally {
-    for (const db of [users, groups, scim]) await db.close();
-  }
-});
-
-test('a fresh installation has nothing to hand over: the SCIM schema keeps no tables of the old design', async () => {
-  const fresh = await createTestDatabase('fresh');
-  const scim = openDatabase({ url: fresh.url });
-  const users = openUsersDatabase({ url: fresh.url });
-  try {
-    await scim.migrate();
-    await users.migrate();
-    const { rows } = await scim.knex.raw<{ rows: { tablename: string }[] }>(
-      `SELECT tablename FROM pg_tables WHERE schemaname = 'scim' AND tablename NOT LIKE 'knex_%'`,
-    );
+    const { rows } = await users.knex.raw<{ rows: unknown[] }>(`SELECT 1 FROM pg_namespace WHERE nspname = 'scim'`);
     assert.deepEqual(rows, []);
   } finally {
-    await scim.close();
     await users.close();
+    await groups.close();
     await fresh.drop();
   }
 });

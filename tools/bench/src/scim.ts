@@ -4,7 +4,7 @@
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
 import { attestActor, createGrpcClient, createLogger, Metrics, startGrpcServer } from '@mileage/runtime';
-import { createServer as createScimServer, openDatabase as openScimDatabase } from '@mileage/scim';
+import { createServer as createScimServer } from '@mileage/scim';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -57,8 +57,7 @@ async function main(): Promise<void> {
   await withBenchPostgres('scim-bench', async (url) => {
     const usersDb = openUsersDatabase({ url });
     const groupsDb = openGroupsDatabase({ url });
-    const scimDb = openScimDatabase({ url });
-    for (const db of [usersDb, groupsDb, scimDb]) await db.migrate();
+    for (const db of [usersDb, groupsDb]) await db.migrate();
     const usersServer = await startGrpcServer({
       address: '127.0.0.1:0',
       services: [createUsersServer({ knex: usersDb.knex })],
@@ -150,7 +149,7 @@ async function main(): Promise<void> {
     await admin.end();
     for (const c of [scim, users, groups]) c.close();
     for (const s of [scimServer, groupsServer, usersServer]) await s.shutdown(1_000);
-    for (const db of [scimDb, groupsDb, usersDb]) await db.close();
+    for (const db of [groupsDb, usersDb]) await db.close();
     if (values.smoke) return; // a smoke run's figures are not results
     const dir = path.join(__dirname, '..', 'results');
     mkdirSync(dir, { recursive: true });

@@ -2,7 +2,6 @@
 // provider, the four services and the gateway as separate processes (as deployed), and the bare server.
 import { openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { openDatabase as openScimDatabase } from '@mileage/scim';
 import { letPostgresReach } from '@mileage/devstack';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
 import { randomBytes } from 'node:crypto';
@@ -80,7 +79,7 @@ export async function startBenchStack(options: {
     await postgres.initialise();
     await postgres.start();
     const databaseUrl = `postgres://postgres:bench@127.0.0.1:${pgPort}/postgres`;
-    for (const open of [openScimDatabase, openUsersDatabase, openGroupsDatabase, openDrivesDatabase]) {
+    for (const open of [openUsersDatabase, openGroupsDatabase, openDrivesDatabase]) {
       const db = open({ url: databaseUrl });
       await db.migrate().finally(() => db.close());
     }
@@ -143,8 +142,9 @@ export async function startBenchStack(options: {
           {
             ...otel,
             ...addresses,
-            DATABASE_URL: databaseUrl,
-            ...(name === 'scim' ? { ACTOR_ATTESTATION_SECRET: attestationSecret, SCIM_BASE_URL: scimBaseUrl } : {}),
+            ...(name === 'scim'
+              ? { ACTOR_ATTESTATION_SECRET: attestationSecret, SCIM_BASE_URL: scimBaseUrl }
+              : { DATABASE_URL: databaseUrl }),
             GRPC_ADDRESS: `127.0.0.1:${grpc[name]}`,
             METRICS_PORT: String(metrics[name]),
           },

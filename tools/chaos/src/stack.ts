@@ -155,10 +155,15 @@ async function build(
     for (const listener of process.listeners(signal))
       if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
   const adminUrl = `postgres://postgres:${pgPassword}@127.0.0.1:${pgPort}/postgres`;
-  const roles = await provisionServiceRoles(adminUrl, workdir, [...SERVICES]);
+  // The SCIM service has no database.
+  const roles = await provisionServiceRoles(
+    adminUrl,
+    workdir,
+    SERVICES.filter((s) => s !== 'scim'),
+  );
   const urlOf = (s: ServiceName, kind: 'owner' | 'runtime' = 'runtime') =>
     `postgres://${roles[s]![kind].role}:${encodeURIComponent(roles[s]![kind].password)}@127.0.0.1:${pgPort}/postgres`;
-  for (const s of ['scim', 'users', 'groups', 'drives'] as const) {
+  for (const s of ['users', 'groups', 'drives'] as const) {
     const run = spawnSync(process.execPath, [fromRoot(`services/${s}/dist/migrate.js`)], {
       env: { ...process.env, DATABASE_URL: urlOf(s), MIGRATION_DATABASE_URL: urlOf(s, 'owner'), LOG_LEVEL: 'warn' },
       encoding: 'utf8',
@@ -258,8 +263,7 @@ async function build(
         `${s}-${id}`,
         fromRoot(`services/${s}/dist/main.js`),
         {
-          DATABASE_URL: urlOf(s),
-          DATABASE_POOL_MAX: '4',
+          ...(s === 'scim' ? {} : { DATABASE_URL: urlOf(s), DATABASE_POOL_MAX: '4' }),
           GRPC_ADDRESS: address,
           METRICS_PORT: String(metricsPort),
           ...(s === 'scim'

@@ -1,7 +1,6 @@
 // `npm start`: the whole system on one machine with embedded defaults (CONTRACT §6).
 import { openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { openDatabase as openScimDatabase } from '@mileage/scim';
 import { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
 import { createGrpcClient, createLogger, HealthClient, loadConfigOrExit, type Database } from '@mileage/runtime';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
@@ -61,7 +60,8 @@ const SERVICES: {
   name: 'users' | 'groups' | 'drives' | 'scim' | 'webhooks';
   grpcPort: number;
   metricsPort: number;
-  open(url: string): Database;
+  /** The service's database; none for the SCIM service. */
+  open?(url: string): Database;
 }[] = [
   {
     name: 'users',
@@ -85,7 +85,6 @@ const SERVICES: {
     name: 'scim',
     grpcPort: config.SCIM_GRPC_PORT,
     metricsPort: config.SCIM_METRICS_PORT,
-    open: (url) => openScimDatabase({ url }),
   },
   {
     name: 'webhooks',
@@ -135,12 +134,14 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   let adminUrl: string;
-  // Per service: the schema owner's URL (migrations), the runtime role's URL (the service) and that role's name.
+  // Per service with a database: the schema owner's URL (migrations), the runtime role's URL (the service) and that
+  // role's name.
   const urls: Record<string, { owner: string; runtime: string; runtimeRole?: string }> = {};
+  const withDatabase = SERVICES.filter((s) => s.open);
   if (config.DATABASE_URL) {
     // A database of your own: one URL does both (its role owns the schemas it creates).
     adminUrl = config.DATABASE_URL;
-    for (const s of SERVICES) urls[s.name] = { owner: config.DATABASE_URL, runtime: config.DATABASE_URL };
+    for (const s of withDatabase) urls[s.name] = { owner: config.DATABASE_URL, runtime: config.DATABASE_URL };
   } else {
     database = await startEmbeddedPostgres({
       dataDir: config.DATA_DIR,
@@ -156,10 +157,10 @@ async function main(): Promise<void> {
     const roles = await provisionServiceRoles(
       database.adminUrl,
       config.DATA_DIR,
-      SERVICES.map((s) => s.name),
+      withDatabase.map((s) => s.name),
     );
     adminUrl = database.adminUrl;
-    for (const s of SERVICES) {
+    for (const s of withDatabase) {
       const { owner, runtime } = roles[s.name]!;
       urls[s.name] = {
         owner: database.urlFor(owner.role, owner.password),
@@ -172,10 +173,9 @@ async function main(): Promise<void> {
       'embedded PostgreSQL running',
     );
   }
-  // SCIM first: its migrations hand data over to the Users and Groups schemas, whose migrations take it.
-  for (const s of [...SERVICES].sort((a, b) => Number(b.name === 'scim') - Number(a.name === 'scim'))) {
+  for (const s of withDatabase) {
     const { owner, runtimeRole } = urls[s.name]!;
-    const db = s.open(owner);
+    const db = s.open!(owner);
     const { applied, grantedTo } = await db.migrate(runtimeRole ? { runtimeRole } : {}).finally(() => db.close());
     logger.info({ target: s.name, applied, granted_to: grantedTo }, 'migrations up to date');
   }
@@ -228,7 +228,7 @@ async function main(): Promise<void> {
       path.join(ROOT, `services/${s.name}/dist/main.js`),
       {
         ...common,
-        DATABASE_URL: urls[s.name]!.runtime,
+        ...(s.open && { DATABASE_URL: urls[s.name]!.runtime }),
         GRPC_ADDRESS: address(s.name),
         METRICS_PORT: String(s.metricsPort),
         // The SCIM service writes through the services that own the data.

@@ -9,6 +9,11 @@
 [users, groups, drives, scim, webhooks]
 {{- end -}}
 
+{{/* The services with a database: roles, Secrets, migration Jobs (the SCIM service has none). */}}
+{{- define "mileage.databaseServices" -}}
+[users, groups, drives, webhooks]
+{{- end -}}
+
 {{- define "mileage.grpcPorts" -}}
 users: 50051
 groups: 50052
@@ -94,7 +99,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- $worst := 2 -}}
 {{- $parts := list -}}
-{{- range $svc := include "mileage.services" . | fromYamlArray -}}
+{{- range $svc := include "mileage.databaseServices" . | fromYamlArray -}}
 {{- $pods := include "mileage.maxPods" (dict "root" $ "component" $svc) | int -}}
 {{- $worst = add $worst (mul $pods $v.postgres.poolMax) -}}
 {{- $parts = append $parts (printf "%s %d pods" $svc $pods) -}}

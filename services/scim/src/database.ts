@@ -1,4 +1,0 @@
-import { serviceDatabase } from '@mileage/runtime';
-
-/** The `scim` schema, its login's application_name and this folder's migrations/, derived from the service's name. */
-export const { SCHEMA, openDatabase } = serviceDatabase('scim', __dirname, { appendOnlyTables: ['audit_log'] });
