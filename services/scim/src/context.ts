@@ -1,6 +1,7 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { scimAuditV1, type groupsV1, type usersV1 } from '@mileage/proto';
 import type { CallSettings, Logger, PromiseClient } from '@mileage/runtime';
+import { MAX_RESULTS } from '@mileage/scim-domain';
 import { scimErrors } from './errors';
 import type { Doc } from './resource';
 
@@ -36,8 +37,6 @@ export interface ScimResponse {
   body?: unknown;
 }
 
-/** Largest page of a list (ServiceProviderConfig filter.maxResults); larger counts are reduced to it. */
-export const MAX_RESULTS = 500;
 export const DEFAULT_COUNT = 100;
 
 /** W/"<version>" — the resource's version counter as a weak ETag (RFC 7644 §3.14). */

@@ -1,5 +1,5 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
-import { GROUP_FILTER } from '@mileage/scim-domain';
+import { GROUP_RESOURCE_TYPE } from '@mileage/scim-domain';
 import { isUserId, timestampToIso } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -17,15 +17,10 @@ import {
 import { scimErrors } from './errors';
 import { parseFilter, toOwnerFilter } from './filter';
 import { applyPatch, readPatchBody } from './patch';
-import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
-import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_SCHEMA } from './schemas';
+import { checkSelection, isObject, normalizeBody, project, resourceSchema, type Doc } from './resource';
+import { GROUP_SCHEMA, LIST_SCHEMA } from './schemas';
 
-export const GROUP_RESOURCE: ResourceSchema = {
-  core: GROUP_SCHEMA,
-  attributes: GROUP_ATTRIBUTES,
-  extensions: {},
-  ignoreUnknownExtensions: true,
-};
+export const GROUP_RESOURCE = resourceSchema(GROUP_RESOURCE_TYPE);
 
 const GROUP_ID = /^[1-9]\d{0,17}$/;
 const BATCH = 1000;
@@ -132,7 +127,7 @@ export class GroupHandlers {
     }
     const { startIndex, count } = paging(ctx.query);
     const filterText = ctx.query.get('filter');
-    const filter = filterText ? toOwnerFilter(parseFilter(filterText), GROUP_FILTER) : undefined;
+    const filter = filterText ? toOwnerFilter(parseFilter(filterText), GROUP_RESOURCE.filter) : undefined;
     const withMembers = this.wantsMembers(ctx);
     const { groups, totalSize } = await this.deps.groups.listGroups(
       { ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count, excludeMembers: !withMembers },

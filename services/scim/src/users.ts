@@ -1,5 +1,5 @@
 import { scimAuditV1, type usersV1 } from '@mileage/proto';
-import { USER_FILTER } from '@mileage/scim-domain';
+import { USER_RESOURCE_TYPE } from '@mileage/scim-domain';
 import { isUserId, timestampToIso } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -17,17 +17,10 @@ import {
 import { scimErrors, ScimError } from './errors';
 import { parseFilter, toOwnerFilter } from './filter';
 import { applyPatch, readPatchBody } from './patch';
-import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
-import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, LIST_SCHEMA, USER_ATTRIBUTES, USER_SCHEMA } from './schemas';
+import { checkSelection, isObject, normalizeBody, project, resourceSchema, type Doc } from './resource';
+import { ENTERPRISE_SCHEMA, LIST_SCHEMA, USER_SCHEMA } from './schemas';
 
-export const USER_RESOURCE: ResourceSchema = {
-  core: USER_SCHEMA,
-  attributes: USER_ATTRIBUTES,
-  extensions: { [ENTERPRISE_SCHEMA]: ENTERPRISE_ATTRIBUTES },
-  ignoreUnknownExtensions: false,
-  // RFC 7643 §4.1.2: groups is read-only (membership is changed through /Groups); Okta sends "groups": [] on create.
-  ignoredOnInput: ['groups'],
-};
+export const USER_RESOURCE = resourceSchema(USER_RESOURCE_TYPE);
 
 /** Attributes the Users service models in fields of their own; the rest travel as its scim_attributes. */
 const MODELLED = new Set([
@@ -185,7 +178,7 @@ export class UserHandlers {
     }
     const { startIndex, count } = paging(ctx.query);
     const filterText = ctx.query.get('filter');
-    const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTER) : undefined;
+    const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_RESOURCE.filter) : undefined;
     const { users, totalSize } = await this.deps.users.listUsers(
       { ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count },
       ctx.call,

@@ -15,8 +15,8 @@ import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing'
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
-import { matchesAtMostOne, pageQuery, StatementNames } from './users-repo';
+import { filterToSql } from '@mileage/scim-domain';
+import { matchesAtMostOne, pageQuery, StatementNames, USER_FILTER_TABLE } from './users-repo';
 import { createServer } from './server';
 
 let testDb: TestDatabase;
@@ -435,7 +435,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         ['emails[type eq work and value eq …]', valuePath],
       ];
       for (const [attribute, filter] of filters) {
-        const condition = filterToSql(filter, USER_FILTER);
+        const condition = filterToSql(filter, USER_FILTER_TABLE);
         // The statement ListUsers runs for a page of a few matches, and the count before it.
         const { rows } = await db.knex.raw(`EXPLAIN ${pageQuery(`deleted_at IS NULL AND ${condition.sql}`, 1)}`, [
           ...condition.bindings,
