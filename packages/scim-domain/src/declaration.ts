@@ -3,6 +3,8 @@
 // each attribute also names the field of its owner's record (the proto field) that holds it, and the owner maps that
 // field to its own SQL. Attribute names are matched case-insensitively everywhere.
 
+import { USER_ID_PATTERN } from '@mileage/runtime';
+
 export const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const ENTERPRISE_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 export const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
@@ -36,6 +38,8 @@ export interface AttributeRules {
   owner?: string;
   /** The owner stores the value but refuses to filter on it (refused as unsupported, not as unknown). */
   filterable?: false;
+  /** Every value must carry this sub-attribute (RFC 7643 leaves it optional; the owner cannot keep a value without it). */
+  needed?: true;
   /** Most values a multi-valued attribute takes; the owner enforces it and SCIM checks it first the same way. */
   maxValues?: number;
 }
@@ -202,6 +206,7 @@ export const USER_ATTRIBUTES: Attribute[] = [
   multi('emails', 'E-mail addresses of the user (at most 10).', ['work', 'home', 'other'], {
     owner: 'emails',
     maxValues: 10,
+    value: { needed: true },
     // display is accepted (Okta sends it) but not kept: declared read-only, so input values are ignored.
     display: { mutability: 'readOnly', description: 'Ignored on input; not stored.' },
   }),
@@ -263,7 +268,12 @@ export const GROUP_ATTRIBUTES: Attribute[] = [
     // Groups carry whole teams: as many members per request as the Groups service takes per call.
     maxValues: 10_000,
     subAttributes: [
-      attr('value', 'The id of the user.', { caseExact: true, mutability: 'immutable', owner: 'user_id' }),
+      attr('value', 'The id of the user.', {
+        caseExact: true,
+        mutability: 'immutable',
+        owner: 'user_id',
+        needed: true,
+      }),
       attr('$ref', 'The URI of the user.', { type: 'reference', referenceTypes: ['User'], mutability: 'immutable' }),
       attr('display', 'The display name of the user.', { mutability: 'readOnly' }),
       attr('type', 'Always "User": groups do not nest.', { canonicalValues: ['User'], mutability: 'immutable' }),
@@ -289,7 +299,7 @@ export function userResource(
     description: 'A platform user (a driver or group admin).',
     schema: { id: USER_SCHEMA, name: 'User', description: 'User Account', attributes },
     extensions: [{ ...ENTERPRISE_USER, attributes: enterprise }],
-    idPattern: '^[A-Za-z0-9]{10}$',
+    idPattern: USER_ID_PATTERN.source,
     ignoreUnknownExtensions: false,
     // RFC 7643 §4.1.2: groups is read-only (membership is changed through /Groups); Okta sends "groups": [] on create.
     ignoredOnInput: ['groups'],
@@ -330,6 +340,6 @@ export function findAttribute(list: Attribute[], name: string): Attribute | unde
 
 /** An attribute as /Schemas serves it: RFC 7643's fields only. */
 export function schemaAttribute(attribute: Attribute): SchemaAttribute {
-  const { owner: _owner, filterable: _filterable, maxValues: _maxValues, ...served } = attribute;
+  const { owner: _owner, filterable: _filterable, maxValues: _maxValues, needed: _needed, ...served } = attribute;
   return served.subAttributes ? { ...served, subAttributes: served.subAttributes.map(schemaAttribute) } : served;
 }

@@ -232,3 +232,25 @@ export function checkSelection(list: string | undefined, schema: ResourceSchema,
       throw scimErrors.invalidValue(`${parameter} names an unknown attribute "${s.sub ? `${s.top}.${s.sub}` : s.top}"`);
   }
 }
+
+/** Both selection parameters of a request checked (RFC 7644 §3.9). */
+export function checkSelections(query: URLSearchParams, schema: ResourceSchema): void {
+  checkSelection(query.get('attributes') ?? undefined, schema, 'attributes');
+  checkSelection(query.get('excludedAttributes') ?? undefined, schema, 'excludedAttributes');
+}
+
+/** A representation projected as the request's attributes / excludedAttributes ask. */
+export function projectFor(resource: Doc, schema: ResourceSchema, query: URLSearchParams): Doc {
+  return project(resource, schema, query.get('attributes') ?? undefined, query.get('excludedAttributes') ?? undefined);
+}
+
+/** The id a body names ("id" in any case), if any. */
+export function sentId(body: unknown): unknown {
+  return isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
+}
+
+/** A PUT body may echo the resource's id (Okta does) but not name another: id is read-only (RFC 7643 §3.1). */
+export function refuseOtherId(body: unknown, id: string): void {
+  const sent = sentId(body);
+  if (sent !== undefined && sent !== null && String(sent) !== id) throw scimErrors.mutability('"id" cannot be changed');
+}

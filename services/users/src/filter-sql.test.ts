@@ -59,10 +59,13 @@ describe('filterToSql', () => {
       filterToSql(cmp('displayName', Op.OPERATOR_EQ, { $case: 'nullValue', value: 0 as never }), USER_FILTER_TABLE).sql,
       '(users.display_name IS NULL)',
     );
-    assert.deepEqual(filterToSql(cmp('active', Op.OPERATOR_EQ, { $case: 'boolValue', value: false }), USER_FILTER_TABLE), {
-      sql: '(users.active = ?)',
-      bindings: [false],
-    });
+    assert.deepEqual(
+      filterToSql(cmp('active', Op.OPERATOR_EQ, { $case: 'boolValue', value: false }), USER_FILTER_TABLE),
+      {
+        sql: '(users.active = ?)',
+        bindings: [false],
+      },
+    );
     assert.deepEqual(
       filterToSql(cmp('meta.lastModified', Op.OPERATOR_GT, str('2026-01-31T12:00:00+01:00')), USER_FILTER_TABLE),
       { sql: '(users.modified_at > ?::timestamptz)', bindings: ['2026-01-31T11:00:00.000Z'] },
@@ -71,7 +74,10 @@ describe('filterToSql', () => {
       () => filterToSql(cmp('active', Op.OPERATOR_GT, { $case: 'boolValue', value: true }), USER_FILTER_TABLE),
       /boolean/,
     );
-    invalidFilter(() => filterToSql(cmp('meta.created', Op.OPERATOR_EQ, str('yesterday')), USER_FILTER_TABLE), /dateTime/);
+    invalidFilter(
+      () => filterToSql(cmp('meta.created', Op.OPERATOR_EQ, str('yesterday')), USER_FILTER_TABLE),
+      /dateTime/,
+    );
     // Instants PostgreSQL cannot store and dates that do not exist: invalidFilter, not a 500 or a shifted date.
     for (const bad of ['0000-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-01-01T24:00:00Z', '99999-01-01T00:00:00Z'])
       invalidFilter(() => filterToSql(cmp('meta.created', Op.OPERATOR_GT, str(bad)), USER_FILTER_TABLE), /dateTime/);

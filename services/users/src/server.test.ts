@@ -147,6 +147,18 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     assert.deepEqual(afterCount, before);
   });
 
+  test('the rules of the SCIM User declaration for emails: at most 10, at most one primary (SCIM reports the same)', async () => {
+    const address = (i: number, primary = false) => ({ value: `a${i}@example.com`, type: 'work', primary });
+    const tooMany = await rejection(
+      client.createUser({ user: user({ emails: Array.from({ length: 11 }, (_, i) => address(i)) }) }),
+    );
+    assert.deepEqual(tooMany.fieldViolations, [{ field: 'emails', description: 'at most 10 values' }]);
+    const twoPrimaries = await rejection(
+      client.createUser({ user: user({ emails: [address(1, true), address(2, true)] }) }),
+    );
+    assert.deepEqual(twoPrimaries.fieldViolations, [{ field: 'emails', description: 'at most one primary value' }]);
+  });
+
   test('unknown and malformed ids', async () => {
     assert.equal((await rejection(client.getUser({ id: 'NoSuchUser', includeDeleted: false }))).code, status.NOT_FOUND);
     const malformed = await rejection(client.getUser({ id: 'bad id!', includeDeleted: false }));

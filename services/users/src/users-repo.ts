@@ -6,6 +6,7 @@ import {
   jsonbElements,
   sqlFilterTable,
   USER_RESOURCE_TYPE,
+  type OwnerColumns,
   type SqlCondition,
 } from '@mileage/scim-domain';
 import { createHash, randomInt } from 'node:crypto';
@@ -50,11 +51,8 @@ const COLUMNS = [
 
 const SELECT_COLUMNS = COLUMNS.join(', ');
 
-/**
- * What a SCIM filter compares, in this table: the User declaration's owner fields (@mileage/scim-domain) → columns.
- * A declared field without a column fails here, at start-up.
- */
-export const USER_FILTER_TABLE = sqlFilterTable(filterSchema(USER_RESOURCE_TYPE), {
+/** Where this table keeps the fields of the SCIM User declaration (@mileage/scim-domain): its owner fields → SQL. */
+export const USER_COLUMNS: OwnerColumns = {
   scalars: {
     id: 'users.id',
     user_name: 'users.user_name',
@@ -78,7 +76,9 @@ export const USER_FILTER_TABLE = sqlFilterTable(filterSchema(USER_RESOURCE_TYPE)
     },
   },
   documents: { scim_attributes: 'users.scim_attributes', enterprise: 'users.enterprise' },
-});
+};
+/** What a SCIM filter compares, in SQL; a declared field without a column fails here, at start-up. */
+export const USER_FILTER_TABLE = sqlFilterTable(filterSchema(USER_RESOURCE_TYPE), USER_COLUMNS);
 // The hot read of every /v1 request: a constant statement, prepared once per connection (pg named statements).
 const GET_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND deleted_at IS NULL`;
 const GET_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ?`;
