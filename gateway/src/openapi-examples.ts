@@ -3,7 +3,16 @@
  * group 1 "Demo Team"), Bob (a driver) and the provisioning client saw them. Lists are cut to one item; timestamps
  * are those of one seeding. openapi.test.ts validates every example against its schema.
  */
+import {
+  GROUP_RESOURCE_TYPE,
+  resourceTypeDocument,
+  schemaDocument,
+  serviceProviderConfig,
+  USER_RESOURCE_TYPE,
+} from '@mileage/scim-domain';
+
 const HOST = 'http://127.0.0.1:8080';
+const SCIM_BASE = `${HOST}/scim/v2`;
 
 const alice = {
   id: 'AliceAdm01',
@@ -166,7 +175,7 @@ const bob = {
     resourceType: 'User',
     created: '2026-11-23T09:18:44.002Z',
     lastModified: '2026-11-23T09:18:44.002Z',
-    location: `${HOST}/scim/v2/Users/BobDriver1`,
+    location: `${SCIM_BASE}/Users/BobDriver1`,
     version: 'W/"1"',
   },
 };
@@ -177,13 +186,13 @@ const scimDemoTeam = {
   displayName: 'Demo Team',
   members: ['AliceAdm01:Alice Admin', 'BobDriver1:Bob Driver', 'CarolDrv01:Carol Driver'].map((m) => {
     const [value, display] = m.split(':');
-    return { value: value!, display: display!, $ref: `${HOST}/scim/v2/Users/${value}`, type: 'User' };
+    return { value: value!, display: display!, $ref: `${SCIM_BASE}/Users/${value}`, type: 'User' };
   }),
   meta: {
     resourceType: 'Group',
     created: '2026-11-23T09:18:44.130Z',
     lastModified: '2026-11-23T09:18:44.130Z',
-    location: `${HOST}/scim/v2/Groups/1`,
+    location: `${SCIM_BASE}/Groups/1`,
     version: 'W/"1"',
   },
 };
@@ -196,52 +205,20 @@ const list = (resources: object[]) => ({
   Resources: resources,
 });
 
+const groupSchema = schemaDocument(GROUP_RESOURCE_TYPE.schema, SCIM_BASE, true);
+
 export const SCIM_EXAMPLES = {
   user: bob,
   group: scimDemoTeam,
   userList: list([bob]),
   groupList: list([scimDemoTeam]),
   mixedList: list([bob, scimDemoTeam]),
-  resourceTypes: list([
-    {
-      schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'],
-      id: 'User',
-      name: 'User',
-      endpoint: '/Users',
-      schema: 'urn:ietf:params:scim:schemas:core:2.0:User',
-    },
-  ]),
-  resourceType: {
-    schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'],
-    id: 'Group',
-    name: 'Group',
-    endpoint: '/Groups',
-    description: 'A team of the platform. Teams are created by the platform; SCIM manages their name and members.',
-    schema: 'urn:ietf:params:scim:schemas:core:2.0:Group',
-    meta: { resourceType: 'ResourceType', location: `${HOST}/scim/v2/ResourceTypes/Group` },
-  },
-  schemas: list([{ id: 'urn:ietf:params:scim:schemas:core:2.0:Group', name: 'Group', attributes: [] }]),
-  schema: { id: 'urn:ietf:params:scim:schemas:core:2.0:Group', name: 'Group', attributes: [] },
-  serviceProviderConfig: {
-    schemas: ['urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig'],
-    documentationUri: `${HOST}/docs`,
-    patch: { supported: true },
-    bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
-    filter: { supported: true, maxResults: 500 },
-    changePassword: { supported: false },
-    sort: { supported: false },
-    etag: { supported: true },
-    authenticationSchemes: [
-      {
-        type: 'oauthbearertoken',
-        name: 'OAuth Bearer Token',
-        description:
-          'An access token of the realm carrying the scope "scim" (client-credentials grant of the provisioning client).',
-        specUri: 'https://www.rfc-editor.org/info/rfc6750',
-        primary: true,
-      },
-    ],
-  },
+  // Discovery answers are what the SCIM service derives from the same declarations.
+  resourceTypes: list([USER_RESOURCE_TYPE, GROUP_RESOURCE_TYPE].map((r) => resourceTypeDocument(r, SCIM_BASE))),
+  resourceType: resourceTypeDocument(GROUP_RESOURCE_TYPE, SCIM_BASE),
+  schemas: list([groupSchema]),
+  schema: groupSchema,
+  serviceProviderConfig: serviceProviderConfig(SCIM_BASE),
   errors: {
     '400': scimError('400', 'Unknown attribute "nick" in the filter', 'invalidFilter'),
     '401': scimError('401', 'Not authenticated'),

@@ -1,8 +1,17 @@
-import { USER_ID_PATTERN } from '@mileage/runtime';
 /**
  * The /scim/v2 part of the OpenAPI document: SCIM 2.0 (RFC 7643 / 7644) as this platform implements it.
- * Bodies are application/scim+json (application/json is accepted on requests).
+ * Bodies are application/scim+json (application/json is accepted on requests). The User and Group schemas are
+ * derived from the resource declarations (@mileage/scim-domain), the same ones /Schemas serves.
  */
+import {
+  COMMON_ATTRIBUTES,
+  DEFAULT_MAX_VALUES,
+  GROUP_RESOURCE_TYPE,
+  MAX_RESULTS,
+  USER_RESOURCE_TYPE,
+  type Attribute,
+  type ResourceDeclaration,
+} from '@mileage/scim-domain';
 import { SCIM_EXAMPLES } from './openapi-examples';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -111,34 +120,23 @@ const ifMatch = {
   description: 'Apply only if the resource is still at this ETag (else 412).',
   schema: { type: 'string' },
 };
+const query = (name: string, description: string, schema: object = { type: 'string' }) => ({
+  name,
+  in: 'query',
+  description,
+  schema,
+});
 const projection = [
-  {
-    name: 'attributes',
-    in: 'query',
-    description: 'Comma-separated attributes to return (plus id and schemas).',
-    schema: { type: 'string' },
-  },
-  {
-    name: 'excludedAttributes',
-    in: 'query',
-    description: 'Comma-separated attributes to leave out, e.g. `members`.',
-    schema: { type: 'string' },
-  },
+  query('attributes', 'Comma-separated attributes to return (plus id and schemas).'),
+  query('excludedAttributes', 'Comma-separated attributes to leave out, e.g. `members`.'),
 ];
 const listParams = [
-  {
-    name: 'filter',
-    in: 'query',
-    description: 'RFC 7644 §3.4.2.2 filter; attribute names and operators case-insensitive.',
-    schema: { type: 'string', maxLength: 2048 },
-  },
-  {
-    name: 'startIndex',
-    in: 'query',
-    description: '1-based index of the first result.',
-    schema: { type: 'integer', default: 1 },
-  },
-  { name: 'count', in: 'query', description: 'Page size; at most 500.', schema: { type: 'integer', default: 100 } },
+  query('filter', 'RFC 7644 §3.4.2.2 filter; attribute names and operators case-insensitive.', {
+    type: 'string',
+    maxLength: 2048,
+  }),
+  query('startIndex', '1-based index of the first result.', { type: 'integer', default: 1 }),
+  query('count', `Page size; at most ${MAX_RESULTS}.`, { type: 'integer', default: 100 }),
   ...projection,
 ];
 const body = (schema: string) => ({
@@ -327,15 +325,6 @@ export function scimPaths() {
   };
 }
 
-const multiValue = {
-  type: 'object',
-  properties: {
-    value: { type: 'string' },
-    display: { type: 'string' },
-    type: { type: 'string' },
-    primary: { type: 'boolean' },
-  },
-};
 const meta = (resourceType: string) => ({
   type: 'object',
   properties: {
@@ -347,62 +336,65 @@ const meta = (resourceType: string) => ({
   },
 });
 
-export function scimSchemas() {
+const VALUE_TYPES: Record<Attribute['type'], object> = {
+  string: { type: 'string' },
+  reference: { type: 'string' },
+  binary: { type: 'string' },
+  dateTime,
+  boolean: { type: 'boolean' },
+  integer: { type: 'integer' },
+  decimal: { type: 'number' },
+  complex: { type: 'object' },
+};
+
+/** The JSON Schema of one declared attribute: its type, a single canonical value as const, the values' limit. */
+function attributeSchema(a: Attribute): object {
+  const needed = a.subAttributes?.filter((s) => s.needed).map((s) => s.name) ?? [];
+  const one = {
+    ...VALUE_TYPES[a.type],
+    ...(needed.length ? { required: needed } : {}),
+    ...(a.subAttributes ? { properties: properties(a.subAttributes) } : {}),
+    ...(a.canonicalValues?.length === 1 ? { const: a.canonicalValues[0] } : {}),
+    ...(a.mutability === 'writeOnly' ? { writeOnly: true } : {}),
+  };
+  if (!a.multiValued) return { ...one, description: a.description };
+  return { type: 'array', description: a.description, items: one, maxItems: a.maxValues ?? DEFAULT_MAX_VALUES };
+}
+
+function properties(attributes: Attribute[]): Record<string, object> {
+  return Object.fromEntries(attributes.map((a) => [a.name, attributeSchema(a)]));
+}
+
+/** A resource's schema: the common attributes, its own, its extensions (one object each) and meta. */
+function resourceSchema(resource: ResourceDeclaration, description: string) {
+  const [id, externalId] = COMMON_ATTRIBUTES;
+  const resourceProperties: Record<string, object> = {
+    schemas: { type: 'array', items: { type: 'string' } },
+    id: { type: 'string', pattern: resource.idPattern, description: id!.description },
+    externalId: attributeSchema(externalId!),
+    ...properties(resource.schema.attributes),
+    ...Object.fromEntries(
+      resource.extensions.map((e) => [
+        e.id,
+        { type: 'object', description: e.description, properties: properties(e.attributes) },
+      ]),
+    ),
+    meta: meta(resource.name),
+  };
+  return { type: 'object', description, required: ['schemas', 'id'], properties: resourceProperties };
+}
+
+/** The SCIM component schemas; `resources` only differs in tests (a declaration with an attribute of their own). */
+export function scimSchemas(resources = { user: USER_RESOURCE_TYPE, group: GROUP_RESOURCE_TYPE }) {
   return {
-    ScimUser: {
-      type: 'object',
-      description:
-        'RFC 7643 §4.1 User with the enterprise extension. Responses honour attributes / excludedAttributes, so only schemas and id are always present.',
-      required: ['schemas', 'id'],
-      properties: {
-        schemas: { type: 'array', items: { type: 'string' } },
-        id: { type: 'string', pattern: USER_ID_PATTERN.source },
-        externalId: { type: 'string' },
-        userName: { type: 'string' },
-        name: {
-          type: 'object',
-          properties: Object.fromEntries(
-            ['formatted', 'familyName', 'givenName', 'middleName', 'honorificPrefix', 'honorificSuffix'].map((n) => [
-              n,
-              { type: 'string' },
-            ]),
-          ),
-        },
-        displayName: { type: 'string' },
-        active: { type: 'boolean' },
-        timezone: { type: 'string' },
-        emails: { type: 'array', items: multiValue },
-        phoneNumbers: { type: 'array', items: multiValue },
-        'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User': { type: 'object' },
-        meta: meta('User'),
-      },
-    },
-    ScimGroup: {
-      type: 'object',
-      description:
-        'RFC 7643 §4.2 Group: a team of the platform. Members added by SCIM are drivers; members who stay keep their roles.',
-      required: ['schemas', 'id'],
-      properties: {
-        schemas: { type: 'array', items: { type: 'string' } },
-        id: { type: 'string', pattern: '^[1-9][0-9]*$' },
-        externalId: { type: 'string' },
-        displayName: { type: 'string' },
-        members: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['value'],
-            properties: {
-              value: { type: 'string' },
-              display: { type: 'string' },
-              $ref: { type: 'string' },
-              type: { const: 'User' },
-            },
-          },
-        },
-        meta: meta('Group'),
-      },
-    },
+    ScimUser: resourceSchema(
+      resources.user,
+      'RFC 7643 §4.1 User with the enterprise extension. Responses honour attributes / excludedAttributes, so only schemas and id are always present.',
+    ),
+    ScimGroup: resourceSchema(
+      resources.group,
+      'RFC 7643 §4.2 Group: a team of the platform. Members added by SCIM are drivers; members who stay keep their roles.',
+    ),
     ScimListResponse: {
       type: 'object',
       required: ['schemas', 'totalResults', 'startIndex', 'itemsPerPage', 'Resources'],

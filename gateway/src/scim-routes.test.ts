@@ -271,6 +271,41 @@ describe('SCIM Users', () => {
     assert.equal(await auditCount(), before);
   });
 
+  test('one rule per attribute: too many e-mails (or two primaries) is the same 400 through POST, PUT and PATCH', async () => {
+    const userName = `rules.${unique()}@example.com`;
+    const created = await scim('post', '/Users', { schemas: [CORE_USER], userName }).expect(201);
+    const id = created.body.id as string;
+    const emails = Array.from({ length: 11 }, (_, i) => ({ value: `e${i}.${userName}`, type: 'work' }));
+    const twoPrimaries = emails.slice(0, 2).map((e) => ({ ...e, primary: true }));
+    for (const [value, detail] of [
+      [emails, 'Invalid value (emails: at most 10 values)'],
+      [twoPrimaries, 'Invalid value (emails: at most one primary value)'],
+    ] as const) {
+      const answers = [
+        await scim('post', '/Users', { schemas: [CORE_USER], userName: `other.${userName}`, emails: value }),
+        await scim('put', `/Users/${id}`, { schemas: [CORE_USER], userName, emails: value }),
+        await scim('patch', `/Users/${id}`, {
+          schemas: [PATCH_OP],
+          Operations: [{ op: 'add', path: 'emails', value }],
+        }),
+      ];
+      for (const res of answers) {
+        assertScimError(res, 400, 'invalidValue');
+        assert.equal(res.body.detail, detail);
+      }
+    }
+    // A PATCH adding one new primary next to an existing one demotes the old one (RFC 7644 §3.5.2).
+    await scim('put', `/Users/${id}`, { userName, emails: [{ value: `a.${userName}`, primary: true }] }).expect(200);
+    const patched = await scim('patch', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'add', path: 'emails', value: [{ value: `b.${userName}`, primary: true }] }],
+    }).expect(200);
+    assert.deepEqual(
+      patched.body.emails.map((e: { primary: boolean }) => e.primary),
+      [false, true],
+    );
+  });
+
   describe('GET /Users with filters', () => {
     const tag = unique();
     const ids: Record<string, string> = {};

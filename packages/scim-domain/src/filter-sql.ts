@@ -1,12 +1,112 @@
 import { filterV1 } from '@mileage/proto';
 import { errors, parseRfc3339 } from '@mileage/runtime';
-import {
-  MAX_FILTER_TERMS,
-  type AttributeMap,
-  type FilterSchema,
-  type MultiValuedAttribute,
-  type ScalarAttribute,
-} from './attributes';
+import { MAX_FILTER_TERMS, type FilterField, type FilterSchema, type ScalarType } from './filter-table';
+
+/** A filterable value as SQL: its type, case rule and the owner's expression reading it. */
+export interface ScalarAttribute {
+  kind: 'scalar';
+  type: ScalarType;
+  /** RFC 7643 caseExact: false compares lower(sql) with lower(value), matching a lower(...) index. */
+  caseExact: boolean;
+  /** SQL expression of the value; for sub-attributes it is written in terms of the element alias. */
+  sql: string;
+}
+
+export interface MultiValuedAttribute {
+  kind: 'multi';
+  /** A FROM item producing one row per element, e.g. `jsonb_array_elements(u.emails) AS el`. */
+  elements: string;
+  /** Sub-attributes by lower-case name, in terms of the element alias. */
+  sub: Record<string, ScalarAttribute>;
+  /**
+   * Index-friendly forms of `attr.sub eq value` (e.g. a GIN containment test); the value arrives as the single
+   * binding. Used for top-level comparisons, where "some element equals" is exactly what eq means.
+   */
+  eqShortcut?: Record<string, string>;
+}
+
+/** Canonical lower-case attribute path → how the owner stores it. */
+export type AttributeMap = Record<string, ScalarAttribute | MultiValuedAttribute>;
+
+/** The elements of a multi-valued owner field: a FROM item and the SQL of each element field. */
+export interface ElementColumns {
+  elements: string;
+  field: (name: string, type: ScalarType) => string;
+  /** Owner element field → an index-friendly `field eq ?` (see MultiValuedAttribute.eqShortcut). */
+  eqShortcut?: Record<string, string>;
+}
+
+/** How an owner stores the fields of its record; lives in the owner's repository module, next to its tables. */
+export interface OwnerColumns {
+  /** Owner field (`user_name`, `name.given_name`) → SQL expression. */
+  scalars: Record<string, string>;
+  /** Multi-valued owner field (`emails`) → its elements. */
+  multi: Record<string, ElementColumns>;
+  /** Document fields kept as sent (`scim_attributes`) → the jsonb column; `scim_attributes.title` reads ->>'title'. */
+  documents: Record<string, string>;
+}
+
+const CASTS: Record<ScalarType, string> = { string: '', boolean: '::boolean', dateTime: '::timestamptz' };
+
+/** A jsonb value at `path` (keys) inside `column`, as text cast to `type`. */
+function jsonbPath(column: string, path: string[], type: ScalarType): string {
+  const keys = path.map((k) => `'${k.replace(/'/g, "''")}'`);
+  const last = keys.pop()!;
+  return `(${[column, ...keys].join('->')}->>${last})${CASTS[type]}`;
+}
+
+/** The elements of a jsonb array of objects, one row per element under `alias`. */
+export function jsonbElements(array: string, alias: string): ElementColumns {
+  return {
+    elements: `jsonb_array_elements(coalesce(${array}, '[]'::jsonb)) AS ${alias}`,
+    field: (name, type) => jsonbPath(alias, [name], type),
+  };
+}
+
+/**
+ * The owner's SQL filter table: each field of the filter table joined with the owner's column for it. A field the
+ * owner has no column for fails here, when the owner starts (and in its tests), never on a request.
+ */
+export function sqlFilterTable(schema: FilterSchema, columns: OwnerColumns): AttributeMap {
+  const documentPath = (owner: string) => {
+    const [doc, ...path] = owner.split('.');
+    const column = columns.documents[doc!];
+    return column && path.length ? { column, path } : undefined;
+  };
+  const scalar = (f: FilterField): ScalarAttribute => {
+    const doc = documentPath(f.owner);
+    const sql = columns.scalars[f.owner] ?? (doc && jsonbPath(doc.column, doc.path, f.type));
+    if (!sql) throw new Error(`The owner has no column for "${f.owner}"`);
+    return { kind: 'scalar', type: f.type, caseExact: f.caseExact, sql };
+  };
+  const table: AttributeMap = {};
+  for (const [path, attribute] of Object.entries(schema.attributes)) {
+    if (attribute.kind === 'scalar') {
+      table[path] = scalar(attribute);
+      continue;
+    }
+    const doc = documentPath(attribute.owner);
+    const alias = path.replace(/[^a-z]/g, '_');
+    const columnsOf =
+      columns.multi[attribute.owner] ??
+      (doc && jsonbElements(`${doc.column}${doc.path.map((k) => `->'${k}'`).join('')}`, alias));
+    if (!columnsOf) throw new Error(`The owner has no column for "${attribute.owner}"`);
+    const sub: Record<string, ScalarAttribute> = {};
+    const eqShortcut: Record<string, string> = {};
+    for (const [name, f] of Object.entries(attribute.sub)) {
+      sub[name] = { kind: 'scalar', type: f.type, caseExact: f.caseExact, sql: columnsOf.field(f.owner, f.type) };
+      const shortcut = columnsOf.eqShortcut?.[f.owner];
+      if (shortcut) eqShortcut[name] = shortcut;
+    }
+    table[path] = {
+      kind: 'multi',
+      elements: columnsOf.elements,
+      sub,
+      ...(Object.keys(eqShortcut).length ? { eqShortcut } : {}),
+    };
+  }
+  return table;
+}
 
 /**
  * Translates a parsed SCIM filter (mileage.filter.v1.Filter) into a parameterised SQL condition over an
@@ -186,7 +286,7 @@ const ORDERING: Partial<Record<filterV1.Operator, string>> = {
 };
 
 /** The SQL condition for `filter`; INVALID_ARGUMENT (reason INVALID_FILTER) for anything outside the allow-list. */
-export function filterToSql(filter: filterV1.Filter | undefined, schema: FilterSchema): SqlCondition {
+export function filterToSql(filter: filterV1.Filter | undefined, table: AttributeMap): SqlCondition {
   if (!filter) return { sql: 'true', bindings: [] };
-  return new Builder(schema.attributes).build(filter);
+  return new Builder(table).build(filter);
 }

@@ -1,3 +1,5 @@
-export * from './attributes';
+export * from './declaration';
+export * from './discovery';
+export * from './filter-table';
 export * from './filter-sql';
 export * from './audit';

@@ -1,5 +1,5 @@
 import type { groupsV1, scimAuditV1 } from '@mileage/proto';
-import { auditRow, type SqlCondition } from '@mileage/scim-domain';
+import { auditRow, filterSchema, GROUP_RESOURCE_TYPE, sqlFilterTable, type SqlCondition } from '@mileage/scim-domain';
 import { dateToTimestamp, errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 
 interface TeamRow {
@@ -11,6 +11,24 @@ interface TeamRow {
   version: string;
   members: { user_id: string; is_admin: boolean; is_driver: boolean }[];
 }
+
+/** What a SCIM filter compares, in these tables: the Group declaration's owner fields → columns. */
+export const GROUP_FILTER_TABLE = sqlFilterTable(filterSchema(GROUP_RESOURCE_TYPE), {
+  scalars: {
+    id: 'teams.id::text',
+    display_name: 'teams.display_name',
+    external_id: 'teams.external_id',
+    create_time: 'teams.created_at',
+    update_time: 'teams.modified_at',
+  },
+  multi: {
+    members: {
+      elements: '(SELECT user_id::text AS user_id FROM team_members WHERE team_members.team_id = teams.id) AS member',
+      field: (name) => `member.${name}`,
+    },
+  },
+  documents: {},
+});
 
 // Groups with their members in one statement, for any set of ids (prepared once per connection).
 const GET_MANY_SQL = `

@@ -1,7 +1,7 @@
 import { groupsV1 } from '@mileage/proto';
 import { errors, requireListWindow, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
-import { filterToSql, GROUP_FILTER } from '@mileage/scim-domain';
-import { GroupsRepository } from './groups-repo';
+import { filterToSql } from '@mileage/scim-domain';
+import { GROUP_FILTER_TABLE, GroupsRepository } from './groups-repo';
 import { requireGroupId, requireUserId, validateDisplayName, validateExternalId, validateMembers } from './validation';
 
 export interface GroupsServerDeps {
@@ -47,7 +47,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
 
     async listGroups(request, ctx) {
       requireListWindow(request);
-      const condition = filterToSql(request.filter, GROUP_FILTER);
+      const condition = filterToSql(request.filter, GROUP_FILTER_TABLE);
       const { groups, total } = await repo.list(
         condition,
         request.offset,

@@ -1,9 +1,11 @@
 import type { groupsV1 } from '@mileage/proto';
 import { errors, isUserId, type FieldViolation } from '@mileage/runtime';
+import { findAttribute, GROUP_ATTRIBUTES, tooManyValues } from '@mileage/scim-domain';
 
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
-export const MAX_MEMBERS_PER_CALL = 10_000;
+/** The SCIM Group's members (@mileage/scim-domain): its limit is the one every member list here obeys. */
+const MEMBERS = findAttribute(GROUP_ATTRIBUTES, 'members')!;
 
 export function requireGroupId(id: number, field = 'id'): void {
   if (!Number.isSafeInteger(id) || id <= 0)
@@ -33,8 +35,8 @@ export function validateDisplayName(name: string, required: boolean): void {
 /** Every member id valid, each user once, within the per-call maximum. */
 export function validateMembers(members: groupsV1.Member[], field = 'members'): void {
   const violations: FieldViolation[] = [];
-  if (members.length > MAX_MEMBERS_PER_CALL)
-    violations.push({ field, description: `at most ${MAX_MEMBERS_PER_CALL} per call` });
+  const tooMany = tooManyValues(MEMBERS, members.length);
+  if (tooMany) violations.push({ field, description: tooMany.description });
   const seen = new Set<string>();
   members.forEach((m, i) => {
     if (!isUserId(m.userId)) violations.push({ field: `${field}[${i}].user_id`, description: 'invalid user id' });

@@ -1,8 +1,16 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { scimAuditV1, type groupsV1, type usersV1 } from '@mileage/proto';
-import type { CallSettings, Logger, PromiseClient } from '@mileage/runtime';
+import {
+  timestampToIso,
+  type CallSettings,
+  type WireTimestamp,
+  type Logger,
+  type PromiseClient,
+} from '@mileage/runtime';
+import { MAX_RESULTS } from '@mileage/scim-domain';
 import { scimErrors } from './errors';
 import type { Doc } from './resource';
+import { LIST_SCHEMA } from './schemas';
 
 /** Everything a handler needs for one request. */
 export interface RequestContext {
@@ -36,8 +44,6 @@ export interface ScimResponse {
   body?: unknown;
 }
 
-/** Largest page of a list (ServiceProviderConfig filter.maxResults); larger counts are reduced to it. */
-export const MAX_RESULTS = 500;
 export const DEFAULT_COUNT = 100;
 
 /** W/"<version>" — the resource's version counter as a weak ETag (RFC 7644 §3.14). */
@@ -91,6 +97,9 @@ export async function retryStaleWrite<T>(demanded: number | 'mismatch', write: (
   }
 }
 
+/** How a PUT or PATCH computes the new document from the current one. */
+export type ComputeDoc = (current: Doc) => Doc;
+
 export const AUDIT_OPERATIONS = {
   replace: scimAuditV1.AuditOperation.AUDIT_OPERATION_REPLACE,
   patch: scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH,
@@ -127,4 +136,27 @@ export function paging(query: URLSearchParams): { startIndex: number; count: num
   const startIndex = Math.min(MAX_START_INDEX, Math.max(1, parse('startIndex', 1)));
   const count = Math.min(MAX_RESULTS, Math.max(0, parse('count', DEFAULT_COUNT)));
   return { startIndex, count };
+}
+
+/** A ListResponse (RFC 7644 §3.4.2) of one page. */
+export function listResponse(resources: unknown[], totalResults: number, startIndex: number): ScimResponse {
+  return {
+    status: 200,
+    body: { schemas: [LIST_SCHEMA], totalResults, startIndex, itemsPerPage: resources.length, Resources: resources },
+  };
+}
+
+/** The meta of a representation (RFC 7643 §3.1), from the owner's record. */
+export function resourceMeta(
+  resourceType: 'User' | 'Group',
+  record: { createTime?: WireTimestamp | undefined; updateTime?: WireTimestamp | undefined; version: number },
+  location: string,
+) {
+  return {
+    resourceType,
+    created: record.createTime && timestampToIso(record.createTime),
+    lastModified: record.updateTime && timestampToIso(record.updateTime),
+    location,
+    version: etag(record.version),
+  };
 }

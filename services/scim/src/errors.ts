@@ -41,6 +41,13 @@ export class ScimError extends Error {
 export const scimErrors = {
   invalidSyntax: (detail: string) => new ScimError(400, detail, 'invalidSyntax'),
   invalidValue: (detail: string) => new ScimError(400, detail, 'invalidValue'),
+  /** Input that breaks an attribute's rules, told as the owner tells it (scimErrorFromGrpc), whichever checked first. */
+  invalidFields: (violations: { field: string; description: string }[]) =>
+    new ScimError(
+      400,
+      `Invalid value (${violations.map((v) => `${v.field}: ${v.description}`).join('; ')})`,
+      'invalidValue',
+    ),
   invalidFilter: (detail: string) => new ScimError(400, detail, 'invalidFilter'),
   invalidPath: (detail: string) => new ScimError(400, detail, 'invalidPath'),
   noTarget: (detail: string) => new ScimError(400, detail, 'noTarget'),
@@ -65,8 +72,8 @@ export function scimErrorFromGrpc(err: unknown): ScimError | undefined {
   const answer = httpAnswer(code, decoded.retryAfterMs);
   if (isInvalidInput(code)) {
     if (decoded.reason === 'INVALID_FILTER') return scimErrors.invalidFilter(decoded.message);
-    const fields = decoded.fieldViolations.map((v) => `${v.field}: ${v.description}`).join('; ');
-    return scimErrors.invalidValue(fields ? `Invalid value (${fields})` : decoded.message || answer.detail);
+    if (decoded.fieldViolations.length) return scimErrors.invalidFields(decoded.fieldViolations);
+    return scimErrors.invalidValue(decoded.message || answer.detail);
   }
   if (code === grpcStatus.ALREADY_EXISTS) {
     return scimErrors.uniqueness(

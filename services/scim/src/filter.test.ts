@@ -1,13 +1,15 @@
 // Pure functions: filter text → tree (scim2-parse-filter) → the owner's typed Filter, and value filters on elements.
 import { filterV1 } from '@mileage/proto';
-import { GROUP_FILTER, MAX_FILTER_TERMS, USER_FILTER } from '@mileage/scim-domain';
+import { MAX_FILTER_TERMS } from '@mileage/scim-domain';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ScimError } from './errors';
 import { matchesElement, MAX_FILTER_LENGTH, parseFilter, toOwnerFilter } from './filter';
+import { GROUP_RESOURCE } from './groups';
+import { USER_RESOURCE } from './users';
 
 const Op = filterV1.Operator;
-const owner = (text: string, schema = USER_FILTER) => toOwnerFilter(parseFilter(text), schema);
+const owner = (text: string, schema = USER_RESOURCE.filter) => toOwnerFilter(parseFilter(text), schema);
 const comparison = (attribute: string, operator: filterV1.Operator, value?: filterV1.Comparison['value']) => ({
   expr: { $case: 'comparison', value: { attribute, operator, ...(value ? { value } : {}) } },
 });
@@ -84,9 +86,9 @@ describe('toOwnerFilter', () => {
   test('unfilterable and unknown attributes are refused differently; the term limit is the shared one', () => {
     invalidFilter(() => owner('addresses.locality eq "x"'), /not supported/);
     invalidFilter(() => owner('favouriteColour eq "blue"'), /Unknown attribute/);
-    invalidFilter(() => owner('title eq "x"', GROUP_FILTER), /Unknown attribute/);
+    invalidFilter(() => owner('title eq "x"', GROUP_RESOURCE.filter), /Unknown attribute/);
     assert.deepEqual(
-      owner('externalId eq "okta-1"', GROUP_FILTER),
+      owner('externalId eq "okta-1"', GROUP_RESOURCE.filter),
       comparison('externalid', Op.OPERATOR_EQ, { $case: 'stringValue', value: 'okta-1' }),
     );
     const terms = (n: number) => Array.from({ length: n }, (_, i) => `title eq "${i}"`).join(' or ');

@@ -1,37 +1,35 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
-import { GROUP_FILTER } from '@mileage/scim-domain';
-import { isUserId, timestampToIso } from '@mileage/runtime';
+import { GROUP_RESOURCE_TYPE } from '@mileage/scim-domain';
+import { isUserId } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,
   auditEntry,
-  checkIfMatch,
+  type ComputeDoc,
   etag,
-  ifMatchVersion,
-  paging,
-  retryStaleWrite,
+  listResponse,
+  resourceMeta,
   type RequestContext,
   type ScimDeps,
   type ScimResponse,
 } from './context';
 import { scimErrors } from './errors';
-import { parseFilter, toOwnerFilter } from './filter';
-import { applyPatch, readPatchBody } from './patch';
-import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
-import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_SCHEMA } from './schemas';
+import { checkSelections, projectFor, resourceSchema, type Doc } from './resource';
+import { GROUP_SCHEMA } from './schemas';
+import { ResourceHandlers } from './handlers';
 
-export const GROUP_RESOURCE: ResourceSchema = {
-  core: GROUP_SCHEMA,
-  attributes: GROUP_ATTRIBUTES,
-  extensions: {},
-  ignoreUnknownExtensions: true,
-};
+export const GROUP_RESOURCE = resourceSchema(GROUP_RESOURCE_TYPE);
 
 const GROUP_ID = /^[1-9]\d{0,17}$/;
 const BATCH = 1000;
 
-export class GroupHandlers {
-  constructor(private readonly deps: ScimDeps) {}
+export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
+  protected readonly kind = 'group';
+  protected readonly schema = GROUP_RESOURCE;
+
+  constructor(private readonly deps: ScimDeps) {
+    super();
+  }
 
   private location(id: number | string): string {
     return `${this.deps.baseUrl}/Groups/${id}`;
@@ -81,17 +79,11 @@ export class GroupHandlers {
       ...(group.externalId ? { externalId: group.externalId } : {}),
       displayName: group.displayName,
       ...(members ? { members } : {}),
-      meta: {
-        resourceType: 'Group',
-        created: group.createTime && timestampToIso(group.createTime),
-        lastModified: group.updateTime && timestampToIso(group.updateTime),
-        location: this.location(group.id),
-        version: etag(group.version),
-      },
+      meta: resourceMeta('Group', group, this.location(group.id)),
     };
   }
 
-  private async load(id: string, ctx: RequestContext): Promise<groupsV1.Group> {
+  protected async load(id: string, ctx: RequestContext): Promise<groupsV1.Group> {
     if (!GROUP_ID.test(id)) throw scimErrors.notFound(`Group ${id} not found`);
     return (await this.deps.groups.getGroup({ id: Number(id) }, ctx.call)).group!;
   }
@@ -107,18 +99,12 @@ export class GroupHandlers {
     return {
       status: 200,
       headers: { ETag: etag(group.version) },
-      body: project(
-        full,
-        GROUP_RESOURCE,
-        ctx.query.get('attributes') ?? undefined,
-        ctx.query.get('excludedAttributes') ?? undefined,
-      ),
+      body: projectFor(full, GROUP_RESOURCE, ctx.query),
     };
   }
 
   async get(id: string, ctx: RequestContext): Promise<ScimResponse> {
-    checkSelection(ctx.query.get('attributes') ?? undefined, GROUP_RESOURCE, 'attributes');
-    checkSelection(ctx.query.get('excludedAttributes') ?? undefined, GROUP_RESOURCE, 'excludedAttributes');
+    checkSelections(ctx.query, GROUP_RESOURCE);
     const group = await this.load(id, ctx);
     if (ctx.headers['if-none-match']?.split(',').some((t) => t.trim() === etag(group.version)))
       return { status: 304, headers: { ETag: etag(group.version) } };
@@ -126,16 +112,10 @@ export class GroupHandlers {
   }
 
   async list(ctx: RequestContext): Promise<ScimResponse> {
-    if (!ctx.lenientSelection) {
-      checkSelection(ctx.query.get('attributes') ?? undefined, GROUP_RESOURCE, 'attributes');
-      checkSelection(ctx.query.get('excludedAttributes') ?? undefined, GROUP_RESOURCE, 'excludedAttributes');
-    }
-    const { startIndex, count } = paging(ctx.query);
-    const filterText = ctx.query.get('filter');
-    const filter = filterText ? toOwnerFilter(parseFilter(filterText), GROUP_FILTER) : undefined;
+    const { startIndex, page } = this.listQuery(ctx);
     const withMembers = this.wantsMembers(ctx);
     const { groups, totalSize } = await this.deps.groups.listGroups(
-      { ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count, excludeMembers: !withMembers },
+      { ...page, excludeMembers: !withMembers },
       ctx.call,
     );
     const users = withMembers
@@ -144,39 +124,13 @@ export class GroupHandlers {
           ctx,
         )
       : undefined;
-    const resources = groups.map((g) =>
-      project(
-        this.representation(g, users),
-        GROUP_RESOURCE,
-        ctx.query.get('attributes') ?? undefined,
-        ctx.query.get('excludedAttributes') ?? undefined,
-      ),
-    );
-    return {
-      status: 200,
-      body: {
-        schemas: [LIST_SCHEMA],
-        totalResults: totalSize,
-        startIndex,
-        itemsPerPage: resources.length,
-        Resources: resources,
-      },
-    };
+    const resources = groups.map((g) => projectFor(this.representation(g, users), GROUP_RESOURCE, ctx.query));
+    return listResponse(resources, totalSize, startIndex);
   }
 
-  async replace(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
-    const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
-    if (sentId !== undefined && sentId !== null && String(sentId) !== id)
-      throw scimErrors.mutability('"id" cannot be changed');
-    const doc = normalizeBody(body, GROUP_RESOURCE);
+  protected override checkReplacement(doc: Doc): void {
     if (typeof doc.displayName !== 'string' || doc.displayName.trim() === '')
       throw scimErrors.invalidValue('"displayName" is required');
-    return this.change(id, ctx, 'replace', () => doc);
-  }
-
-  async patch(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
-    const operations = readPatchBody(body);
-    return this.change(id, ctx, 'patch', (current) => applyPatch(current, operations, GROUP_RESOURCE, id));
   }
 
   /**
@@ -185,17 +139,8 @@ export class GroupHandlers {
    * drivers, and unknown user ids refuse the whole request. A racing change moves the version: read and compute
    * again (retryStaleWrite), unless the client demanded a version with If-Match.
    */
-  private async change(
-    id: string,
-    ctx: RequestContext,
-    operation: 'replace' | 'patch',
-    compute: (current: Doc) => Doc,
-  ): Promise<ScimResponse> {
-    const demanded = ifMatchVersion(ctx.headers);
-    if (!GROUP_ID.test(id)) throw scimErrors.notFound(`Group ${id} not found`);
-    return retryStaleWrite(demanded, async () => {
-      const current = await this.load(id, ctx);
-      checkIfMatch(demanded, current.version, 'group');
+  protected async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: ComputeDoc) {
+    return this.atVersion(id, ctx, async (current) => {
       const users = await this.liveUsers(
         current.members.map((m) => m.userId),
         ctx,

@@ -1,25 +1,40 @@
+import {
+  extraPrimary,
+  filterSchema,
+  tooManyValues,
+  type FilterSchema,
+  type ResourceDeclaration,
+} from '@mileage/scim-domain';
 import { scimErrors } from './errors';
 import { COMMON_ATTRIBUTES, findAttribute, type Attribute } from './schemas';
 
 /** A resource in canonical form: attribute names spelled as in the schema, no nulls, no empty arrays. */
 export type Doc = Record<string, unknown>;
 
+/** A resource declaration (@mileage/scim-domain) in the form reading, projecting and filtering use. */
 export interface ResourceSchema {
   /** Core schema URN, e.g. urn:ietf:params:scim:schemas:core:2.0:User. */
   core: string;
   attributes: Attribute[];
   /** Extension schema URN → its attributes. */
   extensions: Record<string, Attribute[]>;
-  /** Unknown extension URNs in a body are ignored (groups: identity providers send their own) rather than refused. */
   ignoreUnknownExtensions: boolean;
-  /** Read-only attributes of the RFC schema that this service does not serve but clients echo (Okta sends "groups": []). */
-  ignoredOnInput?: string[];
+  ignoredOnInput: string[];
+  filter: FilterSchema;
+}
+
+export function resourceSchema(declaration: ResourceDeclaration): ResourceSchema {
+  return {
+    core: declaration.schema.id,
+    attributes: declaration.schema.attributes,
+    extensions: Object.fromEntries(declaration.extensions.map((e) => [e.id, e.attributes])),
+    ignoreUnknownExtensions: declaration.ignoreUnknownExtensions,
+    ignoredOnInput: declaration.ignoredOnInput,
+    filter: filterSchema(declaration),
+  };
 }
 
 const MAX_STRING = 2048;
-const MAX_VALUES = 100;
-// Groups carry whole teams: as many members per request as the Groups service takes per call.
-const MAX_MEMBERS = 10_000;
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -46,7 +61,7 @@ export function normalizeBody(body: unknown, schema: ResourceSchema): Doc {
         throw scimErrors.invalidSyntax('"schemas" must be an array of URNs');
       continue;
     }
-    if (lower === 'id' || lower === 'meta' || schema.ignoredOnInput?.includes(lower)) continue;
+    if (lower === 'id' || lower === 'meta' || schema.ignoredOnInput.includes(lower)) continue;
     if (lower === 'externalid') {
       if (value === null) continue;
       if (typeof value !== 'string' || value.length > 256)
@@ -97,11 +112,13 @@ export function normalizeValue(def: Attribute, value: unknown, path: string): un
   if (value === null || value === undefined) return undefined;
   if (def.multiValued) {
     const list = Array.isArray(value) ? value : [value];
-    const max = def.name === 'members' ? MAX_MEMBERS : MAX_VALUES;
-    if (list.length > max) throw scimErrors.invalidValue(`"${path}" has more than ${max} values`);
+    const tooMany = tooManyValues(def, list.length);
+    if (tooMany) throw scimErrors.invalidFields([tooMany]);
     const items = list
       .map((item, i) => normalizeSingle(def, item, `${path}[${i}]`))
       .filter((item) => item !== undefined);
+    const primaries = extraPrimary(def, items);
+    if (primaries) throw scimErrors.invalidFields([primaries]);
     return items.length ? items : undefined;
   }
   if (Array.isArray(value)) {
@@ -214,4 +231,26 @@ export function checkSelection(list: string | undefined, schema: ResourceSchema,
     if (!def)
       throw scimErrors.invalidValue(`${parameter} names an unknown attribute "${s.sub ? `${s.top}.${s.sub}` : s.top}"`);
   }
+}
+
+/** Both selection parameters of a request checked (RFC 7644 §3.9). */
+export function checkSelections(query: URLSearchParams, schema: ResourceSchema): void {
+  checkSelection(query.get('attributes') ?? undefined, schema, 'attributes');
+  checkSelection(query.get('excludedAttributes') ?? undefined, schema, 'excludedAttributes');
+}
+
+/** A representation projected as the request's attributes / excludedAttributes ask. */
+export function projectFor(resource: Doc, schema: ResourceSchema, query: URLSearchParams): Doc {
+  return project(resource, schema, query.get('attributes') ?? undefined, query.get('excludedAttributes') ?? undefined);
+}
+
+/** The id a body names ("id" in any case), if any. */
+export function sentId(body: unknown): unknown {
+  return isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
+}
+
+/** A PUT body may echo the resource's id (Okta does) but not name another: id is read-only (RFC 7643 §3.1). */
+export function refuseOtherId(body: unknown, id: string): void {
+  const sent = sentId(body);
+  if (sent !== undefined && sent !== null && String(sent) !== id) throw scimErrors.mutability('"id" cannot be changed');
 }

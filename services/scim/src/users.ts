@@ -1,33 +1,24 @@
 import { scimAuditV1, type usersV1 } from '@mileage/proto';
-import { USER_FILTER } from '@mileage/scim-domain';
-import { isUserId, timestampToIso } from '@mileage/runtime';
+import { USER_RESOURCE_TYPE } from '@mileage/scim-domain';
+import { isUserId } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,
   auditEntry,
-  checkIfMatch,
+  type ComputeDoc,
   etag,
-  ifMatchVersion,
-  paging,
-  retryStaleWrite,
+  listResponse,
+  resourceMeta,
   type RequestContext,
   type ScimDeps,
   type ScimResponse,
 } from './context';
 import { scimErrors, ScimError } from './errors';
-import { parseFilter, toOwnerFilter } from './filter';
-import { applyPatch, readPatchBody } from './patch';
-import { checkSelection, isObject, normalizeBody, project, type Doc, type ResourceSchema } from './resource';
-import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, LIST_SCHEMA, USER_ATTRIBUTES, USER_SCHEMA } from './schemas';
+import { checkSelections, isObject, normalizeBody, projectFor, resourceSchema, sentId, type Doc } from './resource';
+import { ENTERPRISE_SCHEMA, USER_SCHEMA } from './schemas';
+import { ResourceHandlers } from './handlers';
 
-export const USER_RESOURCE: ResourceSchema = {
-  core: USER_SCHEMA,
-  attributes: USER_ATTRIBUTES,
-  extensions: { [ENTERPRISE_SCHEMA]: ENTERPRISE_ATTRIBUTES },
-  ignoreUnknownExtensions: false,
-  // RFC 7643 §4.1.2: groups is read-only (membership is changed through /Groups); Okta sends "groups": [] on create.
-  ignoredOnInput: ['groups'],
-};
+export const USER_RESOURCE = resourceSchema(USER_RESOURCE_TYPE);
 
 /** Attributes the Users service models in fields of their own; the rest travel as its scim_attributes. */
 const MODELLED = new Set([
@@ -98,8 +89,13 @@ function toDoc(user: usersV1.User): Doc {
   };
 }
 
-export class UserHandlers {
-  constructor(private readonly deps: ScimDeps) {}
+export class UserHandlers extends ResourceHandlers<usersV1.User> {
+  protected readonly kind = 'user';
+  protected readonly schema = USER_RESOURCE;
+
+  constructor(private readonly deps: ScimDeps) {
+    super();
+  }
 
   private location(id: string): string {
     return `${this.deps.baseUrl}/Users/${id}`;
@@ -112,18 +108,12 @@ export class UserHandlers {
       schemas: doc[ENTERPRISE_SCHEMA] ? [USER_SCHEMA, ENTERPRISE_SCHEMA] : [USER_SCHEMA],
       id: user.id,
       ...doc,
-      meta: {
-        resourceType: 'User',
-        created: user.createTime && timestampToIso(user.createTime),
-        lastModified: user.updateTime && timestampToIso(user.updateTime),
-        location: this.location(user.id),
-        version: etag(user.version),
-      },
+      meta: resourceMeta('User', user, this.location(user.id)),
     };
   }
 
   /** The live user, or 404. */
-  private async load(id: string, ctx: RequestContext): Promise<usersV1.User> {
+  protected async load(id: string, ctx: RequestContext): Promise<usersV1.User> {
     if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
     return (await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call)).user!;
   }
@@ -138,24 +128,19 @@ export class UserHandlers {
     return {
       status,
       headers: { ETag: etag(user.version), ...extraHeaders },
-      body: project(
-        full,
-        USER_RESOURCE,
-        ctx.query.get('attributes') ?? undefined,
-        ctx.query.get('excludedAttributes') ?? undefined,
-      ),
+      body: projectFor(full, USER_RESOURCE, ctx.query),
     };
   }
 
   async create(body: unknown, ctx: RequestContext): Promise<ScimResponse> {
-    const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
-    if (sentId !== undefined && sentId !== null && (typeof sentId !== 'string' || !isUserId(sentId))) {
+    const sent = sentId(body);
+    if (sent !== undefined && sent !== null && (typeof sent !== 'string' || !isUserId(sent))) {
       throw scimErrors.invalidValue(
         '"id" must be exactly 10 characters [A-Za-z0-9], or left out so that the server assigns one',
       );
     }
     const doc = normalizeBody(body, USER_RESOURCE);
-    const user = toOwner(doc, typeof sentId === 'string' ? sentId : '');
+    const user = toOwner(doc, typeof sent === 'string' ? sent : '');
     const { user: created } = await this.deps.users.createUser(
       { user, audit: auditEntry(ctx, scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE, undefined, doc) },
       ctx.call,
@@ -164,8 +149,7 @@ export class UserHandlers {
   }
 
   async get(id: string, ctx: RequestContext): Promise<ScimResponse> {
-    checkSelection(ctx.query.get('attributes') ?? undefined, USER_RESOURCE, 'attributes');
-    checkSelection(ctx.query.get('excludedAttributes') ?? undefined, USER_RESOURCE, 'excludedAttributes');
+    checkSelections(ctx.query, USER_RESOURCE);
     const user = await this.load(id, ctx);
     const response = this.respond(200, user, ctx);
     // RFC 7644 §3.14: a client holding the current version gets 304 without the body.
@@ -179,47 +163,10 @@ export class UserHandlers {
   }
 
   async list(ctx: RequestContext): Promise<ScimResponse> {
-    if (!ctx.lenientSelection) {
-      checkSelection(ctx.query.get('attributes') ?? undefined, USER_RESOURCE, 'attributes');
-      checkSelection(ctx.query.get('excludedAttributes') ?? undefined, USER_RESOURCE, 'excludedAttributes');
-    }
-    const { startIndex, count } = paging(ctx.query);
-    const filterText = ctx.query.get('filter');
-    const filter = filterText ? toOwnerFilter(parseFilter(filterText), USER_FILTER) : undefined;
-    const { users, totalSize } = await this.deps.users.listUsers(
-      { ...(filter ? { filter } : {}), offset: startIndex - 1, limit: count },
-      ctx.call,
-    );
-    const resources = users.map((u) =>
-      project(
-        this.representation(u),
-        USER_RESOURCE,
-        ctx.query.get('attributes') ?? undefined,
-        ctx.query.get('excludedAttributes') ?? undefined,
-      ),
-    );
-    return {
-      status: 200,
-      body: {
-        schemas: [LIST_SCHEMA],
-        totalResults: totalSize,
-        startIndex,
-        itemsPerPage: resources.length,
-        Resources: resources,
-      },
-    };
-  }
-
-  async replace(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
-    const sentId = isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
-    if (sentId !== undefined && sentId !== null && sentId !== id) throw scimErrors.mutability('"id" cannot be changed');
-    const doc = normalizeBody(body, USER_RESOURCE);
-    return this.change(id, ctx, 'replace', () => doc);
-  }
-
-  async patch(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
-    const operations = readPatchBody(body);
-    return this.change(id, ctx, 'patch', (current) => applyPatch(current, operations, USER_RESOURCE, id));
+    const { startIndex, page } = this.listQuery(ctx);
+    const { users, totalSize } = await this.deps.users.listUsers(page, ctx.call);
+    const resources = users.map((u) => projectFor(this.representation(u), USER_RESOURCE, ctx.query));
+    return listResponse(resources, totalSize, startIndex);
   }
 
   /**
@@ -227,17 +174,8 @@ export class UserHandlers {
    * transaction. A racing change moves the version: then read and compute again (retryStaleWrite), unless the
    * client demanded a version with If-Match.
    */
-  private async change(
-    id: string,
-    ctx: RequestContext,
-    operation: 'replace' | 'patch',
-    compute: (current: Doc) => Doc,
-  ): Promise<ScimResponse> {
-    const demanded = ifMatchVersion(ctx.headers);
-    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
-    return retryStaleWrite(demanded, async () => {
-      const current = await this.load(id, ctx);
-      checkIfMatch(demanded, current.version, 'user');
+  protected async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: ComputeDoc) {
+    return this.atVersion(id, ctx, async (current) => {
       const before = toDoc(current);
       const after = compute(structuredClone(before));
       // Nothing changes: no write, no audit entry, the same version.
@@ -255,11 +193,7 @@ export class UserHandlers {
   }
 
   async delete(id: string, ctx: RequestContext): Promise<ScimResponse> {
-    const demanded = ifMatchVersion(ctx.headers);
-    if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
-    return retryStaleWrite(demanded, async () => {
-      const user = await this.load(id, ctx);
-      checkIfMatch(demanded, user.version, 'user');
+    return this.atVersion(id, ctx, async (user) => {
       await this.deps.users.deleteUser(
         {
           id,

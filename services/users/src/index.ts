@@ -1,3 +1,3 @@
 export { createServer, type UsersServerDeps } from './server';
 export { openDatabase, SCHEMA } from './database';
-export { generateUserId, UsersRepository } from './users-repo';
+export { generateUserId, USER_COLUMNS, UsersRepository } from './users-repo';

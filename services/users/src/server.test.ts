@@ -15,8 +15,8 @@ import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing'
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
-import { matchesAtMostOne, pageQuery, StatementNames } from './users-repo';
+import { filterToSql } from '@mileage/scim-domain';
+import { matchesAtMostOne, pageQuery, StatementNames, USER_FILTER_TABLE } from './users-repo';
 import { createServer } from './server';
 
 let testDb: TestDatabase;
@@ -145,6 +145,18 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     ]);
     const afterCount = await db.knex('users').count<{ count: string }[]>('* as count');
     assert.deepEqual(afterCount, before);
+  });
+
+  test('the rules of the SCIM User declaration for emails: at most 10, at most one primary (SCIM reports the same)', async () => {
+    const address = (i: number, primary = false) => ({ value: `a${i}@example.com`, type: 'work', primary });
+    const tooMany = await rejection(
+      client.createUser({ user: user({ emails: Array.from({ length: 11 }, (_, i) => address(i)) }) }),
+    );
+    assert.deepEqual(tooMany.fieldViolations, [{ field: 'emails', description: 'at most 10 values' }]);
+    const twoPrimaries = await rejection(
+      client.createUser({ user: user({ emails: [address(1, true), address(2, true)] }) }),
+    );
+    assert.deepEqual(twoPrimaries.fieldViolations, [{ field: 'emails', description: 'at most one primary value' }]);
   });
 
   test('unknown and malformed ids', async () => {
@@ -435,7 +447,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         ['emails[type eq work and value eq …]', valuePath],
       ];
       for (const [attribute, filter] of filters) {
-        const condition = filterToSql(filter, USER_FILTER);
+        const condition = filterToSql(filter, USER_FILTER_TABLE);
         // The statement ListUsers runs for a page of a few matches, and the count before it.
         const { rows } = await db.knex.raw(`EXPLAIN ${pageQuery(`deleted_at IS NULL AND ${condition.sql}`, 1)}`, [
           ...condition.bindings,

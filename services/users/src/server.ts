@@ -7,8 +7,8 @@ import {
   type Knex,
   type ServiceRegistration,
 } from '@mileage/runtime';
-import { filterToSql, USER_FILTER } from '@mileage/scim-domain';
-import { matchesAtMostOne, MAX_BATCH, UsersRepository } from './users-repo';
+import { filterToSql } from '@mileage/scim-domain';
+import { matchesAtMostOne, MAX_BATCH, USER_FILTER_TABLE, UsersRepository } from './users-repo';
 import { validateUserInput } from './validation';
 
 export interface UsersServerDeps {
@@ -54,7 +54,7 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
 
     async listUsers(request, ctx) {
       requireListWindow(request);
-      const condition = filterToSql(request.filter, USER_FILTER);
+      const condition = filterToSql(request.filter, USER_FILTER_TABLE);
       const { users, total } = await repo.list(condition, request.offset, request.limit, ctx.trace, {
         atMostOne: matchesAtMostOne(request.filter),
       });

@@ -1,6 +1,14 @@
 import { dateToTimestamp, errors, recordEvent, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
 import { filterV1, type scimAuditV1, type usersV1 } from '@mileage/proto';
-import { auditRow, type SqlCondition } from '@mileage/scim-domain';
+import {
+  auditRow,
+  filterSchema,
+  jsonbElements,
+  sqlFilterTable,
+  USER_RESOURCE_TYPE,
+  type OwnerColumns,
+  type SqlCondition,
+} from '@mileage/scim-domain';
 import { createHash, randomInt } from 'node:crypto';
 
 interface UserRow {
@@ -42,6 +50,35 @@ const COLUMNS = [
 ] as const;
 
 const SELECT_COLUMNS = COLUMNS.join(', ');
+
+/** Where this table keeps the fields of the SCIM User declaration (@mileage/scim-domain): its owner fields → SQL. */
+export const USER_COLUMNS: OwnerColumns = {
+  scalars: {
+    id: 'users.id',
+    user_name: 'users.user_name',
+    external_id: 'users.external_id',
+    display_name: 'users.display_name',
+    'name.given_name': "nullif(users.given_name, '')",
+    'name.family_name': "nullif(users.family_name, '')",
+    'name.formatted': 'users.formatted_name',
+    timezone: 'users.timezone',
+    active: 'users.active',
+    create_time: 'users.created_at',
+    update_time: 'users.modified_at',
+  },
+  multi: {
+    emails: {
+      ...jsonbElements('users.emails', 'email'),
+      // The expression of users_email_values_idx: "some address equals" as a GIN containment test.
+      eqShortcut: {
+        value: `(lower(jsonb_path_query_array(users.emails, '$[*].value')::text)::jsonb @> jsonb_build_array(lower(?)))`,
+      },
+    },
+  },
+  documents: { scim_attributes: 'users.scim_attributes', enterprise: 'users.enterprise' },
+};
+/** What a SCIM filter compares, in SQL; a declared field without a column fails here, at start-up. */
+export const USER_FILTER_TABLE = sqlFilterTable(filterSchema(USER_RESOURCE_TYPE), USER_COLUMNS);
 // The hot read of every /v1 request: a constant statement, prepared once per connection (pg named statements).
 const GET_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND deleted_at IS NULL`;
 const GET_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ?`;

@@ -1,10 +1,13 @@
 import { errors, isUserId, type FieldViolation } from '@mileage/runtime';
 import type { usersV1 } from '@mileage/proto';
+import { extraPrimary, findAttribute, tooManyValues, USER_ATTRIBUTES } from '@mileage/scim-domain';
 
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
 const MAX_TEXT = 256;
+/** The SCIM User's emails (@mileage/scim-domain): its rules are enforced here, where the addresses are kept. */
+const EMAILS = findAttribute(USER_ATTRIBUTES, 'emails')!;
 
 /** Validates the writable fields of a user; throws INVALID_ARGUMENT listing every violation. */
 export function validateUserInput(user: usersV1.User | undefined, options: { idRequired: boolean }): usersV1.User {
@@ -31,15 +34,16 @@ export function validateUserInput(user: usersV1.User | undefined, options: { idR
   text('external_id', user.externalId, false);
   if (user.timezone && !isTimeZone(user.timezone))
     violations.push({ field: 'timezone', description: 'must be an IANA time zone name' });
-  if (user.emails.length > 10) violations.push({ field: 'emails', description: 'at most 10 addresses' });
+  const tooMany = tooManyValues(EMAILS, user.emails.length);
+  if (tooMany) violations.push(tooMany);
   user.emails.forEach((email, i) => {
     if (!EMAIL_PATTERN.test(email.value) || email.value.length > MAX_TEXT) {
       violations.push({ field: `emails[${i}].value`, description: 'must be an e-mail address' });
     }
     text(`emails[${i}].type`, email.type, false);
   });
-  if (user.emails.filter((e) => e.primary).length > 1)
-    violations.push({ field: 'emails', description: 'at most one primary address' });
+  const primaries = extraPrimary(EMAILS, user.emails);
+  if (primaries) violations.push(primaries);
   if (violations.length) throw errors.invalidArgument('invalid user', violations);
   return user;
 }

@@ -1863,7 +1863,11 @@ export interface paths {
                          *           "specUri": "https://www.rfc-editor.org/info/rfc6750",
                          *           "primary": true
                          *         }
-                         *       ]
+                         *       ],
+                         *       "meta": {
+                         *         "resourceType": "ServiceProviderConfig",
+                         *         "location": "http://127.0.0.1:8080/scim/v2/ServiceProviderConfig"
+                         *       }
                          *     }
                          */
                         "application/scim+json": Record<string, never>;
@@ -1920,9 +1924,9 @@ export interface paths {
                          *       "schemas": [
                          *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
                          *       ],
-                         *       "totalResults": 1,
+                         *       "totalResults": 2,
                          *       "startIndex": 1,
-                         *       "itemsPerPage": 1,
+                         *       "itemsPerPage": 2,
                          *       "Resources": [
                          *         {
                          *           "schemas": [
@@ -1931,7 +1935,32 @@ export interface paths {
                          *           "id": "User",
                          *           "name": "User",
                          *           "endpoint": "/Users",
-                         *           "schema": "urn:ietf:params:scim:schemas:core:2.0:User"
+                         *           "description": "A platform user (a driver or group admin).",
+                         *           "schema": "urn:ietf:params:scim:schemas:core:2.0:User",
+                         *           "schemaExtensions": [
+                         *             {
+                         *               "schema": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User",
+                         *               "required": false
+                         *             }
+                         *           ],
+                         *           "meta": {
+                         *             "resourceType": "ResourceType",
+                         *             "location": "http://127.0.0.1:8080/scim/v2/ResourceTypes/User"
+                         *           }
+                         *         },
+                         *         {
+                         *           "schemas": [
+                         *             "urn:ietf:params:scim:schemas:core:2.0:ResourceType"
+                         *           ],
+                         *           "id": "Group",
+                         *           "name": "Group",
+                         *           "endpoint": "/Groups",
+                         *           "description": "A team of the platform. Teams are created by the platform; SCIM manages their name and members.",
+                         *           "schema": "urn:ietf:params:scim:schemas:core:2.0:Group",
+                         *           "meta": {
+                         *             "resourceType": "ResourceType",
+                         *             "location": "http://127.0.0.1:8080/scim/v2/ResourceTypes/Group"
+                         *           }
                          *         }
                          *       ]
                          *     }
@@ -2081,9 +2110,114 @@ export interface paths {
                          *       "itemsPerPage": 1,
                          *       "Resources": [
                          *         {
+                         *           "schemas": [
+                         *             "urn:ietf:params:scim:schemas:core:2.0:Schema"
+                         *           ],
                          *           "id": "urn:ietf:params:scim:schemas:core:2.0:Group",
                          *           "name": "Group",
-                         *           "attributes": []
+                         *           "description": "Group (a team of the platform)",
+                         *           "attributes": [
+                         *             {
+                         *               "name": "id",
+                         *               "type": "string",
+                         *               "multiValued": false,
+                         *               "description": "Identifier of the resource, assigned by the service provider.",
+                         *               "required": false,
+                         *               "caseExact": true,
+                         *               "mutability": "readOnly",
+                         *               "returned": "always",
+                         *               "uniqueness": "server"
+                         *             },
+                         *             {
+                         *               "name": "externalId",
+                         *               "type": "string",
+                         *               "multiValued": false,
+                         *               "description": "Identifier of the resource in the provisioning client.",
+                         *               "required": false,
+                         *               "caseExact": true,
+                         *               "mutability": "readWrite",
+                         *               "returned": "default",
+                         *               "uniqueness": "none"
+                         *             },
+                         *             {
+                         *               "name": "displayName",
+                         *               "type": "string",
+                         *               "multiValued": false,
+                         *               "description": "The name of the group (a team of the platform).",
+                         *               "required": true,
+                         *               "caseExact": false,
+                         *               "mutability": "readWrite",
+                         *               "returned": "default",
+                         *               "uniqueness": "none"
+                         *             },
+                         *             {
+                         *               "name": "members",
+                         *               "type": "complex",
+                         *               "multiValued": true,
+                         *               "description": "The users in the group. New members become drivers; members who stay keep their roles.",
+                         *               "required": false,
+                         *               "caseExact": false,
+                         *               "mutability": "readWrite",
+                         *               "returned": "default",
+                         *               "uniqueness": "none",
+                         *               "subAttributes": [
+                         *                 {
+                         *                   "name": "value",
+                         *                   "type": "string",
+                         *                   "multiValued": false,
+                         *                   "description": "The id of the user.",
+                         *                   "required": false,
+                         *                   "caseExact": true,
+                         *                   "mutability": "immutable",
+                         *                   "returned": "default",
+                         *                   "uniqueness": "none"
+                         *                 },
+                         *                 {
+                         *                   "name": "$ref",
+                         *                   "type": "reference",
+                         *                   "multiValued": false,
+                         *                   "description": "The URI of the user.",
+                         *                   "required": false,
+                         *                   "caseExact": false,
+                         *                   "mutability": "immutable",
+                         *                   "returned": "default",
+                         *                   "uniqueness": "none",
+                         *                   "referenceTypes": [
+                         *                     "User"
+                         *                   ]
+                         *                 },
+                         *                 {
+                         *                   "name": "display",
+                         *                   "type": "string",
+                         *                   "multiValued": false,
+                         *                   "description": "The display name of the user.",
+                         *                   "required": false,
+                         *                   "caseExact": false,
+                         *                   "mutability": "readOnly",
+                         *                   "returned": "default",
+                         *                   "uniqueness": "none"
+                         *                 },
+                         *                 {
+                         *                   "name": "type",
+                         *                   "type": "string",
+                         *                   "multiValued": false,
+                         *                   "description": "Always \"User\": groups do not nest.",
+                         *                   "required": false,
+                         *                   "caseExact": false,
+                         *                   "mutability": "immutable",
+                         *                   "returned": "default",
+                         *                   "uniqueness": "none",
+                         *                   "canonicalValues": [
+                         *                     "User"
+                         *                   ]
+                         *                 }
+                         *               ]
+                         *             }
+                         *           ],
+                         *           "meta": {
+                         *             "resourceType": "Schema",
+                         *             "location": "http://127.0.0.1:8080/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:Group"
+                         *           }
                          *         }
                          *       ]
                          *     }
@@ -2142,9 +2276,114 @@ export interface paths {
                     content: {
                         /**
                          * @example {
+                         *       "schemas": [
+                         *         "urn:ietf:params:scim:schemas:core:2.0:Schema"
+                         *       ],
                          *       "id": "urn:ietf:params:scim:schemas:core:2.0:Group",
                          *       "name": "Group",
-                         *       "attributes": []
+                         *       "description": "Group (a team of the platform)",
+                         *       "attributes": [
+                         *         {
+                         *           "name": "id",
+                         *           "type": "string",
+                         *           "multiValued": false,
+                         *           "description": "Identifier of the resource, assigned by the service provider.",
+                         *           "required": false,
+                         *           "caseExact": true,
+                         *           "mutability": "readOnly",
+                         *           "returned": "always",
+                         *           "uniqueness": "server"
+                         *         },
+                         *         {
+                         *           "name": "externalId",
+                         *           "type": "string",
+                         *           "multiValued": false,
+                         *           "description": "Identifier of the resource in the provisioning client.",
+                         *           "required": false,
+                         *           "caseExact": true,
+                         *           "mutability": "readWrite",
+                         *           "returned": "default",
+                         *           "uniqueness": "none"
+                         *         },
+                         *         {
+                         *           "name": "displayName",
+                         *           "type": "string",
+                         *           "multiValued": false,
+                         *           "description": "The name of the group (a team of the platform).",
+                         *           "required": true,
+                         *           "caseExact": false,
+                         *           "mutability": "readWrite",
+                         *           "returned": "default",
+                         *           "uniqueness": "none"
+                         *         },
+                         *         {
+                         *           "name": "members",
+                         *           "type": "complex",
+                         *           "multiValued": true,
+                         *           "description": "The users in the group. New members become drivers; members who stay keep their roles.",
+                         *           "required": false,
+                         *           "caseExact": false,
+                         *           "mutability": "readWrite",
+                         *           "returned": "default",
+                         *           "uniqueness": "none",
+                         *           "subAttributes": [
+                         *             {
+                         *               "name": "value",
+                         *               "type": "string",
+                         *               "multiValued": false,
+                         *               "description": "The id of the user.",
+                         *               "required": false,
+                         *               "caseExact": true,
+                         *               "mutability": "immutable",
+                         *               "returned": "default",
+                         *               "uniqueness": "none"
+                         *             },
+                         *             {
+                         *               "name": "$ref",
+                         *               "type": "reference",
+                         *               "multiValued": false,
+                         *               "description": "The URI of the user.",
+                         *               "required": false,
+                         *               "caseExact": false,
+                         *               "mutability": "immutable",
+                         *               "returned": "default",
+                         *               "uniqueness": "none",
+                         *               "referenceTypes": [
+                         *                 "User"
+                         *               ]
+                         *             },
+                         *             {
+                         *               "name": "display",
+                         *               "type": "string",
+                         *               "multiValued": false,
+                         *               "description": "The display name of the user.",
+                         *               "required": false,
+                         *               "caseExact": false,
+                         *               "mutability": "readOnly",
+                         *               "returned": "default",
+                         *               "uniqueness": "none"
+                         *             },
+                         *             {
+                         *               "name": "type",
+                         *               "type": "string",
+                         *               "multiValued": false,
+                         *               "description": "Always \"User\": groups do not nest.",
+                         *               "required": false,
+                         *               "caseExact": false,
+                         *               "mutability": "immutable",
+                         *               "returned": "default",
+                         *               "uniqueness": "none",
+                         *               "canonicalValues": [
+                         *                 "User"
+                         *               ]
+                         *             }
+                         *           ]
+                         *         }
+                         *       ],
+                         *       "meta": {
+                         *         "resourceType": "Schema",
+                         *         "location": "http://127.0.0.1:8080/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:Group"
+                         *       }
                          *     }
                          */
                         "application/scim+json": Record<string, never>;
@@ -2485,33 +2724,165 @@ export interface components {
         /** @description RFC 7643 §4.1 User with the enterprise extension. Responses honour attributes / excludedAttributes, so only schemas and id are always present. */
         ScimUser: {
             schemas: string[];
+            /** @description Identifier of the resource, assigned by the service provider. */
             id: string;
+            /** @description Identifier of the resource in the provisioning client. */
             externalId?: string;
+            /** @description Unique identifier for the user, typically used to sign in. Unique case-insensitively. */
             userName?: string;
+            /** @description The components of the user's name. */
             name?: {
+                /** @description The full name. */
                 formatted?: string;
+                /** @description The family name. */
                 familyName?: string;
+                /** @description The given name. */
                 givenName?: string;
+                /** @description The middle name(s). */
                 middleName?: string;
+                /** @description The honorific prefix(es). */
                 honorificPrefix?: string;
+                /** @description The honorific suffix(es). */
                 honorificSuffix?: string;
             };
+            /** @description The name of the user, suitable for display. */
             displayName?: string;
-            active?: boolean;
+            /** @description The casual way to address the user. */
+            nickName?: string;
+            /** @description A URI of the user's online profile. */
+            profileUrl?: string;
+            /** @description The user's title, such as "Vice President". */
+            title?: string;
+            /** @description The relationship between the organization and the user. */
+            userType?: string;
+            /** @description The preferred written or spoken language (RFC 7231 Accept-Language form). */
+            preferredLanguage?: string;
+            /** @description The default location for localizing dates and numbers, e.g. "en-US". */
+            locale?: string;
+            /** @description The user's time zone in IANA form, e.g. "America/Chicago"; used for drive times. Default UTC. */
             timezone?: string;
+            /** @description Whether the user may use the platform. false refuses every /v1 request of the user at once. */
+            active?: boolean;
+            /** @description Accepted and discarded: the platform never stores passwords. */
+            password?: string;
+            /** @description E-mail addresses of the user (at most 10). */
             emails?: {
-                value?: string;
+                /** @description The value of the emails entry. */
+                value: string;
+                /** @description Ignored on input; not stored. */
                 display?: string;
+                /** @description A label indicating the attribute's function. */
                 type?: string;
+                /** @description Indicates the primary or preferred value. */
                 primary?: boolean;
             }[];
+            /** @description Phone numbers of the user. */
             phoneNumbers?: {
+                /** @description The value of the phoneNumbers entry. */
                 value?: string;
+                /** @description A human-readable name, primarily used for display purposes. */
                 display?: string;
+                /** @description A label indicating the attribute's function. */
                 type?: string;
+                /** @description Indicates the primary or preferred value. */
                 primary?: boolean;
             }[];
-            "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: Record<string, never>;
+            /** @description Instant messaging addresses of the user. */
+            ims?: {
+                /** @description The value of the ims entry. */
+                value?: string;
+                /** @description A human-readable name, primarily used for display purposes. */
+                display?: string;
+                /** @description A label indicating the attribute's function. */
+                type?: string;
+                /** @description Indicates the primary or preferred value. */
+                primary?: boolean;
+            }[];
+            /** @description URLs of photos of the user. */
+            photos?: {
+                /** @description The value of the photos entry. */
+                value?: string;
+                /** @description A human-readable name, primarily used for display purposes. */
+                display?: string;
+                /** @description A label indicating the attribute's function. */
+                type?: string;
+                /** @description Indicates the primary or preferred value. */
+                primary?: boolean;
+            }[];
+            /** @description Physical mailing addresses of the user. */
+            addresses?: {
+                /** @description The formatted component of the address. */
+                formatted?: string;
+                /** @description The streetAddress component of the address. */
+                streetAddress?: string;
+                /** @description The locality component of the address. */
+                locality?: string;
+                /** @description The region component of the address. */
+                region?: string;
+                /** @description The postalCode component of the address. */
+                postalCode?: string;
+                /** @description The country component of the address. */
+                country?: string;
+                /** @description The type component of the address. */
+                type?: string;
+                /** @description Indicates the primary address. */
+                primary?: boolean;
+            }[];
+            /** @description Entitlements of the user. */
+            entitlements?: {
+                /** @description The value of the entitlements entry. */
+                value?: string;
+                /** @description A human-readable name, primarily used for display purposes. */
+                display?: string;
+                /** @description A label indicating the attribute's function. */
+                type?: string;
+                /** @description Indicates the primary or preferred value. */
+                primary?: boolean;
+            }[];
+            /** @description Roles of the user (informational; group roles are managed in the platform). */
+            roles?: {
+                /** @description The value of the roles entry. */
+                value?: string;
+                /** @description A human-readable name, primarily used for display purposes. */
+                display?: string;
+                /** @description A label indicating the attribute's function. */
+                type?: string;
+                /** @description Indicates the primary or preferred value. */
+                primary?: boolean;
+            }[];
+            /** @description X.509 certificates of the user (base64 DER). */
+            x509Certificates?: {
+                /** @description The value of the x509Certificates entry. */
+                value?: string;
+                /** @description A human-readable name, primarily used for display purposes. */
+                display?: string;
+                /** @description A label indicating the attribute's function. */
+                type?: string;
+                /** @description Indicates the primary or preferred value. */
+                primary?: boolean;
+            }[];
+            /** @description Enterprise User (kept as sent) */
+            "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: {
+                /** @description Numeric or alphanumeric identifier assigned to a person. */
+                employeeNumber?: string;
+                /** @description Identifies the name of a cost center. */
+                costCenter?: string;
+                /** @description Identifies the name of an organization. */
+                organization?: string;
+                /** @description Identifies the name of a division. */
+                division?: string;
+                /** @description Identifies the name of a department. */
+                department?: string;
+                /** @description The user's manager. */
+                manager?: {
+                    /** @description The id of the manager. */
+                    value?: string;
+                    /** @description The URI of the manager. */
+                    $ref?: string;
+                    /** @description The display name of the manager. */
+                    displayName?: string;
+                };
+            };
             meta?: {
                 /** @constant */
                 resourceType?: "User";
@@ -2527,14 +2898,24 @@ export interface components {
         /** @description RFC 7643 §4.2 Group: a team of the platform. Members added by SCIM are drivers; members who stay keep their roles. */
         ScimGroup: {
             schemas: string[];
+            /** @description Identifier of the resource, assigned by the service provider. */
             id: string;
+            /** @description Identifier of the resource in the provisioning client. */
             externalId?: string;
+            /** @description The name of the group (a team of the platform). */
             displayName?: string;
+            /** @description The users in the group. New members become drivers; members who stay keep their roles. */
             members?: {
+                /** @description The id of the user. */
                 value: string;
-                display?: string;
+                /** @description The URI of the user. */
                 $ref?: string;
-                /** @constant */
+                /** @description The display name of the user. */
+                display?: string;
+                /**
+                 * @description Always "User": groups do not nest.
+                 * @constant
+                 */
                 type?: "User";
             }[];
             meta?: {

@@ -1,10 +1,10 @@
-// Pure functions: a typed filter (mileage.filter.v1.Filter) and the owners' declarations in, SQL and bindings out.
+// Pure functions: a typed filter (mileage.filter.v1.Filter) and this owner's filter table in, SQL and bindings out.
 import { filterV1 } from '@mileage/proto';
 import { AppError } from '@mileage/runtime';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { filterableType, GROUP_FILTER, MAX_FILTER_TERMS, USER_FILTER } from './attributes';
-import { filterToSql } from './filter-sql';
+import { filterToSql, MAX_FILTER_TERMS } from '@mileage/scim-domain';
+import { USER_FILTER_TABLE } from './users-repo';
 
 const Op = filterV1.Operator;
 const cmp = (
@@ -28,68 +28,74 @@ function invalidFilter(run: () => unknown, message: RegExp) {
 
 describe('filterToSql', () => {
   test('no filter matches everything', () => {
-    assert.deepEqual(filterToSql(undefined, USER_FILTER), { sql: 'true', bindings: [] });
+    assert.deepEqual(filterToSql(undefined, USER_FILTER_TABLE), { sql: 'true', bindings: [] });
   });
 
   test('RFC 7643 case rules: userName is compared lower-cased, id and externalId exactly', () => {
-    assert.deepEqual(filterToSql(cmp('userName', Op.OPERATOR_EQ, str('Bob@X')), USER_FILTER), {
+    assert.deepEqual(filterToSql(cmp('userName', Op.OPERATOR_EQ, str('Bob@X')), USER_FILTER_TABLE), {
       sql: '(lower(users.user_name) = lower(?))',
       bindings: ['Bob@X'],
     });
-    assert.deepEqual(filterToSql(cmp('externalId', Op.OPERATOR_EQ, str('Ab')), USER_FILTER), {
+    assert.deepEqual(filterToSql(cmp('externalId', Op.OPERATOR_EQ, str('Ab')), USER_FILTER_TABLE), {
       sql: '(users.external_id = ?)',
       bindings: ['Ab'],
     });
   });
 
   test('co / sw / ew become LIKE patterns with the wildcards of the value escaped', () => {
-    assert.deepEqual(filterToSql(cmp('title', Op.OPERATOR_CO, str('50%_off')), USER_FILTER), {
+    assert.deepEqual(filterToSql(cmp('title', Op.OPERATOR_CO, str('50%_off')), USER_FILTER_TABLE), {
       sql: "(lower((users.scim_attributes->>'title')) LIKE lower(?))",
       bindings: ['%50\\%\\_off%'],
     });
-    assert.deepEqual(filterToSql(cmp('displayName', Op.OPERATOR_SW, str('A')), GROUP_FILTER).bindings, ['A%']);
+    assert.deepEqual(filterToSql(cmp('displayName', Op.OPERATOR_SW, str('A')), USER_FILTER_TABLE).bindings, ['A%']);
   });
 
   test('pr, null, booleans and dateTimes', () => {
     assert.equal(
-      filterToSql(cmp('title', Op.OPERATOR_PR), USER_FILTER).sql,
+      filterToSql(cmp('title', Op.OPERATOR_PR), USER_FILTER_TABLE).sql,
       "((users.scim_attributes->>'title') IS NOT NULL AND (users.scim_attributes->>'title') <> '')",
     );
     assert.equal(
-      filterToSql(cmp('displayName', Op.OPERATOR_EQ, { $case: 'nullValue', value: 0 as never }), USER_FILTER).sql,
+      filterToSql(cmp('displayName', Op.OPERATOR_EQ, { $case: 'nullValue', value: 0 as never }), USER_FILTER_TABLE).sql,
       '(users.display_name IS NULL)',
     );
-    assert.deepEqual(filterToSql(cmp('active', Op.OPERATOR_EQ, { $case: 'boolValue', value: false }), USER_FILTER), {
-      sql: '(users.active = ?)',
-      bindings: [false],
-    });
     assert.deepEqual(
-      filterToSql(cmp('meta.lastModified', Op.OPERATOR_GT, str('2026-01-31T12:00:00+01:00')), USER_FILTER),
+      filterToSql(cmp('active', Op.OPERATOR_EQ, { $case: 'boolValue', value: false }), USER_FILTER_TABLE),
+      {
+        sql: '(users.active = ?)',
+        bindings: [false],
+      },
+    );
+    assert.deepEqual(
+      filterToSql(cmp('meta.lastModified', Op.OPERATOR_GT, str('2026-01-31T12:00:00+01:00')), USER_FILTER_TABLE),
       { sql: '(users.modified_at > ?::timestamptz)', bindings: ['2026-01-31T11:00:00.000Z'] },
     );
     invalidFilter(
-      () => filterToSql(cmp('active', Op.OPERATOR_GT, { $case: 'boolValue', value: true }), USER_FILTER),
+      () => filterToSql(cmp('active', Op.OPERATOR_GT, { $case: 'boolValue', value: true }), USER_FILTER_TABLE),
       /boolean/,
     );
-    invalidFilter(() => filterToSql(cmp('meta.created', Op.OPERATOR_EQ, str('yesterday')), USER_FILTER), /dateTime/);
+    invalidFilter(
+      () => filterToSql(cmp('meta.created', Op.OPERATOR_EQ, str('yesterday')), USER_FILTER_TABLE),
+      /dateTime/,
+    );
     // Instants PostgreSQL cannot store and dates that do not exist: invalidFilter, not a 500 or a shifted date.
     for (const bad of ['0000-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-01-01T24:00:00Z', '99999-01-01T00:00:00Z'])
-      invalidFilter(() => filterToSql(cmp('meta.created', Op.OPERATOR_GT, str(bad)), USER_FILTER), /dateTime/);
+      invalidFilter(() => filterToSql(cmp('meta.created', Op.OPERATOR_GT, str(bad)), USER_FILTER_TABLE), /dateTime/);
     // xsd:dateTime without a zone is read as UTC.
     assert.deepEqual(
-      filterToSql(cmp('meta.created', Op.OPERATOR_LT, str('2026-01-31T12:00:00')), USER_FILTER).bindings,
+      filterToSql(cmp('meta.created', Op.OPERATOR_LT, str('2026-01-31T12:00:00')), USER_FILTER_TABLE).bindings,
       ['2026-01-31T12:00:00.000Z'],
     );
   });
 
   test('multi-valued attributes: an indexable shortcut for eq, EXISTS over the elements otherwise', () => {
-    const shortcut = filterToSql(cmp('emails.value', Op.OPERATOR_EQ, str('a@x')), USER_FILTER);
+    const shortcut = filterToSql(cmp('emails.value', Op.OPERATOR_EQ, str('a@x')), USER_FILTER_TABLE);
     assert.match(shortcut.sql, /@> jsonb_build_array\(lower\(\?\)\)/);
     assert.deepEqual(shortcut.bindings, ['a@x']);
-    const phone = filterToSql(cmp('phoneNumbers.value', Op.OPERATOR_CO, str('555')), USER_FILTER);
+    const phone = filterToSql(cmp('phoneNumbers.value', Op.OPERATOR_CO, str('555')), USER_FILTER_TABLE);
     assert.equal(
       phone.sql,
-      "EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(users.scim_attributes->'phoneNumbers', '[]'::jsonb)) AS phone WHERE (lower((phone->>'value')) LIKE lower(?)))",
+      "EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(users.scim_attributes->'phoneNumbers', '[]'::jsonb)) AS phonenumbers WHERE (lower((phonenumbers->>'value')) LIKE lower(?)))",
     );
     const valuePath: filterV1.Filter = {
       expr: {
@@ -100,13 +106,9 @@ describe('filterToSql', () => {
         },
       },
     };
-    const narrowed = filterToSql(valuePath, USER_FILTER);
+    const narrowed = filterToSql(valuePath, USER_FILTER_TABLE);
     assert.match(narrowed.sql, /^\(\(lower\(jsonb_path_query_array.* AND EXISTS \(SELECT 1 FROM/);
     assert.deepEqual(narrowed.bindings, ['a@x', 'work', 'a@x']);
-    assert.equal(
-      filterToSql(cmp('members', Op.OPERATOR_PR), GROUP_FILTER).sql.startsWith('EXISTS (SELECT 1 FROM ('),
-      true,
-    );
   });
 
   test('not matches what has no value too; and / or group with parentheses', () => {
@@ -122,7 +124,7 @@ describe('filterToSql', () => {
           },
         },
       },
-      USER_FILTER,
+      USER_FILTER_TABLE,
     );
     assert.equal(
       sql.sql,
@@ -131,23 +133,10 @@ describe('filterToSql', () => {
   });
 
   test('names outside the declarations, nested value paths and too many terms are refused', () => {
-    invalidFilter(() => filterToSql(cmp('password', Op.OPERATOR_EQ, str('x')), USER_FILTER), /unknown attribute/);
-    invalidFilter(() => filterToSql(cmp('externalId', Op.OPERATOR_PR), { ...GROUP_FILTER, attributes: {} }), /unknown/);
+    invalidFilter(() => filterToSql(cmp('password', Op.OPERATOR_EQ, str('x')), USER_FILTER_TABLE), /unknown attribute/);
+    invalidFilter(() => filterToSql(cmp('externalId', Op.OPERATOR_PR), {}), /unknown/);
     const many = all(...Array.from({ length: MAX_FILTER_TERMS }, () => cmp('id', Op.OPERATOR_PR)));
-    invalidFilter(() => filterToSql(many, USER_FILTER), new RegExp(`more than ${MAX_FILTER_TERMS} terms`));
-    invalidFilter(() => filterToSql({}, USER_FILTER), /empty filter/);
-  });
-});
-
-describe('filterableType', () => {
-  test('top-level attributes, multi-valued ones and their sub-attributes', () => {
-    assert.equal(filterableType(USER_FILTER, 'username'), 'string');
-    assert.equal(filterableType(USER_FILTER, 'active'), 'boolean');
-    assert.equal(filterableType(USER_FILTER, 'meta.created'), 'dateTime');
-    assert.equal(filterableType(USER_FILTER, 'phonenumbers'), 'multi');
-    assert.equal(filterableType(USER_FILTER, 'phonenumbers.primary'), 'boolean');
-    assert.equal(filterableType(USER_FILTER, 'phonenumbers.display'), undefined);
-    assert.equal(filterableType(GROUP_FILTER, 'externalid'), 'string');
-    assert.equal(filterableType(GROUP_FILTER, 'title'), undefined);
+    invalidFilter(() => filterToSql(many, USER_FILTER_TABLE), new RegExp(`more than ${MAX_FILTER_TERMS} terms`));
+    invalidFilter(() => filterToSql({}, USER_FILTER_TABLE), /empty filter/);
   });
 });
