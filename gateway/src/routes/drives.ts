@@ -3,7 +3,7 @@ import { isoToTimestamp, timestampToIso, type CallSettings } from '@mileage/runt
 import type { Request } from 'express';
 import type { Caller } from '../auth';
 import { driveListFingerprint, type CursorPosition } from '../cursor';
-import { parseDriveListParams, type DriveListParams } from '../drive-params';
+import { driveListParameters, parseDriveListParams, type DriveListParams } from '../drive-params';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import {
   toDriveSchema,
@@ -12,8 +12,8 @@ import {
   toReportedDriveTombstoneSchema,
 } from '../schemas';
 import type { RouteSpec, V1Deps } from '../v1';
-import { requireGroupAdmin, validateGroupIdParam } from './groups';
-import { validateUserIdParam } from './users';
+import { groupIdParameter, requireGroupAdmin, validateGroupIdParam } from './groups';
+import { userIdParameter, validateUserIdParam } from './users';
 
 interface ListInput {
   params: DriveListParams;
@@ -122,9 +122,12 @@ async function reportedDrivesPage(
 
 export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
   id: 'drives.user',
+  method: 'get',
   path: '/v1/users/{user_id}/drives',
   scope: 'drives_read',
   perMinute: 20,
+  parameters: [userIdParameter, ...driveListParameters(true)],
+  response: 'GetDrivesResponse',
   validate: (req, { deps }) => {
     const user = validateUserIdParam(req);
     const userId = 'input' in user ? user.input : '';
@@ -167,9 +170,12 @@ export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
 
 export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }> = {
   id: 'drives.group-reported',
+  method: 'get',
   path: '/v1/groups/{group_id}/reported-drives',
   scope: 'groups_read_reported_drives',
   perMinute: 60,
+  parameters: [groupIdParameter, ...driveListParameters(false)],
+  response: 'GetReportedDrivesResponse',
   validate: (req, { deps }) => {
     const group = validateGroupIdParam(req);
     const groupId = 'input' in group ? group.input : 0;
@@ -196,9 +202,13 @@ export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }>
 /** The alpha route, kept for existing integrations: the reported drives of every group the caller administers. */
 export const listAllReportedDrives: RouteSpec<ListInput> = {
   id: 'drives.all-reported',
+  method: 'get',
   path: '/v1/drives',
   scope: 'groups_read_reported_drives',
   perMinute: 60,
+  parameters: driveListParameters(false),
+  response: 'GetReportedDrivesResponse',
+  deprecatedSince: '2026-11-22T00:00:00Z',
   validate: (req, { deps, caller }: { deps: V1Deps; caller: Caller }) =>
     parseList(req, deps, false, { route: 'all-reported', caller: caller.subject }),
   handle: async (input, account, deps, call) => {
