@@ -4,10 +4,9 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import express from 'express';
 import request from 'supertest';
-import { docsRouter } from './docs';
-import { openApiDocument } from './openapi';
-import { checkAgainstOpenApi } from './testing/contract';
-import { startHarness, type Harness } from './testing/harness';
+import { docsRouter, openApiDocument } from '@mileage/gateway';
+import { checkAgainstOpenApi } from './contract';
+import { startHarness, type Harness } from './harness';
 
 interface OpenApiResponse {
   $ref?: string;

@@ -4,7 +4,7 @@ import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trac
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
-import { startHarness, type Harness } from './testing/harness';
+import { startHarness, type Harness } from './harness';
 
 const exporter = new InMemorySpanExporter();
 // Every request sampled at the edge, so the shape of a trace is deterministic (tracing-edge.test.ts covers the ratio).

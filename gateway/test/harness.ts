@@ -33,12 +33,15 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import express from 'express';
-import { createApp, type Readiness } from '../app';
-import { openApiDocument } from '../openapi';
+import {
+  createApp,
+  gatewayDependencies,
+  openApiDocument,
+  RateLimits,
+  TokenVerifier,
+  type Readiness,
+} from '@mileage/gateway';
 import { checkAgainstOpenApi, recordResponses, type RecordedResponse } from './contract';
-import { TokenVerifier } from '../auth';
-import { gatewayDependencies } from '../dependencies';
-import { RateLimits } from '../rate-limit';
 
 export const ALL_V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
 

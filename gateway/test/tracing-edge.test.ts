@@ -6,7 +6,7 @@ import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
-import { startHarness, type Harness } from './testing/harness';
+import { startHarness, type Harness } from './harness';
 
 const exporter = new InMemorySpanExporter();
 const tracing = startTracing(
