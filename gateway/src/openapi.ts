@@ -481,6 +481,31 @@ const driveDetailProperties = {
 };
 const detailKeys = Object.keys(driveDetailProperties);
 
+/** (+) A deleted item of a change feed (`include_deleted=true`): its id, `deleted` and when. */
+const tombstone = (description: string, id: Record<string, object>, when: string, example: object) => ({
+  type: 'object',
+  description,
+  required: [...Object.keys(id), 'deleted', 'modified'],
+  additionalProperties: false,
+  properties: { ...id, deleted: { const: true }, modified: { ...dateTime, description: when } },
+  example,
+});
+
+/** A page of a drive list: its items, with `include_deleted=true` (+) also tombstones. */
+const feedPage = (items: string, item: string, deleted: string, nextCursor: object) => ({
+  type: 'object',
+  required: ['results', 'has_more', 'next_cursor'],
+  properties: {
+    results: {
+      type: 'array',
+      description: `${items}; with \`include_deleted=true\` (+) also tombstones, in the same order.`,
+      items: { oneOf: [ref(item), ref(deleted)] },
+    },
+    has_more: { type: 'boolean' },
+    next_cursor: nextCursor,
+  },
+});
+
 /** `routes` is for tests that change a route and see the document follow. */
 export function openApiDocument(options: { issuer: string; routes?: readonly RouteSpec<unknown>[] }) {
   const oidc = `${options.issuer.replace(/\/$/, '')}/protocol/openid-connect`;
@@ -616,31 +641,16 @@ export function openApiDocument(options: { issuer: string; routes?: readonly Rou
           },
         },
         DriveDetails: { type: 'object', required: detailKeys, properties: driveDetailProperties },
-        DriveTombstone: {
-          type: 'object',
-          description: '(+) A deleted drive, only with `include_deleted=true`.',
-          required: ['drive_id', 'deleted', 'modified'],
-          additionalProperties: false,
-          properties: {
-            drive_id: { type: 'integer', minimum: 1 },
-            deleted: { const: true },
-            modified: { ...dateTime, description: 'When the drive was deleted.' },
-          },
-          example: V1_EXAMPLES.drivesWithDeleted.results[0],
-        },
-        GetDrivesResponse: {
-          type: 'object',
-          required: ['results', 'has_more', 'next_cursor'],
-          properties: {
-            results: {
-              type: 'array',
-              description: 'Drives; with `include_deleted=true` (+) also tombstones, in the same order.',
-              items: { oneOf: [ref('DriveSchema'), ref('DriveTombstone')] },
-            },
-            has_more: { type: 'boolean' },
-            next_cursor: { type: ['string', 'null'], description: '(+) Opaque; pass as `cursor` for the next page.' },
-          },
-        },
+        DriveTombstone: tombstone(
+          '(+) A deleted drive, only with `include_deleted=true`.',
+          { drive_id: { type: 'integer', minimum: 1 } },
+          'When the drive was deleted.',
+          V1_EXAMPLES.drivesWithDeleted.results[0]!,
+        ),
+        GetDrivesResponse: feedPage('Drives', 'DriveSchema', 'DriveTombstone', {
+          type: ['string', 'null'],
+          description: '(+) Opaque; pass as `cursor` for the next page.',
+        }),
         ReportedDriveSchema: {
           type: 'object',
           required: ['id', 'driver', 'details', 'created', 'modified', 'status', 'review_comments'],
@@ -676,32 +686,15 @@ export function openApiDocument(options: { issuer: string; routes?: readonly Rou
             },
           },
         },
-        ReportedDriveTombstone: {
-          type: 'object',
-          description:
-            '(+) A report withdrawn from the group, or a reported drive deleted, only with `include_deleted=true`.',
-          required: ['id', 'deleted', 'modified'],
-          additionalProperties: false,
-          properties: {
-            id: { type: 'string', pattern: '^[1-9][0-9]*$' },
-            deleted: { const: true },
-            modified: { ...dateTime, description: 'When the report was withdrawn or the drive deleted.' },
-          },
-          example: V1_EXAMPLES.reportedDrivesWithDeleted.results[0],
-        },
-        GetReportedDrivesResponse: {
-          type: 'object',
-          required: ['results', 'has_more', 'next_cursor'],
-          properties: {
-            results: {
-              type: 'array',
-              description: 'Reported drives; with `include_deleted=true` (+) also tombstones, in the same order.',
-              items: { oneOf: [ref('ReportedDriveSchema'), ref('ReportedDriveTombstone')] },
-            },
-            has_more: { type: 'boolean' },
-            next_cursor: { type: ['string', 'null'] },
-          },
-        },
+        ReportedDriveTombstone: tombstone(
+          '(+) A report withdrawn from the group, or a reported drive deleted, only with `include_deleted=true`.',
+          { id: { type: 'string', pattern: '^[1-9][0-9]*$' } },
+          'When the report was withdrawn or the drive deleted.',
+          V1_EXAMPLES.reportedDrivesWithDeleted.results[0]!,
+        ),
+        GetReportedDrivesResponse: feedPage('Reported drives', 'ReportedDriveSchema', 'ReportedDriveTombstone', {
+          type: ['string', 'null'],
+        }),
         GroupSchema: {
           type: 'object',
           required: ['id', 'display_name', 'members', 'meta'],

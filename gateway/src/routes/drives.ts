@@ -59,6 +59,19 @@ function parseList(
   return { input: { params: p, fingerprint, position } };
 }
 
+/** A list below a path id (the user's, the group's): the id's issues and the list's are reported together. */
+function parseListBelow<Id>(
+  req: Request,
+  deps: V1Deps,
+  withClassification: boolean,
+  pathId: { input: Id } | { issues: ValidationIssue[] },
+  scope: (id: Id | undefined) => Record<string, string | number>,
+): { input: ListInput & { id: Id } } | { issues: ValidationIssue[] } {
+  const id = 'input' in pathId ? pathId.input : undefined;
+  const list = parseList(req, deps, withClassification, scope(id), 'issues' in pathId ? pathId.issues : []);
+  return 'issues' in list ? list : { input: { ...list.input, id: id as Id } };
+}
+
 function listRequest(input: ListInput) {
   const p = input.params;
   return {
@@ -120,7 +133,7 @@ async function reportedDrivesPage(
   };
 }
 
-export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
+export const listUserDrives: RouteSpec<ListInput & { id: string }> = {
   id: 'drives.user',
   method: 'get',
   path: '/v1/users/{user_id}/drives',
@@ -128,24 +141,14 @@ export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
   perMinute: 20,
   parameters: [userIdParameter, ...driveListParameters(true)],
   response: 'GetDrivesResponse',
-  validate: (req, { deps }) => {
-    const user = validateUserIdParam(req);
-    const userId = 'input' in user ? user.input : '';
-    const list = parseList(
-      req,
-      deps,
-      true,
-      { route: 'user-drives', user: userId },
-      'issues' in user ? user.issues : [],
-    );
-    return 'issues' in list ? list : { input: { ...list.input, userId } };
-  },
+  validate: (req, { deps }) =>
+    parseListBelow(req, deps, true, validateUserIdParam(req), (user) => ({ route: 'user-drives', user: user ?? '' })),
   handle: async (input, account, deps, call) => {
-    if (input.userId !== account.caller.userId)
+    if (input.id !== account.caller.userId)
       throw new HttpProblem(403, "Access to another user's drives is not allowed");
     const page = await deps.drives.listUserDrives(
       {
-        userId: input.userId,
+        userId: input.id,
         cursor: '',
         classification: CLASSIFICATION_FILTERS[input.params.classification],
         ...listRequest(input),
@@ -168,7 +171,7 @@ export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
   },
 };
 
-export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }> = {
+export const listGroupReportedDrives: RouteSpec<ListInput & { id: number }> = {
   id: 'drives.group-reported',
   method: 'get',
   path: '/v1/groups/{group_id}/reported-drives',
@@ -176,23 +179,16 @@ export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }>
   perMinute: 60,
   parameters: [groupIdParameter, ...driveListParameters(false)],
   response: 'GetReportedDrivesResponse',
-  validate: (req, { deps }) => {
-    const group = validateGroupIdParam(req);
-    const groupId = 'input' in group ? group.input : 0;
-    const list = parseList(
-      req,
-      deps,
-      false,
-      { route: 'group-reported', group: groupId },
-      'issues' in group ? group.issues : [],
-    );
-    return 'issues' in list ? list : { input: { ...list.input, groupId } };
-  },
+  validate: (req, { deps }) =>
+    parseListBelow(req, deps, false, validateGroupIdParam(req), (group) => ({
+      route: 'group-reported',
+      group: group ?? 0,
+    })),
   handle: async (input, account, deps, call) => {
     // The admin check and the page are independent: both calls go out at once, and the page is used (or its error
     // reported) only once the check has passed.
-    const check = deps.groups.checkGroupAdmin({ groupId: input.groupId, userId: account.caller.userId }, call);
-    const page = deps.drives.listReportedDrives({ groupIds: [input.groupId], ...listRequest(input) }, call);
+    const check = deps.groups.checkGroupAdmin({ groupId: input.id, userId: account.caller.userId }, call);
+    const page = deps.drives.listReportedDrives({ groupIds: [input.id], ...listRequest(input) }, call);
     page.catch(() => {}); // settled below when the check passes; ignored when it does not
     await requireGroupAdmin(check, 'Only admins of this group may read its reported drives');
     return reportedDrivesPage(page, input, deps, call);
