@@ -17,14 +17,11 @@ import { randomUUID } from 'node:crypto';
 import { DOCS_CLIENT_ID, docsRouter } from './docs';
 import { openApiDocument } from './openapi';
 import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValidationProblem } from './problems';
-import { listAllReportedDrives, listGroupReportedDrives, listUserDrives } from './routes/drives';
-import { getGroup, listGroups } from './routes/groups';
-import { getMe, getUser } from './routes/users';
-import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, redeliver } from './routes/webhooks';
+import { V1_ROUTES } from './routes';
 import { scimRoute } from './routes/scim';
 import { AccountLoader } from './account-loader';
 import { CursorCodec } from './cursor';
-import { v1Route, type V1Deps } from './v1';
+import { v1Route, type RouteSpec, type V1Deps } from './v1';
 
 /** This process's own ability to serve (never its dependencies': see /healthz/dependencies). */
 export interface Readiness {
@@ -53,18 +50,21 @@ export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
   dependencies?(): DependencyReport;
 }
 
-/** Paths served, for 405 answers with an Allow header. */
+/** Paths served, for 405 answers with an Allow header: the /v1 routes' templates, then the operational paths. */
 const KNOWN_PATHS: [RegExp, string][] = [
-  [/^\/v1\/users\/[^/]+$/, 'GET, HEAD'],
-  [/^\/v1\/groups(\/[^/]+)?$/, 'GET, HEAD'],
-  [/^\/v1\/groups\/[^/]+\/webhooks$/, 'GET, HEAD, POST'],
-  [/^\/v1\/groups\/[^/]+\/webhooks\/[^/]+$/, 'DELETE'],
-  [/^\/v1\/groups\/[^/]+\/webhooks\/[^/]+\/deliveries$/, 'GET, HEAD'],
-  [/^\/v1\/groups\/[^/]+\/webhooks\/[^/]+\/deliveries\/[^/]+\/redeliver$/, 'POST'],
-  [/^\/v1\/(users|groups)\/[^/]+\/(drives|reported-drives)$/, 'GET, HEAD'],
-  [/^\/v1\/drives$/, 'GET, HEAD'],
+  ...allowedMethods(V1_ROUTES),
   [/^\/(healthz|readyz|healthz\/dependencies|openapi\.json|docs|errors\/resync-required)$/, 'GET, HEAD'],
 ];
+
+function allowedMethods(routes: readonly RouteSpec<unknown>[]): [RegExp, string][] {
+  const byPath = new Map<string, string[]>();
+  for (const { path, method } of routes)
+    byPath.set(path, [...(byPath.get(path) ?? []), ...(method === 'get' ? ['GET', 'HEAD'] : [method.toUpperCase()])]);
+  return [...byPath].map(([path, methods]) => [
+    new RegExp(`^${path.replace(/\{[a-z_]+\}/g, '[^/]+')}$`),
+    methods.join(', '),
+  ]);
+}
 
 /** The gateway's HTTP application; process wiring (listeners, clients, signals) lives in main.ts. */
 export function createApp(deps: AppDeps): Express {
@@ -106,30 +106,13 @@ export function createApp(deps: AppDeps): Express {
   });
   app.use(docsRouter({ issuer: deps.issuer, clientId: deps.docsClientId ?? DOCS_CLIENT_ID }));
 
-  app.get('/v1/users/me', v1Route(getMe, v1));
-  app.get('/v1/users/:user_id', v1Route(getUser, v1));
-  app.get('/v1/users/:user_id/drives', v1Route(listUserDrives, v1));
-  app.get('/v1/groups', v1Route(listGroups, v1));
-  app.get('/v1/groups/:group_id', v1Route(getGroup, v1));
-  app.get('/v1/groups/:group_id/reported-drives', v1Route(listGroupReportedDrives, v1));
-  // (+) Webhooks (CONTRACT §2a). A create body is read raw (small) and parsed after the token, limit and scope checks.
-  const webhookBody = express.raw({ type: () => true, limit: WEBHOOK_BODY_LIMIT });
-  app.post('/v1/groups/:group_id/webhooks', webhookBody, v1Route(createWebhook, v1));
-  app.get('/v1/groups/:group_id/webhooks', v1Route(listWebhooks, v1));
-  app.delete('/v1/groups/:group_id/webhooks/:webhook_id', v1Route(deleteWebhook, v1));
-  app.get('/v1/groups/:group_id/webhooks/:webhook_id/deliveries', v1Route(listDeliveries, v1));
-  app.post('/v1/groups/:group_id/webhooks/:webhook_id/deliveries/:delivery_id/redeliver', v1Route(redeliver, v1));
-  app.get(
-    '/v1/drives',
-    (_req, res, next) => {
-      // RFC 9745: the alpha route stays, marked deprecated since a date (a structured-field Date, not "true"),
-      // with a link to what replaces it.
-      res.setHeader('Deprecation', DRIVES_DEPRECATION);
-      res.setHeader('Link', '</docs>; rel="deprecation"; type="text/html"');
-      next();
-    },
-    v1Route(listAllReportedDrives, v1),
-  );
+  for (const spec of V1_ROUTES) {
+    const path = spec.path.replace(/\{([a-z_]+)\}/g, ':$1');
+    // A body is read raw (small) and parsed by the route after the token, limit and scope checks.
+    if (spec.body)
+      app[spec.method](path, express.raw({ type: () => true, limit: spec.body.limitBytes }), v1Route(spec, v1));
+    else app[spec.method](path, v1Route(spec, v1));
+  }
 
   // SCIM paths are matched by the SCIM service itself (endpoint names case-insensitive, as clients vary).
   app.use('/scim/v2', scimRoute({ ...deps, deadlineMs: deps.scimDeadlineMs ?? 10_000 }));
@@ -154,12 +137,6 @@ that no longer exist.
 Start a full sync: list without date_after (include_deleted=true is fine), follow next_cursor to the end, replace
 the local copy with what the walk returned, and continue incrementally with date_after = the newest "modified" seen.
 `;
-
-/** The largest webhook creation body read (`{url, events}` is far smaller); larger ones are 413. */
-export const WEBHOOK_BODY_LIMIT = 16_384;
-
-/** When /v1/drives was deprecated (2026-11-22T00:00:00Z) as an RFC 9745 Deprecation value. */
-export const DRIVES_DEPRECATION = `@${Date.parse('2026-11-22T00:00:00Z') / 1000}`;
 
 /** Request id (echoed when acceptable, else generated), logging context, access log line and RED metrics. */
 function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandler {

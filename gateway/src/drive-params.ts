@@ -1,6 +1,84 @@
 import { parseRfc3339 } from '@mileage/runtime';
 import type { Request } from 'express';
 import type { ValidationIssue } from './problems';
+import type { ApiParameter } from './v1';
+
+/** The size of a page of a /v1 list (drives, reported drives, webhook deliveries). */
+export const PAGE_LIMIT = { min: 1, max: 1000, default: 100 };
+
+export const pageLimitParameter: ApiParameter = {
+  name: 'limit',
+  in: 'query',
+  schema: { type: 'integer', minimum: PAGE_LIMIT.min, maximum: PAGE_LIMIT.max, default: PAGE_LIMIT.default },
+};
+
+/** A list with this parameter is a change feed, which answers 410 when its lower bound is older than the tombstones. */
+export const CHANGE_FEED_PARAMETER = 'include_deleted';
+const CLASSIFICATIONS = ['business', 'personal', 'all'] as const;
+const SORT_FIELDS = ['modified', 'ended'] as const;
+const dateTime = { type: 'string', format: 'date-time' };
+
+/** The query parameters parseDriveListParams reads, as the OpenAPI document declares them. */
+export function driveListParameters(withClassification: boolean): ApiParameter[] {
+  return [
+    pageLimitParameter,
+    ...(withClassification
+      ? [
+          {
+            name: 'classification',
+            in: 'query' as const,
+            schema: { type: 'string', enum: [...CLASSIFICATIONS], default: 'business' },
+          },
+        ]
+      : []),
+    {
+      name: 'filter_by',
+      in: 'query',
+      description: 'The field that date_after / date_before bound and the list is ordered by.',
+      schema: { type: 'string', enum: [...SORT_FIELDS] },
+    },
+    {
+      name: 'date_after',
+      in: 'query',
+      description: 'Exclusive lower bound (RFC 3339); requires filter_by.',
+      schema: dateTime,
+    },
+    {
+      name: 'date_before',
+      in: 'query',
+      description: 'Exclusive upper bound (RFC 3339); requires filter_by.',
+      schema: dateTime,
+    },
+    {
+      name: 'modified_after',
+      in: 'query',
+      deprecated: true,
+      description:
+        'Alias of filter_by=modified&date_after=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).',
+      schema: dateTime,
+    },
+    {
+      name: 'modified_before',
+      in: 'query',
+      deprecated: true,
+      description:
+        'Alias of filter_by=modified&date_before=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).',
+      schema: dateTime,
+    },
+    {
+      name: 'cursor',
+      in: 'query',
+      description: '(+) The next_cursor of the previous page of the same query.',
+      schema: { type: 'string' },
+    },
+    {
+      name: CHANGE_FEED_PARAMETER,
+      in: 'query',
+      description: `(+) The change feed: also list ${withClassification ? 'deleted drives as `{"drive_id", "deleted": true, "modified"}`' : 'withdrawn reports and deleted drives as `{"id", "deleted": true, "modified"}`'} (\`modified\` = when deleted${withClassification ? ', whatever the drive’s classification was' : ''}), in order with the live items and under the same cursor. Only with \`filter_by=modified\` or the default order (else 422). Tombstones are kept 90 days (by default): with a \`date_after\` / \`modified_after\` older than that, 410. Without it (or \`false\`) the response is exactly as without the change feed.`,
+      schema: { type: 'boolean', default: false },
+    },
+  ];
+}
 
 export interface DriveListParams {
   limit: number;
@@ -34,18 +112,18 @@ export function parseDriveListParams(
     return typeof last === 'string' ? last : undefined;
   };
 
-  let limit = 100;
+  let limit = PAGE_LIMIT.default;
   const rawLimit = single('limit');
   if (rawLimit !== undefined) {
     if (!/^\d{1,4}$/.test(rawLimit))
       issues.push({ loc: ['query', 'limit'], msg: 'Input should be a valid integer', type: 'int_parsing' });
-    else if (Number(rawLimit) < 1)
+    else if (Number(rawLimit) < PAGE_LIMIT.min)
       issues.push({
         loc: ['query', 'limit'],
         msg: 'Input should be greater than or equal to 1',
         type: 'greater_than_equal',
       });
-    else if (Number(rawLimit) > 1000)
+    else if (Number(rawLimit) > PAGE_LIMIT.max)
       issues.push({
         loc: ['query', 'limit'],
         msg: 'Input should be less than or equal to 1000',
@@ -57,7 +135,7 @@ export function parseDriveListParams(
   let classification: DriveListParams['classification'] = 'business';
   const rawClass = withClassification ? single('classification') : undefined;
   if (rawClass !== undefined) {
-    if (rawClass === 'business' || rawClass === 'personal' || rawClass === 'all') classification = rawClass;
+    if ((CLASSIFICATIONS as readonly string[]).includes(rawClass)) classification = rawClass as typeof classification;
     else
       issues.push({
         loc: ['query', 'classification'],

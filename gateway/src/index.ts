@@ -3,3 +3,7 @@ export { TokenError, TokenVerifier, type Caller, type TokenVerifierOptions } fro
 export { configSchema, jwksUrl, type Config } from './config';
 export { RateLimits, rateLimitHeaders } from './rate-limit';
 export { openApiDocument } from './openapi';
+export { scimSchemas } from './openapi-scim';
+export { CursorCodec, driveListFingerprint, type CursorPosition } from './cursor';
+export { gatewayDependencies } from './dependencies';
+export { docsRouter } from './docs';

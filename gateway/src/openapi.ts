@@ -4,8 +4,11 @@ import { USER_ID_PATTERN, WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
  * reference API (CONTRACT §2); additions of this platform are marked "(+)". A contract test validates every
  * response the gateway's test suites receive against this document.
  */
+import { CHANGE_FEED_PARAMETER } from './drive-params';
 import { V1_EXAMPLES } from './openapi-examples';
 import { scimPaths, scimResponses, scimSchemas } from './openapi-scim';
+import { V1_ROUTES } from './routes';
+import { deprecationHeader, type RouteSpec } from './v1';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
@@ -134,166 +137,11 @@ const errorResponses = {
   '504': responseRef('GatewayTimeout'),
 };
 
-const ok = (schema: object, description: string, example: object, feedExample?: object) => ({
-  '200': {
-    description,
-    headers: rateLimitHeaders,
-    content: {
-      'application/json': {
-        schema,
-        ...(feedExample
-          ? {
-              examples: {
-                page: { summary: 'A page', value: example },
-                change_feed: {
-                  summary: '(+) With include_deleted=true: a tombstone before a live item',
-                  value: feedExample,
-                },
-              },
-            }
-          : { example }),
-      },
-    },
-  },
-});
-
-const userIdParam = {
-  name: 'user_id',
-  in: 'path',
-  required: true,
-  description: 'Platform user id.',
-  schema: ref('UserId'),
-};
-const groupIdParam = {
-  name: 'group_id',
-  in: 'path',
-  required: true,
-  description: 'Group id (a positive integer).',
-  schema: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' },
-};
-const listParams = (withClassification: boolean) => [
-  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-  ...(withClassification
-    ? [
-        {
-          name: 'classification',
-          in: 'query',
-          schema: { type: 'string', enum: ['business', 'personal', 'all'], default: 'business' },
-        },
-      ]
-    : []),
-  {
-    name: 'filter_by',
-    in: 'query',
-    description: 'The field that date_after / date_before bound and the list is ordered by.',
-    schema: { type: 'string', enum: ['modified', 'ended'] },
-  },
-  {
-    name: 'date_after',
-    in: 'query',
-    description: 'Exclusive lower bound (RFC 3339); requires filter_by.',
-    schema: dateTime,
-  },
-  {
-    name: 'date_before',
-    in: 'query',
-    description: 'Exclusive upper bound (RFC 3339); requires filter_by.',
-    schema: dateTime,
-  },
-  {
-    name: 'modified_after',
-    in: 'query',
-    deprecated: true,
-    description:
-      'Alias of filter_by=modified&date_after=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).',
-    schema: dateTime,
-  },
-  {
-    name: 'modified_before',
-    in: 'query',
-    deprecated: true,
-    description:
-      'Alias of filter_by=modified&date_before=…. Exclusive with date_after, date_before and filter_by=ended (with any of them: 422).',
-    schema: dateTime,
-  },
-  {
-    name: 'cursor',
-    in: 'query',
-    description: '(+) The next_cursor of the previous page of the same query.',
-    schema: { type: 'string' },
-  },
-  {
-    name: 'include_deleted',
-    in: 'query',
-    description: `(+) The change feed: also list ${withClassification ? 'deleted drives as `{"drive_id", "deleted": true, "modified"}`' : 'withdrawn reports and deleted drives as `{"id", "deleted": true, "modified"}`'} (\`modified\` = when deleted${withClassification ? ', whatever the drive’s classification was' : ''}), in order with the live items and under the same cursor. Only with \`filter_by=modified\` or the default order (else 422). Tombstones are kept 90 days (by default): with a \`date_after\` / \`modified_after\` older than that, 410. Without it (or \`false\`) the response is exactly as without the change feed.`,
-    schema: { type: 'boolean', default: false },
-  },
-];
-
-const operation = (o: {
-  id: string;
-  summary: string;
-  scope: keyof typeof V1_SCOPES;
-  limit: number;
-  params?: object[];
-  response: object;
-  description?: string;
-  deprecated?: boolean;
-  /** A change-feed list: documents the 410 of include_deleted. */
-  feed?: boolean;
-}) => ({
-  get: {
-    tags: ['External API'],
-    operationId: o.id,
-    summary: o.summary,
-    description:
-      `${o.description ?? ''}\n\n**Scope** \`${o.scope}\` · **Rate limit** ${o.limit} requests per minute per caller (this route).`.trim(),
-    ...(o.deprecated ? { deprecated: true } : {}),
-    security: [{ oauth2: [o.scope] }],
-    parameters: o.params ?? [],
-    responses: { ...o.response, ...errorResponses, ...(o.feed ? { '410': responseRef('ResyncRequired') } : {}) },
-  },
-});
-
-const webhookIdParam = {
-  name: 'webhook_id',
-  in: 'path',
-  required: true,
-  description: 'Webhook id (a UUID).',
-  schema: { type: 'string', format: 'uuid' },
-};
-const deliveryIdParam = {
-  name: 'delivery_id',
-  in: 'path',
-  required: true,
-  description: 'Delivery id (a positive integer).',
-  schema: { type: 'string', pattern: '^[1-9][0-9]{0,17}$' },
-};
 const notFound = problem('(+) The group has no such webhook or delivery (asked by one of its admins).', {
   detail: 'webhook subscription not found',
   type: 'about:blank',
   title: 'Not Found',
   status: 404,
-});
-
-/** (+) A webhook route: scope webhooks_manage, 30 per minute, admins of the group only. */
-const webhookOperation = (o: {
-  id: string;
-  summary: string;
-  description: string;
-  params: object[];
-  success: Record<string, object>;
-  extra?: Record<string, object>;
-  body?: object;
-}) => ({
-  tags: ['External API'],
-  operationId: o.id,
-  summary: o.summary,
-  description: `${o.description}\n\n**Scope** \`webhooks_manage\` · **Rate limit** 30 requests per minute per caller (this route). Admins of the group only (403 otherwise, also for a group that does not exist).`,
-  security: [{ oauth2: ['webhooks_manage'] }],
-  parameters: o.params,
-  ...(o.body ? { requestBody: o.body } : {}),
-  responses: { ...o.success, ...errorResponses, '404': notFound, ...(o.extra ?? {}) },
 });
 
 const WEBHOOK_EXAMPLE = {
@@ -320,95 +168,208 @@ const DELIVERY_EXAMPLE = {
   last_latency_ms: 37,
   delivered_at: '2026-11-23T12:05:00.217Z',
 };
-const json = (status: string, description: string, schema: object, example: object) => ({
-  [status]: { description, headers: rateLimitHeaders, content: { 'application/json': { schema, example } } },
-});
+/** The prose of one /v1 operation (keyed by its route id); everything else in it comes from the RouteSpec. */
+interface OperationDoc {
+  operationId: string;
+  summary: string;
+  description?: string;
+  /** Who may call it, said after the scope and the limit. */
+  access?: string;
+  /** The success response; a change feed also shows a page with tombstones. */
+  success: { description: string; example?: object; feedExample?: object };
+  requestExample?: object;
+  /** Responses only the route's prose knows of. */
+  responses?: Record<string, object>;
+}
 
-function webhookPaths() {
+const WEBHOOK_ACCESS = 'Admins of the group only (403 otherwise, also for a group that does not exist).';
+
+const V1_OPERATIONS: Record<string, OperationDoc> = {
+  'users.me': {
+    operationId: 'getMe',
+    summary: 'The caller’s profile',
+    success: { description: 'The caller.', example: V1_EXAMPLES.user },
+  },
+  'users.get': {
+    operationId: 'getUser',
+    summary: 'A user’s profile (the caller’s own id only)',
+    description: 'Another user’s id is 403.',
+    success: { description: 'The user.', example: V1_EXAMPLES.user },
+  },
+  'drives.user': {
+    operationId: 'getUserDrives',
+    summary: 'The caller’s drives',
+    success: {
+      description:
+        'One page, most recent first on the filter field (modified by default), ties by drive id descending.',
+      example: V1_EXAMPLES.drives,
+      feedExample: V1_EXAMPLES.drivesWithDeleted,
+    },
+  },
+  'groups.list': {
+    operationId: 'getGroups',
+    summary: 'The groups the caller administers',
+    success: { description: 'The groups.', example: V1_EXAMPLES.groups },
+  },
+  'groups.get': {
+    operationId: 'getGroup',
+    summary: 'One group (its admins only)',
+    success: { description: 'The group as the only resource.', example: V1_EXAMPLES.groups },
+  },
+  'drives.group-reported': {
+    operationId: 'getGroupReportedDrives',
+    summary: 'The drives reported to a group (its admins only)',
+    success: {
+      description: 'One page, most recent first.',
+      example: V1_EXAMPLES.reportedDrives,
+      feedExample: V1_EXAMPLES.reportedDrivesWithDeleted,
+    },
+  },
+  'drives.all-reported': {
+    operationId: 'getReportedDrives',
+    summary: 'The drives reported to every group the caller administers (alpha)',
+    description: 'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives.',
+    success: {
+      description: 'One page, most recent first.',
+      example: V1_EXAMPLES.reportedDrives,
+      feedExample: V1_EXAMPLES.reportedDrivesWithDeleted,
+    },
+  },
+  'webhooks.list': {
+    operationId: 'listGroupWebhooks',
+    summary: '(+) The webhooks of a group',
+    description: 'Every webhook of the group, oldest first, without secrets.',
+    access: WEBHOOK_ACCESS,
+    success: { description: 'The webhooks.', example: { results: [WEBHOOK_EXAMPLE] } },
+    responses: { '404': notFound },
+  },
+  'webhooks.create': {
+    operationId: 'createGroupWebhook',
+    summary: '(+) Subscribe a URL to the group’s events',
+    description:
+      'The target must be `https` (in production), a public address (private, loopback and link-local addresses are refused unless the deployment allows them) and is checked again at every delivery. The response carries the signing `secret` (`whsec_…`), **shown only here**. At most 10 webhooks per group; a URL once per group (409). Deliveries: Standard Webhooks format, at least once, retried with backoff for at least 24 h (docs/webhooks.md).',
+    access: WEBHOOK_ACCESS,
+    requestExample: { url: WEBHOOK_EXAMPLE.url, events: WEBHOOK_EXAMPLE.events },
+    success: {
+      description: 'The webhook, with its secret (shown only now).',
+      example: { ...WEBHOOK_EXAMPLE, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
+    },
+    responses: {
+      '404': notFound,
+      '409': problem('(+) The group already has this URL, or its maximum of 10 webhooks.', {
+        detail: 'the group already has a webhook for this URL',
+        type: 'about:blank',
+        title: 'Conflict',
+        status: 409,
+      }),
+    },
+  },
+  'webhooks.delete': {
+    operationId: 'deleteGroupWebhook',
+    summary: '(+) Remove a webhook',
+    description: 'Removes the webhook and its delivery log; pending deliveries are not sent.',
+    access: WEBHOOK_ACCESS,
+    success: { description: 'Removed.' },
+    responses: { '404': notFound },
+  },
+  'webhooks.deliveries': {
+    operationId: 'listWebhookDeliveries',
+    summary: '(+) A webhook’s delivery log',
+    description:
+      'Deliveries of the webhook, newest first: one per event, with its attempts, the last response’s status code and latency, and when it is tried next. Kept 30 days after they finish.',
+    access: WEBHOOK_ACCESS,
+    success: { description: 'The newest deliveries.', example: { results: [DELIVERY_EXAMPLE], has_more: false } },
+    responses: { '404': notFound },
+  },
+  'webhooks.redeliver': {
+    operationId: 'redeliverWebhookDelivery',
+    summary: '(+) Send a delivery again',
+    description:
+      'Makes the delivery due at once (same `webhook-id`), retried again for up to 24 h if it fails; a webhook disabled after a run of failures is enabled again.',
+    access: WEBHOOK_ACCESS,
+    success: {
+      description: 'The delivery, pending.',
+      example: { ...DELIVERY_EXAMPLE, status: 'pending', next_attempt_at: '2026-11-23T13:00:00.000Z' },
+    },
+    responses: { '404': notFound },
+  },
+};
+
+/** The /v1 paths: method, scope, limit, parameters, body and responses from each RouteSpec, prose from V1_OPERATIONS. */
+function v1Paths(routes: readonly RouteSpec<unknown>[]) {
+  const paths: Record<string, Record<string, object>> = {};
+  for (const spec of routes) {
+    const doc = V1_OPERATIONS[spec.id];
+    if (!doc) throw new Error(`the route ${spec.id} has no prose in V1_OPERATIONS`);
+    (paths[spec.path] ??= {})[spec.method] = v1Operation(spec, doc);
+  }
+  return paths;
+}
+
+function v1Operation(spec: RouteSpec<unknown>, doc: OperationDoc) {
+  const inTemplate = [...spec.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]);
+  const declared = spec.parameters.filter((p) => p.in === 'path').map((p) => p.name);
+  if (inTemplate.join() !== declared.join())
+    throw new Error(`the route ${spec.id} declares the path parameters [${declared}], its path has [${inTemplate}]`);
+  const limits = `**Scope** \`${spec.scope}\` · **Rate limit** ${spec.perMinute} requests per minute per caller (this route).`;
+  const body = spec.body;
+  const since = spec.deprecatedSince;
+  const description = since
+    ? `${doc.description ?? ''} Responses carry \`Deprecation: ${deprecationHeader(since)}\` (RFC 9745: deprecated since ${since.slice(0, 10)}) and a \`Link\` with \`rel="deprecation"\`.`.trim()
+    : doc.description;
   return {
-    '/v1/groups/{group_id}/webhooks': {
-      get: webhookOperation({
-        id: 'listGroupWebhooks',
-        summary: '(+) The webhooks of a group',
-        description: 'Every webhook of the group, oldest first, without secrets.',
-        params: [groupIdParam],
-        success: json('200', 'The webhooks.', ref('WebhookListResponse'), { results: [WEBHOOK_EXAMPLE] }),
-      }),
-      post: webhookOperation({
-        id: 'createGroupWebhook',
-        summary: '(+) Subscribe a URL to the group’s events',
-        description:
-          'The target must be `https` (in production), a public address (private, loopback and link-local addresses are refused unless the deployment allows them) and is checked again at every delivery. The response carries the signing `secret` (`whsec_…`), **shown only here**. At most 10 webhooks per group; a URL once per group (409). Deliveries: Standard Webhooks format, at least once, retried with backoff for at least 24 h (docs/webhooks.md).',
-        params: [groupIdParam],
-        body: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: ref('WebhookCreateRequest'),
-              example: { url: WEBHOOK_EXAMPLE.url, events: WEBHOOK_EXAMPLE.events },
-            },
+    tags: ['External API'],
+    operationId: doc.operationId,
+    summary: doc.summary,
+    description: [description, doc.access ? `${limits} ${doc.access}` : limits].filter(Boolean).join('\n\n'),
+    ...(since ? { deprecated: true } : {}),
+    security: [{ oauth2: [spec.scope] }],
+    parameters: spec.parameters,
+    ...(body
+      ? {
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: ref(body.schema), example: doc.requestExample } },
           },
+        }
+      : {}),
+    responses: {
+      [String(spec.status ?? 200)]: successResponse(spec, doc),
+      ...errorResponses,
+      ...doc.responses,
+      ...(spec.parameters.some((p) => p.name === CHANGE_FEED_PARAMETER)
+        ? { '410': responseRef('ResyncRequired') }
+        : {}),
+      ...(body
+        ? {
+            '413': problem(`The body is larger than ${body.limitBytes / 1024} KB.`, {
+              detail: `Request body larger than ${body.limitBytes} bytes`,
+              type: 'about:blank',
+              title: 'Payload Too Large',
+              status: 413,
+            }),
+          }
+        : {}),
+    },
+  };
+}
+
+function successResponse(spec: RouteSpec<unknown>, doc: OperationDoc) {
+  const { description, example, feedExample } = doc.success;
+  if (spec.status === 204) return { description, headers: rateLimitHeaders };
+  if (!spec.response) throw new Error(`the route ${spec.id} names no response schema`);
+  const examples = feedExample
+    ? {
+        examples: {
+          page: { summary: 'A page', value: example },
+          change_feed: { summary: '(+) With include_deleted=true: a tombstone before a live item', value: feedExample },
         },
-        success: json('201', 'The webhook, with its secret (shown only now).', ref('WebhookCreated'), {
-          ...WEBHOOK_EXAMPLE,
-          secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-        }),
-        extra: {
-          '409': problem('(+) The group already has this URL, or its maximum of 10 webhooks.', {
-            detail: 'the group already has a webhook for this URL',
-            type: 'about:blank',
-            title: 'Conflict',
-            status: 409,
-          }),
-          '413': problem('The body is larger than 16 KB.', {
-            detail: 'Request body larger than 16384 bytes',
-            type: 'about:blank',
-            title: 'Payload Too Large',
-            status: 413,
-          }),
-        },
-      }),
-    },
-    '/v1/groups/{group_id}/webhooks/{webhook_id}': {
-      delete: webhookOperation({
-        id: 'deleteGroupWebhook',
-        summary: '(+) Remove a webhook',
-        description: 'Removes the webhook and its delivery log; pending deliveries are not sent.',
-        params: [groupIdParam, webhookIdParam],
-        success: { '204': { description: 'Removed.', headers: rateLimitHeaders } },
-      }),
-    },
-    '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries': {
-      get: webhookOperation({
-        id: 'listWebhookDeliveries',
-        summary: '(+) A webhook’s delivery log',
-        description:
-          'Deliveries of the webhook, newest first: one per event, with its attempts, the last response’s status code and latency, and when it is tried next. Kept 30 days after they finish.',
-        params: [
-          groupIdParam,
-          webhookIdParam,
-          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-        ],
-        success: json('200', 'The newest deliveries.', ref('DeliveryListResponse'), {
-          results: [DELIVERY_EXAMPLE],
-          has_more: false,
-        }),
-      }),
-    },
-    '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver': {
-      post: webhookOperation({
-        id: 'redeliverWebhookDelivery',
-        summary: '(+) Send a delivery again',
-        description:
-          'Makes the delivery due at once (same `webhook-id`), retried again for up to 24 h if it fails; a webhook disabled after a run of failures is enabled again.',
-        params: [groupIdParam, webhookIdParam, deliveryIdParam],
-        success: json('202', 'The delivery, pending.', ref('Delivery'), {
-          ...DELIVERY_EXAMPLE,
-          status: 'pending',
-          next_attempt_at: '2026-11-23T13:00:00.000Z',
-        }),
-      }),
-    },
+      }
+    : { example };
+  return {
+    description,
+    headers: rateLimitHeaders,
+    content: { 'application/json': { schema: ref(spec.response), ...examples } },
   };
 }
 
@@ -520,7 +481,33 @@ const driveDetailProperties = {
 };
 const detailKeys = Object.keys(driveDetailProperties);
 
-export function openApiDocument(options: { issuer: string }) {
+/** (+) A deleted item of a change feed (`include_deleted=true`): its id, `deleted` and when. */
+const tombstone = (description: string, id: Record<string, object>, when: string, example: object) => ({
+  type: 'object',
+  description,
+  required: [...Object.keys(id), 'deleted', 'modified'],
+  additionalProperties: false,
+  properties: { ...id, deleted: { const: true }, modified: { ...dateTime, description: when } },
+  example,
+});
+
+/** A page of a drive list: its items, with `include_deleted=true` (+) also tombstones. */
+const feedPage = (items: string, item: string, deleted: string, nextCursor: object) => ({
+  type: 'object',
+  required: ['results', 'has_more', 'next_cursor'],
+  properties: {
+    results: {
+      type: 'array',
+      description: `${items}; with \`include_deleted=true\` (+) also tombstones, in the same order.`,
+      items: { oneOf: [ref(item), ref(deleted)] },
+    },
+    has_more: { type: 'boolean' },
+    next_cursor: nextCursor,
+  },
+});
+
+/** `routes` is for tests that change a route and see the document follow. */
+export function openApiDocument(options: { issuer: string; routes?: readonly RouteSpec<unknown>[] }) {
   const oidc = `${options.issuer.replace(/\/$/, '')}/protocol/openid-connect`;
   return {
     openapi: '3.1.0',
@@ -551,90 +538,7 @@ export function openApiDocument(options: { issuer: string }) {
           'Provisioning (RFC 7643 / 7644) for identity providers such as Entra ID and Okta: users, team membership, discovery. **Provisioning is a machine, not a person:** it uses the client-credentials grant of the confidential client `mileage-scim` with scope `scim`, never a person’s login, so *Authorize* with your account gives no access here. To try SCIM from this page, get a token on a server (`curl -u mileage-scim:<secret> -d grant_type=client_credentials -d scope=scim <realm>/protocol/openid-connect/token`) and paste it under `scimToken`. 1,200 requests per minute per provisioning client; bodies up to 1 MB.',
       },
     ],
-    paths: {
-      '/v1/users/me': operation({
-        id: 'getMe',
-        summary: 'The caller’s profile',
-        scope: 'users_read',
-        limit: 30,
-        response: ok(ref('UserSchema'), 'The caller.', V1_EXAMPLES.user),
-      }),
-      '/v1/users/{user_id}': operation({
-        id: 'getUser',
-        summary: 'A user’s profile (the caller’s own id only)',
-        scope: 'users_read',
-        limit: 30,
-        params: [userIdParam],
-        response: ok(ref('UserSchema'), 'The user.', V1_EXAMPLES.user),
-        description: 'Another user’s id is 403.',
-      }),
-      '/v1/users/{user_id}/drives': operation({
-        id: 'getUserDrives',
-        summary: 'The caller’s drives',
-        scope: 'drives_read',
-        limit: 20,
-        params: [userIdParam, ...listParams(true)],
-        feed: true,
-        response: ok(
-          ref('GetDrivesResponse'),
-          'One page, most recent first on the filter field (modified by default), ties by drive id descending.',
-          V1_EXAMPLES.drives,
-          V1_EXAMPLES.drivesWithDeleted,
-        ),
-      }),
-      '/v1/groups': operation({
-        id: 'getGroups',
-        summary: 'The groups the caller administers',
-        scope: 'groups_read',
-        limit: 30,
-        response: ok(ref('GroupListResponse'), 'The groups.', V1_EXAMPLES.groups),
-      }),
-      '/v1/groups/{group_id}': operation({
-        id: 'getGroup',
-        summary: 'One group (its admins only)',
-        scope: 'groups_read',
-        limit: 30,
-        params: [groupIdParam],
-        response: {
-          ...ok(ref('GroupListResponse'), 'The group as the only resource.', V1_EXAMPLES.groups),
-        },
-      }),
-      '/v1/groups/{group_id}/reported-drives': operation({
-        id: 'getGroupReportedDrives',
-        summary: 'The drives reported to a group (its admins only)',
-        scope: 'groups_read_reported_drives',
-        limit: 60,
-        params: [groupIdParam, ...listParams(false)],
-        feed: true,
-        response: {
-          ...ok(
-            ref('GetReportedDrivesResponse'),
-            'One page, most recent first.',
-            V1_EXAMPLES.reportedDrives,
-            V1_EXAMPLES.reportedDrivesWithDeleted,
-          ),
-        },
-      }),
-      '/v1/drives': operation({
-        id: 'getReportedDrives',
-        summary: 'The drives reported to every group the caller administers (alpha)',
-        scope: 'groups_read_reported_drives',
-        limit: 60,
-        params: listParams(false),
-        feed: true,
-        deprecated: true,
-        response: ok(
-          ref('GetReportedDrivesResponse'),
-          'One page, most recent first.',
-          V1_EXAMPLES.reportedDrives,
-          V1_EXAMPLES.reportedDrivesWithDeleted,
-        ),
-        description:
-          'Kept for existing integrations; use /v1/groups/{group_id}/reported-drives. Responses carry `Deprecation: @1795305600` (RFC 9745: deprecated since 2026-11-22) and a `Link` with `rel="deprecation"`.',
-      }),
-      ...webhookPaths(),
-      ...scimPaths(),
-    },
+    paths: { ...v1Paths(options.routes ?? V1_ROUTES), ...scimPaths() } as Record<string, Record<string, object>>,
     components: {
       securitySchemes: {
         oauth2: {
@@ -734,31 +638,16 @@ export function openApiDocument(options: { issuer: string }) {
           },
         },
         DriveDetails: { type: 'object', required: detailKeys, properties: driveDetailProperties },
-        DriveTombstone: {
-          type: 'object',
-          description: '(+) A deleted drive, only with `include_deleted=true`.',
-          required: ['drive_id', 'deleted', 'modified'],
-          additionalProperties: false,
-          properties: {
-            drive_id: { type: 'integer', minimum: 1 },
-            deleted: { const: true },
-            modified: { ...dateTime, description: 'When the drive was deleted.' },
-          },
-          example: V1_EXAMPLES.drivesWithDeleted.results[0],
-        },
-        GetDrivesResponse: {
-          type: 'object',
-          required: ['results', 'has_more', 'next_cursor'],
-          properties: {
-            results: {
-              type: 'array',
-              description: 'Drives; with `include_deleted=true` (+) also tombstones, in the same order.',
-              items: { oneOf: [ref('DriveSchema'), ref('DriveTombstone')] },
-            },
-            has_more: { type: 'boolean' },
-            next_cursor: { type: ['string', 'null'], description: '(+) Opaque; pass as `cursor` for the next page.' },
-          },
-        },
+        DriveTombstone: tombstone(
+          '(+) A deleted drive, only with `include_deleted=true`.',
+          { drive_id: { type: 'integer', minimum: 1 } },
+          'When the drive was deleted.',
+          V1_EXAMPLES.drivesWithDeleted.results[0]!,
+        ),
+        GetDrivesResponse: feedPage('Drives', 'DriveSchema', 'DriveTombstone', {
+          type: ['string', 'null'],
+          description: '(+) Opaque; pass as `cursor` for the next page.',
+        }),
         ReportedDriveSchema: {
           type: 'object',
           required: ['id', 'driver', 'details', 'created', 'modified', 'status', 'review_comments'],
@@ -794,32 +683,15 @@ export function openApiDocument(options: { issuer: string }) {
             },
           },
         },
-        ReportedDriveTombstone: {
-          type: 'object',
-          description:
-            '(+) A report withdrawn from the group, or a reported drive deleted, only with `include_deleted=true`.',
-          required: ['id', 'deleted', 'modified'],
-          additionalProperties: false,
-          properties: {
-            id: { type: 'string', pattern: '^[1-9][0-9]*$' },
-            deleted: { const: true },
-            modified: { ...dateTime, description: 'When the report was withdrawn or the drive deleted.' },
-          },
-          example: V1_EXAMPLES.reportedDrivesWithDeleted.results[0],
-        },
-        GetReportedDrivesResponse: {
-          type: 'object',
-          required: ['results', 'has_more', 'next_cursor'],
-          properties: {
-            results: {
-              type: 'array',
-              description: 'Reported drives; with `include_deleted=true` (+) also tombstones, in the same order.',
-              items: { oneOf: [ref('ReportedDriveSchema'), ref('ReportedDriveTombstone')] },
-            },
-            has_more: { type: 'boolean' },
-            next_cursor: { type: ['string', 'null'] },
-          },
-        },
+        ReportedDriveTombstone: tombstone(
+          '(+) A report withdrawn from the group, or a reported drive deleted, only with `include_deleted=true`.',
+          { id: { type: 'string', pattern: '^[1-9][0-9]*$' } },
+          'When the report was withdrawn or the drive deleted.',
+          V1_EXAMPLES.reportedDrivesWithDeleted.results[0]!,
+        ),
+        GetReportedDrivesResponse: feedPage('Reported drives', 'ReportedDriveSchema', 'ReportedDriveTombstone', {
+          type: ['string', 'null'],
+        }),
         GroupSchema: {
           type: 'object',
           required: ['id', 'display_name', 'members', 'meta'],

@@ -7,6 +7,7 @@ import type { AccountLoader } from './account-loader';
 import { guard } from './guard';
 import { HttpProblem, ValidationProblem, problemFromGrpc, type ValidationIssue } from './problems';
 import type { RateLimits } from './rate-limit';
+import type { V1_SCOPES } from './openapi';
 
 /** A caller whose token names a platform user whose account is active. */
 export interface Account {
@@ -25,20 +26,46 @@ export interface V1Deps {
   accounts: AccountLoader;
 }
 
+/** A path or query parameter as the OpenAPI document declares it, written beside the code that validates it. */
+export interface ApiParameter {
+  name: string;
+  in: 'path' | 'query';
+  required?: true;
+  deprecated?: true;
+  description?: string;
+  schema: object;
+}
+
+/**
+ * One /v1 route: what the app mounts and what the OpenAPI document says about it (openapi.ts adds only prose and
+ * examples, keyed by `id`). Adding a route is one RouteSpec in V1_ROUTES (routes/index.ts) and its prose.
+ */
 export interface RouteSpec<Input> {
-  /** Stable id: the rate-limit key and the metrics label. */
+  /** Stable id: the rate-limit key, the metrics label and the key of the route's prose in the OpenAPI document. */
   id: string;
+  method: 'get' | 'post' | 'delete';
   /** Path template, e.g. /v1/users/{user_id}: the trace span name. */
   path: string;
-  scope: string;
+  scope: keyof typeof V1_SCOPES;
   perMinute: number;
+  /** Every parameter `validate` reads, path parameters first in the template's order. */
+  parameters: readonly ApiParameter[];
+  /** A JSON body read raw up to `limitBytes` (larger: 413) and checked by `validate`: its components.schemas name. */
+  body?: { schema: string; limitBytes: number };
   /** The success status (default 200); 204 sends no body. */
   status?: 200 | 201 | 202 | 204;
+  /** The success body's components.schemas name (none with 204). */
+  response?: string;
+  /** RFC 9745: the route stays, marked deprecated since this time (a `Deprecation` header on every response). */
+  deprecatedSince?: string;
   /** Parses path and query (and cursors, which are bound to the caller); returns every bad parameter (422). */
   validate(req: Request, context: { deps: V1Deps; caller: Caller }): { input: Input } | { issues: ValidationIssue[] };
   /** Ownership / admin (403), then existence (404), then the response body. */
   handle(input: Input, account: Account, deps: V1Deps, call: CallSettings): Promise<unknown>;
 }
+
+/** RFC 9745's Deprecation value: a structured-field Date (epoch seconds), not "true". */
+export const deprecationHeader = (since: string) => `@${Date.parse(since) / 1000}`;
 
 /**
  * Runs one /v1 route in the contract's order: token (401) → rate limit (429) → scope (403) →
@@ -47,6 +74,11 @@ export interface RouteSpec<Input> {
 export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHandler {
   return async (req, res) => {
     res.locals.routeId = spec.id;
+    if (spec.deprecatedSince) {
+      // With a link to what replaces the route.
+      res.setHeader('Deprecation', deprecationHeader(spec.deprecatedSince));
+      res.setHeader('Link', '</docs>; rel="deprecation"; type="text/html"');
+    }
     const span = res.locals.span as Span | undefined;
     if (span?.isRecording()) span.updateName(`${req.method} ${spec.path}`).setAttribute('http.route', spec.path);
     const caller = await guard(req, res, deps, { limitId: spec.id, perMinute: spec.perMinute, scope: spec.scope });

@@ -3,7 +3,7 @@ import { isoToTimestamp, timestampToIso, type CallSettings } from '@mileage/runt
 import type { Request } from 'express';
 import type { Caller } from '../auth';
 import { driveListFingerprint, type CursorPosition } from '../cursor';
-import { parseDriveListParams, type DriveListParams } from '../drive-params';
+import { driveListParameters, parseDriveListParams, type DriveListParams } from '../drive-params';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import {
   toDriveSchema,
@@ -12,8 +12,8 @@ import {
   toReportedDriveTombstoneSchema,
 } from '../schemas';
 import type { RouteSpec, V1Deps } from '../v1';
-import { requireGroupAdmin, validateGroupIdParam } from './groups';
-import { validateUserIdParam } from './users';
+import { groupIdParameter, requireGroupAdmin, validateGroupIdParam } from './groups';
+import { userIdParameter, validateUserIdParam } from './users';
 
 interface ListInput {
   params: DriveListParams;
@@ -57,6 +57,19 @@ function parseList(
     };
   }
   return { input: { params: p, fingerprint, position } };
+}
+
+/** A list below a path id (the user's, the group's): the id's issues and the list's are reported together. */
+function parseListBelow<Id>(
+  req: Request,
+  deps: V1Deps,
+  withClassification: boolean,
+  pathId: { input: Id } | { issues: ValidationIssue[] },
+  scope: (id: Id | undefined) => Record<string, string | number>,
+): { input: ListInput & { id: Id } } | { issues: ValidationIssue[] } {
+  const id = 'input' in pathId ? pathId.input : undefined;
+  const list = parseList(req, deps, withClassification, scope(id), 'issues' in pathId ? pathId.issues : []);
+  return 'issues' in list ? list : { input: { ...list.input, id: id as Id } };
 }
 
 function listRequest(input: ListInput) {
@@ -120,29 +133,22 @@ async function reportedDrivesPage(
   };
 }
 
-export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
+export const listUserDrives: RouteSpec<ListInput & { id: string }> = {
   id: 'drives.user',
+  method: 'get',
   path: '/v1/users/{user_id}/drives',
   scope: 'drives_read',
   perMinute: 20,
-  validate: (req, { deps }) => {
-    const user = validateUserIdParam(req);
-    const userId = 'input' in user ? user.input : '';
-    const list = parseList(
-      req,
-      deps,
-      true,
-      { route: 'user-drives', user: userId },
-      'issues' in user ? user.issues : [],
-    );
-    return 'issues' in list ? list : { input: { ...list.input, userId } };
-  },
+  parameters: [userIdParameter, ...driveListParameters(true)],
+  response: 'GetDrivesResponse',
+  validate: (req, { deps }) =>
+    parseListBelow(req, deps, true, validateUserIdParam(req), (user) => ({ route: 'user-drives', user: user ?? '' })),
   handle: async (input, account, deps, call) => {
-    if (input.userId !== account.caller.userId)
+    if (input.id !== account.caller.userId)
       throw new HttpProblem(403, "Access to another user's drives is not allowed");
     const page = await deps.drives.listUserDrives(
       {
-        userId: input.userId,
+        userId: input.id,
         classification: CLASSIFICATION_FILTERS[input.params.classification],
         ...listRequest(input),
       },
@@ -164,28 +170,24 @@ export const listUserDrives: RouteSpec<ListInput & { userId: string }> = {
   },
 };
 
-export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }> = {
+export const listGroupReportedDrives: RouteSpec<ListInput & { id: number }> = {
   id: 'drives.group-reported',
+  method: 'get',
   path: '/v1/groups/{group_id}/reported-drives',
   scope: 'groups_read_reported_drives',
   perMinute: 60,
-  validate: (req, { deps }) => {
-    const group = validateGroupIdParam(req);
-    const groupId = 'input' in group ? group.input : 0;
-    const list = parseList(
-      req,
-      deps,
-      false,
-      { route: 'group-reported', group: groupId },
-      'issues' in group ? group.issues : [],
-    );
-    return 'issues' in list ? list : { input: { ...list.input, groupId } };
-  },
+  parameters: [groupIdParameter, ...driveListParameters(false)],
+  response: 'GetReportedDrivesResponse',
+  validate: (req, { deps }) =>
+    parseListBelow(req, deps, false, validateGroupIdParam(req), (group) => ({
+      route: 'group-reported',
+      group: group ?? 0,
+    })),
   handle: async (input, account, deps, call) => {
     // The admin check and the page are independent: both calls go out at once, and the page is used (or its error
     // reported) only once the check has passed.
-    const check = deps.groups.checkGroupAdmin({ groupId: input.groupId, userId: account.caller.userId }, call);
-    const page = deps.drives.listReportedDrives({ groupIds: [input.groupId], ...listRequest(input) }, call);
+    const check = deps.groups.checkGroupAdmin({ groupId: input.id, userId: account.caller.userId }, call);
+    const page = deps.drives.listReportedDrives({ groupIds: [input.id], ...listRequest(input) }, call);
     page.catch(() => {}); // settled below when the check passes; ignored when it does not
     await requireGroupAdmin(check, 'Only admins of this group may read its reported drives');
     return reportedDrivesPage(page, input, deps, call);
@@ -195,9 +197,13 @@ export const listGroupReportedDrives: RouteSpec<ListInput & { groupId: number }>
 /** The alpha route, kept for existing integrations: the reported drives of every group the caller administers. */
 export const listAllReportedDrives: RouteSpec<ListInput> = {
   id: 'drives.all-reported',
+  method: 'get',
   path: '/v1/drives',
   scope: 'groups_read_reported_drives',
   perMinute: 60,
+  parameters: driveListParameters(false),
+  response: 'GetReportedDrivesResponse',
+  deprecatedSince: '2026-11-22T00:00:00Z',
   validate: (req, { deps, caller }: { deps: V1Deps; caller: Caller }) =>
     parseList(req, deps, false, { route: 'all-reported', caller: caller.subject }),
   handle: async (input, account, deps, call) => {

@@ -3,7 +3,7 @@ import type { CallSettings } from '@mileage/runtime';
 import type { Request } from 'express';
 import { apiTime } from '../schemas';
 import { HttpProblem, type ValidationIssue } from '../problems';
-import type { RouteSpec, V1Deps } from '../v1';
+import type { ApiParameter, RouteSpec, V1Deps } from '../v1';
 
 /** GroupSchema of the External API. */
 export interface GroupSchema {
@@ -14,6 +14,14 @@ export interface GroupSchema {
 }
 
 const GROUP_ID = /^[1-9][0-9]{0,15}$/;
+
+export const groupIdParameter: ApiParameter = {
+  name: 'group_id',
+  in: 'path',
+  required: true,
+  description: 'Group id (a positive integer).',
+  schema: { type: 'string', pattern: GROUP_ID.source },
+};
 
 export function validateGroupIdParam(req: Request): { input: number } | { issues: ValidationIssue[] } {
   const raw = req.params.group_id;
@@ -62,9 +70,12 @@ async function toGroupSchemas(
 
 export const listGroups: RouteSpec<Request> = {
   id: 'groups.list',
+  method: 'get',
   path: '/v1/groups',
   scope: 'groups_read',
   perMinute: 30,
+  parameters: [],
+  response: 'GroupListResponse',
   validate: (req) => ({ input: req }),
   handle: async (req, account, deps, call) => {
     const { groups } = await deps.groups.listAdministeredGroups({ userId: account.caller.userId }, call);
@@ -74,9 +85,12 @@ export const listGroups: RouteSpec<Request> = {
 
 export const getGroup: RouteSpec<{ id: number; req: Request }> = {
   id: 'groups.get',
+  method: 'get',
   path: '/v1/groups/{group_id}',
   scope: 'groups_read',
   perMinute: 30,
+  parameters: [groupIdParameter],
+  response: 'GroupListResponse',
   validate: (req) => {
     const parsed = validateGroupIdParam(req);
     return 'issues' in parsed ? parsed : { input: { id: parsed.input, req } };

@@ -2,7 +2,16 @@ import { isUserId, USER_ID_PATTERN } from '@mileage/runtime';
 import type { Request } from 'express';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import { toUserSchema } from '../schemas';
-import type { RouteSpec } from '../v1';
+import type { ApiParameter, RouteSpec } from '../v1';
+
+export const userIdParameter: ApiParameter = {
+  name: 'user_id',
+  in: 'path',
+  required: true,
+  description: 'Platform user id.',
+  // components.schemas.UserId: USER_ID_PATTERN
+  schema: { $ref: '#/components/schemas/UserId' },
+};
 
 export function validateUserIdParam(req: Request): { input: string } | { issues: ValidationIssue[] } {
   const userId = req.params.user_id;
@@ -20,18 +29,24 @@ export function validateUserIdParam(req: Request): { input: string } | { issues:
 
 export const getMe: RouteSpec<null> = {
   id: 'users.me',
+  method: 'get',
   path: '/v1/users/me',
   scope: 'users_read',
   perMinute: 30,
+  parameters: [],
+  response: 'UserSchema',
   validate: () => ({ input: null }),
   handle: async (_input, account) => toUserSchema(account.user),
 };
 
 export const getUser: RouteSpec<string> = {
   id: 'users.get',
+  method: 'get',
   path: '/v1/users/{user_id}',
   scope: 'users_read',
   perMinute: 30,
+  parameters: [userIdParameter],
+  response: 'UserSchema',
   validate: validateUserIdParam,
   handle: async (userId, account) => {
     if (userId !== account.caller.userId) throw new HttpProblem(403, "Access to another user's profile is not allowed");

@@ -3,8 +3,9 @@ import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
 import type { Request } from 'express';
 import { apiTime, apiTimeOrNull } from '../schemas';
 import { problemFromGrpc, ValidationProblem, type ValidationIssue } from '../problems';
-import type { RouteSpec, V1Deps } from '../v1';
-import { requireGroupAdmin, validateGroupIdParam } from './groups';
+import { PAGE_LIMIT, pageLimitParameter } from '../drive-params';
+import type { ApiParameter, RouteSpec, V1Deps } from '../v1';
+import { groupIdParameter, requireGroupAdmin, validateGroupIdParam } from './groups';
 
 /** A webhook subscription as the External API shows it (the secret only in the creation's response). */
 export interface WebhookSchema {
@@ -37,6 +38,24 @@ const WEBHOOK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 const DELIVERY_ID = /^[1-9][0-9]{0,17}$/;
 const EVENT_TYPES = new Set<string>(WEBHOOK_EVENT_TYPES);
 const ADMINS_ONLY = 'Only admins of this group may manage its webhooks';
+
+/** The largest webhook creation body read (`{url, events}` is far smaller); larger ones are 413. */
+export const WEBHOOK_BODY_LIMIT = 16_384;
+
+const webhookIdParameter: ApiParameter = {
+  name: 'webhook_id',
+  in: 'path',
+  required: true,
+  description: 'Webhook id (a UUID).',
+  schema: { type: 'string', format: 'uuid' },
+};
+const deliveryIdParameter: ApiParameter = {
+  name: 'delivery_id',
+  in: 'path',
+  required: true,
+  description: 'Delivery id (a positive integer).',
+  schema: { type: 'string', pattern: DELIVERY_ID.source },
+};
 
 function toWebhook(s: webhooksV1.Subscription): WebhookSchema {
   return {
@@ -124,12 +143,13 @@ export function validateCreateBody(body: unknown): { url: string; events: string
   return issues.length ? issues : { url: url as string, events: events as string[] };
 }
 
-/** The limit of a deliveries page: 1..1000, default 100 (the last value of a repeated parameter wins). */
+/** The limit of a deliveries page (PAGE_LIMIT: 1..1000, default 100; the last value of a repeated parameter wins). */
 function limitParam(req: Request): number | ValidationIssue {
   const raw = req.query.limit;
   const value = Array.isArray(raw) ? raw.at(-1) : raw;
-  if (value === undefined) return 100;
-  if (typeof value === 'string' && /^[0-9]{1,4}$/.test(value) && Number(value) >= 1 && Number(value) <= 1000)
+  if (value === undefined) return PAGE_LIMIT.default;
+  const n = Number(value);
+  if (typeof value === 'string' && /^[0-9]{1,4}$/.test(value) && n >= PAGE_LIMIT.min && n <= PAGE_LIMIT.max)
     return Number(value);
   return { loc: ['query', 'limit'], msg: 'Input should be an integer from 1 to 1000', type: 'int_parsing' };
 }
@@ -151,10 +171,14 @@ function bodyProblem(err: unknown): never {
 
 export const createWebhook: RouteSpec<{ groupId: number; url: string; events: string[] }> = {
   id: 'webhooks.create',
+  method: 'post',
   path: '/v1/groups/{group_id}/webhooks',
   scope: 'webhooks_manage',
   perMinute: 30,
+  parameters: [groupIdParameter],
+  body: { schema: 'WebhookCreateRequest', limitBytes: WEBHOOK_BODY_LIMIT },
   status: 201,
+  response: 'WebhookCreated',
   validate: (req) => {
     const group = validateGroupIdParam(req);
     const issues = 'issues' in group ? [...group.issues] : [];
@@ -176,9 +200,12 @@ export const createWebhook: RouteSpec<{ groupId: number; url: string; events: st
 
 export const listWebhooks: RouteSpec<number> = {
   id: 'webhooks.list',
+  method: 'get',
   path: '/v1/groups/{group_id}/webhooks',
   scope: 'webhooks_manage',
   perMinute: 30,
+  parameters: [groupIdParameter],
+  response: 'WebhookListResponse',
   validate: (req) => validateGroupIdParam(req),
   handle: async (groupId, account, deps, call) => {
     await requireAdmin(groupId, deps, account.caller.userId, call);
@@ -195,9 +222,11 @@ const withWebhookId = (req: Request, withDelivery = false) => {
 
 export const deleteWebhook: RouteSpec<{ groupId: number; id: string }> = {
   id: 'webhooks.delete',
+  method: 'delete',
   path: '/v1/groups/{group_id}/webhooks/{webhook_id}',
   scope: 'webhooks_manage',
   perMinute: 30,
+  parameters: [groupIdParameter, webhookIdParameter],
   status: 204,
   validate: (req) => {
     const { group, issues } = withWebhookId(req);
@@ -213,9 +242,12 @@ export const deleteWebhook: RouteSpec<{ groupId: number; id: string }> = {
 
 export const listDeliveries: RouteSpec<{ groupId: number; id: string; limit: number }> = {
   id: 'webhooks.deliveries',
+  method: 'get',
   path: '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries',
   scope: 'webhooks_manage',
   perMinute: 30,
+  parameters: [groupIdParameter, webhookIdParameter, pageLimitParameter],
+  response: 'DeliveryListResponse',
   validate: (req) => {
     const { group, issues } = withWebhookId(req);
     const limit = limitParam(req);
@@ -232,10 +264,13 @@ export const listDeliveries: RouteSpec<{ groupId: number; id: string; limit: num
 
 export const redeliver: RouteSpec<{ groupId: number; id: string; deliveryId: string }> = {
   id: 'webhooks.redeliver',
+  method: 'post',
   path: '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
   scope: 'webhooks_manage',
   perMinute: 30,
+  parameters: [groupIdParameter, webhookIdParameter, deliveryIdParameter],
   status: 202,
+  response: 'Delivery',
   validate: (req) => {
     const { group, issues } = withWebhookId(req, true);
     if (issues.length || 'issues' in group) return { issues };

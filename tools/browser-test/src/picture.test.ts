@@ -33,13 +33,13 @@ describe('docs/console.png', () => {
       now,
     );
     assert.notEqual(
-      edit((doc) => Object.assign(doc.paths[PICTURED_PATH].get, { summary: 'Who am I' })),
+      edit((doc) => Object.assign(doc.paths[PICTURED_PATH]!.get!, { summary: 'Who am I' })),
       now,
     );
     assert.notEqual(pageFingerprint(pictureDocument(), `${swaggerUiVersion()}-next`), now);
     // Below the picture: another route, the SCIM tag.
     assert.equal(
-      edit((doc) => Object.assign(doc.paths['/v1/groups'].get, { summary: 'Teams' })),
+      edit((doc) => Object.assign(doc.paths['/v1/groups']!.get!, { summary: 'Teams' })),
       now,
     );
     assert.equal(

@@ -10,7 +10,7 @@ import { PICTURE, PICTURED_PATH, pageFingerprint, pictureDocument, withFingerpri
 
 /** The example the document gives for the pictured call: the fingerprint covers it, the picture shows the real body. */
 function documentedExample(): unknown {
-  const get = pictureDocument().paths[PICTURED_PATH].get as unknown as {
+  const get = pictureDocument().paths[PICTURED_PATH]!.get as unknown as {
     responses: Record<string, { content: Record<string, { example?: unknown }> }>;
   };
   return get.responses['200']!.content['application/json']!.example;

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
-import { CursorCodec } from './cursor';
-import { startHarness, type Harness } from './testing/harness';
+import { CursorCodec } from '@mileage/gateway';
+import { startHarness, type Harness } from './harness';
 
 let h: Harness;
 let bob: string;

@@ -1,4 +1,4 @@
-// The sync walks against the real stack (tools/devstack's launchStack: embedded PostgreSQL, the services, the gateway,
+// packages/client's sync walks against the real stack (tools/devstack's launchStack: embedded PostgreSQL, the services, the gateway,
 // the development identity provider issuing real tokens), with the demo data's deletions and withdrawals (Bob deletes
 // a reported and a personal drive and withdraws a report, Carol withdraws a report to group 1 and deletes a personal
 // drive): the change feed's tombstones come out of the walks as `delete` events, and a watermark older than the
@@ -6,8 +6,14 @@
 import { launchStack, type LaunchedStack } from '@mileage/devstack';
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createMileageClient, oauthToken, type MileageClient } from './client';
-import { syncReportedDrives, syncUserDrives, type SyncEvent } from './sync';
+import {
+  createMileageClient,
+  oauthToken,
+  syncReportedDrives,
+  syncUserDrives,
+  type MileageClient,
+  type SyncEvent,
+} from '@mileage/client';
 
 let stack: LaunchedStack;
 let tokenUrl: string;

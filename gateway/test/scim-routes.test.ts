@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import type { Express } from 'express';
-import { startHarness, type Harness } from './testing/harness';
+import { startHarness, type Harness } from './harness';
 
 const CORE_USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';

@@ -9,7 +9,7 @@ import { startFaultProxy, type FaultProxy } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
-import { startHarness, type Harness } from './testing/harness';
+import { startHarness, type Harness } from './harness';
 
 let h: Harness;
 let drives: FaultProxy;

@@ -1,29 +1,13 @@
 // Tracing runs per process, so this file has a process of its own (node --test isolates files).
-import { startTracing } from '@mileage/runtime';
-import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import request from 'supertest';
-import { startHarness, type Harness } from './testing/harness';
+import { tracedSuite } from './harness';
 
-const exporter = new InMemorySpanExporter();
 // Every request sampled at the edge, so the shape of a trace is deterministic (tracing-edge.test.ts covers the ratio).
-const tracing = startTracing(
-  'gateway-test',
-  { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_always_on' },
-  { spanExporter: exporter },
-);
-
-let h: Harness;
-let token: string;
-before(async () => {
-  h = await startHarness();
-  token = await h.token('alice@example.com', 'users_read');
-});
-after(async () => {
-  await h.close();
-  await tracing.shutdown();
-});
+const suite = tracedSuite('gateway-test', { OTEL_TRACES_SAMPLER: 'parentbased_always_on' });
+const { exporter } = suite;
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT_ID = '00f067aa0ba902b7';
@@ -31,9 +15,9 @@ const PARENT_ID = '00f067aa0ba902b7';
 describe('trace context gateway → gRPC → SQL', () => {
   test('a sampled request yields one trace: HTTP server → gRPC client → gRPC server → SQL', async () => {
     exporter.reset();
-    await request(h.app())
+    await request(suite.h.app())
       .get('/v1/users/me')
-      .set('Authorization', `Bearer ${token}`)
+      .set('Authorization', `Bearer ${suite.token}`)
       .set('traceparent', `00-${TRACE_ID}-${PARENT_ID}-01`)
       .expect(200);
     const spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === TRACE_ID);
@@ -59,9 +43,9 @@ describe('trace context gateway → gRPC → SQL', () => {
   test("the caller's sampled flag is not obeyed: an unsampled incoming trace is joined when the gateway samples", async () => {
     exporter.reset();
     const traceId = TRACE_ID.replace('4', '5');
-    await request(h.app())
+    await request(suite.h.app())
       .get('/v1/users/me')
-      .set('Authorization', `Bearer ${token}`)
+      .set('Authorization', `Bearer ${suite.token}`)
       .set('traceparent', `00-${traceId}-${PARENT_ID}-00`)
       .expect(200);
     const spans = exporter.getFinishedSpans();

@@ -3,7 +3,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
-import { startHarness, type Harness } from './testing/harness';
+import { startHarness, type Harness } from './harness';
 
 let h: Harness;
 let alice: string;

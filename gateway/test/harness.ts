@@ -4,6 +4,8 @@
  * production token verifier pointed at the provider's JWKS.
  */
 import { startIdentityProvider } from '@mileage/dev-idp';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import { after, before } from 'node:test';
 import { drivesV1, groupsV1, PROTO_FILES, scimV1, usersV1, webhooksV1 } from '@mileage/proto';
 import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
@@ -14,6 +16,7 @@ import {
   dateToTimestamp,
   Metrics,
   startGrpcServer,
+  startTracing,
   type CircuitBreakerOptions,
   type GrpcServerHandle,
 } from '@mileage/runtime';
@@ -33,12 +36,15 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import express from 'express';
-import { createApp, type Readiness } from '../app';
-import { openApiDocument } from '../openapi';
+import {
+  createApp,
+  gatewayDependencies,
+  openApiDocument,
+  RateLimits,
+  TokenVerifier,
+  type Readiness,
+} from '@mileage/gateway';
 import { checkAgainstOpenApi, recordResponses, type RecordedResponse } from './contract';
-import { TokenVerifier } from '../auth';
-import { gatewayDependencies } from '../dependencies';
-import { RateLimits } from '../rate-limit';
 
 export const ALL_V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
 
@@ -450,4 +456,23 @@ export async function startHarness(): Promise<Harness> {
     },
     recorded,
   };
+}
+
+/**
+ * A suite that watches the spans of its requests: tracing with an in-memory exporter (per process; node --test gives
+ * each file its own), then the harness and a users_read token of Alice, both started before the suite and closed after.
+ */
+export function tracedSuite(name: string, sampling: Record<string, string>) {
+  const exporter = new InMemorySpanExporter();
+  const tracing = startTracing(name, { OTEL_TRACES_EXPORTER: 'otlp', ...sampling }, { spanExporter: exporter });
+  const suite = { exporter, h: undefined as unknown as Harness, token: '' };
+  before(async () => {
+    suite.h = await startHarness();
+    suite.token = await suite.h.token('alice@example.com', 'users_read');
+  });
+  after(async () => {
+    await suite.h.close();
+    await tracing.shutdown();
+  });
+  return suite;
 }

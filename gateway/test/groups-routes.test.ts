@@ -2,7 +2,7 @@ import { freePort } from '@mileage/runtime';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
-import { startHarness, type Harness } from './testing/harness';
+import { startHarness, type Harness } from './harness';
 
 let h: Harness;
 let alice: string;

@@ -14,7 +14,7 @@ import {
 import { USER_COLUMNS } from '@mileage/users';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { scimSchemas } from './openapi-scim';
+import { scimSchemas } from '@mileage/gateway';
 
 const badge = attr('badgeNumber', 'The number on the driver’s badge.', {
   caseExact: true,

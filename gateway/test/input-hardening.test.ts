@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import type { Express } from 'express';
-import { startHarness, type Harness } from './testing/harness';
+import { startHarness, type Harness } from './harness';
 
 let h: Harness;
 let app: Express;

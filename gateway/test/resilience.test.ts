@@ -11,7 +11,7 @@ import { once } from 'node:events';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ACTOR_ATTESTATION_SECRET, ALL_V1_SCOPES, startHarness, type Harness } from './testing/harness';
+import { ACTOR_ATTESTATION_SECRET, ALL_V1_SCOPES, startHarness, type Harness } from './harness';
 
 let h: Harness;
 let gateway: ChildProcess;
@@ -42,7 +42,7 @@ before(async () => {
   const [port, metricsPort] = [await freePort(), await freePort()];
   base = `http://127.0.0.1:${port}`;
   metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-  gateway = spawn(process.execPath, [path.join(__dirname, 'main.js')], {
+  gateway = spawn(process.execPath, [path.join(__dirname, '..', '..', 'dist', 'main.js')], {
     env: {
       PATH: process.env.PATH,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',

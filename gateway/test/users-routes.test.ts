@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
-import { ALL_V1_SCOPES, startHarness, type Harness } from './testing/harness';
+import { ALL_V1_SCOPES, startHarness, type Harness } from './harness';
 
 let h: Harness;
 let alice: string;
