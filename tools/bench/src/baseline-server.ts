@@ -1,7 +1,7 @@
 // The bare ceiling: node:http + pg answering each measured /v1 route with the statements the services run
 // (prepared, by name), and the same JSON bytes as the gateway — no token, framework, gRPC or protobuf. The caller
 // of a group route is named by the x-user-id header (the full path takes it from the verified token).
-import { CursorCodec, driveListFingerprint, type CursorPosition } from '@mileage/gateway/dist/cursor';
+import { CursorCodec, driveListFingerprint, type CursorPosition } from '@mileage/gateway/cursor';
 import * as http from 'node:http';
 import pg from 'pg';
 
