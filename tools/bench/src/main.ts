@@ -11,6 +11,18 @@ import { MemorySampler, readMemory, summariseSoak, type MemorySample, type Memor
 import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
 import { cpuSeconds } from './proc';
 import { startBenchStack, type BenchStack } from './stack';
+import {
+  answersDiffer,
+  exitStatus,
+  expectedWalkDrives,
+  failedRequests,
+  ratios,
+  routeChecks,
+  rssWithinTarget,
+  summariseChecks,
+  TARGETS,
+  walkProblem,
+} from './verdict';
 import { deepCursor, walk, type WalkResult } from './walk';
 
 const { values: flags } = parseArgs({
@@ -63,9 +75,6 @@ if (flags.smoke)
     sweep: '',
   });
 const num = (name: keyof typeof flags) => Number(flags[name]);
-
-/** The targets of issue 12: full path against its bare ceiling. */
-const TARGETS = { throughputRatio: 0.5, p99Ratio: 3, cpuRatio: 2, walkDrivesPerSecond: 20_000, rssGrowth: 1.5 };
 
 interface RouteDef {
   id: string;
@@ -155,16 +164,8 @@ async function assertSameBodies(route: RouteDef, sample = 20): Promise<void> {
       [full, bare].map((t) => fetch(`${t.url}${t.requests[i]!.path}`, { headers: t.requests[i]!.headers })),
     );
     const [fb, bb] = await Promise.all([f!.text(), b!.text()]);
-    if (f!.status !== 200 || b!.status !== 200)
-      throw new Error(`${route.title} ${full.requests[i]!.path}: full path ${f!.status}, bare ${b!.status}: ${fb}`);
-    if (fb !== bb) {
-      let at = 0;
-      while (fb[at] === bb[at]) at++;
-      const around = (s: string) => s.slice(Math.max(0, at - 120), at + 120);
-      throw new Error(
-        `${route.title} ${full.requests[i]!.path}: bodies differ at ${at}\n  full: …${around(fb)}…\n  bare: …${around(bb)}…`,
-      );
-    }
+    const differ = answersDiffer({ status: f!.status, body: fb }, { status: b!.status, body: bb });
+    if (differ) throw new Error(`${route.title} ${full.requests[i]!.path}: ${differ}`);
   }
 }
 
@@ -220,20 +221,16 @@ async function main(): Promise<number> {
       const bare = await measure(r.bare, stack.barePids, settings);
       const full = await measure(r.full, stack.fullPids, settings);
       results[r.id] = { bare, full };
-      failures += bare.non2xx + bare.errors + full.non2xx + full.errors;
+      failures += failedRequests(bare) + failedRequests(full);
       const row = (name: string, x: LoadResult) =>
-        `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${x.non2xx + x.errors ? `  ERRORS ${x.non2xx + x.errors}` : ''}`;
-      const tr = full.requestsPerSecond / bare.requestsPerSecond;
-      const pr = full.p99Ms / Math.max(bare.p99Ms, 1);
-      const cr = full.cpuMicrosPerRequest / bare.cpuMicrosPerRequest;
-      checks[`${r.id} throughput`] = tr >= TARGETS.throughputRatio;
-      checks[`${r.id} p99`] = pr <= TARGETS.p99Ratio;
-      if (r.page) checks[`${r.id} cpu`] = cr <= TARGETS.cpuRatio;
+        `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${failedRequests(x) ? `  ERRORS ${failedRequests(x)}` : ''}`;
+      const ratio = ratios(bare, full);
+      Object.assign(checks, routeChecks(r.id, r.page, ratio));
       lines.push(
         r.title,
         row('bare node:http + pg', bare),
         row('full path', full),
-        `  full/bare: throughput ${fmt(tr, 2)} (≥ ${TARGETS.throughputRatio}), p99 ${fmt(pr, 2)} (≤ ${TARGETS.p99Ratio}), CPU ${fmt(cr, 2)}${r.page ? ` (≤ ${TARGETS.cpuRatio})` : ''}`,
+        `  full/bare: throughput ${fmt(ratio.throughput, 2)} (≥ ${TARGETS.throughputRatio}), p99 ${fmt(ratio.p99, 2)} (≤ ${TARGETS.p99Ratio}), CPU ${fmt(ratio.cpu, 2)}${r.page ? ` (≤ ${TARGETS.cpuRatio})` : ''}`,
         '',
       );
       process.stdout.write(`${lines.slice(-5).join('\n')}\n`);
@@ -263,11 +260,15 @@ async function main(): Promise<number> {
         text.push(wrow('bare node:http + pg', bare));
         const full = await walk(stack, 'full', limit, maxPages, from);
         text.push(wrow('full path', full));
-        if (bare.pageHashes.join() !== full.pageHashes.join())
-          throw new Error(`the full path and the bare server returned different pages`);
-        const expected =
-          part === 'last' ? maxPages * limit : !maxPages || full.pages < maxPages ? stack.data.walkGroup.reported : 0;
-        if (expected && full.drives !== expected) throw new Error(`${full.drives} drives, expected ${expected}`);
+        const expected = expectedWalkDrives({
+          last: part === 'last',
+          maxPages,
+          limit,
+          pages: full.pages,
+          reported: stack.data.walkGroup.reported,
+        });
+        const problem = walkProblem(bare, full, expected);
+        if (problem) throw new Error(problem);
         walks[name] = { bare, full };
         checks[`sync walk limit ${name}`] = full.drivesPerSecond >= TARGETS.walkDrivesPerSecond;
       } catch (err) {
@@ -291,7 +292,7 @@ async function main(): Promise<number> {
           ['full', r.full, stack.fullPids],
         ] as const) {
           const x = await measure(t, pids, s);
-          failures += x.non2xx + x.errors;
+          failures += failedRequests(x);
           sweep.push({ route: r.title, target, connections, requestsPerSecond: x.requestsPerSecond, p99Ms: x.p99Ms });
           process.stdout.write(
             `  sweep ${r.id} ${target} c=${connections}: ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms\n`,
@@ -309,7 +310,7 @@ async function main(): Promise<number> {
       const sampler = new MemorySampler(stack.processes, stack.metricsUrls, num('soak-interval'));
       const x = await measure(mixed, stack.fullPids, { ...settings, warmupSeconds: 1, durationSeconds: soakSeconds });
       const samples = await sampler.stop();
-      failures += x.non2xx + x.errors;
+      failures += failedRequests(x);
       soak = { samples, summary: summariseSoak(idleMemory, samples, sampler.intervalSeconds), loadAverage: loadavg() };
       lines.push(
         `Soak: ${soakSeconds} s mixed, ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms, CPU µs/req ${fmt(x.cpuMicrosPerRequest)} ${JSON.stringify(x.cpuByProcess)}; load average ${soak.loadAverage.map((l) => fmt(l, 1)).join(' ')}`,
@@ -339,16 +340,11 @@ async function main(): Promise<number> {
     const rssLine = Object.keys(idleRss)
       .map((k) => `${k} ${fmt(idleRss[k]!)} → ${fmt(afterRss[k]!)}`)
       .join(', ');
-    if (soakSeconds >= 300)
-      checks['rss after soak'] = Object.keys(idleRss).every(
-        (k) => k === 'bare' || afterRss[k]! <= TARGETS.rssGrowth * idleRss[k]!,
-      );
+    if (soakSeconds >= 300) checks['rss after soak'] = rssWithinTarget(idleRss, afterRss);
     lines.push(`RSS MB idle → after${soakSeconds ? ` ${soakSeconds} s soak` : ''}: ${rssLine}`);
     process.stdout.write(`\n${lines.slice(-1)[0]}\n`);
-    const missed = Object.entries(checks).filter(([, ok]) => !ok);
-    process.stdout.write(
-      `\nTargets: ${Object.keys(checks).length - missed.length} of ${Object.keys(checks).length} met${missed.length ? `; missed: ${missed.map(([k]) => k).join(', ')}` : ''}\n`,
-    );
+    const { line: targetsLine, missed } = summariseChecks(checks);
+    process.stdout.write(`\n${targetsLine}\n`);
 
     if (!flags.smoke) {
       const date = new Date().toISOString();
@@ -381,7 +377,7 @@ async function main(): Promise<number> {
       }
     }
     if (failures) process.stderr.write(`bench: ${failures} requests answered something other than 200\n`);
-    return failures || (flags.strict && missed.length) ? 1 : 0;
+    return exitStatus(failures, missed.length, flags.strict);
   } finally {
     await stack.stop();
   }
