@@ -11,18 +11,7 @@ import { MemorySampler, readMemory, summariseSoak, type MemorySample, type Memor
 import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
 import { cpuSeconds } from './proc';
 import { startBenchStack, type BenchStack } from './stack';
-import {
-  answersDiffer,
-  exitStatus,
-  expectedWalkDrives,
-  failedRequests,
-  ratios,
-  routeChecks,
-  rssWithinTarget,
-  summariseChecks,
-  TARGETS,
-  walkProblem,
-} from './verdict';
+import * as verdict from './verdict';
 import { deepCursor, walk, type WalkResult } from './walk';
 
 const { values: flags } = parseArgs({
@@ -164,7 +153,7 @@ async function assertSameBodies(route: RouteDef, sample = 20): Promise<void> {
       [full, bare].map((t) => fetch(`${t.url}${t.requests[i]!.path}`, { headers: t.requests[i]!.headers })),
     );
     const [fb, bb] = await Promise.all([f!.text(), b!.text()]);
-    const differ = answersDiffer({ status: f!.status, body: fb }, { status: b!.status, body: bb });
+    const differ = verdict.answersDiffer({ status: f!.status, body: fb }, { status: b!.status, body: bb });
     if (differ) throw new Error(`${route.title} ${full.requests[i]!.path}: ${differ}`);
   }
 }
@@ -221,16 +210,16 @@ async function main(): Promise<number> {
       const bare = await measure(r.bare, stack.barePids, settings);
       const full = await measure(r.full, stack.fullPids, settings);
       results[r.id] = { bare, full };
-      failures += failedRequests(bare) + failedRequests(full);
+      failures += verdict.failedRequests(bare) + verdict.failedRequests(full);
       const row = (name: string, x: LoadResult) =>
-        `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${failedRequests(x) ? `  ERRORS ${failedRequests(x)}` : ''}`;
-      const ratio = ratios(bare, full);
-      Object.assign(checks, routeChecks(r.id, r.page, ratio));
+        `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${verdict.failedRequests(x) ? `  ERRORS ${verdict.failedRequests(x)}` : ''}`;
+      const ratio = verdict.ratios(bare, full);
+      Object.assign(checks, verdict.routeChecks(r.id, r.page, ratio));
       lines.push(
         r.title,
         row('bare node:http + pg', bare),
         row('full path', full),
-        `  full/bare: throughput ${fmt(ratio.throughput, 2)} (≥ ${TARGETS.throughputRatio}), p99 ${fmt(ratio.p99, 2)} (≤ ${TARGETS.p99Ratio}), CPU ${fmt(ratio.cpu, 2)}${r.page ? ` (≤ ${TARGETS.cpuRatio})` : ''}`,
+        `  full/bare: throughput ${fmt(ratio.throughput, 2)} (≥ ${verdict.TARGETS.throughputRatio}), p99 ${fmt(ratio.p99, 2)} (≤ ${verdict.TARGETS.p99Ratio}), CPU ${fmt(ratio.cpu, 2)}${r.page ? ` (≤ ${verdict.TARGETS.cpuRatio})` : ''}`,
         '',
       );
       process.stdout.write(`${lines.slice(-5).join('\n')}\n`);
@@ -252,7 +241,7 @@ async function main(): Promise<number> {
       const name = `${limit}${part ? ` ${part}` : ''}`;
       const wrow = (label: string, w: WalkResult) =>
         `  ${label.padEnd(22)} ${fmt(w.seconds, 2).padStart(7)} s ${fmt(w.drivesPerSecond).padStart(8)} drives/s ${String(w.pages).padStart(5)} pages  CPU µs per drive ${JSON.stringify(w.cpuMicrosPerDriveByProcess)}`;
-      const heading = `Sync walk: pages of ${limit} through next_cursor${part ? `, the ${part} ${maxPages} pages of ${stack.data.walkGroup.reported}` : ''} (target ≥ ${TARGETS.walkDrivesPerSecond} drives/s)`;
+      const heading = `Sync walk: pages of ${limit} through next_cursor${part ? `, the ${part} ${maxPages} pages of ${stack.data.walkGroup.reported}` : ''} (target ≥ ${verdict.TARGETS.walkDrivesPerSecond} drives/s)`;
       const text = [heading];
       try {
         const from = part === 'last' ? await deepCursor(stack, limit, maxPages) : undefined;
@@ -260,17 +249,17 @@ async function main(): Promise<number> {
         text.push(wrow('bare node:http + pg', bare));
         const full = await walk(stack, 'full', limit, maxPages, from);
         text.push(wrow('full path', full));
-        const expected = expectedWalkDrives({
+        const expected = verdict.expectedWalkDrives({
           last: part === 'last',
           maxPages,
           limit,
           pages: full.pages,
           reported: stack.data.walkGroup.reported,
         });
-        const problem = walkProblem(bare, full, expected);
+        const problem = verdict.walkProblem(bare, full, expected);
         if (problem) throw new Error(problem);
         walks[name] = { bare, full };
-        checks[`sync walk limit ${name}`] = full.drivesPerSecond >= TARGETS.walkDrivesPerSecond;
+        checks[`sync walk limit ${name}`] = full.drivesPerSecond >= verdict.TARGETS.walkDrivesPerSecond;
       } catch (err) {
         failures++;
         checks[`sync walk limit ${name}`] = false;
@@ -292,7 +281,7 @@ async function main(): Promise<number> {
           ['full', r.full, stack.fullPids],
         ] as const) {
           const x = await measure(t, pids, s);
-          failures += failedRequests(x);
+          failures += verdict.failedRequests(x);
           sweep.push({ route: r.title, target, connections, requestsPerSecond: x.requestsPerSecond, p99Ms: x.p99Ms });
           process.stdout.write(
             `  sweep ${r.id} ${target} c=${connections}: ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms\n`,
@@ -310,7 +299,7 @@ async function main(): Promise<number> {
       const sampler = new MemorySampler(stack.processes, stack.metricsUrls, num('soak-interval'));
       const x = await measure(mixed, stack.fullPids, { ...settings, warmupSeconds: 1, durationSeconds: soakSeconds });
       const samples = await sampler.stop();
-      failures += failedRequests(x);
+      failures += verdict.failedRequests(x);
       soak = { samples, summary: summariseSoak(idleMemory, samples, sampler.intervalSeconds), loadAverage: loadavg() };
       lines.push(
         `Soak: ${soakSeconds} s mixed, ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms, CPU µs/req ${fmt(x.cpuMicrosPerRequest)} ${JSON.stringify(x.cpuByProcess)}; load average ${soak.loadAverage.map((l) => fmt(l, 1)).join(' ')}`,
@@ -340,10 +329,10 @@ async function main(): Promise<number> {
     const rssLine = Object.keys(idleRss)
       .map((k) => `${k} ${fmt(idleRss[k]!)} → ${fmt(afterRss[k]!)}`)
       .join(', ');
-    if (soakSeconds >= 300) checks['rss after soak'] = rssWithinTarget(idleRss, afterRss);
+    if (soakSeconds >= 300) checks['rss after soak'] = verdict.rssWithinTarget(idleRss, afterRss);
     lines.push(`RSS MB idle → after${soakSeconds ? ` ${soakSeconds} s soak` : ''}: ${rssLine}`);
     process.stdout.write(`\n${lines.slice(-1)[0]}\n`);
-    const { line: targetsLine, missed } = summariseChecks(checks);
+    const { line: targetsLine, missed } = verdict.summariseChecks(checks);
     process.stdout.write(`\n${targetsLine}\n`);
 
     if (!flags.smoke) {
@@ -377,7 +366,7 @@ async function main(): Promise<number> {
       }
     }
     if (failures) process.stderr.write(`bench: ${failures} requests answered something other than 200\n`);
-    return exitStatus(failures, missed.length, flags.strict);
+    return verdict.exitStatus(failures, missed.length, flags.strict);
   } finally {
     await stack.stop();
   }

@@ -1,6 +1,16 @@
-// Shared by the volume benches (bench:paging, bench:scim): a throw-away PostgreSQL and sequential timing.
+// Shared by the volume benches (bench:paging, bench:scim, bench:webhooks): a throw-away PostgreSQL, services served in
+// the bench's own process, and sequential timing.
 import { startPostgres, type RunningPostgres } from '@mileage/devstack';
-import { freePort } from '@mileage/runtime';
+import { PROTO_FILES } from '@mileage/proto';
+import {
+  createGrpcClient,
+  createLogger,
+  freePort,
+  Metrics,
+  startGrpcServer,
+  type GeneratedClientConstructor,
+  type ServiceRegistration,
+} from '@mileage/runtime';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -45,4 +55,34 @@ export async function withBenchPostgres(name: string, work: (url: string) => Pro
     process.removeListener('SIGINT', interrupted);
     await stop();
   }
+}
+
+/** grpc-js's client class, as createGrpcClient takes it (the bench does not depend on grpc-js itself). */
+type GrpcClient = Parameters<typeof createGrpcClient>[0] extends GeneratedClientConstructor<infer C> ? C : never;
+
+/**
+ * One service's gRPC implementation served in this process on a free loopback port, and a client of it: the real
+ * server and protocol, without a process of its own.
+ */
+export async function serveInProcess<C extends GrpcClient>(
+  name: keyof typeof PROTO_FILES,
+  implementation: ServiceRegistration,
+  Client: GeneratedClientConstructor<C>,
+  defaultDeadlineMs = 10_000,
+): Promise<{ client: ReturnType<typeof createGrpcClient<C>>; stop(): Promise<void> }> {
+  const server = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [implementation],
+    protoFiles: [PROTO_FILES[name]],
+    logger: createLogger({ service: `${name}-bench`, level: 'silent' }),
+    metrics: new Metrics(name),
+  });
+  const client = createGrpcClient(Client, `127.0.0.1:${server.port}`, { defaultDeadlineMs });
+  return {
+    client,
+    stop: async () => {
+      client.close();
+      await server.shutdown(1_000);
+    },
+  };
 }
