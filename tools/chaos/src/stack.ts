@@ -266,7 +266,8 @@ async function build(
       services[s][id] = replica;
     });
   }
-  await idp.waitUntilReady();
+  // It starts alongside eight service replicas: on a small, busy machine (load 40 on 2 cores) that took 30 s.
+  await idp.waitUntilReady(60_000);
   const gateways = {} as ChaosStack['gateways'];
   replicaIds.forEach((id, i) => {
     const url = wiring.gatewayUrl(i);

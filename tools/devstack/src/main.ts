@@ -174,7 +174,7 @@ async function main(): Promise<void> {
   } else {
     const idp = startProcess('dev-idp', scriptOf('dev-idp'), wiring.idp, logger);
     processes.push(idp);
-    waits.push(waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 30_000));
+    waits.push(waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 60_000));
   }
   const healthClients: HealthClient[] = [];
   for (const s of SERVICE_NAMES) {
