@@ -92,7 +92,10 @@ export class Replica {
       if (ok && (!takesTraffic || !this.served || (await this.served().catch(() => 0)) > 0)) return;
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`${this.name} was not ${takesTraffic ? 'taking traffic' : 'ready'} within ${timeoutMs} ms`);
+    const said = this.lastWords();
+    throw new Error(
+      `${this.name} was not ${takesTraffic ? 'taking traffic' : 'ready'} within ${timeoutMs} ms${said ? `: ${said}` : ''}`,
+    );
   }
 }
 
@@ -248,6 +251,8 @@ async function build(
   );
   idp.start();
   cleanups.push(async () => void (await idp.stop()));
+  // Ready before the eight service replicas start: alongside them, on a busy 2-core machine, it took over 60 s.
+  await idp.waitUntilReady(60_000);
 
   const services = {} as ChaosStack['services'];
   for (const s of SERVICES) {
@@ -266,8 +271,6 @@ async function build(
       services[s][id] = replica;
     });
   }
-  // It starts alongside eight service replicas: on a small, busy machine (load 40 on 2 cores) that took 30 s.
-  await idp.waitUntilReady(60_000);
   const gateways = {} as ChaosStack['gateways'];
   replicaIds.forEach((id, i) => {
     const url = wiring.gatewayUrl(i);
@@ -278,8 +281,8 @@ async function build(
     cleanups.push(async () => void (await replica.stop()));
     gateways[id] = { replica, url };
   });
-  for (const s of SERVICES) for (const id of replicaIds) await services[s][id].waitUntilReady();
-  for (const id of replicaIds) await gateways[id].replica.waitUntilReady();
+  for (const s of SERVICES) for (const id of replicaIds) await services[s][id].waitUntilReady(60_000);
+  for (const id of replicaIds) await gateways[id].replica.waitUntilReady(60_000);
 
   const token = async (userId: string) =>
     passwordToken(issuer, {
