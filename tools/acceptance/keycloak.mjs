@@ -4,13 +4,12 @@
 // checks the realm (`run.sh check`: deploy/keycloak/smoke-test.mjs), starts the stack as `npm start` does with OIDC_ISSUER pointing
 // at Keycloak (fresh data folder, free ports), runs tools/acceptance against it, and stops everything.
 import { spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { launchStack } from '@mileage/devstack';
+import { freePort } from '@mileage/runtime';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const { launchStack } = createRequire(import.meta.url)(path.join(root, 'tools/devstack/dist/index.js'));
-const { freePort } = createRequire(import.meta.url)('@mileage/runtime');
 
 const keycloakEnv = {
   ...process.env,

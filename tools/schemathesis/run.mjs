@@ -4,16 +4,14 @@
 // from the development identity provider — with every phase (examples, coverage, fuzzing, stateful). Fails on any 5xx
 // and on any response the document does not describe (status, content type, body schema, Allow header).
 import { spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { launchStack, passwordToken, scimClientToken } from '@mileage/devstack';
 import { pythonTool } from '../python-tool.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(import.meta.url);
-const root = path.resolve(here, '..', '..');
 const st = pythonTool({ requirement: 'schemathesis==4.32.5', venvName: 'schemathesis-venv-4.32.5', binary: 'st' });
 const smoke = process.argv.includes('--smoke');
 // Bounded for 2 shared cores: cases per operation and phase, and a hard stop for each schemathesis process.
@@ -29,39 +27,14 @@ const CHECKS = [
 ];
 const V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
 
-async function token(issuer, form, basic) {
-  const res = await fetch(`${issuer}/protocol/openid-connect/token`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      ...(basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {}),
-    },
-    body: new URLSearchParams(form),
-  });
-  const body = await res.json();
-  if (!body.access_token) throw new Error(`no token from the development identity provider (${res.status})`);
-  return body.access_token;
-}
-
-const { launchStack } = require(path.join(root, 'tools/devstack/dist/index.js'));
 // The contract's rate limits would answer most generated requests 429: raised for this run only.
 const stack = await launchStack({ env: { RATE_LIMIT_MULTIPLIER: '1000000' } });
 const workDir = mkdtempSync(path.join(tmpdir(), 'mileage-schemathesis-'));
 try {
   const { issuer, gatewayUrl } = stack;
   // A demo administrator with every /v1 scope the development client grants, and the provisioning client.
-  const userToken = await token(issuer, {
-    grant_type: 'password',
-    client_id: 'mileage-dev',
-    username: 'alice@example.com',
-    password: 'demo',
-    scope: V1_SCOPES,
-  });
-  const scimToken = await token(
-    issuer,
-    { grant_type: 'client_credentials', scope: 'scim' },
-    'mileage-scim:scim-dev-secret',
-  );
+  const userToken = await passwordToken(issuer, { username: 'alice@example.com', password: 'demo', scope: V1_SCOPES });
+  const scimToken = await scimClientToken(issuer, 'scim-dev-secret');
 
   // One run per API surface, each with the token that surface accepts.
   const runs = [

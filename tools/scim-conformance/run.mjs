@@ -2,32 +2,20 @@
 // `npm run test:scim-conformance`: runs scim2-tester (PyPI scim2-cli, pinned) against the whole stack as `npm start`
 // runs it — fresh data folder, free ports — and fails on any check that is not an expected, documented failure.
 import { spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { launchStack, scimClientToken } from '@mileage/devstack';
 import { pythonTool } from '../python-tool.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(import.meta.url);
-const root = path.resolve(here, '..', '..');
 const SCIM2_CLI = 'scim2-cli==0.6.0';
 const scimBin = pythonTool({ requirement: SCIM2_CLI, venvName: 'scim2-venv-0.6.0', binary: 'scim' });
 
-const { launchStack } = require(path.join(root, 'tools/devstack/dist/index.js'));
 const stack = await launchStack();
 try {
   const issuer = stack.issuer;
-  const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      authorization: `Basic ${Buffer.from('mileage-scim:scim-dev-secret').toString('base64')}`,
-    },
-    body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
-  });
-  const { access_token: token } = await tokenRes.json();
-  if (!token) throw new Error('no SCIM token from the development identity provider');
+  const token = await scimClientToken(issuer, 'scim-dev-secret');
 
   const started = Date.now();
   const result = spawnSync(scimBin, ['--url', `${stack.gatewayUrl}/scim/v2`, 'test'], {

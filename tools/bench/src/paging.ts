@@ -4,14 +4,13 @@
 import { generateVolume } from '@mileage/devstack';
 import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { drivesV1, PROTO_FILES } from '@mileage/proto';
-import { createGrpcClient, createLogger, Metrics, startGrpcServer } from '@mileage/runtime';
+import { drivesV1 } from '@mileage/proto';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { timeSequential, withBenchPostgres } from './sequential';
+import { serveInProcess, timeSequential, withBenchPostgres } from './sequential';
 
 const { values } = parseArgs({
   options: {
@@ -32,16 +31,8 @@ async function main(): Promise<void> {
       await db.migrate().finally(() => db.close());
     }
     const db = openDrivesDatabase({ url });
-    const grpc = await startGrpcServer({
-      address: '127.0.0.1:0',
-      services: [createDrivesServer({ knex: db.knex })],
-      protoFiles: [PROTO_FILES.drives],
-      logger: createLogger({ service: 'paging-bench', level: 'silent' }),
-      metrics: new Metrics('drives'),
-    });
-    const client = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${grpc.port}`, {
-      defaultDeadlineMs: 10_000,
-    });
+    const drives = await serveInProcess('drives', createDrivesServer({ knex: db.knex }), drivesV1.DrivesServiceClient);
+    const client = drives.client;
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     const results: Record<string, unknown>[] = [];
@@ -108,8 +99,7 @@ async function main(): Promise<void> {
       );
     }
     await admin.end();
-    client.close();
-    await grpc.shutdown(1_000);
+    await drives.stop();
     await db.close();
     if (values.smoke) return; // a smoke run's figures are not results
     const dir = path.join(__dirname, '..', 'results');

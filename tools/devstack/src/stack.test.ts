@@ -12,6 +12,8 @@ import { Webhook } from 'standardwebhooks';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { PORT_VARIABLES } from './launch';
+import { passwordToken, scimClientToken } from './tokens';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'devstack-'));
 chmodSync(dataDir, 0o755);
@@ -31,24 +33,8 @@ after(() => {
 });
 
 async function ports() {
-  const names = [
-    'EMBEDDED_POSTGRES_PORT',
-    'GATEWAY_PORT',
-    'DEV_IDP_PORT',
-    'USERS_GRPC_PORT',
-    'GATEWAY_METRICS_PORT',
-    'USERS_METRICS_PORT',
-    'GROUPS_GRPC_PORT',
-    'GROUPS_METRICS_PORT',
-    'DRIVES_GRPC_PORT',
-    'DRIVES_METRICS_PORT',
-    'SCIM_GRPC_PORT',
-    'SCIM_METRICS_PORT',
-    'WEBHOOKS_GRPC_PORT',
-    'WEBHOOKS_METRICS_PORT',
-  ];
   const env: Record<string, string> = {};
-  for (const n of names) env[n] = String(await freePort());
+  for (const n of PORT_VARIABLES) env[n] = String(await freePort());
   return env;
 }
 
@@ -92,19 +78,11 @@ describe('npm start', { timeout: 120_000 }, () => {
     const issuer = `http://127.0.0.1:${env.DEV_IDP_PORT}/realms/mileage`;
     assert.ok(text.includes(`${issuer}/protocol/openid-connect/token`), 'the banner prints the token command');
 
-    const tokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'password',
-        client_id: 'mileage-dev',
-        username: 'alice@example.com',
-        password: 'demo',
-        scope: 'users_read groups_read groups_read_reported_drives drives_read',
-      }),
+    const access_token = await passwordToken(issuer, {
+      username: 'alice@example.com',
+      password: 'demo',
+      scope: 'users_read groups_read groups_read_reported_drives drives_read',
     });
-    assert.equal(tokenRes.status, 200);
-    const { access_token } = (await tokenRes.json()) as { access_token: string };
     const me = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/users/me`, {
       headers: { authorization: `Bearer ${access_token}` },
     });
@@ -166,18 +144,12 @@ describe('npm start', { timeout: 120_000 }, () => {
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const hookToken = await fetch(`${issuer}/protocol/openid-connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'password',
-        client_id: 'mileage-dev',
-        username: 'alice@example.com',
-        password: 'demo',
-        scope: 'webhooks_manage',
-      }),
+    const hookToken = await passwordToken(issuer, {
+      username: 'alice@example.com',
+      password: 'demo',
+      scope: 'webhooks_manage',
     });
-    const hookAuth = { authorization: `Bearer ${((await hookToken.json()) as { access_token: string }).access_token}` };
+    const hookAuth = { authorization: `Bearer ${hookToken}` };
     const hook = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/groups/1/webhooks`, {
       method: 'POST',
       headers: { ...hookAuth, 'content-type': 'application/json' },
@@ -210,16 +182,7 @@ describe('npm start', { timeout: 120_000 }, () => {
     assert.equal(delivered.type, 'drive.reported');
 
     // Provisioning through the gateway to the SCIM service, with the development secret of CONTRACT §6.
-    const scimTokenRes = await fetch(`${issuer}/protocol/openid-connect/token`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        authorization: `Basic ${Buffer.from('mileage-scim:scim-dev-secret').toString('base64')}`,
-      },
-      body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
-    });
-    assert.equal(scimTokenRes.status, 200);
-    const scimToken = ((await scimTokenRes.json()) as { access_token: string }).access_token;
+    const scimToken = await scimClientToken(issuer, 'scim-dev-secret');
     const scimHeaders = { authorization: `Bearer ${scimToken}`, 'content-type': 'application/scim+json' };
     const bob = await fetch(
       `http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2/Users?filter=${encodeURIComponent('userName eq "BOB@example.com"')}`,

@@ -1,0 +1,83 @@
+// What docs/operations.md promises under each fault, as the expectation rows `judge` applies. Pure: the times a fault
+// marks while it runs (when PostgreSQL went down, when a replica was thawed) are read when its samples are judged.
+import { is2xx, type Expectation, type Sample } from './report';
+
+/** A 503 that says when to retry. */
+const retryable503 = (s: Sample) => s.status === 503 && s.retryAfter;
+/** Answered at once rather than after a deadline: a fail-fast answer. */
+const fast = (s: Sample) => s.endedAt - s.startedAt < 500;
+
+/** Nothing fails. */
+export const allSucceed = (text: string): Expectation => ({ text, required: true, accepts: is2xx });
+
+/** The window's last second answered 2xx throughout, or why not. */
+export function recovered(w: Sample[]): string | undefined {
+  const end = Math.max(...w.map((s) => s.startedAt));
+  const last = w.filter((s) => s.startedAt > end - 1000);
+  const bad = last.filter((s) => !is2xx(s)).length;
+  return bad ? `not recovered: ${bad} of the last second's ${last.length} requests failed` : undefined;
+}
+
+/** A rolling restart: no request fails and every replica drains cleanly (the unclean ones named as they happen). */
+export const rollingRestart = (uncleanDrains: readonly string[]): Expectation => ({
+  text: '0 failed, every drain clean (exit 0)',
+  required: true,
+  accepts: is2xx,
+  check: () => (uncleanDrains.length ? `unclean drain: ${uncleanDrains.join(', ')}` : undefined),
+});
+
+/**
+ * PostgreSQL stopped at downAt and started at upAt: 503 + Retry-After only for requests answered after it went down
+ * (one in flight then counts) and started before the services' checks can have seen it back (recoveryMs); recovered
+ * by the end, and no process restarted.
+ */
+export const postgresRestart = (
+  marks: { downAt: number; upAt: number },
+  recoveryMs: number,
+  restarted: () => boolean,
+): Expectation => ({
+  text: '503 + Retry-After only while it is down, recovery without restarts',
+  required: true,
+  accepts: (s) => is2xx(s) || (retryable503(s) && s.endedAt >= marks.downAt && s.startedAt <= marks.upAt + recoveryMs),
+  check: (w) => recovered(w) ?? (restarted() ? 'a process was restarted' : undefined),
+});
+
+/** One replica of a service frozen from frozenAt to thawedAt: at most fast 503s while it is frozen (and 1 s after). */
+export const replicaFrozen = (marks: { frozenAt: number; thawedAt: number }): Expectation => ({
+  text: 'fast 503s at most briefly, the other replica serves, recovery after SIGCONT',
+  required: false,
+  accepts: (s) =>
+    is2xx(s) || (retryable503(s) && fast(s) && s.startedAt >= marks.frozenAt && s.startedAt <= marks.thawedAt + 1000),
+  check: recovered,
+});
+
+/**
+ * Every replica of a service frozen: 504 for calls in flight or sent before each gateway's breaker opens (one
+ * deadline), then fast 503 + Retry-After until the breaker closes again (openMs after the thaw); recovered by the end.
+ */
+export const serviceFrozen = (
+  marks: { frozenAt: number; thawedAt: number },
+  gateway: { deadlineMs: number; openMs: number },
+): Expectation => ({
+  text: '504 only until the breaker opens (one deadline), then fast 503 + Retry-After; recovery after SIGCONT',
+  required: true,
+  accepts: (s) =>
+    is2xx(s) ||
+    (s.status === 504 && s.endedAt >= marks.frozenAt && s.startedAt <= marks.frozenAt + gateway.deadlineMs + 1_000) ||
+    (retryable503(s) &&
+      fast(s) &&
+      s.startedAt >= marks.frozenAt &&
+      s.startedAt <= marks.thawedAt + gateway.openMs + 1_000),
+  check: recovered,
+});
+
+/**
+ * The identity provider down after a key rotation the gateways have not seen: a token of the new key gets 503 +
+ * Retry-After (never 401), and is accepted once the provider is back (recoveredMs: how long after; undefined: never).
+ */
+export const unknownKeyWhileJwksDown = (recoveredMs: () => number | undefined): Expectation => ({
+  text: '503 + Retry-After (never 401); 200 once the provider is back (within the 30 s refresh cooldown)',
+  required: true,
+  accepts: retryable503,
+  check: () => (recoveredMs() === undefined ? 'not accepted within 30 s of the provider coming back' : undefined),
+});
