@@ -5,7 +5,7 @@ import { TokenError, TokenVerifier } from './auth';
 
 const ISSUER = 'http://127.0.0.1:8081/realms/mileage';
 
-async function setup(options: { now?: () => number } = {}) {
+async function setup(options: { now?: () => number; requireAccessTokenType?: boolean } = {}) {
   const { publicKey, privateKey } = await generateKeyPair('RS256');
   const jwk: JWK = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
   let fetches = 0;
@@ -22,11 +22,13 @@ async function setup(options: { now?: () => number } = {}) {
       return local(header, token);
     },
     cacheSize: 2,
+    requireAccessTokenType: options.requireAccessTokenType ?? false,
     ...(options.now ? { now: options.now } : {}),
   });
   const sign = (
     { iss = ISSUER, aud = ['mileage-api', 'account'], ...claims }: Record<string, unknown> = {},
     exp = '5m',
+    headerTyp: string | undefined = 'JWT',
   ) =>
     new SignJWT({
       scope: 'users_read drives_read',
@@ -35,7 +37,7 @@ async function setup(options: { now?: () => number } = {}) {
       azp: 'mileage-dev',
       ...claims,
     })
-      .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'JWT' })
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1', ...(headerTyp === undefined ? {} : { typ: headerTyp }) })
       .setIssuer(iss as string)
       .setAudience(aud as string[])
       .setSubject('sub-alice')
@@ -83,6 +85,23 @@ describe('TokenVerifier', () => {
     await assert.rejects(verifier.verify(await sign({ aud: 'other-api' })), TokenError);
     await assert.rejects(verifier.verify(await sign({}, '-31s')), /expired/);
     await assert.rejects(verifier.verify(await sign({ typ: 'ID' })), /not an access token/);
+  });
+
+  test('JOSE header typ: at+jwt in any spelling, JWT or none; an ID or logout token is refused', async () => {
+    const { verifier, sign, fetches } = await setup();
+    for (const typ of ['at+jwt', 'AT+JWT', 'application/at+jwt', 'JWT', 'jwt', undefined])
+      assert.equal((await verifier.verify(await sign({ jti: `${typ}` }, '5m', typ))).userId, 'AliceAdm01', typ);
+    const keyLookups = fetches();
+    for (const typ of ['id_token+jwt', 'logout+jwt', 'application/jwt+at', 'JOSE'])
+      await assert.rejects(verifier.verify(await sign({}, '5m', typ)), /not an access token/, typ);
+    assert.equal(fetches(), keyLookups, 'refused before the signature check');
+  });
+
+  test('with at+jwt required, a JWT or untyped token is refused', async () => {
+    const { verifier, sign } = await setup({ requireAccessTokenType: true });
+    assert.equal((await verifier.verify(await sign({}, '5m', 'Application/AT+JWT'))).userId, 'AliceAdm01');
+    await assert.rejects(verifier.verify(await sign({}, '5m', 'JWT')), /not an access token/);
+    await assert.rejects(verifier.verify(await sign({}, '5m', undefined)), /not an access token/);
   });
 
   test('accepts a token expired by less than the clock skew', async () => {

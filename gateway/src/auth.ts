@@ -1,4 +1,4 @@
-import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { JwksSource, KeysUnavailableError } from './jwks';
 
 export interface Caller {
@@ -30,6 +30,8 @@ export interface TokenVerifierOptions {
   clockSkewSeconds: number;
   userIdClaim: string;
   scopeClaim: string;
+  /** Refuse tokens whose JOSE header `typ` is not RFC 9068's `at+jwt` (Keycloak writes `JWT` unless told otherwise). */
+  requireAccessTokenType?: boolean;
   /** Key source: the realm's JWKS URL, or a key set function (tests). */
   jwks: URL | JWTVerifyGetKey;
   /** Told when the realm's keys go stale (a refresh failed; the known keys stay in use) and when they are fresh again. */
@@ -43,8 +45,9 @@ export interface TokenVerifierOptions {
  * Verifies OAuth access tokens as a resource server must: signature against the realm's JWKS (cached,
  * re-fetched when a token names an unknown `kid`, at most every 30 s, kept while the realm cannot be reached:
  * `JwksSource`), only the allowed asymmetric
- * algorithms, `iss`, `aud`, `exp`/`nbf` with a small skew, and `typ` = Bearer where present (an ID or
- * refresh token is not an access token). A verified token is remembered until it expires, so a
+ * algorithms, `iss`, `aud`, `exp`/`nbf` with a small skew, the JOSE header `typ` (RFC 9068 `at+jwt`, or `JWT` unless
+ * `at+jwt` is required) and the claim `typ` = Bearer where present (an ID, logout or refresh token is not an access
+ * token). A verified token is remembered until it expires, so a
  * client's repeated calls skip the signature check.
  */
 export class TokenVerifier {
@@ -88,6 +91,8 @@ export class TokenVerifier {
     }
     let payload: JWTPayload;
     try {
+      // Before the signature: an ID or logout token (or any other typ) is refused without a key lookup.
+      if (!this.acceptsType(decodeProtectedHeader(token).typ)) throw new TokenError('not an access token');
       ({ payload } = await jwtVerify(token, this.keys, {
         issuer: this.options.issuer,
         audience: this.options.audience,
@@ -97,6 +102,7 @@ export class TokenVerifier {
         currentDate: new Date(nowMs),
       }));
     } catch (err) {
+      if (err instanceof TokenError) throw err;
       if (err instanceof KeysUnavailableError) throw new TokenError(err.message, 'unavailable');
       throw new TokenError(describeJoseError(err));
     }
@@ -108,6 +114,13 @@ export class TokenVerifier {
     }
     this.cache.set(token, caller);
     return caller;
+  }
+
+  /** RFC 9068 `at+jwt` (media type or short form, any case); plain `JWT` or none unless `at+jwt` is required. */
+  private acceptsType(typ: string | undefined): boolean {
+    const short = typ?.toLowerCase().replace(/^application\//, '');
+    if (short === 'at+jwt') return true;
+    return !this.options.requireAccessTokenType && (short === undefined || short === 'jwt');
   }
 
   private toCaller(payload: JWTPayload): Caller {

@@ -21,6 +21,8 @@ export const configSchema = commonConfigSchema.extend({
   OIDC_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
   OIDC_USER_ID_CLAIM: z.string().min(1).default('user_id'),
   OIDC_SCOPE_CLAIM: z.string().min(1).default('scope'),
+  /** Require RFC 9068's JOSE header `typ: at+jwt`; Keycloak writes `JWT` unless the client is configured for it. */
+  OIDC_REQUIRE_TYP_AT_JWT: env.boolean(false),
   USERS_ADDRESS: env.target('127.0.0.1:50051'),
   GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
   DRIVES_ADDRESS: env.target('127.0.0.1:50053'),

@@ -88,6 +88,7 @@ async function main(): Promise<void> {
     clockSkewSeconds: config.OIDC_CLOCK_SKEW_SECONDS,
     userIdClaim: config.OIDC_USER_ID_CLAIM,
     scopeClaim: config.OIDC_SCOPE_CLAIM,
+    requireAccessTokenType: config.OIDC_REQUIRE_TYP_AT_JWT,
     jwks: new URL(jwksUrl(config)),
     onKeysStale: (stale, reason) =>
       stale
