@@ -26,8 +26,8 @@ async function setup(options: { now?: () => number; requireAccessTokenType?: boo
     ...(options.now ? { now: options.now } : {}),
   });
   const sign = (
-    { iss = ISSUER, aud = ['mileage-api', 'account'], ...claims }: Record<string, unknown> = {},
-    exp = '5m',
+    { iss = ISSUER, aud = ['mileage-api', 'account'], iat, ...claims }: Record<string, unknown> = {},
+    exp: string | number = '5m',
     headerTyp: string | undefined = 'JWT',
   ) =>
     new SignJWT({
@@ -41,7 +41,7 @@ async function setup(options: { now?: () => number; requireAccessTokenType?: boo
       .setIssuer(iss as string)
       .setAudience(aud as string[])
       .setSubject('sub-alice')
-      .setIssuedAt()
+      .setIssuedAt(iat as number | undefined)
       .setExpirationTime(exp)
       .sign(privateKey);
   return { verifier, sign, fetches: () => fetches };
@@ -102,6 +102,22 @@ describe('TokenVerifier', () => {
     assert.equal((await verifier.verify(await sign({}, '5m', 'Application/AT+JWT'))).userId, 'AliceAdm01');
     await assert.rejects(verifier.verify(await sign({}, '5m', 'JWT')), /not an access token/);
     await assert.rejects(verifier.verify(await sign({}, '5m', undefined)), /not an access token/);
+  });
+
+  test('refuses an iat in the future beyond the skew, and a token older than the maximum age whatever its exp', async () => {
+    let now = Date.now();
+    const { verifier, sign } = await setup({ now: () => now });
+    const second = Math.floor(now / 1000);
+    const tenYears = second + 10 * 365 * 86400;
+    await assert.rejects(verifier.verify(await sign({ iat: second + 365 * 86400 }, tenYears)), /claim "iat"/);
+    await assert.rejects(verifier.verify(await sign({ iat: second + 31 }, tenYears)), /claim "iat"/);
+    await verifier.verify(await sign({ iat: second + 20, jti: 'within-skew' }, tenYears));
+    await assert.rejects(verifier.verify(await sign({ iat: second - 86400 - 31 }, tenYears)), /expired/);
+    // A cached token ages out too: a day after its iat it is verified again and refused.
+    const token = await sign({ iat: second, jti: 'ages' }, tenYears);
+    await verifier.verify(token);
+    now += (86400 + 31) * 1000;
+    await assert.rejects(verifier.verify(token), /expired/);
   });
 
   test('accepts a token expired by less than the clock skew', async () => {

@@ -32,6 +32,8 @@ export interface TokenVerifierOptions {
   scopeClaim: string;
   /** Refuse tokens whose JOSE header `typ` is not RFC 9068's `at+jwt` (Keycloak writes `JWT` unless told otherwise). */
   requireAccessTokenType?: boolean;
+  /** Tokens issued (`iat`) longer ago than this are refused whatever their `exp` (default 24 h). */
+  maxTokenAgeSeconds?: number;
   /** Key source: the realm's JWKS URL, or a key set function (tests). */
   jwks: URL | JWTVerifyGetKey;
   /** Told when the realm's keys go stale (a refresh failed; the known keys stay in use) and when they are fresh again. */
@@ -53,9 +55,11 @@ export interface TokenVerifierOptions {
 export class TokenVerifier {
   private readonly keys: JWTVerifyGetKey;
   private readonly remoteKeys: JwksSource | undefined;
-  private readonly cache = new Map<string, Caller>();
+  /** Verified tokens and the instant (epoch seconds) until which they stay valid: `exp`, or earlier by the age limit. */
+  private readonly cache = new Map<string, { caller: Caller; validUntil: number }>();
   private readonly cacheSize: number;
   private readonly now: () => number;
+  private readonly maxTokenAgeSeconds: number;
 
   constructor(private readonly options: TokenVerifierOptions) {
     this.remoteKeys =
@@ -69,6 +73,7 @@ export class TokenVerifier {
     this.keys = this.remoteKeys?.getKey ?? (options.jwks as JWTVerifyGetKey);
     this.cacheSize = options.cacheSize ?? 10_000;
     this.now = options.now ?? Date.now;
+    this.maxTokenAgeSeconds = options.maxTokenAgeSeconds ?? 24 * 3600;
   }
 
   /** Whether the signing keys have been fetched once (JwksSource keeps them while the provider is away). */
@@ -85,7 +90,7 @@ export class TokenVerifier {
     const nowMs = this.now();
     const cached = this.cache.get(token);
     if (cached) {
-      if (cached.expiresAt * 1000 + this.options.clockSkewSeconds * 1000 > nowMs) return cached;
+      if ((cached.validUntil + this.options.clockSkewSeconds) * 1000 > nowMs) return cached.caller;
       this.cache.delete(token);
       throw new TokenError('token expired');
     }
@@ -99,6 +104,8 @@ export class TokenVerifier {
         algorithms: this.options.algorithms,
         clockTolerance: this.options.clockSkewSeconds,
         requiredClaims: ['exp', 'iat', 'sub'],
+        // Also refuses an iat in the future beyond the skew.
+        maxTokenAge: this.maxTokenAgeSeconds,
         currentDate: new Date(nowMs),
       }));
     } catch (err) {
@@ -112,7 +119,7 @@ export class TokenVerifier {
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
     }
-    this.cache.set(token, caller);
+    this.cache.set(token, { caller, validUntil: Math.min(payload.exp!, payload.iat! + this.maxTokenAgeSeconds) });
     return caller;
   }
 

@@ -23,6 +23,8 @@ export const configSchema = commonConfigSchema.extend({
   OIDC_SCOPE_CLAIM: z.string().min(1).default('scope'),
   /** Require RFC 9068's JOSE header `typ: at+jwt`; Keycloak writes `JWT` unless the client is configured for it. */
   OIDC_REQUIRE_TYP_AT_JWT: env.boolean(false),
+  /** Tokens issued (`iat`) longer ago are refused even when their `exp` is far ahead. */
+  OIDC_MAX_TOKEN_AGE_SECONDS: env.positiveInt(24 * 3600),
   USERS_ADDRESS: env.target('127.0.0.1:50051'),
   GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
   DRIVES_ADDRESS: env.target('127.0.0.1:50053'),

@@ -89,6 +89,7 @@ async function main(): Promise<void> {
     userIdClaim: config.OIDC_USER_ID_CLAIM,
     scopeClaim: config.OIDC_SCOPE_CLAIM,
     requireAccessTokenType: config.OIDC_REQUIRE_TYP_AT_JWT,
+    maxTokenAgeSeconds: config.OIDC_MAX_TOKEN_AGE_SECONDS,
     jwks: new URL(jwksUrl(config)),
     onKeysStale: (stale, reason) =>
       stale
