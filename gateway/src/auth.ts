@@ -55,8 +55,11 @@ export interface TokenVerifierOptions {
 export class TokenVerifier {
   private readonly keys: JWTVerifyGetKey;
   private readonly remoteKeys: JwksSource | undefined;
-  /** Verified tokens and the instant (epoch seconds) until which they stay valid: `exp`, or earlier by the age limit. */
-  private readonly cache = new Map<string, { caller: Caller; validUntil: number }>();
+  /**
+   * Verified tokens, the instant (epoch seconds) until which they stay valid (`exp`, or earlier by the age limit) and
+   * the key that verified them: an entry leaves when its key leaves the realm's JWKS.
+   */
+  private readonly cache = new Map<string, { caller: Caller; validUntil: number; kid: string | undefined }>();
   private readonly cacheSize: number;
   private readonly now: () => number;
   private readonly maxTokenAgeSeconds: number;
@@ -68,6 +71,7 @@ export class TokenVerifier {
             url: options.jwks,
             ...(options.now ? { now: options.now } : {}),
             ...(options.onKeysStale ? { onStale: options.onKeysStale } : {}),
+            onKeys: (kids) => this.forgetTokensOfRemovedKeys(kids),
           })
         : undefined;
     this.keys = this.remoteKeys?.getKey ?? (options.jwks as JWTVerifyGetKey);
@@ -87,6 +91,8 @@ export class TokenVerifier {
   }
 
   async verify(token: string): Promise<Caller> {
+    // Cached tokens skip the key lookup, so the key set's age is checked here: a key's removal must reach them too.
+    await this.remoteKeys?.refreshWhenOld();
     const nowMs = this.now();
     const cached = this.cache.get(token);
     if (cached) {
@@ -95,10 +101,14 @@ export class TokenVerifier {
       throw new TokenError('token expired');
     }
     let payload: JWTPayload;
+    let kid: string | undefined;
     try {
       // Before the signature: an ID or logout token (or any other typ) is refused without a key lookup.
       if (!this.acceptsType(decodeProtectedHeader(token).typ)) throw new TokenError('not an access token');
-      ({ payload } = await jwtVerify(token, this.keys, {
+      ({
+        payload,
+        protectedHeader: { kid },
+      } = await jwtVerify(token, this.keys, {
         issuer: this.options.issuer,
         audience: this.options.audience,
         algorithms: this.options.algorithms,
@@ -119,8 +129,18 @@ export class TokenVerifier {
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
     }
-    this.cache.set(token, { caller, validUntil: Math.min(payload.exp!, payload.iat! + this.maxTokenAgeSeconds) });
+    this.cache.set(token, {
+      caller,
+      validUntil: Math.min(payload.exp!, payload.iat! + this.maxTokenAgeSeconds),
+      kid,
+    });
     return caller;
+  }
+
+  /** Tokens without a `kid` cannot be matched to a key: they are verified again after every fetch. */
+  private forgetTokensOfRemovedKeys(kids: ReadonlySet<string>): void {
+    for (const [token, entry] of this.cache)
+      if (entry.kid === undefined || !kids.has(entry.kid)) this.cache.delete(token);
   }
 
   /** RFC 9068 `at+jwt` (media type or short form, any case); plain `JWT` or none unless `at+jwt` is required. */
