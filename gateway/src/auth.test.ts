@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
-import { TokenError, TokenVerifier } from './auth';
+import { TokenError, TokenVerifier, type RefusalReason, type TokenVerifierOptions } from './auth';
 
 const ISSUER = 'http://127.0.0.1:8081/realms/mileage';
 
-async function setup(options: { now?: () => number; requireAccessTokenType?: boolean } = {}) {
+async function setup(options: Partial<TokenVerifierOptions> = {}) {
   const { publicKey, privateKey } = await generateKeyPair('RS256');
   const jwk: JWK = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
   let fetches = 0;
@@ -22,8 +22,7 @@ async function setup(options: { now?: () => number; requireAccessTokenType?: boo
       return local(header, token);
     },
     cacheSize: 2,
-    requireAccessTokenType: options.requireAccessTokenType ?? false,
-    ...(options.now ? { now: options.now } : {}),
+    ...options,
   });
   const sign = (
     { iss = ISSUER, aud = ['mileage-api', 'account'], iat, ...claims }: Record<string, unknown> = {},
@@ -130,5 +129,39 @@ describe('TokenVerifier', () => {
     const { verifier, sign } = await setup();
     const caller = await verifier.verify(await sign({ user_id: undefined, scope: 'scim' }));
     assert.equal(caller.userId, undefined);
+  });
+
+  test('a flood of bogus tokens from one address is limited before the signature check; other addresses pass', async () => {
+    let now = Date.now();
+    const refusals: RefusalReason[] = [];
+    const { verifier, sign, fetches } = await setup({
+      now: () => now,
+      invalidTokenLimit: { burst: 5, perMinute: 60 },
+      onRefused: (reason) => refusals.push(reason),
+    });
+    const good = await sign({ jti: 'kept' });
+    await verifier.verify(good, '10.0.0.1'); // cached before the flood
+    const [header, payload] = good.split('.');
+    const bogus = `${header}.${payload}.${Buffer.from('not a signature').toString('base64url')}`;
+    const kinds: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      kinds.push(
+        await verifier.verify(bogus, '10.0.0.1').then(
+          () => 'ok',
+          (err: TokenError) => err.kind,
+        ),
+      );
+    }
+    assert.deepEqual(kinds, [...Array<string>(5).fill('invalid'), ...Array<string>(45).fill('limited')]);
+    assert.equal(fetches(), 1 + 5, 'only the burst cost a key lookup and a signature check');
+    assert.deepEqual(new Set(refusals), new Set(['signature', 'limited']));
+    // A valid token from another address, and the flooding address's own cached token, still pass.
+    assert.equal((await verifier.verify(await sign({ jti: 'other' }), '10.0.0.2')).userId, 'AliceAdm01');
+    assert.equal((await verifier.verify(good, '10.0.0.1')).userId, 'AliceAdm01');
+    const limited = await verifier.verify(await sign({ jti: 'new' }), '10.0.0.1').catch((err: TokenError) => err);
+    assert.ok(limited instanceof TokenError && limited.wait?.retryAfterSeconds === 1, String(limited));
+    // The bucket refills at the configured rate: one token a second.
+    now += 1_000;
+    assert.equal((await verifier.verify(await sign({ jti: 'later' }), '10.0.0.1')).userId, 'AliceAdm01');
   });
 });

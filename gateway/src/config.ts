@@ -25,6 +25,9 @@ export const configSchema = commonConfigSchema.extend({
   OIDC_REQUIRE_TYP_AT_JWT: env.boolean(false),
   /** Tokens issued (`iat`) longer ago are refused even when their `exp` is far ahead. */
   OIDC_MAX_TOKEN_AGE_SECONDS: env.positiveInt(24 * 3600),
+  /** Invalid tokens one client address may send at once, then at this rate, before the gateway answers 429 unchecked. */
+  INVALID_TOKEN_BURST: env.positiveInt(20),
+  INVALID_TOKENS_PER_MINUTE: env.positiveInt(60),
   USERS_ADDRESS: env.target('127.0.0.1:50051'),
   GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
   DRIVES_ADDRESS: env.target('127.0.0.1:50053'),
