@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import type { Request, Response } from 'express';
 import { TokenError, TokenVerifier, type RefusalReason, type TokenVerifierOptions } from './auth';
+import { guard } from './guard';
+import { HttpProblem } from './problems';
+import { RateLimits } from './rate-limit';
 
 const ISSUER = 'http://127.0.0.1:8081/realms/mileage';
 
@@ -163,5 +167,25 @@ describe('TokenVerifier', () => {
     // The bucket refills at the configured rate: one token a second.
     now += 1_000;
     assert.equal((await verifier.verify(await sign({ jti: 'later' }), '10.0.0.1')).userId, 'AliceAdm01');
+  });
+
+  test('the guard answers a refused token 401 without saying why, and a limited address 429 with Retry-After', async () => {
+    const { verifier, sign } = await setup({ invalidTokenLimit: { burst: 1, perMinute: 6 } });
+    const deps = { verifier, rateLimits: new RateLimits({}) };
+    const rule = { limitId: 'test', perMinute: 30, scope: 'users_read' };
+    const answer = async (token: string) => {
+      const req = { headers: { authorization: `Bearer ${token}` }, ip: '10.0.0.9' } as unknown as Request;
+      const res = { setHeader: () => res } as unknown as Response;
+      return guard(req, res, deps, rule).catch((err: unknown) => err);
+    };
+    const expired = await sign({}, '-5m');
+    const refused = await answer(expired);
+    assert.ok(refused instanceof HttpProblem && refused.status === 401, String(refused));
+    assert.equal(refused.headers['WWW-Authenticate'], 'Bearer realm="mileage", error="invalid_token"');
+    const limited = await answer(await sign({ jti: 'valid but unchecked' }));
+    assert.ok(limited instanceof HttpProblem && limited.status === 429, String(limited));
+    assert.equal(limited.headers['Retry-After'], '10');
+    assert.equal(limited.headers['X-RateLimit-Limit'], '6');
+    assert.equal(limited.headers['X-RateLimit-Remaining'], '0');
   });
 });
