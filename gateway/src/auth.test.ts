@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
-import { TokenError, TokenVerifier } from './auth';
+import type { Request, Response } from 'express';
+import { TokenError, TokenVerifier, type RefusalReason, type TokenVerifierOptions } from './auth';
+import { guard } from './guard';
+import { HttpProblem } from './problems';
+import { RateLimits } from './rate-limit';
 
 const ISSUER = 'http://127.0.0.1:8081/realms/mileage';
 
-async function setup(options: { now?: () => number } = {}) {
+async function setup(options: Partial<TokenVerifierOptions> = {}) {
   const { publicKey, privateKey } = await generateKeyPair('RS256');
   const jwk: JWK = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
   let fetches = 0;
@@ -22,11 +26,12 @@ async function setup(options: { now?: () => number } = {}) {
       return local(header, token);
     },
     cacheSize: 2,
-    ...(options.now ? { now: options.now } : {}),
+    ...options,
   });
   const sign = (
-    { iss = ISSUER, aud = ['mileage-api', 'account'], ...claims }: Record<string, unknown> = {},
-    exp = '5m',
+    { iss = ISSUER, aud = ['mileage-api', 'account'], iat, ...claims }: Record<string, unknown> = {},
+    exp: string | number = '5m',
+    headerTyp: string | undefined = 'JWT',
   ) =>
     new SignJWT({
       scope: 'users_read drives_read',
@@ -35,11 +40,11 @@ async function setup(options: { now?: () => number } = {}) {
       azp: 'mileage-dev',
       ...claims,
     })
-      .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'JWT' })
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1', ...(headerTyp === undefined ? {} : { typ: headerTyp }) })
       .setIssuer(iss as string)
       .setAudience(aud as string[])
       .setSubject('sub-alice')
-      .setIssuedAt()
+      .setIssuedAt(iat as number | undefined)
       .setExpirationTime(exp)
       .sign(privateKey);
   return { verifier, sign, fetches: () => fetches };
@@ -85,6 +90,39 @@ describe('TokenVerifier', () => {
     await assert.rejects(verifier.verify(await sign({ typ: 'ID' })), /not an access token/);
   });
 
+  test('JOSE header typ: at+jwt in any spelling, JWT or none; an ID or logout token is refused', async () => {
+    const { verifier, sign, fetches } = await setup();
+    for (const typ of ['at+jwt', 'AT+JWT', 'application/at+jwt', 'JWT', 'jwt', undefined])
+      assert.equal((await verifier.verify(await sign({ jti: `${typ}` }, '5m', typ))).userId, 'AliceAdm01', typ);
+    const keyLookups = fetches();
+    for (const typ of ['id_token+jwt', 'logout+jwt', 'application/jwt+at', 'JOSE'])
+      await assert.rejects(verifier.verify(await sign({}, '5m', typ)), /not an access token/, typ);
+    assert.equal(fetches(), keyLookups, 'refused before the signature check');
+  });
+
+  test('with at+jwt required, a JWT or untyped token is refused', async () => {
+    const { verifier, sign } = await setup({ requireAccessTokenType: true });
+    assert.equal((await verifier.verify(await sign({}, '5m', 'Application/AT+JWT'))).userId, 'AliceAdm01');
+    await assert.rejects(verifier.verify(await sign({}, '5m', 'JWT')), /not an access token/);
+    await assert.rejects(verifier.verify(await sign({}, '5m', undefined)), /not an access token/);
+  });
+
+  test('refuses an iat in the future beyond the skew, and a token older than the maximum age whatever its exp', async () => {
+    let now = Date.now();
+    const { verifier, sign } = await setup({ now: () => now });
+    const second = Math.floor(now / 1000);
+    const tenYears = second + 10 * 365 * 86400;
+    await assert.rejects(verifier.verify(await sign({ iat: second + 365 * 86400 }, tenYears)), /claim "iat"/);
+    await assert.rejects(verifier.verify(await sign({ iat: second + 31 }, tenYears)), /claim "iat"/);
+    await verifier.verify(await sign({ iat: second + 20, jti: 'within-skew' }, tenYears));
+    await assert.rejects(verifier.verify(await sign({ iat: second - 86400 - 31 }, tenYears)), /expired/);
+    // A cached token ages out too: a day after its iat it is verified again and refused.
+    const token = await sign({ iat: second, jti: 'ages' }, tenYears);
+    await verifier.verify(token);
+    now += (86400 + 31) * 1000;
+    await assert.rejects(verifier.verify(token), /expired/);
+  });
+
   test('accepts a token expired by less than the clock skew', async () => {
     const { verifier, sign } = await setup();
     const caller = await verifier.verify(await sign({}, '-10s'));
@@ -95,5 +133,59 @@ describe('TokenVerifier', () => {
     const { verifier, sign } = await setup();
     const caller = await verifier.verify(await sign({ user_id: undefined, scope: 'scim' }));
     assert.equal(caller.userId, undefined);
+  });
+
+  test('a flood of bogus tokens from one address is limited before the signature check; other addresses pass', async () => {
+    let now = Date.now();
+    const refusals: RefusalReason[] = [];
+    const { verifier, sign, fetches } = await setup({
+      now: () => now,
+      invalidTokenLimit: { burst: 5, perMinute: 60 },
+      onRefused: (reason) => refusals.push(reason),
+    });
+    const good = await sign({ jti: 'kept' });
+    await verifier.verify(good, '10.0.0.1'); // cached before the flood
+    const [header, payload] = good.split('.');
+    const bogus = `${header}.${payload}.${Buffer.from('not a signature').toString('base64url')}`;
+    const kinds: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      kinds.push(
+        await verifier.verify(bogus, '10.0.0.1').then(
+          () => 'ok',
+          (err: TokenError) => err.kind,
+        ),
+      );
+    }
+    assert.deepEqual(kinds, [...Array<string>(5).fill('invalid'), ...Array<string>(45).fill('limited')]);
+    assert.equal(fetches(), 1 + 5, 'only the burst cost a key lookup and a signature check');
+    assert.deepEqual(new Set(refusals), new Set(['signature', 'limited']));
+    // A valid token from another address, and the flooding address's own cached token, still pass.
+    assert.equal((await verifier.verify(await sign({ jti: 'other' }), '10.0.0.2')).userId, 'AliceAdm01');
+    assert.equal((await verifier.verify(good, '10.0.0.1')).userId, 'AliceAdm01');
+    const limited = await verifier.verify(await sign({ jti: 'new' }), '10.0.0.1').catch((err: TokenError) => err);
+    assert.ok(limited instanceof TokenError && limited.wait?.retryAfterSeconds === 1, String(limited));
+    // The bucket refills at the configured rate: one token a second.
+    now += 1_000;
+    assert.equal((await verifier.verify(await sign({ jti: 'later' }), '10.0.0.1')).userId, 'AliceAdm01');
+  });
+
+  test('the guard answers a refused token 401 without saying why, and a limited address 429 with Retry-After', async () => {
+    const { verifier, sign } = await setup({ invalidTokenLimit: { burst: 1, perMinute: 6 } });
+    const deps = { verifier, rateLimits: new RateLimits({}) };
+    const rule = { limitId: 'test', perMinute: 30, scope: 'users_read' };
+    const answer = async (token: string) => {
+      const req = { headers: { authorization: `Bearer ${token}` }, ip: '10.0.0.9' } as unknown as Request;
+      const res = { setHeader: () => res } as unknown as Response;
+      return guard(req, res, deps, rule).catch((err: unknown) => err);
+    };
+    const expired = await sign({}, '-5m');
+    const refused = await answer(expired);
+    assert.ok(refused instanceof HttpProblem && refused.status === 401, String(refused));
+    assert.equal(refused.headers['WWW-Authenticate'], 'Bearer realm="mileage", error="invalid_token"');
+    const limited = await answer(await sign({ jti: 'valid but unchecked' }));
+    assert.ok(limited instanceof HttpProblem && limited.status === 429, String(limited));
+    assert.equal(limited.headers['Retry-After'], '10');
+    assert.equal(limited.headers['X-RateLimit-Limit'], '6');
+    assert.equal(limited.headers['X-RateLimit-Remaining'], '0');
   });
 });

@@ -1,4 +1,4 @@
-import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { JwksSource, KeysUnavailableError } from './jwks';
 
 export interface Caller {
@@ -12,11 +12,20 @@ export interface Caller {
   expiresAt: number;
 }
 
+/** Why a token was refused: the label of the refusals metric, a fixed set (never told to the client). */
+export type RefusalReason =
+  'malformed' | 'type' | 'algorithm' | 'unknown_key' | 'signature' | 'expired' | 'claims' | 'limited';
+
 export class TokenError extends Error {
-  /** `unavailable`: the keys could not be fetched, so the token could not be judged (503, not 401). */
+  /**
+   * `unavailable`: the keys could not be fetched, so the token could not be judged (503, not 401). `limited`: not
+   * judged because the client's address sent too many invalid tokens lately (`wait` says until when).
+   */
   constructor(
     message: string,
-    readonly kind: 'invalid' | 'unavailable' = 'invalid',
+    readonly kind: 'invalid' | 'unavailable' | 'limited' = 'invalid',
+    readonly reason?: RefusalReason,
+    readonly wait?: { perMinute: number; retryAfterSeconds: number },
   ) {
     super(message);
     this.name = 'TokenError';
@@ -30,6 +39,14 @@ export interface TokenVerifierOptions {
   clockSkewSeconds: number;
   userIdClaim: string;
   scopeClaim: string;
+  /** Refuse tokens whose JOSE header `typ` is not RFC 9068's `at+jwt` (Keycloak writes `JWT` unless told otherwise). */
+  requireAccessTokenType?: boolean;
+  /** Tokens issued (`iat`) longer ago than this are refused whatever their `exp` (default 24 h). */
+  maxTokenAgeSeconds?: number;
+  /** Invalid tokens an address may send before it waits (`burst`), refilled at `perMinute`; unset: no limit. */
+  invalidTokenLimit?: { burst: number; perMinute: number };
+  /** Told of every refused token (not of those that could not be judged). */
+  onRefused?: (reason: RefusalReason) => void;
   /** Key source: the realm's JWKS URL, or a key set function (tests). */
   jwks: URL | JWTVerifyGetKey;
   /** Told when the realm's keys go stale (a refresh failed; the known keys stay in use) and when they are fresh again. */
@@ -43,16 +60,23 @@ export interface TokenVerifierOptions {
  * Verifies OAuth access tokens as a resource server must: signature against the realm's JWKS (cached,
  * re-fetched when a token names an unknown `kid`, at most every 30 s, kept while the realm cannot be reached:
  * `JwksSource`), only the allowed asymmetric
- * algorithms, `iss`, `aud`, `exp`/`nbf` with a small skew, and `typ` = Bearer where present (an ID or
- * refresh token is not an access token). A verified token is remembered until it expires, so a
+ * algorithms, `iss`, `aud`, `exp`/`nbf` with a small skew, the JOSE header `typ` (RFC 9068 `at+jwt`, or `JWT` unless
+ * `at+jwt` is required) and the claim `typ` = Bearer where present (an ID, logout or refresh token is not an access
+ * token). A verified token is remembered until it expires, so a
  * client's repeated calls skip the signature check.
  */
 export class TokenVerifier {
   private readonly keys: JWTVerifyGetKey;
   private readonly remoteKeys: JwksSource | undefined;
-  private readonly cache = new Map<string, Caller>();
+  /**
+   * Verified tokens, the instant (epoch seconds) until which they stay valid (`exp`, or earlier by the age limit) and
+   * the key that verified them: an entry leaves when its key leaves the realm's JWKS.
+   */
+  private readonly cache = new Map<string, { caller: Caller; validUntil: number; kid: string | undefined }>();
   private readonly cacheSize: number;
   private readonly now: () => number;
+  private readonly maxTokenAgeSeconds: number;
+  private readonly invalidTokens: InvalidTokenLimiter | undefined;
 
   constructor(private readonly options: TokenVerifierOptions) {
     this.remoteKeys =
@@ -61,11 +85,16 @@ export class TokenVerifier {
             url: options.jwks,
             ...(options.now ? { now: options.now } : {}),
             ...(options.onKeysStale ? { onStale: options.onKeysStale } : {}),
+            onKeys: (kids) => this.forgetTokensOfRemovedKeys(kids),
           })
         : undefined;
     this.keys = this.remoteKeys?.getKey ?? (options.jwks as JWTVerifyGetKey);
     this.cacheSize = options.cacheSize ?? 10_000;
     this.now = options.now ?? Date.now;
+    this.maxTokenAgeSeconds = options.maxTokenAgeSeconds ?? 24 * 3600;
+    this.invalidTokens = options.invalidTokenLimit
+      ? new InvalidTokenLimiter({ ...options.invalidTokenLimit, now: this.now })
+      : undefined;
   }
 
   /** Whether the signing keys have been fetched once (JwksSource keeps them while the provider is away). */
@@ -78,36 +107,88 @@ export class TokenVerifier {
     await this.remoteKeys?.load();
   }
 
-  async verify(token: string): Promise<Caller> {
+  /** `clientAddress`: whose invalid tokens are limited before their signature is checked (a cached token never is). */
+  async verify(token: string, clientAddress?: string): Promise<Caller> {
+    try {
+      return await this.judge(token, clientAddress);
+    } catch (err) {
+      if (err instanceof TokenError && err.reason !== undefined) {
+        this.options.onRefused?.(err.reason);
+        if (err.kind === 'invalid' && clientAddress !== undefined) this.invalidTokens?.charge(clientAddress);
+      }
+      throw err;
+    }
+  }
+
+  private async judge(token: string, clientAddress: string | undefined): Promise<Caller> {
+    // Cached tokens skip the key lookup, so the key set's age is checked here: a key's removal must reach them too.
+    await this.remoteKeys?.refreshWhenOld();
     const nowMs = this.now();
     const cached = this.cache.get(token);
     if (cached) {
-      if (cached.expiresAt * 1000 + this.options.clockSkewSeconds * 1000 > nowMs) return cached;
+      if ((cached.validUntil + this.options.clockSkewSeconds) * 1000 > nowMs) return cached.caller;
       this.cache.delete(token);
-      throw new TokenError('token expired');
+      throw new TokenError('token expired', 'invalid', 'expired');
+    }
+    const wait = clientAddress === undefined ? 0 : (this.invalidTokens?.waitSeconds(clientAddress) ?? 0);
+    if (wait > 0) {
+      const perMinute = this.options.invalidTokenLimit!.perMinute;
+      throw new TokenError('too many invalid tokens from this address', 'limited', 'limited', {
+        perMinute,
+        retryAfterSeconds: wait,
+      });
     }
     let payload: JWTPayload;
+    let kid: string | undefined;
     try {
-      ({ payload } = await jwtVerify(token, this.keys, {
+      // Before the signature: an ID or logout token (or any other typ) is refused without a key lookup.
+      if (!this.acceptsType(decodeProtectedHeader(token).typ))
+        throw new TokenError('not an access token', 'invalid', 'type');
+      ({
+        payload,
+        protectedHeader: { kid },
+      } = await jwtVerify(token, this.keys, {
         issuer: this.options.issuer,
         audience: this.options.audience,
         algorithms: this.options.algorithms,
         clockTolerance: this.options.clockSkewSeconds,
         requiredClaims: ['exp', 'iat', 'sub'],
+        // Also refuses an iat in the future beyond the skew.
+        maxTokenAge: this.maxTokenAgeSeconds,
         currentDate: new Date(nowMs),
       }));
     } catch (err) {
+      if (err instanceof TokenError) throw err;
       if (err instanceof KeysUnavailableError) throw new TokenError(err.message, 'unavailable');
-      throw new TokenError(describeJoseError(err));
+      const [reason, message] = describeJoseError(err);
+      throw new TokenError(message, 'invalid', reason);
     }
-    if (payload.typ !== undefined && payload.typ !== 'Bearer') throw new TokenError('not an access token');
+    if (payload.typ !== undefined && payload.typ !== 'Bearer')
+      throw new TokenError('not an access token', 'invalid', 'type');
     const caller = this.toCaller(payload);
     if (this.cache.size >= this.cacheSize) {
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
     }
-    this.cache.set(token, caller);
+    this.cache.set(token, {
+      caller,
+      validUntil: Math.min(payload.exp!, payload.iat! + this.maxTokenAgeSeconds),
+      kid,
+    });
     return caller;
+  }
+
+  /** Tokens without a `kid` cannot be matched to a key: they are verified again after every fetch. */
+  private forgetTokensOfRemovedKeys(kids: ReadonlySet<string>): void {
+    for (const [token, entry] of this.cache)
+      if (entry.kid === undefined || !kids.has(entry.kid)) this.cache.delete(token);
+  }
+
+  /** RFC 9068 `at+jwt` (media type or short form, any case); plain `JWT` or none unless `at+jwt` is required. */
+  private acceptsType(typ: string | undefined): boolean {
+    const short = typ?.toLowerCase().replace(/^application\//, '');
+    if (short === 'at+jwt') return true;
+    return !this.options.requireAccessTokenType && (short === undefined || short === 'jwt');
   }
 
   private toCaller(payload: JWTPayload): Caller {
@@ -130,12 +211,55 @@ export class TokenVerifier {
   }
 }
 
-function describeJoseError(err: unknown): string {
-  if (err instanceof joseErrors.JWTExpired) return 'token expired';
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return `token claim "${err.claim}" is not valid`;
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'token signature is not valid';
-  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'token algorithm is not allowed';
-  if (err instanceof joseErrors.JWKSNoMatchingKey) return 'token signing key is not known';
-  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) return 'token is malformed';
-  return 'token is not valid';
+function describeJoseError(err: unknown): [RefusalReason, string] {
+  if (err instanceof joseErrors.JWTExpired) return ['expired', 'token expired'];
+  if (err instanceof joseErrors.JWTClaimValidationFailed) return ['claims', `token claim "${err.claim}" is not valid`];
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return ['signature', 'token signature is not valid'];
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return ['algorithm', 'token algorithm is not allowed'];
+  if (err instanceof joseErrors.JWKSNoMatchingKey) return ['unknown_key', 'token signing key is not known'];
+  return ['malformed', 'token is malformed'];
+}
+
+/**
+ * A token bucket per client address, charged only by invalid tokens: an address that keeps sending them waits before
+ * its next token costs a signature check, while addresses that send none never get a bucket. In memory, per replica:
+ * it protects this replica's CPU, which is what a flood spends. Full buckets are forgotten; at most `maxAddresses`.
+ */
+export class InvalidTokenLimiter {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(
+    private readonly options: { burst: number; perMinute: number; maxAddresses?: number; now?: () => number },
+  ) {}
+
+  /** Seconds until the address may send another token to be verified; 0: now. */
+  waitSeconds(address: string): number {
+    const bucket = this.refilled(address);
+    if (!bucket || bucket.tokens >= 1) return 0;
+    return Math.max(1, Math.ceil(((1 - bucket.tokens) * 60) / this.options.perMinute));
+  }
+
+  charge(address: string): void {
+    const bucket = this.refilled(address) ?? { tokens: this.options.burst, at: (this.options.now ?? Date.now)() };
+    bucket.tokens = Math.max(0, bucket.tokens - 1);
+    this.buckets.delete(address); // re-inserted last: the oldest-touched address is dropped first
+    this.buckets.set(address, bucket);
+    if (this.buckets.size > (this.options.maxAddresses ?? 100_000)) {
+      const oldest = this.buckets.keys().next().value;
+      if (oldest !== undefined) this.buckets.delete(oldest);
+    }
+  }
+
+  private refilled(address: string): { tokens: number; at: number } | undefined {
+    const bucket = this.buckets.get(address);
+    if (!bucket) return undefined;
+    const now = (this.options.now ?? Date.now)();
+    bucket.tokens = Math.min(this.options.burst, bucket.tokens + ((now - bucket.at) / 60_000) * this.options.perMinute);
+    bucket.at = now;
+    if (bucket.tokens >= this.options.burst) {
+      this.buckets.delete(address);
+      return undefined;
+    }
+    return bucket;
+  }
 }

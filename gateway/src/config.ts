@@ -21,6 +21,13 @@ export const configSchema = commonConfigSchema.extend({
   OIDC_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
   OIDC_USER_ID_CLAIM: z.string().min(1).default('user_id'),
   OIDC_SCOPE_CLAIM: z.string().min(1).default('scope'),
+  /** Require RFC 9068's JOSE header `typ: at+jwt`; Keycloak writes `JWT` unless the client is configured for it. */
+  OIDC_REQUIRE_TYP_AT_JWT: env.boolean(false),
+  /** Tokens issued (`iat`) longer ago are refused even when their `exp` is far ahead. */
+  OIDC_MAX_TOKEN_AGE_SECONDS: env.positiveInt(24 * 3600),
+  /** Invalid tokens one client address may send at once, then at this rate, before the gateway answers 429 unchecked. */
+  INVALID_TOKEN_BURST: env.positiveInt(20),
+  INVALID_TOKENS_PER_MINUTE: env.positiveInt(60),
   USERS_ADDRESS: env.target('127.0.0.1:50051'),
   GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
   DRIVES_ADDRESS: env.target('127.0.0.1:50053'),

@@ -62,16 +62,25 @@ async function authenticate(req: Request, verifier: TokenVerifier): Promise<Call
     });
   }
   try {
-    return await verifier.verify(match[1]!);
+    return await verifier.verify(match[1]!, req.ip);
   } catch (err) {
+    if (err instanceof TokenError && err.wait) {
+      // Not judged (no 401: the token may be valid); the contract's 429 with its headers.
+      const { perMinute, retryAfterSeconds } = err.wait;
+      const limit = { allowed: false, limit: perMinute, remaining: 0, resetInSeconds: retryAfterSeconds };
+      throw new HttpProblem(429, 'Too many invalid tokens from this address; try again later', {
+        ...rateLimitHeaders(limit),
+        'Retry-After': String(retryAfterSeconds),
+      });
+    }
     if (err instanceof TokenError && err.kind === 'unavailable') {
       throw new HttpProblem(503, 'The identity provider is unavailable; try again shortly', {
         'Retry-After': String(RETRY_AFTER_SECONDS),
       });
     }
-    const reason = err instanceof TokenError ? err.message : 'token is not valid';
+    // Which check failed is not told: it would guide a forger (the refusals metric counts the reasons).
     throw new HttpProblem(401, 'The access token is not valid', {
-      'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${reason.replace(/"/g, "'")}"`,
+      'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token"`,
     });
   }
 }

@@ -119,4 +119,27 @@ describe('realm keys during an identity-provider outage', () => {
     answer = { status: 200, keys: [publics.k1!] };
     assert.equal(await kindOf(verifier.verify(await sign('k2'))), 'invalid');
   });
+
+  test('a cached verification ends when its key leaves the JWKS (rotation, or the periodic refresh)', async () => {
+    const { verifier, sign, advance } = setup();
+    answer = { status: 200, keys: [publics.k1!] };
+    const old = await sign('k1');
+    assert.equal(await kindOf(verifier.verify(old)), 'ok');
+    // The realm rotates k1 out; a token of the new key k2 makes the gateway fetch the set again.
+    answer = { status: 200, keys: [publics.k2!] };
+    advance(31_000);
+    assert.equal(await kindOf(verifier.verify(await sign('k2'))), 'ok');
+    assert.equal(await kindOf(verifier.verify(old)), 'invalid', 'no longer served from the cache');
+
+    // Without a new kid: the refresh after the cache age drops the removed key's tokens too.
+    const other = setup();
+    answer = { status: 200, keys: [publics.k1!, publics.k2!] };
+    const [t1, t2] = [await other.sign('k1'), await other.sign('k2')];
+    assert.equal(await kindOf(other.verifier.verify(t1)), 'ok');
+    assert.equal(await kindOf(other.verifier.verify(t2)), 'ok');
+    answer = { status: 200, keys: [publics.k2!] };
+    other.advance(11 * 60_000);
+    assert.equal(await kindOf(other.verifier.verify(t1)), 'invalid');
+    assert.equal(await kindOf(other.verifier.verify(t2)), 'ok');
+  });
 });

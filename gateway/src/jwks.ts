@@ -20,6 +20,8 @@ export interface JwksSourceOptions {
   fetch?: typeof fetch;
   /** Called when a refresh fails while older keys keep being used, and when refreshes work again. */
   onStale?: (stale: boolean, reason?: string) => void;
+  /** Called after every successful fetch with the key ids the realm publishes now. */
+  onKeys?: (kids: ReadonlySet<string>) => void;
 }
 
 /**
@@ -52,7 +54,7 @@ export class JwksSource {
 
   /** The function `jwtVerify` calls for a token's key. */
   readonly getKey: JWTVerifyGetKey = async (header, token) => {
-    if (!this.keys || this.now() - this.fetchedAt >= this.maxAgeMs) await this.refresh();
+    await this.refreshWhenOld();
     if (!this.keys) throw new KeysUnavailableError(`the realm's signing keys could not be fetched (${this.lastError})`);
     try {
       return await this.keys(header, token);
@@ -68,6 +70,11 @@ export class JwksSource {
       throw err;
     }
   };
+
+  /** Fetches the keys again once they are older than `maxAgeMs` (throttled by the cooldown). */
+  async refreshWhenOld(): Promise<void> {
+    if (!this.keys || this.now() - this.fetchedAt >= this.maxAgeMs) await this.refresh();
+  }
 
   /** Whether keys were ever fetched: from then on a token can be judged, with stale keys if need be (readiness). */
   get loaded(): boolean {
@@ -91,6 +98,7 @@ export class JwksSource {
         this.fetchedAt = this.now();
         this.lastError = undefined;
         this.setStale(false);
+        this.options.onKeys?.(new Set(jwks.keys.flatMap((key) => (typeof key.kid === 'string' ? [key.kid] : []))));
       })
       .catch((err: unknown) => {
         this.lastError = err instanceof Error ? err.message : String(err);

@@ -81,6 +81,11 @@ async function main(): Promise<void> {
     logger.warn(
       'CURSOR_SECRET is not set: page cursors are signed with a per-process key and do not survive a restart or cross replicas',
     );
+  const tokenRefusals = metrics.counter({
+    name: 'gateway_token_refusals_total',
+    help: 'Bearer tokens refused, by reason (a fixed set; "limited": not checked, the address sent too many invalid ones)',
+    labelNames: ['reason'],
+  });
   const verifier = new TokenVerifier({
     issuer: config.OIDC_ISSUER,
     audience: config.OIDC_AUDIENCE,
@@ -88,6 +93,10 @@ async function main(): Promise<void> {
     clockSkewSeconds: config.OIDC_CLOCK_SKEW_SECONDS,
     userIdClaim: config.OIDC_USER_ID_CLAIM,
     scopeClaim: config.OIDC_SCOPE_CLAIM,
+    requireAccessTokenType: config.OIDC_REQUIRE_TYP_AT_JWT,
+    maxTokenAgeSeconds: config.OIDC_MAX_TOKEN_AGE_SECONDS,
+    invalidTokenLimit: { burst: config.INVALID_TOKEN_BURST, perMinute: config.INVALID_TOKENS_PER_MINUTE },
+    onRefused: (reason) => tokenRefusals.inc({ reason }),
     jwks: new URL(jwksUrl(config)),
     onKeysStale: (stale, reason) =>
       stale
