@@ -14,6 +14,7 @@ import {
   startGrpcServer,
   toWebhookEvent,
   type GrpcServerHandle,
+  type Logger,
   type PromiseClient,
 } from '@mileage/runtime';
 import { createTestDatabase, waitFor, type TestDatabase } from '@mileage/runtime/testing';
@@ -47,7 +48,9 @@ let demo: number;
 let other: number;
 
 /** A webhooks gRPC server with its own policy and worker(s), and a client. */
-async function startService(options: { policy?: TargetPolicy; resolver?: Resolver; workers?: number } = {}) {
+async function startService(
+  options: { policy?: TargetPolicy; resolver?: Resolver; workers?: number; serverLogger?: Logger } = {},
+) {
   const policy = options.policy ?? development;
   const resolver = options.resolver ?? systemResolver;
   const workers = Array.from(
@@ -67,7 +70,17 @@ async function startService(options: { policy?: TargetPolicy; resolver?: Resolve
   );
   const server = await startGrpcServer({
     address: '127.0.0.1:0',
-    services: [createServer({ repo, secrets, policy, resolver, groups, worker: workers[0]!, logger })],
+    services: [
+      createServer({
+        repo,
+        secrets,
+        policy,
+        resolver,
+        groups,
+        worker: workers[0]!,
+        logger: options.serverLogger ?? logger,
+      }),
+    ],
     protoFiles: [PROTO_FILES.webhooks],
     logger,
     metrics: new Metrics('webhooks'),
@@ -222,6 +235,32 @@ describe('subscriptions', () => {
     } finally {
       await production.close();
       await dev.close();
+    }
+  });
+
+  test('a refused target is only "not an allowed target" to the client; the resolver answer goes to the log', async () => {
+    const logged: Record<string, unknown>[] = [];
+    const serverLogger = { info: (fields: Record<string, unknown>) => logged.push(fields) } as unknown as Logger;
+    const resolver: Resolver = async (host) => {
+      if (host === 'db.internal') return [{ address: '10.1.2.3', family: 4 }];
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    };
+    const svc = await startService({ policy: { mode: 'production', allow: new Set() }, resolver, serverLogger });
+    try {
+      for (const [url, reason] of [
+        ['https://db.internal/hook', 'db.internal (10.1.2.3) is a private address'],
+        ['https://gone.internal/hook', 'gone.internal does not resolve (ENOTFOUND)'],
+      ] as const) {
+        const err = await rejection(svc.client.createSubscription({ groupId: demo, url, events: ['drive.reported'] }));
+        assert.equal(err.code, status.INVALID_ARGUMENT);
+        const shown = JSON.stringify(err);
+        assert.match(shown, /not an allowed target/);
+        for (const secret of ['10.1.2.3', 'ENOTFOUND', 'private', 'resolve'])
+          assert.doesNotMatch(shown, new RegExp(secret));
+        assert.deepEqual(logged.at(-1), { group_id: demo, reason });
+      }
+    } finally {
+      await svc.close();
     }
   });
 });
@@ -440,7 +479,8 @@ describe('delivery', () => {
       assert.match(ra.lastError, /redirects are not followed/);
       const rb = await last(b.subscription!.id);
       assert.equal(rb.lastStatusCode, 0);
-      assert.match(rb.lastError, /10\.0\.0\.1.*private/);
+      // The delivery log a group administrator reads names neither the address nor its class.
+      assert.equal(rb.lastError, 'not an allowed target');
       assert.equal(rb.status, 'pending');
 
       // Redelivery: due at once, same webhook-id.

@@ -27,9 +27,18 @@ export const systemResolver: Resolver = async (hostname) =>
     family: a.family === 6 ? 6 : 4,
   }));
 
-/** A target refused by the rules (a client error at creation; a failed attempt, never retried sooner, at delivery). */
+/** What a client is told about a target refused for its address or name (the reason would map internal DNS). */
+export const NOT_ALLOWED_TARGET = 'not an allowed target';
+
+/**
+ * A target refused by the rules (a client error at creation; a failed attempt, never retried sooner, at delivery).
+ * `message` is what the client sees; `detail` (resolver answers, addresses) is for the server log only.
+ */
 export class TargetRefused extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly detail: string = message,
+  ) {
     super(message);
     this.name = 'TargetRefused';
   }
@@ -134,7 +143,7 @@ function checkAddress(address: string, policy: TargetPolicy, hostname: string): 
   if (cls === 'public') return;
   if (cls !== 'reserved' && policy.allow.has(cls)) return;
   const shown = hostname === address ? address : `${hostname} (${address})`;
-  throw new TargetRefused(`${shown} is a ${cls} address, which is not allowed as a webhook target`);
+  throw new TargetRefused(NOT_ALLOWED_TARGET, `${shown} is a ${cls} address`);
 }
 
 /** The URL's host without IPv6 brackets. */
@@ -157,9 +166,9 @@ export async function resolveTarget(url: URL, policy: TargetPolicy, resolver: Re
       addresses = await resolver(host);
     } catch (err) {
       const code = (err as { code?: string }).code ?? 'error';
-      throw new TargetRefused(`${host} does not resolve (${code})`);
+      throw new TargetRefused(NOT_ALLOWED_TARGET, `${host} does not resolve (${code})`);
     }
-    if (!addresses.length) throw new TargetRefused(`${host} has no address`);
+    if (!addresses.length) throw new TargetRefused(NOT_ALLOWED_TARGET, `${host} has no address`);
   }
   for (const a of addresses) checkAddress(a.address, policy, host);
   return addresses[0]!;

@@ -194,7 +194,7 @@ export class DeliveryWorker {
       if (success) this.o.logger.debug(fields, 'webhook delivered');
       else
         this.o.logger.info(
-          { ...fields, error: result.error, retry_at: retryAt?.toISOString() ?? null },
+          { ...fields, error: result.error, detail: result.detail, retry_at: retryAt?.toISOString() ?? null },
           retryAt ? 'webhook attempt failed; retry scheduled' : 'webhook delivery failed for good',
         );
       if (disabled)
