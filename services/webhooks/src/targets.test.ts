@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { SPECIAL_ADDRESSES } from './special-addresses';
 import {
   checkUrl,
   classifyAddress,
+  specialRangeOf,
   NOT_ALLOWED_TARGET,
   resolveTarget,
   TargetRefused,
@@ -36,6 +38,59 @@ describe('webhook target rules', () => {
       ['64:ff9b::a00:1', 'private'],
       ['2002:7f00:1::', 'loopback'],
       ['not-an-ip', 'reserved'],
+    ];
+    for (const [address, cls] of cases) assert.equal(classifyAddress(address), cls, address);
+  });
+
+  test('every entry of the special-purpose registries: its first and last address are of its class', () => {
+    const last = (prefix: string): string => {
+      const [net, bits] = prefix.split('/') as [string, string];
+      if (!net.includes(':')) {
+        const n = net.split('.').reduce((a, o) => a * 256 + Number(o), 0) + 2 ** (32 - Number(bits)) - 1;
+        return [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.');
+      }
+      const groups = new URL(`http://[${net}]/`).hostname.slice(1, -1);
+      const full = BigInt(`0x${expand(groups)}`) | ((1n << BigInt(128 - Number(bits))) - 1n);
+      return full.toString(16).padStart(32, '0').match(/.{4}/g)!.join(':');
+    };
+    const expand = (v6: string) => {
+      const [head, tail = ''] = v6.split('::');
+      const h = head ? head.split(':') : [];
+      const t = tail ? tail.split(':') : [];
+      const zeros = v6.includes('::') ? Array<string>(8 - h.length - t.length).fill('0') : [];
+      return [...h, ...zeros, ...t].map((g) => g.padStart(4, '0')).join('');
+    };
+    for (const entry of SPECIAL_ADDRESSES) {
+      const first = entry.prefix.split('/')[0]!;
+      for (const address of [first, last(entry.prefix)]) {
+        assert.ok(specialRangeOf(address), `${address} (${entry.name})`);
+        const cls = classifyAddress(address);
+        if (entry.class === 'embedded') assert.notEqual(cls, 'public', `${address} (${entry.name})`);
+        else assert.equal(cls, entry.class, `${address} (${entry.name})`);
+      }
+    }
+  });
+
+  test('the ranges the registry added are refused; IPv4-mapped, NAT64 and 6to4 are judged by the IPv4 address', () => {
+    const cases: [string, string][] = [
+      ['::a00:1', 'reserved'],
+      ['::8.8.8.8', 'reserved'],
+      ['64:ff9b:1::a00:1', 'reserved'],
+      ['64:ff9b:1::808:808', 'reserved'],
+      ['::ffff:8.8.8.8', 'public'],
+      ['::ffff:0:0', 'reserved'],
+      ['::ffff:192.0.2.1', 'reserved'],
+      ['64:ff9b::808:808', 'public'],
+      ['64:ff9b::c0a8:1', 'private'],
+      ['2002:808:808::1', 'public'],
+      ['2002:a9fe:a9fe::', 'link-local'],
+      ['2001:db8::1', 'reserved'],
+      ['3fff::1', 'reserved'],
+      ['5f00::1', 'reserved'],
+      ['192.88.99.1', 'reserved'],
+      ['192.31.196.1', 'reserved'],
+      ['8.8.8.8', 'public'],
+      ['2001:4860:4860::8888', 'public'],
     ];
     for (const [address, cls] of cases) assert.equal(classifyAddress(address), cls, address);
   });
