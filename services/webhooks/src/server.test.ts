@@ -28,12 +28,12 @@ import { WebhooksRepository } from './repo';
 import { SecretBox } from './secrets';
 import { sendWebhook } from './sender';
 import { createServer } from './server';
-import { systemResolver, type Resolver, type TargetPolicy } from './targets';
+import { systemResolver, type Resolver, type TargetPolicy, ANY_PORT } from './targets';
 import { startReceiver } from './testing';
 import { DeliveryWorker, retryDelayMs } from './worker';
 
 const logger = createLogger({ service: 'webhooks-test', level: process.env.LOG_LEVEL ?? 'silent' });
-const development: TargetPolicy = { mode: 'development', allow: new Set(['loopback']) };
+const development: TargetPolicy = { mode: 'development', allow: new Set(['loopback']), ports: ANY_PORT };
 const secrets = new SecretBox('test-key-test-key-test-key-test-key');
 
 let testDb: TestDatabase;
@@ -211,8 +211,8 @@ describe('subscriptions', () => {
   });
 
   test('hostile URLs are refused at creation (private, metadata, loopback, file:, http in production)', async () => {
-    const production = await startService({ policy: { mode: 'production', allow: new Set() } });
-    const dev = await startService({ policy: { mode: 'development', allow: new Set() } });
+    const production = await startService({ policy: { mode: 'production', allow: new Set(), ports: ANY_PORT } });
+    const dev = await startService({ policy: { mode: 'development', allow: new Set(), ports: ANY_PORT } });
     try {
       for (const [svc, url] of [
         [production, 'https://10.0.0.1/hook'],
@@ -245,7 +245,11 @@ describe('subscriptions', () => {
       if (host === 'db.internal') return [{ address: '10.1.2.3', family: 4 }];
       throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
     };
-    const svc = await startService({ policy: { mode: 'production', allow: new Set() }, resolver, serverLogger });
+    const svc = await startService({
+      policy: { mode: 'production', allow: new Set(), ports: ANY_PORT },
+      resolver,
+      serverLogger,
+    });
     try {
       for (const [url, reason] of [
         ['https://db.internal/hook', 'db.internal (10.1.2.3) is a private address'],
@@ -534,7 +538,10 @@ describe('delivery', () => {
     const refused = await sendWebhook('http://10.0.0.1/', {}, '{}', options);
     assert.equal(refused.outcome, 'refused');
     // At delivery too: http once the service runs in production mode, and any other scheme.
-    const production = { ...options, policy: { mode: 'production' as const, allow: new Set(['loopback'] as const) } };
+    const production = {
+      ...options,
+      policy: { mode: 'production' as const, allow: new Set(['loopback'] as const), ports: ANY_PORT },
+    };
     const http = await sendWebhook(slow.url, {}, '{}', production);
     assert.equal(http.outcome, 'refused');
     assert.match(http.error, /only https/);

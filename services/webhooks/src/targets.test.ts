@@ -9,10 +9,12 @@ import {
   resolveTarget,
   TargetRefused,
   type TargetPolicy,
+  ANY_PORT,
+  parsePortRange,
 } from './targets';
 
-const production: TargetPolicy = { mode: 'production', allow: new Set() };
-const development: TargetPolicy = { mode: 'development', allow: new Set(['loopback']) };
+const production: TargetPolicy = { mode: 'production', allow: new Set(), ports: [[443, 443]] };
+const development: TargetPolicy = { mode: 'development', allow: new Set(['loopback']), ports: ANY_PORT };
 
 describe('webhook target rules', () => {
   test('classifies addresses, also IPv6 forms that embed an IPv4 address', () => {
@@ -111,6 +113,21 @@ describe('webhook target rules', () => {
       assert.throws(() => checkUrl(bad, production), TargetRefused, bad);
     assert.equal(checkUrl('http://127.0.0.1:9/x', development).protocol, 'http:');
     assert.throws(() => checkUrl('file:///etc/passwd', development), TargetRefused);
+  });
+
+  test('ports: 443 only by default, else the configured ports and ranges', () => {
+    assert.equal(checkUrl('https://example.com:443/hook', production).port, '');
+    for (const bad of ['https://example.com:8443/', 'https://example.com:22/', 'https://example.com:80/'])
+      assert.throws(() => checkUrl(bad, production), {
+        message: NOT_ALLOWED_TARGET,
+        detail: /not an allowed target port/,
+      });
+    const ranged: TargetPolicy = { ...production, ports: [parsePortRange('443')!, parsePortRange('8000-8999')!] };
+    assert.equal(checkUrl('https://example.com:8443/', ranged).port, '8443');
+    assert.throws(() => checkUrl('https://example.com:9000/', ranged), TargetRefused);
+    for (const bad of ['0', '65536', '9-8', 'x', '443,', '1-2-3', ''])
+      assert.equal(parsePortRange(bad), undefined, bad);
+    assert.deepEqual(parsePortRange('1-65535'), ANY_PORT[0]);
   });
 
   test('every resolved address must pass; loopback only when allowed', async () => {

@@ -13,6 +13,20 @@ export interface TargetPolicy {
   /** production: https only; development: http too. */
   mode: 'production' | 'development';
   allow: ReadonlySet<TargetClass>;
+  /** The ports a target may use, as inclusive ranges (WEBHOOKS_TARGET_PORTS; default 443 only). */
+  ports: readonly PortRange[];
+}
+
+export type PortRange = readonly [number, number];
+/** Every port: development stacks whose receivers listen on loopback on any port. */
+export const ANY_PORT: readonly PortRange[] = [[1, 65535]];
+
+/** One item of WEBHOOKS_TARGET_PORTS: a port (443) or an inclusive range (8000-8999); undefined when malformed. */
+export function parsePortRange(item: string): PortRange | undefined {
+  const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(item);
+  if (!m) return undefined;
+  const [lo, hi] = [Number(m[1]), Number(m[2] ?? m[1])];
+  return lo >= 1 && lo <= hi && hi <= 65535 ? [lo, hi] : undefined;
 }
 
 export interface ResolvedAddress {
@@ -110,6 +124,9 @@ export function checkUrl(raw: string, policy: TargetPolicy): URL {
   if (url.username || url.password) throw new TargetRefused('credentials in the URL are not allowed');
   if (!url.hostname) throw new TargetRefused('the URL has no host');
   if (url.hash) throw new TargetRefused('a fragment is not allowed');
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  if (!policy.ports.some(([lo, hi]) => port >= lo && port <= hi))
+    throw new TargetRefused(NOT_ALLOWED_TARGET, `port ${port} is not an allowed target port`);
   return url;
 }
 

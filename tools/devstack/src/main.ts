@@ -248,6 +248,7 @@ async function main(): Promise<void> {
               GROUPS_ADDRESS: address('groups'),
               WEBHOOKS_MODE: 'development',
               WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'loopback',
+              WEBHOOKS_TARGET_PORTS: '1-65535',
               WEBHOOKS_SECRET_KEY: secrets.webhooksSecretKey!,
             }
           : {}),
