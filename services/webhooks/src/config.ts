@@ -38,6 +38,11 @@ export const configShape = {
   WEBHOOKS_TIMEOUT_MS: env.positiveInt(15_000),
   /** Deliveries attempted at once by one replica. */
   WEBHOOKS_CONCURRENCY: env.positiveInt(32),
+  /**
+   * Attempts in flight for one subscription, over every replica: a group's (at most 10) dead endpoints hold at most
+   * 10 × this many slots, so keep it below WEBHOOKS_CONCURRENCY / 10 for other groups to find free ones.
+   */
+  WEBHOOKS_SUBSCRIPTION_CONCURRENCY: env.positiveInt(2),
   /** Pause between two polls of the delivery queue (a PublishEvents wakes the local worker at once). */
   WEBHOOKS_POLL_INTERVAL_MS: env.positiveInt(250),
   /** First retry delay; doubled per attempt up to WEBHOOKS_RETRY_MAX_DELAY_MS, each with ±20 % jitter. */

@@ -21,6 +21,7 @@ import { createTestDatabase, waitFor, type TestDatabase } from '@mileage/runtime
 import { openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { openDatabase } from './database';
@@ -49,7 +50,13 @@ let other: number;
 
 /** A webhooks gRPC server with its own policy and worker(s), and a client. */
 async function startService(
-  options: { policy?: TargetPolicy; resolver?: Resolver; workers?: number; serverLogger?: Logger } = {},
+  options: {
+    policy?: TargetPolicy;
+    resolver?: Resolver;
+    workers?: number;
+    serverLogger?: Logger;
+    slots?: { concurrency: number; perSubscription: number; timeoutMs: number };
+  } = {},
 ) {
   const policy = options.policy ?? development;
   const resolver = options.resolver ?? systemResolver;
@@ -61,8 +68,9 @@ async function startService(
         secrets,
         logger,
         metrics: new Metrics('webhooks'),
-        send: { policy, resolver, connectTimeoutMs: 1_000, timeoutMs: 2_000 },
-        concurrency: 8,
+        send: { policy, resolver, connectTimeoutMs: 1_000, timeoutMs: options.slots?.timeoutMs ?? 2_000 },
+        concurrency: options.slots?.concurrency ?? 8,
+        perSubscription: options.slots?.perSubscription ?? 8,
         retry: { baseMs: 40, maxDelayMs: 150, windowMs: 60_000 },
         disable: { afterFailures: 1_000, afterMs: 3_600_000 },
         leaseMarginMs: 100,
@@ -411,9 +419,13 @@ describe('delivery', () => {
       const e = event('drive.report_withdrawn', demo);
       await svc.client.publishEvents({ events: [e] });
       // A worker claims it and dies before it records anything (its attempt is counted, its lease is short).
-      const [claimed] = await repo.claim(10, 200);
+      const [claimed] = await repo.claim(10, 200, 10);
       assert.equal(claimed!.event_id, e.id);
-      assert.deepEqual(await repo.claim(10, 200), [], 'a leased delivery is not claimed again while the lease runs');
+      assert.deepEqual(
+        await repo.claim(10, 200, 10),
+        [],
+        'a leased delivery is not claimed again while the lease runs',
+      );
       const survivor = new DeliveryWorker({
         repo,
         secrets,
@@ -421,6 +433,7 @@ describe('delivery', () => {
         metrics: new Metrics('webhooks'),
         send: { policy: development, resolver: systemResolver, connectTimeoutMs: 1_000, timeoutMs: 2_000 },
         concurrency: 4,
+        perSubscription: 4,
         retry: { baseMs: 40, maxDelayMs: 150, windowMs: 60_000 },
         disable: { afterFailures: 1_000, afterMs: 3_600_000 },
       });
@@ -561,6 +574,7 @@ describe('delivery', () => {
       metrics: new Metrics('webhooks'),
       send: { policy: development, resolver: systemResolver, connectTimeoutMs: 1_000, timeoutMs: 2_000 },
       concurrency: 4,
+      perSubscription: 4,
       retry: { baseMs: 1, maxDelayMs: 1, windowMs: 60_000 },
       disable: { afterFailures: 3, afterMs: 0 },
     });
@@ -610,6 +624,41 @@ describe('delivery', () => {
       await worker.stop();
       await svc.close();
       await receiver.close();
+    }
+  });
+});
+
+describe('fair delivery slots', () => {
+  test("one group's ten dead endpoints do not delay another group's first delivery", async () => {
+    // Dead endpoints: connections are accepted and never answered (each attempt hangs until its 15 s timeout).
+    const hanging = new Set<Socket>();
+    const dead = createNetServer((socket) => hanging.add(socket));
+    await new Promise<void>((resolve) => dead.listen(0, '127.0.0.1', resolve));
+    const deadPort = (dead.address() as AddressInfo).port;
+    const healthy = await startReceiver();
+    // Without a per-subscription cap the dead group's 30 deliveries would fill all 12 slots for 15 s.
+    const svc = await startService({ slots: { concurrency: 12, perSubscription: 1, timeoutMs: 15_000 } });
+    try {
+      for (let i = 0; i < 10; i++)
+        await svc.client.createSubscription({
+          groupId: other,
+          url: `http://127.0.0.1:${deadPort}/dead/${i}`,
+          events: ['drive.reported'],
+        });
+      await svc.client.createSubscription({ groupId: demo, url: healthy.url, events: ['drive.reported'] });
+      await svc.client.publishEvents({ events: [1, 2, 3].map(() => event('drive.reported', other)) });
+      await waitFor(() => hanging.size === 10, { what: 'ten attempts hanging on the dead endpoints' });
+
+      await svc.client.publishEvents({ events: [event('drive.reported', demo)] });
+      await waitFor(() => healthy.received.length === 1, { timeoutMs: 3_000, what: 'the healthy delivery' });
+      // Delivered while every dead attempt still hangs, and no subscription got a second slot.
+      assert.equal([...hanging].filter((s) => !s.destroyed).length, 10);
+      assert.equal(hanging.size, 10);
+    } finally {
+      for (const socket of hanging) socket.destroy();
+      dead.close();
+      await healthy.close();
+      await svc.close();
     }
   });
 });

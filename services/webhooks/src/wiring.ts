@@ -39,6 +39,7 @@ export function webhooksDependencies(
       timeoutMs: config.WEBHOOKS_TIMEOUT_MS,
     },
     concurrency: config.WEBHOOKS_CONCURRENCY,
+    perSubscription: config.WEBHOOKS_SUBSCRIPTION_CONCURRENCY,
     retry: {
       baseMs: config.WEBHOOKS_RETRY_BASE_MS,
       maxDelayMs: config.WEBHOOKS_RETRY_MAX_DELAY_MS,
