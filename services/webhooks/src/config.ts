@@ -1,6 +1,6 @@
 import { env } from '@mileage/runtime';
 import { z } from 'zod';
-import { TARGET_CLASSES, type TargetClass } from './targets';
+import { parsePortRange, TARGET_CLASSES, type PortRange, type TargetClass } from './targets';
 
 const allowList = env
   .list(
@@ -18,6 +18,15 @@ export const configShape = {
   WEBHOOKS_MODE: z.enum(['production', 'development']).default('production'),
   /** Address classes a target may resolve to besides public ones: loopback, private, link-local. */
   WEBHOOKS_ALLOW_PRIVATE_TARGETS: allowList,
+  /** The ports a target may use: ports and inclusive ranges, e.g. `443,8443` (npm start: `1-65535`). */
+  WEBHOOKS_TARGET_PORTS: env
+    .list(
+      '443',
+      (item) => parsePortRange(item) !== undefined,
+      'a comma-separated list of ports or ranges (443,8000-8999)',
+      1,
+    )
+    .transform((list) => list.map((item) => parsePortRange(item)!) as PortRange[]),
   /**
    * Key (at least 32 characters) that encrypts the signing secrets at rest (AES-256-GCM). Required in production mode;
    * unset in development mode: secrets are stored unencrypted (a warning at start).
@@ -29,6 +38,11 @@ export const configShape = {
   WEBHOOKS_TIMEOUT_MS: env.positiveInt(15_000),
   /** Deliveries attempted at once by one replica. */
   WEBHOOKS_CONCURRENCY: env.positiveInt(32),
+  /**
+   * Attempts in flight for one subscription, over every replica: a group's (at most 10) dead endpoints hold at most
+   * 10 × this many slots, so keep it below WEBHOOKS_CONCURRENCY / 10 for other groups to find free ones.
+   */
+  WEBHOOKS_SUBSCRIPTION_CONCURRENCY: env.positiveInt(2),
   /** Pause between two polls of the delivery queue (a PublishEvents wakes the local worker at once). */
   WEBHOOKS_POLL_INTERVAL_MS: env.positiveInt(250),
   /** First retry delay; doubled per attempt up to WEBHOOKS_RETRY_MAX_DELAY_MS, each with ±20 % jitter. */

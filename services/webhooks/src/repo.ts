@@ -248,31 +248,56 @@ export class WebhooksRepository {
   /**
    * Claims up to `limit` due deliveries of active subscriptions (row locks with SKIP LOCKED, so replicas never take
    * the same one) and leases them: the attempt is counted and the delivery is due again only when the lease ends,
-   * so one whose worker dies is retried by another.
+   * so one whose worker dies is retried by another. A subscription has at most `perSubscription` attempts in flight
+   * (over every replica: claims take turns), and the claim order is round-robin across each group's subscriptions and
+   * across groups, so one group's dead endpoints cannot hold every slot nor push another group's deliveries back.
    */
-  async claim(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  async claim(limit: number, leaseMs: number, perSubscription: number): Promise<ClaimedDelivery[]> {
     return this.knex.transaction(async (trx) => {
       await trx.raw(RELAXED_COMMIT);
-      return this.claimIn(trx, limit, leaseMs);
+      await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', ['webhooks.claim']);
+      return this.claimIn(trx, limit, leaseMs, perSubscription);
     });
   }
 
-  private async claimIn(trx: Knex.Transaction, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  private async claimIn(
+    trx: Knex.Transaction,
+    limit: number,
+    leaseMs: number,
+    perSubscription: number,
+  ): Promise<ClaimedDelivery[]> {
     const { rows } = await trx.raw<{ rows: ClaimedDelivery[] }>(
-      `WITH picked AS (
-         SELECT d.id FROM deliveries d
+      `WITH in_flight AS (
+         SELECT subscription_id, count(*)::int AS n FROM deliveries
+          WHERE leased_until > now()
+          GROUP BY subscription_id
+       ), due AS (
+         -- slot: the subscription's attempts in flight if this one were claimed too.
+         SELECT d.id, d.next_attempt_at, s.group_id,
+                coalesce(f.n, 0) + row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.next_attempt_at, d.id) AS slot
+           FROM deliveries d
            JOIN subscriptions s ON s.id = d.subscription_id AND s.state = 'active'
+           LEFT JOIN in_flight f ON f.subscription_id = d.subscription_id
           WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-          ORDER BY d.next_attempt_at
+       ), turns AS (
+         SELECT id, next_attempt_at,
+                row_number() OVER (PARTITION BY group_id ORDER BY slot, next_attempt_at, id) AS turn
+           FROM due
+          WHERE slot <= ?
+       ), picked AS (
+         SELECT d.id FROM deliveries d
+           JOIN turns t ON t.id = d.id
+          ORDER BY t.turn, t.next_attempt_at, d.id
           LIMIT ?
             FOR UPDATE OF d SKIP LOCKED
        ), claimed AS (
          UPDATE deliveries d
             SET attempts = d.attempts + 1,
                 last_attempt_at = now(),
-                next_attempt_at = now() + make_interval(secs => ?::double precision / 1000)
+                next_attempt_at = now() + make_interval(secs => ?::double precision / 1000),
+                leased_until = now() + make_interval(secs => ?::double precision / 1000)
            FROM picked
-          WHERE d.id = picked.id
+          WHERE d.id = picked.id AND d.status = 'pending' AND d.next_attempt_at <= now()
          RETURNING d.id, d.attempts, d.retry_since, d.subscription_id, d.event_id
        )
        SELECT c.id, c.attempts, c.retry_since, c.subscription_id, s.group_id, s.url, s.secret,
@@ -280,7 +305,7 @@ export class WebhooksRepository {
          FROM claimed c
          JOIN subscriptions s ON s.id = c.subscription_id
          JOIN events e ON e.id = c.event_id`,
-      [limit, leaseMs],
+      [perSubscription, limit, leaseMs, leaseMs],
     );
     return rows;
   }
@@ -302,7 +327,7 @@ export class WebhooksRepository {
       const { rows } = await trx.raw<{ rows: { recorded: number; disabled: boolean }[] }>(
         `WITH d AS (
            UPDATE deliveries
-              SET status = ?, last_status_code = ?, last_latency_ms = ?, last_error = ?,
+              SET status = ?, last_status_code = ?, last_latency_ms = ?, last_error = ?, leased_until = NULL,
                   next_attempt_at = ?::timestamptz,
                   delivered_at = CASE WHEN ? = 'succeeded' THEN now() END,
                   finished_at = CASE WHEN ? <> 'pending' THEN now() END

@@ -3,7 +3,15 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { isIP } from 'node:net';
-import { checkUrl, hostOf, resolveTarget, TargetRefused, type Resolver, type TargetPolicy } from './targets';
+import {
+  checkUrl,
+  hostOf,
+  NOT_ALLOWED_TARGET,
+  resolveTarget,
+  TargetRefused,
+  type Resolver,
+  type TargetPolicy,
+} from './targets';
 
 export interface SendOptions {
   policy: TargetPolicy;
@@ -23,6 +31,8 @@ export interface AttemptResult {
   latencyMs: number;
   /** Why it failed (never the response body); empty on success. */
   error: string;
+  /** For the log only: why a target was refused (addresses, DNS answers). */
+  detail?: string;
 }
 
 const agents = {
@@ -52,11 +62,18 @@ export async function sendWebhook(
     // The URL rules again (the mode may have changed since the webhook was created), then the addresses.
     url = checkUrl(rawUrl, options.policy);
     const timeout = new Promise<never>((_, reject) =>
-      setTimeout(() => reject(new TargetRefused('DNS resolution timed out')), options.connectTimeoutMs).unref(),
+      setTimeout(
+        () => reject(new TargetRefused(NOT_ALLOWED_TARGET, 'DNS resolution timed out')),
+        options.connectTimeoutMs,
+      ).unref(),
     );
     target = await Promise.race([resolveTarget(url, options.policy, options.resolver), timeout]);
   } catch (err) {
-    return done('refused', 0, err instanceof Error ? err.message : 'refused');
+    // The recorded error is shown to the group's administrators: the detail (addresses, DNS) only in the log.
+    return {
+      ...done('refused', 0, err instanceof Error ? err.message : 'refused'),
+      ...(err instanceof TargetRefused ? { detail: err.detail } : {}),
+    };
   }
   const secure = url.protocol === 'https:';
   const host = hostOf(url);

@@ -14,12 +14,14 @@ import {
   startGrpcServer,
   toWebhookEvent,
   type GrpcServerHandle,
+  type Logger,
   type PromiseClient,
 } from '@mileage/runtime';
 import { createTestDatabase, waitFor, type TestDatabase } from '@mileage/runtime/testing';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { openDatabase } from './database';
@@ -27,12 +29,12 @@ import { WebhooksRepository } from './repo';
 import { SecretBox } from './secrets';
 import { sendWebhook } from './sender';
 import { createServer } from './server';
-import { systemResolver, type Resolver, type TargetPolicy } from './targets';
+import { systemResolver, type Resolver, type TargetPolicy, ANY_PORT } from './targets';
 import { startReceiver } from './testing';
 import { DeliveryWorker, retryDelayMs } from './worker';
 
 const logger = createLogger({ service: 'webhooks-test', level: process.env.LOG_LEVEL ?? 'silent' });
-const development: TargetPolicy = { mode: 'development', allow: new Set(['loopback']) };
+const development: TargetPolicy = { mode: 'development', allow: new Set(['loopback']), ports: ANY_PORT };
 const secrets = new SecretBox('test-key-test-key-test-key-test-key');
 
 let testDb: TestDatabase;
@@ -47,7 +49,15 @@ let demo: number;
 let other: number;
 
 /** A webhooks gRPC server with its own policy and worker(s), and a client. */
-async function startService(options: { policy?: TargetPolicy; resolver?: Resolver; workers?: number } = {}) {
+async function startService(
+  options: {
+    policy?: TargetPolicy;
+    resolver?: Resolver;
+    workers?: number;
+    serverLogger?: Logger;
+    slots?: { concurrency: number; perSubscription: number; timeoutMs: number };
+  } = {},
+) {
   const policy = options.policy ?? development;
   const resolver = options.resolver ?? systemResolver;
   const workers = Array.from(
@@ -58,8 +68,9 @@ async function startService(options: { policy?: TargetPolicy; resolver?: Resolve
         secrets,
         logger,
         metrics: new Metrics('webhooks'),
-        send: { policy, resolver, connectTimeoutMs: 1_000, timeoutMs: 2_000 },
-        concurrency: 8,
+        send: { policy, resolver, connectTimeoutMs: 1_000, timeoutMs: options.slots?.timeoutMs ?? 2_000 },
+        concurrency: options.slots?.concurrency ?? 8,
+        perSubscription: options.slots?.perSubscription ?? 8,
         retry: { baseMs: 40, maxDelayMs: 150, windowMs: 60_000 },
         disable: { afterFailures: 1_000, afterMs: 3_600_000 },
         leaseMarginMs: 100,
@@ -67,7 +78,17 @@ async function startService(options: { policy?: TargetPolicy; resolver?: Resolve
   );
   const server = await startGrpcServer({
     address: '127.0.0.1:0',
-    services: [createServer({ repo, secrets, policy, resolver, groups, worker: workers[0]!, logger })],
+    services: [
+      createServer({
+        repo,
+        secrets,
+        policy,
+        resolver,
+        groups,
+        worker: workers[0]!,
+        logger: options.serverLogger ?? logger,
+      }),
+    ],
     protoFiles: [PROTO_FILES.webhooks],
     logger,
     metrics: new Metrics('webhooks'),
@@ -198,8 +219,8 @@ describe('subscriptions', () => {
   });
 
   test('hostile URLs are refused at creation (private, metadata, loopback, file:, http in production)', async () => {
-    const production = await startService({ policy: { mode: 'production', allow: new Set() } });
-    const dev = await startService({ policy: { mode: 'development', allow: new Set() } });
+    const production = await startService({ policy: { mode: 'production', allow: new Set(), ports: ANY_PORT } });
+    const dev = await startService({ policy: { mode: 'development', allow: new Set(), ports: ANY_PORT } });
     try {
       for (const [svc, url] of [
         [production, 'https://10.0.0.1/hook'],
@@ -222,6 +243,36 @@ describe('subscriptions', () => {
     } finally {
       await production.close();
       await dev.close();
+    }
+  });
+
+  test('a refused target is only "not an allowed target" to the client; the resolver answer goes to the log', async () => {
+    const logged: Record<string, unknown>[] = [];
+    const serverLogger = { info: (fields: Record<string, unknown>) => logged.push(fields) } as unknown as Logger;
+    const resolver: Resolver = async (host) => {
+      if (host === 'db.internal') return [{ address: '10.1.2.3', family: 4 }];
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    };
+    const svc = await startService({
+      policy: { mode: 'production', allow: new Set(), ports: ANY_PORT },
+      resolver,
+      serverLogger,
+    });
+    try {
+      for (const [url, reason] of [
+        ['https://db.internal/hook', 'db.internal (10.1.2.3) is a private address'],
+        ['https://gone.internal/hook', 'gone.internal does not resolve (ENOTFOUND)'],
+      ] as const) {
+        const err = await rejection(svc.client.createSubscription({ groupId: demo, url, events: ['drive.reported'] }));
+        assert.equal(err.code, status.INVALID_ARGUMENT);
+        const shown = JSON.stringify(err);
+        assert.match(shown, /not an allowed target/);
+        for (const secret of ['10.1.2.3', 'ENOTFOUND', 'private', 'resolve'])
+          assert.doesNotMatch(shown, new RegExp(secret));
+        assert.deepEqual(logged.at(-1), { group_id: demo, reason });
+      }
+    } finally {
+      await svc.close();
     }
   });
 });
@@ -368,9 +419,13 @@ describe('delivery', () => {
       const e = event('drive.report_withdrawn', demo);
       await svc.client.publishEvents({ events: [e] });
       // A worker claims it and dies before it records anything (its attempt is counted, its lease is short).
-      const [claimed] = await repo.claim(10, 200);
+      const [claimed] = await repo.claim(10, 200, 10);
       assert.equal(claimed!.event_id, e.id);
-      assert.deepEqual(await repo.claim(10, 200), [], 'a leased delivery is not claimed again while the lease runs');
+      assert.deepEqual(
+        await repo.claim(10, 200, 10),
+        [],
+        'a leased delivery is not claimed again while the lease runs',
+      );
       const survivor = new DeliveryWorker({
         repo,
         secrets,
@@ -378,6 +433,7 @@ describe('delivery', () => {
         metrics: new Metrics('webhooks'),
         send: { policy: development, resolver: systemResolver, connectTimeoutMs: 1_000, timeoutMs: 2_000 },
         concurrency: 4,
+        perSubscription: 4,
         retry: { baseMs: 40, maxDelayMs: 150, windowMs: 60_000 },
         disable: { afterFailures: 1_000, afterMs: 3_600_000 },
       });
@@ -440,7 +496,8 @@ describe('delivery', () => {
       assert.match(ra.lastError, /redirects are not followed/);
       const rb = await last(b.subscription!.id);
       assert.equal(rb.lastStatusCode, 0);
-      assert.match(rb.lastError, /10\.0\.0\.1.*private/);
+      // The delivery log a group administrator reads names neither the address nor its class.
+      assert.equal(rb.lastError, 'not an allowed target');
       assert.equal(rb.status, 'pending');
 
       // Redelivery: due at once, same webhook-id.
@@ -494,7 +551,10 @@ describe('delivery', () => {
     const refused = await sendWebhook('http://10.0.0.1/', {}, '{}', options);
     assert.equal(refused.outcome, 'refused');
     // At delivery too: http once the service runs in production mode, and any other scheme.
-    const production = { ...options, policy: { mode: 'production' as const, allow: new Set(['loopback'] as const) } };
+    const production = {
+      ...options,
+      policy: { mode: 'production' as const, allow: new Set(['loopback'] as const), ports: ANY_PORT },
+    };
     const http = await sendWebhook(slow.url, {}, '{}', production);
     assert.equal(http.outcome, 'refused');
     assert.match(http.error, /only https/);
@@ -514,6 +574,7 @@ describe('delivery', () => {
       metrics: new Metrics('webhooks'),
       send: { policy: development, resolver: systemResolver, connectTimeoutMs: 1_000, timeoutMs: 2_000 },
       concurrency: 4,
+      perSubscription: 4,
       retry: { baseMs: 1, maxDelayMs: 1, windowMs: 60_000 },
       disable: { afterFailures: 3, afterMs: 0 },
     });
@@ -563,6 +624,41 @@ describe('delivery', () => {
       await worker.stop();
       await svc.close();
       await receiver.close();
+    }
+  });
+});
+
+describe('fair delivery slots', () => {
+  test("one group's ten dead endpoints do not delay another group's first delivery", async () => {
+    // Dead endpoints: connections are accepted and never answered (each attempt hangs until its 15 s timeout).
+    const hanging = new Set<Socket>();
+    const dead = createNetServer((socket) => hanging.add(socket));
+    await new Promise<void>((resolve) => dead.listen(0, '127.0.0.1', resolve));
+    const deadPort = (dead.address() as AddressInfo).port;
+    const healthy = await startReceiver();
+    // Without a per-subscription cap the dead group's 30 deliveries would fill all 12 slots for 15 s.
+    const svc = await startService({ slots: { concurrency: 12, perSubscription: 1, timeoutMs: 15_000 } });
+    try {
+      for (let i = 0; i < 10; i++)
+        await svc.client.createSubscription({
+          groupId: other,
+          url: `http://127.0.0.1:${deadPort}/dead/${i}`,
+          events: ['drive.reported'],
+        });
+      await svc.client.createSubscription({ groupId: demo, url: healthy.url, events: ['drive.reported'] });
+      await svc.client.publishEvents({ events: [1, 2, 3].map(() => event('drive.reported', other)) });
+      await waitFor(() => hanging.size === 10, { what: 'ten attempts hanging on the dead endpoints' });
+
+      await svc.client.publishEvents({ events: [event('drive.reported', demo)] });
+      await waitFor(() => healthy.received.length === 1, { timeoutMs: 3_000, what: 'the healthy delivery' });
+      // Delivered while every dead attempt still hangs, and no subscription got a second slot.
+      assert.equal([...hanging].filter((s) => !s.destroyed).length, 10);
+      assert.equal(hanging.size, 10);
+    } finally {
+      for (const socket of hanging) socket.destroy();
+      dead.close();
+      await healthy.close();
+      await svc.close();
     }
   });
 });

@@ -98,8 +98,10 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
         url = checkUrl(request.url, deps.policy);
         await resolveTarget(url, deps.policy, deps.resolver);
       } catch (err) {
-        if (err instanceof TargetRefused)
+        if (err instanceof TargetRefused) {
+          deps.logger?.info({ group_id: request.groupId, reason: err.detail }, 'webhook subscription target refused');
           throw errors.invalidArgument(`url refused: ${err.message}`, [{ field: 'url', description: err.message }]);
+        }
         throw err;
       }
       const secret = newSecret();

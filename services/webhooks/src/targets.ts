@@ -1,6 +1,7 @@
 // Where a webhook may be sent: the URL rules and the address rules (SSRF), checked at creation and at every attempt.
 import { promises as dns } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
+import { SPECIAL_ADDRESSES, type SpecialRange } from './special-addresses';
 
 /** Address classes refused unless the deployment allows them (WEBHOOKS_ALLOW_PRIVATE_TARGETS). */
 export const TARGET_CLASSES = ['loopback', 'private', 'link-local'] as const;
@@ -12,6 +13,20 @@ export interface TargetPolicy {
   /** production: https only; development: http too. */
   mode: 'production' | 'development';
   allow: ReadonlySet<TargetClass>;
+  /** The ports a target may use, as inclusive ranges (WEBHOOKS_TARGET_PORTS; default 443 only). */
+  ports: readonly PortRange[];
+}
+
+export type PortRange = readonly [number, number];
+/** Every port: development stacks whose receivers listen on loopback on any port. */
+export const ANY_PORT: readonly PortRange[] = [[1, 65535]];
+
+/** One item of WEBHOOKS_TARGET_PORTS: a port (443) or an inclusive range (8000-8999); undefined when malformed. */
+export function parsePortRange(item: string): PortRange | undefined {
+  const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(item);
+  if (!m) return undefined;
+  const [lo, hi] = [Number(m[1]), Number(m[2] ?? m[1])];
+  return lo >= 1 && lo <= hi && hi <= 65535 ? [lo, hi] : undefined;
 }
 
 export interface ResolvedAddress {
@@ -27,9 +42,18 @@ export const systemResolver: Resolver = async (hostname) =>
     family: a.family === 6 ? 6 : 4,
   }));
 
-/** A target refused by the rules (a client error at creation; a failed attempt, never retried sooner, at delivery). */
+/** What a client is told about a target refused for its address or name (the reason would map internal DNS). */
+export const NOT_ALLOWED_TARGET = 'not an allowed target';
+
+/**
+ * A target refused by the rules (a client error at creation; a failed attempt, never retried sooner, at delivery).
+ * `message` is what the client sees; `detail` (resolver answers, addresses) is for the server log only.
+ */
 export class TargetRefused extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly detail: string = message,
+  ) {
     super(message);
     this.name = 'TargetRefused';
   }
@@ -37,39 +61,20 @@ export class TargetRefused extends Error {
 
 export const MAX_URL_LENGTH = 2048;
 
-function ranges(list: string[]): BlockList {
-  const b = new BlockList();
-  for (const cidr of list) {
-    const [net, prefix] = cidr.split('/') as [string, string];
-    b.addSubnet(net, Number(prefix), net.includes(':') ? 'ipv6' : 'ipv4');
-  }
-  return b;
-}
+/** The registry as matchers, in its order (first match wins). */
+const SPECIAL: { range: SpecialRange; type: 'ipv4' | 'ipv6'; list: BlockList }[] = SPECIAL_ADDRESSES.map((range) => {
+  const [net, prefix] = range.prefix.split('/') as [string, string];
+  const type = net.includes(':') ? 'ipv6' : 'ipv4';
+  const list = new BlockList();
+  list.addSubnet(net, Number(prefix), type);
+  return { range, type, list };
+});
 
-const CLASSES: [AddressClass, BlockList][] = [
-  ['loopback', ranges(['127.0.0.0/8', '::1/128'])],
-  ['private', ranges(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7'])],
-  ['link-local', ranges(['169.254.0.0/16', 'fe80::/10'])],
-  [
-    'reserved',
-    ranges([
-      '0.0.0.0/8',
-      '192.0.0.0/24',
-      '192.0.2.0/24',
-      '198.18.0.0/15',
-      '198.51.100.0/24',
-      '203.0.113.0/24',
-      '224.0.0.0/4',
-      '240.0.0.0/4',
-      '::/128',
-      '100::/64',
-      '2001::/32',
-      '2001:db8::/32',
-      'fec0::/10',
-      'ff00::/8',
-    ]),
-  ],
-];
+/** The registry entry an address falls in, if any (BlockList would match IPv4 against ::ffff:0:0/96: same family only). */
+export function specialRangeOf(address: string): SpecialRange | undefined {
+  const type = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+  return SPECIAL.find((s) => s.type === type && s.list.check(address, type))?.range;
+}
 
 /** The eight 16-bit groups of an IPv6 address. */
 function ipv6Groups(address: string): number[] {
@@ -87,27 +92,20 @@ function ipv6Groups(address: string): number[] {
   return [...h, ...zeros, ...t].map((g) => parseInt(g, 16));
 }
 
-/** The IPv4 address an IPv6 one carries (IPv4-mapped, NAT64 64:ff9b::/96, 6to4 2002::/16), if any. */
-function embeddedIpv4(address: string): string | undefined {
+/** The IPv4 address an IPv6 one of an `embedded` range carries (6to4 in bits 16–47, the others in the last 32). */
+function embeddedIpv4(address: string): string {
   const g = ipv6Groups(address);
-  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return v4(g[6]!, g[7]!);
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return v4(g[6]!, g[7]!);
-  if (g[0] === 0x2002) return v4(g[1]!, g[2]!);
-  return undefined;
+  const [hi, lo] = g[0] === 0x2002 ? [g[1]!, g[2]!] : [g[6]!, g[7]!];
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
 /** The class of an IP address (IPv6 addresses that embed an IPv4 one are judged by it). */
 export function classifyAddress(address: string): AddressClass {
-  const family = isIP(address);
-  if (family === 0) return 'reserved';
-  if (family === 6) {
-    const v4 = embeddedIpv4(address);
-    if (v4) return classifyAddress(v4);
-  }
-  const type = family === 6 ? 'ipv6' : 'ipv4';
-  for (const [cls, list] of CLASSES) if (list.check(address.split('%')[0]!, type)) return cls;
-  return 'public';
+  const bare = address.split('%')[0]!;
+  if (!isIP(bare)) return 'reserved';
+  const range = specialRangeOf(bare);
+  if (!range) return 'public';
+  return range.class === 'embedded' ? classifyAddress(embeddedIpv4(bare)) : range.class;
 }
 
 /** The URL rules: absolute http(s) URL (https only in production), a host, no credentials, bounded length. */
@@ -126,6 +124,9 @@ export function checkUrl(raw: string, policy: TargetPolicy): URL {
   if (url.username || url.password) throw new TargetRefused('credentials in the URL are not allowed');
   if (!url.hostname) throw new TargetRefused('the URL has no host');
   if (url.hash) throw new TargetRefused('a fragment is not allowed');
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  if (!policy.ports.some(([lo, hi]) => port >= lo && port <= hi))
+    throw new TargetRefused(NOT_ALLOWED_TARGET, `port ${port} is not an allowed target port`);
   return url;
 }
 
@@ -134,7 +135,7 @@ function checkAddress(address: string, policy: TargetPolicy, hostname: string): 
   if (cls === 'public') return;
   if (cls !== 'reserved' && policy.allow.has(cls)) return;
   const shown = hostname === address ? address : `${hostname} (${address})`;
-  throw new TargetRefused(`${shown} is a ${cls} address, which is not allowed as a webhook target`);
+  throw new TargetRefused(NOT_ALLOWED_TARGET, `${shown} is a ${cls} address`);
 }
 
 /** The URL's host without IPv6 brackets. */
@@ -157,9 +158,9 @@ export async function resolveTarget(url: URL, policy: TargetPolicy, resolver: Re
       addresses = await resolver(host);
     } catch (err) {
       const code = (err as { code?: string }).code ?? 'error';
-      throw new TargetRefused(`${host} does not resolve (${code})`);
+      throw new TargetRefused(NOT_ALLOWED_TARGET, `${host} does not resolve (${code})`);
     }
-    if (!addresses.length) throw new TargetRefused(`${host} has no address`);
+    if (!addresses.length) throw new TargetRefused(NOT_ALLOWED_TARGET, `${host} has no address`);
   }
   for (const a of addresses) checkAddress(a.address, policy, host);
   return addresses[0]!;

@@ -19,7 +19,11 @@ export function webhooksDependencies(
     throw new Error('WEBHOOKS_SECRET_KEY is required in production mode (it encrypts the signing secrets at rest)');
   if (!config.WEBHOOKS_SECRET_KEY)
     logger.warn('WEBHOOKS_SECRET_KEY is not set: signing secrets are stored unencrypted');
-  const policy: TargetPolicy = { mode: config.WEBHOOKS_MODE, allow: config.WEBHOOKS_ALLOW_PRIVATE_TARGETS };
+  const policy: TargetPolicy = {
+    mode: config.WEBHOOKS_MODE,
+    allow: config.WEBHOOKS_ALLOW_PRIVATE_TARGETS,
+    ports: config.WEBHOOKS_TARGET_PORTS,
+  };
   if (policy.allow.size) logger.warn({ allowed: [...policy.allow] }, 'webhook targets may be non-public addresses');
   const repo = new WebhooksRepository(knex);
   const secrets = new SecretBox(config.WEBHOOKS_SECRET_KEY);
@@ -35,6 +39,7 @@ export function webhooksDependencies(
       timeoutMs: config.WEBHOOKS_TIMEOUT_MS,
     },
     concurrency: config.WEBHOOKS_CONCURRENCY,
+    perSubscription: config.WEBHOOKS_SUBSCRIPTION_CONCURRENCY,
     retry: {
       baseMs: config.WEBHOOKS_RETRY_BASE_MS,
       maxDelayMs: config.WEBHOOKS_RETRY_MAX_DELAY_MS,

@@ -15,6 +15,8 @@ export interface WorkerOptions {
   metrics: Metrics;
   send: SendOptions;
   concurrency: number;
+  /** Attempts in flight for one subscription, over every replica. */
+  perSubscription: number;
   retry: { baseMs: number; maxDelayMs: number; windowMs: number };
   disable: { afterFailures: number; afterMs: number };
   /** Added to the attempt timeout for the lease of a claimed delivery (default 5 s). */
@@ -41,6 +43,8 @@ export function payload(d: Pick<ClaimedDelivery, 'event_type' | 'occurred_at' | 
 export class DeliveryWorker {
   private running: Promise<void> | undefined;
   private again = false;
+  /** Ends a wait for a free slot: a new look at the queue (wake, or the poll) claims into the free slots at once. */
+  private nudge: (() => void) | undefined;
   private stopped = false;
   private readonly deliveries: Counter<'outcome'>;
   private readonly lag: Histogram;
@@ -85,6 +89,7 @@ export class DeliveryWorker {
   drain(): Promise<void> {
     if (this.running) {
       this.again = true;
+      this.nudge?.();
       return this.running;
     }
     this.running = (async () => {
@@ -114,22 +119,28 @@ export class DeliveryWorker {
   private async pool(): Promise<void> {
     const inFlight = new Set<Promise<void>>();
     const leaseMs = this.o.send.timeoutMs + this.o.send.connectTimeoutMs + (this.o.leaseMarginMs ?? 5_000);
+    let nudged = false;
     for (;;) {
       if (this.stopped) break;
       const room = this.o.concurrency - inFlight.size;
-      // Claim in batches (a quarter of the slots at least) rather than one query per finished attempt.
+      // Claim in batches (a quarter of the slots at least) rather than one query per finished attempt, and into any
+      // free slot when nudged: slow attempts in flight must not hold back new deliveries.
       const claimed =
-        room > 0 && (inFlight.size === 0 || room >= Math.max(1, this.o.concurrency / 4))
-          ? await this.o.repo.claim(room, leaseMs)
+        room > 0 && (nudged || inFlight.size === 0 || room >= Math.max(1, this.o.concurrency / 4))
+          ? await this.o.repo.claim(room, leaseMs, this.o.perSubscription)
           : [];
+      nudged = false;
       for (const d of claimed) {
         const p = this.attempt(d).finally(() => inFlight.delete(p));
         inFlight.add(p);
       }
       if (!inFlight.size) break;
       // Claim more when enough slots are free, or at once when the last claim filled every free slot.
-      if (claimed.length < room || room === 0 || inFlight.size > this.o.concurrency * 0.75)
-        await Promise.race(inFlight);
+      if (claimed.length < room || room === 0 || inFlight.size > this.o.concurrency * 0.75) {
+        const woken = new Promise<void>((resolve) => (this.nudge = resolve));
+        await Promise.race([...inFlight, woken.then(() => (nudged = true))]);
+        this.nudge = undefined;
+      }
     }
     await Promise.all(inFlight);
   }
@@ -194,7 +205,7 @@ export class DeliveryWorker {
       if (success) this.o.logger.debug(fields, 'webhook delivered');
       else
         this.o.logger.info(
-          { ...fields, error: result.error, retry_at: retryAt?.toISOString() ?? null },
+          { ...fields, error: result.error, detail: result.detail, retry_at: retryAt?.toISOString() ?? null },
           retryAt ? 'webhook attempt failed; retry scheduled' : 'webhook delivery failed for good',
         );
       if (disabled)

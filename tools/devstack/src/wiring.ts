@@ -128,6 +128,7 @@ export function wireStack(plan: StackPlan): StackEnvironment {
         ? {
             WEBHOOKS_MODE: 'development',
             WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'loopback',
+            WEBHOOKS_TARGET_PORTS: '1-65535', // loopback receivers listen on free ports
             WEBHOOKS_SECRET_KEY: required(plan.secrets.webhooksKey, 'secrets.webhooksKey'),
           }
         : {}),
