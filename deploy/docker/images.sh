@@ -46,7 +46,8 @@ for c in "${components[@]}"; do
     { log "$image fails the runtime checks"; exit 1; }
   [ "$size_mb" -le "$SIZE_BUDGET_MB" ] || { log "$image is $size_mb MB, over the budget of $SIZE_BUDGET_MB MB"; exit 1; }
   archive="$out/mileage-$c-$tag.oci.tar"
-  rm -f "$archive"
+  # Only this build's archive per component: CI's machine keeps the folder between runs.
+  rm -f "$out/mileage-$c-"*.oci.tar
   skopeo copy --quiet "containers-storage:$image" "oci-archive:$archive:mileage-$c:$tag"
   skopeo inspect --format '{{.Digest}}' "oci-archive:$archive" >/dev/null
   log "$image: $size_mb MB, user $user, read-only root ok, $(du -m "$archive" | cut -f1) MB archive; $(seconds_since "$t0") s"
