@@ -37,7 +37,10 @@ need() { grep -Eq -- "$1" "$dockerfile" || { echo "Dockerfile: missing $2" >&2; 
 node_version="$(cat "$(dirname "$0")/../../.node-version")"
 need "^ARG NODE_IMAGE=node:${node_version//./\\.}-bookworm-slim\$" "the base image node:${node_version}-bookworm-slim (.node-version)"
 need 'turbo@[0-9]+\.[0-9]+\.[0-9]+ prune "@mileage/\$\{COMPONENT\}" --docker' 'turbo prune --docker (pinned turbo)'
-need '^RUN npm ci --omit=dev --ignore-scripts' 'npm ci --omit=dev on the pruned lockfile'
+need '^ +npm ci --omit=dev --ignore-scripts$' 'npm ci --omit=dev on the pruned lockfile'
+need '^RUN --mount=type=secret,id=ca ' 'the CA bundle as a build secret'
+grep -Eq '^ENV NODE_EXTRA_CA_CERTS=/run/secrets/ca$' "$dockerfile" && ! grep -Eq '^COPY .*(\.crt|\.pem|ca-certificates)' "$dockerfile" ||
+  { echo "Dockerfile: the CA bundle must come as the secret ca, never copied in" >&2; problems=1; }
 need '^USER 10001:10001$' 'a numeric non-root USER'
 need '^ENTRYPOINT \["/usr/bin/tini", "--"\]$' 'tini as PID 1'
 need '^CMD \["node", "main.js"\]$' 'the process as CMD'

@@ -8,6 +8,7 @@
 #   run.sh status  say whether it runs
 #   run.sh check   run smoke-test.mjs against the running instance; when none runs: start, test, stop
 #   run.sh fetch   only download and unpack the distribution
+#   run.sh home    fetch, then print the distribution's folder (deploy/docker builds the test image from it)
 #
 # Environment (defaults):
 #   KEYCLOAK_VERSION (26.7.3)       org.keycloak:keycloak-quarkus-dist version on Maven Central
@@ -206,5 +207,6 @@ case "${1:-}" in
   status) status ;;
   check) check ;;
   fetch) fetch ;;
+  home) fetch && echo "$home" ;;
   *) echo "usage: $0 start|stop|status|check|fetch" >&2; exit 2 ;;
 esac

@@ -263,7 +263,7 @@ export async function startHarness(): Promise<Harness> {
       createWebhooksServer({
         repo: new WebhooksRepository(webhooksDb.knex),
         secrets: new SecretBox('gateway-test-key-of-at-least-32-chars'),
-        policy: { mode: 'development', allow: new Set(['loopback']) },
+        policy: { mode: 'development', allow: new Set(['loopback']), ports: [[1, 65535]] },
         resolver: systemResolver,
         groups: webhooksGroups,
         logger,

@@ -52,7 +52,7 @@ async function main(): Promise<void> {
       5_000,
     );
     const groups = groupsServed.client;
-    const policy: TargetPolicy = { mode: 'development', allow: new Set(['loopback']) };
+    const policy: TargetPolicy = { mode: 'development', allow: new Set(['loopback']), ports: [[1, 65535]] };
     const repo = new WebhooksRepository(webhooksDb.knex);
     const secrets = new SecretBox('bench-key-bench-key-bench-key-bench-key');
     const workers = Array.from(
