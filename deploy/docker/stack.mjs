@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The system from its images: PostgreSQL, Redis and Keycloak (the production realm plus the development overlay, the
 // realm `npm run test:keycloak` imports) from the local test images, the migrations run by each service's image as
-// the chart's hook Jobs run them (SCIM's first), the five services and the gateway as containers configured as the
+// the chart's hook Jobs run them, the five services and the gateway as containers configured as the
 // chart's Deployments configure them, then the acceptance suite (tools/acceptance) against the gateway. Last, SIGTERM
 // to each of the six containers, front to back: each must log its drain and exit 0.
 //
