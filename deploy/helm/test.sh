@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Chart tests of deploy/helm/mileage, from a clean machine with Go and Python 3 (CI runs it):
-#   1. tools: Helm built from the Go module proxy, a virtualenv with kubernetes-validate (which bundles the Kubernetes
-#      API JSON schemas), PyYAML and promql-parser; cached in ${XDG_CACHE_HOME:-~/.cache}/mileage-tools;
+#   1. tools: Helm built from the Go module proxy (helm.sh), a virtualenv with kubernetes-validate (which bundles the
+#      Kubernetes API JSON schemas), PyYAML and promql-parser; cached in ${XDG_CACHE_HOME:-~/.cache}/mileage-tools;
 #   2. every value set in mileage/ci/: `helm lint --strict`, `helm template`, the manifests validated (strict: no
 #      unknown fields) against the API schemas of the oldest Kubernetes the chart supports and of the newest release
 #      kubernetes-validate bundles, check-rendered.py's assertions (ServiceMonitor and PrometheusRule, CRDs without a
@@ -17,7 +17,6 @@ here="$(cd "$(dirname "$0")" && pwd)"
 chart="$here/mileage"
 root="$(cd "$here/../.." && pwd)"
 
-HELM_VERSION=v3.22.0
 KUBERNETES_VALIDATE_VERSION=1.37.0
 PYYAML_VERSION=6.0.3
 PROMQL_PARSER_VERSION=0.12.0
@@ -25,8 +24,6 @@ PROMQL_PARSER_VERSION=0.12.0
 KUBE_VERSIONS=(1.30.0 1.37.0)
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/mileage-tools"
-helm_dir="$cache/helm-$HELM_VERSION"
-helm="$helm_dir/helm"
 requirements="kubernetes-validate==$KUBERNETES_VALIDATE_VERSION pyyaml==$PYYAML_VERSION promql-parser==$PROMQL_PARSER_VERSION"
 venv="$cache/chart-venv-$(printf '%s' "$requirements" | sha256sum | cut -c1-12)"
 out="$(mktemp -d)"
@@ -36,18 +33,7 @@ section() { printf '\n== %s (%ss)\n' "$1" "$(($(date +%s) - started))"; }
 
 # ------------------------------------------------------------------------------------------------------------ tools
 section "tools"
-if [ ! -x "$helm" ]; then
-  command -v go >/dev/null || { echo "Go is needed to build Helm $HELM_VERSION" >&2; exit 1; }
-  echo "building Helm $HELM_VERSION from the Go module proxy (once; cached in $helm_dir)"
-  rm -rf "$helm_dir.partial"
-  GOBIN="$helm_dir.partial" GOFLAGS=-mod=mod CGO_ENABLED=0 go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-  mv "$helm_dir.partial" "$helm_dir"
-fi
-# Built by go install (no release ldflags), Helm reports only its minor version, e.g. v3.22.
-case "$("$helm" version --template '{{ .Version }}')" in
-  "$HELM_VERSION" | "${HELM_VERSION%.*}") ;;
-  *) echo "$helm is not Helm $HELM_VERSION" >&2; exit 1 ;;
-esac
+helm="$(bash "$here/helm.sh")"
 if [ ! -f "$venv/.complete" ]; then
   echo "installing $requirements (once; cached in $venv)"
   rm -rf "$venv"
@@ -57,7 +43,7 @@ if [ ! -f "$venv/.complete" ]; then
   touch "$venv/.complete"
 fi
 python="$venv/bin/python"
-echo "Helm $HELM_VERSION, kubernetes-validate $KUBERNETES_VALIDATE_VERSION (Kubernetes ${KUBE_VERSIONS[*]} schemas), promql-parser $PROMQL_PARSER_VERSION"
+echo "Helm $("$helm" version --template '{{ .Version }}'), kubernetes-validate $KUBERNETES_VALIDATE_VERSION (Kubernetes ${KUBE_VERSIONS[*]} schemas), promql-parser $PROMQL_PARSER_VERSION"
 if [ -f "$root/gateway/dist/config.js" ] && [ -f "$root/packages/runtime/dist/index.js" ] && command -v node >/dev/null; then
   check_env=yes
 else

@@ -233,9 +233,20 @@ seccompProfile:
 {{ include "mileage.componentName" . }}:{{ index (include "mileage.grpcPorts" .root | fromYaml) .component }}
 {{- end -}}
 
-{{/* Values whose change must roll a component's pods (the Secrets have their own checksum). */}}
-{{- define "mileage.configChecksum" -}}
+{{/* The values of the chart's Secrets that one component's pods read: (dict "root" $ "component" "users"). A Secret's
+change leaves the pod templates as they are, so their checksum (a pod annotation) rolls exactly the components that read
+a changed value. Every other value a pod reads is in its template (environment, volumes) and rolls it by itself. */}}
+{{- define "mileage.secretsChecksum" -}}
 {{- $v := .root.Values -}}
-{{- $c := index $v.components .component -}}
-{{- toJson (dict "env" $c.extraEnv "logLevel" $v.logLevel "shutdown" $v.shutdownTimeoutSeconds "tracing" $v.tracing "oidc" $v.oidc "gateway" (omit $v.gateway "cursorSecret" "actorAttestationSecret") "scim" $v.scim "webhooks" (omit $v.webhooks "secretKey") "grpc" $v.grpc "postgres" (pick $v.postgres "poolMax" "statementTimeoutMs" "existingSecret") "grpcTls" $v.grpcTls.enabled "redis" $v.redis.existingSecret "ingressHost" $v.ingress.host) | sha256sum -}}
+{{- $read := list -}}
+{{- if eq .component "gateway" -}}
+{{- $read = list $v.gateway.cursorSecret $v.gateway.actorAttestationSecret $v.redis.url -}}
+{{- else -}}
+{{- if and (not $v.postgres.existingSecret) (has .component (include "mileage.databaseServices" .root | fromYamlArray)) -}}
+{{- $read = append $read (include "mileage.databaseUrl" (dict "root" .root "service" .component)) -}}
+{{- end -}}
+{{- if eq .component "scim" }}{{ $read = append $read $v.gateway.actorAttestationSecret }}{{ end -}}
+{{- if eq .component "webhooks" }}{{ $read = append $read $v.webhooks.secretKey }}{{ end -}}
+{{- end -}}
+{{- toJson $read | sha256sum -}}
 {{- end -}}

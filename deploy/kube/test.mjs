@@ -1,0 +1,511 @@
+// The chart on a real Kubernetes API server (started by ci.sh, which sets the environment read below). Every expectation
+// is derived from the chart as `helm template` renders it (which Jobs are hooks, which Deployments exist, which pods read
+// a changed value, what uninstall keeps), then checked against what the server did, observed through its API.
+import { strict as assert } from 'node:assert';
+import { execFile, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual, promisify } from 'node:util';
+
+const { KUBE_SERVER, KUBE_TOKEN, HELM, YAML2JSON, CRDS } = process.env;
+const chart = join(dirname(fileURLToPath(import.meta.url)), '../helm/mileage');
+const valueSets = readdirSync(join(chart, 'ci'))
+  .filter((file) => file.endsWith('.yaml'))
+  .map((file) => file.slice(0, -'.yaml'.length));
+const release = 'mileage';
+const WAIT = '5m0s';
+// Enforced on pods; the warning is what a workload (a Deployment, a Job) gets, since only its pods are judged.
+const restricted = {
+  'pod-security.kubernetes.io/enforce': 'restricted',
+  'pod-security.kubernetes.io/enforce-version': 'latest',
+  'pod-security.kubernetes.io/warn': 'restricted',
+  'pod-security.kubernetes.io/warn-version': 'latest',
+};
+
+// ------------------------------------------------------------------------------------------------ the API, Helm
+async function api(method, path, body, contentType = 'application/json') {
+  const response = await fetch(KUBE_SERVER + path, {
+    method,
+    headers: { authorization: `Bearer ${KUBE_TOKEN}`, accept: 'application/json', 'content-type': contentType },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    body: text ? JSON.parse(text) : undefined,
+    warning: response.headers.get('warning'),
+  };
+}
+
+async function ok(method, path, body, contentType) {
+  const response = await api(method, path, body, contentType);
+  assert.ok(response.status < 300, `${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
+  return response.body;
+}
+
+function run(command, args, input) {
+  const result = spawnSync(command, args, { input, encoding: 'utf8', maxBuffer: 64 << 20 });
+  assert.equal(result.status, 0, `${command} ${args.join(' ')}:\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+const helm = (...args) => run(HELM, args);
+// For the commands watched while they run: the event loop must stay free to read the watches.
+const helmAsync = (...args) => promisify(execFile)(HELM, args, { maxBuffer: 64 << 20 });
+const values = (set) => ['-f', join(chart, 'ci', `${set}.yaml`)];
+let kubeVersion;
+
+/** The chart's objects as `helm template` renders them for this server (hooks included). */
+function render(set, ...extra) {
+  const yaml = helm(
+    'template',
+    release,
+    chart,
+    '-n',
+    namespaceOf(set),
+    '--kube-version',
+    kubeVersion,
+    ...values(set),
+    ...extra,
+  );
+  return JSON.parse(run(YAML2JSON, [], yaml));
+}
+
+// The API path of a kind, from the server's discovery documents.
+const discovery = new Map();
+async function resourceOf(apiVersion, kind) {
+  if (!discovery.has(apiVersion)) {
+    const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+    discovery.set(apiVersion, { path, resources: (await ok('GET', path)).resources });
+  }
+  const { path, resources } = discovery.get(apiVersion);
+  const resource = resources.find((r) => r.kind === kind && !r.name.includes('/'));
+  assert.ok(resource, `the server does not serve ${kind} in ${apiVersion}`);
+  return { ...resource, groupPath: path };
+}
+
+async function pathOf(object, namespace = object.metadata.namespace) {
+  const r = await resourceOf(object.apiVersion, object.kind);
+  const scope = r.namespaced ? `/namespaces/${namespace}` : '';
+  return `${r.groupPath}${scope}/${r.name}${object.metadata.name ? `/${object.metadata.name}` : ''}`;
+}
+
+/** Polls a real check until it returns a value other than undefined (the API has no "tell me when" for these). */
+async function until(what, check, seconds = 120) {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    assert.ok(Date.now() < deadline, `${what}: not within ${seconds} s`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/**
+ * Records every change of one collection from now on. Resource versions of one etcd are its revisions, one counter
+ * for every kind, so they order changes across collections where timestamps (whole seconds) cannot.
+ */
+async function watch(collection) {
+  const list = await ok('GET', collection);
+  const from = list.metadata.resourceVersion;
+  const controller = new AbortController();
+  const events = [];
+  const response = await fetch(`${KUBE_SERVER}${collection}?watch=1&resourceVersion=${from}`, {
+    headers: { authorization: `Bearer ${KUBE_TOKEN}` },
+    signal: controller.signal,
+  });
+  assert.equal(response.status, 200, `watch ${collection}`);
+  const reading = (async () => {
+    let buffered = '';
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of response.body) {
+        buffered += decoder.decode(chunk, { stream: true });
+        let newline;
+        while ((newline = buffered.indexOf('\n')) >= 0) {
+          const { type, object } = JSON.parse(buffered.slice(0, newline));
+          buffered = buffered.slice(newline + 1);
+          events.push({ type, object, revision: BigInt(object.metadata.resourceVersion) });
+        }
+      }
+    } catch (error) {
+      if (error.name !== 'AbortError') throw error;
+    }
+  })();
+  return {
+    events,
+    existing: new Set(names(list.items)),
+    async stop() {
+      controller.abort();
+      await reading;
+    },
+  };
+}
+
+const names = (objects) => objects.map((o) => o.metadata.name).sort();
+const byKind = (objects, kind) => objects.filter((o) => o.kind === kind);
+const hookOf = (o) => o.metadata.annotations?.['helm.sh/hook'] ?? '';
+const namespaceOf = (set) => `chart-${set}`;
+
+async function createNamespace(name, labels) {
+  await ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } });
+  // The namespace's default ServiceAccount (the migration Jobs' pods use it) comes from the controller-manager.
+  await until(`${name}'s default ServiceAccount`, async () =>
+    (await api('GET', `/api/v1/namespaces/${name}/serviceaccounts/default`)).status === 200 ? true : undefined,
+  );
+}
+
+/** Each Deployment's generation, pod template and ReplicaSets now. */
+async function deploymentsNow(namespace) {
+  const deployments = (await ok('GET', `/apis/apps/v1/namespaces/${namespace}/deployments`)).items;
+  const replicaSets = (await ok('GET', `/apis/apps/v1/namespaces/${namespace}/replicasets`)).items;
+  return new Map(
+    deployments.map((d) => [
+      d.metadata.name,
+      {
+        generation: d.metadata.generation,
+        template: d.spec.template,
+        status: d.status,
+        replicas: d.spec.replicas,
+        replicaSets: names(
+          replicaSets.filter((rs) => rs.metadata.ownerReferences?.some((o) => o.uid === d.metadata.uid)),
+        ),
+      },
+    ]),
+  );
+}
+
+/**
+ * Each Deployment once rolled out completely: its controller saw the last change and all its pods are new and ready.
+ * Polled: an autoscaler may still raise its replicas after Helm's wait (production's gateway: 1 to 3).
+ */
+async function rolledOut(namespace) {
+  let problems;
+  const check = async () => {
+    const deployments = await deploymentsNow(namespace);
+    problems = [...deployments].flatMap(([name, { status: s, generation, replicas }]) =>
+      s.observedGeneration !== generation || s.updatedReplicas !== replicas || s.readyReplicas !== replicas
+        ? [`${name}: ${JSON.stringify({ generation, replicas, status: s })}`]
+        : [],
+    );
+    return problems.length === 0 ? deployments : undefined;
+  };
+  return until('every Deployment rolled out', check).catch((error) =>
+    assert.fail(`${error.message}\n${problems.join('\n')}`),
+  );
+}
+
+/**
+ * What a component's pods read, resolved: the pod template without its annotations, and the value of every
+ * secretKeyRef the chart itself writes. Two renders whose inputs differ for a Deployment must roll it; equal ones
+ * must not.
+ */
+function podInputs(objects) {
+  const secrets = new Map(byKind(objects, 'Secret').map((s) => [s.metadata.name, s.stringData ?? {}]));
+  return new Map(
+    byKind(objects, 'Deployment').map((d) => {
+      const { annotations: _checksums, ...metadata } = d.spec.template.metadata;
+      const read = d.spec.template.spec.containers.flatMap((c) =>
+        (c.env ?? [])
+          .map((e) => e.valueFrom?.secretKeyRef)
+          .filter(Boolean)
+          .map(({ name, key }) => [name, key, secrets.get(name)?.[key]]),
+      );
+      return [d.metadata.name, JSON.stringify({ metadata, spec: d.spec.template.spec, read })];
+    }),
+  );
+}
+
+/** The hook Jobs' completions and the ReplicaSets' creations while Helm runs `args`; Helm's stderr. */
+async function observeRollout(namespace, expectedJobs, ...args) {
+  const jobsPath = `/apis/batch/v1/namespaces/${namespace}/jobs`;
+  const replicaSetsPath = `/apis/apps/v1/namespaces/${namespace}/replicasets`;
+  const jobs = await watch(jobsPath);
+  const replicaSets = await watch(replicaSetsPath);
+  const completed = new Map();
+  const completions = () => {
+    for (const { object, revision } of jobs.events) {
+      const done = object.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True');
+      if (done && !completed.has(object.metadata.name)) completed.set(object.metadata.name, revision);
+    }
+    return completed;
+  };
+  let stderr;
+  try {
+    ({ stderr } = await helmAsync(...args));
+    // Helm is done: wait until the watches have delivered every completion and every new ReplicaSet.
+    const added = () => names(replicaSets.events.filter((e) => e.type === 'ADDED').map((e) => e.object));
+    const newReplicaSets = names((await ok('GET', replicaSetsPath)).items).filter((n) => !replicaSets.existing.has(n));
+    await until('the watches caught up', async () =>
+      expectedJobs.every((j) => completions().has(j)) && newReplicaSets.every((n) => added().includes(n))
+        ? true
+        : undefined,
+    );
+  } finally {
+    await jobs.stop();
+    await replicaSets.stop();
+  }
+  const created = replicaSets.events.filter((e) => e.type === 'ADDED');
+  return { completed: completions(), created, stderr };
+}
+
+/** The migration hook Jobs all completed, and did so before the first ReplicaSet of the command was created. */
+function assertHooksFirst(expectedJobs, { completed, created }, phase) {
+  assert.deepEqual([...completed.keys()].sort(), expectedJobs, `${phase}: the hook Jobs that completed`);
+  const lastCompletion = [...completed.values()].reduce((a, b) => (a > b ? a : b), 0n);
+  for (const { object, revision } of created) {
+    assert.ok(
+      revision > lastCompletion,
+      `${phase}: ReplicaSet ${object.metadata.name} (revision ${revision}) created before the last hook Job completed (revision ${lastCompletion})`,
+    );
+  }
+  return { jobs: completed.size, replicaSets: created.length };
+}
+
+/** Everything left in a namespace, of every kind the server lists there, but what the namespace itself has. */
+async function leftIn(namespace) {
+  const left = [];
+  const groups = [{ version: 'v1', path: '/api/v1' }];
+  for (const g of (await ok('GET', '/apis')).groups) {
+    groups.push({ version: g.preferredVersion.groupVersion, path: `/apis/${g.preferredVersion.groupVersion}` });
+  }
+  for (const g of groups) {
+    for (const r of (await ok('GET', g.path)).resources) {
+      if (!r.namespaced || r.name.includes('/') || !r.verbs.includes('list')) continue;
+      if (r.kind === 'Event') continue; // events outlive their objects by design (one hour)
+      const items = (await ok('GET', `${g.path}/namespaces/${namespace}/${r.name}`)).items;
+      for (const item of items) {
+        const name = item.metadata.name;
+        const namespaceOwn =
+          (r.kind === 'ServiceAccount' && name === 'default') ||
+          (r.kind === 'ConfigMap' && name === 'kube-root-ca.crt');
+        if (!namespaceOwn) left.push(`${r.kind}/${name}`);
+      }
+    }
+  }
+  return left.sort();
+}
+
+// -------------------------------------------------------------------------------------------------- the cluster
+before(async () => {
+  kubeVersion = (await ok('GET', '/version')).gitVersion;
+  // The CRDs of the chart's optional kinds (ServiceMonitor, PrometheusRule, Certificate), as their projects ship them.
+  for (const file of readdirSync(CRDS).filter((f) => f.endsWith('.yaml'))) {
+    for (const crd of JSON.parse(run(YAML2JSON, [], readFileSync(join(CRDS, file), 'utf8')))) {
+      await ok('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+      await until(`CRD ${crd.metadata.name} established`, async () => {
+        const { status } = await ok(
+          'GET',
+          `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`,
+        );
+        return status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
+      });
+    }
+  }
+  // One node for kwok to play the kubelet of, with the labels the chart's scheduling rules name and the capacity it
+  // requests (ephemeral storage included).
+  const capacity = { cpu: '64', memory: '256Gi', pods: '250', 'ephemeral-storage': '200Gi' };
+  await ok('POST', '/api/v1/nodes', {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name: 'kwok-node-0',
+      labels: {
+        type: 'kwok',
+        'kubernetes.io/hostname': 'kwok-node-0',
+        'kubernetes.io/os': 'linux',
+        'topology.kubernetes.io/zone': 'zone-a',
+      },
+      annotations: { 'kwok.x-k8s.io/node': 'fake' },
+    },
+    status: { capacity, allocatable: capacity },
+  });
+  await until('the kwok node Ready', async () => {
+    const node = await ok('GET', '/api/v1/nodes/kwok-node-0');
+    return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------- the tests
+for (const set of valueSets) {
+  describe(`value set ${set}`, () => {
+    const namespace = namespaceOf(set);
+    let rendered;
+    let installed;
+    const deploymentNames = () => names(byKind(rendered, 'Deployment'));
+    const hookJobs = () => names(byKind(rendered, 'Job').filter((j) => /(^|,)pre-install(,|$)/.test(hookOf(j))));
+
+    before(async () => {
+      rendered = render(set);
+      assert.ok(deploymentNames().length > 0, 'the chart renders no Deployment');
+      await createNamespace(namespace, restricted);
+    });
+
+    test('helm install --wait in a namespace that enforces restricted Pod Security: hook Jobs complete first', async () => {
+      const observed = await observeRollout(
+        namespace,
+        hookJobs(),
+        ...['install', release, chart, '-n', namespace, ...values(set), '--wait', '--timeout', WAIT],
+      );
+      const counted = assertHooksFirst(hookJobs(), observed, 'install');
+      // The namespace warns of what restricted would refuse, for workloads too: nothing here.
+      assert.doesNotMatch(observed.stderr, /PodSecurity/, 'Helm relayed a Pod Security warning');
+      assert.equal(counted.replicaSets, deploymentNames().length, 'one ReplicaSet per Deployment');
+      installed = await rolledOut(namespace);
+      assert.deepEqual([...installed.keys()].sort(), deploymentNames());
+      console.log(`${set}: ${counted.jobs} hook Jobs completed before ${counted.replicaSets} ReplicaSets were created`);
+    });
+
+    test('every object the chart renders is on the server (hook Jobs deleted on success, as their policy says)', async () => {
+      const kinds = new Map();
+      for (const object of rendered) {
+        const { status } = await api('GET', await pathOf(object, namespace));
+        const deletedOnSuccess = (object.metadata.annotations?.['helm.sh/hook-delete-policy'] ?? '').includes(
+          'hook-succeeded',
+        );
+        assert.equal(status, deletedOnSuccess ? 404 : 200, `${object.kind}/${object.metadata.name}`);
+        kinds.set(object.kind, (kinds.get(object.kind) ?? 0) + 1);
+      }
+      const accepted = [...kinds].map(([kind, n]) => `${n} ${kind}`).join(', ');
+      console.log(`${set}: accepted by the server: ${accepted}`);
+      const hpas = byKind(rendered, 'HorizontalPodAutoscaler');
+      assert.ok(
+        hpas.every((h) => h.apiVersion === 'autoscaling/v2'),
+        'HPAs are autoscaling/v2',
+      );
+    });
+
+    if (set === 'minimal') {
+      let beforeUpgrade;
+      test('helm upgrade of the cursor secret alone rolls only the Deployments that read it; hooks first', async () => {
+        const changed = ['--set', `gateway.cursorSecret=${'c'.repeat(40)}`];
+        const old = podInputs(rendered);
+        const next = podInputs(render(set, ...changed));
+        const expected = deploymentNames().filter((name) => old.get(name) !== next.get(name));
+        assert.ok(
+          expected.length > 0 && expected.length < deploymentNames().length,
+          `the cursor secret is read by ${expected}`,
+        );
+        beforeUpgrade = await deploymentsNow(namespace);
+        const observed = await observeRollout(
+          namespace,
+          hookJobs(),
+          ...['upgrade', release, chart, '-n', namespace, ...values(set), ...changed, '--wait', '--timeout', WAIT],
+        );
+        assertHooksFirst(hookJobs(), observed, 'upgrade');
+        const now = await rolledOut(namespace);
+        const rolled = [...now].filter(([name, d]) => !isDeepStrictEqual(d.template, beforeUpgrade.get(name).template));
+        assert.deepEqual(rolled.map(([name]) => name).sort(), expected, 'the Deployments whose pod template changed');
+        for (const [name] of rolled) {
+          assert.ok(
+            now.get(name).replicaSets.length > beforeUpgrade.get(name).replicaSets.length,
+            `${name}: no new ReplicaSet`,
+          );
+        }
+        console.log(
+          `${set}: the cursor secret changed; rolled: ${rolled.map(([name]) => name).join(', ')} (of ${deploymentNames().length})`,
+        );
+      });
+
+      test('helm rollback restores the first revision: values, Secret and pod templates', async () => {
+        helm('rollback', release, '1', '-n', namespace, '--wait', '--timeout', WAIT);
+        const valuesOf = (...revision) =>
+          JSON.parse(helm('get', 'values', release, '-n', namespace, '-o', 'json', ...revision));
+        assert.deepEqual(valuesOf(), valuesOf('--revision', '1'));
+        const gatewaySecret = byKind(rendered, 'Secret').find((s) => s.stringData?.['cursor-secret']);
+        const onServer = await ok('GET', `/api/v1/namespaces/${namespace}/secrets/${gatewaySecret.metadata.name}`);
+        assert.equal(
+          Buffer.from(onServer.data['cursor-secret'], 'base64').toString(),
+          gatewaySecret.stringData['cursor-secret'],
+        );
+        const now = await rolledOut(namespace);
+        for (const [name, d] of now)
+          assert.deepEqual(d.template, installed.get(name).template, `${name}'s pod template`);
+      });
+    }
+
+    test('helm uninstall leaves only the hook resources Helm keeps (docs/operations-helm.md)', async () => {
+      helm('uninstall', release, '-n', namespace, '--wait', '--timeout', WAIT);
+      const kept = rendered
+        .filter(
+          (o) => hookOf(o) && !(o.metadata.annotations['helm.sh/hook-delete-policy'] ?? '').includes('hook-succeeded'),
+        )
+        .map((o) => `${o.kind}/${o.metadata.name}`)
+        .sort();
+      // The garbage collector removes ReplicaSets, pods and endpoint slices after their owners: wait for it.
+      let left;
+      await until('the namespace emptied but for the kept resources', async () => {
+        left = await leftIn(namespace);
+        return JSON.stringify(left) === JSON.stringify(kept) ? true : undefined;
+      }).catch((error) => {
+        assert.deepEqual(left, kept, error.message);
+      });
+      console.log(`${set}: after uninstall: ${kept.length ? kept.join(', ') : 'nothing'}`);
+    });
+  });
+}
+
+describe('restricted Pod Security, enforced by the server', () => {
+  const namespace = 'pod-security';
+  const unlabelled = 'pod-security-off';
+  let gateway;
+  let pod;
+  before(async () => {
+    await createNamespace(namespace, restricted);
+    await createNamespace(unlabelled, {});
+    gateway = byKind(render(valueSets[0]), 'Deployment')[0];
+    // The namespace's own account: the chart's does not exist here, and its lookup would refuse the pod first.
+    pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'chart-pod' },
+      spec: { ...gateway.spec.template.spec, serviceAccountName: 'default' },
+    };
+  });
+  const asRoot = (spec) => ({
+    ...spec,
+    securityContext: { ...spec.securityContext, runAsNonRoot: false, runAsUser: 0 },
+    containers: spec.containers.map((c) => ({
+      ...c,
+      securityContext: {
+        ...c.securityContext,
+        runAsNonRoot: false,
+        runAsUser: 0,
+        allowPrivilegeEscalation: true,
+        privileged: true,
+      },
+    })),
+  });
+
+  test("the chart's own pod is admitted; the same pod as root and privileged is refused", async () => {
+    const create = (ns, spec) => api('POST', `/api/v1/namespaces/${ns}/pods?dryRun=All`, { ...pod, spec });
+    assert.equal((await create(namespace, pod.spec)).status, 201, "the chart's pod");
+    const refused = await create(namespace, asRoot(pod.spec));
+    assert.equal(refused.status, 403);
+    assert.match(refused.body.message, /violates PodSecurity "restricted:latest"/);
+    console.log(`refused: ${refused.body.message}`);
+    // The namespace's label is what refuses it: without it the server admits the same pod.
+    assert.equal((await create(unlabelled, asRoot(pod.spec))).status, 201, 'the root pod without the label');
+  });
+
+  test('a Deployment whose template bypasses the chart (root, privileged) never gets a pod', async () => {
+    const deployment = {
+      ...gateway,
+      metadata: { name: 'bypass', namespace },
+      spec: { ...gateway.spec, template: { ...gateway.spec.template, spec: asRoot(pod.spec) } },
+    };
+    const created = await api('POST', `/apis/apps/v1/namespaces/${namespace}/deployments`, deployment);
+    assert.equal(created.status, 201, 'the Deployment itself is admitted (Pod Security judges pods)');
+    assert.match(created.warning ?? '', /restricted:latest/, 'with a warning');
+    const failure = await until('the ReplicaSet reports the refusal', async () => {
+      const sets = (await ok('GET', `/apis/apps/v1/namespaces/${namespace}/replicasets`)).items;
+      const condition = sets.flatMap((rs) => rs.status?.conditions ?? []).find((c) => c.type === 'ReplicaFailure');
+      return condition?.message;
+    });
+    assert.match(failure, /violates PodSecurity "restricted:latest"/);
+    const pods = (await ok('GET', `/api/v1/namespaces/${namespace}/pods`)).items;
+    assert.equal(pods.length, 0, 'no pod was created');
+  });
+});
