@@ -65,6 +65,8 @@ async function main(): Promise<void> {
           metrics: new Metrics('webhooks'),
           send: { policy, resolver: systemResolver, connectTimeoutMs: 5_000, timeoutMs: 15_000 },
           concurrency: Number(values.concurrency),
+          // The bench's one receiver may take every slot: it measures the worker, not the per-subscription cap.
+          perSubscription: Number(values.concurrency),
           retry: { baseMs: 10_000, maxDelayMs: 3_600_000, windowMs: 86_400_000 },
           disable: { afterFailures: 50, afterMs: 86_400_000 },
         }),
