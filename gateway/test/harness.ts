@@ -4,6 +4,7 @@
  * production token verifier pointed at the provider's JWKS.
  */
 import { startIdentityProvider } from '@mileage/dev-idp';
+import type * as grpc from '@grpc/grpc-js';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { after, before } from 'node:test';
 import { drivesV1, groupsV1, PROTO_FILES, scimV1, usersV1, webhooksV1 } from '@mileage/proto';
@@ -18,6 +19,7 @@ import {
   startGrpcServer,
   startTracing,
   type CircuitBreakerOptions,
+  type GeneratedClientConstructor,
   type GrpcServerHandle,
 } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
@@ -339,32 +341,23 @@ export async function startHarness(): Promise<Harness> {
       });
       dependencies.monitor.start();
       const metrics = options.metrics ?? new Metrics('gateway');
-      const available = (name: keyof typeof addresses) => () => dependencies.monitor.isUp(name);
       const breaker = options.circuitBreaker ? { circuitBreaker: options.circuitBreaker, metrics, logger } : {};
-      const users = createGrpcClient(usersV1.UsersServiceClient, addresses.users, {
-        defaultDeadlineMs: options.deadlineMs ?? 5_000,
-        available: available('users'),
-        ...breaker,
-      });
-      const groups = createGrpcClient(groupsV1.GroupsServiceClient, addresses.groups, {
-        defaultDeadlineMs: options.deadlineMs ?? 5_000,
-        available: available('groups'),
-        ...breaker,
-      });
-      const drives = createGrpcClient(drivesV1.DrivesServiceClient, addresses.drives, {
-        defaultDeadlineMs: options.deadlineMs ?? 5_000,
-        available: available('drives'),
-        ...breaker,
-      });
-      const scim = createGrpcClient(scimV1.ScimServiceClient, addresses.scim, {
-        defaultDeadlineMs: options.deadlineMs ?? 10_000,
-        available: available('scim'),
-        ...breaker,
-      });
-      const webhooks = createGrpcClient(webhooksV1.WebhooksServiceClient, addresses.webhooks, {
-        defaultDeadlineMs: options.deadlineMs ?? 5_000,
-        available: available('webhooks'),
-      });
+      const clientOf = <C extends grpc.Client>(
+        Client: GeneratedClientConstructor<C>,
+        name: keyof typeof addresses,
+        defaultDeadlineMs: number,
+        circuit: typeof breaker = breaker,
+      ) =>
+        createGrpcClient(Client, addresses[name], {
+          defaultDeadlineMs: options.deadlineMs ?? defaultDeadlineMs,
+          available: () => dependencies.monitor.isUp(name),
+          ...circuit,
+        });
+      const users = clientOf(usersV1.UsersServiceClient, 'users', 5_000);
+      const groups = clientOf(groupsV1.GroupsServiceClient, 'groups', 5_000);
+      const drives = clientOf(drivesV1.DrivesServiceClient, 'drives', 5_000);
+      const scim = clientOf(scimV1.ScimServiceClient, 'scim', 10_000);
+      const webhooks = clientOf(webhooksV1.WebhooksServiceClient, 'webhooks', 5_000, {});
       clients.push(users, groups, drives, scim, webhooks, dependencies);
       const inner = createApp({
         issuer: idp.issuer,

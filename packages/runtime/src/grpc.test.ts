@@ -7,23 +7,12 @@ import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeServiceError, errors } from './errors';
 import { createGrpcClient } from './grpc-client';
-import { startGrpcServer, type Handlers } from './grpc-server';
+import { startGrpcServer } from './grpc-server';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
+import { usersServiceStub } from './users-stub.fixture';
 
 const logger = createLogger({ service: 'grpc-test', level: 'silent' });
-
-function handlers(overrides: Partial<Handlers<usersV1.UsersServiceServer>>): Handlers<usersV1.UsersServiceServer> {
-  return {
-    getUser: async () => ({}),
-    batchGetUsers: async () => ({ users: [] }),
-    createUser: async () => ({}),
-    updateUser: async () => ({}),
-    deleteUser: async () => ({}),
-    listUsers: async () => ({ users: [], totalSize: 0 }),
-    ...overrides,
-  };
-}
 
 describe('gRPC bootstrap', () => {
   test('shutdown lets in-flight calls finish and refuses new ones', async () => {
@@ -37,7 +26,7 @@ describe('gRPC bootstrap', () => {
       services: [
         {
           definition: usersV1.UsersServiceService,
-          handlers: handlers({
+          handlers: usersServiceStub({
             getUser: async (req, ctx) => {
               seen.push(ctx.requestId);
               entered();
@@ -78,7 +67,7 @@ describe('gRPC bootstrap', () => {
           services: [
             {
               definition: usersV1.UsersServiceService,
-              handlers: handlers({ batchGetUsers: async () => (counts[i]!++, { users: [] }) }) as never,
+              handlers: usersServiceStub({ batchGetUsers: async () => (counts[i]!++, { users: [] }) }) as never,
             },
           ],
           protoFiles: [PROTO_FILES.users],
@@ -107,7 +96,7 @@ describe('gRPC bootstrap', () => {
       services: [
         {
           definition: usersV1.UsersServiceService,
-          handlers: handlers({
+          handlers: usersServiceStub({
             getUser: async () => {
               throw errors.invalidArgument('bad', [{ field: 'id', description: 'invalid user id' }]);
             },
@@ -149,7 +138,7 @@ describe('gRPC bootstrap', () => {
       services: [
         {
           definition: usersV1.UsersServiceService,
-          handlers: handlers({ getUser: async () => (await gate, {}) }) as never,
+          handlers: usersServiceStub({ getUser: async () => (await gate, {}) }) as never,
         },
       ],
       protoFiles: [PROTO_FILES.users],
@@ -173,7 +162,7 @@ describe('gRPC bootstrap', () => {
     const start = (reflection?: boolean) =>
       startGrpcServer({
         address: '127.0.0.1:0',
-        services: [{ definition: usersV1.UsersServiceService, handlers: handlers({}) as never }],
+        services: [{ definition: usersV1.UsersServiceService, handlers: usersServiceStub({}) as never }],
         protoFiles: [PROTO_FILES.users],
         logger,
         metrics: new Metrics('t'),

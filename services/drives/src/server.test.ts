@@ -1,19 +1,19 @@
-import { status, type ServiceError } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
 import { drivesV1, PROTO_FILES } from '@mileage/proto';
 import {
-  createGrpcClient,
-  createLogger,
   dateToTimestamp,
-  decodeServiceError,
   isoToTimestamp,
   timestampToIso,
   timestampToMillis,
-  Metrics,
-  startGrpcServer,
-  type GrpcServerHandle,
   type PromiseClient,
 } from '@mileage/runtime';
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import {
+  createMigratedDatabase,
+  rejection,
+  startTestService,
+  type MigratedDatabase,
+  type TestService,
+} from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
@@ -21,9 +21,9 @@ import { createServer } from './server';
 
 const { Classification, ClassificationFilter, Entry, SortField } = drivesV1;
 
-let testDb: TestDatabase;
+let database: MigratedDatabase<ReturnType<typeof openDatabase>>;
 let db: ReturnType<typeof openDatabase>;
-let server: GrpcServerHandle;
+let service: TestService<drivesV1.DrivesServiceClient>;
 let client: PromiseClient<drivesV1.DrivesServiceClient>;
 
 function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Drive> = {}): drivesV1.Drive {
@@ -58,34 +58,22 @@ const list = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}
     ...more,
   });
 
-async function rejection(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (err) {
-    return decodeServiceError(err as ServiceError);
-  }
-  assert.fail('expected the call to fail');
-}
-
 before(async () => {
-  testDb = await createTestDatabase('drives');
-  db = openDatabase({ url: testDb.url, poolMax: 20 });
-  await db.migrate();
-  server = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [createServer({ knex: db.knex })],
-    protoFiles: [PROTO_FILES.drives],
-    logger: createLogger({ service: 'drives-test', level: 'silent' }),
-    metrics: new Metrics('drives'),
+  database = await createMigratedDatabase('drives', (url) => openDatabase({ url, poolMax: 20 }));
+  db = database.db;
+  service = await startTestService({
+    service: 'drives',
+    implementation: createServer({ knex: db.knex }),
+    protoFile: PROTO_FILES.drives,
+    Client: drivesV1.DrivesServiceClient,
+    deadlineMs: 10_000,
   });
-  client = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 10_000 });
+  client = service.client;
 });
 
 after(async () => {
-  client.close();
-  await server.shutdown(1_000);
-  await db.close();
-  await testDb.drop();
+  await service.close();
+  await database.close();
 });
 
 describe('DrivesService over real gRPC and PostgreSQL', () => {

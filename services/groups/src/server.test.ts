@@ -1,55 +1,41 @@
-import { status, type ServiceError } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
 import { filterV1, groupsV1, PROTO_FILES, scimAuditV1 } from '@mileage/proto';
+import { type PromiseClient } from '@mileage/runtime';
 import {
-  createGrpcClient,
-  createLogger,
-  decodeServiceError,
-  Metrics,
-  startGrpcServer,
-  type GrpcServerHandle,
-  type PromiseClient,
-} from '@mileage/runtime';
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+  createMigratedDatabase,
+  rejection,
+  startTestService,
+  type MigratedDatabase,
+  type TestService,
+} from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
 import { createServer } from './server';
 
-let testDb: TestDatabase;
+let database: MigratedDatabase<ReturnType<typeof openDatabase>>;
 let db: ReturnType<typeof openDatabase>;
-let server: GrpcServerHandle;
+let service: TestService<groupsV1.GroupsServiceClient>;
 let client: PromiseClient<groupsV1.GroupsServiceClient>;
 
 const member = (userId: string, isAdmin = false, isDriver = true): groupsV1.Member => ({ userId, isAdmin, isDriver });
 
-async function rejection(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (err) {
-    return decodeServiceError(err as ServiceError);
-  }
-  assert.fail('expected the call to fail');
-}
-
 before(async () => {
-  testDb = await createTestDatabase('groups');
-  db = openDatabase({ url: testDb.url });
-  await db.migrate();
-  server = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [createServer({ knex: db.knex })],
-    protoFiles: [PROTO_FILES.groups],
-    logger: createLogger({ service: 'groups-test', level: 'silent' }),
-    metrics: new Metrics('groups'),
+  database = await createMigratedDatabase('groups', (url) => openDatabase({ url }));
+  db = database.db;
+  service = await startTestService({
+    service: 'groups',
+    implementation: createServer({ knex: db.knex }),
+    protoFile: PROTO_FILES.groups,
+    Client: groupsV1.GroupsServiceClient,
+    deadlineMs: 5_000,
   });
-  client = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 5_000 });
+  client = service.client;
 });
 
 after(async () => {
-  client.close();
-  await server.shutdown(1_000);
-  await db.close();
-  await testDb.drop();
+  await service.close();
+  await database.close();
 });
 
 describe('GroupsService over real gRPC and PostgreSQL', () => {

@@ -1,17 +1,13 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { filterV1, PROTO_FILES, scimAuditV1, usersV1 } from '@mileage/proto';
+import { decodeServiceError, HealthClient, timestampToMillis, type PromiseClient } from '@mileage/runtime';
 import {
-  createGrpcClient,
-  createLogger,
-  decodeServiceError,
-  HealthClient,
-  Metrics,
-  startGrpcServer,
-  timestampToMillis,
-  type GrpcServerHandle,
-  type PromiseClient,
-} from '@mileage/runtime';
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+  createMigratedDatabase,
+  rejection,
+  startTestService,
+  type MigratedDatabase,
+  type TestService,
+} from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
@@ -19,9 +15,9 @@ import { filterToSql } from '@mileage/scim-domain';
 import { matchesAtMostOne, pageQuery, StatementNames, USER_FILTER_TABLE } from './users-repo';
 import { createServer } from './server';
 
-let testDb: TestDatabase;
+let database: MigratedDatabase<ReturnType<typeof openDatabase>>;
 let db: ReturnType<typeof openDatabase>;
-let server: GrpcServerHandle;
+let service: TestService<usersV1.UsersServiceClient>;
 let client: PromiseClient<usersV1.UsersServiceClient>;
 let address: string;
 
@@ -38,37 +34,22 @@ function user(overrides: Partial<usersV1.User> = {}): usersV1.User {
   };
 }
 
-async function rejection(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (err) {
-    return decodeServiceError(err as ServiceError);
-  }
-  assert.fail('expected the call to fail');
-}
-
 before(async () => {
-  testDb = await createTestDatabase('users');
-  db = openDatabase({ url: testDb.url });
-  await db.migrate();
-  const logger = createLogger({ service: 'users-test', level: 'silent' });
-  const metrics = new Metrics('users');
-  server = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [createServer({ knex: db.knex })],
-    protoFiles: [PROTO_FILES.users],
-    logger,
-    metrics,
+  database = await createMigratedDatabase('users', (url) => openDatabase({ url }));
+  db = database.db;
+  service = await startTestService({
+    service: 'users',
+    implementation: createServer({ knex: db.knex }),
+    protoFile: PROTO_FILES.users,
+    Client: usersV1.UsersServiceClient,
+    deadlineMs: 5_000,
   });
-  address = `127.0.0.1:${server.port}`;
-  client = createGrpcClient(usersV1.UsersServiceClient, address, { defaultDeadlineMs: 5_000, metrics });
+  ({ client, address } = service);
 });
 
 after(async () => {
-  client.close();
-  await server.shutdown(1_000);
-  await db.close();
-  await testDb.drop();
+  await service.close();
+  await database.close();
 });
 
 describe('UsersService over real gRPC and PostgreSQL', () => {
@@ -211,6 +192,10 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       },
     });
     const and = (...filters: filterV1.Filter[]): filterV1.Filter => ({ expr: { $case: 'allOf', value: { filters } } });
+    /** `emails[filter]`: the conditions must hold for one and the same address. */
+    const someEmail = (filter: filterV1.Filter): filterV1.Filter => ({
+      expr: { $case: 'valuePath', value: { attribute: 'emails', filter } },
+    });
     const or = (...filters: filterV1.Filter[]): filterV1.Filter => ({ expr: { $case: 'anyOf', value: { filters } } });
     const not = (filter: filterV1.Filter): filterV1.Filter => ({ expr: { $case: 'not', value: filter } });
     let tag: string;
@@ -289,25 +274,9 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       assert.deepEqual(await list(cmp('emails.value', Op.OPERATOR_EQ, `henry.${tag}@WORK.example`)), [
         `henry.${tag}@example.com`,
       ]);
-      const workAtHome: filterV1.Filter = {
-        expr: {
-          $case: 'valuePath',
-          value: {
-            attribute: 'emails',
-            filter: and(cmp('type', Op.OPERATOR_EQ, 'work'), cmp('value', Op.OPERATOR_SW, 'g@')),
-          },
-        },
-      };
+      const workAtHome = someEmail(and(cmp('type', Op.OPERATOR_EQ, 'work'), cmp('value', Op.OPERATOR_SW, 'g@')));
       assert.deepEqual(await list(workAtHome), [], 'the two conditions must hold for the same address');
-      const homeG: filterV1.Filter = {
-        expr: {
-          $case: 'valuePath',
-          value: {
-            attribute: 'emails',
-            filter: and(cmp('type', Op.OPERATOR_EQ, 'HOME'), cmp('value', Op.OPERATOR_SW, 'g@')),
-          },
-        },
-      };
+      const homeG = someEmail(and(cmp('type', Op.OPERATOR_EQ, 'HOME'), cmp('value', Op.OPERATOR_SW, 'g@')));
       assert.deepEqual(await list(homeG), [`Grace.${tag}@Example.com`]);
       assert.deepEqual(
         await list(
@@ -433,15 +402,9 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         ['emails.value', 'Plan77@Mail.example'],
         ['displayName', 'plan 77'],
       ];
-      const valuePath: filterV1.Filter = {
-        expr: {
-          $case: 'valuePath',
-          value: {
-            attribute: 'emails',
-            filter: and(cmp('type', Op.OPERATOR_EQ, 'work'), cmp('value', Op.OPERATOR_EQ, 'plan77@mail.example')),
-          },
-        },
-      };
+      const valuePath = someEmail(
+        and(cmp('type', Op.OPERATOR_EQ, 'work'), cmp('value', Op.OPERATOR_EQ, 'plan77@mail.example')),
+      );
       const filters: [string, filterV1.Filter][] = [
         ...lookups.map(([a, v]): [string, filterV1.Filter] => [a, cmp(a, Op.OPERATOR_EQ, v)]),
         ['emails[type eq work and value eq …]', valuePath],
