@@ -54,43 +54,65 @@ async function create(userId: string, count: number, classification = Classifica
 
 type Entry = { id: number; deleted: boolean; time: string };
 
-/** A whole walk of a user's drives with include_deleted: drives and tombstones merged as the gateway does. */
-async function walkUser(userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}, limit = 4) {
+interface MergedPage {
+  /** Live drives and tombstones merged in list order. */
+  entries: Entry[];
+  hasMore: boolean;
+  nextPosition?: drivesV1.PagePosition | undefined;
+}
+
+/** Every page of a listing from its start, as the gateway walks it; `check` sees each page. */
+async function walk(
+  fetchPage: (position: drivesV1.PagePosition | undefined) => Promise<MergedPage>,
+  check: (page: MergedPage) => void = () => {},
+) {
   const seen: Entry[] = [];
   let position: drivesV1.PagePosition | undefined;
   for (let pages = 0; pages < 200; pages++) {
-    const page = await client.listUserDrives({
-      userId,
-      limit,
-      classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
-      sortField: SortField.SORT_FIELD_MODIFIED,
-      ...more,
-      ...(position ? { afterPosition: position } : {}),
-    });
-    const entries = [
-      ...page.drives.map((d) => ({ id: d.id, deleted: false, time: timestampToIso(d.updateTime!) })),
-      ...page.tombstones.map((t) => ({ id: t.driveId, deleted: true, time: timestampToIso(t.deleteTime!) })),
-    ].sort(byListOrder);
-    assert.ok(entries.length <= limit);
-    if (page.hasMore) {
-      const last = entries[entries.length - 1]!;
-      assert.deepEqual(
-        page.nextPosition,
-        { sortTime: isoToTimestamp(last.time), id: last.id },
-        'the position follows the merged page',
-      );
-    }
-    seen.push(...entries);
+    const page = await fetchPage(position);
+    check(page);
+    seen.push(...page.entries);
     if (!page.hasMore) return seen;
     position = page.nextPosition;
   }
   assert.fail('too many pages');
 }
 
-async function walkGroups(groupIds: number[], more: Partial<drivesV1.ListReportedDrivesRequest> = {}, limit = 3) {
-  const seen: Entry[] = [];
-  let position: drivesV1.PagePosition | undefined;
-  for (let pages = 0; pages < 200; pages++) {
+const tombstoneEntries = (tombstones: drivesV1.Tombstone[]) =>
+  tombstones.map((t) => ({ id: t.driveId, deleted: true, time: timestampToIso(t.deleteTime!) }));
+
+/** A whole walk of a user's drives with include_deleted: drives and tombstones merged as the gateway does. */
+const walkUser = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}, limit = 4) =>
+  walk(
+    async (position) => {
+      const page = await client.listUserDrives({
+        userId,
+        limit,
+        classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
+        sortField: SortField.SORT_FIELD_MODIFIED,
+        ...more,
+        ...(position ? { afterPosition: position } : {}),
+      });
+      const entries = [
+        ...page.drives.map((d) => ({ id: d.id, deleted: false, time: timestampToIso(d.updateTime!) })),
+        ...tombstoneEntries(page.tombstones),
+      ].sort(byListOrder);
+      return { entries, hasMore: page.hasMore, nextPosition: page.nextPosition };
+    },
+    ({ entries, hasMore, nextPosition }) => {
+      assert.ok(entries.length <= limit);
+      if (!hasMore) return;
+      const last = entries[entries.length - 1]!;
+      assert.deepEqual(
+        nextPosition,
+        { sortTime: isoToTimestamp(last.time), id: last.id },
+        'the position follows the merged page',
+      );
+    },
+  );
+
+const walkGroups = (groupIds: number[], more: Partial<drivesV1.ListReportedDrivesRequest> = {}, limit = 3) =>
+  walk(async (position) => {
     const page = await client.listReportedDrives({
       groupIds,
       limit,
@@ -99,17 +121,12 @@ async function walkGroups(groupIds: number[], more: Partial<drivesV1.ListReporte
       ...more,
       ...(position ? { afterPosition: position } : {}),
     });
-    seen.push(
-      ...[
-        ...page.reportedDrives.map((r) => ({ id: r.drive!.id, deleted: false, time: timestampToIso(r.updateTime!) })),
-        ...page.tombstones.map((t) => ({ id: t.driveId, deleted: true, time: timestampToIso(t.deleteTime!) })),
-      ].sort(byListOrder),
-    );
-    if (!page.hasMore) return seen;
-    position = page.nextPosition;
-  }
-  assert.fail('too many pages');
-}
+    const entries = [
+      ...page.reportedDrives.map((r) => ({ id: r.drive!.id, deleted: false, time: timestampToIso(r.updateTime!) })),
+      ...tombstoneEntries(page.tombstones),
+    ].sort(byListOrder);
+    return { entries, hasMore: page.hasMore, nextPosition: page.nextPosition };
+  });
 
 const byListOrder = (a: Entry, b: Entry) => (a.time === b.time ? b.id - a.id : a.time < b.time ? 1 : -1);
 
