@@ -469,3 +469,25 @@ export function tracedSuite(name: string, sampling: Record<string, string>) {
   });
   return suite;
 }
+
+/** The SCIM 2.0 URNs (RFC 7643, RFC 7644) written out, so the tests check the service's spelling of them. */
+export const SCIM_URN = {
+  CORE_USER: 'urn:ietf:params:scim:schemas:core:2.0:User',
+  ENTERPRISE: 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User',
+  CORE_GROUP: 'urn:ietf:params:scim:schemas:core:2.0:Group',
+  PATCH_OP: 'urn:ietf:params:scim:api:messages:2.0:PatchOp',
+  LIST: 'urn:ietf:params:scim:api:messages:2.0:ListResponse',
+  ERROR: 'urn:ietf:params:scim:api:messages:2.0:Error',
+} as const;
+
+/** A SCIM test file's harness: started before its tests with the identity provider's SCIM token, closed after. */
+export function scimSuite() {
+  const suite = { h: undefined as unknown as Harness, app: undefined as unknown as Express, token: '' };
+  before(async () => {
+    suite.h = await startHarness();
+    suite.app = suite.h.app();
+    suite.token = await suite.h.scimToken();
+  });
+  after(() => suite.h.close());
+  return suite;
+}
