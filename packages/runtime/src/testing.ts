@@ -2,6 +2,7 @@
 import type { Client, ServiceError } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { after, before } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -186,6 +187,32 @@ export async function startTestService<C extends Client>(options: {
       await server.shutdown(1_000);
     },
   };
+}
+
+/**
+ * A service test file's fixture: before its tests a fresh migrated database and the service on it over gRPC, after
+ * them both gone. `db`, `client` and `address` are set once the file's `before` hooks ran.
+ */
+export function serviceSuite<D extends { migrate(): Promise<unknown>; close(): Promise<void> }, C>(options: {
+  prefix: string;
+  open: (url: string) => D;
+  start: (db: D) => Promise<TestService<C>>;
+}) {
+  const suite = { db: undefined as unknown as D, client: undefined as unknown as PromiseClient<C>, address: '' };
+  let database: MigratedDatabase<D>;
+  let service: TestService<C>;
+  before(async () => {
+    database = await createMigratedDatabase(options.prefix, options.open);
+    suite.db = database.db;
+    service = await options.start(database.db);
+    suite.client = service.client;
+    suite.address = service.address;
+  });
+  after(async () => {
+    await service.close();
+    await database.close();
+  });
+  return suite;
 }
 
 /** The decoded error of a call that must fail; fails the test when the call succeeds. */
