@@ -4,6 +4,7 @@
  * production token verifier pointed at the provider's JWKS.
  */
 import { startIdentityProvider } from '@mileage/dev-idp';
+import type * as grpc from '@grpc/grpc-js';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { after, before } from 'node:test';
 import { drivesV1, groupsV1, PROTO_FILES, scimV1, usersV1, webhooksV1 } from '@mileage/proto';
@@ -18,6 +19,7 @@ import {
   startGrpcServer,
   startTracing,
   type CircuitBreakerOptions,
+  type GeneratedClientConstructor,
   type GrpcServerHandle,
 } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
@@ -339,32 +341,23 @@ export async function startHarness(): Promise<Harness> {
       });
       dependencies.monitor.start();
       const metrics = options.metrics ?? new Metrics('gateway');
-      const available = (name: keyof typeof addresses) => () => dependencies.monitor.isUp(name);
       const breaker = options.circuitBreaker ? { circuitBreaker: options.circuitBreaker, metrics, logger } : {};
-      const users = createGrpcClient(usersV1.UsersServiceClient, addresses.users, {
-        defaultDeadlineMs: options.deadlineMs ?? 5_000,
-        available: available('users'),
-        ...breaker,
-      });
-      const groups = createGrpcClient(groupsV1.GroupsServiceClient, addresses.groups, {
-        defaultDeadlineMs: options.deadlineMs ?? 5_000,
-        available: available('groups'),
-        ...breaker,
-      });
-      const drives = createGrpcClient(drivesV1.DrivesServiceClient, addresses.drives, {
-        defaultDeadlineMs: options.deadlineMs ?? 5_000,
-        available: available('drives'),
-        ...breaker,
-      });
-      const scim = createGrpcClient(scimV1.ScimServiceClient, addresses.scim, {
-        defaultDeadlineMs: options.deadlineMs ?? 10_000,
-        available: available('scim'),
-        ...breaker,
-      });
-      const webhooks = createGrpcClient(webhooksV1.WebhooksServiceClient, addresses.webhooks, {
-        defaultDeadlineMs: options.deadlineMs ?? 5_000,
-        available: available('webhooks'),
-      });
+      const clientOf = <C extends grpc.Client>(
+        Client: GeneratedClientConstructor<C>,
+        name: keyof typeof addresses,
+        defaultDeadlineMs: number,
+        circuit: typeof breaker = breaker,
+      ) =>
+        createGrpcClient(Client, addresses[name], {
+          defaultDeadlineMs: options.deadlineMs ?? defaultDeadlineMs,
+          available: () => dependencies.monitor.isUp(name),
+          ...circuit,
+        });
+      const users = clientOf(usersV1.UsersServiceClient, 'users', 5_000);
+      const groups = clientOf(groupsV1.GroupsServiceClient, 'groups', 5_000);
+      const drives = clientOf(drivesV1.DrivesServiceClient, 'drives', 5_000);
+      const scim = clientOf(scimV1.ScimServiceClient, 'scim', 10_000);
+      const webhooks = clientOf(webhooksV1.WebhooksServiceClient, 'webhooks', 5_000, {});
       clients.push(users, groups, drives, scim, webhooks, dependencies);
       const inner = createApp({
         issuer: idp.issuer,
@@ -474,5 +467,27 @@ export function tracedSuite(name: string, sampling: Record<string, string>) {
     await suite.h.close();
     await tracing.shutdown();
   });
+  return suite;
+}
+
+/** The SCIM 2.0 URNs (RFC 7643, RFC 7644) written out, so the tests check the service's spelling of them. */
+export const SCIM_URN = {
+  CORE_USER: 'urn:ietf:params:scim:schemas:core:2.0:User',
+  ENTERPRISE: 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User',
+  CORE_GROUP: 'urn:ietf:params:scim:schemas:core:2.0:Group',
+  PATCH_OP: 'urn:ietf:params:scim:api:messages:2.0:PatchOp',
+  LIST: 'urn:ietf:params:scim:api:messages:2.0:ListResponse',
+  ERROR: 'urn:ietf:params:scim:api:messages:2.0:Error',
+} as const;
+
+/** A SCIM test file's harness: started before its tests with the identity provider's SCIM token, closed after. */
+export function scimSuite() {
+  const suite = { h: undefined as unknown as Harness, app: undefined as unknown as Express, token: '' };
+  before(async () => {
+    suite.h = await startHarness();
+    suite.app = suite.h.app();
+    suite.token = await suite.h.scimToken();
+  });
+  after(() => suite.h.close());
   return suite;
 }

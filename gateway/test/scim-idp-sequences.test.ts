@@ -5,33 +5,18 @@
 //   Microsoft Entra user provisioning service" (booleans as strings, dotted no-path keys, member removal by value).
 // - Okta Developer, "SCIM 2.0 protocol reference" / "Build a SCIM provisioning integration" (user and group operations).
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import request from 'supertest';
-import type { Express } from 'express';
-import { startHarness, type Harness } from './harness';
+import { SCIM_URN, scimSuite } from './harness';
 
-const CORE_USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
-const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
-const CORE_GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
-const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
-const LIST = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
-
-let h: Harness;
-let app: Express;
-let token: string;
-
-before(async () => {
-  h = await startHarness();
-  app = h.app();
-  token = await h.scimToken();
-});
-after(() => h.close());
+const { CORE_USER, ENTERPRISE, CORE_GROUP, PATCH_OP, LIST } = SCIM_URN;
+const suite = scimSuite();
 
 /** One request as the identity provider sends it (application/scim+json, bearer token). */
 function send(method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, body?: unknown) {
-  const agent = request(app);
+  const agent = request(suite.app);
   const r = agent[method](`/scim/v2${path}`)
-    .set('Authorization', `Bearer ${token}`)
+    .set('Authorization', `Bearer ${suite.token}`)
     .set('Accept', 'application/scim+json');
   return body === undefined
     ? r
@@ -158,7 +143,7 @@ describe('Microsoft Entra ID provisioning sequence', () => {
     }).expect(501);
     assert.equal(post.body.status, '501');
 
-    const groupId = String(h.groups.other);
+    const groupId = String(suite.h.groups.other);
     const one = await send('get', `/Groups/${groupId}?excludedAttributes=members`).expect(200);
     assert.equal(one.body.members, undefined);
     const found = await send(
@@ -261,7 +246,7 @@ describe('Okta provisioning sequence', () => {
   test('groups: list for import, find by name, rename with id echoed, add and remove members, replace with PUT', async () => {
     const all = await send('get', '/Groups?startIndex=1&count=100').expect(200);
     assert.ok(all.body.totalResults >= 2);
-    const groupId = String(h.groups.demo);
+    const groupId = String(suite.h.groups.demo);
     const byName = await send('get', `/Groups?filter=${q('displayName eq "Demo Team"')}&startIndex=1&count=100`).expect(
       200,
     );
@@ -304,8 +289,11 @@ describe('Okta provisioning sequence', () => {
     await send('delete', `/Groups/${groupId}`).expect(501);
 
     // Alice is still the group's admin after all of Okta's changes.
-    const alice = await h.token('alice@example.com', 'groups_read');
-    const v1 = await request(app).get(`/v1/groups/${groupId}`).set('Authorization', `Bearer ${alice}`).expect(200);
+    const alice = await suite.h.token('alice@example.com', 'groups_read');
+    const v1 = await request(suite.app)
+      .get(`/v1/groups/${groupId}`)
+      .set('Authorization', `Bearer ${alice}`)
+      .expect(200);
     assert.equal(v1.body.resources[0].members.find((m: { value: string }) => m.value === 'AliceAdm01').is_admin, true);
   });
 });

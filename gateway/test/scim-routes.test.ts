@@ -1,25 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import request from 'supertest';
-import type { Express } from 'express';
-import { startHarness, type Harness } from './harness';
+import { SCIM_URN, scimSuite } from './harness';
 
-const CORE_USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
-const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
-const CORE_GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
-const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
-const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
-
-let h: Harness;
-let app: Express;
-let token: string;
-
-before(async () => {
-  h = await startHarness();
-  app = h.app();
-  token = await h.scimToken();
-});
-after(() => h.close());
+const { CORE_USER, ENTERPRISE, CORE_GROUP, PATCH_OP, ERROR } = SCIM_URN;
+const suite = scimSuite();
 
 function scim(
   method: 'get' | 'post' | 'put' | 'patch' | 'delete',
@@ -27,7 +12,7 @@ function scim(
   body?: unknown,
   headers: Record<string, string> = {},
 ) {
-  let r = request(app)[method](`/scim/v2${path}`).set('Authorization', `Bearer ${token}`);
+  let r = request(suite.app)[method](`/scim/v2${path}`).set('Authorization', `Bearer ${suite.token}`);
   for (const [k, v] of Object.entries(headers)) r = r.set(k, v);
   if (body !== undefined)
     r = r
@@ -49,44 +34,44 @@ function assertScimError(res: request.Response, status: number, scimType?: strin
 /** The provisioning audit of a user (kept by Users) or a group (kept by Groups), oldest first. */
 async function auditOf(resourceId: string) {
   return /^\d+$/.test(resourceId)
-    ? h.groupsDb
+    ? suite.h.groupsDb
         .knex('provisioning_audit')
         .where({ team_id: Number(resourceId) })
         .orderBy('id')
-    : h.usersDb.knex('provisioning_audit').where({ user_id: resourceId }).orderBy('id');
+    : suite.h.usersDb.knex('provisioning_audit').where({ user_id: resourceId }).orderBy('id');
 }
 
 /** How many provisioning audit entries exist, users' and groups' together. */
 async function auditCount(): Promise<number> {
-  const count = async (db: typeof h.usersDb) =>
+  const count = async (db: typeof suite.h.usersDb) =>
     Number((await db.knex('provisioning_audit').count<{ count: string }[]>('* as count'))[0]!.count);
-  return (await count(h.usersDb)) + (await count(h.groupsDb));
+  return (await count(suite.h.usersDb)) + (await count(suite.h.groupsDb));
 }
 
 const unique = () => Math.random().toString(36).slice(2, 10);
 
 describe('SCIM: authentication, limits and discovery', () => {
   test('no token is 401, a /v1 token without the scim scope is 403, both as SCIM errors', async () => {
-    const anonymous = await request(app).get('/scim/v2/Users');
+    const anonymous = await request(suite.app).get('/scim/v2/Users');
     assertScimError(anonymous, 401);
     assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="mileage"');
-    const v1 = await h.token('alice@example.com', 'users_read');
-    const wrongScope = await request(app).get('/scim/v2/Users').set('Authorization', `Bearer ${v1}`);
+    const v1 = await suite.h.token('alice@example.com', 'users_read');
+    const wrongScope = await request(suite.app).get('/scim/v2/Users').set('Authorization', `Bearer ${v1}`);
     assertScimError(wrongScope, 403);
     assert.match(wrongScope.headers['www-authenticate']!, /insufficient_scope/);
   });
 
   test('the limit is per provisioning client per minute, answered as a SCIM 429 with Retry-After', async () => {
     // 1,200 per minute scaled down to 6 for the test.
-    const limited = h.app({ rateLimitMultiplier: 6 / 1200 });
+    const limited = suite.h.app({ rateLimitMultiplier: 6 / 1200 });
     for (let i = 0; i < 6; i++) {
       const ok = await request(limited)
         .get('/scim/v2/ServiceProviderConfig')
-        .set('Authorization', `Bearer ${token}`)
+        .set('Authorization', `Bearer ${suite.token}`)
         .expect(200);
       assert.equal(ok.headers['x-ratelimit-limit'], '6');
     }
-    const refused = await request(limited).get('/scim/v2/Users').set('Authorization', `Bearer ${token}`);
+    const refused = await request(limited).get('/scim/v2/Users').set('Authorization', `Bearer ${suite.token}`);
     assertScimError(refused, 429);
     assert.ok(Number(refused.headers['retry-after']) > 0);
   });
@@ -116,7 +101,7 @@ describe('SCIM: authentication, limits and discovery', () => {
   test('a method a path does not have is 405 with an Allow that lists only that path’s methods', async () => {
     // schemathesis found the item and .search paths advertising every method of the endpoint.
     const allowOf = async (method: 'options' | 'get' | 'put' | 'post', path: string) => {
-      const res = await request(app)[method](`/scim/v2${path}`).set('Authorization', `Bearer ${token}`);
+      const res = await request(suite.app)[method](`/scim/v2${path}`).set('Authorization', `Bearer ${suite.token}`);
       assertScimError(res, 405);
       return res.headers.allow;
     };
@@ -124,7 +109,7 @@ describe('SCIM: authentication, limits and discovery', () => {
     assert.equal(await allowOf('get', '/Groups/.search'), 'POST');
     assert.equal(await allowOf('options', '/Users/someone'), 'GET, PUT, PATCH, DELETE');
     assert.equal(await allowOf('post', '/Users/someone'), 'GET, PUT, PATCH, DELETE');
-    assert.equal(await allowOf('options', `/Groups/${h.groups.demo}`), 'GET, PUT, PATCH, DELETE');
+    assert.equal(await allowOf('options', `/Groups/${suite.h.groups.demo}`), 'GET, PUT, PATCH, DELETE');
     assert.equal(await allowOf('put', '/Users'), 'GET, POST');
     assert.equal(await allowOf('get', '/.search'), 'POST');
   });
@@ -408,7 +393,7 @@ describe('SCIM Users', () => {
       const groupsToo = await scim('post', '/.search', { filter: 'displayName eq "Demo Team"', count: 10 }).expect(200);
       assert.ok(
         groupsToo.body.Resources.some(
-          (r: { id: string; schemas: string[] }) => r.schemas[0] === CORE_GROUP && r.id === String(h.groups.demo),
+          (r: { id: string; schemas: string[] }) => r.schemas[0] === CORE_GROUP && r.id === String(suite.h.groups.demo),
         ),
       );
       assertScimError(await scim('post', '/Users/.search', { filter: 'userName eq' }), 400, 'invalidFilter');
@@ -519,11 +504,11 @@ describe('SCIM Users', () => {
       ['mileage-scim'],
     );
     // A gateway (or anyone on the network) without the shared secret: the SCIM service refuses, nothing is written.
-    const impostor = h.app({ actorAttestationSecret: 'not-the-secret-the-scim-service-has-0123456789' });
+    const impostor = suite.h.app({ actorAttestationSecret: 'not-the-secret-the-scim-service-has-0123456789' });
     const before = await auditCount();
     const refused = await request(impostor)
       .post('/scim/v2/Users')
-      .set('Authorization', `Bearer ${token}`)
+      .set('Authorization', `Bearer ${suite.token}`)
       .set('Content-Type', 'application/scim+json')
       .send(JSON.stringify({ schemas: [CORE_USER], userName: `impostor-${unique()}@example.com` }));
     assertScimError(refused, 500);
@@ -531,41 +516,45 @@ describe('SCIM Users', () => {
   });
 
   test('the audit log is append-only', async () => {
-    await assert.rejects(h.usersDb.knex('provisioning_audit').update({ actor: 'someone-else' }), /append-only/);
-    await assert.rejects(h.usersDb.knex('provisioning_audit').delete(), /append-only/);
-    for (const db of [h.usersDb, h.groupsDb])
+    await assert.rejects(suite.h.usersDb.knex('provisioning_audit').update({ actor: 'someone-else' }), /append-only/);
+    await assert.rejects(suite.h.usersDb.knex('provisioning_audit').delete(), /append-only/);
+    for (const db of [suite.h.usersDb, suite.h.groupsDb])
       await assert.rejects(db.knex('provisioning_audit').truncate(), /append-only/);
   });
 });
 
 describe('SCIM: deactivation, deletion and membership are seen on /v1 at once', () => {
   test('PATCH active false refuses Bob on /v1 immediately; true lets him in again', async () => {
-    const bob = await h.token('bob@example.com', 'users_read');
-    await request(app).get('/v1/users/me').set('Authorization', `Bearer ${bob}`).expect(200);
+    const bob = await suite.h.token('bob@example.com', 'users_read');
+    await request(suite.app).get('/v1/users/me').set('Authorization', `Bearer ${bob}`).expect(200);
     await scim('patch', '/Users/BobDriver1', {
       schemas: [PATCH_OP],
       Operations: [{ op: 'Replace', path: 'active', value: 'False' }],
     }).expect(200);
-    await request(app).get('/v1/users/me').set('Authorization', `Bearer ${bob}`).expect(403);
+    await request(suite.app).get('/v1/users/me').set('Authorization', `Bearer ${bob}`).expect(403);
     const back = await scim('patch', '/Users/BobDriver1', {
       schemas: [PATCH_OP],
       Operations: [{ op: 'replace', value: { active: true } }],
     }).expect(200);
     assert.equal(back.body.active, true);
-    await request(app).get('/v1/users/me').set('Authorization', `Bearer ${bob}`).expect(200);
+    await request(suite.app).get('/v1/users/me').set('Authorization', `Bearer ${bob}`).expect(200);
   });
 
   test('a member added by SCIM is a driver on /v1; removing them takes them out; admins keep their role', async () => {
-    const alice = await h.token('alice@example.com', 'groups_read');
+    const alice = await suite.h.token('alice@example.com', 'groups_read');
     const userName = `joiner.${unique()}@example.com`;
     const id = (await scim('post', '/Users', { schemas: [CORE_USER], userName }).expect(201)).body.id;
-    await scim('patch', `/Groups/${h.groups.demo}`, {
+    await scim('patch', `/Groups/${suite.h.groups.demo}`, {
       schemas: [PATCH_OP],
       Operations: [{ op: 'Add', path: 'members', value: [{ $ref: null, value: id }] }],
     }).expect(200);
     const members = async () =>
-      (await request(app).get(`/v1/groups/${h.groups.demo}`).set('Authorization', `Bearer ${alice}`).expect(200)).body
-        .resources[0].members as { value: string; is_admin: boolean; is_driver: boolean }[];
+      (
+        await request(suite.app)
+          .get(`/v1/groups/${suite.h.groups.demo}`)
+          .set('Authorization', `Bearer ${alice}`)
+          .expect(200)
+      ).body.resources[0].members as { value: string; is_admin: boolean; is_driver: boolean }[];
     assert.deepEqual(
       (await members()).find((m) => m.value === id),
       { value: id, display: userName, is_admin: false, is_driver: true },
@@ -574,7 +563,7 @@ describe('SCIM: deactivation, deletion and membership are seen on /v1 at once', 
       (await members()).find((m) => m.value === 'AliceAdm01'),
       { value: 'AliceAdm01', display: 'alice@example.com', is_admin: true, is_driver: false },
     );
-    await scim('patch', `/Groups/${h.groups.demo}`, {
+    await scim('patch', `/Groups/${suite.h.groups.demo}`, {
       schemas: [PATCH_OP],
       Operations: [{ op: 'remove', path: `members[value eq "${id}"]` }],
     }).expect(200);
@@ -597,8 +586,8 @@ describe('SCIM Groups', () => {
     ).expect(200);
     assert.equal(found.body.totalResults, 1);
     assert.deepEqual(Object.keys(found.body.Resources[0]).sort(), ['displayName', 'id', 'meta', 'schemas']);
-    assert.equal(found.body.Resources[0].id, String(h.groups.demo));
-    const one = await scim('get', `/Groups/${h.groups.demo}`).expect(200);
+    assert.equal(found.body.Resources[0].id, String(suite.h.groups.demo));
+    const one = await scim('get', `/Groups/${suite.h.groups.demo}`).expect(200);
     assert.equal(one.body.displayName, 'Demo Team');
     const alice = one.body.members.find((m: { value: string }) => m.value === 'AliceAdm01');
     assert.deepEqual(alice, {
@@ -615,14 +604,14 @@ describe('SCIM Groups', () => {
 
   test('POST and DELETE are 501 SCIM errors', async () => {
     assertScimError(await scim('post', '/Groups', { schemas: [CORE_GROUP], displayName: 'New' }), 501);
-    assertScimError(await scim('delete', `/Groups/${h.groups.demo}`), 501);
+    assertScimError(await scim('delete', `/Groups/${suite.h.groups.demo}`), 501);
   });
 
   test('PUT replaces name and members; unknown member ids are 400 invalidValue and nothing changes', async () => {
-    const before = (await scim('get', `/Groups/${h.groups.other}`).expect(200)).body;
-    const auditBefore = (await auditOf(String(h.groups.other))).length;
+    const before = (await scim('get', `/Groups/${suite.h.groups.other}`).expect(200)).body;
+    const auditBefore = (await auditOf(String(suite.h.groups.other))).length;
     assertScimError(
-      await scim('put', `/Groups/${h.groups.other}`, {
+      await scim('put', `/Groups/${suite.h.groups.other}`, {
         schemas: [CORE_GROUP],
         displayName: 'Renamed',
         members: [{ value: 'BobDriver1' }, { value: 'Nobody0000' }],
@@ -630,11 +619,11 @@ describe('SCIM Groups', () => {
       400,
       'invalidValue',
     );
-    const unchanged = (await scim('get', `/Groups/${h.groups.other}`).expect(200)).body;
+    const unchanged = (await scim('get', `/Groups/${suite.h.groups.other}`).expect(200)).body;
     assert.deepEqual(unchanged, before);
-    assert.equal((await auditOf(String(h.groups.other))).length, auditBefore);
+    assert.equal((await auditOf(String(suite.h.groups.other))).length, auditBefore);
 
-    const put = await scim('put', `/Groups/${h.groups.other}`, {
+    const put = await scim('put', `/Groups/${suite.h.groups.other}`, {
       schemas: [CORE_GROUP, 'urn:example:unknown:Group'],
       displayName: 'Other Team',
       externalId: 'okta-other',
@@ -643,8 +632,11 @@ describe('SCIM Groups', () => {
     }).expect(200);
     assert.deepEqual(put.body.members.map((m: { value: string }) => m.value).sort(), ['AliceAdm01', 'BobDriver1']);
     assert.equal(put.body.externalId, 'okta-other');
-    const bob = await h.token('bob@example.com', 'groups_read');
-    const v1 = await request(app).get(`/v1/groups/${h.groups.other}`).set('Authorization', `Bearer ${bob}`).expect(200);
+    const bob = await suite.h.token('bob@example.com', 'groups_read');
+    const v1 = await request(suite.app)
+      .get(`/v1/groups/${suite.h.groups.other}`)
+      .set('Authorization', `Bearer ${bob}`)
+      .expect(200);
     const roles = Object.fromEntries(
       v1.body.resources[0].members.map((m: { value: string; is_admin: boolean; is_driver: boolean }) => [
         m.value,
@@ -657,7 +649,7 @@ describe('SCIM Groups', () => {
       'Bob stayed and kept admin; Alice joined as a driver',
     );
     // Back as it was for the other suites.
-    await scim('put', `/Groups/${h.groups.other}`, {
+    await scim('put', `/Groups/${suite.h.groups.other}`, {
       schemas: [CORE_GROUP],
       displayName: 'Other Team',
       members: [{ value: 'BobDriver1' }],
@@ -671,7 +663,7 @@ describe('SCIM Groups', () => {
         (await scim('post', '/Users', { schemas: [CORE_USER], userName: `m${i}.${unique()}@example.com` }).expect(201))
           .body.id,
       );
-    const path = `/Groups/${h.groups.other}`;
+    const path = `/Groups/${suite.h.groups.other}`;
     const etag = (await scim('get', path).expect(200)).headers.etag!;
     const added = await scim(
       'patch',
@@ -705,7 +697,7 @@ describe('SCIM Groups', () => {
       schemas: [PATCH_OP],
       Operations: [
         { op: 'replace', path: 'members', value: [{ value: 'BobDriver1' }] },
-        { op: 'replace', value: { id: String(h.groups.other), displayName: 'Other Team' } },
+        { op: 'replace', value: { id: String(suite.h.groups.other), displayName: 'Other Team' } },
       ],
     }).expect(200);
     assert.deepEqual(

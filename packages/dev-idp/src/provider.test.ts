@@ -42,10 +42,10 @@ async function verify(token: string) {
   });
 }
 
-/** Signs alice in through the login form (a wrong password first) and returns the authorization code. */
-async function signIn(params: Record<string, string>): Promise<string> {
+/** `fetch` as a browser tab sends it: redirects not followed, cookies kept across requests. */
+function browserSession() {
   const jar = new Map<string, string>();
-  const send = async (url: string, init: RequestInit = {}) => {
+  return async (url: string, init: RequestInit = {}) => {
     const res = await fetch(url, {
       ...init,
       redirect: 'manual',
@@ -61,6 +61,11 @@ async function signIn(params: Record<string, string>): Promise<string> {
     }
     return res;
   };
+}
+
+/** Signs alice in through the login form (a wrong password first) and returns the authorization code. */
+async function signIn(params: Record<string, string>): Promise<string> {
+  const send = browserSession();
   const auth = new URL(`${idp.issuer}/protocol/openid-connect/auth`);
   auth.search = new URLSearchParams({ response_type: 'code', state: 'st4te', ...params }).toString();
   let res = await send(auth.toString());
@@ -150,23 +155,7 @@ describe('development identity provider', () => {
     const verifier = randomBytes(32).toString('base64url');
     const challenge = createHash('sha256').update(verifier).digest('base64url');
     const redirectUri = 'http://127.0.0.1:8765/callback';
-    const jar = new Map<string, string>();
-    const send = async (url: string, init: RequestInit = {}) => {
-      const res = await fetch(url, {
-        ...init,
-        redirect: 'manual',
-        headers: {
-          ...(init.headers as Record<string, string>),
-          cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '),
-        },
-      });
-      for (const c of res.headers.getSetCookie()) {
-        const [pair] = c.split(';');
-        const [k, v] = pair!.split('=');
-        jar.set(k!, v ?? '');
-      }
-      return res;
-    };
+    const send = browserSession();
     const auth = new URL(`${idp.issuer}/protocol/openid-connect/auth`);
     auth.search = new URLSearchParams({
       client_id: 'mileage-example',

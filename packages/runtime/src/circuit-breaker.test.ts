@@ -10,10 +10,11 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { CircuitBreaker } from './circuit-breaker';
 import { decodeServiceError, errors, type DecodedError } from './errors';
 import { CIRCUIT_OPEN_REASON, createGrpcClient, type PromiseClient } from './grpc-client';
-import { startGrpcServer, type GrpcServerHandle, type Handlers } from './grpc-server';
+import { startGrpcServer, type GrpcServerHandle } from './grpc-server';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
 import { freePort } from './net';
+import { usersServiceStub } from './users-stub.fixture';
 
 type Behaviour = 'ok' | 'hang' | 'gate' | 'notFound' | 'invalid' | 'denied' | 'databaseDown';
 
@@ -45,7 +46,7 @@ function newGate(): Gate {
   return g;
 }
 
-const handlers: Handlers<usersV1.UsersServiceServer> = {
+const handlers = usersServiceStub({
   getUser: async (req, ctx) => {
     reached += 1;
     seen.add(ctx.requestId);
@@ -70,12 +71,7 @@ const handlers: Handlers<usersV1.UsersServiceServer> = {
     }
     return { user: { id: req.id, userName: 'x', emails: [], active: true, timezone: 'UTC', version: 1 } };
   },
-  batchGetUsers: async () => ({ users: [] }),
-  createUser: async () => ({}),
-  updateUser: async () => ({}),
-  deleteUser: async () => ({}),
-  listUsers: async () => ({ users: [], totalSize: 0 }),
-};
+});
 
 before(async () => {
   server = await startGrpcServer({

@@ -11,11 +11,12 @@ import { after, before, describe, test } from 'node:test';
 import { z } from 'zod';
 import { ConfigError, loadConfig } from './config';
 import { createGrpcClient, HealthClient } from './grpc-client';
-import { startGrpcServer, type GrpcServerHandle, type Handlers } from './grpc-server';
+import { startGrpcServer, type GrpcServerHandle } from './grpc-server';
 import { checkGrpcTls, grpcTls, grpcTlsConfigShape } from './grpc-tls';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
 import { createTestPki, type TestPki } from './testing';
+import { usersServiceStub } from './users-stub.fixture';
 
 const logger = createLogger({ service: 'grpc-tls-test', level: 'silent' });
 let dir: string;
@@ -28,17 +29,12 @@ const tlsEnv = (files: { certFile: string; keyFile: string }, caFile: string) =>
   GRPC_TLS_CA_FILE: caFile,
 });
 
-const handlers: Handlers<usersV1.UsersServiceServer> = {
+const handlers = usersServiceStub({
   getUser: async (req) => {
     calls++;
     return { user: { id: req.id, userName: 'tls@example.com', emails: [], active: true, timezone: 'UTC', version: 1 } };
   },
-  batchGetUsers: async () => ({ users: [] }),
-  createUser: async () => ({}),
-  updateUser: async () => ({}),
-  deleteUser: async () => ({}),
-  listUsers: async () => ({ users: [], totalSize: 0 }),
-};
+});
 
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'grpc-tls-'));

@@ -7,22 +7,24 @@ import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeServiceError, errors } from './errors';
 import { createGrpcClient } from './grpc-client';
-import { startGrpcServer, type Handlers } from './grpc-server';
+import { startGrpcServer } from './grpc-server';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
+import { usersServiceStub } from './users-stub.fixture';
 
 const logger = createLogger({ service: 'grpc-test', level: 'silent' });
 
-function handlers(overrides: Partial<Handlers<usersV1.UsersServiceServer>>): Handlers<usersV1.UsersServiceServer> {
-  return {
-    getUser: async () => ({}),
-    batchGetUsers: async () => ({ users: [] }),
-    createUser: async () => ({}),
-    updateUser: async () => ({}),
-    deleteUser: async () => ({}),
-    listUsers: async () => ({ users: [], totalSize: 0 }),
-    ...overrides,
-  };
+/** A Users service on a free loopback port answering with `handlers`, and a client to it. */
+async function serveUsers(handlers: Parameters<typeof usersServiceStub>[0], defaultDeadlineMs = 5_000) {
+  const server = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [{ definition: usersV1.UsersServiceService, handlers: usersServiceStub(handlers) as never }],
+    protoFiles: [PROTO_FILES.users],
+    logger,
+    metrics: new Metrics('t'),
+  });
+  const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs });
+  return { server, client };
 }
 
 describe('gRPC bootstrap', () => {
@@ -32,27 +34,13 @@ describe('gRPC bootstrap', () => {
     let entered!: () => void;
     const inside = new Promise<void>((resolve) => (entered = resolve));
     const seen: string[] = [];
-    const server = await startGrpcServer({
-      address: '127.0.0.1:0',
-      services: [
-        {
-          definition: usersV1.UsersServiceService,
-          handlers: handlers({
-            getUser: async (req, ctx) => {
-              seen.push(ctx.requestId);
-              entered();
-              await gate;
-              return { user: { id: req.id, userName: 'x', emails: [], active: true, timezone: 'UTC', version: 1 } };
-            },
-          }) as never,
-        },
-      ],
-      protoFiles: [PROTO_FILES.users],
-      logger,
-      metrics: new Metrics('t'),
-    });
-    const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, {
-      defaultDeadlineMs: 5_000,
+    const { server, client } = await serveUsers({
+      getUser: async (req, ctx) => {
+        seen.push(ctx.requestId);
+        entered();
+        await gate;
+        return { user: { id: req.id, userName: 'x', emails: [], active: true, timezone: 'UTC', version: 1 } };
+      },
     });
     const inFlight = client.getUser({ id: 'AliceAdm01', includeDeleted: false }, { requestId: 'req-123' });
     await inside;
@@ -78,7 +66,7 @@ describe('gRPC bootstrap', () => {
           services: [
             {
               definition: usersV1.UsersServiceService,
-              handlers: handlers({ batchGetUsers: async () => (counts[i]!++, { users: [] }) }) as never,
+              handlers: usersServiceStub({ batchGetUsers: async () => (counts[i]!++, { users: [] }) }) as never,
             },
           ],
           protoFiles: [PROTO_FILES.users],
@@ -102,27 +90,13 @@ describe('gRPC bootstrap', () => {
   });
 
   test('AppErrors keep their code and details; anything else is INTERNAL without its message', async () => {
-    const server = await startGrpcServer({
-      address: '127.0.0.1:0',
-      services: [
-        {
-          definition: usersV1.UsersServiceService,
-          handlers: handlers({
-            getUser: async () => {
-              throw errors.invalidArgument('bad', [{ field: 'id', description: 'invalid user id' }]);
-            },
-            batchGetUsers: async () => {
-              throw new Error('relation "users" does not exist');
-            },
-          }) as never,
-        },
-      ],
-      protoFiles: [PROTO_FILES.users],
-      logger,
-      metrics: new Metrics('t'),
-    });
-    const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, {
-      defaultDeadlineMs: 5_000,
+    const { server, client } = await serveUsers({
+      getUser: async () => {
+        throw errors.invalidArgument('bad', [{ field: 'id', description: 'invalid user id' }]);
+      },
+      batchGetUsers: async () => {
+        throw new Error('relation "users" does not exist');
+      },
     });
     try {
       const invalid = await client
@@ -144,19 +118,7 @@ describe('gRPC bootstrap', () => {
   test('every call carries a deadline', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const server = await startGrpcServer({
-      address: '127.0.0.1:0',
-      services: [
-        {
-          definition: usersV1.UsersServiceService,
-          handlers: handlers({ getUser: async () => (await gate, {}) }) as never,
-        },
-      ],
-      protoFiles: [PROTO_FILES.users],
-      logger,
-      metrics: new Metrics('t'),
-    });
-    const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 200 });
+    const { server, client } = await serveUsers({ getUser: async () => (await gate, {}) }, 200);
     try {
       await assert.rejects(
         client.getUser({ id: 'AliceAdm01', includeDeleted: false }),
@@ -173,7 +135,7 @@ describe('gRPC bootstrap', () => {
     const start = (reflection?: boolean) =>
       startGrpcServer({
         address: '127.0.0.1:0',
-        services: [{ definition: usersV1.UsersServiceService, handlers: handlers({}) as never }],
+        services: [{ definition: usersV1.UsersServiceService, handlers: usersServiceStub({}) as never }],
         protoFiles: [PROTO_FILES.users],
         logger,
         metrics: new Metrics('t'),

@@ -1,10 +1,18 @@
 /** Helpers for integration tests: a fresh database per test file on the run's real PostgreSQL. */
+import type { Client, ServiceError } from '@grpc/grpc-js';
+import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { after, before } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as net from 'node:net';
 import pg from 'pg';
+import { decodeServiceError, type DecodedError } from './errors';
+import { createGrpcClient, type GeneratedClientConstructor, type PromiseClient } from './grpc-client';
+import { startGrpcServer, type GrpcServerHandle, type ServiceRegistration } from './grpc-server';
+import { createLogger } from './logger';
+import { Metrics } from './metrics';
 
 export interface TestDatabase {
   url: string;
@@ -55,6 +63,166 @@ export async function createTestDatabase(prefix = 'test'): Promise<TestDatabase>
       }
     },
   };
+}
+
+/** A login role and its password. */
+export interface TestRole {
+  role: string;
+  password: string;
+}
+
+/**
+ * The two database roles the chart gives a service, made fresh in `testDb`: `owner` owns the empty `schema` (it runs
+ * the migrations), `runtime` serves and gets only what the migrations grant it; PUBLIC has no access to the schema.
+ * `drop()` drops the database, then both roles.
+ */
+export interface SchemaRoles {
+  owner: TestRole;
+  runtime: TestRole;
+  /** `testDb`'s URL logging in as `who`. */
+  urlOf(who: TestRole): string;
+  drop(): Promise<void>;
+}
+
+export async function createSchemaRoles(
+  testDb: TestDatabase,
+  schema: string,
+  options: { rolePrefix?: string; revokePublicCreate?: boolean } = {},
+): Promise<SchemaRoles> {
+  const prefix = options.rolePrefix ?? schema;
+  const suffix = randomBytes(4).toString('hex');
+  const owner = { role: `${prefix}_owner_${suffix}`, password: randomBytes(12).toString('hex') };
+  const runtime = { role: `${prefix}_app_${suffix}`, password: randomBytes(12).toString('hex') };
+  const admin = new pg.Client({ connectionString: testDb.url });
+  await admin.connect();
+  try {
+    for (const who of [owner, runtime])
+      await admin.query(`CREATE ROLE ${who.role} LOGIN NOINHERIT PASSWORD '${who.password}'`);
+    await admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${owner.role}`);
+    await admin.query(`REVOKE ALL ON SCHEMA ${schema} FROM PUBLIC`);
+    if (options.revokePublicCreate) await admin.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
+  } finally {
+    await admin.end();
+  }
+  return {
+    owner,
+    runtime,
+    urlOf(who) {
+      const url = new URL(testDb.url);
+      url.username = who.role;
+      url.password = who.password;
+      return url.toString();
+    },
+    async drop() {
+      await testDb.drop();
+      const server = new pg.Client({ connectionString: testServerUrl() });
+      await server.connect();
+      try {
+        for (const who of [owner, runtime]) await server.query(`DROP ROLE IF EXISTS ${who.role}`);
+      } finally {
+        await server.end();
+      }
+    },
+  };
+}
+
+/** A fresh database with a service's schema migrated in; `close()` closes the pool and drops the database. */
+export interface MigratedDatabase<D> {
+  db: D;
+  testDb: TestDatabase;
+  close(): Promise<void>;
+}
+
+export async function createMigratedDatabase<D extends { migrate(): Promise<unknown>; close(): Promise<void> }>(
+  prefix: string,
+  open: (url: string) => D,
+): Promise<MigratedDatabase<D>> {
+  const testDb = await createTestDatabase(prefix);
+  const db = open(testDb.url);
+  await db.migrate();
+  return {
+    db,
+    testDb,
+    async close() {
+      await db.close();
+      await testDb.drop();
+    },
+  };
+}
+
+export interface TestService<C> {
+  server: GrpcServerHandle;
+  client: PromiseClient<C>;
+  address: string;
+  close(): Promise<void>;
+}
+
+/**
+ * One service's gRPC server on a free loopback port with silent logs, and a client to it (metrics shared with the
+ * server); `close()` closes the client and shuts the server down.
+ */
+export async function startTestService<C extends Client>(options: {
+  service: string;
+  implementation: ServiceRegistration;
+  protoFile: string;
+  Client: GeneratedClientConstructor<C>;
+  deadlineMs: number;
+}): Promise<TestService<C>> {
+  const metrics = new Metrics(options.service);
+  const server = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [options.implementation],
+    protoFiles: [options.protoFile],
+    logger: createLogger({ service: `${options.service}-test`, level: 'silent' }),
+    metrics,
+  });
+  const address = `127.0.0.1:${server.port}`;
+  const client = createGrpcClient(options.Client, address, { defaultDeadlineMs: options.deadlineMs, metrics });
+  return {
+    server,
+    client,
+    address,
+    async close() {
+      client.close();
+      await server.shutdown(1_000);
+    },
+  };
+}
+
+/**
+ * A service test file's fixture: before its tests a fresh migrated database and the service on it over gRPC, after
+ * them both gone. `db`, `client` and `address` are set once the file's `before` hooks ran.
+ */
+export function serviceSuite<D extends { migrate(): Promise<unknown>; close(): Promise<void> }, C>(options: {
+  prefix: string;
+  open: (url: string) => D;
+  start: (db: D) => Promise<TestService<C>>;
+}) {
+  const suite = { db: undefined as unknown as D, client: undefined as unknown as PromiseClient<C>, address: '' };
+  let database: MigratedDatabase<D>;
+  let service: TestService<C>;
+  before(async () => {
+    database = await createMigratedDatabase(options.prefix, options.open);
+    suite.db = database.db;
+    service = await options.start(database.db);
+    suite.client = service.client;
+    suite.address = service.address;
+  });
+  after(async () => {
+    await service.close();
+    await database.close();
+  });
+  return suite;
+}
+
+/** The decoded error of a call that must fail; fails the test when the call succeeds. */
+export async function rejection(promise: Promise<unknown>): Promise<DecodedError> {
+  try {
+    await promise;
+  } catch (err) {
+    return decodeServiceError(err as ServiceError);
+  }
+  assert.fail('expected the call to fail');
 }
 
 /** Polls `condition` until it holds (or throws after timeoutMs): synchronisation on state, never on time. */

@@ -1,30 +1,26 @@
-import { status, type ServiceError } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
 import { drivesV1, PROTO_FILES } from '@mileage/proto';
-import {
-  createGrpcClient,
-  createLogger,
-  dateToTimestamp,
-  decodeServiceError,
-  isoToTimestamp,
-  timestampToIso,
-  timestampToMillis,
-  Metrics,
-  startGrpcServer,
-  type GrpcServerHandle,
-  type PromiseClient,
-} from '@mileage/runtime';
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { dateToTimestamp, isoToTimestamp, timestampToIso, timestampToMillis } from '@mileage/runtime';
+import { rejection, serviceSuite, startTestService } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { openDatabase } from './database';
 import { createServer } from './server';
 
 const { Classification, ClassificationFilter, Entry, SortField } = drivesV1;
 
-let testDb: TestDatabase;
-let db: ReturnType<typeof openDatabase>;
-let server: GrpcServerHandle;
-let client: PromiseClient<drivesV1.DrivesServiceClient>;
+const suite = serviceSuite({
+  prefix: 'drives',
+  open: (url) => openDatabase({ url, poolMax: 20 }),
+  start: (db) =>
+    startTestService({
+      service: 'drives',
+      implementation: createServer({ knex: db.knex }),
+      protoFile: PROTO_FILES.drives,
+      Client: drivesV1.DrivesServiceClient,
+      deadlineMs: 10_000,
+    }),
+});
 
 function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Drive> = {}): drivesV1.Drive {
   const start = new Date(startIso);
@@ -50,43 +46,13 @@ function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Dri
 }
 
 const list = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}) =>
-  client.listUserDrives({
+  suite.client.listUserDrives({
     userId,
     limit: 100,
     classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
     sortField: SortField.SORT_FIELD_MODIFIED,
     ...more,
   });
-
-async function rejection(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (err) {
-    return decodeServiceError(err as ServiceError);
-  }
-  assert.fail('expected the call to fail');
-}
-
-before(async () => {
-  testDb = await createTestDatabase('drives');
-  db = openDatabase({ url: testDb.url, poolMax: 20 });
-  await db.migrate();
-  server = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [createServer({ knex: db.knex })],
-    protoFiles: [PROTO_FILES.drives],
-    logger: createLogger({ service: 'drives-test', level: 'silent' }),
-    metrics: new Metrics('drives'),
-  });
-  client = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 10_000 });
-});
-
-after(async () => {
-  client.close();
-  await server.shutdown(1_000);
-  await db.close();
-  await testDb.drop();
-});
 
 describe('DrivesService over real gRPC and PostgreSQL', () => {
   test('stores every field and reads it back', async () => {
@@ -95,7 +61,7 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
       purpose: 'Sales',
       parkingFees: { amount: 500, currency: 'USD' },
     });
-    const { drive: created } = await client.createDrive({ drive: sent });
+    const { drive: created } = await suite.client.createDrive({ drive: sent });
     assert.ok(created!.id > 0);
     const { drives } = await list('DriverA001');
     assert.deepEqual(drives, [created]);
@@ -110,7 +76,9 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
       Classification.CLASSIFICATION_PERSONAL,
       Classification.CLASSIFICATION_UNCLASSIFIED,
     ].entries()) {
-      await client.createDrive({ drive: drive('DriverB001', `2026-11-0${i + 1}T08:00:00Z`, { classification: c }) });
+      await suite.client.createDrive({
+        drive: drive('DriverB001', `2026-11-0${i + 1}T08:00:00Z`, { classification: c }),
+      });
     }
     const count = async (classification: drivesV1.ClassificationFilter) =>
       (await list('DriverB001', { classification })).drives.length;
@@ -122,8 +90,8 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
   test('keyset paging over many drives sharing one timestamp returns each once, newest first, ties by id descending', async () => {
     const ids: number[] = [];
     for (let i = 0; i < 23; i++)
-      ids.push((await client.createDrive({ drive: drive('DriverC001', '2026-11-02T09:00:00Z') })).drive!.id);
-    await db.knex('drives').where({ user_id: 'DriverC001' }).update({ modified_at: '2026-11-03T00:00:00Z' });
+      ids.push((await suite.client.createDrive({ drive: drive('DriverC001', '2026-11-02T09:00:00Z') })).drive!.id);
+    await suite.db.knex('drives').where({ user_id: 'DriverC001' }).update({ modified_at: '2026-11-03T00:00:00Z' });
     const seen: number[] = [];
     let position: drivesV1.PagePosition | undefined;
     for (let pages = 0; pages < 10; pages++) {
@@ -141,7 +109,7 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
   test('sorting by end time with exclusive date bounds', async () => {
     const made = [];
     for (const day of ['01', '02', '03', '04'])
-      made.push((await client.createDrive({ drive: drive('DriverD001', `2026-10-${day}T10:00:00Z`) })).drive!);
+      made.push((await suite.client.createDrive({ drive: drive('DriverD001', `2026-10-${day}T10:00:00Z`) })).drive!);
     const { drives } = await list('DriverD001', {
       sortField: SortField.SORT_FIELD_ENDED,
       after: made[0]!.endTime,
@@ -154,18 +122,21 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
   });
 
   test('reports, reviews with comments, and the reported drives of groups', async () => {
-    const a = (await client.createDrive({ drive: drive('DriverE001', '2026-11-05T08:00:00Z') })).drive!;
-    const b = (await client.createDrive({ drive: drive('DriverE001', '2026-11-06T08:00:00Z') })).drive!;
-    const c = (await client.createDrive({ drive: drive('DriverE002', '2026-11-06T09:00:00Z') })).drive!;
-    const reported = (await client.reportDrive({ driveId: a.id, groupId: 7 })).reportedDrive!;
+    const a = (await suite.client.createDrive({ drive: drive('DriverE001', '2026-11-05T08:00:00Z') })).drive!;
+    const b = (await suite.client.createDrive({ drive: drive('DriverE001', '2026-11-06T08:00:00Z') })).drive!;
+    const c = (await suite.client.createDrive({ drive: drive('DriverE002', '2026-11-06T09:00:00Z') })).drive!;
+    const reported = (await suite.client.reportDrive({ driveId: a.id, groupId: 7 })).reportedDrive!;
     assert.equal(reported.status, 'submitted');
     assert.deepEqual(reported.updateTime, reported.reportTime);
-    await client.reportDrive({ driveId: b.id, groupId: 7 });
-    await client.reportDrive({ driveId: c.id, groupId: 8 });
-    assert.equal((await rejection(client.reportDrive({ driveId: a.id, groupId: 8 }))).code, status.ALREADY_EXISTS);
-    assert.equal((await rejection(client.reportDrive({ driveId: 999_999, groupId: 8 }))).code, status.NOT_FOUND);
+    await suite.client.reportDrive({ driveId: b.id, groupId: 7 });
+    await suite.client.reportDrive({ driveId: c.id, groupId: 8 });
+    assert.equal(
+      (await rejection(suite.client.reportDrive({ driveId: a.id, groupId: 8 }))).code,
+      status.ALREADY_EXISTS,
+    );
+    assert.equal((await rejection(suite.client.reportDrive({ driveId: 999_999, groupId: 8 }))).code, status.NOT_FOUND);
     const reviewed = (
-      await client.reviewReportedDrive({
+      await suite.client.reviewReportedDrive({
         driveId: a.id,
         status: 'approved',
         comment: 'Looks right',
@@ -179,7 +150,7 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
     );
     assert.ok(timestampToMillis(reviewed.updateTime!) >= timestampToMillis(reviewed.reportTime!));
 
-    const page = await client.listReportedDrives({
+    const page = await suite.client.listReportedDrives({
       groupIds: [7],
       limit: 10,
       sortField: SortField.SORT_FIELD_MODIFIED,
@@ -190,7 +161,7 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
       'the reviewed drive is the most recently modified',
     );
     assert.equal(page.reportedDrives[0]!.reviewComments.length, 1);
-    const both = await client.listReportedDrives({
+    const both = await suite.client.listReportedDrives({
       groupIds: [7, 8],
       limit: 10,
       sortField: SortField.SORT_FIELD_ENDED,
@@ -202,7 +173,12 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
     assert.equal(
       (
         await rejection(
-          client.reviewReportedDrive({ driveId: c.id + 1000, status: 'approved', comment: '', reviewerEmail: '' }),
+          suite.client.reviewReportedDrive({
+            driveId: c.id + 1000,
+            status: 'approved',
+            comment: '',
+            reviewerEmail: '',
+          }),
         )
       ).code,
       status.NOT_FOUND,
@@ -211,7 +187,7 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
 
   test('invalid drives and list requests are refused', async () => {
     const bad = await rejection(
-      client.createDrive({
+      suite.client.createDrive({
         drive: drive('bad', '2026-11-01T08:00:00Z', {
           entry: Entry.ENTRY_UNSPECIFIED,
           value: { amount: -1, currency: 'EUR' },
@@ -225,14 +201,14 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
   });
 
   test('a change whose transaction is still open holds back the list by modified time', async () => {
-    const x = (await client.createDrive({ drive: drive('DriverF001', '2026-11-07T08:00:00Z') })).drive!;
-    const y = (await client.createDrive({ drive: drive('DriverF001', '2026-11-07T09:00:00Z') })).drive!;
+    const x = (await suite.client.createDrive({ drive: drive('DriverF001', '2026-11-07T08:00:00Z') })).drive!;
+    const y = (await suite.client.createDrive({ drive: drive('DriverF001', '2026-11-07T09:00:00Z') })).drive!;
     const watermark = (await list('DriverF001')).drives[0]!.updateTime!;
-    const slow = await db.knex.transaction();
+    const slow = await suite.db.knex.transaction();
     try {
       // X is stamped with the slow transaction's start, before Y's change commits with a later stamp.
       await slow('drives').update({ description: 'slow', modified_at: slow.fn.now() }).where({ id: x.id });
-      await client.updateDrive({ drive: { ...y, description: 'fast' } });
+      await suite.client.updateDrive({ drive: { ...y, description: 'fast' } });
       const during = await list('DriverF001', { after: watermark });
       assert.deepEqual(during.drives, [], 'Y must wait: handing it out would move the watermark past X');
       await slow.commit();
@@ -248,14 +224,14 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
     const user = 'SyncUser01';
     const ids: number[] = [];
     for (let i = 0; i < 30; i++)
-      ids.push((await client.createDrive({ drive: drive(user, '2026-11-08T08:00:00Z') })).drive!.id);
+      ids.push((await suite.client.createDrive({ drive: drive(user, '2026-11-08T08:00:00Z') })).drive!.id);
     let writing = true;
     let version = 0;
     // Writers: transactions that stay open for varying times, so commit order differs from stamp order.
     const writer = async () => {
       for (let n = 0; n < 40; n++) {
         const id = ids[Math.floor(Math.random() * ids.length)]!;
-        await db.knex.transaction(async (tx) => {
+        await suite.db.knex.transaction(async (tx) => {
           await tx('drives')
             .update({ description: `v${++version}`, modified_at: tx.fn.now() })
             .where({ id });
@@ -292,7 +268,7 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
     }
     await writers;
     await sync();
-    const truth = await db.knex('drives').select('id', 'description').where({ user_id: user });
+    const truth = await suite.db.knex('drives').select('id', 'description').where({ user_id: user });
     assert.equal(truth.length, 30);
     for (const row of truth as { id: string; description: string | null }[]) {
       assert.equal(local.get(Number(row.id)), row.description ?? undefined, `drive ${row.id} after ${syncs} syncs`);

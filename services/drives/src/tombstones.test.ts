@@ -3,22 +3,22 @@
  * tombstones in order with live rows across pages, the retention purge, RESYNC_REQUIRED, and the outbox events
  * written in the same transactions.
  */
-import { status, type ServiceError } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
 import { drivesV1, PROTO_FILES } from '@mileage/proto';
 import {
-  createGrpcClient,
-  createLogger,
   dateToTimestamp,
-  decodeServiceError,
   isoToTimestamp,
   timestampToIso,
-  Metrics,
-  startGrpcServer,
-  type GrpcServerHandle,
   type PromiseClient,
   type WireTimestamp,
 } from '@mileage/runtime';
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import {
+  createMigratedDatabase,
+  rejection,
+  startTestService,
+  type MigratedDatabase,
+  type TestService,
+} from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
@@ -28,9 +28,9 @@ import { createServer } from './server';
 const { Classification, ClassificationFilter, Entry, SortField } = drivesV1;
 const DAY = 86_400_000;
 
-let testDb: TestDatabase;
+let database: MigratedDatabase<ReturnType<typeof openDatabase>>;
 let db: ReturnType<typeof openDatabase>;
-let server: GrpcServerHandle;
+let service: TestService<drivesV1.DrivesServiceClient>;
 let client: PromiseClient<drivesV1.DrivesServiceClient>;
 
 function drive(userId: string, day: number, classification = Classification.CLASSIFICATION_BUSINESS): drivesV1.Drive {
@@ -52,54 +52,67 @@ async function create(userId: string, count: number, classification = Classifica
   return ids;
 }
 
-async function rejection(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (err) {
-    return decodeServiceError(err as ServiceError);
-  }
-  assert.fail('expected the call to fail');
-}
-
 type Entry = { id: number; deleted: boolean; time: string };
 
-/** A whole walk of a user's drives with include_deleted: drives and tombstones merged as the gateway does. */
-async function walkUser(userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}, limit = 4) {
+interface MergedPage {
+  /** Live drives and tombstones merged in list order. */
+  entries: Entry[];
+  hasMore: boolean;
+  nextPosition?: drivesV1.PagePosition | undefined;
+}
+
+/** Every page of a listing from its start, as the gateway walks it; `check` sees each page. */
+async function walk(
+  fetchPage: (position: drivesV1.PagePosition | undefined) => Promise<MergedPage>,
+  check: (page: MergedPage) => void = () => {},
+) {
   const seen: Entry[] = [];
   let position: drivesV1.PagePosition | undefined;
   for (let pages = 0; pages < 200; pages++) {
-    const page = await client.listUserDrives({
-      userId,
-      limit,
-      classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
-      sortField: SortField.SORT_FIELD_MODIFIED,
-      ...more,
-      ...(position ? { afterPosition: position } : {}),
-    });
-    const entries = [
-      ...page.drives.map((d) => ({ id: d.id, deleted: false, time: timestampToIso(d.updateTime!) })),
-      ...page.tombstones.map((t) => ({ id: t.driveId, deleted: true, time: timestampToIso(t.deleteTime!) })),
-    ].sort(byListOrder);
-    assert.ok(entries.length <= limit);
-    if (page.hasMore) {
-      const last = entries[entries.length - 1]!;
-      assert.deepEqual(
-        page.nextPosition,
-        { sortTime: isoToTimestamp(last.time), id: last.id },
-        'the position follows the merged page',
-      );
-    }
-    seen.push(...entries);
+    const page = await fetchPage(position);
+    check(page);
+    seen.push(...page.entries);
     if (!page.hasMore) return seen;
     position = page.nextPosition;
   }
   assert.fail('too many pages');
 }
 
-async function walkGroups(groupIds: number[], more: Partial<drivesV1.ListReportedDrivesRequest> = {}, limit = 3) {
-  const seen: Entry[] = [];
-  let position: drivesV1.PagePosition | undefined;
-  for (let pages = 0; pages < 200; pages++) {
+const tombstoneEntries = (tombstones: drivesV1.Tombstone[]) =>
+  tombstones.map((t) => ({ id: t.driveId, deleted: true, time: timestampToIso(t.deleteTime!) }));
+
+/** A whole walk of a user's drives with include_deleted: drives and tombstones merged as the gateway does. */
+const walkUser = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}, limit = 4) =>
+  walk(
+    async (position) => {
+      const page = await client.listUserDrives({
+        userId,
+        limit,
+        classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
+        sortField: SortField.SORT_FIELD_MODIFIED,
+        ...more,
+        ...(position ? { afterPosition: position } : {}),
+      });
+      const entries = [
+        ...page.drives.map((d) => ({ id: d.id, deleted: false, time: timestampToIso(d.updateTime!) })),
+        ...tombstoneEntries(page.tombstones),
+      ].sort(byListOrder);
+      return { entries, hasMore: page.hasMore, nextPosition: page.nextPosition };
+    },
+    ({ entries, hasMore, nextPosition }) => {
+      assert.ok(entries.length <= limit);
+      if (!hasMore) return;
+      const last = entries[entries.length - 1]!;
+      assert.deepEqual(
+        nextPosition,
+        { sortTime: isoToTimestamp(last.time), id: last.id },
+        'the position follows the merged page',
+      );
+    },
+  );
+
+const walkGroups = (groupIds: number[], more: Partial<drivesV1.ListReportedDrivesRequest> = {}, limit = 3) =>
+  walk(async (position) => {
     const page = await client.listReportedDrives({
       groupIds,
       limit,
@@ -108,17 +121,12 @@ async function walkGroups(groupIds: number[], more: Partial<drivesV1.ListReporte
       ...more,
       ...(position ? { afterPosition: position } : {}),
     });
-    seen.push(
-      ...[
-        ...page.reportedDrives.map((r) => ({ id: r.drive!.id, deleted: false, time: timestampToIso(r.updateTime!) })),
-        ...page.tombstones.map((t) => ({ id: t.driveId, deleted: true, time: timestampToIso(t.deleteTime!) })),
-      ].sort(byListOrder),
-    );
-    if (!page.hasMore) return seen;
-    position = page.nextPosition;
-  }
-  assert.fail('too many pages');
-}
+    const entries = [
+      ...page.reportedDrives.map((r) => ({ id: r.drive!.id, deleted: false, time: timestampToIso(r.updateTime!) })),
+      ...tombstoneEntries(page.tombstones),
+    ].sort(byListOrder);
+    return { entries, hasMore: page.hasMore, nextPosition: page.nextPosition };
+  });
 
 const byListOrder = (a: Entry, b: Entry) => (a.time === b.time ? b.id - a.id : a.time < b.time ? 1 : -1);
 
@@ -137,24 +145,15 @@ const outbox = async (driveId: number) =>
   ).map((e) => ({ ...e, user_id: e.user_id.trim() }));
 
 before(async () => {
-  testDb = await createTestDatabase('drives_tombstones');
-  db = openDatabase({ url: testDb.url, poolMax: 10 });
-  await db.migrate();
-  server = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [createServer({ knex: db.knex, tombstoneRetentionDays: 90 })],
-    protoFiles: [PROTO_FILES.drives],
-    logger: createLogger({ service: 'drives-test', level: 'silent' }),
-    metrics: new Metrics('drives'),
-  });
-  client = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 10_000 });
+  database = await createMigratedDatabase('drives_tombstones', (url) => openDatabase({ url, poolMax: 10 }));
+  db = database.db;
+  service = await startDrivesService(90);
+  client = service.client;
 });
 
 after(async () => {
-  client.close();
-  await server.shutdown(1_000);
-  await db.close();
-  await testDb.drop();
+  await service.close();
+  await database.close();
 });
 
 describe('DeleteDrive and WithdrawReport', () => {
@@ -570,7 +569,7 @@ describe('retention', () => {
     assert.equal(again.drives + again.reports, 0, 'nothing more to purge');
 
     // A retention lengthened to 200 days: what the 90-day purge dropped is gone, so a bound 150 days ago is still stale.
-    const longer = await createTestServer(200);
+    const longer = await startDrivesService(200);
     try {
       const err = await rejection(
         longer.client.listUserDrives({
@@ -589,20 +588,12 @@ describe('retention', () => {
   });
 });
 
-async function createTestServer(retentionDays: number) {
-  const handle = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [createServer({ knex: db.knex, tombstoneRetentionDays: retentionDays })],
-    protoFiles: [PROTO_FILES.drives],
-    logger: createLogger({ service: 'drives-test', level: 'silent' }),
-    metrics: new Metrics('drives'),
+function startDrivesService(tombstoneRetentionDays: number) {
+  return startTestService({
+    service: 'drives',
+    implementation: createServer({ knex: db.knex, tombstoneRetentionDays }),
+    protoFile: PROTO_FILES.drives,
+    Client: drivesV1.DrivesServiceClient,
+    deadlineMs: 10_000,
   });
-  const c = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${handle.port}`, { defaultDeadlineMs: 10_000 });
-  return {
-    client: c,
-    async close() {
-      c.close();
-      await handle.shutdown(1_000);
-    },
-  };
 }

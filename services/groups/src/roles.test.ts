@@ -1,25 +1,15 @@
 // The Groups service's two database roles against real PostgreSQL (the rule itself: packages/runtime/src/db.ts
 // grantRuntimeAccess, tested in depth in services/users/src/roles.test.ts): the runtime role writes teams and members,
 // appends to provisioning_audit, and can neither rewrite nor empty that log nor touch its trigger or the schema.
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from './database';
 
-let testDb: TestDatabase;
-const suffix = randomBytes(4).toString('hex');
-const owner = { role: `groups_owner_${suffix}`, password: randomBytes(12).toString('hex') };
-const runtime = { role: `groups_app_${suffix}`, password: randomBytes(12).toString('hex') };
+let roles: SchemaRoles;
 let app: pg.Client;
 
-const urlOf = (who: { role: string; password: string }) => {
-  const url = new URL(testDb.url);
-  url.username = who.role;
-  url.password = who.password;
-  return url.toString();
-};
 const codeOf = (sql: string) =>
   app.query(sql).then(
     () => undefined,
@@ -27,38 +17,21 @@ const codeOf = (sql: string) =>
   );
 
 before(async () => {
-  testDb = await createTestDatabase('groups_roles');
-  const admin = new pg.Client({ connectionString: testDb.url });
-  await admin.connect();
+  roles = await createSchemaRoles(await createTestDatabase('groups_roles'), 'groups');
+  const ownerDb = openDatabase({ url: roles.urlOf(roles.owner) });
   try {
-    for (const who of [owner, runtime])
-      await admin.query(`CREATE ROLE ${who.role} LOGIN NOINHERIT PASSWORD '${who.password}'`);
-    await admin.query(`CREATE SCHEMA groups AUTHORIZATION ${owner.role}`);
-    await admin.query('REVOKE ALL ON SCHEMA groups FROM PUBLIC');
-  } finally {
-    await admin.end();
-  }
-  const ownerDb = openDatabase({ url: urlOf(owner) });
-  try {
-    assert.equal((await ownerDb.migrate({ runtimeRole: runtime.role })).grantedTo, runtime.role);
+    assert.equal((await ownerDb.migrate({ runtimeRole: roles.runtime.role })).grantedTo, roles.runtime.role);
   } finally {
     await ownerDb.close();
   }
-  app = new pg.Client({ connectionString: urlOf(runtime) });
+  app = new pg.Client({ connectionString: roles.urlOf(roles.runtime) });
   await app.connect();
   await app.query('SET search_path = groups');
 });
 
 after(async () => {
   await app?.end();
-  await testDb.drop();
-  const server = new pg.Client({ connectionString: testDb.url.replace(`/${testDb.name}`, '/postgres') });
-  await server.connect();
-  try {
-    for (const who of [owner, runtime]) await server.query(`DROP ROLE IF EXISTS ${who.role}`);
-  } finally {
-    await server.end();
-  }
+  await roles.drop();
 });
 
 test('the runtime role writes teams, members and audit entries', async () => {

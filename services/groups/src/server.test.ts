@@ -1,90 +1,63 @@
-import { status, type ServiceError } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
 import { filterV1, groupsV1, PROTO_FILES, scimAuditV1 } from '@mileage/proto';
-import {
-  createGrpcClient,
-  createLogger,
-  decodeServiceError,
-  Metrics,
-  startGrpcServer,
-  type GrpcServerHandle,
-  type PromiseClient,
-} from '@mileage/runtime';
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { rejection, serviceSuite, startTestService } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { openDatabase } from './database';
 import { createServer } from './server';
 
-let testDb: TestDatabase;
-let db: ReturnType<typeof openDatabase>;
-let server: GrpcServerHandle;
-let client: PromiseClient<groupsV1.GroupsServiceClient>;
+const suite = serviceSuite({
+  prefix: 'groups',
+  open: (url) => openDatabase({ url }),
+  start: (db) =>
+    startTestService({
+      service: 'groups',
+      implementation: createServer({ knex: db.knex }),
+      protoFile: PROTO_FILES.groups,
+      Client: groupsV1.GroupsServiceClient,
+      deadlineMs: 5_000,
+    }),
+});
 
 const member = (userId: string, isAdmin = false, isDriver = true): groupsV1.Member => ({ userId, isAdmin, isDriver });
 
-async function rejection(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (err) {
-    return decodeServiceError(err as ServiceError);
-  }
-  assert.fail('expected the call to fail');
-}
-
-before(async () => {
-  testDb = await createTestDatabase('groups');
-  db = openDatabase({ url: testDb.url });
-  await db.migrate();
-  server = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [createServer({ knex: db.knex })],
-    protoFiles: [PROTO_FILES.groups],
-    logger: createLogger({ service: 'groups-test', level: 'silent' }),
-    metrics: new Metrics('groups'),
-  });
-  client = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 5_000 });
-});
-
-after(async () => {
-  client.close();
-  await server.shutdown(1_000);
-  await db.close();
-  await testDb.drop();
-});
-
 describe('GroupsService over real gRPC and PostgreSQL', () => {
   test('creates a group with members and reads it back, members ordered by id', async () => {
-    const { group } = await client.createGroup({
+    const { group } = await suite.client.createGroup({
       displayName: 'Demo Team',
       members: [member('BobDriver1'), member('AliceAdm01', true, false)],
     });
     assert.ok(group!.id > 0);
     assert.equal(group!.version, 1);
     assert.deepEqual(group!.members, [member('AliceAdm01', true, false), member('BobDriver1')]);
-    const { group: read } = await client.getGroup({ id: group!.id });
+    const { group: read } = await suite.client.getGroup({ id: group!.id });
     assert.deepEqual(read, group);
   });
 
   test('lists the groups a user administers and answers admin checks', async () => {
-    const a = (await client.createGroup({ displayName: 'A', members: [member('AdminOnly1', true, false)] })).group!;
+    const a = (await suite.client.createGroup({ displayName: 'A', members: [member('AdminOnly1', true, false)] }))
+      .group!;
     const b = (
-      await client.createGroup({ displayName: 'B', members: [member('AdminOnly1', true, true), member('DriverX001')] })
+      await suite.client.createGroup({
+        displayName: 'B',
+        members: [member('AdminOnly1', true, true), member('DriverX001')],
+      })
     ).group!;
-    await client.createGroup({ displayName: 'C', members: [member('AdminOnly1', false, true)] });
-    const { groups } = await client.listAdministeredGroups({ userId: 'AdminOnly1' });
+    await suite.client.createGroup({ displayName: 'C', members: [member('AdminOnly1', false, true)] });
+    const { groups } = await suite.client.listAdministeredGroups({ userId: 'AdminOnly1' });
     assert.deepEqual(
       groups.map((g) => g.id),
       [a.id, b.id],
     );
-    assert.deepEqual(await client.checkGroupAdmin({ groupId: b.id, userId: 'AdminOnly1' }), {
+    assert.deepEqual(await suite.client.checkGroupAdmin({ groupId: b.id, userId: 'AdminOnly1' }), {
       exists: true,
       isAdmin: true,
     });
-    assert.deepEqual(await client.checkGroupAdmin({ groupId: b.id, userId: 'DriverX001' }), {
+    assert.deepEqual(await suite.client.checkGroupAdmin({ groupId: b.id, userId: 'DriverX001' }), {
       exists: true,
       isAdmin: false,
     });
-    assert.deepEqual(await client.checkGroupAdmin({ groupId: 999_999, userId: 'AdminOnly1' }), {
+    assert.deepEqual(await suite.client.checkGroupAdmin({ groupId: 999_999, userId: 'AdminOnly1' }), {
       exists: false,
       isAdmin: false,
     });
@@ -92,12 +65,12 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
 
   test('replacing members keeps the roles of those who stay and gives new ones the roles sent', async () => {
     const g = (
-      await client.createGroup({
+      await suite.client.createGroup({
         displayName: 'Replace',
         members: [member('StaysAdmin', true, false), member('Leaves0001')],
       })
     ).group!;
-    const { group } = await client.updateGroup({
+    const { group } = await suite.client.updateGroup({
       id: g.id,
       displayName: 'Renamed',
       replaceMembers: true,
@@ -109,7 +82,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
     assert.equal(group!.version, 2);
     assert.deepEqual(group!.members, [member('Newcomer01'), member('StaysAdmin', true, false)]);
     const stale = await rejection(
-      client.updateGroup({
+      suite.client.updateGroup({
         id: g.id,
         displayName: 'Lost',
         replaceMembers: false,
@@ -119,7 +92,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       }),
     );
     assert.equal(stale.code, status.ABORTED);
-    const emptied = await client.updateGroup({
+    const emptied = await suite.client.updateGroup({
       id: g.id,
       displayName: '',
       replaceMembers: true,
@@ -132,20 +105,21 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
   });
 
   test('sets roles of one member and removes members', async () => {
-    const g = (await client.createGroup({ displayName: 'Roles', members: [member('Driver0001')] })).group!;
-    const promoted = (await client.setMemberRoles({ groupId: g.id, member: member('Driver0001', true, true) })).group!;
+    const g = (await suite.client.createGroup({ displayName: 'Roles', members: [member('Driver0001')] })).group!;
+    const promoted = (await suite.client.setMemberRoles({ groupId: g.id, member: member('Driver0001', true, true) }))
+      .group!;
     assert.deepEqual(promoted.members, [member('Driver0001', true, true)]);
-    const added = (await client.setMemberRoles({ groupId: g.id, member: member('Driver0002') })).group!;
+    const added = (await suite.client.setMemberRoles({ groupId: g.id, member: member('Driver0002') })).group!;
     assert.equal(added.members.length, 2);
-    const removed = (await client.removeMembers({ groupId: g.id, userIds: ['Driver0001', 'NotMember1'] })).group!;
+    const removed = (await suite.client.removeMembers({ groupId: g.id, userIds: ['Driver0001', 'NotMember1'] })).group!;
     assert.deepEqual(removed.members, [member('Driver0002')]);
     assert.equal(removed.version, 4);
   });
 
   test('invalid input is refused and nothing changes', async () => {
-    const g = (await client.createGroup({ displayName: 'Stable', members: [member('Keeper0001')] })).group!;
+    const g = (await suite.client.createGroup({ displayName: 'Stable', members: [member('Keeper0001')] })).group!;
     const bad = await rejection(
-      client.updateGroup({
+      suite.client.updateGroup({
         id: g.id,
         displayName: '',
         replaceMembers: true,
@@ -159,33 +133,37 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       bad.fieldViolations.map((v) => v.field),
       ['members[0].user_id', 'members[2].user_id'],
     );
-    assert.deepEqual((await client.getGroup({ id: g.id })).group, g);
+    assert.deepEqual((await suite.client.getGroup({ id: g.id })).group, g);
     assert.equal(
-      (await rejection(client.createGroup({ displayName: ' ', members: [] }))).code,
+      (await rejection(suite.client.createGroup({ displayName: ' ', members: [] }))).code,
       status.INVALID_ARGUMENT,
     );
-    assert.equal((await rejection(client.getGroup({ id: 0 }))).code, status.INVALID_ARGUMENT);
-    assert.equal((await rejection(client.getGroup({ id: 424242 }))).code, status.NOT_FOUND);
-    assert.equal((await rejection(client.removeMembers({ groupId: 424242, userIds: [] }))).code, status.NOT_FOUND);
+    assert.equal((await rejection(suite.client.getGroup({ id: 0 }))).code, status.INVALID_ARGUMENT);
+    assert.equal((await rejection(suite.client.getGroup({ id: 424242 }))).code, status.NOT_FOUND);
+    assert.equal(
+      (await rejection(suite.client.removeMembers({ groupId: 424242, userIds: [] }))).code,
+      status.NOT_FOUND,
+    );
   });
 
   test('concurrent membership changes are serialised: every change lands and versions count them', async () => {
-    const g = (await client.createGroup({ displayName: 'Busy', members: [] })).group!;
+    const g = (await suite.client.createGroup({ displayName: 'Busy', members: [] })).group!;
     const ids = Array.from({ length: 20 }, (_, i) => `Concur${String(i).padStart(4, '0')}`);
-    await Promise.all(ids.map((id) => client.setMemberRoles({ groupId: g.id, member: member(id) })));
-    const { group } = await client.getGroup({ id: g.id });
+    await Promise.all(ids.map((id) => suite.client.setMemberRoles({ groupId: g.id, member: member(id) })));
+    const { group } = await suite.client.getGroup({ id: g.id });
     assert.equal(group!.members.length, 20);
     assert.equal(group!.version, 21);
   });
 
   test('ListGroups filters by displayName case-insensitively and by member, pages by id, and can leave members out', async () => {
     const tag = Math.random().toString(36).slice(2, 8);
-    const a = (await client.createGroup({ displayName: `Fleet ${tag} North`, members: [member('ListMember')] })).group!;
-    const b = (await client.createGroup({ displayName: `Fleet ${tag} South`, members: [] })).group!;
+    const a = (await suite.client.createGroup({ displayName: `Fleet ${tag} North`, members: [member('ListMember')] }))
+      .group!;
+    const b = (await suite.client.createGroup({ displayName: `Fleet ${tag} South`, members: [] })).group!;
     const cmp = (attribute: string, operator: filterV1.Operator, value: string): filterV1.Filter => ({
       expr: { $case: 'comparison', value: { attribute, operator, value: { $case: 'stringValue', value } } },
     });
-    const byName = await client.listGroups({
+    const byName = await suite.client.listGroups({
       filter: cmp('DISPLAYNAME', filterV1.Operator.OPERATOR_EQ, `fleet ${tag} NORTH`),
       offset: 0,
       limit: 10,
@@ -196,7 +174,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       [a.id],
     );
     assert.deepEqual(byName.groups[0]!.members, [member('ListMember')]);
-    const byMember = await client.listGroups({
+    const byMember = await suite.client.listGroups({
       filter: cmp('members.value', filterV1.Operator.OPERATOR_EQ, 'ListMember'),
       offset: 0,
       limit: 10,
@@ -206,7 +184,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       byMember.groups.map((g) => [g.id, g.members.length]),
       [[a.id, 0]],
     );
-    const both = await client.listGroups({
+    const both = await suite.client.listGroups({
       filter: cmp('displayName', filterV1.Operator.OPERATOR_SW, `Fleet ${tag}`),
       offset: 1,
       limit: 1,
@@ -218,7 +196,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       [b.id],
     );
     const bad = await rejection(
-      client.listGroups({
+      suite.client.listGroups({
         filter: cmp('owner', filterV1.Operator.OPERATOR_EQ, 'x'),
         offset: 0,
         limit: 10,
@@ -229,7 +207,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
   });
 
   test('externalId and the audit entry are written with the change, in one transaction', async () => {
-    const g = (await client.createGroup({ displayName: 'Audited', members: [] })).group!;
+    const g = (await suite.client.createGroup({ displayName: 'Audited', members: [] })).group!;
     const audit = {
       actor: 'entra',
       operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH,
@@ -237,7 +215,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       before: { displayName: 'Audited' },
       after: { displayName: 'Audited', externalId: 'ext-1' },
     };
-    const { group } = await client.updateGroup({
+    const { group } = await suite.client.updateGroup({
       id: g.id,
       displayName: '',
       replaceMembers: false,
@@ -248,8 +226,8 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       audit,
     });
     assert.equal(group!.externalId, 'ext-1');
-    assert.equal((await client.getGroup({ id: g.id })).group!.externalId, 'ext-1');
-    const kept = await client.updateGroup({
+    assert.equal((await suite.client.getGroup({ id: g.id })).group!.externalId, 'ext-1');
+    const kept = await suite.client.updateGroup({
       id: g.id,
       displayName: 'Audited 2',
       replaceMembers: false,
@@ -259,7 +237,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
     });
     assert.equal(kept.group!.externalId, 'ext-1', 'without replace_external_id it stays');
     const stale = await rejection(
-      client.updateGroup({
+      suite.client.updateGroup({
         id: g.id,
         displayName: 'Lost',
         replaceMembers: false,
@@ -270,7 +248,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       }),
     );
     assert.equal(stale.code, status.ABORTED);
-    const cleared = await client.updateGroup({
+    const cleared = await suite.client.updateGroup({
       id: g.id,
       displayName: '',
       replaceMembers: false,
@@ -279,7 +257,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       replaceExternalId: true,
     });
     assert.equal(cleared.group!.externalId, undefined);
-    const rows = (await db.knex('provisioning_audit').where({ team_id: g.id }).orderBy('id')) as {
+    const rows = (await suite.db.knex('provisioning_audit').where({ team_id: g.id }).orderBy('id')) as {
       operation: string;
       version: string;
       actor: string;
@@ -292,7 +270,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
     );
     assert.deepEqual(rows[0]!.after, audit.after);
     const bad = await rejection(
-      client.updateGroup({
+      suite.client.updateGroup({
         id: g.id,
         displayName: '',
         replaceMembers: false,

@@ -14,7 +14,7 @@ import {
   type GrpcServerHandle,
   type PromiseClient,
 } from '@mileage/runtime';
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { createTestDatabase, startTestService, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -26,6 +26,8 @@ const ATTESTATION_SECRET = 'owner-writes-test-attestation-secret-0123456789';
 let testDb: TestDatabase;
 let usersDb: ReturnType<typeof openUsersDatabase>;
 let groupsDb: ReturnType<typeof openGroupsDatabase>;
+/** The Users and Groups services the SCIM services under test write through. */
+const owners: { close(): Promise<void> }[] = [];
 const servers: GrpcServerHandle[] = [];
 const closers: { close(): void }[] = [];
 let usersAddress: string;
@@ -108,31 +110,29 @@ before(async () => {
   usersDb = openUsersDatabase({ url: testDb.url });
   groupsDb = openGroupsDatabase({ url: testDb.url });
   for (const db of [usersDb, groupsDb]) await db.migrate();
-  const u = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [createUsersServer({ knex: usersDb.knex })],
-    protoFiles: [PROTO_FILES.users],
-    logger,
-    metrics: new Metrics('users'),
+  const u = await startTestService({
+    service: 'users',
+    implementation: createUsersServer({ knex: usersDb.knex }),
+    protoFile: PROTO_FILES.users,
+    Client: usersV1.UsersServiceClient,
+    deadlineMs: 5_000,
   });
-  const g = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [createGroupsServer({ knex: groupsDb.knex })],
-    protoFiles: [PROTO_FILES.groups],
-    logger,
-    metrics: new Metrics('groups'),
+  const g = await startTestService({
+    service: 'groups',
+    implementation: createGroupsServer({ knex: groupsDb.knex }),
+    protoFile: PROTO_FILES.groups,
+    Client: groupsV1.GroupsServiceClient,
+    deadlineMs: 5_000,
   });
-  servers.push(u, g);
-  usersAddress = `127.0.0.1:${u.port}`;
-  groupsAddress = `127.0.0.1:${g.port}`;
-  users = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
-  groups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
-  closers.push(users, groups);
+  owners.push(u, g);
+  ({ address: usersAddress, client: users } = u);
+  ({ address: groupsAddress, client: groups } = g);
 });
 
 after(async () => {
   for (const c of closers) c.close();
   for (const s of servers.reverse()) await s.shutdown(1_000);
+  for (const owner of owners.reverse()) await owner.close();
   for (const db of [groupsDb, usersDb]) await db.close();
   await testDb.drop();
 });

@@ -5,10 +5,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { scimAuditV1, usersV1 } from '@mileage/proto';
 import { createGrpcClient, freePort, grpcTls, HealthClient } from '@mileage/runtime';
-import { createTestDatabase, createTestPki, waitFor } from '@mileage/runtime/testing';
+import { createSchemaRoles, createTestDatabase, createTestPki, waitFor } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -17,21 +16,9 @@ import pg from 'pg';
 
 test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async (t) => {
   const testDb = await createTestDatabase('users_main');
-  const suffix = randomBytes(4).toString('hex');
-  const owner = { role: `users_mowner_${suffix}`, password: randomBytes(12).toString('hex') };
-  const runtime = { role: `users_mapp_${suffix}`, password: randomBytes(12).toString('hex') };
-  const urlOf = (who: { role: string; password: string }) => {
-    const url = new URL(testDb.url);
-    url.username = who.role;
-    url.password = who.password;
-    return url.toString();
-  };
+  const { owner, runtime, urlOf, drop } = await createSchemaRoles(testDb, 'users', { rolePrefix: 'users_main' });
   const admin = new pg.Client({ connectionString: testDb.url });
   await admin.connect();
-  for (const who of [owner, runtime])
-    await admin.query(`CREATE ROLE ${who.role} LOGIN NOINHERIT PASSWORD '${who.password}'`);
-  await admin.query(`CREATE SCHEMA users AUTHORIZATION ${owner.role}`);
-  await admin.query('REVOKE ALL ON SCHEMA users FROM PUBLIC');
 
   const dir = mkdtempSync(path.join(tmpdir(), 'users-main-tls-'));
   const pki = createTestPki(dir);
@@ -93,11 +80,7 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
     for (const c of [health, plaintextHealth, users, plaintext]) c.close();
     await admin.query(`DROP SCHEMA users CASCADE`);
     await admin.end();
-    await testDb.drop();
-    const server = new pg.Client({ connectionString: testDb.url.replace(`/${testDb.name}`, '/postgres') });
-    await server.connect();
-    for (const who of [owner, runtime]) await server.query(`DROP ROLE IF EXISTS ${who.role}`);
-    await server.end();
+    await drop();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -2,23 +2,14 @@
 // grant the runtime role DML on the tables (INSERT and SELECT only on the append-only provisioning_audit); the runtime
 // role can do the service's work and nothing more: no UPDATE/DELETE/TRUNCATE of the audit log, no DDL, no trigger
 // dropped or disabled, no new tables. A table a later migration creates gets DML by the owner's default privileges.
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { createSchemaRoles, createTestDatabase, type SchemaRoles, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from './database';
 
 let testDb: TestDatabase;
-const suffix = randomBytes(4).toString('hex');
-const owner = { role: `users_owner_${suffix}`, password: randomBytes(12).toString('hex') };
-const runtime = { role: `users_app_${suffix}`, password: randomBytes(12).toString('hex') };
-const urlOf = (who: { role: string; password: string }) => {
-  const url = new URL(testDb.url);
-  url.username = who.role;
-  url.password = who.password;
-  return url.toString();
-};
+let roles: SchemaRoles;
 let ownerDb: ReturnType<typeof openDatabase>;
 let app: pg.Client;
 
@@ -34,22 +25,12 @@ async function codeOf(sql: string, params: unknown[] = []): Promise<string | und
 
 before(async () => {
   testDb = await createTestDatabase('users_roles');
-  const admin = new pg.Client({ connectionString: testDb.url });
-  await admin.connect();
-  try {
-    for (const who of [owner, runtime])
-      await admin.query(`CREATE ROLE ${who.role} LOGIN NOINHERIT PASSWORD '${who.password}'`);
-    await admin.query(`CREATE SCHEMA users AUTHORIZATION ${owner.role}`);
-    await admin.query('REVOKE ALL ON SCHEMA users FROM PUBLIC');
-    await admin.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
-  } finally {
-    await admin.end();
-  }
-  ownerDb = openDatabase({ url: urlOf(owner) });
-  const first = await ownerDb.migrate({ runtimeRole: runtime.role });
+  roles = await createSchemaRoles(testDb, 'users', { revokePublicCreate: true });
+  ownerDb = openDatabase({ url: roles.urlOf(roles.owner) });
+  const first = await ownerDb.migrate({ runtimeRole: roles.runtime.role });
   assert.ok(first.applied.length > 0);
-  assert.equal(first.grantedTo, runtime.role);
-  app = new pg.Client({ connectionString: urlOf(runtime) });
+  assert.equal(first.grantedTo, roles.runtime.role);
+  app = new pg.Client({ connectionString: roles.urlOf(roles.runtime) });
   await app.connect();
   await app.query('SET search_path = users');
 });
@@ -57,14 +38,7 @@ before(async () => {
 after(async () => {
   await app?.end();
   await ownerDb?.close();
-  await testDb.drop();
-  const admin = new pg.Client({ connectionString: testDb.url.replace(`/${testDb.name}`, '/postgres') });
-  await admin.connect();
-  try {
-    for (const who of [owner, runtime]) await admin.query(`DROP ROLE IF EXISTS ${who.role}`);
-  } finally {
-    await admin.end();
-  }
+  await roles.drop();
 });
 
 test('the runtime role reads and writes the service tables', async () => {
@@ -126,13 +100,13 @@ test('the migrations run again: nothing to apply, the grants repaired and still 
   await admin.connect();
   try {
     // Drift: someone gave the runtime role more than DML on the audit log.
-    await admin.query(`GRANT ALL ON users.provisioning_audit TO ${runtime.role}`);
+    await admin.query(`GRANT ALL ON users.provisioning_audit TO ${roles.runtime.role}`);
   } finally {
     await admin.end();
   }
-  const again = await ownerDb.migrate({ runtimeRole: runtime.role });
+  const again = await ownerDb.migrate({ runtimeRole: roles.runtime.role });
   assert.deepEqual(again.applied, []);
-  assert.equal(again.grantedTo, runtime.role);
+  assert.equal(again.grantedTo, roles.runtime.role);
   assert.equal(await codeOf(`UPDATE provisioning_audit SET actor = 'x'`), '42501');
   assert.equal(await codeOf(`TRUNCATE provisioning_audit`), '42501');
 });
