@@ -3,11 +3,12 @@ import { describe, test } from 'node:test';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import type { Request, Response } from 'express';
 import { TokenError, TokenVerifier, type RefusalReason, type TokenVerifierOptions } from './auth';
+import { TEST_ISSUER, TEST_VERIFIER_OPTIONS } from './verifier.fixture';
 import { guard } from './guard';
 import { HttpProblem } from './problems';
 import { RateLimits } from './rate-limit';
 
-const ISSUER = 'http://127.0.0.1:8081/realms/mileage';
+const ISSUER = TEST_ISSUER;
 
 async function setup(options: Partial<TokenVerifierOptions> = {}) {
   const { publicKey, privateKey } = await generateKeyPair('RS256');
@@ -15,12 +16,7 @@ async function setup(options: Partial<TokenVerifierOptions> = {}) {
   let fetches = 0;
   const local = createLocalJWKSet({ keys: [jwk] });
   const verifier = new TokenVerifier({
-    issuer: ISSUER,
-    audience: 'mileage-api',
-    algorithms: ['RS256'],
-    clockSkewSeconds: 30,
-    userIdClaim: 'user_id',
-    scopeClaim: 'scope',
+    ...TEST_VERIFIER_OPTIONS,
     jwks: (header, token) => {
       fetches++;
       return local(header, token);

@@ -7,8 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { TokenError, TokenVerifier } from './auth';
+import { TEST_ISSUER, TEST_VERIFIER_OPTIONS } from './verifier.fixture';
 
-const ISSUER = 'http://127.0.0.1/realms/mileage';
+const ISSUER = TEST_ISSUER;
 let server: Server;
 let url: URL;
 let answer: { status: number; keys: JWK[] } = { status: 200, keys: [] };
@@ -37,12 +38,7 @@ function setup() {
   let now = Date.now();
   const events: boolean[] = [];
   const verifier = new TokenVerifier({
-    issuer: ISSUER,
-    audience: 'mileage-api',
-    algorithms: ['RS256'],
-    clockSkewSeconds: 30,
-    userIdClaim: 'user_id',
-    scopeClaim: 'scope',
+    ...TEST_VERIFIER_OPTIONS,
     jwks: url,
     now: () => now,
     onKeysStale: (stale) => events.push(stale),

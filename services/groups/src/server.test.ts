@@ -21,6 +21,26 @@ const suite = serviceSuite({
 
 const member = (userId: string, isAdmin = false, isDriver = true): groupsV1.Member => ({ userId, isAdmin, isDriver });
 
+/** A rename sent with a version the group no longer has is refused with ABORTED. */
+async function assertStaleRenameRefused(
+  id: number,
+  expectedVersion: number,
+  more: Partial<groupsV1.UpdateGroupRequest>,
+) {
+  const stale = await rejection(
+    suite.client.updateGroup({
+      id,
+      displayName: 'Lost',
+      replaceMembers: false,
+      members: [],
+      expectedVersion,
+      replaceExternalId: false,
+      ...more,
+    }),
+  );
+  assert.equal(stale.code, status.ABORTED);
+}
+
 describe('GroupsService over real gRPC and PostgreSQL', () => {
   test('creates a group with members and reads it back, members ordered by id', async () => {
     const { group } = await suite.client.createGroup({
@@ -81,17 +101,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
     assert.equal(group!.displayName, 'Renamed');
     assert.equal(group!.version, 2);
     assert.deepEqual(group!.members, [member('Newcomer01'), member('StaysAdmin', true, false)]);
-    const stale = await rejection(
-      suite.client.updateGroup({
-        id: g.id,
-        displayName: 'Lost',
-        replaceMembers: false,
-        members: [],
-        expectedVersion: 1,
-        replaceExternalId: false,
-      }),
-    );
-    assert.equal(stale.code, status.ABORTED);
+    await assertStaleRenameRefused(g.id, 1, {});
     const emptied = await suite.client.updateGroup({
       id: g.id,
       displayName: '',
@@ -236,18 +246,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
       replaceExternalId: false,
     });
     assert.equal(kept.group!.externalId, 'ext-1', 'without replace_external_id it stays');
-    const stale = await rejection(
-      suite.client.updateGroup({
-        id: g.id,
-        displayName: 'Lost',
-        replaceMembers: false,
-        members: [],
-        expectedVersion: group!.version,
-        replaceExternalId: true,
-        audit,
-      }),
-    );
-    assert.equal(stale.code, status.ABORTED);
+    await assertStaleRenameRefused(g.id, group!.version, { replaceExternalId: true, audit });
     const cleared = await suite.client.updateGroup({
       id: g.id,
       displayName: '',

@@ -23,6 +23,14 @@ export function pictureDocument(): Document {
   return openApiDocument({ issuer: 'http://127.0.0.1/realms/mileage' });
 }
 
+/** The example the document gives for the pictured call: the fingerprint covers it, the picture shows the real body. */
+export function documentedExample(): unknown {
+  const get = pictureDocument().paths[PICTURED_PATH]!.get as unknown as {
+    responses: Record<string, { content: Record<string, { example?: unknown }> }>;
+  };
+  return get.responses['200']!.content['application/json']!.example;
+}
+
 export function swaggerUiVersion(): string {
   const gateway = path.dirname(require.resolve('@mileage/gateway/package.json'));
   const pkg = require.resolve('swagger-ui-dist/package.json', { paths: [gateway] });

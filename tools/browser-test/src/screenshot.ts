@@ -6,15 +6,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { execute, missingChromium, openBrowser, signIn } from './console';
-import { PICTURE, PICTURED_PATH, pageFingerprint, pictureDocument, withFingerprint } from './picture';
-
-/** The example the document gives for the pictured call: the fingerprint covers it, the picture shows the real body. */
-function documentedExample(): unknown {
-  const get = pictureDocument().paths[PICTURED_PATH]!.get as unknown as {
-    responses: Record<string, { content: Record<string, { example?: unknown }> }>;
-  };
-  return get.responses['200']!.content['application/json']!.example;
-}
+import { documentedExample, PICTURE, pageFingerprint, withFingerprint } from './picture';
 
 async function main(): Promise<void> {
   const missing = missingChromium();
