@@ -98,17 +98,33 @@ def promql_walk(node):
             yield from promql_walk(arg)
 
 
+def label_list(source, items):
+    """The label names of a TypeScript array's items, following `...NAME` into `const NAME = [...]` of the source."""
+    labels = set(re.findall(r"'([a-z_]+)'", items))
+    for name in re.findall(r"\.\.\.([A-Z_]+)", items):
+        named = re.search(r"const " + name + r" = \[(.*?)\]", source, re.S)
+        labels |= label_list(source, named.group(1)) if named else set()
+    return labels
+
+
 def metric_catalogue(metrics_ts):
-    """{series name: label names} from packages/runtime/src/metrics.ts and the metrics the outbox relay and the
-    Webhooks service's delivery worker add (histograms give _bucket/_count/_sum)."""
+    """{series name: label names} from packages/runtime/src/metrics.ts and the metrics the outbox relay, the
+    Webhooks service's delivery worker and the gateway add (histograms give _bucket/_count/_sum)."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(metrics_ts)))))
     source = open(metrics_ts).read()
-    for extra in ("packages/runtime/src/outbox-relay.ts", "services/webhooks/src/worker.ts"):
+    for extra in ("packages/runtime/src/outbox-relay.ts", "services/webhooks/src/worker.ts", "gateway/src/main.ts"):
         source += "\n" + open(os.path.join(root, extra)).read()
     catalogue = {}
-    for kind, body in re.findall(r"new (Counter|Histogram|Gauge)\(\{(.*?)\}\)", source, re.S):
-        name = re.search(r"name: '([a-z_:]+)'", body).group(1)
-        labels = set(re.findall(r"'([a-z_]+)'", (re.search(r"labelNames: \[(.*?)\]", body) or [None, ""])[1]))
+    # `new Gauge({ name: ... })` and the get-or-create `metrics.counter({ name: ... })`; the generic constructors
+    # inside those helpers (`new Counter({ ...config })`) name no metric.
+    for kind, body in re.findall(r"(?:new |\.)(Counter|Histogram|Gauge|counter|histogram|gauge)\(\{(.*?)\}\)", source, re.S):
+        kind = kind.capitalize()
+        named = re.search(r"name: '([a-z_:]+)'", body)
+        if named is None:
+            continue
+        name = named.group(1)
+        listed = re.search(r"labelNames: (?:\[(.*?)\]|([A-Z_]+))", body)
+        labels = label_list(source, listed.group(1) if listed and listed.group(1) else f"...{listed.group(2)}" if listed else "")
         labels.add("service")  # the registry's default label (exported_service once scraped next to the target's)
         labels.add("exported_service")
         if kind == "Histogram":
