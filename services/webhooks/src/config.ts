@@ -61,3 +61,30 @@ export const configShape = {
 export type WebhooksConfig = {
   [K in keyof typeof configShape]: z.infer<(typeof configShape)[K]>;
 };
+
+const SCHEDULE_KEYS = [
+  'WEBHOOKS_RETRY_BASE_MS',
+  'WEBHOOKS_RETRY_MAX_DELAY_MS',
+  'WEBHOOKS_RETRY_WINDOW_MS',
+  'WEBHOOKS_DISABLE_AFTER_FAILURES',
+  'WEBHOOKS_DISABLE_AFTER_MS',
+] as const;
+
+/** The delivery worker's retry and disable schedule, from the configuration. */
+export function deliverySchedule(config: Pick<WebhooksConfig, (typeof SCHEDULE_KEYS)[number]>) {
+  return {
+    retry: {
+      baseMs: config.WEBHOOKS_RETRY_BASE_MS,
+      maxDelayMs: config.WEBHOOKS_RETRY_MAX_DELAY_MS,
+      windowMs: config.WEBHOOKS_RETRY_WINDOW_MS,
+    },
+    disable: { afterFailures: config.WEBHOOKS_DISABLE_AFTER_FAILURES, afterMs: config.WEBHOOKS_DISABLE_AFTER_MS },
+  };
+}
+
+/** The schedule of a deployment that sets none of those variables (the webhook bench runs the worker with it). */
+export function defaultDeliverySchedule(): ReturnType<typeof deliverySchedule> {
+  return deliverySchedule(
+    z.object(Object.fromEntries(SCHEDULE_KEYS.map((k) => [k, configShape[k]]))).parse({}) as never,
+  );
+}

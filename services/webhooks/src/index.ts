@@ -13,4 +13,4 @@ export {
   type TargetPolicy,
 } from './targets';
 export { sendWebhook, type AttemptResult, type SendOptions } from './sender';
-export { configShape } from './config';
+export { configShape, defaultDeliverySchedule, deliverySchedule } from './config';

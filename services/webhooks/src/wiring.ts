@@ -1,7 +1,7 @@
 // What main.ts hands to runService: the service's parts built from its configuration, and its background tasks.
 import type { groupsV1 } from '@mileage/proto';
 import type { BackgroundTask, PromiseClient, ServiceContext, ServiceConfig } from '@mileage/runtime';
-import type { configShape } from './config';
+import { deliverySchedule, type configShape } from './config';
 import { WebhooksRepository } from './repo';
 import { SecretBox } from './secrets';
 import type { WebhooksServerDeps } from './server';
@@ -40,12 +40,7 @@ export function webhooksDependencies(
     },
     concurrency: config.WEBHOOKS_CONCURRENCY,
     perSubscription: config.WEBHOOKS_SUBSCRIPTION_CONCURRENCY,
-    retry: {
-      baseMs: config.WEBHOOKS_RETRY_BASE_MS,
-      maxDelayMs: config.WEBHOOKS_RETRY_MAX_DELAY_MS,
-      windowMs: config.WEBHOOKS_RETRY_WINDOW_MS,
-    },
-    disable: { afterFailures: config.WEBHOOKS_DISABLE_AFTER_FAILURES, afterMs: config.WEBHOOKS_DISABLE_AFTER_MS },
+    ...deliverySchedule(config),
   });
   return { repo, secrets, policy, resolver: systemResolver, groups: clients.groups, worker, logger };
 }

@@ -8,6 +8,7 @@ import { groupsV1, webhooksV1 } from '@mileage/proto';
 import { createLogger, Metrics, OutboxRelay, recordEvent, runEvery, toWebhookEvent } from '@mileage/runtime';
 import {
   createServer as createWebhooksServer,
+  defaultDeliverySchedule,
   DeliveryWorker,
   openDatabase as openWebhooksDatabase,
   SecretBox,
@@ -67,8 +68,7 @@ async function main(): Promise<void> {
           concurrency: Number(values.concurrency),
           // The bench's one receiver may take every slot: it measures the worker, not the per-subscription cap.
           perSubscription: Number(values.concurrency),
-          retry: { baseMs: 10_000, maxDelayMs: 3_600_000, windowMs: 86_400_000 },
-          disable: { afterFailures: 50, afterMs: 86_400_000 },
+          ...defaultDeliverySchedule(),
         }),
     );
     const webhooksServed = await serveInProcess(
