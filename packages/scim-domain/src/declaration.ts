@@ -76,11 +76,12 @@ export const DEFAULT_MAX_VALUES = 100;
 
 /**
  * The rule every owner enforces when a multi-valued attribute has too many values; SCIM checks it first and reports
- * the same violation, so either path gives the client the same answer.
+ * the same violation, so either path gives the client the same answer. The field is the SCIM attribute's name, never
+ * where the owner keeps it (a kept attribute's owner field names an internal document).
  */
 export function tooManyValues(attribute: Attribute, count: number): { field: string; description: string } | undefined {
   const max = attribute.maxValues ?? DEFAULT_MAX_VALUES;
-  return count > max ? { field: attribute.owner ?? attribute.name, description: `at most ${max} values` } : undefined;
+  return count > max ? { field: attribute.name, description: `at most ${max} values` } : undefined;
 }
 
 export function attr(name: string, description: string, options: Partial<Attribute> = {}): Attribute {
@@ -328,9 +329,7 @@ export function extraPrimary(
   values: unknown[],
 ): { field: string; description: string } | undefined {
   const primaries = values.filter((v) => (v as { primary?: unknown } | null)?.primary === true).length;
-  return primaries > 1
-    ? { field: attribute.owner ?? attribute.name, description: 'at most one primary value' }
-    : undefined;
+  return primaries > 1 ? { field: attribute.name, description: 'at most one primary value' } : undefined;
 }
 
 export function findAttribute(list: Attribute[], name: string): Attribute | undefined {
