@@ -30,6 +30,7 @@ import {
   SecretBox,
   systemResolver,
   WebhooksRepository,
+  ANY_PORT,
 } from '@mileage/webhooks';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
@@ -265,7 +266,7 @@ export async function startHarness(): Promise<Harness> {
       createWebhooksServer({
         repo: new WebhooksRepository(webhooksDb.knex),
         secrets: new SecretBox('gateway-test-key-of-at-least-32-chars'),
-        policy: { mode: 'development', allow: new Set(['loopback']), ports: [[1, 65535]] },
+        policy: { mode: 'development', allow: new Set(['loopback']), ports: ANY_PORT },
         resolver: systemResolver,
         groups: webhooksGroups,
         logger,

@@ -4,6 +4,7 @@ export { WebhooksRepository } from './repo';
 export { DeliveryWorker, payload, retryDelayMs, type WorkerOptions } from './worker';
 export { SecretBox, newSecret, sign } from './secrets';
 export {
+  ANY_PORT,
   checkUrl,
   classifyAddress,
   resolveTarget,

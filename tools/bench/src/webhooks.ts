@@ -7,6 +7,7 @@ import { createServer as createGroupsServer, openDatabase as openGroupsDatabase 
 import { groupsV1, webhooksV1 } from '@mileage/proto';
 import { createLogger, Metrics, OutboxRelay, recordEvent, runEvery, toWebhookEvent } from '@mileage/runtime';
 import {
+  ANY_PORT,
   createServer as createWebhooksServer,
   defaultDeliverySchedule,
   DeliveryWorker,
@@ -53,7 +54,7 @@ async function main(): Promise<void> {
       5_000,
     );
     const groups = groupsServed.client;
-    const policy: TargetPolicy = { mode: 'development', allow: new Set(['loopback']), ports: [[1, 65535]] };
+    const policy: TargetPolicy = { mode: 'development', allow: new Set(['loopback']), ports: ANY_PORT };
     const repo = new WebhooksRepository(webhooksDb.knex);
     const secrets = new SecretBox('bench-key-bench-key-bench-key-bench-key');
     const workers = Array.from(
