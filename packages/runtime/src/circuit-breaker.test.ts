@@ -69,7 +69,18 @@ const handlers = usersServiceStub({
       case 'ok':
         break;
     }
-    return { user: { id: req.id, userName: 'x', emails: [], active: true, timezone: 'UTC', version: 1 } };
+    return {
+      user: {
+        id: req.id,
+        userName: 'x',
+        emails: [],
+        active: true,
+        timezone: 'UTC',
+        version: 1,
+        organizationId: 1,
+        organizationAdmin: false,
+      },
+    };
   },
 });
 

@@ -1,4 +1,5 @@
 import knexFactory, { type Knex } from 'knex';
+import { existsSync } from 'node:fs';
 import type { Metrics } from './metrics';
 import { inSpan, SpanKind, type TraceContext } from './tracing';
 
@@ -9,6 +10,12 @@ export interface DatabaseOptions {
   /** The service's own schema: created if missing, holds its migrations table, first on the search path. */
   schema: string;
   migrationsDirectory: string;
+  /**
+   * The contract phase's migrations (expand → backfill → contract): what must wait until no replica of the previous
+   * release serves (e.g. row-level security that an old replica, which declares no organization, would see nothing
+   * through). The chart runs them after an upgrade's rollout (a post-upgrade hook), `npm start` right after the others.
+   */
+  contractMigrationsDirectory?: string;
   applicationName: string;
   poolMax?: number;
   /** Server-side cap on any one statement. */
@@ -21,7 +28,14 @@ export interface DatabaseOptions {
   appendOnlyTables?: string[];
 }
 
+/** Which migrations to apply: the expand phase (before the rollout), the contract phase (after it), or both. */
+export type MigrationPhase = 'expand' | 'contract' | 'all';
+export const MIGRATION_PHASES = ['expand', 'contract', 'all'] as const;
+const CONTRACT_TABLE = 'knex_migrations_contract';
+
 export interface MigrateOptions {
+  /** Default 'all'. */
+  phase?: MigrationPhase;
   /**
    * The login role the service runs as (DML only). After the migrations, and every time they run, it is given USAGE
    * on the schema, SELECT/INSERT/UPDATE/DELETE on its tables (INSERT/SELECT only on the append-only ones) and USAGE
@@ -108,7 +122,20 @@ export function createDatabase(options: DatabaseOptions): Database {
         options.schema,
       ]);
       if (rows.length === 0) await knex.schema.createSchemaIfNotExists(options.schema);
-      const [, applied] = (await knex.migrate.latest()) as [number, string[]];
+      const phase = migrateOptions.phase ?? 'all';
+      const applied: string[] = [];
+      if (phase !== 'contract') applied.push(...((await knex.migrate.latest()) as [number, string[]])[1]);
+      if (
+        phase !== 'expand' &&
+        options.contractMigrationsDirectory &&
+        existsSync(options.contractMigrationsDirectory)
+      ) {
+        const [, contract] = (await knex.migrate.latest({
+          directory: options.contractMigrationsDirectory,
+          tableName: CONTRACT_TABLE,
+        })) as [number, string[]];
+        applied.push(...contract);
+      }
       const role = migrateOptions.runtimeRole;
       const { rows: me } = await knex.raw<{ rows: { user: string }[] }>('SELECT current_user AS user');
       if (!role || role === me[0]!.user) return { applied };
@@ -118,6 +145,8 @@ export function createDatabase(options: DatabaseOptions): Database {
     close: () => knex.destroy(),
   };
 }
+
+const BOOKKEEPING_TABLES = ['knex_migrations', 'knex_migrations_lock', CONTRACT_TABLE, `${CONTRACT_TABLE}_lock`];
 
 /**
  * The privileges of a service's runtime role in its schema, given by the role that runs the migrations (the schema's
@@ -148,11 +177,11 @@ export async function grantRuntimeAccess(
     const { rows: tables } = await trx.raw<{ rows: { name: string }[] }>(
       `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = ? AND c.relkind IN ('r', 'p') AND c.relname = ANY(?)`,
-      [schema, ['knex_migrations', 'knex_migrations_lock', ...appendOnlyTables]],
+      [schema, [...BOOKKEEPING_TABLES, ...appendOnlyTables]],
     );
     for (const { name } of tables) {
       // The migrations' own bookkeeping is none of the runtime's business; append-only tables: INSERT and SELECT.
-      const bookkeeping = name === 'knex_migrations' || name === 'knex_migrations_lock';
+      const bookkeeping = BOOKKEEPING_TABLES.includes(name);
       await trx.raw(bookkeeping ? 'REVOKE ALL ON ??.?? FROM ??' : 'REVOKE UPDATE, DELETE ON ??.?? FROM ??', [
         schema,
         name,

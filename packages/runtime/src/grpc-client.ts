@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { CIRCUIT_STATE_VALUE, CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker';
 import { REQUEST_ID_METADATA_KEY } from './context';
+import { ORGANIZATION_METADATA_KEY } from './tenancy';
 import { AppError, hasStatusDetails, toStatusObject } from './errors';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
@@ -14,6 +15,8 @@ export interface CallSettings {
   requestId?: string;
   /** The caller's trace context: the call becomes a client span in it and carries `traceparent`. */
   trace?: TraceContext;
+  /** The organization the call acts inside, sent as `x-mileage-organization` metadata (tenancy.ts). */
+  organizationId?: number;
 }
 
 type UnaryMethod<Req, Res> = (
@@ -133,6 +136,8 @@ export function createGrpcClient<C extends grpc.Client>(
         }
         const metadata = new grpc.Metadata();
         if (settings?.requestId) metadata.set(REQUEST_ID_METADATA_KEY, settings.requestId);
+        if (settings?.organizationId !== undefined)
+          metadata.set(ORGANIZATION_METADATA_KEY, String(settings.organizationId));
         let span: Span | undefined;
         if (settings?.trace && tracingEnabled()) {
           const started = startSpan(`${service}/${name}`, SpanKind.CLIENT, settings.trace, {

@@ -32,7 +32,18 @@ const tlsEnv = (files: { certFile: string; keyFile: string }, caFile: string) =>
 const handlers = usersServiceStub({
   getUser: async (req) => {
     calls++;
-    return { user: { id: req.id, userName: 'tls@example.com', emails: [], active: true, timezone: 'UTC', version: 1 } };
+    return {
+      user: {
+        id: req.id,
+        userName: 'tls@example.com',
+        emails: [],
+        active: true,
+        timezone: 'UTC',
+        version: 1,
+        organizationId: 1,
+        organizationAdmin: false,
+      },
+    };
   },
 });
 

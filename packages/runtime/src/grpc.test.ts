@@ -39,7 +39,18 @@ describe('gRPC bootstrap', () => {
         seen.push(ctx.requestId);
         entered();
         await gate;
-        return { user: { id: req.id, userName: 'x', emails: [], active: true, timezone: 'UTC', version: 1 } };
+        return {
+          user: {
+            id: req.id,
+            userName: 'x',
+            emails: [],
+            active: true,
+            timezone: 'UTC',
+            version: 1,
+            organizationId: 1,
+            organizationAdmin: false,
+          },
+        };
       },
     });
     const inFlight = client.getUser({ id: 'AliceAdm01', includeDeleted: false }, { requestId: 'req-123' });

@@ -33,6 +33,7 @@ export { parseRfc3339, type TimestampCheck } from './timestamps';
 export * from './wire-time';
 export * from './http-status';
 export * from './ids';
+export * from './tenancy';
 export * from './list-window';
 export {
   checkServiceConfig,

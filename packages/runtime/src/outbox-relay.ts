@@ -17,6 +17,7 @@ export interface OutboxRow {
   event_type: string;
   group_id: string | null;
   user_id: string | null;
+  organization_id: string;
   occurred_at: Date;
   payload: Record<string, unknown>;
 }
@@ -135,6 +136,7 @@ export function toWebhookEvent(row: OutboxRow): webhooksV1.Event {
     userId: row.user_id ?? '',
     occurTime: dateToTimestamp(new Date(row.occurred_at)),
     dataJson: JSON.stringify(row.payload),
+    organizationId: Number(row.organization_id),
   };
 }
 

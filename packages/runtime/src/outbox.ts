@@ -1,3 +1,4 @@
+import { DECLARED_ORGANIZATION_DEFAULT } from './tenancy';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 
@@ -39,6 +40,25 @@ export async function createOutboxTable(knex: Knex): Promise<void> {
     )
   `);
   await knex.raw(`CREATE INDEX outbox_order_idx ON outbox (occurred_at, id)`);
+}
+
+/**
+ * The outbox's organization column (migrations of the outbox's owners): added with the single organization of an
+ * installation from before organizations (1) as its default, so that replicas of that release, which declare none,
+ * keep writing events while the new release rolls out (expand).
+ */
+export function outboxOrganizationExpandStatements(): string[] {
+  return [
+    `ALTER TABLE outbox ADD COLUMN IF NOT EXISTS organization_id bigint NOT NULL DEFAULT 1 CHECK (organization_id > 0)`,
+  ];
+}
+
+/**
+ * After the rollout (contract): an event takes the organization its transaction declared (inOrganization), and one
+ * written in a transaction that declared none fails instead of landing in organization 1.
+ */
+export function outboxOrganizationContractStatements(): string[] {
+  return [`ALTER TABLE outbox ALTER COLUMN organization_id SET DEFAULT ${DECLARED_ORGANIZATION_DEFAULT}`];
 }
 
 /** Records `event` in the caller's transaction; returns its id (the future `webhook-id`). */

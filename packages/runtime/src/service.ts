@@ -2,7 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { circuitBreakerConfig, commonConfigSchema, env, loadConfigOrExit } from './config';
-import { createDatabase, databaseUser, type Database, type Knex } from './db';
+import { createDatabase, databaseUser, MIGRATION_PHASES, type Database, type Knex } from './db';
 import { databaseCheck, DependencyMonitor, grpcHealthCheck, whileDatabaseDown } from './dependencies';
 import {
   createGrpcClient,
@@ -111,6 +111,7 @@ export function serviceDatabase(
         url: options.url,
         schema: name,
         migrationsDirectory: path.join(directory, 'migrations'),
+        contractMigrationsDirectory: path.join(directory, 'migrations', 'contract'),
         applicationName: `mileage-${name}`,
         appendOnlyTables: extra.appendOnlyTables ?? [],
         ...(options.poolMax ? { poolMax: options.poolMax } : {}),
@@ -180,7 +181,8 @@ export interface ServiceDefinition<
   clients?(config: ServiceConfig<Shape>): Specs;
   /** Builds what `createServer` and `tasks` take; without it they get the ServiceContext itself. */
   dependencies?(context: Context): Deps;
-  createServer(deps: NoInfer<Deps>): ServiceRegistration;
+  /** The gRPC services the process serves (the Users process serves UsersService and OrganizationsService). */
+  createServer(deps: NoInfer<Deps>): ServiceRegistration | ServiceRegistration[];
   /** Periodic work (e.g. purging what a retention window has passed); awaited at shutdown after the gRPC server. */
   tasks?(deps: NoInfer<Deps>, config: ServiceConfig<Shape>): BackgroundTask[];
 }
@@ -286,7 +288,7 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   const grpcServer = await startGrpcServer({
     credentials: tls.serverCredentials(),
     address: config.GRPC_ADDRESS,
-    services: [service.createServer(deps)],
+    services: [service.createServer(deps)].flat(),
     protoFiles: [service.protoFile],
     logger,
     metrics,
@@ -396,6 +398,8 @@ export async function runMigrations(name: string, openDatabase: OpenDatabase): P
         DATABASE_RUNTIME_ROLE: z.string().min(1).optional(),
         DATABASE_POOL_MAX: env.positiveInt(2),
         LOG_LEVEL: env.logLevel(),
+        /** expand (the chart's pre-upgrade Job), contract (its post-upgrade Job, once the rollout is done) or all. */
+        MIGRATION_PHASE: z.enum(MIGRATION_PHASES).default('all'),
       })
       .refine((c) => c.DATABASE_RUNTIME_ROLE ?? (c.DATABASE_URL && databaseUser(c.DATABASE_URL)), {
         path: ['DATABASE_URL'],
@@ -406,9 +410,12 @@ export async function runMigrations(name: string, openDatabase: OpenDatabase): P
   const db = openDatabase({ url: config.MIGRATION_DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
   try {
     const runtimeRole = config.DATABASE_RUNTIME_ROLE ?? databaseUser(config.DATABASE_URL!)!;
-    const { applied, grantedTo } = await db.migrate({ runtimeRole });
+    const { applied, grantedTo } = await db.migrate({ runtimeRole, phase: config.MIGRATION_PHASE });
     if (!grantedTo) logger.warn({ role: runtimeRole }, 'the runtime role is the migrating role: it owns the schema');
-    logger.info({ applied, granted_to: grantedTo }, applied.length ? 'migrations applied' : 'schema up to date');
+    logger.info(
+      { applied, granted_to: grantedTo, phase: config.MIGRATION_PHASE },
+      applied.length ? 'migrations applied' : 'schema up to date',
+    );
   } catch (err) {
     logger.error({ err }, 'migration failed');
     process.exitCode = 1;

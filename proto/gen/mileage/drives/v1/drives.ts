@@ -239,7 +239,11 @@ export interface Drive {
   entry: Entry;
   purpose?: string | undefined;
   start?: Geolocation | undefined;
-  end?: Geolocation | undefined;
+  end?:
+    | Geolocation
+    | undefined;
+  /** The driver's organization (the call's organization context when the drive was created). */
+  organizationId: number;
 }
 
 export interface ReviewComment {
@@ -881,6 +885,7 @@ function createBaseDrive(): Drive {
     purpose: undefined,
     start: undefined,
     end: undefined,
+    organizationId: 0,
   };
 }
 
@@ -933,6 +938,9 @@ export const Drive: MessageFns<Drive> = {
     }
     if (message.end !== undefined) {
       Geolocation.encode(message.end, writer.uint32(130).fork()).join();
+    }
+    if (message.organizationId !== 0) {
+      writer.uint32(136).int64(message.organizationId);
     }
     return writer;
   },
@@ -1078,6 +1086,14 @@ export const Drive: MessageFns<Drive> = {
             message.end = Geolocation.decode(reader, reader.uint32());
             continue;
           }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1136,6 +1152,11 @@ export const Drive: MessageFns<Drive> = {
       purpose: isSet(object.purpose) ? globalThis.String(object.purpose) : undefined,
       start: isSet(object.start) ? Geolocation.fromJSON(object.start) : undefined,
       end: isSet(object.end) ? Geolocation.fromJSON(object.end) : undefined,
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
     };
   },
 
@@ -1189,6 +1210,9 @@ export const Drive: MessageFns<Drive> = {
     if (message.end !== undefined) {
       obj.end = Geolocation.toJSON(message.end);
     }
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
     return obj;
   },
 
@@ -1229,6 +1253,7 @@ export const Drive: MessageFns<Drive> = {
       ? Geolocation.fromPartial(object.start)
       : undefined;
     message.end = (object.end !== undefined && object.end !== null) ? Geolocation.fromPartial(object.end) : undefined;
+    message.organizationId = object.organizationId ?? 0;
     return message;
   },
 };

@@ -20,7 +20,7 @@ import {
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../../google/protobuf/timestamp";
 import { Filter } from "../../filter/v1/filter";
-import { ProvisioningAudit } from "../../scim/v1/audit";
+import { ProvisioningAudit, ProvisioningEvent } from "../../scim/v1/audit";
 
 export interface Member {
   userId: string;
@@ -39,7 +39,11 @@ export interface Group {
   /** Incremented on every change of the group or its members; the SCIM ETag. */
   version: number;
   /** The provisioning client's id for the group (SCIM externalId); absent when none was given. */
-  externalId?: string | undefined;
+  externalId?:
+    | string
+    | undefined;
+  /** The organization the group belongs to (the call's organization context when it was created); never changes. */
+  organizationId: number;
 }
 
 export interface GetGroupRequest {
@@ -128,6 +132,19 @@ export interface ListGroupsRequest {
 export interface ListGroupsResponse {
   groups: Group[];
   totalSize: number;
+}
+
+export interface ListProvisioningEventsRequest {
+  /** 1..1000. */
+  limit: number;
+  /** Keyset: only events strictly older than (before_time, before_id) in the order (time desc, id desc). */
+  beforeTime?: Timestamp | undefined;
+  beforeId: number;
+}
+
+export interface ListProvisioningEventsResponse {
+  events: ProvisioningEvent[];
+  hasMore: boolean;
 }
 
 function createBaseMember(): Member {
@@ -252,6 +269,7 @@ function createBaseGroup(): Group {
     updateTime: undefined,
     version: 0,
     externalId: undefined,
+    organizationId: 0,
   };
 }
 
@@ -277,6 +295,9 @@ export const Group: MessageFns<Group> = {
     }
     if (message.externalId !== undefined) {
       writer.uint32(58).string(message.externalId);
+    }
+    if (message.organizationId !== 0) {
+      writer.uint32(64).int64(message.organizationId);
     }
     return writer;
   },
@@ -350,6 +371,14 @@ export const Group: MessageFns<Group> = {
             message.externalId = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -387,6 +416,11 @@ export const Group: MessageFns<Group> = {
         : isSet(object.external_id)
         ? globalThis.String(object.external_id)
         : undefined,
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
     };
   },
 
@@ -413,6 +447,9 @@ export const Group: MessageFns<Group> = {
     if (message.externalId !== undefined) {
       obj.externalId = message.externalId;
     }
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
     return obj;
   },
 
@@ -432,6 +469,7 @@ export const Group: MessageFns<Group> = {
       : undefined;
     message.version = object.version ?? 0;
     message.externalId = object.externalId ?? undefined;
+    message.organizationId = object.organizationId ?? 0;
     return message;
   },
 };
@@ -1861,6 +1899,212 @@ export const ListGroupsResponse: MessageFns<ListGroupsResponse> = {
   },
 };
 
+function createBaseListProvisioningEventsRequest(): ListProvisioningEventsRequest {
+  return { limit: 0, beforeTime: undefined, beforeId: 0 };
+}
+
+export const ListProvisioningEventsRequest: MessageFns<ListProvisioningEventsRequest> = {
+  encode(message: ListProvisioningEventsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.limit !== 0) {
+      writer.uint32(8).int32(message.limit);
+    }
+    if (message.beforeTime !== undefined) {
+      Timestamp.encode(message.beforeTime, writer.uint32(18).fork()).join();
+    }
+    if (message.beforeId !== 0) {
+      writer.uint32(24).int64(message.beforeId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListProvisioningEventsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListProvisioningEventsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.beforeTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.beforeId = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListProvisioningEventsRequest {
+    return {
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      beforeTime: isSet(object.beforeTime)
+        ? fromJsonTimestamp(object.beforeTime)
+        : isSet(object.before_time)
+        ? fromJsonTimestamp(object.before_time)
+        : undefined,
+      beforeId: isSet(object.beforeId)
+        ? globalThis.Number(object.beforeId)
+        : isSet(object.before_id)
+        ? globalThis.Number(object.before_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: ListProvisioningEventsRequest): unknown {
+    const obj: any = {};
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.beforeTime !== undefined) {
+      obj.beforeTime = fromTimestamp(message.beforeTime).toISOString();
+    }
+    if (message.beforeId !== 0) {
+      obj.beforeId = Math.round(message.beforeId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListProvisioningEventsRequest>, I>>(base?: I): ListProvisioningEventsRequest {
+    return ListProvisioningEventsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListProvisioningEventsRequest>, I>>(
+    object: I,
+  ): ListProvisioningEventsRequest {
+    const message = createBaseListProvisioningEventsRequest();
+    message.limit = object.limit ?? 0;
+    message.beforeTime = (object.beforeTime !== undefined && object.beforeTime !== null)
+      ? Timestamp.fromPartial(object.beforeTime)
+      : undefined;
+    message.beforeId = object.beforeId ?? 0;
+    return message;
+  },
+};
+
+function createBaseListProvisioningEventsResponse(): ListProvisioningEventsResponse {
+  return { events: [], hasMore: false };
+}
+
+export const ListProvisioningEventsResponse: MessageFns<ListProvisioningEventsResponse> = {
+  encode(message: ListProvisioningEventsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.events) {
+      ProvisioningEvent.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(16).bool(message.hasMore);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListProvisioningEventsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListProvisioningEventsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.events.push(ProvisioningEvent.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListProvisioningEventsResponse {
+    return {
+      events: globalThis.Array.isArray(object?.events)
+        ? object.events.map((e: any) => ProvisioningEvent.fromJSON(e))
+        : [],
+      hasMore: isSet(object.hasMore)
+        ? globalThis.Boolean(object.hasMore)
+        : isSet(object.has_more)
+        ? globalThis.Boolean(object.has_more)
+        : false,
+    };
+  },
+
+  toJSON(message: ListProvisioningEventsResponse): unknown {
+    const obj: any = {};
+    if (message.events?.length) {
+      obj.events = message.events.map((e) => ProvisioningEvent.toJSON(e));
+    }
+    if (message.hasMore !== false) {
+      obj.hasMore = message.hasMore;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListProvisioningEventsResponse>, I>>(base?: I): ListProvisioningEventsResponse {
+    return ListProvisioningEventsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListProvisioningEventsResponse>, I>>(
+    object: I,
+  ): ListProvisioningEventsResponse {
+    const message = createBaseListProvisioningEventsResponse();
+    message.events = object.events?.map((e) => ProvisioningEvent.fromPartial(e)) || [];
+    message.hasMore = object.hasMore ?? false;
+    return message;
+  },
+};
+
 /**
  * GroupsService owns teams and their membership roles (Postgres schema `groups`).
  * Reads serve the External API; writes serve the platform, the seeder and SCIM provisioning.
@@ -1958,6 +2202,19 @@ export const GroupsServiceService = {
     responseSerialize: (value: ListGroupsResponse): Buffer => Buffer.from(ListGroupsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListGroupsResponse => ListGroupsResponse.decode(value),
   },
+  /** ListProvisioningEvents pages the organization's provisioning trail kept here (groups), newest first. */
+  listProvisioningEvents: {
+    path: "/mileage.groups.v1.GroupsService/ListProvisioningEvents" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListProvisioningEventsRequest): Buffer =>
+      Buffer.from(ListProvisioningEventsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListProvisioningEventsRequest => ListProvisioningEventsRequest.decode(value),
+    responseSerialize: (value: ListProvisioningEventsResponse): Buffer =>
+      Buffer.from(ListProvisioningEventsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListProvisioningEventsResponse =>
+      ListProvisioningEventsResponse.decode(value),
+  },
 } as const;
 
 export interface GroupsServiceServer extends UntypedServiceImplementation {
@@ -1980,6 +2237,8 @@ export interface GroupsServiceServer extends UntypedServiceImplementation {
   removeMembers: handleUnaryCall<RemoveMembersRequest, RemoveMembersResponse>;
   /** ListGroups returns the groups matching a filter, ordered by id, with the total count of matches. */
   listGroups: handleUnaryCall<ListGroupsRequest, ListGroupsResponse>;
+  /** ListProvisioningEvents pages the organization's provisioning trail kept here (groups), newest first. */
+  listProvisioningEvents: handleUnaryCall<ListProvisioningEventsRequest, ListProvisioningEventsResponse>;
 }
 
 export interface GroupsServiceClient extends Client {
@@ -2113,6 +2372,22 @@ export interface GroupsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
+  ): ClientUnaryCall;
+  /** ListProvisioningEvents pages the organization's provisioning trail kept here (groups), newest first. */
+  listProvisioningEvents(
+    request: ListProvisioningEventsRequest,
+    callback: (error: ServiceError | null, response: ListProvisioningEventsResponse) => void,
+  ): ClientUnaryCall;
+  listProvisioningEvents(
+    request: ListProvisioningEventsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListProvisioningEventsResponse) => void,
+  ): ClientUnaryCall;
+  listProvisioningEvents(
+    request: ListProvisioningEventsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListProvisioningEventsResponse) => void,
   ): ClientUnaryCall;
 }
 

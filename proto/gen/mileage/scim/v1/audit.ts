@@ -7,6 +7,7 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { Struct } from "../../../google/protobuf/struct";
+import { Timestamp } from "../../../google/protobuf/timestamp";
 
 /** The SCIM operation that made a change. */
 export enum AuditOperation {
@@ -65,7 +66,7 @@ export function auditOperationToJSON(object: AuditOperation): string {
  * same transaction as the write itself, so a change and its audit entry exist together or not at all.
  */
 export interface ProvisioningAudit {
-  /** The provisioning client (the token's azp). */
+  /** The credential: the OAuth client id (the token's azp), or "scim_token:<token id>" for a SCIM secret token. */
   actor: string;
   operation: AuditOperation;
   /** The request id of the SCIM request, for correlation with logs. */
@@ -76,6 +77,23 @@ export interface ProvisioningAudit {
     | undefined;
   /** The SCIM representation the change produces (absent for a delete). */
   after?: { [key: string]: any } | undefined;
+}
+
+/** One entry of an organization's provisioning trail, as its owner (Users or Groups) recorded it. */
+export interface ProvisioningEvent {
+  /** Unique within its owner's trail. */
+  id: number;
+  time?:
+    | Timestamp
+    | undefined;
+  /** The credential, as ProvisioningAudit.actor. */
+  actor: string;
+  /** "create", "replace", "patch", "delete"; for SCIM tokens "create" and "revoke". */
+  action: string;
+  /** "User", "Group" or "ScimToken". */
+  resourceType: string;
+  resourceId: string;
+  requestId: string;
 }
 
 function createBaseProvisioningAudit(): ProvisioningAudit {
@@ -215,6 +233,183 @@ export const ProvisioningAudit: MessageFns<ProvisioningAudit> = {
   },
 };
 
+function createBaseProvisioningEvent(): ProvisioningEvent {
+  return { id: 0, time: undefined, actor: "", action: "", resourceType: "", resourceId: "", requestId: "" };
+}
+
+export const ProvisioningEvent: MessageFns<ProvisioningEvent> = {
+  encode(message: ProvisioningEvent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).int64(message.id);
+    }
+    if (message.time !== undefined) {
+      Timestamp.encode(message.time, writer.uint32(18).fork()).join();
+    }
+    if (message.actor !== "") {
+      writer.uint32(26).string(message.actor);
+    }
+    if (message.action !== "") {
+      writer.uint32(34).string(message.action);
+    }
+    if (message.resourceType !== "") {
+      writer.uint32(42).string(message.resourceType);
+    }
+    if (message.resourceId !== "") {
+      writer.uint32(50).string(message.resourceId);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(58).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProvisioningEvent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProvisioningEvent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.time = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.resourceType = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.resourceId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProvisioningEvent {
+    return {
+      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      time: isSet(object.time) ? fromJsonTimestamp(object.time) : undefined,
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      resourceType: isSet(object.resourceType)
+        ? globalThis.String(object.resourceType)
+        : isSet(object.resource_type)
+        ? globalThis.String(object.resource_type)
+        : "",
+      resourceId: isSet(object.resourceId)
+        ? globalThis.String(object.resourceId)
+        : isSet(object.resource_id)
+        ? globalThis.String(object.resource_id)
+        : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ProvisioningEvent): unknown {
+    const obj: any = {};
+    if (message.id !== 0) {
+      obj.id = Math.round(message.id);
+    }
+    if (message.time !== undefined) {
+      obj.time = fromTimestamp(message.time).toISOString();
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.resourceType !== "") {
+      obj.resourceType = message.resourceType;
+    }
+    if (message.resourceId !== "") {
+      obj.resourceId = message.resourceId;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ProvisioningEvent>, I>>(base?: I): ProvisioningEvent {
+    return ProvisioningEvent.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProvisioningEvent>, I>>(object: I): ProvisioningEvent {
+    const message = createBaseProvisioningEvent();
+    message.id = object.id ?? 0;
+    message.time = (object.time !== undefined && object.time !== null) ? Timestamp.fromPartial(object.time) : undefined;
+    message.actor = object.actor ?? "";
+    message.action = object.action ?? "";
+    message.resourceType = object.resourceType ?? "";
+    message.resourceId = object.resourceId ?? "";
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 
 type DeepPartial<T> = T extends Builtin ? T
@@ -227,6 +422,50 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function toTimestamp(date: Date): Timestamp {
+  const seconds = Math.trunc(date.getTime() / 1_000);
+  const nanos = (date.getTime() % 1_000) * 1_000_000;
+  return { seconds, nanos };
+}
+
+function fromTimestamp(t: Timestamp): Date {
+  let millis = (t.seconds || 0) * 1_000;
+  millis += (t.nanos || 0) / 1_000_000;
+  return new globalThis.Date(millis);
+}
+
+const timestampFractionRegex = /:\d{2}\.\d+/;
+
+function fromJsonTimestamp(o: any): Timestamp {
+  if (o instanceof globalThis.Date) {
+    return toTimestamp(o);
+  } else if (typeof o === "string") {
+    // Date only keeps milliseconds, and parses longer fractions in an engine-specific way,
+    // so parse the fractional seconds ourselves and give Date only the whole seconds
+    const fraction = timestampFractionRegex.exec(o);
+    if (fraction === null) {
+      return toTimestamp(new globalThis.Date(o));
+    }
+    const fractionNanos = Number(fraction[0].slice(4, 13).padEnd(9, "0"));
+    const wholeSeconds = new globalThis.Date(o.replace(fraction[0], fraction[0].slice(0, 3)));
+    const timestamp = toTimestamp(new globalThis.Date(wholeSeconds.getTime() + Math.trunc(fractionNanos / 1_000_000)));
+    return { ...timestamp, nanos: (timestamp.nanos ?? 0) + (fractionNanos % 1_000_000) };
+  } else {
+    return Timestamp.fromJSON(o);
+  }
+}
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
 
 function isObject(value: any): boolean {
   return typeof value === "object" && value !== null;

@@ -39,6 +39,8 @@ export interface HandleRequestRequest {
    * (UNAUTHENTICATED). docs/architecture.md, "The SCIM audit actor".
    */
   actorAttestation: string;
+  /** The organization the credential is bound to: the SCIM service acts only inside it. Covered by the attestation. */
+  organizationId: number;
 }
 
 export interface HandleRequestRequest_HeadersEntry {
@@ -58,7 +60,16 @@ export interface HandleRequestResponse_HeadersEntry {
 }
 
 function createBaseHandleRequestRequest(): HandleRequestRequest {
-  return { method: "", path: "", query: "", headers: {}, body: Buffer.alloc(0), clientId: "", actorAttestation: "" };
+  return {
+    method: "",
+    path: "",
+    query: "",
+    headers: {},
+    body: Buffer.alloc(0),
+    clientId: "",
+    actorAttestation: "",
+    organizationId: 0,
+  };
 }
 
 export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
@@ -83,6 +94,9 @@ export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
     }
     if (message.actorAttestation !== "") {
       writer.uint32(58).string(message.actorAttestation);
+    }
+    if (message.organizationId !== 0) {
+      writer.uint32(64).int64(message.organizationId);
     }
     return writer;
   },
@@ -159,6 +173,14 @@ export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
             message.actorAttestation = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -201,6 +223,11 @@ export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
         : isSet(object.actor_attestation)
         ? globalThis.String(object.actor_attestation)
         : "",
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
     };
   },
 
@@ -233,6 +260,9 @@ export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
     if (message.actorAttestation !== "") {
       obj.actorAttestation = message.actorAttestation;
     }
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
     return obj;
   },
 
@@ -256,6 +286,7 @@ export const HandleRequestRequest: MessageFns<HandleRequestRequest> = {
     message.body = object.body ?? Buffer.alloc(0);
     message.clientId = object.clientId ?? "";
     message.actorAttestation = object.actorAttestation ?? "";
+    message.organizationId = object.organizationId ?? 0;
     return message;
   },
 };
@@ -638,6 +669,17 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
 
 function isObject(value: any): boolean {
   return typeof value === "object" && value !== null;

@@ -21,7 +21,114 @@ import {
 import { Struct } from "../../../google/protobuf/struct";
 import { Timestamp } from "../../../google/protobuf/timestamp";
 import { Filter } from "../../filter/v1/filter";
-import { ProvisioningAudit } from "../../scim/v1/audit";
+import { ProvisioningAudit, ProvisioningEvent } from "../../scim/v1/audit";
+
+export interface Organization {
+  id: number;
+  name: string;
+  /** A short stable name ([a-z0-9-], 1..63): what Keycloak's Organizations feature puts in its `organization` claim. */
+  alias: string;
+  createTime?: Timestamp | undefined;
+}
+
+export interface GetOrganizationRequest {
+  key?: { $case: "id"; value: number } | { $case: "alias"; value: string } | undefined;
+}
+
+export interface GetOrganizationResponse {
+  organization?: Organization | undefined;
+}
+
+export interface CreateOrganizationRequest {
+  name: string;
+  alias: string;
+}
+
+export interface CreateOrganizationResponse {
+  organization?: Organization | undefined;
+}
+
+export interface SetOrganizationAdminRequest {
+  userId: string;
+  organizationAdmin: boolean;
+}
+
+export interface SetOrganizationAdminResponse {
+  user?: User | undefined;
+}
+
+export interface ScimToken {
+  /** A UUID. */
+  id: string;
+  name: string;
+  createTime?:
+    | Timestamp
+    | undefined;
+  /** Absent: never expires. */
+  expireTime?:
+    | Timestamp
+    | undefined;
+  /** Absent: never used. Recorded at most once a minute. */
+  lastUseTime?: Timestamp | undefined;
+  organizationId: number;
+}
+
+export interface CreateScimTokenRequest {
+  name: string;
+  expireTime?:
+    | Timestamp
+    | undefined;
+  /** Who asks (for the audit entry written with the token), e.g. "user:AliceAdm01". */
+  actor: string;
+  requestId: string;
+}
+
+export interface CreateScimTokenResponse {
+  token?:
+    | ScimToken
+    | undefined;
+  /** The secret, "mscim_" + 43 base64url characters (256 random bits). Only its SHA-256 is stored. */
+  secret: string;
+}
+
+export interface ListScimTokensRequest {
+}
+
+export interface ListScimTokensResponse {
+  tokens: ScimToken[];
+}
+
+export interface RevokeScimTokenRequest {
+  id: string;
+  actor: string;
+  requestId: string;
+}
+
+export interface RevokeScimTokenResponse {
+  token?: ScimToken | undefined;
+}
+
+export interface ResolveScimTokenRequest {
+  /** SHA-256 of the whole secret (prefix included): 32 bytes. */
+  secretSha256: Buffer;
+}
+
+export interface ResolveScimTokenResponse {
+  token?: ScimToken | undefined;
+}
+
+export interface ListProvisioningEventsRequest {
+  /** 1..1000. */
+  limit: number;
+  /** Keyset: only events strictly older than (before_time, before_id) in the order (time desc, id desc). */
+  beforeTime?: Timestamp | undefined;
+  beforeId: number;
+}
+
+export interface ListProvisioningEventsResponse {
+  events: ProvisioningEvent[];
+  hasMore: boolean;
+}
 
 export interface Name {
   givenName: string;
@@ -66,7 +173,19 @@ export interface User {
    * The other SCIM core attributes the platform does not model (title, phoneNumbers, addresses, locale,
    * name.middleName as {"name": {"middleName": …}}, …), kept as sent; absent when there are none.
    */
-  scimAttributes?: { [key: string]: any } | undefined;
+  scimAttributes?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * The organization (customer company) the user belongs to; never changes. Set by the service from the call's
+   * organization context (x-mileage-organization metadata) on create; ignored on update.
+   */
+  organizationId: number;
+  /**
+   * Whether the user administers their organization (manages its SCIM tokens, reads its provisioning trail).
+   * Changed only by OrganizationsService.SetOrganizationAdmin; ignored on create and update.
+   */
+  organizationAdmin: boolean;
 }
 
 export interface GetUserRequest {
@@ -142,6 +261,1641 @@ export interface ListUsersResponse {
   /** How many live users match the filter. */
   totalSize: number;
 }
+
+function createBaseOrganization(): Organization {
+  return { id: 0, name: "", alias: "", createTime: undefined };
+}
+
+export const Organization: MessageFns<Organization> = {
+  encode(message: Organization, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).int64(message.id);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.alias !== "") {
+      writer.uint32(26).string(message.alias);
+    }
+    if (message.createTime !== undefined) {
+      Timestamp.encode(message.createTime, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Organization {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOrganization();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.alias = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.createTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Organization {
+    return {
+      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      alias: isSet(object.alias) ? globalThis.String(object.alias) : "",
+      createTime: isSet(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
+        : isSet(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Organization): unknown {
+    const obj: any = {};
+    if (message.id !== 0) {
+      obj.id = Math.round(message.id);
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.alias !== "") {
+      obj.alias = message.alias;
+    }
+    if (message.createTime !== undefined) {
+      obj.createTime = fromTimestamp(message.createTime).toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Organization>, I>>(base?: I): Organization {
+    return Organization.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Organization>, I>>(object: I): Organization {
+    const message = createBaseOrganization();
+    message.id = object.id ?? 0;
+    message.name = object.name ?? "";
+    message.alias = object.alias ?? "";
+    message.createTime = (object.createTime !== undefined && object.createTime !== null)
+      ? Timestamp.fromPartial(object.createTime)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetOrganizationRequest(): GetOrganizationRequest {
+  return { key: undefined };
+}
+
+export const GetOrganizationRequest: MessageFns<GetOrganizationRequest> = {
+  encode(message: GetOrganizationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.key?.$case) {
+      case "id":
+        writer.uint32(8).int64(message.key.value);
+        break;
+      case "alias":
+        writer.uint32(18).string(message.key.value);
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOrganizationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOrganizationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.key = { $case: "id", value: longToNumber(reader.int64()) };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = { $case: "alias", value: reader.string() };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOrganizationRequest {
+    return {
+      key: isSet(object.id)
+        ? { $case: "id", value: globalThis.Number(object.id) }
+        : isSet(object.alias)
+        ? { $case: "alias", value: globalThis.String(object.alias) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: GetOrganizationRequest): unknown {
+    const obj: any = {};
+    if (message.key?.$case === "id") {
+      obj.id = Math.round(message.key.value);
+    } else if (message.key?.$case === "alias") {
+      obj.alias = message.key.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOrganizationRequest>, I>>(base?: I): GetOrganizationRequest {
+    return GetOrganizationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOrganizationRequest>, I>>(object: I): GetOrganizationRequest {
+    const message = createBaseGetOrganizationRequest();
+    switch (object.key?.$case) {
+      case "id": {
+        if (object.key?.value !== undefined && object.key?.value !== null) {
+          message.key = { $case: "id", value: object.key.value };
+        }
+        break;
+      }
+      case "alias": {
+        if (object.key?.value !== undefined && object.key?.value !== null) {
+          message.key = { $case: "alias", value: object.key.value };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseGetOrganizationResponse(): GetOrganizationResponse {
+  return { organization: undefined };
+}
+
+export const GetOrganizationResponse: MessageFns<GetOrganizationResponse> = {
+  encode(message: GetOrganizationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organization !== undefined) {
+      Organization.encode(message.organization, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOrganizationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOrganizationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organization = Organization.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOrganizationResponse {
+    return { organization: isSet(object.organization) ? Organization.fromJSON(object.organization) : undefined };
+  },
+
+  toJSON(message: GetOrganizationResponse): unknown {
+    const obj: any = {};
+    if (message.organization !== undefined) {
+      obj.organization = Organization.toJSON(message.organization);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOrganizationResponse>, I>>(base?: I): GetOrganizationResponse {
+    return GetOrganizationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOrganizationResponse>, I>>(object: I): GetOrganizationResponse {
+    const message = createBaseGetOrganizationResponse();
+    message.organization = (object.organization !== undefined && object.organization !== null)
+      ? Organization.fromPartial(object.organization)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCreateOrganizationRequest(): CreateOrganizationRequest {
+  return { name: "", alias: "" };
+}
+
+export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = {
+  encode(message: CreateOrganizationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.alias !== "") {
+      writer.uint32(18).string(message.alias);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateOrganizationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateOrganizationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.alias = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateOrganizationRequest {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      alias: isSet(object.alias) ? globalThis.String(object.alias) : "",
+    };
+  },
+
+  toJSON(message: CreateOrganizationRequest): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.alias !== "") {
+      obj.alias = message.alias;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateOrganizationRequest>, I>>(base?: I): CreateOrganizationRequest {
+    return CreateOrganizationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateOrganizationRequest>, I>>(object: I): CreateOrganizationRequest {
+    const message = createBaseCreateOrganizationRequest();
+    message.name = object.name ?? "";
+    message.alias = object.alias ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateOrganizationResponse(): CreateOrganizationResponse {
+  return { organization: undefined };
+}
+
+export const CreateOrganizationResponse: MessageFns<CreateOrganizationResponse> = {
+  encode(message: CreateOrganizationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organization !== undefined) {
+      Organization.encode(message.organization, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateOrganizationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateOrganizationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organization = Organization.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateOrganizationResponse {
+    return { organization: isSet(object.organization) ? Organization.fromJSON(object.organization) : undefined };
+  },
+
+  toJSON(message: CreateOrganizationResponse): unknown {
+    const obj: any = {};
+    if (message.organization !== undefined) {
+      obj.organization = Organization.toJSON(message.organization);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateOrganizationResponse>, I>>(base?: I): CreateOrganizationResponse {
+    return CreateOrganizationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateOrganizationResponse>, I>>(object: I): CreateOrganizationResponse {
+    const message = createBaseCreateOrganizationResponse();
+    message.organization = (object.organization !== undefined && object.organization !== null)
+      ? Organization.fromPartial(object.organization)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSetOrganizationAdminRequest(): SetOrganizationAdminRequest {
+  return { userId: "", organizationAdmin: false };
+}
+
+export const SetOrganizationAdminRequest: MessageFns<SetOrganizationAdminRequest> = {
+  encode(message: SetOrganizationAdminRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.userId !== "") {
+      writer.uint32(10).string(message.userId);
+    }
+    if (message.organizationAdmin !== false) {
+      writer.uint32(16).bool(message.organizationAdmin);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetOrganizationAdminRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetOrganizationAdminRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.organizationAdmin = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetOrganizationAdminRequest {
+    return {
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      organizationAdmin: isSet(object.organizationAdmin)
+        ? globalThis.Boolean(object.organizationAdmin)
+        : isSet(object.organization_admin)
+        ? globalThis.Boolean(object.organization_admin)
+        : false,
+    };
+  },
+
+  toJSON(message: SetOrganizationAdminRequest): unknown {
+    const obj: any = {};
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.organizationAdmin !== false) {
+      obj.organizationAdmin = message.organizationAdmin;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetOrganizationAdminRequest>, I>>(base?: I): SetOrganizationAdminRequest {
+    return SetOrganizationAdminRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetOrganizationAdminRequest>, I>>(object: I): SetOrganizationAdminRequest {
+    const message = createBaseSetOrganizationAdminRequest();
+    message.userId = object.userId ?? "";
+    message.organizationAdmin = object.organizationAdmin ?? false;
+    return message;
+  },
+};
+
+function createBaseSetOrganizationAdminResponse(): SetOrganizationAdminResponse {
+  return { user: undefined };
+}
+
+export const SetOrganizationAdminResponse: MessageFns<SetOrganizationAdminResponse> = {
+  encode(message: SetOrganizationAdminResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.user !== undefined) {
+      User.encode(message.user, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetOrganizationAdminResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetOrganizationAdminResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.user = User.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetOrganizationAdminResponse {
+    return { user: isSet(object.user) ? User.fromJSON(object.user) : undefined };
+  },
+
+  toJSON(message: SetOrganizationAdminResponse): unknown {
+    const obj: any = {};
+    if (message.user !== undefined) {
+      obj.user = User.toJSON(message.user);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetOrganizationAdminResponse>, I>>(base?: I): SetOrganizationAdminResponse {
+    return SetOrganizationAdminResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetOrganizationAdminResponse>, I>>(object: I): SetOrganizationAdminResponse {
+    const message = createBaseSetOrganizationAdminResponse();
+    message.user = (object.user !== undefined && object.user !== null) ? User.fromPartial(object.user) : undefined;
+    return message;
+  },
+};
+
+function createBaseScimToken(): ScimToken {
+  return { id: "", name: "", createTime: undefined, expireTime: undefined, lastUseTime: undefined, organizationId: 0 };
+}
+
+export const ScimToken: MessageFns<ScimToken> = {
+  encode(message: ScimToken, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.createTime !== undefined) {
+      Timestamp.encode(message.createTime, writer.uint32(26).fork()).join();
+    }
+    if (message.expireTime !== undefined) {
+      Timestamp.encode(message.expireTime, writer.uint32(34).fork()).join();
+    }
+    if (message.lastUseTime !== undefined) {
+      Timestamp.encode(message.lastUseTime, writer.uint32(42).fork()).join();
+    }
+    if (message.organizationId !== 0) {
+      writer.uint32(48).int64(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ScimToken {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseScimToken();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.createTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.expireTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.lastUseTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ScimToken {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      createTime: isSet(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
+        : isSet(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
+        : undefined,
+      expireTime: isSet(object.expireTime)
+        ? fromJsonTimestamp(object.expireTime)
+        : isSet(object.expire_time)
+        ? fromJsonTimestamp(object.expire_time)
+        : undefined,
+      lastUseTime: isSet(object.lastUseTime)
+        ? fromJsonTimestamp(object.lastUseTime)
+        : isSet(object.last_use_time)
+        ? fromJsonTimestamp(object.last_use_time)
+        : undefined,
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: ScimToken): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.createTime !== undefined) {
+      obj.createTime = fromTimestamp(message.createTime).toISOString();
+    }
+    if (message.expireTime !== undefined) {
+      obj.expireTime = fromTimestamp(message.expireTime).toISOString();
+    }
+    if (message.lastUseTime !== undefined) {
+      obj.lastUseTime = fromTimestamp(message.lastUseTime).toISOString();
+    }
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ScimToken>, I>>(base?: I): ScimToken {
+    return ScimToken.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ScimToken>, I>>(object: I): ScimToken {
+    const message = createBaseScimToken();
+    message.id = object.id ?? "";
+    message.name = object.name ?? "";
+    message.createTime = (object.createTime !== undefined && object.createTime !== null)
+      ? Timestamp.fromPartial(object.createTime)
+      : undefined;
+    message.expireTime = (object.expireTime !== undefined && object.expireTime !== null)
+      ? Timestamp.fromPartial(object.expireTime)
+      : undefined;
+    message.lastUseTime = (object.lastUseTime !== undefined && object.lastUseTime !== null)
+      ? Timestamp.fromPartial(object.lastUseTime)
+      : undefined;
+    message.organizationId = object.organizationId ?? 0;
+    return message;
+  },
+};
+
+function createBaseCreateScimTokenRequest(): CreateScimTokenRequest {
+  return { name: "", expireTime: undefined, actor: "", requestId: "" };
+}
+
+export const CreateScimTokenRequest: MessageFns<CreateScimTokenRequest> = {
+  encode(message: CreateScimTokenRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.expireTime !== undefined) {
+      Timestamp.encode(message.expireTime, writer.uint32(18).fork()).join();
+    }
+    if (message.actor !== "") {
+      writer.uint32(26).string(message.actor);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(34).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateScimTokenRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateScimTokenRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.expireTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateScimTokenRequest {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      expireTime: isSet(object.expireTime)
+        ? fromJsonTimestamp(object.expireTime)
+        : isSet(object.expire_time)
+        ? fromJsonTimestamp(object.expire_time)
+        : undefined,
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CreateScimTokenRequest): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.expireTime !== undefined) {
+      obj.expireTime = fromTimestamp(message.expireTime).toISOString();
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateScimTokenRequest>, I>>(base?: I): CreateScimTokenRequest {
+    return CreateScimTokenRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateScimTokenRequest>, I>>(object: I): CreateScimTokenRequest {
+    const message = createBaseCreateScimTokenRequest();
+    message.name = object.name ?? "";
+    message.expireTime = (object.expireTime !== undefined && object.expireTime !== null)
+      ? Timestamp.fromPartial(object.expireTime)
+      : undefined;
+    message.actor = object.actor ?? "";
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateScimTokenResponse(): CreateScimTokenResponse {
+  return { token: undefined, secret: "" };
+}
+
+export const CreateScimTokenResponse: MessageFns<CreateScimTokenResponse> = {
+  encode(message: CreateScimTokenResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== undefined) {
+      ScimToken.encode(message.token, writer.uint32(10).fork()).join();
+    }
+    if (message.secret !== "") {
+      writer.uint32(18).string(message.secret);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateScimTokenResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateScimTokenResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = ScimToken.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.secret = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateScimTokenResponse {
+    return {
+      token: isSet(object.token) ? ScimToken.fromJSON(object.token) : undefined,
+      secret: isSet(object.secret) ? globalThis.String(object.secret) : "",
+    };
+  },
+
+  toJSON(message: CreateScimTokenResponse): unknown {
+    const obj: any = {};
+    if (message.token !== undefined) {
+      obj.token = ScimToken.toJSON(message.token);
+    }
+    if (message.secret !== "") {
+      obj.secret = message.secret;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateScimTokenResponse>, I>>(base?: I): CreateScimTokenResponse {
+    return CreateScimTokenResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateScimTokenResponse>, I>>(object: I): CreateScimTokenResponse {
+    const message = createBaseCreateScimTokenResponse();
+    message.token = (object.token !== undefined && object.token !== null)
+      ? ScimToken.fromPartial(object.token)
+      : undefined;
+    message.secret = object.secret ?? "";
+    return message;
+  },
+};
+
+function createBaseListScimTokensRequest(): ListScimTokensRequest {
+  return {};
+}
+
+export const ListScimTokensRequest: MessageFns<ListScimTokensRequest> = {
+  encode(_: ListScimTokensRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListScimTokensRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListScimTokensRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListScimTokensRequest {
+    return {};
+  },
+
+  toJSON(_: ListScimTokensRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListScimTokensRequest>, I>>(base?: I): ListScimTokensRequest {
+    return ListScimTokensRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListScimTokensRequest>, I>>(_: I): ListScimTokensRequest {
+    const message = createBaseListScimTokensRequest();
+    return message;
+  },
+};
+
+function createBaseListScimTokensResponse(): ListScimTokensResponse {
+  return { tokens: [] };
+}
+
+export const ListScimTokensResponse: MessageFns<ListScimTokensResponse> = {
+  encode(message: ListScimTokensResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.tokens) {
+      ScimToken.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListScimTokensResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListScimTokensResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tokens.push(ScimToken.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListScimTokensResponse {
+    return {
+      tokens: globalThis.Array.isArray(object?.tokens) ? object.tokens.map((e: any) => ScimToken.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListScimTokensResponse): unknown {
+    const obj: any = {};
+    if (message.tokens?.length) {
+      obj.tokens = message.tokens.map((e) => ScimToken.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListScimTokensResponse>, I>>(base?: I): ListScimTokensResponse {
+    return ListScimTokensResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListScimTokensResponse>, I>>(object: I): ListScimTokensResponse {
+    const message = createBaseListScimTokensResponse();
+    message.tokens = object.tokens?.map((e) => ScimToken.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRevokeScimTokenRequest(): RevokeScimTokenRequest {
+  return { id: "", actor: "", requestId: "" };
+}
+
+export const RevokeScimTokenRequest: MessageFns<RevokeScimTokenRequest> = {
+  encode(message: RevokeScimTokenRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.actor !== "") {
+      writer.uint32(18).string(message.actor);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(26).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeScimTokenRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeScimTokenRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeScimTokenRequest {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RevokeScimTokenRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeScimTokenRequest>, I>>(base?: I): RevokeScimTokenRequest {
+    return RevokeScimTokenRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeScimTokenRequest>, I>>(object: I): RevokeScimTokenRequest {
+    const message = createBaseRevokeScimTokenRequest();
+    message.id = object.id ?? "";
+    message.actor = object.actor ?? "";
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeScimTokenResponse(): RevokeScimTokenResponse {
+  return { token: undefined };
+}
+
+export const RevokeScimTokenResponse: MessageFns<RevokeScimTokenResponse> = {
+  encode(message: RevokeScimTokenResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== undefined) {
+      ScimToken.encode(message.token, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeScimTokenResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeScimTokenResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = ScimToken.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeScimTokenResponse {
+    return { token: isSet(object.token) ? ScimToken.fromJSON(object.token) : undefined };
+  },
+
+  toJSON(message: RevokeScimTokenResponse): unknown {
+    const obj: any = {};
+    if (message.token !== undefined) {
+      obj.token = ScimToken.toJSON(message.token);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeScimTokenResponse>, I>>(base?: I): RevokeScimTokenResponse {
+    return RevokeScimTokenResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeScimTokenResponse>, I>>(object: I): RevokeScimTokenResponse {
+    const message = createBaseRevokeScimTokenResponse();
+    message.token = (object.token !== undefined && object.token !== null)
+      ? ScimToken.fromPartial(object.token)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseResolveScimTokenRequest(): ResolveScimTokenRequest {
+  return { secretSha256: Buffer.alloc(0) };
+}
+
+export const ResolveScimTokenRequest: MessageFns<ResolveScimTokenRequest> = {
+  encode(message: ResolveScimTokenRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.secretSha256.length !== 0) {
+      writer.uint32(10).bytes(message.secretSha256);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveScimTokenRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveScimTokenRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secretSha256 = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveScimTokenRequest {
+    return {
+      secretSha256: isSet(object.secretSha256)
+        ? Buffer.from(bytesFromBase64(object.secretSha256))
+        : isSet(object.secret_sha256)
+        ? Buffer.from(bytesFromBase64(object.secret_sha256))
+        : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: ResolveScimTokenRequest): unknown {
+    const obj: any = {};
+    if (message.secretSha256.length !== 0) {
+      obj.secretSha256 = base64FromBytes(message.secretSha256);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResolveScimTokenRequest>, I>>(base?: I): ResolveScimTokenRequest {
+    return ResolveScimTokenRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResolveScimTokenRequest>, I>>(object: I): ResolveScimTokenRequest {
+    const message = createBaseResolveScimTokenRequest();
+    message.secretSha256 = object.secretSha256 ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseResolveScimTokenResponse(): ResolveScimTokenResponse {
+  return { token: undefined };
+}
+
+export const ResolveScimTokenResponse: MessageFns<ResolveScimTokenResponse> = {
+  encode(message: ResolveScimTokenResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== undefined) {
+      ScimToken.encode(message.token, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveScimTokenResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveScimTokenResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = ScimToken.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveScimTokenResponse {
+    return { token: isSet(object.token) ? ScimToken.fromJSON(object.token) : undefined };
+  },
+
+  toJSON(message: ResolveScimTokenResponse): unknown {
+    const obj: any = {};
+    if (message.token !== undefined) {
+      obj.token = ScimToken.toJSON(message.token);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResolveScimTokenResponse>, I>>(base?: I): ResolveScimTokenResponse {
+    return ResolveScimTokenResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResolveScimTokenResponse>, I>>(object: I): ResolveScimTokenResponse {
+    const message = createBaseResolveScimTokenResponse();
+    message.token = (object.token !== undefined && object.token !== null)
+      ? ScimToken.fromPartial(object.token)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListProvisioningEventsRequest(): ListProvisioningEventsRequest {
+  return { limit: 0, beforeTime: undefined, beforeId: 0 };
+}
+
+export const ListProvisioningEventsRequest: MessageFns<ListProvisioningEventsRequest> = {
+  encode(message: ListProvisioningEventsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.limit !== 0) {
+      writer.uint32(8).int32(message.limit);
+    }
+    if (message.beforeTime !== undefined) {
+      Timestamp.encode(message.beforeTime, writer.uint32(18).fork()).join();
+    }
+    if (message.beforeId !== 0) {
+      writer.uint32(24).int64(message.beforeId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListProvisioningEventsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListProvisioningEventsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.beforeTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.beforeId = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListProvisioningEventsRequest {
+    return {
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      beforeTime: isSet(object.beforeTime)
+        ? fromJsonTimestamp(object.beforeTime)
+        : isSet(object.before_time)
+        ? fromJsonTimestamp(object.before_time)
+        : undefined,
+      beforeId: isSet(object.beforeId)
+        ? globalThis.Number(object.beforeId)
+        : isSet(object.before_id)
+        ? globalThis.Number(object.before_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: ListProvisioningEventsRequest): unknown {
+    const obj: any = {};
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.beforeTime !== undefined) {
+      obj.beforeTime = fromTimestamp(message.beforeTime).toISOString();
+    }
+    if (message.beforeId !== 0) {
+      obj.beforeId = Math.round(message.beforeId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListProvisioningEventsRequest>, I>>(base?: I): ListProvisioningEventsRequest {
+    return ListProvisioningEventsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListProvisioningEventsRequest>, I>>(
+    object: I,
+  ): ListProvisioningEventsRequest {
+    const message = createBaseListProvisioningEventsRequest();
+    message.limit = object.limit ?? 0;
+    message.beforeTime = (object.beforeTime !== undefined && object.beforeTime !== null)
+      ? Timestamp.fromPartial(object.beforeTime)
+      : undefined;
+    message.beforeId = object.beforeId ?? 0;
+    return message;
+  },
+};
+
+function createBaseListProvisioningEventsResponse(): ListProvisioningEventsResponse {
+  return { events: [], hasMore: false };
+}
+
+export const ListProvisioningEventsResponse: MessageFns<ListProvisioningEventsResponse> = {
+  encode(message: ListProvisioningEventsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.events) {
+      ProvisioningEvent.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(16).bool(message.hasMore);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListProvisioningEventsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListProvisioningEventsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.events.push(ProvisioningEvent.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListProvisioningEventsResponse {
+    return {
+      events: globalThis.Array.isArray(object?.events)
+        ? object.events.map((e: any) => ProvisioningEvent.fromJSON(e))
+        : [],
+      hasMore: isSet(object.hasMore)
+        ? globalThis.Boolean(object.hasMore)
+        : isSet(object.has_more)
+        ? globalThis.Boolean(object.has_more)
+        : false,
+    };
+  },
+
+  toJSON(message: ListProvisioningEventsResponse): unknown {
+    const obj: any = {};
+    if (message.events?.length) {
+      obj.events = message.events.map((e) => ProvisioningEvent.toJSON(e));
+    }
+    if (message.hasMore !== false) {
+      obj.hasMore = message.hasMore;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListProvisioningEventsResponse>, I>>(base?: I): ListProvisioningEventsResponse {
+    return ListProvisioningEventsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListProvisioningEventsResponse>, I>>(
+    object: I,
+  ): ListProvisioningEventsResponse {
+    const message = createBaseListProvisioningEventsResponse();
+    message.events = object.events?.map((e) => ProvisioningEvent.fromPartial(e)) || [];
+    message.hasMore = object.hasMore ?? false;
+    return message;
+  },
+};
 
 function createBaseName(): Name {
   return { givenName: "", familyName: "", formatted: undefined };
@@ -369,6 +2123,8 @@ function createBaseUser(): User {
     deleteTime: undefined,
     enterprise: undefined,
     scimAttributes: undefined,
+    organizationId: 0,
+    organizationAdmin: false,
   };
 }
 
@@ -415,6 +2171,12 @@ export const User: MessageFns<User> = {
     }
     if (message.scimAttributes !== undefined) {
       Struct.encode(Struct.wrap(message.scimAttributes), writer.uint32(114).fork()).join();
+    }
+    if (message.organizationId !== 0) {
+      writer.uint32(120).int64(message.organizationId);
+    }
+    if (message.organizationAdmin !== false) {
+      writer.uint32(128).bool(message.organizationAdmin);
     }
     return writer;
   },
@@ -544,6 +2306,22 @@ export const User: MessageFns<User> = {
             message.scimAttributes = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.organizationAdmin = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -600,6 +2378,16 @@ export const User: MessageFns<User> = {
         : isObject(object.scim_attributes)
         ? object.scim_attributes
         : undefined,
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+      organizationAdmin: isSet(object.organizationAdmin)
+        ? globalThis.Boolean(object.organizationAdmin)
+        : isSet(object.organization_admin)
+        ? globalThis.Boolean(object.organization_admin)
+        : false,
     };
   },
 
@@ -647,6 +2435,12 @@ export const User: MessageFns<User> = {
     if (message.scimAttributes !== undefined) {
       obj.scimAttributes = message.scimAttributes;
     }
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    if (message.organizationAdmin !== false) {
+      obj.organizationAdmin = message.organizationAdmin;
+    }
     return obj;
   },
 
@@ -675,6 +2469,8 @@ export const User: MessageFns<User> = {
       : undefined;
     message.enterprise = object.enterprise ?? undefined;
     message.scimAttributes = object.scimAttributes ?? undefined;
+    message.organizationId = object.organizationId ?? 0;
+    message.organizationAdmin = object.organizationAdmin ?? false;
     return message;
   },
 };
@@ -1730,6 +3526,19 @@ export const UsersServiceService = {
     responseSerialize: (value: ListUsersResponse): Buffer => Buffer.from(ListUsersResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListUsersResponse => ListUsersResponse.decode(value),
   },
+  /** ListProvisioningEvents pages the organization's provisioning trail kept here (users, SCIM tokens), newest first. */
+  listProvisioningEvents: {
+    path: "/mileage.users.v1.UsersService/ListProvisioningEvents" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListProvisioningEventsRequest): Buffer =>
+      Buffer.from(ListProvisioningEventsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListProvisioningEventsRequest => ListProvisioningEventsRequest.decode(value),
+    responseSerialize: (value: ListProvisioningEventsResponse): Buffer =>
+      Buffer.from(ListProvisioningEventsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListProvisioningEventsResponse =>
+      ListProvisioningEventsResponse.decode(value),
+  },
 } as const;
 
 export interface UsersServiceServer extends UntypedServiceImplementation {
@@ -1745,6 +3554,8 @@ export interface UsersServiceServer extends UntypedServiceImplementation {
   deleteUser: handleUnaryCall<DeleteUserRequest, DeleteUserResponse>;
   /** ListUsers returns the live users matching a filter, ordered by id, with the total count of matches. */
   listUsers: handleUnaryCall<ListUsersRequest, ListUsersResponse>;
+  /** ListProvisioningEvents pages the organization's provisioning trail kept here (users, SCIM tokens), newest first. */
+  listProvisioningEvents: handleUnaryCall<ListProvisioningEventsRequest, ListProvisioningEventsResponse>;
 }
 
 export interface UsersServiceClient extends Client {
@@ -1844,6 +3655,22 @@ export interface UsersServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListUsersResponse) => void,
   ): ClientUnaryCall;
+  /** ListProvisioningEvents pages the organization's provisioning trail kept here (users, SCIM tokens), newest first. */
+  listProvisioningEvents(
+    request: ListProvisioningEventsRequest,
+    callback: (error: ServiceError | null, response: ListProvisioningEventsResponse) => void,
+  ): ClientUnaryCall;
+  listProvisioningEvents(
+    request: ListProvisioningEventsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListProvisioningEventsResponse) => void,
+  ): ClientUnaryCall;
+  listProvisioningEvents(
+    request: ListProvisioningEventsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListProvisioningEventsResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const UsersServiceClient = makeGenericClientConstructor(
@@ -1854,6 +3681,267 @@ export const UsersServiceClient = makeGenericClientConstructor(
   service: typeof UsersServiceService;
   serviceName: string;
 };
+
+/**
+ * OrganizationsService owns the organizations (customer companies), their administrators and their SCIM secret
+ * tokens (schema `users`: an organization is the owner of its users, and the Users service is asked about both on
+ * every request). Every method acts inside the call's organization context (x-mileage-organization metadata) except
+ * GetOrganization, CreateOrganization and ResolveScimToken, which the platform calls before it knows one.
+ */
+export type OrganizationsServiceService = typeof OrganizationsServiceService;
+export const OrganizationsServiceService = {
+  /** GetOrganization finds an organization by id or by alias. NOT_FOUND when neither matches. */
+  getOrganization: {
+    path: "/mileage.users.v1.OrganizationsService/GetOrganization" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetOrganizationRequest): Buffer =>
+      Buffer.from(GetOrganizationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetOrganizationRequest => GetOrganizationRequest.decode(value),
+    responseSerialize: (value: GetOrganizationResponse): Buffer =>
+      Buffer.from(GetOrganizationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetOrganizationResponse => GetOrganizationResponse.decode(value),
+  },
+  /** CreateOrganization creates an organization (an operator's act). ALREADY_EXISTS when the alias is taken. */
+  createOrganization: {
+    path: "/mileage.users.v1.OrganizationsService/CreateOrganization" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateOrganizationRequest): Buffer =>
+      Buffer.from(CreateOrganizationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateOrganizationRequest => CreateOrganizationRequest.decode(value),
+    responseSerialize: (value: CreateOrganizationResponse): Buffer =>
+      Buffer.from(CreateOrganizationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateOrganizationResponse => CreateOrganizationResponse.decode(value),
+  },
+  /** SetOrganizationAdmin grants or takes back the organization admin role of a user of the context's organization. */
+  setOrganizationAdmin: {
+    path: "/mileage.users.v1.OrganizationsService/SetOrganizationAdmin" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetOrganizationAdminRequest): Buffer =>
+      Buffer.from(SetOrganizationAdminRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetOrganizationAdminRequest => SetOrganizationAdminRequest.decode(value),
+    responseSerialize: (value: SetOrganizationAdminResponse): Buffer =>
+      Buffer.from(SetOrganizationAdminResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetOrganizationAdminResponse => SetOrganizationAdminResponse.decode(value),
+  },
+  /**
+   * CreateScimToken mints a SCIM secret token of the context's organization; the secret is returned only here.
+   * FAILED_PRECONDITION when the organization already has the most active tokens allowed.
+   */
+  createScimToken: {
+    path: "/mileage.users.v1.OrganizationsService/CreateScimToken" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateScimTokenRequest): Buffer =>
+      Buffer.from(CreateScimTokenRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateScimTokenRequest => CreateScimTokenRequest.decode(value),
+    responseSerialize: (value: CreateScimTokenResponse): Buffer =>
+      Buffer.from(CreateScimTokenResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateScimTokenResponse => CreateScimTokenResponse.decode(value),
+  },
+  /** ListScimTokens lists the context's organization's active (unrevoked, unexpired) tokens, newest first. */
+  listScimTokens: {
+    path: "/mileage.users.v1.OrganizationsService/ListScimTokens" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListScimTokensRequest): Buffer =>
+      Buffer.from(ListScimTokensRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListScimTokensRequest => ListScimTokensRequest.decode(value),
+    responseSerialize: (value: ListScimTokensResponse): Buffer =>
+      Buffer.from(ListScimTokensResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListScimTokensResponse => ListScimTokensResponse.decode(value),
+  },
+  /** RevokeScimToken revokes one token of the context's organization. NOT_FOUND when it has no such active token. */
+  revokeScimToken: {
+    path: "/mileage.users.v1.OrganizationsService/RevokeScimToken" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RevokeScimTokenRequest): Buffer =>
+      Buffer.from(RevokeScimTokenRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeScimTokenRequest => RevokeScimTokenRequest.decode(value),
+    responseSerialize: (value: RevokeScimTokenResponse): Buffer =>
+      Buffer.from(RevokeScimTokenResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeScimTokenResponse => RevokeScimTokenResponse.decode(value),
+  },
+  /**
+   * ResolveScimToken tells which organization an active token belongs to, from the SHA-256 of its secret, and
+   * records its use. NOT_FOUND when no active token has that hash (unknown, revoked or expired alike).
+   */
+  resolveScimToken: {
+    path: "/mileage.users.v1.OrganizationsService/ResolveScimToken" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ResolveScimTokenRequest): Buffer =>
+      Buffer.from(ResolveScimTokenRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResolveScimTokenRequest => ResolveScimTokenRequest.decode(value),
+    responseSerialize: (value: ResolveScimTokenResponse): Buffer =>
+      Buffer.from(ResolveScimTokenResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResolveScimTokenResponse => ResolveScimTokenResponse.decode(value),
+  },
+} as const;
+
+export interface OrganizationsServiceServer extends UntypedServiceImplementation {
+  /** GetOrganization finds an organization by id or by alias. NOT_FOUND when neither matches. */
+  getOrganization: handleUnaryCall<GetOrganizationRequest, GetOrganizationResponse>;
+  /** CreateOrganization creates an organization (an operator's act). ALREADY_EXISTS when the alias is taken. */
+  createOrganization: handleUnaryCall<CreateOrganizationRequest, CreateOrganizationResponse>;
+  /** SetOrganizationAdmin grants or takes back the organization admin role of a user of the context's organization. */
+  setOrganizationAdmin: handleUnaryCall<SetOrganizationAdminRequest, SetOrganizationAdminResponse>;
+  /**
+   * CreateScimToken mints a SCIM secret token of the context's organization; the secret is returned only here.
+   * FAILED_PRECONDITION when the organization already has the most active tokens allowed.
+   */
+  createScimToken: handleUnaryCall<CreateScimTokenRequest, CreateScimTokenResponse>;
+  /** ListScimTokens lists the context's organization's active (unrevoked, unexpired) tokens, newest first. */
+  listScimTokens: handleUnaryCall<ListScimTokensRequest, ListScimTokensResponse>;
+  /** RevokeScimToken revokes one token of the context's organization. NOT_FOUND when it has no such active token. */
+  revokeScimToken: handleUnaryCall<RevokeScimTokenRequest, RevokeScimTokenResponse>;
+  /**
+   * ResolveScimToken tells which organization an active token belongs to, from the SHA-256 of its secret, and
+   * records its use. NOT_FOUND when no active token has that hash (unknown, revoked or expired alike).
+   */
+  resolveScimToken: handleUnaryCall<ResolveScimTokenRequest, ResolveScimTokenResponse>;
+}
+
+export interface OrganizationsServiceClient extends Client {
+  /** GetOrganization finds an organization by id or by alias. NOT_FOUND when neither matches. */
+  getOrganization(
+    request: GetOrganizationRequest,
+    callback: (error: ServiceError | null, response: GetOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  getOrganization(
+    request: GetOrganizationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  getOrganization(
+    request: GetOrganizationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  /** CreateOrganization creates an organization (an operator's act). ALREADY_EXISTS when the alias is taken. */
+  createOrganization(
+    request: CreateOrganizationRequest,
+    callback: (error: ServiceError | null, response: CreateOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  createOrganization(
+    request: CreateOrganizationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  createOrganization(
+    request: CreateOrganizationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  /** SetOrganizationAdmin grants or takes back the organization admin role of a user of the context's organization. */
+  setOrganizationAdmin(
+    request: SetOrganizationAdminRequest,
+    callback: (error: ServiceError | null, response: SetOrganizationAdminResponse) => void,
+  ): ClientUnaryCall;
+  setOrganizationAdmin(
+    request: SetOrganizationAdminRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetOrganizationAdminResponse) => void,
+  ): ClientUnaryCall;
+  setOrganizationAdmin(
+    request: SetOrganizationAdminRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetOrganizationAdminResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * CreateScimToken mints a SCIM secret token of the context's organization; the secret is returned only here.
+   * FAILED_PRECONDITION when the organization already has the most active tokens allowed.
+   */
+  createScimToken(
+    request: CreateScimTokenRequest,
+    callback: (error: ServiceError | null, response: CreateScimTokenResponse) => void,
+  ): ClientUnaryCall;
+  createScimToken(
+    request: CreateScimTokenRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateScimTokenResponse) => void,
+  ): ClientUnaryCall;
+  createScimToken(
+    request: CreateScimTokenRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateScimTokenResponse) => void,
+  ): ClientUnaryCall;
+  /** ListScimTokens lists the context's organization's active (unrevoked, unexpired) tokens, newest first. */
+  listScimTokens(
+    request: ListScimTokensRequest,
+    callback: (error: ServiceError | null, response: ListScimTokensResponse) => void,
+  ): ClientUnaryCall;
+  listScimTokens(
+    request: ListScimTokensRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListScimTokensResponse) => void,
+  ): ClientUnaryCall;
+  listScimTokens(
+    request: ListScimTokensRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListScimTokensResponse) => void,
+  ): ClientUnaryCall;
+  /** RevokeScimToken revokes one token of the context's organization. NOT_FOUND when it has no such active token. */
+  revokeScimToken(
+    request: RevokeScimTokenRequest,
+    callback: (error: ServiceError | null, response: RevokeScimTokenResponse) => void,
+  ): ClientUnaryCall;
+  revokeScimToken(
+    request: RevokeScimTokenRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeScimTokenResponse) => void,
+  ): ClientUnaryCall;
+  revokeScimToken(
+    request: RevokeScimTokenRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeScimTokenResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ResolveScimToken tells which organization an active token belongs to, from the SHA-256 of its secret, and
+   * records its use. NOT_FOUND when no active token has that hash (unknown, revoked or expired alike).
+   */
+  resolveScimToken(
+    request: ResolveScimTokenRequest,
+    callback: (error: ServiceError | null, response: ResolveScimTokenResponse) => void,
+  ): ClientUnaryCall;
+  resolveScimToken(
+    request: ResolveScimTokenRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResolveScimTokenResponse) => void,
+  ): ClientUnaryCall;
+  resolveScimToken(
+    request: ResolveScimTokenRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResolveScimTokenResponse) => void,
+  ): ClientUnaryCall;
+}
+
+export const OrganizationsServiceClient = makeGenericClientConstructor(
+  OrganizationsServiceService,
+  "mileage.users.v1.OrganizationsService",
+) as unknown as {
+  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): OrganizationsServiceClient;
+  service: typeof OrganizationsServiceService;
+  serviceName: string;
+};
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

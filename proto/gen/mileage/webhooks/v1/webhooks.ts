@@ -127,6 +127,8 @@ export interface Event {
     | undefined;
   /** The payload's `data` object, as JSON. */
   dataJson: string;
+  /** The organization the event happened in: only its subscriptions hear it. */
+  organizationId: number;
 }
 
 export interface PublishEventsRequest {
@@ -1559,7 +1561,7 @@ export const RedeliverDeliveryResponse: MessageFns<RedeliverDeliveryResponse> = 
 };
 
 function createBaseEvent(): Event {
-  return { id: "", type: "", groupId: 0, userId: "", occurTime: undefined, dataJson: "" };
+  return { id: "", type: "", groupId: 0, userId: "", occurTime: undefined, dataJson: "", organizationId: 0 };
 }
 
 export const Event: MessageFns<Event> = {
@@ -1581,6 +1583,9 @@ export const Event: MessageFns<Event> = {
     }
     if (message.dataJson !== "") {
       writer.uint32(50).string(message.dataJson);
+    }
+    if (message.organizationId !== 0) {
+      writer.uint32(56).int64(message.organizationId);
     }
     return writer;
   },
@@ -1646,6 +1651,14 @@ export const Event: MessageFns<Event> = {
             message.dataJson = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1682,6 +1695,11 @@ export const Event: MessageFns<Event> = {
         : isSet(object.data_json)
         ? globalThis.String(object.data_json)
         : "",
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
     };
   },
 
@@ -1705,6 +1723,9 @@ export const Event: MessageFns<Event> = {
     if (message.dataJson !== "") {
       obj.dataJson = message.dataJson;
     }
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
     return obj;
   },
 
@@ -1721,6 +1742,7 @@ export const Event: MessageFns<Event> = {
       ? Timestamp.fromPartial(object.occurTime)
       : undefined;
     message.dataJson = object.dataJson ?? "";
+    message.organizationId = object.organizationId ?? 0;
     return message;
   },
 };
