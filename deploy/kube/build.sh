@@ -3,6 +3,8 @@
 #   kubernetes  kube-apiserver, kube-controller-manager, kube-scheduler (build/control-plane: k8s.io/kubernetes with its
 #               ./staging replace directives swapped for the published k8s.io/* modules; ≈ 15 min cold on 2 cores)
 #   etcd        etcd (build/etcd); kwok: kwok (build/kwok); yaml2json: the tests' YAML reader (build/yaml2json)
+#   stages      kwok's Stages (its module's kustomize/stage): without them kwok refuses to start; with them it marks the
+#               node Ready, renews its Lease, and moves pods Running and ready, a Job's pods Succeeded, deleted ones gone
 #   crds        the CustomResourceDefinitions the chart's optional kinds need: ServiceMonitor and PrometheusRule from the
 #               prometheus-operator module's example/prometheus-operator-crd, Certificate from cert-manager's deploy/crds
 #               (Helm template lines stripped)
@@ -48,14 +50,32 @@ build kubernetes control-plane "$kube_version" \
   "-X $v.gitVersion=$kube_version -X $v.gitMajor=1 -X $v.gitMinor=${minor%%.*} -X $v.gitTreeState=clean" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
 build etcd etcd "$(version_of etcd go.etcd.io/etcd/server/v3)" "" go.etcd.io/etcd/server/v3
-build kwok kwok "$(version_of kwok sigs.k8s.io/kwok)" "" sigs.k8s.io/kwok/cmd/kwok
+kwok_version="$(version_of kwok sigs.k8s.io/kwok)"
+build kwok kwok "$kwok_version" "" sigs.k8s.io/kwok/cmd/kwok
 build yaml2json yaml2json "$(version_of yaml2json sigs.k8s.io/yaml)" "" .
+
+# The folder of a module the Go module proxy serves, e.g. module_dir sigs.k8s.io/kwok@v0.8.0 (downloaded once).
+module_dir() { (cd "$cache" && go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'); }
+
+stages="$cache/kwok-stages-$kwok_version"
+if [ ! -f "$stages/.complete" ]; then
+  echo "fetching the Stages of kwok $kwok_version" >&2
+  rm -rf "$stages.partial" && mkdir -p "$stages.partial"
+  kwok_stages="$(module_dir "sigs.k8s.io/kwok@$kwok_version")/kustomize/stage"
+  # What kwokctl gives its nodes and pods: fast node start, heartbeats through the node's Lease, fast pods.
+  for file in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+    pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    printf -- '---\n' && cat "$kwok_stages/$file.yaml"
+  done >"$stages.partial/stages.yaml"
+  touch "$stages.partial/.complete"
+  rm -rf "$stages" && mv "$stages.partial" "$stages"
+fi
+echo "stages=$stages/stages.yaml"
 
 crds="$cache/crds-prometheus-operator-$PROMETHEUS_OPERATOR_VERSION-cert-manager-$CERT_MANAGER_VERSION"
 if [ ! -f "$crds/.complete" ]; then
   echo "fetching the CRDs of prometheus-operator $PROMETHEUS_OPERATOR_VERSION and cert-manager $CERT_MANAGER_VERSION" >&2
   rm -rf "$crds.partial" && mkdir -p "$crds.partial"
-  module_dir() { (cd "$crds.partial" && go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'); }
   prometheus="$(module_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")"
   cert_manager="$(module_dir "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION")"
   for kind in servicemonitors prometheusrules; do

@@ -89,10 +89,11 @@ start kube-controller-manager "$kube/kube-controller-manager" --kubeconfig "$run
   --secure-port 0 --service-account-private-key-file "$run/sa.key" --root-ca-file "$run/ca.crt" \
   --use-service-account-credentials=false
 start kube-scheduler "$kube/kube-scheduler" --kubeconfig "$run/kubeconfig" --leader-elect=false --secure-port 0
-# kwok plays the kubelet of the nodes labelled type=kwok: it marks their pods Running and ready, and a Job's pods
-# Succeeded. No container runs.
-start kwok "${tool[kwok]}/kwok" --kubeconfig "$run/kubeconfig" --manage-all-nodes=false \
-  --manage-nodes-with-label-selector type=kwok --server-address "127.0.0.1:$kwok_port" --cidr 10.244.0.0/16
+# kwok plays the kubelet of the nodes labelled type=kwok, as its Stages say: it keeps them Ready (renewing their
+# Leases), marks their pods Running and ready, and a Job's pods Succeeded. No container runs.
+start kwok "${tool[kwok]}/kwok" --kubeconfig "$run/kubeconfig" --config "${tool[stages]}" --manage-all-nodes=false \
+  --manage-nodes-with-label-selector type=kwok --node-lease-duration-seconds 40 \
+  --server-address "127.0.0.1:$kwok_port" --cidr 10.244.0.0/16
 
 export KUBE_SERVER="$server" KUBE_TOKEN="$token" NODE_EXTRA_CA_CERTS="$run/ca.crt" KUBECONFIG="$run/kubeconfig"
 export HELM="$helm" YAML2JSON="${tool[yaml2json]}/yaml2json" CRDS="${tool[crds]}" KUBE_LOGS="$run"

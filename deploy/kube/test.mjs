@@ -218,20 +218,38 @@ function podInputs(objects) {
   );
 }
 
-/** The hook Jobs' completions and the ReplicaSets' creations while Helm runs `args`; Helm's stderr. */
-async function observeRollout(namespace, expectedJobs, ...args) {
+/**
+ * The hook Jobs a Helm command runs, by phase: those whose `helm.sh/hook` names `pre-<command>` run before the
+ * release's other objects are applied, `post-<command>` after they are (with --wait: ready).
+ */
+function hookJobsOf(objects, command) {
+  const jobs = byKind(objects, 'Job');
+  const inPhase = (phase) => names(jobs.filter((j) => hookOf(j).split(',').includes(`${phase}-${command}`)));
+  return { pre: inPhase('pre'), post: inPhase('post') };
+}
+
+/**
+ * While Helm runs `args`: each Job the command created, when it was created and when it completed, and each ReplicaSet
+ * it created; Helm's stderr. Only Jobs created during the command count, so a kept Job of an earlier command (deleted
+ * and made again under a before-hook-creation policy) cannot pass for this one's.
+ */
+async function observeRollout(namespace, hooks, ...args) {
   const jobsPath = `/apis/batch/v1/namespaces/${namespace}/jobs`;
   const replicaSetsPath = `/apis/apps/v1/namespaces/${namespace}/replicasets`;
   const jobs = await watch(jobsPath);
   const replicaSets = await watch(replicaSetsPath);
-  const completed = new Map();
-  const completions = () => {
-    for (const { object, revision } of jobs.events) {
+  const expected = [...hooks.pre, ...hooks.post];
+  const jobRuns = () => {
+    const runs = new Map();
+    for (const { type, object, revision } of jobs.events) {
+      if (type === 'ADDED') runs.set(object.metadata.uid, { name: object.metadata.name, created: revision });
+      const run = runs.get(object.metadata.uid);
       const done = object.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True');
-      if (done && !completed.has(object.metadata.name)) completed.set(object.metadata.name, revision);
+      if (run && done && run.completed === undefined) run.completed = revision;
     }
-    return completed;
+    return new Map([...runs.values()].map((run) => [run.name, run]));
   };
+  const completed = () => [...jobRuns()].filter(([, run]) => run.completed !== undefined).map(([name]) => name);
   let stderr;
   try {
     ({ stderr } = await helmAsync(...args));
@@ -239,7 +257,7 @@ async function observeRollout(namespace, expectedJobs, ...args) {
     const added = () => names(replicaSets.events.filter((e) => e.type === 'ADDED').map((e) => e.object));
     const newReplicaSets = names((await ok('GET', replicaSetsPath)).items).filter((n) => !replicaSets.existing.has(n));
     await until('the watches caught up', async () =>
-      expectedJobs.every((j) => completions().has(j)) && newReplicaSets.every((n) => added().includes(n))
+      expected.every((j) => completed().includes(j)) && newReplicaSets.every((n) => added().includes(n))
         ? true
         : undefined,
     );
@@ -248,20 +266,33 @@ async function observeRollout(namespace, expectedJobs, ...args) {
     await replicaSets.stop();
   }
   const created = replicaSets.events.filter((e) => e.type === 'ADDED');
-  return { completed: completions(), created, stderr };
+  return { jobs: jobRuns(), created, stderr };
 }
 
-/** The migration hook Jobs all completed, and did so before the first ReplicaSet of the command was created. */
-function assertHooksFirst(expectedJobs, { completed, created }, phase) {
-  assert.deepEqual([...completed.keys()].sort(), expectedJobs, `${phase}: the hook Jobs that completed`);
-  const lastCompletion = [...completed.values()].reduce((a, b) => (a > b ? a : b), 0n);
+/**
+ * Every hook Job of the command was created and completed, and no other Job; the pre- hooks all completed before the
+ * command's first ReplicaSet was created, the post- hooks were created after its last one.
+ */
+function assertHookOrder(hooks, { jobs, created }, phase) {
+  const ran = [...jobs.keys()].sort();
+  assert.deepEqual(ran, [...hooks.pre, ...hooks.post].sort(), `${phase}: the Jobs the command created`);
+  for (const name of ran) assert.ok(jobs.get(name).completed !== undefined, `${phase}: Job ${name} did not complete`);
+  const latest = (revisions) => revisions.reduce((a, b) => (a > b ? a : b), 0n);
+  const lastPreCompletion = latest(hooks.pre.map((name) => jobs.get(name).completed));
   for (const { object, revision } of created) {
     assert.ok(
-      revision > lastCompletion,
-      `${phase}: ReplicaSet ${object.metadata.name} (revision ${revision}) created before the last hook Job completed (revision ${lastCompletion})`,
+      revision > lastPreCompletion,
+      `${phase}: ReplicaSet ${object.metadata.name} (revision ${revision}) created before the last pre-${phase} hook Job completed (revision ${lastPreCompletion})`,
     );
   }
-  return { jobs: completed.size, replicaSets: created.length };
+  const lastReplicaSet = latest(created.map((e) => e.revision));
+  for (const name of hooks.post) {
+    assert.ok(
+      jobs.get(name).created > lastReplicaSet,
+      `${phase}: post-${phase} hook Job ${name} (revision ${jobs.get(name).created}) created before the last ReplicaSet (revision ${lastReplicaSet})`,
+    );
+  }
+  return { pre: hooks.pre.length, post: hooks.post.length, replicaSets: created.length };
 }
 
 /** Everything left in a namespace, of every kind the server lists there, but what the namespace itself has. */
@@ -335,7 +366,6 @@ for (const set of valueSets) {
     let rendered;
     let installed;
     const deploymentNames = () => names(byKind(rendered, 'Deployment'));
-    const hookJobs = () => names(byKind(rendered, 'Job').filter((j) => /(^|,)pre-install(,|$)/.test(hookOf(j))));
 
     before(async () => {
       rendered = render(set);
@@ -344,18 +374,22 @@ for (const set of valueSets) {
     });
 
     test('helm install --wait in a namespace that enforces restricted Pod Security: hook Jobs complete first', async () => {
+      const hooks = hookJobsOf(rendered, 'install');
+      assert.ok(hooks.pre.length > 0, 'the chart renders no pre-install migration Job');
       const observed = await observeRollout(
         namespace,
-        hookJobs(),
+        hooks,
         ...['install', release, chart, '-n', namespace, ...values(set), '--wait', '--timeout', WAIT],
       );
-      const counted = assertHooksFirst(hookJobs(), observed, 'install');
+      const counted = assertHookOrder(hooks, observed, 'install');
       // The namespace warns of what restricted would refuse, for workloads too: nothing here.
       assert.doesNotMatch(observed.stderr, /PodSecurity/, 'Helm relayed a Pod Security warning');
       assert.equal(counted.replicaSets, deploymentNames().length, 'one ReplicaSet per Deployment');
       installed = await rolledOut(namespace);
       assert.deepEqual([...installed.keys()].sort(), deploymentNames());
-      console.log(`${set}: ${counted.jobs} hook Jobs completed before ${counted.replicaSets} ReplicaSets were created`);
+      console.log(
+        `${set}: ${counted.pre} pre-install hook Jobs completed before ${counted.replicaSets} ReplicaSets were created, ${counted.post} post-install hook Jobs after`,
+      );
     });
 
     test('every object the chart renders is on the server (hook Jobs deleted on success, as their policy says)', async () => {
@@ -382,19 +416,21 @@ for (const set of valueSets) {
       test('helm upgrade of the cursor secret alone rolls only the Deployments that read it; hooks first', async () => {
         const changed = ['--set', `gateway.cursorSecret=${'c'.repeat(40)}`];
         const old = podInputs(rendered);
-        const next = podInputs(render(set, ...changed));
+        const upgraded = render(set, ...changed);
+        const next = podInputs(upgraded);
         const expected = deploymentNames().filter((name) => old.get(name) !== next.get(name));
         assert.ok(
           expected.length > 0 && expected.length < deploymentNames().length,
           `the cursor secret is read by ${expected}`,
         );
         beforeUpgrade = await deploymentsNow(namespace);
+        const hooks = hookJobsOf(upgraded, 'upgrade');
         const observed = await observeRollout(
           namespace,
-          hookJobs(),
+          hooks,
           ...['upgrade', release, chart, '-n', namespace, ...values(set), ...changed, '--wait', '--timeout', WAIT],
         );
-        assertHooksFirst(hookJobs(), observed, 'upgrade');
+        assertHookOrder(hooks, observed, 'upgrade');
         const now = await rolledOut(namespace);
         const rolled = [...now].filter(([name, d]) => !isDeepStrictEqual(d.template, beforeUpgrade.get(name).template));
         assert.deepEqual(rolled.map(([name]) => name).sort(), expected, 'the Deployments whose pod template changed');
