@@ -20,10 +20,14 @@ echo "$("$kube/kube-apiserver" --version), etcd $("${tool[etcd]}/etcd" --version
 section "cluster on loopback"
 run="$(mktemp -d)"
 pids=()
+# In the reverse order of their start, each gone before the next: an API server whose etcd is gone first takes
+# minutes to exit.
 stop() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  local i
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null || true
+    wait "${pids[i]}" 2>/dev/null || true
+  done
   rm -rf "$run"
 }
 trap stop EXIT
