@@ -95,14 +95,26 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
     assert.equal((await fetch(`http://127.0.0.1:${metricsPort}${probe}`)).status, 200, probe);
 
   // The runtime role does the service's work: a user and its audit entry in one transaction.
-  const created = await users.createUser({
-    user: { id: 'TlsMain001', userName: 'tls-main@example.com', emails: [], active: true, timezone: 'UTC', version: 0 },
-    audit: {
-      actor: 'okta-prod',
-      operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE,
-      requestId: 'req-1',
+  const created = await users.createUser(
+    {
+      user: {
+        id: 'TlsMain001',
+        userName: 'tls-main@example.com',
+        emails: [],
+        active: true,
+        timezone: 'UTC',
+        version: 0,
+        organizationId: 0,
+        organizationAdmin: false,
+      },
+      audit: {
+        actor: 'okta-prod',
+        operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE,
+        requestId: 'req-1',
+      },
     },
-  });
+    { organizationId: 1 },
+  );
   assert.equal(created.user?.id, 'TlsMain001');
   const { rows } = await admin.query<{ actor: string }>(
     `SELECT actor FROM users.provisioning_audit WHERE user_id = 'TlsMain001'`,
