@@ -64,7 +64,8 @@ export async function up(knex: Knex): Promise<void> {
     `CREATE INDEX IF NOT EXISTS user_email_values_lookup_idx ON user_email_values (organization_id, value_key)`,
     `CREATE OR REPLACE FUNCTION users_email_values() RETURNS trigger LANGUAGE plpgsql AS $$
      BEGIN
-       IF TG_OP = 'UPDATE' AND NEW.emails IS NOT DISTINCT FROM OLD.emails THEN
+       -- A row from before this migration (no keys yet) gets its values on its first update: the backfill's.
+       IF TG_OP = 'UPDATE' AND NEW.emails IS NOT DISTINCT FROM OLD.emails AND OLD.user_name_key IS NOT NULL THEN
          RETURN NULL;
        END IF;
        DELETE FROM user_email_values WHERE user_id = NEW.id;
@@ -124,7 +125,10 @@ export async function up(knex: Knex): Promise<void> {
     await knex.raw(statement);
 }
 
-/** The lookup keys and e-mail values of the users from before them, in batches by id (each its own transaction: no long lock). */
+/**
+ * The lookup keys and e-mail values of the users from before them, in batches by id (each its own transaction: no
+ * long lock).
+ */
 async function backfillLookupKeys(knex: Knex): Promise<void> {
   for (let after = ''; ;) {
     const { rows } = await knex.raw<{ rows: { last: string | null }[] }>(
@@ -133,7 +137,7 @@ async function backfillLookupKeys(knex: Knex): Promise<void> {
     );
     const last = rows[0]!.last;
     if (last === null) return;
-    // The trigger sets both keys.
+    // The triggers set both keys and the e-mail values.
     await knex.raw(
       `UPDATE users SET user_name_key = lower(user_name) WHERE id > ? AND id <= ? AND user_name_key IS NULL`,
       [after, last],
