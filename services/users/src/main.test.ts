@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import pg from 'pg';
+import { user } from './users-suite.fixture';
 
 test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async (t) => {
   const testDb = await createTestDatabase('users_main');
@@ -97,16 +98,7 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
   // The runtime role does the service's work: a user and its audit entry in one transaction.
   const created = await users.createUser(
     {
-      user: {
-        id: 'TlsMain001',
-        userName: 'tls-main@example.com',
-        emails: [],
-        active: true,
-        timezone: 'UTC',
-        version: 0,
-        organizationId: 0,
-        organizationAdmin: false,
-      },
+      user: user({ id: 'TlsMain001', userName: 'tls-main@example.com' }),
       audit: {
         actor: 'okta-prod',
         operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE,

@@ -9,26 +9,11 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { before, describe, test } from 'node:test';
 import { MAX_ACTIVE_SCIM_TOKENS } from './organizations-repo';
-import { usersSuite } from './users-suite.fixture';
+import { user, usersSuite } from './users-suite.fixture';
 
 const suite = usersSuite('users_orgs');
 const DEMO = 1;
 let globex: number;
-
-function user(overrides: Partial<usersV1.User> = {}): usersV1.User {
-  return {
-    id: '',
-    userName: `u${Math.random().toString(36).slice(2)}@example.com`,
-    name: { givenName: 'Org', familyName: 'Member' },
-    emails: [],
-    active: true,
-    timezone: 'UTC',
-    version: 0,
-    organizationId: 0,
-    organizationAdmin: false,
-    ...overrides,
-  };
-}
 
 const sha256 = (secret: string) => createHash('sha256').update(secret).digest();
 const userNameEq = (value: string): filterV1.Filter => ({

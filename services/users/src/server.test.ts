@@ -13,27 +13,12 @@ import {
   StatementNames,
   USER_FILTER_TABLE,
 } from './users-repo';
-import { usersSuite } from './users-suite.fixture';
+import { user, usersSuite } from './users-suite.fixture';
 
 const suite = usersSuite('users');
 /** The calls of this file act inside the default organization (1, "Demo Org", seeded by the migrations). */
 const DEMO = 1;
 const demo = () => suite.usersIn(DEMO);
-
-function user(overrides: Partial<usersV1.User> = {}): usersV1.User {
-  return {
-    id: '',
-    userName: `u${Math.random().toString(36).slice(2)}@example.com`,
-    name: { givenName: 'Test', familyName: 'User' },
-    emails: [{ value: 'test@example.com', type: 'work', primary: true }],
-    active: true,
-    timezone: 'America/Chicago',
-    version: 0,
-    organizationId: 0,
-    organizationAdmin: false,
-    ...overrides,
-  };
-}
 
 describe('UsersService over real gRPC and PostgreSQL', () => {
   test('migrations are idempotent and live in the users schema', async () => {

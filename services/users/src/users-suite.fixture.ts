@@ -32,6 +32,22 @@ export function inOrganizationOf<C extends object>(client: C, organizationId: nu
   });
 }
 
+/** A valid user to create, with a fresh userName; `overrides` replace its fields. */
+export function user(overrides: Partial<usersV1.User> = {}): usersV1.User {
+  return {
+    id: '',
+    userName: `u${Math.random().toString(36).slice(2)}@example.com`,
+    name: { givenName: 'Test', familyName: 'User' },
+    emails: [{ value: 'test@example.com', type: 'work', primary: true }],
+    active: true,
+    timezone: 'America/Chicago',
+    version: 0,
+    organizationId: 0,
+    organizationAdmin: false,
+    ...overrides,
+  };
+}
+
 export function usersSuite(prefix: string) {
   const suite = {
     /** The superuser's pool: sees every organization's rows (checks of what the service wrote). */
