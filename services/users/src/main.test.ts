@@ -87,6 +87,7 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
 
   await waitFor(() => health.check('', 500), { timeoutMs: 20_000, what: 'users serving over mutual TLS' });
   assert.equal(await plaintextHealth.check('', 1_000), false, 'a plaintext health check is refused');
+  assert.equal(await health.check('mileage.users.v1.OrganizationsService', 1_000), true, 'one process, both services');
   const refused = await plaintext.getUser({ id: 'TlsMain001', includeDeleted: false }).then(
     () => assert.fail('a plaintext call was answered'),
     (err: grpc.ServiceError) => err.code,

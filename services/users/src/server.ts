@@ -23,12 +23,12 @@ import {
 } from './users-repo';
 import { requireUserId, validateUserInput } from './validation';
 
+export type { UsersServerDeps };
+
 /**
  * The gRPC services of the Users process over the given database: UsersService and OrganizationsService (an
  * organization owns its users; both are asked about on every request). Process wiring lives in main.ts.
  */
-export type { UsersServerDeps };
-
 export function createServer(deps: UsersServerDeps): ServiceRegistration[] {
   return [usersRegistration(deps), organizationsRegistration(deps)];
 }
