@@ -361,6 +361,45 @@ describe('the Users process with organizations', () => {
       }
       assert.deepEqual(seen, [...ids].reverse());
     });
+
+    test('a page deep in a long trail is found through the index, under row-level security', async () => {
+      const { organization } = await suite.organizations.createOrganization({ name: 'Umbrella', alias: 'umbrella' });
+      const umbrella = organization!.id;
+      await suite.admin.knex.raw(
+        `INSERT INTO provisioning_audit (organization_id, occurred_at, actor, operation, user_id)
+         SELECT ?, now() - g * interval '1 second', 'okta', 'patch', 'Umbrella01' FROM generate_series(1, 20000) g`,
+        [umbrella],
+      );
+      await suite.admin.knex.raw('ANALYZE provisioning_audit');
+      const [deep] = await suite.admin.knex('provisioning_audit').where({ organization_id: umbrella }).orderBy('id').offset(15000).limit(1); // prettier-ignore
+      const statements: { sql: string; bindings: unknown[] }[] = [];
+      const onQuery = (q: { sql: string; bindings: unknown[] }) => {
+        if (q.sql.includes('ORDER BY occurred_at DESC')) statements.push(q);
+      };
+      suite.runtime.knex.on('query', onQuery);
+      let page: usersV1.ListProvisioningEventsResponse;
+      try {
+        page = await suite.usersIn(umbrella).listProvisioningEvents({
+          limit: 10,
+          beforeTime: millisToTimestamp(new Date(deep.occurred_at).getTime()),
+          beforeId: Number(deep.id),
+        });
+      } finally {
+        suite.runtime.knex.off('query', onQuery);
+      }
+      assert.deepEqual(
+        page.events.map((e) => e.id),
+        Array.from({ length: 10 }, (_, i) => Number(deep.id) + 1 + i),
+      );
+      const [statement] = statements;
+      const plan = await inOrganization(suite.runtime.knex, umbrella, async (trx) =>
+        (await trx.raw(`EXPLAIN ${statement!.sql.replace(/\$\d+/g, '?')}`, statement!.bindings as never[])).rows
+          .map((r: Record<string, string>) => r['QUERY PLAN'])
+          .join('\n'),
+      );
+      assert.match(plan, /Index Cond: .*ROW\(occurred_at, id\) < ROW/, plan);
+      assert.doesNotMatch(plan, /Seq Scan|Sort/, plan);
+    });
   });
 
   describe('defence in depth: row-level security', () => {

@@ -1,14 +1,13 @@
 import type { scimAuditV1 } from '@mileage/proto';
-import { millisToTimestamp, type Knex, type TraceContext } from '@mileage/runtime';
+import { dateToTimestamp, type Knex, type TraceContext } from '@mileage/runtime';
 import { sql } from './database';
-import { EVENT_TIME_KEY } from './migrations/20261126100000_organizations';
 
 /** The most events one page may ask for. */
 export const MAX_EVENTS_PAGE = 1000;
 
 interface EventRow {
   id: string;
-  at_ms: string;
+  occurred_at: Date;
   actor: string;
   operation: string;
   user_id: string | null;
@@ -16,17 +15,20 @@ interface EventRow {
   request_id: string | null;
 }
 
-/** Where a page continues from: the (time, id) of the last event of the page before. */
+/** Where a page continues from: the last event of the page before (its time as the API printed it, and its id). */
 export interface EventPosition {
-  atMs: number;
+  time: Date;
   id: number;
 }
 
 /**
  * A page of one organization's provisioning trail (its users' changes, its SCIM tokens' creation and revocation),
- * newest first, in the order (time to the millisecond, id) of provisioning_audit_organization_time_idx: a position
- * made from an event's time as the API prints it continues exactly after that event. `hasMore` tells whether older
+ * newest first in the order (time, id) of provisioning_audit_organization_time_idx; `hasMore` tells whether older
  * events remain. Runs in the organization's transaction (inOrganization).
+ *
+ * The API prints times to the millisecond, the trail keeps microseconds: a page continues from the exact time of the
+ * event named by the position's id (the printed time only when the organization has no such event). The keyset is a
+ * plain comparison of columns, which row-level security lets the index serve (any function of a column would not be).
  */
 export async function listProvisioningEvents(
   trx: Knex.Transaction,
@@ -34,22 +36,26 @@ export async function listProvisioningEvents(
   page: { limit: number; before?: EventPosition },
   trace?: TraceContext,
 ): Promise<{ events: scimAuditV1.ProvisioningEvent[]; hasMore: boolean }> {
-  const before = page.before
-    ? `AND (${EVENT_TIME_KEY}, id) < (timestamp 'epoch' + ?::bigint * interval '1 millisecond', ?::bigint)`
-    : '';
+  let before: [string | Date, number] | undefined;
+  if (page.before) {
+    const exact = `SELECT occurred_at::text AS at FROM provisioning_audit WHERE organization_id = ? AND id = ?`;
+    const { rows } = await sql(trace, 'SELECT', exact, async () =>
+      trx.raw<{ rows: { at: string }[] }>(exact, [organizationId, page.before!.id]),
+    );
+    before = [rows[0]?.at ?? page.before.time, page.before.id];
+  }
   const text = `
-    SELECT id, (extract(epoch FROM ${EVENT_TIME_KEY}) * 1000)::bigint AS at_ms, actor, operation, user_id,
-           scim_token_id, request_id
+    SELECT id, occurred_at, actor, operation, user_id, scim_token_id, request_id
       FROM provisioning_audit
-     WHERE organization_id = ? ${before}
-     ORDER BY ${EVENT_TIME_KEY} DESC, id DESC
+     WHERE organization_id = ? ${before ? 'AND (occurred_at, id) < (?::timestamptz, ?)' : ''}
+     ORDER BY occurred_at DESC, id DESC
      LIMIT ?`;
-  const bindings = [organizationId, ...(page.before ? [page.before.atMs, page.before.id] : []), page.limit + 1];
+  const bindings = [organizationId, ...(before ?? []), page.limit + 1];
   const { rows } = await sql(trace, 'SELECT', text, async () => trx.raw<{ rows: EventRow[] }>(text, bindings));
   return {
     events: rows.slice(0, page.limit).map((row) => ({
       id: Number(row.id),
-      time: millisToTimestamp(Number(row.at_ms)),
+      time: dateToTimestamp(row.occurred_at),
       actor: row.actor,
       action: row.operation,
       resourceType: row.user_id !== null ? 'User' : 'ScimToken',

@@ -5,7 +5,7 @@ import {
   errors,
   readWithRetry,
   requireListWindow,
-  timestampToMillis,
+  timestampToDate,
   type CallContext,
   type Handlers,
   type ServiceRegistration,
@@ -104,7 +104,7 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
         throw errors.invalidArgument('before_id needs before_time', [
           { field: 'before_time', description: 'required with before_id' },
         ]);
-      const before = request.beforeTime && { atMs: timestampToMillis(request.beforeTime), id: request.beforeId };
+      const before = request.beforeTime && { time: timestampToDate(request.beforeTime), id: request.beforeId };
       return inCallOrganization(
         deps,
         ctx,

@@ -115,10 +115,9 @@ export async function up(knex: Knex): Promise<void> {
     `ALTER TABLE provisioning_audit DROP CONSTRAINT IF EXISTS provisioning_audit_operation_check,
        ADD CONSTRAINT provisioning_audit_operation_check
          CHECK (operation IN ('create', 'replace', 'patch', 'delete', 'revoke')) NOT VALID`,
-    // The trail's pages, newest first (ListProvisioningEvents): the key is the time to the millisecond, as the API
-    // carries it, so that a cursor made from an event's printed time finds exactly the events after it.
+    // The trail's pages, newest first (ListProvisioningEvents).
     `CREATE INDEX IF NOT EXISTS provisioning_audit_organization_time_idx
-       ON provisioning_audit (organization_id, ${EVENT_TIME_KEY}, id)`,
+       ON provisioning_audit (organization_id, occurred_at, id)`,
 
     ...outboxOrganizationExpandStatements(),
   ])
@@ -145,9 +144,6 @@ async function backfillLookupKeys(knex: Knex): Promise<void> {
     after = last;
   }
 }
-
-/** The sort key of the provisioning trail's pages: the entry's time, in UTC, to the millisecond. */
-export const EVENT_TIME_KEY = `date_trunc('milliseconds', occurred_at AT TIME ZONE 'UTC')`;
 
 export async function down(knex: Knex): Promise<void> {
   const { rows } = await knex.raw<{ rows: unknown[] }>(
