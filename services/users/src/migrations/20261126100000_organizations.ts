@@ -1,7 +1,7 @@
 import { DECLARED_ORGANIZATION_DEFAULT, outboxOrganizationExpandStatements } from '@mileage/runtime';
 import type { Knex } from 'knex';
 
-// Organizations (docs/architecture.md, "Organizations"), expand phase: what the release before organizations keeps
+// Organizations (CONTRACT §7), expand phase: what the release before organizations keeps
 // working with while the new one rolls out. Every existing row, and every row an old replica still writes, lands in
 // organization 1 (column default); per-organization unique indexes are added beside the global ones, which the
 // contract phase drops with the row-level security it enables.
@@ -52,7 +52,8 @@ export async function up(knex: Knex): Promise<void> {
        FOR EACH ROW EXECUTE FUNCTION users_lookup_keys()`,
     `ALTER TABLE users DROP CONSTRAINT IF EXISTS users_lookup_keys_check,
        ADD CONSTRAINT users_lookup_keys_check
-         CHECK (user_name_key = lower(user_name) AND display_name_key IS NOT DISTINCT FROM lower(display_name)) NOT VALID`,
+         CHECK (user_name_key IS NOT DISTINCT FROM lower(user_name)
+            AND display_name_key IS NOT DISTINCT FROM lower(display_name)) NOT VALID`,
     // The lower-cased e-mail addresses of each user, one row each, for the same reason: the GIN containment test on
     // the emails document is not leakproof either. Kept by a trigger whenever a user's addresses are written.
     `CREATE TABLE IF NOT EXISTS user_email_values (
