@@ -90,7 +90,7 @@ describe('filterToSql', () => {
 
   test('multi-valued attributes: an indexable shortcut for eq, EXISTS over the elements otherwise', () => {
     const shortcut = filterToSql(cmp('emails.value', Op.OPERATOR_EQ, str('a@x')), USER_FILTER_TABLE);
-    assert.match(shortcut.sql, /@> jsonb_build_array\(lower\(\?\)\)/);
+    assert.match(shortcut.sql, /FROM user_email_values e WHERE .* AND e.value_key = lower\(\?\)\)$/);
     assert.deepEqual(shortcut.bindings, ['a@x']);
     const phone = filterToSql(cmp('phoneNumbers.value', Op.OPERATOR_CO, str('555')), USER_FILTER_TABLE);
     assert.equal(
@@ -107,7 +107,7 @@ describe('filterToSql', () => {
       },
     };
     const narrowed = filterToSql(valuePath, USER_FILTER_TABLE);
-    assert.match(narrowed.sql, /^\(\(lower\(jsonb_path_query_array.* AND EXISTS \(SELECT 1 FROM/);
+    assert.match(narrowed.sql, /^\(EXISTS \(SELECT 1 FROM user_email_values .* AND EXISTS \(SELECT 1 FROM jsonb/);
     assert.deepEqual(narrowed.bindings, ['a@x', 'work', 'a@x']);
   });
 

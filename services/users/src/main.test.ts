@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import pg from 'pg';
+import { user } from './users-suite.fixture';
 
 test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async (t) => {
   const testDb = await createTestDatabase('users_main');
@@ -86,6 +87,7 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
 
   await waitFor(() => health.check('', 500), { timeoutMs: 20_000, what: 'users serving over mutual TLS' });
   assert.equal(await plaintextHealth.check('', 1_000), false, 'a plaintext health check is refused');
+  assert.equal(await health.check('mileage.users.v1.OrganizationsService', 1_000), true, 'one process, both services');
   const refused = await plaintext.getUser({ id: 'TlsMain001', includeDeleted: false }).then(
     () => assert.fail('a plaintext call was answered'),
     (err: grpc.ServiceError) => err.code,
@@ -95,14 +97,17 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
     assert.equal((await fetch(`http://127.0.0.1:${metricsPort}${probe}`)).status, 200, probe);
 
   // The runtime role does the service's work: a user and its audit entry in one transaction.
-  const created = await users.createUser({
-    user: { id: 'TlsMain001', userName: 'tls-main@example.com', emails: [], active: true, timezone: 'UTC', version: 0 },
-    audit: {
-      actor: 'okta-prod',
-      operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE,
-      requestId: 'req-1',
+  const created = await users.createUser(
+    {
+      user: user({ id: 'TlsMain001', userName: 'tls-main@example.com' }),
+      audit: {
+        actor: 'okta-prod',
+        operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE,
+        requestId: 'req-1',
+      },
     },
-  });
+    { organizationId: 1 },
+  );
   assert.equal(created.user?.id, 'TlsMain001');
   const { rows } = await admin.query<{ actor: string }>(
     `SELECT actor FROM users.provisioning_audit WHERE user_id = 'TlsMain001'`,

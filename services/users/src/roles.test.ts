@@ -33,6 +33,9 @@ before(async () => {
   app = new pg.Client({ connectionString: roles.urlOf(roles.runtime) });
   await app.connect();
   await app.query('SET search_path = users');
+  // Row-level security shows a session only the organization it declares (here for the whole session, not a
+  // transaction as the service does): the default organization.
+  await app.query(`SELECT set_config('mileage.organization_id', '1', false)`);
 });
 
 after(async () => {

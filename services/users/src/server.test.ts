@@ -1,45 +1,30 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { filterV1, PROTO_FILES, scimAuditV1, usersV1 } from '@mileage/proto';
-import { decodeServiceError, HealthClient, timestampToMillis } from '@mileage/runtime';
-import { rejection, serviceSuite, startTestService } from '@mileage/runtime/testing';
+import { filterV1, scimAuditV1, usersV1 } from '@mileage/proto';
+import { decodeServiceError, HealthClient, inOrganization, timestampToMillis } from '@mileage/runtime';
+import { rejection } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
-import { openDatabase } from './database';
 import { filterToSql } from '@mileage/scim-domain';
-import { matchesAtMostOne, pageQuery, StatementNames, USER_FILTER_TABLE } from './users-repo';
-import { createServer } from './server';
+import {
+  LIVE_USERS_OF_ORGANIZATION,
+  matchesAtMostOne,
+  onStoredLowerCase,
+  pageQuery,
+  StatementNames,
+  USER_FILTER_TABLE,
+} from './users-repo';
+import { user, usersSuite } from './users-suite.fixture';
 
-const suite = serviceSuite({
-  prefix: 'users',
-  open: (url) => openDatabase({ url }),
-  start: (db) =>
-    startTestService({
-      service: 'users',
-      implementation: createServer({ knex: db.knex }),
-      protoFile: PROTO_FILES.users,
-      Client: usersV1.UsersServiceClient,
-      deadlineMs: 5_000,
-    }),
-});
-
-function user(overrides: Partial<usersV1.User> = {}): usersV1.User {
-  return {
-    id: '',
-    userName: `u${Math.random().toString(36).slice(2)}@example.com`,
-    name: { givenName: 'Test', familyName: 'User' },
-    emails: [{ value: 'test@example.com', type: 'work', primary: true }],
-    active: true,
-    timezone: 'America/Chicago',
-    version: 0,
-    ...overrides,
-  };
-}
+const suite = usersSuite('users');
+/** The calls of this file act inside the default organization (1, "Demo Org", seeded by the migrations). */
+const DEMO = 1;
+const demo = () => suite.usersIn(DEMO);
 
 describe('UsersService over real gRPC and PostgreSQL', () => {
   test('migrations are idempotent and live in the users schema', async () => {
-    const { applied } = await suite.db.migrate();
+    const { applied } = await suite.admin.migrate();
     assert.deepEqual(applied, []);
-    const { rows } = await suite.db.knex.raw(
+    const { rows } = await suite.admin.knex.raw(
       `SELECT table_schema FROM information_schema.tables WHERE table_name = 'knex_migrations'`,
     );
     assert.deepEqual(
@@ -49,28 +34,28 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   });
 
   test('creates a user with a generated 10-character id and reads it back', async () => {
-    const { user: created } = await suite.client.createUser({
+    const { user: created } = await demo().createUser({
       user: user({ userName: 'Erin@Example.com', displayName: 'Erin' }),
     });
     assert.match(created!.id, /^[A-Za-z0-9]{10}$/);
     assert.equal(created!.version, 1);
     assert.equal(created!.active, true);
     assert.ok(created!.createTime);
-    const { user: read } = await suite.client.getUser({ id: created!.id, includeDeleted: false });
+    const { user: read } = await demo().getUser({ id: created!.id, includeDeleted: false });
     assert.deepEqual(read, created);
   });
 
   test('keeps a valid id sent by the caller, and refuses it when taken', async () => {
-    const { user: created } = await suite.client.createUser({ user: user({ id: 'Explicit01' }) });
+    const { user: created } = await demo().createUser({ user: user({ id: 'Explicit01' }) });
     assert.equal(created!.id, 'Explicit01');
-    const err = await rejection(suite.client.createUser({ user: user({ id: 'Explicit01' }) }));
+    const err = await rejection(demo().createUser({ user: user({ id: 'Explicit01' }) }));
     assert.equal(err.code, status.ALREADY_EXISTS);
     assert.equal(err.reason, 'USER_ID_TAKEN');
   });
 
   test('userName is unique case-insensitively', async () => {
-    await suite.client.createUser({ user: user({ userName: 'frank@example.com' }) });
-    const err = await rejection(suite.client.createUser({ user: user({ userName: 'FRANK@example.COM' }) }));
+    await demo().createUser({ user: user({ userName: 'frank@example.com' }) });
+    const err = await rejection(demo().createUser({ user: user({ userName: 'FRANK@example.COM' }) }));
     assert.equal(err.code, status.ALREADY_EXISTS);
     assert.equal(err.reason, 'USER_NAME_TAKEN');
   });
@@ -78,7 +63,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   test('exactly one of many concurrent creates with one userName wins', async () => {
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) =>
-        suite.client.createUser({ user: user({ userName: i % 2 ? 'race@example.com' : 'RACE@example.com' }) }),
+        demo().createUser({ user: user({ userName: i % 2 ? 'race@example.com' : 'RACE@example.com' }) }),
       ),
     );
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
@@ -89,9 +74,9 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   });
 
   test('invalid input is refused with field violations and nothing is written', async () => {
-    const before = await suite.db.knex('users').count<{ count: string }[]>('* as count');
+    const before = await suite.admin.knex('users').count<{ count: string }[]>('* as count');
     const err = await rejection(
-      suite.client.createUser({
+      demo().createUser({
         user: user({
           id: 'short',
           userName: '',
@@ -107,47 +92,44 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       'timezone',
       'user_name',
     ]);
-    const afterCount = await suite.db.knex('users').count<{ count: string }[]>('* as count');
+    const afterCount = await suite.admin.knex('users').count<{ count: string }[]>('* as count');
     assert.deepEqual(afterCount, before);
   });
 
   test('the rules of the SCIM User declaration for emails: at most 10, at most one primary (SCIM reports the same)', async () => {
     const address = (i: number, primary = false) => ({ value: `a${i}@example.com`, type: 'work', primary });
     const tooMany = await rejection(
-      suite.client.createUser({ user: user({ emails: Array.from({ length: 11 }, (_, i) => address(i)) }) }),
+      demo().createUser({ user: user({ emails: Array.from({ length: 11 }, (_, i) => address(i)) }) }),
     );
     assert.deepEqual(tooMany.fieldViolations, [{ field: 'emails', description: 'at most 10 values' }]);
     const twoPrimaries = await rejection(
-      suite.client.createUser({ user: user({ emails: [address(1, true), address(2, true)] }) }),
+      demo().createUser({ user: user({ emails: [address(1, true), address(2, true)] }) }),
     );
     assert.deepEqual(twoPrimaries.fieldViolations, [{ field: 'emails', description: 'at most one primary value' }]);
   });
 
   test('unknown and malformed ids', async () => {
-    assert.equal(
-      (await rejection(suite.client.getUser({ id: 'NoSuchUser', includeDeleted: false }))).code,
-      status.NOT_FOUND,
-    );
-    const malformed = await rejection(suite.client.getUser({ id: 'bad id!', includeDeleted: false }));
+    assert.equal((await rejection(demo().getUser({ id: 'NoSuchUser', includeDeleted: false }))).code, status.NOT_FOUND);
+    const malformed = await rejection(demo().getUser({ id: 'bad id!', includeDeleted: false }));
     assert.equal(malformed.code, status.INVALID_ARGUMENT);
     assert.equal(malformed.fieldViolations[0]?.field, 'id');
   });
 
   test('batch get returns found users once each, in request order', async () => {
-    const a = (await suite.client.createUser({ user: user() })).user!;
-    const b = (await suite.client.createUser({ user: user() })).user!;
-    const { users } = await suite.client.batchGetUsers({ ids: [b.id, 'Missing123', a.id, b.id] });
+    const a = (await demo().createUser({ user: user() })).user!;
+    const b = (await demo().createUser({ user: user() })).user!;
+    const { users } = await demo().batchGetUsers({ ids: [b.id, 'Missing123', a.id, b.id] });
     assert.deepEqual(
       users.map((u) => u.id),
       [b.id, a.id],
     );
-    const tooMany = await rejection(suite.client.batchGetUsers({ ids: Array.from({ length: 1001 }, () => a.id) }));
+    const tooMany = await rejection(demo().batchGetUsers({ ids: Array.from({ length: 1001 }, () => a.id) }));
     assert.equal(tooMany.code, status.INVALID_ARGUMENT);
   });
 
   test('update bumps the version and honours expected_version', async () => {
-    const created = (await suite.client.createUser({ user: user() })).user!;
-    const { user: updated } = await suite.client.updateUser({
+    const created = (await demo().createUser({ user: user() })).user!;
+    const { user: updated } = await demo().updateUser({
       user: { ...created, active: false, displayName: 'Renamed' },
       expectedVersion: 1,
     });
@@ -155,13 +137,9 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     assert.equal(updated!.active, false);
     assert.equal(updated!.displayName, 'Renamed');
     assert.ok(timestampToMillis(updated!.updateTime!) >= timestampToMillis(created.updateTime!));
-    const stale = await rejection(
-      suite.client.updateUser({ user: { ...created, displayName: 'Lost' }, expectedVersion: 1 }),
-    );
+    const stale = await rejection(demo().updateUser({ user: { ...created, displayName: 'Lost' }, expectedVersion: 1 }));
     assert.equal(stale.code, status.ABORTED);
-    const missing = await rejection(
-      suite.client.updateUser({ user: { ...created, id: 'Nobody0000' }, expectedVersion: 0 }),
-    );
+    const missing = await rejection(demo().updateUser({ user: { ...created, id: 'Nobody0000' }, expectedVersion: 0 }));
     assert.equal(missing.code, status.NOT_FOUND);
   });
 
@@ -191,7 +169,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     let tag: string;
     const list = async (filter: filterV1.Filter) =>
       (
-        await suite.client.listUsers({
+        await demo().listUsers({
           filter: and(cmp('externalId', Op.OPERATOR_SW, tag), filter),
           offset: 0,
           limit: 100,
@@ -223,7 +201,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         { userName: `ivy_50%.${tag}@example.org`, given: 'Ivy', active: true, emails: [], dept: undefined },
       ];
       for (const [i, p] of people.entries()) {
-        await suite.client.createUser({
+        await demo().createUser({
           user: user({
             userName: p.userName,
             externalId: `${tag}-${i}`,
@@ -290,8 +268,8 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
 
     test('pages by id with the total, and refuses unknown attributes and type mismatches', async () => {
       const filter = cmp('externalId', Op.OPERATOR_SW, tag);
-      const first = await suite.client.listUsers({ filter, offset: 0, limit: 2 });
-      const rest = await suite.client.listUsers({ filter, offset: 2, limit: 2 });
+      const first = await demo().listUsers({ filter, offset: 0, limit: 2 });
+      const rest = await demo().listUsers({ filter, offset: 2, limit: 2 });
       assert.equal(first.totalSize, 3);
       assert.equal(rest.totalSize, 3);
       const ids = [...first.users, ...rest.users].map((u) => u.id);
@@ -303,11 +281,11 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         cmp('active', Op.OPERATOR_EQ, 'yes'),
         cmp('meta.created', Op.OPERATOR_GT, 'yesterday'),
       ]) {
-        const err = await rejection(suite.client.listUsers({ filter: bad, offset: 0, limit: 10 }));
+        const err = await rejection(demo().listUsers({ filter: bad, offset: 0, limit: 10 }));
         assert.equal(err.code, status.INVALID_ARGUMENT);
         assert.equal(err.reason, 'INVALID_FILTER');
       }
-      assert.equal((await rejection(suite.client.listUsers({ offset: 0, limit: 1001 }))).code, status.INVALID_ARGUMENT);
+      assert.equal((await rejection(demo().listUsers({ offset: 0, limit: 1001 }))).code, status.INVALID_ARGUMENT);
     });
 
     test('a lookup prepared by name answers with its own values every time, past the switch to a generic plan', async () => {
@@ -316,7 +294,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       const names = [`Grace.${tag}@Example.com`, `henry.${tag}@example.com`, `ivy_50%.${tag}@example.org`];
       for (let round = 0; round < 12; round++) {
         for (const name of names) {
-          const found = await suite.client.listUsers({
+          const found = await demo().listUsers({
             filter: cmp('userName', Op.OPERATOR_EQ, name),
             offset: 0,
             limit: 100,
@@ -327,7 +305,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
             [name],
           );
         }
-        const none = await suite.client.listUsers({ filter: cmp('userName', Op.OPERATOR_EQ, `nobody.${tag}`), offset: 0, limit: 100 }); // prettier-ignore
+        const none = await demo().listUsers({ filter: cmp('userName', Op.OPERATOR_EQ, `nobody.${tag}`), offset: 0, limit: 100 }); // prettier-ignore
         assert.deepEqual([none.totalSize, none.users], [0, []]);
       }
     });
@@ -338,7 +316,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       assert.ok(!matchesAtMostOne(cmp('userName', Op.OPERATOR_NE, 'a')));
       assert.ok(!matchesAtMostOne(cmp('userName', Op.OPERATOR_SW, 'a')));
       assert.ok(!matchesAtMostOne(cmp('userName', Op.OPERATOR_PR)));
-      assert.ok(!matchesAtMostOne(cmp('externalId', Op.OPERATOR_EQ, 'a')), 'externalId is not unique');
+      assert.ok(matchesAtMostOne(cmp('externalId', Op.OPERATOR_EQ, 'a')), 'externalId is unique per organization');
       assert.ok(!matchesAtMostOne(and(cmp('userName', Op.OPERATOR_EQ, 'a'), cmp('active', Op.OPERATOR_EQ, true))));
       assert.ok(!matchesAtMostOne(undefined));
 
@@ -348,12 +326,12 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       const onQuery = (q: { sql: string }) => {
         if (q.sql.includes('FROM users WHERE')) statements.push(q.sql);
       };
-      suite.db.knex.on('query', onQuery);
+      suite.runtime.knex.on('query', onQuery);
       let found: usersV1.ListUsersResponse;
       try {
-        found = await suite.client.listUsers({ filter: byName, offset: 0, limit: 100 });
+        found = await demo().listUsers({ filter: byName, offset: 0, limit: 100 });
       } finally {
-        suite.db.knex.off('query', onQuery);
+        suite.runtime.knex.off('query', onQuery);
       }
       assert.equal(statements.length, 1, statements.join('\n'));
       assert.equal(found.totalSize, 1);
@@ -361,7 +339,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         found.users.map((u) => u.userName),
         [name],
       );
-      const byId = await suite.client.listUsers({
+      const byId = await demo().listUsers({
         filter: cmp('id', Op.OPERATOR_EQ, found.users[0]!.id),
         offset: 0,
         limit: 1,
@@ -373,22 +351,22 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         [0, 0],
         [5, 0],
       ] as const) {
-        const page = await suite.client.listUsers({ filter: byName, offset, limit });
+        const page = await demo().listUsers({ filter: byName, offset, limit });
         assert.deepEqual([page.totalSize, page.users], [1, []], `offset ${offset}, limit ${limit}`);
       }
-      const miss = await suite.client.listUsers({ filter: cmp('userName', Op.OPERATOR_EQ, `nobody.${tag}`), offset: 0, limit: 1 }); // prettier-ignore
+      const miss = await demo().listUsers({ filter: cmp('userName', Op.OPERATOR_EQ, `nobody.${tag}`), offset: 0, limit: 1 }); // prettier-ignore
       assert.deepEqual([miss.totalSize, miss.users], [0, []]);
     });
 
     test('identity-provider lookups are index scans at volume', async () => {
       // 20,000 extra rows make a sequential scan visible in the plan; ANALYZE gives the planner real statistics.
-      await suite.db.knex.raw(`
-        INSERT INTO users (id, user_name, emails, display_name, external_id)
-        SELECT 'Plan' || lpad(g::text, 6, '0'), 'plan' || g || '@example.com',
+      await suite.admin.knex.raw(`
+        INSERT INTO users (organization_id, id, user_name, emails, display_name, external_id)
+        SELECT ${DEMO}, 'Plan' || lpad(g::text, 6, '0'), 'plan' || g || '@example.com',
                jsonb_build_array(jsonb_build_object('value', 'plan' || g || '@mail.example', 'type', 'work', 'primary', true)),
                'Plan ' || g, 'plan-' || g
           FROM generate_series(1, 20000) g`);
-      await suite.db.knex.raw('ANALYZE users');
+      await suite.admin.knex.raw('ANALYZE users');
       const lookups: [string, string][] = [
         ['userName', 'PLAN77@example.com'],
         ['externalId', 'plan-77'],
@@ -404,21 +382,17 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         ['emails[type eq work and value eq …]', valuePath],
       ];
       for (const [attribute, filter] of filters) {
-        const condition = filterToSql(filter, USER_FILTER_TABLE);
-        // The statement ListUsers runs for a page of a few matches, and the count before it.
-        const { rows } = await suite.db.knex.raw(`EXPLAIN ${pageQuery(`deleted_at IS NULL AND ${condition.sql}`, 1)}`, [
-          ...condition.bindings,
-          100,
-          0,
+        const condition = onStoredLowerCase(filterToSql(filter, USER_FILTER_TABLE));
+        // The statement ListUsers runs for a page of a few matches, and the count before it, as the service runs them
+        // (its role, under row-level security).
+        const where = `${LIVE_USERS_OF_ORGANIZATION} AND ${condition.sql}`;
+        const rows = await inOrganization(suite.runtime.knex, DEMO, async (trx) => [
+          ...(await trx.raw(`EXPLAIN ${pageQuery(where, 1)}`, [DEMO, ...condition.bindings, 100, 0])).rows,
+          ...(await trx.raw(`EXPLAIN SELECT count(*) FROM users WHERE ${where}`, [DEMO, ...condition.bindings])).rows,
         ]);
-        const counted = await suite.db.knex.raw(
-          `EXPLAIN SELECT count(*) FROM users WHERE deleted_at IS NULL AND ${condition.sql}`,
-          condition.bindings,
-        );
-        rows.push(...counted.rows);
         const plan = rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
         assert.doesNotMatch(plan, /Seq Scan/, `${attribute} eq: ${plan}`);
-        const found = await suite.client.listUsers({ filter, offset: 0, limit: 10 });
+        const found = await demo().listUsers({ filter, offset: 0, limit: 10 });
         assert.deepEqual(
           found.users.map((u) => u.id),
           ['Plan000077'],
@@ -441,65 +415,56 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
   });
 
   test('delete deactivates, hides the user and frees the userName; the id stays taken', async () => {
-    const created = (await suite.client.createUser({ user: user({ userName: 'leaver@example.com' }) })).user!;
-    const stale = await rejection(suite.client.deleteUser({ id: created.id, expectedVersion: 9 }));
+    const created = (await demo().createUser({ user: user({ userName: 'leaver@example.com' }) })).user!;
+    const stale = await rejection(demo().deleteUser({ id: created.id, expectedVersion: 9 }));
     assert.equal(stale.code, status.ABORTED);
-    const { user: deleted } = await suite.client.deleteUser({
+    const { user: deleted } = await demo().deleteUser({
       id: created.id,
       expectedVersion: created.version,
     });
     assert.equal(deleted!.active, false);
     assert.ok(deleted!.deleteTime);
-    assert.equal(
-      (await rejection(suite.client.getUser({ id: created.id, includeDeleted: false }))).code,
-      status.NOT_FOUND,
-    );
-    assert.equal(
-      (await rejection(suite.client.deleteUser({ id: created.id, expectedVersion: 0 }))).code,
-      status.NOT_FOUND,
-    );
-    const again = (await suite.client.createUser({ user: user({ userName: 'LEAVER@example.com' }) })).user!;
+    assert.equal((await rejection(demo().getUser({ id: created.id, includeDeleted: false }))).code, status.NOT_FOUND);
+    assert.equal((await rejection(demo().deleteUser({ id: created.id, expectedVersion: 0 }))).code, status.NOT_FOUND);
+    const again = (await demo().createUser({ user: user({ userName: 'LEAVER@example.com' }) })).user!;
     assert.notEqual(again.id, created.id);
-    assert.equal(
-      (await rejection(suite.client.createUser({ user: user({ id: created.id }) }))).code,
-      status.ALREADY_EXISTS,
-    );
+    assert.equal((await rejection(demo().createUser({ user: user({ id: created.id }) }))).code, status.ALREADY_EXISTS);
   });
 
   test('user.deactivated is recorded in the transaction that makes an active user inactive, once', async () => {
     const events = async (id: string) =>
-      (await suite.db.knex('outbox').select('event_type', 'group_id', 'user_id', 'payload').where({ user_id: id })) as {
+      (await suite.admin
+        .knex('outbox')
+        .select('event_type', 'group_id', 'user_id', 'payload')
+        .where({ user_id: id })) as {
         event_type: string;
         group_id: string | null;
         user_id: string;
         payload: unknown;
       }[];
-    const a = (await suite.client.createUser({ user: user() })).user!;
-    const renamed = (await suite.client.updateUser({ user: { ...a, displayName: 'Still here' }, expectedVersion: 0 }))
-      .user!;
+    const a = (await demo().createUser({ user: user() })).user!;
+    const renamed = (await demo().updateUser({ user: { ...a, displayName: 'Still here' }, expectedVersion: 0 })).user!;
     assert.deepEqual(await events(a.id), [], 'an update that keeps the user active');
-    const stale = await rejection(
-      suite.client.updateUser({ user: { ...a, active: false }, expectedVersion: a.version }),
-    );
+    const stale = await rejection(demo().updateUser({ user: { ...a, active: false }, expectedVersion: a.version }));
     assert.equal(stale.code, status.ABORTED);
     assert.deepEqual(await events(a.id), [], 'a refused write records nothing');
-    const off = (await suite.client.updateUser({ user: { ...renamed, active: false }, expectedVersion: 0 })).user!;
+    const off = (await demo().updateUser({ user: { ...renamed, active: false }, expectedVersion: 0 })).user!;
     assert.deepEqual(await events(a.id), [
       { event_type: 'user.deactivated', group_id: null, user_id: a.id, payload: { user_id: a.id } },
     ]);
-    await suite.client.updateUser({ user: { ...off, displayName: 'Inactive still' }, expectedVersion: 0 });
-    await suite.client.deleteUser({ id: a.id, expectedVersion: 0 });
+    await demo().updateUser({ user: { ...off, displayName: 'Inactive still' }, expectedVersion: 0 });
+    await demo().deleteUser({ id: a.id, expectedVersion: 0 });
     assert.equal((await events(a.id)).length, 1, 'already inactive: no second event');
 
-    const b = (await suite.client.createUser({ user: user() })).user!;
-    await suite.client.deleteUser({ id: b.id, expectedVersion: 0 });
+    const b = (await demo().createUser({ user: user() })).user!;
+    await demo().deleteUser({ id: b.id, expectedVersion: 0 });
     assert.deepEqual(
       (await events(b.id)).map((e) => e.event_type),
       ['user.deactivated'],
       'deleting an active user deactivates them',
     );
-    const c = (await suite.client.createUser({ user: user({ active: false }) })).user!;
-    await suite.client.deleteUser({ id: c.id, expectedVersion: 0 });
+    const c = (await demo().createUser({ user: user({ active: false }) })).user!;
+    await demo().deleteUser({ id: c.id, expectedVersion: 0 });
     assert.deepEqual(await events(c.id), [], 'created inactive: never deactivated');
   });
 
@@ -509,18 +474,16 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       phoneNumbers: [{ value: '+1 555 0100', type: 'work' }],
       name: { middleName: 'Q' },
     };
-    const created = (await suite.client.createUser({ user: user({ userName: 'attrs@example.com', scimAttributes }) }))
-      .user!;
+    const created = (await demo().createUser({ user: user({ userName: 'attrs@example.com', scimAttributes }) })).user!;
     assert.deepEqual(created.scimAttributes, scimAttributes);
     const updated = (
-      await suite.client.updateUser({ user: { ...created, scimAttributes: { title: 'Driver' } }, expectedVersion: 1 })
+      await demo().updateUser({ user: { ...created, scimAttributes: { title: 'Driver' } }, expectedVersion: 1 })
     ).user!;
     assert.equal(updated.version, 2);
-    assert.deepEqual((await suite.client.getUser({ id: created.id, includeDeleted: false })).user!.scimAttributes, {
+    assert.deepEqual((await demo().getUser({ id: created.id, includeDeleted: false })).user!.scimAttributes, {
       title: 'Driver',
     });
-    const cleared = (await suite.client.updateUser({ user: { ...updated, scimAttributes: {} }, expectedVersion: 2 }))
-      .user!;
+    const cleared = (await demo().updateUser({ user: { ...updated, scimAttributes: {} }, expectedVersion: 2 })).user!;
     assert.equal(cleared.scimAttributes, undefined, 'no attributes are stored as none');
   });
 
@@ -532,7 +495,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       ...extra,
     });
     const entries = async (id: string) =>
-      (await suite.db.knex('provisioning_audit').where({ user_id: id }).orderBy('id')) as {
+      (await suite.admin.knex('provisioning_audit').where({ user_id: id }).orderBy('id')) as {
         operation: string;
         version: string;
         actor: string;
@@ -541,25 +504,25 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
         after: unknown;
       }[];
     const created = (
-      await suite.client.createUser({
+      await demo().createUser({
         user: user({ userName: 'audited@example.com' }),
         audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE, { after: { userName: 'audited@example.com' } }),
       })
     ).user!;
-    await suite.client.updateUser({
+    await demo().updateUser({
       user: { ...created, displayName: 'Audited' },
       expectedVersion: 1,
       audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH, { before: { v: 1 }, after: { v: 2 } }),
     });
     const stale = await rejection(
-      suite.client.updateUser({
+      demo().updateUser({
         user: { ...created, displayName: 'Stale' },
         expectedVersion: 1,
         audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH),
       }),
     );
     assert.equal(stale.code, status.ABORTED);
-    await suite.client.deleteUser({
+    await demo().deleteUser({
       id: created.id,
       expectedVersion: 2,
       audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_DELETE, { before: { v: 2 } }),
@@ -578,14 +541,14 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     assert.equal(rows[2]!.after, null);
     // An audit entry without actor or operation is refused, and the write with it.
     const bad = await rejection(
-      suite.client.createUser({
+      demo().createUser({
         user: user({ userName: 'unaudited@example.com' }),
         audit: { actor: '', operation: 0, requestId: '' },
       }),
     );
     assert.equal(bad.code, status.INVALID_ARGUMENT);
-    assert.equal((await suite.db.knex('users').where({ user_name: 'unaudited@example.com' })).length, 0);
-    await assert.rejects(suite.db.knex('provisioning_audit').where({ user_id: created.id }).delete(), /append-only/);
+    assert.equal((await suite.admin.knex('users').where({ user_name: 'unaudited@example.com' })).length, 0);
+    await assert.rejects(suite.admin.knex('provisioning_audit').where({ user_id: created.id }).delete(), /append-only/);
   });
 
   test('the standard health service answers SERVING', async () => {
@@ -593,6 +556,7 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     try {
       assert.equal(await health.check(''), true);
       assert.equal(await health.check('mileage.users.v1.UsersService'), true);
+      assert.equal(await health.check('mileage.users.v1.OrganizationsService'), true);
       assert.equal(await health.check('no.such.Service'), false);
     } finally {
       health.close();

@@ -1,28 +1,55 @@
 import { usersV1 } from '@mileage/proto';
 import {
+  acrossOrganizations,
+  callOrganization,
   errors,
-  isUserId,
+  readWithRetry,
   requireListWindow,
+  timestampToDate,
+  type CallContext,
   type Handlers,
-  type Knex,
   type ServiceRegistration,
 } from '@mileage/runtime';
 import { filterToSql } from '@mileage/scim-domain';
-import { matchesAtMostOne, MAX_BATCH, USER_FILTER_TABLE, UsersRepository } from './users-repo';
-import { validateUserInput } from './validation';
+import { inCallOrganization, type UsersServerDeps } from './organization-context';
+import { organizationsRegistration } from './organizations-server';
+import { listProvisioningEvents, MAX_EVENTS_PAGE } from './provisioning-events';
+import {
+  findUserInAnyOrganization,
+  matchesAtMostOne,
+  MAX_BATCH,
+  USER_FILTER_TABLE,
+  UsersRepository,
+} from './users-repo';
+import { requireUserId, validateUserInput } from './validation';
 
-export interface UsersServerDeps {
-  knex: Knex;
+export type { UsersServerDeps };
+
+/**
+ * The gRPC services of the Users process over the given database: UsersService and OrganizationsService (an
+ * organization owns its users; both are asked about on every request). Process wiring lives in main.ts.
+ */
+export function createServer(deps: UsersServerDeps): ServiceRegistration[] {
+  return [usersRegistration(deps), organizationsRegistration(deps)];
 }
 
-/** The UsersService handlers over the given database; process wiring lives in main.ts. */
-export function createServer(deps: UsersServerDeps): ServiceRegistration {
-  const repo = new UsersRepository(deps.knex);
+function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
+  const users = <T>(ctx: CallContext, work: (repo: UsersRepository) => Promise<T>, options?: { read?: boolean }) =>
+    inCallOrganization(deps, ctx, (trx, organizationId) => work(new UsersRepository(trx, organizationId)), options);
+  const read = { read: true };
 
   const handlers: Handlers<usersV1.UsersServiceServer> = {
     async getUser(request, ctx) {
       requireUserId(request.id, 'id');
-      const user = await repo.get(request.id, request.includeDeleted, ctx.trace);
+      const user =
+        callOrganization(ctx) === undefined
+          ? // The gateway loading its verified caller: user ids are global, and the user's organization is the answer.
+            await readWithRetry(() =>
+              acrossOrganizations(deps.knex, (trx) =>
+                findUserInAnyOrganization(trx, request.id, request.includeDeleted, ctx.trace),
+              ),
+            )
+          : await users(ctx, (repo) => repo.get(request.id, request.includeDeleted, ctx.trace), read);
       if (!user) throw errors.notFound(`user ${request.id} not found`, 'USER_NOT_FOUND');
       return { user };
     },
@@ -34,40 +61,64 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration {
         ]);
       }
       request.ids.forEach((id, i) => requireUserId(id, `ids[${i}]`));
-      return { users: await repo.getMany(request.ids, ctx.trace) };
+      return { users: await users(ctx, (repo) => repo.getMany(request.ids, ctx.trace), read) };
     },
 
     async createUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: false });
-      return { user: await repo.create(user, request.audit, ctx.trace) };
+      return { user: await users(ctx, (repo) => repo.create(user, request.audit, ctx.trace)) };
     },
 
     async updateUser(request, ctx) {
       const user = validateUserInput(request.user, { idRequired: true });
-      return { user: await repo.update(user, request.expectedVersion, request.audit, ctx.trace) };
+      return { user: await users(ctx, (repo) => repo.update(user, request.expectedVersion, request.audit, ctx.trace)) };
     },
 
     async deleteUser(request, ctx) {
       requireUserId(request.id, 'id');
-      return { user: await repo.delete(request.id, request.expectedVersion, request.audit, ctx.trace) };
+      return {
+        user: await users(ctx, (repo) => repo.delete(request.id, request.expectedVersion, request.audit, ctx.trace)),
+      };
     },
 
     async listUsers(request, ctx) {
       requireListWindow(request);
       const condition = filterToSql(request.filter, USER_FILTER_TABLE);
-      const { users, total } = await repo.list(condition, request.offset, request.limit, ctx.trace, {
-        atMostOne: matchesAtMostOne(request.filter),
-      });
-      return { users, totalSize: total };
+      const { users: page, total } = await users(
+        ctx,
+        (repo) =>
+          repo.list(condition, request.offset, request.limit, ctx.trace, {
+            atMostOne: matchesAtMostOne(request.filter),
+          }),
+        read,
+      );
+      return { users: page, totalSize: total };
+    },
+
+    async listProvisioningEvents(request, ctx) {
+      if (!Number.isInteger(request.limit) || request.limit < 1 || request.limit > MAX_EVENTS_PAGE)
+        throw errors.invalidArgument(`limit must be 1..${MAX_EVENTS_PAGE}`, [
+          { field: 'limit', description: `1..${MAX_EVENTS_PAGE}` },
+        ]);
+      if (request.beforeId !== 0 && !request.beforeTime)
+        throw errors.invalidArgument('before_id needs before_time', [
+          { field: 'before_time', description: 'required with before_id' },
+        ]);
+      const before = request.beforeTime && { time: timestampToDate(request.beforeTime), id: request.beforeId };
+      return inCallOrganization(
+        deps,
+        ctx,
+        (trx, organizationId) =>
+          listProvisioningEvents(
+            trx,
+            organizationId,
+            { limit: request.limit, ...(before ? { before } : {}) },
+            ctx.trace,
+          ),
+        read,
+      );
     },
   };
 
   return { definition: usersV1.UsersServiceService, handlers: handlers as ServiceRegistration['handlers'] };
-}
-
-function requireUserId(id: string, field: string): void {
-  if (!isUserId(id))
-    throw errors.invalidArgument(`${field} must be exactly 10 characters [A-Za-z0-9]`, [
-      { field, description: 'invalid user id' },
-    ]);
 }

@@ -1,5 +1,5 @@
-import { dateToTimestamp, errors, recordEvent, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
-import { filterV1, type scimAuditV1, type usersV1 } from '@mileage/proto';
+import { dateToTimestamp, errors, recordEvent, type Knex, type TraceContext } from '@mileage/runtime';
+import { filterV1, scimAuditV1, type usersV1 } from '@mileage/proto';
 import {
   auditRow,
   filterSchema,
@@ -10,6 +10,7 @@ import {
   type SqlCondition,
 } from '@mileage/scim-domain';
 import { createHash, randomInt } from 'node:crypto';
+import { sql } from './database';
 
 interface UserRow {
   id: string;
@@ -28,6 +29,8 @@ interface UserRow {
   modified_at: Date;
   version: string;
   deleted_at: Date | null;
+  organization_id: string;
+  organization_admin: boolean;
 }
 
 const COLUMNS = [
@@ -47,6 +50,8 @@ const COLUMNS = [
   'modified_at',
   'version',
   'deleted_at',
+  'organization_id',
+  'organization_admin',
 ] as const;
 
 const SELECT_COLUMNS = COLUMNS.join(', ');
@@ -69,21 +74,46 @@ export const USER_COLUMNS: OwnerColumns = {
   multi: {
     emails: {
       ...jsonbElements('users.emails', 'email'),
-      // The expression of users_email_values_idx: "some address equals" as a GIN containment test.
+      // "Some address equals", through the lower-cased addresses of user_email_values (a leakproof, indexed lookup
+      // under row-level security: the migration 20261126100000 says why).
       eqShortcut: {
-        value: `(lower(jsonb_path_query_array(users.emails, '$[*].value')::text)::jsonb @> jsonb_build_array(lower(?)))`,
+        value: `EXISTS (SELECT 1 FROM user_email_values e WHERE e.user_id = users.id AND e.organization_id = users.organization_id AND e.value_key = lower(?))`,
       },
     },
   },
   documents: { scim_attributes: 'users.scim_attributes', enterprise: 'users.enterprise' },
 };
+/**
+ * The case-insensitive comparisons a filter makes (`lower(<column>) … lower(?)`), read from the lower-cased copies the
+ * table keeps (trigger users_lookup_keys; CHECK users_lookup_keys_check holds them equal). Under row-level security
+ * PostgreSQL uses an index only for a leakproof condition, and lower() on a column is not one: `userName eq` would
+ * be checked row by row after the organization's policy; `users.user_name_key = lower(?)` uses its index.
+ */
+const STORED_LOWER_CASE: readonly [string, string][] = [
+  ['lower(users.user_name)', 'users.user_name_key'],
+  ['lower(users.display_name)', 'users.display_name_key'],
+];
+
+/** `condition` with its case-insensitive comparisons on the stored lower-cased columns (STORED_LOWER_CASE). */
+export function onStoredLowerCase(condition: SqlCondition): SqlCondition {
+  const sql = STORED_LOWER_CASE.reduce(
+    (text, [expression, column]) => text.replaceAll(expression, column),
+    condition.sql,
+  );
+  return { sql, bindings: condition.bindings };
+}
+
 /** What a SCIM filter compares, in SQL; a declared field without a column fails here, at start-up. */
 export const USER_FILTER_TABLE = sqlFilterTable(filterSchema(USER_RESOURCE_TYPE), USER_COLUMNS);
 // The hot read of every /v1 request: a constant statement, prepared once per connection (pg named statements).
-const GET_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND deleted_at IS NULL`;
-const GET_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ?`;
+const GET_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND organization_id = ? AND deleted_at IS NULL`;
+const GET_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND organization_id = ?`;
+// A user whichever organization they belong to (the gateway loading its verified caller): ids are global.
+const FIND_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND deleted_at IS NULL`;
+const FIND_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ?`;
 // One statement text for any number of ids (an array parameter), so it too is prepared once.
-const GET_MANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ANY(?::char(10)[]) AND deleted_at IS NULL`;
+const GET_MANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users
+  WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
 
 const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 export const MAX_BATCH = 1000;
@@ -114,6 +144,8 @@ function toUser(row: UserRow): usersV1.User {
     ...(row.deleted_at ? { deleteTime: dateToTimestamp(row.deleted_at) } : {}),
     ...(row.enterprise ? { enterprise: row.enterprise } : {}),
     ...(row.scim_attributes ? { scimAttributes: row.scim_attributes } : {}),
+    organizationId: Number(row.organization_id),
+    organizationAdmin: row.organization_admin,
   };
 }
 
@@ -142,13 +174,18 @@ async function recordAudit(
   trace: TraceContext | undefined,
 ): Promise<void> {
   if (!audit) return;
-  const insert = tx('provisioning_audit').insert({ user_id: user.id, ...auditRow(audit, user.version) });
+  const insert = tx('provisioning_audit').insert({
+    organization_id: user.organizationId,
+    user_id: user.id,
+    ...auditRow(audit, user.version),
+  });
   await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert);
 }
 
 /**
  * `user.deactivated` (docs/webhooks.md) in the transaction that deactivates the user: no group, the relay resolves the
- * groups the user belongs to when it delivers.
+ * groups the user belongs to when it delivers. The event belongs to the transaction's declared organization (the
+ * outbox column's default).
  */
 async function recordDeactivation(tx: Knex.Transaction, userId: string): Promise<void> {
   await recordEvent(tx, { type: 'user.deactivated', groupId: null, userId, data: { user_id: userId } });
@@ -159,7 +196,30 @@ function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
 
-const sql = sqlSpans('users');
+const userNameTaken = () => errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
+/**
+ * The unique indexes whose violation means a value is taken in the caller's own organization. The global userName
+ * index of the release before organizations stays until the contract phase (an old replica relies on it meanwhile).
+ */
+const TAKEN_BY_INDEX: Record<string, () => Error> = {
+  users_organization_user_name_key: userNameTaken,
+  users_user_name_key: userNameTaken,
+  users_organization_external_id_key: () =>
+    errors.alreadyExists('externalId is already taken', 'USER_EXTERNAL_ID_TAKEN'),
+};
+
+function takenError(err: unknown): Error | undefined {
+  const constraint = (err as { constraint?: string })?.constraint;
+  return isUniqueViolation(err) && constraint ? TAKEN_BY_INDEX[constraint]?.() : undefined;
+}
+
+/** A user of an organization that does not exist (a foreign key violation of users.organization_id). */
+function unknownOrganization(err: unknown): Error | undefined {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23503' && e.constraint === 'users_organization_fkey'
+    ? errors.notFound('the organization does not exist', 'ORGANIZATION_NOT_FOUND')
+    : undefined;
+}
 
 /** Matches up to this many are fetched through the filter's own index and sorted; more walk the primary key in order. */
 export const SMALL_MATCH = 10_000;
@@ -176,8 +236,14 @@ export function pageQuery(where: string, total: number): string {
     : `SELECT ${SELECT_COLUMNS} FROM users WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`;
 }
 
-/** Attributes no two live users share (the primary key; userName by users_user_name_key on lower(user_name)). */
-const UNIQUE_ATTRIBUTES = new Set(['id', 'username']);
+/** The rows a list of one organization reads (its first binding is the organization). */
+export const LIVE_USERS_OF_ORGANIZATION = 'organization_id = ? AND deleted_at IS NULL';
+
+/**
+ * Attributes no two live users of an organization share (the primary key; userName and externalId by the unique
+ * indexes users_organization_user_name_key on user_name_key (its lower case) and users_organization_external_id_key).
+ */
+const UNIQUE_ATTRIBUTES = new Set(['id', 'username', 'externalid']);
 
 /**
  * Whether `filter` is a single string equality on a unique attribute (`userName eq "…"`, `id eq "…"`: an identity
@@ -222,27 +288,49 @@ export class StatementNames {
 const listStatements = new StatementNames('users_list_', MAX_PREPARED_LISTS);
 
 /** A list statement through knex.raw, prepared by name while the cap allows. */
-function listQuery<T>(knex: Knex, text: string, bindings: readonly unknown[]) {
+function listQuery<T>(knex: Knex.Transaction, text: string, bindings: readonly unknown[]) {
   const raw = knex.raw<T>(text, bindings as Knex.RawBinding[]);
   const name = listStatements.nameOf(text);
   return name ? raw.options({ name }) : raw;
 }
 
-/** Data access for the `users` schema. */
+/**
+ * The user `id` whichever organization they belong to, in a transaction that sees every organization
+ * (acrossOrganizations): the gateway loading its verified caller, whose organization it does not know yet. One read
+ * by primary key.
+ */
+export async function findUserInAnyOrganization(
+  trx: Knex.Transaction,
+  id: string,
+  includeDeleted: boolean,
+  trace?: TraceContext,
+): Promise<usersV1.User | undefined> {
+  const text = includeDeleted ? FIND_ANY_SQL : FIND_LIVE_SQL;
+  const { rows } = await sql(trace, 'SELECT', text, async () =>
+    trx
+      .raw<{ rows: UserRow[] }>(text, [id])
+      .options({ name: includeDeleted ? 'users_find_any_v1' : 'users_find_live_v1' }),
+  );
+  return rows[0] && toUser(rows[0]);
+}
+
+/**
+ * Data access for the `users` schema, inside one organization: construct it over the transaction of
+ * `inOrganization(knex, organizationId, …)`. Every statement also names the organization itself, so the indexes that
+ * lead with it serve them, and row-level security is the second wall.
+ */
 export class UsersRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly db: Knex.Transaction,
+    private readonly organizationId: number,
+  ) {}
 
   async get(id: string, includeDeleted = false, trace?: TraceContext): Promise<usersV1.User | undefined> {
     const text = includeDeleted ? GET_ANY_SQL : GET_LIVE_SQL;
-    const result = await sql(
-      trace,
-      'SELECT',
-      text,
-      async () =>
-        this.knex
-          .raw<{ rows: UserRow[] }>(text, [id])
-          .options({ name: includeDeleted ? 'users_get_any_v1' : 'users_get_live_v1' }),
-      { retryRead: true },
+    const result = await sql(trace, 'SELECT', text, async () =>
+      this.db
+        .raw<{ rows: UserRow[] }>(text, [id, this.organizationId])
+        .options({ name: includeDeleted ? 'users_get_any_v2' : 'users_get_live_v2' }),
     );
     const row = result.rows[0];
     return row ? toUser(row) : undefined;
@@ -252,25 +340,29 @@ export class UsersRepository {
   async getMany(ids: string[], trace?: TraceContext): Promise<usersV1.User[]> {
     const unique = [...new Set(ids)];
     if (unique.length === 0) return [];
-    const { rows } = await sql(
-      trace,
-      'SELECT',
-      GET_MANY_SQL,
-      async () => this.knex.raw<{ rows: UserRow[] }>(GET_MANY_SQL, [unique]).options({ name: 'users_get_many_v1' }),
-      { retryRead: true },
+    const { rows } = await sql(trace, 'SELECT', GET_MANY_SQL, async () =>
+      this.db
+        .raw<{ rows: UserRow[] }>(GET_MANY_SQL, [unique, this.organizationId])
+        .options({ name: 'users_get_many_v2' }),
     );
     const byId = new Map(rows.map((r) => [r.id.trim(), toUser(r)]));
     return unique.flatMap((id) => byId.get(id) ?? []);
   }
 
+  /**
+   * Inserts a user; a caller's `id` is kept unless it is taken. Taken by a user of this organization (deleted ones
+   * too): ALREADY_EXISTS. Taken by another organization's user, which this organization must not learn about: the
+   * user gets a fresh id, as when the caller sends none (CONTRACT §4, "otherwise the server assigns one").
+   */
   async create(user: usersV1.User, audit?: scimAuditV1.ProvisioningAudit, trace?: TraceContext): Promise<usersV1.User> {
-    const explicitId = user.id !== '';
     for (let attempt = 0; ; attempt++) {
+      const explicitId = attempt === 0 && user.id !== '';
       const id = explicitId ? user.id : generateUserId();
       try {
-        return await this.knex.transaction(async (tx) => {
+        // A savepoint: a refused insert leaves the organization's transaction usable for the next attempt.
+        return await this.db.transaction(async (tx) => {
           const insert = tx('users')
-            .insert({ id, ...toColumns(user) })
+            .insert({ id, organization_id: this.organizationId, ...toColumns(user) })
             .returning(COLUMNS);
           const [row] = (await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert)) as UserRow[];
           const created = toUser(row!);
@@ -278,10 +370,11 @@ export class UsersRepository {
           return created;
         });
       } catch (err) {
-        if (isUniqueViolation(err, 'users_user_name_key'))
-          throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
+        const refused = takenError(err) ?? unknownOrganization(err);
+        if (refused) throw refused;
         if (isUniqueViolation(err, 'users_pkey')) {
-          if (explicitId) throw errors.alreadyExists('id is already taken', 'USER_ID_TAKEN');
+          if (explicitId && (await this.exists(id, trace)))
+            throw errors.alreadyExists('id is already taken', 'USER_ID_TAKEN');
           if (attempt < 5) continue;
         }
         throw err;
@@ -296,13 +389,13 @@ export class UsersRepository {
     trace?: TraceContext,
   ): Promise<usersV1.User> {
     try {
-      return await this.knex.transaction(async (tx) => {
+      return await this.db.transaction(async (tx) => {
         // Deactivating (SCIM PATCH active=false, PUT): was the user active until now? Locked, so two concurrent
         // deactivations record one event.
         const wasActive = user.active ? false : await this.lockActive(tx, user.id, trace);
         const query = tx('users')
           .update({ ...toColumns(user), modified_at: tx.fn.now(), version: tx.raw('version + 1') })
-          .where({ id: user.id })
+          .where({ id: user.id, organization_id: this.organizationId })
           .whereNull('deleted_at')
           .returning(COLUMNS);
         if (expectedVersion > 0) query.andWhere('version', expectedVersion);
@@ -314,9 +407,7 @@ export class UsersRepository {
         return updated;
       });
     } catch (err) {
-      if (isUniqueViolation(err, 'users_user_name_key'))
-        throw errors.alreadyExists('userName is already taken', 'USER_NAME_TAKEN');
-      throw err;
+      throw takenError(err) ?? err;
     }
   }
 
@@ -327,11 +418,11 @@ export class UsersRepository {
     audit?: scimAuditV1.ProvisioningAudit,
     trace?: TraceContext,
   ): Promise<usersV1.User> {
-    return this.knex.transaction(async (tx) => {
+    return this.db.transaction(async (tx) => {
       const wasActive = await this.lockActive(tx, id, trace);
       const query = tx('users')
         .update({ deleted_at: tx.fn.now(), active: false, modified_at: tx.fn.now(), version: tx.raw('version + 1') })
-        .where({ id })
+        .where({ id, organization_id: this.organizationId })
         .whereNull('deleted_at')
         .returning(COLUMNS);
       if (expectedVersion > 0) query.andWhere('version', expectedVersion);
@@ -344,6 +435,45 @@ export class UsersRepository {
     });
   }
 
+  /**
+   * Grants or takes back the organization admin role of a live user of this organization (not a SCIM attribute: the
+   * version stays), with an audit entry when it changes. Undefined when there is no such user.
+   */
+  async setOrganizationAdmin(
+    id: string,
+    organizationAdmin: boolean,
+    audit: Pick<scimAuditV1.ProvisioningAudit, 'actor' | 'requestId'>,
+    trace?: TraceContext,
+  ): Promise<usersV1.User | undefined> {
+    return this.db.transaction(async (tx) => {
+      // The role before the change, read under the row's lock: concurrent changes are recorded one after the other.
+      const text = `UPDATE users SET organization_admin = ?
+        FROM (SELECT id, organization_admin AS was_admin FROM users
+               WHERE id = ? AND organization_id = ? AND deleted_at IS NULL FOR UPDATE) before
+       WHERE users.id = before.id
+      RETURNING ${COLUMNS.map((c) => `users.${c}`).join(', ')}, before.was_admin`;
+      const { rows } = await sql(trace, 'UPDATE', text, async () =>
+        tx.raw<{ rows: (UserRow & { was_admin: boolean })[] }>(text, [organizationAdmin, id, this.organizationId]),
+      );
+      const row = rows[0];
+      if (!row) return undefined;
+      const user = toUser(row);
+      if (row.was_admin !== organizationAdmin)
+        await recordAudit(
+          tx,
+          {
+            ...audit,
+            operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH,
+            before: { organizationAdmin: row.was_admin },
+            after: { organizationAdmin },
+          },
+          user,
+          trace,
+        );
+      return user;
+    });
+  }
+
   /** A page of the live users matching `condition` (from filterToSql), by id, and how many match in all. */
   async list(
     condition: SqlCondition,
@@ -352,15 +482,12 @@ export class UsersRepository {
     trace?: TraceContext,
     options: { atMostOne?: boolean } = {},
   ): Promise<{ users: usersV1.User[]; total: number }> {
-    const where = `deleted_at IS NULL AND ${condition.sql}`;
+    const where = `${LIVE_USERS_OF_ORGANIZATION} AND ${onStoredLowerCase(condition).sql}`;
+    const bindings = [this.organizationId, ...condition.bindings];
     const readPage = async (total: number) => {
       const pageText = pageQuery(where, total);
-      const { rows } = await sql(
-        trace,
-        'SELECT',
-        pageText,
-        async () => listQuery<{ rows: UserRow[] }>(this.knex, pageText, [...condition.bindings, limit, offset]),
-        { retryRead: true },
+      const { rows } = await sql(trace, 'SELECT', pageText, async () =>
+        listQuery<{ rows: UserRow[] }>(this.db, pageText, [...bindings, limit, offset]),
       );
       return rows.map(toUser);
     };
@@ -371,22 +498,28 @@ export class UsersRepository {
       return { users, total: users.length };
     }
     const countText = `SELECT count(*) AS total FROM users WHERE ${where}`;
-    const countResult = await sql(
-      trace,
-      'SELECT',
-      countText,
-      async () => listQuery<{ rows: { total: string }[] }>(this.knex, countText, condition.bindings),
-      { retryRead: true },
+    const countResult = await sql(trace, 'SELECT', countText, async () =>
+      listQuery<{ rows: { total: string }[] }>(this.db, countText, bindings),
     );
     const total = Number(countResult.rows[0]!.total);
     if (limit === 0 || offset >= total) return { users: [], total };
     return { users: await readPage(total), total };
   }
 
+  /** Whether `id` is taken by a user of this organization, live or deleted. */
+  private async exists(id: string, trace?: TraceContext): Promise<boolean> {
+    return Boolean(await this.get(id, true, trace));
+  }
+
   /** Whether the live user `id` is active, locking its row for the rest of the transaction. */
   private async lockActive(tx: Knex.Transaction, id: string, trace?: TraceContext): Promise<boolean> {
     const row = (await sql(trace, 'SELECT', 'SELECT active FROM users FOR UPDATE', async () =>
-      tx('users').select('active').where({ id }).whereNull('deleted_at').forUpdate().first(),
+      tx('users')
+        .select('active')
+        .where({ id, organization_id: this.organizationId })
+        .whereNull('deleted_at')
+        .forUpdate()
+        .first(),
     )) as { active: boolean } | undefined;
     return row?.active ?? false;
   }

@@ -13,14 +13,8 @@ const EMAILS = findAttribute(USER_ATTRIBUTES, 'emails')!;
 export function validateUserInput(user: usersV1.User | undefined, options: { idRequired: boolean }): usersV1.User {
   if (!user) throw errors.invalidArgument('user is required', [{ field: 'user', description: 'required' }]);
   const violations: FieldViolation[] = [];
-  const text = (field: string, value: string | undefined, required: boolean) => {
-    if (value === undefined || value === '') {
-      if (required) violations.push({ field, description: 'required' });
-      return;
-    }
-    if (value.length > MAX_TEXT) violations.push({ field, description: `at most ${MAX_TEXT} characters` });
-    if (CONTROL_CHARS.test(value)) violations.push({ field, description: 'must not contain control characters' });
-  };
+  const text = (field: string, value: string | undefined, required: boolean) =>
+    violations.push(...textViolations(field, value, required));
   if (options.idRequired || user.id !== '') {
     if (!isUserId(user.id)) violations.push({ field: 'id', description: 'must be exactly 10 characters [A-Za-z0-9]' });
   }
@@ -46,6 +40,28 @@ export function validateUserInput(user: usersV1.User | undefined, options: { idR
   if (primaries) violations.push(primaries);
   if (violations.length) throw errors.invalidArgument('invalid user', violations);
   return user;
+}
+
+/** What is wrong with a text field (empty counts as absent): at most `max` characters, no control characters. */
+export function textViolations(
+  field: string,
+  value: string | undefined,
+  required: boolean,
+  max = MAX_TEXT,
+): FieldViolation[] {
+  if (value === undefined || value === '') return required ? [{ field, description: 'required' }] : [];
+  const violations: FieldViolation[] = [];
+  if (value.length > max) violations.push({ field, description: `at most ${max} characters` });
+  if (CONTROL_CHARS.test(value)) violations.push({ field, description: 'must not contain control characters' });
+  return violations;
+}
+
+/** INVALID_ARGUMENT unless `id` is a user id (10 characters [A-Za-z0-9]). */
+export function requireUserId(id: string, field: string): void {
+  if (!isUserId(id))
+    throw errors.invalidArgument(`${field} must be exactly 10 characters [A-Za-z0-9]`, [
+      { field, description: 'invalid user id' },
+    ]);
 }
 
 const knownZones = new Set(Intl.supportedValuesOf('timeZone'));
