@@ -13,6 +13,7 @@ import {
   type WireTimestamp,
 } from '@mileage/runtime';
 import {
+  asOrganization,
   createMigratedDatabase,
   rejection,
   startTestService,
@@ -22,7 +23,8 @@ import {
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { DrivesRepository } from './drives-repo';
+import { purgeTombstones } from './drives-repo';
+import { startTestGroups, type TestGroups } from './groups.fixture';
 import { createServer } from './server';
 
 const { Classification, ClassificationFilter, Entry, SortField } = drivesV1;
@@ -32,6 +34,7 @@ let database: MigratedDatabase<ReturnType<typeof openDatabase>>;
 let db: ReturnType<typeof openDatabase>;
 let service: TestService<drivesV1.DrivesServiceClient>;
 let client: PromiseClient<drivesV1.DrivesServiceClient>;
+let groups: TestGroups;
 
 function drive(userId: string, day: number, classification = Classification.CLASSIFICATION_BUSINESS): drivesV1.Drive {
   const start = new Date(Date.UTC(2026, 9, day, 8));
@@ -42,6 +45,7 @@ function drive(userId: string, day: number, classification = Classification.CLAS
     endTime: dateToTimestamp(new Date(start.getTime() + 30 * 60_000)),
     classification,
     entry: Entry.ENTRY_MANUAL,
+    organizationId: 0,
   };
 }
 
@@ -147,12 +151,14 @@ const outbox = async (driveId: number) =>
 before(async () => {
   database = await createMigratedDatabase('drives_tombstones', (url) => openDatabase({ url, poolMax: 10 }));
   db = database.db;
+  groups = await startTestGroups();
   service = await startDrivesService(90);
   client = service.client;
 });
 
 after(async () => {
   await service.close();
+  await groups.close();
   await database.close();
 });
 
@@ -551,8 +557,7 @@ describe('retention', () => {
     await db.knex('drive_tombstones').whereIn('drive_id', [ids[0]!, ids[2]!]).update({ modified_at: aged });
     await db.knex('report_tombstones').where({ drive_id: ids[0]! }).update({ modified_at: aged });
 
-    const repo = new DrivesRepository(db.knex, 90);
-    const purged = await repo.purgeTombstones(1);
+    const purged = await purgeTombstones(db.knex, 90, 1);
     assert.ok(purged.drives >= 2 && purged.reports >= 1, JSON.stringify(purged));
     assert.deepEqual(
       (await walkUser(user, { includeDeleted: true })).map((e) => [e.id, e.deleted]),
@@ -565,7 +570,7 @@ describe('retention', () => {
       (await walkGroups([81])).map((e) => [e.id, e.deleted]),
       [[ids[1], true]],
     );
-    const again = await repo.purgeTombstones();
+    const again = await purgeTombstones(db.knex, 90);
     assert.equal(again.drives + again.reports, 0, 'nothing more to purge');
 
     // A retention lengthened to 200 days: what the 90-day purge dropped is gone, so a bound 150 days ago is still stale.
@@ -588,12 +593,14 @@ describe('retention', () => {
   });
 });
 
-function startDrivesService(tombstoneRetentionDays: number) {
-  return startTestService({
+/** The service over the file's database, every call acting inside organization 1. */
+async function startDrivesService(tombstoneRetentionDays: number) {
+  const started = await startTestService({
     service: 'drives',
-    implementation: createServer({ knex: db.knex, tombstoneRetentionDays }),
+    implementation: createServer({ knex: db.knex, groups: groups.client, tombstoneRetentionDays }),
     protoFile: PROTO_FILES.drives,
     Client: drivesV1.DrivesServiceClient,
     deadlineMs: 10_000,
   });
+  return { ...started, client: asOrganization(started.client, 1) };
 }

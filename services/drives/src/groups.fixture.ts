@@ -1,0 +1,39 @@
+// A real Groups service for the Drives tests (a drive is reported only to a group of its organization, which the
+// Drives service asks the Groups service): groups 1..GROUPS_OF_ORGANIZATION_1 of organization 1, the next ten of
+// organization 2.
+import { createServer, openDatabase } from '@mileage/groups';
+import { groupsV1, PROTO_FILES } from '@mileage/proto';
+import type { PromiseClient } from '@mileage/runtime';
+import { createMigratedDatabase, startTestService } from '@mileage/runtime/testing';
+
+export const GROUPS_OF_ORGANIZATION_1 = 100;
+/** A group of organization 2. */
+export const GLOBEX_GROUP = GROUPS_OF_ORGANIZATION_1 + 1;
+
+export interface TestGroups {
+  client: PromiseClient<groupsV1.GroupsServiceClient>;
+  close(): Promise<void>;
+}
+
+export async function startTestGroups(): Promise<TestGroups> {
+  const database = await createMigratedDatabase('drives_groups', (url) => openDatabase({ url }));
+  await database.db.knex.raw(
+    `INSERT INTO teams (id, display_name, organization_id)
+     SELECT g, 'Group ' || g, CASE WHEN g <= ? THEN 1 ELSE 2 END FROM generate_series(1, ?) g`,
+    [GROUPS_OF_ORGANIZATION_1, GROUPS_OF_ORGANIZATION_1 + 10],
+  );
+  const service = await startTestService({
+    service: 'groups',
+    implementation: createServer({ knex: database.db.knex }),
+    protoFile: PROTO_FILES.groups,
+    Client: groupsV1.GroupsServiceClient,
+    deadlineMs: 5_000,
+  });
+  return {
+    client: service.client,
+    async close() {
+      await service.close();
+      await database.close();
+    },
+  };
+}
