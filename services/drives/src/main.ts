@@ -18,13 +18,13 @@ void runService({
     TOMBSTONE_PURGE_INTERVAL_MS: env.positiveInt(3_600_000),
     /** The Groups service, asked whether a group a drive is reported to is of the drive's organization. */
     GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
-    GROUPS_DEADLINE_MS: env.positiveInt(3_000),
+    GRPC_DEADLINE_MS: env.positiveInt(3_000),
   },
   clients: (config) => ({
     groups: {
       client: groupsV1.GroupsServiceClient,
       address: config.GROUPS_ADDRESS,
-      deadlineMs: config.GROUPS_DEADLINE_MS,
+      deadlineMs: config.GRPC_DEADLINE_MS,
     },
     // The Webhooks service, to which the outbox relay hands the events (none when WEBHOOKS_ADDRESS is unset).
     ...webhooksClientSpec(config),
