@@ -1,8 +1,9 @@
 // Query plans at a volume where a sequential scan or a sort would show: every list is an index range scan
-// that stops after the page (no OFFSET, no sort of the user's or group's rows).
+// that stops after the page (no OFFSET, no sort of the user's or group's rows). Planned as the service runs them: as
+// its runtime role, inside a declared organization, under row-level security.
 import { drivesV1 } from '@mileage/proto';
 import { inOrganization } from '@mileage/runtime';
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { createSchemaRoles, createTestDatabase, type SchemaRoles, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
@@ -10,6 +11,7 @@ import { openDatabase } from './database';
 import { DrivesRepository } from './drives-repo';
 
 let testDb: TestDatabase;
+let roles: SchemaRoles;
 let db: ReturnType<typeof openDatabase>;
 /** The list calls of organization 1's repository, each in a transaction that declared it, as the service makes them. */
 const repo = {
@@ -21,9 +23,16 @@ const repo = {
 
 before(async () => {
   testDb = await createTestDatabase('plans');
-  // Seeding takes longer than the service's default statement timeout.
+  roles = await createSchemaRoles(testDb, 'drives');
+  const owner = openDatabase({ url: roles.urlOf(roles.owner) });
+  try {
+    await owner.migrate({ runtimeRole: roles.runtime.role });
+  } finally {
+    await owner.close();
+  }
+  // Seeded as the test server's superuser (row-level security does not apply to it). Seeding takes longer than the
+  // service's default statement timeout.
   db = openDatabase({ url: testDb.url, statementTimeoutMs: 120_000 });
-  await db.migrate();
   // 300,000 drives of 300 users over 90 days; a quarter of the business drives reported to one of 30 groups.
   await db.knex.raw(`
     INSERT INTO drives (organization_id, user_id, started_at, ended_at, distance_amount, distance_units, entry, classification, modified_at)
@@ -50,7 +59,7 @@ before(async () => {
 
 after(async () => {
   await db.close();
-  await testDb.drop();
+  await roles.drop();
 });
 
 interface PlanNode {
@@ -59,6 +68,7 @@ interface PlanNode {
   'Relation Name'?: string;
   'Shared Hit Blocks'?: number;
   'Shared Read Blocks'?: number;
+  Filter?: string;
   Plans?: PlanNode[];
 }
 
@@ -81,6 +91,9 @@ async function planOf(
   assert.ok(list, `no list statement among ${statements.map((s) => s.sql).join(' | ')}`);
   const connection = (await db.knex.client.acquireConnection()) as pg.Client;
   try {
+    await connection.query('BEGIN');
+    await connection.query(`SET LOCAL ROLE ${roles.runtime.role}`);
+    await connection.query(`SELECT set_config('mileage.organization_id', '1', true)`);
     const sql = list.sql.replace(
       /\?/g,
       (() => {
@@ -94,6 +107,7 @@ async function planOf(
     );
     return rows[0]!['QUERY PLAN'][0].Plan;
   } finally {
+    await connection.query('ROLLBACK');
     await db.knex.client.releaseConnection(connection);
   }
 }
@@ -131,7 +145,12 @@ const page = { limit: 100, sortField: 'modified' as const };
 
 describe('list query plans at 300,000 drives', () => {
   test("a user's drives by modified time, all classifications", async () => {
-    assertIndexRangeScan(await planOf(() => repo.listUserDrives('P000000007', null, page)), 'drives_user_modified_idx');
+    const plan = await planOf(() => repo.listUserDrives('P000000007', null, page));
+    assertIndexRangeScan(plan, 'drives_user_modified_idx');
+    assert.ok(
+      nodes(plan).some((n) => n.Filter?.includes('mileage.organization_id')),
+      'planned under the row-level security policy',
+    );
   });
 
   test("a user's business drives by modified time, next page after a position", async () => {
