@@ -1,15 +1,14 @@
 // The upgrade into organizations with zero downtime, from the previous release's schema with data: its replicas keep
 // writing drives, reports and events (declaring no organization) after the expand migrations, everything lands in
 // organization 1, and after the contract migrations the organizations are isolated.
-import { drivesV1, PROTO_FILES } from '@mileage/proto';
+import { drivesV1 } from '@mileage/proto';
 import { grantRuntimeAccess } from '@mileage/runtime';
-import { asOrganization, createSchemaRoles, createTestDatabase, startTestService } from '@mileage/runtime/testing';
+import { asOrganization, createSchemaRoles, createTestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from './database';
-import { startTestGroups } from './groups.fixture';
-import { createServer } from './server';
+import { startDrivesService, startTestGroups } from './service.fixture';
 
 const ORGANIZATIONS_RELEASE = '20261126100000';
 
@@ -58,13 +57,7 @@ test('drives upgrade into organization 1 while the previous release serves', { t
   const during = await oldDrive(11);
   await owner.migrate({ phase: 'contract', runtimeRole: roles.runtime.role });
 
-  const service = await startTestService({
-    service: 'drives',
-    implementation: createServer({ knex: runtime.knex, groups: groups.client }),
-    protoFile: PROTO_FILES.drives,
-    Client: drivesV1.DrivesServiceClient,
-    deadlineMs: 5_000,
-  });
+  const service = await startDrivesService(runtime.knex, groups);
   t.after(() => service.close());
   const list = (organizationId: number) =>
     asOrganization(service.client, organizationId).listReportedDrives({

@@ -1,12 +1,11 @@
 import { status } from '@grpc/grpc-js';
-import { drivesV1, PROTO_FILES } from '@mileage/proto';
+import { drivesV1 } from '@mileage/proto';
 import { dateToTimestamp, isoToTimestamp, timestampToIso, timestampToMillis } from '@mileage/runtime';
-import { asOrganization, rejection, serviceSuite, startTestService } from '@mileage/runtime/testing';
+import { asOrganization, rejection, serviceSuite } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { GLOBEX_GROUP, startTestGroups } from './groups.fixture';
-import { createServer } from './server';
+import { GLOBEX_GROUP, startDrivesService, startTestGroups } from './service.fixture';
 
 const { Classification, ClassificationFilter, Entry, SortField } = drivesV1;
 
@@ -16,13 +15,7 @@ const suite = serviceSuite({
   // Every call acts inside organization 1 unless it says otherwise; the Groups service is a real one.
   start: async (db) => {
     const groups = await startTestGroups();
-    const service = await startTestService({
-      service: 'drives',
-      implementation: createServer({ knex: db.knex, groups: groups.client }),
-      protoFile: PROTO_FILES.drives,
-      Client: drivesV1.DrivesServiceClient,
-      deadlineMs: 10_000,
-    });
+    const service = await startDrivesService(db.knex, groups);
     rawClient = service.client;
     return {
       ...service,

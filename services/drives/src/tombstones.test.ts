@@ -4,7 +4,7 @@
  * written in the same transactions.
  */
 import { status } from '@grpc/grpc-js';
-import { drivesV1, PROTO_FILES } from '@mileage/proto';
+import { drivesV1 } from '@mileage/proto';
 import {
   dateToTimestamp,
   isoToTimestamp,
@@ -16,7 +16,6 @@ import {
   asOrganization,
   createMigratedDatabase,
   rejection,
-  startTestService,
   type MigratedDatabase,
   type TestService,
 } from '@mileage/runtime/testing';
@@ -24,8 +23,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
 import { purgeTombstones } from './drives-repo';
-import { startTestGroups, type TestGroups } from './groups.fixture';
-import { createServer } from './server';
+import { startDrivesService, startTestGroups, type TestGroups } from './service.fixture';
 
 const { Classification, ClassificationFilter, Entry, SortField } = drivesV1;
 const DAY = 86_400_000;
@@ -152,7 +150,7 @@ before(async () => {
   database = await createMigratedDatabase('drives_tombstones', (url) => openDatabase({ url, poolMax: 10 }));
   db = database.db;
   groups = await startTestGroups();
-  service = await startDrivesService(90);
+  service = await startAcmeDrives(90);
   client = service.client;
 });
 
@@ -574,7 +572,7 @@ describe('retention', () => {
     assert.equal(again.drives + again.reports, 0, 'nothing more to purge');
 
     // A retention lengthened to 200 days: what the 90-day purge dropped is gone, so a bound 150 days ago is still stale.
-    const longer = await startDrivesService(200);
+    const longer = await startAcmeDrives(200);
     try {
       const err = await rejection(
         longer.client.listUserDrives({
@@ -594,13 +592,7 @@ describe('retention', () => {
 });
 
 /** The service over the file's database, every call acting inside organization 1. */
-async function startDrivesService(tombstoneRetentionDays: number) {
-  const started = await startTestService({
-    service: 'drives',
-    implementation: createServer({ knex: db.knex, groups: groups.client, tombstoneRetentionDays }),
-    protoFile: PROTO_FILES.drives,
-    Client: drivesV1.DrivesServiceClient,
-    deadlineMs: 10_000,
-  });
+async function startAcmeDrives(tombstoneRetentionDays: number) {
+  const started = await startDrivesService(db.knex, groups, tombstoneRetentionDays);
   return { ...started, client: asOrganization(started.client, 1) };
 }

@@ -2,20 +2,13 @@
 // writing (declaring no organization) after the expand migrations, everything lands in organization 1, and after the
 // contract migrations the organizations are isolated, the members the old replicas added included.
 import { status } from '@grpc/grpc-js';
-import { groupsV1, PROTO_FILES } from '@mileage/proto';
 import { grantRuntimeAccess } from '@mileage/runtime';
-import {
-  asOrganization,
-  createSchemaRoles,
-  createTestDatabase,
-  rejection,
-  startTestService,
-} from '@mileage/runtime/testing';
+import { asOrganization, createSchemaRoles, createTestDatabase, rejection } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from './database';
-import { createServer } from './server';
+import { startGroupsService } from './service.fixture';
 
 const ORGANIZATIONS_RELEASE = '20261126100000';
 
@@ -56,13 +49,7 @@ test('groups upgrade into organization 1 while the previous release serves', { t
   const during = await oldTeam('During', ['OldMember1', 'RollingNew']);
 
   await owner.migrate({ phase: 'contract', runtimeRole: roles.runtime.role });
-  const service = await startTestService({
-    service: 'groups',
-    implementation: createServer({ knex: runtime.knex }),
-    protoFile: PROTO_FILES.groups,
-    Client: groupsV1.GroupsServiceClient,
-    deadlineMs: 5_000,
-  });
+  const service = await startGroupsService(runtime.knex);
   t.after(() => service.close());
   const demo = asOrganization(service.client, 1);
   const globex = asOrganization(service.client, 2);

@@ -1,24 +1,17 @@
 // Organizations through the service (its own filters; the database's row-level security, the second wall, is proved
 // as the runtime role in roles.test.ts): a group of another organization is indistinguishable from none.
 import { status } from '@grpc/grpc-js';
-import { groupsV1, PROTO_FILES, scimAuditV1 } from '@mileage/proto';
-import { asOrganization, rejection, serviceSuite, startTestService } from '@mileage/runtime/testing';
+import { groupsV1, scimAuditV1 } from '@mileage/proto';
+import { asOrganization, rejection, serviceSuite } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { createServer } from './server';
+import { startGroupsService } from './service.fixture';
 
 const suite = serviceSuite({
   prefix: 'groups_orgs',
   open: (url) => openDatabase({ url }),
-  start: (db) =>
-    startTestService({
-      service: 'groups',
-      implementation: createServer({ knex: db.knex }),
-      protoFile: PROTO_FILES.groups,
-      Client: groupsV1.GroupsServiceClient,
-      deadlineMs: 5_000,
-    }),
+  start: (db) => startGroupsService(db.knex),
 });
 
 /** The suite's client acting inside organization 1 (acme) and 2 (globex). */

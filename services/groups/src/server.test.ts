@@ -1,23 +1,17 @@
 import { status } from '@grpc/grpc-js';
-import { filterV1, groupsV1, PROTO_FILES, scimAuditV1 } from '@mileage/proto';
-import { asOrganization, rejection, serviceSuite, startTestService } from '@mileage/runtime/testing';
+import { filterV1, groupsV1, scimAuditV1 } from '@mileage/proto';
+import { asOrganization, rejection, serviceSuite } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { createServer } from './server';
+import { startGroupsService } from './service.fixture';
 
 const suite = serviceSuite({
   prefix: 'groups',
   open: (url) => openDatabase({ url }),
   // Every call acts inside organization 1 unless it says otherwise.
   start: async (db) => {
-    const service = await startTestService({
-      service: 'groups',
-      implementation: createServer({ knex: db.knex }),
-      protoFile: PROTO_FILES.groups,
-      Client: groupsV1.GroupsServiceClient,
-      deadlineMs: 5_000,
-    });
+    const service = await startGroupsService(db.knex);
     return { ...service, client: asOrganization(service.client, 1) };
   },
 });

@@ -1,4 +1,4 @@
-import { outboxOrganizationExpandStatements } from '@mileage/runtime';
+import { foreignKeyStatements, outboxOrganizationExpandStatements } from '@mileage/runtime';
 import type { Knex } from 'knex';
 
 const TOMBSTONE_TABLES = ['drive_tombstones', 'report_tombstones'];
@@ -10,14 +10,14 @@ const TOMBSTONE_TABLES = ['drive_tombstones', 'report_tombstones'];
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`ALTER TABLE drives ADD COLUMN organization_id bigint NOT NULL DEFAULT 1 CHECK (organization_id > 0)`);
   await knex.raw(`ALTER TABLE drives ADD CONSTRAINT drives_id_organization_key UNIQUE (id, organization_id)`);
-  // A report is of its drive's organization: the database refuses another (NOT VALID, then validated: the check of
-  // the existing rows does not block writes).
+  // A report is of its drive's organization: the database refuses another.
   await knex.raw(`ALTER TABLE drive_reports ADD COLUMN organization_id bigint NOT NULL DEFAULT 1`);
-  await knex.raw(`
-    ALTER TABLE drive_reports ADD CONSTRAINT drive_reports_drive_organization_fkey
-      FOREIGN KEY (drive_id, organization_id) REFERENCES drives (id, organization_id) NOT VALID
-  `);
-  await knex.raw(`ALTER TABLE drive_reports VALIDATE CONSTRAINT drive_reports_drive_organization_fkey`);
+  for (const statement of foreignKeyStatements(
+    'drive_reports',
+    'drive_reports_drive_organization_fkey',
+    'FOREIGN KEY (drive_id, organization_id) REFERENCES drives (id, organization_id)',
+  ))
+    await knex.raw(statement);
   // The change feed's tombstones: of the drive's organization (the drive itself is gone).
   for (const table of TOMBSTONE_TABLES)
     await knex.raw(`ALTER TABLE ${table} ADD COLUMN organization_id bigint NOT NULL DEFAULT 1`);

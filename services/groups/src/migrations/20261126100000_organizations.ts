@@ -1,3 +1,4 @@
+import { foreignKeyStatements } from '@mileage/runtime';
 import type { Knex } from 'knex';
 
 // Organizations (expand: runs before the rollout, while the previous release still serves). Every group, membership
@@ -25,14 +26,14 @@ export async function up(knex: Knex): Promise<void> {
     `INSERT INTO member_organizations (user_id, organization_id) SELECT DISTINCT user_id, 1 FROM team_members`,
   );
 
-  // A membership belongs to its group's organization: the database refuses one that names another (NOT VALID, then
-  // validated: the check of the existing rows does not block writes).
+  // A membership belongs to its group's organization: the database refuses one that names another.
   await knex.raw(`ALTER TABLE team_members ADD COLUMN organization_id bigint NOT NULL DEFAULT 1`);
-  await knex.raw(`
-    ALTER TABLE team_members ADD CONSTRAINT team_members_team_organization_fkey
-      FOREIGN KEY (team_id, organization_id) REFERENCES teams (id, organization_id) ON DELETE CASCADE NOT VALID
-  `);
-  await knex.raw(`ALTER TABLE team_members VALIDATE CONSTRAINT team_members_team_organization_fkey`);
+  for (const statement of foreignKeyStatements(
+    'team_members',
+    'team_members_team_organization_fkey',
+    'FOREIGN KEY (team_id, organization_id) REFERENCES teams (id, organization_id) ON DELETE CASCADE',
+  ))
+    await knex.raw(statement);
 
   await knex.raw(`ALTER TABLE provisioning_audit ADD COLUMN organization_id bigint NOT NULL DEFAULT 1`);
   // The organization's trail, newest first (ListProvisioningEvents).

@@ -1,6 +1,7 @@
 import {
   DECLARED_ORGANIZATION_DEFAULT,
   dropOrganizationIsolationStatements,
+  foreignKeyStatements,
   organizationIsolationStatements,
 } from '@mileage/runtime';
 import type { Knex } from 'knex';
@@ -19,11 +20,12 @@ export async function up(knex: Knex): Promise<void> {
     SELECT DISTINCT user_id, organization_id FROM team_members ON CONFLICT DO NOTHING
   `);
   // Not in the expand phase: the previous release adds members without recording their organization.
-  await knex.raw(`
-    ALTER TABLE team_members ADD CONSTRAINT team_members_user_organization_fkey
-      FOREIGN KEY (user_id, organization_id) REFERENCES member_organizations (user_id, organization_id) NOT VALID
-  `);
-  await knex.raw(`ALTER TABLE team_members VALIDATE CONSTRAINT team_members_user_organization_fkey`);
+  for (const statement of foreignKeyStatements(
+    'team_members',
+    'team_members_user_organization_fkey',
+    'FOREIGN KEY (user_id, organization_id) REFERENCES member_organizations (user_id, organization_id)',
+  ))
+    await knex.raw(statement);
   for (const table of TENANT_TABLES)
     for (const statement of organizationIsolationStatements(table)) await knex.raw(statement);
 }
