@@ -1,6 +1,13 @@
 import { status } from '@grpc/grpc-js';
-import { drivesV1 } from '@mileage/proto';
-import { dateToTimestamp, isoToTimestamp, timestampToIso, timestampToMillis } from '@mileage/runtime';
+import { drivesV1, groupsV1 } from '@mileage/proto';
+import {
+  createGrpcClient,
+  dateToTimestamp,
+  freePort,
+  isoToTimestamp,
+  timestampToIso,
+  timestampToMillis,
+} from '@mileage/runtime';
 import { asOrganization, rejection, serviceSuite } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -341,5 +348,21 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
     );
     const events = await suite.db.knex('outbox').where({ user_id: 'GlobexDrv1' }).select('organization_id');
     assert.deepEqual(events, [{ organization_id: '2' }]);
+  });
+
+  test('while the Groups service does not answer, nothing is reported: UNAVAILABLE', async () => {
+    const nobody = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${await freePort()}`, {
+      defaultDeadlineMs: 2_000,
+    });
+    const cut = await startDrivesService(suite.db.knex, { client: nobody, close: async () => nobody.close() });
+    try {
+      const d = (await suite.client.createDrive({ drive: drive('DriverH001', '2026-11-11T08:00:00Z') })).drive!;
+      const refused = await rejection(asOrganization(cut.client, 1).reportDrive({ driveId: d.id, groupId: 9 }));
+      assert.deepEqual([refused.code, refused.reason], [status.UNAVAILABLE, 'GROUPS_UNAVAILABLE']);
+      assert.deepEqual(await suite.db.knex('drive_reports').where({ drive_id: d.id }), []);
+    } finally {
+      await cut.close();
+      nobody.close();
+    }
   });
 });

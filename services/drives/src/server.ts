@@ -1,3 +1,4 @@
+import { status } from '@grpc/grpc-js';
 import { drivesV1, type groupsV1 } from '@mileage/proto';
 import {
   errors,
@@ -78,10 +79,17 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       const driver = await read(ctx, (repo) => repo.driverOf(request.driveId, ctx.trace));
       // The drive is of the call's organization (found in it): the group must be too. Asked before the report's
       // transaction, which holds no lock while another service answers.
-      const { exists } = await deps.groups.checkGroupAdmin(
-        { groupId: request.groupId, userId: driver },
-        { organizationId, requestId: ctx.requestId, ...(ctx.trace ? { trace: ctx.trace } : {}) },
-      );
+      const { exists } = await deps.groups
+        .checkGroupAdmin(
+          { groupId: request.groupId, userId: driver },
+          { organizationId, requestId: ctx.requestId, ...(ctx.trace ? { trace: ctx.trace } : {}) },
+        )
+        .catch((err: { code?: unknown }) => {
+          // Not knowing the group's organization, nothing is reported: the caller may try again.
+          if (err.code === status.UNAVAILABLE || err.code === status.DEADLINE_EXCEEDED)
+            throw errors.unavailable('the Groups service is unavailable', 'GROUPS_UNAVAILABLE');
+          throw err;
+        });
       if (!exists)
         throw errors.failedPrecondition(
           `group ${request.groupId} is not a group of the drive's organization`,
