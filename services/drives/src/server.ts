@@ -31,7 +31,7 @@ function pageEnd(page: { tombstones: drivesV1.Tombstone[]; hasMore: boolean; nex
 export function createServer(deps: DrivesServerDeps): ServiceRegistration {
   const retentionDays = deps.tombstoneRetentionDays ?? DEFAULT_TOMBSTONE_RETENTION_DAYS;
   /** `work` over the repository of the call's organization, in one transaction that declared it (inOrganization). */
-  const write = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> => {
+  const inCallOrganization = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> => {
     const organizationId = requireOrganization(ctx);
     return inOrganization(deps.knex, organizationId, (trx) =>
       work(new DrivesRepository(trx, organizationId, retentionDays)),
@@ -39,7 +39,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
   };
   /** The same for a read: run again once when its connection was dropped (nothing was written). */
   const read = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> =>
-    readWithRetry(() => write(ctx, work));
+    readWithRetry(() => inCallOrganization(ctx, work));
 
   const handlers: Handlers<drivesV1.DrivesServiceServer> = {
     async listUserDrives(request, ctx) {
@@ -64,12 +64,12 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
 
     async createDrive(request, ctx) {
       const drive = validateDrive(request.drive, { idRequired: false });
-      return { drive: await write(ctx, (repo) => repo.create(drive, ctx.trace)) };
+      return { drive: await inCallOrganization(ctx, (repo) => repo.create(drive, ctx.trace)) };
     },
 
     async updateDrive(request, ctx) {
       const drive = validateDrive(request.drive, { idRequired: true });
-      return { drive: await write(ctx, (repo) => repo.update(drive, ctx.trace)) };
+      return { drive: await inCallOrganization(ctx, (repo) => repo.update(drive, ctx.trace)) };
     },
 
     async reportDrive(request, ctx) {
@@ -95,7 +95,11 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
           `group ${request.groupId} is not a group of the drive's organization`,
           'GROUP_OF_ANOTHER_ORGANIZATION',
         );
-      return { reportedDrive: await write(ctx, (repo) => repo.report(request.driveId, request.groupId, ctx.trace)) };
+      return {
+        reportedDrive: await inCallOrganization(ctx, (repo) =>
+          repo.report(request.driveId, request.groupId, ctx.trace),
+        ),
+      };
     },
 
     async reviewReportedDrive(request, ctx) {
@@ -111,7 +115,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
           { field: 'reviewer_email', description: 'required' },
         ]);
       return {
-        reportedDrive: await write(ctx, (repo) =>
+        reportedDrive: await inCallOrganization(ctx, (repo) =>
           repo.review(request.driveId, request.status, request.comment, request.reviewerEmail, ctx.trace),
         ),
       };
@@ -120,7 +124,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
     async deleteDrive(request, ctx) {
       requirePositive(request.driveId, 'drive_id');
       requireUserId(request.userId);
-      const { tombstone, withdrawnGroupId } = await write(ctx, (repo) =>
+      const { tombstone, withdrawnGroupId } = await inCallOrganization(ctx, (repo) =>
         repo.deleteDrive(request.driveId, request.userId, ctx.trace),
       );
       return { tombstone, withdrawnGroupId };
@@ -129,7 +133,11 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
     async withdrawReport(request, ctx) {
       requirePositive(request.driveId, 'drive_id');
       requireUserId(request.userId);
-      return { tombstone: await write(ctx, (repo) => repo.withdrawReport(request.driveId, request.userId, ctx.trace)) };
+      return {
+        tombstone: await inCallOrganization(ctx, (repo) =>
+          repo.withdrawReport(request.driveId, request.userId, ctx.trace),
+        ),
+      };
     },
   };
 

@@ -29,13 +29,13 @@ export interface GroupsServerDeps {
 /** The GroupsService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: GroupsServerDeps): ServiceRegistration {
   /** `work` over the repository of the call's organization, in one transaction that declared it (inOrganization). */
-  const write = <T>(ctx: CallContext, work: (repo: GroupsRepository) => Promise<T>): Promise<T> => {
+  const inCallOrganization = <T>(ctx: CallContext, work: (repo: GroupsRepository) => Promise<T>): Promise<T> => {
     const organizationId = requireOrganization(ctx);
     return inOrganization(deps.knex, organizationId, (trx) => work(new GroupsRepository(trx, organizationId)));
   };
   /** The same for a read: run again once when its connection was dropped (nothing was written). */
   const read = <T>(ctx: CallContext, work: (repo: GroupsRepository) => Promise<T>): Promise<T> =>
-    readWithRetry(() => write(ctx, work));
+    readWithRetry(() => inCallOrganization(ctx, work));
 
   const handlers: Handlers<groupsV1.GroupsServiceServer> = {
     async getGroup(request, ctx) {
@@ -59,7 +59,9 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
     async createGroup(request, ctx) {
       validateDisplayName(request.displayName, true);
       validateMembers(request.members);
-      return { group: await write(ctx, (repo) => repo.create(request.displayName, request.members, ctx.trace)) };
+      return {
+        group: await inCallOrganization(ctx, (repo) => repo.create(request.displayName, request.members, ctx.trace)),
+      };
     },
 
     async updateGroup(request, ctx) {
@@ -67,7 +69,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       validateDisplayName(request.displayName, false);
       if (request.replaceMembers) validateMembers(request.members);
       if (request.replaceExternalId) validateExternalId(request.externalId);
-      return { group: await write(ctx, (repo) => repo.update(request, ctx.trace)) };
+      return { group: await inCallOrganization(ctx, (repo) => repo.update(request, ctx.trace)) };
     },
 
     async listGroups(request, ctx) {
@@ -85,13 +87,17 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
         throw errors.invalidArgument('member is required', [{ field: 'member', description: 'required' }]);
       validateMembers([request.member], 'member');
       const member = request.member;
-      return { group: await write(ctx, (repo) => repo.setMemberRoles(request.groupId, member, ctx.trace)) };
+      return {
+        group: await inCallOrganization(ctx, (repo) => repo.setMemberRoles(request.groupId, member, ctx.trace)),
+      };
     },
 
     async removeMembers(request, ctx) {
       requireGroupId(request.groupId, 'group_id');
       request.userIds.forEach((id, i) => requireUserId(id, `user_ids[${i}]`));
-      return { group: await write(ctx, (repo) => repo.removeMembers(request.groupId, request.userIds, ctx.trace)) };
+      return {
+        group: await inCallOrganization(ctx, (repo) => repo.removeMembers(request.groupId, request.userIds, ctx.trace)),
+      };
     },
 
     async listProvisioningEvents(request, ctx) {
