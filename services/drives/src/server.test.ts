@@ -61,8 +61,8 @@ function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Dri
   };
 }
 
-const list = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}) =>
-  suite.client.listUserDrives({
+const list = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}, client = suite.client) =>
+  client.listUserDrives({
     userId,
     limit: 100,
     classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
@@ -293,14 +293,7 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
   });
 
   test('a call without an organization is refused', async () => {
-    const refused = await rejection(
-      rawClient.listUserDrives({
-        userId: 'DriverA001',
-        limit: 10,
-        classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
-        sortField: SortField.SORT_FIELD_MODIFIED,
-      }),
-    );
+    const refused = await rejection(list('DriverA001', {}, rawClient));
     assert.deepEqual([refused.code, refused.reason], [status.FAILED_PRECONDITION, 'ORGANIZATION_REQUIRED']);
   });
 
