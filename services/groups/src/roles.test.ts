@@ -3,12 +3,14 @@
 // appends to provisioning_audit, and can neither rewrite nor empty that log nor touch its trigger or the schema. As it,
 // the database keeps organizations apart: row-level security shows a transaction only its declared organization's
 // rows, and composite keys refuse a membership across organizations whatever the transaction declared.
+import { status } from '@grpc/grpc-js';
 import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from './database';
+import { GroupsRepository } from './groups-repo';
 
 let roles: SchemaRoles;
 let app: pg.Client;
@@ -106,6 +108,14 @@ test('the database refuses a membership across organizations, whatever the trans
   // The one door past row-level security does not open the keys: either organization is refused.
   for (const organization of [1, 2])
     assert.equal(await sqlState(acrossOrganizations(runtimeDb.knex, (trx) => join(trx, organization))), '23503');
+  // The service's own path (the member's organization recorded ON CONFLICT DO NOTHING, then the membership).
+  const viaService = await inOrganization(runtimeDb.knex, 2, (trx) =>
+    new GroupsRepository(trx, 2).setMemberRoles(globexTeam, { userId: 'AcmeUser01', isAdmin: false, isDriver: true }),
+  ).then(
+    () => 'committed',
+    (err: { code?: unknown }) => err.code,
+  );
+  assert.equal(viaService, status.INVALID_ARGUMENT);
   const members = await inOrganization(runtimeDb.knex, 2, (trx) => trx('team_members').where({ team_id: globexTeam }));
   assert.deepEqual(
     members.map((m: { user_id: string }) => m.user_id),
