@@ -104,5 +104,17 @@ export function dropOrganizationIsolationStatements(table: string): string[] {
   ];
 }
 
+/**
+ * The statements (for a migration) that add a foreign key (`definition`: `FOREIGN KEY (…) REFERENCES …`) to a table
+ * that already holds rows, such as the composite keys that keep a row in its parent's organization: added NOT VALID,
+ * then validated, so checking the existing rows does not block writes.
+ */
+export function foreignKeyStatements(table: string, constraint: string, definition: string): string[] {
+  return [
+    `ALTER TABLE ${table} ADD CONSTRAINT ${constraint} ${definition} NOT VALID`,
+    `ALTER TABLE ${table} VALIDATE CONSTRAINT ${constraint}`,
+  ];
+}
+
 /** A column default that takes the transaction's declared organization: inserts need not name it. */
 export const DECLARED_ORGANIZATION_DEFAULT = DECLARED;

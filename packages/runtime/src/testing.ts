@@ -9,7 +9,12 @@ import * as path from 'node:path';
 import * as net from 'node:net';
 import pg from 'pg';
 import { decodeServiceError, type DecodedError } from './errors';
-import { createGrpcClient, type GeneratedClientConstructor, type PromiseClient } from './grpc-client';
+import {
+  createGrpcClient,
+  type CallSettings,
+  type GeneratedClientConstructor,
+  type PromiseClient,
+} from './grpc-client';
 import { startGrpcServer, type GrpcServerHandle, type ServiceRegistration } from './grpc-server';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
@@ -213,6 +218,18 @@ export function serviceSuite<D extends { migrate(): Promise<unknown>; close(): P
     await database.close();
   });
   return suite;
+}
+
+/** `client` with every call acting inside `organizationId` (CallSettings.organizationId) unless the call names one. */
+export function asOrganization<C>(client: PromiseClient<C>, organizationId: number): PromiseClient<C> {
+  return new Proxy(client, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function' || key === 'close') return value;
+      return (request: unknown, settings?: CallSettings) =>
+        (value as (r: unknown, s: CallSettings) => unknown).call(target, request, { organizationId, ...settings });
+    },
+  });
 }
 
 /** The decoded error of a call that must fail; fails the test when the call succeeds. */

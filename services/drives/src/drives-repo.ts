@@ -1,5 +1,13 @@
 import { drivesV1 } from '@mileage/proto';
-import { errors, recordEvent, sqlSpans, type Knex, type TraceContext, type WireTimestamp } from '@mileage/runtime';
+import {
+  acrossOrganizations,
+  errors,
+  recordEvent,
+  sqlSpans,
+  type Knex,
+  type TraceContext,
+  type WireTimestamp,
+} from '@mileage/runtime';
 import {
   DRIVE_COLUMNS,
   WIRE_TIMESTAMPS,
@@ -137,19 +145,20 @@ interface CommentRow {
   created_at: Stamp;
 }
 
+/**
+ * Data access for the `drives` schema, inside one organization: constructed over the transaction that declared it
+ * (inOrganization), every statement also names it, so row-level security is the second wall, not the only one.
+ */
 export class DrivesRepository {
   constructor(
-    private readonly knex: Knex,
+    private readonly db: Knex.Transaction,
+    private readonly organizationId: number,
     private readonly retentionDays = DEFAULT_TOMBSTONE_RETENTION_DAYS,
   ) {}
 
   private async horizon(trace?: TraceContext): Promise<Date> {
-    const { rows } = await sql(
-      trace,
-      'SELECT',
-      HORIZON_SQL,
-      async () => this.knex.raw<{ rows: { horizon: Date }[] }>(HORIZON_SQL).options({ name: 'drives_horizon_v1' }),
-      { retryRead: true },
+    const { rows } = await sql(trace, 'SELECT', HORIZON_SQL, async () =>
+      this.db.raw<{ rows: { horizon: Date }[] }>(HORIZON_SQL).options({ name: 'drives_horizon_v1' }),
     );
     return rows[0]!.horizon;
   }
@@ -200,12 +209,8 @@ export class DrivesRepository {
       FROM ${list.from} WHERE ${where.join(' AND ')}
       ORDER BY ${list.column} DESC, ${list.idColumn} DESC LIMIT ?`;
     const name = `${list.name}_${q.sortField}${q.after ? '_a' : ''}${upper ? '_u' : ''}`;
-    const { rows } = await sql(
-      trace,
-      'SELECT',
-      text,
-      async () => this.knex.raw<{ rows: T[] }>(text, bindings).options({ name, types: WIRE_TIMESTAMPS }),
-      { retryRead: true },
+    const { rows } = await sql(trace, 'SELECT', text, async () =>
+      this.db.raw<{ rows: T[] }>(text, bindings).options({ name, types: WIRE_TIMESTAMPS }),
     );
     return rows;
   }
@@ -244,7 +249,7 @@ export class DrivesRepository {
   private async requireCompleteSince(after: string, trace: TraceContext | undefined): Promise<void> {
     const days = this.retentionDays;
     const { rows } = await sql(trace, 'SELECT', COMPLETE_SINCE_SQL, async () =>
-      this.knex
+      this.db
         .raw<{ rows: { stale: boolean; complete_since: Date }[] }>(COMPLETE_SINCE_SQL, [after, days, days])
         .options({ name: 'drives_tombstones_complete_since_v1' }),
     );
@@ -261,22 +266,22 @@ export class DrivesRepository {
     const live: ListSpec = {
       columns: USER_DRIVE_COLUMNS,
       from: 'drives',
-      where: classification ? 'user_id = ? AND classification = ?' : 'user_id = ?',
+      where: `organization_id = ? AND user_id = ?${classification ? ' AND classification = ?' : ''}`,
       column: q.sortField === 'ended' ? 'ended_at' : 'modified_at',
       idColumn: 'id',
-      bindings: classification ? [userId, classification] : [userId],
-      name: `drives_user_list_v1${classification ? '_c' : ''}`,
+      bindings: [this.organizationId, userId, ...(classification ? [classification] : [])],
+      name: `drives_user_list_v2${classification ? '_c' : ''}`,
     };
     // Every deleted drive of the user, whatever its classification was: a client deletes only what it holds, and a
     // drive reclassified before its deletion must still leave the copy of a client that syncs one classification.
     const deleted: ListSpec = {
       columns: 'drive_id, user_id, 0 AS group_id, modified_at',
       from: 'drive_tombstones',
-      where: 'user_id = ?',
+      where: 'organization_id = ? AND user_id = ?',
       column: 'modified_at',
       idColumn: 'drive_id',
-      bindings: [userId],
-      name: 'drives_user_tombstones_v1',
+      bindings: [this.organizationId, userId],
+      name: 'drives_user_tombstones_v2',
     };
     const { rows, ...page } = await this.page<DriveRow & Sorted>(live, deleted, q, trace);
     return { drives: rows.map(toDrive), ...page };
@@ -288,11 +293,11 @@ export class DrivesRepository {
     const live: ListSpec = {
       columns: REPORTED_COLUMNS,
       from: 'drive_reports r JOIN drives d ON d.id = r.drive_id',
-      where: one ? 'r.group_id = ?' : 'r.group_id = ANY(?::bigint[])',
+      where: `r.organization_id = ? AND ${one ? 'r.group_id = ?' : 'r.group_id = ANY(?::bigint[])'}`,
       column: q.sortField === 'ended' ? 'r.ended_at' : 'r.modified_at',
       idColumn: 'r.drive_id',
-      bindings: [one ? groupIds[0]! : groupIds],
-      name: `drives_reported_list_v1${one ? '' : '_any'}`,
+      bindings: [this.organizationId, one ? groupIds[0]! : groupIds],
+      name: `drives_reported_list_v2${one ? '' : '_any'}`,
     };
     // One group: reporting a drive again removes its tombstone there, so a drive id is once in the list. Several:
     // a drive withdrawn from one and reported to another, or withdrawn from two, is listed once, as it is now.
@@ -300,15 +305,15 @@ export class DrivesRepository {
       columns: 't.drive_id, t.user_id, t.group_id, t.modified_at',
       from: 'report_tombstones t',
       where: one
-        ? 't.group_id = ?'
-        : `t.group_id = ANY(?::bigint[])
+        ? 't.organization_id = ? AND t.group_id = ?'
+        : `t.organization_id = ? AND t.group_id = ANY(?::bigint[])
            AND NOT EXISTS (SELECT 1 FROM drive_reports r WHERE r.drive_id = t.drive_id AND r.group_id = ANY(?::bigint[]))
            AND NOT EXISTS (SELECT 1 FROM report_tombstones n WHERE n.drive_id = t.drive_id
              AND n.group_id = ANY(?::bigint[]) AND (n.modified_at, n.group_id) > (t.modified_at, t.group_id))`,
       column: 't.modified_at',
       idColumn: 't.drive_id',
-      bindings: one ? [groupIds[0]!] : [groupIds, groupIds, groupIds],
-      name: `drives_reported_tombstones_v1${one ? '' : '_any'}`,
+      bindings: [this.organizationId, ...(one ? [groupIds[0]!] : [groupIds, groupIds, groupIds])],
+      name: `drives_reported_tombstones_v2${one ? '' : '_any'}`,
     };
     const { rows, tombstones, hasMore, next } = await this.page<DriveRow & ReportRow & Sorted>(
       live,
@@ -347,15 +352,10 @@ export class DrivesRepository {
   private async comments(driveIds: number[], trace?: TraceContext): Promise<Map<number, CommentRow[]>> {
     const byDrive = new Map<number, CommentRow[]>();
     if (driveIds.length === 0) return byDrive;
-    const { rows } = await sql(
-      trace,
-      'SELECT',
-      COMMENTS_SQL,
-      async () =>
-        this.knex
-          .raw<{ rows: CommentRow[] }>(COMMENTS_SQL, [driveIds])
-          .options({ name: 'drives_comments_v1', types: WIRE_TIMESTAMPS }),
-      { retryRead: true },
+    const { rows } = await sql(trace, 'SELECT', COMMENTS_SQL, async () =>
+      this.db
+        .raw<{ rows: CommentRow[] }>(COMMENTS_SQL, [driveIds])
+        .options({ name: 'drives_comments_v1', types: WIRE_TIMESTAMPS }),
     );
     for (const row of rows) {
       const list = byDrive.get(Number(row.drive_id)) ?? [];
@@ -366,47 +366,60 @@ export class DrivesRepository {
   }
 
   async create(drive: drivesV1.Drive, trace?: TraceContext): Promise<drivesV1.Drive> {
-    const insert = this.knex('drives').insert(toColumns(drive)).returning(DRIVE_COLUMNS);
+    const insert = this.db('drives')
+      .insert({ ...toColumns(drive), organization_id: this.organizationId })
+      .returning(DRIVE_COLUMNS);
     const [row] = (await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert)) as DriveRow[];
     return toDrive(row!);
   }
 
   async update(drive: drivesV1.Drive, trace?: TraceContext): Promise<drivesV1.Drive> {
-    return this.knex.transaction(async (tx) => {
-      const update = tx('drives')
-        .update({ ...toColumns(drive), modified_at: tx.fn.now() })
-        .where({ id: drive.id, user_id: drive.userId })
-        .returning(DRIVE_COLUMNS);
-      const [row] = (await sql(trace, 'UPDATE', update.toSQL().sql, async () => update)) as DriveRow[];
-      if (!row) throw errors.notFound(`drive ${drive.id} of user ${drive.userId} not found`, 'DRIVE_NOT_FOUND');
-      await tx('drive_reports').update({ ended_at: row.ended_at }).where({ drive_id: drive.id });
-      return toDrive(row);
-    });
+    const tx = this.db;
+    const update = tx('drives')
+      .update({ ...toColumns(drive), modified_at: tx.fn.now() })
+      .where({ id: drive.id, user_id: drive.userId, organization_id: this.organizationId })
+      .returning(DRIVE_COLUMNS);
+    const [row] = (await sql(trace, 'UPDATE', update.toSQL().sql, async () => update)) as DriveRow[];
+    if (!row) throw errors.notFound(`drive ${drive.id} of user ${drive.userId} not found`, 'DRIVE_NOT_FOUND');
+    await tx('drive_reports')
+      .update({ ended_at: row.ended_at })
+      .where({ drive_id: drive.id, organization_id: this.organizationId });
+    return toDrive(row);
+  }
+
+  /** The driver of a drive of this organization; NOT_FOUND when it has none such. */
+  async driverOf(driveId: number, trace?: TraceContext): Promise<string> {
+    const row = (await sql(trace, 'SELECT', 'SELECT user_id FROM drives', async () =>
+      this.db('drives').select('user_id').where({ id: driveId, organization_id: this.organizationId }).first(),
+    )) as { user_id: string } | undefined;
+    if (!row) throw errors.notFound(`drive ${driveId} not found`, 'DRIVE_NOT_FOUND');
+    return row.user_id.trim();
   }
 
   /** Reports a drive to a group; `drive.reported` in the same transaction. */
   async report(driveId: number, groupId: number, trace?: TraceContext): Promise<drivesV1.ReportedDrive> {
     try {
-      await this.knex.transaction(async (tx) => {
-        const inserted = await sql(trace, 'INSERT', 'INSERT INTO drive_reports SELECT FROM drives', async () =>
-          tx.raw<{ rows: { user_id: string; status: string; modified_at: Date }[] }>(
-            `WITH d AS (SELECT id, user_id, ended_at FROM drives WHERE id = ?),
-             inserted AS (INSERT INTO drive_reports (drive_id, group_id, status, ended_at)
-               SELECT id, ?, 'submitted', ended_at FROM d RETURNING status, modified_at)
-             SELECT d.user_id, inserted.status, inserted.modified_at FROM inserted, d`,
-            [driveId, groupId],
-          ),
-        );
-        const row = inserted.rows[0];
-        if (!row) throw errors.notFound(`drive ${driveId} not found`, 'DRIVE_NOT_FOUND');
-        // Reported again to a group it was withdrawn from: the live report supersedes the tombstone.
-        await tx('report_tombstones').where({ drive_id: driveId, group_id: groupId }).delete();
-        await recordEvent(tx, {
-          type: 'drive.reported',
-          groupId: String(groupId),
-          userId: row.user_id.trim(),
-          data: driveEventData(driveId, groupId, row.user_id, row.modified_at, { status: row.status }),
-        });
+      const tx = this.db;
+      const inserted = await sql(trace, 'INSERT', 'INSERT INTO drive_reports SELECT FROM drives', async () =>
+        tx.raw<{ rows: { user_id: string; status: string; modified_at: Date }[] }>(
+          `WITH d AS (SELECT id, user_id, ended_at, organization_id FROM drives WHERE id = ? AND organization_id = ?),
+           inserted AS (INSERT INTO drive_reports (drive_id, group_id, status, ended_at, organization_id)
+             SELECT id, ?, 'submitted', ended_at, organization_id FROM d RETURNING status, modified_at)
+           SELECT d.user_id, inserted.status, inserted.modified_at FROM inserted, d`,
+          [driveId, this.organizationId, groupId],
+        ),
+      );
+      const row = inserted.rows[0];
+      if (!row) throw errors.notFound(`drive ${driveId} not found`, 'DRIVE_NOT_FOUND');
+      // Reported again to a group it was withdrawn from: the live report supersedes the tombstone.
+      await tx('report_tombstones')
+        .where({ drive_id: driveId, group_id: groupId, organization_id: this.organizationId })
+        .delete();
+      await recordEvent(tx, {
+        type: 'drive.reported',
+        groupId: String(groupId),
+        userId: row.user_id.trim(),
+        data: driveEventData(driveId, groupId, row.user_id, row.modified_at, { status: row.status }),
       });
     } catch (err) {
       const code = (err as { code?: string }).code;
@@ -426,32 +439,31 @@ export class DrivesRepository {
     reviewerEmail: string,
     trace?: TraceContext,
   ): Promise<drivesV1.ReportedDrive> {
-    await this.knex.transaction(async (tx) => {
-      const updated = await sql(trace, 'UPDATE', 'UPDATE drive_reports SET status', async () =>
-        tx('drive_reports')
-          .update({ status, modified_at: tx.fn.now() })
-          .where({ drive_id: driveId })
-          .returning(['group_id', 'modified_at']),
-      );
-      const report = (updated as { group_id: string; modified_at: Date }[])[0];
-      if (!report) throw errors.notFound(`drive ${driveId} is not reported`, 'NOT_REPORTED');
-      let commentId: string | undefined;
-      if (comment) {
-        const [added] = (await tx('review_comments')
-          .insert({ drive_id: driveId, text: comment, user_email: reviewerEmail })
-          .returning('id')) as { id: string }[];
-        commentId = String(added!.id);
-      }
-      const { user_id } = (await tx('drives').select('user_id').where({ id: driveId }).first()) as { user_id: string };
-      await recordEvent(tx, {
-        type: 'drive.report_updated',
-        groupId: String(report.group_id),
-        userId: user_id.trim(),
-        data: driveEventData(driveId, Number(report.group_id), user_id, report.modified_at, {
-          status,
-          ...(commentId ? { review_comment_id: commentId } : {}),
-        }),
-      });
+    const tx = this.db;
+    const updated = await sql(trace, 'UPDATE', 'UPDATE drive_reports SET status', async () =>
+      tx('drive_reports')
+        .update({ status, modified_at: tx.fn.now() })
+        .where({ drive_id: driveId, organization_id: this.organizationId })
+        .returning(['group_id', 'modified_at']),
+    );
+    const report = (updated as { group_id: string; modified_at: Date }[])[0];
+    if (!report) throw errors.notFound(`drive ${driveId} is not reported`, 'NOT_REPORTED');
+    let commentId: string | undefined;
+    if (comment) {
+      const [added] = (await tx('review_comments')
+        .insert({ drive_id: driveId, text: comment, user_email: reviewerEmail })
+        .returning('id')) as { id: string }[];
+      commentId = String(added!.id);
+    }
+    const user_id = await this.driverOf(driveId, trace);
+    await recordEvent(tx, {
+      type: 'drive.report_updated',
+      groupId: String(report.group_id),
+      userId: user_id.trim(),
+      data: driveEventData(driveId, Number(report.group_id), user_id, report.modified_at, {
+        status,
+        ...(commentId ? { review_comment_id: commentId } : {}),
+      }),
     });
     return (await this.getReported(driveId, trace))!;
   }
@@ -462,52 +474,58 @@ export class DrivesRepository {
    * transaction.
    */
   async deleteDrive(driveId: number, userId: string, trace?: TraceContext): Promise<drivesV1.DeleteDriveResponse> {
-    return this.knex.transaction(async (tx) => {
-      const drive = (await sql(trace, 'SELECT', 'SELECT FROM drives FOR UPDATE', async () =>
-        tx('drives').select(DRIVE_COLUMNS).where({ id: driveId, user_id: userId }).forUpdate().first(),
-      )) as DriveRow | undefined;
-      if (!drive) throw errors.notFound(`drive ${driveId} of user ${userId} not found`, 'DRIVE_NOT_FOUND');
-      const groupId = await this.removeReport(tx, driveId, trace);
-      await sql(trace, 'DELETE', 'DELETE FROM drives', async () => tx('drives').where({ id: driveId }).delete());
-      const [tombstone] = (await sql(trace, 'INSERT', 'INSERT INTO drive_tombstones', async () =>
-        tx('drive_tombstones')
-          .insert({
-            drive_id: driveId,
-            user_id: userId,
-            group_ids: groupId ? [groupId] : [],
-            drive: JSON.stringify(drive),
-          })
-          .returning(['drive_id', 'user_id', 'modified_at']),
-      )) as TombstoneRow[];
-      tombstone!.group_id = '0';
-      if (groupId) {
-        await this.leaveReportTombstone(tx, driveId, groupId, userId, trace);
-        await recordEvent(tx, {
-          type: 'drive.deleted',
-          groupId: String(groupId),
-          userId,
-          data: driveEventData(driveId, groupId, userId, tombstone!.modified_at),
-        });
-      }
-      return { tombstone: toTombstone(tombstone!), withdrawnGroupId: groupId ?? 0 };
-    });
+    const tx = this.db;
+    const drive = (await sql(trace, 'SELECT', 'SELECT FROM drives FOR UPDATE', async () =>
+      tx('drives').select(DRIVE_COLUMNS).where(this.ofUser(driveId, userId)).forUpdate().first(),
+    )) as DriveRow | undefined;
+    if (!drive) throw errors.notFound(`drive ${driveId} of user ${userId} not found`, 'DRIVE_NOT_FOUND');
+    const groupId = await this.removeReport(tx, driveId, trace);
+    await sql(trace, 'DELETE', 'DELETE FROM drives', async () =>
+      tx('drives').where({ id: driveId, organization_id: this.organizationId }).delete(),
+    );
+    const [tombstone] = (await sql(trace, 'INSERT', 'INSERT INTO drive_tombstones', async () =>
+      tx('drive_tombstones')
+        .insert({
+          drive_id: driveId,
+          user_id: userId,
+          organization_id: this.organizationId,
+          group_ids: groupId ? [groupId] : [],
+          drive: JSON.stringify(drive),
+        })
+        .returning(['drive_id', 'user_id', 'modified_at']),
+    )) as TombstoneRow[];
+    tombstone!.group_id = '0';
+    if (groupId) {
+      await this.leaveReportTombstone(tx, driveId, groupId, userId, trace);
+      await recordEvent(tx, {
+        type: 'drive.deleted',
+        groupId: String(groupId),
+        userId,
+        data: driveEventData(driveId, groupId, userId, tombstone!.modified_at),
+      });
+    }
+    return { tombstone: toTombstone(tombstone!), withdrawnGroupId: groupId ?? 0 };
   }
 
   /** Withdraws the report of a drive of `userId` (with its review comments); `drive.report_withdrawn`. */
   async withdrawReport(driveId: number, userId: string, trace?: TraceContext): Promise<drivesV1.Tombstone> {
-    return this.knex.transaction(async (tx) => {
-      const owned = await tx('drives').select('id').where({ id: driveId, user_id: userId }).forUpdate().first();
-      const groupId = owned ? await this.removeReport(tx, driveId, trace) : undefined;
-      if (!groupId) throw errors.notFound(`drive ${driveId} of user ${userId} is not reported`, 'NOT_REPORTED');
-      const tombstone = await this.leaveReportTombstone(tx, driveId, groupId, userId, trace);
-      await recordEvent(tx, {
-        type: 'drive.report_withdrawn',
-        groupId: String(groupId),
-        userId,
-        data: driveEventData(driveId, groupId, userId, tombstone.modified_at),
-      });
-      return toTombstone(tombstone);
+    const tx = this.db;
+    const owned = await tx('drives').select('id').where(this.ofUser(driveId, userId)).forUpdate().first();
+    const groupId = owned ? await this.removeReport(tx, driveId, trace) : undefined;
+    if (!groupId) throw errors.notFound(`drive ${driveId} of user ${userId} is not reported`, 'NOT_REPORTED');
+    const tombstone = await this.leaveReportTombstone(tx, driveId, groupId, userId, trace);
+    await recordEvent(tx, {
+      type: 'drive.report_withdrawn',
+      groupId: String(groupId),
+      userId,
+      data: driveEventData(driveId, groupId, userId, tombstone.modified_at),
     });
+    return toTombstone(tombstone);
+  }
+
+  /** The key of a drive of `userId` in this organization. */
+  private ofUser(driveId: number, userId: string) {
+    return { id: driveId, user_id: userId, organization_id: this.organizationId };
   }
 
   /** Deletes a drive's report and its comments; the group it was reported to, if it was. */
@@ -516,7 +534,10 @@ export class DrivesRepository {
       tx('review_comments').where({ drive_id: driveId }).delete(),
     );
     const removed = (await sql(trace, 'DELETE', 'DELETE FROM drive_reports', async () =>
-      tx('drive_reports').where({ drive_id: driveId }).delete().returning('group_id'),
+      tx('drive_reports')
+        .where({ drive_id: driveId, organization_id: this.organizationId })
+        .delete()
+        .returning('group_id'),
     )) as { group_id: string }[];
     return removed[0] ? Number(removed[0].group_id) : undefined;
   }
@@ -531,7 +552,7 @@ export class DrivesRepository {
     // Withdrawn from this group before (and reported again): the newest withdrawal is the tombstone.
     const [row] = (await sql(trace, 'INSERT', 'INSERT INTO report_tombstones', async () =>
       tx('report_tombstones')
-        .insert({ drive_id: driveId, group_id: groupId, user_id: userId })
+        .insert({ drive_id: driveId, group_id: groupId, user_id: userId, organization_id: this.organizationId })
         .onConflict(['drive_id', 'group_id'])
         .merge({ modified_at: tx.fn.now(), user_id: userId })
         .returning(['drive_id', 'user_id', 'group_id', 'modified_at']),
@@ -539,33 +560,8 @@ export class DrivesRepository {
     return row!;
   }
 
-  /**
-   * Housekeeping: drops the tombstones older than the retention window, in batches (short transactions), after
-   * recording the cutoff (from then on an older sync bound is refused, before a tombstone it needs is gone).
-   */
-  async purgeTombstones(batchSize = 5_000): Promise<{ drives: number; reports: number; purgedBefore: Date }> {
-    const { rows } = await this.knex.raw<{ rows: { cutoff: Date }[] }>(
-      `UPDATE tombstone_purges SET purged_before = greatest(purged_before, now() - make_interval(days => ?))
-       RETURNING now() - make_interval(days => ?) AS cutoff`,
-      [this.retentionDays, this.retentionDays],
-    );
-    const cutoff = rows[0]!.cutoff;
-    const purge = async (table: string): Promise<number> => {
-      let total = 0;
-      for (;;) {
-        const deleted = await this.knex.raw<{ rowCount: number }>(
-          `DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE modified_at < ? LIMIT ?)`,
-          [cutoff, batchSize],
-        );
-        total += deleted.rowCount;
-        if (deleted.rowCount < batchSize) return total;
-      }
-    };
-    return { drives: await purge('drive_tombstones'), reports: await purge('report_tombstones'), purgedBefore: cutoff };
-  }
-
   private async getReported(driveId: number, trace?: TraceContext): Promise<drivesV1.ReportedDrive | undefined> {
-    const row = (await this.knex({ r: 'drive_reports' })
+    const row = (await this.db({ r: 'drive_reports' })
       .join({ d: 'drives' }, 'd.id', 'r.drive_id')
       .select(DRIVE_COLUMNS.map((c) => `d.${c}`))
       .select({
@@ -575,12 +571,44 @@ export class DrivesRepository {
         reported_at: 'r.reported_at',
         report_modified_at: 'r.modified_at',
       })
-      .where('r.drive_id', driveId)
+      .where({ 'r.drive_id': driveId, 'r.organization_id': this.organizationId })
       .first()) as (DriveRow & ReportRow) | undefined;
     if (!row) return undefined;
     const comments = await this.comments([driveId], trace);
     return this.toReported(row, comments.get(driveId) ?? []);
   }
+}
+
+/**
+ * Housekeeping: drops the tombstones older than the retention window, in batches (short transactions), after
+ * recording the cutoff (from then on an older sync bound is refused, before a tombstone it needs is gone). Work
+ * across organizations: the one use of acrossOrganizations here.
+ */
+export async function purgeTombstones(
+  knex: Knex,
+  retentionDays: number,
+  batchSize = 5_000,
+): Promise<{ drives: number; reports: number; purgedBefore: Date }> {
+  const { rows } = await knex.raw<{ rows: { cutoff: Date }[] }>(
+    `UPDATE tombstone_purges SET purged_before = greatest(purged_before, now() - make_interval(days => ?))
+     RETURNING now() - make_interval(days => ?) AS cutoff`,
+    [retentionDays, retentionDays],
+  );
+  const cutoff = rows[0]!.cutoff;
+  const purge = async (table: string): Promise<number> => {
+    let total = 0;
+    for (;;) {
+      const deleted = await acrossOrganizations(knex, (trx) =>
+        trx.raw<{ rowCount: number }>(
+          `DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE modified_at < ? LIMIT ?)`,
+          [cutoff, batchSize],
+        ),
+      );
+      total += deleted.rowCount;
+      if (deleted.rowCount < batchSize) return total;
+    }
+  };
+  return { drives: await purge('drive_tombstones'), reports: await purge('report_tombstones'), purgedBefore: cutoff };
 }
 
 function cut<T extends Sorted>(

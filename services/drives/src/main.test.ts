@@ -34,6 +34,7 @@ test(
         MIGRATE_ON_START: 'true',
         GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
         METRICS_PORT: String(metricsPort),
+        GROUPS_ADDRESS: `127.0.0.1:${await freePort()}`,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
@@ -49,12 +50,15 @@ test(
       await testDb.drop();
     });
     const list = () =>
-      client.listUserDrives({
-        userId: 'AliceAdm01',
-        limit: 10,
-        classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_ALL,
-        sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
-      });
+      client.listUserDrives(
+        {
+          userId: 'AliceAdm01',
+          limit: 10,
+          classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_ALL,
+          sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
+        },
+        { organizationId: 1 },
+      );
     const report = async () =>
       (await (await fetch(`http://127.0.0.1:${metricsPort}/healthz/dependencies`)).json()) as {
         dependencies: { postgres: { up: boolean } };
@@ -98,6 +102,7 @@ test(
         MIGRATE_ON_START: 'true',
         GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
         METRICS_PORT: String(metricsPort),
+        GROUPS_ADDRESS: `127.0.0.1:${await freePort()}`,
         TOMBSTONE_RETENTION_DAYS: '30',
         TOMBSTONE_PURGE_INTERVAL_MS: '100',
       },
@@ -113,14 +118,15 @@ test(
     });
     await waitFor(() => health.check(SERVICE, 500), { timeoutMs: 20_000, what: 'service serving (migrated)' });
     await db.connect();
-    const tombstone = (id: number, daysAgo: number) =>
+    const tombstone = (id: number, daysAgo: number, organization: number) =>
       db.query(
-        `INSERT INTO drives.drive_tombstones (drive_id, user_id, modified_at, drive)
-       VALUES ($1, 'PurgeUser1', now() - make_interval(days => $2), '{}')`,
-        [id, daysAgo],
+        `INSERT INTO drives.drive_tombstones (drive_id, user_id, modified_at, drive, organization_id)
+       VALUES ($1, 'PurgeUser1', now() - make_interval(days => $2), '{}', $3)`,
+        [id, daysAgo, organization],
       );
-    await tombstone(1, 31);
-    await tombstone(2, 29);
+    // The housekeeping purges across organizations.
+    await tombstone(1, 31, 2);
+    await tombstone(2, 29, 1);
     await waitFor(
       async () =>
         (await db.query('SELECT drive_id FROM drives.drive_tombstones ORDER BY drive_id')).rows

@@ -1,8 +1,8 @@
 // The process of the Drives service: everything but its own parts comes from runService.
-import { PROTO_FILES } from '@mileage/proto';
+import { groupsV1, PROTO_FILES } from '@mileage/proto';
 import { env, outboxRelayConfigShape, outboxRelayTasks, runService, webhooksClientSpec } from '@mileage/runtime';
 import { openDatabase } from './database';
-import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DrivesRepository } from './drives-repo';
+import { DEFAULT_TOMBSTONE_RETENTION_DAYS, purgeTombstones } from './drives-repo';
 import { createServer } from './server';
 
 void runService({
@@ -16,26 +16,36 @@ void runService({
     TOMBSTONE_RETENTION_DAYS: env.positiveInt(DEFAULT_TOMBSTONE_RETENTION_DAYS),
     /** How often the housekeeping purges tombstones past the retention window. */
     TOMBSTONE_PURGE_INTERVAL_MS: env.positiveInt(3_600_000),
+    /** The Groups service, asked whether a group a drive is reported to is of the drive's organization. */
+    GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
+    GRPC_DEADLINE_MS: env.positiveInt(3_000),
   },
-  // The Webhooks service, to which the outbox relay hands the events (none when WEBHOOKS_ADDRESS is unset).
-  clients: webhooksClientSpec,
-  dependencies: (context) => ({
+  clients: (config) => ({
+    groups: {
+      client: groupsV1.GroupsServiceClient,
+      address: config.GROUPS_ADDRESS,
+      deadlineMs: config.GRPC_DEADLINE_MS,
+    },
+    // The Webhooks service, to which the outbox relay hands the events (none when WEBHOOKS_ADDRESS is unset).
+    ...webhooksClientSpec(config),
+  }),
+  dependencies: ({ clients: { groups, ...relayClients }, ...context }) => ({
     knex: context.knex,
+    groups,
     logger: context.logger,
     tombstoneRetentionDays: context.config.TOMBSTONE_RETENTION_DAYS,
-    context,
+    relayContext: { ...context, clients: relayClients },
   }),
   createServer,
   tasks: (deps, config) => {
-    const repo = new DrivesRepository(deps.knex, deps.tombstoneRetentionDays);
     return [
-      ...outboxRelayTasks(deps.context, config),
+      ...outboxRelayTasks(deps.relayContext, config),
       {
         name: 'purge-tombstones',
         everyMs: config.TOMBSTONE_PURGE_INTERVAL_MS,
         // Safe on every replica at once: each batch deletes what is past the cutoff, whoever gets there first.
         run: async () => {
-          const purged = await repo.purgeTombstones();
+          const purged = await purgeTombstones(deps.knex, deps.tombstoneRetentionDays);
           if (purged.drives || purged.reports) deps.logger.info(purged, 'tombstones purged');
         },
       },

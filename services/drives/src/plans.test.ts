@@ -1,7 +1,9 @@
 // Query plans at a volume where a sequential scan or a sort would show: every list is an index range scan
-// that stops after the page (no OFFSET, no sort of the user's or group's rows).
+// that stops after the page (no OFFSET, no sort of the user's or group's rows). Planned as the service runs them: as
+// its runtime role, inside a declared organization, under row-level security.
 import { drivesV1 } from '@mileage/proto';
-import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import { inOrganization } from '@mileage/runtime';
+import { createSchemaRoles, createTestDatabase, type SchemaRoles, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
@@ -9,42 +11,55 @@ import { openDatabase } from './database';
 import { DrivesRepository } from './drives-repo';
 
 let testDb: TestDatabase;
+let roles: SchemaRoles;
 let db: ReturnType<typeof openDatabase>;
-let repo: DrivesRepository;
+/** The list calls of organization 1's repository, each in a transaction that declared it, as the service makes them. */
+const repo = {
+  listUserDrives: (...args: Parameters<DrivesRepository['listUserDrives']>) =>
+    inOrganization(db.knex, 1, (trx) => new DrivesRepository(trx, 1).listUserDrives(...args)),
+  listReportedDrives: (...args: Parameters<DrivesRepository['listReportedDrives']>) =>
+    inOrganization(db.knex, 1, (trx) => new DrivesRepository(trx, 1).listReportedDrives(...args)),
+};
 
 before(async () => {
   testDb = await createTestDatabase('plans');
-  // Seeding takes longer than the service's default statement timeout.
+  roles = await createSchemaRoles(testDb, 'drives');
+  const owner = openDatabase({ url: roles.urlOf(roles.owner) });
+  try {
+    await owner.migrate({ runtimeRole: roles.runtime.role });
+  } finally {
+    await owner.close();
+  }
+  // Seeded as the test server's superuser (row-level security does not apply to it). Seeding takes longer than the
+  // service's default statement timeout.
   db = openDatabase({ url: testDb.url, statementTimeoutMs: 120_000 });
-  await db.migrate();
   // 300,000 drives of 300 users over 90 days; a quarter of the business drives reported to one of 30 groups.
   await db.knex.raw(`
-    INSERT INTO drives (user_id, started_at, ended_at, distance_amount, distance_units, entry, classification, modified_at)
-    SELECT 'P' || lpad((g % 300)::text, 9, '0'), t, t + interval '30 minutes', 10, 'mi', 'automatic',
+    INSERT INTO drives (organization_id, user_id, started_at, ended_at, distance_amount, distance_units, entry, classification, modified_at)
+    SELECT 1, 'P' || lpad((g % 300)::text, 9, '0'), t, t + interval '30 minutes', 10, 'mi', 'automatic',
            (ARRAY['business', 'business', 'personal', 'unclassified'])[1 + g % 4], t + interval '1 hour'
       FROM (SELECT g, date_trunc('milliseconds', now() - interval '90 days' * random()) AS t FROM generate_series(1, 300000) g) s`);
   await db.knex.raw(`
-    INSERT INTO drive_reports (drive_id, group_id, status, reported_at, modified_at, ended_at)
-    SELECT id, 1 + (id % 30), 'submitted', modified_at, modified_at, ended_at FROM drives WHERE classification = 'business' AND id % 4 = 0`);
+    INSERT INTO drive_reports (organization_id, drive_id, group_id, status, reported_at, modified_at, ended_at)
+    SELECT 1, id, 1 + (id % 30), 'submitted', modified_at, modified_at, ended_at FROM drives WHERE classification = 'business' AND id % 4 = 0`);
   // 30,000 deleted drives and 30,000 withdrawn reports over the retention window (the change feed).
   await db.knex.raw(`
-    INSERT INTO drive_tombstones (drive_id, user_id, modified_at, drive)
-    SELECT 1000000 + g, 'P' || lpad((g % 300)::text, 9, '0'), now() - interval '90 days' * random(), '{}'
+    INSERT INTO drive_tombstones (organization_id, drive_id, user_id, modified_at, drive)
+    SELECT 1, 1000000 + g, 'P' || lpad((g % 300)::text, 9, '0'), now() - interval '90 days' * random(), '{}'
       FROM generate_series(1, 30000) g`);
   await db.knex.raw(`
-    INSERT INTO report_tombstones (drive_id, group_id, user_id, modified_at)
-    SELECT 2000000 + g, 1 + (g % 30), 'P' || lpad((g % 300)::text, 9, '0'), now() - interval '90 days' * random()
+    INSERT INTO report_tombstones (organization_id, drive_id, group_id, user_id, modified_at)
+    SELECT 1, 2000000 + g, 1 + (g % 30), 'P' || lpad((g % 300)::text, 9, '0'), now() - interval '90 days' * random()
       FROM generate_series(1, 30000) g`);
   await db.knex.raw('ANALYZE drives');
   await db.knex.raw('ANALYZE drive_reports');
   await db.knex.raw('ANALYZE drive_tombstones');
   await db.knex.raw('ANALYZE report_tombstones');
-  repo = new DrivesRepository(db.knex);
 });
 
 after(async () => {
   await db.close();
-  await testDb.drop();
+  await roles.drop();
 });
 
 interface PlanNode {
@@ -53,6 +68,7 @@ interface PlanNode {
   'Relation Name'?: string;
   'Shared Hit Blocks'?: number;
   'Shared Read Blocks'?: number;
+  Filter?: string;
   Plans?: PlanNode[];
 }
 
@@ -75,6 +91,9 @@ async function planOf(
   assert.ok(list, `no list statement among ${statements.map((s) => s.sql).join(' | ')}`);
   const connection = (await db.knex.client.acquireConnection()) as pg.Client;
   try {
+    await connection.query('BEGIN');
+    await connection.query(`SET LOCAL ROLE ${roles.runtime.role}`);
+    await connection.query(`SELECT set_config('mileage.organization_id', '1', true)`);
     const sql = list.sql.replace(
       /\?/g,
       (() => {
@@ -88,6 +107,7 @@ async function planOf(
     );
     return rows[0]!['QUERY PLAN'][0].Plan;
   } finally {
+    await connection.query('ROLLBACK');
     await db.knex.client.releaseConnection(connection);
   }
 }
@@ -125,7 +145,12 @@ const page = { limit: 100, sortField: 'modified' as const };
 
 describe('list query plans at 300,000 drives', () => {
   test("a user's drives by modified time, all classifications", async () => {
-    assertIndexRangeScan(await planOf(() => repo.listUserDrives('P000000007', null, page)), 'drives_user_modified_idx');
+    const plan = await planOf(() => repo.listUserDrives('P000000007', null, page));
+    assertIndexRangeScan(plan, 'drives_user_modified_idx');
+    assert.ok(
+      nodes(plan).some((n) => n.Filter?.includes('mileage.organization_id')),
+      'planned under the row-level security policy',
+    );
   });
 
   test("a user's business drives by modified time, next page after a position", async () => {
@@ -188,8 +213,8 @@ describe('a page deep in a long list', () => {
   const group = 99;
   before(async () => {
     await db.knex.raw(`
-      INSERT INTO drive_reports (drive_id, group_id, status, reported_at, modified_at, ended_at)
-      SELECT id, ${group}, 'submitted', modified_at, modified_at, ended_at FROM drives
+      INSERT INTO drive_reports (organization_id, drive_id, group_id, status, reported_at, modified_at, ended_at)
+      SELECT 1, id, ${group}, 'submitted', modified_at, modified_at, ended_at FROM drives
        WHERE id NOT IN (SELECT drive_id FROM drive_reports)`);
     await db.knex.raw('ANALYZE drive_reports');
   });

@@ -39,6 +39,7 @@ test('a stamp read as a Date or as a wire Timestamp gives the same time', () => 
 test('a drive row to the message and back: times as wire Timestamps, stored location times as the API text', () => {
   const row: DriveRow = {
     id: '7',
+    organization_id: '1',
     user_id: 'DriverA001',
     started_at: parse('2026-11-23 08:00:00+00'),
     ended_at: new Date('2026-11-23T08:30:00.500Z'),

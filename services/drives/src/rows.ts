@@ -35,6 +35,7 @@ export const millis = (t: Stamp): number => (t instanceof Date ? t.getTime() : t
 /** A row of `drives`, as pg returns it. */
 export interface DriveRow {
   id: string;
+  organization_id: string;
   user_id: string;
   started_at: Stamp;
   ended_at: Stamp;
@@ -67,6 +68,7 @@ interface StoredLocation {
 
 export const DRIVE_COLUMNS = [
   'id',
+  'organization_id',
   'user_id',
   'started_at',
   'ended_at',
@@ -118,6 +120,7 @@ function location(stored: StoredLocation | null): drivesV1.Geolocation | undefin
 export function toDrive(row: DriveRow): drivesV1.Drive {
   return {
     id: Number(row.id),
+    organizationId: Number(row.organization_id),
     userId: row.user_id,
     createTime: wire(row.created_at),
     updateTime: wire(row.modified_at),

@@ -1,26 +1,41 @@
 import { status } from '@grpc/grpc-js';
-import { drivesV1, PROTO_FILES } from '@mileage/proto';
-import { dateToTimestamp, isoToTimestamp, timestampToIso, timestampToMillis } from '@mileage/runtime';
-import { rejection, serviceSuite, startTestService } from '@mileage/runtime/testing';
+import { drivesV1, groupsV1 } from '@mileage/proto';
+import {
+  createGrpcClient,
+  dateToTimestamp,
+  freePort,
+  isoToTimestamp,
+  timestampToIso,
+  timestampToMillis,
+} from '@mileage/runtime';
+import { asOrganization, rejection, serviceSuite } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { createServer } from './server';
+import { GLOBEX_GROUP, startDrivesService, startTestGroups } from './service.fixture';
 
 const { Classification, ClassificationFilter, Entry, SortField } = drivesV1;
 
 const suite = serviceSuite({
   prefix: 'drives',
   open: (url) => openDatabase({ url, poolMax: 20 }),
-  start: (db) =>
-    startTestService({
-      service: 'drives',
-      implementation: createServer({ knex: db.knex }),
-      protoFile: PROTO_FILES.drives,
-      Client: drivesV1.DrivesServiceClient,
-      deadlineMs: 10_000,
-    }),
+  // Every call acts inside organization 1 unless it says otherwise; the Groups service is a real one.
+  start: async (db) => {
+    const groups = await startTestGroups();
+    const service = await startDrivesService(db.knex, groups);
+    rawClient = service.client;
+    return {
+      ...service,
+      client: asOrganization(service.client, 1),
+      async close() {
+        await service.close();
+        await groups.close();
+      },
+    };
+  },
 });
+/** The client without an organization. */
+let rawClient: typeof suite.client;
 
 function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Drive> = {}): drivesV1.Drive {
   const start = new Date(startIso);
@@ -34,6 +49,7 @@ function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Dri
     value: { amount: 838, currency: 'USD' },
     tollFees: { amount: 250, currency: 'USD' },
     entry: Entry.ENTRY_AUTOMATIC,
+    organizationId: 1,
     start: {
       name: 'Office',
       lat: '41.8781',
@@ -45,8 +61,8 @@ function drive(userId: string, startIso: string, overrides: Partial<drivesV1.Dri
   };
 }
 
-const list = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}) =>
-  suite.client.listUserDrives({
+const list = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> = {}, client = suite.client) =>
+  client.listUserDrives({
     userId,
     limit: 100,
     classification: ClassificationFilter.CLASSIFICATION_FILTER_ALL,
@@ -274,5 +290,72 @@ describe('DrivesService over real gRPC and PostgreSQL', () => {
       assert.equal(local.get(Number(row.id)), row.description ?? undefined, `drive ${row.id} after ${syncs} syncs`);
     }
     assert.ok(syncs > 1, 'the reader synced while writers were active');
+  });
+
+  test('a call without an organization is refused', async () => {
+    const refused = await rejection(list('DriverA001', {}, rawClient));
+    assert.deepEqual([refused.code, refused.reason], [status.FAILED_PRECONDITION, 'ORGANIZATION_REQUIRED']);
+  });
+
+  test('a drive is reported only to a group of its organization, which the Groups service tells', async () => {
+    const d = (await suite.client.createDrive({ drive: drive('DriverG001', '2026-11-09T08:00:00Z') })).drive!;
+    const refused = await rejection(suite.client.reportDrive({ driveId: d.id, groupId: GLOBEX_GROUP }));
+    assert.deepEqual([refused.code, refused.reason], [status.FAILED_PRECONDITION, 'GROUP_OF_ANOTHER_ORGANIZATION']);
+    const unknown = await rejection(suite.client.reportDrive({ driveId: d.id, groupId: 424_242 }));
+    assert.equal(unknown.reason, 'GROUP_OF_ANOTHER_ORGANIZATION', 'an unknown group is the same');
+    assert.deepEqual(await suite.db.knex('drive_reports').where({ drive_id: d.id }), [], 'nothing reported');
+    const reported = (await suite.client.reportDrive({ driveId: d.id, groupId: 9 })).reportedDrive!;
+    assert.equal(reported.drive!.organizationId, 1);
+  });
+
+  test('a drive of another organization is invisible to every call; its events carry its organization', async () => {
+    const globex = asOrganization(suite.client, 2);
+    const theirs = (await globex.createDrive({ drive: drive('GlobexDrv1', '2026-11-10T08:00:00Z') })).drive!;
+    assert.equal(theirs.organizationId, 2);
+    await globex.reportDrive({ driveId: theirs.id, groupId: GLOBEX_GROUP });
+    const ours = suite.client;
+    const notFound = [
+      () => ours.updateDrive({ drive: { ...theirs, description: 'taken over' } }),
+      () => ours.reportDrive({ driveId: theirs.id, groupId: 9 }),
+      () => ours.reviewReportedDrive({ driveId: theirs.id, status: 'approved', comment: '', reviewerEmail: '' }),
+      () => ours.withdrawReport({ driveId: theirs.id, userId: 'GlobexDrv1' }),
+      () => ours.deleteDrive({ driveId: theirs.id, userId: 'GlobexDrv1' }),
+    ];
+    for (const call of notFound) assert.equal((await rejection(call())).code, status.NOT_FOUND);
+    assert.deepEqual((await list('GlobexDrv1')).drives, []);
+    const reported = await ours.listReportedDrives({
+      groupIds: [GLOBEX_GROUP],
+      limit: 10,
+      sortField: SortField.SORT_FIELD_MODIFIED,
+    });
+    assert.deepEqual(reported.reportedDrives, []);
+    const theirList = await globex.listReportedDrives({
+      groupIds: [GLOBEX_GROUP],
+      limit: 10,
+      sortField: SortField.SORT_FIELD_MODIFIED,
+    });
+    assert.deepEqual(
+      theirList.reportedDrives.map((r) => [r.drive!.id, r.drive!.description]),
+      [[theirs.id, theirs.description]],
+      'untouched',
+    );
+    const events = await suite.db.knex('outbox').where({ user_id: 'GlobexDrv1' }).select('organization_id');
+    assert.deepEqual(events, [{ organization_id: '2' }]);
+  });
+
+  test('while the Groups service does not answer, nothing is reported: UNAVAILABLE', async () => {
+    const nobody = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${await freePort()}`, {
+      defaultDeadlineMs: 2_000,
+    });
+    const cut = await startDrivesService(suite.db.knex, { client: nobody, close: async () => nobody.close() });
+    try {
+      const d = (await suite.client.createDrive({ drive: drive('DriverH001', '2026-11-11T08:00:00Z') })).drive!;
+      const refused = await rejection(asOrganization(cut.client, 1).reportDrive({ driveId: d.id, groupId: 9 }));
+      assert.deepEqual([refused.code, refused.reason], [status.UNAVAILABLE, 'GROUPS_UNAVAILABLE']);
+      assert.deepEqual(await suite.db.knex('drive_reports').where({ drive_id: d.id }), []);
+    } finally {
+      await cut.close();
+      nobody.close();
+    }
   });
 });

@@ -1,10 +1,23 @@
-import { drivesV1 } from '@mileage/proto';
-import { errors, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import { status } from '@grpc/grpc-js';
+import { drivesV1, type groupsV1 } from '@mileage/proto';
+import {
+  errors,
+  inOrganization,
+  readWithRetry,
+  requireOrganization,
+  type CallContext,
+  type Handlers,
+  type Knex,
+  type PromiseClient,
+  type ServiceRegistration,
+} from '@mileage/runtime';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DrivesRepository } from './drives-repo';
 import { classificationFilter, listQuery, requirePositive, requireUserId, validateDrive } from './validation';
 
 export interface DrivesServerDeps {
   knex: Knex;
+  /** The Groups service: a drive is reported only to a group of its organization. */
+  groups: PromiseClient<groupsV1.GroupsServiceClient>;
   /** How long tombstones are kept (TOMBSTONE_RETENTION_DAYS, default 90). */
   tombstoneRetentionDays?: number;
 }
@@ -16,17 +29,24 @@ function pageEnd(page: { tombstones: drivesV1.Tombstone[]; hasMore: boolean; nex
 
 /** The DrivesService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: DrivesServerDeps): ServiceRegistration {
-  const repo = new DrivesRepository(deps.knex, deps.tombstoneRetentionDays ?? DEFAULT_TOMBSTONE_RETENTION_DAYS);
+  const retentionDays = deps.tombstoneRetentionDays ?? DEFAULT_TOMBSTONE_RETENTION_DAYS;
+  /** `work` over the repository of the call's organization, in one transaction that declared it (inOrganization). */
+  const inCallOrganization = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> => {
+    const organizationId = requireOrganization(ctx);
+    return inOrganization(deps.knex, organizationId, (trx) =>
+      work(new DrivesRepository(trx, organizationId, retentionDays)),
+    );
+  };
+  /** The same for a read: run again once when its connection was dropped (nothing was written). */
+  const read = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> =>
+    readWithRetry(() => inCallOrganization(ctx, work));
 
   const handlers: Handlers<drivesV1.DrivesServiceServer> = {
     async listUserDrives(request, ctx) {
       requireUserId(request.userId);
-      const page = await repo.listUserDrives(
-        request.userId,
-        classificationFilter(request.classification),
-        listQuery(request),
-        ctx.trace,
-      );
+      const classification = classificationFilter(request.classification);
+      const query = listQuery(request);
+      const page = await read(ctx, (repo) => repo.listUserDrives(request.userId, classification, query, ctx.trace));
       return { drives: page.drives, ...pageEnd(page) };
     },
 
@@ -37,22 +57,49 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
         ]);
       }
       request.groupIds.forEach((id, i) => requirePositive(id, `group_ids[${i}]`));
-      const page = await repo.listReportedDrives(request.groupIds, listQuery(request), ctx.trace);
+      const query = listQuery(request);
+      const page = await read(ctx, (repo) => repo.listReportedDrives(request.groupIds, query, ctx.trace));
       return { reportedDrives: page.reportedDrives, ...pageEnd(page) };
     },
 
     async createDrive(request, ctx) {
-      return { drive: await repo.create(validateDrive(request.drive, { idRequired: false }), ctx.trace) };
+      const drive = validateDrive(request.drive, { idRequired: false });
+      return { drive: await inCallOrganization(ctx, (repo) => repo.create(drive, ctx.trace)) };
     },
 
     async updateDrive(request, ctx) {
-      return { drive: await repo.update(validateDrive(request.drive, { idRequired: true }), ctx.trace) };
+      const drive = validateDrive(request.drive, { idRequired: true });
+      return { drive: await inCallOrganization(ctx, (repo) => repo.update(drive, ctx.trace)) };
     },
 
     async reportDrive(request, ctx) {
       requirePositive(request.driveId, 'drive_id');
       requirePositive(request.groupId, 'group_id');
-      return { reportedDrive: await repo.report(request.driveId, request.groupId, ctx.trace) };
+      const organizationId = requireOrganization(ctx);
+      const driver = await read(ctx, (repo) => repo.driverOf(request.driveId, ctx.trace));
+      // The drive is of the call's organization (found in it): the group must be too. Asked before the report's
+      // transaction, which holds no lock while another service answers.
+      const { exists } = await deps.groups
+        .checkGroupAdmin(
+          { groupId: request.groupId, userId: driver },
+          { organizationId, requestId: ctx.requestId, ...(ctx.trace ? { trace: ctx.trace } : {}) },
+        )
+        .catch((err: { code?: unknown }) => {
+          // Not knowing the group's organization, nothing is reported: the caller may try again.
+          if (err.code === status.UNAVAILABLE || err.code === status.DEADLINE_EXCEEDED)
+            throw errors.unavailable('the Groups service is unavailable', 'GROUPS_UNAVAILABLE');
+          throw err;
+        });
+      if (!exists)
+        throw errors.failedPrecondition(
+          `group ${request.groupId} is not a group of the drive's organization`,
+          'GROUP_OF_ANOTHER_ORGANIZATION',
+        );
+      return {
+        reportedDrive: await inCallOrganization(ctx, (repo) =>
+          repo.report(request.driveId, request.groupId, ctx.trace),
+        ),
+      };
     },
 
     async reviewReportedDrive(request, ctx) {
@@ -68,12 +115,8 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
           { field: 'reviewer_email', description: 'required' },
         ]);
       return {
-        reportedDrive: await repo.review(
-          request.driveId,
-          request.status,
-          request.comment,
-          request.reviewerEmail,
-          ctx.trace,
+        reportedDrive: await inCallOrganization(ctx, (repo) =>
+          repo.review(request.driveId, request.status, request.comment, request.reviewerEmail, ctx.trace),
         ),
       };
     },
@@ -81,14 +124,20 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
     async deleteDrive(request, ctx) {
       requirePositive(request.driveId, 'drive_id');
       requireUserId(request.userId);
-      const { tombstone, withdrawnGroupId } = await repo.deleteDrive(request.driveId, request.userId, ctx.trace);
+      const { tombstone, withdrawnGroupId } = await inCallOrganization(ctx, (repo) =>
+        repo.deleteDrive(request.driveId, request.userId, ctx.trace),
+      );
       return { tombstone, withdrawnGroupId };
     },
 
     async withdrawReport(request, ctx) {
       requirePositive(request.driveId, 'drive_id');
       requireUserId(request.userId);
-      return { tombstone: await repo.withdrawReport(request.driveId, request.userId, ctx.trace) };
+      return {
+        tombstone: await inCallOrganization(ctx, (repo) =>
+          repo.withdrawReport(request.driveId, request.userId, ctx.trace),
+        ),
+      };
     },
   };
 

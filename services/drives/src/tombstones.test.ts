@@ -4,7 +4,7 @@
  * written in the same transactions.
  */
 import { status } from '@grpc/grpc-js';
-import { drivesV1, PROTO_FILES } from '@mileage/proto';
+import { drivesV1 } from '@mileage/proto';
 import {
   dateToTimestamp,
   isoToTimestamp,
@@ -13,17 +13,17 @@ import {
   type WireTimestamp,
 } from '@mileage/runtime';
 import {
+  asOrganization,
   createMigratedDatabase,
   rejection,
-  startTestService,
   type MigratedDatabase,
   type TestService,
 } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { DrivesRepository } from './drives-repo';
-import { createServer } from './server';
+import { purgeTombstones } from './drives-repo';
+import { startDrivesService, startTestGroups, type TestGroups } from './service.fixture';
 
 const { Classification, ClassificationFilter, Entry, SortField } = drivesV1;
 const DAY = 86_400_000;
@@ -32,6 +32,7 @@ let database: MigratedDatabase<ReturnType<typeof openDatabase>>;
 let db: ReturnType<typeof openDatabase>;
 let service: TestService<drivesV1.DrivesServiceClient>;
 let client: PromiseClient<drivesV1.DrivesServiceClient>;
+let groups: TestGroups;
 
 function drive(userId: string, day: number, classification = Classification.CLASSIFICATION_BUSINESS): drivesV1.Drive {
   const start = new Date(Date.UTC(2026, 9, day, 8));
@@ -42,6 +43,7 @@ function drive(userId: string, day: number, classification = Classification.CLAS
     endTime: dateToTimestamp(new Date(start.getTime() + 30 * 60_000)),
     classification,
     entry: Entry.ENTRY_MANUAL,
+    organizationId: 0,
   };
 }
 
@@ -147,12 +149,14 @@ const outbox = async (driveId: number) =>
 before(async () => {
   database = await createMigratedDatabase('drives_tombstones', (url) => openDatabase({ url, poolMax: 10 }));
   db = database.db;
-  service = await startDrivesService(90);
+  groups = await startTestGroups();
+  service = await startAcmeDrives(90);
   client = service.client;
 });
 
 after(async () => {
   await service.close();
+  await groups.close();
   await database.close();
 });
 
@@ -551,8 +555,7 @@ describe('retention', () => {
     await db.knex('drive_tombstones').whereIn('drive_id', [ids[0]!, ids[2]!]).update({ modified_at: aged });
     await db.knex('report_tombstones').where({ drive_id: ids[0]! }).update({ modified_at: aged });
 
-    const repo = new DrivesRepository(db.knex, 90);
-    const purged = await repo.purgeTombstones(1);
+    const purged = await purgeTombstones(db.knex, 90, 1);
     assert.ok(purged.drives >= 2 && purged.reports >= 1, JSON.stringify(purged));
     assert.deepEqual(
       (await walkUser(user, { includeDeleted: true })).map((e) => [e.id, e.deleted]),
@@ -565,11 +568,11 @@ describe('retention', () => {
       (await walkGroups([81])).map((e) => [e.id, e.deleted]),
       [[ids[1], true]],
     );
-    const again = await repo.purgeTombstones();
+    const again = await purgeTombstones(db.knex, 90);
     assert.equal(again.drives + again.reports, 0, 'nothing more to purge');
 
     // A retention lengthened to 200 days: what the 90-day purge dropped is gone, so a bound 150 days ago is still stale.
-    const longer = await startDrivesService(200);
+    const longer = await startAcmeDrives(200);
     try {
       const err = await rejection(
         longer.client.listUserDrives({
@@ -588,12 +591,8 @@ describe('retention', () => {
   });
 });
 
-function startDrivesService(tombstoneRetentionDays: number) {
-  return startTestService({
-    service: 'drives',
-    implementation: createServer({ knex: db.knex, tombstoneRetentionDays }),
-    protoFile: PROTO_FILES.drives,
-    Client: drivesV1.DrivesServiceClient,
-    deadlineMs: 10_000,
-  });
+/** The service over the file's database, every call acting inside organization 1. */
+async function startAcmeDrives(tombstoneRetentionDays: number) {
+  const started = await startDrivesService(db.knex, groups, tombstoneRetentionDays);
+  return { ...started, client: asOrganization(started.client, 1) };
 }

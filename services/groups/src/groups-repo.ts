@@ -4,6 +4,7 @@ import { dateToTimestamp, errors, sqlSpans, type Knex, type TraceContext } from 
 
 interface TeamRow {
   id: string;
+  organization_id: string;
   display_name: string;
   external_id: string | null;
   created_at: Date;
@@ -32,21 +33,49 @@ export const GROUP_FILTER_TABLE = sqlFilterTable(filterSchema(GROUP_RESOURCE_TYP
 
 // Groups with their members in one statement, for any set of ids (prepared once per connection).
 const GET_MANY_SQL = `
-  SELECT t.id, t.display_name, t.external_id, t.created_at, t.modified_at, t.version,
+  SELECT t.id, t.organization_id, t.display_name, t.external_id, t.created_at, t.modified_at, t.version,
          coalesce(json_agg(json_build_object('user_id', m.user_id, 'is_admin', m.is_admin, 'is_driver', m.is_driver)
                   ORDER BY m.user_id) FILTER (WHERE m.user_id IS NOT NULL), '[]') AS members
     FROM teams t LEFT JOIN team_members m ON m.team_id = t.id
-   WHERE t.id = ANY(?::bigint[])
+   WHERE t.organization_id = ? AND t.id = ANY(?::bigint[])
    GROUP BY t.id
    ORDER BY t.id`;
-const ADMINISTERED_SQL = `SELECT team_id FROM team_members WHERE user_id = ? AND is_admin ORDER BY team_id`;
+const ADMINISTERED_SQL = `SELECT team_id FROM team_members
+  WHERE user_id = ? AND is_admin AND organization_id = ? ORDER BY team_id`;
 const CHECK_ADMIN_SQL = `
-  SELECT EXISTS (SELECT 1 FROM teams WHERE id = ?) AS exists,
-         EXISTS (SELECT 1 FROM team_members WHERE team_id = ? AND user_id = ? AND is_admin) AS is_admin`;
+  SELECT EXISTS (SELECT 1 FROM teams WHERE id = ? AND organization_id = ?) AS exists,
+         EXISTS (SELECT 1 FROM team_members WHERE team_id = ? AND user_id = ? AND organization_id = ? AND is_admin)
+           AS is_admin`;
+// The organization's trail, newest first from a keyset position; times to the microsecond (a cursor must compare
+// exactly with what is stored).
+const EVENT_COLUMNS = `id, actor, operation, team_id, request_id,
+  floor(extract(epoch FROM occurred_at))::bigint AS seconds, extract(microseconds FROM occurred_at)::bigint % 1000000 AS micros`;
+const EVENTS_SQL = `SELECT ${EVENT_COLUMNS} FROM provisioning_audit WHERE organization_id = ?
+  ORDER BY occurred_at DESC, id DESC LIMIT ?`;
+const EVENTS_BEFORE_SQL = `SELECT ${EVENT_COLUMNS} FROM provisioning_audit WHERE organization_id = ?
+    AND (occurred_at, id) < (timestamptz 'epoch' + ? * interval '1 second' + ? * interval '1 microsecond', ?)
+  ORDER BY occurred_at DESC, id DESC LIMIT ?`;
+
+interface EventRow {
+  id: string;
+  actor: string;
+  operation: string;
+  team_id: string;
+  request_id: string | null;
+  seconds: string;
+  micros: string;
+}
+
+/** A page of the provisioning trail, newest first. */
+export interface EventsPage {
+  events: scimAuditV1.ProvisioningEvent[];
+  hasMore: boolean;
+}
 
 function toGroup(row: TeamRow): groupsV1.Group {
   return {
     id: Number(row.id),
+    organizationId: Number(row.organization_id),
     displayName: row.display_name,
     ...(row.external_id !== null ? { externalId: row.external_id } : {}),
     members: row.members.map((m) => ({ userId: m.user_id, isAdmin: m.is_admin, isDriver: m.is_driver })),
@@ -58,51 +87,36 @@ function toGroup(row: TeamRow): groupsV1.Group {
 
 const sql = sqlSpans('groups');
 
-/** The provisioning audit entry of a write, in the write's own transaction: both happen or neither does. */
-async function recordAudit(
-  tx: Knex.Transaction,
-  audit: scimAuditV1.ProvisioningAudit,
-  group: groupsV1.Group,
-  trace: TraceContext | undefined,
-): Promise<void> {
-  const insert = tx('provisioning_audit').insert({ team_id: group.id, ...auditRow(audit, group.version) });
-  await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert);
-}
-
-/** Data access for the `groups` schema. Every write is one transaction that bumps the group's version. */
+/**
+ * Data access for the `groups` schema, inside one organization: constructed over the transaction that declared it
+ * (inOrganization), every statement also names it, so row-level security is the second wall, not the only one. Every
+ * write bumps the group's version.
+ */
 export class GroupsRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly db: Knex.Transaction,
+    private readonly organizationId: number,
+  ) {}
 
-  async getMany(
-    ids: number[],
-    trace?: TraceContext,
-    db: Knex | Knex.Transaction = this.knex,
-  ): Promise<groupsV1.Group[]> {
+  async getMany(ids: number[], trace?: TraceContext): Promise<groupsV1.Group[]> {
     if (ids.length === 0) return [];
-    const { rows } = await sql(
-      trace,
-      'SELECT',
-      GET_MANY_SQL,
-      async () => db.raw<{ rows: TeamRow[] }>(GET_MANY_SQL, [ids]).options({ name: 'groups_get_many_v1' }),
-      { retryRead: !db.isTransaction },
+    const { rows } = await sql(trace, 'SELECT', GET_MANY_SQL, async () =>
+      this.db
+        .raw<{ rows: TeamRow[] }>(GET_MANY_SQL, [this.organizationId, ids])
+        .options({ name: 'groups_get_many_v2' }),
     );
     return rows.map(toGroup);
   }
 
-  async get(id: number, trace?: TraceContext, db?: Knex | Knex.Transaction): Promise<groupsV1.Group | undefined> {
-    return (await this.getMany([id], trace, db))[0];
+  async get(id: number, trace?: TraceContext): Promise<groupsV1.Group | undefined> {
+    return (await this.getMany([id], trace))[0];
   }
 
   async administeredBy(userId: string, trace?: TraceContext): Promise<groupsV1.Group[]> {
-    const { rows } = await sql(
-      trace,
-      'SELECT',
-      ADMINISTERED_SQL,
-      async () =>
-        this.knex
-          .raw<{ rows: { team_id: string }[] }>(ADMINISTERED_SQL, [userId])
-          .options({ name: 'groups_administered_v1' }),
-      { retryRead: true },
+    const { rows } = await sql(trace, 'SELECT', ADMINISTERED_SQL, async () =>
+      this.db
+        .raw<{ rows: { team_id: string }[] }>(ADMINISTERED_SQL, [userId, this.organizationId])
+        .options({ name: 'groups_administered_v2' }),
     );
     return this.getMany(
       rows.map((r) => Number(r.team_id)),
@@ -110,33 +124,28 @@ export class GroupsRepository {
     );
   }
 
+  /** Whether the group exists in this organization (a group of another one does not) and `userId` administers it. */
   async checkAdmin(
     groupId: number,
     userId: string,
     trace?: TraceContext,
   ): Promise<{ exists: boolean; isAdmin: boolean }> {
-    const { rows } = await sql(
-      trace,
-      'SELECT',
-      CHECK_ADMIN_SQL,
-      async () =>
-        this.knex
-          .raw<{ rows: { exists: boolean; is_admin: boolean }[] }>(CHECK_ADMIN_SQL, [groupId, groupId, userId])
-          .options({ name: 'groups_check_admin_v1' }),
-      { retryRead: true },
+    const org = this.organizationId;
+    const { rows } = await sql(trace, 'SELECT', CHECK_ADMIN_SQL, async () =>
+      this.db
+        .raw<{ rows: { exists: boolean; is_admin: boolean }[] }>(CHECK_ADMIN_SQL, [groupId, org, groupId, userId, org])
+        .options({ name: 'groups_check_admin_v2' }),
     );
     return { exists: rows[0]!.exists, isAdmin: rows[0]!.is_admin };
   }
 
   async create(displayName: string, members: groupsV1.Member[], trace?: TraceContext): Promise<groupsV1.Group> {
-    return this.knex.transaction(async (tx) => {
-      const [row] = (await sql(trace, 'INSERT', 'INSERT INTO teams', async () =>
-        tx('teams').insert({ display_name: displayName }).returning('id'),
-      )) as { id: string }[];
-      const id = Number(row!.id);
-      await this.insertMembers(tx, id, members, trace);
-      return (await this.get(id, trace, tx))!;
-    });
+    const [row] = (await sql(trace, 'INSERT', 'INSERT INTO teams', async () =>
+      this.db('teams').insert({ display_name: displayName, organization_id: this.organizationId }).returning('id'),
+    )) as { id: string }[];
+    const id = Number(row!.id);
+    await this.insertMembers(id, members, trace);
+    return (await this.get(id, trace))!;
   }
 
   /** Runs `change` on a locked group, then bumps its version; NOT_FOUND / ABORTED as appropriate. */
@@ -145,26 +154,39 @@ export class GroupsRepository {
     expectedVersion: number,
     trace: TraceContext | undefined,
     audit: scimAuditV1.ProvisioningAudit | undefined,
-    change: (tx: Knex.Transaction) => Promise<void>,
+    change: () => Promise<void>,
   ): Promise<groupsV1.Group> {
-    return this.knex.transaction(async (tx) => {
-      const locked = (await sql(trace, 'SELECT', 'SELECT version FROM teams FOR UPDATE', async () =>
-        tx('teams').select('version').where({ id: groupId }).forUpdate().first(),
-      )) as { version: string } | undefined;
-      if (!locked) throw errors.notFound(`group ${groupId} not found`, 'GROUP_NOT_FOUND');
-      if (expectedVersion > 0 && Number(locked.version) !== expectedVersion) {
-        throw errors.aborted('the group was changed by someone else (version mismatch)', 'VERSION_MISMATCH');
-      }
-      await change(tx);
-      await sql(trace, 'UPDATE', 'UPDATE teams SET version', async () =>
-        tx('teams')
-          .where({ id: groupId })
-          .update({ modified_at: tx.fn.now(), version: tx.raw('version + 1') }),
-      );
-      const changed = (await this.get(groupId, trace, tx))!;
-      if (audit) await recordAudit(tx, audit, changed, trace);
-      return changed;
+    const group = { id: groupId, organization_id: this.organizationId };
+    const locked = (await sql(trace, 'SELECT', 'SELECT version FROM teams FOR UPDATE', async () =>
+      this.db('teams').select('version').where(group).forUpdate().first(),
+    )) as { version: string } | undefined;
+    if (!locked) throw errors.notFound(`group ${groupId} not found`, 'GROUP_NOT_FOUND');
+    if (expectedVersion > 0 && Number(locked.version) !== expectedVersion) {
+      throw errors.aborted('the group was changed by someone else (version mismatch)', 'VERSION_MISMATCH');
+    }
+    await change();
+    await sql(trace, 'UPDATE', 'UPDATE teams SET version', async () =>
+      this.db('teams')
+        .where(group)
+        .update({ modified_at: this.db.fn.now(), version: this.db.raw('version + 1') }),
+    );
+    const changed = (await this.get(groupId, trace))!;
+    if (audit) await this.recordAudit(audit, changed, trace);
+    return changed;
+  }
+
+  /** The provisioning audit entry of a write, in the write's own transaction: both happen or neither does. */
+  private async recordAudit(
+    audit: scimAuditV1.ProvisioningAudit,
+    group: groupsV1.Group,
+    trace: TraceContext | undefined,
+  ): Promise<void> {
+    const insert = this.db('provisioning_audit').insert({
+      team_id: group.id,
+      organization_id: this.organizationId,
+      ...auditRow(audit, group.version),
     });
+    await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert);
   }
 
   /** A page of the groups matching `condition`, by id, and how many match in all. */
@@ -175,28 +197,22 @@ export class GroupsRepository {
     excludeMembers: boolean,
     trace?: TraceContext,
   ): Promise<{ groups: groupsV1.Group[]; total: number }> {
-    const countText = `SELECT count(*) AS total FROM teams WHERE ${condition.sql}`;
-    const counted = await sql(
-      trace,
-      'SELECT',
-      countText,
-      async () => this.knex.raw<{ rows: { total: string }[] }>(countText, condition.bindings),
-      { retryRead: true },
+    const where = `teams.organization_id = ? AND (${condition.sql})`;
+    const bindings = [this.organizationId, ...condition.bindings];
+    const countText = `SELECT count(*) AS total FROM teams WHERE ${where}`;
+    const counted = await sql(trace, 'SELECT', countText, async () =>
+      this.db.raw<{ rows: { total: string }[] }>(countText, bindings),
     );
     const total = Number(counted.rows[0]!.total);
     if (limit === 0 || offset >= total) return { groups: [], total };
     // As for users (UsersRepository.list): few matches through the filter's index, then sorted; many by the ordered walk.
-    const columns = `id, display_name, external_id, created_at, modified_at, version, '[]'::json AS members`;
+    const columns = `id, organization_id, display_name, external_id, created_at, modified_at, version, '[]'::json AS members`;
     const pageText =
       total <= 10_000
-        ? `WITH matches AS MATERIALIZED (SELECT ${columns} FROM teams WHERE ${condition.sql}) SELECT * FROM matches ORDER BY id LIMIT ? OFFSET ?`
-        : `SELECT ${columns} FROM teams WHERE ${condition.sql} ORDER BY id LIMIT ? OFFSET ?`;
-    const { rows } = await sql(
-      trace,
-      'SELECT',
-      pageText,
-      async () => this.knex.raw<{ rows: TeamRow[] }>(pageText, [...condition.bindings, limit, offset]),
-      { retryRead: true },
+        ? `WITH matches AS MATERIALIZED (SELECT ${columns} FROM teams WHERE ${where}) SELECT * FROM matches ORDER BY id LIMIT ? OFFSET ?`
+        : `SELECT ${columns} FROM teams WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`;
+    const { rows } = await sql(trace, 'SELECT', pageText, async () =>
+      this.db.raw<{ rows: TeamRow[] }>(pageText, [...bindings, limit, offset]),
     );
     if (excludeMembers) return { groups: rows.map(toGroup), total };
     return {
@@ -221,58 +237,108 @@ export class GroupsRepository {
     },
     trace?: TraceContext,
   ): Promise<groupsV1.Group> {
-    return this.change(request.id, request.expectedVersion, trace, request.audit, async (tx) => {
+    return this.change(request.id, request.expectedVersion, trace, request.audit, async () => {
       const fields = {
         ...(request.displayName ? { display_name: request.displayName } : {}),
         ...(request.replaceExternalId ? { external_id: request.externalId ?? null } : {}),
       };
-      if (Object.keys(fields).length) await tx('teams').where({ id: request.id }).update(fields);
+      if (Object.keys(fields).length)
+        await this.db('teams').where({ id: request.id, organization_id: this.organizationId }).update(fields);
       if (request.replaceMembers) {
         const keep = request.members.map((m) => m.userId);
         await sql(trace, 'DELETE', 'DELETE FROM team_members', async () =>
-          tx('team_members')
-            .where({ team_id: request.id })
+          this.db('team_members')
+            .where({ team_id: request.id, organization_id: this.organizationId })
             .whereNotIn('user_id', keep.length ? keep : [''])
             .delete(),
         );
         // Members who stay keep their roles: only new ones are inserted.
-        await this.insertMembers(tx, request.id, request.members, trace, 'ignore');
+        await this.insertMembers(request.id, request.members, trace, 'ignore');
       }
     });
   }
 
   setMemberRoles(groupId: number, member: groupsV1.Member, trace?: TraceContext): Promise<groupsV1.Group> {
-    return this.change(groupId, 0, trace, undefined, (tx) => this.insertMembers(tx, groupId, [member], trace, 'merge'));
+    return this.change(groupId, 0, trace, undefined, () => this.insertMembers(groupId, [member], trace, 'merge'));
   }
 
   removeMembers(groupId: number, userIds: string[], trace?: TraceContext): Promise<groupsV1.Group> {
-    return this.change(groupId, 0, trace, undefined, async (tx) => {
+    return this.change(groupId, 0, trace, undefined, async () => {
       if (userIds.length === 0) return;
       await sql(trace, 'DELETE', 'DELETE FROM team_members', async () =>
-        tx('team_members').where({ team_id: groupId }).whereIn('user_id', userIds).delete(),
+        this.db('team_members')
+          .where({ team_id: groupId, organization_id: this.organizationId })
+          .whereIn('user_id', userIds)
+          .delete(),
       );
     });
   }
 
+  /** The organization's provisioning trail, newest first, strictly before `before` when given. */
+  async provisioningEvents(
+    limit: number,
+    before: { seconds: number; micros: number; id: number } | undefined,
+    trace?: TraceContext,
+  ): Promise<EventsPage> {
+    const [text, bindings] = before
+      ? [EVENTS_BEFORE_SQL, [this.organizationId, before.seconds, before.micros, before.id, limit + 1]]
+      : [EVENTS_SQL, [this.organizationId, limit + 1]];
+    const { rows } = await sql(trace, 'SELECT', text, async () => this.db.raw<{ rows: EventRow[] }>(text, bindings));
+    const hasMore = rows.length > limit;
+    return { events: rows.slice(0, limit).map(toEvent), hasMore };
+  }
+
+  /**
+   * Adds members with their roles; first records each new member's organization (this one: a user is a member only
+   * in their own organization). A user already recorded in another one makes the database refuse the membership.
+   */
   private async insertMembers(
-    tx: Knex.Transaction,
     groupId: number,
     members: groupsV1.Member[],
     trace: TraceContext | undefined,
     onConflict: 'ignore' | 'merge' | 'fail' = 'fail',
   ) {
     if (members.length === 0) return;
+    const organization_id = this.organizationId;
+    await sql(trace, 'INSERT', 'INSERT INTO member_organizations', async () =>
+      this.db('member_organizations')
+        .insert(members.map((m) => ({ user_id: m.userId, organization_id })))
+        .onConflict('user_id')
+        .ignore(),
+    );
     const rows = members.map((m) => ({
       team_id: groupId,
       user_id: m.userId,
+      organization_id,
       is_admin: m.isAdmin,
       is_driver: m.isDriver,
     }));
-    await sql(trace, 'INSERT', 'INSERT INTO team_members', async () => {
-      const insert = tx('team_members').insert(rows);
-      if (onConflict === 'ignore') await insert.onConflict(['team_id', 'user_id']).ignore();
-      else if (onConflict === 'merge') await insert.onConflict(['team_id', 'user_id']).merge(['is_admin', 'is_driver']);
-      else await insert;
-    });
+    try {
+      await sql(trace, 'INSERT', 'INSERT INTO team_members', async () => {
+        const insert = this.db('team_members').insert(rows);
+        if (onConflict === 'ignore') await insert.onConflict(['team_id', 'user_id']).ignore();
+        else if (onConflict === 'merge')
+          await insert.onConflict(['team_id', 'user_id']).merge(['is_admin', 'is_driver']);
+        else await insert;
+      });
+    } catch (err) {
+      if ((err as { constraint?: string }).constraint === 'team_members_user_organization_fkey')
+        throw errors.invalidArgument('a member is not a user of this organization', [
+          { field: 'members', description: 'users of the group’s organization only' },
+        ]);
+      throw err;
+    }
   }
+}
+
+function toEvent(row: EventRow): scimAuditV1.ProvisioningEvent {
+  return {
+    id: Number(row.id),
+    time: { seconds: Number(row.seconds), nanos: Number(row.micros) * 1_000 },
+    actor: row.actor,
+    action: row.operation,
+    resourceType: GROUP_RESOURCE_TYPE.name,
+    resourceId: String(row.team_id),
+    requestId: row.request_id ?? '',
+  };
 }

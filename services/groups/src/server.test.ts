@@ -1,22 +1,19 @@
 import { status } from '@grpc/grpc-js';
-import { filterV1, groupsV1, PROTO_FILES, scimAuditV1 } from '@mileage/proto';
-import { rejection, serviceSuite, startTestService } from '@mileage/runtime/testing';
+import { filterV1, groupsV1, scimAuditV1 } from '@mileage/proto';
+import { asOrganization, rejection, serviceSuite } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { openDatabase } from './database';
-import { createServer } from './server';
+import { startGroupsService } from './service.fixture';
 
 const suite = serviceSuite({
   prefix: 'groups',
   open: (url) => openDatabase({ url }),
-  start: (db) =>
-    startTestService({
-      service: 'groups',
-      implementation: createServer({ knex: db.knex }),
-      protoFile: PROTO_FILES.groups,
-      Client: groupsV1.GroupsServiceClient,
-      deadlineMs: 5_000,
-    }),
+  // Every call acts inside organization 1 unless it says otherwise.
+  start: async (db) => {
+    const service = await startGroupsService(db.knex);
+    return { ...service, client: asOrganization(service.client, 1) };
+  },
 });
 
 const member = (userId: string, isAdmin = false, isDriver = true): groupsV1.Member => ({ userId, isAdmin, isDriver });
@@ -49,6 +46,7 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
     });
     assert.ok(group!.id > 0);
     assert.equal(group!.version, 1);
+    assert.equal(group!.organizationId, 1);
     assert.deepEqual(group!.members, [member('AliceAdm01', true, false), member('BobDriver1')]);
     const { group: read } = await suite.client.getGroup({ id: group!.id });
     assert.deepEqual(read, group);

@@ -1,8 +1,26 @@
 import { groupsV1 } from '@mileage/proto';
-import { errors, requireListWindow, type Handlers, type Knex, type ServiceRegistration } from '@mileage/runtime';
+import {
+  errors,
+  inOrganization,
+  readWithRetry,
+  requireListWindow,
+  requireOrganization,
+  type CallContext,
+  type Handlers,
+  type Knex,
+  type ServiceRegistration,
+} from '@mileage/runtime';
 import { filterToSql } from '@mileage/scim-domain';
 import { GROUP_FILTER_TABLE, GroupsRepository } from './groups-repo';
-import { requireGroupId, requireUserId, validateDisplayName, validateExternalId, validateMembers } from './validation';
+import {
+  eventsBefore,
+  requireEventsLimit,
+  requireGroupId,
+  requireUserId,
+  validateDisplayName,
+  validateExternalId,
+  validateMembers,
+} from './validation';
 
 export interface GroupsServerDeps {
   knex: Knex;
@@ -10,31 +28,40 @@ export interface GroupsServerDeps {
 
 /** The GroupsService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: GroupsServerDeps): ServiceRegistration {
-  const repo = new GroupsRepository(deps.knex);
+  /** `work` over the repository of the call's organization, in one transaction that declared it (inOrganization). */
+  const inCallOrganization = <T>(ctx: CallContext, work: (repo: GroupsRepository) => Promise<T>): Promise<T> => {
+    const organizationId = requireOrganization(ctx);
+    return inOrganization(deps.knex, organizationId, (trx) => work(new GroupsRepository(trx, organizationId)));
+  };
+  /** The same for a read: run again once when its connection was dropped (nothing was written). */
+  const read = <T>(ctx: CallContext, work: (repo: GroupsRepository) => Promise<T>): Promise<T> =>
+    readWithRetry(() => inCallOrganization(ctx, work));
 
   const handlers: Handlers<groupsV1.GroupsServiceServer> = {
     async getGroup(request, ctx) {
       requireGroupId(request.id);
-      const group = await repo.get(request.id, ctx.trace);
+      const group = await read(ctx, (repo) => repo.get(request.id, ctx.trace));
       if (!group) throw errors.notFound(`group ${request.id} not found`, 'GROUP_NOT_FOUND');
       return { group };
     },
 
     async listAdministeredGroups(request, ctx) {
       requireUserId(request.userId);
-      return { groups: await repo.administeredBy(request.userId, ctx.trace) };
+      return { groups: await read(ctx, (repo) => repo.administeredBy(request.userId, ctx.trace)) };
     },
 
     async checkGroupAdmin(request, ctx) {
       requireGroupId(request.groupId, 'group_id');
       requireUserId(request.userId);
-      return repo.checkAdmin(request.groupId, request.userId, ctx.trace);
+      return read(ctx, (repo) => repo.checkAdmin(request.groupId, request.userId, ctx.trace));
     },
 
     async createGroup(request, ctx) {
       validateDisplayName(request.displayName, true);
       validateMembers(request.members);
-      return { group: await repo.create(request.displayName, request.members, ctx.trace) };
+      return {
+        group: await inCallOrganization(ctx, (repo) => repo.create(request.displayName, request.members, ctx.trace)),
+      };
     },
 
     async updateGroup(request, ctx) {
@@ -42,18 +69,14 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       validateDisplayName(request.displayName, false);
       if (request.replaceMembers) validateMembers(request.members);
       if (request.replaceExternalId) validateExternalId(request.externalId);
-      return { group: await repo.update(request, ctx.trace) };
+      return { group: await inCallOrganization(ctx, (repo) => repo.update(request, ctx.trace)) };
     },
 
     async listGroups(request, ctx) {
       requireListWindow(request);
       const condition = filterToSql(request.filter, GROUP_FILTER_TABLE);
-      const { groups, total } = await repo.list(
-        condition,
-        request.offset,
-        request.limit,
-        request.excludeMembers,
-        ctx.trace,
+      const { groups, total } = await read(ctx, (repo) =>
+        repo.list(condition, request.offset, request.limit, request.excludeMembers, ctx.trace),
       );
       return { groups, totalSize: total };
     },
@@ -63,13 +86,24 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       if (!request.member)
         throw errors.invalidArgument('member is required', [{ field: 'member', description: 'required' }]);
       validateMembers([request.member], 'member');
-      return { group: await repo.setMemberRoles(request.groupId, request.member, ctx.trace) };
+      const member = request.member;
+      return {
+        group: await inCallOrganization(ctx, (repo) => repo.setMemberRoles(request.groupId, member, ctx.trace)),
+      };
     },
 
     async removeMembers(request, ctx) {
       requireGroupId(request.groupId, 'group_id');
       request.userIds.forEach((id, i) => requireUserId(id, `user_ids[${i}]`));
-      return { group: await repo.removeMembers(request.groupId, request.userIds, ctx.trace) };
+      return {
+        group: await inCallOrganization(ctx, (repo) => repo.removeMembers(request.groupId, request.userIds, ctx.trace)),
+      };
+    },
+
+    async listProvisioningEvents(request, ctx) {
+      requireEventsLimit(request.limit);
+      const before = eventsBefore(request);
+      return read(ctx, (repo) => repo.provisioningEvents(request.limit, before, ctx.trace));
     },
   };
 

@@ -53,3 +53,27 @@ export function validateExternalId(externalId: string | undefined): void {
     ]);
   }
 }
+
+/** The most provisioning events one ListProvisioningEvents call returns. */
+export const MAX_EVENTS_LIMIT = 1000;
+
+export function requireEventsLimit(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_EVENTS_LIMIT)
+    throw errors.invalidArgument(`limit must be 1..${MAX_EVENTS_LIMIT}`, [
+      { field: 'limit', description: `1..${MAX_EVENTS_LIMIT}` },
+    ]);
+}
+
+/** A ListProvisioningEvents keyset position (both parts or neither), to the microsecond the trail keeps. */
+export function eventsBefore(request: {
+  beforeTime?: { seconds: number; nanos: number } | undefined;
+  beforeId: number;
+}): { seconds: number; micros: number; id: number } | undefined {
+  const { beforeTime, beforeId } = request;
+  if (!beforeTime && beforeId === 0) return undefined;
+  if (!beforeTime || !Number.isSafeInteger(beforeId) || beforeId <= 0)
+    throw errors.invalidArgument('before_time and a positive before_id go together', [
+      { field: beforeTime ? 'before_id' : 'before_time', description: 'both or neither' },
+    ]);
+  return { seconds: beforeTime.seconds, micros: Math.floor(beforeTime.nanos / 1_000), id: beforeId };
+}

@@ -1,0 +1,106 @@
+// The Drives schema's organization isolation as the runtime role (which row-level security applies to, unlike the
+// superuser of the other tests): a query without its organization filter sees only the declared organization, a
+// report cannot name another organization than its drive's, and the housekeeping purge reaches every organization.
+import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime';
+import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { openDatabase } from './database';
+import { purgeTombstones } from './drives-repo';
+
+let roles: SchemaRoles;
+let runtimeDb: ReturnType<typeof openDatabase>;
+const drives: Record<number, number> = {};
+
+before(async () => {
+  roles = await createSchemaRoles(await createTestDatabase('drives_orgs'), 'drives');
+  const ownerDb = openDatabase({ url: roles.urlOf(roles.owner) });
+  try {
+    await ownerDb.migrate({ runtimeRole: roles.runtime.role });
+  } finally {
+    await ownerDb.close();
+  }
+  runtimeDb = openDatabase({ url: roles.urlOf(roles.runtime) });
+  for (const organization of [1, 2])
+    drives[organization] = await inOrganization(runtimeDb.knex, organization, async (trx) => {
+      const [row] = (await trx('drives')
+        .insert({
+          user_id: `Driver000${organization}`,
+          started_at: '2026-11-01T08:00:00Z',
+          ended_at: '2026-11-01T09:00:00Z',
+          entry: 'manual',
+        })
+        .returning('id')) as { id: string }[];
+      const drive_id = Number(row!.id);
+      await trx('drive_reports').insert({
+        drive_id,
+        group_id: organization,
+        status: 'submitted',
+        ended_at: '2026-11-01T09:00:00Z',
+      });
+      await trx('drive_tombstones').insert({
+        drive_id: drive_id + 1000,
+        user_id: `Driver000${organization}`,
+        drive: '{}',
+      });
+      await trx('report_tombstones').insert({
+        drive_id: drive_id + 1000,
+        group_id: organization,
+        user_id: `Driver000${organization}`,
+      });
+      return drive_id;
+    });
+});
+
+after(async () => {
+  await runtimeDb?.close();
+  await roles?.drop();
+});
+
+const TABLES = ['drives', 'drive_reports', 'drive_tombstones', 'report_tombstones'];
+/** Which organizations' rows each table shows, with no organization filter of its own. */
+const organizationsSeen = (trx: Knex.Transaction) =>
+  Promise.all(
+    TABLES.map(async (table) =>
+      (await trx(table).distinct('organization_id').orderBy('organization_id')).map((r: { organization_id: string }) =>
+        Number(r.organization_id),
+      ),
+    ),
+  );
+
+test('a query that drops its organization filter sees only the declared organization; none declared, nothing', async () => {
+  assert.deepEqual(await inOrganization(runtimeDb.knex, 2, organizationsSeen), [[2], [2], [2], [2]]);
+  assert.deepEqual(await runtimeDb.knex.transaction(organizationsSeen), [[], [], [], []]);
+  assert.deepEqual(await acrossOrganizations(runtimeDb.knex, organizationsSeen), [
+    [1, 2],
+    [1, 2],
+    [1, 2],
+    [1, 2],
+  ]);
+});
+
+test('a report of another organization than its drive’s is refused by the database', async () => {
+  await inOrganization(runtimeDb.knex, 2, (trx) => trx('drive_reports').where({ drive_id: drives[2] }).delete());
+  const refused = await acrossOrganizations(runtimeDb.knex, (trx) =>
+    trx('drive_reports').insert({
+      drive_id: drives[2],
+      organization_id: 1,
+      group_id: 1,
+      status: 'submitted',
+      ended_at: '2026-11-01T09:00:00Z',
+    }),
+  ).then(
+    () => 'committed',
+    (err: { code?: string }) => err.code,
+  );
+  assert.equal(refused, '23503');
+});
+
+test('the housekeeping purges the tombstones of every organization', async () => {
+  await acrossOrganizations(runtimeDb.knex, async (trx) => {
+    for (const table of ['drive_tombstones', 'report_tombstones'])
+      await trx(table).update({ modified_at: trx.raw(`now() - interval '100 days'`) });
+  });
+  const purged = await purgeTombstones(runtimeDb.knex, 90);
+  assert.deepEqual([purged.drives, purged.reports], [2, 2]);
+});

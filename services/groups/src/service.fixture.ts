@@ -1,0 +1,16 @@
+// The Groups service over real gRPC for tests, its own and its callers' (import '@mileage/groups/dist/service.fixture').
+import { groupsV1, PROTO_FILES } from '@mileage/proto';
+import type { Knex } from '@mileage/runtime';
+import { startTestService } from '@mileage/runtime/testing';
+import { createServer } from './server';
+
+/** The Groups service over `knex` on a free loopback port; its client sends no organization unless told. */
+export function startGroupsService(knex: Knex) {
+  return startTestService({
+    service: 'groups',
+    implementation: createServer({ knex }),
+    protoFile: PROTO_FILES.groups,
+    Client: groupsV1.GroupsServiceClient,
+    deadlineMs: 5_000,
+  });
+}
