@@ -77,7 +77,7 @@ export class OutboxRelay {
           .limit(size)
           .forUpdate()
           .skipLocked()
-          .select('id', 'event_type', 'group_id', 'user_id', 'occurred_at', 'payload');
+          .select('id', 'event_type', 'group_id', 'user_id', 'organization_id', 'occurred_at', 'payload');
         if (!rows.length) return 0;
         await this.o.publish(rows);
         await trx('outbox')
