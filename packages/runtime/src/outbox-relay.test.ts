@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import knexFactory, { type Knex } from 'knex';
-import { createOutboxTable, recordEvent } from './outbox';
+import { createOutboxTable, outboxOrganizationExpandStatements, recordEvent } from './outbox';
 import { OutboxRelay, toWebhookEvent, type OutboxRow } from './outbox-relay';
 import { createTestDatabase, type TestDatabase } from './testing';
 
@@ -23,6 +23,7 @@ before(async () => {
   testDb = await createTestDatabase('relay');
   knex = knexFactory({ client: 'pg', connection: testDb.url, pool: { min: 0, max: 6 } });
   await createOutboxTable(knex);
+  for (const statement of outboxOrganizationExpandStatements()) await knex.raw(statement);
 });
 after(async () => {
   await knex.destroy();
@@ -50,6 +51,7 @@ describe('OutboxRelay', () => {
     const event = toWebhookEvent(batches[0]![0]!);
     assert.equal(event.groupId, 7);
     assert.equal(event.userId, 'BobDriver1');
+    assert.equal(event.organizationId, 1, 'the organization the event was recorded in');
     assert.ok(JSON.parse(event.dataJson).id !== undefined);
     assert.equal(await pending(), 0);
   });
