@@ -7,12 +7,19 @@ import {
   timestampToDate,
   timestampToIso,
   WEBHOOK_EVENT_TYPES,
+  type CallContext,
   type Handlers,
   type Logger,
   type PromiseClient,
   type ServiceRegistration,
 } from '@mileage/runtime';
-import { WebhooksRepository, toSubscription, type IncomingEvent, type OrganizationWebhooks } from './repo';
+import {
+  WebhooksRepository,
+  toSubscription,
+  type IncomingEvent,
+  type OrganizationWebhooks,
+  type SubscriptionRow,
+} from './repo';
 import { newSecret, type SecretBox } from './secrets';
 import { checkUrl, resolveTarget, TargetRefused, type Resolver, type TargetPolicy } from './targets';
 import type { DeliveryWorker } from './worker';
@@ -65,10 +72,20 @@ export function validateEvents(events: string[]): void {
 export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
   const { repo } = deps;
 
-  const subscriptionOf = async (webhooks: OrganizationWebhooks, groupId: number, id: string) => {
-    const sub = await webhooks.getSubscription(groupId, id);
-    if (!sub) throw errors.notFound('webhook subscription not found', 'SUBSCRIPTION_NOT_FOUND');
-    return sub;
+  /** Runs `work` inside the call's organization on a subscription of the group there (else NOT_FOUND). */
+  const withSubscription = <T>(
+    ctx: CallContext,
+    request: { groupId: number; subscriptionId: string },
+    work: (webhooks: OrganizationWebhooks, sub: SubscriptionRow) => Promise<T>,
+  ) => {
+    const organizationId = requireOrganization(ctx);
+    requireGroupId(request.groupId);
+    requireUuid(request.subscriptionId, 'webhook subscription');
+    return repo.inOrganization(organizationId, async (webhooks) => {
+      const sub = await webhooks.getSubscription(request.groupId, request.subscriptionId);
+      if (!sub) throw errors.notFound('webhook subscription not found', 'SUBSCRIPTION_NOT_FOUND');
+      return work(webhooks, sub);
+    });
   };
 
   /**
@@ -173,23 +190,13 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
     },
 
     async listDeliveries(request, ctx) {
-      const organizationId = requireOrganization(ctx);
       if (request.limit < 0 || request.limit > 1000)
         throw errors.invalidArgument('limit must be between 1 and 1000', [{ field: 'limit', description: '1..1000' }]);
-      requireGroupId(request.groupId);
-      requireUuid(request.subscriptionId, 'webhook subscription');
-      return repo.inOrganization(organizationId, async (webhooks) => {
-        const sub = await subscriptionOf(webhooks, request.groupId, request.subscriptionId);
-        return webhooks.listDeliveries(sub.id, request.limit || 100);
-      });
+      return withSubscription(ctx, request, (webhooks, sub) => webhooks.listDeliveries(sub.id, request.limit || 100));
     },
 
     async redeliverDelivery(request, ctx) {
-      const organizationId = requireOrganization(ctx);
-      requireGroupId(request.groupId);
-      requireUuid(request.subscriptionId, 'webhook subscription');
-      const delivery = await repo.inOrganization(organizationId, async (webhooks) => {
-        const sub = await subscriptionOf(webhooks, request.groupId, request.subscriptionId);
+      const delivery = await withSubscription(ctx, request, (webhooks, sub) => {
         if (!/^[1-9][0-9]{0,17}$/.test(request.deliveryId)) throw errors.notFound('delivery not found');
         return webhooks.redeliver(sub.id, request.deliveryId);
       });
