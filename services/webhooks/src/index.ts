@@ -1,6 +1,6 @@
 export { createServer, validateEvents, type WebhooksServerDeps } from './server';
 export { openDatabase, SCHEMA } from './database';
-export { WebhooksRepository } from './repo';
+export { OrganizationWebhooks, WebhooksRepository } from './repo';
 export { DeliveryWorker, payload, retryDelayMs, type WorkerOptions } from './worker';
 export { SecretBox, newSecret, sign } from './secrets';
 export {

@@ -1,6 +1,9 @@
 // The Webhooks service's data access (schema `webhooks`): subscriptions, events, deliveries and the delivery queue.
+// Every row belongs to an organization. What a client asks for runs inside its organization (OrganizationWebhooks,
+// under row-level security and with explicit organization filters); only the delivery worker's queue work runs
+// across organizations.
 import type { webhooksV1 } from '@mileage/proto';
-import { dateToTimestamp, type Knex } from '@mileage/runtime';
+import { acrossOrganizations, dateToTimestamp, inOrganization, type Knex } from '@mileage/runtime';
 import { randomUUID } from 'node:crypto';
 
 export interface SubscriptionRow {
@@ -62,6 +65,8 @@ export interface AttemptRecord {
 /** One event to fan out, with the groups whose subscribers hear it. */
 export interface IncomingEvent {
   id: string;
+  /** Only this organization's subscriptions hear it. */
+  organizationId: number;
   type: string;
   groupId: number | null;
   userId: string | null;
@@ -128,8 +133,16 @@ const DELIVERY_COLUMNS = [
   'd.delivered_at',
 ];
 
-export class WebhooksRepository {
-  constructor(private readonly knex: Knex) {}
+/** What one organization's calls read and write: built over a transaction that declared the organization. */
+export class OrganizationWebhooks {
+  constructor(
+    private readonly trx: Knex.Transaction,
+    private readonly organizationId: number,
+  ) {}
+
+  private subscriptions() {
+    return this.trx('subscriptions').where({ organization_id: this.organizationId });
+  }
 
   /** Inserts a subscription; 'duplicate' when the group has the URL already, 'full' at the group's maximum. */
   async createSubscription(
@@ -138,40 +151,54 @@ export class WebhooksRepository {
     events: string[],
     sealedSecret: string,
   ): Promise<SubscriptionRow | 'duplicate' | 'full'> {
-    return this.knex.transaction(async (trx) => {
-      // One creation per group at a time, so the maximum holds under concurrent requests.
-      await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?), ?::int)', ['webhooks.subscriptions', groupId % 2 ** 31]);
-      const counted = await trx('subscriptions').where({ group_id: groupId }).count<{ count: string }[]>('*');
-      if (Number(counted[0]?.count ?? 0) >= MAX_SUBSCRIPTIONS_PER_GROUP) return 'full';
-      const rows = await trx('subscriptions')
-        .insert({ id: randomUUID(), group_id: groupId, url, events, secret: sealedSecret })
-        .onConflict(['group_id', 'url'])
-        .ignore()
-        .returning<SubscriptionRow[]>('*');
-      return rows[0] ?? 'duplicate';
-    });
+    // One creation per group at a time (until the transaction ends), so the maximum holds under concurrent requests.
+    await this.trx.raw('SELECT pg_advisory_xact_lock(hashtext(?), ?::int)', [
+      'webhooks.subscriptions',
+      groupId % 2 ** 31,
+    ]);
+    const counted = await this.subscriptions().where({ group_id: groupId }).count<{ count: string }[]>('*');
+    if (Number(counted[0]?.count ?? 0) >= MAX_SUBSCRIPTIONS_PER_GROUP) return 'full';
+    const rows = await this.trx('subscriptions')
+      .insert({
+        id: randomUUID(),
+        organization_id: this.organizationId,
+        group_id: groupId,
+        url,
+        events,
+        secret: sealedSecret,
+      })
+      // The URL's unique key: per organization and group (and, until the contract phase, per group).
+      .onConflict()
+      .ignore()
+      .returning<SubscriptionRow[]>('*');
+    return rows[0] ?? 'duplicate';
   }
 
   async listSubscriptions(groupId: number): Promise<SubscriptionRow[]> {
-    return this.knex('subscriptions')
+    return this.subscriptions()
       .where({ group_id: groupId })
       .orderBy([{ column: 'created_at' }, { column: 'id' }]);
   }
 
   async getSubscription(groupId: number, id: string): Promise<SubscriptionRow | undefined> {
-    return this.knex('subscriptions').where({ group_id: groupId, id }).first();
+    return this.subscriptions().where({ group_id: groupId, id }).first();
   }
 
   async deleteSubscription(groupId: number, id: string): Promise<boolean> {
-    return (await this.knex('subscriptions').where({ group_id: groupId, id }).delete()) > 0;
+    return (await this.subscriptions().where({ group_id: groupId, id }).delete()) > 0;
+  }
+
+  private deliveries() {
+    return this.trx('deliveries as d')
+      .join('events as e', (j) => j.on('e.id', 'd.event_id').andOn('e.organization_id', 'd.organization_id'))
+      .where('d.organization_id', this.organizationId);
   }
 
   async listDeliveries(
     subscriptionId: string,
     limit: number,
   ): Promise<{ deliveries: webhooksV1.Delivery[]; hasMore: boolean }> {
-    const rows = await this.knex('deliveries as d')
-      .join('events as e', 'e.id', 'd.event_id')
+    const rows = await this.deliveries()
       .where('d.subscription_id', subscriptionId)
       .orderBy('d.id', 'desc')
       .limit(limit + 1)
@@ -181,26 +208,25 @@ export class WebhooksRepository {
 
   /** Makes a delivery due now (attempts kept) and re-enables its subscription; undefined when there is no such one. */
   async redeliver(subscriptionId: string, deliveryId: string): Promise<webhooksV1.Delivery | undefined> {
-    return this.knex.transaction(async (trx) => {
-      const updated = await trx('deliveries')
-        .where({ id: deliveryId, subscription_id: subscriptionId })
-        .update({ status: 'pending', next_attempt_at: trx.fn.now(), finished_at: null, retry_since: trx.fn.now() })
-        .returning('id');
-      if (!updated.length) return undefined;
-      await trx('subscriptions')
-        .where({ id: subscriptionId, state: 'disabled' })
-        .update({ state: 'active', failure_run: 0, failing_since: null, disabled_at: null, disabled_reason: null });
-      const row = await trx('deliveries as d')
-        .join('events as e', 'e.id', 'd.event_id')
-        .where('d.id', deliveryId)
-        .first<DeliveryRow>(DELIVERY_COLUMNS);
-      return toDelivery(row);
-    });
+    const updated = await this.trx('deliveries')
+      .where({ id: deliveryId, subscription_id: subscriptionId, organization_id: this.organizationId })
+      .update({
+        status: 'pending',
+        next_attempt_at: this.trx.fn.now(),
+        finished_at: null,
+        retry_since: this.trx.fn.now(),
+      })
+      .returning('id');
+    if (!updated.length) return undefined;
+    await this.subscriptions()
+      .where({ id: subscriptionId, state: 'disabled' })
+      .update({ state: 'active', failure_run: 0, failing_since: null, disabled_at: null, disabled_reason: null });
+    return toDelivery(await this.deliveries().where('d.id', deliveryId).first<DeliveryRow>(DELIVERY_COLUMNS));
   }
 
   /** The groups with an active subscription to the event type (to know whether a lookup is worth making). */
   async groupsSubscribedTo(eventType: string): Promise<Set<number>> {
-    const rows = await this.knex('subscriptions')
+    const rows = await this.subscriptions()
       .distinct('group_id')
       .where({ state: 'active' })
       .whereRaw('? = ANY(events)', [eventType]);
@@ -208,41 +234,57 @@ export class WebhooksRepository {
   }
 
   /**
-   * Stores the events not seen before and, in the same transaction, a delivery for every active subscription of
-   * their groups that wants their type. Events seen before are skipped entirely (idempotent by id).
+   * Stores the events not seen before (all of this organization) and a delivery for every active subscription of
+   * their groups in this organization that wants their type. Events seen before are skipped entirely (idempotent by
+   * id).
    */
   async publish(events: IncomingEvent[]): Promise<{ accepted: number; deliveries: number }> {
     if (!events.length) return { accepted: 0, deliveries: 0 };
-    return this.knex.transaction(async (trx) => {
-      const inserted: { id: string }[] = await trx('events')
-        .insert(
-          events.map((e) => ({
-            id: e.id,
-            event_type: e.type,
-            group_id: e.groupId,
-            user_id: e.userId,
-            occurred_at: e.occurredAt,
-            data: JSON.stringify(e.data),
-          })),
-        )
-        .onConflict('id')
-        .ignore()
-        .returning('id');
-      const fresh = new Set(inserted.map((r) => r.id));
-      const pairs = events
-        .filter((e) => fresh.has(e.id))
-        .flatMap((e) => e.targetGroups.map((g) => ({ id: e.id, type: e.type, group: g })));
-      if (!pairs.length) return { accepted: fresh.size, deliveries: 0 };
-      const result = await trx.raw(
-        `INSERT INTO deliveries (subscription_id, event_id, next_attempt_at)
-         SELECT s.id, t.event_id, now()
-           FROM unnest(?::uuid[], ?::text[], ?::bigint[]) AS t (event_id, event_type, group_id)
-           JOIN subscriptions s ON s.group_id = t.group_id AND t.event_type = ANY (s.events) AND s.state = 'active'
-         ON CONFLICT DO NOTHING`,
-        [pairs.map((p) => p.id), pairs.map((p) => p.type), pairs.map((p) => p.group)],
-      );
-      return { accepted: fresh.size, deliveries: (result as { rowCount: number }).rowCount };
-    });
+    if (events.some((e) => e.organizationId !== this.organizationId))
+      throw new Error('an event of another organization');
+    const inserted: { id: string }[] = await this.trx('events')
+      .insert(
+        events.map((e) => ({
+          id: e.id,
+          organization_id: this.organizationId,
+          event_type: e.type,
+          group_id: e.groupId,
+          user_id: e.userId,
+          occurred_at: e.occurredAt,
+          data: JSON.stringify(e.data),
+        })),
+      )
+      .onConflict('id')
+      .ignore()
+      .returning('id');
+    const fresh = new Set(inserted.map((r) => r.id));
+    const pairs = events
+      .filter((e) => fresh.has(e.id))
+      .flatMap((e) => e.targetGroups.map((g) => ({ id: e.id, type: e.type, group: g })));
+    if (!pairs.length) return { accepted: fresh.size, deliveries: 0 };
+    const result = await this.trx.raw(
+      `INSERT INTO deliveries (subscription_id, event_id, organization_id, next_attempt_at)
+       SELECT s.id, t.event_id, s.organization_id, now()
+         FROM unnest(?::uuid[], ?::text[], ?::bigint[]) AS t (event_id, event_type, group_id)
+         JOIN subscriptions s ON s.organization_id = ? AND s.group_id = t.group_id
+                             AND t.event_type = ANY (s.events) AND s.state = 'active'
+       ON CONFLICT DO NOTHING`,
+      [pairs.map((p) => p.id), pairs.map((p) => p.type), pairs.map((p) => p.group), this.organizationId],
+    );
+    return { accepted: fresh.size, deliveries: (result as { rowCount: number }).rowCount };
+  }
+}
+
+/**
+ * The service's database: one organization's work (`inOrganization`) and the delivery queue, which is system work
+ * across organizations (the workers claim whatever is due, whoever it belongs to, in the fair order below).
+ */
+export class WebhooksRepository {
+  constructor(private readonly knex: Knex) {}
+
+  /** Runs `work` in one transaction that sees and writes only the rows of `organizationId`. */
+  inOrganization<T>(organizationId: number, work: (webhooks: OrganizationWebhooks) => Promise<T>): Promise<T> {
+    return inOrganization(this.knex, organizationId, (trx) => work(new OrganizationWebhooks(trx, organizationId)));
   }
 
   /**
@@ -253,7 +295,7 @@ export class WebhooksRepository {
    * across groups, so one group's dead endpoints cannot hold every slot nor push another group's deliveries back.
    */
   async claim(limit: number, leaseMs: number, perSubscription: number): Promise<ClaimedDelivery[]> {
-    return this.knex.transaction(async (trx) => {
+    return acrossOrganizations(this.knex, async (trx) => {
       await trx.raw(RELAXED_COMMIT);
       await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', ['webhooks.claim']);
       return this.claimIn(trx, limit, leaseMs, perSubscription);
@@ -321,7 +363,7 @@ export class WebhooksRepository {
   ): Promise<{ recorded: boolean; disabled: boolean }> {
     const outcome = attempt.success ? 'succeeded' : attempt.retryAt ? 'pending' : 'failed';
     const reason = `${disable.afterFailures} or more failed attempts in a row over at least ${Math.round(disable.afterMs / 3_600_000)} h`;
-    return this.knex.transaction(async (trx) => {
+    return acrossOrganizations(this.knex, async (trx) => {
       await trx.raw(RELAXED_COMMIT);
       // One statement: the delivery (only if it is still this attempt's) and its subscription's run of failures.
       const { rows } = await trx.raw<{ rows: { recorded: number; disabled: boolean }[] }>(
@@ -381,32 +423,36 @@ export class WebhooksRepository {
     });
   }
 
-  /** Pending deliveries, how many are due, and the age of the oldest due one (seconds). */
+  /** Pending deliveries, how many are due, and the age of the oldest due one (seconds), over every organization. */
   async queueStats(): Promise<{ pending: number; due: number; oldestDueSeconds: number }> {
-    const row = await this.knex('deliveries as d')
-      .join('subscriptions as s', 's.id', 'd.subscription_id')
-      .where({ 'd.status': 'pending', 's.state': 'active' })
-      .first(
-        this.knex.raw('count(*)::int AS pending'),
-        this.knex.raw('(count(*) FILTER (WHERE d.next_attempt_at <= now()))::int AS due'),
-        this.knex.raw(
-          'coalesce(extract(epoch FROM now() - min(d.next_attempt_at) FILTER (WHERE d.next_attempt_at <= now())), 0)::float AS oldest',
+    const row = await acrossOrganizations(this.knex, (trx) =>
+      trx('deliveries as d')
+        .join('subscriptions as s', 's.id', 'd.subscription_id')
+        .where({ 'd.status': 'pending', 's.state': 'active' })
+        .first(
+          trx.raw('count(*)::int AS pending'),
+          trx.raw('(count(*) FILTER (WHERE d.next_attempt_at <= now()))::int AS due'),
+          trx.raw(
+            'coalesce(extract(epoch FROM now() - min(d.next_attempt_at) FILTER (WHERE d.next_attempt_at <= now())), 0)::float AS oldest',
+          ),
         ),
-      );
+    );
     return { pending: row?.pending ?? 0, due: row?.due ?? 0, oldestDueSeconds: row?.oldest ?? 0 };
   }
 
-  /** Deletes finished deliveries, and events without deliveries, older than the retention window. */
+  /** Deletes finished deliveries, and events without deliveries, older than the retention window (every organization). */
   async purge(retentionMs: number): Promise<{ deliveries: number; events: number }> {
     const cutoff = new Date(Date.now() - retentionMs);
-    const deliveries = await this.knex('deliveries')
-      .whereNot('status', 'pending')
-      .where('finished_at', '<', cutoff)
-      .delete();
-    const events = await this.knex('events')
-      .where('received_at', '<', cutoff)
-      .whereNotExists(this.knex('deliveries').whereRaw('deliveries.event_id = events.id'))
-      .delete();
-    return { deliveries, events };
+    return acrossOrganizations(this.knex, async (trx) => {
+      const deliveries = await trx('deliveries')
+        .whereNot('status', 'pending')
+        .where('finished_at', '<', cutoff)
+        .delete();
+      const events = await trx('events')
+        .where('received_at', '<', cutoff)
+        .whereNotExists(trx('deliveries').whereRaw('deliveries.event_id = events.id'))
+        .delete();
+      return { deliveries, events };
+    });
   }
 }

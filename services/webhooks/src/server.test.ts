@@ -1,24 +1,38 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { openDatabase as openDrivesDatabase } from '@mileage/drives';
-import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { groupsV1, PROTO_FILES, webhooksV1 } from '@mileage/proto';
+import { filterV1, groupsV1, PROTO_FILES, webhooksV1 } from '@mileage/proto';
 import {
   createGrpcClient,
   createLogger,
+  createOutboxTable,
   dateToTimestamp,
   decodeServiceError,
+  errors,
+  inOrganization,
   Metrics,
   OutboxRelay,
+  outboxOrganizationContractStatements,
+  outboxOrganizationExpandStatements,
   recordEvent,
+  requireOrganization,
   runEvery,
   startGrpcServer,
   toWebhookEvent,
+  type CallSettings,
   type GrpcServerHandle,
+  type Handlers,
+  type Knex,
   type Logger,
   type PromiseClient,
+  type ServiceRegistration,
 } from '@mileage/runtime';
-import { createTestDatabase, waitFor, type TestDatabase } from '@mileage/runtime/testing';
-import { openDatabase as openUsersDatabase } from '@mileage/users';
+import {
+  createSchemaRoles,
+  createTestDatabase,
+  waitFor,
+  type SchemaRoles,
+  type TestDatabase,
+} from '@mileage/runtime/testing';
+import knexFactory from 'knex';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
@@ -38,21 +52,87 @@ const development: TargetPolicy = { mode: 'development', allow: new Set(['loopba
 const secrets = new SecretBox('test-key-test-key-test-key-test-key');
 
 let testDb: TestDatabase;
+let roles: SchemaRoles;
+/** The service's login (the runtime role): row-level security applies to it as in production. */
 let db: ReturnType<typeof openDatabase>;
-let drivesDb: ReturnType<typeof openDrivesDatabase>;
-let usersDb: ReturnType<typeof openUsersDatabase>;
-let groupsDb: ReturnType<typeof openGroupsDatabase>;
+/** A superuser's view of the schema, for the tests' own reads and cleanup: it sees every organization. */
+let inspect: Knex;
+/** An event owner's outbox (as the Drives service keeps one, organizations included), in a schema of its own. */
+let source: Knex;
 let groupsServer: GrpcServerHandle;
 let groups: PromiseClient<groupsV1.GroupsServiceClient>;
 let repo: WebhooksRepository;
-let demo: number;
-let other: number;
+/** Groups of organization 1 (Bob drives in both); organization 2's group, where Frank drives. */
+const demo = 1;
+const other = 2;
+const globex = 3;
+
+/**
+ * The Groups service as the Webhooks service uses it: ListGroups by member, inside the call's organization (which
+ * the call must carry, as the real service requires).
+ */
+function groupsStub(): Handlers<groupsV1.GroupsServiceServer> {
+  const teams = [
+    { organizationId: 1, id: demo, members: ['AliceAdm01', 'BobDriver1'] },
+    { organizationId: 1, id: other, members: ['DaveSolo01', 'BobDriver1'] },
+    { organizationId: 2, id: globex, members: ['ErinAdmin1', 'FrankDrv01'] },
+  ];
+  const unused = async (): Promise<never> => {
+    throw errors.internal('not used by the Webhooks service');
+  };
+  return {
+    getGroup: unused,
+    listAdministeredGroups: unused,
+    checkGroupAdmin: unused,
+    createGroup: unused,
+    updateGroup: unused,
+    setMemberRoles: unused,
+    removeMembers: unused,
+    listProvisioningEvents: unused,
+    async listGroups(request, ctx) {
+      const organizationId = requireOrganization(ctx);
+      const expr = request.filter?.expr;
+      if (
+        expr?.$case !== 'comparison' ||
+        expr.value.attribute !== 'members.value' ||
+        expr.value.operator !== filterV1.Operator.OPERATOR_EQ ||
+        expr.value.value?.$case !== 'stringValue'
+      )
+        throw errors.invalidArgument('the stub answers members.value eq only');
+      const member = expr.value.value.value;
+      const found = teams.filter((t) => t.organizationId === organizationId && t.members.includes(member));
+      return {
+        groups: found.slice(request.offset, request.offset + request.limit).map((t) => ({
+          id: t.id,
+          displayName: `Group ${t.id}`,
+          members: [],
+          version: 1,
+          organizationId: t.organizationId,
+        })),
+        totalSize: found.length,
+      };
+    },
+  };
+}
+
+/** A client whose every call acts inside `organizationId`, as the gateway's calls do. */
+function asOrganization<C>(client: PromiseClient<C>, organizationId: number): PromiseClient<C> {
+  return new Proxy(client, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name);
+      if (typeof value !== 'function' || name === 'close') return value;
+      return (request: unknown, settings?: CallSettings) =>
+        (value as (r: unknown, s: CallSettings) => unknown).call(target, request, { organizationId, ...settings });
+    },
+  });
+}
 
 /** A webhooks gRPC server with its own policy and worker(s), and a client. */
 async function startService(
   options: {
     policy?: TargetPolicy;
     resolver?: Resolver;
+    groups?: PromiseClient<groupsV1.GroupsServiceClient>;
     workers?: number;
     serverLogger?: Logger;
     slots?: { concurrency: number; perSubscription: number; timeoutMs: number };
@@ -84,7 +164,7 @@ async function startService(
         secrets,
         policy,
         resolver,
-        groups,
+        groups: options.groups ?? groups,
         worker: workers[0]!,
         logger: options.serverLogger ?? logger,
       }),
@@ -93,20 +173,24 @@ async function startService(
     logger,
     metrics: new Metrics('webhooks'),
   });
-  const client = createGrpcClient(webhooksV1.WebhooksServiceClient, `127.0.0.1:${server.port}`, {
+  const unscoped = createGrpcClient(webhooksV1.WebhooksServiceClient, `127.0.0.1:${server.port}`, {
     defaultDeadlineMs: 5_000,
   });
   const loops = workers.map((w) => runEvery({ name: 'deliveries', everyMs: 30, run: () => w.drain() }, () => {}));
   return {
-    client,
+    /** Calls inside organization 1 (the demo organization). */
+    client: asOrganization(unscoped, 1),
+    as: (organizationId: number) => asOrganization(unscoped, organizationId),
+    /** Calls without an organization (as the outbox relays make them). */
+    unscoped,
     workers,
     async close() {
       await Promise.all(loops.map((l) => l.stop()));
       await Promise.all(workers.map((w) => w.stop()));
-      client.close();
+      unscoped.close();
       await server.shutdown(1_000);
       // Each test starts without the subscriptions of the one before.
-      await db.knex('subscriptions').delete();
+      await inspect('subscriptions').delete();
     },
   };
 }
@@ -120,13 +204,20 @@ async function rejection(promise: Promise<unknown>) {
   assert.fail('expected the call to fail');
 }
 
-const event = (type: string, groupId: number, data: Record<string, unknown> = {}): webhooksV1.Event => ({
+const event = (
+  type: string,
+  groupId: number,
+  data: Record<string, unknown> = {},
+  organizationId = 1,
+  userId = 'BobDriver1',
+): webhooksV1.Event => ({
   id: randomUUID(),
   type,
   groupId,
-  userId: 'BobDriver1',
+  userId,
   occurTime: dateToTimestamp(new Date()),
   dataJson: JSON.stringify(data),
+  organizationId,
 });
 
 const verify = (secret: string, r: { headers: Record<string, unknown>; body: string }) =>
@@ -137,18 +228,26 @@ const verify = (secret: string, r: { headers: Record<string, unknown>; body: str
 
 before(async () => {
   testDb = await createTestDatabase('webhooks');
-  db = openDatabase({ url: testDb.url });
-  await db.migrate();
+  roles = await createSchemaRoles(testDb, 'webhooks');
+  const owner = openDatabase({ url: roles.urlOf(roles.owner) });
+  try {
+    await owner.migrate({ runtimeRole: roles.runtime.role });
+  } finally {
+    await owner.close();
+  }
+  db = openDatabase({ url: roles.urlOf(roles.runtime) });
+  inspect = openDatabase({ url: testDb.url }).knex;
   repo = new WebhooksRepository(db.knex);
-  drivesDb = openDrivesDatabase({ url: testDb.url });
-  await drivesDb.migrate();
-  usersDb = openUsersDatabase({ url: testDb.url });
-  await usersDb.migrate();
-  groupsDb = openGroupsDatabase({ url: testDb.url });
-  await groupsDb.migrate();
+  source = knexFactory({ client: 'pg', connection: testDb.url, searchPath: ['source'] });
+  await source.raw('CREATE SCHEMA source');
+  await createOutboxTable(source);
+  for (const statement of [...outboxOrganizationExpandStatements(), ...outboxOrganizationContractStatements()])
+    await source.raw(statement);
   groupsServer = await startGrpcServer({
     address: '127.0.0.1:0',
-    services: [createGroupsServer({ knex: groupsDb.knex })],
+    services: [
+      { definition: groupsV1.GroupsServiceService, handlers: groupsStub() as ServiceRegistration['handlers'] },
+    ],
     protoFiles: [PROTO_FILES.groups],
     logger,
     metrics: new Metrics('groups'),
@@ -156,18 +255,13 @@ before(async () => {
   groups = createGrpcClient(groupsV1.GroupsServiceClient, `127.0.0.1:${groupsServer.port}`, {
     defaultDeadlineMs: 5_000,
   });
-  const m = (userId: string, isAdmin: boolean) => ({ userId, isAdmin, isDriver: !isAdmin });
-  demo = (await groups.createGroup({ displayName: 'Demo', members: [m('AliceAdm01', true), m('BobDriver1', false)] }))
-    .group!.id;
-  other = (await groups.createGroup({ displayName: 'Other', members: [m('DaveSolo01', true), m('BobDriver1', false)] }))
-    .group!.id;
 });
 
 after(async () => {
   groups.close();
   await groupsServer.shutdown(1_000);
-  await Promise.all([db.close(), drivesDb.close(), usersDb.close(), groupsDb.close()]);
-  await testDb.drop();
+  await Promise.all([db.close(), inspect.destroy(), source.destroy()]);
+  await roles.drop();
 });
 
 describe('subscriptions', () => {
@@ -181,7 +275,7 @@ describe('subscriptions', () => {
       });
       assert.match(created.secret, /^whsec_/);
       assert.equal(created.subscription!.state, 'active');
-      const stored = await db.knex('subscriptions').where({ id: created.subscription!.id }).first();
+      const stored = await inspect('subscriptions').where({ id: created.subscription!.id }).first();
       assert.ok(!stored.secret.includes(created.secret.slice(6)), 'the secret is encrypted at rest');
       const { subscriptions } = await svc.client.listSubscriptions({ groupId: demo });
       assert.deepEqual(subscriptions, [created.subscription]);
@@ -282,8 +376,8 @@ describe('delivery', () => {
     const receiver = await startReceiver();
     const svc = await startService();
     const relay = new OutboxRelay({
-      knex: drivesDb.knex,
-      publish: async (rows) => void (await svc.client.publishEvents({ events: rows.map(toWebhookEvent) })),
+      knex: source,
+      publish: async (rows) => void (await svc.unscoped.publishEvents({ events: rows.map(toWebhookEvent) })),
     });
     const relaying = runEvery({ name: 'relay', everyMs: 100, run: () => relay.run() }, () => {});
     try {
@@ -298,7 +392,8 @@ describe('delivery', () => {
       await svc.client.createSubscription({ groupId: demo, url: bystander.url, events: ['drive.deleted'] });
 
       const committed = Date.now();
-      const id = await drivesDb.knex.transaction((trx) =>
+      // The owner's transaction declares its organization; the event takes it (the outbox's strict default).
+      const id = await inOrganization(source, 1, (trx) =>
         recordEvent(trx, { type: 'drive.reported', groupId: String(demo), userId: 'BobDriver1', data: { id: '17' } }),
       );
       await waitFor(() => receiver.received.length > 0, { timeoutMs: 2_000, what: 'the delivery' });
@@ -312,7 +407,7 @@ describe('delivery', () => {
       assert.deepEqual(body.data, { id: '17', group_id: String(demo) });
       assert.equal(got!.headers['content-type'], 'application/json');
 
-      await waitFor(async () => (await drivesDb.knex('outbox').count<{ count: string }[]>('*'))[0]!.count === '0');
+      await waitFor(async () => (await source('outbox').count<{ count: string }[]>('*'))[0]!.count === '0');
       await waitFor(async () => {
         const { deliveries } = await svc.client.listDeliveries({
           groupId: demo,
@@ -356,7 +451,7 @@ describe('delivery', () => {
       assert.deepEqual(published, { accepted: 20, deliveries: 20 });
       // Published again (a relay that died before deleting its rows): stored once, delivered once.
       assert.deepEqual(await svc.client.publishEvents({ events: sent.slice(0, 5) }), { accepted: 0, deliveries: 0 });
-      await waitFor(async () => Number((await db.knex('deliveries').max('attempts as m').first())!.m) >= 3, {
+      await waitFor(async () => Number((await inspect('deliveries').max('attempts as m').first())!.m) >= 3, {
         what: 'retries while the receiver is down',
       });
       // Now it answers, first with errors for some, then fine.
@@ -369,7 +464,7 @@ describe('delivery', () => {
       });
       await waitFor(
         async () =>
-          (await db.knex('deliveries').where({ status: 'pending' }).count<{ count: string }[]>('*'))[0]!.count === '0',
+          (await inspect('deliveries').where({ status: 'pending' }).count<{ count: string }[]>('*'))[0]!.count === '0',
       );
       for (const r of receiver.received) {
         assert.ok(ids.has(String(r.headers['webhook-id'])));
@@ -400,7 +495,7 @@ describe('delivery', () => {
       await waitFor(() => receiver.received.length >= 300, { timeoutMs: 20_000, what: '300 deliveries' });
       await waitFor(
         async () =>
-          (await db.knex('deliveries').where({ status: 'pending' }).count<{ count: string }[]>('*'))[0]!.count === '0',
+          (await inspect('deliveries').where({ status: 'pending' }).count<{ count: string }[]>('*'))[0]!.count === '0',
       );
       const ids = receiver.received.map((r) => r.headers['webhook-id']);
       assert.equal(ids.length, 300, 'no event delivered twice');
@@ -442,7 +537,7 @@ describe('delivery', () => {
         return receiver.received.length === 1;
       });
       assert.equal(receiver.received[0]!.headers['webhook-id'], e.id);
-      const row = await db.knex('deliveries').where({ event_id: e.id }).first();
+      const row = await inspect('deliveries').where({ event_id: e.id }).first();
       assert.equal(row.status, 'succeeded');
       assert.equal(row.attempts, 2);
       // The dead worker's late report changes nothing.
@@ -624,6 +719,175 @@ describe('delivery', () => {
       await worker.stop();
       await svc.close();
       await receiver.close();
+    }
+  });
+});
+
+describe('organizations', () => {
+  test('events reach only subscriptions of their organization, even under the same group id', async () => {
+    const ours = await startReceiver();
+    const theirs = await startReceiver();
+    const asked: (number | undefined)[] = [];
+    const recordingGroups = Object.assign(Object.create(groups) as typeof groups, {
+      listGroups: (request: groupsV1.ListGroupsRequest, settings?: CallSettings) => {
+        asked.push(settings?.organizationId);
+        return groups.listGroups(request, settings);
+      },
+    });
+    const svc = await startService({ groups: recordingGroups });
+    try {
+      const types = ['drive.reported', 'user.deactivated'];
+      await svc.client.createSubscription({ groupId: demo, url: ours.url, events: types });
+      // Organization 2 subscribes under organization 1's group id, and under its own group.
+      const { secret } = await svc.as(2).createSubscription({ groupId: demo, url: theirs.url, events: types });
+      await svc.as(2).createSubscription({ groupId: globex, url: theirs.url, events: ['user.deactivated'] });
+      const publish = (e: webhooksV1.Event) => svc.unscoped.publishEvents({ events: [e] });
+
+      const ofTwo = event('drive.reported', demo, { id: '2' }, 2);
+      assert.deepEqual(await publish(ofTwo), { accepted: 1, deliveries: 1 });
+      const ofOne = event('drive.reported', demo, { id: '1' }, 1);
+      assert.deepEqual(await publish(ofOne), { accepted: 1, deliveries: 1 });
+
+      // user.deactivated: the user's groups are looked up inside the event's organization.
+      const frankGone = event('user.deactivated', 0, {}, 2, 'FrankDrv01');
+      assert.deepEqual(await publish(frankGone), { accepted: 1, deliveries: 1 });
+      const bobGone = event('user.deactivated', 0, {}, 1, 'BobDriver1');
+      assert.deepEqual(await publish(bobGone), { accepted: 1, deliveries: 1 });
+      // Organization 1's user named in an event of organization 2 is in none of organization 2's groups.
+      assert.deepEqual(await publish(event('user.deactivated', 0, {}, 2, 'BobDriver1')), {
+        accepted: 1,
+        deliveries: 0,
+      });
+      assert.deepEqual(asked, [2, 1, 2]);
+
+      await waitFor(() => ours.received.length === 2 && theirs.received.length === 2, { what: 'the deliveries' });
+      const ids = (r: typeof ours) => r.received.map((x) => x.headers['webhook-id']).sort();
+      assert.deepEqual(ids(ours), [ofOne.id, bobGone.id].sort());
+      assert.deepEqual(ids(theirs), [ofTwo.id, frankGone.id].sort());
+      const delivered = theirs.received.find((r) => r.headers['webhook-id'] === ofTwo.id)!;
+      assert.deepEqual(verify(secret, delivered).data, { id: '2', group_id: String(demo) });
+
+      // An event must name its organization.
+      const nameless = await rejection(publish(event('drive.reported', demo, {}, 0)));
+      assert.equal(nameless.code, status.INVALID_ARGUMENT);
+      assert.equal(nameless.fieldViolations[0]?.field, 'events.0.organization_id');
+    } finally {
+      await svc.close();
+      await ours.close();
+      await theirs.close();
+    }
+  });
+
+  test("another organization's subscription is NOT_FOUND on every call, exactly as an unknown one", async () => {
+    const svc = await startService({ workers: 0 });
+    try {
+      const url = 'http://127.0.0.1:9/hook';
+      const { subscription } = await svc.client.createSubscription({ groupId: demo, url, events: ['drive.deleted'] });
+      await svc.unscoped.publishEvents({ events: [event('drive.deleted', demo)] });
+      const subscriptionId = subscription!.id;
+      const [delivery] = (await svc.client.listDeliveries({ groupId: demo, subscriptionId, limit: 0 })).deliveries;
+
+      const intruder = svc.as(2);
+      const probes = (subscriptionId: string, deliveryId: string) => [
+        intruder.deleteSubscription({ groupId: demo, subscriptionId }),
+        intruder.listDeliveries({ groupId: demo, subscriptionId, limit: 0 }),
+        intruder.redeliverDelivery({ groupId: demo, subscriptionId, deliveryId }),
+      ];
+      const theirs = await Promise.all(probes(subscriptionId, delivery!.id).map(rejection));
+      const unknown = await Promise.all(probes(randomUUID(), '999999').map(rejection));
+      for (const [i, err] of theirs.entries()) {
+        assert.equal(err.code, status.NOT_FOUND);
+        assert.deepEqual(err, unknown[i]);
+      }
+      assert.deepEqual((await intruder.listSubscriptions({ groupId: demo })).subscriptions, []);
+      // The same URL under the same group id is no duplicate in another organization: nothing is revealed.
+      await intruder.createSubscription({ groupId: demo, url, events: ['drive.deleted'] });
+
+      // Nothing changed in organization 1.
+      assert.deepEqual((await svc.client.listSubscriptions({ groupId: demo })).subscriptions, [subscription]);
+      const untouched = await inspect('deliveries').where({ id: delivery!.id }).first();
+      assert.equal(untouched.status, 'pending');
+      assert.equal(untouched.attempts, 0);
+
+      // A client's call without an organization is refused.
+      for (const call of [
+        svc.unscoped.createSubscription({ groupId: demo, url: 'http://127.0.0.1:9/x', events: ['drive.deleted'] }),
+        svc.unscoped.listSubscriptions({ groupId: demo }),
+        svc.unscoped.deleteSubscription({ groupId: demo, subscriptionId }),
+        svc.unscoped.listDeliveries({ groupId: demo, subscriptionId, limit: 0 }),
+        svc.unscoped.redeliverDelivery({ groupId: demo, subscriptionId, deliveryId: delivery!.id }),
+      ]) {
+        const err = await rejection(call);
+        assert.equal(err.code, status.FAILED_PRECONDITION);
+        assert.equal(err.reason, 'ORGANIZATION_REQUIRED');
+      }
+    } finally {
+      await svc.close();
+    }
+  });
+
+  test('defence in depth: a query without its organization filter sees only its organization; none declared, nothing', async () => {
+    const svc = await startService({ workers: 0 });
+    try {
+      for (const organizationId of [1, 2]) {
+        await svc
+          .as(organizationId)
+          .createSubscription({ groupId: demo, url: 'http://127.0.0.1:9/hook', events: ['drive.deleted'] });
+        await svc.unscoped.publishEvents({ events: [event('drive.deleted', demo, {}, organizationId)] });
+      }
+      const organizationsIn = (knex: Knex, table: string) =>
+        knex(table)
+          .distinct('organization_id')
+          .then((rows: { organization_id: string }[]) => rows.map((r) => r.organization_id).sort());
+      for (const table of ['subscriptions', 'events', 'deliveries']) {
+        assert.deepEqual(await organizationsIn(inspect, table), ['1', '2'], `${table} holds both organizations`);
+        // The forgotten filter: an unfiltered read inside an organization finds that organization's rows only.
+        for (const organizationId of [1, 2])
+          assert.deepEqual(
+            await inOrganization(db.knex, organizationId, (trx) => organizationsIn(trx, table)),
+            [String(organizationId)],
+            table,
+          );
+        // A transaction that declared no organization finds nothing.
+        assert.deepEqual(await organizationsIn(db.knex, table), [], table);
+      }
+      // Nor can a write cross: a row of another organization, or one without a declared organization.
+      const codeOf = (work: Promise<unknown>) =>
+        work.then(
+          () => undefined,
+          (err: { code?: string }) => err.code,
+        );
+      const row = { group_id: demo, url: 'http://127.0.0.1:9/other', events: ['drive.deleted'], secret: 'plain:x' };
+      assert.equal(
+        await codeOf(
+          inOrganization(db.knex, 1, (trx) =>
+            trx('subscriptions').insert({ ...row, id: randomUUID(), organization_id: 2 }),
+          ),
+        ),
+        '42501',
+        'row-level security refuses a row of another organization',
+      );
+      assert.equal(
+        await codeOf(db.knex.transaction((trx) => trx('subscriptions').insert({ ...row, id: randomUUID() }))),
+        '42501',
+        'a transaction that declared no organization writes nothing',
+      );
+      // The keys refuse a delivery of one organization's event to another's subscriber, whoever writes it.
+      const [subscription] = await inspect('subscriptions').where({ organization_id: 1 }).select('id');
+      const [foreignEvent] = await inspect('events').where({ organization_id: 2 }).select('id');
+      for (const organizationId of [1, 2])
+        assert.equal(
+          await codeOf(
+            inspect('deliveries').insert({
+              subscription_id: subscription.id,
+              event_id: foreignEvent.id,
+              organization_id: organizationId,
+            }),
+          ),
+          '23503',
+        );
+    } finally {
+      await svc.close();
     }
   });
 });

@@ -1,16 +1,25 @@
 import { filterV1, groupsV1, webhooksV1 } from '@mileage/proto';
 import {
   errors,
+  isOrganizationId,
   isUserId,
+  requireOrganization,
   timestampToDate,
   timestampToIso,
   WEBHOOK_EVENT_TYPES,
+  type CallContext,
   type Handlers,
   type Logger,
   type PromiseClient,
   type ServiceRegistration,
 } from '@mileage/runtime';
-import { WebhooksRepository, toSubscription, type IncomingEvent } from './repo';
+import {
+  WebhooksRepository,
+  toSubscription,
+  type IncomingEvent,
+  type OrganizationWebhooks,
+  type SubscriptionRow,
+} from './repo';
 import { newSecret, type SecretBox } from './secrets';
 import { checkUrl, resolveTarget, TargetRefused, type Resolver, type TargetPolicy } from './targets';
 import type { DeliveryWorker } from './worker';
@@ -20,7 +29,7 @@ export interface WebhooksServerDeps {
   secrets: SecretBox;
   policy: TargetPolicy;
   resolver: Resolver;
-  /** To find a user's groups (user.deactivated carries none). */
+  /** To find a user's groups (user.deactivated carries none), inside the event's organization. */
   groups: PromiseClient<groupsV1.GroupsServiceClient>;
   worker?: Pick<DeliveryWorker, 'wake'>;
   logger?: Logger;
@@ -56,20 +65,34 @@ export function validateEvents(events: string[]): void {
   if (problems.length) throw errors.invalidArgument('invalid events', problems);
 }
 
-/** The WebhooksService handlers; process wiring lives in main.ts. */
+/**
+ * The WebhooksService handlers; process wiring lives in main.ts. A client's call acts inside the organization it
+ * carries: a subscription of another organization is the same NOT_FOUND as one that does not exist.
+ */
 export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
   const { repo } = deps;
 
-  const subscriptionOf = async (groupId: number, id: string) => {
-    requireGroupId(groupId);
-    requireUuid(id, 'webhook subscription');
-    const sub = await repo.getSubscription(groupId, id);
-    if (!sub) throw errors.notFound('webhook subscription not found', 'SUBSCRIPTION_NOT_FOUND');
-    return sub;
+  /** Runs `work` inside the call's organization on a subscription of the group there (else NOT_FOUND). */
+  const withSubscription = <T>(
+    ctx: CallContext,
+    request: { groupId: number; subscriptionId: string },
+    work: (webhooks: OrganizationWebhooks, sub: SubscriptionRow) => Promise<T>,
+  ) => {
+    const organizationId = requireOrganization(ctx);
+    requireGroupId(request.groupId);
+    requireUuid(request.subscriptionId, 'webhook subscription');
+    return repo.inOrganization(organizationId, async (webhooks) => {
+      const sub = await webhooks.getSubscription(request.groupId, request.subscriptionId);
+      if (!sub) throw errors.notFound('webhook subscription not found', 'SUBSCRIPTION_NOT_FOUND');
+      return work(webhooks, sub);
+    });
   };
 
-  /** The groups whose subscribers hear a user.deactivated without a group: the user's groups that subscribe to it. */
-  const groupsOfUser = async (userId: string, subscribed: Set<number>): Promise<number[]> => {
+  /**
+   * The groups whose subscribers hear a user.deactivated without a group: the user's groups (in the event's
+   * organization, which the Groups service is told) that subscribe to it.
+   */
+  const groupsOfUser = async (organizationId: number, userId: string, subscribed: Set<number>): Promise<number[]> => {
     const filter: filterV1.Filter = {
       expr: {
         $case: 'comparison',
@@ -82,15 +105,39 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
     };
     const found: number[] = [];
     for (let offset = 0; ; offset += 1000) {
-      const { groups, totalSize } = await deps.groups.listGroups({ filter, offset, limit: 1000, excludeMembers: true });
+      const { groups, totalSize } = await deps.groups.listGroups(
+        { filter, offset, limit: 1000, excludeMembers: true },
+        { organizationId },
+      );
       found.push(...groups.map((g) => g.id));
       if (!groups.length || offset + groups.length >= totalSize) break;
     }
     return found.filter((g) => subscribed.has(g));
   };
 
+  /** Stores events of one organization with their deliveries, after finding the groups of groupless ones. */
+  const publishInOrganization = async (organizationId: number, events: IncomingEvent[]) => {
+    // Events without a group (user.deactivated): the user's groups that have subscribers to it, if any has. The
+    // Groups service is asked outside the transaction (no transaction held open across a remote call).
+    const groupless = events.filter((e) => e.groupId === null && e.userId);
+    if (groupless.length) {
+      const subscribedTo = await repo.inOrganization(organizationId, async (webhooks) => {
+        const byType = new Map<string, Set<number>>();
+        for (const type of new Set(groupless.map((e) => e.type)))
+          byType.set(type, await webhooks.groupsSubscribedTo(type));
+        return byType;
+      });
+      for (const e of groupless) {
+        const subscribed = subscribedTo.get(e.type)!;
+        if (subscribed.size) e.targetGroups = await groupsOfUser(organizationId, e.userId!, subscribed);
+      }
+    }
+    return repo.inOrganization(organizationId, (webhooks) => webhooks.publish(events));
+  };
+
   const handlers: Handlers<webhooksV1.WebhooksServiceServer> = {
-    async createSubscription(request) {
+    async createSubscription(request, ctx) {
+      const organizationId = requireOrganization(ctx);
       requireGroupId(request.groupId);
       validateEvents(request.events);
       let url: URL;
@@ -105,11 +152,9 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
         throw err;
       }
       const secret = newSecret();
-      const created = await repo.createSubscription(
-        request.groupId,
-        url.href,
-        request.events,
-        deps.secrets.seal(secret),
+      const sealed = deps.secrets.seal(secret);
+      const created = await repo.inOrganization(organizationId, (webhooks) =>
+        webhooks.createSubscription(request.groupId, url.href, request.events, sealed),
       );
       if (created === 'duplicate')
         throw errors.alreadyExists('the group already has a webhook for this URL', 'SUBSCRIPTION_EXISTS');
@@ -122,16 +167,21 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
       return { subscription: toSubscription(created), secret };
     },
 
-    async listSubscriptions(request) {
+    async listSubscriptions(request, ctx) {
+      const organizationId = requireOrganization(ctx);
       requireGroupId(request.groupId);
-      return { subscriptions: (await repo.listSubscriptions(request.groupId)).map(toSubscription) };
+      const rows = await repo.inOrganization(organizationId, (webhooks) => webhooks.listSubscriptions(request.groupId));
+      return { subscriptions: rows.map(toSubscription) };
     },
 
-    async deleteSubscription(request) {
+    async deleteSubscription(request, ctx) {
+      const organizationId = requireOrganization(ctx);
       requireGroupId(request.groupId);
       requireUuid(request.subscriptionId, 'webhook subscription');
-      if (!(await repo.deleteSubscription(request.groupId, request.subscriptionId)))
-        throw errors.notFound('webhook subscription not found', 'SUBSCRIPTION_NOT_FOUND');
+      const deleted = await repo.inOrganization(organizationId, (webhooks) =>
+        webhooks.deleteSubscription(request.groupId, request.subscriptionId),
+      );
+      if (!deleted) throw errors.notFound('webhook subscription not found', 'SUBSCRIPTION_NOT_FOUND');
       deps.logger?.info(
         { subscription_id: request.subscriptionId, group_id: request.groupId },
         'webhook subscription deleted',
@@ -139,22 +189,23 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
       return {};
     },
 
-    async listDeliveries(request) {
+    async listDeliveries(request, ctx) {
       if (request.limit < 0 || request.limit > 1000)
         throw errors.invalidArgument('limit must be between 1 and 1000', [{ field: 'limit', description: '1..1000' }]);
-      const sub = await subscriptionOf(request.groupId, request.subscriptionId);
-      return repo.listDeliveries(sub.id, request.limit || 100);
+      return withSubscription(ctx, request, (webhooks, sub) => webhooks.listDeliveries(sub.id, request.limit || 100));
     },
 
-    async redeliverDelivery(request) {
-      const sub = await subscriptionOf(request.groupId, request.subscriptionId);
-      if (!/^[1-9][0-9]{0,17}$/.test(request.deliveryId)) throw errors.notFound('delivery not found');
-      const delivery = await repo.redeliver(sub.id, request.deliveryId);
+    async redeliverDelivery(request, ctx) {
+      const delivery = await withSubscription(ctx, request, (webhooks, sub) => {
+        if (!/^[1-9][0-9]{0,17}$/.test(request.deliveryId)) throw errors.notFound('delivery not found');
+        return webhooks.redeliver(sub.id, request.deliveryId);
+      });
       if (!delivery) throw errors.notFound('delivery not found', 'DELIVERY_NOT_FOUND');
       deps.worker?.wake();
       return { delivery };
     },
 
+    // System input from the outbox relays (no organization context): each event names its own organization.
     async publishEvents(request) {
       if (request.events.length > MAX_EVENTS_PER_PUBLISH)
         throw errors.invalidArgument(`at most ${MAX_EVENTS_PER_PUBLISH} events per call`, [
@@ -167,6 +218,7 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
           problems.push({ field: `events.${i}.${field}`, description });
         if (!UUID.test(e.id)) at('id', 'a UUID');
         if (!EVENT_TYPES.has(e.type)) at('type', 'a known event type');
+        if (!isOrganizationId(e.organizationId)) at('organization_id', 'a positive integer');
         if (!Number.isSafeInteger(e.groupId) || e.groupId < 0) at('group_id', 'a positive integer or 0');
         if (e.userId && !isUserId(e.userId)) at('user_id', 'a user id');
         if (!e.occurTime || Number.isNaN(timestampToDate(e.occurTime).getTime())) at('occur_time', 'required');
@@ -179,6 +231,7 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
         if (typeof data !== 'object' || data === null || Array.isArray(data)) at('data_json', 'a JSON object');
         events.push({
           id: e.id,
+          organizationId: e.organizationId,
           type: e.type,
           groupId: e.groupId || null,
           userId: e.userId || null,
@@ -189,17 +242,23 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
       });
       if (problems.length) throw errors.invalidArgument('invalid events', problems);
 
-      // Events without a group (user.deactivated): the user's groups that have subscribers to it, if any has.
-      const groupless = events.filter((e) => e.groupId === null && e.userId);
-      if (groupless.length) {
-        const cache = new Map<string, Set<number>>();
-        for (const e of groupless) {
-          let subscribed = cache.get(e.type);
-          if (!subscribed) cache.set(e.type, (subscribed = await repo.groupsSubscribedTo(e.type)));
-          if (subscribed.size) e.targetGroups = await groupsOfUser(e.userId!, subscribed);
-        }
+      // Each organization's events in a transaction of their own declared organization (rather than one transaction
+      // across organizations that matches them explicitly): row-level security then keeps an event from reaching
+      // another organization's subscribers even if a query forgot its filter. A relay's batch mostly holds one or a
+      // few organizations. A failure part-way is safe: the relay publishes the batch again, and what was stored is
+      // skipped by id.
+      const byOrganization = new Map<number, IncomingEvent[]>();
+      for (const e of events) {
+        const ofOrganization = byOrganization.get(e.organizationId);
+        if (ofOrganization) ofOrganization.push(e);
+        else byOrganization.set(e.organizationId, [e]);
       }
-      const result = await repo.publish(events);
+      const result = { accepted: 0, deliveries: 0 };
+      for (const [organizationId, ofOrganization] of byOrganization) {
+        const stored = await publishInOrganization(organizationId, ofOrganization);
+        result.accepted += stored.accepted;
+        result.deliveries += stored.deliveries;
+      }
       if (result.deliveries) deps.worker?.wake();
       return result;
     },
