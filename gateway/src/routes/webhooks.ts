@@ -3,7 +3,8 @@ import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
 import type { Request } from 'express';
 import { apiTime, apiTimeOrNull } from '../schemas';
 import { problemFromGrpc, ValidationProblem, type ValidationIssue } from '../problems';
-import { PAGE_LIMIT, pageLimitParameter } from '../drive-params';
+import { pageLimitParameter } from '../drive-params';
+import { jsonBody, pageLimit } from './request-input';
 import type { ApiParameter, RouteSpec, V1Deps } from '../v1';
 import { groupIdParameter, requireGroupAdmin, validateGroupIdParam } from './groups';
 
@@ -97,19 +98,6 @@ function pathIds(req: Request, withDelivery: boolean): ValidationIssue[] {
   return issues;
 }
 
-/** The JSON body of a request (read raw by the route's body reader), or the 422 issue saying why not. */
-function jsonBody(req: Request): { value: unknown } | { issue: ValidationIssue } {
-  const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-  const type = req.headers['content-type'] ?? '';
-  if (!/^application\/(.+\+)?json\b/i.test(type))
-    return { issue: { loc: ['body'], msg: 'The body must be application/json', type: 'model_attributes_type' } };
-  try {
-    return { value: JSON.parse(raw) };
-  } catch {
-    return { issue: { loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' } };
-  }
-}
-
 /** `{url, events[]}`: url a string of 1..2048 characters, events a non-empty list of known types, none twice. */
 export function validateCreateBody(body: unknown): { url: string; events: string[] } | ValidationIssue[] {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
@@ -141,17 +129,6 @@ export function validateCreateBody(body: unknown): { url: string; events: string
     });
   }
   return issues.length ? issues : { url: url as string, events: events as string[] };
-}
-
-/** The limit of a deliveries page (PAGE_LIMIT: 1..1000, default 100; the last value of a repeated parameter wins). */
-function limitParam(req: Request): number | ValidationIssue {
-  const raw = req.query.limit;
-  const value = Array.isArray(raw) ? raw.at(-1) : raw;
-  if (value === undefined) return PAGE_LIMIT.default;
-  const n = Number(value);
-  if (typeof value === 'string' && /^[0-9]{1,4}$/.test(value) && n >= PAGE_LIMIT.min && n <= PAGE_LIMIT.max)
-    return Number(value);
-  return { loc: ['query', 'limit'], msg: 'Input should be an integer from 1 to 1000', type: 'int_parsing' };
 }
 
 const requireAdmin = (
@@ -250,7 +227,7 @@ export const listDeliveries: RouteSpec<{ groupId: number; id: string; limit: num
   response: 'DeliveryListResponse',
   validate: (req) => {
     const { group, issues } = withWebhookId(req);
-    const limit = limitParam(req);
+    const limit = pageLimit(req);
     if (typeof limit !== 'number') issues.push(limit);
     if (issues.length || 'issues' in group) return { issues };
     return { input: { groupId: group.input, id: String(req.params.webhook_id), limit: limit as number } };
