@@ -52,8 +52,9 @@ export const DEFAULT_COUNT = 100;
  * The record when it is of the request's organization, else the same 404 as an id that does not exist. The owners
  * answer only their caller's organization already; this second wall costs no query.
  */
-export function ownOrNotFound<T extends { organizationId: number }>(record: T, ctx: RequestContext, what: string): T {
-  if (record.organizationId !== ctx.organizationId) throw scimErrors.notFound(`${what} not found`);
+export function ownOrNotFound<T extends { organizationId: number }>(record: T, ctx: RequestContext): T {
+  // Worded as the owner's NOT_FOUND (scimErrorFromGrpc), so that nothing tells which wall answered.
+  if (record.organizationId !== ctx.organizationId) throw scimErrors.notFound('Resource not found');
   return record;
 }
 

@@ -90,7 +90,7 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
   protected async load(id: string, ctx: RequestContext): Promise<groupsV1.Group> {
     if (!GROUP_ID.test(id)) throw scimErrors.notFound(`Group ${id} not found`);
     const { group } = await this.deps.groups.getGroup({ id: Number(id) }, ctx.call);
-    return ownOrNotFound(group!, ctx, `Group ${id}`);
+    return ownOrNotFound(group!, ctx);
   }
 
   private async respond(group: groupsV1.Group, ctx: RequestContext): Promise<ScimResponse> {

@@ -120,7 +120,7 @@ export class UserHandlers extends ResourceHandlers<usersV1.User> {
   protected async load(id: string, ctx: RequestContext): Promise<usersV1.User> {
     if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
     const { user } = await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call);
-    return ownOrNotFound(user!, ctx, `User ${id}`);
+    return ownOrNotFound(user!, ctx);
   }
 
   private respond(
