@@ -7,7 +7,7 @@ import { pageLimitParameter } from '../drive-params';
 import { HttpProblem, ValidationProblem, type ValidationIssue } from '../problems';
 import { apiTime, apiTimeOrNull } from '../schemas';
 import type { Account, ApiParameter, RouteSpec } from '../v1';
-import { jsonBody, pageLimit } from './request-input';
+import { jsonBody, pageLimit, uuidPathParameter, UUID } from './request-input';
 
 /** `/v1/organization/…` (CONTRACT §7): what an organization admin manages of their own organization. */
 
@@ -33,19 +33,12 @@ export interface ProvisioningEventSchema {
   request_id: string;
 }
 
-const TOKEN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A token's name: what the admin will recognise it by (e.g. "Entra ID production"). */
 const NAME_LENGTH = { min: 1, max: 200 };
 /** `{name, expires_at}` is far smaller; larger bodies are 413. */
 export const SCIM_TOKEN_BODY_LIMIT = 4_096;
 
-const tokenIdParameter: ApiParameter = {
-  name: 'token_id',
-  in: 'path',
-  required: true,
-  description: 'SCIM token id (a UUID).',
-  schema: { type: 'string', format: 'uuid' },
-};
+const tokenIdParameter = uuidPathParameter('token_id', 'SCIM token');
 const eventCursorParameter: ApiParameter = {
   name: 'cursor',
   in: 'query',
@@ -168,7 +161,7 @@ export const revokeScimToken: RouteSpec<string> = {
   status: 204,
   validate: (req) => {
     const id = String(req.params.token_id);
-    if (TOKEN_ID.test(id)) return { input: id };
+    if (UUID.test(id)) return { input: id };
     return {
       issues: [{ loc: ['path', 'token_id'], msg: 'Input should be a SCIM token id (a UUID)', type: 'uuid_parsing' }],
     };

@@ -1,6 +1,19 @@
 import type { Request } from 'express';
 import { PAGE_LIMIT } from '../drive-params';
 import type { ValidationIssue } from '../problems';
+import type { ApiParameter } from '../v1';
+
+/** A UUID in its canonical lower-case form (the ids of webhooks and SCIM tokens). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A path parameter that is a UUID, as the OpenAPI document declares it. */
+export const uuidPathParameter = (name: string, what: string): ApiParameter => ({
+  name,
+  in: 'path',
+  required: true,
+  description: `${what} id (a UUID).`,
+  schema: { type: 'string', format: 'uuid' },
+});
 
 /** The JSON body of a request (read raw by the route's body reader), or the 422 issue saying why not. */
 export function jsonBody(req: Request): { value: unknown } | { issue: ValidationIssue } {

@@ -4,7 +4,7 @@ import type { Request } from 'express';
 import { apiTime, apiTimeOrNull } from '../schemas';
 import { problemFromGrpc, ValidationProblem, type ValidationIssue } from '../problems';
 import { pageLimitParameter } from '../drive-params';
-import { jsonBody, pageLimit } from './request-input';
+import { jsonBody, pageLimit, uuidPathParameter, UUID } from './request-input';
 import type { ApiParameter, RouteSpec, V1Deps } from '../v1';
 import { groupIdParameter, requireGroupAdmin, validateGroupIdParam } from './groups';
 
@@ -35,7 +35,6 @@ export interface DeliverySchema {
   delivered_at: string | null;
 }
 
-const WEBHOOK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DELIVERY_ID = /^[1-9][0-9]{0,17}$/;
 const EVENT_TYPES = new Set<string>(WEBHOOK_EVENT_TYPES);
 const ADMINS_ONLY = 'Only admins of this group may manage its webhooks';
@@ -43,13 +42,7 @@ const ADMINS_ONLY = 'Only admins of this group may manage its webhooks';
 /** The largest webhook creation body read (`{url, events}` is far smaller); larger ones are 413. */
 export const WEBHOOK_BODY_LIMIT = 16_384;
 
-const webhookIdParameter: ApiParameter = {
-  name: 'webhook_id',
-  in: 'path',
-  required: true,
-  description: 'Webhook id (a UUID).',
-  schema: { type: 'string', format: 'uuid' },
-};
+const webhookIdParameter = uuidPathParameter('webhook_id', 'Webhook');
 const deliveryIdParameter: ApiParameter = {
   name: 'delivery_id',
   in: 'path',
@@ -91,7 +84,7 @@ function toDelivery(d: webhooksV1.Delivery): DeliverySchema {
 /** The path's webhook id (a UUID) and, when the route has one, delivery id; 422 for malformed ones. */
 function pathIds(req: Request, withDelivery: boolean): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
-  if (!WEBHOOK_ID.test(String(req.params.webhook_id)))
+  if (!UUID.test(String(req.params.webhook_id)))
     issues.push({ loc: ['path', 'webhook_id'], msg: 'Input should be a webhook id (a UUID)', type: 'uuid_parsing' });
   if (withDelivery && !DELIVERY_ID.test(String(req.params.delivery_id)))
     issues.push({ loc: ['path', 'delivery_id'], msg: 'Input should be a positive integer', type: 'int_parsing' });
