@@ -1,6 +1,6 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { scimAuditV1, usersV1 } from '@mileage/proto';
-import { decodeServiceError, parseRfc3339, type WireTimestamp } from '@mileage/runtime';
+import { dateToTimestamp, decodeServiceError, parseRfc3339, type WireTimestamp } from '@mileage/runtime';
 import type { Request } from 'express';
 import { CursorCodec, type CursorPosition } from '../cursor';
 import { pageLimitParameter } from '../drive-params';
@@ -133,7 +133,7 @@ export const createScimToken: RouteSpec<{ name: string; expiresAt: Date | undefi
       .createScimToken(
         {
           name,
-          ...(expiresAt ? { expireTime: { seconds: Math.floor(expiresAt.getTime() / 1000), nanos: 0 } } : {}),
+          ...(expiresAt ? { expireTime: dateToTimestamp(expiresAt) } : {}),
           actor: actorOf(account),
           requestId: call.requestId ?? '',
         },
