@@ -88,9 +88,10 @@ async function scimCaller(
 }
 
 /**
- * /scim/v2: token and its organization (401) → rate limit per organization (429) → scope "scim" (403) → body (≤ limit, 413: the
- * only size check of a SCIM body), then the request is forwarded as it came to the SCIM service, which decides the
- * rest (the content type, 415, included). Errors are SCIM Error resources, so identity providers log something useful.
+ * /scim/v2: token and its organization (401) → rate limit per organization (429) → scope "scim" (403) → body (≤ limit,
+ * 413: the only size check of a SCIM body), then the request is forwarded as it came to the SCIM service, which
+ * decides the rest (the content type, 415, included). Errors are SCIM Error resources, so identity providers log
+ * something useful.
  */
 export function scimRoute(deps: ScimRouteDeps): RequestHandler {
   const readBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
@@ -99,12 +100,13 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
     const span = res.locals.span as Span | undefined;
     if (span?.isRecording()) span.updateName(`${req.method} /scim/v2/${req.path.split('/')[1] ?? ''}`);
     try {
-      const call: CallSettings = {
+      const context: CallSettings = {
         requestId: res.locals.requestId as string,
         trace: res.locals.trace as TraceContext | undefined,
-        deadlineMs: deps.deadlineMs,
       };
-      const { caller, organizationId } = await scimCaller(req, deps, call);
+      // The credential lookups keep their client's own deadline; the forwarded request gets the SCIM one.
+      const { caller, organizationId } = await scimCaller(req, deps, context);
+      const call: CallSettings = { ...context, deadlineMs: deps.deadlineMs };
       const limitedBy = organizationId === undefined ? (caller.clientId ?? caller.subject) : `org:${organizationId}`;
       await enforceRateLimit(res, deps.rateLimits, 'scim', limitedBy, SCIM_REQUESTS_PER_MINUTE);
       requireScope(caller, SCIM_SCOPE);
@@ -125,6 +127,7 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
         headers,
         body,
         clientId: caller.clientId ?? caller.subject,
+        // Known here: a caller with scope scim has an organization (scimCaller refused it otherwise).
         organizationId: organizationId!,
       };
       // The verified credential and its organization, attested for this request: the SCIM service's audit actor and
