@@ -1,6 +1,6 @@
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { JwksSource, KeysUnavailableError } from './jwks';
-import { namedOrganization, type NamedOrganization } from './organization-credentials';
+import { DEFAULT_ORGANIZATION_CLAIM, namedOrganization, type NamedOrganization } from './organization-credentials';
 
 export interface Caller {
   /** Token subject. */
@@ -243,7 +243,7 @@ export class TokenVerifier {
         : typeof payload.client_id === 'string'
           ? payload.client_id
           : undefined;
-    const organization = namedOrganization(payload, this.options.organizationClaim ?? 'org_id');
+    const organization = namedOrganization(payload, this.options.organizationClaim ?? DEFAULT_ORGANIZATION_CLAIM);
     return {
       subject: payload.sub!,
       ...(typeof userId === 'string' && userId !== '' ? { userId } : {}),

@@ -1,6 +1,10 @@
 import { commonConfigSchema, env, grpcTlsConfigShape } from '@mileage/runtime';
 import { z } from 'zod';
-import { MAX_SCIM_TOKEN_CACHE_SECONDS, parseClientOrganizations } from './organization-credentials';
+import {
+  DEFAULT_ORGANIZATION_CLAIM,
+  MAX_SCIM_TOKEN_CACHE_SECONDS,
+  parseClientOrganizations,
+} from './organization-credentials';
 
 const algorithms = env.list(
   'RS256,PS256,ES256',
@@ -23,7 +27,7 @@ export const configSchema = commonConfigSchema.extend({
   OIDC_USER_ID_CLAIM: z.string().min(1).default('user_id'),
   OIDC_SCOPE_CLAIM: z.string().min(1).default('scope'),
   /** The claim naming a provisioning client's organization (its id or alias); Keycloak's `organization` otherwise. */
-  OIDC_ORGANIZATION_CLAIM: z.string().min(1).default('org_id'),
+  OIDC_ORGANIZATION_CLAIM: z.string().min(1).default(DEFAULT_ORGANIZATION_CLAIM),
   /**
    * Provisioning clients bound to an organization by configuration (their tokens name none): comma-separated
    * `client=organization` pairs, the organization by id or alias, e.g. `mileage-scim=demo`.

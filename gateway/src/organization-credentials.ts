@@ -23,6 +23,8 @@ export type NamedOrganization =
 /** A SCIM secret token: the prefix and 43 base64url characters (256 random bits). */
 export const SCIM_SECRET_TOKEN = /^mscim_[A-Za-z0-9_-]{43}$/;
 export const SCIM_SECRET_PREFIX = 'mscim_';
+/** The claim a provisioning client's token names its organization by, unless OIDC_ORGANIZATION_CLAIM says another. */
+export const DEFAULT_ORGANIZATION_CLAIM = 'org_id';
 /** The claim Keycloak's Organizations feature writes: `["alias"]` or `{"alias": {…}}`. */
 export const KEYCLOAK_ORGANIZATION_CLAIM = 'organization';
 /** The documented bound on how long a revoked or expired secret token can still be accepted by a replica. */
