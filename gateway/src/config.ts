@@ -2,6 +2,7 @@ import { commonConfigSchema, env, grpcTlsConfigShape } from '@mileage/runtime';
 import { z } from 'zod';
 import {
   DEFAULT_ORGANIZATION_CLAIM,
+  DEFAULT_SCIM_TOKEN_CACHE_SECONDS,
   MAX_SCIM_TOKEN_CACHE_SECONDS,
   parseClientOrganizations,
 } from './organization-credentials';
@@ -44,7 +45,12 @@ export const configSchema = commonConfigSchema.extend({
       }
     }),
   /** How long a replica keeps accepting a SCIM secret token without asking again: the documented revocation bound. */
-  SCIM_TOKEN_CACHE_SECONDS: z.coerce.number().int().min(0).max(MAX_SCIM_TOKEN_CACHE_SECONDS).default(5),
+  SCIM_TOKEN_CACHE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_SCIM_TOKEN_CACHE_SECONDS)
+    .default(DEFAULT_SCIM_TOKEN_CACHE_SECONDS),
   /** Require RFC 9068's JOSE header `typ: at+jwt`; Keycloak writes `JWT` unless the client is configured for it. */
   OIDC_REQUIRE_TYP_AT_JWT: env.boolean(false),
   /** Tokens issued (`iat`) longer ago are refused even when their `exp` is far ahead. */

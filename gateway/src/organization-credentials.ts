@@ -27,7 +27,8 @@ export const SCIM_SECRET_PREFIX = 'mscim_';
 export const DEFAULT_ORGANIZATION_CLAIM = 'org_id';
 /** The claim Keycloak's Organizations feature writes: `["alias"]` or `{"alias": {…}}`. */
 export const KEYCLOAK_ORGANIZATION_CLAIM = 'organization';
-/** The documented bound on how long a revoked or expired secret token can still be accepted by a replica. */
+/** How long a replica keeps accepting a secret token without asking again (SCIM_TOKEN_CACHE_SECONDS), and its bound. */
+export const DEFAULT_SCIM_TOKEN_CACHE_SECONDS = 5;
 export const MAX_SCIM_TOKEN_CACHE_SECONDS = 30;
 /** Unknown secrets are remembered this long, so a client retrying a wrong one costs no lookup each time. */
 const NEGATIVE_TOKEN_CACHE_MS = 2_000;
@@ -163,7 +164,7 @@ export class OrganizationCredentials {
 
   constructor(private readonly options: OrganizationCredentialsOptions) {
     this.now = options.now ?? Date.now;
-    const seconds = options.tokenCacheSeconds ?? 5;
+    const seconds = options.tokenCacheSeconds ?? DEFAULT_SCIM_TOKEN_CACHE_SECONDS;
     if (!(seconds >= 0 && seconds <= MAX_SCIM_TOKEN_CACHE_SECONDS))
       throw new Error(`the SCIM token cache may last 0 to ${MAX_SCIM_TOKEN_CACHE_SECONDS} seconds`);
     this.tokenCacheMs = seconds * 1000;
