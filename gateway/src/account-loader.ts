@@ -2,18 +2,17 @@ import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { usersV1 } from '@mileage/proto';
 import { isUserId, type CallSettings, type PromiseClient } from '@mileage/runtime';
 
-const MAX_BATCH = 1000;
-
 interface Waiter {
   resolve(user: usersV1.User | undefined): void;
   reject(err: unknown): void;
 }
 
 /**
- * Reads caller accounts for /v1 requests, batching the lookups that arrive in the same turn of the event
- * loop into one BatchGetUsers call (the DataLoader pattern). Every request still reads the account after
- * it arrived — nothing is cached across turns — so a deactivation is seen by the next request; under load
- * the gateway makes one gRPC call per turn instead of one per request.
+ * Reads caller accounts for /v1 requests: the requests of one turn of the event loop that name the same user share
+ * one GetUser call (the DataLoader pattern). Every request still reads the account after it arrived — nothing is
+ * cached across turns — so a deactivation is seen by the next request. GetUser, not BatchGetUsers: only GetUser may
+ * be asked without an organization (the caller's organization is what the answer tells), and the callers of one turn
+ * may belong to different organizations.
  */
 export class AccountLoader {
   private pending = new Map<string, Waiter[]>();
@@ -41,31 +40,23 @@ export class AccountLoader {
     const call = this.batchCall!;
     this.pending = new Map();
     this.batchCall = undefined;
-    const ids = [...batch.keys()];
-    for (let i = 0; i < ids.length; i += MAX_BATCH) {
-      const chunk = ids.slice(i, i + MAX_BATCH);
-      void this.fetch(chunk, call).then(
-        (found) => {
-          for (const id of chunk) for (const w of batch.get(id)!) w.resolve(found.get(id));
+    for (const [id, waiters] of batch)
+      void this.fetch(id, call).then(
+        (user) => {
+          for (const w of waiters) w.resolve(user);
         },
         (err: unknown) => {
-          for (const id of chunk) for (const w of batch.get(id)!) w.reject(err);
+          for (const w of waiters) w.reject(err);
         },
       );
-    }
   }
 
-  private async fetch(ids: string[], call: CallSettings): Promise<Map<string, usersV1.User>> {
-    if (ids.length === 1) {
-      try {
-        const { user } = await this.users.getUser({ id: ids[0]!, includeDeleted: false }, call);
-        return new Map(user ? [[user.id, user]] : []);
-      } catch (err) {
-        if ((err as Partial<ServiceError>).code === grpcStatus.NOT_FOUND) return new Map();
-        throw err;
-      }
+  private async fetch(id: string, call: CallSettings): Promise<usersV1.User | undefined> {
+    try {
+      return (await this.users.getUser({ id, includeDeleted: false }, call)).user;
+    } catch (err) {
+      if ((err as Partial<ServiceError>).code === grpcStatus.NOT_FOUND) return undefined;
+      throw err;
     }
-    const { users } = await this.users.batchGetUsers({ ids }, call);
-    return new Map(users.map((u) => [u.id, u]));
   }
 }

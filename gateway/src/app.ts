@@ -21,6 +21,7 @@ import { V1_ROUTES } from './routes';
 import { scimRoute } from './routes/scim';
 import { AccountLoader } from './account-loader';
 import { CursorCodec } from './cursor';
+import type { OrganizationCredentials } from './organization-credentials';
 import { v1Route, type RouteSpec, type V1Deps } from './v1';
 
 /** This process's own ability to serve (never its dependencies': see /healthz/dependencies). */
@@ -32,6 +33,8 @@ export interface Readiness {
 export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
   /** The SCIM service, to which /scim/v2 requests are forwarded. */
   scim: PromiseClient<scimV1.ScimServiceClient>;
+  /** Which organization a SCIM credential acts for (claims, client bindings, secret tokens). */
+  credentials: OrganizationCredentials;
   /** Deadline of a forwarded SCIM request (writes involve several calls). */
   scimDeadlineMs?: number;
   /** ACTOR_ATTESTATION_SECRET: the gateway attests each SCIM request's provisioning client with it. */

@@ -1,5 +1,6 @@
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { JwksSource, KeysUnavailableError } from './jwks';
+import { DEFAULT_ORGANIZATION_CLAIM, namedOrganization, type NamedOrganization } from './organization-credentials';
 
 export interface Caller {
   /** Token subject. */
@@ -10,11 +11,22 @@ export interface Caller {
   clientId?: string;
   scopes: Set<string>;
   expiresAt: number;
+  /** The organization the token names (a provisioning client's claim, or a SCIM secret token's); see organization-credentials.ts. */
+  organization?: NamedOrganization;
 }
 
 /** Why a token was refused: the label of the refusals metric, a fixed set (never told to the client). */
 export type RefusalReason =
-  'malformed' | 'type' | 'algorithm' | 'unknown_key' | 'signature' | 'expired' | 'claims' | 'limited';
+  | 'malformed'
+  | 'type'
+  | 'algorithm'
+  | 'unknown_key'
+  | 'signature'
+  | 'expired'
+  | 'claims'
+  | 'limited'
+  /** A SCIM secret token (`mscim_…`) that is malformed, unknown, revoked or expired: which is not told, even here. */
+  | 'scim_token';
 
 export class TokenError extends Error {
   /**
@@ -39,6 +51,8 @@ export interface TokenVerifierOptions {
   clockSkewSeconds: number;
   userIdClaim: string;
   scopeClaim: string;
+  /** The claim naming a provisioning client's organization (id or alias); Keycloak's `organization` claim otherwise. */
+  organizationClaim?: string;
   /** Refuse tokens whose JOSE header `typ` is not RFC 9068's `at+jwt` (Keycloak writes `JWT` unless told otherwise). */
   requireAccessTokenType?: boolean;
   /** Tokens issued (`iat`) longer ago than this are refused whatever their `exp` (default 24 h). */
@@ -108,15 +122,50 @@ export class TokenVerifier {
   }
 
   /** `clientAddress`: whose invalid tokens are limited before their signature is checked (a cached token never is). */
-  async verify(token: string, clientAddress?: string): Promise<Caller> {
+  verify(token: string, clientAddress?: string): Promise<Caller> {
+    return this.counted(clientAddress, () => this.judge(token, clientAddress));
+  }
+
+  /**
+   * Judges a bearer secret that is not a JWT (a SCIM secret token) under the same invalid-token limit and refusal
+   * count: `resolve` answers undefined for a secret that is not valid, and fails when it cannot tell (then 503).
+   */
+  verifyOpaque<T>(resolve: () => Promise<T | undefined>, clientAddress?: string): Promise<T> {
+    return this.counted(clientAddress, async () => {
+      this.refuseWhenLimited(clientAddress);
+      let found: T | undefined;
+      try {
+        found = await resolve();
+      } catch (err) {
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new TokenError(`the token could not be checked: ${reason}`, 'unavailable');
+      }
+      if (found === undefined) throw new TokenError('not a valid SCIM secret token', 'invalid', 'scim_token');
+      return found;
+    });
+  }
+
+  /** Counts every refusal and charges an invalid token to its address. */
+  private async counted<T>(clientAddress: string | undefined, judge: () => Promise<T>): Promise<T> {
     try {
-      return await this.judge(token, clientAddress);
+      return await judge();
     } catch (err) {
       if (err instanceof TokenError && err.reason !== undefined) {
         this.options.onRefused?.(err.reason);
         if (err.kind === 'invalid' && clientAddress !== undefined) this.invalidTokens?.charge(clientAddress);
       }
       throw err;
+    }
+  }
+
+  private refuseWhenLimited(clientAddress: string | undefined): void {
+    const wait = clientAddress === undefined ? 0 : (this.invalidTokens?.waitSeconds(clientAddress) ?? 0);
+    if (wait > 0) {
+      const perMinute = this.options.invalidTokenLimit!.perMinute;
+      throw new TokenError('too many invalid tokens from this address', 'limited', 'limited', {
+        perMinute,
+        retryAfterSeconds: wait,
+      });
     }
   }
 
@@ -130,14 +179,7 @@ export class TokenVerifier {
       this.cache.delete(token);
       throw new TokenError('token expired', 'invalid', 'expired');
     }
-    const wait = clientAddress === undefined ? 0 : (this.invalidTokens?.waitSeconds(clientAddress) ?? 0);
-    if (wait > 0) {
-      const perMinute = this.options.invalidTokenLimit!.perMinute;
-      throw new TokenError('too many invalid tokens from this address', 'limited', 'limited', {
-        perMinute,
-        retryAfterSeconds: wait,
-      });
-    }
+    this.refuseWhenLimited(clientAddress);
     let payload: JWTPayload;
     let kid: string | undefined;
     try {
@@ -201,12 +243,14 @@ export class TokenVerifier {
         : typeof payload.client_id === 'string'
           ? payload.client_id
           : undefined;
+    const organization = namedOrganization(payload, this.options.organizationClaim ?? DEFAULT_ORGANIZATION_CLAIM);
     return {
       subject: payload.sub!,
       ...(typeof userId === 'string' && userId !== '' ? { userId } : {}),
       ...(clientId ? { clientId } : {}),
       scopes,
       expiresAt: payload.exp!,
+      ...(organization ? { organization } : {}),
     };
   }
 }

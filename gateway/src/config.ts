@@ -1,5 +1,11 @@
 import { commonConfigSchema, env, grpcTlsConfigShape } from '@mileage/runtime';
 import { z } from 'zod';
+import {
+  DEFAULT_ORGANIZATION_CLAIM,
+  DEFAULT_SCIM_TOKEN_CACHE_SECONDS,
+  MAX_SCIM_TOKEN_CACHE_SECONDS,
+  parseClientOrganizations,
+} from './organization-credentials';
 
 const algorithms = env.list(
   'RS256,PS256,ES256',
@@ -21,6 +27,30 @@ export const configSchema = commonConfigSchema.extend({
   OIDC_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
   OIDC_USER_ID_CLAIM: z.string().min(1).default('user_id'),
   OIDC_SCOPE_CLAIM: z.string().min(1).default('scope'),
+  /** The claim naming a provisioning client's organization (its id or alias); Keycloak's `organization` otherwise. */
+  OIDC_ORGANIZATION_CLAIM: z.string().min(1).default(DEFAULT_ORGANIZATION_CLAIM),
+  /**
+   * Provisioning clients bound to an organization by configuration (their tokens name none): comma-separated
+   * `client=organization` pairs, the organization by id or alias, e.g. `mileage-scim=demo`.
+   */
+  SCIM_CLIENT_ORGANIZATIONS: z
+    .string()
+    .default('')
+    .transform((text, ctx) => {
+      try {
+        return parseClientOrganizations(text);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+  /** How long a replica keeps accepting a SCIM secret token without asking again: the documented revocation bound. */
+  SCIM_TOKEN_CACHE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_SCIM_TOKEN_CACHE_SECONDS)
+    .default(DEFAULT_SCIM_TOKEN_CACHE_SECONDS),
   /** Require RFC 9068's JOSE header `typ: at+jwt`; Keycloak writes `JWT` unless the client is configured for it. */
   OIDC_REQUIRE_TYP_AT_JWT: env.boolean(false),
   /** Tokens issued (`iat`) longer ago are refused even when their `exp` is far ahead. */

@@ -3,6 +3,8 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 export interface CursorPosition {
   sortTime: string;
   id: number;
+  /** Which of several merged lists the id belongs to (ids are unique per list only); absent for a single list. */
+  part?: string;
 }
 
 /** What a drive list's cursor is bound to: the route and its subject, and every parameter that shapes the list. */
@@ -50,9 +52,10 @@ export class CursorCodec {
   }
 
   encode(position: CursorPosition, fingerprint: string): string {
-    const body = Buffer.from(JSON.stringify({ v: 1, q: fingerprint, t: position.sortTime, i: position.id })).toString(
-      'base64url',
-    );
+    const { sortTime: t, id: i, part: p } = position;
+    const body = Buffer.from(
+      JSON.stringify({ v: 1, q: fingerprint, t, i, ...(p === undefined ? {} : { p }) }),
+    ).toString('base64url');
     return `${body}.${this.sign(body)}`;
   }
 
@@ -69,11 +72,13 @@ export class CursorCodec {
         q?: string;
         t?: string;
         i?: number;
+        p?: unknown;
       };
       if (parsed.v !== 1 || parsed.q !== fingerprint || typeof parsed.t !== 'string' || !Number.isSafeInteger(parsed.i))
         return undefined;
-      if (Number.isNaN(Date.parse(parsed.t))) return undefined;
-      return { sortTime: parsed.t, id: parsed.i! };
+      if (Number.isNaN(Date.parse(parsed.t)) || (parsed.p !== undefined && typeof parsed.p !== 'string'))
+        return undefined;
+      return { sortTime: parsed.t, id: parsed.i!, ...(typeof parsed.p === 'string' ? { part: parsed.p } : {}) };
     } catch {
       return undefined;
     }

@@ -13,23 +13,32 @@ export interface GuardDeps {
 
 /** What one route (or family of routes) admits. */
 export interface GuardRule {
-  /** The rate-limit counter's name: the route id on /v1, one counter for all of /scim/v2. */
+  /** The rate-limit counter's name (the route id); the token's subject is whose counter it is. */
   limitId: string;
   perMinute: number;
-  /** Whose counter it is; the token's subject unless given (SCIM counts per provisioning client). */
-  limitedBy?(caller: Caller): string;
   scope: string;
 }
 
 /**
- * The gate in front of every /v1 and /scim/v2 route, in the contract's order: token (401) → rate limit (429) →
+ * The gate in front of every /v1 route (/scim/v2 composes the same steps: routes/scim.ts), in the contract's order: token (401) → rate limit (429) →
  * scope (403). Every response past the rate limit carries its headers, so they are set on `res` here.
  */
 export async function guard(req: Request, res: Response, deps: GuardDeps, rule: GuardRule): Promise<Caller> {
   const caller = await authenticate(req, deps.verifier);
+  await enforceRateLimit(res, deps.rateLimits, rule.limitId, caller.subject, rule.perMinute);
+  requireScope(caller, rule.scope);
+  return caller;
+}
 
-  const subject = rule.limitedBy ? rule.limitedBy(caller) : caller.subject;
-  const decision = await deps.rateLimits.consume(rule.limitId, subject, rule.perMinute).catch(() => {
+/** Counts the request against `subject`'s limit; 429 past it. Sets the rate-limit headers on `res` either way. */
+export async function enforceRateLimit(
+  res: Response,
+  rateLimits: RateLimits,
+  limitId: string,
+  subject: string,
+  perMinute: number,
+): Promise<void> {
+  const decision = await rateLimits.consume(limitId, subject, perMinute).catch(() => {
     throw new HttpProblem(503, 'Rate limiting is unavailable; try again shortly', {
       'Retry-After': String(RETRY_AFTER_SECONDS),
     });
@@ -40,17 +49,32 @@ export async function guard(req: Request, res: Response, deps: GuardDeps, rule: 
       'Retry-After': String(decision.resetInSeconds),
     });
   }
-
-  if (!caller.scopes.has(rule.scope)) {
-    throw new HttpProblem(403, `The token lacks the scope "${rule.scope}"`, {
-      'WWW-Authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${rule.scope}"`,
-    });
-  }
-  return caller;
 }
 
-/** The bearer token's caller (401 when there is none or it is not valid; 503 when it cannot be judged). */
-async function authenticate(req: Request, verifier: TokenVerifier): Promise<Caller> {
+export function requireScope(caller: Caller, scope: string): void {
+  if (!caller.scopes.has(scope)) {
+    throw new HttpProblem(403, `The token lacks the scope "${scope}"`, {
+      'WWW-Authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"`,
+    });
+  }
+}
+
+/** The one 401 for a token that was sent and is not valid: which check failed is not told (it would guide a forger). */
+export function invalidToken(): HttpProblem {
+  return new HttpProblem(401, 'The access token is not valid', {
+    'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token"`,
+  });
+}
+
+/**
+ * The bearer token's caller (401 when there is none or it is not valid; 503 when it cannot be judged). `verify` judges
+ * the well-formed token (the verifier's JWT check unless given: the SCIM route also takes secret tokens).
+ */
+export async function authenticate(
+  req: Request,
+  verifier: TokenVerifier,
+  verify: (token: string) => Promise<Caller> = (token) => verifier.verify(token, req.ip),
+): Promise<Caller> {
   const header = req.headers.authorization;
   const match = header ? /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header) : null;
   if (!header || !/^Bearer\b/i.test(header)) {
@@ -62,7 +86,7 @@ async function authenticate(req: Request, verifier: TokenVerifier): Promise<Call
     });
   }
   try {
-    return await verifier.verify(match[1]!, req.ip);
+    return await verify(match[1]!);
   } catch (err) {
     if (err instanceof TokenError && err.wait) {
       // Not judged (no 401: the token may be valid); the contract's 429 with its headers.
@@ -74,13 +98,11 @@ async function authenticate(req: Request, verifier: TokenVerifier): Promise<Call
       });
     }
     if (err instanceof TokenError && err.kind === 'unavailable') {
-      throw new HttpProblem(503, 'The identity provider is unavailable; try again shortly', {
+      throw new HttpProblem(503, 'The token cannot be checked right now; try again shortly', {
         'Retry-After': String(RETRY_AFTER_SECONDS),
       });
     }
-    // Which check failed is not told: it would guide a forger (the refusals metric counts the reasons).
-    throw new HttpProblem(401, 'The access token is not valid', {
-      'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token"`,
-    });
+    // The refusals metric counts the reasons.
+    throw invalidToken();
   }
 }

@@ -7,3 +7,8 @@ export { scimSchemas } from './openapi-scim';
 export { CursorCodec, driveListFingerprint, type CursorPosition } from './cursor';
 export { gatewayDependencies } from './dependencies';
 export { docsRouter } from './docs';
+export {
+  OrganizationCredentials,
+  parseClientOrganizations,
+  type OrganizationCredentialsOptions,
+} from './organization-credentials';

@@ -35,3 +35,19 @@ test('the gateway needs the attestation secret, and mutual TLS all or nothing', 
   assert.match(partial.stderr, /GRPC_TLS_CA_FILE: required when GRPC_TLS_CERT_FILE is set/);
   assert.doesNotMatch(partial.stderr, /gateway-main-test-attestation-secret/);
 });
+
+test('the gateway refuses a malformed SCIM client binding and a token cache beyond the documented bound', () => {
+  const result = spawnSync(process.execPath, [path.join(__dirname, 'main.js')], {
+    env: {
+      PATH: process.env.PATH,
+      ACTOR_ATTESTATION_SECRET: 'gateway-main-test-attestation-secret-0123',
+      SCIM_CLIENT_ORGANIZATIONS: 'mileage-scim=demo,mileage-scim=globex',
+      SCIM_TOKEN_CACHE_SECONDS: '31',
+    },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  assert.equal(result.status, 78);
+  assert.match(result.stderr, /SCIM_CLIENT_ORGANIZATIONS: the client mileage-scim is bound twice/);
+  assert.match(result.stderr, /SCIM_TOKEN_CACHE_SECONDS: /);
+});

@@ -15,6 +15,7 @@ import { createApp } from './app';
 import { TokenVerifier } from './auth';
 import { configSchema, jwksUrl } from './config';
 import { gatewayDependencies, type Downstream } from './dependencies';
+import { OrganizationCredentials } from './organization-credentials';
 import { RateLimits } from './rate-limit';
 
 async function main(): Promise<void> {
@@ -61,6 +62,12 @@ async function main(): Promise<void> {
     config.USERS_ADDRESS,
     client('users', config.GRPC_DEADLINE_MS),
   );
+  // Served by the Users process (it owns organizations and their SCIM tokens).
+  const organizations = createGrpcClient(
+    usersV1.OrganizationsServiceClient,
+    config.USERS_ADDRESS,
+    client('users', config.GRPC_DEADLINE_MS),
+  );
   const groups = createGrpcClient(
     groupsV1.GroupsServiceClient,
     config.GROUPS_ADDRESS,
@@ -93,6 +100,7 @@ async function main(): Promise<void> {
     clockSkewSeconds: config.OIDC_CLOCK_SKEW_SECONDS,
     userIdClaim: config.OIDC_USER_ID_CLAIM,
     scopeClaim: config.OIDC_SCOPE_CLAIM,
+    organizationClaim: config.OIDC_ORGANIZATION_CLAIM,
     requireAccessTokenType: config.OIDC_REQUIRE_TYP_AT_JWT,
     maxTokenAgeSeconds: config.OIDC_MAX_TOKEN_AGE_SECONDS,
     invalidTokenLimit: { burst: config.INVALID_TOKEN_BURST, perMinute: config.INVALID_TOKENS_PER_MINUTE },
@@ -111,6 +119,12 @@ async function main(): Promise<void> {
     verifier,
     rateLimits: new RateLimits({ ...(redis ? { redis } : {}), multiplier: config.RATE_LIMIT_MULTIPLIER }),
     users,
+    organizations,
+    credentials: new OrganizationCredentials({
+      organizations,
+      clientOrganizations: config.SCIM_CLIENT_ORGANIZATIONS,
+      tokenCacheSeconds: config.SCIM_TOKEN_CACHE_SECONDS,
+    }),
     groups,
     drives,
     scim,
@@ -180,7 +194,7 @@ async function main(): Promise<void> {
         name: 'clients',
         run: () => {
           dependencies.close();
-          [users, groups, drives, scim, webhooks].forEach((c) => c.close());
+          [users, organizations, groups, drives, scim, webhooks].forEach((c) => c.close());
         },
       },
       { name: 'redis', run: () => redis?.quit() },

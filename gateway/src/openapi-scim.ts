@@ -32,21 +32,21 @@ const COMMON_ERRORS = {
     'Invalid request: `scimType` says why (invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability).',
     E['400'],
   ),
-  ScimUnauthorized: scimError('Missing or invalid bearer token.', E['401'], {
-    'WWW-Authenticate': {
-      description: '`Bearer realm="mileage"`.',
-      schema: { type: 'string' },
-      example: 'Bearer realm="mileage"',
+  ScimUnauthorized: scimError(
+    'Missing or invalid bearer token: also a `scim` token that names no known organization, and a malformed, unknown, expired or revoked SCIM secret token (alike).',
+    E['401'],
+    {
+      'WWW-Authenticate': {
+        description: '`Bearer realm="mileage"`.',
+        schema: { type: 'string' },
+        example: 'Bearer realm="mileage"',
+      },
     },
-  }),
+  ),
   ScimForbidden: scimError('The token lacks the scope `scim` (a person’s token never has it).', E['403']),
   ScimPayloadTooLarge: scimError('The body is larger than 1 MB.', E['413']),
   ScimUnsupportedMediaType: scimError('The body is not application/scim+json or application/json.', E['415']),
-  ScimTooManyRequests: scimError(
-    'More than 1,200 requests in a minute from this provisioning client.',
-    E['429'],
-    retryAfter,
-  ),
+  ScimTooManyRequests: scimError('More than 1,200 requests in a minute for this organization.', E['429'], retryAfter),
   ScimInternalError: scimError('An unexpected error; nothing internal is disclosed.', E['500']),
   ScimServiceUnavailable: scimError(
     'A backing service is unavailable, or other writers kept changing the resource (12 rounds): try again.',
@@ -146,7 +146,7 @@ const body = (schema: string) => ({
 const op = (summary: string, { description, ...extra }: { description?: string } & Record<string, unknown>) => ({
   summary,
   description:
-    `${description ?? ''}\n\n**Token** client credentials of the provisioning client, scope \`scim\` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).`.trim(),
+    `${description ?? ''}\n\n**Token** client credentials of a provisioning client (scope \`scim\`) or a SCIM secret token (\`mscim_…\`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).`.trim(),
   tags: ['SCIM 2.0'],
   // The scim scheme documents the grant; scimToken lets this page send a token obtained elsewhere.
   security: [{ scim: ['scim'] }, { scimToken: [] }],

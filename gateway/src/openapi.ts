@@ -19,6 +19,8 @@ export const V1_SCOPES = {
   groups_read: 'Read the groups the caller administers',
   groups_read_reported_drives: 'Read the drives reported to the groups the caller administers',
   webhooks_manage: '(+) Manage the webhooks of the groups the caller administers',
+  organization_manage:
+    '(+) Manage the SCIM tokens of the caller’s organization and read its provisioning trail (organization admins)',
 };
 
 const HEADERS = {
@@ -295,11 +297,91 @@ const V1_OPERATIONS: Record<string, OperationDoc> = {
   },
 };
 
+const ORGANIZATION_ACCESS =
+  'Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.';
+const SCIM_TOKEN_EXAMPLE = {
+  id: '5b0c2e43-7d1a-4c8e-9f3b-2a6d8e1f4c70',
+  name: 'Entra ID production',
+  created_at: '2026-11-25T09:00:00.000Z',
+  expires_at: '2027-11-25T00:00:00.000Z',
+  last_used_at: '2026-11-25T09:40:12.000Z',
+};
+const scimTokenNotFound = problem('(+) The organization has no such active SCIM token.', {
+  detail: 'Not found',
+  type: 'about:blank',
+  title: 'Not Found',
+  status: 404,
+});
+
+const ORGANIZATION_OPERATIONS: Record<string, OperationDoc> = {
+  'organization.scim-tokens.list': {
+    operationId: 'listScimTokens',
+    summary: '(+) The organization’s active SCIM secret tokens',
+    description:
+      'Unrevoked, unexpired tokens, newest first, without their secrets (only their SHA-256 is stored). `last_used_at` is recorded at most once a minute.',
+    access: ORGANIZATION_ACCESS,
+    success: { description: 'The tokens.', example: { results: [SCIM_TOKEN_EXAMPLE] } },
+  },
+  'organization.scim-tokens.create': {
+    operationId: 'createScimToken',
+    summary: '(+) Mint a SCIM secret token',
+    description:
+      'A long-lived bearer secret for `/scim/v2` (what Entra ID’s non-gallery apps and many Okta setups need: `Authorization: Bearer mscim_…`), acting inside the caller’s organization. `token` is **shown only in this response**. Several tokens may be active at once (rotate with overlap: create the new one, switch the identity provider, revoke the old one); at most 20 active per organization (past that: 422). Optional `expires_at` (RFC 3339, in the future). Creation is recorded in the provisioning trail.',
+    access: ORGANIZATION_ACCESS,
+    requestExample: { name: SCIM_TOKEN_EXAMPLE.name, expires_at: SCIM_TOKEN_EXAMPLE.expires_at },
+    success: {
+      description: 'The token with its secret (shown only now).',
+      example: {
+        id: SCIM_TOKEN_EXAMPLE.id,
+        name: SCIM_TOKEN_EXAMPLE.name,
+        token: 'mscim_q3J8v0W1nX4yZ2bT6cR9dF5gH7jK1lM3nP5rS8tU0vA',
+        created_at: SCIM_TOKEN_EXAMPLE.created_at,
+        expires_at: SCIM_TOKEN_EXAMPLE.expires_at,
+      },
+    },
+  },
+  'organization.scim-tokens.revoke': {
+    operationId: 'revokeScimToken',
+    summary: '(+) Revoke a SCIM secret token',
+    description:
+      'Refused from the next request on, on every gateway replica within the token cache bound (`SCIM_TOKEN_CACHE_SECONDS`, 5 s by default, at most 30 s). Recorded in the provisioning trail.',
+    access: ORGANIZATION_ACCESS,
+    success: { description: 'Revoked.' },
+    responses: { '404': scimTokenNotFound },
+  },
+  'organization.provisioning-events': {
+    operationId: 'listProvisioningEvents',
+    summary: '(+) The organization’s provisioning trail',
+    description:
+      'Every SCIM write (users, groups) and every SCIM token creation and revocation of the organization, newest first: when, which credential (an OAuth client id, or `scim_token:<id>`), what, on which resource, the request id. Paged with `next_cursor`.',
+    access: ORGANIZATION_ACCESS,
+    success: {
+      description: 'One page, newest first.',
+      example: {
+        results: [
+          {
+            id: 'users-17',
+            at: '2026-11-25T09:40:12.000Z',
+            credential: `scim_token:${SCIM_TOKEN_EXAMPLE.id}`,
+            action: 'patch',
+            resource_type: 'User',
+            resource_id: 'BobDriver1',
+            outcome: 'succeeded',
+            request_id: '3f1c9a4e-2b7d-4e8a-9c61-5d0e7f2a1b34',
+          },
+        ],
+        has_more: true,
+        next_cursor: 'eyJ2IjoxfQ.c2lnbmF0dXJl',
+      },
+    },
+  },
+};
+
 /** The /v1 paths: method, scope, limit, parameters, body and responses from each RouteSpec, prose from V1_OPERATIONS. */
 function v1Paths(routes: readonly RouteSpec<unknown>[]) {
   const paths: Record<string, Record<string, object>> = {};
   for (const spec of routes) {
-    const doc = V1_OPERATIONS[spec.id];
+    const doc = V1_OPERATIONS[spec.id] ?? ORGANIZATION_OPERATIONS[spec.id];
     if (!doc) throw new Error(`the route ${spec.id} has no prose in V1_OPERATIONS`);
     (paths[spec.path] ??= {})[spec.method] = v1Operation(spec, doc);
   }
@@ -451,6 +533,80 @@ function webhookSchemas() {
   };
 }
 
+function organizationSchemas() {
+  const tokenProperties = {
+    id: { type: 'string', format: 'uuid' },
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    created_at: dateTime,
+    expires_at: { type: ['string', 'null'], format: 'date-time', description: 'Null: never expires.' },
+  };
+  return {
+    ScimTokenCreateRequest: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: { ...tokenProperties.name, description: 'What the admin recognises it by, e.g. the identity provider.' },
+        expires_at: { ...tokenProperties.expires_at, description: 'RFC 3339, in the future; absent or null: never.' },
+      },
+    },
+    ScimTokenCreated: {
+      type: 'object',
+      required: ['id', 'name', 'token', 'created_at', 'expires_at'],
+      properties: {
+        ...tokenProperties,
+        token: {
+          type: 'string',
+          pattern: '^mscim_[A-Za-z0-9_-]{43}$',
+          description: 'The secret (256 random bits), shown only in this response: `Authorization: Bearer <token>`.',
+        },
+      },
+    },
+    ScimToken: {
+      type: 'object',
+      required: ['id', 'name', 'created_at', 'expires_at', 'last_used_at'],
+      properties: {
+        ...tokenProperties,
+        last_used_at: { type: ['string', 'null'], format: 'date-time', description: 'Null: never used.' },
+      },
+    },
+    ScimTokenListResponse: {
+      type: 'object',
+      required: ['results'],
+      properties: { results: { type: 'array', items: ref('ScimToken') } },
+    },
+    ProvisioningEvent: {
+      type: 'object',
+      required: ['id', 'at', 'credential', 'action', 'resource_type', 'resource_id', 'outcome', 'request_id'],
+      properties: {
+        id: { type: 'string', description: 'Unique within the trail, e.g. `users-17`.' },
+        at: dateTime,
+        credential: {
+          type: 'string',
+          description:
+            'The OAuth client id of a client-credentials token, or `scim_token:<id>` for a SCIM secret token (`user:<id>` for a token created or revoked by an admin).',
+        },
+        action: {
+          type: 'string',
+          description: '`create`, `replace`, `patch`, `delete`; for SCIM tokens `create`, `revoke`.',
+        },
+        resource_type: { type: 'string', description: '`User`, `Group` or `ScimToken`.' },
+        resource_id: { type: 'string' },
+        outcome: { type: 'string', enum: ['succeeded'], description: 'The trail records the writes that happened.' },
+        request_id: { type: 'string', description: 'The `X-Request-Id` of the request that did it.' },
+      },
+    },
+    ProvisioningEventListResponse: {
+      type: 'object',
+      required: ['results', 'has_more', 'next_cursor'],
+      properties: {
+        results: { type: 'array', items: ref('ProvisioningEvent') },
+        has_more: { type: 'boolean' },
+        next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last.' },
+      },
+    },
+  };
+}
+
 const money = nullable({
   type: 'object',
   required: ['amount', 'currency'],
@@ -535,7 +691,7 @@ export function openApiDocument(options: { issuer: string; routes?: readonly Rou
       {
         name: 'SCIM 2.0',
         description:
-          'Provisioning (RFC 7643 / 7644) for identity providers such as Entra ID and Okta: users, team membership, discovery. **Provisioning is a machine, not a person:** it uses the client-credentials grant of the confidential client `mileage-scim` with scope `scim`, never a person’s login, so *Authorize* with your account gives no access here. To try SCIM from this page, get a token on a server (`curl -u mileage-scim:<secret> -d grant_type=client_credentials -d scope=scim <realm>/protocol/openid-connect/token`) and paste it under `scimToken`. 1,200 requests per minute per provisioning client; bodies up to 1 MB.',
+          'Provisioning (RFC 7643 / 7644) for identity providers such as Entra ID and Okta: users, team membership, discovery. **Provisioning is a machine, not a person:** it uses the client-credentials grant of the confidential client `mileage-scim` with scope `scim`, never a person’s login, so *Authorize* with your account gives no access here. To try SCIM from this page, get a token on a server (`curl -u mileage-scim:<secret> -d grant_type=client_credentials -d scope=scim <realm>/protocol/openid-connect/token`) and paste it under `scimToken`. (+) **Organizations:** every request acts inside the organization of its credential (the client’s `org_id` claim or configured binding, or a SCIM secret token `mscim_…` an organization admin minted with `POST /v1/organization/scim-tokens`); another organization’s users and groups are indistinguishable from ids that do not exist. 1,200 requests per minute per organization; bodies up to 1 MB.',
       },
     ],
     paths: { ...v1Paths(options.routes ?? V1_ROUTES), ...scimPaths() } as Record<string, Record<string, object>>,
@@ -568,8 +724,8 @@ export function openApiDocument(options: { issuer: string; routes?: readonly Rou
         scimToken: {
           type: 'http',
           scheme: 'bearer',
-          bearerFormat: 'JWT',
-          description: 'A client-credentials token of `mileage-scim` (scope `scim`) obtained elsewhere, pasted here.',
+          description:
+            'A client-credentials token of a provisioning client (scope `scim`) obtained elsewhere, or (+) a SCIM secret token (`mscim_…`, from `POST /v1/organization/scim-tokens`), pasted here. Either acts inside the organization it is bound to.',
         },
       },
       headers: HEADERS,
@@ -729,6 +885,7 @@ export function openApiDocument(options: { issuer: string; routes?: readonly Rou
           properties: { resources: { type: 'array', items: ref('GroupSchema') } },
         },
         ...webhookSchemas(),
+        ...organizationSchemas(),
         HTTPValidationError: {
           type: 'object',
           required: ['detail'],

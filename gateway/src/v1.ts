@@ -19,6 +19,8 @@ export interface V1Deps {
   verifier: TokenVerifier;
   rateLimits: RateLimits;
   users: PromiseClient<usersV1.UsersServiceClient>;
+  /** The Users process's OrganizationsService: SCIM tokens of the caller's organization. */
+  organizations: PromiseClient<usersV1.OrganizationsServiceClient>;
   groups: PromiseClient<groupsV1.GroupsServiceClient>;
   drives: PromiseClient<drivesV1.DrivesServiceClient>;
   webhooks: PromiseClient<webhooksV1.WebhooksServiceClient>;
@@ -60,7 +62,10 @@ export interface RouteSpec<Input> {
   deprecatedSince?: string;
   /** Parses path and query (and cursors, which are bound to the caller); returns every bad parameter (422). */
   validate(req: Request, context: { deps: V1Deps; caller: Caller }): { input: Input } | { issues: ValidationIssue[] };
-  /** Ownership / admin (403), then existence (404), then the response body. */
+  /**
+   * Ownership / admin (403), then existence (404), then the response body. `call` carries the caller's organization:
+   * every downstream call acts inside it.
+   */
   handle(input: Input, account: Account, deps: V1Deps, call: CallSettings): Promise<unknown>;
 }
 
@@ -91,7 +96,11 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
       trace: res.locals.trace as TraceContext | undefined,
     };
     const account = await loadAccount(caller, deps, call);
-    const result = await spec.handle(parsed.input, account, deps, call);
+    // From here on every call acts inside the caller's organization (the one place /v1 sets it).
+    const result = await spec.handle(parsed.input, account, deps, {
+      ...call,
+      organizationId: account.user.organizationId,
+    });
     if (spec.status === 204) {
       res.writeHead(204).end();
       return;
@@ -107,7 +116,10 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
   };
 }
 
-/** The caller's platform account; refused (403) when the token names none or the account is inactive. */
+/**
+ * The caller's platform account (read without an organization: user ids are global, and the answer says which
+ * organization the user belongs to); refused (403) when the token names none or the account is inactive.
+ */
 async function loadAccount(caller: Caller, deps: V1Deps, call: CallSettings): Promise<Account> {
   if (!caller.userId) throw new HttpProblem(403, 'The token does not identify a platform user');
   let user: usersV1.User | undefined;
@@ -118,5 +130,7 @@ async function loadAccount(caller: Caller, deps: V1Deps, call: CallSettings): Pr
   }
   // An unknown, deleted or malformed user id in a token means there is no account to act for.
   if (!user?.active) throw new HttpProblem(403, 'The account is not active');
+  // Every account belongs to one; a record without one cannot be acted for.
+  if (!(user.organizationId > 0)) throw new HttpProblem(403, 'The account belongs to no organization');
   return { caller: { ...caller, userId: caller.userId }, user };
 }

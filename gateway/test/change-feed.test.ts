@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { CursorCodec } from '@mileage/gateway';
-import { startHarness, type Harness } from './harness';
+import { DEMO_ORGANIZATION, startHarness, type Harness } from './harness';
 
 let h: Harness;
 let bob: string;
@@ -116,9 +116,18 @@ describe('include_deleted=true', () => {
     const personal = h.drives.bobPersonal[0]!;
     const before = await walk('/v1/users/BobDriver1/drives?limit=100&include_deleted=true', bob);
     const watermark = before.items[0]!.modified;
-    await h.drivesClient.deleteDrive({ driveId: reportedThenDeleted, userId: 'BobDriver1' });
-    await h.drivesClient.deleteDrive({ driveId: personal, userId: 'BobDriver1' });
-    await h.drivesClient.withdrawReport({ driveId: withdrawn, userId: 'BobDriver1' });
+    await h.drivesClient.deleteDrive(
+      { driveId: reportedThenDeleted, userId: 'BobDriver1' },
+      { organizationId: DEMO_ORGANIZATION },
+    );
+    await h.drivesClient.deleteDrive(
+      { driveId: personal, userId: 'BobDriver1' },
+      { organizationId: DEMO_ORGANIZATION },
+    );
+    await h.drivesClient.withdrawReport(
+      { driveId: withdrawn, userId: 'BobDriver1' },
+      { organizationId: DEMO_ORGANIZATION },
+    );
 
     const mine = await walk('/v1/users/BobDriver1/drives?limit=2&include_deleted=true', bob);
     assert.ok(inOrder(mine.items), 'modified desc, then id desc');

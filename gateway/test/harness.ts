@@ -42,6 +42,8 @@ import express from 'express';
 import {
   createApp,
   gatewayDependencies,
+  OrganizationCredentials,
+  parseClientOrganizations,
   openApiDocument,
   RateLimits,
   TokenVerifier,
@@ -79,10 +81,22 @@ export const ACCOUNTS = [
 /** Shared by the harness's gateway apps and its SCIM service. */
 export const ACTOR_ATTESTATION_SECRET = 'harness-actor-attestation-secret-0123456789';
 
+/**
+ * The organizations of the harness (CONTRACT §7's demo data, in small): everything above lives in organization 1
+ * (`demo`, seeded by the Users migration; Alice its admin, `mileage-scim` bound to it); organization 2 (`globex`) has
+ * its admin Erin, driver Frank (admin and driver of "Globex Fleet") and a user whose userName is Demo Org's Bob's.
+ */
+export const DEMO_ORGANIZATION = 1;
+export const GLOBEX = { alias: 'globex', erin: 'ErinAdmin1', frank: 'FrankDrv01', bob: 'GlobexBob1' } as const;
+/** Call settings of the harness's seeding: acting inside organization `organizationId`. */
+const inOrganization = (organizationId: number) => ({ organizationId });
+
 export interface Harness {
   issuer: string;
-  /** "Demo Team": Alice admin, Bob and Ivan drivers. "Other Team": Bob admin and driver. */
-  groups: { demo: number; other: number };
+  /** "Demo Team": Alice admin, Bob and Ivan drivers. "Other Team": Bob admin and driver. "Globex Fleet" (globex). */
+  groups: { demo: number; other: number; globexFleet: number };
+  /** Organization 2's id (organization 1 is DEMO_ORGANIZATION). */
+  globexId: number;
   /** Bob's drives by classification (newest first by end time), and the drive ids reported to each group. */
   drives: { bobBusiness: number[]; bobPersonal: number[]; reportedDemo: number[]; reportedOther: number[] };
   tokenEndpoint: string;
@@ -115,6 +129,8 @@ export interface Harness {
     dependencyIntervalMs?: number;
     /** The secret the gateway attests SCIM actors with (default: the one the SCIM service shares). */
     actorAttestationSecret?: string;
+    /** SCIM_TOKEN_CACHE_SECONDS (default 5). */
+    scimTokenCacheSeconds?: number;
   }): Express;
   drivesClient: ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
@@ -134,7 +150,8 @@ export async function startHarness(): Promise<Harness> {
   const logger = createLogger({ service: 'gateway-test', level: process.env.LOG_LEVEL ?? 'silent' });
   const usersServer: GrpcServerHandle = await startGrpcServer({
     address: '127.0.0.1:0',
-    services: [createUsersServer({ knex: db.knex })],
+    // The Users process serves UsersService and OrganizationsService.
+    services: [createUsersServer({ knex: db.knex })].flat(),
     protoFiles: [PROTO_FILES.users],
     logger,
     metrics: new Metrics('users'),
@@ -152,18 +169,69 @@ export async function startHarness(): Promise<Harness> {
   const groupsAddress = `127.0.0.1:${groupsServer.port}`;
   const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
   const member = (userId: string, isAdmin: boolean, isDriver: boolean) => ({ userId, isAdmin, isDriver });
+  const seedClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
+  const seedUser = (organizationId: number, id: string, userName: string, givenName: string, familyName: string) =>
+    seedClient.createUser(
+      {
+        user: {
+          id,
+          userName,
+          name: { givenName, familyName },
+          emails: [{ value: userName, type: 'work', primary: true }],
+          active: id !== 'Inactive01',
+          timezone: 'UTC',
+          version: 0,
+          // The Users service takes the organization from the call's context; the admin role is set below.
+          organizationId: 0,
+          organizationAdmin: false,
+        },
+      },
+      inOrganization(organizationId),
+    );
+  for (const a of ACCOUNTS.slice(0, 3))
+    await seedUser(DEMO_ORGANIZATION, a.userId, a.username, a.givenName, a.familyName);
+  const organizations = createGrpcClient(usersV1.OrganizationsServiceClient, usersAddress, {
+    defaultDeadlineMs: 5_000,
+  });
+  const globexId = (await organizations.createOrganization({ name: 'Globex', alias: GLOBEX.alias })).organization!.id;
+  await seedUser(globexId, GLOBEX.erin, 'erin@globex.example', 'Erin', 'Admin');
+  await seedUser(globexId, GLOBEX.frank, 'frank@globex.example', 'Frank', 'Driver');
+  await seedUser(globexId, GLOBEX.bob, 'bob@example.com', 'Bob', 'Globex');
+  await organizations.setOrganizationAdmin(
+    { userId: 'AliceAdm01', organizationAdmin: true },
+    inOrganization(DEMO_ORGANIZATION),
+  );
+  await organizations.setOrganizationAdmin({ userId: GLOBEX.erin, organizationAdmin: true }, inOrganization(globexId));
+  organizations.close();
+  seedClient.close();
+
   const demo = (
-    await groupsClient.createGroup({
-      displayName: 'Demo Team',
-      members: [
-        member('AliceAdm01', true, false),
-        member('BobDriver1', false, true),
-        member('Inactive01', false, true),
-      ],
-    })
+    await groupsClient.createGroup(
+      {
+        displayName: 'Demo Team',
+        members: [
+          member('AliceAdm01', true, false),
+          member('BobDriver1', false, true),
+          member('Inactive01', false, true),
+        ],
+      },
+      inOrganization(DEMO_ORGANIZATION),
+    )
   ).group!.id;
   const other = (
-    await groupsClient.createGroup({ displayName: 'Other Team', members: [member('BobDriver1', true, true)] })
+    await groupsClient.createGroup(
+      { displayName: 'Other Team', members: [member('BobDriver1', true, true)] },
+      inOrganization(DEMO_ORGANIZATION),
+    )
+  ).group!.id;
+  const globexFleet = (
+    await groupsClient.createGroup(
+      {
+        displayName: 'Globex Fleet',
+        members: [member(GLOBEX.erin, true, true), member(GLOBEX.frank, false, true)],
+      },
+      inOrganization(globexId),
+    )
   ).group!.id;
   groupsClient.close();
 
@@ -180,25 +248,30 @@ export async function startHarness(): Promise<Harness> {
   const drivesClient = createGrpcClient(drivesV1.DrivesServiceClient, drivesAddress, { defaultDeadlineMs: 5_000 });
   const makeDrive = async (userId: string, day: number, classification: drivesV1.Classification) => {
     const start = new Date(Date.UTC(2026, 9, day, 8, 0, 0));
-    const { drive } = await drivesClient.createDrive({
-      drive: {
-        id: 0,
-        userId,
-        startTime: dateToTimestamp(start),
-        endTime: dateToTimestamp(new Date(start.getTime() + 40 * 60_000)),
-        classification,
-        distance: { amount: 10 + day, units: 'mi' },
-        value: { amount: 700 + day, currency: 'USD' },
-        entry: drivesV1.Entry.ENTRY_AUTOMATIC,
-        start: {
-          name: 'Home',
-          lat: '41.88',
-          lon: '-87.63',
-          time: dateToTimestamp(start),
-          address: { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postalCode: '60601' },
+    const { drive } = await drivesClient.createDrive(
+      {
+        drive: {
+          id: 0,
+          // The Drives service takes the organization from the call's context.
+          organizationId: 0,
+          userId,
+          startTime: dateToTimestamp(start),
+          endTime: dateToTimestamp(new Date(start.getTime() + 40 * 60_000)),
+          classification,
+          distance: { amount: 10 + day, units: 'mi' },
+          value: { amount: 700 + day, currency: 'USD' },
+          entry: drivesV1.Entry.ENTRY_AUTOMATIC,
+          start: {
+            name: 'Home',
+            lat: '41.88',
+            lon: '-87.63',
+            time: dateToTimestamp(start),
+            address: { country: 'US', state: 'IL', city: 'Chicago', street: '1 Main St', postalCode: '60601' },
+          },
         },
       },
-    });
+      inOrganization(DEMO_ORGANIZATION),
+    );
     return drive!.id;
   };
   const bobBusiness: number[] = [];
@@ -212,30 +285,19 @@ export async function startHarness(): Promise<Harness> {
     ...bobBusiness.slice(0, 5),
     await makeDrive('Inactive01', 13, drivesV1.Classification.CLASSIFICATION_BUSINESS),
   ];
-  for (const id of reportedDemo) await drivesClient.reportDrive({ driveId: id, groupId: demo });
-  await drivesClient.reviewReportedDrive({
-    driveId: reportedDemo[0]!,
-    status: 'approved',
-    comment: 'Approved for October',
-    reviewerEmail: 'alice@example.com',
-  });
+  const demoCall = inOrganization(DEMO_ORGANIZATION);
+  for (const id of reportedDemo) await drivesClient.reportDrive({ driveId: id, groupId: demo }, demoCall);
+  await drivesClient.reviewReportedDrive(
+    {
+      driveId: reportedDemo[0]!,
+      status: 'approved',
+      comment: 'Approved for October',
+      reviewerEmail: 'alice@example.com',
+    },
+    demoCall,
+  );
   const reportedOther = [bobBusiness[6]!];
-  await drivesClient.reportDrive({ driveId: reportedOther[0]!, groupId: other });
-  const seedClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
-  for (const a of ACCOUNTS.slice(0, 3)) {
-    await seedClient.createUser({
-      user: {
-        id: a.userId,
-        userName: a.username,
-        name: { givenName: a.givenName, familyName: a.familyName },
-        emails: [{ value: a.username, type: 'work', primary: true }],
-        active: a.userId !== 'Inactive01',
-        timezone: 'UTC',
-        version: 0,
-      },
-    });
-  }
-  seedClient.close();
+  await drivesClient.reportDrive({ driveId: reportedOther[0]!, groupId: other }, demoCall);
 
   const scimUsers = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
   const scimGroups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
@@ -303,7 +365,8 @@ export async function startHarness(): Promise<Harness> {
 
   return {
     issuer: idp.issuer,
-    groups: { demo, other },
+    groups: { demo, other, globexFleet },
+    globexId,
     drives: { bobBusiness, bobPersonal, reportedDemo, reportedOther },
     drivesClient,
     tokenEndpoint: `${idp.issuer}/protocol/openid-connect/token`,
@@ -355,11 +418,12 @@ export async function startHarness(): Promise<Harness> {
           ...circuit,
         });
       const users = clientOf(usersV1.UsersServiceClient, 'users', 5_000);
+      const organizations = clientOf(usersV1.OrganizationsServiceClient, 'users', 5_000);
       const groups = clientOf(groupsV1.GroupsServiceClient, 'groups', 5_000);
       const drives = clientOf(drivesV1.DrivesServiceClient, 'drives', 5_000);
       const scim = clientOf(scimV1.ScimServiceClient, 'scim', 10_000);
       const webhooks = clientOf(webhooksV1.WebhooksServiceClient, 'webhooks', 5_000, {});
-      clients.push(users, groups, drives, scim, webhooks, dependencies);
+      clients.push(users, organizations, groups, drives, scim, webhooks, dependencies);
       const inner = createApp({
         issuer: idp.issuer,
         logger,
@@ -371,6 +435,13 @@ export async function startHarness(): Promise<Harness> {
           ...(options.rateLimitMultiplier ? { multiplier: options.rateLimitMultiplier } : {}),
         }),
         users,
+        organizations,
+        // As devstack and the chart bind it: mileage-scim acts for the demo organization.
+        credentials: new OrganizationCredentials({
+          organizations,
+          clientOrganizations: parseClientOrganizations('mileage-scim=demo'),
+          ...(options.scimTokenCacheSeconds !== undefined ? { tokenCacheSeconds: options.scimTokenCacheSeconds } : {}),
+        }),
         groups,
         drives,
         scim,

@@ -55,6 +55,9 @@ describe('the OpenAPI document and its documentation page', () => {
       '/v1/groups/{group_id}/webhooks/{webhook_id}',
       '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries',
       '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
+      '/v1/organization/provisioning-events',
+      '/v1/organization/scim-tokens',
+      '/v1/organization/scim-tokens/{token_id}',
       '/v1/users/me',
       '/v1/users/{user_id}',
       '/v1/users/{user_id}/drives',
@@ -68,6 +71,7 @@ describe('the OpenAPI document and its documentation page', () => {
       'drives_read',
       'groups_read',
       'groups_read_reported_drives',
+      'organization_manage',
       'users_read',
       'webhooks_manage',
     ]);
@@ -79,15 +83,16 @@ describe('the OpenAPI document and its documentation page', () => {
     >(doc.paths)) {
       const scim = path.startsWith('/scim/v2/');
       for (const [method, operation] of Object.entries(item)) {
-        const success = path.includes('/webhooks')
-          ? method === 'post'
-            ? path.endsWith('/redeliver')
-              ? '202'
-              : '201'
-            : method === 'delete'
-              ? '204'
-              : '200'
-          : '200';
+        const success =
+          path.includes('/webhooks') || path.includes('/scim-tokens')
+            ? method === 'post'
+              ? path.endsWith('/redeliver')
+                ? '202'
+                : '201'
+              : method === 'delete'
+                ? '204'
+                : '200'
+            : '200';
         const statuses = scim
           ? ['400', '401', '403', '413', '429', '503', '504']
           : [success, '401', '403', '422', '429', '503', '504'];

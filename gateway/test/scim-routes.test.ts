@@ -61,7 +61,7 @@ describe('SCIM: authentication, limits and discovery', () => {
     assert.match(wrongScope.headers['www-authenticate']!, /insufficient_scope/);
   });
 
-  test('the limit is per provisioning client per minute, answered as a SCIM 429 with Retry-After', async () => {
+  test('the limit is per organization per minute, answered as a SCIM 429 with Retry-After', async () => {
     // 1,200 per minute scaled down to 6 for the test.
     const limited = suite.h.app({ rateLimitMultiplier: 6 / 1200 });
     for (let i = 0; i < 6; i++) {

@@ -257,6 +257,7 @@ describe('downstream failures', () => {
         return {};
       },
       batchGetUsers: async () => ({ users: [] }),
+      listProvisioningEvents: async () => ({ events: [], hasMore: false }),
       createUser: async () => ({}),
       updateUser: async () => ({}),
       deleteUser: async () => ({}),

@@ -1,6 +1,7 @@
 import type { RouteSpec } from '../v1';
 import { listAllReportedDrives, listGroupReportedDrives, listUserDrives } from './drives';
 import { getGroup, listGroups } from './groups';
+import { createScimToken, listProvisioningEvents, listScimTokens, revokeScimToken } from './organization';
 import { getMe, getUser } from './users';
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, redeliver } from './webhooks';
 
@@ -21,4 +22,8 @@ export const V1_ROUTES: readonly RouteSpec<unknown>[] = [
   deleteWebhook,
   listDeliveries,
   redeliver,
+  listScimTokens,
+  createScimToken,
+  revokeScimToken,
+  listProvisioningEvents,
 ];

@@ -8,13 +8,14 @@ import {
   type TraceContext,
 } from '@mileage/runtime';
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import type { TokenVerifier } from '../auth';
-import { guard } from '../guard';
+import type { Caller, TokenVerifier } from '../auth';
+import { authenticate, enforceRateLimit, invalidToken, requireScope } from '../guard';
+import { SCIM_SECRET_PREFIX, secretTokenCaller, type OrganizationCredentials } from '../organization-credentials';
 import { HttpProblem, problemFromGrpc, ValidationProblem } from '../problems';
 import type { RateLimits } from '../rate-limit';
 
 export const SCIM_SCOPE = 'scim';
-/** Per provisioning client: identity providers send bursts when a sync cycle starts. */
+/** Per organization: identity providers send bursts when a sync cycle starts. */
 export const SCIM_REQUESTS_PER_MINUTE = 1200;
 const SCIM_ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
 /** Request headers the SCIM service reads; nothing else (cookies, tokens) crosses into it. */
@@ -24,6 +25,8 @@ export interface ScimRouteDeps {
   verifier: TokenVerifier;
   rateLimits: RateLimits;
   scim: PromiseClient<scimV1.ScimServiceClient>;
+  /** Which organization a credential acts for; resolves SCIM secret tokens. */
+  credentials: OrganizationCredentials;
   logger: Logger;
   bodyLimitBytes: number;
   deadlineMs: number;
@@ -60,9 +63,35 @@ function routeLabel(path: string): string {
 }
 
 /**
- * /scim/v2: token (401) → rate limit per provisioning client (429) → scope "scim" (403) → body (≤ limit, 413: the
- * only size check of a SCIM body), then the request is forwarded as it came to the SCIM service, which decides the
- * rest (the content type, 415, included). Errors are SCIM Error resources, so identity providers log something useful.
+ * The caller of a SCIM request and the organization it acts for: a SCIM secret token (`mscim_…`), or a JWT whose
+ * organization comes from its claims or its client's binding (undefined when the token lacks scope `scim`, which is
+ * then refused for that). A `scim` credential that names no known organization is the same 401 as any invalid token.
+ */
+async function scimCaller(
+  req: Request,
+  deps: ScimRouteDeps,
+  call: CallSettings,
+): Promise<{ caller: Caller; organizationId: number | undefined }> {
+  const caller = await authenticate(req, deps.verifier, (token) =>
+    token.startsWith(SCIM_SECRET_PREFIX)
+      ? deps.verifier
+          .verifyOpaque(() => deps.credentials.resolveSecretToken(token, call), req.ip)
+          .then(secretTokenCaller)
+      : deps.verifier.verify(token, req.ip),
+  );
+  if (!caller.scopes.has(SCIM_SCOPE)) return { caller, organizationId: undefined };
+  const organizationId = await deps.credentials.organizationOf(caller, call).catch((err: unknown) => {
+    throw problemFromGrpc(err);
+  });
+  if (organizationId === undefined) throw invalidToken();
+  return { caller, organizationId };
+}
+
+/**
+ * /scim/v2: token and its organization (401) → rate limit per organization (429) → scope "scim" (403) → body (≤ limit,
+ * 413: the only size check of a SCIM body), then the request is forwarded as it came to the SCIM service, which
+ * decides the rest (the content type, 415, included). Errors are SCIM Error resources, so identity providers log
+ * something useful.
  */
 export function scimRoute(deps: ScimRouteDeps): RequestHandler {
   const readBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
@@ -71,12 +100,16 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
     const span = res.locals.span as Span | undefined;
     if (span?.isRecording()) span.updateName(`${req.method} /scim/v2/${req.path.split('/')[1] ?? ''}`);
     try {
-      const caller = await guard(req, res, deps, {
-        limitId: 'scim',
-        perMinute: SCIM_REQUESTS_PER_MINUTE,
-        limitedBy: (c) => c.clientId ?? c.subject,
-        scope: SCIM_SCOPE,
-      });
+      const context: CallSettings = {
+        requestId: res.locals.requestId as string,
+        trace: res.locals.trace as TraceContext | undefined,
+      };
+      // The credential lookups keep their client's own deadline; the forwarded request gets the SCIM one.
+      const { caller, organizationId } = await scimCaller(req, deps, context);
+      const call: CallSettings = { ...context, deadlineMs: deps.deadlineMs };
+      const limitedBy = organizationId === undefined ? (caller.clientId ?? caller.subject) : `org:${organizationId}`;
+      await enforceRateLimit(res, deps.rateLimits, 'scim', limitedBy, SCIM_REQUESTS_PER_MINUTE);
+      requireScope(caller, SCIM_SCOPE);
       await new Promise<void>((resolve, reject) =>
         readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())),
       );
@@ -87,11 +120,6 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
         if (typeof value === 'string') headers[name] = value;
       }
       const queryStart = req.originalUrl.indexOf('?');
-      const call: CallSettings = {
-        requestId: res.locals.requestId as string,
-        trace: res.locals.trace as TraceContext | undefined,
-        deadlineMs: deps.deadlineMs,
-      };
       const forwarded = {
         method: req.method,
         path: req.path,
@@ -99,8 +127,11 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
         headers,
         body,
         clientId: caller.clientId ?? caller.subject,
+        // Known here: a caller with scope scim has an organization (scimCaller refused it otherwise).
+        organizationId: organizationId!,
       };
-      // The verified token's client, attested for this request: the SCIM service's audit actor.
+      // The verified credential and its organization, attested for this request: the SCIM service's audit actor and
+      // the only organization it acts inside.
       const actorAttestation = attestActor(deps.actorAttestationSecret, {
         ...forwarded,
         actor: forwarded.clientId,

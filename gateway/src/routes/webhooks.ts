@@ -3,7 +3,8 @@ import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
 import type { Request } from 'express';
 import { apiTime, apiTimeOrNull } from '../schemas';
 import { problemFromGrpc, ValidationProblem, type ValidationIssue } from '../problems';
-import { PAGE_LIMIT, pageLimitParameter } from '../drive-params';
+import { pageLimitParameter } from '../drive-params';
+import { jsonBody, pageLimit, uuidPathParameter, UUID } from './request-input';
 import type { ApiParameter, RouteSpec, V1Deps } from '../v1';
 import { groupIdParameter, requireGroupAdmin, validateGroupIdParam } from './groups';
 
@@ -34,7 +35,6 @@ export interface DeliverySchema {
   delivered_at: string | null;
 }
 
-const WEBHOOK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DELIVERY_ID = /^[1-9][0-9]{0,17}$/;
 const EVENT_TYPES = new Set<string>(WEBHOOK_EVENT_TYPES);
 const ADMINS_ONLY = 'Only admins of this group may manage its webhooks';
@@ -42,13 +42,7 @@ const ADMINS_ONLY = 'Only admins of this group may manage its webhooks';
 /** The largest webhook creation body read (`{url, events}` is far smaller); larger ones are 413. */
 export const WEBHOOK_BODY_LIMIT = 16_384;
 
-const webhookIdParameter: ApiParameter = {
-  name: 'webhook_id',
-  in: 'path',
-  required: true,
-  description: 'Webhook id (a UUID).',
-  schema: { type: 'string', format: 'uuid' },
-};
+const webhookIdParameter = uuidPathParameter('webhook_id', 'Webhook');
 const deliveryIdParameter: ApiParameter = {
   name: 'delivery_id',
   in: 'path',
@@ -90,24 +84,11 @@ function toDelivery(d: webhooksV1.Delivery): DeliverySchema {
 /** The path's webhook id (a UUID) and, when the route has one, delivery id; 422 for malformed ones. */
 function pathIds(req: Request, withDelivery: boolean): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
-  if (!WEBHOOK_ID.test(String(req.params.webhook_id)))
+  if (!UUID.test(String(req.params.webhook_id)))
     issues.push({ loc: ['path', 'webhook_id'], msg: 'Input should be a webhook id (a UUID)', type: 'uuid_parsing' });
   if (withDelivery && !DELIVERY_ID.test(String(req.params.delivery_id)))
     issues.push({ loc: ['path', 'delivery_id'], msg: 'Input should be a positive integer', type: 'int_parsing' });
   return issues;
-}
-
-/** The JSON body of a request (read raw by the route's body reader), or the 422 issue saying why not. */
-function jsonBody(req: Request): { value: unknown } | { issue: ValidationIssue } {
-  const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-  const type = req.headers['content-type'] ?? '';
-  if (!/^application\/(.+\+)?json\b/i.test(type))
-    return { issue: { loc: ['body'], msg: 'The body must be application/json', type: 'model_attributes_type' } };
-  try {
-    return { value: JSON.parse(raw) };
-  } catch {
-    return { issue: { loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' } };
-  }
 }
 
 /** `{url, events[]}`: url a string of 1..2048 characters, events a non-empty list of known types, none twice. */
@@ -141,17 +122,6 @@ export function validateCreateBody(body: unknown): { url: string; events: string
     });
   }
   return issues.length ? issues : { url: url as string, events: events as string[] };
-}
-
-/** The limit of a deliveries page (PAGE_LIMIT: 1..1000, default 100; the last value of a repeated parameter wins). */
-function limitParam(req: Request): number | ValidationIssue {
-  const raw = req.query.limit;
-  const value = Array.isArray(raw) ? raw.at(-1) : raw;
-  if (value === undefined) return PAGE_LIMIT.default;
-  const n = Number(value);
-  if (typeof value === 'string' && /^[0-9]{1,4}$/.test(value) && n >= PAGE_LIMIT.min && n <= PAGE_LIMIT.max)
-    return Number(value);
-  return { loc: ['query', 'limit'], msg: 'Input should be an integer from 1 to 1000', type: 'int_parsing' };
 }
 
 const requireAdmin = (
@@ -250,7 +220,7 @@ export const listDeliveries: RouteSpec<{ groupId: number; id: string; limit: num
   response: 'DeliveryListResponse',
   validate: (req) => {
     const { group, issues } = withWebhookId(req);
-    const limit = limitParam(req);
+    const limit = pageLimit(req);
     if (typeof limit !== 'number') issues.push(limit);
     if (issues.length || 'issues' in group) return { issues };
     return { input: { groupId: group.input, id: String(req.params.webhook_id), limit: limit as number } };

@@ -5,6 +5,7 @@ import { attestActor, verifyActorAttestation, type AttestedRequest } from './att
 
 const request = (body: Uint8Array): AttestedRequest => ({
   actor: 'okta-client',
+  organizationId: 2,
   requestId: 'req-1',
   method: 'GET',
   path: '/Users',
@@ -20,6 +21,7 @@ function expected(secret: string, timestamp: number, r: AttestedRequest): string
     timestamp,
     r.requestId,
     r.actor,
+    r.organizationId,
     r.method,
     r.path,
     r.query,
@@ -41,4 +43,12 @@ test('an empty body (every GET) attests as the SHA-256 of no bytes, as any other
   const empty = attestActor('s3cret', request(new Uint8Array(0)), now);
   const check = verifyActorAttestation(['s3cret'], empty, request(Buffer.from('x')), { maxAgeSeconds: 30, now });
   assert.equal(check.ok, false);
+});
+
+test('an attestation holds for its own organization only', () => {
+  const now = 1_790_000_000_123;
+  const attestation = attestActor('s3cret', request(new Uint8Array(0)), now);
+  const elsewhere = { ...request(new Uint8Array(0)), organizationId: 3 };
+  const check = verifyActorAttestation(['s3cret'], attestation, elsewhere, { maxAgeSeconds: 30, now });
+  assert.deepEqual(check, { ok: false, reason: 'attestation does not match the request' });
 });

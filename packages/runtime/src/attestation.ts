@@ -2,14 +2,17 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
  * The gateway's attestation of the caller it verified, for a service that must not trust a field the caller fills in
- * (the SCIM service's audit actor): an HMAC-SHA256, with a secret only the gateway and that service hold, over the
- * actor, the request id, the time and the request itself (method, path, query, SHA-256 of the body). A captured
- * attestation is worth nothing for another actor, another request or after its window.
+ * (the SCIM service's audit actor and the organization it acts inside): an HMAC-SHA256, with a secret only the gateway
+ * and that service hold, over the actor, the organization, the request id, the time and the request itself (method,
+ * path, query, SHA-256 of the body). A captured attestation is worth nothing for another actor, another organization,
+ * another request or after its window.
  *
  * Format: `v1.<unix seconds>.<base64url HMAC>`.
  */
 export interface AttestedRequest {
   actor: string;
+  /** The organization the credential is bound to. */
+  organizationId: number;
   requestId: string;
   method: string;
   path: string;
@@ -29,6 +32,7 @@ function mac(secret: string, timestamp: number, request: AttestedRequest): Buffe
     timestamp,
     request.requestId,
     request.actor,
+    request.organizationId,
     request.method,
     request.path,
     request.query,

@@ -16,6 +16,8 @@ import { LIST_SCHEMA } from './schemas';
 export interface RequestContext {
   /** The provisioning client (token azp) as the gateway attested it: the actor of the audit log. */
   actor: string;
+  /** The credential's organization (attested by the gateway); `call` carries it to every owner call. */
+  organizationId: number;
   requestId: string;
   call: CallSettings;
   query: URLSearchParams;
@@ -45,6 +47,16 @@ export interface ScimResponse {
 }
 
 export const DEFAULT_COUNT = 100;
+
+/**
+ * The record when it is of the request's organization, else the same 404 as an id that does not exist. The owners
+ * answer only their caller's organization already; this second wall costs no query.
+ */
+export function ownOrNotFound<T extends { organizationId: number }>(record: T, ctx: RequestContext): T {
+  // Worded as the owner's NOT_FOUND (scimErrorFromGrpc), so that nothing tells which wall answered.
+  if (record.organizationId !== ctx.organizationId) throw scimErrors.notFound('Resource not found');
+  return record;
+}
 
 /** W/"<version>" — the resource's version counter as a weak ETag (RFC 7644 §3.14). */
 export function etag(version: number): string {

@@ -8,6 +8,7 @@ import {
   type ComputeDoc,
   etag,
   listResponse,
+  ownOrNotFound,
   resourceMeta,
   type RequestContext,
   type ScimDeps,
@@ -46,13 +47,16 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
     return true;
   }
 
-  /** Live users among `ids` (deleted ones are outside SCIM's view), in batches. */
+  /**
+   * Live users of the request's organization among `ids` (deleted ones are outside SCIM's view, another
+   * organization's are as unknown as ids that never existed), in batches.
+   */
   private async liveUsers(ids: string[], ctx: RequestContext): Promise<Map<string, usersV1.User>> {
     const found = new Map<string, usersV1.User>();
     const unique = [...new Set(ids)].filter(isUserId);
     for (let i = 0; i < unique.length; i += BATCH) {
       const { users } = await this.deps.users.batchGetUsers({ ids: unique.slice(i, i + BATCH) }, ctx.call);
-      for (const u of users) found.set(u.id, u);
+      for (const u of users) if (u.organizationId === ctx.organizationId) found.set(u.id, u);
     }
     return found;
   }
@@ -85,7 +89,8 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
 
   protected async load(id: string, ctx: RequestContext): Promise<groupsV1.Group> {
     if (!GROUP_ID.test(id)) throw scimErrors.notFound(`Group ${id} not found`);
-    return (await this.deps.groups.getGroup({ id: Number(id) }, ctx.call)).group!;
+    const { group } = await this.deps.groups.getGroup({ id: Number(id) }, ctx.call);
+    return ownOrNotFound(group!, ctx);
   }
 
   private async respond(group: groupsV1.Group, ctx: RequestContext): Promise<ScimResponse> {

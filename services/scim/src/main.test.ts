@@ -76,7 +76,15 @@ test('no database; ready throughout; 503 only for the requests whose owner is do
       dependencies: Record<string, { up: boolean; checkedAt: string | null }>;
     };
   const get = (p: string) => {
-    const request = { method: 'GET', path: p, query: '', headers: {}, body: Buffer.alloc(0), clientId: 'scim' };
+    const request = {
+      method: 'GET',
+      path: p,
+      query: '',
+      headers: {},
+      body: Buffer.alloc(0),
+      clientId: 'scim',
+      organizationId: 1,
+    };
     const requestId = randomUUID();
     const actorAttestation = attestActor(SECRET, { ...request, actor: 'scim', requestId });
     return client.handleRequest({ ...request, actorAttestation }, { requestId });

@@ -80,6 +80,7 @@ async function scimService(faults?: (client: PromiseClient<usersV1.UsersServiceC
       headers: { 'content-type': 'application/scim+json', ...headers },
       body: body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(body)),
       clientId: 'test-idp',
+      organizationId: 1,
     };
     const requestId = randomUUID();
     const actorAttestation = attestActor(ATTESTATION_SECRET, { ...request, actor: request.clientId, requestId });
@@ -329,6 +330,7 @@ describe('the audit actor is the one the gateway attests, never a free field', (
     headers: { 'content-type': 'application/scim+json' },
     body: Buffer.from(JSON.stringify(user(userName))),
     clientId: 'okta-prod',
+    organizationId: 1,
   });
   const refused = async (promise: Promise<unknown>) => {
     const err = (await promise.then(
@@ -373,6 +375,8 @@ describe('the audit actor is the one the gateway attests, never a free field', (
     await refused(
       client.handleRequest({ ...request, clientId: 'someone-else', actorAttestation: valid }, { requestId }),
     );
+    // …or the organization changed: a credential of one organization cannot be replayed into another.
+    await refused(client.handleRequest({ ...request, organizationId: 2, actorAttestation: valid }, { requestId }));
     await refused(client.handleRequest({ ...request, actorAttestation: valid }, { requestId: randomUUID() }));
     const otherBody = Buffer.from(JSON.stringify(user('other@example.com')));
     await refused(client.handleRequest({ ...request, body: otherBody, actorAttestation: valid }, { requestId }));
@@ -386,6 +390,14 @@ describe('the audit actor is the one the gateway attests, never a free field', (
     // An empty actor, even attested.
     const noActor = attestActor(ATTESTATION_SECRET, { ...request, actor: '', requestId });
     await refused(client.handleRequest({ ...request, clientId: '', actorAttestation: noActor }, { requestId }));
+    // No organization at all: refused before anything else.
+    const noOrganization = (await client
+      .handleRequest({ ...request, organizationId: 0, actorAttestation: valid }, { requestId })
+      .then(
+        () => assert.fail('the call was accepted'),
+        (e: unknown) => e,
+      )) as { code: number };
+    assert.equal(noOrganization.code, status.FAILED_PRECONDITION);
     assert.equal(await created('forged@example.com'), 0);
     assert.equal(await created('other@example.com'), 0);
   });

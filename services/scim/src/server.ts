@@ -2,6 +2,7 @@ import { scimV1 } from '@mileage/proto';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import {
   AppError,
+  isOrganizationId,
   verifyActorAttestation,
   type CallContext,
   type Handlers,
@@ -101,15 +102,22 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
   }
 
   /**
-   * The provisioning client whose token the gateway verified, attested by it (an HMAC over actor, request id, time and
-   * the request, with the secret only the two share): the audit log's actor is never a field a caller fills in freely.
+   * The provisioning credential the gateway verified, attested by it with its organization (an HMAC over actor,
+   * organization, request id, time and the request, with the secret only the two share): neither the audit log's actor
+   * nor the organization every owner call acts inside is a field a caller fills in freely.
    */
   function attestedActor(request: scimV1.HandleRequestRequest, call: CallContext): string {
+    // Without an organization there is nothing this service may act inside (and nothing the attestation can cover).
+    if (!isOrganizationId(request.organizationId))
+      throw new AppError(grpcStatus.FAILED_PRECONDITION, 'the request names no organization to act inside', {
+        reason: 'ORGANIZATION_REQUIRED',
+      });
     const check = verifyActorAttestation(
       deps.attestation.secrets,
       request.actorAttestation,
       {
         actor: request.clientId,
+        organizationId: request.organizationId,
         requestId: call.requestId,
         method: request.method,
         path: request.path,
@@ -164,8 +172,14 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const ctx: RequestContext = {
       actor,
+      organizationId: request.organizationId,
       requestId: call.requestId,
-      call: { requestId: call.requestId, ...(call.trace ? { trace: call.trace } : {}) },
+      // Every owner call acts inside the credential's organization: the owners scope everything by it.
+      call: {
+        requestId: call.requestId,
+        organizationId: request.organizationId,
+        ...(call.trace ? { trace: call.trace } : {}),
+      },
       query: new URLSearchParams(request.query),
       headers,
     };

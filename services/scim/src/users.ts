@@ -8,6 +8,7 @@ import {
   type ComputeDoc,
   etag,
   listResponse,
+  ownOrNotFound,
   resourceMeta,
   type RequestContext,
   type ScimDeps,
@@ -60,6 +61,9 @@ function toOwner(doc: Doc, id: string): usersV1.User {
     ...(typeof doc.externalId === 'string' ? { externalId: doc.externalId } : {}),
     timezone: typeof doc.timezone === 'string' ? doc.timezone : 'UTC',
     version: 0,
+    // The owner takes the organization from the call's context and the admin role from its own record.
+    organizationId: 0,
+    organizationAdmin: false,
     ...(isObject(doc[ENTERPRISE_SCHEMA]) ? { enterprise: doc[ENTERPRISE_SCHEMA] as Record<string, unknown> } : {}),
     ...(Object.keys(attributes).length ? { scimAttributes: attributes } : {}),
   };
@@ -115,7 +119,8 @@ export class UserHandlers extends ResourceHandlers<usersV1.User> {
   /** The live user, or 404. */
   protected async load(id: string, ctx: RequestContext): Promise<usersV1.User> {
     if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
-    return (await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call)).user!;
+    const { user } = await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call);
+    return ownOrNotFound(user!, ctx);
   }
 
   private respond(

@@ -243,6 +243,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organization/scim-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (+) The organization’s active SCIM secret tokens
+         * @description Unrevoked, unexpired tokens, newest first, without their secrets (only their SHA-256 is stored). `last_used_at` is recorded at most once a minute.
+         *
+         *     **Scope** `organization_manage` · **Rate limit** 30 requests per minute per caller (this route). Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.
+         */
+        get: operations["listScimTokens"];
+        put?: never;
+        /**
+         * (+) Mint a SCIM secret token
+         * @description A long-lived bearer secret for `/scim/v2` (what Entra ID’s non-gallery apps and many Okta setups need: `Authorization: Bearer mscim_…`), acting inside the caller’s organization. `token` is **shown only in this response**. Several tokens may be active at once (rotate with overlap: create the new one, switch the identity provider, revoke the old one); at most 20 active per organization (past that: 422). Optional `expires_at` (RFC 3339, in the future). Creation is recorded in the provisioning trail.
+         *
+         *     **Scope** `organization_manage` · **Rate limit** 30 requests per minute per caller (this route). Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.
+         */
+        post: operations["createScimToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organization/scim-tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * (+) Revoke a SCIM secret token
+         * @description Refused from the next request on, on every gateway replica within the token cache bound (`SCIM_TOKEN_CACHE_SECONDS`, 5 s by default, at most 30 s). Recorded in the provisioning trail.
+         *
+         *     **Scope** `organization_manage` · **Rate limit** 30 requests per minute per caller (this route). Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.
+         */
+        delete: operations["revokeScimToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organization/provisioning-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (+) The organization’s provisioning trail
+         * @description Every SCIM write (users, groups) and every SCIM token creation and revocation of the organization, newest first: when, which credential (an OAuth client id, or `scim_token:<id>`), what, on which resource, the request id. Paged with `next_cursor`.
+         *
+         *     **Scope** `organization_manage` · **Rate limit** 30 requests per minute per caller (this route). Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.
+         */
+        get: operations["listProvisioningEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/scim/v2/Users": {
         parameters: {
             query?: never;
@@ -252,7 +324,7 @@ export interface paths {
         };
         /**
          * List or find users
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         get: {
             parameters: {
@@ -339,7 +411,7 @@ export interface paths {
         put?: never;
         /**
          * Provision a user
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         post: {
             parameters: {
@@ -448,7 +520,7 @@ export interface paths {
         };
         /**
          * Read a user
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         get: {
             parameters: {
@@ -551,7 +623,7 @@ export interface paths {
         };
         /**
          * Replace a user
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         put: {
             parameters: {
@@ -693,7 +765,7 @@ export interface paths {
         post?: never;
         /**
          * Deprovision a user: deactivated at once, drives kept
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         delete: {
             parameters: {
@@ -769,7 +841,7 @@ export interface paths {
         head?: never;
         /**
          * Change a user
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         patch: {
             parameters: {
@@ -919,7 +991,7 @@ export interface paths {
         };
         /**
          * List or find groups
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         get: {
             parameters: {
@@ -1011,7 +1083,7 @@ export interface paths {
         put?: never;
         /**
          * Not supported (501)
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         post: {
             parameters: {
@@ -1067,7 +1139,7 @@ export interface paths {
         };
         /**
          * Read a group
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         get: {
             parameters: {
@@ -1175,7 +1247,7 @@ export interface paths {
         };
         /**
          * Replace a group’s name and members
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         put: {
             parameters: {
@@ -1303,7 +1375,7 @@ export interface paths {
         post?: never;
         /**
          * Not supported (501)
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         delete: {
             parameters: {
@@ -1351,7 +1423,7 @@ export interface paths {
         head?: never;
         /**
          * Change a group’s name or members
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         patch: {
             parameters: {
@@ -1489,7 +1561,7 @@ export interface paths {
         put?: never;
         /**
          * Search users (filter in the body)
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         post: {
             parameters: {
@@ -1584,7 +1656,7 @@ export interface paths {
         put?: never;
         /**
          * Search groups (filter in the body)
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         post: {
             parameters: {
@@ -1684,7 +1756,7 @@ export interface paths {
         put?: never;
         /**
          * Search users and groups: users first, then groups, one index space
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         post: {
             parameters: {
@@ -1811,7 +1883,7 @@ export interface paths {
         };
         /**
          * What this service provider supports
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         get: {
             parameters: {
@@ -1902,7 +1974,7 @@ export interface paths {
         };
         /**
          * Resource types
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         get: {
             parameters: {
@@ -1997,7 +2069,7 @@ export interface paths {
         };
         /**
          * One resource type
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         get: {
             parameters: {
@@ -2083,7 +2155,7 @@ export interface paths {
         };
         /**
          * Schemas
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         get: {
             parameters: {
@@ -2254,7 +2326,7 @@ export interface paths {
         };
         /**
          * One schema
-         * @description **Token** client credentials of the provisioning client, scope `scim` · **Rate limit** 1,200 requests per minute per provisioning client (all SCIM routes together).
+         * @description **Token** client credentials of a provisioning client (scope `scim`) or a SCIM secret token (`mscim_…`) · **Rate limit** 1,200 requests per minute per organization (all SCIM routes together).
          */
         get: {
             parameters: {
@@ -2713,6 +2785,75 @@ export interface components {
             results: components["schemas"]["Delivery"][];
             has_more: boolean;
         };
+        ScimTokenCreateRequest: {
+            /** @description What the admin recognises it by, e.g. the identity provider. */
+            name: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, in the future; absent or null: never.
+             */
+            expires_at?: string | null;
+        };
+        ScimTokenCreated: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Null: never expires.
+             */
+            expires_at: string | null;
+            /** @description The secret (256 random bits), shown only in this response: `Authorization: Bearer <token>`. */
+            token: string;
+        };
+        ScimToken: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Null: never expires.
+             */
+            expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description Null: never used.
+             */
+            last_used_at: string | null;
+        };
+        ScimTokenListResponse: {
+            results: components["schemas"]["ScimToken"][];
+        };
+        ProvisioningEvent: {
+            /** @description Unique within the trail, e.g. `users-17`. */
+            id: string;
+            /** Format: date-time */
+            at: string;
+            /** @description The OAuth client id of a client-credentials token, or `scim_token:<id>` for a SCIM secret token (`user:<id>` for a token created or revoked by an admin). */
+            credential: string;
+            /** @description `create`, `replace`, `patch`, `delete`; for SCIM tokens `create`, `revoke`. */
+            action: string;
+            /** @description `User`, `Group` or `ScimToken`. */
+            resource_type: string;
+            resource_id: string;
+            /**
+             * @description The trail records the writes that happened.
+             * @enum {string}
+             */
+            outcome: "succeeded";
+            /** @description The `X-Request-Id` of the request that did it. */
+            request_id: string;
+        };
+        ProvisioningEventListResponse: {
+            results: components["schemas"]["ProvisioningEvent"][];
+            has_more: boolean;
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor: string | null;
+        };
         HTTPValidationError: {
             detail: components["schemas"]["ValidationError"][];
         };
@@ -3149,7 +3290,7 @@ export interface components {
                 "application/scim+json": components["schemas"]["ScimError"];
             };
         };
-        /** @description Missing or invalid bearer token. */
+        /** @description Missing or invalid bearer token: also a `scim` token that names no known organization, and a malformed, unknown, expired or revoked SCIM secret token (alike). */
         ScimUnauthorized: {
             headers: {
                 /**
@@ -3226,7 +3367,7 @@ export interface components {
                 "application/scim+json": components["schemas"]["ScimError"];
             };
         };
-        /** @description More than 1,200 requests in a minute from this provisioning client. */
+        /** @description More than 1,200 requests in a minute for this organization. */
         ScimTooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
@@ -4161,6 +4302,229 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    listScimTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tokens. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "id": "5b0c2e43-7d1a-4c8e-9f3b-2a6d8e1f4c70",
+                     *           "name": "Entra ID production",
+                     *           "created_at": "2026-11-25T09:00:00.000Z",
+                     *           "expires_at": "2027-11-25T00:00:00.000Z",
+                     *           "last_used_at": "2026-11-25T09:40:12.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ScimTokenListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    createScimToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Entra ID production",
+                 *       "expires_at": "2027-11-25T00:00:00.000Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScimTokenCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The token with its secret (shown only now). */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5b0c2e43-7d1a-4c8e-9f3b-2a6d8e1f4c70",
+                     *       "name": "Entra ID production",
+                     *       "token": "mscim_q3J8v0W1nX4yZ2bT6cR9dF5gH7jK1lM3nP5rS8tU0vA",
+                     *       "created_at": "2026-11-25T09:00:00.000Z",
+                     *       "expires_at": "2027-11-25T00:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ScimTokenCreated"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The body is larger than 4 KB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Request body larger than 4096 bytes",
+                     *       "type": "about:blank",
+                     *       "title": "Payload Too Large",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    revokeScimToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description SCIM token id (a UUID). */
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description (+) The organization has no such active SCIM token. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Not found",
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    listProvisioningEvents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page, newest first. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "id": "users-17",
+                     *           "at": "2026-11-25T09:40:12.000Z",
+                     *           "credential": "scim_token:5b0c2e43-7d1a-4c8e-9f3b-2a6d8e1f4c70",
+                     *           "action": "patch",
+                     *           "resource_type": "User",
+                     *           "resource_id": "BobDriver1",
+                     *           "outcome": "succeeded",
+                     *           "request_id": "3f1c9a4e-2b7d-4e8a-9c61-5d0e7f2a1b34"
+                     *         }
+                     *       ],
+                     *       "has_more": true,
+                     *       "next_cursor": "eyJ2IjoxfQ.c2lnbmF0dXJl"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProvisioningEventListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];

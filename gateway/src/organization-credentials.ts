@@ -1,0 +1,230 @@
+import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
+import type { usersV1 } from '@mileage/proto';
+import { isOrganizationId, timestampToMillis, type CallSettings, type PromiseClient } from '@mileage/runtime';
+import { createHash } from 'node:crypto';
+import type { Caller } from './auth';
+
+/**
+ * Which organization a SCIM credential acts for (CONTRACT §7). A client-credentials JWT names it by a claim (the
+ * configured one, default `org_id`, else Keycloak's Organizations claim `organization`) or its client is bound to one
+ * by configuration (SCIM_CLIENT_ORGANIZATIONS: how an upgraded installation keeps its one client). A SCIM secret token
+ * (`mscim_…`) is resolved by the Users service, which owns the tokens, from the SHA-256 of the secret.
+ */
+
+/** What a token says about its organization. */
+export type NamedOrganization =
+  /** Already resolved (a SCIM secret token's organization). */
+  | { id: number }
+  /** An organization's id or alias, as a claim gave it. */
+  | { reference: string }
+  /** A claim that names no single organization (a wrong type, several organizations): never a fallback to a binding. */
+  | { unusable: true };
+
+/** A SCIM secret token: the prefix and 43 base64url characters (256 random bits). */
+export const SCIM_SECRET_TOKEN = /^mscim_[A-Za-z0-9_-]{43}$/;
+export const SCIM_SECRET_PREFIX = 'mscim_';
+/** The claim a provisioning client's token names its organization by, unless OIDC_ORGANIZATION_CLAIM says another. */
+export const DEFAULT_ORGANIZATION_CLAIM = 'org_id';
+/** The claim Keycloak's Organizations feature writes: `["alias"]` or `{"alias": {…}}`. */
+export const KEYCLOAK_ORGANIZATION_CLAIM = 'organization';
+/** How long a replica keeps accepting a secret token without asking again (SCIM_TOKEN_CACHE_SECONDS), and its bound. */
+export const DEFAULT_SCIM_TOKEN_CACHE_SECONDS = 5;
+export const MAX_SCIM_TOKEN_CACHE_SECONDS = 30;
+/** Unknown secrets are remembered this long, so a client retrying a wrong one costs no lookup each time. */
+const NEGATIVE_TOKEN_CACHE_MS = 2_000;
+/** Organizations are neither renamed nor deleted by any RPC; a short cache still picks up one created meanwhile. */
+const ORGANIZATION_CACHE_MS = 30_000;
+const UNKNOWN_ORGANIZATION_CACHE_MS = 5_000;
+const CACHE_ENTRIES = 10_000;
+
+const ALIAS = /^[a-z0-9-]{1,63}$/;
+const REFERENCE_MAX_LENGTH = 63;
+
+/** An organization reference (an id or an alias) that could name one. */
+export function isOrganizationReference(value: string): boolean {
+  return isOrganizationId(value) || ALIAS.test(value);
+}
+
+/** The organization a verified token's payload names: the configured claim first, then Keycloak's claim. */
+export function namedOrganization(payload: Record<string, unknown>, claim: string): NamedOrganization | undefined {
+  const configured = payload[claim];
+  if (configured !== undefined) {
+    const value = typeof configured === 'number' ? String(configured) : configured;
+    return typeof value === 'string' && value.length <= REFERENCE_MAX_LENGTH && isOrganizationReference(value)
+      ? { reference: value }
+      : { unusable: true };
+  }
+  const keycloak = payload[KEYCLOAK_ORGANIZATION_CLAIM];
+  if (keycloak === undefined) return undefined;
+  const names = Array.isArray(keycloak)
+    ? keycloak
+    : typeof keycloak === 'object' && keycloak !== null
+      ? Object.keys(keycloak)
+      : [];
+  const [name] = names;
+  return names.length === 1 && typeof name === 'string' && ALIAS.test(name) ? { reference: name } : { unusable: true };
+}
+
+/**
+ * SCIM_CLIENT_ORGANIZATIONS: comma-separated `client=organization` pairs (an organization id or alias), e.g.
+ * `mileage-scim=demo`. Throws on a malformed pair or a client named twice (checked at start-up).
+ */
+export function parseClientOrganizations(text: string): Map<string, string> {
+  const bindings = new Map<string, string>();
+  for (const pair of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const match = /^([\w.:-]+)\s*=\s*(\S+)$/.exec(pair);
+    if (!match || !isOrganizationReference(match[2]!))
+      throw new Error(`"${pair}" is not client=organization (an organization id or alias [a-z0-9-])`);
+    if (bindings.has(match[1]!)) throw new Error(`the client ${match[1]} is bound twice`);
+    bindings.set(match[1]!, match[2]!);
+  }
+  return bindings;
+}
+
+/** A SCIM secret token the Users service recognised. */
+export interface ResolvedSecretToken {
+  tokenId: string;
+  organizationId: number;
+  /** Epoch ms of its expiry; undefined: never. */
+  expiresAt: number | undefined;
+}
+
+/** The audit actor (and rate-limit subject) of a SCIM secret token: its id, never the secret. */
+export const secretTokenActor = (tokenId: string) => `scim_token:${tokenId}`;
+
+/** The caller a resolved secret token stands for: scope `scim` only, inside its organization. */
+export function secretTokenCaller(token: ResolvedSecretToken): Caller {
+  const actor = secretTokenActor(token.tokenId);
+  return {
+    subject: actor,
+    clientId: actor,
+    scopes: new Set(['scim']),
+    expiresAt: token.expiresAt === undefined ? Number.MAX_SAFE_INTEGER : Math.floor(token.expiresAt / 1000),
+    organization: { id: token.organizationId },
+  };
+}
+
+interface Entry<V> {
+  value: V;
+  until: number;
+}
+
+/** A bounded map of values that each expire at their own time; a lookup in flight is shared by its askers. */
+class ExpiringCache<V> {
+  private readonly entries = new Map<string, Entry<V>>();
+  private readonly inFlight = new Map<string, Promise<V>>();
+
+  constructor(private readonly now: () => number) {}
+
+  async get(key: string, load: () => Promise<{ value: V; ttlMs: number }>): Promise<V> {
+    const entry = this.entries.get(key);
+    if (entry && entry.until > this.now()) return entry.value;
+    if (entry) this.entries.delete(key);
+    const pending = this.inFlight.get(key);
+    if (pending) return pending;
+    const loading = load()
+      .then(({ value, ttlMs }) => {
+        if (ttlMs > 0) this.put(key, value, this.now() + ttlMs);
+        return value;
+      })
+      .finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, loading);
+    return loading;
+  }
+
+  private put(key: string, value: V, until: number): void {
+    if (this.entries.size >= CACHE_ENTRIES) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    this.entries.set(key, { value, until });
+  }
+}
+
+const isNotFound = (err: unknown) => (err as Partial<ServiceError>).code === grpcStatus.NOT_FOUND;
+
+export interface OrganizationCredentialsOptions {
+  organizations: PromiseClient<usersV1.OrganizationsServiceClient>;
+  /** SCIM_CLIENT_ORGANIZATIONS, parsed: client id → organization id or alias. */
+  clientOrganizations?: ReadonlyMap<string, string>;
+  /** How long a replica may keep accepting a secret token without asking again (default 5, at most 30). */
+  tokenCacheSeconds?: number;
+  now?: () => number;
+}
+
+/** Resolves SCIM credentials to their organization, with the caches that keep it off the hot path. */
+export class OrganizationCredentials {
+  private readonly now: () => number;
+  private readonly tokenCacheMs: number;
+  private readonly organizationsByReference: ExpiringCache<number | undefined>;
+  private readonly secretTokens: ExpiringCache<ResolvedSecretToken | undefined>;
+
+  constructor(private readonly options: OrganizationCredentialsOptions) {
+    this.now = options.now ?? Date.now;
+    const seconds = options.tokenCacheSeconds ?? DEFAULT_SCIM_TOKEN_CACHE_SECONDS;
+    if (!(seconds >= 0 && seconds <= MAX_SCIM_TOKEN_CACHE_SECONDS))
+      throw new Error(`the SCIM token cache may last 0 to ${MAX_SCIM_TOKEN_CACHE_SECONDS} seconds`);
+    this.tokenCacheMs = seconds * 1000;
+    this.organizationsByReference = new ExpiringCache(this.now);
+    this.secretTokens = new ExpiringCache(this.now);
+  }
+
+  /** The organization a `scim` caller acts for; undefined when it names none that exists. */
+  async organizationOf(caller: Caller, call: CallSettings): Promise<number | undefined> {
+    const named = caller.organization;
+    if (named && 'id' in named) return named.id;
+    if (named && 'unusable' in named) return undefined;
+    const reference =
+      named?.reference ?? (caller.clientId ? this.options.clientOrganizations?.get(caller.clientId) : undefined);
+    return reference === undefined ? undefined : this.resolveReference(reference, call);
+  }
+
+  /** An organization's id from its id or alias; undefined when no organization has it. */
+  resolveReference(reference: string, call: CallSettings): Promise<number | undefined> {
+    if (!isOrganizationReference(reference)) return Promise.resolve(undefined);
+    return this.organizationsByReference.get(reference, async () => {
+      const key = isOrganizationId(reference)
+        ? { $case: 'id' as const, value: Number(reference) }
+        : { $case: 'alias' as const, value: reference };
+      try {
+        const { organization } = await this.options.organizations.getOrganization({ key }, stripped(call));
+        return { value: organization?.id, ttlMs: ORGANIZATION_CACHE_MS };
+      } catch (err) {
+        if (isNotFound(err)) return { value: undefined, ttlMs: UNKNOWN_ORGANIZATION_CACHE_MS };
+        throw err;
+      }
+    });
+  }
+
+  /**
+   * The active token a SCIM secret is, or undefined for a malformed, unknown, revoked or expired one (alike). A
+   * token is asked for again at least every `tokenCacheSeconds`, so a revocation reaches every replica within that.
+   */
+  resolveSecretToken(secret: string, call: CallSettings): Promise<ResolvedSecretToken | undefined> {
+    if (!SCIM_SECRET_TOKEN.test(secret)) return Promise.resolve(undefined);
+    const digest = createHash('sha256').update(secret, 'utf8').digest();
+    return this.secretTokens
+      .get(digest.toString('base64url'), async () => {
+        try {
+          const { token } = await this.options.organizations.resolveScimToken({ secretSha256: digest }, stripped(call));
+          if (!token) return { value: undefined, ttlMs: NEGATIVE_TOKEN_CACHE_MS };
+          const expiresAt = token.expireTime ? timestampToMillis(token.expireTime) : undefined;
+          const resolved = { tokenId: token.id, organizationId: token.organizationId, expiresAt };
+          return { value: resolved, ttlMs: Math.min(this.tokenCacheMs, (expiresAt ?? Infinity) - this.now()) };
+        } catch (err) {
+          if (isNotFound(err)) return { value: undefined, ttlMs: NEGATIVE_TOKEN_CACHE_MS };
+          throw err;
+        }
+      })
+      .then((token) => (token && token.expiresAt !== undefined && token.expiresAt <= this.now() ? undefined : token));
+  }
+}
+
+/** These lookups are made before an organization is known: they never carry one. */
+function stripped(call: CallSettings): CallSettings {
+  const { organizationId: _none, ...rest } = call;
+  return rest;
+}

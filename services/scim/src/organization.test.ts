@@ -1,0 +1,169 @@
+// The SCIM service acts only inside the organization the gateway attested: every owner call carries it, and a record
+// of another organization is answered as nothing even if an owner answered with it (the second wall). Owners faked:
+// what is checked is what this service sends and does with their answers.
+import { Metadata, status } from '@grpc/grpc-js';
+import type { groupsV1, scimV1, usersV1 } from '@mileage/proto';
+import { attestActor, createLogger, type CallSettings, type PromiseClient } from '@mileage/runtime';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, test } from 'node:test';
+import { createServer } from './server';
+
+const SECRET = 'organization-test-attestation-secret-0123456789';
+const DEMO = 1;
+const GLOBEX = 2;
+
+const user = (id: string, organizationId: number): usersV1.User => ({
+  id,
+  userName: `${id.toLowerCase()}@example.com`,
+  name: { givenName: id, familyName: 'Test' },
+  emails: [],
+  active: true,
+  timezone: 'UTC',
+  version: 1,
+  organizationId,
+  organizationAdmin: false,
+});
+const USERS = [user('BobDriver1', DEMO), user('GlobexBob1', GLOBEX)];
+const GROUP: groupsV1.Group = {
+  id: 3,
+  displayName: 'Globex Fleet',
+  members: [{ userId: 'GlobexBob1', isAdmin: false, isDriver: true }],
+  version: 1,
+  organizationId: GLOBEX,
+};
+
+/** Owners that answer whatever is asked, across organizations (a bug the second wall must absorb), logging calls. */
+function leakyOwners() {
+  const calls: { method: string; organizationId: number | undefined }[] = [];
+  const log = (method: string, call: CallSettings | undefined) =>
+    calls.push({ method, organizationId: call?.organizationId });
+  const notFound = () => Object.assign(new Error('not found'), { code: status.NOT_FOUND });
+  const users = {
+    getUser: async ({ id }: usersV1.GetUserRequest, call?: CallSettings) => {
+      log('getUser', call);
+      const found = USERS.find((u) => u.id === id);
+      if (!found) throw notFound();
+      return { user: found };
+    },
+    batchGetUsers: async ({ ids }: usersV1.BatchGetUsersRequest, call?: CallSettings) => {
+      log('batchGetUsers', call);
+      return { users: USERS.filter((u) => ids.includes(u.id)) };
+    },
+    listUsers: async (_req: unknown, call?: CallSettings) => {
+      log('listUsers', call);
+      return { users: [], totalSize: 0 };
+    },
+  } as unknown as PromiseClient<usersV1.UsersServiceClient>;
+  const groups = {
+    getGroup: async ({ id }: groupsV1.GetGroupRequest, call?: CallSettings) => {
+      log('getGroup', call);
+      if (id !== GROUP.id) throw notFound();
+      return { group: GROUP };
+    },
+    listGroups: async (_req: unknown, call?: CallSettings) => {
+      log('listGroups', call);
+      return { groups: [], totalSize: 0 };
+    },
+    updateGroup: async (_req: unknown, call?: CallSettings) => {
+      log('updateGroup', call);
+      return { group: GROUP };
+    },
+  } as unknown as PromiseClient<groupsV1.GroupsServiceClient>;
+  return { users, groups, calls };
+}
+
+function service() {
+  const owners = leakyOwners();
+  const { handlers } = createServer({
+    users: owners.users,
+    groups: owners.groups,
+    logger: createLogger({ service: 'scim-test', level: 'silent' }),
+    baseUrl: 'https://mileage.test/scim/v2',
+    attestation: { secrets: [SECRET], maxAgeSeconds: 60 },
+  });
+  const handle = handlers.handleRequest as unknown as (
+    req: scimV1.HandleRequestRequest,
+    ctx: object,
+  ) => Promise<scimV1.HandleRequestResponse>;
+  const send = async (organizationId: number, method: string, pathAndQuery: string, body?: unknown) => {
+    const [path, query = ''] = pathAndQuery.split('?');
+    const request = {
+      method,
+      path: path!,
+      query,
+      headers: { 'content-type': 'application/scim+json' },
+      body: body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(body)),
+      clientId: 'mileage-scim-globex',
+      organizationId,
+    };
+    const requestId = randomUUID();
+    const actorAttestation = attestActor(SECRET, { ...request, actor: request.clientId, requestId });
+    const ctx = {
+      metadata: new Metadata(),
+      requestId,
+      remainingMs: () => Infinity,
+      signal: new AbortController().signal,
+    };
+    const answer = await handle({ ...request, actorAttestation }, ctx);
+    return { status: answer.status, body: answer.body.length ? JSON.parse(Buffer.from(answer.body).toString()) : {} };
+  };
+  return { send, calls: owners.calls };
+}
+
+describe('the SCIM service inside the attested organization', () => {
+  test('every owner call carries the organization', async () => {
+    const { send, calls } = service();
+    await send(GLOBEX, 'GET', '/Users?filter=userName%20eq%20%22bob%40example.com%22');
+    await send(GLOBEX, 'GET', '/Users/GlobexBob1');
+    await send(GLOBEX, 'GET', '/Groups/3');
+    await send(GLOBEX, 'GET', '/Groups');
+    await send(GLOBEX, 'POST', '/.search', { filter: 'displayName eq "x"' });
+    assert.ok(calls.length >= 6, JSON.stringify(calls));
+    assert.deepEqual(
+      calls.filter((c) => c.organizationId !== GLOBEX),
+      [],
+    );
+  });
+
+  test("another organization's user or group is a 404 like an unknown id, even when an owner answers with it", async () => {
+    const { send } = service();
+    const foreign = await send(DEMO, 'GET', '/Users/GlobexBob1');
+    const unknown = await send(DEMO, 'GET', '/Users/NoSuchUsr1');
+    assert.equal(foreign.status, 404);
+    assert.deepEqual(foreign, unknown);
+    const foreignGroup = await send(DEMO, 'GET', '/Groups/3');
+    const unknownGroup = await send(DEMO, 'GET', '/Groups/4');
+    assert.equal(foreignGroup.status, 404);
+    assert.deepEqual(foreignGroup, unknownGroup);
+  });
+
+  test('a member of another organization is the same 400 invalidValue as an unknown member; not shown as a member', async () => {
+    const { send } = service();
+    const patch = (value: string) =>
+      send(GLOBEX, 'PATCH', '/Groups/3', {
+        schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+        Operations: [{ op: 'add', path: 'members', value: [{ value }] }],
+      });
+    const foreign = await patch('BobDriver1');
+    const unknown = await patch('NoSuchUsr1');
+    assert.equal(foreign.status, 400);
+    assert.equal(foreign.body.scimType, 'invalidValue');
+    assert.deepEqual(foreign.body, { ...unknown.body, detail: foreign.body.detail });
+    assert.equal(foreign.body.detail.replace('BobDriver1', 'X'), unknown.body.detail.replace('NoSuchUsr1', 'X'));
+    const shown = await send(GLOBEX, 'GET', '/Groups/3');
+    assert.deepEqual(
+      shown.body.members.map((m: { value: string }) => m.value),
+      ['GlobexBob1'],
+    );
+  });
+
+  test('a request without an organization is refused before any owner is asked', async () => {
+    const { send, calls } = service();
+    await assert.rejects(send(0, 'GET', '/Users'), (err: { code?: number }) => {
+      assert.equal(err.code, status.FAILED_PRECONDITION);
+      return true;
+    });
+    assert.equal(calls.length, 0);
+  });
+});
