@@ -237,9 +237,11 @@ export async function startHarness(): Promise<Harness> {
 
   const drivesDb = openDrivesDatabase({ url: testDb.url });
   await drivesDb.migrate();
+  // Drives asks Groups whether a group is of the drive's organization before it reports a drive to it.
+  const drivesGroups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
   const drivesServer: GrpcServerHandle = await startGrpcServer({
     address: '127.0.0.1:0',
-    services: [createDrivesServer({ knex: drivesDb.knex })],
+    services: [createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups })],
     protoFiles: [PROTO_FILES.drives],
     logger,
     metrics: new Metrics('drives'),
@@ -504,6 +506,7 @@ export async function startHarness(): Promise<Harness> {
       await scimServer.shutdown(1_000);
       scimUsers.close();
       scimGroups.close();
+      drivesGroups.close();
       await webhooksServer.shutdown(1_000);
       webhooksGroups.close();
       await webhooksDb.close();

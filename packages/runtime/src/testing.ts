@@ -168,7 +168,7 @@ export interface TestService<C> {
  */
 export async function startTestService<C extends Client>(options: {
   service: string;
-  implementation: ServiceRegistration;
+  implementation: ServiceRegistration | ServiceRegistration[];
   protoFile: string;
   Client: GeneratedClientConstructor<C>;
   deadlineMs: number;
@@ -176,7 +176,7 @@ export async function startTestService<C extends Client>(options: {
   const metrics = new Metrics(options.service);
   const server = await startGrpcServer({
     address: '127.0.0.1:0',
-    services: [options.implementation],
+    services: [options.implementation].flat(),
     protoFiles: [options.protoFile],
     logger: createLogger({ service: `${options.service}-test`, level: 'silent' }),
     metrics,

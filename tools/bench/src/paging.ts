@@ -3,8 +3,9 @@
 // the real Drives service over gRPC (sequential calls, so each number is one page's latency).
 import { generateVolume } from '@mileage/devstack';
 import { createServer as createDrivesServer, openDatabase as openDrivesDatabase } from '@mileage/drives';
-import { openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { drivesV1 } from '@mileage/proto';
+import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
+import { drivesV1, groupsV1 } from '@mileage/proto';
+import { asOrganization } from '@mileage/runtime/testing';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -31,8 +32,20 @@ async function main(): Promise<void> {
       await db.migrate().finally(() => db.close());
     }
     const db = openDrivesDatabase({ url });
-    const drives = await serveInProcess('drives', createDrivesServer({ knex: db.knex }), drivesV1.DrivesServiceClient);
-    const client = drives.client;
+    // Drives asks Groups whether a group is of the drive's organization when a drive is reported.
+    const groupsDb = openGroupsDatabase({ url });
+    const groups = await serveInProcess(
+      'groups',
+      createGroupsServer({ knex: groupsDb.knex }),
+      groupsV1.GroupsServiceClient,
+    );
+    const drives = await serveInProcess(
+      'drives',
+      createDrivesServer({ knex: db.knex, groups: groups.client }),
+      drivesV1.DrivesServiceClient,
+    );
+    // The volume is organization 1's.
+    const client = asOrganization(drives.client, 1);
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     const results: Record<string, unknown>[] = [];
@@ -100,7 +113,9 @@ async function main(): Promise<void> {
     }
     await admin.end();
     await drives.stop();
+    await groups.stop();
     await db.close();
+    await groupsDb.close();
     if (values.smoke) return; // a smoke run's figures are not results
     const dir = path.join(__dirname, '..', 'results');
     mkdirSync(dir, { recursive: true });

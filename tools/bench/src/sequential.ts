@@ -66,13 +66,13 @@ type GrpcClient = Parameters<typeof createGrpcClient>[0] extends GeneratedClient
  */
 export async function serveInProcess<C extends GrpcClient>(
   name: keyof typeof PROTO_FILES,
-  implementation: ServiceRegistration,
+  implementation: ServiceRegistration | ServiceRegistration[],
   Client: GeneratedClientConstructor<C>,
   defaultDeadlineMs = 10_000,
 ): Promise<{ client: ReturnType<typeof createGrpcClient<C>>; stop(): Promise<void> }> {
   const server = await startGrpcServer({
     address: '127.0.0.1:0',
-    services: [implementation],
+    services: [implementation].flat(),
     protoFiles: [PROTO_FILES[name]],
     logger: createLogger({ service: `${name}-bench`, level: 'silent' }),
     metrics: new Metrics(name),

@@ -5,7 +5,15 @@
 import { openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, webhooksV1 } from '@mileage/proto';
-import { createLogger, Metrics, OutboxRelay, recordEvent, runEvery, toWebhookEvent } from '@mileage/runtime';
+import {
+  createLogger,
+  inOrganization,
+  Metrics,
+  OutboxRelay,
+  recordEvent,
+  runEvery,
+  toWebhookEvent,
+} from '@mileage/runtime';
 import {
   ANY_PORT,
   createServer as createWebhooksServer,
@@ -97,11 +105,14 @@ async function main(): Promise<void> {
     });
     receiver.keepAliveTimeout = 30_000;
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const { secret } = await webhooks.createSubscription({
-      groupId: 1,
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
-      events: ['drive.reported'],
-    });
+    const { secret } = await webhooks.createSubscription(
+      {
+        groupId: 1,
+        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+        events: ['drive.reported'],
+      },
+      { organizationId: 1 },
+    );
 
     // As in production: the relay every 250 ms, each worker polling every 250 ms (and woken by PublishEvents).
     const relay = new OutboxRelay({
@@ -122,7 +133,7 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: 8 }, async () => {
         for (let i = (next += 100) - 100; i < events; i = (next += 100) - 100) {
-          await drivesDb.knex.transaction(async (trx) => {
+          await inOrganization(drivesDb.knex, 1, async (trx) => {
             for (let j = i; j < Math.min(events, i + 100); j++)
               await recordEvent(trx, {
                 type: 'drive.reported',
