@@ -7,6 +7,7 @@ import { loadavg } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { measure, type LoadResult, type Target } from './load';
+import { insertScimToken, isolationProblem, seedOrganizations, spreadLookups } from './organizations';
 import { MemorySampler, readMemory, summariseSoak, type MemorySample, type MemorySummary } from './memory';
 import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
 import { cpuSeconds } from './proc';
@@ -46,6 +47,14 @@ const { values: flags } = parseArgs({
      * machine's 23 GB would give a 4 GB heap that grows 4× past its live size (docs/benchmarks.md, resident memory).
      */
     'node-flags': { type: 'string', default: '--max-old-space-size=256 --max-semi-space-size=8' },
+    /**
+     * Organizations of the SCIM lookup's second run (the issue's 100): the first runs as organization 1 alone, the
+     * second after organizations 2…n are seeded with the same userNames, lookups spread over every organization's own
+     * SCIM secret token. 1: no organization runs.
+     */
+    organizations: { type: 'string', default: '100' },
+    /** The services' runtime roles bypass row-level security: run once with and once without to price the policies. */
+    'bypass-rls': { type: 'boolean', default: false },
     strict: { type: 'boolean', default: false },
     /** CI's check that the bench runs: seconds per target, small volume; fails on any non-200 or differing body. */
     smoke: { type: 'boolean', default: false },
@@ -61,6 +70,7 @@ if (flags.smoke)
     callers: '20',
     walk: '2000',
     'walk-pages': '5',
+    organizations: '4',
     sweep: '',
   });
 const num = (name: keyof typeof flags) => Number(flags[name]);
@@ -168,6 +178,7 @@ async function main(): Promise<number> {
     walk: num('walk'),
     ...(flags['cpu-prof'] ? { cpuProfDir: path.resolve(flags['cpu-prof']) } : {}),
     nodeFlags: flags['node-flags'].split(' ').filter(Boolean),
+    bypassRls: flags['bypass-rls'],
     log: (msg) => process.stdout.write(`${msg}\n`),
   });
   let failures = 0;
@@ -223,6 +234,45 @@ async function main(): Promise<number> {
         '',
       );
       process.stdout.write(`${lines.slice(-5).join('\n')}\n`);
+    }
+
+    // The SCIM lookup with many organizations: organization 1 alone, then among `organizations`, each with its own
+    // secret token; the second run's figures against the first's.
+    const organizationCount = num('organizations');
+    if (organizationCount > 1 && !flags['soak-only'] && defs.some((d) => d.id === 'scim-lookup')) {
+      const requests = stack.data.userNames.length;
+      const alone = { tokens: [await insertScimToken(stack.sql, 1)], userNames: stack.data.userNames };
+      const single = await measure(
+        { url: stack.gatewayUrl, requests: spreadLookups(alone, requests) },
+        stack.fullPids,
+        settings,
+      );
+      const started = Date.now();
+      const many = await seedOrganizations(stack.sql, organizationCount);
+      const seeded = `${organizationCount} organizations × ${many.userNames.length} users seeded in ${fmt((Date.now() - started) / 1000, 1)} s`;
+      const problem = await isolationProblem(stack.gatewayUrl, many);
+      if (problem) throw new Error(`SCIM lookups across organizations: ${problem}`);
+      const spread = await measure(
+        { url: stack.gatewayUrl, requests: spreadLookups(many, requests * organizationCount) },
+        stack.fullPids,
+        settings,
+      );
+      failures += verdict.failedRequests(single) + verdict.failedRequests(spread);
+      results['scim-lookup-organizations'] = { bare: single, full: spread };
+      const ratio = verdict.ratios(single, spread);
+      Object.assign(checks, verdict.organizationChecks(ratio));
+      const row = (name: string, x: LoadResult) =>
+        `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}`;
+      const hold = verdict.TARGETS.organizationsHold;
+      const text = [
+        `GET /scim/v2/Users?filter=userName eq "…" with SCIM secret tokens (${seeded})`,
+        row('organization 1 alone', single),
+        row(`${organizationCount} organizations, each its own token`, spread),
+        `  many/one: throughput ${fmt(ratio.throughput, 2)} (≥ ${hold}), p99 ${fmt(ratio.p99, 2)} (≤ ${fmt(1 / hold, 2)}), CPU ${fmt(ratio.cpu, 2)} (≤ ${fmt(1 / hold, 2)})`,
+        '',
+      ];
+      lines.push(...text);
+      process.stdout.write(`${text.join('\n')}\n`);
     }
 
     // The sync walk: every page of the sync team's reported drives through next_cursor, one request at a time.

@@ -39,6 +39,8 @@ export async function seedBench(
   // session neither waits for WAL flushes at commit nor fires the foreign-key triggers (every row it writes refers to
   // a row it wrote before). The server keeps fsync on, and the CHECKPOINT at the end puts everything on disk before
   // anything is measured.
+  // Every row the bench seeds belongs to organization 1 (the tables' organization defaults take this session's).
+  await client.query(`SELECT set_config('mileage.organization_id', '1', false)`);
   await client.query(`SET synchronous_commit = off`);
   await client.query(`SET session_replication_role = replica`);
   await client.query(`SET maintenance_work_mem = '1GB'`);
@@ -73,6 +75,10 @@ export async function seedBench(
     `INSERT INTO groups.team_members (team_id, user_id, is_admin, is_driver)
      SELECT $1, 'V' || lpad(g::text, 9, '0'), g = 1, g > 1 FROM generate_series(1, $2::int + 1) g`,
     [walkGroup, drivers],
+  );
+  await client.query(
+    `INSERT INTO groups.member_organizations (user_id, organization_id)
+     SELECT DISTINCT user_id, 1 FROM groups.team_members ON CONFLICT DO NOTHING`,
   );
   // The sync team's drives, the same rows with the same ids as one writer inserting the chunks in turn would make
   // (each chunk's times spread up to a day ago), written by SEED_WRITERS connections at once, a chunk at a time.

@@ -2,6 +2,7 @@
 // provider, the four services and the gateway as separate processes (as deployed), and the bare server.
 import {
   migrateServices,
+  provisionServiceRoles,
   passwordToken,
   scimClientToken,
   scriptOf,
@@ -53,6 +54,8 @@ export async function startBenchStack(options: {
   cpuProfDir?: string;
   /** Node.js / V8 flags for the gateway and the services (e.g. to compare heap settings). */
   nodeFlags?: string[];
+  /** The services' runtime roles bypass row-level security (to measure what the organization policies cost). */
+  bypassRls?: boolean;
   log: (msg: string) => void;
 }): Promise<BenchStack> {
   const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-bench-'));
@@ -74,14 +77,33 @@ export async function startBenchStack(options: {
       settings: { max_wal_size: '4GB', checkpoint_timeout: '15min' },
       log: options.log,
     });
-    // Every service as the superuser: the bench measures the path, not the roles.
+    // The services as deployed: migrations as each schema's owner, the service as its runtime role (which owns
+    // nothing, so the organizations' row-level security applies to every statement it runs). The seeding and the
+    // bare server use the superuser, to which no policy applies (--bypass-rls gives the runtime roles the same, to
+    // measure what the policies cost).
     const databaseUrl = postgres.adminUrl;
     const services = ['users', 'groups', 'drives', 'scim'] as const;
     const databaseServices = withDatabase(services);
-    await migrateServices(
-      Object.fromEntries(databaseServices.map((s) => [s, { owner: databaseUrl, runtime: databaseUrl }])),
-      { LOG_LEVEL: 'error' },
+    const roles = await provisionServiceRoles(databaseUrl, workdir, databaseServices);
+    const roleUrls = Object.fromEntries(
+      databaseServices.map((s) => {
+        const { owner, runtime } = roles[s]!;
+        return [
+          s,
+          {
+            owner: postgres!.urlFor(owner.role, owner.password),
+            runtime: postgres!.urlFor(runtime.role, runtime.password),
+          },
+        ];
+      }),
     );
+    await migrateServices(roleUrls, { LOG_LEVEL: 'error' });
+    if (options.bypassRls) {
+      const admin = new pg.Client({ connectionString: databaseUrl });
+      await admin.connect();
+      for (const s of databaseServices) await admin.query(`ALTER ROLE ${roles[s]!.runtime.role} BYPASSRLS`);
+      await admin.end();
+    }
     const started = Date.now();
     const admin = new pg.Client({ connectionString: databaseUrl });
     await admin.connect();
@@ -111,7 +133,7 @@ export async function startBenchStack(options: {
         accountsFile,
         accessTokenTtlSeconds: 3600,
       },
-      databaseUrls: Object.fromEntries(databaseServices.map((s) => [s, databaseUrl])),
+      databaseUrls: Object.fromEntries(databaseServices.map((s) => [s, roleUrls[s]!.runtime])),
       secrets: { cursor: cursorSecret, actorAttestation: randomBytes(32).toString('base64url') },
       extra: {
         // Tracing on, as deployed, into a sink that only counts.

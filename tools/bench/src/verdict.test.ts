@@ -6,6 +6,7 @@ import {
   exitStatus,
   expectedWalkDrives,
   failedRequests,
+  organizationChecks,
   ratios,
   routeChecks,
   rssWithinTarget,
@@ -121,5 +122,22 @@ describe('resident memory after the soak', () => {
 
   it('fails a process with no reading after', () => {
     assert.equal(rssWithinTarget({ gateway: 100 }, {}), false);
+  });
+});
+
+describe('the SCIM lookup among many organizations', () => {
+  const one = { requestsPerSecond: 1000, p99Ms: 10, cpuMicrosPerRequest: 1000 };
+  it('holds within 10 % of the single organization', () => {
+    const checks = organizationChecks(ratios(one, { requestsPerSecond: 905, p99Ms: 11, cpuMicrosPerRequest: 1100 }));
+    assert.deepEqual(Object.values(checks), [true, true, true]);
+  });
+
+  it('misses each figure that moved more', () => {
+    const checks = organizationChecks(ratios(one, { requestsPerSecond: 850, p99Ms: 12, cpuMicrosPerRequest: 1200 }));
+    assert.deepEqual(checks, {
+      'scim-lookup organizations throughput': false,
+      'scim-lookup organizations p99': false,
+      'scim-lookup organizations cpu': false,
+    });
   });
 });

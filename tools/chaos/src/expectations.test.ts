@@ -7,6 +7,7 @@ import {
   recovered,
   replicaFrozen,
   rollingRestart,
+  secretTokenProblems,
   serviceFrozen,
   unknownKeyWhileJwksDown,
 } from './expectations';
@@ -132,6 +133,24 @@ describe('recovered', () => {
     assert.equal(
       recovered([...steady(1000, 3000), req(2950, 5, 503)]),
       "not recovered: 1 of the last second's 11 requests failed",
+    );
+  });
+});
+
+describe('a SCIM secret token rotated and revoked across both gateways', () => {
+  const held = { firstServed: true, overlapServed: true, refusedAfterMs: { a: 40, b: 4_900 }, survivorServed: true };
+  test('holds when both gateways refuse the revoked token within the bound and the new one keeps working', () => {
+    assert.deepEqual(secretTokenProblems(held, 6_000), []);
+  });
+
+  test('names a gateway that refused too late or never, and a broken overlap', () => {
+    assert.deepEqual(
+      secretTokenProblems({ ...held, overlapServed: false, refusedAfterMs: { a: 7_000, b: undefined } }, 6_000),
+      [
+        'the old and the new token were not both served during the rotation',
+        'gateway A refused it only after 7000 ms',
+        'gateway B still served the revoked token',
+      ],
     );
   });
 });

@@ -81,3 +81,28 @@ export const unknownKeyWhileJwksDown = (recoveredMs: () => number | undefined): 
   accepts: retryable503,
   check: () => (recoveredMs() === undefined ? 'not accepted within 30 s of the provider coming back' : undefined),
 });
+
+/**
+ * A SCIM secret token's rotation and revocation across both gateways (docs/operations.md: a revoked token is refused
+ * by every gateway within the token cache's time, SCIM_TOKEN_CACHE_SECONDS): the reasons it did not hold, none when
+ * it held.
+ */
+export function secretTokenProblems(
+  run: {
+    firstServed: boolean;
+    overlapServed: boolean;
+    refusedAfterMs: Record<string, number | undefined>;
+    survivorServed: boolean;
+  },
+  boundMs: number,
+): string[] {
+  const problems: string[] = [];
+  if (!run.firstServed) problems.push('a new token was not served by both gateways');
+  if (!run.overlapServed) problems.push('the old and the new token were not both served during the rotation');
+  for (const [gateway, ms] of Object.entries(run.refusedAfterMs)) {
+    if (ms === undefined) problems.push(`gateway ${gateway.toUpperCase()} still served the revoked token`);
+    else if (ms > boundMs) problems.push(`gateway ${gateway.toUpperCase()} refused it only after ${ms} ms`);
+  }
+  if (!run.survivorServed) problems.push('the new token stopped working');
+  return problems;
+}

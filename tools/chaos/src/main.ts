@@ -10,9 +10,11 @@ import {
   postgresRestart,
   replicaFrozen,
   rollingRestart,
+  secretTokenProblems,
   serviceFrozen,
   unknownKeyWhileJwksDown,
 } from './expectations';
+import { exerciseSecretTokens } from './scim-tokens';
 import { exitCode, formatTable, is2xx, judge, window, type Expectation, type Row, type Sample } from './report';
 import { httpOk, SERVICES, startChaosStack, type ChaosStack, type Replica, type ReplicaId } from './stack';
 
@@ -20,11 +22,11 @@ const { values } = parseArgs({
   options: {
     short: { type: 'boolean', default: false },
     concurrency: { type: 'string', default: '12' },
-    /** Some faults only, by key: rolling, drops, postgres, freeze, redis, jwks (the baseline always runs). */
+    /** Some faults only, by key: tokens, rolling, drops, postgres, freeze, redis, jwks (the baseline always runs). */
     only: { type: 'string' },
   },
 });
-const FAULTS = ['rolling', 'drops', 'postgres', 'freeze', 'redis', 'jwks'] as const;
+const FAULTS = ['tokens', 'rolling', 'drops', 'postgres', 'freeze', 'redis', 'jwks'] as const;
 const only = values.only?.split(',').map((f) => f.trim());
 const unknown = only?.filter((f) => !(FAULTS as readonly string[]).includes(f));
 if (unknown?.length) {
@@ -49,6 +51,10 @@ const T = short
     };
 /** The chart's preStop pause (preStopSleepSeconds) in miniature: SIGTERM comes this long after a pod leaves its Service. */
 const PRE_STOP_MS = short ? 500 : 2_000;
+/** The gateways' SCIM token cache (SCIM_TOKEN_CACHE_SECONDS, 5 s by default): a revoked token's longest life. */
+const SCIM_TOKEN_CACHE_MS = 5_000;
+/** A revocation's own path on top of it (the DELETE's commit, a request in flight). */
+const REVOCATION_MARGIN_MS = 1_000;
 /** How long after PostgreSQL is back its 503s are still expected: the services' checks run every 2 s. */
 const RECOVERY_MS = 5_000;
 
@@ -86,6 +92,31 @@ async function main(): Promise<void> {
     };
 
     await phase('none (baseline)', allSucceed('every request 2xx'), () => sleep(T.baseline * 1000));
+
+    if (wanted('tokens')) {
+      // Not a fault: the rotation of a SCIM secret token under the same load, judged on what both gateways answer.
+      log('SCIM secret token: minted, used on both gateways, rotated with overlap, revoked');
+      const boundMs = SCIM_TOKEN_CACHE_MS + REVOCATION_MARGIN_MS;
+      const run = await exerciseSecretTokens(
+        { a: stack.gateways.a.url, b: stack.gateways.b.url },
+        stack.organizationAdmin.token,
+        boundMs + 5_000,
+      );
+      const problems = secretTokenProblems(run, boundMs);
+      const times = Object.values(run.refusedAfterMs).map((ms) => ms ?? Infinity);
+      rows.push({
+        fault: 'SCIM secret token rotated with overlap, then revoked (organization admin, gateways A and B)',
+        expectation: `both refuse the revoked token within ${boundMs} ms, the new one keeps working`,
+        required: true,
+        requests: 0,
+        failed: problems.length,
+        p99Ms: 0,
+        maxMs: Math.max(...times),
+        verdict: problems.length ? 'FAIL' : 'pass',
+        notes: problems,
+      });
+      log(`  revoked token refused after ${JSON.stringify(run.refusedAfterMs)} ms: ${problems.join('; ') || 'pass'}`);
+    }
 
     if (wanted('rolling')) {
       await phase(

@@ -108,6 +108,8 @@ export interface ChaosStack {
   /** Tokens of callers (each with every /v1 scope), the groups they administer, and the SCIM client's token. */
   callers: { userId: string; userName: string; token: string; groupId?: number }[];
   scimToken: string;
+  /** An organization admin of organization 1 (the first caller) with a token of scope organization_manage. */
+  organizationAdmin: { userId: string; token: string };
   /** Stops and starts the embedded PostgreSQL (same data, same port). */
   postgres: { stop(): Promise<void>; start(): Promise<void> };
   redis: { stop(): Promise<void>; start(): Promise<void> };
@@ -164,6 +166,13 @@ async function build(
   await admin.connect();
   try {
     await generateVolume(admin, { users: options.users, drives: options.drives });
+    // The first caller (below) administers organization 1: it mints and revokes SCIM secret tokens.
+    await admin.query(
+      `UPDATE users.users SET organization_admin = true
+        WHERE id = (SELECT u.id FROM users.users u
+                      LEFT JOIN groups.team_members m ON m.user_id = u.id AND m.is_admin
+                     ORDER BY m.team_id IS NULL, u.id LIMIT 1)`,
+    );
     await admin.query('VACUUM ANALYZE');
   } finally {
     await admin.end();
@@ -299,6 +308,14 @@ async function build(
       ...(p.team_id ? { groupId: Number(p.team_id) } : {}),
     });
   const scimToken = await scimClientToken(issuer, scimSecret);
+  const organizationAdmin = {
+    userId: people[0]!.id,
+    token: await passwordToken(issuer, {
+      username: people[0]!.user_name,
+      password: 'chaos',
+      scope: 'organization_manage',
+    }),
+  };
 
   return {
     adminUrl,
@@ -308,6 +325,7 @@ async function build(
     idp,
     callers,
     scimToken,
+    organizationAdmin,
     postgres: { stop: () => postgres.stop(), start: () => postgres.start() },
     redis,
     rotateSigningKey: async () => {
