@@ -1,5 +1,5 @@
 import { drivesV1, type groupsV1, type usersV1 } from '@mileage/proto';
-import type { CallSettings, PromiseClient } from '@mileage/runtime';
+import { ALL_ORGANIZATIONS_SETTING, type CallSettings, type PromiseClient } from '@mileage/runtime';
 import pg from 'pg';
 import { DEMO_ORGANIZATIONS, type DemoDrivePlan, type DemoOrganization } from './demo-data';
 import { demoDrives } from './demo-drives';
@@ -110,7 +110,12 @@ async function isEmpty(adminUrl: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
+    // Across organizations (row-level security shows a role that is no superuser, e.g. the owner of an external
+    // DATABASE_URL, nothing otherwise): the seeding's one look at every organization, as acrossOrganizations does.
+    await client.query('BEGIN READ ONLY');
+    await client.query('SELECT set_config($1, $2, true)', [ALL_ORGANIZATIONS_SETTING, 'on']);
     const { rows } = await client.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM users.users) AS any');
+    await client.query('COMMIT');
     return !rows[0]?.any;
   } finally {
     await client.end();
