@@ -169,7 +169,9 @@ describe('npm start', { timeout: 120_000 }, () => {
     await admin.connect();
     const eventId = randomUUID();
     await admin.query(
-      `INSERT INTO drives.outbox (id, event_type, group_id, user_id, payload) VALUES ($1, 'drive.reported', 1, 'BobDriver1', '{"id": "1"}')`,
+      // Group 1 and Bob are Demo Org's (organization 1); the event names its organization as every event does.
+      `INSERT INTO drives.outbox (id, event_type, group_id, user_id, payload, organization_id)
+       VALUES ($1, 'drive.reported', 1, 'BobDriver1', '{"id": "1"}', 1)`,
       [eventId],
     );
     await admin.end();
