@@ -25,6 +25,7 @@ const { freePort, HealthClient, createGrpcClient } = require('@mileage/runtime')
 const { drivesV1, groupsV1, usersV1 } = require('@mileage/proto');
 const { provisionServiceRoles } = require(path.join(root, 'tools/devstack/dist/index.js'));
 const { seedDemoData } = require(path.join(root, 'tools/devstack/dist/seed.js'));
+const { DEMO_CLIENT_ORGANIZATIONS } = require(path.join(root, 'tools/devstack/dist/demo-data.js'));
 const pg = require('pg');
 
 const [tag, postgresImage, redisImage, keycloakImage] = process.argv.slice(2);
@@ -44,7 +45,7 @@ const SERVICES = [
   { name: 'scim', database: false, peers: ['users', 'groups'] },
   { name: 'users', database: true, peers: ['webhooks'] },
   { name: 'groups', database: true, peers: [] },
-  { name: 'drives', database: true, peers: ['webhooks'] },
+  { name: 'drives', database: true, peers: ['webhooks', 'groups'] },
   { name: 'webhooks', database: true, peers: ['groups'] },
 ];
 const ports = {};
@@ -241,6 +242,7 @@ try {
       CURSOR_SECRET: secrets.cursor,
       ACTOR_ATTESTATION_SECRET: secrets.attestation,
       REDIS_URL: `redis://127.0.0.1:${ports.redis}`,
+      SCIM_CLIENT_ORGANIZATIONS: DEMO_CLIENT_ORGANIZATIONS,
     }),
     image('gateway'),
   ]);
@@ -250,6 +252,9 @@ try {
   // The demo data the acceptance suite signs in to, written through the services as `npm start` seeds it.
   const clients = {
     users: createGrpcClient(usersV1.UsersServiceClient, address('users'), { defaultDeadlineMs: 10_000 }),
+    organizations: createGrpcClient(usersV1.OrganizationsServiceClient, address('users'), {
+      defaultDeadlineMs: 10_000,
+    }),
     groups: createGrpcClient(groupsV1.GroupsServiceClient, address('groups'), { defaultDeadlineMs: 10_000 }),
     drives: createGrpcClient(drivesV1.DrivesServiceClient, address('drives'), { defaultDeadlineMs: 10_000 }),
   };

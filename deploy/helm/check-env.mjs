@@ -47,6 +47,9 @@ for (const s of ['users', 'groups', 'drives', 'webhooks']) schemas[s] = schemas[
 schemas.webhooks = schemas.webhooks.extend(require(join(root, 'services/webhooks/dist/config.js')).configShape);
 schemas.users = schemas.users.extend(runtime.outboxRelayConfigShape);
 schemas.drives = schemas.drives.extend(runtime.outboxRelayConfigShape);
+// The Drives service's own variable, declared in services/drives/src/main.ts (which starts the service when loaded, so
+// it is restated here): the Groups service it asks whether a report's group is of the drive's organization.
+schemas.drives = schemas.drives.extend({ GROUPS_ADDRESS: runtime.env.target('127.0.0.1:50052') });
 
 const problems = [];
 const envs = JSON.parse(readFileSync(envFile, 'utf8'));

@@ -4,7 +4,7 @@
   check-rendered.py manifests <rendered.yaml> <name> <metrics.ts> <env.json>
       every component has its Deployment, Service, ServiceAccount, HPA and PDB; probes, resources, the restricted
       security context, a grace period longer than the drain; NetworkPolicies (default deny, who may reach whom);
-      migration hook Jobs after their Secret; the Ingress; ServiceMonitor, PrometheusRule and the dashboard (their
+      migration hook Jobs after their Secret (expand before the rollout, contract after it); the Ingress; ServiceMonitor, PrometheusRule and the dashboard (their
       PromQL parsed, every metric and label checked against packages/runtime/src/metrics.ts). Writes each
       Deployment's environment to env.json for check-env.mjs.
   check-rendered.py values-doc <values.yaml>
@@ -28,7 +28,10 @@ METRICS_PORTS = {"gateway": 9460, "users": 9461, "groups": 9462, "drives": 9463,
 HTTP_PORT = 8080
 # Who may open a connection to whom inside the release (component -> component).
 ALLOWED_CALLS = {("gateway", s) for s in SERVICES} | {("scim", "users"), ("scim", "groups")} | {
-    ("users", "webhooks"), ("drives", "webhooks"), ("webhooks", "groups")}
+    ("users", "webhooks"), ("drives", "webhooks"), ("webhooks", "groups"), ("drives", "groups")}
+# The migration phases (expand → contract): each service's migration Job per phase, its hook, its MIGRATION_PHASE.
+# Expand before any pod of the release changes; contract once the release's pods serve (the old ones are gone).
+MIGRATION_PHASES = {"expand": ("", "pre-install,pre-upgrade"), "contract": ("-contract", "post-install,post-upgrade")}
 # The only rule allowed to reach the whole internet: the Webhooks service's deliveries, on 443, without the private,
 # loopback and link-local ranges (its own checks refuse them too).
 NON_PUBLIC = {4: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8", "169.254.0.0/16"],
@@ -389,6 +392,14 @@ def check_manifests(path, name, metrics_ts, env_out):
                 fail(f"{where}: SCIM_BASE_URL does not end in /scim/v2")
         if component in ("users", "drives") and env.get("WEBHOOKS_ADDRESS") != f"{services['webhooks']['metadata']['name']}:{GRPC_PORTS['webhooks']}":
             fail(f"{where}: WEBHOOKS_ADDRESS is not the webhooks Service (the outbox relay would be off)")
+        # A report's group must be of the drive's organization: the Drives service asks the Groups service.
+        if component == "drives" and env.get("GROUPS_ADDRESS") != f"{services['groups']['metadata']['name']}:{GRPC_PORTS['groups']}":
+            fail(f"{where}: GROUPS_ADDRESS is not the groups Service")
+        # Organizations: the claim of client-credentials tokens, the clients bound by configuration, the token cache.
+        if component == "gateway":
+            for variable in ("OIDC_ORGANIZATION_CLAIM", "SCIM_CLIENT_ORGANIZATIONS", "SCIM_TOKEN_CACHE_SECONDS"):
+                if variable not in env:
+                    fail(f"{where}: no {variable}")
         if component == "webhooks":
             if env.get("WEBHOOKS_MODE") != "production":
                 fail(f"{where}: WEBHOOKS_MODE must be production (https targets only)")
@@ -468,8 +479,8 @@ def check_manifests(path, name, metrics_ts, env_out):
     # --- migration Jobs: hooks, after their Secret
     jobs = by_kind("Job")
     if jobs:
-        if len(jobs) != len(DATABASE_SERVICES):
-            fail(f"{len(jobs)} migration Jobs, expected one per service with a database")
+        if len(jobs) != len(DATABASE_SERVICES) * len(MIGRATION_PHASES):
+            fail(f"{len(jobs)} migration Jobs, expected one per phase per service with a database")
         db_secret_weights = []
         for secret in secrets.values():
             annotations = secret["metadata"].get("annotations", {})
@@ -482,8 +493,13 @@ def check_manifests(path, name, metrics_ts, env_out):
         for job in jobs:
             jname = job["metadata"]["name"]
             annotations = job["metadata"].get("annotations", {})
-            if annotations.get("helm.sh/hook") != "pre-install,pre-upgrade":
-                fail(f"Job {jname}: not a pre-install,pre-upgrade hook")
+            phase = next((p for p, (suffix, _) in MIGRATION_PHASES.items() if suffix and jname.endswith(suffix)), "expand")
+            suffix, hook = MIGRATION_PHASES[phase]
+            if annotations.get("helm.sh/hook") != hook:
+                fail(f"Job {jname}: the {phase} phase is not a {hook} hook")
+            phase_env = [e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0].get("env", []) if e["name"] == "MIGRATION_PHASE"]
+            if phase_env != [phase]:
+                fail(f"Job {jname}: MIGRATION_PHASE is {phase_env}, expected {phase}")
             if "before-hook-creation" not in annotations.get("helm.sh/hook-delete-policy", ""):
                 fail(f"Job {jname}: a second upgrade would find the old Job (hook-delete-policy before-hook-creation)")
             weight = int(annotations.get("helm.sh/hook-weight", "0"))
@@ -506,7 +522,7 @@ def check_manifests(path, name, metrics_ts, env_out):
                 fail(f"Job {jname}: does not run migrate.js")
             refs = [e["valueFrom"]["secretKeyRef"] for e in container.get("env", []) if e["name"] == "DATABASE_URL" and "valueFrom" in e]
             owner_refs = [e["valueFrom"]["secretKeyRef"] for e in container.get("env", []) if e["name"] == "MIGRATION_DATABASE_URL" and "valueFrom" in e]
-            svc = next((s for s in DATABASE_SERVICES if jname.endswith(f"-{s}-migrate")), None)
+            svc = next((s for s in DATABASE_SERVICES if jname.endswith(f"-{s}-migrate{suffix}")), None)
             if not refs or not svc or refs[0]["key"] != f"{svc}-database-url":
                 fail(f"Job {jname}: DATABASE_URL is not its service's database-url key")
             # The schema owner migrates; its URL is in a Secret of its own, which no Deployment reads.
@@ -518,9 +534,10 @@ def check_manifests(path, name, metrics_ts, env_out):
                 owner_secrets.add(owner_refs[0]["name"])
             if svc and container["image"] != deployments.get(svc, {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0].get("image"):
                 fail(f"Job {jname}: not the image of the {svc} Deployment")
-            migrated.add(svc)
-        if migrated != set(DATABASE_SERVICES):
-            fail(f"migration Jobs for {sorted(x for x in migrated if x)}, expected {DATABASE_SERVICES}")
+            migrated.add((svc, phase))
+        expected_jobs = {(s, p) for s in DATABASE_SERVICES for p in MIGRATION_PHASES}
+        if migrated != expected_jobs:
+            fail(f"migration Jobs for {sorted(x for x in migrated if x[0])}, expected {sorted(expected_jobs)}")
         for component, env in envs.items():
             for variable, value in env.items():
                 if isinstance(value, dict) and value["secret"] in owner_secrets:

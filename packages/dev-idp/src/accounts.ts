@@ -10,12 +10,20 @@ export interface DevAccount {
   email?: string;
 }
 
-/** The demo users of CONTRACT §6 (development only). */
+/** The demo users of CONTRACT §6 and §7 who sign in (development only): Demo Org's four, Globex's Erin and Frank. */
 export const DEMO_ACCOUNTS: DevAccount[] = [
   { username: 'alice@example.com', password: 'demo', userId: 'AliceAdm01', givenName: 'Alice', familyName: 'Admin' },
   { username: 'bob@example.com', password: 'demo', userId: 'BobDriver1', givenName: 'Bob', familyName: 'Driver' },
   { username: 'carol@example.com', password: 'demo', userId: 'CarolDrv01', givenName: 'Carol', familyName: 'Driver' },
   { username: 'dave@example.com', password: 'demo', userId: 'DaveSolo01', givenName: 'Dave', familyName: 'Solo' },
+  { username: 'erin@globex.example', password: 'demo', userId: 'ErinAdmin1', givenName: 'Erin', familyName: 'Admin' },
+  {
+    username: 'frank@globex.example',
+    password: 'demo',
+    userId: 'FrankDrv01',
+    givenName: 'Frank',
+    familyName: 'Driver',
+  },
 ];
 
 const digest = (value: string) => createHash('sha256').update(value).digest();

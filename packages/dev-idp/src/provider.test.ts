@@ -151,6 +151,45 @@ describe('development identity provider', () => {
     assert.equal(notAllowed.body.error, 'invalid_scope');
   });
 
+  test('client credentials for mileage-scim-globex: its tokens name the organization globex (org_id); mileage-scim none', async () => {
+    const globex = await tokenRequest(
+      { grant_type: 'client_credentials', scope: 'scim' },
+      'mileage-scim-globex:scim-globex-dev-secret',
+    );
+    assert.equal(globex.status, 200);
+    const { payload } = await verify(globex.body.access_token!);
+    assert.equal(payload.org_id, 'globex');
+    assert.equal(payload.azp, 'mileage-scim-globex');
+    assert.equal(payload.scope, 'scim');
+    const demo = await tokenRequest(
+      { grant_type: 'client_credentials', scope: 'scim' },
+      'mileage-scim:scim-test-secret',
+    );
+    assert.equal((await verify(demo.body.access_token!)).payload.org_id, undefined);
+    const alice = await password('alice@example.com', 'demo', 'users_read');
+    assert.equal((await verify(alice.body.access_token!)).payload.org_id, undefined, 'no user token names one');
+    const wrong = await tokenRequest(
+      { grant_type: 'client_credentials', scope: 'scim' },
+      'mileage-scim-globex:scim-test-secret',
+    );
+    assert.equal(wrong.body.error, 'invalid_client');
+  });
+
+  test("Globex's people sign in; organization_manage is an optional scope of the user clients", async () => {
+    const erin = await password('erin@globex.example', 'demo', 'organization_manage groups_read');
+    assert.equal(erin.status, 200);
+    const { payload } = await verify(erin.body.access_token!);
+    assert.equal(payload.user_id, 'ErinAdmin1');
+    assert.equal(payload.scope, 'organization_manage groups_read');
+    const frank = await password('frank@globex.example', 'demo', 'drives_read');
+    assert.equal((await verify(frank.body.access_token!)).payload.user_id, 'FrankDrv01');
+    const provisioningClient = await tokenRequest(
+      { grant_type: 'client_credentials', scope: 'organization_manage' },
+      'mileage-scim-globex:scim-globex-dev-secret',
+    );
+    assert.equal(provisioningClient.body.error, 'invalid_scope', 'a provisioning client manages no organization');
+  });
+
   test('authorization code with PKCE through the login form', async () => {
     const verifier = randomBytes(32).toString('base64url');
     const challenge = createHash('sha256').update(verifier).digest('base64url');

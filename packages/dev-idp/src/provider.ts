@@ -12,9 +12,22 @@ export const API_SCOPES = [
   'groups_read',
   'groups_read_reported_drives',
   'webhooks_manage',
+  'organization_manage',
   'scim',
 ] as const;
-const V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives webhooks_manage';
+const V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives webhooks_manage organization_manage';
+/** The claim that names a provisioning client's organization (the gateway's OIDC_ORGANIZATION_CLAIM default). */
+export const ORGANIZATION_CLAIM = 'org_id';
+/**
+ * Provisioning clients bound to an organization by a claim in their tokens, as the realm's hardcoded-claim mapper binds
+ * them (development secrets). `mileage-scim` carries no claim: the gateway's SCIM_CLIENT_ORGANIZATIONS binds it.
+ */
+export const ORGANIZATION_SCIM_CLIENTS = [
+  { clientId: 'mileage-scim-globex', secret: 'scim-globex-dev-secret', organization: 'globex' },
+] as const;
+const organizationOfClient = new Map<string, string>(
+  ORGANIZATION_SCIM_CLIENTS.map((c) => [c.clientId, c.organization]),
+);
 /** The public client of the gateway's documentation page (/docs): the /v1 scopes a person may grant. */
 export const DOCS_CLIENT_ID = 'mileage-docs';
 const DOCS_SCOPES = V1_SCOPES;
@@ -84,6 +97,15 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
         token_endpoint_auth_method: 'client_secret_basic',
         scope: 'scim',
       },
+      ...ORGANIZATION_SCIM_CLIENTS.map((c) => ({
+        client_id: c.clientId,
+        client_secret: c.secret,
+        grant_types: ['client_credentials'],
+        response_types: [],
+        redirect_uris: [],
+        token_endpoint_auth_method: 'client_secret_basic' as const,
+        scope: 'scim',
+      })),
       {
         client_id: 'mileage-dev',
         token_endpoint_auth_method: 'none',
@@ -199,9 +221,11 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       const clientId = (token as { clientId?: string }).clientId;
       const accountId = (token as { accountId?: string }).accountId;
       const account = accountId ? directory.byId(accountId) : undefined;
+      const organization = clientId ? organizationOfClient.get(clientId) : undefined;
       return {
         typ: 'Bearer',
         azp: clientId,
+        ...(organization ? { [ORGANIZATION_CLAIM]: organization } : {}),
         ...(account
           ? { user_id: account.userId, preferred_username: account.username }
           : { preferred_username: `service-account-${clientId}` }),

@@ -8,6 +8,9 @@ import { after, before, describe, test } from 'node:test';
 
 const PASSWORD = process.env.ACCEPTANCE_DEMO_PASSWORD ?? 'demo';
 const SCIM_SECRET = process.env.ACCEPTANCE_SCIM_CLIENT_SECRET ?? 'scim-dev-secret';
+const GLOBEX_SCIM_SECRET = process.env.ACCEPTANCE_SCIM_GLOBEX_CLIENT_SECRET ?? 'scim-globex-dev-secret';
+/** The gateway's bound on how long a revoked SCIM secret token may still be accepted (SCIM_TOKEN_CACHE_SECONDS). */
+const REVOCATION_BOUND_MS = 5_000;
 const V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const CORE_USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
@@ -48,11 +51,15 @@ async function userToken(username: string, scope = V1_SCOPES): Promise<string> {
   return t.accessToken!;
 }
 
-async function scimToken(): Promise<string> {
-  const t = await token({ grant_type: 'client_credentials', scope: 'scim' }, `mileage-scim:${SCIM_SECRET}`);
-  assert.equal(t.status, 200, 'client credentials of mileage-scim');
+async function scimToken(client = 'mileage-scim', secret = SCIM_SECRET): Promise<string> {
+  const t = await token({ grant_type: 'client_credentials', scope: 'scim' }, `${client}:${secret}`);
+  assert.equal(t.status, 200, `client credentials of ${client}`);
   return t.accessToken!;
 }
+
+/** A JWT's claims, unverified: what the identity provider put in it (the gateway verifies it). */
+const claimsOf = (jwt: string): Record<string, unknown> =>
+  JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
 
 // The tests read arbitrary JSON bodies and assert on their fields.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -232,5 +239,75 @@ describe('acceptance: provisioning with real tokens', () => {
       );
     }
     assert.equal((await get('/v1/users/me', carol)).status, 200);
+  });
+});
+
+describe('acceptance: organizations (CONTRACT §7)', () => {
+  test('a mileage-scim-globex token names its organization by the claim org_id; a mileage-scim token names none', async () => {
+    const globex = claimsOf(await scimToken('mileage-scim-globex', GLOBEX_SCIM_SECRET));
+    assert.equal(globex.org_id, 'globex');
+    assert.equal(globex.azp, 'mileage-scim-globex');
+    assert.equal(globex.user_id, undefined);
+    const demo = claimsOf(await scimToken());
+    assert.equal(demo.org_id, undefined, 'the gateway binds mileage-scim to Demo Org by SCIM_CLIENT_ORGANIZATIONS');
+    assert.equal(demo.organization, undefined);
+  });
+
+  test('each provisioning client lists only its own organization; the same userName in both is two people', async () => {
+    const ids = async (bearer: string, query = '') => {
+      const res = await scim('GET', `/Users${query}`, bearer);
+      assert.equal(res.status, 200);
+      return (res.body.Resources as { id: string }[]).map((r) => r.id).sort();
+    };
+    const globex = await scimToken('mileage-scim-globex', GLOBEX_SCIM_SECRET);
+    const demo = await scimToken();
+    assert.deepEqual(await ids(globex), ['ErinAdmin1', 'FrankDrv01', 'GlobexBob1']);
+    const bob = `?filter=${encodeURIComponent('userName eq "bob@example.com"')}`;
+    assert.deepEqual(await ids(globex, bob), ['GlobexBob1']);
+    assert.deepEqual(await ids(demo, bob), ['BobDriver1']);
+    assert.ok(!(await ids(demo)).some((id) => ['ErinAdmin1', 'FrankDrv01', 'GlobexBob1'].includes(id)));
+    assert.equal((await scim('GET', '/Users/BobDriver1', globex)).status, 404, "another organization's user");
+    assert.equal((await scim('GET', '/Groups/1', globex)).status, 404, "another organization's group");
+  });
+
+  test("an organization admin's secret token provisions as the organization until it is revoked", async () => {
+    const erin = await userToken('erin@globex.example', 'organization_manage');
+    const manage = async (method: string, route: string, body?: unknown) => {
+      const res = await fetch(`${gateway}/v1/organization/scim-tokens${route}`, {
+        method,
+        headers: { authorization: `Bearer ${erin}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? (JSON.parse(text) as Json) : undefined };
+    };
+    const created = await manage('POST', '', { name: 'acceptance' });
+    assert.equal(created.status, 201);
+    const { id, token: secret } = created.body as { id: string; token: string };
+    assert.match(secret, /^mscim_[A-Za-z0-9_-]{43}$/);
+    const listed = await manage('GET', '');
+    assert.ok((listed.body.results as { id: string; token?: string }[]).some((t) => t.id === id && !t.token));
+    const users = await scim('GET', '/Users', secret);
+    assert.equal(users.status, 200);
+    assert.deepEqual((users.body.Resources as { id: string }[]).map((r) => r.id).sort(), [
+      'ErinAdmin1',
+      'FrankDrv01',
+      'GlobexBob1',
+    ]);
+    const bob = await userToken('bob@example.com', 'organization_manage');
+    const notAdmin = await fetch(`${gateway}/v1/organization/scim-tokens`, {
+      headers: { authorization: `Bearer ${bob}` },
+    });
+    assert.equal(notAdmin.status, 403, 'not an organization admin');
+    assert.equal((await manage('DELETE', `/${id}`)).status, 204);
+    // Refused on the next request, or within the gateway's documented cache bound.
+    const deadline = Date.now() + REVOCATION_BOUND_MS + 1_000;
+    let status = (await scim('GET', '/Users', secret)).status;
+    while (status !== 401 && Date.now() < deadline) {
+      // A few polls a second: the cache expiring is what is awaited, not the rate limit's budget spent.
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      status = (await scim('GET', '/Users', secret)).status;
+    }
+    assert.equal(status, 401, 'a revoked secret token');
   });
 });

@@ -208,6 +208,8 @@ export function demoDrives(driver: DemoDriver, now: Date, seed: number): drivesV
     drives.push({
       id: 0,
       userId: driver.userId,
+      // The Drives service sets it: the driver's organization, the call's context.
+      organizationId: 0,
       startTime: dateToTimestamp(start),
       endTime: dateToTimestamp(end),
       classification,

@@ -4,7 +4,7 @@ import { createGrpcClient, createLogger, HealthClient, loadConfigOrExit } from '
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { DEMO_PASSWORD, DEMO_USERS, demoUserName } from './demo-data';
+import { DEMO_ORGANIZATIONS, DEMO_PASSWORD, DEMO_SCIM_CLIENTS, type DemoOrganization } from './demo-data';
 import { startPostgres, type RunningPostgres } from './embedded-postgres';
 import { loadSecrets, provisionServiceRoles, saveSecrets } from './postgres';
 import { checkDataDir, checkPorts, checkPostmasterPid, StartupProblem, type PortUse } from './preflight';
@@ -39,7 +39,7 @@ const config = loadConfigOrExit(
     SCIM_METRICS_PORT: port(9464),
     WEBHOOKS_GRPC_PORT: port(50055),
     WEBHOOKS_METRICS_PORT: port(9465),
-    SCIM_CLIENT_SECRET: z.string().min(8).default('scim-dev-secret'),
+    SCIM_CLIENT_SECRET: z.string().min(8).default(DEMO_SCIM_CLIENTS.demo.secret),
     /** A real identity provider (e.g. Keycloak's realm URL) instead of the development one, which is then not started. */
     OIDC_ISSUER: z.url().optional(),
     LOG_LEVEL: z.string().default('info'),
@@ -194,6 +194,9 @@ async function main(): Promise<void> {
 
   const clients = {
     users: createGrpcClient(usersV1.UsersServiceClient, address('users'), { defaultDeadlineMs: 10_000 }),
+    organizations: createGrpcClient(usersV1.OrganizationsServiceClient, address('users'), {
+      defaultDeadlineMs: 10_000,
+    }),
     groups: createGrpcClient(groupsV1.GroupsServiceClient, address('groups'), { defaultDeadlineMs: 10_000 }),
     drives: createGrpcClient(drivesV1.DrivesServiceClient, address('drives'), { defaultDeadlineMs: 10_000 }),
   };
@@ -215,7 +218,13 @@ async function main(): Promise<void> {
 
 function printBanner(issuer: string, elapsedMs: number): void {
   const gateway = `http://127.0.0.1:${config.GATEWAY_PORT}`;
-  const alice = DEMO_USERS[0]!;
+  const tokenUrl = `${issuer}/protocol/openid-connect/token`;
+  const accessToken = `| node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).access_token')`;
+  const [demo, globex] = DEMO_ORGANIZATIONS as [DemoOrganization, DemoOrganization];
+  const scimSecret =
+    config.SCIM_CLIENT_SECRET === DEMO_SCIM_CLIENTS.demo.secret
+      ? DEMO_SCIM_CLIENTS.demo.secret
+      : '"$SCIM_CLIENT_SECRET"';
   const lines = [
     '',
     `Mileage platform is up (${(elapsedMs / 1000).toFixed(1)} s).`,
@@ -226,24 +235,45 @@ function printBanner(issuer: string, elapsedMs: number): void {
     `  Identity (dev)  ${issuer}`,
     `  Webhooks        ${gateway}/v1/groups/1/webhooks (scope webhooks_manage; http and loopback targets allowed here)`,
     `  Metrics         http://127.0.0.1:${config.GATEWAY_METRICS_PORT}/metrics (gateway), ${SERVICES.map((s) => `:${s.metricsPort} (${s.name})`).join(', ')}`,
-    `  Demo users      ${DEMO_USERS.map(demoUserName).join(', ')} (password "${DEMO_PASSWORD}")`,
+    `  Organizations   ${DEMO_ORGANIZATIONS.map(describeOrganization).join('\n                  ')}`,
+    `                  (password "${DEMO_PASSWORD}"; npm run org -- create|admin … manages organizations)`,
     '',
     'Get a token and call /v1/users/me:',
-    `  TOKEN=$(curl -s ${issuer}/protocol/openid-connect/token -d grant_type=password -d client_id=mileage-dev \\`,
-    `      -d username=${demoUserName(alice)} -d password=${DEMO_PASSWORD} -d 'scope=users_read drives_read groups_read groups_read_reported_drives' \\`,
-    `      | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).access_token')`,
+    `  TOKEN=$(curl -s ${tokenUrl} -d grant_type=password -d client_id=mileage-dev \\`,
+    `      -d username=${demo.users[0]!.userName} -d password=${DEMO_PASSWORD} -d 'scope=users_read drives_read groups_read groups_read_reported_drives' \\`,
+    `      ${accessToken}`,
     `  curl -s -H "Authorization: Bearer $TOKEN" ${gateway}/v1/users/me`,
     `  curl -s -H "Authorization: Bearer $TOKEN" ${gateway}/v1/groups/1/reported-drives?limit=5`,
     '',
-    'Provision over SCIM as the identity provider would (client credentials of mileage-scim):',
-    `  SCIM=$(curl -s ${issuer}/protocol/openid-connect/token -u mileage-scim:${config.SCIM_CLIENT_SECRET === 'scim-dev-secret' ? 'scim-dev-secret' : '"$SCIM_CLIENT_SECRET"'} -d grant_type=client_credentials -d scope=scim \\`,
-    `      | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).access_token')`,
+    `Provision over SCIM as an identity provider would: ${demo.name} with ${DEMO_SCIM_CLIENTS.demo.clientId} (bound by SCIM_CLIENT_ORGANIZATIONS),`,
+    `${globex.name} with ${DEMO_SCIM_CLIENTS.globex.clientId} (its tokens carry "org_id": "${globex.alias}"); each sees only its own people:`,
+    `  SCIM=$(curl -s ${tokenUrl} -u ${DEMO_SCIM_CLIENTS.demo.clientId}:${scimSecret} -d grant_type=client_credentials -d scope=scim \\`,
+    `      ${accessToken}`,
     `  curl -s -H "Authorization: Bearer $SCIM" '${gateway}/scim/v2/Users?filter=userName%20eq%20%22bob@example.com%22'`,
+    `  GLOBEX=$(curl -s ${tokenUrl} -u ${DEMO_SCIM_CLIENTS.globex.clientId}:${DEMO_SCIM_CLIENTS.globex.secret} -d grant_type=client_credentials -d scope=scim \\`,
+    `      ${accessToken}`,
+    `  curl -s -H "Authorization: Bearer $GLOBEX" '${gateway}/scim/v2/Users?filter=userName%20eq%20%22bob@example.com%22'`,
+    '',
+    `Mint a SCIM secret token (what Entra ID and Okta take) as ${globex.name}'s organization admin; it is shown once:`,
+    `  ADMIN=$(curl -s ${tokenUrl} -d grant_type=password -d client_id=mileage-dev \\`,
+    `      -d username=${globex.users[0]!.userName} -d password=${DEMO_PASSWORD} -d scope=organization_manage ${accessToken}`,
+    `  curl -s -X POST -H "Authorization: Bearer $ADMIN" -H 'content-type: application/json' -d '{"name": "Entra ID"}' \\`,
+    `      ${gateway}/v1/organization/scim-tokens`,
+    `  curl -s -H "Authorization: Bearer mscim_…" ${gateway}/scim/v2/Users   # the "token" of the answer`,
     '',
     'Ctrl-C stops everything.',
     '',
   ];
   process.stdout.write(lines.join('\n') + '\n');
+}
+
+/** "Demo Org (demo): alice@example.com (organization admin), …; bob@example.com provisioned only". */
+function describeOrganization(organization: DemoOrganization): string {
+  const people = organization.users.map(
+    (u) =>
+      `${u.userName}${organization.organizationAdmins.includes(u.id) ? ' (organization admin)' : ''}${u.signsIn ? '' : ' (provisioned only)'}`,
+  );
+  return `${organization.name} (${organization.alias}): ${people.join(', ')}`;
 }
 
 async function shutdown(code: number): Promise<void> {

@@ -1,5 +1,5 @@
 // End to end: `npm start`'s entry point on free ports with a fresh data folder, exactly as a user runs it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { freePort } from '@mileage/runtime';
@@ -169,7 +169,9 @@ describe('npm start', { timeout: 120_000 }, () => {
     await admin.connect();
     const eventId = randomUUID();
     await admin.query(
-      `INSERT INTO drives.outbox (id, event_type, group_id, user_id, payload) VALUES ($1, 'drive.reported', 1, 'BobDriver1', '{"id": "1"}')`,
+      // Group 1 and Bob are Demo Org's (organization 1); the event names its organization as every event does.
+      `INSERT INTO drives.outbox (id, event_type, group_id, user_id, payload, organization_id)
+       VALUES ($1, 'drive.reported', 1, 'BobDriver1', '{"id": "1"}', 1)`,
       [eventId],
     );
     await admin.end();
@@ -214,6 +216,59 @@ describe('npm start', { timeout: 120_000 }, () => {
     });
     assert.equal(joined.status, 200);
     assert.ok(((await joined.json()) as { members: { value: string }[] }).members.some((m) => m.value === erin.id));
+
+    // Organizations (CONTRACT §7): Globex's provisioning client and its admin see Globex only.
+    const globexScim = await scimClientToken(issuer, 'scim-globex-dev-secret', 'mileage-scim-globex');
+    const scimIds = async (bearer: string, query = '') => {
+      const res = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/scim/v2/Users${query}`, {
+        headers: { authorization: `Bearer ${bearer}` },
+      });
+      assert.equal(res.status, 200);
+      return ((await res.json()) as { Resources: { id: string }[] }).Resources.map((r) => r.id).sort();
+    };
+    assert.deepEqual(await scimIds(globexScim), ['ErinAdmin1', 'FrankDrv01', 'GlobexBob1']);
+    assert.deepEqual(
+      await scimIds(globexScim, `?filter=${encodeURIComponent('userName eq "bob@example.com"')}`),
+      ['GlobexBob1'],
+      'the same userName in another organization',
+    );
+    const erinToken = await passwordToken(issuer, {
+      username: 'erin@globex.example',
+      password: 'demo',
+      scope: 'groups_read groups_read_reported_drives organization_manage',
+    });
+    const asErin = (route: string, init: RequestInit = {}) =>
+      fetch(`http://127.0.0.1:${env.GATEWAY_PORT}${route}`, {
+        ...init,
+        headers: { authorization: `Bearer ${erinToken}`, 'content-type': 'application/json' },
+      });
+    const erinGroups = (await (await asErin('/v1/groups')).json()) as { resources: { id: string }[] };
+    assert.deepEqual(
+      erinGroups.resources.map((g) => g.id),
+      ['3'],
+    );
+    assert.equal((await asErin('/v1/groups/1')).status, 403, 'a group of another organization');
+    const frankReports = (await (await asErin('/v1/groups/3/reported-drives?limit=1000')).json()) as {
+      results: { driver: { id: string } }[];
+    };
+    assert.ok(frankReports.results.length > 0);
+    assert.ok(frankReports.results.every((r) => r.driver.id === 'FrankDrv01'));
+    // Erin, Globex's organization admin, mints a SCIM secret token: it acts for Globex.
+    const minted = await asErin('/v1/organization/scim-tokens', { method: 'POST', body: '{"name": "stack test"}' });
+    assert.equal(minted.status, 201);
+    const { token: secretToken } = (await minted.json()) as { token: string };
+    assert.match(secretToken, /^mscim_/);
+    assert.deepEqual(await scimIds(secretToken), ['ErinAdmin1', 'FrankDrv01', 'GlobexBob1']);
+
+    // The operator's command line: a new organization, and Frank made (then no longer) an organization admin.
+    const org = (...args: string[]) =>
+      execFileSync(process.execPath, [path.join(__dirname, 'org.js'), ...args], {
+        env: { ...process.env, USERS_ADDRESS: `127.0.0.1:${env.USERS_GRPC_PORT}` },
+        encoding: 'utf8',
+      });
+    assert.match(org('create', 'initech', 'Initech'), /^organization 3 "Initech" \(alias initech\)/);
+    assert.match(org('admin', 'FrankDrv01', 'on'), /FrankDrv01 .* of organization 2: organization admin/);
+    assert.match(org('admin', 'FrankDrv01', 'off'), /not an organization admin/);
     assert.equal(await stop(first.child), 0);
 
     const second = await startStack(env);

@@ -18,12 +18,16 @@ export async function passwordToken(
   );
 }
 
-/** The provisioning client's token (client credentials of `mileage-scim`, scope "scim"). */
-export async function scimClientToken(issuer: string, clientSecret: string): Promise<string> {
-  const basic = Buffer.from(`mileage-scim:${clientSecret}`).toString('base64');
+/** A provisioning client's token (client credentials, scope "scim"): `mileage-scim`'s unless another is named. */
+export async function scimClientToken(
+  issuer: string,
+  clientSecret: string,
+  clientId = 'mileage-scim',
+): Promise<string> {
+  const basic = Buffer.from(`${clientId}:${clientSecret}`).toString('base64');
   return token(
     issuer,
-    'client credentials of mileage-scim',
+    `client credentials of ${clientId}`,
     { authorization: `Basic ${basic}` },
     { grant_type: 'client_credentials', scope: 'scim' },
   );

@@ -28,6 +28,8 @@ describe('wireStack', () => {
     assert.equal(w.services.users![0]!.WEBHOOKS_ADDRESS, '127.0.0.1:1005');
     assert.equal(w.services.users![0]!.DATABASE_URL, 'postgres://u');
     assert.equal(w.services.webhooks![0]!.GROUPS_ADDRESS, '127.0.0.1:1002');
+    assert.equal(w.services.drives![0]!.GROUPS_ADDRESS, '127.0.0.1:1002', 'a report names a group of the organization');
+    assert.equal(w.services.drives![0]!.WEBHOOKS_ADDRESS, '127.0.0.1:1005');
     assert.equal(w.services.webhooks![0]!.WEBHOOKS_SECRET_KEY, 'k');
     assert.equal(w.services.groups![0]!.METRICS_PORT, '2002');
     const gateway = w.gateways[0]!;
@@ -37,6 +39,7 @@ describe('wireStack', () => {
     );
     assert.equal(gateway.HOST, undefined, 'one gateway keeps its default address');
     assert.equal(gateway.OIDC_ISSUER, 'http://127.0.0.1:8081/realms/mileage');
+    assert.equal(gateway.SCIM_CLIENT_ORGANIZATIONS, 'mileage-scim=demo', 'the claimless client is bound to Demo Org');
     assert.equal(w.idp!.DEV_IDP_PORT, '8081');
     assert.equal(w.gatewayUrl(), 'http://127.0.0.1:8080');
   });

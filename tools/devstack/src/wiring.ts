@@ -2,6 +2,7 @@
 // and the chaos suite each give their ports, replicas and options, and start the processes with what this yields.
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
+import { DEMO_CLIENT_ORGANIZATIONS } from './demo-data';
 
 export const SERVICE_NAMES = ['users', 'groups', 'drives', 'scim', 'webhooks'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -16,7 +17,7 @@ export const DATABASE_SERVICES: readonly ServiceName[] = ['users', 'groups', 'dr
 const CALLS: Record<ServiceName | 'gateway', readonly ServiceName[]> = {
   users: ['webhooks'], // the outbox relay of user events
   groups: [],
-  drives: ['webhooks'], // the outbox relay of drive events
+  drives: ['webhooks', 'groups'], // the outbox relay of drive events; a report's group of the driver's organization
   scim: ['users', 'groups'], // SCIM writes through the services that own the data
   webhooks: ['groups'], // who may manage a group's subscriptions
   gateway: SERVICE_NAMES,
@@ -145,6 +146,7 @@ export function wireStack(plan: StackPlan): StackEnvironment {
     ...addresses('gateway'),
     CURSOR_SECRET: plan.secrets.cursor,
     ACTOR_ATTESTATION_SECRET: plan.secrets.actorAttestation,
+    SCIM_CLIENT_ORGANIZATIONS: DEMO_CLIENT_ORGANIZATIONS,
     ...(plan.redisUrl ? { REDIS_URL: plan.redisUrl } : {}),
     ...plan.extra?.gateway,
   }));
