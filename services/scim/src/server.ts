@@ -230,14 +230,25 @@ function searchContext(ctx: RequestContext, body: unknown): RequestContext {
   return { ...ctx, query };
 }
 
-/** Whether every string (and key) of a parsed JSON value is well-formed Unicode (no lone surrogate). */
-function wellFormed(value: unknown): boolean {
+/** Deeper than any SCIM body nests (a PATCH value's sub-attributes are at depth 5); JSON.parse itself has no bound. */
+const MAX_BODY_DEPTH = 32;
+
+/**
+ * Why a parsed JSON body cannot be taken, or undefined: nested past MAX_BODY_DEPTH (walking it further would exhaust
+ * the stack), or holding a string or key that is not well-formed Unicode (a lone surrogate, which no UTF-8 text can
+ * store).
+ */
+function bodyProblem(value: unknown, depth = 0): string | undefined {
   // In a /u pattern \p{Cs} matches only unpaired surrogates (a pair is one code point).
-  if (typeof value === 'string') return !/\p{Cs}/u.test(value);
-  if (Array.isArray(value)) return value.every(wellFormed);
-  if (value && typeof value === 'object')
-    return Object.entries(value).every(([key, item]) => wellFormed(key) && wellFormed(item));
-  return true;
+  if (typeof value === 'string')
+    return /\p{Cs}/u.test(value) ? 'The request body holds a string that is not valid Unicode' : undefined;
+  if (!value || typeof value !== 'object') return undefined;
+  if (depth >= MAX_BODY_DEPTH) return `The request body nests deeper than ${MAX_BODY_DEPTH} levels`;
+  for (const [key, item] of Object.entries(value)) {
+    const problem = (Array.isArray(value) ? undefined : bodyProblem(key)) ?? bodyProblem(item, depth + 1);
+    if (problem) return problem;
+  }
+  return undefined;
 }
 
 /**
@@ -256,7 +267,7 @@ function readJson(body: Buffer, contentType: string | undefined): unknown {
   } catch {
     throw scimErrors.invalidSyntax('The request body is not valid JSON');
   }
-  // JSON may escape half of a UTF-16 surrogate pair ("\ud800"): no UTF-8 text can hold it, so it cannot be stored.
-  if (!wellFormed(parsed)) throw scimErrors.invalidSyntax('The request body holds a string that is not valid Unicode');
+  const problem = bodyProblem(parsed);
+  if (problem) throw scimErrors.invalidSyntax(problem);
   return parsed;
 }

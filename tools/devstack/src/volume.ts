@@ -5,7 +5,9 @@ import type pg from 'pg';
  * (INSERT … SELECT FROM generate_series), in chunks: users `V000000001`…, one group per 100 users (the first
  * user its admin, everyone a driver), drives spread over the last 90 days, and about a quarter of the business
  * drives reported to the driver's group. Demo data and everything a person does go through the services;
- * this is the one shortcut, for volume only.
+ * this is the one shortcut, for volume only. Everything it writes belongs to organization 1: the session declares it
+ * (the tables' organization columns take the declared organization), and the Groups service's record of each member's
+ * organization is written before the memberships that refer to it.
  */
 export async function generateVolume(
   client: pg.Client,
@@ -13,6 +15,7 @@ export async function generateVolume(
 ): Promise<{ users: number; groups: number; drives: number; reports: number }> {
   const log = options.log ?? (() => {});
   const users = options.users;
+  await client.query(`SELECT set_config('mileage.organization_id', '1', false)`);
   const existing = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM users.users WHERE id LIKE 'V%'`))
     .rows[0]!.n;
   if (Number(existing) < users) {
@@ -30,6 +33,11 @@ export async function generateVolume(
     await client.query<{ n: string }>(`SELECT count(*) AS n FROM groups.teams WHERE display_name LIKE 'Volume Team %'`)
   ).rows[0]!.n;
   if (Number(groupsExisting) < groupCount) {
+    await client.query(
+      `INSERT INTO groups.member_organizations (user_id, organization_id)
+       SELECT 'V' || lpad(g::text, 9, '0'), 1 FROM generate_series(1, $1::int) g ON CONFLICT DO NOTHING`,
+      [users],
+    );
     await client.query(
       `WITH made AS (
          INSERT INTO groups.teams (display_name) SELECT 'Volume Team ' || k FROM generate_series($1::int + 1, $2::int) k RETURNING id, display_name)
