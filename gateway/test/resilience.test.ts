@@ -58,6 +58,8 @@ before(async () => {
       CURSOR_SECRET: 'resilience-test-cursor-secret-0123456789',
       ACTOR_ATTESTATION_SECRET,
       DEPENDENCY_CHECK_INTERVAL_MS: '200',
+      // The harness's provisioning client acts for the demo organization, as in npm start.
+      SCIM_CLIENT_ORGANIZATIONS: 'mileage-scim=demo',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

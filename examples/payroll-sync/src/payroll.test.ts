@@ -7,6 +7,7 @@
 import { launchStack, type LaunchedStack } from '@mileage/devstack';
 import { drivesV1 } from '@mileage/proto';
 import { createGrpcClient, freePort, type PromiseClient } from '@mileage/runtime';
+import { asOrganization } from '@mileage/runtime/testing';
 import { parse } from 'csv-parse/sync';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -39,7 +40,11 @@ before(async () => {
   const drivesPort = String(await freePort());
   // A retention of one day (the smallest TOMBSTONE_RETENTION_DAYS): a watermark two days old is past it (410).
   stack = await launchStack({ env: { DRIVES_GRPC_PORT: drivesPort, TOMBSTONE_RETENTION_DAYS: '1' } });
-  drives = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${drivesPort}`, { defaultDeadlineMs: 10_000 });
+  // The platform's own writes (a review, a deletion) on the demo organization's drives.
+  drives = asOrganization(
+    createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${drivesPort}`, { defaultDeadlineMs: 10_000 }),
+    1,
+  );
   dir = mkdtempSync(path.join(tmpdir(), 'payroll-it-'));
   env = {
     MILEAGE_API_URL: stack.gatewayUrl,
