@@ -62,7 +62,16 @@ async function startDnsServer(addresses: string[]): Promise<{ port: number; clos
 async function startReplica(host: string, port: number): Promise<GrpcServerHandle> {
   const handlers = new Proxy({} as Handlers<usersV1.UsersServiceServer>, {
     get: () => async () => ({
-      user: { id: host, userName: host, emails: [], active: true, timezone: 'UTC', version: 1 },
+      user: {
+        id: host,
+        userName: host,
+        emails: [],
+        active: true,
+        timezone: 'UTC',
+        version: 1,
+        organizationId: 1,
+        organizationAdmin: false,
+      },
     }),
   });
   return startGrpcServer({

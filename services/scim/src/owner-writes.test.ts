@@ -14,7 +14,7 @@ import {
   type GrpcServerHandle,
   type PromiseClient,
 } from '@mileage/runtime';
-import { createTestDatabase, startTestService, type TestDatabase } from '@mileage/runtime/testing';
+import { asOrganization, createTestDatabase, startTestService, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -126,8 +126,11 @@ before(async () => {
     deadlineMs: 5_000,
   });
   owners.push(u, g);
-  ({ address: usersAddress, client: users } = u);
-  ({ address: groupsAddress, client: groups } = g);
+  // The tests' own reads and writes act for the organization the SCIM requests act for (1).
+  ({ address: usersAddress } = u);
+  ({ address: groupsAddress } = g);
+  users = asOrganization(u.client, 1);
+  groups = asOrganization(g.client, 1);
 });
 
 after(async () => {

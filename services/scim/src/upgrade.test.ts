@@ -3,7 +3,7 @@
 // and of this one, each service as its own least-privileged role, then the administrator retires the scim schema.
 // SCIM has no migrations any more: the scim schema is written here as that release's hand-over left it.
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { createDatabase, grantRuntimeAccess, type Database, type Knex } from '@mileage/runtime';
+import { createDatabase, grantRuntimeAccess, inOrganization, type Database, type Knex } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';
@@ -141,10 +141,17 @@ async function upgrade({ users, groups }: Upgrade): Promise<void> {
   await groups.migrate();
 }
 
+/**
+ * A read of the upgraded owners' tables: everything an installation from before organizations had belongs to its
+ * default organization (1), and row-level security shows a transaction only the organization it declares.
+ */
+const asUpgraded = <T>(knex: Knex, read: (trx: Knex.Transaction) => Promise<T>): Promise<T> =>
+  inOrganization(knex, 1, read);
+
 /** The owners' trails: each entry as [operation, resource id, actor, request id]. */
 async function trails({ users, groups }: Upgrade): Promise<{ users: string[][]; groups: string[][] }> {
   const entries = async (knex: Knex, column: string) =>
-    ((await knex('provisioning_audit').orderBy('id')) as Record<string, unknown>[]).map((e) =>
+    ((await asUpgraded(knex, (trx) => trx('provisioning_audit').orderBy('id'))) as Record<string, unknown>[]).map((e) =>
       [e.operation, e[column], e.actor, e.request_id].map(String),
     );
   return { users: await entries(users.knex, 'user_id'), groups: await entries(groups.knex, 'team_id') };
@@ -179,12 +186,12 @@ test('attribute tables that held data: attributes and audit entries move to the 
 
   await upgrade(db);
 
-  const [upgraded] = await db.users.knex('users').where({ id: 'Upgrade001' });
+  const [upgraded] = await asUpgraded(db.users.knex, (trx) => trx('users').where({ id: 'Upgrade001' }));
   assert.deepEqual(upgraded.scim_attributes, attributes);
   assert.equal(Number(upgraded.version), 3, 'the version (the ETag clients hold) is unchanged');
-  const [plain] = await db.users.knex('users').where({ id: 'Upgrade002' });
+  const [plain] = await asUpgraded(db.users.knex, (trx) => trx('users').where({ id: 'Upgrade002' }));
   assert.equal(plain.scim_attributes, null);
-  const [upgradedTeam] = await db.groups.knex('teams').where({ id: teamId });
+  const [upgradedTeam] = await asUpgraded(db.groups.knex, (trx) => trx('teams').where({ id: teamId }));
   assert.equal(upgradedTeam.external_id, 'okta-upgraders');
   // The release before copied the entries already: this one finds them there and copies none again.
   assert.deepEqual(await trails(db), expectedTrails(teamId));
