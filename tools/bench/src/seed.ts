@@ -14,6 +14,9 @@ export interface BenchData {
   userNames: string[];
 }
 
+/** Every row the bench seeds belongs to organization 1: each seeding session declares it (the tables take it). */
+const DECLARE_ORGANIZATION = `SELECT set_config('mileage.organization_id', '1', false)`;
+
 /** Sync team reports per statement. */
 const WALK_CHUNK = 100_000;
 /** Connections writing them at once (the machine has 2 cores). */
@@ -39,8 +42,7 @@ export async function seedBench(
   // session neither waits for WAL flushes at commit nor fires the foreign-key triggers (every row it writes refers to
   // a row it wrote before). The server keeps fsync on, and the CHECKPOINT at the end puts everything on disk before
   // anything is measured.
-  // Every row the bench seeds belongs to organization 1 (the tables' organization defaults take this session's).
-  await client.query(`SELECT set_config('mileage.organization_id', '1', false)`);
+  await client.query(DECLARE_ORGANIZATION);
   await client.query(`SET synchronous_commit = off`);
   await client.query(`SET session_replication_role = replica`);
   await client.query(`SET maintenance_work_mem = '1GB'`);
@@ -92,6 +94,7 @@ export async function seedBench(
     own.on('error', () => {}); // a lost connection rejects the query in flight, which ends the seeding
     await own.connect();
     try {
+      await own.query(DECLARE_ORGANIZATION);
       await own.query(`SET synchronous_commit = off`);
       await own.query(`SET session_replication_role = replica`);
       for (let chunk = next++; chunk < chunks; chunk = next++) {

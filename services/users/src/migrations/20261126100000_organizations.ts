@@ -42,7 +42,7 @@ export async function up(knex: Knex): Promise<void> {
     // (users-repo.ts, STORED_LOWER_CASE).
     `ALTER TABLE users ADD COLUMN IF NOT EXISTS user_name_key text`,
     `ALTER TABLE users ADD COLUMN IF NOT EXISTS display_name_key text`,
-    `CREATE OR REPLACE FUNCTION users_lookup_keys() RETURNS trigger LANGUAGE plpgsql AS $$
+    `CREATE OR REPLACE FUNCTION users_lookup_keys() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
      BEGIN
        NEW.user_name_key := lower(NEW.user_name);
        NEW.display_name_key := lower(NEW.display_name);
@@ -50,6 +50,10 @@ export async function up(knex: Knex): Promise<void> {
      END $$`,
     `CREATE OR REPLACE TRIGGER users_lookup_keys BEFORE INSERT OR UPDATE ON users
        FOR EACH ROW EXECUTE FUNCTION users_lookup_keys()`,
+    // (Both functions run in this schema whatever the writing session's search_path: SET search_path FROM CURRENT.)
+    // Derived data: kept even by a session replaying rows (session_replication_role = replica, as a bulk load or a
+    // logical replica runs), which fires no ordinary trigger.
+    `ALTER TABLE users ENABLE ALWAYS TRIGGER users_lookup_keys`,
     `ALTER TABLE users DROP CONSTRAINT IF EXISTS users_lookup_keys_check,
        ADD CONSTRAINT users_lookup_keys_check
          CHECK (user_name_key IS NOT DISTINCT FROM lower(user_name)
@@ -63,7 +67,7 @@ export async function up(knex: Knex): Promise<void> {
        PRIMARY KEY (user_id, value_key)
      )`,
     `CREATE INDEX IF NOT EXISTS user_email_values_lookup_idx ON user_email_values (organization_id, value_key)`,
-    `CREATE OR REPLACE FUNCTION users_email_values() RETURNS trigger LANGUAGE plpgsql AS $$
+    `CREATE OR REPLACE FUNCTION users_email_values() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
      BEGIN
        -- A row from before this migration (no keys yet) gets its values on its first update: the backfill's.
        IF TG_OP = 'UPDATE' AND NEW.emails IS NOT DISTINCT FROM OLD.emails AND OLD.user_name_key IS NOT NULL THEN
@@ -77,6 +81,7 @@ export async function up(knex: Knex): Promise<void> {
      END $$`,
     `CREATE OR REPLACE TRIGGER users_email_values AFTER INSERT OR UPDATE ON users
        FOR EACH ROW EXECUTE FUNCTION users_email_values()`,
+    `ALTER TABLE users ENABLE ALWAYS TRIGGER users_email_values`,
   ])
     await knex.raw(statement);
   await backfillLookupKeys(knex);
