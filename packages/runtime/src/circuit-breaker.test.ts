@@ -14,7 +14,7 @@ import { startGrpcServer, type GrpcServerHandle } from './grpc-server';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
 import { freePort } from './net';
-import { usersServiceStub } from './users-stub.fixture';
+import { usersServiceStub, stubUser } from './users-stub.fixture';
 
 type Behaviour = 'ok' | 'hang' | 'gate' | 'notFound' | 'invalid' | 'denied' | 'databaseDown';
 
@@ -70,16 +70,7 @@ const handlers = usersServiceStub({
         break;
     }
     return {
-      user: {
-        id: req.id,
-        userName: 'x',
-        emails: [],
-        active: true,
-        timezone: 'UTC',
-        version: 1,
-        organizationId: 1,
-        organizationAdmin: false,
-      },
+      user: stubUser(req.id),
     };
   },
 });

@@ -16,7 +16,7 @@ import { checkGrpcTls, grpcTls, grpcTlsConfigShape } from './grpc-tls';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
 import { createTestPki, type TestPki } from './testing';
-import { usersServiceStub } from './users-stub.fixture';
+import { usersServiceStub, stubUser } from './users-stub.fixture';
 
 const logger = createLogger({ service: 'grpc-tls-test', level: 'silent' });
 let dir: string;
@@ -33,16 +33,7 @@ const handlers = usersServiceStub({
   getUser: async (req) => {
     calls++;
     return {
-      user: {
-        id: req.id,
-        userName: 'tls@example.com',
-        emails: [],
-        active: true,
-        timezone: 'UTC',
-        version: 1,
-        organizationId: 1,
-        organizationAdmin: false,
-      },
+      user: stubUser(req.id, 'tls@example.com'),
     };
   },
 });

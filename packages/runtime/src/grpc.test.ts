@@ -10,7 +10,7 @@ import { createGrpcClient } from './grpc-client';
 import { startGrpcServer } from './grpc-server';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
-import { usersServiceStub } from './users-stub.fixture';
+import { usersServiceStub, stubUser } from './users-stub.fixture';
 
 const logger = createLogger({ service: 'grpc-test', level: 'silent' });
 
@@ -40,16 +40,7 @@ describe('gRPC bootstrap', () => {
         entered();
         await gate;
         return {
-          user: {
-            id: req.id,
-            userName: 'x',
-            emails: [],
-            active: true,
-            timezone: 'UTC',
-            version: 1,
-            organizationId: 1,
-            organizationAdmin: false,
-          },
+          user: stubUser(req.id),
         };
       },
     });

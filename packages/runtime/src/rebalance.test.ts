@@ -8,6 +8,7 @@
  */
 import './rebalance.env';
 import { usersV1, PROTO_FILES } from '@mileage/proto';
+import { stubUser } from './users-stub.fixture';
 import assert from 'node:assert/strict';
 import * as dgram from 'node:dgram';
 import { test } from 'node:test';
@@ -62,16 +63,7 @@ async function startDnsServer(addresses: string[]): Promise<{ port: number; clos
 async function startReplica(host: string, port: number): Promise<GrpcServerHandle> {
   const handlers = new Proxy({} as Handlers<usersV1.UsersServiceServer>, {
     get: () => async () => ({
-      user: {
-        id: host,
-        userName: host,
-        emails: [],
-        active: true,
-        timezone: 'UTC',
-        version: 1,
-        organizationId: 1,
-        organizationAdmin: false,
-      },
+      user: stubUser(host, host),
     }),
   });
   return startGrpcServer({

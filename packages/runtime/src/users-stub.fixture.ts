@@ -16,3 +16,17 @@ export function usersServiceStub(
     ...overrides,
   };
 }
+
+/** A whole user as a stub answers it (every field the wire needs), named `id`. */
+export function stubUser(id: string, userName = 'x'): usersV1.User {
+  return {
+    id,
+    userName,
+    emails: [],
+    active: true,
+    timezone: 'UTC',
+    version: 1,
+    organizationId: 1,
+    organizationAdmin: false,
+  };
+}
