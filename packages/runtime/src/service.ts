@@ -16,6 +16,7 @@ import { checkGrpcTls, grpcTls, grpcTlsConfigShape, type GrpcTlsConfig } from '.
 import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
 import { handleShutdown } from './shutdown';
+import { roleBypassingPolicies } from './tenancy';
 import { startTracing } from './tracing';
 
 const postgresUrl = () => z.string().regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL');
@@ -361,6 +362,18 @@ async function openServiceDatabase(
       .finally(() => owner.close());
     logger.info({ applied, granted_to: grantedTo }, 'migrations applied');
   }
+  // Best effort: while PostgreSQL is not reachable the service starts anyway (its health check reports it).
+  roleBypassingPolicies(db.knex).then(
+    (role) => {
+      if (role)
+        logger.warn(
+          { role },
+          'the runtime role bypasses row-level security (superuser or BYPASSRLS): organizations are kept apart by the ' +
+            "queries' own filters only; run the service as a role that owns nothing (docs/operations.md)",
+        );
+    },
+    () => {},
+  );
   return db;
 }
 

@@ -118,3 +118,15 @@ export function foreignKeyStatements(table: string, constraint: string, definiti
 
 /** A column default that takes the transaction's declared organization: inserts need not name it. */
 export const DECLARED_ORGANIZATION_DEFAULT = DECLARED;
+
+/**
+ * The role of `knex`'s connections when no row-level security policy applies to it (a superuser or a BYPASSRLS role:
+ * PostgreSQL skips every policy for them, FORCE or not), undefined when the policies apply. A service running as such a
+ * role keeps its own organization filters but loses the second wall; the service says so at start (runService).
+ */
+export async function roleBypassingPolicies(knex: Knex): Promise<string | undefined> {
+  const { rows } = await knex.raw<{ rows: { role: string; bypasses: boolean }[] }>(
+    'SELECT rolname AS role, rolsuper OR rolbypassrls AS bypasses FROM pg_roles WHERE rolname = current_user',
+  );
+  return rows[0]?.bypasses ? rows[0].role : undefined;
+}
