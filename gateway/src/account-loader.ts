@@ -2,21 +2,33 @@ import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { usersV1 } from '@mileage/proto';
 import { isUserId, type CallSettings, type PromiseClient } from '@mileage/runtime';
 
+/** The Users service's batch size (BatchGetUsers). */
+const MAX_BATCH = 1000;
+
 interface Waiter {
   resolve(user: usersV1.User | undefined): void;
   reject(err: unknown): void;
 }
 
+/** The lookups of one turn that act in one scope: an organization, or none (the callers' own accounts). */
+interface Batch {
+  /** The first lookup's settings: it lends its request id, trace and organization to the shared calls. */
+  call: CallSettings;
+  waiters: Map<string, Waiter[]>;
+}
+
 /**
- * Reads caller accounts for /v1 requests: the requests of one turn of the event loop that name the same user share
- * one GetUser call (the DataLoader pattern). Every request still reads the account after it arrived — nothing is
- * cached across turns — so a deactivation is seen by the next request. GetUser, not BatchGetUsers: only GetUser may
- * be asked without an organization (the caller's organization is what the answer tells), and the callers of one turn
- * may belong to different organizations.
+ * Reads users for /v1 requests, batching the lookups of one turn of the event loop (the DataLoader pattern). Every
+ * request still reads after it arrived — nothing is cached across turns — so a deactivation is seen by the next
+ * request. The lookups are batched per organization, never across:
+ * - a caller's own account is read without an organization (its organization is what the answer tells): one GetUser
+ *   per distinct user, the one read the Users service answers across organizations;
+ * - users read inside an organization (a page's drivers) share one BatchGetUsers per organization and turn, which
+ *   finds nothing of another organization.
  */
 export class AccountLoader {
-  private pending = new Map<string, Waiter[]>();
-  private batchCall: CallSettings | undefined;
+  private pending = new Map<number | undefined, Batch>();
+  private scheduled = false;
 
   constructor(private readonly users: PromiseClient<usersV1.UsersServiceClient>) {}
 
@@ -24,38 +36,52 @@ export class AccountLoader {
   load(userId: string, call: CallSettings): Promise<usersV1.User | undefined> {
     if (!isUserId(userId)) return Promise.resolve(undefined);
     return new Promise((resolve, reject) => {
-      const waiters = this.pending.get(userId);
+      let batch = this.pending.get(call.organizationId);
+      if (!batch) this.pending.set(call.organizationId, (batch = { call, waiters: new Map() }));
+      const waiters = batch.waiters.get(userId);
       if (waiters) waiters.push({ resolve, reject });
-      else this.pending.set(userId, [{ resolve, reject }]);
-      if (this.batchCall === undefined) {
-        // The first request of the turn lends its request id and trace to the shared call.
-        this.batchCall = call;
+      else batch.waiters.set(userId, [{ resolve, reject }]);
+      if (!this.scheduled) {
+        this.scheduled = true;
         setImmediate(() => this.flush());
       }
     });
   }
 
   private flush(): void {
-    const batch = this.pending;
-    const call = this.batchCall!;
+    const batches = this.pending;
     this.pending = new Map();
-    this.batchCall = undefined;
-    for (const [id, waiters] of batch)
-      void this.fetch(id, call).then(
-        (user) => {
-          for (const w of waiters) w.resolve(user);
-        },
-        (err: unknown) => {
-          for (const w of waiters) w.reject(err);
-        },
-      );
+    this.scheduled = false;
+    for (const { call, waiters } of batches.values()) {
+      const ids = [...waiters.keys()];
+      const chunks =
+        call.organizationId === undefined
+          ? ids.map((id) => [id])
+          : Array.from({ length: Math.ceil(ids.length / MAX_BATCH) }, (_, i) =>
+              ids.slice(i * MAX_BATCH, (i + 1) * MAX_BATCH),
+            );
+      for (const chunk of chunks)
+        void this.fetch(chunk, call).then(
+          (found) => {
+            for (const id of chunk) for (const w of waiters.get(id)!) w.resolve(found.get(id));
+          },
+          (err: unknown) => {
+            for (const id of chunk) for (const w of waiters.get(id)!) w.reject(err);
+          },
+        );
+    }
   }
 
-  private async fetch(id: string, call: CallSettings): Promise<usersV1.User | undefined> {
+  private async fetch(ids: string[], call: CallSettings): Promise<Map<string, usersV1.User>> {
+    if (call.organizationId !== undefined) {
+      const { users } = await this.users.batchGetUsers({ ids }, call);
+      return new Map(users.map((u) => [u.id, u]));
+    }
     try {
-      return (await this.users.getUser({ id, includeDeleted: false }, call)).user;
+      const { user } = await this.users.getUser({ id: ids[0]!, includeDeleted: false }, call);
+      return new Map(user ? [[user.id, user]] : []);
     } catch (err) {
-      if ((err as Partial<ServiceError>).code === grpcStatus.NOT_FOUND) return undefined;
+      if ((err as Partial<ServiceError>).code === grpcStatus.NOT_FOUND) return new Map();
       throw err;
     }
   }

@@ -1,0 +1,52 @@
+import type { usersV1 } from '@mileage/proto';
+import type { CallSettings, PromiseClient } from '@mileage/runtime';
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { AccountLoader } from './account-loader';
+
+/** A Users client that records its calls and knows users A…, B… of organizations 1 and 2. */
+function recordingUsers() {
+  const calls: { method: string; ids: string[]; organizationId: number | undefined }[] = [];
+  const organizationOf = (id: string) => (id.startsWith('A') ? 1 : 2);
+  const user = (id: string) => ({ id, active: true, organizationId: organizationOf(id) }) as usersV1.User;
+  const users = {
+    getUser: async ({ id }: usersV1.GetUserRequest, call?: CallSettings) => {
+      calls.push({ method: 'getUser', ids: [id], organizationId: call?.organizationId });
+      return { user: user(id) };
+    },
+    batchGetUsers: async ({ ids }: usersV1.BatchGetUsersRequest, call?: CallSettings) => {
+      calls.push({ method: 'batchGetUsers', ids, organizationId: call?.organizationId });
+      return { users: ids.filter((id) => organizationOf(id) === call?.organizationId).map(user) };
+    },
+  } as unknown as PromiseClient<usersV1.UsersServiceClient>;
+  return { users, calls };
+}
+
+test("one turn's lookups: callers one GetUser each without an organization, the rest one BatchGetUsers per organization", async () => {
+  const { users, calls } = recordingUsers();
+  const loader = new AccountLoader(users);
+  const found = await Promise.all([
+    // The first lookup of the turn acts in an organization: the callers' reads must not borrow it.
+    loader.load('A000000001', { organizationId: 1 }),
+    loader.load('A000000002', {}),
+    loader.load('B000000001', {}),
+    loader.load('A000000003', { organizationId: 1 }),
+    loader.load('A000000001', { organizationId: 1 }),
+    loader.load('B000000002', { organizationId: 2 }),
+    // Another organization's user asked inside organization 1: not found, whatever exists elsewhere.
+    loader.load('B000000003', { organizationId: 1 }),
+  ]);
+  assert.deepEqual(
+    found.map((u) => u?.id),
+    ['A000000001', 'A000000002', 'B000000001', 'A000000003', 'A000000001', 'B000000002', undefined],
+  );
+  assert.deepEqual(
+    calls.sort((a, b) => a.ids[0]!.localeCompare(b.ids[0]!)),
+    [
+      { method: 'batchGetUsers', ids: ['A000000001', 'A000000003', 'B000000003'], organizationId: 1 },
+      { method: 'getUser', ids: ['A000000002'], organizationId: undefined },
+      { method: 'getUser', ids: ['B000000001'], organizationId: undefined },
+      { method: 'batchGetUsers', ids: ['B000000002'], organizationId: 2 },
+    ],
+  );
+});
