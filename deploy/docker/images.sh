@@ -7,6 +7,7 @@
 #   IMAGES_OUT_DIR (${TMPDIR:-/tmp}/mileage-images)   where the OCI archives go (mileage-<component>-<tag>.oci.tar)
 #   IMAGES_CA_BUNDLE (/etc/ssl/certs/ca-certificates.crt)  the CA bundle handed to the build as the secret "ca"
 #   IMAGES_COMPONENTS (all six)                        a subset to build, e.g. "users gateway"
+#   IMAGES_JOBS (2)                                    how many components build at a time
 # Needs podman, buildah, skopeo, runc and mmdebstrap (deploy/docker/setup-host.sh installs them on Debian).
 set -euo pipefail
 # shellcheck source=host/env.sh
@@ -25,8 +26,10 @@ mkdir -p "$out"
 
 bash "$docker_dir/base.sh"
 
-for c in "${components[@]}"; do
-  image="localhost/mileage-$c:$tag"
+# One component: build, check, export. Two run at a time (IMAGES_JOBS): one's layer commits, checks and export are
+# mostly I/O and compression while the other compiles.
+build_component() {
+  local c=$1 image="localhost/mileage-$1:$tag" t0 size_mb user archive
   t0=$(now_ms)
   # --network host: the build reaches the registries as this machine does (no CNI network is set up here).
   podman build --quiet --network host --secret "id=ca,src=$ca_bundle" \
@@ -43,15 +46,23 @@ for c in "${components[@]}"; do
       try { fs.writeFileSync("/app/probe", ""); throw new Error("/app is writable"); } catch (e) { if (e.code !== "EROFS" && e.code !== "EACCES") throw e; }
       fs.writeFileSync("/tmp/probe", "");
       for (const f of ["main.js", "migrate.js"]) if (fs.existsSync(f)) require.resolve("/app/" + f);' ||
-    { log "$image fails the runtime checks"; exit 1; }
-  [ "$size_mb" -le "$SIZE_BUDGET_MB" ] || { log "$image is $size_mb MB, over the budget of $SIZE_BUDGET_MB MB"; exit 1; }
+    { log "$image fails the runtime checks"; return 1; }
+  [ "$size_mb" -le "$SIZE_BUDGET_MB" ] || { log "$image is $size_mb MB, over the budget of $SIZE_BUDGET_MB MB"; return 1; }
   archive="$out/mileage-$c-$tag.oci.tar"
   # Only this build's archive per component: CI's machine keeps the folder between runs.
   rm -f "$out/mileage-$c-"*.oci.tar
-  skopeo copy --quiet "containers-storage:$image" "oci-archive:$archive:mileage-$c:$tag"
+  # gzip level 1: measured 13.5 s per image against 21 s at the default level, for 133 MB against 119 MB.
+  skopeo copy --quiet --dest-compress-level 1 "containers-storage:$image" "oci-archive:$archive:mileage-$c:$tag"
   skopeo inspect --format '{{.Digest}}' "oci-archive:$archive" >/dev/null
   log "$image: $size_mb MB, user $user, read-only root ok, $(du -m "$archive" | cut -f1) MB archive; $(seconds_since "$t0") s"
+}
+failed=0
+for c in "${components[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "${IMAGES_JOBS:-2}" ]; do wait -n || failed=1; done
+  build_component "$c" &
 done
+while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n || failed=1; done
+[ "$failed" = 0 ] || { log "an image failed (above)"; exit 1; }
 
 # The local images the stack test runs beside ours, tagged by the version they carry and their build files' hash;
 # built only when podman's storage lacks that tag.

@@ -11,7 +11,7 @@
 // Every container shares the host's network namespace and binds 127.0.0.1 only (no CNI network is set up on these
 // machines); the six run with a read-only root, /tmp as their only writable path, no capabilities and no new
 // privileges, as the chart's securityContext has them. All containers of the run are removed at the end.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -68,6 +68,15 @@ function podman(args, { check = true } = {}) {
   const result = spawnSync('podman', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   if (check && result.status !== 0) throw new Error(`podman ${args[0]} failed: ${result.stderr.trim()}`);
   return result;
+}
+function podmanAsync(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('podman', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stderr }));
+  });
 }
 const envArgs = (env) => Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
 // The chart's container securityContext (read-only root, no capabilities, no privilege escalation) and its /tmp.
@@ -272,10 +281,12 @@ try {
   say(`acceptance tests passed in ${seconds(t0)} s`);
 
   // SIGTERM, front to back as a rollout would stop them: the process logs that it shuts down on SIGTERM, then that
-  // it stopped (every drain step done within SHUTDOWN_TIMEOUT_MS), and exits 0.
-  for (const name of ['gateway', ...SERVICES.map((s) => s.name)]) {
+  // it stopped (every drain step done within SHUTDOWN_TIMEOUT_MS), and exits 0. Users, Groups and Drives take ~10 s
+  // each (the bound of their drain): they are stopped together, after SCIM and before Webhooks, which they call.
+  const drain = async (name) => {
     const t = Date.now();
-    podman(['stop', '-t', '30', `${run}-${name}`]);
+    const stop = await podmanAsync(['stop', '-t', '30', `${run}-${name}`]);
+    if (stop.code !== 0) throw new Error(`podman stop ${name} failed: ${stop.stderr.trim()}`);
     const code = podman(['inspect', '--format', '{{.State.ExitCode}}', `${run}-${name}`]).stdout.trim();
     const lines = logs(name)
       .split('\n')
@@ -294,7 +305,10 @@ try {
         `${name} did not drain cleanly on SIGTERM (exit ${code}):\n${logs(name).split('\n').slice(-15).join('\n')}`,
       );
     say(`${name}: SIGTERM → "shutting down", "stopped", exit 0 in ${seconds(t)} s`);
-  }
+  };
+  const waves = [['gateway'], ['scim'], ['users', 'groups', 'drives'], ['webhooks']];
+  if (waves.flat().length !== SERVICES.length + 1) throw new Error('a service is missing from the drain order');
+  for (const wave of waves) await Promise.all(wave.map(drain));
 } catch (err) {
   failed = true;
   console.error(`stack: ${err instanceof Error ? err.message : err}`);

@@ -2,6 +2,8 @@
 # Builds the cluster's programs from the Go module proxy once, and prints the folder of each (NAME=path lines):
 #   kubernetes  kube-apiserver, kube-controller-manager, kube-scheduler (build/control-plane: k8s.io/kubernetes with its
 #               ./staging replace directives swapped for the published k8s.io/* modules; ≈ 15 min cold on 2 cores)
+#   kubelet, pause  only with KUBE_NODE=kubelet: the kubelet (build/control-plane) and the pod sandbox's program
+#               (build/pause)
 #   etcd        etcd (build/etcd); kwok: kwok (build/kwok); yaml2json: the tests' YAML reader (build/yaml2json)
 #   stages      kwok's Stages (its module's kustomize/stage): without them kwok refuses to start; with them it marks the
 #               node Ready, renews its Lease, and moves pods Running and ready, a Job's pods Succeeded, deleted ones gone
@@ -49,6 +51,13 @@ v=k8s.io/component-base/version
 build kubernetes control-plane "$kube_version" \
   "-X $v.gitVersion=$kube_version -X $v.gitMajor=1 -X $v.gitMinor=${minor%%.*} -X $v.gitTreeState=clean" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+if [ "${KUBE_NODE:-kwok}" = kubelet ]; then
+  # The real node of KUBE_NODE=kubelet (real-node.sh): the kubelet from the same module, and the sandbox's program.
+  build kubelet control-plane "$kube_version" \
+    "-X $v.gitVersion=$kube_version -X $v.gitMajor=1 -X $v.gitMinor=${minor%%.*} -X $v.gitTreeState=clean" \
+    k8s.io/kubernetes/cmd/kubelet
+  build pause pause v1 "" .
+fi
 build etcd etcd "$(version_of etcd go.etcd.io/etcd/server/v3)" "" go.etcd.io/etcd/server/v3
 kwok_version="$(version_of kwok sigs.k8s.io/kwok)"
 build kwok kwok "$kwok_version" "" sigs.k8s.io/kwok/cmd/kwok

@@ -1,6 +1,7 @@
-// Scratch module that builds kube-apiserver, kube-controller-manager and kube-scheduler from the Go module proxy:
-// k8s.io/kubernetes points its staging modules at ./staging, which a module download does not carry, so each is
-// replaced by its published k8s.io/*@v0.37.2 module. Built by deploy/kube/build.sh with GOWORK=off.
+// Scratch module that builds kube-apiserver, kube-controller-manager and kube-scheduler (and the kubelet, for
+// KUBE_NODE=kubelet) from the Go module proxy: k8s.io/kubernetes points its staging modules at ./staging, which a
+// module download does not carry, so each is replaced by its published k8s.io/*@v0.37.2 module. Built by
+// deploy/kube/build.sh with GOWORK=off.
 module mileage.local/kube-control-plane
 
 go 1.26.0
@@ -13,6 +14,7 @@ require (
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
 	github.com/JeffAshton/win_pdh v0.0.0-20161109143554-76bb4ee9f0ab // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
+	github.com/Microsoft/hnslib v0.1.3 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -93,6 +95,7 @@ require (
 	go.etcd.io/etcd/client/pkg/v3 v3.7.0 // indirect
 	go.etcd.io/etcd/client/v3 v3.7.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful v0.69.0 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.68.0 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.69.0 // indirect
 	go.opentelemetry.io/otel v1.44.0 // indirect
@@ -136,6 +139,7 @@ require (
 	k8s.io/controller-manager v0.37.2 // indirect
 	k8s.io/cri-api v0.37.2 // indirect
 	k8s.io/cri-client v0.0.0 // indirect
+	k8s.io/cri-streaming v0.0.0 // indirect
 	k8s.io/csi-translation-lib v0.0.0 // indirect
 	k8s.io/dynamic-resource-allocation v0.37.2 // indirect
 	k8s.io/endpointslice v0.0.0 // indirect
