@@ -71,10 +71,11 @@ try {
   const csvLines = () => readFileSync(env.PAYROLL_CSV, 'utf8').split('\n').slice(1).filter(Boolean);
   const csvIds = () => csvLines().map((line) => line.split(',')[0]);
 
-  // The driver deletes a reported drive in the app: the next export removes its row, and only its row.
+  // The driver deletes a reported drive in the app (a platform write inside the demo organization, 1): the next export
+  // removes its row, and only its row.
   const lines = csvLines();
   const [deletedId, driverId] = lines.at(-1).split(',');
-  await drives.deleteDrive({ driveId: Number(deletedId), userId: driverId });
+  await drives.deleteDrive({ driveId: Number(deletedId), userId: driverId }, { organizationId: 1 });
   const third = npmRun('export', env);
   if (
     (await third.exited) !== 0 ||
