@@ -1,6 +1,7 @@
 // `npm run bench:scim`: does an identity provider's lookup cost the same at 1,000 users as at 1,000,000? Grows one
 // database through the sizes given and, at each, times the filtered GETs that Entra ID and Okta send before every
 // change, through the real SCIM service and the Users and Groups services over gRPC (sequential calls).
+import { DECLARE_VOLUME_ORGANIZATION } from '@mileage/devstack';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, scimV1, usersV1 } from '@mileage/proto';
 import { attestActor, createLogger } from '@mileage/runtime';
@@ -87,7 +88,7 @@ async function main(): Promise<void> {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     // Everything seeded belongs to organization 1 (the tables' organization defaults take this session's).
-    await admin.query(`SELECT set_config('mileage.organization_id', '1', false)`);
+    await admin.query(DECLARE_VOLUME_ORGANIZATION);
     // 200 groups for the displayName lookup.
     await admin.query(`INSERT INTO groups.teams (display_name) SELECT 'Team ' || g FROM generate_series(1, 200) g`);
 

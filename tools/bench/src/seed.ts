@@ -1,6 +1,6 @@
 // The data `npm run bench` measures: volume users in teams of 100 with their drives (the seeder's generateVolume),
 // review comments on some reported drives, and one "sync" team whose admin walks `walk` reported drives.
-import { generateVolume } from '@mileage/devstack';
+import { DECLARE_VOLUME_ORGANIZATION, generateVolume } from '@mileage/devstack';
 import pg from 'pg';
 
 export interface BenchData {
@@ -13,9 +13,6 @@ export interface BenchData {
   /** The userName of every volume user, for the SCIM lookup (`userName eq "…"`). */
   userNames: string[];
 }
-
-/** Every row the bench seeds belongs to organization 1: each seeding session declares it (the tables take it). */
-const DECLARE_ORGANIZATION = `SELECT set_config('mileage.organization_id', '1', false)`;
 
 /** Sync team reports per statement. */
 const WALK_CHUNK = 100_000;
@@ -42,7 +39,7 @@ export async function seedBench(
   // session neither waits for WAL flushes at commit nor fires the foreign-key triggers (every row it writes refers to
   // a row it wrote before). The server keeps fsync on, and the CHECKPOINT at the end puts everything on disk before
   // anything is measured.
-  await client.query(DECLARE_ORGANIZATION);
+  await client.query(DECLARE_VOLUME_ORGANIZATION);
   await client.query(`SET synchronous_commit = off`);
   await client.query(`SET session_replication_role = replica`);
   await client.query(`SET maintenance_work_mem = '1GB'`);
@@ -94,7 +91,7 @@ export async function seedBench(
     own.on('error', () => {}); // a lost connection rejects the query in flight, which ends the seeding
     await own.connect();
     try {
-      await own.query(DECLARE_ORGANIZATION);
+      await own.query(DECLARE_VOLUME_ORGANIZATION);
       await own.query(`SET synchronous_commit = off`);
       await own.query(`SET session_replication_role = replica`);
       for (let chunk = next++; chunk < chunks; chunk = next++) {

@@ -26,6 +26,9 @@ export const SERVICES = ['users', 'groups', 'drives', 'scim'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 export const HOSTS = { a: '127.0.0.1', b: '127.0.0.2' } as const;
 export type ReplicaId = keyof typeof HOSTS;
+/** How long each gateway trusts a SCIM secret token it resolved: the stack sets it, the token row judges by it. */
+export const SCIM_TOKEN_CACHE_SECONDS = 5;
+
 export const SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
 
 /** A Node.js process of the stack that can be stopped (SIGTERM, as the kubelet does), frozen and started again. */
@@ -251,7 +254,7 @@ async function build(
       // Two replicas' pools of each service against one PostgreSQL.
       services: { DATABASE_POOL_MAX: '4' },
       // The load is a few callers at hundreds of requests a second: the limits would answer 429 to it.
-      gateway: { RATE_LIMIT_MULTIPLIER: '10000' },
+      gateway: { RATE_LIMIT_MULTIPLIER: '10000', SCIM_TOKEN_CACHE_SECONDS: String(SCIM_TOKEN_CACHE_SECONDS) },
     },
   });
   const { issuer } = wiring;

@@ -1,4 +1,4 @@
-export { generateVolume } from './volume';
+export { DECLARE_VOLUME_ORGANIZATION, generateVolume } from './volume';
 export { launchStack, type LaunchedStack } from './launch';
 export { startPostgres, type PostgresOptions, type RunningPostgres } from './embedded-postgres';
 export { provisionServiceRoles } from './postgres';

@@ -9,13 +9,16 @@ import type pg from 'pg';
  * (the tables' organization columns take the declared organization), and the Groups service's record of each member's
  * organization is written before the memberships that refer to it.
  */
+/** Declares, for a session's life, the organization its volume rows belong to (1): the tables' defaults take it. */
+export const DECLARE_VOLUME_ORGANIZATION = `SELECT set_config('mileage.organization_id', '1', false)`;
+
 export async function generateVolume(
   client: pg.Client,
   options: { users: number; drives: number; chunk?: number; log?: (msg: string) => void },
 ): Promise<{ users: number; groups: number; drives: number; reports: number }> {
   const log = options.log ?? (() => {});
   const users = options.users;
-  await client.query(`SELECT set_config('mileage.organization_id', '1', false)`);
+  await client.query(DECLARE_VOLUME_ORGANIZATION);
   const existing = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM users.users WHERE id LIKE 'V%'`))
     .rows[0]!.n;
   if (Number(existing) < users) {
