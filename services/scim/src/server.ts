@@ -223,7 +223,10 @@ function searchContext(ctx: RequestContext, body: unknown): RequestContext {
       (n) => n.toLowerCase() === key.toLowerCase(),
     );
     if (!name || value === null) continue;
-    if (Array.isArray(value)) query.set(name, value.map(String).join(','));
+    // A list (attributes, excludedAttributes) of names; anything else in it has the wrong type (String() of an
+    // object whose toString is not a function throws).
+    if (Array.isArray(value) && value.every((v) => typeof v === 'string' || typeof v === 'number'))
+      query.set(name, value.map(String).join(','));
     else if (typeof value === 'string' || typeof value === 'number') query.set(name, String(value));
     else throw scimErrors.invalidValue(`"${key}" has the wrong type`);
   }
