@@ -1,4 +1,3 @@
-import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { usersV1 } from '@mileage/proto';
 import { isUserId, type CallSettings, type PromiseClient } from '@mileage/runtime';
 
@@ -20,11 +19,11 @@ interface Batch {
 /**
  * Reads users for /v1 requests, batching the lookups of one turn of the event loop (the DataLoader pattern). Every
  * request still reads after it arrived — nothing is cached across turns — so a deactivation is seen by the next
- * request. The lookups are batched per organization, never across:
- * - a caller's own account is read without an organization (its organization is what the answer tells): one GetUser
- *   per distinct user, the one read the Users service answers across organizations;
- * - users read inside an organization (a page's drivers) share one BatchGetUsers per organization and turn, which
- *   finds nothing of another organization.
+ * request. One BatchGetUsers per scope and turn:
+ * - the callers' own accounts are read without an organization (each one's organization is what the answer tells):
+ *   the one read the Users service answers across organizations;
+ * - users read inside an organization (a page's drivers) share one call per organization, which finds nothing of
+ *   another organization.
  */
 export class AccountLoader {
   private pending = new Map<number | undefined, Batch>();
@@ -54,12 +53,9 @@ export class AccountLoader {
     this.scheduled = false;
     for (const { call, waiters } of batches.values()) {
       const ids = [...waiters.keys()];
-      const chunks =
-        call.organizationId === undefined
-          ? ids.map((id) => [id])
-          : Array.from({ length: Math.ceil(ids.length / MAX_BATCH) }, (_, i) =>
-              ids.slice(i * MAX_BATCH, (i + 1) * MAX_BATCH),
-            );
+      const chunks = Array.from({ length: Math.ceil(ids.length / MAX_BATCH) }, (_, i) =>
+        ids.slice(i * MAX_BATCH, (i + 1) * MAX_BATCH),
+      );
       for (const chunk of chunks)
         void this.fetch(chunk, call).then(
           (found) => {
@@ -73,16 +69,7 @@ export class AccountLoader {
   }
 
   private async fetch(ids: string[], call: CallSettings): Promise<Map<string, usersV1.User>> {
-    if (call.organizationId !== undefined) {
-      const { users } = await this.users.batchGetUsers({ ids }, call);
-      return new Map(users.map((u) => [u.id, u]));
-    }
-    try {
-      const { user } = await this.users.getUser({ id: ids[0]!, includeDeleted: false }, call);
-      return new Map(user ? [[user.id, user]] : []);
-    } catch (err) {
-      if ((err as Partial<ServiceError>).code === grpcStatus.NOT_FOUND) return new Map();
-      throw err;
-    }
+    const { users } = await this.users.batchGetUsers({ ids }, call);
+    return new Map(users.map((u) => [u.id, u]));
   }
 }

@@ -26,12 +26,12 @@ test("every call after the caller's account carries the account's organization",
       .setIssuedAt()
       .setExpirationTime('5m')
       .sign(privateKey);
-  const accountReads: (CallSettings | undefined)[] = [];
+  const accountReads: { ids: string[]; call: CallSettings | undefined }[] = [];
   const organizationOf: Record<string, number> = { ErinAdmin1: 2, AliceAdm01: 1 };
   const users = {
-    getUser: async ({ id }: usersV1.GetUserRequest, call?: CallSettings) => {
-      accountReads.push(call);
-      return { user: { id, active: true, organizationId: organizationOf[id] ?? 0 } };
+    batchGetUsers: async ({ ids }: usersV1.BatchGetUsersRequest, call?: CallSettings) => {
+      accountReads.push({ ids, call });
+      return { users: ids.map((id) => ({ id, active: true, organizationId: organizationOf[id] ?? 0 })) };
     },
   } as unknown as PromiseClient<usersV1.UsersServiceClient>;
   const seen: { user: string; organizationId: number | undefined }[] = [];
@@ -73,8 +73,8 @@ test("every call after the caller's account carries the account's organization",
       { user: 'ErinAdmin1', organizationId: 2 },
     ],
   );
-  assert.equal(accountReads.length, 2);
-  assert.ok(accountReads.every((call) => call?.organizationId === undefined));
+  assert.deepEqual(accountReads.flatMap((r) => r.ids).sort(), ['AliceAdm01', 'ErinAdmin1']);
+  assert.ok(accountReads.every((r) => r.call?.organizationId === undefined));
   const orphan = await request(app)
     .get('/v1/test')
     .set('Authorization', `Bearer ${await token('Orphan0001')}`);

@@ -28,8 +28,8 @@ describe('trace context gateway → gRPC → SQL', () => {
     };
     const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
     const http = byName(/^GET \/v1\/users\/me$/);
-    const client = spans.find((s) => s.name === 'mileage.users.v1.UsersService/GetUser' && s.kind === 2)!;
-    const server = spans.find((s) => s.name === 'mileage.users.v1.UsersService/GetUser' && s.kind === 1)!;
+    const client = spans.find((s) => s.name === 'mileage.users.v1.UsersService/BatchGetUsers' && s.kind === 2)!;
+    const server = spans.find((s) => s.name === 'mileage.users.v1.UsersService/BatchGetUsers' && s.kind === 1)!;
     const sql = byName(/^SELECT users$/);
     assert.equal(parentOf(http), PARENT_ID);
     assert.equal(parentOf(client), http.spanContext().spanId);

@@ -251,12 +251,14 @@ describe('downstream failures', () => {
   test('a Users service that does not answer in time gives 504 at the deadline', { timeout: 15_000 }, async () => {
     let release!: () => void;
     const stuck = new Promise<void>((resolve) => (release = resolve));
+    // The caller's account is the first read: it never answers.
+    const never = async () => {
+      await stuck;
+      return {};
+    };
     const handlers: Handlers<usersV1.UsersServiceServer> = {
-      getUser: async () => {
-        await stuck;
-        return {};
-      },
-      batchGetUsers: async () => ({ users: [] }),
+      getUser: never,
+      batchGetUsers: never as never,
       listProvisioningEvents: async () => ({ events: [], hasMore: false }),
       createUser: async () => ({}),
       updateUser: async () => ({}),

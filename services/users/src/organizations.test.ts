@@ -63,7 +63,6 @@ describe('the Users process with organizations', () => {
       for (const call of [
         () => suite.users.createUser({ user: user() }),
         () => suite.users.listUsers({ offset: 0, limit: 10 }),
-        () => suite.users.batchGetUsers({ ids: [] }),
         () => suite.users.listProvisioningEvents({ limit: 10, beforeId: 0 }),
         () => suite.organizations.listScimTokens({}),
         () => suite.organizations.createScimToken({ name: 'n', actor: 'a', requestId: '' }),
@@ -156,6 +155,19 @@ describe('the Users process with organizations', () => {
       assert.equal(
         (await rejection(suite.users.getUser({ id: 'NoSuchOne1', includeDeleted: true }))).code,
         status.NOT_FOUND,
+      );
+    });
+
+    test('BatchGetUsers without an organization finds the live users of every organization, in request order', async () => {
+      const theirs = (await suite.usersIn(globex).createUser({ user: user() })).user!;
+      const ours = (await suite.usersIn(DEMO).createUser({ user: user() })).user!;
+      const gone = (await suite.usersIn(globex).createUser({ user: user() })).user!;
+      await suite.usersIn(globex).deleteUser({ id: gone.id, expectedVersion: 0 });
+      const { users: found } = await suite.users.batchGetUsers({ ids: [theirs.id, 'NoSuchOne1', gone.id, ours.id] });
+      assert.deepEqual(found, [theirs, ours]);
+      assert.deepEqual(
+        found.map((u) => u.organizationId),
+        [globex, DEMO],
       );
     });
 

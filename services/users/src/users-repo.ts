@@ -111,6 +111,7 @@ const GET_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND organi
 // A user whichever organization they belong to (the gateway loading its verified caller): ids are global.
 const FIND_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND deleted_at IS NULL`;
 const FIND_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ?`;
+const FIND_MANY_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ANY(?::char(10)[]) AND deleted_at IS NULL`;
 // One statement text for any number of ids (an array parameter), so it too is prepared once.
 const GET_MANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users
   WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
@@ -315,6 +316,30 @@ export async function findUserInAnyOrganization(
 }
 
 /**
+ * The live users among `ids` whichever organization each belongs to, in the order of `ids` (unknown ones omitted):
+ * the gateway loading the verified callers of one event-loop turn at once (acrossOrganizations), as
+ * findUserInAnyOrganization does for one.
+ */
+export async function findUsersInAnyOrganization(
+  trx: Knex.Transaction,
+  ids: string[],
+  trace?: TraceContext,
+): Promise<usersV1.User[]> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0) return [];
+  const { rows } = await sql(trace, 'SELECT', FIND_MANY_LIVE_SQL, async () =>
+    trx.raw<{ rows: UserRow[] }>(FIND_MANY_LIVE_SQL, [unique]).options({ name: 'users_find_many_live_v1' }),
+  );
+  return inRequestOrder(unique, rows);
+}
+
+/** Rows as users in the order of `ids` (char(10) ids come back padded only if shorter: trimmed). */
+function inRequestOrder(ids: string[], rows: UserRow[]): usersV1.User[] {
+  const byId = new Map(rows.map((r) => [r.id.trim(), toUser(r)]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/**
  * Data access for the `users` schema, inside one organization: construct it over the transaction of
  * `inOrganization(knex, organizationId, …)`. Every statement also names the organization itself, so the indexes that
  * lead with it serve them, and row-level security is the second wall.
@@ -345,8 +370,7 @@ export class UsersRepository {
         .raw<{ rows: UserRow[] }>(GET_MANY_SQL, [unique, this.organizationId])
         .options({ name: 'users_get_many_v2' }),
     );
-    const byId = new Map(rows.map((r) => [r.id.trim(), toUser(r)]));
-    return unique.flatMap((id) => byId.get(id) ?? []);
+    return inRequestOrder(unique, rows);
   }
 
   /**

@@ -3475,7 +3475,11 @@ export const UsersServiceService = {
     responseSerialize: (value: GetUserResponse): Buffer => Buffer.from(GetUserResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetUserResponse => GetUserResponse.decode(value),
   },
-  /** BatchGetUsers returns the users found among up to 1000 ids, in request order; unknown ids are omitted. */
+  /**
+   * BatchGetUsers returns the users found among up to 1000 ids, in request order; unknown ids are omitted. Without an
+   * organization (x-mileage-organization) it returns the live users of any organization: the gateway loading the
+   * verified callers of one turn, whose organizations it learns from the answer.
+   */
   batchGetUsers: {
     path: "/mileage.users.v1.UsersService/BatchGetUsers" as const,
     requestStream: false as const,
@@ -3544,7 +3548,11 @@ export const UsersServiceService = {
 export interface UsersServiceServer extends UntypedServiceImplementation {
   /** GetUser returns one user. NOT_FOUND when the id is unknown (or deleted, unless include_deleted). */
   getUser: handleUnaryCall<GetUserRequest, GetUserResponse>;
-  /** BatchGetUsers returns the users found among up to 1000 ids, in request order; unknown ids are omitted. */
+  /**
+   * BatchGetUsers returns the users found among up to 1000 ids, in request order; unknown ids are omitted. Without an
+   * organization (x-mileage-organization) it returns the live users of any organization: the gateway loading the
+   * verified callers of one turn, whose organizations it learns from the answer.
+   */
   batchGetUsers: handleUnaryCall<BatchGetUsersRequest, BatchGetUsersResponse>;
   /** CreateUser inserts a user. ALREADY_EXISTS when the id or the userName (case-insensitively) is taken. */
   createUser: handleUnaryCall<CreateUserRequest, CreateUserResponse>;
@@ -3575,7 +3583,11 @@ export interface UsersServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetUserResponse) => void,
   ): ClientUnaryCall;
-  /** BatchGetUsers returns the users found among up to 1000 ids, in request order; unknown ids are omitted. */
+  /**
+   * BatchGetUsers returns the users found among up to 1000 ids, in request order; unknown ids are omitted. Without an
+   * organization (x-mileage-organization) it returns the live users of any organization: the gateway loading the
+   * verified callers of one turn, whose organizations it learns from the answer.
+   */
   batchGetUsers(
     request: BatchGetUsersRequest,
     callback: (error: ServiceError | null, response: BatchGetUsersResponse) => void,
