@@ -4,7 +4,14 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { createDatabase, type Database } from './db';
-import { roleBypassingPolicies } from './tenancy';
+import {
+  inOrganization,
+  organizationIsolationStatements,
+  readAcrossOrganizations,
+  readInOrganization,
+  roleBypassingPolicies,
+  statementsOf,
+} from './tenancy';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from './testing';
 
 let roles: SchemaRoles;
@@ -23,6 +30,12 @@ before(async () => {
     });
   superuser = open(testDb.url);
   runtime = open(roles.urlOf(roles.runtime));
+  // A tenant table as a migration makes one; the runtime role reads and writes it under the policy.
+  await superuser.knex.raw('CREATE TABLE IF NOT EXISTS facts (id int PRIMARY KEY, organization_id bigint NOT NULL)');
+  for (const statement of organizationIsolationStatements('facts')) await superuser.knex.raw(statement);
+  await superuser.knex.raw('INSERT INTO facts VALUES (1, 1), (2, 2), (3, 2) ON CONFLICT DO NOTHING');
+  await superuser.knex.raw(`GRANT USAGE ON SCHEMA tenancy TO ${roles.runtime.role}`);
+  await superuser.knex.raw(`GRANT SELECT, INSERT ON facts TO ${roles.runtime.role}`);
 });
 
 after(async () => {
@@ -34,4 +47,48 @@ after(async () => {
 test('a superuser is named as bypassing the policies, a role that owns nothing is not', async () => {
   assert.equal(typeof (await roleBypassingPolicies(superuser.knex)), 'string');
   assert.equal(await roleBypassingPolicies(runtime.knex), undefined);
+});
+
+const ids = (rows: { id: number }[]) => rows.map((r) => r.id).sort();
+
+test('a light read sees the declared organization only; across organizations, every one', async () => {
+  const all = 'SELECT id FROM facts ORDER BY id';
+  assert.deepEqual(ids((await readInOrganization(runtime.knex, 2, (run) => run<{ id: number }>(all))).rows), [2, 3]);
+  assert.deepEqual(
+    ids((await readInOrganization(runtime.knex, 1, (run) => run<{ id: number }>(all, [], 'f1'))).rows),
+    [1],
+  );
+  assert.deepEqual(
+    ids((await readAcrossOrganizations(runtime.knex, (run) => run<{ id: number }>(all))).rows),
+    [1, 2, 3],
+  );
+  // The same read inside a knex transaction, through its own connection.
+  const inTrx = await inOrganization(runtime.knex, 2, async (trx) => (await statementsOf(trx))<{ id: number }>(all));
+  assert.deepEqual(ids(inTrx.rows), [2, 3]);
+  // knex placeholders, bindings, a named (prepared) statement reused with other values.
+  const byId = 'SELECT id FROM facts WHERE id = ANY(?::int[]) AND organization_id = ?';
+  const named = (org: number, wanted: number[]) =>
+    readInOrganization(runtime.knex, org, async (run) =>
+      ids((await run<{ id: number }>(byId, [wanted, org], 'f2')).rows),
+    );
+  assert.deepEqual(await named(2, [1, 2, 3]), [2, 3]);
+  assert.deepEqual(await named(1, [1, 2, 3]), [1]);
+  // Outside any declaration the same connection pool finds nothing: the setting did not outlive its transaction.
+  assert.deepEqual((await runtime.knex.raw(all)).rows, []);
+});
+
+test('a light read is read only, and a failed one leaves its connection outside any transaction', async () => {
+  const write = readInOrganization(runtime.knex, 1, (run) => run('INSERT INTO facts VALUES (9, 1)'));
+  await assert.rejects(write, /read-only transaction/);
+  await assert.rejects(readInOrganization(runtime.knex, 1, (run) => run('SELECT * FROM no_such_table')));
+  // With one pooled connection or ten, every later statement runs outside a transaction and sees no organization.
+  for (let i = 0; i < 12; i++) {
+    const { rows } = await runtime.knex.raw<{ rows: { open: boolean; declared: string | null }[] }>(
+      "SELECT now() <> statement_timestamp() AS open, current_setting('mileage.organization_id', true) AS declared",
+    );
+    assert.equal(rows[0]!.open, false);
+    assert.ok(!rows[0]!.declared);
+  }
+  assert.equal((await superuser.knex.raw('SELECT count(*)::int AS n FROM facts WHERE id = 9')).rows[0].n, 0);
+  assert.throws(() => readInOrganization(runtime.knex, 0, async () => 0), /not an organization id/);
 });

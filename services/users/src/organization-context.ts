@@ -1,4 +1,12 @@
-import { inOrganization, readWithRetry, requireOrganization, type CallContext, type Knex } from '@mileage/runtime';
+import {
+  inOrganization,
+  readInOrganization,
+  readWithRetry,
+  requireOrganization,
+  type CallContext,
+  type Knex,
+  type ReadStatements,
+} from '@mileage/runtime';
 
 export interface UsersServerDeps {
   knex: Knex;
@@ -18,4 +26,17 @@ export function inCallOrganization<T>(
   const organizationId = requireOrganization(ctx);
   const run = () => inOrganization(deps.knex, organizationId, (trx) => work(trx, organizationId));
   return options.read ? readWithRetry(run) : run();
+}
+
+/**
+ * Runs the statements of a read in a READ ONLY transaction of the call's organization without a knex transaction
+ * (readInOrganization: the hot reads), retried once on a dropped connection.
+ */
+export function readInCallOrganization<T>(
+  deps: UsersServerDeps,
+  ctx: CallContext,
+  work: (statements: ReadStatements, organizationId: number) => Promise<T>,
+): Promise<T> {
+  const organizationId = requireOrganization(ctx);
+  return readWithRetry(() => readInOrganization(deps.knex, organizationId, (run) => work(run, organizationId)));
 }

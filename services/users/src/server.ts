@@ -1,8 +1,8 @@
 import { usersV1 } from '@mileage/proto';
 import {
-  acrossOrganizations,
   callOrganization,
   errors,
+  readAcrossOrganizations,
   readWithRetry,
   requireListWindow,
   timestampToDate,
@@ -11,14 +11,17 @@ import {
   type ServiceRegistration,
 } from '@mileage/runtime';
 import { filterToSql } from '@mileage/scim-domain';
-import { inCallOrganization, type UsersServerDeps } from './organization-context';
+import { inCallOrganization, readInCallOrganization, type UsersServerDeps } from './organization-context';
 import { organizationsRegistration } from './organizations-server';
 import { listProvisioningEvents, MAX_EVENTS_PAGE } from './provisioning-events';
 import {
   findUserInAnyOrganization,
   findUsersInAnyOrganization,
+  listUsers,
   matchesAtMostOne,
   MAX_BATCH,
+  readUser,
+  readUsers,
   USER_FILTER_TABLE,
   UsersRepository,
 } from './users-repo';
@@ -46,11 +49,13 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
         callOrganization(ctx) === undefined
           ? // The gateway loading its verified caller: user ids are global, and the user's organization is the answer.
             await readWithRetry(() =>
-              acrossOrganizations(deps.knex, (trx) =>
-                findUserInAnyOrganization(trx, request.id, request.includeDeleted, ctx.trace),
+              readAcrossOrganizations(deps.knex, (run) =>
+                findUserInAnyOrganization(run, request.id, request.includeDeleted, ctx.trace),
               ),
             )
-          : await users(ctx, (repo) => repo.get(request.id, request.includeDeleted, ctx.trace), read);
+          : await readInCallOrganization(deps, ctx, (run, organizationId) =>
+              readUser(run, organizationId, request.id, request.includeDeleted, ctx.trace),
+            );
       if (!user) throw errors.notFound(`user ${request.id} not found`, 'USER_NOT_FOUND');
       return { user };
     },
@@ -66,10 +71,14 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
         // The gateway loading the verified callers of one turn, as getUser does for one.
         return {
           users: await readWithRetry(() =>
-            acrossOrganizations(deps.knex, (trx) => findUsersInAnyOrganization(trx, request.ids, ctx.trace)),
+            readAcrossOrganizations(deps.knex, (run) => findUsersInAnyOrganization(run, request.ids, ctx.trace)),
           ),
         };
-      return { users: await users(ctx, (repo) => repo.getMany(request.ids, ctx.trace), read) };
+      return {
+        users: await readInCallOrganization(deps, ctx, (run, organizationId) =>
+          readUsers(run, organizationId, request.ids, ctx.trace),
+        ),
+      };
     },
 
     async createUser(request, ctx) {
@@ -92,13 +101,10 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
     async listUsers(request, ctx) {
       requireListWindow(request);
       const condition = filterToSql(request.filter, USER_FILTER_TABLE);
-      const { users: page, total } = await users(
-        ctx,
-        (repo) =>
-          repo.list(condition, request.offset, request.limit, ctx.trace, {
-            atMostOne: matchesAtMostOne(request.filter),
-          }),
-        read,
+      const { users: page, total } = await readInCallOrganization(deps, ctx, (run, organizationId) =>
+        listUsers(run, organizationId, condition, request.offset, request.limit, ctx.trace, {
+          atMostOne: matchesAtMostOne(request.filter),
+        }),
       );
       return { users: page, totalSize: total };
     },

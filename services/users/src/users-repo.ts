@@ -1,4 +1,12 @@
-import { dateToTimestamp, errors, recordEvent, type Knex, type TraceContext } from '@mileage/runtime';
+import {
+  dateToTimestamp,
+  errors,
+  recordEvent,
+  statementsOf,
+  type Knex,
+  type ReadStatements,
+  type TraceContext,
+} from '@mileage/runtime';
 import { filterV1, scimAuditV1, type usersV1 } from '@mileage/proto';
 import {
   auditRow,
@@ -288,55 +296,118 @@ export class StatementNames {
 
 const listStatements = new StatementNames('users_list_', MAX_PREPARED_LISTS);
 
-/** A list statement through knex.raw, prepared by name while the cap allows. */
-function listQuery<T>(knex: Knex.Transaction, text: string, bindings: readonly unknown[]) {
-  const raw = knex.raw<T>(text, bindings as Knex.RawBinding[]);
-  const name = listStatements.nameOf(text);
-  return name ? raw.options({ name }) : raw;
+/** A list statement, prepared by name while the cap allows. */
+function listQuery<R>(run: ReadStatements, text: string, bindings: readonly unknown[]) {
+  return run<R>(text, bindings, listStatements.nameOf(text));
 }
 
 /**
- * The user `id` whichever organization they belong to, in a transaction that sees every organization
- * (acrossOrganizations): the gateway loading its verified caller, whose organization it does not know yet. One read
- * by primary key.
+ * The user `id` of `organizationId` (the hot read of every /v1 request), or undefined. `run`: the statements of
+ * readInOrganization, or of a knex transaction of that organization (statementsOf).
+ */
+export async function readUser(
+  run: ReadStatements,
+  organizationId: number,
+  id: string,
+  includeDeleted: boolean,
+  trace?: TraceContext,
+): Promise<usersV1.User | undefined> {
+  const text = includeDeleted ? GET_ANY_SQL : GET_LIVE_SQL;
+  const { rows } = await sql(trace, 'SELECT', text, () =>
+    run<UserRow>(text, [id, organizationId], includeDeleted ? 'users_get_any_v2' : 'users_get_live_v2'),
+  );
+  return rows[0] && toUser(rows[0]);
+}
+
+/** The live users of `organizationId` among `ids`, in the order of `ids`, each once. */
+export async function readUsers(
+  run: ReadStatements,
+  organizationId: number,
+  ids: string[],
+  trace?: TraceContext,
+): Promise<usersV1.User[]> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0) return [];
+  const { rows } = await sql(trace, 'SELECT', GET_MANY_SQL, () =>
+    run<UserRow>(GET_MANY_SQL, [unique, organizationId], 'users_get_many_v2'),
+  );
+  return inRequestOrder(unique, rows);
+}
+
+/**
+ * The user `id` whichever organization they belong to, in a read that sees every organization
+ * (readAcrossOrganizations): the gateway loading its verified caller, whose organization it does not know yet. One
+ * read by primary key.
  */
 export async function findUserInAnyOrganization(
-  trx: Knex.Transaction,
+  run: ReadStatements,
   id: string,
   includeDeleted: boolean,
   trace?: TraceContext,
 ): Promise<usersV1.User | undefined> {
   const text = includeDeleted ? FIND_ANY_SQL : FIND_LIVE_SQL;
-  const { rows } = await sql(trace, 'SELECT', text, async () =>
-    trx
-      .raw<{ rows: UserRow[] }>(text, [id])
-      .options({ name: includeDeleted ? 'users_find_any_v1' : 'users_find_live_v1' }),
+  const { rows } = await sql(trace, 'SELECT', text, () =>
+    run<UserRow>(text, [id], includeDeleted ? 'users_find_any_v1' : 'users_find_live_v1'),
   );
   return rows[0] && toUser(rows[0]);
 }
 
 /**
  * The live users among `ids` whichever organization each belongs to, in the order of `ids` (unknown ones omitted):
- * the gateway loading the verified callers of one event-loop turn at once (acrossOrganizations), as
- * findUserInAnyOrganization does for one.
+ * the gateway loading the verified callers of one event-loop turn at once, as findUserInAnyOrganization does for one.
  */
 export async function findUsersInAnyOrganization(
-  trx: Knex.Transaction,
+  run: ReadStatements,
   ids: string[],
   trace?: TraceContext,
 ): Promise<usersV1.User[]> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return [];
-  const { rows } = await sql(trace, 'SELECT', FIND_MANY_LIVE_SQL, async () =>
-    trx.raw<{ rows: UserRow[] }>(FIND_MANY_LIVE_SQL, [unique]).options({ name: 'users_find_many_live_v1' }),
+  const { rows } = await sql(trace, 'SELECT', FIND_MANY_LIVE_SQL, () =>
+    run<UserRow>(FIND_MANY_LIVE_SQL, [unique], 'users_find_many_live_v1'),
   );
   return inRequestOrder(unique, rows);
 }
 
-/** Rows as users in the order of `ids` (char(10) ids come back padded only if shorter: trimmed). */
+/** Rows as users in the order of `ids` (char(10) ids trimmed). */
 function inRequestOrder(ids: string[], rows: UserRow[]): usersV1.User[] {
   const byId = new Map(rows.map((r) => [r.id.trim(), toUser(r)]));
   return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/**
+ * A page of the live users of `organizationId` that match `condition`, and how many match. With `atMostOne` (an
+ * equality on a unique column) the first page is the count too: one statement instead of two.
+ */
+export async function listUsers(
+  run: ReadStatements,
+  organizationId: number,
+  condition: SqlCondition,
+  offset: number,
+  limit: number,
+  trace?: TraceContext,
+  options: { atMostOne?: boolean } = {},
+): Promise<{ users: usersV1.User[]; total: number }> {
+  const where = `${LIVE_USERS_OF_ORGANIZATION} AND ${onStoredLowerCase(condition).sql}`;
+  const bindings = [organizationId, ...condition.bindings];
+  const readPage = async (total: number) => {
+    const pageText = pageQuery(where, total);
+    const { rows } = await sql(trace, 'SELECT', pageText, () =>
+      listQuery<UserRow>(run, pageText, [...bindings, limit, offset]),
+    );
+    return rows.map(toUser);
+  };
+  if (options.atMostOne && offset === 0 && limit > 0) {
+    const users = await readPage(1);
+    return { users, total: users.length };
+  }
+  const countText = `SELECT count(*) AS total FROM users WHERE ${where}`;
+  const countResult = await sql(trace, 'SELECT', countText, () =>
+    listQuery<{ total: string }>(run, countText, bindings),
+  );
+  const total = Number(countResult.rows[0]!.total);
+  if (limit === 0 || offset >= total) return { users: [], total };
+  return { users: await readPage(total), total };
 }
 
 /**
@@ -351,26 +422,7 @@ export class UsersRepository {
   ) {}
 
   async get(id: string, includeDeleted = false, trace?: TraceContext): Promise<usersV1.User | undefined> {
-    const text = includeDeleted ? GET_ANY_SQL : GET_LIVE_SQL;
-    const result = await sql(trace, 'SELECT', text, async () =>
-      this.db
-        .raw<{ rows: UserRow[] }>(text, [id, this.organizationId])
-        .options({ name: includeDeleted ? 'users_get_any_v2' : 'users_get_live_v2' }),
-    );
-    const row = result.rows[0];
-    return row ? toUser(row) : undefined;
-  }
-
-  /** The existing users among `ids`, in the order of `ids`, each once. */
-  async getMany(ids: string[], trace?: TraceContext): Promise<usersV1.User[]> {
-    const unique = [...new Set(ids)];
-    if (unique.length === 0) return [];
-    const { rows } = await sql(trace, 'SELECT', GET_MANY_SQL, async () =>
-      this.db
-        .raw<{ rows: UserRow[] }>(GET_MANY_SQL, [unique, this.organizationId])
-        .options({ name: 'users_get_many_v2' }),
-    );
-    return inRequestOrder(unique, rows);
+    return readUser(await statementsOf(this.db), this.organizationId, id, includeDeleted, trace);
   }
 
   /**
@@ -499,37 +551,6 @@ export class UsersRepository {
   }
 
   /** A page of the live users matching `condition` (from filterToSql), by id, and how many match in all. */
-  async list(
-    condition: SqlCondition,
-    offset: number,
-    limit: number,
-    trace?: TraceContext,
-    options: { atMostOne?: boolean } = {},
-  ): Promise<{ users: usersV1.User[]; total: number }> {
-    const where = `${LIVE_USERS_OF_ORGANIZATION} AND ${onStoredLowerCase(condition).sql}`;
-    const bindings = [this.organizationId, ...condition.bindings];
-    const readPage = async (total: number) => {
-      const pageText = pageQuery(where, total);
-      const { rows } = await sql(trace, 'SELECT', pageText, async () =>
-        listQuery<{ rows: UserRow[] }>(this.db, pageText, [...bindings, limit, offset]),
-      );
-      return rows.map(toUser);
-    };
-    if (options.atMostOne && offset === 0 && limit > 0) {
-      // At most one live user matches (an equality on a unique column): the first page holds every match, so its
-      // length is the count, and the count's statement (a second round trip) is not needed.
-      const users = await readPage(1);
-      return { users, total: users.length };
-    }
-    const countText = `SELECT count(*) AS total FROM users WHERE ${where}`;
-    const countResult = await sql(trace, 'SELECT', countText, async () =>
-      listQuery<{ rows: { total: string }[] }>(this.db, countText, bindings),
-    );
-    const total = Number(countResult.rows[0]!.total);
-    if (limit === 0 || offset >= total) return { users: [], total };
-    return { users: await readPage(total), total };
-  }
-
   /** Whether `id` is taken by a user of this organization, live or deleted. */
   private async exists(id: string, trace?: TraceContext): Promise<boolean> {
     return Boolean(await this.get(id, true, trace));
