@@ -1,5 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
 import { existsSync } from 'node:fs';
+import { DeclaringPgClient } from './declaring-client';
 import type { Metrics } from './metrics';
 import { inSpan, SpanKind, type TraceContext } from './tracing';
 
@@ -81,7 +82,7 @@ function retireOnDroppedSession(connection: PooledConnection): void {
 export function createDatabase(options: DatabaseOptions): Database {
   const statementTimeout = options.statementTimeoutMs ?? 5_000;
   const knex = knexFactory({
-    client: 'pg',
+    client: DeclaringPgClient ?? 'pg',
     connection: { connectionString: options.url, application_name: options.applicationName },
     searchPath: [options.schema],
     pool: {

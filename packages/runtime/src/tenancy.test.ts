@@ -3,8 +3,11 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
+import knexFactory from 'knex';
 import { createDatabase, type Database } from './db';
+import { declaresOnBegin } from './declaring-client';
 import {
+  acrossOrganizations,
   inOrganization,
   organizationIsolationStatements,
   readAcrossOrganizations,
@@ -91,4 +94,32 @@ test('a light read is read only, and a failed one leaves its connection outside 
   }
   assert.equal((await superuser.knex.raw('SELECT count(*)::int AS n FROM facts WHERE id = 9')).rows[0].n, 0);
   assert.throws(() => readInOrganization(runtime.knex, 0, async () => 0), /not an organization id/);
+});
+
+test('inOrganization declares its organization with BEGIN where the client can, in a statement of its own otherwise', async () => {
+  const all = 'SELECT id FROM facts ORDER BY id';
+  const statements: string[] = [];
+  const record = (q: { sql: string }) => statements.push(q.sql);
+  assert.ok(declaresOnBegin(runtime.knex), "createDatabase's client begins with the declaration");
+  runtime.knex.on('query', record);
+  try {
+    const { rows } = await inOrganization(runtime.knex, 2, (trx) => trx.raw<{ rows: { id: number }[] }>(all));
+    assert.deepEqual(ids(rows), [2, 3]);
+  } finally {
+    runtime.knex.off('query', record);
+  }
+  assert.ok(!statements.some((text) => /^SELECT set_config/.test(text)), statements.join('\n'));
+  // A knex of knex's own client: the same transaction, the declaration one statement more.
+  const plain = knexFactory({ client: 'pg', connection: roles.urlOf(roles.runtime), searchPath: ['tenancy'] });
+  try {
+    assert.ok(!declaresOnBegin(plain));
+    const { rows } = await inOrganization(plain, 2, (trx) => trx.raw<{ rows: { id: number }[] }>(all));
+    assert.deepEqual(ids(rows), [2, 3]);
+    const across = await acrossOrganizations(plain, (trx) => trx.raw<{ rows: { id: number }[] }>(all));
+    assert.deepEqual(ids(across.rows), [1, 2, 3]);
+  } finally {
+    await plain.destroy();
+  }
+  const across = await acrossOrganizations(runtime.knex, (trx) => trx.raw<{ rows: { id: number }[] }>(all));
+  assert.deepEqual(ids(across.rows), [1, 2, 3]);
 });

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { CallContext } from './grpc-server';
 import { isDroppedConnection } from './db';
+import { BEGIN_WITH, declaresOnBegin } from './declaring-client';
 import { errors } from './errors';
 
 /**
@@ -59,8 +60,23 @@ export async function inOrganization<T>(
   work: (trx: Knex.Transaction) => Promise<T>,
 ): Promise<T> {
   if (!isOrganizationId(organizationId)) throw new Error(`not an organization id: ${String(organizationId)}`);
+  return declaredTransaction(knex, ORGANIZATION_SETTING, String(organizationId), work);
+}
+
+/** A knex transaction that declares `setting` first: with BEGIN in one round trip where the client can. */
+function declaredTransaction<T>(
+  knex: Knex,
+  setting: string,
+  value: string,
+  work: (trx: Knex.Transaction) => Promise<T>,
+): Promise<T> {
+  if (declaresOnBegin(knex)) {
+    // The value is a validated integer or 'on': nothing a caller can shape reaches this text.
+    const config = { [BEGIN_WITH]: `BEGIN; SELECT set_config('${setting}', '${value}', true)` };
+    return knex.transaction(work, config as Knex.TransactionConfig);
+  }
   return knex.transaction(async (trx) => {
-    await trx.raw('SELECT set_config(?, ?, true)', [ORGANIZATION_SETTING, String(organizationId)]);
+    await trx.raw('SELECT set_config(?, ?, true)', [setting, value]);
     return work(trx);
   });
 }
@@ -71,10 +87,7 @@ export async function inOrganization<T>(
  * a named exception; nothing reaches it from a request's own filters.
  */
 export async function acrossOrganizations<T>(knex: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  return knex.transaction(async (trx) => {
-    await trx.raw('SELECT set_config(?, ?, true)', [ALL_ORGANIZATIONS_SETTING, 'on']);
-    return work(trx);
-  });
+  return declaredTransaction(knex, ALL_ORGANIZATIONS_SETTING, 'on', work);
 }
 
 /**
