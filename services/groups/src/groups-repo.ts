@@ -1,6 +1,6 @@
 import type { groupsV1, scimAuditV1 } from '@mileage/proto';
 import { auditRow, filterSchema, GROUP_RESOURCE_TYPE, sqlFilterTable, type SqlCondition } from '@mileage/scim-domain';
-import { dateToTimestamp, errors, sqlSpans, type Knex, type TraceContext } from '@mileage/runtime';
+import { dateToTimestamp, errors, sqlSpans, type Knex, type ReadStatements, type TraceContext } from '@mileage/runtime';
 
 interface TeamRow {
   id: string;
@@ -88,6 +88,27 @@ function toGroup(row: TeamRow): groupsV1.Group {
 const sql = sqlSpans('groups');
 
 /**
+ * Whether group `groupId` of `organizationId` exists and `userId` administers it: one statement, run as a light read
+ * (readInOrganization) on every group route.
+ */
+export async function checkAdmin(
+  run: ReadStatements,
+  organizationId: number,
+  groupId: number,
+  userId: string,
+  trace?: TraceContext,
+): Promise<{ exists: boolean; isAdmin: boolean }> {
+  const { rows } = await sql(trace, 'SELECT', CHECK_ADMIN_SQL, () =>
+    run<{ exists: boolean; is_admin: boolean }>(
+      CHECK_ADMIN_SQL,
+      [groupId, organizationId, groupId, userId, organizationId],
+      'groups_check_admin_v2',
+    ),
+  );
+  return { exists: rows[0]!.exists, isAdmin: rows[0]!.is_admin };
+}
+
+/**
  * Data access for the `groups` schema, inside one organization: constructed over the transaction that declared it
  * (inOrganization), every statement also names it, so row-level security is the second wall, not the only one. Every
  * write bumps the group's version.
@@ -125,20 +146,6 @@ export class GroupsRepository {
   }
 
   /** Whether the group exists in this organization (a group of another one does not) and `userId` administers it. */
-  async checkAdmin(
-    groupId: number,
-    userId: string,
-    trace?: TraceContext,
-  ): Promise<{ exists: boolean; isAdmin: boolean }> {
-    const org = this.organizationId;
-    const { rows } = await sql(trace, 'SELECT', CHECK_ADMIN_SQL, async () =>
-      this.db
-        .raw<{ rows: { exists: boolean; is_admin: boolean }[] }>(CHECK_ADMIN_SQL, [groupId, org, groupId, userId, org])
-        .options({ name: 'groups_check_admin_v2' }),
-    );
-    return { exists: rows[0]!.exists, isAdmin: rows[0]!.is_admin };
-  }
-
   async create(displayName: string, members: groupsV1.Member[], trace?: TraceContext): Promise<groupsV1.Group> {
     const [row] = (await sql(trace, 'INSERT', 'INSERT INTO teams', async () =>
       this.db('teams').insert({ display_name: displayName, organization_id: this.organizationId }).returning('id'),

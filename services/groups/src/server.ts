@@ -2,6 +2,7 @@ import { groupsV1 } from '@mileage/proto';
 import {
   errors,
   inOrganization,
+  readInOrganization,
   readWithRetry,
   requireListWindow,
   requireOrganization,
@@ -11,7 +12,7 @@ import {
   type ServiceRegistration,
 } from '@mileage/runtime';
 import { filterToSql } from '@mileage/scim-domain';
-import { GROUP_FILTER_TABLE, GroupsRepository } from './groups-repo';
+import { checkAdmin, GROUP_FILTER_TABLE, GroupsRepository } from './groups-repo';
 import {
   eventsBefore,
   requireEventsLimit,
@@ -53,7 +54,12 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
     async checkGroupAdmin(request, ctx) {
       requireGroupId(request.groupId, 'group_id');
       requireUserId(request.userId);
-      return read(ctx, (repo) => repo.checkAdmin(request.groupId, request.userId, ctx.trace));
+      const organizationId = requireOrganization(ctx);
+      return readWithRetry(() =>
+        readInOrganization(deps.knex, organizationId, (run) =>
+          checkAdmin(run, organizationId, request.groupId, request.userId, ctx.trace),
+        ),
+      );
     },
 
     async createGroup(request, ctx) {
