@@ -241,21 +241,13 @@ async function main(): Promise<number> {
     const organizationCount = num('organizations');
     if (organizationCount > 1 && !flags['soak-only'] && defs.some((d) => d.id === 'scim-lookup')) {
       const alone = { tokens: [await insertScimToken(stack.sql, 1)], userNames: stack.data.userNames };
-      const single = await measure(
-        { url: stack.gatewayUrl, requests: spreadLookups(alone) },
-        stack.fullPids,
-        settings,
-      );
+      const single = await measure({ url: stack.gatewayUrl, requests: spreadLookups(alone) }, stack.fullPids, settings);
       const started = Date.now();
       const many = await seedOrganizations(stack.sql, organizationCount);
       const seeded = `${organizationCount} organizations × ${many.userNames.length} users seeded in ${fmt((Date.now() - started) / 1000, 1)} s`;
       const problem = await isolationProblem(stack.gatewayUrl, many);
       if (problem) throw new Error(`SCIM lookups across organizations: ${problem}`);
-      const spread = await measure(
-        { url: stack.gatewayUrl, requests: spreadLookups(many) },
-        stack.fullPids,
-        settings,
-      );
+      const spread = await measure({ url: stack.gatewayUrl, requests: spreadLookups(many) }, stack.fullPids, settings);
       failures += verdict.failedRequests(single) + verdict.failedRequests(spread);
       results['scim-lookup-organizations'] = { bare: single, full: spread };
       const ratio = verdict.ratios(single, spread);
