@@ -1,6 +1,7 @@
 import { scimV1 } from '@mileage/proto';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import {
+  ACTOR_NOT_ATTESTED,
   AppError,
   isOrganizationId,
   verifyActorAttestation,
@@ -130,7 +131,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       const reason = check.ok ? 'no actor' : check.reason;
       deps.logger.warn({ request_id: call.requestId, reason }, 'SCIM call refused: its actor is not attested');
       throw new AppError(grpcStatus.UNAUTHENTICATED, `the caller is not attested by the gateway (${reason})`, {
-        reason: 'ACTOR_NOT_ATTESTED',
+        reason: ACTOR_NOT_ATTESTED,
       });
     }
     return request.clientId;
