@@ -190,7 +190,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
 
   const handlers: Handlers<scimV1.ScimServiceServer> = {
     async handleRequest(request, callCtx) {
-      // Outside the try: a refusal is the call's gRPC status (the gateway answers 500), never a SCIM error body.
+      // Outside the try: a refusal is the call's gRPC status (the gateway answers 503), never a SCIM error body.
       const actor = attestedActor(request, callCtx);
       let response: ScimResponse;
       try {
