@@ -1,7 +1,7 @@
 // `npm run chaos`: the fault suite. Two replicas of each service and two gateways on loopback under steady load, then
-// one fault after the other — a rolling restart, dropped database connections, a PostgreSQL restart, a frozen replica,
-// Redis stopped, the identity provider's JWKS down — each judged against what docs/operations.md promises. Prints the
-// table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (CI).
+// one fault after the other — a rolling restart, a key rotation, dropped database connections, a PostgreSQL restart, a
+// frozen replica, Redis stopped, the identity provider's JWKS down — each judged against what docs/operations.md
+// promises. Prints the table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (CI).
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -70,8 +70,8 @@ const T = short
 const PRE_STOP_MS = short ? 500 : 2_000;
 /**
  * By when every gRPC caller has retried a restarted replica's address: grpc-js's longest reconnect backoff
- * (`grpc.max_reconnect_backoff_ms`, 5 s, packages/runtime) and its ±20 % jitter. A Kubernetes pod's replacement has a new
- * address, which callers connect to without a backoff; here the replacement reuses the old one.
+ * (`grpc.max_reconnect_backoff_ms`, 5 s, packages/runtime) and its ±20 % jitter. A Kubernetes pod's replacement has a
+ * new address, which callers connect to without a backoff; here the replacement reuses the old one.
  */
 const RECONNECT_BOUND_MS = 6_000;
 /** A revocation's own path on top of it (the DELETE's commit, a request in flight). */
