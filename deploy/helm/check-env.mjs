@@ -19,7 +19,9 @@ const STAND_INS = {
   DATABASE_URL: 'postgres://role:password@postgres.example:5432/mileage?sslmode=require',
   REDIS_URL: 'redis://redis.example:6379',
   CURSOR_SECRET: 'x'.repeat(48),
+  CURSOR_SECRET_PREVIOUS: 'x'.repeat(48),
   ACTOR_ATTESTATION_SECRET: 'x'.repeat(48),
+  ACTOR_ATTESTATION_PREVIOUS_SECRET: 'x'.repeat(48),
   WEBHOOKS_SECRET_KEY: 'x'.repeat(48),
 };
 const SAMPLERS = [

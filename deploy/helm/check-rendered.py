@@ -317,6 +317,9 @@ def check_manifests(path, name, metrics_ts, env_out):
                 if secret is not None:
                     data = secret.get("stringData", {})
                     if ref["key"] not in data:
+                        # An optional key the Secret lacks leaves the variable unset (a previous key between rotations).
+                        if ref.get("optional"):
+                            continue
                         fail(f"{where}: {e['name']} refers to {ref['name']}/{ref['key']}, which the chart's Secret lacks")
                     env[e["name"]] = {"secret": ref["name"], "key": ref["key"], "value": data.get(ref["key"])}
                 else:

@@ -45,6 +45,8 @@ export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
   docsClientId?: string;
   /** Signs page cursors; every replica needs the same one (CURSOR_SECRET). */
   cursorSecret?: string;
+  /** While the cursor secret rotates: the other key, still accepted (CURSOR_SECRET_PREVIOUS). */
+  cursorSecretPrevious?: string;
   logger: Logger;
   metrics: Metrics;
   bodyLimitBytes: number;
@@ -96,7 +98,11 @@ export function createApp(deps: AppDeps): Express {
     res.json(deps.dependencies?.() ?? { status: 'ok', dependencies: {} });
   });
 
-  const v1: V1Deps = { ...deps, accounts: new AccountLoader(deps.users), cursors: new CursorCodec(deps.cursorSecret) };
+  const v1: V1Deps = {
+    ...deps,
+    accounts: new AccountLoader(deps.users),
+    cursors: new CursorCodec(deps.cursorSecret, deps.cursorSecretPrevious),
+  };
   const openApi = JSON.stringify(openApiDocument({ issuer: deps.issuer }));
   app.get('/openapi.json', (_req, res) => {
     res.locals.routeId = 'openapi';

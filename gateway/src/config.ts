@@ -67,6 +67,8 @@ export const configSchema = commonConfigSchema.extend({
   SCIM_DEADLINE_MS: env.positiveInt(10_000),
   /** HMAC key of page cursors; the same on every replica. Unset: a random key per process (cursors die with it). */
   CURSOR_SECRET: z.string().min(32, 'at least 32 characters').optional(),
+  /** While CURSOR_SECRET rotates: the other key, whose cursors are still accepted (never used to sign). */
+  CURSOR_SECRET_PREVIOUS: z.string().min(32, 'at least 32 characters').optional(),
   GRPC_DEADLINE_MS: env.positiveInt(2_000),
   /** Shared with the SCIM service: the HMAC key of the attestation of each SCIM request's provisioning client. */
   ACTOR_ATTESTATION_SECRET: z.string().min(32, 'at least 32 characters'),
@@ -93,6 +95,12 @@ export const configSchema = commonConfigSchema.extend({
 });
 
 export type Config = z.infer<typeof configSchema>;
+
+/** A previous cursor key beside a per-process current one would accept old cursors but none of another replica's. */
+export function checkCursorSecrets(c: Pick<Config, 'CURSOR_SECRET' | 'CURSOR_SECRET_PREVIOUS'>, ctx: z.RefinementCtx) {
+  if (c.CURSOR_SECRET_PREVIOUS !== undefined && c.CURSOR_SECRET === undefined)
+    ctx.addIssue({ code: 'custom', path: ['CURSOR_SECRET_PREVIOUS'], message: 'needs CURSOR_SECRET' });
+}
 
 export function jwksUrl(config: Pick<Config, 'OIDC_ISSUER' | 'OIDC_JWKS_URL'>): string {
   return config.OIDC_JWKS_URL ?? `${config.OIDC_ISSUER.replace(/\/$/, '')}/protocol/openid-connect/certs`;

@@ -33,12 +33,18 @@ export function driveListFingerprint(
  * Opaque, tamper-evident page cursors: the keyset position of the last row of a page, bound to the query
  * that produced it (route, subject and every filter) and signed with HMAC-SHA256. A cursor edited by hand, or
  * replayed against another query, is refused (422) instead of silently returning the wrong rows.
+ *
+ * Cursors are signed with the current key; while a key rotates, one signed with the previous key is still accepted
+ * (docs/operations.md, "Rotating the cursor secret and the attestation key").
  */
 export class CursorCodec {
   private readonly key: Buffer;
+  /** Every key a cursor may be signed with: the current one first. */
+  private readonly accepted: Buffer[];
 
-  constructor(secret?: string) {
+  constructor(secret?: string, previousSecret?: string) {
     this.key = secret ? Buffer.from(secret, 'utf8') : randomBytes(32);
+    this.accepted = previousSecret ? [this.key, Buffer.from(previousSecret, 'utf8')] : [this.key];
   }
 
   /** Identifies a query: cursors are valid only for the same fingerprint. */
@@ -56,16 +62,19 @@ export class CursorCodec {
     const body = Buffer.from(
       JSON.stringify({ v: 1, q: fingerprint, t, i, ...(p === undefined ? {} : { p }) }),
     ).toString('base64url');
-    return `${body}.${this.sign(body)}`;
+    return `${body}.${this.sign(this.key, body)}`;
   }
 
   /** The position, or undefined when the cursor is malformed, forged or from another query. */
   decode(cursor: string, fingerprint: string): CursorPosition | undefined {
     const [body, signature, extra] = cursor.split('.');
     if (!body || !signature || extra !== undefined || cursor.length > 512) return undefined;
-    const expected = Buffer.from(this.sign(body));
     const given = Buffer.from(signature);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+    const signedWithAcceptedKey = this.accepted.some((key) => {
+      const expected = Buffer.from(this.sign(key, body));
+      return expected.length === given.length && timingSafeEqual(expected, given);
+    });
+    if (!signedWithAcceptedKey) return undefined;
     try {
       const parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as {
         v?: number;
@@ -84,7 +93,7 @@ export class CursorCodec {
     }
   }
 
-  private sign(body: string): string {
-    return createHmac('sha256', this.key).update(body).digest('base64url');
+  private sign(key: Buffer, body: string): string {
+    return createHmac('sha256', key).update(body).digest('base64url');
   }
 }

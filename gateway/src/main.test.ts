@@ -51,3 +51,19 @@ test('the gateway refuses a malformed SCIM client binding and a token cache beyo
   assert.match(result.stderr, /SCIM_CLIENT_ORGANIZATIONS: the client mileage-scim is bound twice/);
   assert.match(result.stderr, /SCIM_TOKEN_CACHE_SECONDS: /);
 });
+
+test('the previous cursor key is checked like the current one, and only beside one', () => {
+  const start = (env: Record<string, string>) =>
+    spawnSync(process.execPath, [path.join(__dirname, 'main.js')], {
+      env: { PATH: process.env.PATH, ACTOR_ATTESTATION_SECRET: 'gateway-main-test-attestation-secret-0123', ...env },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+  const short = start({ CURSOR_SECRET: 'gateway-main-test-cursor-secret-0123456789', CURSOR_SECRET_PREVIOUS: 'short' });
+  assert.equal(short.status, 78);
+  assert.match(short.stderr, /CURSOR_SECRET_PREVIOUS: at least 32 characters/);
+  const alone = start({ CURSOR_SECRET_PREVIOUS: 'gateway-main-test-previous-cursor-secret-0123' });
+  assert.equal(alone.status, 78);
+  assert.match(alone.stderr, /CURSOR_SECRET_PREVIOUS: needs CURSOR_SECRET/);
+  assert.doesNotMatch(alone.stderr, /gateway-main-test-previous-cursor-secret/);
+});

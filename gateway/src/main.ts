@@ -13,13 +13,13 @@ import {
 import { Redis } from 'ioredis';
 import { createApp } from './app';
 import { TokenVerifier } from './auth';
-import { configSchema, jwksUrl } from './config';
+import { checkCursorSecrets, configSchema, jwksUrl } from './config';
 import { gatewayDependencies, type Downstream } from './dependencies';
 import { OrganizationCredentials } from './organization-credentials';
 import { RateLimits } from './rate-limit';
 
 async function main(): Promise<void> {
-  const config = loadConfigOrExit(configSchema.superRefine(checkGrpcTls));
+  const config = loadConfigOrExit(configSchema.superRefine(checkGrpcTls).superRefine(checkCursorSecrets));
   const tls = grpcTls(config);
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
   const metrics = new Metrics('gateway');
@@ -132,6 +132,7 @@ async function main(): Promise<void> {
     scimDeadlineMs: config.SCIM_DEADLINE_MS,
     actorAttestationSecret: config.ACTOR_ATTESTATION_SECRET,
     ...(config.CURSOR_SECRET ? { cursorSecret: config.CURSOR_SECRET } : {}),
+    ...(config.CURSOR_SECRET_PREVIOUS ? { cursorSecretPrevious: config.CURSOR_SECRET_PREVIOUS } : {}),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     // Ready: listening (this answers), configured (checked at start), signing keys loaded, not draining.
     readiness: () => {

@@ -154,6 +154,31 @@ describe('GET /v1/users/{user_id}/drives', () => {
     await get(`/v1/users/BobDriver1/drives?cursor=${tampered}.${signature}`, bob).expect(422);
   });
 
+  test('a cursor survives a rotation of CURSOR_SECRET while the old key is the previous one, and only then', async () => {
+    const keyA = 'rotation-test-cursor-key-a-0123456789abc';
+    const keyB = 'rotation-test-cursor-key-b-0123456789abc';
+    const page = (app: ReturnType<Harness['app']>, cursor?: string) =>
+      request(app)
+        .get(`/v1/users/BobDriver1/drives?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+        .set('Authorization', `Bearer ${bob}`);
+    const before = (await page(h.app({ cursorSecret: keyA })).expect(200)).body;
+    const second = (await page(h.app({ cursorSecret: keyA }), before.next_cursor).expect(200)).body;
+    const rotated = h.app({ cursorSecret: keyB, cursorSecretPrevious: keyA });
+    const continued = (await page(rotated, before.next_cursor).expect(200)).body;
+    assert.deepEqual(continued.results, second.results);
+    assert.notEqual(continued.next_cursor, second.next_cursor, 'the next cursor is signed with the new key');
+    // Without the previous key the old cursor is what any invalid cursor is (CONTRACT: 422 on query.cursor).
+    const refused = await page(h.app({ cursorSecret: keyB }), before.next_cursor).expect(422);
+    assert.deepEqual(
+      refused.body.detail.map((i: { loc: string[] }) => i.loc.join('.')),
+      ['query.cursor'],
+    );
+    // A cursor the rotated gateway issues is signed with the new key: a replica that holds only B continues it.
+    const issuedAfter = (await page(rotated).expect(200)).body.next_cursor;
+    await page(h.app({ cursorSecret: keyB }), issuedAfter).expect(200);
+    await page(h.app({ cursorSecret: keyA }), issuedAfter).expect(422);
+  });
+
   test('only the caller may read their drives; validation comes first', async () => {
     await get('/v1/users/BobDriver1/drives', alice).expect(403);
     await get('/v1/users/BobDriver1/drives?limit=0', alice).expect(422);

@@ -80,6 +80,8 @@ export const ACCOUNTS = [
 
 /** Shared by the harness's gateway apps and its SCIM service. */
 export const ACTOR_ATTESTATION_SECRET = 'harness-actor-attestation-secret-0123456789';
+/** The SCIM service's ACTOR_ATTESTATION_PREVIOUS_SECRET: the key of a rotation's other end, still accepted. */
+export const ACTOR_ATTESTATION_PREVIOUS_SECRET = 'harness-previous-attestation-secret-0123456789';
 
 /**
  * The organizations of the harness (CONTRACT §7's demo data, in small): everything above lives in organization 1
@@ -131,6 +133,9 @@ export interface Harness {
     actorAttestationSecret?: string;
     /** SCIM_TOKEN_CACHE_SECONDS (default 5). */
     scimTokenCacheSeconds?: number;
+    /** CURSOR_SECRET (default: one every app of the harness shares) and CURSOR_SECRET_PREVIOUS (default: none). */
+    cursorSecret?: string;
+    cursorSecretPrevious?: string;
   }): Express;
   drivesClient: ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
@@ -311,7 +316,7 @@ export async function startHarness(): Promise<Harness> {
         groups: scimGroups,
         logger,
         baseUrl: 'http://127.0.0.1:8080/scim/v2',
-        attestation: { secrets: [ACTOR_ATTESTATION_SECRET], maxAgeSeconds: 60 },
+        attestation: { secrets: [ACTOR_ATTESTATION_SECRET, ACTOR_ATTESTATION_PREVIOUS_SECRET], maxAgeSeconds: 60 },
       }),
     ],
     protoFiles: [PROTO_FILES.scim],
@@ -448,7 +453,8 @@ export async function startHarness(): Promise<Harness> {
         drives,
         scim,
         webhooks,
-        cursorSecret: 'test-cursor-secret-of-at-least-32-chars',
+        cursorSecret: options.cursorSecret ?? 'test-cursor-secret-of-at-least-32-chars',
+        ...(options.cursorSecretPrevious ? { cursorSecretPrevious: options.cursorSecretPrevious } : {}),
         actorAttestationSecret: options.actorAttestationSecret ?? ACTOR_ATTESTATION_SECRET,
         bodyLimitBytes: 1_048_576,
         readiness: (): Readiness => ({

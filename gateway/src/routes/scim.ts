@@ -1,6 +1,10 @@
 import { scimV1 } from '@mileage/proto';
+import { status, type ServiceError } from '@grpc/grpc-js';
 import {
+  ACTOR_NOT_ATTESTED,
   attestActor,
+  decodeServiceError,
+  httpAnswer,
   type CallSettings,
   type Logger,
   type PromiseClient,
@@ -47,6 +51,22 @@ function sendScimError(res: Response, problem: HttpProblem, scimType?: string): 
     .set(problem.headers)
     .set('Content-Type', 'application/scim+json; charset=utf-8')
     .send(body);
+}
+
+/**
+ * The SCIM service's reason when it refused this gateway's attestation (its key is not one that replica holds), else
+ * undefined. Not the caller's fault and not a fault of this request: a retryable 503, never a 500.
+ */
+function attestationRefusal(err: unknown): string | undefined {
+  if ((err as { code?: unknown }).code !== status.UNAUTHENTICATED) return undefined;
+  const decoded = decodeServiceError(err as ServiceError);
+  return decoded.reason === ACTOR_NOT_ATTESTED ? decoded.message : undefined;
+}
+
+/** The platform's answer for a backing service that cannot serve now: 503 with Retry-After. */
+function unavailable(): HttpProblem {
+  const answer = httpAnswer(status.UNAVAILABLE);
+  return new HttpProblem(answer.status, answer.detail, { 'Retry-After': String(answer.retryAfterSeconds) });
 }
 
 /** A metrics label per endpoint family, never per id. */
@@ -151,6 +171,15 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       }
       if (typeof readStatus === 'number' && readStatus >= 400 && readStatus < 500)
         return sendScimError(res, new HttpProblem(400, 'The request body could not be read'), 'invalidSyntax');
+      const refusal = attestationRefusal(err);
+      if (refusal !== undefined) {
+        deps.logger.warn(
+          { request_id: res.locals.requestId, reason: refusal },
+          "the SCIM service refused the gateway's attestation: ACTOR_ATTESTATION_SECRET is not a key it holds " +
+            '(a key rotation out of order? docs/operations.md)',
+        );
+        return sendScimError(res, unavailable());
+      }
       const problem = problemFromGrpc(err);
       if (problem instanceof ValidationProblem)
         return sendScimError(res, new HttpProblem(400, problem.issues.map((i) => i.msg).join('; ')), 'invalidValue');

@@ -52,3 +52,18 @@ test('an attestation holds for its own organization only', () => {
   const check = verifyActorAttestation(['s3cret'], attestation, elsewhere, { maxAgeSeconds: 30, now });
   assert.deepEqual(check, { ok: false, reason: 'attestation does not match the request' });
 });
+
+test('while a key rotates, an attestation under the current or the previous key holds, under any other key not', () => {
+  const now = 1_790_000_000_123;
+  const r = request(new Uint8Array(0));
+  const check = (secrets: string[], signedWith: string) =>
+    verifyActorAttestation(secrets, attestActor(signedWith, r, now), r, { maxAgeSeconds: 30, now });
+  assert.deepEqual(check(['new-key', 'old-key'], 'new-key'), { ok: true });
+  assert.deepEqual(check(['new-key', 'old-key'], 'old-key'), { ok: true });
+  assert.deepEqual(check(['new-key', 'old-key'], 'third-key'), {
+    ok: false,
+    reason: 'attestation does not match the request',
+  });
+  // The old key dropped: its attestations are refused.
+  assert.equal(check(['new-key'], 'old-key').ok, false);
+});

@@ -50,6 +50,12 @@ export function attestActor(secret: string, request: AttestedRequest, now = Date
 export type AttestationCheck = { ok: true } | { ok: false; reason: string };
 
 /**
+ * The ErrorInfo reason of a call refused for its attestation (UNAUTHENTICATED). The gateway answers it 503: its key is
+ * one this replica does not hold, which a key rotation done out of order causes and a retry may not meet again.
+ */
+export const ACTOR_NOT_ATTESTED = 'ACTOR_NOT_ATTESTED';
+
+/**
  * Checks an attestation against the request it came with: the format, its age (at most `maxAgeSeconds` either way,
  * for clock skew) and the HMAC under any of `secrets` (the current one and, while rotating, the previous one).
  */

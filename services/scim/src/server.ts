@@ -1,6 +1,7 @@
 import { scimV1 } from '@mileage/proto';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import {
+  ACTOR_NOT_ATTESTED,
   AppError,
   isOrganizationId,
   verifyActorAttestation,
@@ -130,7 +131,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       const reason = check.ok ? 'no actor' : check.reason;
       deps.logger.warn({ request_id: call.requestId, reason }, 'SCIM call refused: its actor is not attested');
       throw new AppError(grpcStatus.UNAUTHENTICATED, `the caller is not attested by the gateway (${reason})`, {
-        reason: 'ACTOR_NOT_ATTESTED',
+        reason: ACTOR_NOT_ATTESTED,
       });
     }
     return request.clientId;
@@ -189,7 +190,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
 
   const handlers: Handlers<scimV1.ScimServiceServer> = {
     async handleRequest(request, callCtx) {
-      // Outside the try: a refusal is the call's gRPC status (the gateway answers 500), never a SCIM error body.
+      // Outside the try: a refusal is the call's gRPC status (the gateway answers 503), never a SCIM error body.
       const actor = attestedActor(request, callCtx);
       let response: ScimResponse;
       try {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   allSucceed,
+  keyRotation,
   postgresRestart,
   recovered,
   replicaFrozen,
@@ -152,5 +153,18 @@ describe('a SCIM secret token rotated and revoked across both gateways', () => {
         'gateway B still served the revoked token',
       ],
     );
+  });
+});
+
+describe('key rotation', () => {
+  test('fails on a cursor issued before that a gateway no longer continues, even when every request succeeded', () => {
+    const stale: string[] = [];
+    const e = keyRotation(stale);
+    assert.equal(judge('rotation', e, steady(0, 3000)).verdict, 'pass');
+    assert.equal(judge('rotation', e, [...steady(0, 3000), req(1500, 5, 503)]).verdict, 'FAIL');
+    stale.push('a cursor issued before the rotation got 422 on gateway B');
+    const row = judge('rotation', e, steady(0, 3000));
+    assert.equal(row.verdict, 'FAIL');
+    assert.ok(row.notes.includes('a cursor issued before the rotation got 422 on gateway B'));
   });
 });

@@ -27,6 +27,17 @@ export const rollingRestart = (uncleanDrains: readonly string[]): Expectation =>
 });
 
 /**
+ * CURSOR_SECRET and the attestation key rotated: no request fails, and every cursor issued before the rotation is still
+ * continued by both gateways afterwards (`stale`: the ones that were not, filled in when the rotation is over).
+ */
+export const keyRotation = (stale: readonly string[]): Expectation => ({
+  text: '0 failed; every cursor issued before still valid on both gateways',
+  required: true,
+  accepts: is2xx,
+  check: () => (stale.length ? stale.join('; ') : undefined),
+});
+
+/**
  * PostgreSQL stopped at downAt and started at upAt: 503 + Retry-After only for requests answered after it went down
  * (one in flight then counts) and started before the services' checks can have seen it back (recoveryMs); recovered
  * by the end, and no process restarted.

@@ -125,26 +125,58 @@ export class Load {
     };
   }
 
+  /**
+   * A client paging through a list with `next_cursor`, one page at a time, each page from whichever gateway is next in
+   * the Service (so a cursor one gateway issued is continued on the other), from the first page again after the last;
+   * until the returned stop(). `first.path` must take `&cursor=`.
+   */
+  walk(stream: string, first: Request): () => Promise<void> {
+    let on = true;
+    const done = (async () => {
+      let cursor: string | undefined;
+      while (on) {
+        const base = this.endpoints.pick();
+        if (base) {
+          const path = cursor ? `${first.path}&cursor=${encodeURIComponent(cursor)}` : first.path;
+          const page = await this.send(base, { ...first, path }, stream);
+          // A failed page is sent again with the same cursor: the walk only goes on from what it was given.
+          if (page !== undefined)
+            cursor = (JSON.parse(page) as { next_cursor: string | null }).next_cursor ?? undefined;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    this.probes.push(done);
+    return async () => {
+      on = false;
+      await done;
+    };
+  }
+
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all([...this.workers, ...this.probes]);
   }
 
-  private async send(base: string, request: Request, stream: string): Promise<void> {
+  /** Sends one request and records it; the body of a 2xx answer. */
+  private async send(base: string, request: Request, stream: string): Promise<string | undefined> {
     const startedAt = Date.now();
     let status = 0;
     let retryAfter = false;
+    let body: string | undefined;
     try {
       const res = await fetch(`${base}${request.path}`, {
         headers: { authorization: `Bearer ${request.token}` },
         signal: AbortSignal.timeout(this.timeoutMs),
       });
-      await res.arrayBuffer();
+      const text = await res.text();
       status = res.status;
       retryAfter = res.headers.has('retry-after');
+      if (res.ok) body = text;
     } catch {
       status = 0;
     }
     this.samples.push({ startedAt, endedAt: Date.now(), status, retryAfter, stream, route: request.route });
+    return body;
   }
 }

@@ -1,12 +1,14 @@
 // `npm run chaos`: the fault suite. Two replicas of each service and two gateways on loopback under steady load, then
-// one fault after the other — a rolling restart, dropped database connections, a PostgreSQL restart, a frozen replica,
-// Redis stopped, the identity provider's JWKS down — each judged against what docs/operations.md promises. Prints the
-// table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (CI).
+// one fault after the other — a rolling restart, a key rotation, dropped database connections, a PostgreSQL restart, a
+// frozen replica, Redis stopped, the identity provider's JWKS down — each judged against what docs/operations.md
+// promises. Prints the table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (CI).
+import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Endpoints, Load, type Request } from './load';
 import {
   allSucceed,
+  keyRotation,
   postgresRestart,
   replicaFrozen,
   rollingRestart,
@@ -14,6 +16,7 @@ import {
   serviceFrozen,
   unknownKeyWhileJwksDown,
 } from './expectations';
+import { rotationSteps } from './rotation';
 import { exerciseSecretTokens } from './scim-tokens';
 import { exitCode, formatTable, is2xx, judge, window, type Expectation, type Row, type Sample } from './report';
 import {
@@ -30,19 +33,25 @@ const { values } = parseArgs({
   options: {
     short: { type: 'boolean', default: false },
     concurrency: { type: 'string', default: '12' },
-    /** Some faults only, by key: tokens, rolling, drops, postgres, freeze, redis, jwks (the baseline always runs). */
+    /**
+     * Some faults only, by key: tokens, rolling, rotation, drops, postgres, freeze, redis, jwks (the baseline always
+     * runs). `--short` leaves out rotation (three rolling restarts: over a minute) unless it is named here.
+     */
     only: { type: 'string' },
   },
 });
-const FAULTS = ['tokens', 'rolling', 'drops', 'postgres', 'freeze', 'redis', 'jwks'] as const;
+const FAULTS = ['tokens', 'rolling', 'rotation', 'drops', 'postgres', 'freeze', 'redis', 'jwks'] as const;
 const only = values.only?.split(',').map((f) => f.trim());
 const unknown = only?.filter((f) => !(FAULTS as readonly string[]).includes(f));
 if (unknown?.length) {
   process.stderr.write(`--only: unknown fault ${unknown.join(', ')} (known: ${FAULTS.join(', ')})\n`);
   process.exit(2);
 }
-const wanted = (fault: (typeof FAULTS)[number]) => !only || only.includes(fault);
 const short = values.short;
+/** Too long for the short run's budget in CI: run when named, or in the full run. */
+const LONG_FAULTS: readonly string[] = ['rotation'];
+const wanted = (fault: (typeof FAULTS)[number]) =>
+  only ? only.includes(fault) : !(short && LONG_FAULTS.includes(fault));
 /** Seconds of each phase: the short mode's for CI, the full run's for the documented table. */
 const T = short
   ? { baseline: 3, afterRoll: 2, drops: 4, dropEvery: 1.5, pgDown: 2, freeze: 3, redisDown: 3, jwksDown: 3, after: 2 }
@@ -59,6 +68,12 @@ const T = short
     };
 /** The chart's preStop pause (preStopSleepSeconds) in miniature: SIGTERM comes this long after a pod leaves its Service. */
 const PRE_STOP_MS = short ? 500 : 2_000;
+/**
+ * By when every gRPC caller has retried a restarted replica's address: grpc-js's longest reconnect backoff
+ * (`grpc.max_reconnect_backoff_ms`, 5 s, packages/runtime) and its ±20 % jitter. A Kubernetes pod's replacement has a
+ * new address, which callers connect to without a backoff; here the replacement reuses the old one.
+ */
+const RECONNECT_BOUND_MS = 6_000;
 /** A revocation's own path on top of it (the DELETE's commit, a request in flight). */
 const REVOCATION_MARGIN_MS = 1_000;
 /** How long after PostgreSQL is back its 503s are still expected: the services' checks run every 2 s. */
@@ -139,6 +154,34 @@ async function main(): Promise<void> {
           }
           await sleep(T.afterRoll * 1000);
         },
+      );
+    }
+
+    if (wanted('rotation')) {
+      // Not a fault: CURSOR_SECRET and the attestation key rotated under the same load, in the documented order, while
+      // a client pages through drives across both gateways; then the cursors issued before are used on both.
+      const issuedBefore = await firstPageCursors(stack);
+      const stale: string[] = [];
+      const walker = stack.callers[0]!;
+      const walk = { route: 'drives pages by next_cursor', path: drivesPage(walker.userId), token: walker.token };
+      await phase(
+        'CURSOR_SECRET and attestation key rotated (3 rolling restarts of the gateways and SCIM replicas)',
+        keyRotation(stale),
+        async () => {
+          const stopWalk = load!.walk('cursor-walk', walk);
+          await rotateKeys(stack, endpoints);
+          await sleep(T.afterRoll * 1000);
+          await stopWalk();
+          stale.push(...(await staleCursors(stack, issuedBefore)));
+        },
+        (from, to) => [
+          judge(
+            'a client paging by next_cursor on both gateways across the rotation',
+            allSucceed('every page 2xx'),
+            window(samples, from, to, 'cursor-walk'),
+            from,
+          ),
+        ],
       );
     }
 
@@ -328,6 +371,70 @@ function mixOf(stack: ChaosStack): (i: number) => Request {
   };
 }
 
+/** A page of a user's drives small enough that a walk through them takes several pages. */
+const drivesPage = (userId: string) => `/v1/users/${userId}/drives?limit=5`;
+
+/** The next_cursor of the first drives page of a few callers, from each gateway. */
+async function firstPageCursors(stack: ChaosStack): Promise<{ path: string; token: string; cursor: string }[]> {
+  const cursors = [];
+  for (const caller of stack.callers.slice(0, 4))
+    for (const { url } of Object.values(stack.gateways)) {
+      const res = await fetch(`${url}${drivesPage(caller.userId)}`, {
+        headers: { authorization: `Bearer ${caller.token}` },
+      });
+      const page = (await res.json()) as { next_cursor?: string | null };
+      if (!res.ok || !page.next_cursor) throw new Error(`no first page with a next_cursor: ${res.status}`);
+      cursors.push({ path: drivesPage(caller.userId), token: caller.token, cursor: page.next_cursor });
+    }
+  return cursors;
+}
+
+/** The cursors of `issued` that a gateway no longer continues (each tried on both). */
+async function staleCursors(
+  stack: ChaosStack,
+  issued: { path: string; token: string; cursor: string }[],
+): Promise<string[]> {
+  const stale = [];
+  for (const { path, token, cursor } of issued)
+    for (const [id, { url }] of Object.entries(stack.gateways)) {
+      const res = await fetch(`${url}${path}&cursor=${encodeURIComponent(cursor)}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      await res.arrayBuffer();
+      if (res.status !== 200)
+        stale.push(`a cursor issued before the rotation got ${res.status} on gateway ${id.toUpperCase()}`);
+    }
+  return stale;
+}
+
+/**
+ * The keys' rotation (rotation.ts), each step a rolling restart as the chart does it: the SCIM replica and the gateway
+ * A whose setting changes at once, then B.
+ */
+async function rotateKeys(stack: ChaosStack, endpoints: Endpoints): Promise<void> {
+  const current = stack.gateways.a.replica;
+  const before = {
+    cursor: current.setting('CURSOR_SECRET')!,
+    attestation: current.setting('ACTOR_ATTESTATION_SECRET')!,
+  };
+  const after = { cursor: randomBytes(32).toString('base64url'), attestation: randomBytes(32).toString('base64url') };
+  for (const [i, step] of rotationSteps(before, after).entries()) {
+    for (const id of ['a', 'b'] as const) {
+      const restarts: Promise<void>[] = [];
+      if (Object.keys(step.scim).length) {
+        stack.services.scim[id].reconfigure(step.scim);
+        restarts.push(restartService(stack, 'scim', id));
+      }
+      if (Object.keys(step.gateway).length) {
+        stack.gateways[id].replica.reconfigure(step.gateway);
+        restarts.push(restartGateway(stack, endpoints, id));
+      }
+      await Promise.all(restarts);
+    }
+    log(`  step ${i + 1} rolled out: ${step.what}`);
+  }
+}
+
 /** Replicas whose drain did not end cleanly (exit status other than 0: a shutdown step failed or timed out). */
 const uncleanDrains: string[] = [];
 
@@ -344,8 +451,10 @@ async function restartService(stack: ChaosStack, service: (typeof SERVICES)[numb
   await sleep(PRE_STOP_MS);
   await drain(replica);
   replica.start();
-  // Ready, and its callers have found it (grpc-js reconnects with a backoff): then the next one may go.
+  // Ready and serving calls: one caller has found it. The others retry its address after their reconnect backoff, so
+  // the next replica goes only after the longest backoff, else a caller may find neither (its calls fail at once).
   await replica.waitUntilReady(60_000, true);
+  await sleep(RECONNECT_BOUND_MS);
 }
 
 /** A gateway pod deleted: it leaves the Service's endpoints, the preStop pause, SIGTERM, a new one until ready. */

@@ -40,7 +40,7 @@ export class Replica {
   constructor(
     readonly name: string,
     private readonly script: string,
-    private readonly env: Record<string, string>,
+    private env: Record<string, string>,
     /** Its readiness, as its probe sees it. */
     readonly ready: () => Promise<boolean>,
     /** Calls it has served since it started (for "takes traffic"); undefined when it cannot tell. */
@@ -60,6 +60,21 @@ export class Replica {
     child.stderr!.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4000)));
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     this.child = child;
+  }
+
+  /** Changes its environment from its next start on (undefined: unset), as a changed Secret does for a new pod. */
+  reconfigure(changes: Record<string, string | undefined>): void {
+    const env = { ...this.env };
+    for (const [name, value] of Object.entries(changes)) {
+      if (value === undefined) delete env[name];
+      else env[name] = value;
+    }
+    this.env = env;
+  }
+
+  /** A variable of its environment as its next start gets it. */
+  setting(name: string): string | undefined {
+    return this.env[name];
   }
 
   running(): boolean {

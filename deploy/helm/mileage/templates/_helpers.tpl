@@ -240,12 +240,12 @@ a changed value. Every other value a pod reads is in its template (environment, 
 {{- $v := .root.Values -}}
 {{- $read := list -}}
 {{- if eq .component "gateway" -}}
-{{- $read = list $v.gateway.cursorSecret $v.gateway.actorAttestationSecret $v.redis.url -}}
+{{- $read = list $v.gateway.cursorSecret $v.gateway.cursorSecretPrevious $v.gateway.actorAttestationSecret $v.redis.url -}}
 {{- else -}}
 {{- if and (not $v.postgres.existingSecret) (has .component (include "mileage.databaseServices" .root | fromYamlArray)) -}}
 {{- $read = append $read (include "mileage.databaseUrl" (dict "root" .root "service" .component)) -}}
 {{- end -}}
-{{- if eq .component "scim" }}{{ $read = append $read $v.gateway.actorAttestationSecret }}{{ end -}}
+{{- if eq .component "scim" }}{{ $read = concat $read (list $v.gateway.actorAttestationSecret $v.gateway.actorAttestationSecretPrevious) }}{{ end -}}
 {{- if eq .component "webhooks" }}{{ $read = append $read $v.webhooks.secretKey }}{{ end -}}
 {{- end -}}
 {{- toJson $read | sha256sum -}}
