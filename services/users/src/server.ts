@@ -15,8 +15,7 @@ import { inCallOrganization, readInCallOrganization, type UsersServerDeps } from
 import { organizationsRegistration } from './organizations-server';
 import { listProvisioningEvents, MAX_EVENTS_PAGE } from './provisioning-events';
 import {
-  findUserInAnyOrganization,
-  findUsersInAnyOrganization,
+  ANY_ORGANIZATION,
   listUsers,
   matchesAtMostOne,
   MAX_BATCH,
@@ -50,7 +49,7 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
           ? // The gateway loading its verified caller: user ids are global, and the user's organization is the answer.
             await readWithRetry(() =>
               readAcrossOrganizations(deps.knex, (run) =>
-                findUserInAnyOrganization(run, request.id, request.includeDeleted, ctx.trace),
+                readUser(run, ANY_ORGANIZATION, request.id, request.includeDeleted, ctx.trace),
               ),
             )
           : await readInCallOrganization(deps, ctx, (run, organizationId) =>
@@ -71,7 +70,7 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
         // The gateway loading the verified callers of one turn, as getUser does for one.
         return {
           users: await readWithRetry(() =>
-            readAcrossOrganizations(deps.knex, (run) => findUsersInAnyOrganization(run, request.ids, ctx.trace)),
+            readAcrossOrganizations(deps.knex, (run) => readUsers(run, ANY_ORGANIZATION, request.ids, ctx.trace)),
           ),
         };
       return {

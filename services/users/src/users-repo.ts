@@ -302,70 +302,54 @@ function listQuery<R>(run: ReadStatements, text: string, bindings: readonly unkn
 }
 
 /**
- * The user `id` of `organizationId` (the hot read of every /v1 request), or undefined. `run`: the statements of
- * readInOrganization, or of a knex transaction of that organization (statementsOf).
+ * Whose users a read finds: one organization's, or (ANY_ORGANIZATION, in readAcrossOrganizations) those of every
+ * organization: the gateway loading its verified callers, whose organizations it does not know yet (user ids are
+ * global).
+ */
+export const ANY_ORGANIZATION = 'any organization';
+export type UserScope = number | typeof ANY_ORGANIZATION;
+
+/**
+ * The user `id` within `scope` (the hot read of every /v1 request), or undefined; one read by primary key. `run`: the
+ * statements of a light read, or of a knex transaction (statementsOf).
  */
 export async function readUser(
   run: ReadStatements,
-  organizationId: number,
+  scope: UserScope,
   id: string,
   includeDeleted: boolean,
   trace?: TraceContext,
 ): Promise<usersV1.User | undefined> {
-  const text = includeDeleted ? GET_ANY_SQL : GET_LIVE_SQL;
-  const { rows } = await sql(trace, 'SELECT', text, () =>
-    run<UserRow>(text, [id, organizationId], includeDeleted ? 'users_get_any_v2' : 'users_get_live_v2'),
-  );
+  const [text, bindings, name] =
+    scope === ANY_ORGANIZATION
+      ? [
+          includeDeleted ? FIND_ANY_SQL : FIND_LIVE_SQL,
+          [id],
+          includeDeleted ? 'users_find_any_v1' : 'users_find_live_v1',
+        ]
+      : [
+          includeDeleted ? GET_ANY_SQL : GET_LIVE_SQL,
+          [id, scope],
+          includeDeleted ? 'users_get_any_v2' : 'users_get_live_v2',
+        ];
+  const { rows } = await sql(trace, 'SELECT', text, () => run<UserRow>(text, bindings, name));
   return rows[0] && toUser(rows[0]);
 }
 
-/** The live users of `organizationId` among `ids`, in the order of `ids`, each once. */
+/** The live users within `scope` among `ids`, in the order of `ids`, each once (unknown ones omitted). */
 export async function readUsers(
   run: ReadStatements,
-  organizationId: number,
+  scope: UserScope,
   ids: string[],
   trace?: TraceContext,
 ): Promise<usersV1.User[]> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return [];
-  const { rows } = await sql(trace, 'SELECT', GET_MANY_SQL, () =>
-    run<UserRow>(GET_MANY_SQL, [unique, organizationId], 'users_get_many_v2'),
-  );
-  return inRequestOrder(unique, rows);
-}
-
-/**
- * The user `id` whichever organization they belong to, in a read that sees every organization
- * (readAcrossOrganizations): the gateway loading its verified caller, whose organization it does not know yet. One
- * read by primary key.
- */
-export async function findUserInAnyOrganization(
-  run: ReadStatements,
-  id: string,
-  includeDeleted: boolean,
-  trace?: TraceContext,
-): Promise<usersV1.User | undefined> {
-  const text = includeDeleted ? FIND_ANY_SQL : FIND_LIVE_SQL;
-  const { rows } = await sql(trace, 'SELECT', text, () =>
-    run<UserRow>(text, [id], includeDeleted ? 'users_find_any_v1' : 'users_find_live_v1'),
-  );
-  return rows[0] && toUser(rows[0]);
-}
-
-/**
- * The live users among `ids` whichever organization each belongs to, in the order of `ids` (unknown ones omitted):
- * the gateway loading the verified callers of one event-loop turn at once, as findUserInAnyOrganization does for one.
- */
-export async function findUsersInAnyOrganization(
-  run: ReadStatements,
-  ids: string[],
-  trace?: TraceContext,
-): Promise<usersV1.User[]> {
-  const unique = [...new Set(ids)];
-  if (unique.length === 0) return [];
-  const { rows } = await sql(trace, 'SELECT', FIND_MANY_LIVE_SQL, () =>
-    run<UserRow>(FIND_MANY_LIVE_SQL, [unique], 'users_find_many_live_v1'),
-  );
+  const [text, bindings, name] =
+    scope === ANY_ORGANIZATION
+      ? [FIND_MANY_LIVE_SQL, [unique], 'users_find_many_live_v1']
+      : [GET_MANY_SQL, [unique, scope], 'users_get_many_v2'];
+  const { rows } = await sql(trace, 'SELECT', text, () => run<UserRow>(text, bindings, name));
   return inRequestOrder(unique, rows);
 }
 
