@@ -1,8 +1,5 @@
 import type { usersV1 } from '@mileage/proto';
-import { isUserId, type CallSettings, type PromiseClient } from '@mileage/runtime';
-
-/** The Users service's batch size (BatchGetUsers). */
-const MAX_BATCH = 1000;
+import { isUserId, MAX_BATCH_GET_USERS, slices, type CallSettings, type PromiseClient } from '@mileage/runtime';
 
 interface Waiter {
   resolve(user: usersV1.User | undefined): void;
@@ -52,11 +49,7 @@ export class AccountLoader {
     this.pending = new Map();
     this.scheduled = false;
     for (const { call, waiters } of batches.values()) {
-      const ids = [...waiters.keys()];
-      const chunks = Array.from({ length: Math.ceil(ids.length / MAX_BATCH) }, (_, i) =>
-        ids.slice(i * MAX_BATCH, (i + 1) * MAX_BATCH),
-      );
-      for (const chunk of chunks)
+      for (const chunk of slices([...waiters.keys()], MAX_BATCH_GET_USERS))
         void this.fetch(chunk, call).then(
           (found) => {
             for (const id of chunk) for (const w of waiters.get(id)!) w.resolve(found.get(id));

@@ -1,5 +1,5 @@
 import type { ServiceError } from '@grpc/grpc-js';
-import { decodeServiceError, httpAnswer, isInvalidInput } from '@mileage/runtime';
+import { decodeServiceError, httpAnswer, isInvalidInput, type HttpAnswer } from '@mileage/runtime';
 import type { Response } from 'express';
 import { STATUS_CODES } from 'node:http';
 
@@ -76,11 +76,19 @@ export function problemFromGrpc(err: unknown): HttpProblem | ValidationProblem {
       ).map((v) => ({ loc: ['query', ...v.field.split('.')], msg: v.description, type: 'value_error' })),
     );
   }
-  const answer = httpAnswer(decoded.code, decoded.retryAfterMs);
+  return problemOfAnswer(httpAnswer(decoded.code, decoded.retryAfterMs), decoded.message, decoded.reason);
+}
+
+/** The answer the status table gives a gRPC status code, without a service's message (e.g. 503 + Retry-After). */
+export function problemFromStatus(code: number): HttpProblem {
+  return problemOfAnswer(httpAnswer(code));
+}
+
+function problemOfAnswer(answer: HttpAnswer, message?: string, reason?: string): HttpProblem {
   return new HttpProblem(
     answer.status,
-    (answer.passMessage && decoded.message) || answer.detail,
+    (answer.passMessage && message) || answer.detail,
     answer.retryAfterSeconds ? { 'Retry-After': String(answer.retryAfterSeconds) } : {},
-    (decoded.reason && TYPE_OF_REASON[decoded.reason]) || 'about:blank',
+    (reason && TYPE_OF_REASON[reason]) || 'about:blank',
   );
 }

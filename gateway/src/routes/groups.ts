@@ -1,5 +1,5 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
-import type { CallSettings } from '@mileage/runtime';
+import { MAX_BATCH_GET_USERS, slices, type CallSettings } from '@mileage/runtime';
 import type { Request } from 'express';
 import { apiTime } from '../schemas';
 import { HttpProblem, type ValidationIssue } from '../problems';
@@ -42,8 +42,8 @@ async function toGroupSchemas(
 ): Promise<GroupSchema[]> {
   const ids = [...new Set(groups.flatMap((g) => g.members.map((m) => m.userId)))];
   const users = new Map<string, usersV1.User>();
-  for (let i = 0; i < ids.length; i += 1000) {
-    const { users: found } = await deps.users.batchGetUsers({ ids: ids.slice(i, i + 1000) }, call);
+  for (const slice of slices(ids, MAX_BATCH_GET_USERS)) {
+    const { users: found } = await deps.users.batchGetUsers({ ids: slice }, call);
     for (const u of found) users.set(u.id, u);
   }
   const base = baseUrl(req);

@@ -4,7 +4,6 @@ import {
   ACTOR_NOT_ATTESTED,
   attestActor,
   decodeServiceError,
-  httpAnswer,
   type CallSettings,
   type Logger,
   type PromiseClient,
@@ -15,7 +14,7 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import type { Caller, TokenVerifier } from '../auth';
 import { authenticate, enforceRateLimit, invalidToken, requireScope } from '../guard';
 import { SCIM_SECRET_PREFIX, secretTokenCaller, type OrganizationCredentials } from '../organization-credentials';
-import { HttpProblem, problemFromGrpc, ValidationProblem } from '../problems';
+import { HttpProblem, problemFromGrpc, problemFromStatus, ValidationProblem } from '../problems';
 import type { RateLimits } from '../rate-limit';
 
 export const SCIM_SCOPE = 'scim';
@@ -61,12 +60,6 @@ function attestationRefusal(err: unknown): string | undefined {
   if ((err as { code?: unknown }).code !== status.UNAUTHENTICATED) return undefined;
   const decoded = decodeServiceError(err as ServiceError);
   return decoded.reason === ACTOR_NOT_ATTESTED ? decoded.message : undefined;
-}
-
-/** The platform's answer for a backing service that cannot serve now: 503 with Retry-After. */
-function unavailable(): HttpProblem {
-  const answer = httpAnswer(status.UNAVAILABLE);
-  return new HttpProblem(answer.status, answer.detail, { 'Retry-After': String(answer.retryAfterSeconds) });
 }
 
 /** A metrics label per endpoint family, never per id. */
@@ -178,7 +171,7 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
           "the SCIM service refused the gateway's attestation: ACTOR_ATTESTATION_SECRET is not a key it holds " +
             '(a key rotation out of order? docs/operations.md)',
         );
-        return sendScimError(res, unavailable());
+        return sendScimError(res, problemFromStatus(status.UNAVAILABLE));
       }
       const problem = problemFromGrpc(err);
       if (problem instanceof ValidationProblem)

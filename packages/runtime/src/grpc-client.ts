@@ -8,6 +8,13 @@ import type { Metrics } from './metrics';
 import { endSpan, injectContext, SpanKind, startSpan, tracingEnabled, type Span, type TraceContext } from './tracing';
 import { service as healthService } from 'grpc-health-check';
 
+/**
+ * How soon a client tries a lost address again: the first wait, growing to the longest (grpc-js's own default grows
+ * to 120 s), each with grpc-js's ±20 % jitter. A restarted service is called again within the longest of these.
+ */
+export const INITIAL_RECONNECT_BACKOFF_MS = 200;
+export const MAX_RECONNECT_BACKOFF_MS = 5_000;
+
 export interface CallSettings {
   /** Overrides the client's default deadline for this call. */
   deadlineMs?: number;
@@ -94,8 +101,8 @@ export function createGrpcClient<C extends grpc.Client>(
     'grpc.keepalive_timeout_ms': 10_000,
     'grpc.max_receive_message_length': 16 * 1024 * 1024,
     // Reconnect quickly after a service restarts (the default backoff grows to 120 s).
-    'grpc.initial_reconnect_backoff_ms': 200,
-    'grpc.max_reconnect_backoff_ms': 5_000,
+    'grpc.initial_reconnect_backoff_ms': INITIAL_RECONNECT_BACKOFF_MS,
+    'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS,
     // Channelz bookkeeping costs CPU on every call. Retries stay on, but with no retry policy in the service config
     // they are only the transparent ones: a call the server refused unprocessed (a connection closed at its maximum
     // age, GOAWAY, while the call was on its way) is sent again once instead of failing.
@@ -268,8 +275,8 @@ export class HealthClient {
       'grpc.health.v1.Health',
     );
     this.client = new Ctor(address, credentials, {
-      'grpc.initial_reconnect_backoff_ms': 200,
-      'grpc.max_reconnect_backoff_ms': 5_000,
+      'grpc.initial_reconnect_backoff_ms': INITIAL_RECONNECT_BACKOFF_MS,
+      'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS,
       'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
     }) as unknown as HealthClient['client'];
   }

@@ -3,6 +3,14 @@ import { errors } from './errors';
 /** The longest page of an offset-paged list (ListUsers, ListGroups: `limit` 0..1000, 0 returns only the total). */
 export const MAX_LIST_LIMIT = 1000;
 
+/** The most ids one BatchGetUsers takes: the Users service refuses more, its callers send them in slices. */
+export const MAX_BATCH_GET_USERS = 1000;
+
+/** `items` in consecutive slices of at most `size` (none when there are no items). */
+export function slices<T>(items: readonly T[], size: number): T[][] {
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+}
+
 /** INVALID_ARGUMENT unless the window of an offset-paged list is `offset` ≥ 0 and 0 ≤ `limit` ≤ MAX_LIST_LIMIT. */
 export function requireListWindow(request: { offset: number; limit: number }): void {
   if (request.offset < 0)

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { CallContext } from './grpc-server';
-import { isDroppedConnection } from './db';
+import { isDroppedConnection, readWithRetry } from './db';
 import { BEGIN_WITH, declaresOnBegin } from './declaring-client';
 import { errors } from './errors';
 
@@ -59,24 +59,40 @@ export async function inOrganization<T>(
   organizationId: number,
   work: (trx: Knex.Transaction) => Promise<T>,
 ): Promise<T> {
-  if (!isOrganizationId(organizationId)) throw new Error(`not an organization id: ${String(organizationId)}`);
-  return declaredTransaction(knex, ORGANIZATION_SETTING, String(organizationId), work);
+  return declaredTransaction(knex, organizationDeclaration(organizationId), work);
 }
 
-/** A knex transaction that declares `setting` first: with BEGIN in one round trip where the client can. */
+/** A transaction's declaration: the setting the policies read, and its value. */
+interface Declaration {
+  setting: string;
+  value: string;
+}
+
+/** The declaration of `organizationId`, which must be an organization id (it is written into a statement's text). */
+function organizationDeclaration(organizationId: number): Declaration {
+  if (!isOrganizationId(organizationId)) throw new Error(`not an organization id: ${String(organizationId)}`);
+  return { setting: ORGANIZATION_SETTING, value: String(organizationId) };
+}
+
+const ALL_ORGANIZATIONS: Declaration = { setting: ALL_ORGANIZATIONS_SETTING, value: 'on' };
+
+/**
+ * BEGIN and the declaration as one simple query (one round trip). The value is a validated integer or 'on': nothing a
+ * caller can shape reaches this text.
+ */
+const beginDeclaring = ({ setting, value }: Declaration, mode = '') =>
+  `BEGIN${mode}; SELECT set_config('${setting}', '${value}', true)`;
+
+/** A knex transaction that declares first: with BEGIN in one round trip where the client can. */
 function declaredTransaction<T>(
   knex: Knex,
-  setting: string,
-  value: string,
+  declaration: Declaration,
   work: (trx: Knex.Transaction) => Promise<T>,
 ): Promise<T> {
-  if (declaresOnBegin(knex)) {
-    // The value is a validated integer or 'on': nothing a caller can shape reaches this text.
-    const config = { [BEGIN_WITH]: `BEGIN; SELECT set_config('${setting}', '${value}', true)` };
-    return knex.transaction(work, config as Knex.TransactionConfig);
-  }
+  if (declaresOnBegin(knex))
+    return knex.transaction(work, { [BEGIN_WITH]: beginDeclaring(declaration) } as Knex.TransactionConfig);
   return knex.transaction(async (trx) => {
-    await trx.raw('SELECT set_config(?, ?, true)', [setting, value]);
+    await trx.raw('SELECT set_config(?, ?, true)', [declaration.setting, declaration.value]);
     return work(trx);
   });
 }
@@ -87,7 +103,7 @@ function declaredTransaction<T>(
  * a named exception; nothing reaches it from a request's own filters.
  */
 export async function acrossOrganizations<T>(knex: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  return declaredTransaction(knex, ALL_ORGANIZATIONS_SETTING, 'on', work);
+  return declaredTransaction(knex, ALL_ORGANIZATIONS, work);
 }
 
 /**
@@ -115,13 +131,22 @@ interface KnexClient {
 
 const clientOf = (knex: Knex) => knex.client as KnexClient;
 
+/** Named statements' texts with pg's placeholders: named ones are few and constant, so each is converted once. */
+const positionalTexts = new Map<string, string>();
+
 function statementsOn(knex: Knex, connection: RawConnection): ReadStatements {
   const client = clientOf(knex);
+  const positional = (text: string, name: string | undefined) => {
+    if (name === undefined) return client.positionBindings(text);
+    let converted = positionalTexts.get(text);
+    if (converted === undefined) positionalTexts.set(text, (converted = client.positionBindings(text)));
+    return converted;
+  };
   return async (text, bindings = [], name) => {
     // Seen by knex's 'query' listeners as any statement of knex's own.
     client.emit('query', { method: 'raw', sql: text, bindings });
     return (await connection.query({
-      text: client.positionBindings(text),
+      text: positional(text, name),
       values: [...bindings],
       ...(name ? { name } : {}),
     })) as { rows: never[] };
@@ -135,52 +160,47 @@ export async function statementsOf(trx: Knex.Transaction): Promise<ReadStatement
 
 /**
  * Runs the statements of a read in one READ ONLY transaction of `organizationId`, as inOrganization declares it, but
- * without a knex transaction: the BEGIN and the declaration travel as one simple query (the id is a validated
- * integer), and the statements go to pg directly. Measured: a knex transaction costs ~3× the CPU of the same four
- * round trips on pg (docs/benchmarks.md); the hot reads take this path, every write the knex one.
+ * without a knex transaction: the BEGIN and the declaration travel as one simple query, and the statements go to pg
+ * directly. Measured: a knex transaction cost about twice the CPU of the same four round trips on pg
+ * (docs/benchmarks.md, "Organizations"); the hot reads take this path, every write the knex one. A read whose
+ * connection turns out to have been dropped runs once more, on a fresh one (readWithRetry): it wrote nothing.
  */
 export function readInOrganization<T>(
   knex: Knex,
   organizationId: number,
   work: (statements: ReadStatements) => Promise<T>,
 ): Promise<T> {
-  if (!isOrganizationId(organizationId)) throw new Error(`not an organization id: ${String(organizationId)}`);
-  return lightRead(
-    knex,
-    `BEGIN READ ONLY; SELECT set_config('${ORGANIZATION_SETTING}', '${organizationId}', true)`,
-    work,
-  );
+  return lightRead(knex, organizationDeclaration(organizationId), work);
 }
 
 /** readInOrganization across every organization: the reads of acrossOrganizations' named exceptions. */
 export function readAcrossOrganizations<T>(knex: Knex, work: (statements: ReadStatements) => Promise<T>): Promise<T> {
-  return lightRead(knex, `BEGIN READ ONLY; SELECT set_config('${ALL_ORGANIZATIONS_SETTING}', 'on', true)`, work);
+  return lightRead(knex, ALL_ORGANIZATIONS, work);
 }
 
-async function lightRead<T>(knex: Knex, begin: string, work: (statements: ReadStatements) => Promise<T>): Promise<T> {
-  const client = clientOf(knex);
-  const connection = (await client.acquireConnection()) as RawConnection;
-  let open = false;
-  try {
-    open = true;
-    await connection.query({ text: begin });
-    const result = await work(statementsOn(knex, connection));
-    open = false;
-    await connection.query({ text: 'COMMIT' });
-    return result;
-  } catch (err) {
-    // A dropped session retires its connection (readWithRetry then gets another); any other failure rolls back, and a
-    // connection that cannot even roll back is retired too: the pool never hands out a connection inside a transaction.
-    if (isDroppedConnection(err)) connection.__knex__disposed ??= err;
-    else if (open)
-      await connection.query({ text: 'ROLLBACK' }).catch((rollbackError: unknown) => {
-        connection.__knex__disposed ??= rollbackError;
-      });
-    else connection.__knex__disposed ??= err;
-    throw err;
-  } finally {
-    await client.releaseConnection(connection);
-  }
+function lightRead<T>(knex: Knex, declaration: Declaration, work: (statements: ReadStatements) => Promise<T>) {
+  const begin = beginDeclaring(declaration, ' READ ONLY');
+  return readWithRetry(async () => {
+    const client = clientOf(knex);
+    const connection = (await client.acquireConnection()) as RawConnection;
+    try {
+      await connection.query({ text: begin });
+      const result = await work(statementsOn(knex, connection));
+      await connection.query({ text: 'COMMIT' });
+      return result;
+    } catch (err) {
+      // A dropped session retires its connection; any other failure rolls back (harmless when nothing is open), and a
+      // connection that cannot even roll back is retired too: the pool never hands out one inside a transaction.
+      if (isDroppedConnection(err)) connection.__knex__disposed ??= err;
+      else
+        await connection.query({ text: 'ROLLBACK' }).catch((rollbackError: unknown) => {
+          connection.__knex__disposed ??= rollbackError;
+        });
+      throw err;
+    } finally {
+      await client.releaseConnection(connection);
+    }
+  });
 }
 
 /** The organization a policy admits: the transaction's declared one (NULL when it declared none). */

@@ -55,10 +55,8 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       requireGroupId(request.groupId, 'group_id');
       requireUserId(request.userId);
       const organizationId = requireOrganization(ctx);
-      return readWithRetry(() =>
-        readInOrganization(deps.knex, organizationId, (run) =>
-          checkAdmin(run, organizationId, request.groupId, request.userId, ctx.trace),
-        ),
+      return readInOrganization(deps.knex, organizationId, (run) =>
+        checkAdmin(run, organizationId, request.groupId, request.userId, ctx.trace),
       );
     },
 

@@ -1,6 +1,6 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import { GROUP_RESOURCE_TYPE } from '@mileage/scim-domain';
-import { isUserId } from '@mileage/runtime';
+import { isUserId, MAX_BATCH_GET_USERS, slices } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,
@@ -22,7 +22,6 @@ import { ResourceHandlers } from './handlers';
 export const GROUP_RESOURCE = resourceSchema(GROUP_RESOURCE_TYPE);
 
 const GROUP_ID = /^[1-9]\d{0,17}$/;
-const BATCH = 1000;
 
 export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
   protected readonly kind = 'group';
@@ -54,8 +53,8 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
   private async liveUsers(ids: string[], ctx: RequestContext): Promise<Map<string, usersV1.User>> {
     const found = new Map<string, usersV1.User>();
     const unique = [...new Set(ids)].filter(isUserId);
-    for (let i = 0; i < unique.length; i += BATCH) {
-      const { users } = await this.deps.users.batchGetUsers({ ids: unique.slice(i, i + BATCH) }, ctx.call);
+    for (const slice of slices(unique, MAX_BATCH_GET_USERS)) {
+      const { users } = await this.deps.users.batchGetUsers({ ids: slice }, ctx.call);
       for (const u of users) if (u.organizationId === ctx.organizationId) found.set(u.id, u);
     }
     return found;

@@ -1,5 +1,7 @@
 import {
+  callOrganization,
   inOrganization,
+  readAcrossOrganizations,
   readInOrganization,
   readWithRetry,
   requireOrganization,
@@ -7,6 +9,7 @@ import {
   type Knex,
   type ReadStatements,
 } from '@mileage/runtime';
+import { ANY_ORGANIZATION, type UserScope } from './users-repo';
 
 export interface UsersServerDeps {
   knex: Knex;
@@ -29,8 +32,8 @@ export function inCallOrganization<T>(
 }
 
 /**
- * Runs the statements of a read in a READ ONLY transaction of the call's organization without a knex transaction
- * (readInOrganization: the hot reads), retried once on a dropped connection.
+ * Runs the statements of a read inside the call's organization as a light read (readInOrganization: the hot reads);
+ * FAILED_PRECONDITION ORGANIZATION_REQUIRED when the call names none.
  */
 export function readInCallOrganization<T>(
   deps: UsersServerDeps,
@@ -38,5 +41,21 @@ export function readInCallOrganization<T>(
   work: (statements: ReadStatements, organizationId: number) => Promise<T>,
 ): Promise<T> {
   const organizationId = requireOrganization(ctx);
-  return readWithRetry(() => readInOrganization(deps.knex, organizationId, (run) => work(run, organizationId)));
+  return readInOrganization(deps.knex, organizationId, (run) => work(run, organizationId));
+}
+
+/**
+ * Runs the statements of a read of users inside the call's organization, or, for a call that names none (the gateway
+ * loading its verified callers, whose organizations the answer tells), across organizations: the one read of users
+ * the service answers so.
+ */
+export function readInCallScope<T>(
+  deps: UsersServerDeps,
+  ctx: CallContext,
+  work: (statements: ReadStatements, scope: UserScope) => Promise<T>,
+): Promise<T> {
+  const organizationId = callOrganization(ctx);
+  return organizationId === undefined
+    ? readAcrossOrganizations(deps.knex, (run) => work(run, ANY_ORGANIZATION))
+    : readInOrganization(deps.knex, organizationId, (run) => work(run, organizationId));
 }

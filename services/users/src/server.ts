@@ -1,9 +1,7 @@
 import { usersV1 } from '@mileage/proto';
 import {
-  callOrganization,
   errors,
-  readAcrossOrganizations,
-  readWithRetry,
+  MAX_BATCH_GET_USERS,
   requireListWindow,
   timestampToDate,
   type CallContext,
@@ -11,19 +9,15 @@ import {
   type ServiceRegistration,
 } from '@mileage/runtime';
 import { filterToSql } from '@mileage/scim-domain';
-import { inCallOrganization, readInCallOrganization, type UsersServerDeps } from './organization-context';
+import {
+  inCallOrganization,
+  readInCallOrganization,
+  readInCallScope,
+  type UsersServerDeps,
+} from './organization-context';
 import { organizationsRegistration } from './organizations-server';
 import { listProvisioningEvents, MAX_EVENTS_PAGE } from './provisioning-events';
-import {
-  ANY_ORGANIZATION,
-  listUsers,
-  matchesAtMostOne,
-  MAX_BATCH,
-  readUser,
-  readUsers,
-  USER_FILTER_TABLE,
-  UsersRepository,
-} from './users-repo';
+import { listUsers, matchesAtMostOne, readUser, readUsers, USER_FILTER_TABLE, UsersRepository } from './users-repo';
 import { requireUserId, validateUserInput } from './validation';
 
 export type { UsersServerDeps };
@@ -44,40 +38,21 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
   const handlers: Handlers<usersV1.UsersServiceServer> = {
     async getUser(request, ctx) {
       requireUserId(request.id, 'id');
-      const user =
-        callOrganization(ctx) === undefined
-          ? // The gateway loading its verified caller: user ids are global, and the user's organization is the answer.
-            await readWithRetry(() =>
-              readAcrossOrganizations(deps.knex, (run) =>
-                readUser(run, ANY_ORGANIZATION, request.id, request.includeDeleted, ctx.trace),
-              ),
-            )
-          : await readInCallOrganization(deps, ctx, (run, organizationId) =>
-              readUser(run, organizationId, request.id, request.includeDeleted, ctx.trace),
-            );
+      const user = await readInCallScope(deps, ctx, (run, scope) =>
+        readUser(run, scope, request.id, request.includeDeleted, ctx.trace),
+      );
       if (!user) throw errors.notFound(`user ${request.id} not found`, 'USER_NOT_FOUND');
       return { user };
     },
 
     async batchGetUsers(request, ctx) {
-      if (request.ids.length > MAX_BATCH) {
-        throw errors.invalidArgument(`at most ${MAX_BATCH} ids per call`, [
-          { field: 'ids', description: `at most ${MAX_BATCH}` },
+      if (request.ids.length > MAX_BATCH_GET_USERS) {
+        throw errors.invalidArgument(`at most ${MAX_BATCH_GET_USERS} ids per call`, [
+          { field: 'ids', description: `at most ${MAX_BATCH_GET_USERS}` },
         ]);
       }
       request.ids.forEach((id, i) => requireUserId(id, `ids[${i}]`));
-      if (callOrganization(ctx) === undefined)
-        // The gateway loading the verified callers of one turn, as getUser does for one.
-        return {
-          users: await readWithRetry(() =>
-            readAcrossOrganizations(deps.knex, (run) => readUsers(run, ANY_ORGANIZATION, request.ids, ctx.trace)),
-          ),
-        };
-      return {
-        users: await readInCallOrganization(deps, ctx, (run, organizationId) =>
-          readUsers(run, organizationId, request.ids, ctx.trace),
-        ),
-      };
+      return { users: await readInCallScope(deps, ctx, (run, scope) => readUsers(run, scope, request.ids, ctx.trace)) };
     },
 
     async createUser(request, ctx) {

@@ -125,7 +125,6 @@ const GET_MANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users
   WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
 
 const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-export const MAX_BATCH = 1000;
 
 export function generateUserId(): string {
   let id = '';
@@ -534,7 +533,6 @@ export class UsersRepository {
     });
   }
 
-  /** A page of the live users matching `condition` (from filterToSql), by id, and how many match in all. */
   /** Whether `id` is taken by a user of this organization, live or deleted. */
   private async exists(id: string, trace?: TraceContext): Promise<boolean> {
     return Boolean(await this.get(id, true, trace));

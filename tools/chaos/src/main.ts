@@ -4,6 +4,7 @@
 // promises. Prints the table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (CI).
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { MAX_RECONNECT_BACKOFF_MS } from '@mileage/runtime';
 import pg from 'pg';
 import { Endpoints, Load, type Request } from './load';
 import {
@@ -69,11 +70,11 @@ const T = short
 /** The chart's preStop pause (preStopSleepSeconds) in miniature: SIGTERM comes this long after a pod leaves its Service. */
 const PRE_STOP_MS = short ? 500 : 2_000;
 /**
- * By when every gRPC caller has retried a restarted replica's address: grpc-js's longest reconnect backoff
- * (`grpc.max_reconnect_backoff_ms`, 5 s, packages/runtime) and its ±20 % jitter. A Kubernetes pod's replacement has a
- * new address, which callers connect to without a backoff; here the replacement reuses the old one.
+ * By when every gRPC caller has retried a restarted replica's address: the longest reconnect backoff and its ±20 %
+ * jitter. A Kubernetes pod's replacement has a new address, which callers connect to without a backoff; here the
+ * replacement reuses the old one.
  */
-const RECONNECT_BOUND_MS = 6_000;
+const RECONNECT_BOUND_MS = MAX_RECONNECT_BACKOFF_MS * 1.2;
 /** A revocation's own path on top of it (the DELETE's commit, a request in flight). */
 const REVOCATION_MARGIN_MS = 1_000;
 /** How long after PostgreSQL is back its 503s are still expected: the services' checks run every 2 s. */

@@ -1,4 +1,8 @@
+import { ORGANIZATION_SETTING } from '@mileage/runtime';
 import type pg from 'pg';
+
+/** Declares, for a session's life, the organization its volume rows belong to (1): the tables' defaults take it. */
+export const DECLARE_VOLUME_ORGANIZATION = `SELECT set_config('${ORGANIZATION_SETTING}', '1', false)`;
 
 /**
  * Generates realistic volume for benchmarks straight in the services' schemas, server-side
@@ -9,9 +13,6 @@ import type pg from 'pg';
  * (the tables' organization columns take the declared organization), and the Groups service's record of each member's
  * organization is written before the memberships that refer to it.
  */
-/** Declares, for a session's life, the organization its volume rows belong to (1): the tables' defaults take it. */
-export const DECLARE_VOLUME_ORGANIZATION = `SELECT set_config('mileage.organization_id', '1', false)`;
-
 export async function generateVolume(
   client: pg.Client,
   options: { users: number; drives: number; chunk?: number; log?: (msg: string) => void },
