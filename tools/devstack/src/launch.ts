@@ -33,9 +33,23 @@ export interface LaunchedStack {
   stop(): Promise<void>;
 }
 
-export async function launchStack(
-  options: { env?: Record<string, string>; logLevel?: string } = {},
-): Promise<LaunchedStack> {
+type LaunchOptions = { env?: Record<string, string>; logLevel?: string };
+
+/**
+ * Starts the stack on free ports. A port found free can still be taken by another process before the stack binds it
+ * (suites run side by side); then the stack is started again on other ports, up to three times.
+ */
+export async function launchStack(options: LaunchOptions = {}): Promise<LaunchedStack> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launchOnce(options);
+    } catch (err) {
+      if (attempt >= 3 || !(err instanceof Error && /EADDRINUSE|already in use/.test(err.message))) throw err;
+    }
+  }
+}
+
+async function launchOnce(options: LaunchOptions): Promise<LaunchedStack> {
   const ports: Record<string, string> = {};
   // A port the caller chose (e.g. one another process was told about) is kept; the others are free ones.
   for (const name of PORT_VARIABLES) ports[name] = options.env?.[name] ?? String(await freePort());
