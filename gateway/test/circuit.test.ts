@@ -2,7 +2,8 @@
  * The gateway in front of a frozen Drives service (a TCP relay that stops relaying: what SIGSTOP does to a process,
  * connections open, calls hanging): after the circuit breaker's threshold of calls that waited out their deadline
  * (504), drive routes answer 503 at once with `Retry-After` the time the circuit stays open, other routes keep
- * answering, and after the service is back the one probe closes the circuit. The breaker's clock is the test's.
+ * answering, and after the service is back the breaker's probe (a health check, not a client's request) closes the
+ * circuit. The breaker's clock is the test's.
  */
 import { Metrics } from '@mileage/runtime';
 import { startFaultProxy, type FaultProxy } from '@mileage/runtime/testing';
@@ -30,12 +31,19 @@ after(async () => {
 describe('circuit breaker at the gateway', () => {
   test('a frozen service: 504s up to the threshold, then fast 503s with Retry-After; back after one probe', async () => {
     const clock = { now: 1_700_000_000_000 };
+    let closed!: () => void;
+    const circuitClosed = new Promise<void>((resolve) => (closed = resolve));
     const metrics = new Metrics('gateway');
     const app = h.app({
       drivesAddress: drives.address,
       // Long enough for a loaded machine; the frozen calls take exactly this long.
       deadlineMs: 1_500,
-      circuitBreaker: { failureThreshold: 3, openMs: 4_000, now: () => clock.now },
+      circuitBreaker: {
+        failureThreshold: 3,
+        openMs: 4_000,
+        now: () => clock.now,
+        onTransition: (change) => change.to === 'closed' && closed(),
+      },
       metrics,
       // The health checks would also find Drives down (after two failed rounds): kept out of the way here.
       dependencyIntervalMs: 600_000,
@@ -70,10 +78,15 @@ describe('circuit breaker at the gateway', () => {
     } finally {
       await drives.resume();
     }
-    // The service is back (SIGCONT): past the open time the next request is the probe, answered, and the circuit closes.
+    // The service is back (SIGCONT). Past the open time the next request starts the probe and is refused at once
+    // (Retry-After 1 s, the probe's bound) rather than waiting to find out; the probe answers and the circuit closes.
     clock.now += 1_500;
-    assert.equal((await drivesRoute()).status, 200);
+    const duringProbe = await drivesRoute();
+    assert.equal(duringProbe.status, 503);
+    assert.equal(duringProbe.headers['retry-after'], '1');
+    await circuitClosed;
     assert.equal(await circuitState(), 0);
+    assert.equal((await drivesRoute()).status, 200);
     assert.equal((await drivesRoute()).status, 200);
     const transitions = Object.fromEntries(
       (await metrics.grpcClientCircuitTransitions.get()).values

@@ -1,7 +1,7 @@
 /**
  * The gRPC client's circuit breaker against a real gRPC server in this process whose handler hangs, answers or fails
  * on demand. Time is the breaker's injected clock (advanced by the test) and the calls' own short deadlines; every
- * other step waits on an explicit promise (a handler entered, a gate released).
+ * other step waits on an explicit promise (the probe settled).
  */
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { PROTO_FILES, usersV1 } from '@mileage/proto';
@@ -16,7 +16,7 @@ import { Metrics } from './metrics';
 import { freePort } from './net';
 import { usersServiceStub, stubUser } from './users-stub.fixture';
 
-type Behaviour = 'ok' | 'hang' | 'gate' | 'notFound' | 'invalid' | 'denied' | 'databaseDown';
+type Behaviour = 'ok' | 'hang' | 'notFound' | 'invalid' | 'denied' | 'databaseDown';
 
 let server: GrpcServerHandle;
 let address: string;
@@ -30,22 +30,6 @@ const HANG_DEADLINE_MS = 150;
 /** Released at the end: hanging handlers then return (their callers' deadlines have long passed). */
 let releaseHung!: () => void;
 const hung = new Promise<void>((resolve) => (releaseHung = resolve));
-/** For behaviour 'gate': `entered` resolves when a call is in the handler; `open()` lets it answer OK. */
-interface Gate {
-  entered: Promise<void>;
-  enter(): void;
-  opened: Promise<void>;
-  open(): void;
-}
-let gate: Gate;
-
-function newGate(): Gate {
-  const g = {} as Gate;
-  g.entered = new Promise<void>((resolve) => (g.enter = resolve));
-  g.opened = new Promise<void>((resolve) => (g.open = resolve));
-  return g;
-}
-
 const handlers = usersServiceStub({
   getUser: async (req, ctx) => {
     reached += 1;
@@ -53,10 +37,6 @@ const handlers = usersServiceStub({
     switch (behaviour) {
       case 'hang':
         await hung;
-        break;
-      case 'gate':
-        gate.enter();
-        await gate.opened;
         break;
       case 'notFound':
         throw errors.notFound('no such user');
@@ -157,7 +137,7 @@ const isCircuitOpen = (outcome: DecodedError | 'OK') =>
 const code = (outcome: DecodedError | 'OK') => (outcome === 'OK' ? 'OK' : status[outcome.code]);
 
 describe('gRPC client circuit breaker', () => {
-  test('opens after the threshold of hung calls, refuses at once while open, probes once half-open, closes on success', async () => {
+  test('opens after the threshold of hung calls, refuses at once while open, then probes with a health check (never a user call) and closes', async () => {
     const r = rig({ failureThreshold: 3, openMs: 4_000 });
     try {
       behaviour = 'hang';
@@ -178,20 +158,14 @@ describe('gRPC client circuit breaker', () => {
       r.clock.now += 1_500;
       assert.equal(((await r.call('open-2')) as DecodedError).retryAfterMs, 2_500);
 
-      // Past the open time: exactly one probe goes through; calls meanwhile are refused.
+      // Past the open time the next call starts the probe and is refused like every call while it runs: the probe is
+      // the server's health check, which answers although GetUser still hangs; no user's call waits for it.
       r.clock.now += 2_500;
-      behaviour = 'gate';
-      gate = newGate();
-      const probe = r.call('probe');
-      await gate.entered;
-      assert.ok(seen.has('probe'));
+      const during = await r.call('half-open-1');
+      assert.ok(isCircuitOpen(during));
+      assert.equal((during as DecodedError).retryAfterMs, 1_000);
       assert.equal(r.client.circuit.state, 'half_open');
-      assert.equal(await r.state(), 1);
-      const meanwhile = await Promise.all([r.call('meanwhile-1'), r.call('meanwhile-2')]);
-      assert.ok(meanwhile.every(isCircuitOpen), 'calls during the probe are refused');
-      assert.equal((meanwhile[0] as DecodedError).retryAfterMs, 1_000);
-      gate.open();
-      assert.equal(await probe, 'OK');
+      await r.client.circuit.probed();
       assert.equal(r.client.circuit.state, 'closed');
       assert.equal(await r.state(), 0);
 
@@ -199,14 +173,14 @@ describe('gRPC client circuit breaker', () => {
       assert.equal(await r.call('after'), 'OK');
       assert.ok(seen.has('after'));
       // Refused calls never left the client.
-      for (const id of ['open-1', 'open-2', 'meanwhile-1', 'meanwhile-2']) assert.ok(!seen.has(id), id);
+      for (const id of ['open-1', 'open-2', 'half-open-1']) assert.ok(!seen.has(id), id);
 
       assert.deepEqual(await r.transitions(), { open: 1, half_open: 1, closed: 1 });
       const { values: handled } = await r.metrics.grpcClientHandled.get();
       const refusedCount = handled.find(
         (v) => v.labels.grpc_method === 'GetUser' && v.labels.grpc_code === 'UNAVAILABLE',
       )?.value;
-      assert.equal(refusedCount, 4, 'refused calls are counted as UNAVAILABLE client calls');
+      assert.equal(refusedCount, 3, 'refused calls are counted as UNAVAILABLE client calls');
       const changes = r.logs.filter((l) => l.msg === 'gRPC circuit state changed');
       assert.deepEqual(
         changes.map((l) => [l.level, l.circuit_from, l.circuit_to, l.target, l.grpc_service]),
@@ -223,30 +197,22 @@ describe('gRPC client circuit breaker', () => {
     }
   });
 
-  test('a probe that fails opens the circuit again for the whole open time', async () => {
-    const r = rig({ failureThreshold: 1, openMs: 2_000 });
+  test('a probe that finds nobody opens the circuit again for the whole open time; one that answers closes it', async () => {
+    const nobody = `127.0.0.1:${await freePort()}`;
+    const r = rig({ failureThreshold: 1, openMs: 2_000, target: nobody });
     try {
-      behaviour = 'hang';
-      assert.equal(code(await r.call()), 'DEADLINE_EXCEEDED');
+      assert.equal(code(await r.call()), 'UNAVAILABLE');
       assert.equal(r.client.circuit.state, 'open');
       r.clock.now += 2_000;
-      // The probe hangs too: its own deadline ends it and the circuit opens again.
-      assert.equal(code(await r.call()), 'DEADLINE_EXCEEDED');
+      assert.ok(isCircuitOpen(await r.call()));
+      await r.client.circuit.probed();
       assert.equal(r.client.circuit.state, 'open');
-      const refused = await r.call('reopened-1');
-      assert.ok(isCircuitOpen(refused));
-      assert.ok(!seen.has('reopened-1'));
-      assert.equal((refused as DecodedError).retryAfterMs, 2_000);
+      assert.equal(((await r.call()) as DecodedError).retryAfterMs, 2_000);
       assert.deepEqual(await r.transitions(), { open: 2, half_open: 1 });
       assert.deepEqual(
         r.logs.filter((l) => l.msg === 'gRPC circuit state changed').map((l) => `${l.circuit_from}>${l.circuit_to}`),
         ['closed>open', 'open>half_open', 'half_open>open'],
       );
-      // Recovery: the next probe answers and the circuit closes.
-      r.clock.now += 2_000;
-      behaviour = 'ok';
-      assert.equal(await r.call(), 'OK');
-      assert.equal(r.client.circuit.state, 'closed');
     } finally {
       r.client.close();
     }
@@ -297,17 +263,32 @@ describe('gRPC client circuit breaker', () => {
     }
   });
 
-  test('a probe that was never sent passes its turn on (the circuit does not wait for it for ever)', () => {
+  test('one probe at a time: calls while it runs are refused, a probe that throws counts as not answering', async () => {
     const clock = { now: 0 };
-    const breaker = new CircuitBreaker({ failureThreshold: 1, openMs: 1_000, now: () => clock.now });
-    breaker.record(breaker.admit() as { probe: boolean }, true);
+    let probes = 0;
+    let answer!: (answered: boolean) => void;
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openMs: 1_000, now: () => clock.now }, () => {
+      probes += 1;
+      return probes === 1
+        ? new Promise<boolean>((resolve) => (answer = resolve))
+        : Promise.reject(new Error('the probe itself broke'));
+    });
+    assert.deepEqual(breaker.admit(), { admitted: true });
+    breaker.record(true);
     assert.equal(breaker.state, 'open');
     clock.now = 1_000;
-    const probe = breaker.admit();
-    assert.deepEqual(probe, { admitted: true, probe: true });
-    assert.deepEqual(breaker.admit(), { admitted: false, retryAfterMs: 1_000 });
-    breaker.abandon(probe as { probe: boolean });
+    for (let i = 0; i < 3; i++) assert.deepEqual(breaker.admit(), { admitted: false, retryAfterMs: 1_000 });
+    assert.equal(probes, 1);
     assert.equal(breaker.state, 'half_open');
-    assert.deepEqual(breaker.admit(), { admitted: true, probe: true });
+    // A call admitted before the circuit opened that fails now changes nothing.
+    breaker.record(true);
+    answer(false);
+    await breaker.probed();
+    assert.equal(breaker.state, 'open');
+    clock.now = 2_000;
+    breaker.admit();
+    await breaker.probed();
+    assert.equal(probes, 2);
+    assert.equal(breaker.state, 'open');
   });
 });

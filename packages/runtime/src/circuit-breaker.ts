@@ -3,8 +3,9 @@
  *
  * - closed: calls go through; `failureThreshold` failures in a row (a success resets the count) open it.
  * - open: calls are refused at once for `openMs`.
- * - half-open: after `openMs` the next call goes through as the one probe while every other call is still refused;
- *   the probe's success closes the circuit, its failure opens it again for another `openMs`.
+ * - half-open: the first call after `openMs` starts the probe (the client's health check, never a user's call) and
+ *   is refused like every call while it runs; the probe's success closes the circuit, its failure opens it again for
+ *   another `openMs`. No user's request waits out a deadline to find out whether the downstream is back.
  *
  * What counts as a failure is the caller's decision (`record`): for gRPC, a downstream that does not answer
  * (UNAVAILABLE or DEADLINE_EXCEEDED raised by the client), never an answer the downstream gave.
@@ -17,10 +18,12 @@ export const CIRCUIT_STATE_VALUE: Readonly<Record<CircuitState, number>> = { clo
 export interface CircuitBreakerOptions {
   /** Failures in a row that open the circuit; 0 turns the breaker off (every call goes through). */
   failureThreshold: number;
-  /** How long an open circuit refuses calls before it lets one probe through. */
+  /** How long an open circuit refuses calls before it probes the downstream. */
   openMs: number;
   /** The clock (tests advance their own). */
   now?: () => number;
+  /** Told of every state change after the breaker's own handler (tests wait on it instead of polling). */
+  onTransition?: (transition: CircuitTransition) => void;
 }
 
 export interface CircuitTransition {
@@ -32,21 +35,25 @@ export interface CircuitTransition {
   openMs?: number;
 }
 
-/** The admission of one call: go ahead (`probe` when it is the half-open probe), or refused for `retryAfterMs`. */
-export type Admission = { admitted: true; probe: boolean } | { admitted: false; retryAfterMs: number };
+/** The admission of one call: go ahead, or refused for `retryAfterMs`. */
+export type Admission = { admitted: true } | { admitted: false; retryAfterMs: number };
 
-/** How long calls refused while a probe is in flight are told to wait: the probe settles within its deadline. */
-const HALF_OPEN_RETRY_AFTER_MS = 1_000;
+/** How long calls refused while the probe runs are told to wait: the probe settles within its own short deadline. */
+export const HALF_OPEN_RETRY_AFTER_MS = 1_000;
+
+/** Whether the downstream answers: true closes the circuit. A probe that throws counts as false. */
+export type CircuitProbe = () => Promise<boolean>;
 
 export class CircuitBreaker {
   private current: CircuitState = 'closed';
   private failures = 0;
   private openUntil = 0;
-  private probing = false;
+  private probing: Promise<void> | undefined;
   private readonly now: () => number;
 
   constructor(
     private readonly options: CircuitBreakerOptions,
+    private readonly probe: CircuitProbe,
     private readonly onTransition: (transition: CircuitTransition) => void = () => {},
   ) {
     this.now = options.now ?? Date.now;
@@ -60,41 +67,26 @@ export class CircuitBreaker {
     return this.options.failureThreshold > 0;
   }
 
-  /**
-   * Asks to make a call now. A refused call must not be recorded; an admitted one must be recorded (or abandoned, when
-   * it was never sent) exactly once.
-   */
-  admit(): Admission {
-    if (!this.enabled || this.current === 'closed') return { admitted: true, probe: false };
-    const now = this.now();
-    if (this.current === 'open') {
-      if (now < this.openUntil) return { admitted: false, retryAfterMs: this.openUntil - now };
-      this.transition('half_open');
-    }
-    if (this.probing) return { admitted: false, retryAfterMs: HALF_OPEN_RETRY_AFTER_MS };
-    this.probing = true;
-    return { admitted: true, probe: true };
+  /** Settles when the probe in flight (if any) has decided the circuit's next state. */
+  probed(): Promise<void> {
+    return this.probing ?? Promise.resolve();
   }
 
-  /**
-   * The outcome of an admitted call. Only the probe decides in half-open; calls admitted before the circuit opened
-   * that end while it is open (or half-open) change nothing.
-   */
-  record(admission: { probe: boolean }, failed: boolean): void {
-    if (!this.enabled) return;
-    if (admission.probe) {
-      this.probing = false;
-      if (this.current !== 'half_open') return;
-      if (failed) {
-        this.failures += 1;
-        this.open();
-      } else {
-        this.failures = 0;
-        this.transition('closed');
-      }
-      return;
+  /** Asks to make a call now. An admitted call must be recorded once; a refused one must not. */
+  admit(): Admission {
+    if (!this.enabled || this.current === 'closed') return { admitted: true };
+    if (this.current === 'open') {
+      const left = this.openUntil - this.now();
+      if (left > 0) return { admitted: false, retryAfterMs: left };
+      this.transition('half_open');
+      this.probing = this.runProbe();
     }
-    if (this.current !== 'closed') return;
+    return { admitted: false, retryAfterMs: HALF_OPEN_RETRY_AFTER_MS };
+  }
+
+  /** The outcome of an admitted call. Calls admitted before the circuit opened that end while it is not closed count for nothing. */
+  record(failed: boolean): void {
+    if (!this.enabled || this.current !== 'closed') return;
     if (!failed) {
       this.failures = 0;
       return;
@@ -103,9 +95,17 @@ export class CircuitBreaker {
     if (this.failures >= this.options.failureThreshold) this.open();
   }
 
-  /** An admitted call that was never sent: it tells nothing, and a probe's turn passes to the next call. */
-  abandon(admission: { probe: boolean }): void {
-    if (admission.probe) this.probing = false;
+  private async runProbe(): Promise<void> {
+    const answered = await this.probe().catch(() => false);
+    this.probing = undefined;
+    if (this.current !== 'half_open') return;
+    if (answered) {
+      this.failures = 0;
+      this.transition('closed');
+    } else {
+      this.failures += 1;
+      this.open();
+    }
   }
 
   private open(): void {
@@ -114,13 +114,14 @@ export class CircuitBreaker {
   }
 
   private transition(to: CircuitState): void {
-    const from = this.current;
-    this.current = to;
-    this.onTransition({
-      from,
+    const change: CircuitTransition = {
+      from: this.current,
       to,
       consecutiveFailures: this.failures,
       ...(to === 'open' ? { openMs: this.options.openMs } : {}),
-    });
+    };
+    this.current = to;
+    this.onTransition(change);
+    this.options.onTransition?.(change);
   }
 }

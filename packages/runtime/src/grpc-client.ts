@@ -15,6 +15,25 @@ import { service as healthService } from 'grpc-health-check';
 export const INITIAL_RECONNECT_BACKOFF_MS = 200;
 export const MAX_RECONNECT_BACKOFF_MS = 5_000;
 
+/**
+ * Every connection is pinged this often, with or without calls, and closed when a ping is not answered within
+ * KEEPALIVE_TIMEOUT_MS: a replica that stopped answering (SIGSTOP, a long GC pause, a partitioned node) leaves the
+ * round robin within their sum — no longer than the gateway's 2 s deadline — and its calls in flight fail with
+ * UNAVAILABLE (reads are retried on another replica). It rejoins once it answers the handshake again: grpc-js counts
+ * a connection ready only after the server's SETTINGS.
+ */
+export const KEEPALIVE_TIME_MS = 1_000;
+export const KEEPALIVE_TIMEOUT_MS = 1_000;
+const KEEPALIVE_OPTIONS = {
+  'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,
+  'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
+  'grpc.keepalive_permit_without_calls': 1,
+};
+
+/** The longest the circuit breaker's probe (a health check on the client's channel) waits for an answer. */
+const PROBE_DEADLINE_MS = 1_000;
+const HEALTH_SERVICE = healthService as unknown as grpc.ServiceDefinition;
+
 export interface CallSettings {
   /** Overrides the client's default deadline for this call. */
   deadlineMs?: number;
@@ -72,7 +91,7 @@ export function createGrpcClient<C extends grpc.Client>(
     minResolveIntervalMs?: number;
     /**
      * The circuit breaker of this client (one downstream): failures in a row that open it (0: off) and how long it
-     * stays open before one probe call may go through. Default: off.
+     * stays open before a health check on the channel probes whether the downstream answers again. Default: off.
      */
     circuitBreaker?: CircuitBreakerOptions;
     /** Where the breaker's state changes are logged (one line each). */
@@ -82,23 +101,8 @@ export function createGrpcClient<C extends grpc.Client>(
   const serviceName = grpcServiceName(Client.service);
   const circuitLabels = { target: address, grpc_service: serviceName };
   options.metrics?.grpcClientCircuitState.set(circuitLabels, CIRCUIT_STATE_VALUE.closed);
-  const circuit = new CircuitBreaker(options.circuitBreaker ?? { failureThreshold: 0, openMs: 0 }, (change) => {
-    options.metrics?.grpcClientCircuitState.set(circuitLabels, CIRCUIT_STATE_VALUE[change.to]);
-    options.metrics?.grpcClientCircuitTransitions.inc({ ...circuitLabels, to: change.to });
-    const fields = {
-      target: address,
-      grpc_service: serviceName,
-      circuit_from: change.from,
-      circuit_to: change.to,
-      consecutive_failures: change.consecutiveFailures,
-      ...(change.openMs !== undefined ? { open_ms: change.openMs } : {}),
-    };
-    if (change.to === 'open') options.logger?.warn(fields, 'gRPC circuit state changed');
-    else options.logger?.info(fields, 'gRPC circuit state changed');
-  });
   const client = new Client(address, options.credentials ?? grpc.credentials.createInsecure(), {
-    'grpc.keepalive_time_ms': 30_000,
-    'grpc.keepalive_timeout_ms': 10_000,
+    ...KEEPALIVE_OPTIONS,
     'grpc.max_receive_message_length': 16 * 1024 * 1024,
     // Reconnect quickly after a service restarts (the default backoff grows to 120 s).
     'grpc.initial_reconnect_backoff_ms': INITIAL_RECONNECT_BACKOFF_MS,
@@ -117,6 +121,34 @@ export function createGrpcClient<C extends grpc.Client>(
     ...(options.minResolveIntervalMs !== undefined
       ? { 'grpc.dns_min_time_between_resolutions_ms': options.minResolveIntervalMs }
       : {}),
+  });
+  // The half-open probe: any answer of the server's health service (even NOT_SERVING) shows it answers again.
+  const probe = () =>
+    new Promise<boolean>((resolve) => {
+      const check = HEALTH_SERVICE.Check!;
+      client.makeUnaryRequest(
+        check.path,
+        check.requestSerialize,
+        check.responseDeserialize,
+        { service: '' },
+        new grpc.Metadata(),
+        { deadline: Date.now() + Math.min(PROBE_DEADLINE_MS, options.defaultDeadlineMs) },
+        (error) => resolve(error === null || !notAnswering(error)),
+      );
+    });
+  const circuit = new CircuitBreaker(options.circuitBreaker ?? { failureThreshold: 0, openMs: 0 }, probe, (change) => {
+    options.metrics?.grpcClientCircuitState.set(circuitLabels, CIRCUIT_STATE_VALUE[change.to]);
+    options.metrics?.grpcClientCircuitTransitions.inc({ ...circuitLabels, to: change.to });
+    const fields = {
+      target: address,
+      grpc_service: serviceName,
+      circuit_from: change.from,
+      circuit_to: change.to,
+      consecutive_failures: change.consecutiveFailures,
+      ...(change.openMs !== undefined ? { open_ms: change.openMs } : {}),
+    };
+    if (change.to === 'open') options.logger?.warn(fields, 'gRPC circuit state changed');
+    else options.logger?.info(fields, 'gRPC circuit state changed');
   });
   const wrapped: Record<string, unknown> = {
     close: () => client.close(),
@@ -164,15 +196,13 @@ export function createGrpcClient<C extends grpc.Client>(
               options.metrics.grpcClientHandled.inc({ ...labels, grpc_code: code });
               options.metrics.grpcClientDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
             }
-            circuit.record(admission, error !== null && notAnswering(error));
+            circuit.record(error !== null && notAnswering(error));
             if (span) endSpan(span, error ?? undefined, { 'rpc.grpc.status_code': error ? error.code : 0 });
             if (error) reject(error);
             else resolve(response);
           });
         } catch (err) {
-          // Never sent (e.g. a request that does not serialise): it says nothing about the downstream, but a probe's
-          // turn must pass on, or the circuit would wait for it for ever.
-          circuit.abandon(admission);
+          // Never sent (e.g. a request that does not serialise): it says nothing about the downstream.
           if (span) endSpan(span, err);
           throw err;
         }
@@ -270,11 +300,9 @@ export class HealthClient {
     readonly address: string,
     credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
   ) {
-    const Ctor = grpc.makeClientConstructor(
-      healthService as unknown as grpc.ServiceDefinition,
-      'grpc.health.v1.Health',
-    );
+    const Ctor = grpc.makeClientConstructor(HEALTH_SERVICE, 'grpc.health.v1.Health');
     this.client = new Ctor(address, credentials, {
+      ...KEEPALIVE_OPTIONS,
       'grpc.initial_reconnect_backoff_ms': INITIAL_RECONNECT_BACKOFF_MS,
       'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS,
       'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),

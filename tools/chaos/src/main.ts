@@ -231,10 +231,13 @@ async function main(): Promise<void> {
       );
     }
 
+    // The gateway's GRPC_DEADLINE_MS, and GRPC_CIRCUIT_OPEN_MS: after SIGCONT a circuit is open at most this long.
+    const gateway = { deadlineMs: 2_000, openMs: 3_000 };
+
     if (wanted('freeze')) {
       const marks = { frozenAt: 0, thawedAt: 0 };
       const frozen = stack.services.drives.b;
-      await phase('one replica frozen (SIGSTOP drives B, then SIGCONT)', replicaFrozen(marks), async () => {
+      await phase('one replica frozen (SIGSTOP drives B, then SIGCONT)', replicaFrozen(marks, gateway), async () => {
         const started = Date.now();
         await sleep(500);
         marks.frozenAt = Date.now();
@@ -253,8 +256,6 @@ async function main(): Promise<void> {
       // breaker opens, then they are answered at once; the other services' routes are not touched.
       const marks = { frozenAt: 0, thawedAt: 0 };
       const replicas = [stack.services.drives.a, stack.services.drives.b];
-      // The gateway's GRPC_DEADLINE_MS, and GRPC_CIRCUIT_OPEN_MS: after SIGCONT the circuit is open at most this long.
-      const gateway = { deadlineMs: 2_000, openMs: 3_000 };
       await phase(
         'Drives service frozen (SIGSTOP both replicas, then SIGCONT)',
         serviceFrozen(marks, gateway),
