@@ -52,8 +52,9 @@ export function adaptService(
   for (const [key, method] of Object.entries(definition)) {
     const handler = handlers[key];
     if (!handler) throw new Error(`no handler for ${method.path}`);
-    const allowed = GRPC_CALLERS[method.path];
-    if (deps.callers && !allowed) throw new Error(`${method.path} has no entry in GRPC_CALLERS (grpc-authz.ts)`);
+    if (deps.callers && !GRPC_CALLERS[method.path])
+      throw new Error(`${method.path} has no entry in GRPC_CALLERS (grpc-authz.ts)`);
+    const mayCall = new Set<string>(GRPC_CALLERS[method.path]);
     const [, service = '', name = key] = /^\/([^/]+)\/([^/]+)$/.exec(method.path) ?? [];
     const labels = { grpc_service: service, grpc_method: name };
     const unary: grpc.handleUnaryCall<unknown, unknown> = (call, callback) => {
@@ -61,7 +62,7 @@ export function adaptService(
       const incomingId = call.metadata.get(REQUEST_ID_METADATA_KEY)[0];
       const requestId = isAcceptableRequestId(incomingId) ? incomingId : randomUUID();
       const caller = deps.callers?.of(call);
-      if (caller && !(caller.component !== 'unknown' && allowed!.includes(caller.component))) {
+      if (caller && !mayCall.has(caller.component)) {
         deps.metrics.grpcServerCallsDenied.inc({ ...labels, caller: caller.component });
         deps.logger.warn(
           { caller: caller.spiffeId ?? null, grpc_method: method.path, request_id: requestId },
