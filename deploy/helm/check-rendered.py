@@ -216,6 +216,7 @@ def check_manifests(path, name, metrics_ts, env_out):
     envs = {}
     attestations = {}
     tls_secrets = {}
+    spiffe_prefixes = {}
 
     for component, deployment in deployments.items():
         where = f"{component}"
@@ -385,6 +386,16 @@ def check_manifests(path, name, metrics_ts, env_out):
             if secret_name != f"{deployment['metadata']['name']}-grpc-tls":
                 fail(f"{where}: the gRPC TLS volume is not the Secret {deployment['metadata']['name']}-grpc-tls")
             tls_secrets[component] = secret_name
+            # Identities: the prefix of every peer's SPIFFE id, which followed by a component's name is the SPIFFE id
+            # of that component's ServiceAccount in this namespace (what its Certificate carries, checked below).
+            prefix = env.get("GRPC_TLS_SPIFFE_PREFIX", "")
+            namespace = deployment["metadata"].get("namespace", "")
+            account_prefix = re.fullmatch(rf"spiffe://[a-z0-9][-a-z0-9._]*/ns/{re.escape(namespace)}/sa/(.*)", prefix)
+            if not account_prefix or account_prefix.group(1) + component != pod.get("serviceAccountName"):
+                fail(f"{where}: GRPC_TLS_SPIFFE_PREFIX {prefix!r} followed by {component} is not the SPIFFE id of its ServiceAccount in {namespace}")
+            spiffe_prefixes[component] = prefix
+        elif "GRPC_TLS_SPIFFE_PREFIX" in env:
+            fail(f"{where}: GRPC_TLS_SPIFFE_PREFIX without mutual TLS")
         elif tls_mount or tls_volume:
             fail(f"{where}: a grpc-tls volume without GRPC_TLS_* variables")
         if component == "scim":
@@ -456,6 +467,8 @@ def check_manifests(path, name, metrics_ts, env_out):
         fail(f"the gateway and the SCIM service read ACTOR_ATTESTATION_SECRET from different Secrets: {attestations}")
     if tls_secrets and sorted(tls_secrets) != sorted(COMPONENTS):
         fail(f"mutual TLS is on for {sorted(tls_secrets)} only: all or nothing, every component")
+    if len(set(spiffe_prefixes.values())) > 1:
+        fail(f"the components map SPIFFE ids to components under different prefixes: {spiffe_prefixes}")
     # --- cert-manager Certificates (a CRD: no Kubernetes schema checks them)
     certificates = by_kind("Certificate")
     if certificates and not tls_secrets:
@@ -474,6 +487,8 @@ def check_manifests(path, name, metrics_ts, env_out):
             service_name = services[component]["metadata"]["name"]
             if service_name not in spec.get("dnsNames", []):
                 fail(f"Certificate {secret_name}: does not name the Service {service_name}, which its callers dial")
+            if spec.get("uris") != [spiffe_prefixes.get(component, "") + component]:
+                fail(f"Certificate {secret_name}: uris {spec.get('uris')} are not the one SPIFFE id of {component} (GRPC_TLS_SPIFFE_PREFIX + {component})")
             if not {"server auth", "client auth"} <= set(spec.get("usages", [])):
                 fail(f"Certificate {secret_name}: needs both server auth and client auth")
             if not spec.get("issuerRef", {}).get("name"):

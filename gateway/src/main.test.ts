@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { createTestPki, TEST_SPIFFE_PREFIX } from '@mileage/runtime/testing';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 
@@ -16,7 +19,7 @@ test('the gateway refuses to start on invalid configuration and says which varia
   assert.doesNotMatch(result.stderr, /secret@host/);
 });
 
-test('the gateway needs the attestation secret, and mutual TLS all or nothing', () => {
+test('the gateway needs the attestation secret, and mutual TLS all or nothing, with an identity', () => {
   const start = (env: Record<string, string>) =>
     spawnSync(process.execPath, [path.join(__dirname, 'main.js')], {
       env: { PATH: process.env.PATH, ...env },
@@ -34,6 +37,23 @@ test('the gateway needs the attestation secret, and mutual TLS all or nothing', 
   assert.match(partial.stderr, /GRPC_TLS_KEY_FILE: required when GRPC_TLS_CERT_FILE is set/);
   assert.match(partial.stderr, /GRPC_TLS_CA_FILE: required when GRPC_TLS_CERT_FILE is set/);
   assert.doesNotMatch(partial.stderr, /gateway-main-test-attestation-secret/);
+  // A certificate of the CA that names no component (one issued before identities): refused at start.
+  const dir = mkdtempSync(path.join(tmpdir(), 'gateway-main-tls-'));
+  try {
+    const pki = createTestPki(dir);
+    const old = pki.issue('gateway-old');
+    const anonymous = start({
+      ACTOR_ATTESTATION_SECRET: 'gateway-main-test-attestation-secret-0123',
+      GRPC_TLS_CERT_FILE: old.certFile,
+      GRPC_TLS_KEY_FILE: old.keyFile,
+      GRPC_TLS_CA_FILE: pki.caFile,
+      GRPC_TLS_SPIFFE_PREFIX: TEST_SPIFFE_PREFIX,
+    });
+    assert.equal(anonymous.status, 78, anonymous.stderr);
+    assert.match(anonymous.stderr, /GRPC_TLS_CERT_FILE: carries no \(single\) SPIFFE id/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('the gateway refuses a malformed SCIM client binding and a token cache beyond the documented bound', () => {

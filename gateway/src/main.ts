@@ -2,6 +2,7 @@ import { tracing } from './instrument';
 import { drivesV1, groupsV1, scimV1, usersV1, webhooksV1 } from '@mileage/proto';
 import {
   checkGrpcTls,
+  checkOwnIdentity,
   circuitBreakerConfig,
   createGrpcClient,
   createLogger,
@@ -21,6 +22,7 @@ import { RateLimits } from './rate-limit';
 async function main(): Promise<void> {
   const config = loadConfigOrExit(configSchema.superRefine(checkGrpcTls).superRefine(checkCursorSecrets));
   const tls = grpcTls(config);
+  checkOwnIdentity(tls, 'gateway');
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
   const metrics = new Metrics('gateway');
   const redis = config.REDIS_URL

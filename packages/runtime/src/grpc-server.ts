@@ -5,7 +5,9 @@ import { PROTO_ROOT } from '@mileage/proto';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { randomUUID } from 'node:crypto';
 import { isAcceptableRequestId, REQUEST_ID_METADATA_KEY } from './context';
-import { toAppError, toStatusObject, type AppError } from './errors';
+import { errors, toAppError, toStatusObject, type AppError } from './errors';
+import { GRPC_CALLERS, type CallerIdentities } from './grpc-authz';
+import type { GrpcTls } from './grpc-tls';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { endSpan, extractContext, SpanKind, startSpan, tracingEnabled, type TraceContext } from './tracing';
@@ -38,23 +40,40 @@ export interface ServiceRegistration {
 
 /**
  * Adapts async handlers to grpc-js: request id and logging context, RED metrics, and error mapping
- * (AppError → status with details; anything else → INTERNAL, logged with its stack here only).
+ * (AppError → status with details; anything else → INTERNAL, logged with its stack here only). With `callers`
+ * (mutual TLS), a call whose caller's component may not call the method (GRPC_CALLERS) is refused before its handler.
  */
 export function adaptService(
   definition: grpc.ServiceDefinition,
   handlers: Record<string, UnaryHandler<never, unknown>>,
-  deps: { logger: Logger; metrics: Metrics; failFast?: () => AppError | undefined },
+  deps: { logger: Logger; metrics: Metrics; failFast?: () => AppError | undefined; callers?: CallerIdentities },
 ): grpc.UntypedServiceImplementation {
   const implementation: grpc.UntypedServiceImplementation = {};
   for (const [key, method] of Object.entries(definition)) {
     const handler = handlers[key];
     if (!handler) throw new Error(`no handler for ${method.path}`);
+    if (deps.callers && !GRPC_CALLERS[method.path])
+      throw new Error(`${method.path} has no entry in GRPC_CALLERS (grpc-authz.ts)`);
+    const mayCall = new Set<string>(GRPC_CALLERS[method.path]);
     const [, service = '', name = key] = /^\/([^/]+)\/([^/]+)$/.exec(method.path) ?? [];
     const labels = { grpc_service: service, grpc_method: name };
     const unary: grpc.handleUnaryCall<unknown, unknown> = (call, callback) => {
       const started = process.hrtime.bigint();
       const incomingId = call.metadata.get(REQUEST_ID_METADATA_KEY)[0];
       const requestId = isAcceptableRequestId(incomingId) ? incomingId : randomUUID();
+      const caller = deps.callers?.of(call);
+      if (caller && !mayCall.has(caller.component)) {
+        deps.metrics.grpcServerCallsDenied.inc({ ...labels, caller: caller.component });
+        deps.logger.warn(
+          { caller: caller.spiffeId ?? null, grpc_method: method.path, request_id: requestId },
+          'gRPC call refused: its caller may not call this method',
+        );
+        deps.metrics.grpcServerHandled.inc({ ...labels, grpc_code: grpc.status[grpc.status.PERMISSION_DENIED] });
+        callback(
+          toStatusObject(errors.permissionDenied(`the caller may not call ${method.path}`, 'CALLER_NOT_ALLOWED')),
+        );
+        return;
+      }
       const deadline = call.getDeadline();
       const deadlineMs =
         deadline instanceof Date ? deadline.getTime() : typeof deadline === 'number' ? deadline : Infinity;
@@ -156,8 +175,11 @@ export async function startGrpcServer(options: {
    * service and method. Off unless asked for (a service's GRPC_REFLECTION).
    */
   reflection?: boolean;
-  /** grpcTls(config).serverCredentials(): mutual TLS (client certificates required) when configured; default plaintext. */
-  credentials?: grpc.ServerCredentials;
+  /**
+   * grpcTls(config): mutual TLS (client certificates required) and per-method authorization of the callers when
+   * configured; default plaintext, every method open.
+   */
+  tls?: GrpcTls;
 }): Promise<GrpcServerHandle> {
   const server = new grpc.Server({
     ...(options.maxConnectionAgeMs ? { 'grpc.max_connection_age_ms': options.maxConnectionAgeMs } : {}),
@@ -168,7 +190,13 @@ export async function startGrpcServer(options: {
   });
   const serviceNames: string[] = [];
   for (const registration of options.services) {
-    server.addService(registration.definition, adaptService(registration.definition, registration.handlers, options));
+    server.addService(
+      registration.definition,
+      adaptService(registration.definition, registration.handlers, {
+        ...options,
+        ...(options.tls?.callers && { callers: options.tls.callers }),
+      }),
+    );
     const first = Object.values(registration.definition)[0];
     if (first) serviceNames.push(first.path.split('/')[1] ?? '');
   }
@@ -187,7 +215,7 @@ export async function startGrpcServer(options: {
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(
       options.address,
-      options.credentials ?? grpc.ServerCredentials.createInsecure(),
+      options.tls?.serverCredentials() ?? grpc.ServerCredentials.createInsecure(),
       (err, boundPort) => (err ? reject(err) : resolve(boundPort)),
     );
   });
@@ -197,7 +225,7 @@ export async function startGrpcServer(options: {
       port,
       services: serviceNames,
       reflection: Boolean(options.reflection),
-      tls: options.credentials?._isSecure() ?? false,
+      tls: options.tls?.enabled ?? false,
     },
     'gRPC server listening',
   );

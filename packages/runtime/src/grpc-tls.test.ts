@@ -1,33 +1,51 @@
 // Mutual TLS between the gateway and the services, with certificates made at test time by the openssl CLI: a server
 // with it on refuses plaintext, a TLS client without a certificate and one whose certificate another CA signed; a
-// client with a certificate of the shared CA gets its answer. The configuration is all or nothing, checked at start.
+// client with a certificate of the shared CA gets its answer when its SPIFFE id names a component that may call the
+// method (GRPC_CALLERS), PERMISSION_DENIED otherwise (counted and logged). The configuration is all or nothing, and
+// a process's own certificate must name a component, checked at start.
 import * as grpc from '@grpc/grpc-js';
 import { PROTO_FILES, usersV1 } from '@mileage/proto';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { z } from 'zod';
 import { ConfigError, loadConfig } from './config';
+import { decodeServiceError } from './errors';
 import { createGrpcClient, HealthClient } from './grpc-client';
 import { startGrpcServer, type GrpcServerHandle } from './grpc-server';
+import { COMPONENTS } from './grpc-authz';
 import { checkGrpcTls, grpcTls, grpcTlsConfigShape } from './grpc-tls';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
-import { createTestPki, type TestPki } from './testing';
+import { createTestPki, TEST_SPIFFE_PREFIX, type TestPki } from './testing';
 import { usersServiceStub, stubUser } from './users-stub.fixture';
 
-const logger = createLogger({ service: 'grpc-tls-test', level: 'silent' });
+/** The server's warnings, one parsed JSON object per line. */
+const logLines: Record<string, unknown>[] = [];
+const logger = createLogger({
+  service: 'grpc-tls-test',
+  level: 'warn',
+  destination: { write: (line: string) => logLines.push(JSON.parse(line) as Record<string, unknown>) },
+});
+const metrics = new Metrics('users');
 let dir: string;
 let pki: TestPki;
 let server: GrpcServerHandle;
 let calls = 0;
+/** The configuration of a process whose certificate is `files`, trusting `caFile`. */
 const tlsEnv = (files: { certFile: string; keyFile: string }, caFile: string) => ({
   GRPC_TLS_CERT_FILE: files.certFile,
   GRPC_TLS_KEY_FILE: files.keyFile,
   GRPC_TLS_CA_FILE: caFile,
+  GRPC_TLS_SPIFFE_PREFIX: TEST_SPIFFE_PREFIX,
 });
+/** A certificate of the test CA whose SPIFFE id names `component`. */
+const issueFor = (component: string) => pki.issue(component, `${TEST_SPIFFE_PREFIX}${component}`);
+/** Client credentials from certificate files as they are, whatever identity they carry (grpcTls checks it). */
+const clientCredentials = (files: { certFile: string; keyFile: string }) =>
+  grpc.credentials.createSsl(readFileSync(pki.caFile), readFileSync(files.keyFile), readFileSync(files.certFile));
 
 const handlers = usersServiceStub({
   getUser: async (req) => {
@@ -36,20 +54,25 @@ const handlers = usersServiceStub({
       user: stubUser(req.id, 'tls@example.com'),
     };
   },
+  batchGetUsers: async (req) => {
+    calls++;
+    return { users: req.ids.map((id) => stubUser(id)) };
+  },
 });
 
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'grpc-tls-'));
   pki = createTestPki(dir);
-  const tls = grpcTls(tlsEnv(pki.issue('users'), pki.caFile));
+  const tls = grpcTls(tlsEnv(issueFor('users'), pki.caFile));
   assert.equal(tls.enabled, true);
+  assert.equal(tls.identity, 'users');
   server = await startGrpcServer({
     address: '127.0.0.1:0',
     services: [{ definition: usersV1.UsersServiceService, handlers: handlers as never }],
     protoFiles: [PROTO_FILES.users],
     logger,
-    metrics: new Metrics('users'),
-    credentials: tls.serverCredentials(),
+    metrics,
+    tls,
   });
 });
 
@@ -58,38 +81,105 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** GetUser with `credentials` to `host`: its gRPC status code (0 when it was answered) and whether it reached us. */
-async function callWith(credentials: grpc.ChannelCredentials, host = '127.0.0.1') {
+/**
+ * GetUser (or BatchGetUsers) with `credentials` to `host`: its gRPC status code (0 when it was answered), whether it
+ * reached the handler, and the ErrorInfo reason of a refusal.
+ */
+async function callWith(
+  credentials: grpc.ChannelCredentials,
+  { host = '127.0.0.1', method = 'getUser' }: { host?: string; method?: 'getUser' | 'batchGetUsers' } = {},
+) {
   const before = calls;
   const client = createGrpcClient(usersV1.UsersServiceClient, `${host}:${server.port}`, {
     defaultDeadlineMs: 5_000,
     credentials,
   });
   try {
-    const answer = await client.getUser({ id: 'TlsUser001', includeDeleted: false });
-    assert.equal(answer.user?.id, 'TlsUser001');
+    const answer =
+      method === 'getUser'
+        ? (await client.getUser({ id: 'TlsUser001', includeDeleted: false })).user
+        : (await client.batchGetUsers({ ids: ['TlsUser001'] })).users[0];
+    assert.equal(answer?.id, 'TlsUser001');
     return { code: grpc.status.OK, reached: calls > before };
   } catch (err) {
-    return { code: (err as grpc.ServiceError).code, reached: calls > before };
+    const { code, reason } = decodeServiceError(err as grpc.ServiceError);
+    return { code, reached: calls > before, ...(reason && { reason }) };
   } finally {
     client.close();
   }
 }
 
+/** grpc_server_calls_denied_total of UsersService's method for that caller. */
+async function denials(labels: { grpc_method: string; caller: string }): Promise<number> {
+  const { values } = await metrics.grpcServerCallsDenied.get();
+  return (
+    values.find((v) => v.labels.grpc_method === labels.grpc_method && v.labels.caller === labels.caller)?.value ?? 0
+  );
+}
+
 describe('mutual TLS on a service', () => {
   test('a client with a certificate of the shared CA is answered, by address and by host name', async () => {
-    const gateway = grpcTls(tlsEnv(pki.issue('gateway'), pki.caFile));
-    assert.deepEqual(await callWith(gateway.channelCredentials()), { code: grpc.status.OK, reached: true });
-    assert.deepEqual(await callWith(gateway.channelCredentials(), 'localhost'), {
+    const scim = grpcTls(tlsEnv(issueFor('scim'), pki.caFile));
+    assert.deepEqual(await callWith(scim.channelCredentials()), { code: grpc.status.OK, reached: true });
+    assert.deepEqual(await callWith(scim.channelCredentials(), { host: 'localhost' }), {
       code: grpc.status.OK,
       reached: true,
     });
+  });
+
+  test("the gateway's certificate calls what the gateway may call, is denied the rest, and health is open", async () => {
+    const gateway = grpcTls(tlsEnv(issueFor('gateway'), pki.caFile));
+    assert.equal(gateway.identity, 'gateway');
+    assert.deepEqual(await callWith(gateway.channelCredentials(), { method: 'batchGetUsers' }), {
+      code: grpc.status.OK,
+      reached: true,
+    });
+    const deniedBefore = await denials({ grpc_method: 'GetUser', caller: 'gateway' });
+    const logged = logLines.length;
+    assert.deepEqual(await callWith(gateway.channelCredentials()), {
+      code: grpc.status.PERMISSION_DENIED,
+      reached: false,
+      reason: 'CALLER_NOT_ALLOWED',
+    });
+    assert.equal(await denials({ grpc_method: 'GetUser', caller: 'gateway' }), deniedBefore + 1);
+    assert.deepEqual(
+      logLines.slice(logged).map(({ level, caller, grpc_method, request_id }) => ({
+        level,
+        caller,
+        grpc_method,
+        has_request_id: typeof request_id === 'string',
+      })),
+      [
+        {
+          level: 'warn',
+          caller: `${TEST_SPIFFE_PREFIX}gateway`,
+          grpc_method: '/mileage.users.v1.UsersService/GetUser',
+          has_request_id: true,
+        },
+      ],
+    );
     const health = new HealthClient(`127.0.0.1:${server.port}`, gateway.channelCredentials());
     try {
       assert.equal(await health.check('', 5_000), true);
     } finally {
       health.close();
     }
+  });
+
+  test('a certificate of the CA without a SPIFFE id, or with one outside the prefix, is denied every method', async () => {
+    const before = await denials({ grpc_method: 'GetUser', caller: 'unknown' });
+    for (const files of [
+      pki.issue('anonymous'),
+      pki.issue('foreign-domain', 'spiffe://elsewhere.example/ns/mileage/sa/mileage-scim'),
+      pki.issue('not-a-component', `${TEST_SPIFFE_PREFIX}scim-v2`),
+    ]) {
+      assert.deepEqual(await callWith(clientCredentials(files)), {
+        code: grpc.status.PERMISSION_DENIED,
+        reached: false,
+        reason: 'CALLER_NOT_ALLOWED',
+      });
+    }
+    assert.equal(await denials({ grpc_method: 'GetUser', caller: 'unknown' }), before + 3);
   });
 
   test('a plaintext client is refused', async () => {
@@ -106,7 +196,6 @@ describe('mutual TLS on a service', () => {
   });
 
   test('a TLS client without a certificate is refused', async () => {
-    const { readFileSync } = await import('node:fs');
     const anonymous = grpc.credentials.createSsl(readFileSync(pki.caFile));
     assert.deepEqual(await callWith(anonymous), { code: grpc.status.UNAVAILABLE, reached: false });
   });
@@ -116,10 +205,10 @@ describe('mutual TLS on a service', () => {
     mkdirSync(otherDir);
     const other = createTestPki(otherDir, 'other-ca');
     // Its own certificate from a foreign CA, though it trusts ours.
-    const intruder = grpcTls(tlsEnv(other.issue('intruder'), pki.caFile));
+    const intruder = grpcTls(tlsEnv(other.issue('intruder', `${TEST_SPIFFE_PREFIX}gateway`), pki.caFile));
     assert.deepEqual(await callWith(intruder.channelCredentials()), { code: grpc.status.UNAVAILABLE, reached: false });
     // A client of the other PKI does not accept our server's certificate.
-    const misled = grpcTls(tlsEnv(other.issue('misled'), other.caFile));
+    const misled = grpcTls(tlsEnv(other.issue('misled', `${TEST_SPIFFE_PREFIX}scim`), other.caFile));
     assert.deepEqual(await callWith(misled.channelCredentials()), { code: grpc.status.UNAVAILABLE, reached: false });
   });
 });
@@ -136,14 +225,32 @@ describe('mutual TLS configuration', () => {
     }
   };
 
-  test('none: plaintext; all three, readable and matching: on', () => {
+  test('none: plaintext; all three, readable and matching, with a prefix under which the certificate names a component: on', () => {
     assert.deepEqual(problems({}), []);
     assert.equal(grpcTls({}).enabled, false);
-    assert.deepEqual(problems(tlsEnv(pki.issue('complete'), pki.caFile)), []);
+    assert.deepEqual(problems(tlsEnv(issueFor('drives'), pki.caFile)), []);
+  });
+
+  test('a certificate without an identity, or one the prefix does not map to a component, and no prefix: refused', () => {
+    assert.deepEqual(problems(tlsEnv(pki.issue('old'), pki.caFile)), [
+      'GRPC_TLS_CERT_FILE: carries no (single) SPIFFE id in its URI SANs, not GRPC_TLS_SPIFFE_PREFIX followed by a ' +
+        `component (${COMPONENTS.join(', ')}) (${JSON.stringify(path.join(dir, 'old.crt'))})`,
+    ]);
+    assert.match(
+      problems(tlsEnv(pki.issue('suffix', 'spiffe://cluster.local/ns/other/sa/mileage-gateway'), pki.caFile)).join(),
+      /GRPC_TLS_CERT_FILE: carries the SPIFFE id spiffe:\/\/cluster.local\/ns\/other\/sa\/mileage-gateway, not/,
+    );
+    const { GRPC_TLS_SPIFFE_PREFIX: _prefix, ...withoutPrefix } = tlsEnv(issueFor('groups'), pki.caFile);
+    assert.match(problems(withoutPrefix).join(), /GRPC_TLS_SPIFFE_PREFIX: required with mutual TLS/);
+    assert.match(
+      problems({ ...withoutPrefix, GRPC_TLS_SPIFFE_PREFIX: 'https://cluster.local/' }).join(),
+      /GRPC_TLS_SPIFFE_PREFIX: expected spiffe:\/\//,
+    );
+    assert.throws(() => grpcTls(tlsEnv(pki.issue('old-again'), pki.caFile)), /carries no \(single\) SPIFFE id/);
   });
 
   test('all or nothing, readable files, PEM, the key of the certificate', () => {
-    const a = pki.issue('a');
+    const a = issueFor('webhooks');
     const b = pki.issue('b');
     const partial = problems({ GRPC_TLS_CERT_FILE: a.certFile });
     assert.equal(partial.length, 2);

@@ -2,12 +2,15 @@ import * as grpc from '@grpc/grpc-js';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { CallerIdentities, COMPONENTS, componentOf, spiffeIdOf, type Component } from './grpc-authz';
 
 /**
  * Mutual TLS between the gateway and the services, and between services (optional, all or nothing): a process's own
  * certificate and key, and the CA that signs every peer's certificate. With them, its gRPC server requires a client
  * certificate signed by that CA (a plaintext or certificate-less connection fails its handshake) and its clients
- * present their certificate and verify the server's against the CA and the address's host name.
+ * present their certificate and verify the server's against the CA and the address's host name. Each certificate
+ * carries its component's SPIFFE id (grpc-authz.ts); a server then lets a caller call only the methods its component
+ * may call (GRPC_CALLERS).
  */
 export const grpcTlsConfigShape = {
   /** PEM certificate (chain) of this process: server certificate of a service and client certificate of its calls. */
@@ -16,12 +19,21 @@ export const grpcTlsConfigShape = {
   GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
   /** PEM CA certificate(s) that sign the peers' certificates (servers and clients). */
   GRPC_TLS_CA_FILE: z.string().min(1).optional(),
+  /**
+   * Required with the three files: the SPIFFE id of every certificate up to its component's name, e.g.
+   * `spiffe://cluster.local/ns/mileage/sa/mileage-` (then `…/sa/mileage-gateway` is the gateway).
+   */
+  GRPC_TLS_SPIFFE_PREFIX: z
+    .string()
+    .regex(/^spiffe:\/\/[^/\s,]+\/[^\s,]*$/, 'expected spiffe://<trust domain>/<path up to the component name>')
+    .optional(),
 };
 
 export interface GrpcTlsConfig {
   GRPC_TLS_CERT_FILE?: string | undefined;
   GRPC_TLS_KEY_FILE?: string | undefined;
   GRPC_TLS_CA_FILE?: string | undefined;
+  GRPC_TLS_SPIFFE_PREFIX?: string | undefined;
 }
 
 const NAMES = ['GRPC_TLS_CERT_FILE', 'GRPC_TLS_KEY_FILE', 'GRPC_TLS_CA_FILE'] as const;
@@ -30,6 +42,9 @@ interface Material {
   cert: Buffer;
   key: Buffer;
   ca: Buffer;
+  prefix: string;
+  /** The component this process's own certificate names. */
+  identity: Component;
 }
 
 /** Reads and checks the three files; a list of problems (variable, text) instead when they are not usable. */
@@ -56,13 +71,25 @@ function readMaterial(c: GrpcTlsConfig): Material | { problems: [string, string]
   const cert = read('GRPC_TLS_CERT_FILE');
   const key = read('GRPC_TLS_KEY_FILE');
   const ca = read('GRPC_TLS_CA_FILE');
-  if (!cert || !key || !ca) return { problems };
+  const prefix = c.GRPC_TLS_SPIFFE_PREFIX;
+  if (prefix === undefined)
+    problems.push(['GRPC_TLS_SPIFFE_PREFIX', "required with mutual TLS: how a peer's SPIFFE id names its component"]);
+  if (!cert || !key || !ca || prefix === undefined) return { problems };
   let certificate: X509Certificate | undefined;
   try {
     certificate = new X509Certificate(cert);
   } catch {
     problems.push(['GRPC_TLS_CERT_FILE', 'is no PEM certificate']);
   }
+  // Checked here, at start: a certificate without an identity would otherwise have every call it makes denied.
+  const spiffeId = certificate && spiffeIdOf(certificate.subjectAltName);
+  const identity = componentOf(spiffeId, prefix);
+  if (certificate && !identity)
+    problems.push([
+      'GRPC_TLS_CERT_FILE',
+      `carries ${spiffeId ? `the SPIFFE id ${spiffeId}` : 'no (single) SPIFFE id in its URI SANs'}, not ` +
+        `GRPC_TLS_SPIFFE_PREFIX followed by a component (${COMPONENTS.join(', ')})`,
+    ]);
   try {
     new X509Certificate(ca);
   } catch {
@@ -75,10 +102,13 @@ function readMaterial(c: GrpcTlsConfig): Material | { problems: [string, string]
   } catch {
     problems.push(['GRPC_TLS_KEY_FILE', 'is no PEM private key']);
   }
-  return problems.length ? { problems } : { cert, key, ca };
+  return problems.length || !identity ? { problems } : { cert, key, ca, prefix, identity };
 }
 
-/** zod refinement: the three variables together or none, naming readable, matching PEM files. */
+/**
+ * zod refinement: the three variables together or none, naming readable, matching PEM files, and with them a SPIFFE
+ * prefix under which this process's own certificate names a component.
+ */
 export function checkGrpcTls(c: GrpcTlsConfig, ctx: z.RefinementCtx): void {
   const material = readMaterial(c);
   if ('problems' in material)
@@ -88,6 +118,10 @@ export function checkGrpcTls(c: GrpcTlsConfig, ctx: z.RefinementCtx): void {
 export interface GrpcTls {
   /** True when the three files are configured. */
   enabled: boolean;
+  /** The component this process's certificate names (when enabled). */
+  identity?: Component;
+  /** The identities of a server's callers (when enabled): what its per-method authorization checks. */
+  callers?: CallerIdentities;
   /** Credentials of this process's clients: mutual TLS when enabled, else plaintext. */
   channelCredentials(): grpc.ChannelCredentials;
   /** Credentials of this process's server: mutual TLS that requires client certificates when enabled, else plaintext. */
@@ -107,10 +141,18 @@ export function grpcTls(c: GrpcTlsConfig): GrpcTls {
     }
     throw new Error(`gRPC TLS: ${material.problems.map(([n, m]) => `${n} ${m}`).join('; ')}`);
   }
-  const { cert, key, ca } = material;
+  const { cert, key, ca, prefix, identity } = material;
   return {
     enabled: true,
+    identity,
+    callers: new CallerIdentities(prefix),
     channelCredentials: () => grpc.credentials.createSsl(ca, key, cert),
     serverCredentials: () => grpc.ServerCredentials.createSsl(ca, [{ private_key: key, cert_chain: cert }], true),
   };
+}
+
+/** Throws when mutual TLS is on and this process's certificate names another component (a swapped Secret). */
+export function checkOwnIdentity(tls: GrpcTls, component: string): void {
+  if (tls.enabled && tls.identity !== component)
+    throw new Error(`GRPC_TLS_CERT_FILE names the component ${tls.identity}, but this process is ${component}`);
 }

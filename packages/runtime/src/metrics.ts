@@ -35,6 +35,12 @@ export class Metrics {
     labelNames: GRPC_OUTCOME,
   });
 
+  readonly grpcServerCallsDenied = this.counter({
+    name: 'grpc_server_calls_denied_total',
+    help: "gRPC calls refused (PERMISSION_DENIED) because the caller's identity may not call the method, by service, method and caller (a component, or unknown).",
+    labelNames: [...GRPC_CALL, 'caller'] as const,
+  });
+
   readonly grpcServerDuration = this.histogram({
     name: 'grpc_server_handling_seconds',
     help: 'Time to handle a gRPC call on the server, by service and method.',

@@ -12,7 +12,7 @@ import {
   type PromiseClient,
 } from './grpc-client';
 import { startGrpcServer, type ServiceRegistration } from './grpc-server';
-import { checkGrpcTls, grpcTls, grpcTlsConfigShape, type GrpcTlsConfig } from './grpc-tls';
+import { checkGrpcTls, checkOwnIdentity, grpcTls, grpcTlsConfigShape, type GrpcTlsConfig } from './grpc-tls';
 import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
 import { handleShutdown } from './shutdown';
@@ -241,10 +241,11 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   const config = loadConfigOrExit(schema) as ServiceConfig<Shape>;
   const logger = createLogger({ service: service.name, level: config.LOG_LEVEL });
   const metrics = new Metrics(service.name);
+  const tls = grpcTls(config);
+  checkOwnIdentity(tls, service.name);
   const db =
     service.openDatabase &&
     (await openServiceDatabase(service.openDatabase, config as unknown as DatabaseConfig, metrics, logger));
-  const tls = grpcTls(config);
   const specs = service.clients?.(config) ?? ({} as Specs);
   // Each client's service is health-checked: while it is down its calls fail at once (UNAVAILABLE) rather than
   // wait for their deadline. Reported on /healthz/dependencies and `dependency_up`; never readiness.
@@ -287,7 +288,7 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   // Without `dependencies` the definition's Deps is ServiceContext (its default, as nothing else can infer it).
   const deps = service.dependencies ? service.dependencies(context) : (context as Deps);
   const grpcServer = await startGrpcServer({
-    credentials: tls.serverCredentials(),
+    tls,
     address: config.GRPC_ADDRESS,
     services: [service.createServer(deps)].flat(),
     protoFiles: [service.protoFile],

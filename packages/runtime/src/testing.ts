@@ -336,12 +336,18 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   };
 }
 
+/** The GRPC_TLS_SPIFFE_PREFIX of tests: a component's SPIFFE id is this followed by its name. */
+export const TEST_SPIFFE_PREFIX = 'spiffe://cluster.local/ns/mileage/sa/mileage-';
+
 /** PEM files of a test PKI made with the `openssl` CLI: a CA, and certificates it signs. */
 export interface TestPki {
   dir: string;
   caFile: string;
-  /** A certificate for 127.0.0.1 and localhost (server and client use), signed by the CA: [cert, key] files. */
-  issue(name: string): { certFile: string; keyFile: string };
+  /**
+   * A certificate for 127.0.0.1 and localhost (server and client use), signed by the CA: [cert, key] files; with
+   * `spiffeId`, that URI SAN too (the identity mutual TLS authorizes by: TEST_SPIFFE_PREFIX + a component).
+   */
+  issue(name: string, spiffeId?: string): { certFile: string; keyFile: string };
 }
 
 /**
@@ -361,7 +367,7 @@ export function createTestPki(dir: string, caName = 'test-ca'): TestPki {
   return {
     dir,
     caFile,
-    issue(name) {
+    issue(name, spiffeId) {
       const keyFile = path.join(dir, `${name}.key`);
       const csr = path.join(dir, `${name}.csr`);
       const certFile = path.join(dir, `${name}.crt`);
@@ -372,7 +378,7 @@ export function createTestPki(dir: string, caName = 'test-ca'): TestPki {
           'basicConstraints=CA:FALSE',
           'keyUsage=digitalSignature,keyEncipherment',
           'extendedKeyUsage=serverAuth,clientAuth',
-          'subjectAltName=IP:127.0.0.1,DNS:localhost',
+          `subjectAltName=IP:127.0.0.1,DNS:localhost${spiffeId ? `,URI:${spiffeId}` : ''}`,
         ].join('\n'),
       );
       run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', keyFile]);

@@ -1,11 +1,18 @@
 // The Users service as the chart runs it with every hardening on: migrations as the schema owner
 // (MIGRATION_DATABASE_URL, here MIGRATE_ON_START) granting the runtime role (DATABASE_URL) its DML, and mutual TLS on
-// its gRPC port with certificates made at test time. A plaintext caller is refused, an mTLS caller creates a user and
-// its audit entry as the runtime role, which still cannot rewrite that entry. HTTP probes answer on the metrics port.
+// its gRPC port with certificates made at test time. A plaintext caller is refused, a certificate without an identity
+// keeps the process from starting, SCIM's certificate creates a user and its audit entry as the runtime role (which
+// still cannot rewrite that entry) and the gateway's may not. HTTP probes answer on the metrics port.
 import * as grpc from '@grpc/grpc-js';
 import { scimAuditV1, usersV1 } from '@mileage/proto';
 import { createGrpcClient, freePort, grpcTls, HealthClient } from '@mileage/runtime';
-import { createSchemaRoles, createTestDatabase, createTestPki, waitFor } from '@mileage/runtime/testing';
+import {
+  createSchemaRoles,
+  createTestDatabase,
+  createTestPki,
+  TEST_SPIFFE_PREFIX,
+  waitFor,
+} from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,12 +30,16 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
 
   const dir = mkdtempSync(path.join(tmpdir(), 'users-main-tls-'));
   const pki = createTestPki(dir);
-  const server = pki.issue('users');
-  const tlsEnv = {
-    GRPC_TLS_CERT_FILE: server.certFile,
-    GRPC_TLS_KEY_FILE: server.keyFile,
-    GRPC_TLS_CA_FILE: pki.caFile,
+  const tlsFiles = (name: string, component?: string) => {
+    const { certFile, keyFile } = pki.issue(name, component && `${TEST_SPIFFE_PREFIX}${component}`);
+    return {
+      GRPC_TLS_CERT_FILE: certFile,
+      GRPC_TLS_KEY_FILE: keyFile,
+      GRPC_TLS_CA_FILE: pki.caFile,
+      GRPC_TLS_SPIFFE_PREFIX: TEST_SPIFFE_PREFIX,
+    };
   };
+  const tlsEnv = tlsFiles('users', 'users');
   const [grpcPort, metricsPort] = [await freePort(), await freePort()];
   const env = {
     PATH: process.env.PATH,
@@ -42,7 +53,7 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
 
   // Half a TLS configuration: refused at start (exit 78), nothing listens.
   const partial = spawnSync(process.execPath, [path.join(__dirname, 'main.js')], {
-    env: { ...env, GRPC_TLS_CERT_FILE: server.certFile },
+    env: { ...env, GRPC_TLS_CERT_FILE: tlsEnv.GRPC_TLS_CERT_FILE },
     encoding: 'utf8',
     timeout: 20_000,
   });
@@ -57,16 +68,30 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
   });
   assert.equal(noOwner.status, 78, noOwner.stderr);
   assert.match(noOwner.stderr, /MIGRATION_DATABASE_URL: required with MIGRATE_ON_START/);
+  // A certificate of the CA without a SPIFFE id (issued before identities), or naming another component: no start.
+  const anonymous = spawnSync(process.execPath, [path.join(__dirname, 'main.js')], {
+    env: { ...env, ...tlsFiles('users-old') },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  assert.equal(anonymous.status, 78, anonymous.stderr);
+  assert.match(anonymous.stderr, /GRPC_TLS_CERT_FILE: carries no \(single\) SPIFFE id/);
+  const swapped = spawnSync(process.execPath, [path.join(__dirname, 'main.js')], {
+    env: { ...env, ...tlsFiles('users-swapped', 'groups') },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  assert.equal(swapped.status, 1, swapped.stderr);
+  assert.match(swapped.stderr, /names the component groups, but this process is users/);
 
   const child = spawn(process.execPath, [path.join(__dirname, 'main.js')], {
     env: { ...env, ...tlsEnv },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  const client = pki.issue('gateway');
-  const mtls = grpcTls({
-    GRPC_TLS_CERT_FILE: client.certFile,
-    GRPC_TLS_KEY_FILE: client.keyFile,
-    GRPC_TLS_CA_FILE: pki.caFile,
+  const mtls = grpcTls(tlsFiles('scim', 'scim'));
+  const gateway = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${grpcPort}`, {
+    defaultDeadlineMs: 5_000,
+    credentials: grpcTls(tlsFiles('gateway', 'gateway')).channelCredentials(),
   });
   const health = new HealthClient(`127.0.0.1:${grpcPort}`, mtls.channelCredentials());
   const plaintextHealth = new HealthClient(`127.0.0.1:${grpcPort}`);
@@ -78,7 +103,7 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
   t.after(async () => {
     child.kill('SIGTERM');
     await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)));
-    for (const c of [health, plaintextHealth, users, plaintext]) c.close();
+    for (const c of [health, plaintextHealth, users, plaintext, gateway]) c.close();
     await admin.query(`DROP SCHEMA users CASCADE`);
     await admin.end();
     await drop();
@@ -96,18 +121,17 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
   for (const probe of ['/healthz', '/readyz'])
     assert.equal((await fetch(`http://127.0.0.1:${metricsPort}${probe}`)).status, 200, probe);
 
-  // The runtime role does the service's work: a user and its audit entry in one transaction.
-  const created = await users.createUser(
-    {
-      user: user({ id: 'TlsMain001', userName: 'tls-main@example.com' }),
-      audit: {
-        actor: 'okta-prod',
-        operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE,
-        requestId: 'req-1',
-      },
+  // The runtime role does the service's work: a user and its audit entry in one transaction, SCIM's method only.
+  const request = {
+    user: user({ id: 'TlsMain001', userName: 'tls-main@example.com' }),
+    audit: {
+      actor: 'okta-prod',
+      operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE,
+      requestId: 'req-1',
     },
-    { organizationId: 1 },
-  );
+  };
+  await assert.rejects(gateway.createUser(request, { organizationId: 1 }), { code: grpc.status.PERMISSION_DENIED });
+  const created = await users.createUser(request, { organizationId: 1 });
   assert.equal(created.user?.id, 'TlsMain001');
   const { rows } = await admin.query<{ actor: string }>(
     `SELECT actor FROM users.provisioning_audit WHERE user_id = 'TlsMain001'`,

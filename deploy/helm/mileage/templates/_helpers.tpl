@@ -145,6 +145,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- .Values.postgres.existingMigrationSecret | default (printf "%s-database-migration" (include "mileage.fullname" .)) -}}
 {{- end -}}
 
+{{/*
+The SPIFFE id of every component's certificate up to the component's name (GRPC_TLS_SPIFFE_PREFIX): its
+ServiceAccount (<fullname>-<component>) in the release's namespace, in grpcTls.trustDomain.
+*/}}
+{{- define "mileage.spiffePrefix" -}}
+spiffe://{{ .Values.grpcTls.trustDomain }}/ns/{{ .Release.Namespace }}/sa/{{ include "mileage.fullname" . }}-
+{{- end -}}
+
 {{/* A component's gRPC TLS Secret (kubernetes.io/tls with ca.crt): (dict "root" $ "component" "users"). */}}
 {{- define "mileage.grpcTlsSecret" -}}
 {{ include "mileage.componentName" . }}-grpc-tls

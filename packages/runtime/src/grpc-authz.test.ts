@@ -1,0 +1,64 @@
+// The authorization table covers every method of the generated services (a new method cannot ship without deciding
+// who may call it) and names nothing else; a SPIFFE id names a component only as the prefix plus its exact name.
+import type * as grpc from '@grpc/grpc-js';
+import * as proto from '@mileage/proto';
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { CallerIdentities, componentOf, GRPC_CALLERS, spiffeIdOf } from './grpc-authz';
+
+const PREFIX = 'spiffe://cluster.local/ns/mileage/sa/mileage-';
+
+/** Every method of every service definition the proto package generates (`…Service` objects of method paths). */
+function generatedMethods(): grpc.MethodDefinition<unknown, unknown>[] {
+  return Object.values(proto)
+    .flatMap((module) => Object.entries(module as Record<string, unknown>))
+    .filter(([name]) => name.endsWith('Service'))
+    .flatMap(([, definition]) => Object.values(definition as grpc.ServiceDefinition));
+}
+
+test('every method of the generated services has an entry in GRPC_CALLERS, and every entry is such a method', () => {
+  const methods = generatedMethods();
+  for (const method of methods) {
+    assert.equal(method.requestStream || method.responseStream, false, `${method.path} is not unary`);
+    assert.ok(GRPC_CALLERS[method.path], `${method.path} has no entry in GRPC_CALLERS`);
+  }
+  // …and nothing else: an entry of a method that is gone (or a typo) would hide a missing one.
+  assert.deepEqual(Object.keys(GRPC_CALLERS).sort(), methods.map((m) => m.path).sort());
+});
+
+test('a SPIFFE id names a component as the prefix followed by exactly its name', () => {
+  assert.equal(componentOf(`${PREFIX}gateway`, PREFIX), 'gateway');
+  assert.equal(componentOf(`${PREFIX}scim`, PREFIX), 'scim');
+  for (const id of [
+    `${PREFIX}gateway-canary`,
+    `${PREFIX}Gateway`,
+    `${PREFIX}`,
+    'spiffe://cluster.local/ns/other/sa/mileage-gateway',
+    'spiffe://evil.example/ns/mileage/sa/mileage-gateway',
+    undefined,
+  ])
+    assert.equal(componentOf(id, PREFIX), undefined, String(id));
+});
+
+test("a certificate's SPIFFE id: its one spiffe:// URI SAN, none with zero or two", () => {
+  assert.equal(spiffeIdOf(`IP Address:127.0.0.1, DNS:localhost, URI:${PREFIX}users`), `${PREFIX}users`);
+  assert.equal(spiffeIdOf('IP Address:127.0.0.1, DNS:localhost'), undefined);
+  assert.equal(spiffeIdOf('URI:https://example.com/x'), undefined);
+  assert.equal(spiffeIdOf(`URI:${PREFIX}users, URI:${PREFIX}gateway`), undefined);
+  assert.equal(spiffeIdOf(undefined), undefined);
+});
+
+test('the caller of a call: from its verified peer certificate, unknown without one', () => {
+  const identities = new CallerIdentities(PREFIX);
+  const call = (subjectaltname?: string) => ({
+    getAuthContext: () => (subjectaltname ? { sslPeerCertificate: { subjectaltname } as never } : {}),
+  });
+  assert.deepEqual(identities.of(call(`DNS:localhost, URI:${PREFIX}drives`)), {
+    spiffeId: `${PREFIX}drives`,
+    component: 'drives',
+  });
+  // The same certificate again: the same answer (from the cache).
+  assert.equal(identities.of(call(`DNS:localhost, URI:${PREFIX}drives`)).component, 'drives');
+  assert.deepEqual(identities.of(call('DNS:localhost')), { spiffeId: undefined, component: 'unknown' });
+  assert.deepEqual(identities.of(call()), { spiffeId: undefined, component: 'unknown' });
+});

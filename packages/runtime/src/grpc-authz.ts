@@ -1,0 +1,116 @@
+import type * as grpc from '@grpc/grpc-js';
+
+/**
+ * Who may call what on the internal gRPC hop, when mutual TLS is on. Every process's certificate carries one
+ * SPIFFE-style URI SAN, `spiffe://<trust domain>/ns/<namespace>/sa/<service account>`; GRPC_TLS_SPIFFE_PREFIX is the
+ * part before the component's name (e.g. `spiffe://cluster.local/ns/mileage/sa/mileage-`), so an identity names a
+ * component exactly when it is that prefix followed by nothing but the component's name.
+ */
+export const COMPONENTS = ['gateway', 'users', 'groups', 'drives', 'scim', 'webhooks', 'operator'] as const;
+/** A caller on the internal hop: a process of the platform, or `operator` (`npm run org` with an operator's certificate). */
+export type Component = (typeof COMPONENTS)[number];
+
+/**
+ * For each method (its gRPC path), the components that may call it: those whose code calls it, nobody else (least
+ * privilege). An empty list: no component calls it in production (development tools reach it over plaintext only).
+ * grpc.health.v1 (probes, the circuit breaker's probe) and reflection are not listed: every caller that passed the
+ * TLS handshake may use them. A unit test checks that every method of the generated services is listed.
+ */
+export const GRPC_CALLERS: Readonly<Record<string, readonly Component[]>> = {
+  // Users: SCIM provisions users; the gateway reads them in batches (accounts, group members) and the feed.
+  '/mileage.users.v1.UsersService/GetUser': ['scim', 'operator'],
+  '/mileage.users.v1.UsersService/BatchGetUsers': ['gateway', 'scim'],
+  '/mileage.users.v1.UsersService/CreateUser': ['scim'],
+  '/mileage.users.v1.UsersService/UpdateUser': ['scim'],
+  '/mileage.users.v1.UsersService/DeleteUser': ['scim'],
+  '/mileage.users.v1.UsersService/ListUsers': ['scim'],
+  '/mileage.users.v1.UsersService/ListProvisioningEvents': ['gateway'],
+  // Organizations: the gateway's organization routes and SCIM credentials; the operator's commands.
+  '/mileage.users.v1.OrganizationsService/GetOrganization': ['gateway'],
+  '/mileage.users.v1.OrganizationsService/CreateOrganization': ['operator'],
+  '/mileage.users.v1.OrganizationsService/SetOrganizationAdmin': ['operator'],
+  '/mileage.users.v1.OrganizationsService/CreateScimToken': ['gateway'],
+  '/mileage.users.v1.OrganizationsService/ListScimTokens': ['gateway'],
+  '/mileage.users.v1.OrganizationsService/RevokeScimToken': ['gateway'],
+  '/mileage.users.v1.OrganizationsService/ResolveScimToken': ['gateway'],
+  // Groups: the gateway's group and drive routes, Drives (a report's group), SCIM (groups), Webhooks (a group exists).
+  '/mileage.groups.v1.GroupsService/GetGroup': ['gateway', 'scim'],
+  '/mileage.groups.v1.GroupsService/ListAdministeredGroups': ['gateway'],
+  '/mileage.groups.v1.GroupsService/CheckGroupAdmin': ['gateway', 'drives'],
+  '/mileage.groups.v1.GroupsService/CreateGroup': [],
+  '/mileage.groups.v1.GroupsService/UpdateGroup': ['scim'],
+  '/mileage.groups.v1.GroupsService/SetMemberRoles': [],
+  '/mileage.groups.v1.GroupsService/RemoveMembers': [],
+  '/mileage.groups.v1.GroupsService/ListGroups': ['scim', 'webhooks'],
+  '/mileage.groups.v1.GroupsService/ListProvisioningEvents': ['gateway'],
+  // Drives: the gateway reads; nothing of the platform writes drives over gRPC yet.
+  '/mileage.drives.v1.DrivesService/ListUserDrives': ['gateway'],
+  '/mileage.drives.v1.DrivesService/ListReportedDrives': ['gateway'],
+  '/mileage.drives.v1.DrivesService/CreateDrive': [],
+  '/mileage.drives.v1.DrivesService/UpdateDrive': [],
+  '/mileage.drives.v1.DrivesService/ReportDrive': [],
+  '/mileage.drives.v1.DrivesService/ReviewReportedDrive': [],
+  '/mileage.drives.v1.DrivesService/DeleteDrive': [],
+  '/mileage.drives.v1.DrivesService/WithdrawReport': [],
+  // SCIM: the gateway's /scim/v2.
+  '/mileage.scim.v1.ScimService/HandleRequest': ['gateway'],
+  // Webhooks: the gateway's webhook routes; the outbox relays of Users and Drives publish events.
+  '/mileage.webhooks.v1.WebhooksService/CreateSubscription': ['gateway'],
+  '/mileage.webhooks.v1.WebhooksService/ListSubscriptions': ['gateway'],
+  '/mileage.webhooks.v1.WebhooksService/DeleteSubscription': ['gateway'],
+  '/mileage.webhooks.v1.WebhooksService/ListDeliveries': ['gateway'],
+  '/mileage.webhooks.v1.WebhooksService/RedeliverDelivery': ['gateway'],
+  '/mileage.webhooks.v1.WebhooksService/PublishEvents': ['users', 'drives'],
+};
+
+/** The one SPIFFE id of a certificate's subject alternative names (Node's `subjectaltname` text), if exactly one. */
+export function spiffeIdOf(subjectAltName: string | undefined): string | undefined {
+  // Node quotes a name that holds a comma, so a plain entry ends at ", ".
+  const ids = (subjectAltName ?? '')
+    .split(', ')
+    .filter((entry) => entry.startsWith('URI:spiffe://'))
+    .map((entry) => entry.slice('URI:'.length));
+  return ids.length === 1 ? ids[0] : undefined;
+}
+
+/** The component a SPIFFE id names under `prefix`: the prefix followed by exactly a component's name. */
+export function componentOf(spiffeId: string | undefined, prefix: string): Component | undefined {
+  if (!spiffeId?.startsWith(prefix)) return undefined;
+  const name = spiffeId.slice(prefix.length);
+  return (COMPONENTS as readonly string[]).includes(name) ? (name as Component) : undefined;
+}
+
+export interface Caller {
+  /** The peer certificate's SPIFFE id (undefined: none, or more than one). */
+  spiffeId: string | undefined;
+  /** The component it names, or `unknown` (a metric label: bounded). */
+  component: Component | 'unknown';
+}
+
+const UNKNOWN: Caller = { spiffeId: undefined, component: 'unknown' };
+/** Distinct peer certificates remembered; a deployment has a handful (one per component and renewal). */
+const CACHED_PEERS = 256;
+
+/**
+ * The callers of a server with mutual TLS: their identity from the verified peer certificate of the call's
+ * connection, read once per distinct certificate (grpc-js offers no per-connection hook, so the cache is keyed by
+ * the certificate's subject alternative names).
+ */
+export class CallerIdentities {
+  private readonly cache = new Map<string, Caller>();
+
+  constructor(private readonly prefix: string) {}
+
+  of(call: Pick<grpc.ServerUnaryCall<unknown, unknown>, 'getAuthContext'>): Caller {
+    const subjectAltName = call.getAuthContext().sslPeerCertificate?.subjectaltname;
+    if (!subjectAltName) return UNKNOWN;
+    let caller = this.cache.get(subjectAltName);
+    if (!caller) {
+      const spiffeId = spiffeIdOf(subjectAltName);
+      caller = { spiffeId, component: componentOf(spiffeId, this.prefix) ?? 'unknown' };
+      if (this.cache.size >= CACHED_PEERS) this.cache.clear();
+      this.cache.set(subjectAltName, caller);
+    }
+    return caller;
+  }
+}
