@@ -308,6 +308,7 @@ export async function startHarness(): Promise<Harness> {
 
   const scimUsers = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
   const scimGroups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
+  const scimMetrics = new Metrics('scim');
   const scimServer: GrpcServerHandle = await startGrpcServer({
     address: '127.0.0.1:0',
     services: [
@@ -316,12 +317,18 @@ export async function startHarness(): Promise<Harness> {
         groups: scimGroups,
         logger,
         baseUrl: 'http://127.0.0.1:8080/scim/v2',
-        attestation: { secrets: [ACTOR_ATTESTATION_SECRET, ACTOR_ATTESTATION_PREVIOUS_SECRET], maxAgeSeconds: 60 },
+        metrics: scimMetrics,
+        attestation: {
+          secrets: [ACTOR_ATTESTATION_SECRET, ACTOR_ATTESTATION_PREVIOUS_SECRET],
+          maxAgeSeconds: 60,
+          acceptV1: false,
+          replayCacheEntries: 10_000,
+        },
       }),
     ],
     protoFiles: [PROTO_FILES.scim],
     logger,
-    metrics: new Metrics('scim'),
+    metrics: scimMetrics,
   });
   const scimAddress = `127.0.0.1:${scimServer.port}`;
 

@@ -1,5 +1,18 @@
+import type { ServiceError } from '@grpc/grpc-js';
+import { PROTO_FILES, scimV1 } from '@mileage/proto';
+import {
+  AppError,
+  createGrpcClient,
+  createLogger,
+  decodeServiceError,
+  Metrics,
+  startGrpcServer,
+  type Handlers,
+  type ServiceRegistration,
+} from '@mileage/runtime';
+import type { Express } from 'express';
 import assert from 'node:assert/strict';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { ACTOR_ATTESTATION_PREVIOUS_SECRET, SCIM_URN, scimSuite } from './harness';
 
@@ -745,5 +758,95 @@ describe('SCIM Groups', () => {
       400,
       'invalidPath',
     );
+  });
+});
+
+describe('SCIM: the attestation is taken once and covers the headers the SCIM service reads', () => {
+  /**
+   * A hop between a gateway and the SCIM service that sends each request as `alter` rewrites it (several: replays),
+   * answering with the last answer: what a party on the internal network could do with a captured request.
+   */
+  async function hopThatAlters(alter: (r: scimV1.HandleRequestRequest) => scimV1.HandleRequestRequest[]) {
+    const logger = createLogger({ service: 'altering-hop', level: 'silent' });
+    const upstream = createGrpcClient(scimV1.ScimServiceClient, suite.h.scimAddress, { defaultDeadlineMs: 5_000 });
+    const handlers: Handlers<scimV1.ScimServiceServer> = {
+      async handleRequest(captured, call) {
+        let answer: scimV1.HandleRequestResponse | undefined;
+        for (const sent of alter(captured)) {
+          answer = await upstream.handleRequest(sent, { requestId: call.requestId }).catch((err: ServiceError) => {
+            const { code, message, reason } = decodeServiceError(err);
+            throw new AppError(code, message, reason ? { reason } : {});
+          });
+        }
+        return answer!;
+      },
+    };
+    const hop = await startGrpcServer({
+      address: '127.0.0.1:0',
+      services: [{ definition: scimV1.ScimServiceService, handlers: handlers as ServiceRegistration['handlers'] }],
+      protoFiles: [PROTO_FILES.scim],
+      logger,
+      metrics: new Metrics('altering-hop'),
+    });
+    after(async () => {
+      upstream.close();
+      await hop.shutdown(1_000);
+    });
+    return suite.h.app({ scimAddress: `127.0.0.1:${hop.port}` });
+  }
+  const create = (app: Express, userName: string) =>
+    request(app)
+      .post('/scim/v2/Users')
+      .set('Authorization', `Bearer ${suite.token}`)
+      .set('Content-Type', 'application/scim+json')
+      .send(JSON.stringify({ schemas: [CORE_USER], userName }));
+  const usersNamed = async (userName: string) =>
+    (await suite.h.usersDb.knex('users').whereRaw('lower(user_name) = ?', [userName.toLowerCase()])).length;
+
+  test('a request sent twice under one attestation: the first is served, the replay refused (503 to the client)', async () => {
+    const replaying = await hopThatAlters((r) => [r, r]);
+    const userName = `replayed-${unique()}@example.com`;
+    assertScimError(await create(replaying, userName), 503);
+    assert.equal(await usersNamed(userName), 1, 'the first is served, the replay changes nothing');
+  });
+
+  test('a client repeating its X-Request-Id is served each time: the nonce is the gateway’s, not the request id', async () => {
+    for (let i = 0; i < 2; i++)
+      await scim('get', '/ServiceProviderConfig', undefined, { 'X-Request-Id': 'idp-retry-0001' }).expect(200);
+  });
+
+  test('If-Match or Content-Type changed, added or removed under a captured attestation: refused, nothing written', async () => {
+    const userName = `preconditioned-${unique()}@example.com`;
+    const created = (await scim('post', '/Users', { schemas: [CORE_USER], userName }).expect(201)).body;
+    const replacement = { schemas: [CORE_USER], userName, displayName: 'Changed under the attestation' };
+    const changes: ((headers: Record<string, string>) => Record<string, string>)[] = [
+      (h) => ({ ...h, 'if-match': '*' }),
+      ({ 'if-match': _dropped, ...h }) => h,
+      (h) => ({ ...h, 'content-type': 'application/json' }),
+      ({ 'content-type': _dropped, ...h }) => h,
+      (h) => ({ ...h, 'if-none-match': '*' }),
+    ];
+    for (const change of changes) {
+      const altering = await hopThatAlters((r) => [{ ...r, headers: change(r.headers) }]);
+      const res = await request(altering)
+        .put(`/scim/v2/Users/${created.id}`)
+        .set('Authorization', `Bearer ${suite.token}`)
+        .set('Content-Type', 'application/scim+json')
+        .set('If-Match', created.meta.version)
+        .send(JSON.stringify(replacement));
+      assertScimError(res, 503);
+    }
+    const now = (await scim('get', `/Users/${created.id}`).expect(200)).body;
+    assert.equal(now.meta.version, created.meta.version);
+    assert.equal(now.displayName, undefined);
+    // The same request unaltered is served.
+    const unaltered = await hopThatAlters((r) => [r]);
+    await request(unaltered)
+      .put(`/scim/v2/Users/${created.id}`)
+      .set('Authorization', `Bearer ${suite.token}`)
+      .set('Content-Type', 'application/scim+json')
+      .set('If-Match', created.meta.version)
+      .send(JSON.stringify(replacement))
+      .expect(200);
   });
 });

@@ -1,7 +1,8 @@
 import { scimV1 } from '@mileage/proto';
 import { status, type ServiceError } from '@grpc/grpc-js';
 import {
-  ACTOR_NOT_ATTESTED,
+  ATTESTATION_REFUSALS,
+  ATTESTED_HEADERS,
   attestActor,
   decodeServiceError,
   type CallSettings,
@@ -21,8 +22,6 @@ export const SCIM_SCOPE = 'scim';
 /** Per organization: identity providers send bursts when a sync cycle starts. */
 export const SCIM_REQUESTS_PER_MINUTE = 1200;
 const SCIM_ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
-/** Request headers the SCIM service reads; nothing else (cookies, tokens) crosses into it. */
-const FORWARDED_HEADERS = ['content-type', 'if-match', 'if-none-match'];
 
 export interface ScimRouteDeps {
   verifier: TokenVerifier;
@@ -53,13 +52,15 @@ function sendScimError(res: Response, problem: HttpProblem, scimType?: string): 
 }
 
 /**
- * The SCIM service's reason when it refused this gateway's attestation (its key is not one that replica holds), else
- * undefined. Not the caller's fault and not a fault of this request: a retryable 503, never a 500.
+ * The SCIM service's refusal of this gateway's attestation (ATTESTATION_REFUSALS: a key that replica does not hold, or
+ * a nonce it saw before), else undefined. Not the caller's fault: a retryable 503, never a 500.
  */
-function attestationRefusal(err: unknown): string | undefined {
+function attestationRefusal(err: unknown): { reason: string; message: string } | undefined {
   if ((err as { code?: unknown }).code !== status.UNAUTHENTICATED) return undefined;
   const decoded = decodeServiceError(err as ServiceError);
-  return decoded.reason === ACTOR_NOT_ATTESTED ? decoded.message : undefined;
+  return decoded.reason !== undefined && ATTESTATION_REFUSALS.has(decoded.reason)
+    ? { reason: decoded.reason, message: decoded.message }
+    : undefined;
 }
 
 /** A metrics label per endpoint family, never per id. */
@@ -128,7 +129,8 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       );
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const headers: Record<string, string> = {};
-      for (const name of FORWARDED_HEADERS) {
+      // The headers the SCIM service reads and the attestation covers; nothing else (cookies, tokens) crosses into it.
+      for (const name of ATTESTED_HEADERS) {
         const value = req.headers[name];
         if (typeof value === 'string') headers[name] = value;
       }
@@ -167,9 +169,9 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       const refusal = attestationRefusal(err);
       if (refusal !== undefined) {
         deps.logger.warn(
-          { request_id: res.locals.requestId, reason: refusal },
+          { request_id: res.locals.requestId, reason: refusal.reason, detail: refusal.message },
           "the SCIM service refused the gateway's attestation: ACTOR_ATTESTATION_SECRET is not a key it holds " +
-            '(a key rotation out of order? docs/operations.md)',
+            '(a key rotation out of order? docs/operations.md), or it saw the nonce before',
         );
         return sendScimError(res, problemFromStatus(status.UNAVAILABLE));
       }

@@ -5,6 +5,7 @@ import {
   type CallSettings,
   type WireTimestamp,
   type Logger,
+  type Metrics,
   type PromiseClient,
 } from '@mileage/runtime';
 import { MAX_RESULTS } from '@mileage/scim-domain';
@@ -33,11 +34,15 @@ export interface ScimDeps {
   logger: Logger;
   /** Public URL of /scim/v2, for meta.location and Location headers. */
   baseUrl: string;
+  metrics: Metrics;
   /**
    * How the gateway's attestation of the actor is checked: the shared secrets (the current one first, a previous one
-   * while rotating) and the largest age, either way, of an attestation.
+   * while rotating), the largest age, either way, of an attestation, whether v1 is still taken, and how many nonces
+   * the replay cache holds.
    */
-  attestation: { secrets: string[]; maxAgeSeconds: number };
+  attestation: { secrets: string[]; maxAgeSeconds: number; acceptV1: boolean; replayCacheEntries: number };
+  /** The clock (ms) attestations are checked against; tests set it. */
+  now?: () => number;
 }
 
 export interface ScimResponse {

@@ -18,15 +18,18 @@ void runService({
       deadlineMs: config.GRPC_DEADLINE_MS,
     },
   }),
-  dependencies: ({ config, logger, clients }) => ({
+  dependencies: ({ config, logger, metrics, clients }) => ({
     ...clients,
     logger,
+    metrics,
     baseUrl: config.SCIM_BASE_URL,
     attestation: {
       secrets: [config.ACTOR_ATTESTATION_SECRET, config.ACTOR_ATTESTATION_PREVIOUS_SECRET].filter(
         (s): s is string => s !== undefined,
       ),
       maxAgeSeconds: config.ACTOR_ATTESTATION_MAX_AGE_SECONDS,
+      acceptV1: config.ACTOR_ATTESTATION_ACCEPT_V1,
+      replayCacheEntries: config.ACTOR_ATTESTATION_REPLAY_CACHE_ENTRIES,
     },
   }),
   createServer,

@@ -3,7 +3,7 @@
 // what is checked is what this service sends and does with their answers.
 import { Metadata, status } from '@grpc/grpc-js';
 import type { groupsV1, scimV1, usersV1 } from '@mileage/proto';
-import { attestActor, createLogger, type CallSettings, type PromiseClient } from '@mileage/runtime';
+import { attestActor, createLogger, Metrics, type CallSettings, type PromiseClient } from '@mileage/runtime';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
@@ -80,7 +80,8 @@ function service() {
     groups: owners.groups,
     logger: createLogger({ service: 'scim-test', level: 'silent' }),
     baseUrl: 'https://mileage.test/scim/v2',
-    attestation: { secrets: [SECRET], maxAgeSeconds: 60 },
+    metrics: new Metrics('scim'),
+    attestation: { secrets: [SECRET], maxAgeSeconds: 60, acceptV1: false, replayCacheEntries: 1_000 },
   });
   const handle = handlers.handleRequest as unknown as (
     req: scimV1.HandleRequestRequest,

@@ -1,10 +1,12 @@
 // Every SCIM write is one transaction of the resource's owner (Users, Groups) carrying its audit entry, serialised
 // by the resource's version. Against the real Users and Groups services over gRPC and real PostgreSQL: a crash
 // between the owner's commit and the answer, a lost answer followed by the client's retry, and racing changes.
-import { status } from '@grpc/grpc-js';
+import { status, type ServiceError } from '@grpc/grpc-js';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, PROTO_FILES, scimV1, usersV1 } from '@mileage/proto';
 import {
+  ACTOR_NOT_ATTESTED,
+  ATTESTATION_REPLAYED,
   attestActor,
   createGrpcClient,
   createLogger,
@@ -14,7 +16,13 @@ import {
   type GrpcServerHandle,
   type PromiseClient,
 } from '@mileage/runtime';
-import { asOrganization, createTestDatabase, startTestService, type TestDatabase } from '@mileage/runtime/testing';
+import {
+  asOrganization,
+  attestActorV1,
+  createTestDatabase,
+  startTestService,
+  type TestDatabase,
+} from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -50,7 +58,11 @@ function afterOwnerWrite<T extends object>(client: T, methods: string[], failure
 }
 
 /** A SCIM service over gRPC; `faults` wraps its Users client. */
-async function scimService(faults?: (client: PromiseClient<usersV1.UsersServiceClient>) => typeof client) {
+async function scimService(
+  faults?: (client: PromiseClient<usersV1.UsersServiceClient>) => typeof client,
+  options: { acceptV1?: boolean } = {},
+) {
+  const metrics = new Metrics('scim');
   const usersClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 2_000 });
   const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 2_000 });
   closers.push(usersClient, groupsClient);
@@ -62,12 +74,18 @@ async function scimService(faults?: (client: PromiseClient<usersV1.UsersServiceC
         groups: groupsClient,
         logger,
         baseUrl: 'https://mileage.test/scim/v2',
-        attestation: { secrets: [ATTESTATION_SECRET], maxAgeSeconds: 60 },
+        metrics,
+        attestation: {
+          secrets: [ATTESTATION_SECRET],
+          maxAgeSeconds: 60,
+          acceptV1: options.acceptV1 ?? false,
+          replayCacheEntries: 1_000,
+        },
       }),
     ],
     protoFiles: [PROTO_FILES.scim],
     logger,
-    metrics: new Metrics('scim'),
+    metrics,
   });
   servers.push(server);
   const client = createGrpcClient(scimV1.ScimServiceClient, `127.0.0.1:${server.port}`, { defaultDeadlineMs: 10_000 });
@@ -90,7 +108,7 @@ async function scimService(faults?: (client: PromiseClient<usersV1.UsersServiceC
       body: r.body.length ? JSON.parse(Buffer.from(r.body).toString()) : undefined,
     }));
   };
-  return { call, client };
+  return { call, client, metrics };
 }
 
 const userAudit = async (id: string) =>
@@ -357,6 +375,71 @@ describe('the audit actor is the one the gateway attests, never a free field', (
       (await userAudit(id)).map((a) => a.actor),
       ['okta-prod'],
     );
+  });
+
+  const refusedFor = async (promise: Promise<unknown>) =>
+    decodeServiceError(
+      (await promise.then(
+        () => assert.fail('the call was accepted'),
+        (e: unknown) => e,
+      )) as ServiceError,
+    );
+  const attestationsCounted = async (metrics: Metrics, version: string, result: string) =>
+    (await metrics.registry.getSingleMetric('scim_attestations_total')!.get()).values.find(
+      (v) => v.labels.version === version && v.labels.result === result,
+    )?.value ?? 0;
+
+  test('an attestation is taken once: its replay is refused as replayed, the same request freshly attested is served', async () => {
+    const { client, metrics } = await scimService();
+    const request = raw('replayed@example.com');
+    const requestId = randomUUID();
+    const actorAttestation = attestActor(ATTESTATION_SECRET, { ...request, actor: request.clientId, requestId });
+    assert.equal((await client.handleRequest({ ...request, actorAttestation }, { requestId })).status, 201);
+    const replay = await refusedFor(client.handleRequest({ ...request, actorAttestation }, { requestId }));
+    assert.equal(replay.code, status.UNAUTHENTICATED);
+    assert.equal(replay.reason, ATTESTATION_REPLAYED);
+    assert.equal(await created('replayed@example.com'), 1);
+    // The same request id again (an identity provider's retry may repeat it), under a fresh attestation: taken; here
+    // the user exists already.
+    const fresh = attestActor(ATTESTATION_SECRET, { ...request, actor: request.clientId, requestId });
+    assert.equal((await client.handleRequest({ ...request, actorAttestation: fresh }, { requestId })).status, 409);
+    assert.equal(await attestationsCounted(metrics, 'v2', 'replayed'), 1);
+    assert.equal(await attestationsCounted(metrics, 'v2', 'accepted'), 2);
+  });
+
+  test('a header the service reads changed or added under a captured attestation: refused, nothing written', async () => {
+    const { client } = await scimService();
+    const request = raw('headers@example.com');
+    const requestId = randomUUID();
+    const actorAttestation = attestActor(ATTESTATION_SECRET, { ...request, actor: request.clientId, requestId });
+    const altered: Record<string, string>[] = [
+      { 'content-type': 'application/json' },
+      { 'Content-Type': 'application/scim+json', 'If-None-Match': '*' },
+      { 'content-type': 'application/scim+json', 'if-match': '' },
+      {},
+    ];
+    for (const headers of altered) {
+      const refusal = await refusedFor(client.handleRequest({ ...request, headers, actorAttestation }, { requestId }));
+      assert.equal(refusal.reason, ACTOR_NOT_ATTESTED);
+    }
+    assert.equal(await created('headers@example.com'), 0);
+    // A header the service does not read is neither covered nor used; the names' case is not part of the request.
+    const headers = { 'Content-Type': 'application/scim+json', 'x-unread': 'anything' };
+    assert.equal((await client.handleRequest({ ...request, headers, actorAttestation }, { requestId })).status, 201);
+  });
+
+  test('v1 attestations (the gateways of the release before): served and counted while accepted, else refused', async () => {
+    const request = raw('upgrading@example.com');
+    const requestId = randomUUID();
+    const v1 = attestActorV1(ATTESTATION_SECRET, { ...request, actor: request.clientId, requestId });
+    const strict = await scimService();
+    const refusal = await refusedFor(strict.client.handleRequest({ ...request, actorAttestation: v1 }, { requestId }));
+    assert.equal(refusal.reason, ACTOR_NOT_ATTESTED);
+    assert.equal(await created('upgrading@example.com'), 0);
+    const upgrading = await scimService(undefined, { acceptV1: true });
+    const answer = await upgrading.client.handleRequest({ ...request, actorAttestation: v1 }, { requestId });
+    assert.equal(answer.status, 201);
+    assert.equal(await attestationsCounted(upgrading.metrics, 'v1', 'accepted'), 1);
   });
 
   test('absent, malformed, forged, replayed for another actor, request or time: UNAUTHENTICATED, nothing written', async () => {

@@ -3,6 +3,8 @@ import { status as grpcStatus } from '@grpc/grpc-js';
 import {
   ACTOR_NOT_ATTESTED,
   AppError,
+  ATTESTATION_REPLAYED,
+  ATTESTED_HEADERS,
   isOrganizationId,
   verifyActorAttestation,
   type CallContext,
@@ -14,6 +16,7 @@ import { Discovery } from './discovery';
 import { ScimError, scimErrorFromGrpc, scimErrors } from './errors';
 import { GroupHandlers } from './groups';
 import { isObject } from './resource';
+import { ReplayCache } from './replay-cache';
 import { LIST_SCHEMA } from './schemas';
 import { UserHandlers } from './users';
 
@@ -102,17 +105,46 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     };
   }
 
+  const now = deps.now ?? Date.now;
+  const attestations = deps.metrics.counter({
+    name: 'scim_attestations_total',
+    help: 'Attestations of SCIM calls checked, by version (v1 is still taken while upgrading) and result.',
+    labelNames: ['version', 'result'] as const,
+  });
+  const evictions = deps.metrics.counter({
+    name: 'scim_attestation_replay_evictions_total',
+    help: 'Nonces the full replay cache let go before their window closed (each replayable for the rest of it).',
+  });
+  let evictionsLogged = 0;
+  const replays = new ReplayCache(deps.attestation.replayCacheEntries, () => {
+    evictions.inc();
+    // One line per window at most: under a sustained overflow every request evicts one.
+    if (now() - evictionsLogged < deps.attestation.maxAgeSeconds * 1000) return;
+    evictionsLogged = now();
+    deps.logger.warn(
+      { capacity: deps.attestation.replayCacheEntries },
+      'the attestation replay cache is full: its oldest nonces give way before their window closes ' +
+        '(raise ACTOR_ATTESTATION_REPLAY_CACHE_ENTRIES)',
+    );
+  });
+
   /**
-   * The provisioning credential the gateway verified, attested by it with its organization (an HMAC over actor,
-   * organization, request id, time and the request, with the secret only the two share): neither the audit log's actor
-   * nor the organization every owner call acts inside is a field a caller fills in freely.
+   * The provisioning credential the gateway verified, attested by it with its organization for this one request (an
+   * HMAC over actor, organization, request id, time, nonce and the request with the headers this service reads, with
+   * the secret only the two share): neither the audit log's actor nor the organization every owner call acts inside is
+   * a field a caller fills in freely, and the attestation is taken once.
    */
-  function attestedActor(request: scimV1.HandleRequestRequest, call: CallContext): string {
+  function attestedActor(
+    request: scimV1.HandleRequestRequest,
+    headers: Record<string, string>,
+    call: CallContext,
+  ): string {
     // Without an organization there is nothing this service may act inside (and nothing the attestation can cover).
     if (!isOrganizationId(request.organizationId))
       throw new AppError(grpcStatus.FAILED_PRECONDITION, 'the request names no organization to act inside', {
         reason: 'ORGANIZATION_REQUIRED',
       });
+    const at = now();
     const check = verifyActorAttestation(
       deps.attestation.secrets,
       request.actorAttestation,
@@ -123,22 +155,31 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
         method: request.method,
         path: request.path,
         query: request.query,
+        headers,
         body: request.body,
       },
-      { maxAgeSeconds: deps.attestation.maxAgeSeconds },
+      { maxAgeSeconds: deps.attestation.maxAgeSeconds, acceptV1: deps.attestation.acceptV1, now: at },
     );
-    if (!check.ok || !request.clientId) {
-      const reason = check.ok ? 'no actor' : check.reason;
+    const version = check.ok ? check.version : 'unknown';
+    const refuse = (result: string, reason: string, errorReason: string) => {
+      attestations.inc({ version, result });
       deps.logger.warn({ request_id: call.requestId, reason }, 'SCIM call refused: its actor is not attested');
-      throw new AppError(grpcStatus.UNAUTHENTICATED, `the caller is not attested by the gateway (${reason})`, {
-        reason: ACTOR_NOT_ATTESTED,
+      return new AppError(grpcStatus.UNAUTHENTICATED, `the caller is not attested by the gateway (${reason})`, {
+        reason: errorReason,
       });
-    }
+    };
+    if (!check.ok || !request.clientId)
+      throw refuse('refused', check.ok ? 'no actor' : check.reason, ACTOR_NOT_ATTESTED);
+    // Recorded before the request runs: a replay sent while the original is in flight is refused too.
+    if (check.version === 'v2' && !replays.firstUse(check.nonce, check.expiresAtMs, at))
+      throw refuse('replayed', 'attestation already used', ATTESTATION_REPLAYED);
+    attestations.inc({ version, result: 'accepted' });
     return request.clientId;
   }
 
   async function dispatch(
     request: scimV1.HandleRequestRequest,
+    headers: Record<string, string>,
     call: CallContext,
     actor: string,
   ): Promise<ScimResponse> {
@@ -170,7 +211,6 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       throw new ScimError(405, `${request.method} is not allowed on ${request.path}`, undefined, {
         Allow: allowed.join(', '),
       });
-    const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const ctx: RequestContext = {
       actor,
       organizationId: request.organizationId,
@@ -191,10 +231,11 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
   const handlers: Handlers<scimV1.ScimServiceServer> = {
     async handleRequest(request, callCtx) {
       // Outside the try: a refusal is the call's gRPC status (the gateway answers 503), never a SCIM error body.
-      const actor = attestedActor(request, callCtx);
+      const headers = attestedHeaders(request.headers);
+      const actor = attestedActor(request, headers, callCtx);
       let response: ScimResponse;
       try {
-        response = await dispatch(request, callCtx, actor);
+        response = await dispatch(request, headers, callCtx, actor);
       } catch (err) {
         const scimError = err instanceof ScimError ? err : scimErrorFromGrpc(err);
         // Anything else is a bug: the gRPC server logs it and answers INTERNAL without details.
@@ -213,6 +254,19 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     },
   };
   return { definition: scimV1.ScimServiceService, handlers: handlers as ServiceRegistration['handlers'] };
+}
+
+/**
+ * The request headers this service acts on, lower-cased: the attested ones and no other, so that a header the MAC
+ * does not cover changes nothing. The value checked is the value used (of two names differing in case, the last).
+ */
+function attestedHeaders(given: Record<string, string>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(given)) {
+    const lower = name.toLowerCase();
+    if ((ATTESTED_HEADERS as readonly string[]).includes(lower)) headers[lower] = value;
+  }
+  return headers;
 }
 
 /** A SearchRequest body (POST …/.search) read as the query parameters of a GET. */

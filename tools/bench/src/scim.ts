@@ -4,7 +4,7 @@
 import { DECLARE_VOLUME_ORGANIZATION } from '@mileage/devstack';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, scimV1, usersV1 } from '@mileage/proto';
-import { attestActor, createLogger } from '@mileage/runtime';
+import { attestActor, createLogger, Metrics } from '@mileage/runtime';
 import { createServer as createScimServer } from '@mileage/scim';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import { randomUUID } from 'node:crypto';
@@ -63,7 +63,8 @@ async function main(): Promise<void> {
       groups: groups.client,
       logger,
       baseUrl: 'http://127.0.0.1:8080/scim/v2',
-      attestation: { secrets: [ATTESTATION_SECRET], maxAgeSeconds: 60 },
+      metrics: new Metrics('scim'),
+      attestation: { secrets: [ATTESTATION_SECRET], maxAgeSeconds: 60, acceptV1: false, replayCacheEntries: 100_000 },
     });
     const scimServed = await serveInProcess('scim', scimService, scimV1.ScimServiceClient);
     const scim = scimServed.client;
