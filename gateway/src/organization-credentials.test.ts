@@ -1,6 +1,6 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
 import type { scimV1, usersV1 } from '@mileage/proto';
-import { createLogger, verifyActorAttestation, type PromiseClient } from '@mileage/runtime';
+import { createLogger, Metrics, verifyActorAttestation, type PromiseClient } from '@mileage/runtime';
 import express from 'express';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import assert from 'node:assert/strict';
@@ -280,6 +280,7 @@ describe('/scim/v2 credentials', async () => {
         },
       } as never,
       logger: createLogger({ service: 'test', level: 'silent' }),
+      metrics: new Metrics('gateway'),
       bodyLimitBytes: 1024,
       deadlineMs: 1_000,
       actorAttestationSecret: ATTESTATION_SECRET,

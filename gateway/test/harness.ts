@@ -321,7 +321,7 @@ export async function startHarness(): Promise<Harness> {
         attestation: {
           secrets: [ACTOR_ATTESTATION_SECRET, ACTOR_ATTESTATION_PREVIOUS_SECRET],
           maxAgeSeconds: 60,
-          acceptV1: false,
+          acceptV1: true,
           replayCacheEntries: 10_000,
         },
       }),

@@ -1,6 +1,7 @@
-import type { ServiceError } from '@grpc/grpc-js';
+import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { PROTO_FILES, scimV1 } from '@mileage/proto';
 import {
+  ACTOR_NOT_ATTESTED,
   AppError,
   createGrpcClient,
   createLogger,
@@ -9,6 +10,7 @@ import {
   startGrpcServer,
   type Handlers,
   type ServiceRegistration,
+  V1_ONLY_REFUSAL,
 } from '@mileage/runtime';
 import type { Express } from 'express';
 import assert from 'node:assert/strict';
@@ -762,37 +764,41 @@ describe('SCIM Groups', () => {
 });
 
 describe('SCIM: the attestation is taken once and covers the headers the SCIM service reads', () => {
+  type Answer = scimV1.HandleRequestResponse;
   /**
-   * A hop between a gateway and the SCIM service that sends each request as `alter` rewrites it (several: replays),
-   * answering with the last answer: what a party on the internal network could do with a captured request.
+   * A gateway whose SCIM calls pass a hop that `relays` each (sending it on to the SCIM service with `send`, altered,
+   * several times, or not at all): what a party on the internal network could do with a captured request.
    */
-  async function hopThatAlters(alter: (r: scimV1.HandleRequestRequest) => scimV1.HandleRequestRequest[]) {
-    const logger = createLogger({ service: 'altering-hop', level: 'silent' });
+  async function gatewayBehind(
+    relay: (
+      captured: scimV1.HandleRequestRequest,
+      send: (r: scimV1.HandleRequestRequest) => Promise<Answer>,
+    ) => Promise<Answer>,
+    options: { metrics?: Metrics } = {},
+  ) {
+    const logger = createLogger({ service: 'hop', level: 'silent' });
     const upstream = createGrpcClient(scimV1.ScimServiceClient, suite.h.scimAddress, { defaultDeadlineMs: 5_000 });
     const handlers: Handlers<scimV1.ScimServiceServer> = {
-      async handleRequest(captured, call) {
-        let answer: scimV1.HandleRequestResponse | undefined;
-        for (const sent of alter(captured)) {
-          answer = await upstream.handleRequest(sent, { requestId: call.requestId }).catch((err: ServiceError) => {
+      handleRequest: (captured, call) =>
+        relay(captured, (sent) =>
+          upstream.handleRequest(sent, { requestId: call.requestId }).catch((err: ServiceError) => {
             const { code, message, reason } = decodeServiceError(err);
             throw new AppError(code, message, reason ? { reason } : {});
-          });
-        }
-        return answer!;
-      },
+          }),
+        ),
     };
     const hop = await startGrpcServer({
       address: '127.0.0.1:0',
       services: [{ definition: scimV1.ScimServiceService, handlers: handlers as ServiceRegistration['handlers'] }],
       protoFiles: [PROTO_FILES.scim],
       logger,
-      metrics: new Metrics('altering-hop'),
+      metrics: new Metrics('hop'),
     });
     after(async () => {
       upstream.close();
       await hop.shutdown(1_000);
     });
-    return suite.h.app({ scimAddress: `127.0.0.1:${hop.port}` });
+    return suite.h.app({ scimAddress: `127.0.0.1:${hop.port}`, ...options });
   }
   const create = (app: Express, userName: string) =>
     request(app)
@@ -804,7 +810,10 @@ describe('SCIM: the attestation is taken once and covers the headers the SCIM se
     (await suite.h.usersDb.knex('users').whereRaw('lower(user_name) = ?', [userName.toLowerCase()])).length;
 
   test('a request sent twice under one attestation: the first is served, the replay refused (503 to the client)', async () => {
-    const replaying = await hopThatAlters((r) => [r, r]);
+    const replaying = await gatewayBehind(async (r, send) => {
+      await send(r);
+      return send(r);
+    });
     const userName = `replayed-${unique()}@example.com`;
     assertScimError(await create(replaying, userName), 503);
     assert.equal(await usersNamed(userName), 1, 'the first is served, the replay changes nothing');
@@ -827,7 +836,7 @@ describe('SCIM: the attestation is taken once and covers the headers the SCIM se
       (h) => ({ ...h, 'if-none-match': '*' }),
     ];
     for (const change of changes) {
-      const altering = await hopThatAlters((r) => [{ ...r, headers: change(r.headers) }]);
+      const altering = await gatewayBehind((r, send) => send({ ...r, headers: change(r.headers) }));
       const res = await request(altering)
         .put(`/scim/v2/Users/${created.id}`)
         .set('Authorization', `Bearer ${suite.token}`)
@@ -840,7 +849,7 @@ describe('SCIM: the attestation is taken once and covers the headers the SCIM se
     assert.equal(now.meta.version, created.meta.version);
     assert.equal(now.displayName, undefined);
     // The same request unaltered is served.
-    const unaltered = await hopThatAlters((r) => [r]);
+    const unaltered = await gatewayBehind((r, send) => send(r));
     await request(unaltered)
       .put(`/scim/v2/Users/${created.id}`)
       .set('Authorization', `Bearer ${suite.token}`)
@@ -848,5 +857,25 @@ describe('SCIM: the attestation is taken once and covers the headers the SCIM se
       .set('If-Match', created.meta.version)
       .send(JSON.stringify(replacement))
       .expect(200);
+  });
+
+  test('during an upgrade, a SCIM replica of the release before (v1 only) is served: the gateway sends v1 again, counted', async () => {
+    const metrics = new Metrics('gateway');
+    const oldScim = await gatewayBehind(
+      async (r, send) => {
+        if (r.actorAttestation.startsWith('v2.'))
+          throw new AppError(grpcStatus.UNAUTHENTICATED, V1_ONLY_REFUSAL, { reason: ACTOR_NOT_ATTESTED });
+        return send(r);
+      },
+      { metrics },
+    );
+    const userName = `upgrading-${unique()}@example.com`;
+    const created = await create(oldScim, userName).expect(201);
+    assert.deepEqual(
+      (await auditOf(created.body.id)).map((a: { actor: string }) => a.actor),
+      ['mileage-scim'],
+    );
+    const fallbacks = await metrics.registry.getSingleMetric('gateway_scim_attestation_v1_fallbacks_total')!.get();
+    assert.equal(fallbacks.values[0]?.value, 1);
   });
 });

@@ -4,9 +4,12 @@ import {
   ATTESTATION_REFUSALS,
   ATTESTED_HEADERS,
   attestActor,
+  attestActorV1,
   decodeServiceError,
+  V1_ONLY_REFUSAL,
   type CallSettings,
   type Logger,
+  type Metrics,
   type PromiseClient,
   type Span,
   type TraceContext,
@@ -34,6 +37,7 @@ export interface ScimRouteDeps {
   deadlineMs: number;
   /** The secret shared with the SCIM service, which takes the audit actor only with this attestation of it. */
   actorAttestationSecret: string;
+  metrics: Metrics;
 }
 
 /** An error as a SCIM Error resource (RFC 7644 §3.12), so identity providers log something useful. */
@@ -109,6 +113,10 @@ async function scimCaller(
  */
 export function scimRoute(deps: ScimRouteDeps): RequestHandler {
   const readBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
+  const v1Fallbacks = deps.metrics.counter({
+    name: 'gateway_scim_attestation_v1_fallbacks_total',
+    help: 'SCIM requests sent again with a v1 attestation to a SCIM replica of the release before (during an upgrade).',
+  });
   return async (req: Request, res: Response) => {
     res.locals.routeId = routeLabel(req.path);
     const span = res.locals.span as Span | undefined;
@@ -147,12 +155,16 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       };
       // The verified credential and its organization, attested for this request: the SCIM service's audit actor and
       // the only organization it acts inside.
-      const actorAttestation = attestActor(deps.actorAttestationSecret, {
-        ...forwarded,
-        actor: forwarded.clientId,
-        requestId: call.requestId!,
+      const attested = { ...forwarded, actor: forwarded.clientId, requestId: call.requestId! };
+      const actorAttestation = attestActor(deps.actorAttestationSecret, attested);
+      const answer = await deps.scim.handleRequest({ ...forwarded, actorAttestation }, call).catch((err: unknown) => {
+        // A SCIM replica of the release before (a rolling upgrade under way) knows v1 only and refused before acting:
+        // sent again as v1, counted. Remove with the SCIM service's ACTOR_ATTESTATION_ACCEPT_V1.
+        if (attestationRefusal(err)?.message !== V1_ONLY_REFUSAL) throw err;
+        v1Fallbacks.inc();
+        const v1 = attestActorV1(deps.actorAttestationSecret, attested);
+        return deps.scim.handleRequest({ ...forwarded, actorAttestation: v1 }, call);
       });
-      const answer = await deps.scim.handleRequest({ ...forwarded, actorAttestation }, call);
       res.status(answer.status).set(answer.headers);
       if (req.method === 'HEAD' || answer.body.length === 0) res.end();
       else res.send(Buffer.from(answer.body));

@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import { test } from 'node:test';
-import { ATTESTED_HEADERS, attestActor, verifyActorAttestation, type AttestedRequest } from './attestation';
-import { attestActorV1 } from './testing';
+import {
+  ATTESTED_HEADERS,
+  attestActor,
+  attestActorV1,
+  verifyActorAttestation,
+  type AttestedRequest,
+} from './attestation';
 
 const request = (body: Uint8Array, headers: Record<string, string> = {}): AttestedRequest => ({
   actor: 'okta-client',
@@ -110,8 +115,17 @@ test('while a key rotates, an attestation under the current or the previous key 
 });
 
 test('v1 (the release before): taken, without a nonce, only while acceptV1 is set', () => {
-  const r = request(Buffer.from('{"userName":"a"}'));
+  const r = request(Buffer.from('{"userName":"a"}'), { 'if-match': 'W/"3"' });
   const v1 = attestActorV1('s3cret', r, NOW);
+  // The format as the release before defined it: no nonce, no headers.
+  const canonical = JSON.stringify([
+    'mileage.actor-attestation',
+    'v1',
+    1_790_000_000,
+    ...[r.requestId, r.actor, r.organizationId, r.method, r.path, r.query],
+    createHash('sha256').update(r.body).digest('hex'),
+  ]);
+  assert.equal(v1, `v1.1790000000.${createHmac('sha256', 's3cret').update(canonical).digest('base64url')}`);
   assert.deepEqual(verifyActorAttestation(['s3cret'], v1, r, { ...options, acceptV1: true }), {
     ok: true,
     version: 'v1',

@@ -64,7 +64,7 @@ function macV2(secret: string, timestamp: number, nonce: string, request: Attest
   ]);
 }
 
-/** The release-before format, verified only while `acceptV1` is set. Remove with it. */
+/** The release-before format: verified only while `acceptV1` is set, signed only for a SCIM replica of that release. */
 function macV1(secret: string, timestamp: number, request: AttestedRequest): Buffer {
   return mac(secret, [
     'v1',
@@ -85,6 +85,18 @@ export function attestActor(secret: string, request: AttestedRequest, now = Date
   const nonce = randomBytes(NONCE_BYTES).toString('base64url');
   return `v2.${timestamp}.${nonce}.${macV2(secret, timestamp, nonce, request).toString('base64url')}`;
 }
+
+/**
+ * The v1 attestation of `request` (no nonce, no headers): only for a SCIM replica of the release before, which refuses
+ * v2 as malformed (V1_ONLY_REFUSAL) while a rolling upgrade replaces it. Remove with `acceptV1`.
+ */
+export function attestActorV1(secret: string, request: AttestedRequest, now = Date.now()): string {
+  const timestamp = Math.floor(now / 1000);
+  return `v1.${timestamp}.${macV1(secret, timestamp, request).toString('base64url')}`;
+}
+
+/** How a SCIM replica of the release before words its refusal of a v2 attestation (it knows v1 only). */
+export const V1_ONLY_REFUSAL = 'the caller is not attested by the gateway (malformed attestation)';
 
 export type AttestationCheck =
   /**

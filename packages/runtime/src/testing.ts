@@ -3,12 +3,11 @@ import type { Client, ServiceError } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before } from 'node:test';
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as net from 'node:net';
 import pg from 'pg';
-import type { AttestedRequest } from './attestation';
 import { decodeServiceError, type DecodedError } from './errors';
 import {
   createGrpcClient,
@@ -405,25 +404,4 @@ export function createTestPki(dir: string, caName = 'test-ca'): TestPki {
       return { certFile, keyFile };
     },
   };
-}
-
-/**
- * A v1 attestation (the release before's gateways: no nonce, no headers), computed from the format's definition here,
- * not by the code that verifies it.
- */
-export function attestActorV1(secret: string, request: AttestedRequest, now = Date.now()): string {
-  const timestamp = Math.floor(now / 1000);
-  const canonical = JSON.stringify([
-    'mileage.actor-attestation',
-    'v1',
-    timestamp,
-    request.requestId,
-    request.actor,
-    request.organizationId,
-    request.method,
-    request.path,
-    request.query,
-    createHash('sha256').update(request.body).digest('hex'),
-  ]);
-  return `v1.${timestamp}.${createHmac('sha256', secret).update(canonical).digest('base64url')}`;
 }

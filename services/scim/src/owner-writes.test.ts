@@ -8,6 +8,7 @@ import {
   ACTOR_NOT_ATTESTED,
   ATTESTATION_REPLAYED,
   attestActor,
+  attestActorV1,
   createGrpcClient,
   createLogger,
   decodeServiceError,
@@ -16,13 +17,7 @@ import {
   type GrpcServerHandle,
   type PromiseClient,
 } from '@mileage/runtime';
-import {
-  asOrganization,
-  attestActorV1,
-  createTestDatabase,
-  startTestService,
-  type TestDatabase,
-} from '@mileage/runtime/testing';
+import { asOrganization, createTestDatabase, startTestService, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
