@@ -33,10 +33,13 @@ export interface HandleRequestRequest {
    */
   clientId: string;
   /**
-   * The gateway's attestation of client_id: "v1.<unix seconds>.<base64url HMAC-SHA256>" over the version, the time,
-   * the request id (x-request-id metadata), client_id, method, path, query and the SHA-256 of body, with the secret
-   * the gateway and the SCIM service share (ACTOR_ATTESTATION_SECRET). A call without a valid one is refused
-   * (UNAUTHENTICATED). docs/architecture.md, "The SCIM audit actor".
+   * The gateway's attestation of client_id for this one request: "v2.<unix seconds>.<base64url nonce>.<base64url
+   * HMAC-SHA256>" over the version, the time, the nonce (16 random bytes), the request id (x-request-id metadata),
+   * client_id, organization_id, method, path, query, the headers the SCIM service reads (content-type, if-match,
+   * if-none-match; absent is not empty) and the SHA-256 of body, with the secret the gateway and the SCIM service share
+   * (ACTOR_ATTESTATION_SECRET). A call without a valid one, or whose nonce the replica saw within the window, is
+   * refused (UNAUTHENTICATED). The v1 format of the release before (no nonce, no headers) is taken while
+   * ACTOR_ATTESTATION_ACCEPT_V1 is set. docs/architecture.md, "The SCIM audit actor".
    */
   actorAttestation: string;
   /** The organization the credential is bound to: the SCIM service acts only inside it. Covered by the attestation. */
