@@ -47,17 +47,18 @@ function mac(secret: string, fields: unknown[]): Buffer {
     .digest();
 }
 
+/** Who asks for what, in the order both versions cover it. */
+function requestFields(request: AttestedRequest): unknown[] {
+  const { requestId, actor, organizationId, method, path, query } = request;
+  return [requestId, actor, organizationId, method, path, query];
+}
+
 function macV2(secret: string, timestamp: number, nonce: string, request: AttestedRequest): Buffer {
   return mac(secret, [
     'v2',
     timestamp,
     nonce,
-    request.requestId,
-    request.actor,
-    request.organizationId,
-    request.method,
-    request.path,
-    request.query,
+    ...requestFields(request),
     // Absent is null, not "": a precondition left out is another request than an empty one.
     ATTESTED_HEADERS.map((name) => [name, request.headers[name] ?? null]),
     bodySha256(request.body),
@@ -66,17 +67,7 @@ function macV2(secret: string, timestamp: number, nonce: string, request: Attest
 
 /** The release-before format: verified only while `acceptV1` is set, signed only for a SCIM replica of that release. */
 function macV1(secret: string, timestamp: number, request: AttestedRequest): Buffer {
-  return mac(secret, [
-    'v1',
-    timestamp,
-    request.requestId,
-    request.actor,
-    request.organizationId,
-    request.method,
-    request.path,
-    request.query,
-    bodySha256(request.body),
-  ]);
+  return mac(secret, ['v1', timestamp, ...requestFields(request), bodySha256(request.body)]);
 }
 
 /** The attestation of `request` at `now` (ms), under a fresh nonce. */
