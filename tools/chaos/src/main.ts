@@ -1,7 +1,7 @@
 // `npm run chaos`: the fault suite. Two replicas of each service and two gateways on loopback under steady load, then
 // one fault after the other — a rolling restart, a key rotation, dropped database connections, a PostgreSQL restart, a
 // frozen replica, Redis stopped, the identity provider's JWKS down — each judged against what docs/operations.md
-// promises. Prints the table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (CI).
+// promises. Prints the table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (a quick check; CI runs the full suite).
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { MAX_RECONNECT_BACKOFF_MS } from '@mileage/runtime';
