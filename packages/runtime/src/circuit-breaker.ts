@@ -38,7 +38,10 @@ export interface CircuitTransition {
 /** The admission of one call: go ahead, or refused for `retryAfterMs`. */
 export type Admission = { admitted: true } | { admitted: false; retryAfterMs: number };
 
-/** How long calls refused while the probe runs are told to wait: the probe settles within its own short deadline. */
+/**
+ * How long calls refused while the probe runs are told to wait, and so the probe's own deadline (grpc-client.ts): the
+ * probe settles within it.
+ */
 export const HALF_OPEN_RETRY_AFTER_MS = 1_000;
 
 /** Whether the downstream answers: true closes the circuit. A probe that throws counts as false. */

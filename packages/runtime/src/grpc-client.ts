@@ -1,5 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
-import { CIRCUIT_STATE_VALUE, CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker';
+import {
+  CIRCUIT_STATE_VALUE,
+  CircuitBreaker,
+  HALF_OPEN_RETRY_AFTER_MS,
+  type CircuitBreakerOptions,
+} from './circuit-breaker';
 import { REQUEST_ID_METADATA_KEY } from './context';
 import { ORGANIZATION_METADATA_KEY } from './tenancy';
 import { AppError, hasStatusDetails, toStatusObject } from './errors';
@@ -30,8 +35,6 @@ const KEEPALIVE_OPTIONS = {
   'grpc.keepalive_permit_without_calls': 1,
 };
 
-/** The longest the circuit breaker's probe (a health check on the client's channel) waits for an answer. */
-const PROBE_DEADLINE_MS = 1_000;
 const HEALTH_SERVICE = healthService as unknown as grpc.ServiceDefinition;
 
 export interface CallSettings {
@@ -132,7 +135,7 @@ export function createGrpcClient<C extends grpc.Client>(
         check.responseDeserialize,
         { service: '' },
         new grpc.Metadata(),
-        { deadline: Date.now() + Math.min(PROBE_DEADLINE_MS, options.defaultDeadlineMs) },
+        { deadline: Date.now() + Math.min(HALF_OPEN_RETRY_AFTER_MS, options.defaultDeadlineMs) },
         (error) => resolve(error === null || !notAnswering(error)),
       );
     });
