@@ -13,6 +13,7 @@ import {
   type PromiseClient,
 } from '@mileage/runtime';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import { status as grpcStatus } from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
 import { DOCS_CLIENT_ID, docsRouter } from './docs';
 import { openApiDocument } from './openapi';
@@ -221,9 +222,17 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
       if (problem instanceof ValidationProblem) return sendValidationProblem(res, problem.issues);
       if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504)
         logger.error({ err, request_id }, 'downstream call failed');
+      // Expected while a dependency is down (no stack), but each one says which call failed and how.
+      else if (problem.status >= 500) logger.warn({ ...grpcFailure(err), request_id }, 'downstream unavailable');
       return sendProblem(res, problem.status, problem.detail, problem.headers, problem.type);
     }
     logger.error({ err, request_id }, 'request failed');
     sendProblem(res, 500, 'Internal server error');
   };
+}
+
+/** A gRPC error's code and message, for a log line. */
+function grpcFailure(err: unknown): { grpc_code: string; grpc_details: string } {
+  const { code, details } = err as { code: number; details?: unknown };
+  return { grpc_code: grpcStatus[code] ?? String(code), grpc_details: typeof details === 'string' ? details : '' };
 }

@@ -1,5 +1,5 @@
 /**
- * Reads retried once on a dropped PostgreSQL connection, against the run's real PostgreSQL: the pool's backends are
+ * Reads retried on a dropped PostgreSQL connection, against the run's real PostgreSQL: the pool's backends are
  * terminated with pg_terminate_backend from an admin connection, as a failover, a pooler or an operator does.
  */
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { createDatabase, isDroppedConnection, readWithRetry, sqlSpans, type Database } from './db';
+import { createDatabase, droppedReadAttempts, isDroppedConnection, readWithRetry, sqlSpans, type Database } from './db';
 import { toAppError } from './errors';
 import { createTestDatabase, waitFor, type TestDatabase } from './testing';
 
@@ -148,5 +148,30 @@ describe('reads on a dropped connection', () => {
       (err) => err === dropped,
     );
     assert.equal(attempts, 2);
+  });
+
+  test('a read meeting dead connection after dead connection gets one attempt per pooled connection and one more', async () => {
+    // Every session terminated while the pool still holds them: each attempt meets one the pool has not yet noticed.
+    const attemptsAllowed = droppedReadAttempts(db.knex);
+    assert.equal(attemptsAllowed, 5, 'a pool of 4: four dead ones, then one opened after the drop');
+    const dropped = () =>
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    let attempts = 0;
+    const value = await readWithRetry(async () => {
+      attempts += 1;
+      if (attempts < attemptsAllowed) throw dropped();
+      return 'read';
+    }, attemptsAllowed);
+    assert.equal(value, 'read');
+    assert.equal(attempts, attemptsAllowed);
+    attempts = 0;
+    await assert.rejects(
+      readWithRetry(async () => {
+        attempts += 1;
+        throw dropped();
+      }, attemptsAllowed),
+      (err: { code?: string }) => err.code === '57P01',
+    );
+    assert.equal(attempts, attemptsAllowed, 'and no more: connections dropped without end are an outage (503)');
   });
 });

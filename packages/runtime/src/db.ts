@@ -240,17 +240,29 @@ export function isDroppedConnection(err: unknown): boolean {
 }
 
 /**
- * Runs a read, and once more when its connection was dropped (see StatementOptions.retryRead). The second attempt
- * starts at once, on another connection (knex discards a connection that saw an error): a burst of terminated
- * connections costs one round trip, not an error to the caller. A second failure is the caller's to handle.
+ * Runs a read, and again while its connection turns out to have been dropped, at most `attempts` times in all. Each
+ * dropped connection is retired (knex discards a connection that saw an error) and the next attempt starts at once on
+ * another: a burst of terminated connections costs a few round trips, not an error to the caller. A failure of another
+ * kind, or the last attempt's, is the caller's to handle.
  */
-export async function readWithRetry<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    if (!isDroppedConnection(err)) throw err;
-    return run();
+export async function readWithRetry<T>(run: () => Promise<T>, attempts = 2): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (err) {
+      if (attempt >= attempts || !isDroppedConnection(err)) throw err;
+    }
   }
+}
+
+/**
+ * How many attempts a read on `knex`'s pool gets (readWithRetry): one per pooled connection, since a failover or a
+ * pg_terminate_backend of every session leaves each idle one dead and the pool notices one at a time, and one more,
+ * which then runs on a connection opened after the drop.
+ */
+export function droppedReadAttempts(knex: Knex): number {
+  const pool = (knex.client as { pool?: { max?: number } }).pool;
+  return (pool?.max ?? 1) + 1;
 }
 
 /**

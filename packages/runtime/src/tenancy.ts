@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { CallContext } from './grpc-server';
-import { isDroppedConnection, readWithRetry } from './db';
+import { droppedReadAttempts, isDroppedConnection, readWithRetry } from './db';
 import { BEGIN_WITH, declaresOnBegin } from './declaring-client';
 import { errors } from './errors';
 
@@ -163,7 +163,7 @@ export async function statementsOf(trx: Knex.Transaction): Promise<ReadStatement
  * without a knex transaction: the BEGIN and the declaration travel as one simple query, and the statements go to pg
  * directly. Measured: a knex transaction cost about twice the CPU of the same four round trips on pg
  * (docs/benchmarks.md, "Organizations"); the hot reads take this path, every write the knex one. A read whose
- * connection turns out to have been dropped runs once more, on a fresh one (readWithRetry): it wrote nothing.
+ * connection turns out to have been dropped runs again, on another (readWithRetry): it wrote nothing.
  */
 export function readInOrganization<T>(
   knex: Knex,
@@ -200,7 +200,7 @@ function lightRead<T>(knex: Knex, declaration: Declaration, work: (statements: R
     } finally {
       await client.releaseConnection(connection);
     }
-  });
+  }, droppedReadAttempts(knex));
 }
 
 /** The organization a policy admits: the transaction's declared one (NULL when it declared none). */

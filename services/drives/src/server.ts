@@ -3,6 +3,7 @@ import { drivesV1, type groupsV1 } from '@mileage/proto';
 import {
   errors,
   inOrganization,
+  droppedReadAttempts,
   readWithRetry,
   requireOrganization,
   type CallContext,
@@ -37,9 +38,9 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       work(new DrivesRepository(trx, organizationId, retentionDays)),
     );
   };
-  /** The same for a read: run again once when its connection was dropped (nothing was written). */
+  /** The same for a read: run again while its connection turns out dropped (nothing was written). */
   const read = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> =>
-    readWithRetry(() => inCallOrganization(ctx, work));
+    readWithRetry(() => inCallOrganization(ctx, work), droppedReadAttempts(deps.knex));
 
   const handlers: Handlers<drivesV1.DrivesServiceServer> = {
     async listUserDrives(request, ctx) {

@@ -3,6 +3,7 @@ import {
   errors,
   inOrganization,
   readInOrganization,
+  droppedReadAttempts,
   readWithRetry,
   requireListWindow,
   requireOrganization,
@@ -34,9 +35,9 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
     const organizationId = requireOrganization(ctx);
     return inOrganization(deps.knex, organizationId, (trx) => work(new GroupsRepository(trx, organizationId)));
   };
-  /** The same for a read: run again once when its connection was dropped (nothing was written). */
+  /** The same for a read: run again while its connection turns out dropped (nothing was written). */
   const read = <T>(ctx: CallContext, work: (repo: GroupsRepository) => Promise<T>): Promise<T> =>
-    readWithRetry(() => inCallOrganization(ctx, work));
+    readWithRetry(() => inCallOrganization(ctx, work), droppedReadAttempts(deps.knex));
 
   const handlers: Handlers<groupsV1.GroupsServiceServer> = {
     async getGroup(request, ctx) {

@@ -3,6 +3,7 @@ import {
   inOrganization,
   readAcrossOrganizations,
   readInOrganization,
+  droppedReadAttempts,
   readWithRetry,
   requireOrganization,
   type CallContext,
@@ -18,7 +19,7 @@ export interface UsersServerDeps {
 /**
  * Runs `work` in the transaction of the call's organization (FAILED_PRECONDITION ORGANIZATION_REQUIRED when the call
  * names none): it sees and writes only that organization's rows. A read (`read: true`) whose connection turns out to
- * have been dropped runs once more, on a fresh one (readWithRetry).
+ * have been dropped runs again, on another (readWithRetry).
  */
 export function inCallOrganization<T>(
   deps: UsersServerDeps,
@@ -28,7 +29,7 @@ export function inCallOrganization<T>(
 ): Promise<T> {
   const organizationId = requireOrganization(ctx);
   const run = () => inOrganization(deps.knex, organizationId, (trx) => work(trx, organizationId));
-  return options.read ? readWithRetry(run) : run();
+  return options.read ? readWithRetry(run, droppedReadAttempts(deps.knex)) : run();
 }
 
 /**

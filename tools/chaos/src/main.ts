@@ -39,6 +39,8 @@ const { values } = parseArgs({
      * runs). `--short` leaves out rotation (three rolling restarts: over a minute) unless it is named here.
      */
     only: { type: 'string' },
+    /** A folder to keep each replica's log in (level info), to find out why a request failed. */
+    logs: { type: 'string' },
   },
 });
 const FAULTS = ['tokens', 'rolling', 'rotation', 'drops', 'postgres', 'freeze', 'redis', 'jwks'] as const;
@@ -85,7 +87,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
   log(`starting the stack (${short ? 'short' : 'full'} run)`);
-  const stack = await startChaosStack({ users: 400, drives: 8_000, log });
+  const stack = await startChaosStack({ users: 400, drives: 8_000, log, logDir: values.logs });
   // Ctrl-C: every process of the stack stopped and the work folder removed, as at the end of a run.
   process.once('SIGINT', () => void stack.stop().finally(() => process.exit(130)));
   let load: Load | undefined;

@@ -16,7 +16,7 @@ import {
 import { freePort, HealthClient } from '@mileage/runtime';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
@@ -45,6 +45,8 @@ export class Replica {
     readonly ready: () => Promise<boolean>,
     /** Calls it has served since it started (for "takes traffic"); undefined when it cannot tell. */
     readonly served?: () => Promise<number>,
+    /** Where its log lines (stdout and stderr, every start) are appended; none kept when undefined. */
+    private readonly logFile?: string,
   ) {}
 
   get pid(): number | undefined {
@@ -53,11 +55,16 @@ export class Replica {
 
   start(): void {
     const child = spawn(process.execPath, [this.script], {
-      env: { ...process.env, LOG_LEVEL: 'warn', ...this.env },
-      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, LOG_LEVEL: this.logFile ? 'info' : 'warn', ...this.env },
+      stdio: ['ignore', this.logFile ? 'pipe' : 'ignore', 'pipe'],
     });
     this.stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4000)));
+    if (this.logFile) {
+      const out = createWriteStream(this.logFile, { flags: 'a' });
+      child.stdout!.pipe(out);
+      child.stderr!.pipe(out);
+    }
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     this.child = child;
   }
@@ -139,7 +146,16 @@ export interface ChaosStack {
 
 const fromRoot = (p: string) => path.join(ROOT, p);
 
-export async function startChaosStack(options: { users: number; drives: number; log: (m: string) => void }) {
+export interface ChaosStackOptions {
+  users: number;
+  drives: number;
+  log: (m: string) => void;
+  /** A folder that keeps each replica's log, `<replica>.log` at level info (`npm run chaos -- --logs DIR`). */
+  logDir?: string;
+}
+
+export async function startChaosStack(options: ChaosStackOptions) {
+  if (options.logDir) mkdirSync(options.logDir, { recursive: true });
   const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-chaos-'));
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {
@@ -158,8 +174,9 @@ async function build(
   workdir: string,
   cleanups: (() => Promise<void>)[],
   stopAll: () => Promise<void>,
-  options: { users: number; drives: number; log: (m: string) => void },
+  options: ChaosStackOptions,
 ): Promise<ChaosStack> {
+  const logFile = (replica: string) => options.logDir && path.join(options.logDir, `${replica}.log`);
   // PostgreSQL, as `npm start` runs it: per service a schema owner (migrations) and a runtime role (the service).
   const postgres = await startPostgres({
     dir: workdir,
@@ -273,8 +290,13 @@ async function build(
     },
   });
   const { issuer } = wiring;
-  const idp = new Replica('dev-idp', scriptOf('dev-idp'), wiring.idp!, () =>
-    httpOk(`${issuer}/.well-known/openid-configuration`),
+  const idp = new Replica(
+    'dev-idp',
+    scriptOf('dev-idp'),
+    wiring.idp!,
+    () => httpOk(`${issuer}/.well-known/openid-configuration`),
+    undefined,
+    logFile('dev-idp'),
   );
   idp.start();
   cleanups.push(async () => void (await idp.stop()));
@@ -292,6 +314,7 @@ async function build(
         env,
         () => grpcServing(env.GRPC_ADDRESS!),
         () => servedCalls(`http://127.0.0.1:${env.METRICS_PORT}/metrics`),
+        logFile(`${s}-${id}`),
       );
       replica.start();
       cleanups.push(async () => void (await replica.stop()));
@@ -301,8 +324,13 @@ async function build(
   const gateways = {} as ChaosStack['gateways'];
   replicaIds.forEach((id, i) => {
     const url = wiring.gatewayUrl(i);
-    const replica = new Replica(`gateway-${id}`, scriptOf('gateway'), wiring.gateways[i]!, () =>
-      httpOk(`${url}/readyz`),
+    const replica = new Replica(
+      `gateway-${id}`,
+      scriptOf('gateway'),
+      wiring.gateways[i]!,
+      () => httpOk(`${url}/readyz`),
+      undefined,
+      logFile(`gateway-${id}`),
     );
     replica.start();
     cleanups.push(async () => void (await replica.stop()));
