@@ -13,11 +13,17 @@ import {
   type PromiseClient,
 } from '@mileage/runtime';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
-import { status as grpcStatus } from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
 import { DOCS_CLIENT_ID, docsRouter } from './docs';
 import { openApiDocument } from './openapi';
-import { HttpProblem, ValidationProblem, problemFromGrpc, sendProblem, sendValidationProblem } from './problems';
+import {
+  grpcFailure,
+  HttpProblem,
+  ValidationProblem,
+  problemFromGrpc,
+  sendProblem,
+  sendValidationProblem,
+} from './problems';
 import { V1_ROUTES } from './routes';
 import { scimRoute } from './routes/scim';
 import { AccountLoader } from './account-loader';
@@ -229,10 +235,4 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
     logger.error({ err, request_id }, 'request failed');
     sendProblem(res, 500, 'Internal server error');
   };
-}
-
-/** A gRPC error's code and message, for a log line. */
-function grpcFailure(err: unknown): { grpc_code: string; grpc_details: string } {
-  const { code, details } = err as { code: number; details?: unknown };
-  return { grpc_code: grpcStatus[code] ?? String(code), grpc_details: typeof details === 'string' ? details : '' };
 }

@@ -1,4 +1,4 @@
-import type { ServiceError } from '@grpc/grpc-js';
+import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { decodeServiceError, httpAnswer, isInvalidInput, type HttpAnswer } from '@mileage/runtime';
 import type { Response } from 'express';
 import { STATUS_CODES } from 'node:http';
@@ -91,4 +91,10 @@ function problemOfAnswer(answer: HttpAnswer, message?: string, reason?: string):
     answer.retryAfterSeconds ? { 'Retry-After': String(answer.retryAfterSeconds) } : {},
     (reason && TYPE_OF_REASON[reason]) || 'about:blank',
   );
+}
+
+/** A gRPC error's code and message, for a log line. */
+export function grpcFailure(err: unknown): { grpc_code: string; grpc_details: string } {
+  const { code, details } = err as { code: number; details?: unknown };
+  return { grpc_code: grpcStatus[code] ?? String(code), grpc_details: typeof details === 'string' ? details : '' };
 }

@@ -1,4 +1,12 @@
-import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
+import {
+  credentials as grpcCredentials,
+  Server as GrpcServer,
+  ServerCredentials,
+  status as grpcStatus,
+  type sendUnaryData,
+  type ServerUnaryCall,
+  type ServiceError,
+} from '@grpc/grpc-js';
 import { PROTO_FILES, scimV1 } from '@mileage/proto';
 import {
   ACTOR_NOT_ATTESTED,
@@ -877,5 +885,73 @@ describe('SCIM: the attestation is taken once and covers the headers the SCIM se
     );
     const fallbacks = await metrics.registry.getSingleMetric('gateway_scim_attestation_v1_fallbacks_total')!.get();
     assert.equal(fallbacks.values[0]?.value, 1);
+  });
+});
+
+describe('SCIM: a read whose call got no answer is sent once more, a write never', () => {
+  /**
+   * A gateway whose SCIM calls pass a hop that fails the first call of each method as a dropped connection does
+   * (UNAVAILABLE raised without a handler's status details), then forwards every call to the SCIM service.
+   */
+  async function gatewayWithDroppedFirstCall(metrics: Metrics) {
+    const upstream = new scimV1.ScimServiceClient(suite.h.scimAddress, grpcCredentials.createInsecure());
+    const attestations: string[] = [];
+    const dropped = new Set<string>();
+    const hop = new GrpcServer();
+    hop.addService(scimV1.ScimServiceService, {
+      handleRequest: (
+        call: ServerUnaryCall<scimV1.HandleRequestRequest, scimV1.HandleRequestResponse>,
+        callback: sendUnaryData<scimV1.HandleRequestResponse>,
+      ) => {
+        attestations.push(call.request.actorAttestation);
+        if (!dropped.has(call.request.method)) {
+          dropped.add(call.request.method);
+          callback({ code: grpcStatus.UNAVAILABLE, details: 'Connection dropped' });
+          return;
+        }
+        upstream.handleRequest(call.request, call.metadata, (err, answer) => callback(err, answer));
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      hop.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+    after(() => {
+      upstream.close();
+      hop.forceShutdown();
+    });
+    return { app: suite.h.app({ scimAddress: `127.0.0.1:${port}`, metrics }), attestations };
+  }
+  const retries = async (metrics: Metrics) =>
+    (await metrics.registry.getSingleMetric('gateway_scim_read_retries_total')!.get()).values[0]?.value ?? 0;
+
+  test('GET: answered by the second call, under a second attestation (the first nonce may be spent)', async () => {
+    const metrics = new Metrics('gateway');
+    const { app, attestations } = await gatewayWithDroppedFirstCall(metrics);
+    const res = await request(app)
+      .get('/scim/v2/Users?filter=userName eq "nobody-here@example.com"')
+      .set('Authorization', `Bearer ${suite.token}`)
+      .expect(200);
+    assert.equal(res.body.totalResults, 0);
+    assert.equal(attestations.length, 2);
+    assert.notEqual(attestations[0], attestations[1]);
+    assert.equal(await retries(metrics), 1);
+  });
+
+  test('POST: the dropped call is the answer (503), sent once, nothing created', async () => {
+    const metrics = new Metrics('gateway');
+    const { app, attestations } = await gatewayWithDroppedFirstCall(metrics);
+    const userName = `dropped-${unique()}@example.com`;
+    const res = await request(app)
+      .post('/scim/v2/Users')
+      .set('Authorization', `Bearer ${suite.token}`)
+      .set('Content-Type', 'application/scim+json')
+      .send(JSON.stringify({ schemas: [CORE_USER], userName }));
+    assertScimError(res, 503);
+    assert.equal(attestations.length, 1);
+    assert.equal(await retries(metrics), 0);
+    assert.equal(
+      (await suite.h.usersDb.knex('users').whereRaw('lower(user_name) = ?', [userName.toLowerCase()])).length,
+      0,
+    );
   });
 });

@@ -13,18 +13,21 @@ import {
   type PromiseClient,
   type Span,
   type TraceContext,
+  unanswered,
 } from '@mileage/runtime';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Caller, TokenVerifier } from '../auth';
 import { authenticate, enforceRateLimit, invalidToken, requireScope } from '../guard';
 import { SCIM_SECRET_PREFIX, secretTokenCaller, type OrganizationCredentials } from '../organization-credentials';
-import { HttpProblem, problemFromGrpc, problemFromStatus, ValidationProblem } from '../problems';
+import { grpcFailure, HttpProblem, problemFromGrpc, problemFromStatus, ValidationProblem } from '../problems';
 import type { RateLimits } from '../rate-limit';
 
 export const SCIM_SCOPE = 'scim';
 /** Per organization: identity providers send bursts when a sync cycle starts. */
 export const SCIM_REQUESTS_PER_MINUTE = 1200;
 const SCIM_ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+/** The methods that change nothing (RFC 9110 §9.2.1): a request of these may be sent to the SCIM service again. */
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
 export interface ScimRouteDeps {
   verifier: TokenVerifier;
@@ -117,6 +120,10 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
     name: 'gateway_scim_attestation_v1_fallbacks_total',
     help: 'SCIM requests sent again with a v1 attestation to a SCIM replica of the release before (during an upgrade).',
   });
+  const readRetries = deps.metrics.counter({
+    name: 'gateway_scim_read_retries_total',
+    help: 'SCIM GET and HEAD requests sent once more after their call to the SCIM service got no answer.',
+  });
   return async (req: Request, res: Response) => {
     res.locals.routeId = routeLabel(req.path);
     const span = res.locals.span as Span | undefined;
@@ -156,14 +163,24 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       // The verified credential and its organization, attested for this request: the SCIM service's audit actor and
       // the only organization it acts inside.
       const attested = { ...forwarded, actor: forwarded.clientId, requestId: call.requestId! };
-      const actorAttestation = attestActor(deps.actorAttestationSecret, attested);
-      const answer = await deps.scim.handleRequest({ ...forwarded, actorAttestation }, call).catch((err: unknown) => {
-        // A SCIM replica of the release before (a rolling upgrade under way) knows v1 only and refused before acting:
-        // sent again as v1, counted. Remove with the SCIM service's ACTOR_ATTESTATION_ACCEPT_V1.
-        if (attestationRefusal(err)?.message !== V1_ONLY_REFUSAL) throw err;
-        v1Fallbacks.inc();
-        const v1 = attestActorV1(deps.actorAttestationSecret, attested);
-        return deps.scim.handleRequest({ ...forwarded, actorAttestation: v1 }, call);
+      const send = () =>
+        deps.scim
+          .handleRequest({ ...forwarded, actorAttestation: attestActor(deps.actorAttestationSecret, attested) }, call)
+          .catch((err: unknown) => {
+            // A SCIM replica of the release before (a rolling upgrade under way) knows v1 only and refused before
+            // acting: sent again as v1, counted. Remove with the SCIM service's ACTOR_ATTESTATION_ACCEPT_V1.
+            if (attestationRefusal(err)?.message !== V1_ONLY_REFUSAL) throw err;
+            v1Fallbacks.inc();
+            const v1 = attestActorV1(deps.actorAttestationSecret, attested);
+            return deps.scim.handleRequest({ ...forwarded, actorAttestation: v1 }, call);
+          });
+      // A read whose call got no answer (its connection died under it: a replica draining or frozen) is sent once
+      // more, as the typed clients' reads are (their retry policy); under a fresh attestation, since the first one's
+      // nonce may have been spent by a replica that did receive it. Writes never are: they may have been applied.
+      const answer = await send().catch((err: unknown) => {
+        if (!SAFE_METHODS.has(req.method) || !unanswered(err)) throw err;
+        readRetries.inc();
+        return send();
       });
       res.status(answer.status).set(answer.headers);
       if (req.method === 'HEAD' || answer.body.length === 0) res.end();
@@ -192,6 +209,8 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
         return sendScimError(res, new HttpProblem(400, problem.issues.map((i) => i.msg).join('; ')), 'invalidValue');
       if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504)
         deps.logger.error({ err, request_id: res.locals.requestId }, 'SCIM request failed');
+      else if (problem.status >= 500)
+        deps.logger.warn({ ...grpcFailure(err), request_id: res.locals.requestId }, 'downstream unavailable');
       sendScimError(res, problem);
     }
   };

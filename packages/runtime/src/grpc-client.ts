@@ -259,6 +259,15 @@ function notAnswering(error: grpc.ServiceError): boolean {
   );
 }
 
+/**
+ * A call that got no answer from any server: UNAVAILABLE raised by the client (the connection failed or died under
+ * it, or it was never sent), not a status a handler answered. A read that failed so may be sent once more.
+ */
+export function unanswered(error: unknown): boolean {
+  const e = error as Partial<grpc.ServiceError>;
+  return e?.code === grpc.status.UNAVAILABLE && !hasStatusDetails(e);
+}
+
 /** The reason (google.rpc.ErrorInfo) of a call refused by an open circuit. */
 export const CIRCUIT_OPEN_REASON = 'CIRCUIT_OPEN';
 
