@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { DOCS_CLIENT_ID, docsRouter } from './docs';
 import { openApiDocument } from './openapi';
 import {
-  grpcFailure,
+  logDownstreamFailure,
   HttpProblem,
   ValidationProblem,
   problemFromGrpc,
@@ -226,10 +226,7 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
     if (typeof (err as { code?: unknown }).code === 'number') {
       const problem = problemFromGrpc(err);
       if (problem instanceof ValidationProblem) return sendValidationProblem(res, problem.issues);
-      if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504)
-        logger.error({ err, request_id }, 'downstream call failed');
-      // Expected while a dependency is down (no stack), but each one says which call failed and how.
-      else if (problem.status >= 500) logger.warn({ ...grpcFailure(err), request_id }, 'downstream unavailable');
+      logDownstreamFailure(logger, err, problem.status, request_id, 'downstream call failed');
       return sendProblem(res, problem.status, problem.detail, problem.headers, problem.type);
     }
     logger.error({ err, request_id }, 'request failed');

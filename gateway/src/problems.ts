@@ -1,5 +1,5 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
-import { decodeServiceError, httpAnswer, isInvalidInput, type HttpAnswer } from '@mileage/runtime';
+import { decodeServiceError, httpAnswer, isInvalidInput, type HttpAnswer, type Logger } from '@mileage/runtime';
 import type { Response } from 'express';
 import { STATUS_CODES } from 'node:http';
 
@@ -93,8 +93,26 @@ function problemOfAnswer(answer: HttpAnswer, message?: string, reason?: string):
   );
 }
 
-/** A gRPC error's code and message, for a log line. */
-export function grpcFailure(err: unknown): { grpc_code: string; grpc_details: string } {
+/**
+ * Logs a failed downstream call answered with `status`: a 503 or 504 is expected while a dependency is down (a warning
+ * with the call's gRPC code and message, no stack), any other 5xx is an error with the whole error.
+ */
+export function logDownstreamFailure(
+  logger: Logger,
+  err: unknown,
+  status: number,
+  requestId: string | undefined,
+  message: string,
+): void {
+  if (status < 500) return;
+  if (status !== 503 && status !== 504) return logger.error({ err, request_id: requestId }, message);
   const { code, details } = err as { code: number; details?: unknown };
-  return { grpc_code: grpcStatus[code] ?? String(code), grpc_details: typeof details === 'string' ? details : '' };
+  logger.warn(
+    {
+      grpc_code: grpcStatus[code] ?? String(code),
+      grpc_details: typeof details === 'string' ? details : '',
+      request_id: requestId,
+    },
+    'downstream unavailable',
+  );
 }

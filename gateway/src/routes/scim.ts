@@ -19,7 +19,7 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import type { Caller, TokenVerifier } from '../auth';
 import { authenticate, enforceRateLimit, invalidToken, requireScope } from '../guard';
 import { SCIM_SECRET_PREFIX, secretTokenCaller, type OrganizationCredentials } from '../organization-credentials';
-import { grpcFailure, HttpProblem, problemFromGrpc, problemFromStatus, ValidationProblem } from '../problems';
+import { HttpProblem, logDownstreamFailure, problemFromGrpc, problemFromStatus, ValidationProblem } from '../problems';
 import type { RateLimits } from '../rate-limit';
 
 export const SCIM_SCOPE = 'scim';
@@ -207,10 +207,7 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       const problem = problemFromGrpc(err);
       if (problem instanceof ValidationProblem)
         return sendScimError(res, new HttpProblem(400, problem.issues.map((i) => i.msg).join('; ')), 'invalidValue');
-      if (problem.status >= 500 && problem.status !== 503 && problem.status !== 504)
-        deps.logger.error({ err, request_id: res.locals.requestId }, 'SCIM request failed');
-      else if (problem.status >= 500)
-        deps.logger.warn({ ...grpcFailure(err), request_id: res.locals.requestId }, 'downstream unavailable');
+      logDownstreamFailure(deps.logger, err, problem.status, res.locals.requestId, 'SCIM request failed');
       sendScimError(res, problem);
     }
   };

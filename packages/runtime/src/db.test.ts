@@ -60,17 +60,13 @@ async function terminateWhenRunning(marker: string): Promise<void> {
 describe('reads on a dropped connection', () => {
   test('a read whose backend is terminated mid-statement is sent again on a fresh connection and succeeds', async () => {
     let attempts = 0;
-    const read = sql(
-      undefined,
-      'SELECT',
-      'SELECT facts',
-      async () => {
+    const read = readWithRetry(() =>
+      sql(undefined, 'SELECT', 'SELECT facts', async () => {
         attempts += 1;
         // The first attempt is held on the server until it is terminated; the second is the read itself.
         const held = attempts === 1 ? `, pg_sleep(30) AS held_read_1` : '';
         return db.knex.raw<{ rows: { total: string }[] }>(`SELECT count(*) AS total${held} FROM ${SCHEMA}.facts`);
-      },
-      { retryRead: true },
+      }),
     );
     await terminateWhenRunning('held_read_1');
     const { rows } = await read;
@@ -90,12 +86,10 @@ describe('reads on a dropped connection', () => {
       await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
       const reads = await Promise.allSettled(
         Array.from({ length: 8 }, () =>
-          sql(
-            undefined,
-            'SELECT',
-            'SELECT facts',
-            async () => db.knex.raw<{ rows: unknown[] }>(`SELECT v FROM ${SCHEMA}.facts`),
-            { retryRead: true },
+          readWithRetry(() =>
+            sql(undefined, 'SELECT', 'SELECT facts', async () =>
+              db.knex.raw<{ rows: unknown[] }>(`SELECT v FROM ${SCHEMA}.facts`),
+            ),
           ),
         ),
       );

@@ -202,24 +202,12 @@ export function databaseUser(url: string): string | undefined {
   }
 }
 
-/** How one statement of a data-access module may be run. */
-export interface StatementOptions {
-  /**
-   * The statement only reads and runs outside a transaction: when its pooled connection turns out to have been
-   * dropped (its backend terminated, the socket reset), it is sent once more, on a fresh connection from the pool,
-   * instead of failing. Never set it on a write (it may have committed) or on any statement inside a transaction
-   * (its connection is the transaction's: the transaction is lost with it).
-   */
-  retryRead?: boolean;
-}
-
 /** Runs one statement of a data-access module; `operation` is its SQL verb, `text` a short description of it. */
 export type SqlStatement = <T>(
   trace: TraceContext | undefined,
   operation: string,
   text: string,
   run: () => Promise<T>,
-  options?: StatementOptions,
 ) => Promise<T>;
 
 /** PostgreSQL codes of a session ended under the statement: admin_shutdown (pg_terminate_backend, a fast shutdown), crash_shutdown, connection_failure, connection_does_not_exist. */
@@ -268,15 +256,14 @@ export function droppedReadAttempts(knex: Knex): number {
 /**
  * The SQL span helper of the data-access module of `schema`: each statement becomes a client span of the caller's
  * trace named "<operation> <schema>" with the OpenTelemetry database attributes (only when that trace is recorded).
- * Reads marked `retryRead` are retried once on a dropped connection (readWithRetry).
  */
 export function sqlSpans(schema: string): SqlStatement {
-  return (trace, operation, text, run, options) =>
+  return (trace, operation, text, run) =>
     inSpan(
       trace,
       `${operation} ${schema}`,
       SpanKind.CLIENT,
       { 'db.system.name': 'postgresql', 'db.namespace': schema, 'db.operation.name': operation, 'db.query.text': text },
-      options?.retryRead ? () => readWithRetry(run) : run,
+      run,
     );
 }

@@ -254,9 +254,7 @@ export function grpcServiceName(definition: grpc.ServiceDefinition): string {
  * every business error (NOT_FOUND, INVALID_ARGUMENT, ...) show a downstream that answers.
  */
 function notAnswering(error: grpc.ServiceError): boolean {
-  return (
-    (error.code === grpc.status.UNAVAILABLE || error.code === grpc.status.DEADLINE_EXCEEDED) && !hasStatusDetails(error)
-  );
+  return unanswered(error) || (error.code === grpc.status.DEADLINE_EXCEEDED && !hasStatusDetails(error));
 }
 
 /**
