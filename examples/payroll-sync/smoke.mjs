@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
 const { launchStack } = require('@mileage/devstack');
-const { createGrpcClient, freePort } = require('@mileage/runtime');
+const { createGrpcClient, freePort, grpcTls } = require('@mileage/runtime');
 const { drivesV1 } = require('@mileage/proto');
 const { signWebhook } = require('@mileage/client');
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -45,7 +45,11 @@ function npmRun(script, env) {
 const dir = mkdtempSync(join(tmpdir(), 'payroll-smoke-'));
 const drivesPort = String(await freePort());
 const stack = await launchStack({ env: { DRIVES_GRPC_PORT: drivesPort } });
-const drives = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${drivesPort}`, { defaultDeadlineMs: 10_000 });
+// The stack's mutual TLS, as its demo-data loader (the one identity the drive writes admit).
+const drives = createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${drivesPort}`, {
+  defaultDeadlineMs: 10_000,
+  credentials: grpcTls(stack.grpcConfig('seed')).channelCredentials(),
+});
 try {
   const secret = `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('base64')}`;
   const port = await freePort();

@@ -29,6 +29,17 @@ test('the gateway needs the attestation secret, and mutual TLS all or nothing, w
   const without = start({});
   assert.equal(without.status, 78);
   assert.match(without.stderr, /ACTOR_ATTESTATION_SECRET: .*\(unset\)/);
+  // No certificate and no development switch: mutual TLS is required, and the message names the switch.
+  const untrusted = start({ ACTOR_ATTESTATION_SECRET: 'gateway-main-test-attestation-secret-0123' });
+  assert.equal(untrusted.status, 78);
+  assert.match(untrusted.stderr, /GRPC_TLS_CERT_FILE: required: the gRPC hop is mutual TLS .* GRPC_PLAINTEXT=true/);
+  const both = start({
+    ACTOR_ATTESTATION_SECRET: 'gateway-main-test-attestation-secret-0123',
+    GRPC_PLAINTEXT: 'true',
+    GRPC_TLS_CERT_FILE: '/nonexistent/tls.crt',
+  });
+  assert.equal(both.status, 78);
+  assert.match(both.stderr, /GRPC_PLAINTEXT: contradicts the GRPC_TLS_\* files/);
   const partial = start({
     ACTOR_ATTESTATION_SECRET: 'gateway-main-test-attestation-secret-0123',
     GRPC_TLS_CERT_FILE: '/nonexistent/tls.crt',

@@ -7,6 +7,7 @@ import {
   createGrpcClient,
   createLogger,
   grpcTls,
+  reportGrpcTls,
   handleShutdown,
   loadConfigOrExit,
   Metrics,
@@ -25,6 +26,7 @@ async function main(): Promise<void> {
   checkOwnIdentity(tls, 'gateway');
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
   const metrics = new Metrics('gateway');
+  reportGrpcTls(tls, logger, metrics);
   const redis = config.REDIS_URL
     ? new Redis(config.REDIS_URL, {
         enableOfflineQueue: false,

@@ -46,6 +46,7 @@ before(async () => {
     env: {
       PATH: process.env.PATH,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+      GRPC_PLAINTEXT: 'true', // the harness's services are in-process, plaintext
       PORT: String(port),
       METRICS_PORT: String(metricsPort),
       OIDC_ISSUER: h.issuer,

@@ -6,7 +6,7 @@
 // with the webhooks service.
 import { launchStack, type LaunchedStack } from '@mileage/devstack';
 import { drivesV1 } from '@mileage/proto';
-import { createGrpcClient, freePort, type PromiseClient } from '@mileage/runtime';
+import { createGrpcClient, freePort, grpcTls, type PromiseClient } from '@mileage/runtime';
 import { asOrganization } from '@mileage/runtime/testing';
 import { parse } from 'csv-parse/sync';
 import assert from 'node:assert/strict';
@@ -40,9 +40,14 @@ before(async () => {
   const drivesPort = String(await freePort());
   // A retention of one day (the smallest TOMBSTONE_RETENTION_DAYS): a watermark two days old is past it (410).
   stack = await launchStack({ env: { DRIVES_GRPC_PORT: drivesPort, TOMBSTONE_RETENTION_DAYS: '1' } });
-  // The platform's own writes (a review, a deletion) on the demo organization's drives.
+  // The platform's own writes (a review, a deletion) on the demo organization's drives, over the stack's mutual TLS
+  // as its demo-data loader (the one identity the drive writes admit).
+  const credentials = grpcTls(stack.grpcConfig('seed')).channelCredentials();
   drives = asOrganization(
-    createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${drivesPort}`, { defaultDeadlineMs: 10_000 }),
+    createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${drivesPort}`, {
+      defaultDeadlineMs: 10_000,
+      credentials,
+    }),
     1,
   );
   dir = mkdtempSync(path.join(tmpdir(), 'payroll-it-'));

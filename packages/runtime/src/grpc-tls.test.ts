@@ -16,7 +16,7 @@ import { decodeServiceError } from './errors';
 import { createGrpcClient, HealthClient } from './grpc-client';
 import { startGrpcServer, type GrpcServerHandle } from './grpc-server';
 import { COMPONENTS } from './grpc-authz';
-import { checkGrpcTls, grpcTls, grpcTlsConfigShape } from './grpc-tls';
+import { checkGrpcTls, grpcTls, grpcTlsConfigShape, PLAINTEXT_WARNING, reportGrpcTls } from './grpc-tls';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
 import { createTestPki, TEST_SPIFFE_PREFIX, type TestPki } from './testing';
@@ -225,10 +225,36 @@ describe('mutual TLS configuration', () => {
     }
   };
 
-  test('none: plaintext; all three, readable and matching, with a prefix under which the certificate names a component: on', () => {
-    assert.deepEqual(problems({}), []);
-    assert.equal(grpcTls({}).enabled, false);
+  test('all three, readable and matching, with a prefix under which the certificate names a component: on', () => {
     assert.deepEqual(problems(tlsEnv(issueFor('drives'), pki.caFile)), []);
+    assert.equal(grpcTls(tlsEnv(issueFor('drives'), pki.caFile)).enabled, true);
+  });
+
+  test('none: refused, unless the development switch says plaintext, which contradicts certificates', () => {
+    assert.deepEqual(problems({}), [
+      'GRPC_TLS_CERT_FILE: required: the gRPC hop is mutual TLS (GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE, ' +
+        'GRPC_TLS_CA_FILE and GRPC_TLS_SPIFFE_PREFIX); for development only, GRPC_PLAINTEXT=true runs it in plaintext (unset)',
+    ]);
+    assert.deepEqual(problems({ GRPC_PLAINTEXT: 'false' }).length, 1);
+    assert.deepEqual(problems({ GRPC_PLAINTEXT: 'true' }), []);
+    assert.equal(grpcTls({ GRPC_PLAINTEXT: true }).enabled, false);
+    assert.match(
+      problems({ ...tlsEnv(issueFor('drives'), pki.caFile), GRPC_PLAINTEXT: 'true' }).join(),
+      /GRPC_PLAINTEXT: contradicts the GRPC_TLS_\* files/,
+    );
+  });
+
+  test('a plaintext process says so at start (an error line) and in grpc_mutual_tls_enabled', () => {
+    const said: string[] = [];
+    const gauge: number[] = [];
+    const metrics = { gauge: () => ({ set: (v: number) => void gauge.push(v) }) };
+    reportGrpcTls(grpcTls({ GRPC_PLAINTEXT: true }), { error: (m) => void said.push(m) }, metrics);
+    assert.deepEqual(gauge, [0]);
+    assert.deepEqual(said, [PLAINTEXT_WARNING]);
+    assert.match(PLAINTEXT_WARNING, /PLAINTEXT .* any process that reaches a port may call any method/);
+    reportGrpcTls(grpcTls(tlsEnv(issueFor('users'), pki.caFile)), { error: (m) => void said.push(m) }, metrics);
+    assert.deepEqual(gauge, [0, 1]);
+    assert.equal(said.length, 1, 'mutual TLS: nothing to say');
   });
 
   test('a certificate without an identity, or one the prefix does not map to a component, and no prefix: refused', () => {

@@ -2,10 +2,11 @@ import * as grpc from '@grpc/grpc-js';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { env } from './config';
 import { CallerIdentities, COMPONENTS, componentOf, spiffeIdOf, type Component } from './grpc-authz';
 
 /**
- * Mutual TLS between the gateway and the services, and between services (optional, all or nothing): a process's own
+ * Mutual TLS between the gateway and the services, and between services (required, all or nothing): a process's own
  * certificate and key, and the CA that signs every peer's certificate. With them, its gRPC server requires a client
  * certificate signed by that CA (a plaintext or certificate-less connection fails its handshake) and its clients
  * present their certificate and verify the server's against the CA and the address's host name. Each certificate
@@ -27,9 +28,15 @@ export const grpcTlsConfigShape = {
     .string()
     .regex(/^spiffe:\/\/[^/\s,]+\/[^\s,]*$/, 'expected spiffe://<trust domain>/<path up to the component name>')
     .optional(),
+  /**
+   * The development switch: without the three files a process refuses to start unless this is true, and then its
+   * hop is plaintext (any process that reaches a port may call any method), which it logs as an error at start.
+   */
+  GRPC_PLAINTEXT: env.boolean(false),
 };
 
 export interface GrpcTlsConfig {
+  GRPC_PLAINTEXT?: boolean | undefined;
   GRPC_TLS_CERT_FILE?: string | undefined;
   GRPC_TLS_KEY_FILE?: string | undefined;
   GRPC_TLS_CA_FILE?: string | undefined;
@@ -106,14 +113,28 @@ function readMaterial(c: GrpcTlsConfig): Material | { problems: [string, string]
 }
 
 /**
- * zod refinement: the three variables together or none, naming readable, matching PEM files, and with them a SPIFFE
- * prefix under which this process's own certificate names a component.
+ * zod refinement: the three variables together, naming readable, matching PEM files, and with them a SPIFFE prefix
+ * under which this process's own certificate names a component; or none of them and GRPC_PLAINTEXT=true.
  */
 export function checkGrpcTls(c: GrpcTlsConfig, ctx: z.RefinementCtx): void {
   const material = readMaterial(c);
-  if ('problems' in material)
-    for (const [name, message] of material.problems) ctx.addIssue({ code: 'custom', path: [name], message });
+  const problems = 'problems' in material ? material.problems : [];
+  const configured = !('problems' in material) || problems.length > 0;
+  if (!configured && !c.GRPC_PLAINTEXT)
+    problems.push([
+      'GRPC_TLS_CERT_FILE',
+      'required: the gRPC hop is mutual TLS (GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE, GRPC_TLS_CA_FILE and ' +
+        'GRPC_TLS_SPIFFE_PREFIX); for development only, GRPC_PLAINTEXT=true runs it in plaintext',
+    ]);
+  if (configured && c.GRPC_PLAINTEXT)
+    problems.push(['GRPC_PLAINTEXT', 'contradicts the GRPC_TLS_* files: set one or the other']);
+  for (const [name, message] of problems) ctx.addIssue({ code: 'custom', path: [name], message });
 }
+
+/** What a process says at start when its hop is plaintext (GRPC_PLAINTEXT): an error, so it cannot go unnoticed. */
+export const PLAINTEXT_WARNING =
+  'gRPC runs in PLAINTEXT (GRPC_PLAINTEXT=true): no mutual TLS, no caller identities, any process that reaches a ' +
+  'port may call any method. For development on one machine only.';
 
 export interface GrpcTls {
   /** True when the three files are configured. */
@@ -149,6 +170,21 @@ export function grpcTls(c: GrpcTlsConfig): GrpcTls {
     channelCredentials: () => grpc.credentials.createSsl(ca, key, cert),
     serverCredentials: () => grpc.ServerCredentials.createSsl(ca, [{ private_key: key, cert_chain: cert }], true),
   };
+}
+
+/**
+ * What a process reports of its hop at start: an error log when it is plaintext, and the gauge
+ * `grpc_mutual_tls_enabled` (0 or 1) to alert on.
+ */
+export function reportGrpcTls(
+  tls: GrpcTls,
+  logger: { error(message: string): void },
+  metrics: { gauge(config: { name: string; help: string }): { set(value: number): void } },
+): void {
+  metrics
+    .gauge({ name: 'grpc_mutual_tls_enabled', help: '1 when the gRPC hop is mutual TLS, 0 when GRPC_PLAINTEXT is on.' })
+    .set(tls.enabled ? 1 : 0);
+  if (!tls.enabled) logger.error(PLAINTEXT_WARNING);
 }
 
 /** Throws when mutual TLS is on and this process's certificate names another component (a swapped Secret). */

@@ -12,7 +12,14 @@ import {
   type PromiseClient,
 } from './grpc-client';
 import { startGrpcServer, type ServiceRegistration } from './grpc-server';
-import { checkGrpcTls, checkOwnIdentity, grpcTls, grpcTlsConfigShape, type GrpcTlsConfig } from './grpc-tls';
+import {
+  checkGrpcTls,
+  checkOwnIdentity,
+  grpcTls,
+  grpcTlsConfigShape,
+  reportGrpcTls,
+  type GrpcTlsConfig,
+} from './grpc-tls';
 import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
 import { handleShutdown } from './shutdown';
@@ -243,6 +250,7 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
   const metrics = new Metrics(service.name);
   const tls = grpcTls(config);
   checkOwnIdentity(tls, service.name);
+  reportGrpcTls(tls, logger, metrics);
   const db =
     service.openDatabase &&
     (await openServiceDatabase(service.openDatabase, config as unknown as DatabaseConfig, metrics, logger));

@@ -51,6 +51,7 @@ async function scimProcess(t: TestContext, users: GrpcServerHandle, env: Record<
     env: {
       PATH: process.env.PATH,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+      GRPC_PLAINTEXT: 'true', // its Users is an in-process plaintext server
       GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
       METRICS_PORT: String(metricsPort),
       USERS_ADDRESS: `127.0.0.1:${users.port}`,

@@ -7,6 +7,7 @@ import {
   scimClientToken,
   scriptOf,
   startPostgres,
+  developmentPki,
   wireStack,
   withDatabase,
   type RunningPostgres,
@@ -122,6 +123,8 @@ export async function startBenchStack(options: {
     const accountsFile = path.join(workdir, 'accounts.json');
     const wiring = wireStack({
       services,
+      // Mutual TLS on the hop, as installed (a development CA of this run's own).
+      grpc: { pki: await developmentPki(path.join(workdir, 'grpc-pki'), ['127.0.0.1']) },
       hosts: ['127.0.0.1'],
       grpcPorts,
       metricsPorts: Object.fromEntries(Object.entries(metrics).map(([s, p]) => [s, [p]])),

@@ -3,6 +3,7 @@
 // the same way. Clients reach a service's replicas through grpc-js's static target `ipv4:127.0.0.1:P,127.0.0.2:P`
 // (round-robin), as they reach a headless Kubernetes Service's pods through DNS.
 import {
+  developmentPki,
   generateVolume,
   migrateServices,
   passwordToken,
@@ -13,7 +14,8 @@ import {
   wireStack,
   withDatabase,
 } from '@mileage/devstack';
-import { freePort, HealthClient } from '@mileage/runtime';
+import type { DevelopmentPki } from '@mileage/pki';
+import { freePort, grpcTls, HealthClient, type GrpcTls, type GrpcTlsConfig } from '@mileage/runtime';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -135,6 +137,11 @@ export interface ChaosStack {
   scimToken: string;
   /** An organization admin of organization 1 (the first caller) with a token of scope organization_manage. */
   organizationAdmin: { userId: string; token: string };
+  /** Each service's address as its callers are given it (both replicas). */
+  addresses: Record<ServiceName, string>;
+  /** The hop's development PKI (mutual TLS, as installed) and a component's GRPC_TLS_* of it. */
+  pki: DevelopmentPki;
+  grpcConfig(component: 'gateway' | 'seed' | 'operator'): GrpcTlsConfig;
   /** Stops and starts the embedded PostgreSQL (same data, same port). */
   postgres: { stop(): Promise<void>; start(): Promise<void> };
   redis: { stop(): Promise<void>; start(): Promise<void> };
@@ -264,8 +271,12 @@ async function build(
   const scimSecret = randomBytes(12).toString('base64url');
   const replicaIds = Object.keys(HOSTS) as ReplicaId[];
   const freePorts = async (n: number) => Promise.all(Array.from({ length: n }, () => freePort()));
+  // The hop is mutual TLS, as installed: the stack's own CA, a certificate per component (the chaos process probes
+  // readiness as `seed`, which may call only the health service and the demo-data writes).
+  const pki = await developmentPki(path.join(workdir, 'grpc-pki'), Object.values(HOSTS));
   const wiring = wireStack({
     services: SERVICES,
+    grpc: { pki },
     hosts: replicaIds.map((id) => HOSTS[id]),
     grpcPorts: Object.fromEntries(await Promise.all(SERVICES.map(async (s) => [s, await freePort()]))),
     metricsPorts: Object.fromEntries(
@@ -303,6 +314,7 @@ async function build(
   // Ready before the eight service replicas start: alongside them, on a busy 2-core machine, it took over 60 s.
   await idp.waitUntilReady(60_000);
 
+  const probeCredentials = grpcTls(wiring.grpcConfig('seed')).channelCredentials();
   const services = {} as ChaosStack['services'];
   for (const s of SERVICES) {
     services[s] = {} as Record<ReplicaId, Replica>;
@@ -312,7 +324,7 @@ async function build(
         `${s}-${id}`,
         scriptOf(s),
         env,
-        () => grpcServing(env.GRPC_ADDRESS!),
+        () => grpcServing(env.GRPC_ADDRESS!, probeCredentials),
         () => servedCalls(`http://127.0.0.1:${env.METRICS_PORT}/metrics`),
         logFile(`${s}-${id}`),
       );
@@ -372,6 +384,9 @@ async function build(
     callers,
     scimToken,
     organizationAdmin,
+    addresses: Object.fromEntries(SERVICES.map((s) => [s, wiring.address(s)])) as Record<ServiceName, string>,
+    pki,
+    grpcConfig: wiring.grpcConfig,
     postgres: { stop: () => postgres.stop(), start: () => postgres.start() },
     redis,
     rotateSigningKey: async () => {
@@ -396,8 +411,8 @@ export async function httpOk(url: string): Promise<boolean> {
 }
 
 /** Whether a gRPC server answers SERVING for "" (what Kubernetes' gRPC probe asks). */
-async function grpcServing(address: string): Promise<boolean> {
-  const client = new HealthClient(address);
+async function grpcServing(address: string, credentials: ReturnType<GrpcTls['channelCredentials']>): Promise<boolean> {
+  const client = new HealthClient(address, credentials);
   try {
     return await client.check('', 500);
   } finally {

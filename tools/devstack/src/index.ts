@@ -4,10 +4,14 @@ export { startPostgres, type PostgresOptions, type RunningPostgres } from './emb
 export { provisionServiceRoles } from './postgres';
 export {
   DATABASE_SERVICES,
+  DEVELOPMENT_SPIFFE_PREFIX,
+  developmentGrpcConfig,
+  developmentPki,
   migrateServices,
   scriptOf,
   wireStack,
   withDatabase,
+  type Component,
   type ServiceName,
   type StackEnvironment,
   type StackPlan,

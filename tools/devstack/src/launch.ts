@@ -1,10 +1,11 @@
 // Starts the whole stack as `npm start` does — its own process group, a fresh data folder, free ports — for the suites
 // that test it from outside (acceptance, SCIM conformance, the Keycloak run).
-import { freePort } from '@mileage/runtime';
+import { freePort, type GrpcTlsConfig } from '@mileage/runtime';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { developmentGrpcConfig, type Component } from './wiring';
 
 /** Every port `npm start` listens on, by its variable. */
 export const PORT_VARIABLES = [
@@ -29,6 +30,11 @@ export interface LaunchedStack {
   /** The realm the gateway trusts: OIDC_ISSUER when given, else the development provider's. */
   issuer: string;
   output(): string;
+  /**
+   * A component's GRPC_TLS_* of the stack's development PKI (grpcTls() of it: a client of the stack's services as
+   * that component, e.g. `seed` for the writes of demo data).
+   */
+  grpcConfig(component: Component): GrpcTlsConfig;
   /** SIGTERM to the stack's process group; resolves when it has exited and its data folder is gone. */
   stop(): Promise<void>;
 }
@@ -94,6 +100,10 @@ async function launchOnce(options: LaunchOptions): Promise<LaunchedStack> {
     gatewayUrl: `http://127.0.0.1:${ports.GATEWAY_PORT}`,
     issuer: options.env?.OIDC_ISSUER?.replace(/\/$/, '') ?? `http://127.0.0.1:${ports.DEV_IDP_PORT}/realms/mileage`,
     output: () => out,
+    grpcConfig: (component) =>
+      options.env?.GRPC_PLAINTEXT === 'true'
+        ? { GRPC_PLAINTEXT: true }
+        : developmentGrpcConfig(path.join(dataDir, 'grpc-pki'), component),
     stop,
   };
 }

@@ -1,6 +1,6 @@
 // `npm start`: the whole system on one machine with embedded defaults (CONTRACT §6).
 import { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, HealthClient, loadConfigOrExit } from '@mileage/runtime';
+import { createGrpcClient, createLogger, grpcTls, HealthClient, loadConfigOrExit } from '@mileage/runtime';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -10,7 +10,16 @@ import { loadSecrets, provisionServiceRoles, saveSecrets } from './postgres';
 import { checkDataDir, checkPorts, checkPostmasterPid, StartupProblem, type PortUse } from './preflight';
 import { httpOk, startProcess, stopProcess, waitUntilReady, type ManagedProcess } from './processes';
 import { seedDemoData } from './seed';
-import { migrateServices, ROOT, scriptOf, SERVICE_NAMES, wireStack, withDatabase, type ServiceName } from './wiring';
+import {
+  developmentPki,
+  migrateServices,
+  ROOT,
+  scriptOf,
+  SERVICE_NAMES,
+  wireStack,
+  withDatabase,
+  type ServiceName,
+} from './wiring';
 
 const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
 
@@ -43,6 +52,11 @@ const config = loadConfigOrExit(
     /** A real identity provider (e.g. Keycloak's realm URL) instead of the development one, which is then not started. */
     OIDC_ISSUER: z.url().optional(),
     LOG_LEVEL: z.string().default('info'),
+    /**
+     * The development switch: the gRPC hop in plaintext instead of mutual TLS with the stack's own CA (made anew at
+     * each start in DATA_DIR/grpc-pki). Every process then logs that it is plaintext.
+     */
+    GRPC_PLAINTEXT: z.enum(['true', 'false']).default('false'),
   }),
 );
 
@@ -138,8 +152,15 @@ async function main(): Promise<void> {
   };
   if (made) saveSecrets(config.DATA_DIR, secrets);
 
+  // The hop is mutual TLS, as installed: a CA of this stack's own, made anew at each start (its certificates are for
+  // loopback), and a certificate per component; `npm run org` finds the operator's in the same folder.
+  const grpc =
+    config.GRPC_PLAINTEXT === 'true'
+      ? { plaintext: true as const }
+      : { pki: await developmentPki(path.join(config.DATA_DIR, 'grpc-pki'), ['127.0.0.1']) };
   const wiring = wireStack({
     services: SERVICE_NAMES,
+    grpc,
     hosts: ['127.0.0.1'],
     grpcPorts: Object.fromEntries(SERVICES.map((s) => [s.name, s.grpcPort])),
     metricsPorts: {
@@ -177,10 +198,13 @@ async function main(): Promise<void> {
     waits.push(waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 60_000));
   }
   const healthClients: HealthClient[] = [];
+  // The demo data is written as `seed`: the one identity the write methods without an installed caller admit.
+  const seedCredentials = grpcTls(wiring.grpcConfig('seed')).channelCredentials();
+  const seedOptions = { defaultDeadlineMs: 10_000, credentials: seedCredentials };
   for (const s of SERVICE_NAMES) {
     const proc = startProcess(s, scriptOf(s), wiring.services[s]![0]!, logger);
     processes.push(proc);
-    const health = new HealthClient(address(s));
+    const health = new HealthClient(address(s), seedCredentials);
     healthClients.push(health);
     // Six Node.js processes start at once: on a small, busy machine that takes a while.
     waits.push(waitUntilReady(proc, () => health.check('', 1_000), 60_000));
@@ -193,12 +217,10 @@ async function main(): Promise<void> {
   await waitUntilReady(gateway, () => httpOk(`${wiring.gatewayUrl()}/readyz`), 30_000);
 
   const clients = {
-    users: createGrpcClient(usersV1.UsersServiceClient, address('users'), { defaultDeadlineMs: 10_000 }),
-    organizations: createGrpcClient(usersV1.OrganizationsServiceClient, address('users'), {
-      defaultDeadlineMs: 10_000,
-    }),
-    groups: createGrpcClient(groupsV1.GroupsServiceClient, address('groups'), { defaultDeadlineMs: 10_000 }),
-    drives: createGrpcClient(drivesV1.DrivesServiceClient, address('drives'), { defaultDeadlineMs: 10_000 }),
+    users: createGrpcClient(usersV1.UsersServiceClient, address('users'), seedOptions),
+    organizations: createGrpcClient(usersV1.OrganizationsServiceClient, address('users'), seedOptions),
+    groups: createGrpcClient(groupsV1.GroupsServiceClient, address('groups'), seedOptions),
+    drives: createGrpcClient(drivesV1.DrivesServiceClient, address('drives'), seedOptions),
   };
   const seeded = await seedDemoData({ adminUrl, ...clients }).finally(() =>
     Object.values(clients).forEach((c) => c.close()),

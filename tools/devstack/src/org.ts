@@ -1,10 +1,15 @@
 // `npm run org -- create <alias> <name>` and `npm run org -- admin <userId> on|off`: an operator's organization
 // commands over the Users service's OrganizationsService, from a machine that reaches its gRPC port (npm start's
 // 127.0.0.1:50051, or a port-forward to a cluster's users Service; USERS_ADDRESS and the GRPC_TLS_* files say where and
-// how). No HTTP route does this: organizations are the platform operator's, not a customer's.
+// how: an operator's certificate of the installation's CA; against `npm start`, by default the operator certificate
+// of its development PKI in DATA_DIR/grpc-pki). No HTTP route does this: organizations are the platform operator's,
+// not a customer's.
 import { usersV1 } from '@mileage/proto';
-import { createGrpcClient, env, grpcTls, grpcTlsConfigShape, loadConfigOrExit } from '@mileage/runtime';
+import { checkGrpcTls, createGrpcClient, env, grpcTls, grpcTlsConfigShape, loadConfigOrExit } from '@mileage/runtime';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
 import { z } from 'zod';
+import { developmentGrpcConfig, ROOT } from './wiring';
 
 export const ORG_USAGE = [
   'usage: npm run org -- create <alias> <name>      a new organization (alias: [a-z0-9-], what its tokens name)',
@@ -23,13 +28,35 @@ export function parseOrgCommand(args: readonly string[]): OrgCommand | undefined
   return undefined;
 }
 
+/**
+ * Without GRPC_TLS_* (and without GRPC_PLAINTEXT), the operator certificate of `npm start`'s development PKI when
+ * DATA_DIR holds one: the command then just works against the local stack.
+ */
+export function withDevelopmentOperator(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const dir = path.join(env.DATA_DIR || path.join(ROOT, '.data'), 'grpc-pki');
+  const chosen = ['GRPC_PLAINTEXT', ...TLS_FILES].some((name) => env[name] !== undefined);
+  if (chosen || !existsSync(path.join(dir, 'operator.crt'))) return env;
+  return { ...env, ...developmentGrpcConfig(dir, 'operator') };
+}
+
+const TLS_FILES = ['GRPC_TLS_CERT_FILE', 'GRPC_TLS_KEY_FILE', 'GRPC_TLS_CA_FILE'] as const;
+
 async function main(): Promise<void> {
   const command = parseOrgCommand(process.argv.slice(2));
   if (!command) {
     process.stderr.write(`${ORG_USAGE}\n`);
     process.exit(2);
   }
-  const config = loadConfigOrExit(z.object({ USERS_ADDRESS: env.target('127.0.0.1:50051'), ...grpcTlsConfigShape }));
+  const config = loadConfigOrExit(
+    z
+      .object({
+        USERS_ADDRESS: env.target('127.0.0.1:50051'),
+        DATA_DIR: z.string().default(path.join(ROOT, '.data')),
+        ...grpcTlsConfigShape,
+      })
+      .superRefine(checkGrpcTls),
+    withDevelopmentOperator(process.env),
+  );
   const options = { defaultDeadlineMs: 10_000, credentials: grpcTls(config).channelCredentials() };
   const organizations = createGrpcClient(usersV1.OrganizationsServiceClient, config.USERS_ADDRESS, options);
   const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, options);

@@ -2,7 +2,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { freePort } from '@mileage/runtime';
+import { usersV1 } from '@mileage/proto';
+import { createGrpcClient, freePort, grpcTls } from '@mileage/runtime';
 import { waitFor } from '@mileage/runtime/testing';
 import { randomUUID } from 'node:crypto';
 import * as http from 'node:http';
@@ -14,6 +15,7 @@ import * as path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { PORT_VARIABLES } from './launch';
 import { passwordToken, scimClientToken } from './tokens';
+import { developmentGrpcConfig } from './wiring';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'devstack-'));
 chmodSync(dataDir, 0o755);
@@ -90,6 +92,26 @@ describe('npm start', { timeout: 120_000 }, () => {
     const body = (await me.json()) as { id: string; userName: string };
     assert.equal(body.id, 'AliceAdm01');
     assert.equal(body.userName, 'alice@example.com');
+
+    // The hop is mutual TLS with the stack's own CA: a plaintext caller gets no answer (UNAVAILABLE, 14: the
+    // handshake fails), and the gateway's certificate is refused what the gateway may not call (PERMISSION_DENIED, 7).
+    const usersAddress = `127.0.0.1:${env.USERS_GRPC_PORT}`;
+    const plaintext = createGrpcClient(usersV1.OrganizationsServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
+    const asGateway = createGrpcClient(usersV1.OrganizationsServiceClient, usersAddress, {
+      defaultDeadlineMs: 5_000,
+      credentials: grpcTls(developmentGrpcConfig(path.join(dataDir, 'grpc-pki'), 'gateway')).channelCredentials(),
+    });
+    try {
+      await assert.rejects(plaintext.getOrganization({ key: { $case: 'alias', value: 'demo' } }), { code: 14 });
+      await assert.rejects(asGateway.createOrganization({ alias: 'rogue', name: 'Rogue' }), { code: 7 });
+      assert.equal(
+        (await asGateway.getOrganization({ key: { $case: 'alias', value: 'demo' } })).organization?.alias,
+        'demo',
+      );
+    } finally {
+      plaintext.close();
+      asGateway.close();
+    }
     const groups = await fetch(`http://127.0.0.1:${env.GATEWAY_PORT}/v1/groups`, {
       headers: { authorization: `Bearer ${access_token}` },
     });
@@ -263,7 +285,8 @@ describe('npm start', { timeout: 120_000 }, () => {
     // The operator's command line: a new organization, and Frank made (then no longer) an organization admin.
     const org = (...args: string[]) =>
       execFileSync(process.execPath, [path.join(__dirname, 'org.js'), ...args], {
-        env: { ...process.env, USERS_ADDRESS: `127.0.0.1:${env.USERS_GRPC_PORT}` },
+        // As the operator of the stack's development PKI in DATA_DIR, which the command finds by itself.
+        env: { ...process.env, USERS_ADDRESS: `127.0.0.1:${env.USERS_GRPC_PORT}`, DATA_DIR: dataDir },
         encoding: 'utf8',
       });
     assert.match(org('create', 'initech', 'Initech'), /^organization 3 "Initech" \(alias initech\)/);

@@ -1,7 +1,8 @@
 // The one wiring of a stack: who is told which address, database and secret, for one replica and for two.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DATABASE_SERVICES, wireStack, withDatabase, type StackPlan } from './wiring';
+import { COMPONENTS } from '@mileage/runtime';
+import { DATABASE_SERVICES, DEVELOPMENT_SPIFFE_PREFIX, wireStack, withDatabase, type StackPlan } from './wiring';
 
 const plan = (overrides: Partial<StackPlan> = {}): StackPlan => ({
   services: ['users', 'groups', 'drives', 'scim', 'webhooks'],
@@ -12,6 +13,7 @@ const plan = (overrides: Partial<StackPlan> = {}): StackPlan => ({
   identity: { port: 8081, dataDir: '/data/idp', scimClientSecret: 'scim-secret' },
   databaseUrls: { users: 'postgres://u', groups: 'postgres://g', drives: 'postgres://d', webhooks: 'postgres://w' },
   secrets: { cursor: 'c', actorAttestation: 'a', webhooksKey: 'k' },
+  grpc: { plaintext: true },
   ...overrides,
 });
 
@@ -78,6 +80,34 @@ describe('wireStack', () => {
     assert.equal(w.gateways[1]!.RATE_LIMIT_MULTIPLIER, '10');
     assert.equal(w.gatewayUrl(1), 'http://127.0.0.2:8080');
     assert.throws(() => wireStack(plan({ hosts: ['127.0.0.1', '127.0.0.2'] })), /no metrics port for users replica 1/);
+  });
+
+  it("gives every process its own component's certificate of the development PKI, or the plaintext switch", () => {
+    const files = (c: string) => ({ certFile: `/pki/${c}.crt`, keyFile: `/pki/${c}.key`, caFile: '/pki/ca.crt' });
+    const pki = {
+      dir: '/pki',
+      caFile: '/pki/ca.crt',
+      spiffePrefix: DEVELOPMENT_SPIFFE_PREFIX,
+      files: Object.fromEntries(COMPONENTS.map((c) => [c, files(c)])),
+    };
+    const w = wireStack(plan({ grpc: { pki } }));
+    for (const s of ['users', 'groups', 'drives', 'scim', 'webhooks'] as const)
+      assert.deepEqual(
+        [
+          w.services[s]![0]!.GRPC_TLS_CERT_FILE,
+          w.services[s]![0]!.GRPC_TLS_KEY_FILE,
+          w.services[s]![0]!.GRPC_PLAINTEXT,
+        ],
+        [`/pki/${s}.crt`, `/pki/${s}.key`, undefined],
+      );
+    assert.equal(w.gateways[0]!.GRPC_TLS_CERT_FILE, '/pki/gateway.crt');
+    assert.equal(w.gateways[0]!.GRPC_TLS_CA_FILE, '/pki/ca.crt');
+    assert.equal(w.gateways[0]!.GRPC_TLS_SPIFFE_PREFIX, DEVELOPMENT_SPIFFE_PREFIX);
+    assert.equal(w.grpcConfig('seed').GRPC_TLS_CERT_FILE, '/pki/seed.crt');
+    const plaintext = wireStack(plan());
+    assert.equal(plaintext.gateways[0]!.GRPC_PLAINTEXT, 'true');
+    assert.equal(plaintext.services.users![0]!.GRPC_TLS_CERT_FILE, undefined);
+    assert.deepEqual(plaintext.grpcConfig('seed'), { GRPC_PLAINTEXT: true });
   });
 
   it('runs no development provider when a real issuer is given', () => {

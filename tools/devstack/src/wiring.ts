@@ -1,5 +1,7 @@
 // The one wiring of a whole stack: which process is told which address, database and secret. `npm start`, the bench
 // and the chaos suite each give their ports, replicas and options, and start the processes with what this yields.
+import { writeDevelopmentPki, type DevelopmentPki } from '@mileage/pki';
+import { COMPONENTS, type GrpcTlsConfig } from '@mileage/runtime';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { DEMO_CLIENT_ORGANIZATIONS } from './demo-data';
@@ -37,6 +39,17 @@ export const scriptOf = (name: ServiceName | 'gateway' | 'dev-idp'): string =>
 
 export type Env = Record<string, string>;
 
+/** The SPIFFE prefix of the stacks on one machine: `…/sa/mileage-gateway` is the gateway. */
+export const DEVELOPMENT_SPIFFE_PREFIX = 'spiffe://mileage.local/ns/development/sa/mileage-';
+
+/**
+ * A fresh development PKI in `dir` (the stack's own CA, thrown away with it): one certificate per component, `seed`
+ * (the demo-data loader) and `operator` (`npm run org`) included, for the loopback addresses the stack listens on.
+ */
+export function developmentPki(dir: string, hosts: readonly string[]): Promise<DevelopmentPki> {
+  return writeDevelopmentPki(dir, { spiffePrefix: DEVELOPMENT_SPIFFE_PREFIX, components: COMPONENTS, hosts });
+}
+
 /** The development identity provider's part of a plan. */
 export interface DevIdpPlan {
   port: number;
@@ -61,6 +74,11 @@ export interface StackPlan {
   /** The runtime role's URL of each service with a database. */
   databaseUrls: Partial<Record<ServiceName, string>>;
   secrets: { cursor: string; actorAttestation: string; webhooksKey?: string };
+  /**
+   * The gRPC hop: mutual TLS with a development PKI (developmentPki: each process its component's certificate), or
+   * plaintext (GRPC_PLAINTEXT, which every process logs as an error) where a harness measures without TLS.
+   */
+  grpc: { pki: DevelopmentPki } | { plaintext: true };
   redisUrl?: string;
   /** Extra variables of every process, of every service replica, and of every gateway (e.g. tracing, limits). */
   extra?: { all?: Env; services?: Env; gateway?: Env };
@@ -77,6 +95,33 @@ export interface StackEnvironment {
   address(service: ServiceName): string;
   /** Where the gateway's replica i answers HTTP. */
   gatewayUrl(replica?: number): string;
+  /** A component's GRPC_TLS_* (or GRPC_PLAINTEXT): for grpcTls() of a client the harness itself runs. */
+  grpcConfig(component: Component): GrpcTlsConfig;
+}
+
+export type Component = (typeof COMPONENTS)[number];
+
+/** A component's GRPC_TLS_* of a development PKI written to `dir` by developmentPki. */
+export function developmentGrpcConfig(dir: string, component: Component): Env & GrpcTlsConfig {
+  return {
+    GRPC_TLS_CERT_FILE: path.join(dir, `${component}.crt`),
+    GRPC_TLS_KEY_FILE: path.join(dir, `${component}.key`),
+    GRPC_TLS_CA_FILE: path.join(dir, 'ca.crt'),
+    GRPC_TLS_SPIFFE_PREFIX: DEVELOPMENT_SPIFFE_PREFIX,
+  };
+}
+
+/** The environment variables of a component's side of the hop. */
+function grpcEnv(plan: StackPlan, component: Component): Env {
+  if ('plaintext' in plan.grpc) return { GRPC_PLAINTEXT: 'true' };
+  const files = plan.grpc.pki.files[component];
+  if (!files) throw new Error(`the development PKI has no certificate for ${component}`);
+  return {
+    GRPC_TLS_CERT_FILE: files.certFile,
+    GRPC_TLS_KEY_FILE: files.keyFile,
+    GRPC_TLS_CA_FILE: files.caFile,
+    GRPC_TLS_SPIFFE_PREFIX: plan.grpc.pki.spiffePrefix,
+  };
 }
 
 /** The environment of every process of a stack. */
@@ -113,6 +158,7 @@ export function wireStack(plan: StackPlan): StackEnvironment {
     const database = plan.databaseUrls[s];
     services[s] = plan.hosts.map((host, replica) => ({
       ...all,
+      ...grpcEnv(plan, s),
       ...(database ? { DATABASE_URL: database } : {}),
       GRPC_ADDRESS: `${host}:${port(s)}`,
       METRICS_PORT: metricsPort(s, replica),
@@ -138,6 +184,7 @@ export function wireStack(plan: StackPlan): StackEnvironment {
   }
   const gateways = plan.hosts.map((host, replica) => ({
     ...all,
+    ...grpcEnv(plan, 'gateway'),
     // Replicas share the port, each on its own address; a single gateway keeps the default (loopback).
     ...(plan.hosts.length > 1 ? { HOST: host } : {}),
     PORT: String(plan.gatewayPort),
@@ -162,7 +209,11 @@ export function wireStack(plan: StackPlan): StackEnvironment {
     ...(devIdp.accountsFile ? { DEV_IDP_ACCOUNTS_FILE: devIdp.accountsFile } : {}),
     ...(devIdp.accessTokenTtlSeconds ? { ACCESS_TOKEN_TTL_SECONDS: String(devIdp.accessTokenTtlSeconds) } : {}),
   };
-  return { issuer, ...(idp ? { idp } : {}), services, gateways, address, gatewayUrl };
+  const grpcConfig = (component: Component): GrpcTlsConfig => {
+    const vars = grpcEnv(plan, component);
+    return 'GRPC_PLAINTEXT' in vars ? { GRPC_PLAINTEXT: true } : vars;
+  };
+  return { issuer, ...(idp ? { idp } : {}), services, gateways, address, gatewayUrl, grpcConfig };
 }
 
 function required<T>(value: T | undefined, name: string): T {
