@@ -13,7 +13,7 @@
 // privileges, as the chart's securityContext has them. All containers of the run are removed at the end.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -21,9 +21,11 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const require = createRequire(import.meta.url);
-const { freePort, HealthClient, createGrpcClient } = require('@mileage/runtime');
+const { freePort, HealthClient, createGrpcClient, grpcTls } = require('@mileage/runtime');
 const { drivesV1, groupsV1, usersV1 } = require('@mileage/proto');
-const { provisionServiceRoles } = require(path.join(root, 'tools/devstack/dist/index.js'));
+const { developmentGrpcConfig, developmentPki, provisionServiceRoles } = require(
+  path.join(root, 'tools/devstack/dist/index.js'),
+);
 const { seedDemoData } = require(path.join(root, 'tools/devstack/dist/seed.js'));
 const { DEMO_CLIENT_ORGANIZATIONS } = require(path.join(root, 'tools/devstack/dist/demo-data.js'));
 const pg = require('pg');
@@ -121,7 +123,39 @@ const httpOk = (url) => fetch(url, { signal: AbortSignal.timeout(2_000) }).then(
 
 let failed = false;
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mileage-stack-images-'));
+const pkiDir = path.join(dataDir, 'grpc-pki');
+/**
+ * Mutual TLS on the hop, as the chart runs it: each container gets its component's certificate, key and the CA as
+ * the chart mounts its Secret (/etc/mileage/grpc-tls, read-only, owned by the image's user) and the GRPC_TLS_*
+ * variables the chart sets. The certificates come from a development CA of this run's own.
+ */
+function tlsArgs(component) {
+  const dir = path.join(dataDir, `tls-${component}`);
+  mkdirSync(dir, { mode: 0o700 });
+  const files = developmentGrpcConfig(pkiDir, component);
+  for (const [from, to] of [
+    [files.GRPC_TLS_CERT_FILE, 'tls.crt'],
+    [files.GRPC_TLS_KEY_FILE, 'tls.key'],
+    [files.GRPC_TLS_CA_FILE, 'ca.crt'],
+  ]) {
+    copyFileSync(from, path.join(dir, to));
+    chownSync(path.join(dir, to), 10001, 10001);
+  }
+  chownSync(dir, 10001, 10001);
+  return [
+    ...['-v', `${dir}:/etc/mileage/grpc-tls:ro`],
+    ...envArgs({
+      GRPC_TLS_CERT_FILE: '/etc/mileage/grpc-tls/tls.crt',
+      GRPC_TLS_KEY_FILE: '/etc/mileage/grpc-tls/tls.key',
+      GRPC_TLS_CA_FILE: '/etc/mileage/grpc-tls/ca.crt',
+      GRPC_TLS_SPIFFE_PREFIX: files.GRPC_TLS_SPIFFE_PREFIX,
+    }),
+  ];
+}
 try {
+  await developmentPki(pkiDir, ['127.0.0.1']);
+  // The host's own calls (readiness, the demo data) as `seed`: the identity the demo-data writes admit.
+  const seedCredentials = () => grpcTls(developmentGrpcConfig(pkiDir, 'seed')).channelCredentials();
   // PostgreSQL, Redis and Keycloak at once; Keycloak takes longest.
   const adminUrl = `postgres://postgres:${secrets.postgres}@127.0.0.1:${ports.postgres}/postgres`;
   start('postgres', [
@@ -192,6 +226,7 @@ try {
   for (const s of SERVICES) {
     start(s.name, [
       ...RESTRICTED,
+      ...tlsArgs(s.name),
       ...envArgs({
         LOG_LEVEL: 'info',
         GRPC_ADDRESS: address(s.name),
@@ -210,7 +245,7 @@ try {
   }
   await Promise.all(
     SERVICES.map(async (s) => {
-      const health = new HealthClient(address(s.name));
+      const health = new HealthClient(address(s.name), seedCredentials());
       try {
         await waitFor(s.name, () => health.check('', 1_000), 120_000);
       } finally {
@@ -241,6 +276,7 @@ try {
 
   start('gateway', [
     ...RESTRICTED,
+    ...tlsArgs('gateway'),
     ...envArgs({
       LOG_LEVEL: 'info',
       HOST: '127.0.0.1',
@@ -259,13 +295,12 @@ try {
   say('gateway ready');
 
   // The demo data the acceptance suite signs in to, written through the services as `npm start` seeds it.
+  const seedOptions = { defaultDeadlineMs: 10_000, credentials: seedCredentials() };
   const clients = {
-    users: createGrpcClient(usersV1.UsersServiceClient, address('users'), { defaultDeadlineMs: 10_000 }),
-    organizations: createGrpcClient(usersV1.OrganizationsServiceClient, address('users'), {
-      defaultDeadlineMs: 10_000,
-    }),
-    groups: createGrpcClient(groupsV1.GroupsServiceClient, address('groups'), { defaultDeadlineMs: 10_000 }),
-    drives: createGrpcClient(drivesV1.DrivesServiceClient, address('drives'), { defaultDeadlineMs: 10_000 }),
+    users: createGrpcClient(usersV1.UsersServiceClient, address('users'), seedOptions),
+    organizations: createGrpcClient(usersV1.OrganizationsServiceClient, address('users'), seedOptions),
+    groups: createGrpcClient(groupsV1.GroupsServiceClient, address('groups'), seedOptions),
+    drives: createGrpcClient(drivesV1.DrivesServiceClient, address('drives'), seedOptions),
   };
   await seedDemoData({ adminUrl, ...clients }).finally(() => Object.values(clients).forEach((c) => c.close()));
   say('demo data seeded');

@@ -17,6 +17,7 @@ import {
   serviceFrozen,
   unknownKeyWhileJwksDown,
 } from './expectations';
+import { playRoguePod, type RogueRun } from './rogue';
 import { rotationSteps } from './rotation';
 import { exerciseSecretTokens } from './scim-tokens';
 import { exitCode, formatTable, is2xx, judge, window, type Expectation, type Row, type Sample } from './report';
@@ -35,7 +36,7 @@ const { values } = parseArgs({
     short: { type: 'boolean', default: false },
     concurrency: { type: 'string', default: '12' },
     /**
-     * Some faults only, by key: tokens, rolling, rotation, drops, postgres, freeze, redis, jwks (the baseline always
+     * Some faults only, by key: tokens, rogue, rolling, rotation, drops, postgres, freeze, redis, jwks (the baseline always
      * runs). `--short` leaves out rotation (three rolling restarts: over a minute) unless it is named here.
      */
     only: { type: 'string' },
@@ -43,7 +44,7 @@ const { values } = parseArgs({
     logs: { type: 'string' },
   },
 });
-const FAULTS = ['tokens', 'rolling', 'rotation', 'drops', 'postgres', 'freeze', 'redis', 'jwks'] as const;
+const FAULTS = ['tokens', 'rogue', 'rolling', 'rotation', 'drops', 'postgres', 'freeze', 'redis', 'jwks'] as const;
 const only = values.only?.split(',').map((f) => f.trim());
 const unknown = only?.filter((f) => !(FAULTS as readonly string[]).includes(f));
 if (unknown?.length) {
@@ -141,6 +142,32 @@ async function main(): Promise<void> {
         notes: problems,
       });
       log(`  revoked token refused after ${JSON.stringify(run.refusedAfterMs)} ms: ${problems.join('; ') || 'pass'}`);
+    }
+
+    if (wanted('rogue')) {
+      let run: RogueRun | undefined;
+      await phase(
+        'a rogue pod on the hop (plaintext, a foreign CA, platform certificates on methods they may not call)',
+        allSucceed('the load unaffected: every request 2xx'),
+        async () => {
+          run = await playRoguePod(stack);
+        },
+        () => [
+          {
+            fault: 'the rogue calls themselves',
+            expectation: 'each refused (no handshake, or PERMISSION_DENIED); nothing written',
+            required: true,
+            requests: run!.attempts.length,
+            failed: run!.problems.length,
+            p99Ms: 0,
+            maxMs: 0,
+            verdict: run!.problems.length ? 'FAIL' : 'pass',
+            notes: run!.problems,
+          },
+        ],
+      );
+      const by = (code: number) => run!.attempts.filter((a) => a.got === code).length;
+      log(`  rogue calls: ${by(14)} without a handshake, ${by(7)} PERMISSION_DENIED, ${run!.problems.length} problems`);
     }
 
     if (wanted('rolling')) {
