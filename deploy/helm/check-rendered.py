@@ -38,6 +38,8 @@ NON_PUBLIC = {4: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8"
               6: ["fc00::/7", "fe80::/10", "::1/128"]}
 # Labels Prometheus (the Operator's ServiceMonitor) adds to every scraped series.
 TARGET_LABELS = {"namespace", "service", "pod", "job", "instance", "container", "endpoint"}
+# The chart-managed gRPC certificates' hook Job (and its ServiceAccount, Role, RoleBinding, NetworkPolicy).
+ISSUER = "grpc-issuer"
 COMMON_LABELS = ["app.kubernetes.io/part-of", "app.kubernetes.io/instance", "app.kubernetes.io/version",
                  "app.kubernetes.io/managed-by", "helm.sh/chart"]
 
@@ -210,7 +212,7 @@ def check_manifests(path, name, metrics_ts, env_out):
     if sorted(deployments) != sorted(COMPONENTS):
         fail(f"Deployments for {sorted(deployments)}, expected {COMPONENTS}")
     services = {component_of(s): s for s in by_kind("Service")}
-    accounts = {component_of(s): s for s in by_kind("ServiceAccount")}
+    accounts = {component_of(s): s for s in by_kind("ServiceAccount") if component_of(s) != ISSUER}
     hpas = {h["spec"]["scaleTargetRef"]["name"]: h for h in by_kind("HorizontalPodAutoscaler")}
     pdbs = by_kind("PodDisruptionBudget")
     envs = {}
@@ -398,6 +400,9 @@ def check_manifests(path, name, metrics_ts, env_out):
             fail(f"{where}: GRPC_TLS_SPIFFE_PREFIX without mutual TLS")
         elif tls_mount or tls_volume:
             fail(f"{where}: a grpc-tls volume without GRPC_TLS_* variables")
+        # Plaintext only by the explicit switch: GRPC_PLAINTEXT=true exactly when no GRPC_TLS_* is set.
+        if ("GRPC_PLAINTEXT" in env) == any(tls_env.values()) or env.get("GRPC_PLAINTEXT", "true") != "true":
+            fail(f"{where}: GRPC_PLAINTEXT={env.get('GRPC_PLAINTEXT')!r} with GRPC_TLS_* {'set' if any(tls_env.values()) else 'unset'}: TLS or the explicit plaintext switch, exactly one")
         if component == "scim":
             for svc in ("users", "groups"):
                 if env.get(f"{svc.upper()}_ADDRESS") != f"{services[svc]['metadata']['name']}:{GRPC_PORTS[svc]}":
@@ -494,8 +499,74 @@ def check_manifests(path, name, metrics_ts, env_out):
             if not spec.get("issuerRef", {}).get("name"):
                 fail(f"Certificate {secret_name}: no issuer")
 
+    # --- the chart-managed certificates: the issuer hook Job, its RBAC, what it is told to make
+    issuer_jobs = [j for j in by_kind("Job") if component_of(j) == ISSUER]
+    issuer_ports = set()
+    if issuer_jobs and (certificates or not tls_secrets):
+        fail("the certificate issuer Job renders with cert-manager Certificates or without mutual TLS")
+    for job in issuer_jobs:
+        jname = job["metadata"]["name"]
+        annotations = job["metadata"].get("annotations", {})
+        if annotations.get("helm.sh/hook") != "pre-install,pre-upgrade" or "before-hook-creation" not in annotations.get("helm.sh/hook-delete-policy", ""):
+            fail(f"Job {jname}: not a pre-install,pre-upgrade hook replaced at each run")
+        weight = int(annotations.get("helm.sh/hook-weight", "0"))
+        pod = job["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        if "packages/pki/dist/issue-grpc-certificates.js" not in container.get("args", []):
+            fail(f"Job {jname}: does not run issue-grpc-certificates.js")
+        if container["image"] != deployments.get("gateway", {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0].get("image"):
+            fail(f"Job {jname}: not the gateway's image (the one that ships packages/pki)")
+        sc = container.get("securityContext", {})
+        if sc.get("allowPrivilegeEscalation") is not False or sc.get("readOnlyRootFilesystem") is not True or sc.get("capabilities", {}).get("drop") != ["ALL"] or pod.get("securityContext", {}).get("runAsNonRoot") is not True:
+            fail(f"Job {jname}: securityContext is not restricted")
+        if not {"cpu", "memory"} <= set(container.get("resources", {}).get("limits", {})):
+            fail(f"Job {jname}: no limits")
+        config = json.loads(next((e["value"] for e in container.get("env", []) if e["name"] == "GRPC_ISSUER_CONFIG"), "{}"))
+        wanted = {}
+        for component, secret_name in tls_secrets.items():
+            service = services[component]["metadata"]["name"]
+            namespace = services[component]["metadata"].get("namespace")
+            wanted[secret_name] = {"component": component, "secret": secret_name, "deployment": deployments[component]["metadata"]["name"],
+                                   "spiffeId": spiffe_prefixes.get(component, "") + component,
+                                   "dnsNames": [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]}
+        got = {c.get("secret"): c for c in config.get("certificates", [])}
+        if got != wanted:
+            fail(f"Job {jname}: GRPC_ISSUER_CONFIG certificates {sorted(got)} are not the mounted Secrets with their SPIFFE ids, Services' names and Deployments")
+        ca_secret = config.get("caSecret")
+        if not ca_secret or ca_secret in secrets or ca_secret in tls_secrets.values():
+            fail(f"Job {jname}: the CA Secret {ca_secret!r} must be its own and not rendered by Helm (it would be replaced at each upgrade)")
+        for secret_name in tls_secrets.values():
+            if secret_name in secrets:
+                fail(f"Secret {secret_name}: rendered by Helm although the issuer makes it")
+        # Its identity: its own ServiceAccount (hooks made before it), a Role limited to the named objects.
+        account = next((a for a in by_kind("ServiceAccount") if a["metadata"]["name"] == pod.get("serviceAccountName")), None)
+        role = next((r for r in by_kind("Role") if r["metadata"]["name"] == pod.get("serviceAccountName")), None)
+        binding = next((b for b in by_kind("RoleBinding") if b.get("roleRef", {}).get("name") == (role or {}).get("metadata", {}).get("name")), None)
+        if not account or not role or not binding or pod.get("automountServiceAccountToken") is not True:
+            fail(f"Job {jname}: no ServiceAccount, Role and RoleBinding of its own, or no token mounted")
+            continue
+        if binding.get("subjects") != [{"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"].get("namespace")}]:
+            fail(f"RoleBinding {binding['metadata']['name']}: binds {binding.get('subjects')}, not the issuer's ServiceAccount alone")
+        for obj in (account, role, binding):
+            a = obj["metadata"].get("annotations", {})
+            if a.get("helm.sh/hook") != "pre-install,pre-upgrade" or int(a.get("helm.sh/hook-weight", "0")) >= weight or "before-hook-creation" not in a.get("helm.sh/hook-delete-policy", ""):
+                fail(f"{obj['kind']} {obj['metadata']['name']}: not a pre-install,pre-upgrade hook made before the issuer Job")
+        expected_rules = [
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [ca_secret] + [w for w in wanted], "verbs": ["get", "update"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [w["deployment"] for w in wanted.values()], "verbs": ["get", "patch"]},
+        ]
+        normalize = lambda rules: sorted(json.dumps({k: sorted(v) for k, v in r.items()}, sort_keys=True) for r in rules)
+        if normalize(role.get("rules", [])) != normalize(expected_rules):
+            fail(f"Role {role['metadata']['name']}: rules {role.get('rules')} are not get/update of the named Secrets, create of Secrets, get/patch of the Deployments")
+        for other in by_kind("Role") + by_kind("ClusterRole"):
+            if other is not role:
+                fail(f"{other['kind']} {other['metadata']['name']}: the chart grants nothing but the issuer's Role")
+    if tls_secrets and not certificates and not issuer_jobs:
+        print(f"{name}: mutual TLS from Secrets made outside the chart (grpcTls.existingSecrets)")
+
     # --- migration Jobs: hooks, after their Secret
-    jobs = by_kind("Job")
+    jobs = [j for j in by_kind("Job") if component_of(j) == "migrate"]
     if jobs:
         if len(jobs) != len(DATABASE_SERVICES) * len(MIGRATION_PHASES):
             fail(f"{len(jobs)} migration Jobs, expected one per phase per service with a database")
@@ -564,7 +635,7 @@ def check_manifests(path, name, metrics_ts, env_out):
     # --- NetworkPolicies
     policies = by_kind("NetworkPolicy")
     pods = [(component_of(d), d["spec"]["template"]["metadata"]["labels"], d["spec"]["template"]["spec"]) for d in by_kind("Deployment")]
-    pods += [(j["metadata"]["name"], j["spec"]["template"]["metadata"]["labels"], j["spec"]["template"]["spec"]) for j in jobs]
+    pods += [(j["metadata"]["name"], j["spec"]["template"]["metadata"]["labels"], j["spec"]["template"]["spec"]) for j in jobs + issuer_jobs]
     if not policies:
         fail("no NetworkPolicies")
     else:
@@ -690,6 +761,11 @@ def check_manifests(path, name, metrics_ts, env_out):
                 expected.add("deliveries (443)")
             if "OTEL_EXPORTER_OTLP_ENDPOINT" in env:
                 expected.add("otlp")
+            if labels.get("app.kubernetes.io/component") == ISSUER:
+                # The API server only, on the ports of grpcTls.chartManaged.apiServer (the Service's and its endpoints').
+                expected = {f"api server ({p})" for p in got}
+                if not got:
+                    fail(f"NetworkPolicy: {who} may not reach the API server")
             if "any" in got:
                 fail(f"NetworkPolicy: {who} may reach addresses on any port")
             if len(got) != len(expected):

@@ -113,8 +113,26 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if lt (int64 $v.grpc.maxConnectionAgeGraceMs) (max (int64 $v.gateway.scimDeadlineMs) (int64 $v.gateway.grpcDeadlineMs) (int64 $v.scim.grpcDeadlineMs)) -}}
 {{- fail (printf "grpc.maxConnectionAgeGraceMs %d is shorter than the longest call deadline (gateway.scimDeadlineMs, gateway.grpcDeadlineMs, scim.grpcDeadlineMs): calls in flight on a recycled connection would be cut." (int64 $v.grpc.maxConnectionAgeGraceMs)) -}}
 {{- end -}}
+{{- if and (not $v.grpcTls.enabled) (not $v.grpcTls.allowPlaintext) -}}
+{{- fail "grpcTls.enabled is false: the gRPC hop between the pods would run in plaintext, without caller identities. Keep mutual TLS on (the chart makes the certificates unless grpcTls.certManager.enabled or grpcTls.existingSecrets), or, for development only, set grpcTls.allowPlaintext: true as well" -}}
+{{- end -}}
+{{- if and $v.grpcTls.enabled $v.grpcTls.allowPlaintext -}}
+{{- fail "grpcTls.allowPlaintext is for grpcTls.enabled: false only (development); with mutual TLS on, unset it" -}}
+{{- end -}}
 {{- if and $v.grpcTls.certManager.enabled (not $v.grpcTls.enabled) -}}
 {{- fail "grpcTls.certManager.enabled makes the certificates of mutual TLS, which is off: set grpcTls.enabled too" -}}
+{{- end -}}
+{{- if and $v.grpcTls.existingSecrets (not $v.grpcTls.enabled) -}}
+{{- fail "grpcTls.existingSecrets names the certificates of mutual TLS, which is off: set grpcTls.enabled too" -}}
+{{- end -}}
+{{- if and $v.grpcTls.certManager.enabled $v.grpcTls.existingSecrets -}}
+{{- fail "grpcTls.certManager.enabled and grpcTls.existingSecrets both say who makes the gRPC certificates: choose one (neither: the chart makes them)" -}}
+{{- end -}}
+{{- if and (eq (include "mileage.grpcTlsMode" .) "chart") $v.networkPolicy.enabled (not $v.grpcTls.chartManaged.apiServer.egress) -}}
+{{- fail "grpcTls.chartManaged.apiServer.egress is required with networkPolicy.enabled when the chart makes the gRPC certificates: where the Kubernetes API server's endpoints are, as NetworkPolicyPeers (kubectl -n default get endpointslices -l kubernetes.io/service-name=kubernetes), for its hook Job's egress rule" -}}
+{{- end -}}
+{{- if ge (int $v.grpcTls.chartManaged.renewBeforeDays) (int $v.grpcTls.chartManaged.validDays) -}}
+{{- fail "grpcTls.chartManaged.renewBeforeDays must be shorter than validDays: every certificate would be renewed at every upgrade" -}}
 {{- end -}}
 {{- if and $v.grpcTls.certManager.enabled (not $v.grpcTls.certManager.issuerRef.name) -}}
 {{- fail "grpcTls.certManager.issuerRef.name is required with grpcTls.certManager.enabled: a cert-manager CA issuer, so that ca.crt signs every peer" -}}
@@ -151,6 +169,36 @@ ServiceAccount (<fullname>-<component>) in the release's namespace, in grpcTls.t
 */}}
 {{- define "mileage.spiffePrefix" -}}
 spiffe://{{ .Values.grpcTls.trustDomain }}/ns/{{ .Release.Namespace }}/sa/{{ include "mileage.fullname" . }}-
+{{- end -}}
+
+{{/* Who makes the gRPC certificates: cert-manager, existing (the user's Secrets), chart (the hook Job), or "" when
+the hop is plaintext (grpcTls.allowPlaintext). */}}
+{{- define "mileage.grpcTlsMode" -}}
+{{- if not .Values.grpcTls.enabled -}}
+{{- else if .Values.grpcTls.certManager.enabled -}}cert-manager
+{{- else if .Values.grpcTls.existingSecrets -}}existing
+{{- else -}}chart
+{{- end -}}
+{{- end -}}
+
+{{/* The DNS names of a component's certificate: the names its callers dial (its Service, short to fully qualified):
+(dict "root" $ "component" "users"). The cert-manager Certificates and the chart's issuer both use these. */}}
+{{- define "mileage.grpcDnsNames" -}}
+{{- $name := include "mileage.componentName" . -}}
+{{- $ns := .root.Release.Namespace -}}
+- {{ $name }}
+- {{ $name }}.{{ $ns }}
+- {{ $name }}.{{ $ns }}.svc
+- {{ $name }}.{{ $ns }}.svc.cluster.local
+{{- end -}}
+
+{{/* The chart-managed CA's Secret (made by the issuer Job, never by Helm) and the issuer's name. */}}
+{{- define "mileage.grpcCaSecret" -}}
+{{ include "mileage.fullname" . }}-grpc-ca
+{{- end -}}
+
+{{- define "mileage.grpcIssuer" -}}
+{{ include "mileage.fullname" . }}-grpc-issuer
 {{- end -}}
 
 {{/* A component's gRPC TLS Secret (kubernetes.io/tls with ca.crt): (dict "root" $ "component" "users"). */}}
