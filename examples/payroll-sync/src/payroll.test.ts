@@ -32,6 +32,8 @@ import { PayrollStore, type Row } from './store';
 
 let stack: LaunchedStack;
 let drives: PromiseClient<drivesV1.DrivesServiceClient>;
+/** Reads of a user's drives, as the gateway makes them (the demo-data loader may write drives, not read them). */
+let driveReads: PromiseClient<drivesV1.DrivesServiceClient>;
 let config: Config;
 let dir: string;
 let env: Record<string, string>;
@@ -41,15 +43,17 @@ before(async () => {
   // A retention of one day (the smallest TOMBSTONE_RETENTION_DAYS): a watermark two days old is past it (410).
   stack = await launchStack({ env: { DRIVES_GRPC_PORT: drivesPort, TOMBSTONE_RETENTION_DAYS: '1' } });
   // The platform's own writes (a review, a deletion) on the demo organization's drives, over the stack's mutual TLS
-  // as its demo-data loader (the one identity the drive writes admit).
-  const credentials = grpcTls(stack.grpcConfig('seed')).channelCredentials();
-  drives = asOrganization(
-    createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${drivesPort}`, {
-      defaultDeadlineMs: 10_000,
-      credentials,
-    }),
-    1,
-  );
+  // as its demo-data loader (the one identity the drive writes admit); reads as the gateway.
+  const client = (as: 'seed' | 'gateway') =>
+    asOrganization(
+      createGrpcClient(drivesV1.DrivesServiceClient, `127.0.0.1:${drivesPort}`, {
+        defaultDeadlineMs: 10_000,
+        credentials: grpcTls(stack.grpcConfig(as)).channelCredentials(),
+      }),
+      1,
+    );
+  drives = client('seed');
+  driveReads = client('gateway');
   dir = mkdtempSync(path.join(tmpdir(), 'payroll-it-'));
   env = {
     MILEAGE_API_URL: stack.gatewayUrl,
@@ -64,6 +68,7 @@ before(async () => {
 });
 after(async () => {
   drives?.close();
+  driveReads?.close();
   await stack?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
@@ -136,7 +141,7 @@ test('a reviewed report and a new report arrive in the next incremental run; the
     reviewerEmail: 'alice@example.com',
   });
   // A new drive of Bob's, reported to the team.
-  const { drives: bobs } = await drives.listUserDrives({
+  const { drives: bobs } = await driveReads.listUserDrives({
     userId: 'BobDriver1',
     limit: 1,
     classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
@@ -183,7 +188,7 @@ test('a deleted drive and a withdrawn report leave the CSV in the next increment
   const wd = await drives.withdrawReport({ driveId: Number(withdrawn.drive_id), userId: 'CarolDrv01' });
   assert.equal(wd.tombstone!.groupId, 1);
   // A drive of Bob's reported to the team and deleted before any export saw it.
-  const { drives: bobs } = await drives.listUserDrives({
+  const { drives: bobs } = await driveReads.listUserDrives({
     userId: 'BobDriver1',
     limit: 1,
     classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
