@@ -17,6 +17,9 @@ kube="${tool[kubernetes]}"
 echo "$("$kube/kube-apiserver" --version), etcd $("${tool[etcd]}/etcd" --version | sed -n 's/^etcd Version: //p')," \
   "kwok $("${tool[kwok]}/kwok" --version 2>/dev/null | head -1 || true), Helm $("$helm" version --template '{{ .Version }}')"
 
+# The chart-managed certificates' issuer (packages/pki), which test.mjs runs as the chart's hook Job would.
+(cd "$root" && npx tsc -b packages/pki)
+
 section "cluster on loopback"
 run="$(mktemp -d)"
 pids=()

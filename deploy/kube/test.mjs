@@ -3,14 +3,17 @@
 // a changed value, what uninstall keeps), then checked against what the server did, observed through its API.
 import { strict as assert } from 'node:assert';
 import { execFile, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual, promisify } from 'node:util';
 
-const { KUBE_SERVER, KUBE_TOKEN, HELM, YAML2JSON, CRDS } = process.env;
+const { KUBE_SERVER, KUBE_TOKEN, HELM, YAML2JSON, CRDS, NODE_EXTRA_CA_CERTS } = process.env;
 const chart = join(dirname(fileURLToPath(import.meta.url)), '../helm/mileage');
+const issuerCli = join(dirname(fileURLToPath(import.meta.url)), '../../packages/pki/dist/issue-grpc-certificates.js');
 const valueSets = readdirSync(join(chart, 'ci'))
   .filter((file) => file.endsWith('.yaml'))
   .map((file) => file.slice(0, -'.yaml'.length));
@@ -45,8 +48,8 @@ async function ok(method, path, body, contentType) {
   return response.body;
 }
 
-function run(command, args, input) {
-  const result = spawnSync(command, args, { input, encoding: 'utf8', maxBuffer: 64 << 20 });
+function run(command, args, input, env = process.env) {
+  const result = spawnSync(command, args, { input, env, encoding: 'utf8', maxBuffer: 64 << 20 });
   assert.equal(result.status, 0, `${command} ${args.join(' ')}:\n${result.stdout}\n${result.stderr}`);
   return result.stdout;
 }
@@ -323,6 +326,78 @@ async function leftIn(namespace, kept) {
   return left.sort();
 }
 
+// ----------------------------------------------------------------------------- the chart-managed gRPC certificates
+const ISSUER = 'grpc-issuer';
+const isIssuer = (o) => o.metadata.labels?.['app.kubernetes.io/component'] === ISSUER;
+
+/**
+ * Runs the issuer CLI from this machine as the chart's hook Job would (kwok runs no container): with the Job's
+ * GRPC_ISSUER_CONFIG from `objects` (a render), as the Job's own ServiceAccount with the Role the chart grants it (made
+ * from the render, a token from the TokenRequest API, then deleted as Helm deletes the succeeded hooks).
+ */
+async function runIssuer(namespace, objects, ...args) {
+  const job = byKind(objects, 'Job').find(isIssuer);
+  const rbac = objects.filter((o) => isIssuer(o) && ['ServiceAccount', 'Role', 'RoleBinding'].includes(o.kind));
+  assert.equal(rbac.length, 3, 'the issuer has a ServiceAccount, a Role and a RoleBinding');
+  for (const object of rbac) await ok('POST', await pathOf({ ...object, metadata: {} }, namespace), object);
+  const dir = mkdtempSync(join(tmpdir(), 'issuer-'));
+  try {
+    const account = job.spec.template.spec.serviceAccountName;
+    const { status } = await ok('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${account}/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 600 },
+    });
+    writeFileSync(join(dir, 'token'), status.token);
+    const env = Object.fromEntries(job.spec.template.spec.containers[0].env.map((e) => [e.name, e.value]));
+    const out = run(
+      'node',
+      [
+        issuerCli,
+        '--api-server',
+        KUBE_SERVER,
+        '--token-file',
+        join(dir, 'token'),
+        '--ca-file',
+        NODE_EXTRA_CA_CERTS,
+        ...args,
+      ],
+      undefined,
+      { ...process.env, ...env },
+    );
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    return lines.at(-1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    for (const object of rbac) await ok('DELETE', await pathOf(object, namespace));
+  }
+}
+
+const pems = (bundle) => bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+const decoded = (secret, key) => Buffer.from(secret.data[key] ?? '', 'base64').toString();
+
+/** The issuer's Secrets now (the CA's and each component's, as the Job's configuration names them). */
+async function issuerSecrets(namespace, objects) {
+  const job = byKind(objects, 'Job').find(isIssuer);
+  const config = JSON.parse(
+    job.spec.template.spec.containers[0].env.find((e) => e.name === 'GRPC_ISSUER_CONFIG').value,
+  );
+  const get = (name) => ok('GET', `/api/v1/namespaces/${namespace}/secrets/${name}`);
+  const ca = await get(config.caSecret);
+  const components = await Promise.all(
+    config.certificates.map(async (spec) => ({ spec, secret: await get(spec.secret) })),
+  );
+  return {
+    config,
+    ca,
+    components,
+    versions: [ca, ...components.map((c) => c.secret)].map((s) => s.metadata.resourceVersion),
+  };
+}
+
 // -------------------------------------------------------------------------------------------------- the cluster
 before(async () => {
   kubeVersion = (await ok('GET', '/version')).gitVersion;
@@ -466,13 +541,119 @@ for (const set of valueSets) {
       });
     }
 
+    let issued = [];
+    // Only where the chart makes the certificates (its issuer hook Job renders); skipped elsewhere.
+    const chartManaged = (t) =>
+      byKind(rendered, 'Job').some(isIssuer) || (t.skip('no issuer Job in this value set'), false);
+    {
+      test('chart-managed gRPC certificates: the issuer, as its Role allows, makes each Secret with its SPIFFE id; a second run and an upgrade change nothing', async (t) => {
+        if (!chartManaged(t)) return;
+        const first = await runIssuer(namespace, rendered);
+        assert.equal(first.ca, 'created');
+        const now = await issuerSecrets(namespace, rendered);
+        issued = [now.ca, ...now.components.map((c) => c.secret)].map((s) => `Secret/${s.metadata.name}`).sort();
+        const ca = new X509Certificate(decoded(now.ca, 'tls.crt'));
+        assert.ok(!now.ca.metadata.annotations?.['meta.helm.sh/release-name'], 'Helm does not own the CA Secret');
+        for (const { spec, secret } of now.components) {
+          assert.equal(secret.type, 'kubernetes.io/tls');
+          const cert = new X509Certificate(decoded(secret, 'tls.crt'));
+          const sans = cert.subjectAltName.split(', ');
+          assert.deepEqual(
+            sans.filter((n) => n.startsWith('URI:')),
+            [`URI:${spec.spiffeId}`],
+            spec.secret,
+          );
+          assert.deepEqual(
+            sans.filter((n) => n.startsWith('DNS:')),
+            spec.dnsNames.map((n) => `DNS:${n}`),
+            spec.secret,
+          );
+          assert.ok(cert.verify(ca.publicKey), `${spec.secret} is signed by the CA`);
+          assert.deepEqual(pems(decoded(secret, 'ca.crt')), pems(ca.toString()), `${spec.secret}: ca.crt is the CA`);
+        }
+        // The Deployments existed (the Job ran on this machine after the install): each was restarted once.
+        assert.deepEqual(first.restarted.sort(), deploymentNames());
+        const rolled = await rolledOut(namespace);
+        for (const [name, d] of rolled)
+          assert.match(d.template.metadata.annotations['grpc-tls.mileage/certificate'] ?? '', /^[0-9a-f]{16}$/, name);
+
+        const second = await runIssuer(namespace, rendered);
+        assert.equal(second.ca, 'unchanged');
+        assert.deepEqual(second.restarted, []);
+        assert.deepEqual(
+          (await issuerSecrets(namespace, rendered)).versions,
+          now.versions,
+          'a second run writes nothing',
+        );
+
+        const hooks = hookJobsOf(rendered, 'upgrade');
+        const observed = await observeRollout(
+          namespace,
+          hooks,
+          ...['upgrade', release, chart, '-n', namespace, ...values(set), '--wait', '--timeout', WAIT],
+        );
+        assertHookOrder(hooks, observed, 'upgrade');
+        assert.deepEqual((await issuerSecrets(namespace, rendered)).versions, now.versions, 'the upgrade kept them');
+        const afterUpgrade = await runIssuer(namespace, rendered);
+        assert.equal(afterUpgrade.ca, 'unchanged');
+        assert.deepEqual((await issuerSecrets(namespace, rendered)).versions, now.versions, 'and so did its issuer');
+        for (const [name, d] of await rolledOut(namespace))
+          assert.deepEqual(d.template, rolled.get(name).template, `${name}: the upgrade kept the restart annotation`);
+        console.log(`${set}: the issuer made ${issued.length} Secrets; a second run and an upgrade changed none`);
+      });
+
+      test('chart-managed gRPC certificates: CA rotation with overlap (prepare, activate, finish), the pods restarted at each step', async (t) => {
+        if (!chartManaged(t)) return;
+        const step = async (rotation) => {
+          const before = await deploymentsNow(namespace);
+          const report = await runIssuer(
+            namespace,
+            render(set, '--set', `grpcTls.chartManaged.caRotation=${rotation}`),
+          );
+          const now = await issuerSecrets(namespace, rendered);
+          const after = await rolledOut(namespace);
+          const restarted = [...after].filter(([n, d]) => d.generation !== before.get(n).generation).map(([n]) => n);
+          assert.deepEqual(restarted.sort(), deploymentNames(), `${rotation}: every Deployment restarted`);
+          return { report, now, trust: now.components.map((c) => pems(decoded(c.secret, 'ca.crt'))) };
+        };
+        const old = await issuerSecrets(namespace, rendered);
+        const oldCa = decoded(old.ca, 'tls.crt');
+        const prepared = await step('prepare');
+        assert.equal(prepared.report.ca, 'prepared');
+        const next = decoded(prepared.now.ca, 'next.crt');
+        for (const [i, trust] of prepared.trust.entries()) {
+          assert.deepEqual(trust, [...pems(oldCa), ...pems(next)], 'both CAs trusted');
+          assert.equal(
+            decoded(prepared.now.components[i].secret, 'tls.crt'),
+            decoded(old.components[i].secret, 'tls.crt'),
+          );
+        }
+        const activated = await step('activate');
+        assert.equal(activated.report.ca, 'activated');
+        assert.equal(decoded(activated.now.ca, 'tls.crt'), next, 'the prepared CA signs');
+        const signing = new X509Certificate(next);
+        for (const [i, trust] of activated.trust.entries()) {
+          assert.deepEqual(trust, [...pems(next), ...pems(oldCa)], 'both CAs still trusted');
+          assert.ok(
+            new X509Certificate(decoded(activated.now.components[i].secret, 'tls.crt')).verify(signing.publicKey),
+          );
+        }
+        const finished = await step('finish');
+        assert.equal(finished.report.ca, 'finished');
+        for (const trust of finished.trust) assert.deepEqual(trust, pems(next), 'the new CA alone');
+        console.log(`${set}: CA rotated in three steps; ca.crt held both CAs from prepare to finish`);
+      });
+    }
+
     test('helm uninstall leaves only the hook resources Helm keeps (docs/operations-helm.md)', async () => {
       helm('uninstall', release, '-n', namespace, '--wait', '--timeout', WAIT);
+      // ... and the Secrets the certificate issuer made (Helm never owned them).
       const kept = rendered
         .filter(
           (o) => hookOf(o) && !(o.metadata.annotations['helm.sh/hook-delete-policy'] ?? '').includes('hook-succeeded'),
         )
         .map((o) => `${o.kind}/${o.metadata.name}`)
+        .concat(issued)
         .sort();
       // The garbage collector removes ReplicaSets, pods and endpoint slices after their owners: wait for it.
       let left;
