@@ -64,7 +64,8 @@ async function launchOnce(options: LaunchOptions): Promise<LaunchedStack> {
   chmodSync(dataDir, 0o755);
   // The embedded defaults: no external database or Redis from the caller's environment.
   const { DATABASE_URL: _db, REDIS_URL: _redis, OIDC_ISSUER: _issuer, ...inherited } = process.env;
-  const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'main.js')], {
+  // DEP0123: the stack's own gRPC clients dial loopback addresses over TLS (wiring.ts says why that is harmless).
+  const child: ChildProcess = spawn(process.execPath, ['--disable-warning=DEP0123', path.join(__dirname, 'main.js')], {
     env: { ...inherited, ...ports, DATA_DIR: dataDir, LOG_LEVEL: options.logLevel ?? 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,

@@ -117,6 +117,10 @@ function grpcEnv(plan: StackPlan, component: Component): Env {
   const files = plan.grpc.pki.files[component];
   if (!files) throw new Error(`the development PKI has no certificate for ${component}`);
   return {
+    // The stacks on one machine dial loopback addresses, so grpc-js sends an IP as the TLS server name, which Node.js
+    // warns about once per process (DEP0123; the certificate is still checked against the address, an IP SAN). An
+    // installation dials Service names.
+    NODE_OPTIONS: [process.env.NODE_OPTIONS, '--disable-warning=DEP0123'].filter(Boolean).join(' '),
     GRPC_TLS_CERT_FILE: files.certFile,
     GRPC_TLS_KEY_FILE: files.keyFile,
     GRPC_TLS_CA_FILE: files.caFile,
