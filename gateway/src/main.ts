@@ -135,6 +135,7 @@ async function main(): Promise<void> {
     webhooks,
     scimDeadlineMs: config.SCIM_DEADLINE_MS,
     actorAttestationSecret: config.ACTOR_ATTESTATION_SECRET,
+    ...(tls.endUserSigner && { endUserSigner: tls.endUserSigner }),
     ...(config.CURSOR_SECRET ? { cursorSecret: config.CURSOR_SECRET } : {}),
     ...(config.CURSOR_SECRET_PREVIOUS ? { cursorSecretPrevious: config.CURSOR_SECRET_PREVIOUS } : {}),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,

@@ -1,5 +1,12 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
-import { decodeServiceError, httpAnswer, isInvalidInput, type HttpAnswer, type Logger } from '@mileage/runtime';
+import {
+  decodeServiceError,
+  HOP_REFUSALS,
+  httpAnswer,
+  isInvalidInput,
+  type HttpAnswer,
+  type Logger,
+} from '@mileage/runtime';
 import type { Response } from 'express';
 import { STATUS_CODES } from 'node:http';
 
@@ -76,6 +83,7 @@ export function problemFromGrpc(err: unknown): HttpProblem | ValidationProblem {
       ).map((v) => ({ loc: ['query', ...v.field.split('.')], msg: v.description, type: 'value_error' })),
     );
   }
+  if (decoded.reason && HOP_REFUSALS.has(decoded.reason)) return new HttpProblem(500, 'Internal server error');
   return problemOfAnswer(httpAnswer(decoded.code, decoded.retryAfterMs), decoded.message, decoded.reason);
 }
 

@@ -1,6 +1,13 @@
 import type { drivesV1, groupsV1, usersV1, webhooksV1 } from '@mileage/proto';
 import type { CursorCodec } from './cursor';
-import type { CallSettings, PromiseClient, Span, TraceContext } from '@mileage/runtime';
+import {
+  V1_AUDIENCE,
+  type CallSettings,
+  type EndUserSigner,
+  type PromiseClient,
+  type Span,
+  type TraceContext,
+} from '@mileage/runtime';
 import type { Request, RequestHandler } from 'express';
 import type { Caller, TokenVerifier } from './auth';
 import type { AccountLoader } from './account-loader';
@@ -26,6 +33,11 @@ export interface V1Deps {
   webhooks: PromiseClient<webhooksV1.WebhooksServiceClient>;
   cursors: CursorCodec;
   accounts: AccountLoader;
+  /**
+   * Signs the end-user context of each call (end-user.ts) with the gateway's mutual-TLS key; undefined in plaintext,
+   * where the services check none.
+   */
+  endUserSigner?: EndUserSigner;
 }
 
 /** A path or query parameter as the OpenAPI document declares it, written beside the code that validates it. */
@@ -97,9 +109,20 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
     };
     const account = await loadAccount(caller, deps, call);
     // From here on every call acts inside the caller's organization (the one place /v1 sets it).
+    const organizationId = account.user.organizationId;
     const result = await spec.handle(parsed.input, account, deps, {
       ...call,
-      organizationId: account.user.organizationId,
+      organizationId,
+      // Whom the owners act for: the user this token names, vouched for by the gateway.
+      ...(deps.endUserSigner && {
+        endUser: deps.endUserSigner.sign({
+          sub: account.caller.userId,
+          ...(caller.clientId ? { client: caller.clientId } : {}),
+          org: organizationId,
+          scopes: [...caller.scopes],
+          aud: [...V1_AUDIENCE],
+        }),
+      }),
     });
     if (spec.status === 204) {
       res.writeHead(204).end();

@@ -14,6 +14,8 @@ import {
   type Span,
   type TraceContext,
   unanswered,
+  SCIM_AUDIENCE,
+  type EndUserSigner,
 } from '@mileage/runtime';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Caller, TokenVerifier } from '../auth';
@@ -40,6 +42,8 @@ export interface ScimRouteDeps {
   deadlineMs: number;
   /** The secret shared with the SCIM service, which takes the audit actor only with this attestation of it. */
   actorAttestationSecret: string;
+  /** Signs the end-user context the owners check (the provisioning client as the actor); undefined in plaintext. */
+  endUserSigner?: EndUserSigner;
   metrics: Metrics;
 }
 
@@ -139,6 +143,14 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       const limitedBy = organizationId === undefined ? (caller.clientId ?? caller.subject) : `org:${organizationId}`;
       await enforceRateLimit(res, deps.rateLimits, 'scim', limitedBy, SCIM_REQUESTS_PER_MINUTE);
       requireScope(caller, SCIM_SCOPE);
+      // The provisioning client the owners record as the actor of SCIM's writes, vouched for by the gateway.
+      if (deps.endUserSigner)
+        call.endUser = deps.endUserSigner.sign({
+          client: caller.clientId ?? caller.subject,
+          org: organizationId!,
+          scopes: [...caller.scopes],
+          aud: [...SCIM_AUDIENCE],
+        });
       await new Promise<void>((resolve, reject) =>
         readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())),
       );

@@ -6,6 +6,7 @@ import {
   type CircuitBreakerOptions,
 } from './circuit-breaker';
 import { REQUEST_ID_METADATA_KEY } from './context';
+import { END_USER_CERT_METADATA_KEY, END_USER_METADATA_KEY, type SignedEndUser } from './end-user';
 import { ORGANIZATION_METADATA_KEY } from './tenancy';
 import { AppError, hasStatusDetails, toStatusObject } from './errors';
 import type { Logger } from './logger';
@@ -46,6 +47,8 @@ export interface CallSettings {
   trace?: TraceContext;
   /** The organization the call acts inside, sent as `x-mileage-organization` metadata (tenancy.ts). */
   organizationId?: number;
+  /** The gateway's signed end-user context the call acts for (end-user.ts), sent as metadata and forwarded as is. */
+  endUser?: SignedEndUser;
 }
 
 type UnaryMethod<Req, Res> = (
@@ -180,6 +183,10 @@ export function createGrpcClient<C extends grpc.Client>(
         if (settings?.requestId) metadata.set(REQUEST_ID_METADATA_KEY, settings.requestId);
         if (settings?.organizationId !== undefined)
           metadata.set(ORGANIZATION_METADATA_KEY, String(settings.organizationId));
+        if (settings?.endUser) {
+          metadata.set(END_USER_METADATA_KEY, settings.endUser.token);
+          metadata.set(END_USER_CERT_METADATA_KEY, settings.endUser.cert);
+        }
         let span: Span | undefined;
         if (settings?.trace && tracingEnabled()) {
           const started = startSpan(`${service}/${name}`, SpanKind.CLIENT, settings.trace, {

@@ -6,10 +6,18 @@ import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-
 import { randomUUID } from 'node:crypto';
 import { isAcceptableRequestId, REQUEST_ID_METADATA_KEY } from './context';
 import { errors, toAppError, toStatusObject, type AppError } from './errors';
+import {
+  END_USER_BINDINGS,
+  END_USER_CERT_METADATA_KEY,
+  END_USER_METADATA_KEY,
+  endUserProblem,
+  type EndUserVerifier,
+} from './end-user';
 import { GRPC_CALLERS, type CallerIdentities } from './grpc-authz';
 import type { GrpcTls } from './grpc-tls';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import { ORGANIZATION_METADATA_KEY } from './tenancy';
 import { endSpan, extractContext, SpanKind, startSpan, tracingEnabled, type TraceContext } from './tracing';
 
 export interface CallContext {
@@ -41,12 +49,19 @@ export interface ServiceRegistration {
 /**
  * Adapts async handlers to grpc-js: request id and logging context, RED metrics, and error mapping
  * (AppError → status with details; anything else → INTERNAL, logged with its stack here only). With `callers`
- * (mutual TLS), a call whose caller's component may not call the method (GRPC_CALLERS) is refused before its handler.
+ * (mutual TLS), a call whose caller's component may not call the method (GRPC_CALLERS) is refused before its handler,
+ * and with `endUsers` one that acts for an end user (END_USER_BINDINGS) without the gateway's context vouching for it.
  */
 export function adaptService(
   definition: grpc.ServiceDefinition,
   handlers: Record<string, UnaryHandler<never, unknown>>,
-  deps: { logger: Logger; metrics: Metrics; failFast?: () => AppError | undefined; callers?: CallerIdentities },
+  deps: {
+    logger: Logger;
+    metrics: Metrics;
+    failFast?: () => AppError | undefined;
+    callers?: CallerIdentities;
+    endUsers?: EndUserVerifier;
+  },
 ): grpc.UntypedServiceImplementation {
   const implementation: grpc.UntypedServiceImplementation = {};
   for (const [key, method] of Object.entries(definition)) {
@@ -55,6 +70,7 @@ export function adaptService(
     if (deps.callers && !GRPC_CALLERS[method.path])
       throw new Error(`${method.path} has no entry in GRPC_CALLERS (grpc-authz.ts)`);
     const mayCall = new Set<string>(GRPC_CALLERS[method.path]);
+    const binding = END_USER_BINDINGS[method.path];
     const [, service = '', name = key] = /^\/([^/]+)\/([^/]+)$/.exec(method.path) ?? [];
     const labels = { grpc_service: service, grpc_method: name };
     const unary: grpc.handleUnaryCall<unknown, unknown> = (call, callback) => {
@@ -73,6 +89,33 @@ export function adaptService(
           toStatusObject(errors.permissionDenied(`the caller may not call ${method.path}`, 'CALLER_NOT_ALLOWED')),
         );
         return;
+      }
+      if (caller && deps.endUsers && binding?.from.includes(caller.component as never)) {
+        const first = (key: string) => {
+          const value = call.metadata.get(key)[0];
+          return typeof value === 'string' ? value : undefined;
+        };
+        const problem = endUserProblem(
+          deps.endUsers,
+          binding,
+          { token: first(END_USER_METADATA_KEY), cert: first(END_USER_CERT_METADATA_KEY) },
+          first(ORGANIZATION_METADATA_KEY),
+          call.request,
+        );
+        if (problem) {
+          deps.metrics.grpcServerCallsDenied.inc({ ...labels, caller: caller.component });
+          deps.logger.warn(
+            { caller: caller.spiffeId ?? null, grpc_method: method.path, request_id: requestId, reason: problem },
+            "gRPC call refused: no end-user context of the gateway's vouches for it",
+          );
+          deps.metrics.grpcServerHandled.inc({ ...labels, grpc_code: grpc.status[grpc.status.PERMISSION_DENIED] });
+          callback(
+            toStatusObject(
+              errors.permissionDenied(`the call is not vouched for by the gateway: ${problem}`, 'END_USER_NOT_VOUCHED'),
+            ),
+          );
+          return;
+        }
       }
       const deadline = call.getDeadline();
       const deadlineMs =
@@ -195,6 +238,7 @@ export async function startGrpcServer(options: {
       adaptService(registration.definition, registration.handlers, {
         ...options,
         ...(options.tls?.callers && { callers: options.tls.callers }),
+        ...(options.tls?.endUsers && { endUsers: options.tls.endUsers }),
       }),
     );
     const first = Object.values(registration.definition)[0];

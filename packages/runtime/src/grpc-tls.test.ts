@@ -13,9 +13,10 @@ import { after, before, describe, test } from 'node:test';
 import { z } from 'zod';
 import { ConfigError, loadConfig } from './config';
 import { decodeServiceError } from './errors';
-import { createGrpcClient, HealthClient } from './grpc-client';
+import { EndUserSigner, type EndUser } from './end-user';
+import { createGrpcClient, HealthClient, type CallSettings } from './grpc-client';
 import { startGrpcServer, type GrpcServerHandle } from './grpc-server';
-import { COMPONENTS } from './grpc-authz';
+import { COMPONENTS, type Component } from './grpc-authz';
 import { checkGrpcTls, grpcTls, grpcTlsConfigShape, PLAINTEXT_WARNING, reportGrpcTls } from './grpc-tls';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
@@ -87,7 +88,11 @@ after(async () => {
  */
 async function callWith(
   credentials: grpc.ChannelCredentials,
-  { host = '127.0.0.1', method = 'getUser' }: { host?: string; method?: 'getUser' | 'batchGetUsers' } = {},
+  {
+    host = '127.0.0.1',
+    method = 'getUser',
+    settings,
+  }: { host?: string; method?: 'getUser' | 'batchGetUsers'; settings?: CallSettings } = {},
 ) {
   const before = calls;
   const client = createGrpcClient(usersV1.UsersServiceClient, `${host}:${server.port}`, {
@@ -97,8 +102,8 @@ async function callWith(
   try {
     const answer =
       method === 'getUser'
-        ? (await client.getUser({ id: 'TlsUser001', includeDeleted: false })).user
-        : (await client.batchGetUsers({ ids: ['TlsUser001'] })).users[0];
+        ? (await client.getUser({ id: 'TlsUser001', includeDeleted: false }, settings)).user
+        : (await client.batchGetUsers({ ids: ['TlsUser001'] }, settings)).users[0];
     assert.equal(answer?.id, 'TlsUser001');
     return { code: grpc.status.OK, reached: calls > before };
   } catch (err) {
@@ -107,6 +112,15 @@ async function callWith(
   } finally {
     client.close();
   }
+}
+
+const provisioning = { client: 'okta-prod', org: 1, scopes: ['scim'], aud: ['scim', 'users', 'groups'] as Component[] };
+
+/** Call settings of organization 1 with the gateway's end-user context of `user`. */
+function vouched(user: Omit<EndUser, 'iat' | 'exp'> = provisioning): CallSettings {
+  const gateway = issueFor('gateway');
+  const signer = new EndUserSigner(readFileSync(gateway.certFile), readFileSync(gateway.keyFile));
+  return { organizationId: 1, endUser: signer.sign(user) };
 }
 
 /** grpc_server_calls_denied_total of UsersService's method for that caller. */
@@ -120,11 +134,26 @@ async function denials(labels: { grpc_method: string; caller: string }): Promise
 describe('mutual TLS on a service', () => {
   test('a client with a certificate of the shared CA is answered, by address and by host name', async () => {
     const scim = grpcTls(tlsEnv(issueFor('scim'), pki.caFile));
-    assert.deepEqual(await callWith(scim.channelCredentials()), { code: grpc.status.OK, reached: true });
-    assert.deepEqual(await callWith(scim.channelCredentials(), { host: 'localhost' }), {
+    const settings = vouched();
+    assert.deepEqual(await callWith(scim.channelCredentials(), { settings }), { code: grpc.status.OK, reached: true });
+    assert.deepEqual(await callWith(scim.channelCredentials(), { host: 'localhost', settings }), {
       code: grpc.status.OK,
       reached: true,
     });
+  });
+
+  test("SCIM's reads for a provisioning client need the gateway's end-user context of the call's organization", async () => {
+    const scim = grpcTls(tlsEnv(issueFor('scim'), pki.caFile)).channelCredentials();
+    const refused = { code: grpc.status.PERMISSION_DENIED, reached: false, reason: 'END_USER_NOT_VOUCHED' };
+    assert.deepEqual(await callWith(scim, { settings: { organizationId: 1 } }), refused, 'none');
+    assert.deepEqual(await callWith(scim, { settings: { ...vouched(), organizationId: 2 } }), refused, 'another org');
+    // Signed by SCIM's own key (a certificate of the CA, but not the gateway's): a forgery.
+    const own = issueFor('scim');
+    const forged = new EndUserSigner(readFileSync(own.certFile), readFileSync(own.keyFile)).sign(provisioning);
+    assert.deepEqual(await callWith(scim, { settings: { organizationId: 1, endUser: forged } }), refused, 'forged');
+    const forDrives = vouched({ ...provisioning, aud: ['drives'] });
+    assert.deepEqual(await callWith(scim, { settings: forDrives }), refused, 'for another audience');
+    assert.deepEqual(await callWith(scim, { settings: vouched() }), { code: grpc.status.OK, reached: true });
   });
 
   test("the gateway's certificate calls what the gateway may call, is denied the rest, and health is open", async () => {

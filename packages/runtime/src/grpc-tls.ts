@@ -3,6 +3,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { env } from './config';
+import { EndUserSigner, EndUserVerifier } from './end-user';
 import { CallerIdentities, COMPONENTS, componentOf, spiffeIdOf, type Component } from './grpc-authz';
 
 /**
@@ -143,6 +144,10 @@ export interface GrpcTls {
   identity?: Component;
   /** The identities of a server's callers (when enabled): what its per-method authorization checks. */
   callers?: CallerIdentities;
+  /** The checker of the gateway's end-user contexts for this process's component (when enabled). */
+  endUsers?: EndUserVerifier;
+  /** The signer of end-user contexts with this process's key (when enabled: the gateway's use). */
+  endUserSigner?: EndUserSigner;
   /** Credentials of this process's clients: mutual TLS when enabled, else plaintext. */
   channelCredentials(): grpc.ChannelCredentials;
   /** Credentials of this process's server: mutual TLS that requires client certificates when enabled, else plaintext. */
@@ -167,6 +172,8 @@ export function grpcTls(c: GrpcTlsConfig): GrpcTls {
     enabled: true,
     identity,
     callers: new CallerIdentities(prefix),
+    endUsers: new EndUserVerifier(ca, prefix, identity),
+    endUserSigner: new EndUserSigner(cert, key),
     channelCredentials: () => grpc.credentials.createSsl(ca, key, cert),
     serverCredentials: () => grpc.ServerCredentials.createSsl(ca, [{ private_key: key, cert_chain: cert }], true),
   };

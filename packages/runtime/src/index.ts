@@ -5,6 +5,7 @@ export * from './db';
 export * from './dependencies';
 export * from './errors';
 export * from './grpc-client';
+export * from './end-user';
 export * from './grpc-authz';
 export * from './grpc-server';
 export * from './grpc-tls';

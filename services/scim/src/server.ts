@@ -6,10 +6,12 @@ import {
   ATTESTATION_REPLAYED,
   ATTESTED_HEADERS,
   isOrganizationId,
+  receivedEndUser,
   verifyActorAttestation,
   type CallContext,
   type Handlers,
   type ServiceRegistration,
+  type SignedEndUser,
 } from '@mileage/runtime';
 import { paging, type RequestContext, type ScimDeps, type ScimResponse } from './context';
 import { Discovery } from './discovery';
@@ -220,6 +222,8 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
         requestId: call.requestId,
         organizationId: request.organizationId,
         ...(call.trace ? { trace: call.trace } : {}),
+        // The gateway's context of this request's provisioning client, forwarded: the owners check it.
+        ...endUserOf(call),
       },
       query: new URLSearchParams(request.query),
       headers,
@@ -328,4 +332,10 @@ function readJson(body: Buffer, contentType: string | undefined): unknown {
   const problem = bodyProblem(parsed);
   if (problem) throw scimErrors.invalidSyntax(problem);
   return parsed;
+}
+
+/** The end-user context the call came with, as CallSettings for the owner calls it makes. */
+function endUserOf(call: CallContext): { endUser?: SignedEndUser } {
+  const endUser = receivedEndUser(call.metadata);
+  return endUser ? { endUser } : {};
 }

@@ -5,7 +5,7 @@
 // still cannot rewrite that entry) and the gateway's may not. HTTP probes answer on the metrics port.
 import * as grpc from '@grpc/grpc-js';
 import { scimAuditV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, freePort, grpcTls, HealthClient } from '@mileage/runtime';
+import { createGrpcClient, EndUserSigner, freePort, grpcTls, HealthClient, SCIM_AUDIENCE } from '@mileage/runtime';
 import {
   createSchemaRoles,
   createTestDatabase,
@@ -15,7 +15,7 @@ import {
 } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
@@ -131,7 +131,20 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
     },
   };
   await assert.rejects(gateway.createUser(request, { organizationId: 1 }), { code: grpc.status.PERMISSION_DENIED });
-  const created = await users.createUser(request, { organizationId: 1 });
+  // SCIM's write acts for its provisioning client: only with the gateway's end-user context naming it as the actor.
+  const gatewayFiles = tlsFiles('gateway-signer', 'gateway');
+  const signer = new EndUserSigner(
+    readFileSync(gatewayFiles.GRPC_TLS_CERT_FILE),
+    readFileSync(gatewayFiles.GRPC_TLS_KEY_FILE),
+  );
+  const vouched = (client: string) => ({
+    organizationId: 1,
+    endUser: signer.sign({ client, org: 1, scopes: ['scim'], aud: [...SCIM_AUDIENCE] }),
+  });
+  const notVouched = { code: grpc.status.PERMISSION_DENIED, message: /END_USER|not vouched/ };
+  await assert.rejects(users.createUser(request, { organizationId: 1 }), notVouched);
+  await assert.rejects(users.createUser(request, vouched('entra-prod')), notVouched);
+  const created = await users.createUser(request, vouched('okta-prod'));
   assert.equal(created.user?.id, 'TlsMain001');
   const { rows } = await admin.query<{ actor: string }>(
     `SELECT actor FROM users.provisioning_audit WHERE user_id = 'TlsMain001'`,

@@ -1,11 +1,13 @@
 // The rogue pod: a process on the same network as the services (here: the same machine) calls their gRPC ports as an
 // attacker inside the cluster would — in plaintext, with a certificate of another CA that claims the gateway's
-// identity, and with the platform's own certificates on methods their component may not call. Every call must be
-// refused before any handler runs (the handshake fails, or PERMISSION_DENIED), and nothing may be written.
+// identity, with the platform's own certificates on methods their component may not call, and with the gateway's
+// certificate but no end-user context of the gateway's (none, or one another certificate signed) on the methods that
+// act for a user. Every call must be refused before any handler runs (the handshake fails, or PERMISSION_DENIED), and
+// nothing may be written.
 import { createAuthority, issueCertificate } from '@mileage/pki';
 import { drivesV1, groupsV1, scimV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, grpcTls, type GrpcTlsConfig } from '@mileage/runtime';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createGrpcClient, EndUserSigner, grpcTls, V1_AUDIENCE, type GrpcTlsConfig } from '@mileage/runtime';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
@@ -80,6 +82,12 @@ async function play(stack: Stack, dir: string): Promise<RogueRun> {
     scim: createGrpcClient(scimV1.ScimServiceClient, stack.addresses.scim, options(as)),
   });
   type Clients = ReturnType<typeof clientsOf>;
+  // An end-user context for the victim, signed with the operator's key: well formed, but not the gateway's.
+  const operator = stack.grpcConfig('operator');
+  const forgedContext = new EndUserSigner(
+    readFileSync(operator.GRPC_TLS_CERT_FILE!),
+    readFileSync(operator.GRPC_TLS_KEY_FILE!),
+  ).sign({ sub: victim.userId, org: 1, scopes: ['drives_read'], aud: [...V1_AUDIENCE] });
   const call = { organizationId: 1 };
   // What a rogue pod would want: another user's drives, a team's admin role, a new organization, a user deleted.
   const wants: [string, (c: Clients) => Promise<unknown>][] = [
@@ -87,6 +95,14 @@ async function play(stack: Stack, dir: string): Promise<RogueRun> {
       'DrivesService/ListUserDrives',
       (c) =>
         c.drives.listUserDrives(drivesV1.ListUserDrivesRequest.fromPartial({ userId: victim.userId, limit: 10 }), call),
+    ],
+    [
+      'DrivesService/ListUserDrives with an end-user context the operator signed',
+      (c) =>
+        c.drives.listUserDrives(drivesV1.ListUserDrivesRequest.fromPartial({ userId: victim.userId, limit: 10 }), {
+          ...call,
+          endUser: forgedContext,
+        }),
     ],
     [
       'GroupsService/SetMemberRoles',
@@ -109,10 +125,10 @@ async function play(stack: Stack, dir: string): Promise<RogueRun> {
       (c) => c.scim.handleRequest(scimV1.HandleRequestRequest.fromPartial({ method: 'GET', path: '/Users' }), call),
     ],
   ];
-  // Who may call what, from grpc-authz.ts's table: the gateway calls ListUserDrives and HandleRequest (its own
-  // methods; not tried as "rogue"), the operator none of these but CreateOrganization.
+  // Who may call what, from grpc-authz.ts's table: the gateway's ListUserDrives and HandleRequest act for an end user,
+  // whom the gateway did not vouch for here (refused); the operator may call CreateOrganization (not tried).
   const allowed: Record<string, string[]> = {
-    gateway: ['DrivesService/ListUserDrives', 'ScimService/HandleRequest'],
+    gateway: [],
     operator: ['OrganizationsService/CreateOrganization'],
   };
   const attempts: RogueAttempt[] = [];

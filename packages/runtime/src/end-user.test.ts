@@ -1,0 +1,119 @@
+// The gateway's end-user context: signed with its mutual-TLS key, checked against the CA and the gateway's identity,
+// audience-bound, short-lived, and binding a request's user or audit actor. Certificates made by the openssl CLI.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, describe, test } from 'node:test';
+import {
+  END_USER_BINDINGS,
+  END_USER_CONTEXT_TTL_SECONDS,
+  EndUserSigner,
+  EndUserVerifier,
+  endUserProblem,
+  V1_AUDIENCE,
+} from './end-user';
+import { GRPC_CALLERS } from './grpc-authz';
+import { createTestPki, TEST_SPIFFE_PREFIX } from './testing';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'end-user-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const pki = createTestPki(dir);
+const other = createTestPki(mkdtempSync(path.join(dir, 'other-')), 'other-ca');
+const ca = readFileSync(pki.caFile);
+
+function signerOf(issued: { certFile: string; keyFile: string }, now: () => number = Date.now) {
+  return new EndUserSigner(readFileSync(issued.certFile), readFileSync(issued.keyFile), now);
+}
+const gateway = signerOf(pki.issue('gateway', `${TEST_SPIFFE_PREFIX}gateway`));
+const alice = { sub: 'AliceAdm01', org: 1, scopes: ['drives_read'], aud: [...V1_AUDIENCE] };
+const drives = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives');
+const listUserDrives = END_USER_BINDINGS['/mileage.drives.v1.DrivesService/ListUserDrives']!;
+
+describe('end-user context', () => {
+  test('vouches for its user inside its organization, and for nobody else', () => {
+    const signed = gateway.sign(alice);
+    assert.equal(endUserProblem(drives, listUserDrives, signed, '1', { userId: 'AliceAdm01' }), undefined);
+    assert.equal(
+      endUserProblem(drives, listUserDrives, signed, '1', { userId: 'BobDriver1' }),
+      "userId is not the end user's",
+    );
+    assert.equal(
+      endUserProblem(drives, listUserDrives, signed, '2', { userId: 'AliceAdm01' }),
+      'the call acts inside another organization than its end user',
+    );
+    assert.equal(
+      endUserProblem(drives, listUserDrives, { token: undefined, cert: undefined }, '1', { userId: 'AliceAdm01' }),
+      'no end-user context',
+    );
+  });
+
+  test('binds the audit actor of a write to its provisioning client', () => {
+    const users = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'users');
+    const createUser = END_USER_BINDINGS['/mileage.users.v1.UsersService/CreateUser']!;
+    const signed = gateway.sign({ client: 'okta-prod', org: 1, scopes: ['scim'], aud: ['scim', 'users', 'groups'] });
+    const request = (actor?: string) => ({ user: {}, ...(actor ? { audit: { actor } } : {}) });
+    assert.equal(endUserProblem(users, createUser, signed, '1', request('okta-prod')), undefined);
+    assert.match(endUserProblem(users, createUser, signed, '1', request('entra-prod'))!, /audit.actor is not/);
+    assert.match(endUserProblem(users, createUser, signed, '1', request())!, /audit.actor is not/, 'no audit');
+    // A user's context (no client) cannot record an actor.
+    assert.match(
+      endUserProblem(users, createUser, gateway.sign({ ...alice, aud: ['users'] }), '1', request('x'))!,
+      /actor/,
+    );
+  });
+
+  test("is signed by the gateway's certificate of the trusted CA, for this service", () => {
+    const scimSigner = signerOf(pki.issue('scim', `${TEST_SPIFFE_PREFIX}scim`));
+    const foreign = signerOf(other.issue('gateway', `${TEST_SPIFFE_PREFIX}gateway`));
+    assert.deepEqual(drives.check(scimSigner.sign(alice).token, scimSigner.sign(alice).cert), {
+      ok: false,
+      reason: "the signer's certificate is not the gateway's",
+    });
+    assert.deepEqual(drives.check(foreign.sign(alice).token, foreign.sign(alice).cert), {
+      ok: false,
+      reason: "the signer's certificate is not of the trusted CA",
+    });
+    // The gateway's token with another certificate beside it (or a token altered): the signature does not hold.
+    const signed = gateway.sign(alice);
+    const [v, body, signature] = signed.token.split('.');
+    const altered = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(body!, 'base64url').toString()), sub: 'BobDriver1' }),
+    ).toString('base64url');
+    assert.deepEqual(drives.check(`${v}.${altered}.${signature}`, signed.cert), {
+      ok: false,
+      reason: 'the end-user context is not signed by the gateway',
+    });
+    const forScim = gateway.sign({ ...alice, aud: ['scim'] });
+    assert.deepEqual(drives.check(forScim.token, forScim.cert), {
+      ok: false,
+      reason: 'the end-user context is not for drives',
+    });
+  });
+
+  test('lives END_USER_CONTEXT_TTL_SECONDS; the gateway reuses one until shortly before, then signs anew', () => {
+    let now = Date.parse('2026-11-26T10:00:00Z');
+    const clock = () => now;
+    const signer = signerOf(pki.issue('gateway-clock', `${TEST_SPIFFE_PREFIX}gateway`), clock);
+    const verifier = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives', clock);
+    const first = signer.sign(alice);
+    assert.equal(signer.sign({ ...alice, scopes: [...alice.scopes] }), first, 'the same caller: the same context');
+    assert.equal(verifier.check(first.token, first.cert).ok, true);
+    now += (END_USER_CONTEXT_TTL_SECONDS - 10) * 1000;
+    const second = signer.sign(alice);
+    assert.notEqual(second.token, first.token, 'signed anew before the first expires');
+    assert.equal(verifier.check(first.token, first.cert).ok, true, 'the first is still valid');
+    now += 11 * 1000;
+    assert.deepEqual(verifier.check(first.token, first.cert), {
+      ok: false,
+      reason: 'the end-user context is outside its lifetime',
+    });
+    assert.equal(verifier.check(second.token, second.cert).ok, true);
+  });
+
+  test('every method it binds exists, and its binding names callers that may call it', () => {
+    for (const [method, binding] of Object.entries(END_USER_BINDINGS))
+      for (const component of binding.from)
+        assert.ok(GRPC_CALLERS[method]?.includes(component), `${component} may call ${method}`);
+  });
+});
