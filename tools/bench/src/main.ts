@@ -55,6 +55,11 @@ const { values: flags } = parseArgs({
     organizations: { type: 'string', default: '100' },
     /** The services' runtime roles bypass row-level security: run once with and once without to price the policies. */
     'bypass-rls': { type: 'boolean', default: false },
+    /**
+     * The hop in plaintext (GRPC_PLAINTEXT) instead of mutual TLS with end-user contexts, as installed: run once with
+     * and once without to price them. A development comparison only; every process logs that it is plaintext.
+     */
+    plaintext: { type: 'boolean', default: false },
     strict: { type: 'boolean', default: false },
     /** CI's check that the bench runs: seconds per target, small volume; fails on any non-200 or differing body. */
     smoke: { type: 'boolean', default: false },
@@ -179,6 +184,7 @@ async function main(): Promise<number> {
     ...(flags['cpu-prof'] ? { cpuProfDir: path.resolve(flags['cpu-prof']) } : {}),
     nodeFlags: flags['node-flags'].split(' ').filter(Boolean),
     bypassRls: flags['bypass-rls'],
+    plaintext: flags.plaintext,
     log: (msg) => process.stdout.write(`${msg}\n`),
   });
   let failures = 0;

@@ -57,6 +57,8 @@ export async function startBenchStack(options: {
   nodeFlags?: string[];
   /** The services' runtime roles bypass row-level security (to measure what the organization policies cost). */
   bypassRls?: boolean;
+  /** The gRPC hop in plaintext (GRPC_PLAINTEXT) instead of mutual TLS: the price of TLS and end-user contexts. */
+  plaintext?: boolean;
   log: (msg: string) => void;
 }): Promise<BenchStack> {
   const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-bench-'));
@@ -123,8 +125,10 @@ export async function startBenchStack(options: {
     const accountsFile = path.join(workdir, 'accounts.json');
     const wiring = wireStack({
       services,
-      // Mutual TLS on the hop, as installed (a development CA of this run's own).
-      grpc: { pki: await developmentPki(path.join(workdir, 'grpc-pki'), ['127.0.0.1']) },
+      // Mutual TLS on the hop, as installed (a development CA of this run's own), unless priced against plaintext.
+      grpc: options.plaintext
+        ? { plaintext: true }
+        : { pki: await developmentPki(path.join(workdir, 'grpc-pki'), ['127.0.0.1']) },
       hosts: ['127.0.0.1'],
       grpcPorts,
       metricsPorts: Object.fromEntries(Object.entries(metrics).map(([s, p]) => [s, [p]])),
