@@ -102,7 +102,17 @@ section "the chart's pods from the images"
 api /api/v1/namespaces -H 'Content-Type: application/json' -X POST -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"pods","labels":
   {"pod-security.kubernetes.io/enforce":"restricted"}}}' >/dev/null
 wait_for "the default ServiceAccount" 60 api /api/v1/namespaces/pods/serviceaccounts/default
-# Without the hooks: the migration Jobs need a PostgreSQL, which this node does not provide.
+# Without the hooks: the migration Jobs need a PostgreSQL, which this node does not provide. The gRPC certificates'
+# issuer is a hook too: it is run first from this machine, with the Job's own configuration (as test.mjs does).
+issuer_config="$("$helm" template mileage "$root/deploy/helm/mileage" -n pods -f "$root/deploy/helm/mileage/ci/minimal.yaml" --kube-version 1.37.0 \
+  --show-only templates/grpc-issuer.yaml | node -e '
+  const docs = require("fs").readFileSync(0, "utf8").split(/^---$/m);
+  const job = docs.find((d) => /^kind: Job$/m.test(d));
+  const line = job.split("\n").findIndex((l) => l.includes("name: GRPC_ISSUER_CONFIG"));
+  console.log(JSON.parse(job.split("\n")[line + 1].trim().replace(/^value: /, "")));')"
+printf '%s' "$token" >"$run/issuer-token"
+GRPC_ISSUER_CONFIG="$issuer_config" node "$root/packages/pki/dist/issue-grpc-certificates.js" --api-server "$server" \
+  --token-file "$run/issuer-token" --ca-file "$run/ca.crt" >/dev/null
 "$helm" --kubeconfig "$run/kubeconfig" install mileage "$root/deploy/helm/mileage" -n pods -f "$root/deploy/helm/mileage/ci/minimal.yaml" --no-hooks \
   --set image.registry=localhost --set image.tag="$images_tag" --set image.pullPolicy=Never >/dev/null
 # The gateway and SCIM need no database: their containers start and the kubelet's startup probes (HTTP /healthz on
