@@ -555,6 +555,18 @@ describe('SCIM Users', () => {
     );
   });
 
+  test("each SCIM write records its attestation's nonce, once (another SCIM replica refuses its replay there)", async () => {
+    const created = await request(suite.h.app())
+      .post('/scim/v2/Users')
+      .set('Authorization', `Bearer ${suite.token}`)
+      .set('Content-Type', 'application/scim+json')
+      .send(JSON.stringify({ schemas: [CORE_USER], userName: `nonce-${unique()}@example.com` }))
+      .expect(201);
+    const [entry] = await auditOf(created.body.id);
+    // The attestation's format: 16 random bytes, base64url (attestation.ts).
+    assert.match(entry.attestation_nonce, /^[A-Za-z0-9_-]{22}$/);
+  });
+
   test('the audit log is append-only', async () => {
     await assert.rejects(suite.h.usersDb.knex('provisioning_audit').update({ actor: 'someone-else' }), /append-only/);
     await assert.rejects(suite.h.usersDb.knex('provisioning_audit').delete(), /append-only/);

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { errors } from './errors';
 
 /**
  * An owner's trail of provisioning changes as its migrations name it: the table, the column holding the changed
@@ -116,4 +117,28 @@ export async function copyScimAuditLog(
     [trail.table, trail.column, resourceType, trail.table, trail.column],
   );
   return rowCount;
+}
+
+/** The unique index that takes each attestation nonce at most once (`addAttestationNonce`). */
+export const ATTESTATION_NONCE_INDEX = 'provisioning_audit_attestation_nonce_key';
+
+/**
+ * The column a write's attestation nonce is recorded in, unique: a SCIM write replayed to another SCIM replica within
+ * its attestation's window finds its nonce taken, in the write's own transaction, and nothing is written.
+ */
+export async function addAttestationNonce(knex: Knex, table: string): Promise<void> {
+  await knex.raw('ALTER TABLE ?? ADD COLUMN IF NOT EXISTS attestation_nonce text', [table]);
+  await knex.raw('CREATE UNIQUE INDEX IF NOT EXISTS ?? ON ?? (attestation_nonce)', [ATTESTATION_NONCE_INDEX, table]);
+}
+
+export async function dropAttestationNonce(knex: Knex, table: string): Promise<void> {
+  await knex.raw('ALTER TABLE ?? DROP COLUMN IF EXISTS attestation_nonce', [table]);
+}
+
+/** The refusal of a write whose attestation nonce an earlier write took; other errors pass through unchanged. */
+export function refuseReplayedAttestation(err: unknown): never {
+  const e = err as { code?: unknown; constraint?: unknown };
+  if (e?.code === '23505' && e.constraint === ATTESTATION_NONCE_INDEX)
+    throw errors.alreadyExists('this attestation was already used for a write', 'ATTESTATION_REPLAYED');
+  throw err;
 }

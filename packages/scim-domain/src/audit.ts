@@ -23,6 +23,7 @@ export function auditRow(audit: scimAuditV1.ProvisioningAudit, version: number) 
     operation,
     version,
     request_id: audit.requestId || null,
+    attestation_nonce: audit.attestationNonce || null,
     before: audit.before ? JSON.stringify(audit.before) : null,
     after: audit.after ? JSON.stringify(audit.after) : null,
   };

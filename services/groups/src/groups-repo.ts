@@ -1,6 +1,14 @@
 import type { groupsV1, scimAuditV1 } from '@mileage/proto';
 import { auditRow, filterSchema, GROUP_RESOURCE_TYPE, sqlFilterTable, type SqlCondition } from '@mileage/scim-domain';
-import { dateToTimestamp, errors, sqlSpans, type Knex, type ReadStatements, type TraceContext } from '@mileage/runtime';
+import {
+  dateToTimestamp,
+  errors,
+  refuseReplayedAttestation,
+  sqlSpans,
+  type Knex,
+  type ReadStatements,
+  type TraceContext,
+} from '@mileage/runtime';
 
 interface TeamRow {
   id: string;
@@ -193,7 +201,7 @@ export class GroupsRepository {
       organization_id: this.organizationId,
       ...auditRow(audit, group.version),
     });
-    await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert);
+    await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert).catch(refuseReplayedAttestation);
   }
 
   /** A page of the groups matching `condition`, by id, and how many match in all. */

@@ -20,6 +20,8 @@ export interface RequestContext {
   /** The credential's organization (attested by the gateway); `call` carries it to every owner call. */
   organizationId: number;
   requestId: string;
+  /** The nonce of the gateway's attestation (v2): the owners record it once with a write (audit). */
+  attestationNonce?: string;
   call: CallSettings;
   query: URLSearchParams;
   /** Lower-case header names. */
@@ -133,6 +135,7 @@ export function auditEntry(
     actor: ctx.actor,
     operation,
     requestId: ctx.requestId,
+    ...(ctx.attestationNonce ? { attestationNonce: ctx.attestationNonce } : {}),
     ...(before ? { before } : {}),
     ...(after ? { after } : {}),
   };

@@ -2,7 +2,8 @@
  * The nonces of the attestations this replica has taken, each until its attestation's window closes (after which the
  * window refuses it anyway): a nonce taken twice is a replay. Bounded: at `capacity` the oldest entry gives way, which
  * reopens a replay of that one nonce for the rest of its window, so `onEviction` reports it (a metric and a log). Per
- * replica by design: a replay to another replica is not caught (docs/architecture.md, "The SCIM audit actor").
+ * replica by design: a write replayed to another replica is refused by its owner, which records each write's nonce
+ * once; a read there is answered (docs/architecture.md, "The SCIM audit actor").
  *
  * O(1) per request (amortized): a Map keeps insertion order, which is nearly expiry order, so expired entries are
  * dropped from its front; one that a later-expiring entry holds back is still refused no longer than its expiry.

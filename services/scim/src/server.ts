@@ -140,7 +140,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     request: scimV1.HandleRequestRequest,
     headers: Record<string, string>,
     call: CallContext,
-  ): string {
+  ): Attested {
     // Without an organization there is nothing this service may act inside (and nothing the attestation can cover).
     if (!isOrganizationId(request.organizationId))
       throw new AppError(grpcStatus.FAILED_PRECONDITION, 'the request names no organization to act inside', {
@@ -176,14 +176,14 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     if (check.version === 'v2' && !replays.firstUse(check.nonce, check.expiresAtMs, at))
       throw refuse('replayed', 'attestation already used', ATTESTATION_REPLAYED);
     attestations.inc({ version, result: 'accepted' });
-    return request.clientId;
+    return { actor: request.clientId, ...(check.version === 'v2' ? { nonce: check.nonce } : {}) };
   }
 
   async function dispatch(
     request: scimV1.HandleRequestRequest,
     headers: Record<string, string>,
     call: CallContext,
-    actor: string,
+    { actor, nonce }: Attested,
   ): Promise<ScimResponse> {
     const segments = request.path
       .split('/')
@@ -217,6 +217,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
       actor,
       organizationId: request.organizationId,
       requestId: call.requestId,
+      ...(nonce ? { attestationNonce: nonce } : {}),
       // Every owner call acts inside the credential's organization: the owners scope everything by it.
       call: {
         requestId: call.requestId,
@@ -236,10 +237,10 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     async handleRequest(request, callCtx) {
       // Outside the try: a refusal is the call's gRPC status (the gateway answers 503), never a SCIM error body.
       const headers = attestedHeaders(request.headers);
-      const actor = attestedActor(request, headers, callCtx);
+      const attested = attestedActor(request, headers, callCtx);
       let response: ScimResponse;
       try {
-        response = await dispatch(request, headers, callCtx, actor);
+        response = await dispatch(request, headers, callCtx, attested);
       } catch (err) {
         const scimError = err instanceof ScimError ? err : scimErrorFromGrpc(err);
         // Anything else is a bug: the gRPC server logs it and answers INTERNAL without details.
@@ -332,6 +333,12 @@ function readJson(body: Buffer, contentType: string | undefined): unknown {
   const problem = bodyProblem(parsed);
   if (problem) throw scimErrors.invalidSyntax(problem);
   return parsed;
+}
+
+/** The provisioning client the gateway attested, and its attestation's nonce (v2: the owners take it once). */
+interface Attested {
+  actor: string;
+  nonce?: string;
 }
 
 /** The end-user context the call came with, as CallSettings for the owner calls it makes. */

@@ -7,6 +7,8 @@ import { after, before, test } from 'node:test';
 import { openDatabase } from './database';
 
 const EXPAND = '20261126100000_organizations.js';
+/** The expand migration after organizations: each SCIM write's attestation nonce. */
+const NONCE = '20261126200000_attestation_nonce.js';
 const CONTRACT = { directory: path.join(__dirname, 'migrations', 'contract'), tableName: 'knex_migrations_contract' };
 
 let testDb: TestDatabase;
@@ -36,7 +38,7 @@ after(async () => {
 
 test('expand: old rows join organization 1 with their lookup keys; an old replica keeps writing', async () => {
   const { applied } = await db.migrate({ phase: 'expand' });
-  assert.deepEqual(applied, [EXPAND]);
+  assert.deepEqual(applied, [EXPAND, NONCE]);
   const [row] = await db.knex('users').where({ id: 'Bef0000077' });
   assert.deepEqual(
     [row.organization_id, row.organization_admin, row.user_name_key, row.display_name_key],
@@ -78,10 +80,15 @@ test('contract, then both phases down and up again', async () => {
   );
   await db.knex.migrate.down(CONTRACT);
   await db.knex.migrate.down();
+  const { rows: nonces } = await db.knex.raw(
+    `SELECT 1 FROM information_schema.columns WHERE table_schema = 'users' AND column_name = 'attestation_nonce'`,
+  );
+  assert.deepEqual(nonces, []);
+  await db.knex.migrate.down();
   const { rows: columns } = await db.knex.raw(
     `SELECT table_name FROM information_schema.columns WHERE table_schema = 'users' AND column_name = 'organization_id'`,
   );
   assert.deepEqual(columns, []);
   assert.deepEqual(await db.knex('users').count<{ count: string }[]>('* as count'), [{ count: '12001' }]);
-  assert.deepEqual((await db.migrate()).applied, [EXPAND, '20261126200000_organization_isolation.js']);
+  assert.deepEqual((await db.migrate()).applied, [EXPAND, NONCE, '20261126200000_organization_isolation.js']);
 });

@@ -551,6 +551,50 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     await assert.rejects(suite.admin.knex('provisioning_audit').where({ user_id: created.id }).delete(), /append-only/);
   });
 
+  test("a write under an attestation nonce another write took is refused, and changes nothing (a replay's defence)", async () => {
+    const audit = (operation: scimAuditV1.AuditOperation, attestationNonce: string) => ({
+      actor: 'okta',
+      operation,
+      requestId: 'req-nonce',
+      attestationNonce,
+    });
+    const created = (
+      await demo().createUser({
+        user: user({ userName: 'nonce@example.com' }),
+        audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE, 'nonce-of-the-create-000'),
+      })
+    ).user!;
+    // The same write's nonce again (a captured SCIM request replayed to another SCIM replica): refused.
+    const replayed = await rejection(
+      demo().updateUser({
+        user: { ...created, displayName: 'Replayed' },
+        expectedVersion: created.version,
+        audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH, 'nonce-of-the-create-000'),
+      }),
+    );
+    assert.equal(replayed.code, status.ALREADY_EXISTS);
+    assert.equal(replayed.reason, 'ATTESTATION_REPLAYED');
+    const now = (await demo().getUser({ id: created.id, includeDeleted: false })).user!;
+    assert.equal(now.displayName, created.displayName, 'the write and its audit entry were undone together');
+    assert.equal(now.version, created.version);
+    // Another nonce, and a write without one (a v1 attestation, or not SCIM): taken.
+    await demo().updateUser({
+      user: { ...created, displayName: 'Patched' },
+      expectedVersion: created.version,
+      audit: audit(scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH, 'nonce-of-the-patch-0000'),
+    });
+    await demo().updateUser({
+      user: { ...created, displayName: 'Patched again' },
+      expectedVersion: created.version + 1,
+      audit: { actor: 'okta', operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH, requestId: 'r' },
+    });
+    const nonces = await suite.admin.knex('provisioning_audit').where({ user_id: created.id }).orderBy('id');
+    assert.deepEqual(
+      nonces.map((r: { attestation_nonce: string | null }) => r.attestation_nonce),
+      ['nonce-of-the-create-000', 'nonce-of-the-patch-0000', null],
+    );
+  });
+
   test('the standard health service answers SERVING', async () => {
     const health = new HealthClient(suite.address);
     try {

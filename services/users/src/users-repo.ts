@@ -6,6 +6,7 @@ import {
   type Knex,
   type ReadStatements,
   type TraceContext,
+  refuseReplayedAttestation,
 } from '@mileage/runtime';
 import { filterV1, scimAuditV1, type usersV1 } from '@mileage/proto';
 import {
@@ -187,7 +188,7 @@ async function recordAudit(
     user_id: user.id,
     ...auditRow(audit, user.version),
   });
-  await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert);
+  await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert).catch(refuseReplayedAttestation);
 }
 
 /**

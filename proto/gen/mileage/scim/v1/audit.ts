@@ -76,7 +76,15 @@ export interface ProvisioningAudit {
     | { [key: string]: any }
     | undefined;
   /** The SCIM representation the change produces (absent for a delete). */
-  after?: { [key: string]: any } | undefined;
+  after?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * The nonce of the gateway's attestation of the SCIM request (absent for a v1 attestation): the owner records each
+   * at most once, in the write's transaction, so a captured write replayed to another SCIM replica within its window
+   * is refused there too (ALREADY_EXISTS, reason ATTESTATION_REPLAYED; a replica's own cache sees only its own).
+   */
+  attestationNonce?: string | undefined;
 }
 
 /** One entry of an organization's provisioning trail, as its owner (Users or Groups) recorded it. */
@@ -97,7 +105,7 @@ export interface ProvisioningEvent {
 }
 
 function createBaseProvisioningAudit(): ProvisioningAudit {
-  return { actor: "", operation: 0, requestId: "", before: undefined, after: undefined };
+  return { actor: "", operation: 0, requestId: "", before: undefined, after: undefined, attestationNonce: undefined };
 }
 
 export const ProvisioningAudit: MessageFns<ProvisioningAudit> = {
@@ -116,6 +124,9 @@ export const ProvisioningAudit: MessageFns<ProvisioningAudit> = {
     }
     if (message.after !== undefined) {
       Struct.encode(Struct.wrap(message.after), writer.uint32(42).fork()).join();
+    }
+    if (message.attestationNonce !== undefined) {
+      writer.uint32(50).string(message.attestationNonce);
     }
     return writer;
   },
@@ -173,6 +184,14 @@ export const ProvisioningAudit: MessageFns<ProvisioningAudit> = {
             message.after = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.attestationNonce = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -196,6 +215,11 @@ export const ProvisioningAudit: MessageFns<ProvisioningAudit> = {
         : "",
       before: isObject(object.before) ? object.before : undefined,
       after: isObject(object.after) ? object.after : undefined,
+      attestationNonce: isSet(object.attestationNonce)
+        ? globalThis.String(object.attestationNonce)
+        : isSet(object.attestation_nonce)
+        ? globalThis.String(object.attestation_nonce)
+        : undefined,
     };
   },
 
@@ -216,6 +240,9 @@ export const ProvisioningAudit: MessageFns<ProvisioningAudit> = {
     if (message.after !== undefined) {
       obj.after = message.after;
     }
+    if (message.attestationNonce !== undefined) {
+      obj.attestationNonce = message.attestationNonce;
+    }
     return obj;
   },
 
@@ -229,6 +256,7 @@ export const ProvisioningAudit: MessageFns<ProvisioningAudit> = {
     message.requestId = object.requestId ?? "";
     message.before = object.before ?? undefined;
     message.after = object.after ?? undefined;
+    message.attestationNonce = object.attestationNonce ?? undefined;
     return message;
   },
 };
