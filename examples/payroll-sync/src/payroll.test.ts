@@ -6,7 +6,15 @@
 // with the webhooks service.
 import { launchStack, type LaunchedStack } from '@mileage/devstack';
 import { drivesV1 } from '@mileage/proto';
-import { createGrpcClient, freePort, grpcTls, type PromiseClient } from '@mileage/runtime';
+import {
+  createGrpcClient,
+  EndUserSigner,
+  freePort,
+  grpcTls,
+  V1_AUDIENCE,
+  type CallSettings,
+  type PromiseClient,
+} from '@mileage/runtime';
 import { asOrganization } from '@mileage/runtime/testing';
 import { parse } from 'csv-parse/sync';
 import assert from 'node:assert/strict';
@@ -34,6 +42,7 @@ let stack: LaunchedStack;
 let drives: PromiseClient<drivesV1.DrivesServiceClient>;
 /** Reads of a user's drives, as the gateway makes them (the demo-data loader may write drives, not read them). */
 let driveReads: PromiseClient<drivesV1.DrivesServiceClient>;
+let asBob: CallSettings;
 let config: Config;
 let dir: string;
 let env: Record<string, string>;
@@ -54,6 +63,19 @@ before(async () => {
     );
   drives = client('seed');
   driveReads = client('gateway');
+  // A read of a user's drives acts for that user: the gateway's end-user context of Bob, signed with its key.
+  const gateway = stack.grpcConfig('gateway');
+  asBob = {
+    endUser: new EndUserSigner(
+      readFileSync(gateway.GRPC_TLS_CERT_FILE!),
+      readFileSync(gateway.GRPC_TLS_KEY_FILE!),
+    ).sign({
+      sub: 'BobDriver1',
+      org: 1,
+      scopes: ['drives_read'],
+      aud: [...V1_AUDIENCE],
+    }),
+  };
   dir = mkdtempSync(path.join(tmpdir(), 'payroll-it-'));
   env = {
     MILEAGE_API_URL: stack.gatewayUrl,
@@ -141,12 +163,15 @@ test('a reviewed report and a new report arrive in the next incremental run; the
     reviewerEmail: 'alice@example.com',
   });
   // A new drive of Bob's, reported to the team.
-  const { drives: bobs } = await driveReads.listUserDrives({
-    userId: 'BobDriver1',
-    limit: 1,
-    classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
-    sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
-  });
+  const { drives: bobs } = await driveReads.listUserDrives(
+    {
+      userId: 'BobDriver1',
+      limit: 1,
+      classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
+      sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
+    },
+    asBob,
+  );
   const { drive: created } = await drives.createDrive({ drive: { ...bobs[0]!, id: 0 } });
   await drives.reportDrive({ driveId: created!.id, groupId: 1 });
 
@@ -188,12 +213,15 @@ test('a deleted drive and a withdrawn report leave the CSV in the next increment
   const wd = await drives.withdrawReport({ driveId: Number(withdrawn.drive_id), userId: 'CarolDrv01' });
   assert.equal(wd.tombstone!.groupId, 1);
   // A drive of Bob's reported to the team and deleted before any export saw it.
-  const { drives: bobs } = await driveReads.listUserDrives({
-    userId: 'BobDriver1',
-    limit: 1,
-    classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
-    sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
-  });
+  const { drives: bobs } = await driveReads.listUserDrives(
+    {
+      userId: 'BobDriver1',
+      limit: 1,
+      classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
+      sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
+    },
+    asBob,
+  );
   const { drive: ephemeral } = await drives.createDrive({ drive: { ...bobs[0]!, id: 0 } });
   await drives.reportDrive({ driveId: ephemeral!.id, groupId: 1 });
   assert.equal((await drives.deleteDrive({ driveId: ephemeral!.id, userId: 'BobDriver1' })).withdrawnGroupId, 1);

@@ -92,7 +92,8 @@ describe('end-user context', () => {
   });
 
   test('lives END_USER_CONTEXT_TTL_SECONDS; the gateway reuses one until shortly before, then signs anew', () => {
-    let now = Date.parse('2026-11-26T10:00:00Z');
+    // From the real time: the test CA's certificates are valid from when openssl made them.
+    let now = Date.now();
     const clock = () => now;
     const signer = signerOf(pki.issue('gateway-clock', `${TEST_SPIFFE_PREFIX}gateway`), clock);
     const verifier = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives', clock);
