@@ -163,17 +163,7 @@ test('a reviewed report and a new report arrive in the next incremental run; the
     reviewerEmail: 'alice@example.com',
   });
   // A new drive of Bob's, reported to the team.
-  const { drives: bobs } = await driveReads.listUserDrives(
-    {
-      userId: 'BobDriver1',
-      limit: 1,
-      classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
-      sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
-    },
-    asBob,
-  );
-  const { drive: created } = await drives.createDrive({ drive: { ...bobs[0]!, id: 0 } });
-  await drives.reportDrive({ driveId: created!.id, groupId: 1 });
+  const created = await reportNewDriveOfBob();
 
   const run = await runExport(clientFor(config), store());
   assert.deepEqual(
@@ -192,6 +182,22 @@ test('a reviewed report and a new report arrive in the next incremental run; the
     now.map((r) => r.drive_id),
   );
 });
+
+/** A new business drive of Bob's (a copy of his latest), reported to the team (group 1). */
+async function reportNewDriveOfBob() {
+  const { drives: bobs } = await driveReads.listUserDrives(
+    {
+      userId: 'BobDriver1',
+      limit: 1,
+      classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
+      sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
+    },
+    asBob,
+  );
+  const { drive } = await drives.createDrive({ drive: { ...bobs[0]!, id: 0 } });
+  await drives.reportDrive({ driveId: drive!.id, groupId: 1 });
+  return drive;
+}
 
 /** Every event of one walk of group 1's reported drives from `state` (the export's own walk, replayed). */
 async function walkEvents(state: SyncState | null) {
@@ -213,17 +219,7 @@ test('a deleted drive and a withdrawn report leave the CSV in the next increment
   const wd = await drives.withdrawReport({ driveId: Number(withdrawn.drive_id), userId: 'CarolDrv01' });
   assert.equal(wd.tombstone!.groupId, 1);
   // A drive of Bob's reported to the team and deleted before any export saw it.
-  const { drives: bobs } = await driveReads.listUserDrives(
-    {
-      userId: 'BobDriver1',
-      limit: 1,
-      classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
-      sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
-    },
-    asBob,
-  );
-  const { drive: ephemeral } = await drives.createDrive({ drive: { ...bobs[0]!, id: 0 } });
-  await drives.reportDrive({ driveId: ephemeral!.id, groupId: 1 });
+  const ephemeral = await reportNewDriveOfBob();
   assert.equal((await drives.deleteDrive({ driveId: ephemeral!.id, userId: 'BobDriver1' })).withdrawnGroupId, 1);
   const gone = [deleted.drive_id, withdrawn.drive_id, String(ephemeral!.id)];
 

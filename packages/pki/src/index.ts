@@ -123,6 +123,15 @@ export interface ComponentFiles {
   caFile: string;
 }
 
+/** Where writeDevelopmentPki puts a component's certificate and key, and the CA, in `dir`. */
+export function componentFiles(dir: string, component: string): ComponentFiles {
+  return {
+    certFile: path.join(dir, `${component}.crt`),
+    keyFile: path.join(dir, `${component}.key`),
+    caFile: path.join(dir, 'ca.crt'),
+  };
+}
+
 export interface DevelopmentPki {
   dir: string;
   caFile: string;
@@ -151,10 +160,10 @@ export async function writeDevelopmentPki(dir: string, options: DevelopmentPkiOp
     const file = path.join(dir, name);
     writeFileSync(file, contents, { mode });
     chmodSync(file, mode); // an existing file keeps its mode otherwise
-    return file;
   };
   const authority = await createAuthority({ commonName: 'mileage development CA', validDays });
-  const caFile = write('ca.crt', authority.cert, 0o644);
+  const caFile = componentFiles(dir, 'ca').caFile;
+  write(path.basename(caFile), authority.cert, 0o644);
   write('ca.key', authority.key, 0o600);
   const ipAddresses = options.hosts.filter((h) => /^[\d.]+$|:/.test(h));
   const dnsNames = ['localhost', ...options.hosts.filter((h) => !ipAddresses.includes(h))];
@@ -167,11 +176,9 @@ export async function writeDevelopmentPki(dir: string, options: DevelopmentPkiOp
       ipAddresses,
       validDays,
     });
-    files[component] = {
-      certFile: write(`${component}.crt`, issued.cert, 0o644),
-      keyFile: write(`${component}.key`, issued.key, 0o600),
-      caFile,
-    };
+    files[component] = componentFiles(dir, component);
+    write(path.basename(files[component].certFile), issued.cert, 0o644);
+    write(path.basename(files[component].keyFile), issued.key, 0o600);
   }
   return { dir, caFile, spiffePrefix: options.spiffePrefix, files };
 }

@@ -6,13 +6,7 @@ import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-
 import { randomUUID } from 'node:crypto';
 import { isAcceptableRequestId, REQUEST_ID_METADATA_KEY } from './context';
 import { errors, toAppError, toStatusObject, type AppError } from './errors';
-import {
-  END_USER_BINDINGS,
-  END_USER_CERT_METADATA_KEY,
-  END_USER_METADATA_KEY,
-  endUserProblem,
-  type EndUserVerifier,
-} from './end-user';
+import { END_USER_BINDINGS, endUserProblem, receivedEndUser, type EndUserVerifier } from './end-user';
 import { GRPC_CALLERS, type CallerIdentities } from './grpc-authz';
 import type { GrpcTls } from './grpc-tls';
 import type { Logger } from './logger';
@@ -91,15 +85,12 @@ export function adaptService(
         return;
       }
       if (caller && deps.endUsers && binding?.from.includes(caller.component as never)) {
-        const first = (key: string) => {
-          const value = call.metadata.get(key)[0];
-          return typeof value === 'string' ? value : undefined;
-        };
+        const organization = call.metadata.get(ORGANIZATION_METADATA_KEY)[0];
         const problem = endUserProblem(
           deps.endUsers,
           binding,
-          { token: first(END_USER_METADATA_KEY), cert: first(END_USER_CERT_METADATA_KEY) },
-          first(ORGANIZATION_METADATA_KEY),
+          receivedEndUser(call.metadata) ?? { token: undefined, cert: undefined },
+          typeof organization === 'string' ? organization : undefined,
           call.request,
         );
         if (problem) {

@@ -44,7 +44,9 @@ export interface GrpcTlsConfig {
   GRPC_TLS_SPIFFE_PREFIX?: string | undefined;
 }
 
-const NAMES = ['GRPC_TLS_CERT_FILE', 'GRPC_TLS_KEY_FILE', 'GRPC_TLS_CA_FILE'] as const;
+/** The three files of mutual TLS, all or none. */
+export const GRPC_TLS_FILES = ['GRPC_TLS_CERT_FILE', 'GRPC_TLS_KEY_FILE', 'GRPC_TLS_CA_FILE'] as const;
+const NAMES = GRPC_TLS_FILES;
 
 interface Material {
   cert: Buffer;

@@ -5,7 +5,15 @@
 // of its development PKI in DATA_DIR/grpc-pki). No HTTP route does this: organizations are the platform operator's,
 // not a customer's.
 import { usersV1 } from '@mileage/proto';
-import { checkGrpcTls, createGrpcClient, env, grpcTls, grpcTlsConfigShape, loadConfigOrExit } from '@mileage/runtime';
+import {
+  checkGrpcTls,
+  createGrpcClient,
+  env,
+  GRPC_TLS_FILES,
+  grpcTls,
+  grpcTlsConfigShape,
+  loadConfigOrExit,
+} from '@mileage/runtime';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -34,12 +42,10 @@ export function parseOrgCommand(args: readonly string[]): OrgCommand | undefined
  */
 export function withDevelopmentOperator(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const dir = path.join(env.DATA_DIR || path.join(ROOT, '.data'), 'grpc-pki');
-  const chosen = ['GRPC_PLAINTEXT', ...TLS_FILES].some((name) => env[name] !== undefined);
+  const chosen = ['GRPC_PLAINTEXT', ...GRPC_TLS_FILES].some((name) => env[name] !== undefined);
   if (chosen || !existsSync(path.join(dir, 'operator.crt'))) return env;
   return { ...env, ...developmentGrpcConfig(dir, 'operator') };
 }
-
-const TLS_FILES = ['GRPC_TLS_CERT_FILE', 'GRPC_TLS_KEY_FILE', 'GRPC_TLS_CA_FILE'] as const;
 
 async function main(): Promise<void> {
   const command = parseOrgCommand(process.argv.slice(2));

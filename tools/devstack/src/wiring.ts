@@ -1,6 +1,6 @@
 // The one wiring of a whole stack: which process is told which address, database and secret. `npm start`, the bench
 // and the chaos suite each give their ports, replicas and options, and start the processes with what this yields.
-import { writeDevelopmentPki, type DevelopmentPki } from '@mileage/pki';
+import { componentFiles, writeDevelopmentPki, type DevelopmentPki } from '@mileage/pki';
 import { COMPONENTS, type GrpcTlsConfig } from '@mileage/runtime';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
@@ -101,12 +101,18 @@ export interface StackEnvironment {
 
 export type Component = (typeof COMPONENTS)[number];
 
+type DevelopmentGrpcConfig = Record<
+  'GRPC_TLS_CERT_FILE' | 'GRPC_TLS_KEY_FILE' | 'GRPC_TLS_CA_FILE' | 'GRPC_TLS_SPIFFE_PREFIX',
+  string
+>;
+
 /** A component's GRPC_TLS_* of a development PKI written to `dir` by developmentPki. */
-export function developmentGrpcConfig(dir: string, component: Component): Env & GrpcTlsConfig {
+export function developmentGrpcConfig(dir: string, component: Component): DevelopmentGrpcConfig {
+  const files = componentFiles(dir, component);
   return {
-    GRPC_TLS_CERT_FILE: path.join(dir, `${component}.crt`),
-    GRPC_TLS_KEY_FILE: path.join(dir, `${component}.key`),
-    GRPC_TLS_CA_FILE: path.join(dir, 'ca.crt'),
+    GRPC_TLS_CERT_FILE: files.certFile,
+    GRPC_TLS_KEY_FILE: files.keyFile,
+    GRPC_TLS_CA_FILE: files.caFile,
     GRPC_TLS_SPIFFE_PREFIX: DEVELOPMENT_SPIFFE_PREFIX,
   };
 }
@@ -114,16 +120,13 @@ export function developmentGrpcConfig(dir: string, component: Component): Env & 
 /** The environment variables of a component's side of the hop. */
 function grpcEnv(plan: StackPlan, component: Component): Env {
   if ('plaintext' in plan.grpc) return { GRPC_PLAINTEXT: 'true' };
-  const files = plan.grpc.pki.files[component];
-  if (!files) throw new Error(`the development PKI has no certificate for ${component}`);
+  if (!plan.grpc.pki.files[component]) throw new Error(`the development PKI has no certificate for ${component}`);
   return {
     // The stacks on one machine dial loopback addresses, so grpc-js sends an IP as the TLS server name, which Node.js
     // warns about once per process (DEP0123; the certificate is still checked against the address, an IP SAN). An
     // installation dials Service names.
     NODE_OPTIONS: [process.env.NODE_OPTIONS, '--disable-warning=DEP0123'].filter(Boolean).join(' '),
-    GRPC_TLS_CERT_FILE: files.certFile,
-    GRPC_TLS_KEY_FILE: files.keyFile,
-    GRPC_TLS_CA_FILE: files.caFile,
+    ...developmentGrpcConfig(plan.grpc.pki.dir, component),
     GRPC_TLS_SPIFFE_PREFIX: plan.grpc.pki.spiffePrefix,
   };
 }
