@@ -28,6 +28,7 @@ export const GRPC_CALLERS: Readonly<Record<string, readonly Component[]>> = {
   '/mileage.users.v1.UsersService/UpdateUser': ['scim'],
   '/mileage.users.v1.UsersService/DeleteUser': ['scim'],
   '/mileage.users.v1.UsersService/ListUsers': ['scim'],
+  '/mileage.users.v1.UsersService/BatchFindUsersByUserName': ['scim'],
   '/mileage.users.v1.UsersService/ListProvisioningEvents': ['gateway'],
   // Organizations: the gateway's organization routes and SCIM credentials; the operator's commands.
   '/mileage.users.v1.OrganizationsService/GetOrganization': ['gateway', 'seed'],
@@ -95,17 +96,41 @@ const UNKNOWN: Caller = { spiffeId: undefined, component: 'unknown' };
 /** Distinct peer certificates remembered; a deployment has a handful (one per component and renewal). */
 const CACHED_PEERS = 256;
 
+/** A server call as grpc-js hands it to a handler: its auth context, and (internally) the stream it arrived on. */
+type ServerCall = Pick<grpc.ServerUnaryCall<unknown, unknown>, 'getAuthContext'>;
+
+/**
+ * The HTTP/2 session (one TLS connection) a call arrived on, through grpc-js's internals (1.14: the handler's call →
+ * its intercepting call → the HTTP/2 stream); undefined where they differ. grpc-js offers no per-connection hook.
+ */
+export function sessionOf(call: ServerCall): object | undefined {
+  const session = (call as { call?: { stream?: { session?: unknown } } }).call?.stream?.session;
+  return typeof session === 'object' && session !== null ? session : undefined;
+}
+
 /**
  * The callers of a server with mutual TLS: their identity from the verified peer certificate of the call's
- * connection, read once per distinct certificate (grpc-js offers no per-connection hook, so the cache is keyed by
- * the certificate's subject alternative names).
+ * connection. grpc-js builds that certificate as an object (TLSSocket#getPeerCertificate) on every call's
+ * getAuthContext, ~150 µs of CPU measured under load (docs/benchmarks.md), so the caller is read once per
+ * connection: Node's HTTP/2 server disables TLS renegotiation, so a connection's peer certificate never changes. The
+ * identity is kept per distinct certificate too (its subject alternative names), for the few connections of each peer.
  */
 export class CallerIdentities {
   private readonly cache = new Map<string, Caller>();
+  private readonly connections = new WeakMap<object, Caller>();
 
   constructor(private readonly prefix: string) {}
 
-  of(call: Pick<grpc.ServerUnaryCall<unknown, unknown>, 'getAuthContext'>): Caller {
+  of(call: ServerCall): Caller {
+    const session = sessionOf(call);
+    const known = session && this.connections.get(session);
+    if (known) return known;
+    const caller = this.fromCertificate(call);
+    if (session) this.connections.set(session, caller);
+    return caller;
+  }
+
+  private fromCertificate(call: ServerCall): Caller {
     const subjectAltName = call.getAuthContext().sslPeerCertificate?.subjectaltname;
     if (!subjectAltName) return UNKNOWN;
     let caller = this.cache.get(subjectAltName);

@@ -16,7 +16,7 @@ import { decodeServiceError } from './errors';
 import { EndUserSigner, type EndUser } from './end-user';
 import { createGrpcClient, HealthClient, type CallSettings } from './grpc-client';
 import { startGrpcServer, type GrpcServerHandle } from './grpc-server';
-import { COMPONENTS, type Component } from './grpc-authz';
+import { CallerIdentities, COMPONENTS, sessionOf, type Component } from './grpc-authz';
 import { checkGrpcTls, grpcTls, grpcTlsConfigShape, PLAINTEXT_WARNING, reportGrpcTls } from './grpc-tls';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
@@ -239,6 +239,52 @@ describe('mutual TLS on a service', () => {
     // A client of the other PKI does not accept our server's certificate.
     const misled = grpcTls(tlsEnv(other.issue('misled', `${TEST_SPIFFE_PREFIX}scim`), other.caFile));
     assert.deepEqual(await callWith(misled.channelCredentials()), { code: grpc.status.UNAVAILABLE, reached: false });
+  });
+});
+
+describe("a connection's caller", () => {
+  test('is read from its peer certificate once per connection (grpc-js builds it anew on every call)', async () => {
+    const identities = new CallerIdentities(TEST_SPIFFE_PREFIX);
+    const seen: { session: object | undefined; component: string }[] = [];
+    let certificateReads = 0;
+    const raw = new grpc.Server();
+    raw.addService(usersV1.UsersServiceService, {
+      getUser: (call: grpc.ServerUnaryCall<usersV1.GetUserRequest, usersV1.GetUserResponse>, callback: never) => {
+        // The call as the handler has it, its certificate reads counted.
+        const counted = Object.assign(Object.create(call) as typeof call, {
+          getAuthContext: () => (certificateReads++, call.getAuthContext()),
+        });
+        seen.push({ session: sessionOf(call), component: identities.of(counted).component });
+        (callback as grpc.sendUnaryData<usersV1.GetUserResponse>)(null, { user: stubUser(call.request.id) });
+      },
+    } as never);
+    const serverTls = grpcTls(tlsEnv(issueFor('users'), pki.caFile));
+    const port = await new Promise<number>((resolve, reject) =>
+      raw.bindAsync('127.0.0.1:0', serverTls.serverCredentials(), (err, bound) => (err ? reject(err) : resolve(bound))),
+    );
+    const clientOf = (component: string) =>
+      createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${port}`, {
+        defaultDeadlineMs: 5_000,
+        credentials: clientCredentials(issueFor(component)),
+      });
+    const scim = clientOf('scim');
+    const gateway = clientOf('gateway');
+    try {
+      for (let i = 0; i < 3; i++) await scim.getUser({ id: 'TlsUser001', includeDeleted: false });
+      await gateway.getUser({ id: 'TlsUser001', includeDeleted: false });
+    } finally {
+      scim.close();
+      gateway.close();
+      raw.forceShutdown();
+    }
+    assert.deepEqual(
+      seen.map((s) => s.component),
+      ['scim', 'scim', 'scim', 'gateway'],
+    );
+    // grpc-js's internals still lead to the connection (else every call would read the certificate again).
+    assert.ok(seen.every((s) => s.session !== undefined));
+    assert.equal(new Set(seen.map((s) => s.session)).size, 2, 'one session per connection');
+    assert.equal(certificateReads, 2, 'one certificate read per connection');
   });
 });
 
