@@ -264,6 +264,7 @@ describe('downstream failures', () => {
       updateUser: async () => ({}),
       deleteUser: async () => ({}),
       listUsers: async () => ({ users: [], totalSize: 0 }),
+      batchFindUsersByUserName: async () => ({ matches: [] }),
     };
     const slow = await startGrpcServer({
       address: '127.0.0.1:0',

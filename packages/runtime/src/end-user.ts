@@ -181,6 +181,7 @@ export const END_USER_BINDINGS: Readonly<Record<string, EndUserBinding>> = {
   '/mileage.users.v1.UsersService/GetUser': { from: ['scim'] },
   '/mileage.users.v1.UsersService/BatchGetUsers': { from: ['scim'] },
   '/mileage.users.v1.UsersService/ListUsers': { from: ['scim'] },
+  '/mileage.users.v1.UsersService/BatchFindUsersByUserName': { from: ['scim'] },
   '/mileage.users.v1.UsersService/CreateUser': { from: ['scim'], actor: 'audit.actor' },
   '/mileage.users.v1.UsersService/UpdateUser': { from: ['scim'], actor: 'audit.actor' },
   '/mileage.users.v1.UsersService/DeleteUser': { from: ['scim'], actor: 'audit.actor' },

@@ -12,6 +12,7 @@ export function usersServiceStub(
     updateUser: async () => ({}),
     deleteUser: async () => ({}),
     listUsers: async () => ({ users: [], totalSize: 0 }),
+    batchFindUsersByUserName: async () => ({ matches: [] }),
     listProvisioningEvents: async () => ({ events: [], hasMore: false }),
     ...overrides,
   };

@@ -54,6 +54,15 @@ function leakyOwners() {
       log('listUsers', call);
       return { users: [], totalSize: 0 };
     },
+    batchFindUsersByUserName: async ({ userNames }: usersV1.BatchFindUsersByUserNameRequest, call?: CallSettings) => {
+      log('batchFindUsersByUserName', call);
+      return {
+        matches: userNames.flatMap((name, index) => {
+          const found = USERS.find((u) => u.userName === name.toLowerCase());
+          return found ? [{ index, user: found }] : [];
+        }),
+      };
+    },
   } as unknown as PromiseClient<usersV1.UsersServiceClient>;
   const groups = {
     getGroup: async ({ id }: groupsV1.GetGroupRequest, call?: CallSettings) => {
@@ -129,6 +138,15 @@ describe('the SCIM service inside the attested organization', () => {
 
   test("another organization's user or group is a 404 like an unknown id, even when an owner answers with it", async () => {
     const { send } = service();
+    const lookup = (name: string) => send(DEMO, 'GET', `/Users?filter=${encodeURIComponent(`userName eq "${name}"`)}`);
+    const [own, foreignLookup] = await Promise.all([
+      lookup('BobDriver1@example.com'),
+      lookup('globexbob1@example.com'),
+    ]);
+    assert.deepEqual(
+      [own, foreignLookup].map((r) => (r.body as { totalResults: number }).totalResults),
+      [1, 0],
+    );
     const foreign = await send(DEMO, 'GET', '/Users/GlobexBob1');
     const unknown = await send(DEMO, 'GET', '/Users/NoSuchUsr1');
     assert.equal(foreign.status, 404);

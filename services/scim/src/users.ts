@@ -1,4 +1,4 @@
-import { scimAuditV1, type usersV1 } from '@mileage/proto';
+import { filterV1, scimAuditV1, type usersV1 } from '@mileage/proto';
 import { USER_RESOURCE_TYPE } from '@mileage/scim-domain';
 import { isUserId } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
@@ -18,6 +18,7 @@ import { scimErrors, ScimError } from './errors';
 import { checkSelections, isObject, normalizeBody, projectFor, resourceSchema, sentId, type Doc } from './resource';
 import { ENTERPRISE_SCHEMA, USER_SCHEMA } from './schemas';
 import { ResourceHandlers } from './handlers';
+import { UserReads } from './user-reads';
 
 export const USER_RESOURCE = resourceSchema(USER_RESOURCE_TYPE);
 
@@ -33,6 +34,20 @@ const MODELLED = new Set([
   ENTERPRISE_SCHEMA,
 ]);
 const MODELLED_NAME_PARTS = new Set(['givenName', 'familyName', 'formatted']);
+
+/**
+ * The value of a filter that is a single `userName eq "…"` (an identity provider's lookup before each change): at
+ * most one live user matches, which the batched lookup finds. Undefined for any other filter.
+ */
+function userNameLookup(filter: filterV1.Filter | undefined): string | undefined {
+  const expr = filter?.expr;
+  return expr?.$case === 'comparison' &&
+    expr.value.operator === filterV1.Operator.OPERATOR_EQ &&
+    expr.value.attribute.toLowerCase() === 'username' &&
+    expr.value.value?.$case === 'stringValue'
+    ? expr.value.value.value
+    : undefined;
+}
 
 /** The Users service's record of a canonical user document: modelled fields, the rest as scim_attributes. */
 function toOwner(doc: Doc, id: string): usersV1.User {
@@ -97,8 +112,11 @@ export class UserHandlers extends ResourceHandlers<usersV1.User> {
   protected readonly kind = 'user';
   protected readonly schema = USER_RESOURCE;
 
+  private readonly reads: UserReads;
+
   constructor(private readonly deps: ScimDeps) {
     super();
+    this.reads = new UserReads(deps.users);
   }
 
   private location(id: string): string {
@@ -119,8 +137,10 @@ export class UserHandlers extends ResourceHandlers<usersV1.User> {
   /** The live user, or 404. */
   protected async load(id: string, ctx: RequestContext): Promise<usersV1.User> {
     if (!isUserId(id)) throw scimErrors.notFound(`User ${id} not found`);
-    const { user } = await this.deps.users.getUser({ id, includeDeleted: false }, ctx.call);
-    return ownOrNotFound(user!, ctx);
+    const user = await this.reads.byId(id, ctx.call);
+    // Worded as the owner's NOT_FOUND (scimErrorFromGrpc).
+    if (!user) throw scimErrors.notFound('Resource not found');
+    return ownOrNotFound(user, ctx);
   }
 
   private respond(
@@ -169,7 +189,16 @@ export class UserHandlers extends ResourceHandlers<usersV1.User> {
 
   async list(ctx: RequestContext): Promise<ScimResponse> {
     const { startIndex, page } = this.listQuery(ctx);
-    const { users, totalSize } = await this.deps.users.listUsers(page, ctx.call);
+    const userName = page.offset === 0 && page.limit > 0 ? userNameLookup(page.filter) : undefined;
+    // A lookup's first page is its one match or none: the batched read answers it, its length the total.
+    const { users, totalSize } =
+      userName === undefined
+        ? await this.deps.users.listUsers(page, ctx.call)
+        : await this.reads.byUserName(userName, ctx.call).then((found) => {
+            // Another organization's user is no match (the second wall, as for a read by id).
+            const users = found && found.organizationId === ctx.organizationId ? [found] : [];
+            return { users, totalSize: users.length };
+          });
     const resources = users.map((u) => projectFor(this.representation(u), USER_RESOURCE, ctx.query));
     return listResponse(resources, totalSize, startIndex);
   }

@@ -127,6 +127,54 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     assert.equal(tooMany.code, status.INVALID_ARGUMENT);
   });
 
+  test("a batch of userName lookups: one match per name that names a live user of the call's organization", async () => {
+    const tag = Math.random().toString(36).slice(2, 8);
+    const ann = (await demo().createUser({ user: user({ userName: `Ann.${tag}@Example.com` }) })).user!;
+    const bob = (await demo().createUser({ user: user({ userName: `bob.${tag}@example.com` }) })).user!;
+    const gone = (await demo().createUser({ user: user({ userName: `gone.${tag}@example.com` }) })).user!;
+    await demo().deleteUser({ id: gone.id, expectedVersion: gone.version });
+    const { organization } = await suite.organizations.createOrganization({ name: `Other ${tag}`, alias: `o-${tag}` });
+    await suite.usersIn(organization!.id).createUser({ user: user({ userName: `carol.${tag}@example.com` }) });
+    const names = [
+      `BOB.${tag}@EXAMPLE.COM`,
+      `nobody.${tag}@example.com`,
+      `ann.${tag}@example.com`,
+      `gone.${tag}@example.com`,
+      `carol.${tag}@example.com`,
+      `Bob.${tag}@example.com`,
+    ];
+    const { matches } = await demo().batchFindUsersByUserName({ userNames: names });
+    // Case-insensitive, in request order, each name its own match; deleted users and other organizations' not found.
+    assert.deepEqual(
+      matches.map((m) => [m.index, m.user!.id]),
+      [
+        [0, bob.id],
+        [2, ann.id],
+        [5, bob.id],
+      ],
+    );
+    // The same user as ListUsers' `userName eq` answers.
+    const eq = (value: string): filterV1.Filter => ({
+      expr: {
+        $case: 'comparison',
+        value: {
+          attribute: 'userName',
+          operator: filterV1.Operator.OPERATOR_EQ,
+          value: { $case: 'stringValue', value },
+        },
+      },
+    });
+    const listed = await demo().listUsers({ filter: eq(names[2]!), offset: 0, limit: 1 });
+    assert.deepEqual(matches[1]!.user, listed.users[0]);
+    assert.deepEqual(await demo().batchFindUsersByUserName({ userNames: [] }), { matches: [] });
+    const tooMany = await rejection(
+      demo().batchFindUsersByUserName({ userNames: Array.from({ length: 1001 }, () => 'x') }),
+    );
+    assert.equal(tooMany.code, status.INVALID_ARGUMENT);
+    const noOrganization = await rejection(suite.users.batchFindUsersByUserName({ userNames: [names[0]!] }));
+    assert.equal(noOrganization.code, status.FAILED_PRECONDITION);
+  });
+
   test('update bumps the version and honours expected_version', async () => {
     const created = (await demo().createUser({ user: user() })).user!;
     const { user: updated } = await demo().updateUser({

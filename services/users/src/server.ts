@@ -17,7 +17,15 @@ import {
 } from './organization-context';
 import { organizationsRegistration } from './organizations-server';
 import { listProvisioningEvents, MAX_EVENTS_PAGE } from './provisioning-events';
-import { listUsers, matchesAtMostOne, readUser, readUsers, USER_FILTER_TABLE, UsersRepository } from './users-repo';
+import {
+  findUsersByUserName,
+  listUsers,
+  matchesAtMostOne,
+  readUser,
+  readUsers,
+  USER_FILTER_TABLE,
+  UsersRepository,
+} from './users-repo';
 import { requireUserId, validateUserInput } from './validation';
 
 export type { UsersServerDeps };
@@ -81,6 +89,18 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
         }),
       );
       return { users: page, totalSize: total };
+    },
+
+    async batchFindUsersByUserName(request, ctx) {
+      if (request.userNames.length > MAX_BATCH_GET_USERS) {
+        throw errors.invalidArgument(`at most ${MAX_BATCH_GET_USERS} user names per call`, [
+          { field: 'user_names', description: `at most ${MAX_BATCH_GET_USERS}` },
+        ]);
+      }
+      const matches = await readInCallOrganization(deps, ctx, (run, organizationId) =>
+        findUsersByUserName(run, organizationId, request.userNames, ctx.trace),
+      );
+      return { matches };
     },
 
     async listProvisioningEvents(request, ctx) {

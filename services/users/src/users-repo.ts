@@ -125,6 +125,12 @@ const FIND_MANY_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ANY(?
 const GET_MANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users
   WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
 
+// The live users of an organization named by any of a list of userNames (SCIM's lookups of one turn), each with the
+// position of the name that found it; `user_name_key` is the stored lower case its unique index covers.
+const FIND_BY_USER_NAMES_SQL = `SELECT ${SELECT_COLUMNS}, sent.position FROM unnest(?::text[]) WITH ORDINALITY AS sent(name, position)
+  JOIN users ON users.user_name_key = lower(sent.name)
+  WHERE users.organization_id = ? AND users.deleted_at IS NULL ORDER BY sent.position`;
+
 const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
 export function generateUserId(): string {
@@ -351,6 +357,23 @@ export async function readUsers(
       : [GET_MANY_SQL, [unique, scope], 'users_get_many_v2'];
   const { rows } = await sql(trace, 'SELECT', text, () => run<UserRow>(text, bindings, name));
   return inRequestOrder(unique, rows);
+}
+
+/**
+ * The live users of `organizationId` named by `userNames` (case-insensitively), each with the index of the name that
+ * found it, in the order of `userNames`: one statement for SCIM's `userName eq` lookups of one turn.
+ */
+export async function findUsersByUserName(
+  run: ReadStatements,
+  organizationId: number,
+  userNames: string[],
+  trace?: TraceContext,
+): Promise<{ index: number; user: usersV1.User }[]> {
+  if (userNames.length === 0) return [];
+  const { rows } = await sql(trace, 'SELECT', FIND_BY_USER_NAMES_SQL, () =>
+    run<UserRow & { position: string }>(FIND_BY_USER_NAMES_SQL, [userNames, organizationId], 'users_find_by_names_v1'),
+  );
+  return rows.map((row) => ({ index: Number(row.position) - 1, user: toUser(row) }));
 }
 
 /** Rows as users in the order of `ids` (char(10) ids trimmed). */

@@ -205,6 +205,21 @@ export interface BatchGetUsersResponse {
   users: User[];
 }
 
+export interface BatchFindUsersByUserNameRequest {
+  userNames: string[];
+}
+
+export interface BatchFindUsersByUserNameResponse {
+  /** One per user name that names a live user, in the order of user_names; none for the others. */
+  matches: UserNameMatch[];
+}
+
+/** A live user and the position of the user name that found it in the request's user_names. */
+export interface UserNameMatch {
+  index: number;
+  user?: User | undefined;
+}
+
 export interface CreateUserRequest {
   /** id may be empty: the service then generates one. */
   user?:
@@ -2765,6 +2780,241 @@ export const BatchGetUsersResponse: MessageFns<BatchGetUsersResponse> = {
   },
 };
 
+function createBaseBatchFindUsersByUserNameRequest(): BatchFindUsersByUserNameRequest {
+  return { userNames: [] };
+}
+
+export const BatchFindUsersByUserNameRequest: MessageFns<BatchFindUsersByUserNameRequest> = {
+  encode(message: BatchFindUsersByUserNameRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.userNames) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BatchFindUsersByUserNameRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBatchFindUsersByUserNameRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.userNames.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BatchFindUsersByUserNameRequest {
+    return {
+      userNames: globalThis.Array.isArray(object?.userNames)
+        ? object.userNames.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.user_names)
+        ? object.user_names.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: BatchFindUsersByUserNameRequest): unknown {
+    const obj: any = {};
+    if (message.userNames?.length) {
+      obj.userNames = message.userNames;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BatchFindUsersByUserNameRequest>, I>>(base?: I): BatchFindUsersByUserNameRequest {
+    return BatchFindUsersByUserNameRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BatchFindUsersByUserNameRequest>, I>>(
+    object: I,
+  ): BatchFindUsersByUserNameRequest {
+    const message = createBaseBatchFindUsersByUserNameRequest();
+    message.userNames = object.userNames?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseBatchFindUsersByUserNameResponse(): BatchFindUsersByUserNameResponse {
+  return { matches: [] };
+}
+
+export const BatchFindUsersByUserNameResponse: MessageFns<BatchFindUsersByUserNameResponse> = {
+  encode(message: BatchFindUsersByUserNameResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.matches) {
+      UserNameMatch.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BatchFindUsersByUserNameResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBatchFindUsersByUserNameResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.matches.push(UserNameMatch.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BatchFindUsersByUserNameResponse {
+    return {
+      matches: globalThis.Array.isArray(object?.matches)
+        ? object.matches.map((e: any) => UserNameMatch.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: BatchFindUsersByUserNameResponse): unknown {
+    const obj: any = {};
+    if (message.matches?.length) {
+      obj.matches = message.matches.map((e) => UserNameMatch.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BatchFindUsersByUserNameResponse>, I>>(
+    base?: I,
+  ): BatchFindUsersByUserNameResponse {
+    return BatchFindUsersByUserNameResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BatchFindUsersByUserNameResponse>, I>>(
+    object: I,
+  ): BatchFindUsersByUserNameResponse {
+    const message = createBaseBatchFindUsersByUserNameResponse();
+    message.matches = object.matches?.map((e) => UserNameMatch.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUserNameMatch(): UserNameMatch {
+  return { index: 0, user: undefined };
+}
+
+export const UserNameMatch: MessageFns<UserNameMatch> = {
+  encode(message: UserNameMatch, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).int32(message.index);
+    }
+    if (message.user !== undefined) {
+      User.encode(message.user, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UserNameMatch {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUserNameMatch();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.user = User.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UserNameMatch {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      user: isSet(object.user) ? User.fromJSON(object.user) : undefined,
+    };
+  },
+
+  toJSON(message: UserNameMatch): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.user !== undefined) {
+      obj.user = User.toJSON(message.user);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UserNameMatch>, I>>(base?: I): UserNameMatch {
+    return UserNameMatch.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UserNameMatch>, I>>(object: I): UserNameMatch {
+    const message = createBaseUserNameMatch();
+    message.index = object.index ?? 0;
+    message.user = (object.user !== undefined && object.user !== null) ? User.fromPartial(object.user) : undefined;
+    return message;
+  },
+};
+
 function createBaseCreateUserRequest(): CreateUserRequest {
   return { user: undefined, audit: undefined };
 }
@@ -3530,6 +3780,24 @@ export const UsersServiceService = {
     responseSerialize: (value: ListUsersResponse): Buffer => Buffer.from(ListUsersResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListUsersResponse => ListUsersResponse.decode(value),
   },
+  /**
+   * BatchFindUsersByUserName finds the live users of the call's organization named by up to 1000 userNames, compared
+   * case-insensitively as SCIM compares userName (unique among an organization's live users): the SCIM service's
+   * `userName eq` lookups of one event-loop turn, answered by one statement.
+   */
+  batchFindUsersByUserName: {
+    path: "/mileage.users.v1.UsersService/BatchFindUsersByUserName" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: BatchFindUsersByUserNameRequest): Buffer =>
+      Buffer.from(BatchFindUsersByUserNameRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): BatchFindUsersByUserNameRequest =>
+      BatchFindUsersByUserNameRequest.decode(value),
+    responseSerialize: (value: BatchFindUsersByUserNameResponse): Buffer =>
+      Buffer.from(BatchFindUsersByUserNameResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): BatchFindUsersByUserNameResponse =>
+      BatchFindUsersByUserNameResponse.decode(value),
+  },
   /** ListProvisioningEvents pages the organization's provisioning trail kept here (users, SCIM tokens), newest first. */
   listProvisioningEvents: {
     path: "/mileage.users.v1.UsersService/ListProvisioningEvents" as const,
@@ -3562,6 +3830,12 @@ export interface UsersServiceServer extends UntypedServiceImplementation {
   deleteUser: handleUnaryCall<DeleteUserRequest, DeleteUserResponse>;
   /** ListUsers returns the live users matching a filter, ordered by id, with the total count of matches. */
   listUsers: handleUnaryCall<ListUsersRequest, ListUsersResponse>;
+  /**
+   * BatchFindUsersByUserName finds the live users of the call's organization named by up to 1000 userNames, compared
+   * case-insensitively as SCIM compares userName (unique among an organization's live users): the SCIM service's
+   * `userName eq` lookups of one event-loop turn, answered by one statement.
+   */
+  batchFindUsersByUserName: handleUnaryCall<BatchFindUsersByUserNameRequest, BatchFindUsersByUserNameResponse>;
   /** ListProvisioningEvents pages the organization's provisioning trail kept here (users, SCIM tokens), newest first. */
   listProvisioningEvents: handleUnaryCall<ListProvisioningEventsRequest, ListProvisioningEventsResponse>;
 }
@@ -3666,6 +3940,26 @@ export interface UsersServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListUsersResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * BatchFindUsersByUserName finds the live users of the call's organization named by up to 1000 userNames, compared
+   * case-insensitively as SCIM compares userName (unique among an organization's live users): the SCIM service's
+   * `userName eq` lookups of one event-loop turn, answered by one statement.
+   */
+  batchFindUsersByUserName(
+    request: BatchFindUsersByUserNameRequest,
+    callback: (error: ServiceError | null, response: BatchFindUsersByUserNameResponse) => void,
+  ): ClientUnaryCall;
+  batchFindUsersByUserName(
+    request: BatchFindUsersByUserNameRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: BatchFindUsersByUserNameResponse) => void,
+  ): ClientUnaryCall;
+  batchFindUsersByUserName(
+    request: BatchFindUsersByUserNameRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: BatchFindUsersByUserNameResponse) => void,
   ): ClientUnaryCall;
   /** ListProvisioningEvents pages the organization's provisioning trail kept here (users, SCIM tokens), newest first. */
   listProvisioningEvents(
