@@ -6,9 +6,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+import { capacity, capacityLine, servedCounts, takingPart, type Capacity } from './capacity';
 import { measure, type LoadResult, type Target } from './load';
 import { insertScimToken, isolationProblem, seedOrganizations, spreadLookups } from './organizations';
 import { MemorySampler, readMemory, summariseSoak, type MemorySample, type MemorySummary } from './memory';
+import { oneConnection, type OneConnectionResult } from './one-connection';
 import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
 import { cpuSeconds } from './proc';
 import { startBenchStack, type BenchStack } from './stack';
@@ -60,6 +62,13 @@ const { values: flags } = parseArgs({
      * and once without to price them. A development comparison only; every process logs that it is plaintext.
      */
     plaintext: { type: 'boolean', default: false },
+    /**
+     * Before the load runs: each route's requests one at a time on one keep-alive connection, bare server and full
+     * path, then a traced pass that breaks the full path's time down by span (one-connection.ts).
+     */
+    'one-connection': { type: 'boolean', default: false },
+    /** Requests per target in that mode (and in its traced pass). */
+    'one-connection-requests': { type: 'string', default: '2000' },
     strict: { type: 'boolean', default: false },
     /** CI's check that the bench runs: seconds per target, small volume; fails on any non-200 or differing body. */
     smoke: { type: 'boolean', default: false },
@@ -77,6 +86,8 @@ if (flags.smoke)
     'walk-pages': '5',
     organizations: '4',
     sweep: '',
+    'one-connection': true,
+    'one-connection-requests': '100',
   });
 const num = (name: keyof typeof flags) => Number(flags[name]);
 
@@ -206,6 +217,19 @@ async function main(): Promise<number> {
         .map(([k, v]) => `${k} ${fmt(v * 1000, 1)}`)
         .join(', ')}\n`,
     );
+    const checks: Record<string, boolean> = {};
+    let oneConnectionResults: Record<string, OneConnectionResult> | undefined;
+    if (flags['one-connection'] && !flags['soak-only']) {
+      const write = (text: string) => void process.stdout.write(text);
+      const one = await oneConnection(defs, {
+        requests: num('one-connection-requests'),
+        sinkUrl: stack.sinkUrl,
+        write,
+      });
+      oneConnectionResults = one.results;
+      failures += one.failures;
+      Object.assign(checks, one.checks);
+    }
     const settings = {
       durationSeconds: num('duration'),
       warmupSeconds: num('warmup'),
@@ -222,10 +246,14 @@ async function main(): Promise<number> {
       `  ${'route / target'.padEnd(48)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(10)}  CPU µs/req by process`,
     ];
     process.stdout.write(`${lines[0]}\n`);
-    const checks: Record<string, boolean> = {};
+    const capacities: Record<string, Capacity> = {};
     for (const r of flags['soak-only'] ? [] : defs) {
       const bare = await measure(r.bare, stack.barePids, settings);
+      // Which processes serve the route: those whose count of served requests grows during its run.
+      const served = await servedCounts(stack.metricsUrls);
       const full = await measure(r.full, stack.fullPids, settings);
+      const components = takingPart(served, await servedCounts(stack.metricsUrls));
+      capacities[r.id] = capacity(full, idleCpu, components);
       results[r.id] = { bare, full };
       failures += verdict.failedRequests(bare) + verdict.failedRequests(full);
       const row = (name: string, x: LoadResult) =>
@@ -237,9 +265,10 @@ async function main(): Promise<number> {
         row('bare node:http + pg', bare),
         row('full path', full),
         `  full/bare: throughput ${fmt(ratio.throughput, 2)} (≥ ${verdict.TARGETS.throughputRatio}), p99 ${fmt(ratio.p99, 2)} (≤ ${verdict.TARGETS.p99Ratio}), CPU ${fmt(ratio.cpu, 2)}${r.page ? ` (≤ ${verdict.TARGETS.cpuRatio})` : ''}`,
+        capacityLine(capacities[r.id]!),
         '',
       );
-      process.stdout.write(`${lines.slice(-5).join('\n')}\n`);
+      process.stdout.write(`${lines.slice(-6).join('\n')}\n`);
     }
 
     // The SCIM lookup with many organizations: organization 1 alone, then among `organizations`, each with its own
@@ -386,13 +415,25 @@ async function main(): Promise<number> {
       const date = new Date().toISOString();
       const resultsDir = path.join(__dirname, '..', 'results');
       mkdirSync(resultsDir, { recursive: true });
+      const report = {
+        date,
+        settings,
+        flags,
+        idleCpu,
+        results,
+        capacity: capacities,
+        oneConnection: oneConnectionResults,
+        walks,
+        sweep,
+        idleRss,
+        afterRss,
+        soakSeconds,
+        soak,
+        checks,
+      };
       writeFileSync(
         path.join(resultsDir, flags['soak-only'] ? 'soak.json' : 'latest.json'),
-        JSON.stringify(
-          { date, settings, flags, idleCpu, results, walks, sweep, idleRss, afterRss, soakSeconds, soak, checks }, // prettier-ignore
-          (k, v: unknown) => (k === 'pageHashes' ? undefined : v),
-          2,
-        ) + '\n',
+        JSON.stringify(report, (k, v: unknown) => (k === 'pageHashes' ? undefined : v), 2) + '\n',
       );
       if (soak && soakSeconds >= 60) {
         const file = path.join(__dirname, '..', '..', '..', 'docs', 'benchmarks-soak.svg');

@@ -26,6 +26,8 @@ export interface BenchStack {
   data: BenchData;
   gatewayUrl: string;
   bareUrl: string;
+  /** The stand-in OTLP collector every process exports its spans to (otlp-sink.ts). */
+  sinkUrl: string;
   /** Access token of each caller (user id), every /v1 scope. */
   tokens: Map<string, string>;
   /** Access token of the provisioning client (client credentials of mileage-scim, scope "scim"). */
@@ -143,7 +145,7 @@ export async function startBenchStack(options: {
       databaseUrls: Object.fromEntries(databaseServices.map((s) => [s, roleUrls[s]!.runtime])),
       secrets: { cursor: cursorSecret, actorAttestation: randomBytes(32).toString('base64url') },
       extra: {
-        // Tracing on, as deployed, into a sink that only counts.
+        // Tracing on, as deployed (http/protobuf, 10 %), into a sink that counts and, when asked, records.
         all: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` },
         gateway: { RATE_LIMIT_MULTIPLIER: '1000000' },
       },
@@ -217,6 +219,7 @@ export async function startBenchStack(options: {
       data,
       gatewayUrl,
       bareUrl,
+      sinkUrl: `http://127.0.0.1:${sinkPort}`,
       tokens,
       scimToken,
       fullPids: () => new Map([...named.map((c): [number, string] => [c.pid, c.name]), ...pgPids()]),

@@ -6,6 +6,7 @@ import {
   exitStatus,
   expectedWalkDrives,
   failedRequests,
+  oneConnectionChecks,
   organizationChecks,
   ratios,
   routeChecks,
@@ -139,5 +140,12 @@ describe('the SCIM lookup among many organizations', () => {
       'scim-lookup organizations p99': false,
       'scim-lookup organizations cpu': false,
     });
+  });
+});
+
+describe('one connection', () => {
+  it("meets the target up to 1 ms above the bare server's p50, and misses it beyond", () => {
+    assert.deepEqual(oneConnectionChecks('user', 0.3, 1.3), { 'user one-connection p50': true });
+    assert.deepEqual(oneConnectionChecks('user', 0.3, 1.31), { 'user one-connection p50': false });
   });
 });

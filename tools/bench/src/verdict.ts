@@ -11,6 +11,8 @@ export const TARGETS = {
   rssGrowth: 1.5,
   /** The SCIM lookup among 100 organizations keeps 90 % of its single-organization throughput (p99, CPU: ≤ 1/0.9). */
   organizationsHold: 0.9,
+  /** At one connection, one request at a time: the full path's p50 at most this much above the bare server's. */
+  oneConnectionP50MarginMs: 1,
 };
 
 type Figures = Pick<LoadResult, 'requestsPerSecond' | 'p99Ms' | 'cpuMicrosPerRequest'>;
@@ -41,6 +43,11 @@ export function organizationChecks(r: ReturnType<typeof ratios>): Record<string,
     'scim-lookup organizations p99': r.p99 <= 1 / hold,
     'scim-lookup organizations cpu': r.cpu <= 1 / hold,
   };
+}
+
+/** A route's one-connection check: the full path's p50 within the margin of the bare server's. */
+export function oneConnectionChecks(id: string, bareP50Ms: number, fullP50Ms: number): Record<string, boolean> {
+  return { [`${id} one-connection p50`]: fullP50Ms <= bareP50Ms + TARGETS.oneConnectionP50MarginMs };
 }
 
 /** Requests that were not answered 2xx, or not at all. */
