@@ -806,6 +806,8 @@ describe('SCIM: the attestation is taken once and covers the headers the SCIM se
             throw new AppError(code, message, reason ? { reason } : {});
           }),
         ),
+      // As a SCIM replica of the release before: the gateway then sends a turn's reads one call each.
+      handleRequests: () => Promise.reject(new AppError(grpcStatus.UNIMPLEMENTED, 'HandleRequests is not served here')),
     };
     const hop = await startGrpcServer({
       address: '127.0.0.1:0',

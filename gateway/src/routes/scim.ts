@@ -23,6 +23,7 @@ import { authenticate, enforceRateLimit, invalidToken, requireScope } from '../g
 import { SCIM_SECRET_PREFIX, secretTokenCaller, type OrganizationCredentials } from '../organization-credentials';
 import { HttpProblem, logDownstreamFailure, problemFromGrpc, problemFromStatus, ValidationProblem } from '../problems';
 import type { RateLimits } from '../rate-limit';
+import { ScimReads } from './scim-reads';
 
 export const SCIM_SCOPE = 'scim';
 /** Per organization: identity providers send bursts when a sync cycle starts. */
@@ -128,6 +129,13 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
     name: 'gateway_scim_read_retries_total',
     help: 'SCIM GET and HEAD requests sent once more after their call to the SCIM service got no answer.',
   });
+  const reads = new ScimReads(
+    deps.scim,
+    deps.metrics.counter({
+      name: 'gateway_scim_batch_fallbacks_total',
+      help: 'SCIM reads sent one call each because a SCIM replica of the release before knows no HandleRequests.',
+    }),
+  );
   return async (req: Request, res: Response) => {
     res.locals.routeId = routeLabel(req.path);
     const span = res.locals.span as Span | undefined;
@@ -175,17 +183,19 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       // The verified credential and its organization, attested for this request: the SCIM service's audit actor and
       // the only organization it acts inside.
       const attested = { ...forwarded, actor: forwarded.clientId, requestId: call.requestId! };
+      // Reads share a call with the other reads of this turn (ScimReads); a write has a call of its own.
+      const handle = (request: scimV1.HandleRequestRequest) =>
+        SAFE_METHODS.has(req.method) ? reads.send({ request, call }) : deps.scim.handleRequest(request, call);
       const send = () =>
-        deps.scim
-          .handleRequest({ ...forwarded, actorAttestation: attestActor(deps.actorAttestationSecret, attested) }, call)
-          .catch((err: unknown) => {
+        handle({ ...forwarded, actorAttestation: attestActor(deps.actorAttestationSecret, attested) }).catch(
+          (err: unknown) => {
             // A SCIM replica of the release before (a rolling upgrade under way) knows v1 only and refused before
             // acting: sent again as v1, counted. Remove with the SCIM service's ACTOR_ATTESTATION_ACCEPT_V1.
             if (attestationRefusal(err)?.message !== V1_ONLY_REFUSAL) throw err;
             v1Fallbacks.inc();
-            const v1 = attestActorV1(deps.actorAttestationSecret, attested);
-            return deps.scim.handleRequest({ ...forwarded, actorAttestation: v1 }, call);
-          });
+            return handle({ ...forwarded, actorAttestation: attestActorV1(deps.actorAttestationSecret, attested) });
+          },
+        );
       // A read whose call got no answer (its connection died under it: a replica draining or frozen) is sent once
       // more, as the typed clients' reads are (their retry policy); under a fresh attestation, since the first one's
       // nonce may have been spent by a replica that did receive it. Writes never are: they may have been applied.

@@ -190,6 +190,11 @@ export const END_USER_BINDINGS: Readonly<Record<string, EndUserBinding>> = {
     actor: 'clientId',
     organization: 'organizationId',
   },
+  '/mileage.scim.v1.ScimService/HandleRequests': {
+    from: ['gateway'],
+    actor: 'clientId',
+    organization: 'organizationId',
+  },
 };
 
 /** Where the /v1 routes' calls go, and a SCIM request's: the audiences the gateway signs for. */

@@ -55,6 +55,27 @@ const RETRY_INFO_TYPE = 'type.googleapis.com/google.rpc.RetryInfo';
 
 /** Encodes an AppError as a gRPC status with google.rpc.Status details (the rich error model). */
 export function toStatusObject(err: AppError): Partial<StatusObject> {
+  const metadata = new Metadata();
+  metadata.set(DETAILS_KEY, Buffer.from(rpcStatus.Status.encode(toRpcStatus(err)).finish()));
+  return { code: err.code, details: err.message, metadata };
+}
+
+/**
+ * A failure as the error a client call would have received: what one request of a batched call failed with, read
+ * as its own call's error would be (decodeServiceError, the status tables).
+ */
+export function serviceErrorFromStatus(st: rpcStatus.Status): ServiceError {
+  const metadata = new Metadata();
+  metadata.set(DETAILS_KEY, Buffer.from(rpcStatus.Status.encode(st).finish()));
+  return Object.assign(new Error(`${st.code} ${status[st.code] ?? ''}: ${st.message}`), {
+    code: st.code,
+    details: st.message,
+    metadata,
+  });
+}
+
+/** An AppError as a google.rpc.Status with its details (the rich error model). */
+export function toRpcStatus(err: AppError): rpcStatus.Status {
   const details: Any[] = [];
   if (err.details.reason) {
     details.push({
@@ -89,12 +110,7 @@ export function toStatusObject(err: AppError): Partial<StatusObject> {
       ),
     });
   }
-  const metadata = new Metadata();
-  metadata.set(
-    DETAILS_KEY,
-    Buffer.from(rpcStatus.Status.encode({ code: err.code, message: err.message, details }).finish()),
-  );
-  return { code: err.code, details: err.message, metadata };
+  return { code: err.code, message: err.message, details };
 }
 
 export interface DecodedError {

@@ -59,6 +59,7 @@ export const GRPC_CALLERS: Readonly<Record<string, readonly Component[]>> = {
   '/mileage.drives.v1.DrivesService/WithdrawReport': ['seed'],
   // SCIM: the gateway's /scim/v2.
   '/mileage.scim.v1.ScimService/HandleRequest': ['gateway'],
+  '/mileage.scim.v1.ScimService/HandleRequests': ['gateway'],
   // Webhooks: the gateway's webhook routes; the outbox relays of Users and Drives publish events.
   '/mileage.webhooks.v1.WebhooksService/CreateSubscription': ['gateway'],
   '/mileage.webhooks.v1.WebhooksService/ListSubscriptions': ['gateway'],

@@ -5,6 +5,8 @@ export const MAX_LIST_LIMIT = 1000;
 
 /** The most ids one BatchGetUsers takes: the Users service refuses more, its callers send them in slices. */
 export const MAX_BATCH_GET_USERS = 1000;
+/** The most SCIM requests one ScimService.HandleRequests call carries (the gateway's reads of one turn). */
+export const MAX_BATCHED_SCIM_REQUESTS = 64;
 
 /** `items` in consecutive slices of at most `size` (none when there are no items). */
 export function slices<T>(items: readonly T[], size: number): T[][] {

@@ -10,6 +10,8 @@ import { describe, test } from 'node:test';
 import { createServer } from './server';
 
 const SECRET = 'organization-test-attestation-secret-0123456789';
+/** What the gateway's attestation of a request covers. */
+type Attested = Parameters<typeof attestActor>[1];
 const DEMO = 1;
 const GLOBEX = 2;
 
@@ -118,7 +120,31 @@ function service() {
     const answer = await handle({ ...request, actorAttestation }, ctx);
     return { status: answer.status, body: answer.body.length ? JSON.parse(Buffer.from(answer.body).toString()) : {} };
   };
-  return { send, calls: owners.calls };
+  const handleBatch = handlers.handleRequests as unknown as (
+    req: scimV1.HandleRequestsRequest,
+    ctx: object,
+  ) => Promise<scimV1.HandleRequestsResponse>;
+  /** A HandleRequests call of `organizationId`: each read attested as the gateway attests it, unless `attest` says. */
+  const sendBatch = async (
+    organizationId: number,
+    reads: { pathAndQuery: string; requestId?: string; attest?: (covered: Attested) => string }[],
+  ) => {
+    const clientId = 'mileage-scim-globex';
+    const requests = reads.map(({ pathAndQuery, requestId = randomUUID(), attest }) => {
+      const [path, query = ''] = pathAndQuery.split('?');
+      const request = { method: 'GET', path: path!, query, headers: {}, body: Buffer.alloc(0) };
+      const covered = { ...request, clientId, organizationId, actor: clientId, requestId };
+      return { ...request, requestId, actorAttestation: attest ? attest(covered) : attestActor(SECRET, covered) };
+    });
+    const ctx = { metadata: new Metadata(), requestId: randomUUID(), remainingMs: () => Infinity };
+    const { results } = await handleBatch({ clientId, organizationId, requests }, ctx);
+    return results.map(({ result }) =>
+      result?.$case === 'response'
+        ? { status: result.value.status, body: JSON.parse(Buffer.from(result.value.body).toString()) as unknown }
+        : { code: result?.value.code, message: result?.value.message },
+    );
+  };
+  return { send, sendBatch, calls: owners.calls };
 }
 
 describe('the SCIM service inside the attested organization', () => {
@@ -184,5 +210,77 @@ describe('the SCIM service inside the attested organization', () => {
       return true;
     });
     assert.equal(calls.length, 0);
+  });
+});
+
+describe('several reads in one HandleRequests call', () => {
+  const lookup = (name: string) => `/Users?filter=${encodeURIComponent(`userName eq "${name}"`)}`;
+
+  test('each is answered as its own HandleRequest would be, in order', async () => {
+    const { send, sendBatch } = service();
+    const paths = [
+      lookup('BobDriver1@example.com'),
+      '/Users/BobDriver1',
+      lookup('nobody@example.com'),
+      '/Users/NoSuchUsr1',
+    ];
+    const alone = await Promise.all(paths.map((p) => send(DEMO, 'GET', p)));
+    assert.deepEqual(
+      await sendBatch(
+        DEMO,
+        paths.map((pathAndQuery) => ({ pathAndQuery })),
+      ),
+      alone,
+    );
+  });
+
+  test("a read whose attestation does not hold fails alone; the batch's organization is the one attested", async () => {
+    const { sendBatch } = service();
+    const reused = randomUUID();
+    const results = await sendBatch(DEMO, [
+      { pathAndQuery: '/Users/BobDriver1' },
+      // Attested under another request id than the one it travels with.
+      {
+        pathAndQuery: '/Users/BobDriver1',
+        attest: (r) => attestActor(SECRET, { ...r, requestId: 'other' }),
+      },
+      // Attested for another organization than the call's.
+      {
+        pathAndQuery: '/Users/BobDriver1',
+        attest: (r) => attestActor(SECRET, { ...r, organizationId: GLOBEX }),
+      },
+      { pathAndQuery: '/Users/BobDriver1', requestId: reused },
+    ]);
+    assert.deepEqual(
+      results.map((r) => ('status' in r ? r.status : r.code)),
+      [200, status.UNAUTHENTICATED, status.UNAUTHENTICATED, 200],
+    );
+  });
+
+  test('a nonce is taken once, across the reads of a call too', async () => {
+    const { sendBatch } = service();
+    const requestId = randomUUID();
+    let captured = '';
+    const results = await sendBatch(DEMO, [
+      { pathAndQuery: '/Users/BobDriver1', requestId, attest: (r) => (captured = attestActor(SECRET, r)) },
+      // The same request under the same attestation: its MAC holds, its nonce is spent.
+      { pathAndQuery: '/Users/BobDriver1', requestId, attest: () => captured },
+    ]);
+    assert.equal((results[0] as { status: number }).status, 200);
+    assert.deepEqual(results[1], {
+      code: status.UNAUTHENTICATED,
+      message: 'the caller is not attested by the gateway (attestation already used)',
+    });
+  });
+
+  test('more than 64 reads in one call are refused', async () => {
+    const { sendBatch } = service();
+    await assert.rejects(
+      sendBatch(
+        DEMO,
+        Array.from({ length: 65 }, () => ({ pathAndQuery: '/Users/BobDriver1' })),
+      ),
+      (err: { code?: number }) => err.code === status.INVALID_ARGUMENT,
+    );
   });
 });

@@ -5,8 +5,12 @@ import {
   AppError,
   ATTESTATION_REPLAYED,
   ATTESTED_HEADERS,
+  errors,
   isOrganizationId,
+  MAX_BATCHED_SCIM_REQUESTS,
   receivedEndUser,
+  toAppError,
+  toRpcStatus,
   verifyActorAttestation,
   type CallContext,
   type Handlers,
@@ -233,29 +237,56 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     return route(ctx, body, segments[1]);
   }
 
+  /** One SCIM request, attested first: a refusal is thrown (the call's gRPC status), never a SCIM error body. */
+  async function handleOne(
+    request: scimV1.HandleRequestRequest,
+    callCtx: CallContext,
+  ): Promise<scimV1.HandleRequestResponse> {
+    const headers = attestedHeaders(request.headers);
+    const attested = attestedActor(request, headers, callCtx);
+    let response: ScimResponse;
+    try {
+      response = await dispatch(request, headers, callCtx, attested);
+    } catch (err) {
+      const scimError = err instanceof ScimError ? err : scimErrorFromGrpc(err);
+      // Anything else is a bug: the gRPC server logs it and answers INTERNAL without details.
+      if (!scimError) throw err;
+      // An owner's server-side failure (its details stay in its own log) is worth a line here too.
+      if (!(err instanceof ScimError) && scimError.status >= 500 && ![503, 504].includes(scimError.status))
+        deps.logger.error({ err, request_id: callCtx.requestId }, 'an owner service failed');
+      response = { status: scimError.status, headers: scimError.headers, body: scimError.body() };
+    }
+    const payload = response.body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(response.body));
+    return {
+      status: response.status,
+      headers: { ...(payload.length ? { 'Content-Type': SCIM_CONTENT_TYPE } : {}), ...(response.headers ?? {}) },
+      body: payload,
+    };
+  }
+
   const handlers: Handlers<scimV1.ScimServiceServer> = {
-    async handleRequest(request, callCtx) {
-      // Outside the try: a refusal is the call's gRPC status (the gateway answers 503), never a SCIM error body.
-      const headers = attestedHeaders(request.headers);
-      const attested = attestedActor(request, headers, callCtx);
-      let response: ScimResponse;
-      try {
-        response = await dispatch(request, headers, callCtx, attested);
-      } catch (err) {
-        const scimError = err instanceof ScimError ? err : scimErrorFromGrpc(err);
-        // Anything else is a bug: the gRPC server logs it and answers INTERNAL without details.
-        if (!scimError) throw err;
-        // An owner's server-side failure (its details stay in its own log) is worth a line here too.
-        if (!(err instanceof ScimError) && scimError.status >= 500 && ![503, 504].includes(scimError.status))
-          deps.logger.error({ err, request_id: callCtx.requestId }, 'an owner service failed');
-        response = { status: scimError.status, headers: scimError.headers, body: scimError.body() };
-      }
-      const payload = response.body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(response.body));
-      return {
-        status: response.status,
-        headers: { ...(payload.length ? { 'Content-Type': SCIM_CONTENT_TYPE } : {}), ...(response.headers ?? {}) },
-        body: payload,
-      };
+    handleRequest: (request, callCtx) => handleOne(request, callCtx),
+
+    async handleRequests(batch, callCtx) {
+      if (batch.requests.length > MAX_BATCHED_SCIM_REQUESTS)
+        throw errors.invalidArgument(`at most ${MAX_BATCHED_SCIM_REQUESTS} requests per call`, [
+          { field: 'requests', description: `at most ${MAX_BATCHED_SCIM_REQUESTS}` },
+        ]);
+      // Each request as HandleRequest would take it: the call's client and organization (which the end-user context
+      // vouched for), its own request id (which its attestation covers), and its own answer or failure.
+      const results = await Promise.all(
+        batch.requests.map(async ({ requestId, actorAttestation, ...request }): Promise<scimV1.BatchedResult> => {
+          const one = { ...request, clientId: batch.clientId, organizationId: batch.organizationId, actorAttestation };
+          try {
+            return { result: { $case: 'response', value: await handleOne(one, { ...callCtx, requestId }) } };
+          } catch (err) {
+            const { appError, unexpected } = toAppError(err);
+            if (unexpected) deps.logger.error({ err, request_id: requestId }, 'a batched SCIM request failed');
+            return { result: { $case: 'error', value: toRpcStatus(appError) } };
+          }
+        }),
+      );
+      return { results };
     },
   };
   return { definition: scimV1.ScimServiceService, handlers: handlers as ServiceRegistration['handlers'] };

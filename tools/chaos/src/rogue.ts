@@ -124,9 +124,21 @@ async function play(stack: Stack, dir: string): Promise<RogueRun> {
       'ScimService/HandleRequest',
       (c) => c.scim.handleRequest(scimV1.HandleRequestRequest.fromPartial({ method: 'GET', path: '/Users' }), call),
     ],
+    [
+      'ScimService/HandleRequests',
+      (c) =>
+        c.scim.handleRequests(
+          scimV1.HandleRequestsRequest.fromPartial({
+            clientId: 'mileage-scim',
+            organizationId: 1,
+            requests: [{ method: 'GET', path: '/Users' }],
+          }),
+          call,
+        ),
+    ],
   ];
-  // Who may call what, from grpc-authz.ts's table: the gateway's ListUserDrives and HandleRequest act for an end user,
-  // whom the gateway did not vouch for here (refused); the operator may call CreateOrganization (not tried).
+  // Who may call what, from grpc-authz.ts's table: the gateway's ListUserDrives and HandleRequest(s) act for an end
+  // user, whom the gateway did not vouch for here (refused); the operator may call CreateOrganization (not tried).
   const allowed: Record<string, string[]> = {
     gateway: [],
     operator: ['OrganizationsService/CreateOrganization'],

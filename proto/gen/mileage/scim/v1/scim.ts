@@ -18,6 +18,45 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { Status } from "../../../google/rpc/status";
+
+export interface HandleRequestsRequest {
+  /**
+   * The provisioning client and the organization of every request, as in HandleRequestRequest; each request's
+   * attestation covers both.
+   */
+  clientId: string;
+  organizationId: number;
+  requests: BatchedRequest[];
+}
+
+/** One request of a HandleRequests call: the fields of HandleRequestRequest that differ from request to request. */
+export interface BatchedRequest {
+  method: string;
+  path: string;
+  query: string;
+  headers: { [key: string]: string };
+  body: Buffer;
+  /** The gateway's attestation of this request, as HandleRequestRequest.actor_attestation, over request_id. */
+  actorAttestation: string;
+  /** The request id (a single call sends it as x-request-id metadata): the attestation covers it, the logs carry it. */
+  requestId: string;
+}
+
+export interface BatchedRequest_HeadersEntry {
+  key: string;
+  value: string;
+}
+
+export interface HandleRequestsResponse {
+  results: BatchedResult[];
+}
+
+export interface BatchedResult {
+  result?: { $case: "response"; value: HandleRequestResponse } | //
+  /** The status HandleRequest would have failed with (an attestation refused, an internal error), with its details. */
+  { $case: "error"; value: Status } | undefined;
+}
 
 export interface HandleRequestRequest {
   method: string;
@@ -61,6 +100,577 @@ export interface HandleRequestResponse_HeadersEntry {
   key: string;
   value: string;
 }
+
+function createBaseHandleRequestsRequest(): HandleRequestsRequest {
+  return { clientId: "", organizationId: 0, requests: [] };
+}
+
+export const HandleRequestsRequest: MessageFns<HandleRequestsRequest> = {
+  encode(message: HandleRequestsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.clientId !== "") {
+      writer.uint32(10).string(message.clientId);
+    }
+    if (message.organizationId !== 0) {
+      writer.uint32(16).int64(message.organizationId);
+    }
+    for (const v of message.requests) {
+      BatchedRequest.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HandleRequestsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHandleRequestsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.requests.push(BatchedRequest.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HandleRequestsRequest {
+    return {
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+      requests: globalThis.Array.isArray(object?.requests)
+        ? object.requests.map((e: any) => BatchedRequest.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: HandleRequestsRequest): unknown {
+    const obj: any = {};
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    if (message.requests?.length) {
+      obj.requests = message.requests.map((e) => BatchedRequest.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HandleRequestsRequest>, I>>(base?: I): HandleRequestsRequest {
+    return HandleRequestsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HandleRequestsRequest>, I>>(object: I): HandleRequestsRequest {
+    const message = createBaseHandleRequestsRequest();
+    message.clientId = object.clientId ?? "";
+    message.organizationId = object.organizationId ?? 0;
+    message.requests = object.requests?.map((e) => BatchedRequest.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBatchedRequest(): BatchedRequest {
+  return { method: "", path: "", query: "", headers: {}, body: Buffer.alloc(0), actorAttestation: "", requestId: "" };
+}
+
+export const BatchedRequest: MessageFns<BatchedRequest> = {
+  encode(message: BatchedRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.method !== "") {
+      writer.uint32(10).string(message.method);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    if (message.query !== "") {
+      writer.uint32(26).string(message.query);
+    }
+    globalThis.Object.entries(message.headers).forEach(([key, value]: [string, string]) => {
+      BatchedRequest_HeadersEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    if (message.body.length !== 0) {
+      writer.uint32(42).bytes(message.body);
+    }
+    if (message.actorAttestation !== "") {
+      writer.uint32(50).string(message.actorAttestation);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(58).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BatchedRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBatchedRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.method = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = BatchedRequest_HeadersEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.headers[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.body = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.actorAttestation = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BatchedRequest {
+    return {
+      method: isSet(object.method) ? globalThis.String(object.method) : "",
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      query: isSet(object.query) ? globalThis.String(object.query) : "",
+      headers: isObject(object.headers)
+        ? (globalThis.Object.entries(object.headers) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      body: isSet(object.body) ? Buffer.from(bytesFromBase64(object.body)) : Buffer.alloc(0),
+      actorAttestation: isSet(object.actorAttestation)
+        ? globalThis.String(object.actorAttestation)
+        : isSet(object.actor_attestation)
+        ? globalThis.String(object.actor_attestation)
+        : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: BatchedRequest): unknown {
+    const obj: any = {};
+    if (message.method !== "") {
+      obj.method = message.method;
+    }
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.query !== "") {
+      obj.query = message.query;
+    }
+    if (message.headers) {
+      const entries = globalThis.Object.entries(message.headers) as [string, string][];
+      if (entries.length > 0) {
+        obj.headers = {};
+        entries.forEach(([k, v]) => {
+          obj.headers[k] = v;
+        });
+      }
+    }
+    if (message.body.length !== 0) {
+      obj.body = base64FromBytes(message.body);
+    }
+    if (message.actorAttestation !== "") {
+      obj.actorAttestation = message.actorAttestation;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BatchedRequest>, I>>(base?: I): BatchedRequest {
+    return BatchedRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BatchedRequest>, I>>(object: I): BatchedRequest {
+    const message = createBaseBatchedRequest();
+    message.method = object.method ?? "";
+    message.path = object.path ?? "";
+    message.query = object.query ?? "";
+    message.headers = (globalThis.Object.entries(object.headers ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.body = object.body ?? Buffer.alloc(0);
+    message.actorAttestation = object.actorAttestation ?? "";
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseBatchedRequest_HeadersEntry(): BatchedRequest_HeadersEntry {
+  return { key: "", value: "" };
+}
+
+export const BatchedRequest_HeadersEntry: MessageFns<BatchedRequest_HeadersEntry> = {
+  encode(message: BatchedRequest_HeadersEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BatchedRequest_HeadersEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBatchedRequest_HeadersEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BatchedRequest_HeadersEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: BatchedRequest_HeadersEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BatchedRequest_HeadersEntry>, I>>(base?: I): BatchedRequest_HeadersEntry {
+    return BatchedRequest_HeadersEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BatchedRequest_HeadersEntry>, I>>(object: I): BatchedRequest_HeadersEntry {
+    const message = createBaseBatchedRequest_HeadersEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseHandleRequestsResponse(): HandleRequestsResponse {
+  return { results: [] };
+}
+
+export const HandleRequestsResponse: MessageFns<HandleRequestsResponse> = {
+  encode(message: HandleRequestsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      BatchedResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HandleRequestsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHandleRequestsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(BatchedResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HandleRequestsResponse {
+    return {
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => BatchedResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: HandleRequestsResponse): unknown {
+    const obj: any = {};
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => BatchedResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HandleRequestsResponse>, I>>(base?: I): HandleRequestsResponse {
+    return HandleRequestsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HandleRequestsResponse>, I>>(object: I): HandleRequestsResponse {
+    const message = createBaseHandleRequestsResponse();
+    message.results = object.results?.map((e) => BatchedResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBatchedResult(): BatchedResult {
+  return { result: undefined };
+}
+
+export const BatchedResult: MessageFns<BatchedResult> = {
+  encode(message: BatchedResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.result?.$case) {
+      case "response":
+        HandleRequestResponse.encode(message.result.value, writer.uint32(10).fork()).join();
+        break;
+      case "error":
+        Status.encode(message.result.value, writer.uint32(18).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BatchedResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBatchedResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.result = { $case: "response", value: HandleRequestResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.result = { $case: "error", value: Status.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BatchedResult {
+    return {
+      result: isSet(object.response)
+        ? { $case: "response", value: HandleRequestResponse.fromJSON(object.response) }
+        : isSet(object.error)
+        ? { $case: "error", value: Status.fromJSON(object.error) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: BatchedResult): unknown {
+    const obj: any = {};
+    if (message.result?.$case === "response") {
+      obj.response = HandleRequestResponse.toJSON(message.result.value);
+    } else if (message.result?.$case === "error") {
+      obj.error = Status.toJSON(message.result.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BatchedResult>, I>>(base?: I): BatchedResult {
+    return BatchedResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BatchedResult>, I>>(object: I): BatchedResult {
+    const message = createBaseBatchedResult();
+    switch (object.result?.$case) {
+      case "response": {
+        if (object.result?.value !== undefined && object.result?.value !== null) {
+          message.result = { $case: "response", value: HandleRequestResponse.fromPartial(object.result.value) };
+        }
+        break;
+      }
+      case "error": {
+        if (object.result?.value !== undefined && object.result?.value !== null) {
+          message.result = { $case: "error", value: Status.fromPartial(object.result.value) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
 
 function createBaseHandleRequestRequest(): HandleRequestRequest {
   return {
@@ -619,10 +1229,34 @@ export const ScimServiceService = {
       Buffer.from(HandleRequestResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): HandleRequestResponse => HandleRequestResponse.decode(value),
   },
+  /**
+   * HandleRequests handles the SCIM requests of one provisioning client and organization that reached a gateway in
+   * one turn of its event loop (an identity provider's lookups come in bursts), in one call: each is attested and
+   * answered on its own, exactly as HandleRequest would, `results` in the order of `requests`. The gateway sends
+   * only reads this way (a write never waits for another request), and at most 64 per call.
+   */
+  handleRequests: {
+    path: "/mileage.scim.v1.ScimService/HandleRequests" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: HandleRequestsRequest): Buffer =>
+      Buffer.from(HandleRequestsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): HandleRequestsRequest => HandleRequestsRequest.decode(value),
+    responseSerialize: (value: HandleRequestsResponse): Buffer =>
+      Buffer.from(HandleRequestsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): HandleRequestsResponse => HandleRequestsResponse.decode(value),
+  },
 } as const;
 
 export interface ScimServiceServer extends UntypedServiceImplementation {
   handleRequest: handleUnaryCall<HandleRequestRequest, HandleRequestResponse>;
+  /**
+   * HandleRequests handles the SCIM requests of one provisioning client and organization that reached a gateway in
+   * one turn of its event loop (an identity provider's lookups come in bursts), in one call: each is attested and
+   * answered on its own, exactly as HandleRequest would, `results` in the order of `requests`. The gateway sends
+   * only reads this way (a write never waits for another request), and at most 64 per call.
+   */
+  handleRequests: handleUnaryCall<HandleRequestsRequest, HandleRequestsResponse>;
 }
 
 export interface ScimServiceClient extends Client {
@@ -640,6 +1274,27 @@ export interface ScimServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: HandleRequestResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * HandleRequests handles the SCIM requests of one provisioning client and organization that reached a gateway in
+   * one turn of its event loop (an identity provider's lookups come in bursts), in one call: each is attested and
+   * answered on its own, exactly as HandleRequest would, `results` in the order of `requests`. The gateway sends
+   * only reads this way (a write never waits for another request), and at most 64 per call.
+   */
+  handleRequests(
+    request: HandleRequestsRequest,
+    callback: (error: ServiceError | null, response: HandleRequestsResponse) => void,
+  ): ClientUnaryCall;
+  handleRequests(
+    request: HandleRequestsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: HandleRequestsResponse) => void,
+  ): ClientUnaryCall;
+  handleRequests(
+    request: HandleRequestsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: HandleRequestsResponse) => void,
   ): ClientUnaryCall;
 }
 
