@@ -1,5 +1,12 @@
 import type { usersV1 } from '@mileage/proto';
-import { isUserId, MAX_BATCH_GET_USERS, slices, type CallSettings, type PromiseClient } from '@mileage/runtime';
+import {
+  isUserId,
+  MAX_BATCH_GET_USERS,
+  PerTurnGroups,
+  slices,
+  type CallSettings,
+  type PromiseClient,
+} from '@mileage/runtime';
 
 interface Waiter {
   resolve(user: usersV1.User | undefined): void;
@@ -23,8 +30,7 @@ interface Batch {
  *   another organization.
  */
 export class AccountLoader {
-  private pending = new Map<number | undefined, Batch>();
-  private scheduled = false;
+  private readonly turns = new PerTurnGroups<Batch>((batches) => this.flush(batches));
 
   constructor(private readonly users: PromiseClient<usersV1.UsersServiceClient>) {}
 
@@ -32,23 +38,15 @@ export class AccountLoader {
   load(userId: string, call: CallSettings): Promise<usersV1.User | undefined> {
     if (!isUserId(userId)) return Promise.resolve(undefined);
     return new Promise((resolve, reject) => {
-      let batch = this.pending.get(call.organizationId);
-      if (!batch) this.pending.set(call.organizationId, (batch = { call, waiters: new Map() }));
+      const batch = this.turns.of(call.organizationId, () => ({ call, waiters: new Map() }));
       const waiters = batch.waiters.get(userId);
       if (waiters) waiters.push({ resolve, reject });
       else batch.waiters.set(userId, [{ resolve, reject }]);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
     });
   }
 
-  private flush(): void {
-    const batches = this.pending;
-    this.pending = new Map();
-    this.scheduled = false;
-    for (const { call, waiters } of batches.values()) {
+  private flush(batches: Batch[]): void {
+    for (const { call, waiters } of batches) {
       for (const chunk of slices([...waiters.keys()], MAX_BATCH_GET_USERS))
         void this.fetch(chunk, call).then(
           (found) => {

@@ -2,6 +2,7 @@ import { status } from '@grpc/grpc-js';
 import type { scimV1 } from '@mileage/proto';
 import {
   MAX_BATCHED_SCIM_REQUESTS,
+  PerTurnGroups,
   serviceErrorFromStatus,
   slices,
   type CallSettings,
@@ -32,8 +33,7 @@ const batchKey = ({ request, call }: ScimRead) =>
  * read of the batch on its own (counted).
  */
 export class ScimReads {
-  private pending = new Map<string, Waiting[]>();
-  private scheduled = false;
+  private readonly turns = new PerTurnGroups<Waiting[]>((batches) => this.flush(batches));
 
   constructor(
     private readonly scim: PromiseClient<scimV1.ScimServiceClient>,
@@ -41,23 +41,11 @@ export class ScimReads {
   ) {}
 
   send(read: ScimRead): Promise<scimV1.HandleRequestResponse> {
-    return new Promise((resolve, reject) => {
-      const key = batchKey(read);
-      const waiting = this.pending.get(key);
-      if (waiting) waiting.push({ ...read, resolve, reject });
-      else this.pending.set(key, [{ ...read, resolve, reject }]);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
+    return new Promise((resolve, reject) => this.turns.of(batchKey(read), () => []).push({ ...read, resolve, reject }));
   }
 
-  private flush(): void {
-    const batches = this.pending;
-    this.pending = new Map();
-    this.scheduled = false;
-    for (const reads of batches.values())
+  private flush(batches: Waiting[][]): void {
+    for (const reads of batches)
       for (const chunk of slices(reads, MAX_BATCHED_SCIM_REQUESTS))
         if (chunk.length === 1) this.single(chunk[0]!);
         else void this.batch(chunk);

@@ -1,5 +1,5 @@
 import type { usersV1 } from '@mileage/proto';
-import { MAX_BATCH_GET_USERS, slices, type CallSettings, type PromiseClient } from '@mileage/runtime';
+import { MAX_BATCH_GET_USERS, PerTurnGroups, slices, type CallSettings, type PromiseClient } from '@mileage/runtime';
 
 type Found = usersV1.User | undefined;
 
@@ -36,8 +36,7 @@ function enqueue(waiting: Map<string, Waiter[]>, key: string, waiter: Waiter): v
  * organization, so one identity provider's concurrent lookups share theirs).
  */
 export class UserReads {
-  private pending = new Map<string, Batch>();
-  private scheduled = false;
+  private readonly turns = new PerTurnGroups<Batch>((batches) => this.flush(batches));
 
   constructor(private readonly users: PromiseClient<usersV1.UsersServiceClient>) {}
 
@@ -52,21 +51,11 @@ export class UserReads {
   }
 
   private batchFor(call: CallSettings): Batch {
-    const key = batchKey(call);
-    let batch = this.pending.get(key);
-    if (!batch) this.pending.set(key, (batch = { call, ids: new Map(), userNames: new Map() }));
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.flush());
-    }
-    return batch;
+    return this.turns.of(batchKey(call), () => ({ call, ids: new Map(), userNames: new Map() }));
   }
 
-  private flush(): void {
-    const batches = this.pending;
-    this.pending = new Map();
-    this.scheduled = false;
-    for (const { call, ids, userNames } of batches.values()) {
+  private flush(batches: Batch[]): void {
+    for (const { call, ids, userNames } of batches) {
       for (const chunk of slices([...ids.keys()], MAX_BATCH_GET_USERS))
         settle(chunk, ids, async () => {
           const { users } = await this.users.batchGetUsers({ ids: chunk }, call);
