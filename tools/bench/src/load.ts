@@ -19,6 +19,8 @@ export interface LoadResult {
   cpuMicrosPerRequest: number;
   /** CPU µs per request of each server-side process, by the name `serverPids` gave it. */
   cpuByProcess: Record<string, number>;
+  /** The measured run on the clock of process.hrtime (µs), which V8's CPU profiles use too (pieces.ts). */
+  window: { fromUs: number; toUs: number };
 }
 
 export interface Target {
@@ -46,7 +48,9 @@ export async function measure(
   await run(target, settings.connections, settings.warmupSeconds);
   await settings.afterWarmup?.();
   const meter = new CpuMeter(serverPids);
+  const fromUs = Number(process.hrtime.bigint() / 1000n);
   const result = await run(target, settings.connections, settings.durationSeconds);
+  const toUs = Number(process.hrtime.bigint() / 1000n);
   const used = meter.stop();
   const requests = result.requests.total;
   const cpu = Object.values(used).reduce((a, b) => a + b, 0);
@@ -64,5 +68,6 @@ export async function measure(
     errors: result.errors + result.timeouts,
     cpuMicrosPerRequest: requests ? (cpu / requests) * 1e6 : 0,
     cpuByProcess,
+    window: { fromUs, toUs },
   };
 }

@@ -12,6 +12,7 @@ import { insertScimToken, isolationProblem, seedOrganizations, spreadLookups } f
 import { MemorySampler, readMemory, summariseSoak, type MemorySample, type MemorySummary } from './memory';
 import { oneConnection, type OneConnectionResult } from './one-connection';
 import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
+import { piecesReport, type ProfiledRun } from './pieces';
 import { cpuSeconds } from './proc';
 import { startBenchStack, type BenchStack } from './stack';
 import * as verdict from './verdict';
@@ -186,7 +187,20 @@ async function assertSameBodies(route: RouteDef, sample = 20): Promise<void> {
 
 const fmt = (n: number, digits = 0) => n.toFixed(digits);
 
+/** The processes of the full path that `--cpu-prof` profiles (stack.ts names their profiles so). */
+const PROFILED_PROCESSES = ['gateway', 'scim', 'users', 'groups', 'drives'];
+
+/** The bench, then (with --cpu-prof) where each process's CPU went in each route's run, once the profiles are written. */
 async function main(): Promise<number> {
+  const profiled: ProfiledRun[] = [];
+  const status = await runBench(profiled);
+  const dir = flags['cpu-prof'];
+  if (dir && profiled.length)
+    process.stdout.write(`${piecesReport(path.resolve(dir), PROFILED_PROCESSES, profiled).join('\n')}\n`);
+  return status;
+}
+
+async function runBench(profiled: ProfiledRun[]): Promise<number> {
   const stack = await startBenchStack({
     users: num('users'),
     drives: num('drives'),
@@ -254,6 +268,7 @@ async function main(): Promise<number> {
       const full = await measure(r.full, stack.fullPids, settings);
       const components = takingPart(served, await servedCounts(stack.metricsUrls));
       capacities[r.id] = capacity(full, idleCpu, components);
+      profiled.push({ title: r.title, requests: full.requests, window: full.window });
       results[r.id] = { bare, full };
       failures += verdict.failedRequests(bare) + verdict.failedRequests(full);
       const row = (name: string, x: LoadResult) =>
