@@ -405,3 +405,21 @@ export function createTestPki(dir: string, caName = 'test-ca'): TestPki {
     },
   };
 }
+
+/** A node of PostgreSQL's `EXPLAIN (FORMAT JSON)` plan, with the fields the plan tests read. */
+export interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Relation Name'?: string;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+  Filter?: string;
+  Plans?: PlanNode[];
+}
+
+/** Every node of a plan, the root first. */
+export function planNodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(planNodes)];
+}
+
+export { stubUser } from './users-stub.fixture';

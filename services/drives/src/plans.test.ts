@@ -3,7 +3,14 @@
 // its runtime role, inside a declared organization, under row-level security.
 import { drivesV1 } from '@mileage/proto';
 import { inOrganization } from '@mileage/runtime';
-import { createSchemaRoles, createTestDatabase, type SchemaRoles, type TestDatabase } from '@mileage/runtime/testing';
+import {
+  createSchemaRoles,
+  createTestDatabase,
+  planNodes,
+  type PlanNode,
+  type SchemaRoles,
+  type TestDatabase,
+} from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
@@ -62,16 +69,6 @@ after(async () => {
   await roles.drop();
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Relation Name'?: string;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Filter?: string;
-  Plans?: PlanNode[];
-}
-
 /** Runs `action`, captures the list statement it sends (the first that `which` accepts), and returns its plan. */
 async function planOf(
   action: () => Promise<unknown>,
@@ -112,12 +109,8 @@ async function planOf(
   }
 }
 
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
-
 function assertIndexRangeScan(plan: PlanNode, index: string): void {
-  const all = nodes(plan);
+  const all = planNodes(plan);
   const types = all.map((n) => n['Node Type']);
   assert.equal(plan['Node Type'], 'Limit', JSON.stringify(types));
   assert.ok(!types.includes('Seq Scan'), `no sequential scan: ${JSON.stringify(types)}`);
@@ -133,7 +126,7 @@ function assertIndexRangeScan(plan: PlanNode, index: string): void {
 
 /** Through the index, never a sequential scan; a sort of what the index found is allowed (a few rows). */
 function assertIndexed(plan: PlanNode, index: string): void {
-  const all = nodes(plan);
+  const all = planNodes(plan);
   assert.ok(!all.some((n) => n['Node Type'] === 'Seq Scan'), 'no sequential scan');
   assert.ok(
     all.some((n) => n['Index Name'] === index),
@@ -148,7 +141,7 @@ describe('list query plans at 300,000 drives', () => {
     const plan = await planOf(() => repo.listUserDrives('P000000007', null, page));
     assertIndexRangeScan(plan, 'drives_user_modified_idx');
     assert.ok(
-      nodes(plan).some((n) => n.Filter?.includes('mileage.organization_id')),
+      planNodes(plan).some((n) => n.Filter?.includes('mileage.organization_id')),
       'planned under the row-level security policy',
     );
   });
@@ -222,8 +215,8 @@ describe('a page deep in a long list', () => {
   /** Buffers the scan of `index` touched (its index pages and the table rows it returned), from EXPLAIN ANALYZE. */
   async function buffersOf(action: () => Promise<unknown>, index: string): Promise<number> {
     const plan = await planOf(action, () => true, 'ANALYZE, BUFFERS, FORMAT JSON');
-    const scan = nodes(plan).find((n) => n['Index Name'] === index);
-    assert.ok(scan, `uses ${index}: ${JSON.stringify(nodes(plan).map((n) => [n['Node Type'], n['Index Name']]))}`);
+    const scan = planNodes(plan).find((n) => n['Index Name'] === index);
+    assert.ok(scan, `uses ${index}: ${JSON.stringify(planNodes(plan).map((n) => [n['Node Type'], n['Index Name']]))}`);
     return (scan['Shared Hit Blocks'] ?? 0) + (scan['Shared Read Blocks'] ?? 0);
   }
 

@@ -2,20 +2,12 @@
 // nothing is kept for a later turn. The Users client is faked (a unit boundary): what is checked is what is asked.
 import type { usersV1 } from '@mileage/proto';
 import type { CallSettings, PromiseClient } from '@mileage/runtime';
+import { stubUser } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { UserReads } from './user-reads';
 
-const user = (id: string, userName: string): usersV1.User => ({
-  id,
-  userName,
-  emails: [],
-  active: true,
-  timezone: 'UTC',
-  version: 1,
-  organizationId: 1,
-  organizationAdmin: false,
-});
+const user = (id: string, userName: string): usersV1.User => stubUser(id, userName);
 const PEOPLE = [user('AnnUser001', 'ann@example.com'), user('BobUser001', 'bob@example.com')];
 
 function fakeUsers(failWith?: Error) {

@@ -1,6 +1,13 @@
 // Query plans at a volume where a sequential scan would show, planned as the service runs them: as its runtime role,
 // inside a declared organization, under row-level security, with the generic plan a prepared statement settles on.
-import { createSchemaRoles, createTestDatabase, type SchemaRoles, type TestDatabase } from '@mileage/runtime/testing';
+import {
+  createSchemaRoles,
+  createTestDatabase,
+  planNodes,
+  type PlanNode,
+  type SchemaRoles,
+  type TestDatabase,
+} from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
@@ -35,17 +42,6 @@ after(async () => {
   await roles.drop();
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Relation Name'?: string;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
-}
-
-const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-
 test("a batch of userName lookups reads the organization's userName index, not its users", async () => {
   const connection = (await db.knex.client.acquireConnection()) as pg.Client;
   try {
@@ -61,7 +57,7 @@ test("a batch of userName lookups reads the organization's userName index, not i
     const { rows } = await connection.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
       `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE lookups(${literal}, 7)`,
     );
-    const all = nodes(rows[0]!['QUERY PLAN'][0].Plan);
+    const all = planNodes(rows[0]!['QUERY PLAN'][0].Plan);
     const onUsers = all.filter((n) => n['Relation Name'] === 'users');
     assert.deepEqual(
       onUsers.map((n) => [n['Node Type'], n['Index Name']]),
