@@ -290,3 +290,16 @@ export function filterToSql(filter: filterV1.Filter | undefined, table: Attribut
   if (!filter) return { sql: 'true', bindings: [] };
   return new Builder(table).build(filter);
 }
+
+/**
+ * The attribute (lower-cased) and value of a filter that is one string equality (`userName eq "…"`: the lookup an
+ * identity provider sends before each change), else undefined.
+ */
+export function stringEquality(filter: filterV1.Filter | undefined): { attribute: string; value: string } | undefined {
+  const expr = filter?.expr;
+  return expr?.$case === 'comparison' &&
+    expr.value.operator === filterV1.Operator.OPERATOR_EQ &&
+    expr.value.value?.$case === 'stringValue'
+    ? { attribute: expr.value.attribute.toLowerCase(), value: expr.value.value.value }
+    : undefined;
+}

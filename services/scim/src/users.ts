@@ -1,5 +1,5 @@
-import { filterV1, scimAuditV1, type usersV1 } from '@mileage/proto';
-import { USER_RESOURCE_TYPE } from '@mileage/scim-domain';
+import { scimAuditV1, type usersV1 } from '@mileage/proto';
+import { stringEquality, USER_RESOURCE_TYPE } from '@mileage/scim-domain';
 import { isUserId } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -34,20 +34,6 @@ const MODELLED = new Set([
   ENTERPRISE_SCHEMA,
 ]);
 const MODELLED_NAME_PARTS = new Set(['givenName', 'familyName', 'formatted']);
-
-/**
- * The value of a filter that is a single `userName eq "…"` (an identity provider's lookup before each change): at
- * most one live user matches, which the batched lookup finds. Undefined for any other filter.
- */
-function userNameLookup(filter: filterV1.Filter | undefined): string | undefined {
-  const expr = filter?.expr;
-  return expr?.$case === 'comparison' &&
-    expr.value.operator === filterV1.Operator.OPERATOR_EQ &&
-    expr.value.attribute.toLowerCase() === 'username' &&
-    expr.value.value?.$case === 'stringValue'
-    ? expr.value.value.value
-    : undefined;
-}
 
 /** The Users service's record of a canonical user document: modelled fields, the rest as scim_attributes. */
 function toOwner(doc: Doc, id: string): usersV1.User {
@@ -189,7 +175,8 @@ export class UserHandlers extends ResourceHandlers<usersV1.User> {
 
   async list(ctx: RequestContext): Promise<ScimResponse> {
     const { startIndex, page } = this.listQuery(ctx);
-    const userName = page.offset === 0 && page.limit > 0 ? userNameLookup(page.filter) : undefined;
+    const equality = page.offset === 0 && page.limit > 0 ? stringEquality(page.filter) : undefined;
+    const userName = equality?.attribute === 'username' ? equality.value : undefined;
     // A lookup's first page is its one match or none: the batched read answers it, its length the total.
     const { users, totalSize } =
       userName === undefined

@@ -17,6 +17,7 @@ import {
   USER_RESOURCE_TYPE,
   type OwnerColumns,
   type SqlCondition,
+  stringEquality,
 } from '@mileage/scim-domain';
 import { createHash, randomInt } from 'node:crypto';
 import { sql } from './database';
@@ -268,13 +269,8 @@ const UNIQUE_ATTRIBUTES = new Set(['id', 'username', 'externalid']);
  * provider's lookup before it provisions), which at most one live user matches.
  */
 export function matchesAtMostOne(filter: filterV1.Filter | undefined): boolean {
-  const expr = filter?.expr;
-  return (
-    expr?.$case === 'comparison' &&
-    expr.value.operator === filterV1.Operator.OPERATOR_EQ &&
-    expr.value.value?.$case === 'stringValue' &&
-    UNIQUE_ATTRIBUTES.has(expr.value.attribute.toLowerCase())
-  );
+  const equality = stringEquality(filter);
+  return equality !== undefined && UNIQUE_ATTRIBUTES.has(equality.attribute);
 }
 
 /** How many distinct list statements (filter shapes) are prepared; any further shape is sent unnamed. */

@@ -1,6 +1,6 @@
 // The spans of an OTLP/HTTP trace export, read by the bench's stand-in collector: the protobuf body the chart's
 // exporter sends (http/protobuf) and the JSON one (http/json). Only what the latency breakdown needs is kept.
-// A small wire-format reader of our own: the bench has no protobuf library among its dependencies.
+import { BinaryReader, type WireType } from '@bufbuild/protobuf/wire';
 
 /** A finished span, times in ms since the epoch (µs resolution); `kind` is OTLP's: 1 internal, 2 server, 3 client. */
 export interface SpanRecord {
@@ -20,75 +20,17 @@ export const SPAN_KIND = { internal: 1, server: 2, client: 3 } as const;
 
 type Attr = SpanRecord['attributes'];
 
-class Reader {
-  private pos = 0;
-  private readonly view: DataView;
-
-  constructor(private readonly buf: Uint8Array) {
-    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  }
-
-  get done(): boolean {
-    return this.pos >= this.buf.length;
-  }
-
-  varint(): bigint {
-    let result = 0n;
-    for (let shift = 0n; ; shift += 7n) {
-      if (this.pos >= this.buf.length) throw new Error('truncated varint');
-      const byte = this.buf[this.pos++]!;
-      result |= BigInt(byte & 0x7f) << shift;
-      if (byte < 0x80) return result;
-    }
-  }
-
-  /** The next field's number and wire type. */
-  tag(): { field: number; wire: number } {
-    const t = Number(this.varint());
-    return { field: t >>> 3, wire: t & 7 };
-  }
-
-  bytes(): Uint8Array {
-    const len = Number(this.varint());
-    if (this.pos + len > this.buf.length) throw new Error('truncated field');
-    const out = this.buf.subarray(this.pos, this.pos + len);
-    this.pos += len;
-    return out;
-  }
-
-  fixed64(): bigint {
-    const v = this.view.getBigUint64(this.pos, true);
-    this.pos += 8;
-    return v;
-  }
-
-  double(): number {
-    const v = this.view.getFloat64(this.pos, true);
-    this.pos += 8;
-    return v;
-  }
-
-  skip(wire: number): void {
-    if (wire === 0) this.varint();
-    else if (wire === 1) this.pos += 8;
-    else if (wire === 2) this.bytes();
-    else if (wire === 5) this.pos += 4;
-    else throw new Error(`unsupported wire type ${wire}`);
-  }
-}
-
-const text = new TextDecoder();
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 /** ns since the epoch (beyond 2^53) to ms, keeping µs. */
 const nsToMs = (ns: bigint) => Number(ns / 1000n) / 1000;
 
-/** Calls `each` for every field of a message. */
-function fields(buf: Uint8Array, each: (field: number, wire: number, r: Reader) => boolean | void): void {
-  const r = new Reader(buf);
-  while (!r.done) {
-    const { field, wire } = r.tag();
+/** Calls `each` for every field of a message; a field it returns true for is skipped. */
+function fields(buf: Uint8Array, each: (field: number, wire: WireType, r: BinaryReader) => boolean | void): void {
+  const r = new BinaryReader(buf);
+  while (r.pos < r.len) {
+    const [field, wire] = r.tag();
     if (each(field, wire, r) !== true) continue;
-    r.skip(wire);
+    r.skip(wire, field);
   }
 }
 
@@ -96,9 +38,9 @@ function fields(buf: Uint8Array, each: (field: number, wire: number, r: Reader) 
 function anyValue(buf: Uint8Array): string | number | boolean | undefined {
   let value: string | number | boolean | undefined;
   fields(buf, (field, wire, r) => {
-    if (field === 1 && wire === 2) value = text.decode(r.bytes());
-    else if (field === 2 && wire === 0) value = r.varint() !== 0n;
-    else if (field === 3 && wire === 0) value = Number(BigInt.asIntN(64, r.varint()));
+    if (field === 1 && wire === 2) value = r.string();
+    else if (field === 2 && wire === 0) value = r.bool();
+    else if (field === 3 && wire === 0) value = Number(r.int64());
     else if (field === 4 && wire === 1) value = r.double();
     else return true;
   });
@@ -110,7 +52,7 @@ function keyValue(buf: Uint8Array, into: Attr): void {
   let key = '';
   let value: string | number | boolean | undefined;
   fields(buf, (field, wire, r) => {
-    if (field === 1 && wire === 2) key = text.decode(r.bytes());
+    if (field === 1 && wire === 2) key = r.string();
     else if (field === 2 && wire === 2) value = anyValue(r.bytes());
     else return true;
   });
@@ -125,10 +67,10 @@ function span(buf: Uint8Array, service: string): SpanRecord {
     else if (field === 4 && wire === 2) {
       const parent = r.bytes();
       if (parent.length) s.parentSpanId = hex(parent);
-    } else if (field === 5 && wire === 2) s.name = text.decode(r.bytes());
-    else if (field === 6 && wire === 0) s.kind = Number(r.varint());
-    else if (field === 7 && wire === 1) s.startMs = nsToMs(r.fixed64());
-    else if (field === 8 && wire === 1) s.endMs = nsToMs(r.fixed64());
+    } else if (field === 5 && wire === 2) s.name = r.string();
+    else if (field === 6 && wire === 0) s.kind = r.int32();
+    else if (field === 7 && wire === 1) s.startMs = nsToMs(BigInt(r.fixed64()));
+    else if (field === 8 && wire === 1) s.endMs = nsToMs(BigInt(r.fixed64()));
     else if (field === 9 && wire === 2) keyValue(r.bytes(), s.attributes);
     else return true;
   });
