@@ -6,6 +6,7 @@ import {
   attestActor,
   attestActorV1,
   decodeServiceError,
+  SAFE_SCIM_METHODS,
   V1_ONLY_REFUSAL,
   type CallSettings,
   type Logger,
@@ -29,8 +30,6 @@ export const SCIM_SCOPE = 'scim';
 /** Per organization: identity providers send bursts when a sync cycle starts. */
 export const SCIM_REQUESTS_PER_MINUTE = 1200;
 const SCIM_ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
-/** The methods that change nothing (RFC 9110 §9.2.1): a request of these may be sent to the SCIM service again. */
-const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
 export interface ScimRouteDeps {
   verifier: TokenVerifier;
@@ -185,7 +184,7 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       const attested = { ...forwarded, actor: forwarded.clientId, requestId: call.requestId! };
       // Reads share a call with the other reads of this turn (ScimReads); a write has a call of its own.
       const handle = (request: scimV1.HandleRequestRequest) =>
-        SAFE_METHODS.has(req.method) ? reads.send({ request, call }) : deps.scim.handleRequest(request, call);
+        SAFE_SCIM_METHODS.has(req.method) ? reads.send({ request, call }) : deps.scim.handleRequest(request, call);
       const send = () =>
         handle({ ...forwarded, actorAttestation: attestActor(deps.actorAttestationSecret, attested) }).catch(
           (err: unknown) => {
@@ -200,7 +199,7 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       // more, as the typed clients' reads are (their retry policy); under a fresh attestation, since the first one's
       // nonce may have been spent by a replica that did receive it. Writes never are: they may have been applied.
       const answer = await send().catch((err: unknown) => {
-        if (!SAFE_METHODS.has(req.method) || !unanswered(err)) throw err;
+        if (!SAFE_SCIM_METHODS.has(req.method) || !unanswered(err)) throw err;
         readRetries.inc();
         return send();
       });

@@ -1,6 +1,7 @@
 import knexFactory, { type Knex } from 'knex';
 import { existsSync } from 'node:fs';
 import { DeclaringPgClient } from './declaring-client';
+import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { inSpan, SpanKind, type TraceContext } from './tracing';
 
@@ -22,6 +23,8 @@ export interface DatabaseOptions {
   /** Server-side cap on any one statement. */
   statementTimeoutMs?: number;
   metrics?: Metrics;
+  /** Where knex's own warnings go (e.g. a pooled connection found ended): the process's JSON log, not the console. */
+  logger?: Logger;
   /**
    * Append-only tables of the schema (e.g. an audit log): the runtime role may INSERT and SELECT them, never UPDATE,
    * DELETE or TRUNCATE them.
@@ -78,11 +81,23 @@ function retireOnDroppedSession(connection: PooledConnection): void {
   };
 }
 
+/** knex's logger as the process's JSON log: its messages are plain strings (e.g. "Connection Error: …"). */
+function knexLog(logger: Logger): Knex.Config['log'] {
+  return {
+    warn: (message: unknown) => logger.warn({ component: 'knex' }, String(message)),
+    error: (message: unknown) => logger.error({ component: 'knex' }, String(message)),
+    deprecate: (method: unknown, alternative: unknown) =>
+      logger.warn({ component: 'knex' }, `${String(method)} is deprecated: use ${String(alternative)}`),
+    debug: (message: unknown) => logger.debug({ component: 'knex' }, String(message)),
+  };
+}
+
 /** One knex instance per service, confined to the service's own schema. */
 export function createDatabase(options: DatabaseOptions): Database {
   const statementTimeout = options.statementTimeoutMs ?? 5_000;
   const knex = knexFactory({
     client: DeclaringPgClient ?? 'pg',
+    ...(options.logger && { log: knexLog(options.logger) }),
     connection: { connectionString: options.url, application_name: options.applicationName },
     searchPath: [options.schema],
     pool: {

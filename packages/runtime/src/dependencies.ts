@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { droppedReadAttempts, readWithRetry } from './db';
 import { errors, type AppError } from './errors';
 import type { HealthClient } from './grpc-client';
 import type { Logger } from './logger';
@@ -129,9 +130,16 @@ export class DependencyMonitor {
   }
 }
 
-/** A PostgreSQL check through the service's own pool (so it also sees an exhausted or broken pool). */
+/**
+ * A PostgreSQL check through the service's own pool (so it also sees an exhausted or broken pool). A pooled session
+ * that turns out to have ended (a pooler, an operator or a failover terminated it) is not an outage: the check runs
+ * again on another connection, as a read does (readWithRetry), and fails only when the database cannot be reached.
+ */
 export function databaseCheck(knex: Knex, name = 'postgres'): DependencyCheck {
-  return { name, check: async () => (await knex.raw('SELECT 1'), true) };
+  return {
+    name,
+    check: () => readWithRetry(async () => (await knex.raw('SELECT 1'), true), droppedReadAttempts(knex)),
+  };
 }
 
 /** A gRPC service's health (grpc.health.v1) for one of its services. */

@@ -1,20 +1,11 @@
 // The authorization table covers every method of the generated services (a new method cannot ship without deciding
 // who may call it) and names nothing else; a SPIFFE id names a component only as the prefix plus its exact name.
-import type * as grpc from '@grpc/grpc-js';
-import * as proto from '@mileage/proto';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { generatedMethods } from './generated-methods.fixture';
 import { CallerIdentities, componentOf, GRPC_CALLERS, spiffeIdOf } from './grpc-authz';
 
 const PREFIX = 'spiffe://cluster.local/ns/mileage/sa/mileage-';
-
-/** Every method of every service definition the proto package generates (`…Service` objects of method paths). */
-function generatedMethods(): grpc.MethodDefinition<unknown, unknown>[] {
-  return Object.values(proto)
-    .flatMap((module) => Object.entries(module as Record<string, unknown>))
-    .filter(([name]) => name.endsWith('Service'))
-    .flatMap(([, definition]) => Object.values(definition as grpc.ServiceDefinition));
-}
 
 test('every method of the generated services has an entry in GRPC_CALLERS, and every entry is such a method', () => {
   const methods = generatedMethods();

@@ -222,14 +222,21 @@ export function createGrpcClient<C extends grpc.Client>(
 }
 
 /**
- * Reads (Get*, BatchGet*, List*) are retried once on UNAVAILABLE: a connection a server closes at its maximum age
- * can refuse a call that raced its GOAWAY, and the single transparent retry can meet a second closing connection.
- * Writes are not retried here (their callers handle unknown outcomes).
+ * The methods a caller may send again: reads, by the platform's naming (Get, BatchGet, BatchFind, List, Check), an
+ * idempotent lookup (Resolve: it only stamps a last-used time), and SCIM's HandleRequests, which carries GET and
+ * HEAD requests only (SAFE_SCIM_METHODS, enforced by the SCIM service).
  */
-function readRetryConfig(definition: grpc.ServiceDefinition): object[] {
+export const RETRIED_METHOD = /^(Get|BatchGet|BatchFind|List|Check|Resolve)|^HandleRequests$/;
+
+/**
+ * Reads (RETRIED_METHOD) are retried once on UNAVAILABLE: a connection a server closes at its maximum age can refuse
+ * a call that raced its GOAWAY, and the single transparent retry can meet a second closing connection. Writes are
+ * not retried here (their callers handle unknown outcomes).
+ */
+export function readRetryConfig(definition: grpc.ServiceDefinition): object[] {
   const names = Object.values(definition)
     .map((method) => /^\/([^/]+)\/([^/]+)$/.exec(method.path))
-    .filter((m): m is RegExpExecArray => m !== null && /^(Get|BatchGet|List)/.test(m[2]!))
+    .filter((m): m is RegExpExecArray => m !== null && RETRIED_METHOD.test(m[2]!))
     .map(([, service, method]) => ({ service, method }));
   if (names.length === 0) return [];
   return [

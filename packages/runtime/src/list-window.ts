@@ -7,6 +7,11 @@ export const MAX_LIST_LIMIT = 1000;
 export const MAX_BATCH_GET_USERS = 1000;
 /** The most SCIM requests one ScimService.HandleRequests call carries (the gateway's reads of one turn). */
 export const MAX_BATCHED_SCIM_REQUESTS = 64;
+/**
+ * The SCIM methods without effects: the only ones HandleRequests carries (its requests run concurrently, in no
+ * order) and the only ones the gateway sends again when a call got no answer.
+ */
+export const SAFE_SCIM_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 
 /** `items` in consecutive slices of at most `size` (none when there are no items). */
 export function slices<T>(items: readonly T[], size: number): T[][] {

@@ -100,6 +100,7 @@ export type OpenDatabase = (options: {
   poolMax?: number;
   statementTimeoutMs?: number;
   metrics?: Metrics;
+  logger?: Logger;
 }) => Database;
 
 /**
@@ -125,6 +126,7 @@ export function serviceDatabase(
         ...(options.poolMax ? { poolMax: options.poolMax } : {}),
         ...(options.statementTimeoutMs ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
         ...(options.metrics ? { metrics: options.metrics } : {}),
+        ...(options.logger ? { logger: options.logger } : {}),
       }),
   };
 }
@@ -363,9 +365,10 @@ async function openServiceDatabase(
     poolMax: config.DATABASE_POOL_MAX,
     statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
     metrics,
+    logger,
   });
   if (config.MIGRATE_ON_START) {
-    const owner = openDatabase({ url: config.MIGRATION_DATABASE_URL!, poolMax: 2 });
+    const owner = openDatabase({ url: config.MIGRATION_DATABASE_URL!, poolMax: 2, logger });
     const { applied, grantedTo } = await owner
       .migrate({ runtimeRole: config.DATABASE_RUNTIME_ROLE ?? databaseUser(config.DATABASE_URL)! })
       .finally(() => owner.close());
@@ -429,7 +432,7 @@ export async function runMigrations(name: string, openDatabase: OpenDatabase): P
       }),
   );
   const logger = createLogger({ service: `${name}-migrate`, level: config.LOG_LEVEL });
-  const db = openDatabase({ url: config.MIGRATION_DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
+  const db = openDatabase({ url: config.MIGRATION_DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, logger });
   try {
     const runtimeRole = config.DATABASE_RUNTIME_ROLE ?? databaseUser(config.DATABASE_URL!)!;
     const { applied, grantedTo } = await db.migrate({ runtimeRole, phase: config.MIGRATION_PHASE });

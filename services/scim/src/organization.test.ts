@@ -127,12 +127,12 @@ function service() {
   /** A HandleRequests call of `organizationId`: each read attested as the gateway attests it, unless `attest` says. */
   const sendBatch = async (
     organizationId: number,
-    reads: { pathAndQuery: string; requestId?: string; attest?: (covered: Attested) => string }[],
+    reads: { pathAndQuery: string; requestId?: string; attest?: (covered: Attested) => string; method?: string }[],
   ) => {
     const clientId = 'mileage-scim-globex';
-    const requests = reads.map(({ pathAndQuery, requestId = randomUUID(), attest }) => {
+    const requests = reads.map(({ pathAndQuery, requestId = randomUUID(), attest, method = 'GET' }) => {
       const [path, query = ''] = pathAndQuery.split('?');
-      const request = { method: 'GET', path: path!, query, headers: {}, body: Buffer.alloc(0) };
+      const request = { method, path: path!, query, headers: {}, body: Buffer.alloc(0) };
       const covered = { ...request, clientId, organizationId, actor: clientId, requestId };
       return { ...request, requestId, actorAttestation: attest ? attest(covered) : attestActor(SECRET, covered) };
     });
@@ -271,6 +271,19 @@ describe('several reads in one HandleRequests call', () => {
       code: status.UNAUTHENTICATED,
       message: 'the caller is not attested by the gateway (attestation already used)',
     });
+  });
+
+  test('a call that carries anything but GET and HEAD is refused whole, before any request runs', async () => {
+    const { sendBatch, calls } = service();
+    await assert.rejects(
+      sendBatch(DEMO, [
+        { pathAndQuery: '/Users/BobDriver1', method: 'HEAD' },
+        { pathAndQuery: '/Users/BobDriver1', method: 'DELETE' },
+      ]),
+      (err: { code?: number; message?: string }) =>
+        err.code === status.INVALID_ARGUMENT && /only GET and HEAD/.test(err.message ?? ''),
+    );
+    assert.deepEqual(calls, [], 'no owner was asked');
   });
 
   test('more than 64 reads in one call are refused', async () => {

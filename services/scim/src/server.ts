@@ -8,6 +8,7 @@ import {
   errors,
   isOrganizationId,
   MAX_BATCHED_SCIM_REQUESTS,
+  SAFE_SCIM_METHODS,
   receivedEndUser,
   toAppError,
   toRpcStatus,
@@ -272,6 +273,14 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
         throw errors.invalidArgument(`at most ${MAX_BATCHED_SCIM_REQUESTS} requests per call`, [
           { field: 'requests', description: `at most ${MAX_BATCHED_SCIM_REQUESTS}` },
         ]);
+      // Reads only: the batch's requests run concurrently, in no order, and a caller may send the call again on
+      // UNAVAILABLE (the gRPC clients retry reads), which only a request without effects allows.
+      batch.requests.forEach(({ method }, i) => {
+        if (!SAFE_SCIM_METHODS.has(method.toUpperCase()))
+          throw errors.invalidArgument('only GET and HEAD requests are batched', [
+            { field: `requests[${i}].method`, description: 'GET or HEAD' },
+          ]);
+      });
       // Each request as HandleRequest would take it: the call's client and organization (which the end-user context
       // vouched for), its own request id (which its attestation covers), and its own answer or failure.
       const results = await Promise.all(

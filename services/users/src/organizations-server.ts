@@ -1,9 +1,11 @@
 import { usersV1 } from '@mileage/proto';
 import {
   acrossOrganizations,
+  droppedReadAttempts,
   errors,
   isOrganizationId,
   isUuid,
+  readWithRetry,
   requireOrganization,
   timestampToMillis,
   type FieldViolation,
@@ -119,9 +121,11 @@ export function organizationsRegistration(deps: UsersServerDeps): ServiceRegistr
         throw errors.invalidArgument('secret_sha256 must be 32 bytes', [
           { field: 'secret_sha256', description: 'a SHA-256 (32 bytes)' },
         ]);
-      // Across organizations: the token is how the gateway learns the organization of a SCIM request.
-      const token = await acrossOrganizations(deps.knex, (trx) =>
-        resolveScimToken(trx, request.secretSha256, ctx.trace),
+      // Across organizations: the token is how the gateway learns the organization of a SCIM request. Run again on a
+      // dropped connection like a read: its one write (the last-used stamp) is idempotent.
+      const token = await readWithRetry(
+        () => acrossOrganizations(deps.knex, (trx) => resolveScimToken(trx, request.secretSha256, ctx.trace)),
+        droppedReadAttempts(deps.knex),
       );
       if (!token) throw errors.notFound('SCIM token not found', 'SCIM_TOKEN_NOT_FOUND');
       return { token };

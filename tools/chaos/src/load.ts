@@ -164,6 +164,7 @@ export class Load {
     let status = 0;
     let retryAfter = false;
     let body: string | undefined;
+    let failure: Sample['failure'];
     try {
       const res = await fetch(`${base}${request.path}`, {
         headers: { authorization: `Bearer ${request.token}` },
@@ -173,10 +174,30 @@ export class Load {
       status = res.status;
       retryAfter = res.headers.has('retry-after');
       if (res.ok) body = text;
-    } catch {
+      else failure = { requestId: res.headers.get('x-request-id') ?? '', detail: problemDetail(text) };
+    } catch (err) {
       status = 0;
+      failure = { requestId: '', detail: String((err as Error).message ?? err) };
     }
-    this.samples.push({ startedAt, endedAt: Date.now(), status, retryAfter, stream, route: request.route });
+    this.samples.push({
+      startedAt,
+      endedAt: Date.now(),
+      status,
+      retryAfter,
+      stream,
+      route: request.route,
+      ...(failure && { failure }),
+    });
     return body;
+  }
+}
+
+/** What a failed answer's body says (a problem's `detail`, a SCIM error's `detail`), at most 200 characters. */
+function problemDetail(text: string): string {
+  try {
+    const detail = (JSON.parse(text) as { detail?: unknown }).detail;
+    return (typeof detail === 'string' ? detail : JSON.stringify(detail ?? text)).slice(0, 200);
+  } catch {
+    return text.slice(0, 200);
   }
 }

@@ -20,7 +20,17 @@ import {
 import { playRoguePod, type RogueRun } from './rogue';
 import { rotationSteps } from './rotation';
 import { exerciseSecretTokens } from './scim-tokens';
-import { exitCode, formatTable, is2xx, judge, window, type Expectation, type Row, type Sample } from './report';
+import {
+  exitCode,
+  failureEvidence,
+  formatTable,
+  is2xx,
+  judge,
+  window,
+  type Expectation,
+  type Row,
+  type Sample,
+} from './report';
 import {
   httpOk,
   SCIM_TOKEN_CACHE_SECONDS,
@@ -111,9 +121,17 @@ async function main(): Promise<void> {
       const from = Date.now();
       await run();
       const to = Date.now();
-      const row = judge(fault, expectation, window(samples, from, to), from);
+      const inWindow = window(samples, from, to);
+      const row = judge(fault, expectation, inWindow, from);
       rows.push(row, ...(extra?.(from, to) ?? []));
       log(`  ${row.requests} requests, ${row.failed} failed, p99 ${row.p99Ms} ms: ${row.verdict}`);
+      if (row.verdict !== 'pass') {
+        const failed = inWindow.filter((s) => !expectation.accepts(s));
+        const notable = everyReplica(stack).flatMap((replica) =>
+          replica.notable(from - 1_000, to + 1_000).map((line) => ({ replica: replica.name, line })),
+        );
+        for (const line of failureEvidence(failed, notable, from)) log(`  ${line}`);
+      }
     };
 
     await phase('none (baseline)', allSucceed('every request 2xx'), () => sleep(T.baseline * 1000));
@@ -499,12 +517,19 @@ async function restartGateway(stack: ChaosStack, endpoints: Endpoints, id: Repli
   endpoints.setTerminating(url, false);
 }
 
-function allPids(stack: ChaosStack): string {
+/** The gateways and every service replica. */
+function everyReplica(stack: ChaosStack): Replica[] {
   return [
-    stack.gateways.a.replica.pid,
-    stack.gateways.b.replica.pid,
-    ...SERVICES.flatMap((s) => [stack.services[s].a.pid, stack.services[s].b.pid]),
-  ].join(',');
+    stack.gateways.a.replica,
+    stack.gateways.b.replica,
+    ...SERVICES.flatMap((s) => [stack.services[s].a, stack.services[s].b]),
+  ];
+}
+
+function allPids(stack: ChaosStack): string {
+  return everyReplica(stack)
+    .map((replica) => replica.pid)
+    .join(',');
 }
 
 /** Waits until the load has answered 2xx for a whole second (at most until `deadline`), then at least until it. */

@@ -1,7 +1,17 @@
 // The verdict logic of `npm run chaos` (the run itself is the integration test: CI runs it with --short).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { exitCode, formatTable, is2xx, judge, quantile, window, type Expectation, type Sample } from './report';
+import {
+  exitCode,
+  failureEvidence,
+  formatTable,
+  is2xx,
+  judge,
+  quantile,
+  window,
+  type Expectation,
+  type Sample,
+} from './report';
 
 const sample = (startedAt: number, ms: number, status: number, extra: Partial<Sample> = {}): Sample => ({
   startedAt,
@@ -111,5 +121,32 @@ describe('window and table', () => {
         '- frozen: 1 × 504 on /v1/users/me',
       ].join('\n'),
     );
+  });
+});
+
+describe('failureEvidence', () => {
+  test('names each failed request and puts the log lines that name one of them first', () => {
+    const failed = [
+      sample(1_500, 5, 503, {
+        retryAfter: true,
+        failure: { requestId: 'req-1', detail: 'The service is unavailable; try again shortly' },
+      }),
+      sample(2_000, 5, 0, { failure: { requestId: '', detail: 'fetch failed' } }),
+    ];
+    const evidence = failureEvidence(
+      failed,
+      [
+        { replica: 'drives-a', line: '{"level":"warn","msg":"dependency is down"}' },
+        { replica: 'gateway-a', line: '{"level":"warn","request_id":"req-1","msg":"downstream unavailable"}' },
+      ],
+      0,
+    );
+    assert.deepEqual(evidence, [
+      'failed: /v1/users/me 503 at +1.5 s (request req-1): The service is unavailable; try again shortly',
+      'failed: /v1/users/me no answer at +2.0 s: fetch failed',
+      'warnings and errors of the replicas in the window (2):',
+      '  gateway-a: {"level":"warn","request_id":"req-1","msg":"downstream unavailable"}',
+      '  drives-a: {"level":"warn","msg":"dependency is down"}',
+    ]);
   });
 });

@@ -11,6 +11,8 @@ export interface Sample {
   /** Which stream of requests: the main mix, or a probe a fault adds (e.g. a token signed with a new key). */
   stream: string;
   route: string;
+  /** Of an answer that was not 2xx: its X-Request-Id (to find it in the logs) and what its body said. */
+  failure?: { requestId: string; detail: string };
 }
 
 export interface Expectation {
@@ -80,6 +82,31 @@ export function judge(fault: string, expectation: Expectation, samples: Sample[]
     verdict: ok ? 'pass' : expectation.required ? 'FAIL' : 'not met (not required)',
     notes,
   };
+}
+
+/** How many failed requests, and how many log lines, the evidence of a failed fault shows. */
+const EVIDENCE_REQUESTS = 5;
+const EVIDENCE_LINES = 30;
+
+/**
+ * What a failed fault's report shows besides its counts, so that a failure in CI explains itself: the first failed
+ * requests (route, status, request id, what the body said) and the replicas' warnings and errors of the window, those
+ * that name a failed request first.
+ */
+export function failureEvidence(failed: Sample[], logLines: { replica: string; line: string }[], origin: number) {
+  const ids = new Set(failed.map((s) => s.failure?.requestId).filter((id): id is string => !!id));
+  const namesFailed = (line: string) => [...ids].some((id) => line.includes(id));
+  const lines = [...logLines].sort((x, y) => Number(namesFailed(y.line)) - Number(namesFailed(x.line)));
+  return [
+    ...failed.slice(0, EVIDENCE_REQUESTS).map((s) => {
+      const at = `+${((s.startedAt - origin) / 1000).toFixed(1)} s`;
+      const status = s.status === 0 ? 'no answer' : String(s.status);
+      const { requestId = '', detail = '' } = s.failure ?? {};
+      return `failed: ${s.route} ${status} at ${at}${requestId ? ` (request ${requestId})` : ''}: ${detail}`;
+    }),
+    ...(logLines.length ? [`warnings and errors of the replicas in the window (${logLines.length}):`] : []),
+    ...lines.slice(0, EVIDENCE_LINES).map(({ replica, line }) => `  ${replica}: ${line}`),
+  ];
 }
 
 /** A Markdown table (what docs/operations.md carries), then each row's notes. */

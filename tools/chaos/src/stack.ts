@@ -20,6 +20,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createInterface } from 'node:readline';
 import * as path from 'node:path';
 import pg from 'pg';
 
@@ -33,11 +34,15 @@ export const SCIM_TOKEN_CACHE_SECONDS = 5;
 
 export const SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
 
+/** How many of a replica's latest warning and error lines are kept for the report of a failed fault. */
+const KEPT_WARNINGS = 500;
+
 /** A Node.js process of the stack that can be stopped (SIGTERM, as the kubelet does), frozen and started again. */
 export class Replica {
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
   private stderr = '';
+  private readonly warnings: { at: number; line: string }[] = [];
 
   constructor(
     readonly name: string,
@@ -58,10 +63,11 @@ export class Replica {
   start(): void {
     const child = spawn(process.execPath, [this.script], {
       env: { ...process.env, LOG_LEVEL: this.logFile ? 'info' : 'warn', ...this.env },
-      stdio: ['ignore', this.logFile ? 'pipe' : 'ignore', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4000)));
+    createInterface({ input: child.stdout! }).on('line', (line) => this.keepIfNotable(line));
     if (this.logFile) {
       const out = createWriteStream(this.logFile, { flags: 'a' });
       child.stdout!.pipe(out);
@@ -104,6 +110,24 @@ export class Replica {
 
   signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
     this.child?.kill(signal);
+  }
+
+  /** Its latest warnings and errors (JSON log lines), for the report of a failed fault (noted). */
+  notable(from: number, to: number): string[] {
+    return this.warnings.filter((w) => w.at >= from && w.at <= to).map((w) => w.line);
+  }
+
+  private keepIfNotable(line: string): void {
+    if (!/"level":"(warn|error|fatal)"/.test(line)) return;
+    let entry: { level?: unknown; time?: unknown };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      return;
+    }
+    const at = typeof entry.time === 'string' ? Date.parse(entry.time) : Date.now();
+    this.warnings.push({ at, line });
+    if (this.warnings.length > KEPT_WARNINGS) this.warnings.splice(0, this.warnings.length - KEPT_WARNINGS);
   }
 
   lastWords(): string {
