@@ -222,11 +222,12 @@ export function createGrpcClient<C extends grpc.Client>(
 }
 
 /**
- * The methods a caller may send again: reads, by the platform's naming (Get, BatchGet, BatchFind, List, Check), an
- * idempotent lookup (Resolve: it only stamps a last-used time), and SCIM's HandleRequests, which carries GET and
- * HEAD requests only (SAFE_SCIM_METHODS, enforced by the SCIM service).
+ * The methods a client sends again as they were: reads, by the platform's naming (Get, BatchGet, BatchFind, List,
+ * Check), and an idempotent lookup (Resolve: it only stamps a last-used time). Not SCIM's HandleRequests, although it
+ * carries reads only: each read's attestation may be used once, so the gateway sends a read that got no answer again
+ * itself, under a fresh attestation.
  */
-export const RETRIED_METHOD = /^(Get|BatchGet|BatchFind|List|Check|Resolve)|^HandleRequests$/;
+export const RETRIED_METHOD = /^(Get|BatchGet|BatchFind|List|Check|Resolve)/;
 
 /**
  * Reads (RETRIED_METHOD) are retried once on UNAVAILABLE: a connection a server closes at its maximum age can refuse

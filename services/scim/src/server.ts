@@ -273,8 +273,8 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
         throw errors.invalidArgument(`at most ${MAX_BATCHED_SCIM_REQUESTS} requests per call`, [
           { field: 'requests', description: `at most ${MAX_BATCHED_SCIM_REQUESTS}` },
         ]);
-      // Reads only: the batch's requests run concurrently, in no order, and a caller may send the call again on
-      // UNAVAILABLE (the gRPC clients retry reads), which only a request without effects allows.
+      // Reads only: the batch's requests run concurrently, in no order, and the gateway sends a read that got no
+      // answer again (under a fresh attestation), which only a request without effects allows.
       batch.requests.forEach(({ method }, i) => {
         if (!SAFE_SCIM_METHODS.has(method.toUpperCase()))
           throw errors.invalidArgument('only GET and HEAD requests are batched', [
