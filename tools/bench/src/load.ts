@@ -1,5 +1,5 @@
 import autocannon from 'autocannon';
-import { CpuMeter } from './proc';
+import { CpuMeter, machineCpuSeconds } from './proc';
 
 export interface LoadSettings {
   connections: number;
@@ -21,6 +21,12 @@ export interface LoadResult {
   cpuByProcess: Record<string, number>;
   /** The measured run on the clock of process.hrtime (µs), which V8's CPU profiles use too (pieces.ts). */
   window: { fromUs: number; toUs: number };
+  /**
+   * Where the machine's cores went during the measured run: the bench process itself (autocannon, the load generator,
+   * and the OTLP sink when traces are decoded), in µs per request and in cores, and the whole machine's busy cores
+   * out of all (servers, PostgreSQL, the generator, anything else).
+   */
+  cores: { generatorMicrosPerRequest: number; generator: number; machineBusy: number; machine: number };
 }
 
 export interface Target {
@@ -49,9 +55,15 @@ export async function measure(
   await settings.afterWarmup?.();
   const meter = new CpuMeter(serverPids);
   const fromUs = Number(process.hrtime.bigint() / 1000n);
+  const generatorBefore = process.cpuUsage();
+  const machineBefore = machineCpuSeconds();
   const result = await run(target, settings.connections, settings.durationSeconds);
+  const generatorUsage = process.cpuUsage(generatorBefore);
+  const machineAfter = machineCpuSeconds();
   const toUs = Number(process.hrtime.bigint() / 1000n);
   const used = meter.stop();
+  const seconds = (toUs - fromUs) / 1e6;
+  const generatorMicros = generatorUsage.user + generatorUsage.system;
   const requests = result.requests.total;
   const cpu = Object.values(used).reduce((a, b) => a + b, 0);
   const cpuByProcess = Object.fromEntries(
@@ -69,5 +81,11 @@ export async function measure(
     cpuMicrosPerRequest: requests ? (cpu / requests) * 1e6 : 0,
     cpuByProcess,
     window: { fromUs, toUs },
+    cores: {
+      generatorMicrosPerRequest: requests ? Math.round(generatorMicros / requests) : 0,
+      generator: generatorMicros / 1e6 / seconds,
+      machineBusy: (machineAfter.busy - machineBefore.busy) / seconds,
+      machine: (machineAfter.total - machineBefore.total) / seconds,
+    },
   };
 }

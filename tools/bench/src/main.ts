@@ -187,6 +187,16 @@ async function assertSameBodies(route: RouteDef, sample = 20): Promise<void> {
 
 const fmt = (n: number, digits = 0) => n.toFixed(digits);
 
+/**
+ * Where the cores went in a route's two runs: the machine's busy cores of all, and the bench process's share (the
+ * load generator, which competes with the servers for the same cores: one reason two benches disagree).
+ */
+function coresLine(bare: LoadResult, full: LoadResult): string {
+  const part = (x: LoadResult) =>
+    `machine ${fmt(x.cores.machineBusy, 2)}, load generator ${fmt(x.cores.generator, 2)} (${fmt(x.cores.generatorMicrosPerRequest)} µs/request)`;
+  return `  cores busy of ${fmt(full.cores.machine, 1)}: bare: ${part(bare)}; full path: ${part(full)}`;
+}
+
 /** The processes of the full path that `--cpu-prof` profiles (stack.ts names their profiles so). */
 const PROFILED_PROCESSES = ['gateway', 'scim', 'users', 'groups', 'drives'];
 
@@ -281,9 +291,10 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
         row('full path', full),
         `  full/bare: throughput ${fmt(ratio.throughput, 2)} (≥ ${verdict.TARGETS.throughputRatio}), p99 ${fmt(ratio.p99, 2)} (≤ ${verdict.TARGETS.p99Ratio}), CPU ${fmt(ratio.cpu, 2)}${r.page ? ` (≤ ${verdict.TARGETS.cpuRatio})` : ''}`,
         capacityLine(capacities[r.id]!),
+        coresLine(bare, full),
         '',
       );
-      process.stdout.write(`${lines.slice(-6).join('\n')}\n`);
+      process.stdout.write(`${lines.slice(-7).join('\n')}\n`);
     }
 
     // The SCIM lookup with many organizations: organization 1 alone, then among `organizations`, each with its own

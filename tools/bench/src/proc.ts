@@ -104,6 +104,15 @@ export class CpuMeter {
   }
 }
 
+/** The whole machine's CPU time so far (/proc/stat's first line): seconds busy, and seconds in all, over every core. */
+export function machineCpuSeconds(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already inside user and nice).
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = fields;
+  const busy = user + nice + system + irq + softirq + steal;
+  return { busy: busy / CLK_TCK, total: (busy + idle + iowait) / CLK_TCK };
+}
+
 export function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
