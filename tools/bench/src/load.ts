@@ -31,18 +31,45 @@ export interface LoadResult {
 
 export interface Target {
   url: string;
+  /**
+   * Other replicas of the same server (e.g. a second gateway, as the chart runs two): the connections are spread over
+   * url and these, as a Service spreads them over its pods.
+   */
+  replicas?: readonly string[];
   /** Requests each connection cycles through (path and headers), so that many callers and rows are exercised. */
   requests: { path: string; headers?: Record<string, string> }[];
 }
 
-function run(target: Target, connections: number, duration: number) {
-  return autocannon({
-    url: target.url,
-    requests: target.requests.map((r) => ({ method: 'GET', ...r })),
-    connections,
+/** What run() reads of a result: autocannon's, or several instances' aggregated. */
+type RunResult = Pick<autocannon.Result, 'latency' | 'non2xx' | 'errors' | 'timeouts'> & {
+  requests: { total: number; average: number };
+};
+
+/** autocannon's aggregation of instances run with skipAggregateResult (not in its type declarations). */
+const aggregate = (
+  autocannon as unknown as {
+    aggregateResult(results: unknown[], options: { url: string; connections: number }): autocannon.Result;
+  }
+).aggregateResult;
+
+async function run(target: Target, connections: number, duration: number): Promise<RunResult> {
+  const options = (url: string, share: number) => ({
+    url,
+    requests: target.requests.map((r) => ({ method: 'GET' as const, ...r })),
+    connections: share,
     duration,
     pipelining: 1,
   });
+  const urls = [target.url, ...(target.replicas ?? [])];
+  if (urls.length === 1) return autocannon(options(target.url, connections));
+  // One instance per replica, its share of the connections; latencies merged from their histograms. Requests per
+  // second: all completed over the duration (the instances' per-second samples are not aggregated).
+  const shares = urls.map((_, i) => Math.floor(connections / urls.length) + (i < connections % urls.length ? 1 : 0));
+  const raw = await Promise.all(
+    urls.map((url, i) => autocannon({ ...options(url, Math.max(1, shares[i]!)), skipAggregateResult: true })),
+  );
+  const result = aggregate(raw, { url: target.url, connections });
+  return { ...result, requests: { total: result.requests.total, average: result.requests.total / duration } };
 }
 
 /** A warm-up, then the measured run; CPU is the server-side processes' user+system time over the measured run. */

@@ -64,6 +64,11 @@ const { values: flags } = parseArgs({
      */
     plaintext: { type: 'boolean', default: false },
     /**
+     * Gateway processes of the full path (the chart runs two replicas of each component): the load's connections are
+     * spread over them. One by default, as every figure in docs/benchmarks.md was measured.
+     */
+    gateways: { type: 'string', default: '1' },
+    /**
      * Before the load runs: each route's requests one at a time on one keep-alive connection, bare server and full
      * path, then a traced pass that breaks the full path's time down by span (one-connection.ts).
      */
@@ -91,6 +96,9 @@ if (flags.smoke)
     'one-connection-requests': '100',
   });
 const num = (name: keyof typeof flags) => Number(flags[name]);
+if (!Number.isInteger(num('gateways')) || num('gateways') < 1) throw new Error('--gateways takes a whole number ≥ 1');
+// The pieces report divides one gateway's profile by every request the full path served.
+if (num('gateways') > 1 && flags['cpu-prof']) throw new Error('--cpu-prof profiles one gateway: use --gateways 1');
 
 interface RouteDef {
   id: string;
@@ -109,6 +117,7 @@ function routes(stack: BenchStack): RouteDef[] {
     return {
       full: {
         url: stack.gatewayUrl,
+        replicas: stack.gatewayReplicas,
         requests: reqs.map((r) => ({ path: r.path, headers: { authorization: `Bearer ${tokens.get(r.caller)!}` } })),
       },
       bare: { url: stack.bareUrl, requests: reqs.map((r) => ({ path: r.path, headers: { 'x-user-id': r.caller } })) },
@@ -119,6 +128,7 @@ function routes(stack: BenchStack): RouteDef[] {
   const scim = (paths: string[]) => ({
     full: {
       url: stack.gatewayUrl,
+      replicas: stack.gatewayReplicas,
       requests: paths.map((p) => ({ path: p, headers: { authorization: `Bearer ${stack.scimToken}` } })),
     },
     bare: { url: stack.bareUrl, requests: paths.map((p) => ({ path: p })) },
@@ -220,6 +230,7 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
     nodeFlags: flags['node-flags'].split(' ').filter(Boolean),
     bypassRls: flags['bypass-rls'],
     plaintext: flags.plaintext,
+    gateways: num('gateways'),
     log: (msg) => process.stdout.write(`${msg}\n`),
   });
   let failures = 0;
@@ -261,7 +272,7 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
       afterWarmup: () => stack.refreshBackends(),
     };
     process.stdout.write(
-      `\nLoad: autocannon in the bench process, ${settings.connections} connections, ${settings.warmupSeconds} s warm-up + ` +
+      `\nLoad: autocannon in the bench process, ${settings.connections} connections${num('gateways') > 1 ? ` (the full path's spread over ${num('gateways')} gateways)` : ''}, ${settings.warmupSeconds} s warm-up + ` +
         `${settings.durationSeconds} s measured per target; bare and full path in turn. CPU: user+system of every ` +
         `server-side process (PostgreSQL: every backend, named by the service it serves) per request.\n`,
     );

@@ -37,6 +37,8 @@ export interface BenchStack {
   barePids(): Map<number, string>;
   /** Resident memory (MB) of every process but PostgreSQL's. */
   rss(): Record<string, number>;
+  /** The other gateways' addresses (--gateways), which the full path's load is spread over too. */
+  gatewayReplicas: string[];
   /** Those processes' ids by name, and the /metrics address of each that serves one (for the V8 heap). */
   processes: Record<string, number>;
   metricsUrls: Record<string, string>;
@@ -61,6 +63,8 @@ export async function startBenchStack(options: {
   bypassRls?: boolean;
   /** The gRPC hop in plaintext (GRPC_PLAINTEXT) instead of mutual TLS: the price of TLS and end-user contexts. */
   plaintext?: boolean;
+  /** Gateway processes (the chart runs two replicas): the full path's load is spread over them. Default 1. */
+  gateways?: number;
   log: (msg: string) => void;
 }): Promise<BenchStack> {
   const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-bench-'));
@@ -174,6 +178,16 @@ export async function startBenchStack(options: {
       startNode(name, scriptOf(name), wiring.services[name]![0]!, nodeArgs(name)),
     );
     const gateway = startNode('gateway', scriptOf('gateway'), wiring.gateways[0]!, nodeArgs('gateway'));
+    // More gateways on ports of their own, counted as "gateway" (their CPU adds up under that name).
+    const otherGateways = await Promise.all(
+      Array.from({ length: (options.gateways ?? 1) - 1 }, async () => {
+        const [port, metricsPort] = [await freePort(), await freePort()];
+        const env = { ...wiring.gateways[0]!, PORT: String(port), METRICS_PORT: String(metricsPort) };
+        // The same heap flags; never profiled (the pieces report reads the first gateway's profile).
+        const child = startNode('gateway', scriptOf('gateway'), env, options.nodeFlags ?? []);
+        return { child, url: `http://127.0.0.1:${port}` };
+      }),
+    );
     const bare = startNode('bare', path.join(__dirname, 'baseline-server.js'), {
       PORT: String(barePort),
       DATABASE_URL: databaseUrl,
@@ -182,15 +196,17 @@ export async function startBenchStack(options: {
     });
     await waitFor('otlp sink', () => httpOk(`http://127.0.0.1:${sinkPort}/stats`));
     await waitFor('dev-idp', () => httpOk(`${issuer}/.well-known/openid-configuration`));
-    await waitFor('gateway', () => httpOk(`${gatewayUrl}/readyz`));
-    // Readiness is the gateway's own; wait until it has seen the services it calls answer.
-    await waitFor('services seen by the gateway', async () => {
-      const res = await fetch(`${gatewayUrl}/healthz/dependencies`);
-      const { dependencies } = (await res.json()) as {
-        dependencies: Record<string, { up: boolean; checkedAt: string | null }>;
-      };
-      return services.every((d) => dependencies[d]?.up && dependencies[d].checkedAt);
-    });
+    for (const url of [gatewayUrl, ...otherGateways.map((g) => g.url)]) {
+      await waitFor('gateway', () => httpOk(`${url}/readyz`));
+      // Readiness is the gateway's own; wait until it has seen the services it calls answer.
+      await waitFor('services seen by the gateway', async () => {
+        const res = await fetch(`${url}/healthz/dependencies`);
+        const { dependencies } = (await res.json()) as {
+          dependencies: Record<string, { up: boolean; checkedAt: string | null }>;
+        };
+        return services.every((d) => dependencies[d]?.up && dependencies[d].checkedAt);
+      });
+    }
     await waitFor('bare server', () => httpOk(`${bareUrl}/healthz`));
 
     const tokens = new Map<string, string>();
@@ -222,7 +238,12 @@ export async function startBenchStack(options: {
       sinkUrl: `http://127.0.0.1:${sinkPort}`,
       tokens,
       scimToken,
-      fullPids: () => new Map([...named.map((c): [number, string] => [c.pid, c.name]), ...pgPids()]),
+      gatewayReplicas: otherGateways.map((g) => g.url),
+      fullPids: () =>
+        new Map([
+          ...[...named, ...otherGateways.map((g) => g.child)].map((c): [number, string] => [c.pid, c.name]),
+          ...pgPids(),
+        ]),
       barePids: () => new Map([[bare.pid, 'bare'], ...pgPids()]),
       rss: () => Object.fromEntries([...named, idp, bare].map((c) => [c.name, Math.round(rssMb(c.pid) * 10) / 10])),
       processes: Object.fromEntries([...named, idp, bare].map((c) => [c.name, c.pid])),
