@@ -53,10 +53,12 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
   private async liveUsers(ids: string[], ctx: RequestContext): Promise<Map<string, usersV1.User>> {
     const found = new Map<string, usersV1.User>();
     const unique = [...new Set(ids)].filter(isUserId);
-    for (const slice of slices(unique, MAX_BATCH_GET_USERS)) {
-      const { users } = await this.deps.users.batchGetUsers({ ids: slice }, ctx.call);
+    // The slices of a large group at once: its read takes one round trip, not one per thousand members.
+    const answers = await Promise.all(
+      slices(unique, MAX_BATCH_GET_USERS).map((slice) => this.deps.users.batchGetUsers({ ids: slice }, ctx.call)),
+    );
+    for (const { users } of answers)
       for (const u of users) if (u.organizationId === ctx.organizationId) found.set(u.id, u);
-    }
     return found;
   }
 
@@ -92,12 +94,18 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
     return ownOrNotFound(group!, ctx);
   }
 
-  private async respond(group: groupsV1.Group, ctx: RequestContext): Promise<ScimResponse> {
+  /** The group as answered; `read`: its members' users when this request has just read them (not again). */
+  private async respond(
+    group: groupsV1.Group,
+    ctx: RequestContext,
+    read?: Map<string, usersV1.User>,
+  ): Promise<ScimResponse> {
     const users = this.wantsMembers(ctx)
-      ? await this.liveUsers(
+      ? (read ??
+        (await this.liveUsers(
           group.members.map((m) => m.userId),
           ctx,
-        )
+        )))
       : undefined;
     const full = this.representation(group, users);
     return {
@@ -172,7 +180,7 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
         displayName: after.displayName,
         ...(memberIds.length ? { members: memberIds.map((value) => ({ value })) } : {}),
       };
-      if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx);
+      if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx, users);
 
       const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
       const unknown = newcomers.filter((m) => !isUserId(m));
@@ -203,7 +211,9 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
         },
         ctx.call,
       );
-      return this.respond(updated!, ctx);
+      // Written under the version read, so its members are the ones just read: live ones, and newcomers found live
+      // (hidden members stay out of the answer, as they stayed out of the change).
+      return this.respond(updated!, ctx, new Map([...users, ...known]));
     });
   }
 }

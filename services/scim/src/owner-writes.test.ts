@@ -278,6 +278,51 @@ describe('one owner transaction per SCIM write: the change, every attribute and 
     assert.equal(audit.length, 6);
   });
 
+  test("a member added to a group: each member's user read once, the answer built from that read", async () => {
+    const reads: string[][] = [];
+    const scim = await scimService(
+      (client) =>
+        new Proxy(client, {
+          get(target, property, receiver) {
+            const value = Reflect.get(target, property, receiver) as unknown;
+            if (property !== 'batchGetUsers' || typeof value !== 'function') return value;
+            return (request: { ids: string[] }, ...rest: unknown[]) => {
+              reads.push([...request.ids]);
+              return (value as (...a: unknown[]) => unknown).apply(target, [request, ...rest]);
+            };
+          },
+        }),
+    );
+    const ids = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        scim
+          .call('POST', '/Users', { userName: `reader${i}@example.com`, displayName: `Reader ${i}`, emails: [] })
+          .then((r) => r.body.id as string),
+      ),
+    );
+    const [newcomer, ...present] = ids as [string, ...string[]];
+    const { group } = await groups.createGroup({
+      displayName: 'Read once',
+      members: present.map((userId) => ({ userId, isAdmin: false, isDriver: true })),
+    });
+    reads.length = 0;
+    const answer = await scim.call(
+      'PATCH',
+      `/Groups/${group!.id}`,
+      patchOp({ op: 'add', path: 'members', value: [{ value: newcomer }] }),
+    );
+    assert.equal(answer.status, 200);
+    assert.deepEqual(
+      (answer.body.members as { value: string; display: string }[]).map((m) => `${m.value} ${m.display}`).sort(),
+      ids.map((id, i) => `${id} Reader ${i}`).sort(),
+    );
+    // The present members (to compute the change), then the newcomer (to know it exists): no read for the answer.
+    assert.deepEqual(
+      reads.map((r) => r.sort()),
+      [[...present].sort(), [newcomer]],
+    );
+  });
+
   test('a client demanding a version with If-Match gets 412 when it moved, and nothing is written', async () => {
     const scim = await scimService();
     const id = (await scim.call('POST', '/Users', { userName: 'ifmatch@example.com', emails: [] })).body.id as string;
