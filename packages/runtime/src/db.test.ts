@@ -7,7 +7,10 @@ import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
+import type { Knex } from 'knex';
 import { createDatabase, droppedReadAttempts, isDroppedConnection, readWithRetry, sqlSpans, type Database } from './db';
+import { databaseCheck, DependencyMonitor } from './dependencies';
+import { freePort } from './net';
 import { toAppError } from './errors';
 import { createTestDatabase, waitFor, type TestDatabase } from './testing';
 
@@ -167,5 +170,64 @@ describe('reads on a dropped connection', () => {
       (err: { code?: string }) => err.code === '57P01',
     );
     assert.equal(attempts, attemptsAllowed, 'and no more: connections dropped without end are an outage (503)');
+  });
+});
+
+describe('the database check of the dependency monitor (a read too)', () => {
+  test('answers true while the database answers, also right after every pooled session was terminated', async () => {
+    const check = databaseCheck(db.knex);
+    assert.equal(await check.check(1_000), true);
+    // Fill the pool, then end every one of its sessions as a pooler or an operator would.
+    await Promise.all([1, 2, 3, 4].map(() => db.knex.raw('SELECT pg_sleep(0.05)')));
+    const { rowCount } = await admin.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
+      [applicationName],
+    );
+    assert.ok((rowCount ?? 0) >= 1, 'the pool held sessions to terminate');
+    assert.equal(await check.check(1_000), true);
+  });
+
+  test('a session found dropped is checked again on another connection; any other failure is a failed check', async () => {
+    const dropped = () =>
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    let calls = 0;
+    const flaky = {
+      raw: async () => {
+        calls += 1;
+        if (calls === 1) throw dropped();
+        return { rows: [] };
+      },
+      client: { pool: { max: 3 } },
+    } as unknown as Knex;
+    assert.equal(await databaseCheck(flaky).check(1_000), true);
+    assert.equal(calls, 2);
+
+    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    calls = 0;
+    const down = {
+      raw: async () => {
+        calls += 1;
+        throw refused;
+      },
+      client: { pool: { max: 3 } },
+    } as unknown as Knex;
+    await assert.rejects(databaseCheck(down).check(1_000), (err) => err === refused);
+    assert.equal(calls, 1, 'a database that refuses connections is not asked again');
+  });
+
+  test('a database nobody listens for is down for the monitor', async () => {
+    const unreachable = createDatabase({
+      url: `postgres://nobody:nothing@127.0.0.1:${await freePort()}/none`,
+      schema: SCHEMA,
+      migrationsDirectory: path.join(__dirname, 'no-migrations'),
+      applicationName,
+    });
+    try {
+      const monitor = new DependencyMonitor({ checks: [databaseCheck(unreachable.knex)], failuresBeforeDown: 1 });
+      await monitor.checkNow();
+      assert.equal(monitor.isUp('postgres'), false);
+    } finally {
+      await unreachable.close();
+    }
   });
 });

@@ -1,17 +1,10 @@
 /**
- * The dependency monitor (what fails calls fast and sets `dependency_up`) and the database check it runs, the latter
- * against the run's real PostgreSQL.
+ * The dependency monitor: what fails calls fast and sets `dependency_up` (its database check is tested with the reads
+ * on dropped connections, db.test.ts).
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import * as path from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import type { Knex } from 'knex';
-import pg from 'pg';
-import { createDatabase, type Database } from './db';
-import { databaseCheck, DependencyMonitor, whileDatabaseDown } from './dependencies';
-import { freePort } from './net';
-import { createTestDatabase, type TestDatabase } from './testing';
+import { describe, test } from 'node:test';
+import { DependencyMonitor, whileDatabaseDown } from './dependencies';
 
 describe('DependencyMonitor', () => {
   /** A check answering from a script of outcomes, one per round. */
@@ -59,88 +52,5 @@ describe('DependencyMonitor', () => {
     });
     await monitor.checkNow();
     assert.equal(monitor.isUp('frozen'), false);
-  });
-});
-
-describe('databaseCheck', () => {
-  let testDb: TestDatabase;
-  let db: Database;
-  let admin: pg.Client;
-  const applicationName = `mileage-check-${randomBytes(4).toString('hex')}`;
-
-  before(async () => {
-    testDb = await createTestDatabase('depcheck');
-    db = createDatabase({
-      url: testDb.url,
-      schema: 'depcheck',
-      migrationsDirectory: path.join(__dirname, 'no-migrations'),
-      applicationName,
-      poolMax: 3,
-    });
-    admin = new pg.Client({ connectionString: testDb.url });
-    await admin.connect();
-  });
-
-  after(async () => {
-    await admin?.end();
-    await db?.close();
-    await testDb?.drop();
-  });
-
-  test('answers true while the database answers, also right after every pooled session was terminated', async () => {
-    const check = databaseCheck(db.knex);
-    assert.equal(await check.check(1_000), true);
-    // Fill the pool, then end every one of its sessions as a pooler or an operator would.
-    await Promise.all([1, 2, 3].map(() => db.knex.raw('SELECT pg_sleep(0.05)')));
-    const { rowCount } = await admin.query(
-      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
-      [applicationName],
-    );
-    assert.ok((rowCount ?? 0) >= 1, 'the pool held sessions to terminate');
-    assert.equal(await check.check(1_000), true);
-  });
-
-  test('a session found dropped is checked again on another connection; any other failure is a failed check', async () => {
-    const dropped = () =>
-      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
-    let calls = 0;
-    const flaky = {
-      raw: async () => {
-        calls += 1;
-        if (calls === 1) throw dropped();
-        return { rows: [] };
-      },
-      client: { pool: { max: 3 } },
-    } as unknown as Knex;
-    assert.equal(await databaseCheck(flaky).check(1_000), true);
-    assert.equal(calls, 2);
-
-    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-    calls = 0;
-    const down = {
-      raw: async () => {
-        calls += 1;
-        throw refused;
-      },
-      client: { pool: { max: 3 } },
-    } as unknown as Knex;
-    await assert.rejects(databaseCheck(down).check(1_000), (err) => err === refused);
-    assert.equal(calls, 1, 'a database that refuses connections is not asked again');
-  });
-
-  test('a database nobody listens for is down for the monitor', async () => {
-    const unreachable = createDatabase({
-      url: `postgres://nobody:nothing@127.0.0.1:${await freePort()}/none`,
-      schema: 'depcheck',
-      migrationsDirectory: path.join(__dirname, 'no-migrations'),
-      applicationName,
-    });
-    try {
-      const monitor = new DependencyMonitor({ checks: [databaseCheck(unreachable.knex)], failuresBeforeDown: 1 });
-      await monitor.checkNow();
-      assert.equal(monitor.isUp('postgres'), false);
-    } finally {
-      await unreachable.close();
-    }
   });
 });
