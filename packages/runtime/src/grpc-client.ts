@@ -234,7 +234,7 @@ export const RETRIED_METHOD = /^(Get|BatchGet|BatchFind|List|Check|Resolve)/;
  * a call that raced its GOAWAY, and the single transparent retry can meet a second closing connection. Writes are
  * not retried here (their callers handle unknown outcomes).
  */
-export function readRetryConfig(definition: grpc.ServiceDefinition): object[] {
+function readRetryConfig(definition: grpc.ServiceDefinition): object[] {
   const names = Object.values(definition)
     .map((method) => /^\/([^/]+)\/([^/]+)$/.exec(method.path))
     .filter((m): m is RegExpExecArray => m !== null && RETRIED_METHOD.test(m[2]!))
