@@ -50,6 +50,11 @@ export interface ApiParameter {
   schema: object;
 }
 
+/** A handler's answer already rendered as JSON (UTF-8 chunks: a page a service rendered), written as it is. */
+export class RenderedJson {
+  constructor(readonly chunks: Uint8Array[]) {}
+}
+
 /**
  * One /v1 route: what the app mounts and what the OpenAPI document says about it (openapi.ts adds only prose and
  * examples, keyed by `id`). Adding a route is one RouteSpec in V1_ROUTES (routes/index.ts) and its prose.
@@ -128,7 +133,7 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
       res.writeHead(204).end();
       return;
     }
-    const body = JSON.stringify(result);
+    const body = result instanceof RenderedJson ? Buffer.concat(result.chunks) : JSON.stringify(result);
     // One writeHead instead of res.json's content negotiation and per-header bookkeeping: this is the hot path.
     res
       .writeHead(spec.status ?? 200, {

@@ -105,6 +105,8 @@ export interface Harness {
   usersAddress: string;
   groupsAddress: string;
   drivesAddress: string;
+  /** A Drives service as released before `render_json` (its pages always as objects), on the same database. */
+  olderDrivesAddress: string;
   scimAddress: string;
   webhooksAddress: string;
   /** The Users and Groups databases: each keeps the provisioning audit of its resources. */
@@ -252,6 +254,30 @@ export async function startHarness(): Promise<Harness> {
     metrics: new Metrics('drives'),
   });
   const drivesAddress = `127.0.0.1:${drivesServer.port}`;
+  // The same service as one released before `render_json`: it answers its pages as objects, whatever is asked.
+  const current = createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups });
+  const asObjects =
+    (method: 'listUserDrives' | 'listReportedDrives') => (request: { renderJson?: boolean }, ctx: unknown) =>
+      (current.handlers[method] as (r: unknown, c: unknown) => Promise<unknown>)(
+        { ...request, renderJson: false },
+        ctx,
+      );
+  const olderDrivesServer: GrpcServerHandle = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [
+      {
+        definition: current.definition,
+        handlers: {
+          ...current.handlers,
+          listUserDrives: asObjects('listUserDrives'),
+          listReportedDrives: asObjects('listReportedDrives'),
+        },
+      },
+    ],
+    protoFiles: [PROTO_FILES.drives],
+    logger,
+    metrics: new Metrics('drives'),
+  });
   const drivesClient = createGrpcClient(drivesV1.DrivesServiceClient, drivesAddress, { defaultDeadlineMs: 5_000 });
   const makeDrive = async (userId: string, day: number, classification: drivesV1.Classification) => {
     const start = new Date(Date.UTC(2026, 9, day, 8, 0, 0));
@@ -387,6 +413,7 @@ export async function startHarness(): Promise<Harness> {
     usersAddress,
     groupsAddress,
     drivesAddress,
+    olderDrivesAddress: `127.0.0.1:${olderDrivesServer.port}`,
     scimAddress,
     webhooksAddress,
     usersDb: db,
@@ -527,6 +554,7 @@ export async function startHarness(): Promise<Harness> {
       await groupsServer.shutdown(1_000);
       drivesClient.close();
       await drivesServer.shutdown(1_000);
+      await olderDrivesServer.shutdown(1_000);
       await drivesDb.close();
       await db.close();
       await groupsDb.close();

@@ -1,17 +1,18 @@
+import {
+  renderReportedDrives,
+  renderUserDrivesResults,
+  reportedDrivesResultsChunks,
+  type RenderedReportedDrive,
+} from '@mileage/drive-json';
 import { drivesV1, type usersV1 } from '@mileage/proto';
-import { isoToTimestamp, timestampToIso, type CallSettings } from '@mileage/runtime';
+import { isoToTimestamp, timestampToIso, timestampToMillis, type CallSettings } from '@mileage/runtime';
 import type { Request } from 'express';
 import type { Caller } from '../auth';
 import { driveListFingerprint, type CursorPosition } from '../cursor';
 import { driveListParameters, parseDriveListParams, type DriveListParams } from '../drive-params';
 import { HttpProblem, type ValidationIssue } from '../problems';
-import {
-  toDriveSchema,
-  toDriveTombstoneSchema,
-  toReportedDriveSchema,
-  toReportedDriveTombstoneSchema,
-} from '../schemas';
-import type { RouteSpec, V1Deps } from '../v1';
+import { toDriverSchema } from '../schemas';
+import { RenderedJson, type RouteSpec, type V1Deps } from '../v1';
 import { groupIdParameter, requireGroupAdmin, validateGroupIdParam } from './groups';
 import { userIdParameter, validateUserIdParam } from './users';
 
@@ -83,16 +84,9 @@ function listRequest(input: ListInput) {
       ? { afterPosition: { sortTime: isoToTimestamp(input.position.sortTime), id: input.position.id } }
       : {}),
     ...(p.includeDeleted ? { includeDeleted: true } : {}),
+    // The service renders the page's JSON, which the gateway passes through (docs/architecture.md, "Drive pages").
+    renderJson: true,
   };
-}
-
-/**
- * Live items and tombstones of one page in list order: modified time, then drive id, both descending (the service's
- * keyset order, in which it cut the page). Times are the API's RFC 3339 UTC strings with milliseconds, so they
- * compare as text.
- */
-function inListOrder<T>(items: { time: string; id: number; body: T }[]): T[] {
-  return items.sort((a, b) => (a.time === b.time ? b.id - a.id : a.time < b.time ? 1 : -1)).map((item) => item.body);
 }
 
 function nextCursor(
@@ -106,31 +100,44 @@ function nextCursor(
     : null;
 }
 
+const RESULTS_OPEN = Buffer.from('{"results":');
+
+/** The page's answer around its `results` array: `{"results":[…],"has_more":…,"next_cursor":…}`. */
+function pageBody(results: Uint8Array[], hasMore: boolean, next: string | null): RenderedJson {
+  return new RenderedJson([
+    RESULTS_OPEN,
+    ...results,
+    Buffer.from(`,"has_more":${hasMore},"next_cursor":${JSON.stringify(next)}}`),
+  ]);
+}
+
 /** A page of reported drives with their drivers; `page` is the ListReportedDrives call, already under way. */
 async function reportedDrivesPage(
   page: Promise<drivesV1.ListReportedDrivesResponse>,
   input: ListInput,
   deps: V1Deps,
   call: CallSettings,
-) {
-  const { reportedDrives, hasMore, nextPosition, tombstones } = await page;
+): Promise<RenderedJson> {
+  const answer = await page;
+  // A Drives service older than render_json answers objects: rendered here with the same functions.
+  const items: RenderedReportedDrive[] =
+    answer.rendered.length > 0 || (answer.reportedDrives.length === 0 && answer.tombstones.length === 0)
+      ? answer.rendered
+      : renderReportedDrives(answer.reportedDrives, answer.tombstones);
   // Through the account loader: the drivers of every page asked for in the same turn are read in one BatchGetUsers.
-  const driverIds = [...new Set(reportedDrives.map((r) => r.drive!.userId))];
+  const driverIds = [...new Set(items.filter((item) => item.driverId).map((item) => item.driverId))];
   const drivers = new Map<string, usersV1.User>();
   for (const u of await Promise.all(driverIds.map((id) => deps.accounts.load(id, call)))) if (u) drivers.set(u.id, u);
-  const results = reportedDrives.map((r) => toReportedDriveSchema(r, drivers.get(r.drive!.userId)));
-  return {
-    results: input.params.includeDeleted
-      ? inListOrder<object>([
-          ...results.map((body) => ({ time: body.modified, id: Number(body.id), body })),
-          ...tombstones
-            .map(toReportedDriveTombstoneSchema)
-            .map((body) => ({ time: body.modified, id: Number(body.id), body })),
-        ])
-      : results,
-    has_more: hasMore,
-    next_cursor: nextCursor(deps, input, hasMore, nextPosition),
-  };
+  // A driver's JSON depends only on the driver and the offset at the drive's end: rendered once per pair and page.
+  const rendered = new Map<string, Buffer>();
+  const results = reportedDrivesResultsChunks(items, (driverId, at) => {
+    const driver = toDriverSchema(driverId, drivers.get(driverId), at ? timestampToMillis(at) : 0);
+    const key = `${driverId} ${driver.timezone_offset}`;
+    let json = rendered.get(key);
+    if (!json) rendered.set(key, (json = Buffer.from(JSON.stringify(driver))));
+    return json;
+  });
+  return pageBody(results, answer.hasMore, nextCursor(deps, input, answer.hasMore, answer.nextPosition));
 }
 
 export const listUserDrives: RouteSpec<ListInput & { id: string }> = {
@@ -154,19 +161,10 @@ export const listUserDrives: RouteSpec<ListInput & { id: string }> = {
       },
       call,
     );
-    const results = page.drives.map(toDriveSchema);
-    return {
-      results: input.params.includeDeleted
-        ? inListOrder<object>([
-            ...results.map((body) => ({ time: body.modified, id: body.drive_id, body })),
-            ...page.tombstones
-              .map(toDriveTombstoneSchema)
-              .map((body) => ({ time: body.modified, id: body.drive_id, body })),
-          ])
-        : results,
-      has_more: page.hasMore,
-      next_cursor: nextCursor(deps, input, page.hasMore, page.nextPosition),
-    };
+    // A Drives service older than render_json answers objects: rendered here with the same function.
+    const results =
+      page.resultsJson.length > 0 ? page.resultsJson : renderUserDrivesResults(page.drives, page.tombstones);
+    return pageBody([results], page.hasMore, nextCursor(deps, input, page.hasMore, page.nextPosition));
   },
 };
 
@@ -208,7 +206,7 @@ export const listAllReportedDrives: RouteSpec<ListInput> = {
     parseList(req, deps, false, { route: 'all-reported', caller: caller.subject }),
   handle: async (input, account, deps, call) => {
     const { groups } = await deps.groups.listAdministeredGroups({ userId: account.caller.userId }, call);
-    if (groups.length === 0) return { results: [], has_more: false, next_cursor: null };
+    if (groups.length === 0) return pageBody([Buffer.from('[]')], false, null);
     const groupIds = groups.map((g) => g.id);
     return reportedDrivesPage(
       deps.drives.listReportedDrives({ groupIds, ...listRequest(input) }, call),

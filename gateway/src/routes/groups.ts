@@ -1,7 +1,6 @@
 import type { groupsV1, usersV1 } from '@mileage/proto';
-import { MAX_BATCH_GET_USERS, slices, type CallSettings } from '@mileage/runtime';
+import { MAX_BATCH_GET_USERS, apiTime, slices, type CallSettings } from '@mileage/runtime';
 import type { Request } from 'express';
-import { apiTime } from '../schemas';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import type { ApiParameter, RouteSpec, V1Deps } from '../v1';
 

@@ -1,11 +1,17 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { scimAuditV1, usersV1 } from '@mileage/proto';
-import { dateToTimestamp, decodeServiceError, parseRfc3339, type WireTimestamp } from '@mileage/runtime';
+import {
+  apiTime,
+  apiTimeOrNull,
+  dateToTimestamp,
+  decodeServiceError,
+  parseRfc3339,
+  type WireTimestamp,
+} from '@mileage/runtime';
 import type { Request } from 'express';
 import { CursorCodec, type CursorPosition } from '../cursor';
 import { pageLimitParameter } from '../drive-params';
 import { HttpProblem, ValidationProblem, type ValidationIssue } from '../problems';
-import { apiTime, apiTimeOrNull } from '../schemas';
 import type { Account, ApiParameter, RouteSpec } from '../v1';
 import { jsonBody, pageLimit, uuidPathParameter, UUID } from './request-input';
 

@@ -1,7 +1,6 @@
 import type { webhooksV1 } from '@mileage/proto';
-import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
+import { WEBHOOK_EVENT_TYPES, apiTime, apiTimeOrNull } from '@mileage/runtime';
 import type { Request } from 'express';
-import { apiTime, apiTimeOrNull } from '../schemas';
 import { problemFromGrpc, ValidationProblem, type ValidationIssue } from '../problems';
 import { pageLimitParameter } from '../drive-params';
 import { jsonBody, pageLimit, uuidPathParameter, UUID } from './request-input';

@@ -56,6 +56,19 @@ export function timestampToIso(t: WireTimestamp): string {
   return millisToIso(timestampToMillis(t));
 }
 
+/**
+ * A time of a gRPC reply as the API prints it (`2026-11-23T09:12:04.123Z`). An absent time stays absent (JSON leaves
+ * the field out), as it did when the generated code decoded times to strings.
+ */
+export function apiTime(t: WireTimestamp | undefined): string {
+  return (t === undefined ? undefined : timestampToIso(t)) as string;
+}
+
+/** A time the API prints as null when it is absent. */
+export function apiTimeOrNull(t: WireTimestamp | undefined): string | null {
+  return t ? timestampToIso(t) : null;
+}
+
 /** A wire Timestamp of whole milliseconds. */
 export function millisToTimestamp(ms: number): WireTimestamp {
   const seconds = Math.trunc(ms / 1_000);

@@ -12,6 +12,7 @@ import {
   type PromiseClient,
   type ServiceRegistration,
 } from '@mileage/runtime';
+import { renderReportedDrives, renderUserDrivesResults } from '@mileage/drive-json';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DrivesRepository } from './drives-repo';
 import { classificationFilter, listQuery, requirePositive, requireUserId, validateDrive } from './validation';
 
@@ -23,9 +24,18 @@ export interface DrivesServerDeps {
   tombstoneRetentionDays?: number;
 }
 
-/** What every list answer ends with: its tombstones and where the next page starts. */
-function pageEnd(page: { tombstones: drivesV1.Tombstone[]; hasMore: boolean; next?: drivesV1.PagePosition }) {
-  return { tombstones: page.tombstones, hasMore: page.hasMore, ...(page.next ? { nextPosition: page.next } : {}) };
+const NOTHING = Buffer.alloc(0);
+
+/** What every list answer ends with: its tombstones (unless rendered into the page) and where the next page starts. */
+function pageEnd(
+  page: { tombstones: drivesV1.Tombstone[]; hasMore: boolean; next?: drivesV1.PagePosition },
+  rendered: boolean,
+) {
+  return {
+    tombstones: rendered ? [] : page.tombstones,
+    hasMore: page.hasMore,
+    ...(page.next ? { nextPosition: page.next } : {}),
+  };
 }
 
 /** The DrivesService handlers over the given database; process wiring lives in main.ts. */
@@ -48,7 +58,10 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       const classification = classificationFilter(request.classification);
       const query = listQuery(request);
       const page = await read(ctx, (repo) => repo.listUserDrives(request.userId, classification, query, ctx.trace));
-      return { drives: page.drives, ...pageEnd(page) };
+      // Rendered here, the page crosses the hop as one field of bytes that the gateway passes through.
+      return request.renderJson
+        ? { drives: [], resultsJson: renderUserDrivesResults(page.drives, page.tombstones), ...pageEnd(page, true) }
+        : { drives: page.drives, resultsJson: NOTHING, ...pageEnd(page, false) };
     },
 
     async listReportedDrives(request, ctx) {
@@ -60,7 +73,13 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       request.groupIds.forEach((id, i) => requirePositive(id, `group_ids[${i}]`));
       const query = listQuery(request);
       const page = await read(ctx, (repo) => repo.listReportedDrives(request.groupIds, query, ctx.trace));
-      return { reportedDrives: page.reportedDrives, ...pageEnd(page) };
+      return request.renderJson
+        ? {
+            reportedDrives: [],
+            rendered: renderReportedDrives(page.reportedDrives, page.tombstones),
+            ...pageEnd(page, true),
+          }
+        : { reportedDrives: page.reportedDrives, rendered: [], ...pageEnd(page, false) };
     },
 
     async createDrive(request, ctx) {

@@ -302,7 +302,11 @@ export interface ListUserDrivesRequest {
    * Also return the tombstones of deleted drives (sort by modified time only). With `after` older than the tombstone
    * retention, FAILED_PRECONDITION with reason RESYNC_REQUIRED: the tombstones since then may have been purged.
    */
-  includeDeleted?: boolean | undefined;
+  includeDeleted?:
+    | boolean
+    | undefined;
+  /** Answer the page as the External API's JSON (results_json) instead of drives and tombstones. */
+  renderJson?: boolean | undefined;
 }
 
 export interface ListUserDrivesResponse {
@@ -316,6 +320,11 @@ export interface ListUserDrivesResponse {
    * (update_time | delete_time, id) descending they are in list order, and next_position follows the last of them.
    */
   tombstones: Tombstone[];
+  /**
+   * With render_json: the page's drives and tombstones in list order as the External API's `results` array (UTF-8
+   * JSON, DriveSchema and DriveTombstoneSchema); drives and tombstones are then empty. The gateway passes it through.
+   */
+  resultsJson: Buffer;
 }
 
 export interface ListReportedDrivesRequest {
@@ -328,7 +337,26 @@ export interface ListReportedDrivesRequest {
     | PagePosition
     | undefined;
   /** Also return the tombstones of withdrawn reports and deleted drives, as in ListUserDrivesRequest. */
-  includeDeleted?: boolean | undefined;
+  includeDeleted?:
+    | boolean
+    | undefined;
+  /** Answer the page as the External API's JSON (rendered) instead of reported drives and tombstones. */
+  renderJson?: boolean | undefined;
+}
+
+/**
+ * One item of a rendered page of reported drives (ReportedDriveSchema, or the tombstone schema), as UTF-8 JSON. The
+ * driver's object comes from the Users service: when driver_id is set the item is head, the driver, then tail;
+ * otherwise (a tombstone) head alone is the item.
+ */
+export interface RenderedReportedDrive {
+  /** `{"id":"…","driver":` for a reported drive; the whole item for a tombstone. */
+  head: Buffer;
+  /** `,"details":…}`: the rest of a reported drive after its driver. */
+  tail: Buffer;
+  driverId: string;
+  /** The drive's end time, at which the driver's time zone offset is given. */
+  driverTime?: Timestamp | undefined;
 }
 
 export interface ListReportedDrivesResponse {
@@ -343,6 +371,8 @@ export interface ListReportedDrivesResponse {
    * the groups asked for, and only a drive's newest tombstone among them is listed.
    */
   tombstones: Tombstone[];
+  /** With render_json: the page's reported drives and tombstones in list order; the two lists above are then empty. */
+  rendered: RenderedReportedDrive[];
 }
 
 export interface CreateDriveRequest {
@@ -1790,6 +1820,7 @@ function createBaseListUserDrivesRequest(): ListUserDrivesRequest {
     before: undefined,
     afterPosition: undefined,
     includeDeleted: undefined,
+    renderJson: undefined,
   };
 }
 
@@ -1818,6 +1849,9 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     }
     if (message.includeDeleted !== undefined) {
       writer.uint32(72).bool(message.includeDeleted);
+    }
+    if (message.renderJson !== undefined) {
+      writer.uint32(80).bool(message.renderJson);
     }
     return writer;
   },
@@ -1899,6 +1933,14 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
             message.includeDeleted = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.renderJson = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1937,6 +1979,11 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
         : isSet(object.include_deleted)
         ? globalThis.Boolean(object.include_deleted)
         : undefined,
+      renderJson: isSet(object.renderJson)
+        ? globalThis.Boolean(object.renderJson)
+        : isSet(object.render_json)
+        ? globalThis.Boolean(object.render_json)
+        : undefined,
     };
   },
 
@@ -1966,6 +2013,9 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
     if (message.includeDeleted !== undefined) {
       obj.includeDeleted = message.includeDeleted;
     }
+    if (message.renderJson !== undefined) {
+      obj.renderJson = message.renderJson;
+    }
     return obj;
   },
 
@@ -1988,12 +2038,13 @@ export const ListUserDrivesRequest: MessageFns<ListUserDrivesRequest> = {
       ? PagePosition.fromPartial(object.afterPosition)
       : undefined;
     message.includeDeleted = object.includeDeleted ?? undefined;
+    message.renderJson = object.renderJson ?? undefined;
     return message;
   },
 };
 
 function createBaseListUserDrivesResponse(): ListUserDrivesResponse {
-  return { drives: [], hasMore: false, nextPosition: undefined, tombstones: [] };
+  return { drives: [], hasMore: false, nextPosition: undefined, tombstones: [], resultsJson: Buffer.alloc(0) };
 }
 
 export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
@@ -2009,6 +2060,9 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
     }
     for (const v of message.tombstones) {
       Tombstone.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.resultsJson.length !== 0) {
+      writer.uint32(50).bytes(message.resultsJson);
     }
     return writer;
   },
@@ -2058,6 +2112,14 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
             message.tombstones.push(Tombstone.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.resultsJson = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2086,6 +2148,11 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
       tombstones: globalThis.Array.isArray(object?.tombstones)
         ? object.tombstones.map((e: any) => Tombstone.fromJSON(e))
         : [],
+      resultsJson: isSet(object.resultsJson)
+        ? Buffer.from(bytesFromBase64(object.resultsJson))
+        : isSet(object.results_json)
+        ? Buffer.from(bytesFromBase64(object.results_json))
+        : Buffer.alloc(0),
     };
   },
 
@@ -2103,6 +2170,9 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
     if (message.tombstones?.length) {
       obj.tombstones = message.tombstones.map((e) => Tombstone.toJSON(e));
     }
+    if (message.resultsJson.length !== 0) {
+      obj.resultsJson = base64FromBytes(message.resultsJson);
+    }
     return obj;
   },
 
@@ -2117,6 +2187,7 @@ export const ListUserDrivesResponse: MessageFns<ListUserDrivesResponse> = {
       ? PagePosition.fromPartial(object.nextPosition)
       : undefined;
     message.tombstones = object.tombstones?.map((e) => Tombstone.fromPartial(e)) || [];
+    message.resultsJson = object.resultsJson ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -2130,6 +2201,7 @@ function createBaseListReportedDrivesRequest(): ListReportedDrivesRequest {
     before: undefined,
     afterPosition: undefined,
     includeDeleted: undefined,
+    renderJson: undefined,
   };
 }
 
@@ -2159,6 +2231,9 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
     }
     if (message.includeDeleted !== undefined) {
       writer.uint32(56).bool(message.includeDeleted);
+    }
+    if (message.renderJson !== undefined) {
+      writer.uint32(64).bool(message.renderJson);
     }
     return writer;
   },
@@ -2242,6 +2317,14 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
             message.includeDeleted = reader.bool();
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.renderJson = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2279,6 +2362,11 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
         : isSet(object.include_deleted)
         ? globalThis.Boolean(object.include_deleted)
         : undefined,
+      renderJson: isSet(object.renderJson)
+        ? globalThis.Boolean(object.renderJson)
+        : isSet(object.render_json)
+        ? globalThis.Boolean(object.render_json)
+        : undefined,
     };
   },
 
@@ -2305,6 +2393,9 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
     if (message.includeDeleted !== undefined) {
       obj.includeDeleted = message.includeDeleted;
     }
+    if (message.renderJson !== undefined) {
+      obj.renderJson = message.renderJson;
+    }
     return obj;
   },
 
@@ -2326,12 +2417,140 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
       ? PagePosition.fromPartial(object.afterPosition)
       : undefined;
     message.includeDeleted = object.includeDeleted ?? undefined;
+    message.renderJson = object.renderJson ?? undefined;
+    return message;
+  },
+};
+
+function createBaseRenderedReportedDrive(): RenderedReportedDrive {
+  return { head: Buffer.alloc(0), tail: Buffer.alloc(0), driverId: "", driverTime: undefined };
+}
+
+export const RenderedReportedDrive: MessageFns<RenderedReportedDrive> = {
+  encode(message: RenderedReportedDrive, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.head.length !== 0) {
+      writer.uint32(10).bytes(message.head);
+    }
+    if (message.tail.length !== 0) {
+      writer.uint32(18).bytes(message.tail);
+    }
+    if (message.driverId !== "") {
+      writer.uint32(26).string(message.driverId);
+    }
+    if (message.driverTime !== undefined) {
+      Timestamp.encode(message.driverTime, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RenderedReportedDrive {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRenderedReportedDrive();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.head = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tail = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.driverId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.driverTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RenderedReportedDrive {
+    return {
+      head: isSet(object.head) ? Buffer.from(bytesFromBase64(object.head)) : Buffer.alloc(0),
+      tail: isSet(object.tail) ? Buffer.from(bytesFromBase64(object.tail)) : Buffer.alloc(0),
+      driverId: isSet(object.driverId)
+        ? globalThis.String(object.driverId)
+        : isSet(object.driver_id)
+        ? globalThis.String(object.driver_id)
+        : "",
+      driverTime: isSet(object.driverTime)
+        ? fromJsonTimestamp(object.driverTime)
+        : isSet(object.driver_time)
+        ? fromJsonTimestamp(object.driver_time)
+        : undefined,
+    };
+  },
+
+  toJSON(message: RenderedReportedDrive): unknown {
+    const obj: any = {};
+    if (message.head.length !== 0) {
+      obj.head = base64FromBytes(message.head);
+    }
+    if (message.tail.length !== 0) {
+      obj.tail = base64FromBytes(message.tail);
+    }
+    if (message.driverId !== "") {
+      obj.driverId = message.driverId;
+    }
+    if (message.driverTime !== undefined) {
+      obj.driverTime = fromTimestamp(message.driverTime).toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RenderedReportedDrive>, I>>(base?: I): RenderedReportedDrive {
+    return RenderedReportedDrive.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RenderedReportedDrive>, I>>(object: I): RenderedReportedDrive {
+    const message = createBaseRenderedReportedDrive();
+    message.head = object.head ?? Buffer.alloc(0);
+    message.tail = object.tail ?? Buffer.alloc(0);
+    message.driverId = object.driverId ?? "";
+    message.driverTime = (object.driverTime !== undefined && object.driverTime !== null)
+      ? Timestamp.fromPartial(object.driverTime)
+      : undefined;
     return message;
   },
 };
 
 function createBaseListReportedDrivesResponse(): ListReportedDrivesResponse {
-  return { reportedDrives: [], hasMore: false, nextPosition: undefined, tombstones: [] };
+  return { reportedDrives: [], hasMore: false, nextPosition: undefined, tombstones: [], rendered: [] };
 }
 
 export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> = {
@@ -2347,6 +2566,9 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
     }
     for (const v of message.tombstones) {
       Tombstone.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.rendered) {
+      RenderedReportedDrive.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -2396,6 +2618,14 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
             message.tombstones.push(Tombstone.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.rendered.push(RenderedReportedDrive.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2428,6 +2658,9 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
       tombstones: globalThis.Array.isArray(object?.tombstones)
         ? object.tombstones.map((e: any) => Tombstone.fromJSON(e))
         : [],
+      rendered: globalThis.Array.isArray(object?.rendered)
+        ? object.rendered.map((e: any) => RenderedReportedDrive.fromJSON(e))
+        : [],
     };
   },
 
@@ -2445,6 +2678,9 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
     if (message.tombstones?.length) {
       obj.tombstones = message.tombstones.map((e) => Tombstone.toJSON(e));
     }
+    if (message.rendered?.length) {
+      obj.rendered = message.rendered.map((e) => RenderedReportedDrive.toJSON(e));
+    }
     return obj;
   },
 
@@ -2459,6 +2695,7 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
       ? PagePosition.fromPartial(object.nextPosition)
       : undefined;
     message.tombstones = object.tombstones?.map((e) => Tombstone.fromPartial(e)) || [];
+    message.rendered = object.rendered?.map((e) => RenderedReportedDrive.fromPartial(e)) || [];
     return message;
   },
 };
@@ -3718,6 +3955,14 @@ export const DrivesServiceClient = makeGenericClientConstructor(
   service: typeof DrivesServiceService;
   serviceName: string;
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
