@@ -2,7 +2,7 @@ import {
   renderReportedDrives,
   renderUserDrivesResults,
   reportedDrivesResultsChunks,
-  type RenderedReportedDrive,
+  type RenderedReportedDrives,
 } from '@mileage/drive-json';
 import { drivesV1, type usersV1 } from '@mileage/proto';
 import { isoToTimestamp, timestampToIso, timestampToMillis, type CallSettings } from '@mileage/runtime';
@@ -120,21 +120,19 @@ async function reportedDrivesPage(
 ): Promise<RenderedJson> {
   const answer = await page;
   // A Drives service older than render_json answers objects: rendered here with the same functions.
-  const items: RenderedReportedDrive[] =
-    answer.rendered.length > 0 || (answer.reportedDrives.length === 0 && answer.tombstones.length === 0)
-      ? answer.rendered
-      : renderReportedDrives(answer.reportedDrives, answer.tombstones);
+  const rendered: RenderedReportedDrives =
+    answer.resultsJson.length > 0 ? answer : renderReportedDrives(answer.reportedDrives, answer.tombstones);
   // Through the account loader: the drivers of every page asked for in the same turn are read in one BatchGetUsers.
-  const driverIds = [...new Set(items.filter((item) => item.driverId).map((item) => item.driverId))];
+  const driverIds = [...new Set(rendered.driverSlots.map((slot) => slot.driverId))];
   const drivers = new Map<string, usersV1.User>();
   for (const u of await Promise.all(driverIds.map((id) => deps.accounts.load(id, call)))) if (u) drivers.set(u.id, u);
   // A driver's JSON depends only on the driver and the offset at the drive's end: rendered once per pair and page.
-  const rendered = new Map<string, Buffer>();
-  const results = reportedDrivesResultsChunks(items, (driverId, at) => {
+  const driverJson = new Map<string, Buffer>();
+  const results = reportedDrivesResultsChunks(rendered, (driverId, at) => {
     const driver = toDriverSchema(driverId, drivers.get(driverId), at ? timestampToMillis(at) : 0);
     const key = `${driverId} ${driver.timezone_offset}`;
-    let json = rendered.get(key);
-    if (!json) rendered.set(key, (json = Buffer.from(JSON.stringify(driver))));
+    let json = driverJson.get(key);
+    if (!json) driverJson.set(key, (json = Buffer.from(JSON.stringify(driver))));
     return json;
   });
   return pageBody(results, answer.hasMore, nextCursor(deps, input, answer.hasMore, answer.nextPosition));

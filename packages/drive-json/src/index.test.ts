@@ -129,9 +129,10 @@ test('tombstones are merged into a user drives page by modified time, then drive
   );
 });
 
-test('a reported drive rendered around its driver is the JSON of the whole item, byte for byte', () => {
+test('a rendered page of reported drives with its drivers is the JSON of the page as objects, byte for byte', () => {
   const page = reported(200);
-  const items = renderReportedDrives(page, []);
+  const rendered = renderReportedDrives(page, []);
+  assert.equal(rendered.driverSlots.length, 200);
   const driverOf = (id: string, at: number): DriverSchema => ({
     id,
     name: id === 'DriverC' ? null : `Name "${id}" 😀`,
@@ -139,8 +140,17 @@ test('a reported drive rendered around its driver is the JSON of the whole item,
     status: id === 'DriverB' ? 'inactive' : 'active',
     timezone_offset: (at % 5) - 2.5,
   });
-  const millis = (t: drivesV1.RenderedReportedDrive['driverTime']) => Number(t!.seconds) * 1000 + t!.nanos / 1e6;
-  const chunks = reportedDrivesResultsChunks(items, (id, at) => Buffer.from(JSON.stringify(driverOf(id, millis(at)))));
+  const millis = (t: drivesV1.DriverSlot['driverTime']) => Number(t!.seconds) * 1000 + t!.nanos / 1e6;
+  // Across the wire: the slots' byte offsets hold after a protobuf round trip.
+  const wire = drivesV1.ListReportedDrivesResponse.decode(
+    drivesV1.ListReportedDrivesResponse.encode({
+      reportedDrives: [],
+      tombstones: [],
+      hasMore: false,
+      ...rendered,
+    }).finish(),
+  );
+  const chunks = reportedDrivesResultsChunks(wire, (id, at) => Buffer.from(JSON.stringify(driverOf(id, millis(at)))));
   const expected = JSON.stringify(
     page.map((r) => toReportedDriveSchema(r, driverOf(r.drive!.userId, millis(r.drive!.endTime)))),
   );
@@ -150,12 +160,12 @@ test('a reported drive rendered around its driver is the JSON of the whole item,
 test('a page of reported drives merges its tombstones in list order; a tombstone has no driver', () => {
   const page = reported(2);
   const withdrawn = tombstone(page[0]!.drive!.id + 1, page[0]!.updateTime);
-  const items = renderReportedDrives(page, [withdrawn]);
+  const rendered = renderReportedDrives(page, [withdrawn]);
   assert.deepEqual(
-    items.map((item) => item.driverId),
-    ['', page[0]!.drive!.userId, page[1]!.drive!.userId],
+    rendered.driverSlots.map((slot) => slot.driverId),
+    [page[0]!.drive!.userId, page[1]!.drive!.userId],
   );
-  const text = Buffer.concat(reportedDrivesResultsChunks(items, () => Buffer.from('null'))).toString();
+  const text = Buffer.concat(reportedDrivesResultsChunks(rendered, () => Buffer.from('null'))).toString();
   const results = JSON.parse(text) as { id: string; deleted?: true }[];
   assert.deepEqual(
     results.map((r) => r.id),
@@ -164,10 +174,18 @@ test('a page of reported drives merges its tombstones in list order; a tombstone
   assert.deepEqual(results[0], toReportedDriveTombstoneSchema(withdrawn));
 });
 
+test('a driver slot that does not point at a placeholder, in order, is refused', () => {
+  const rendered = renderReportedDrives(reported(2), []);
+  const [first, second] = rendered.driverSlots;
+  for (const driverSlots of [
+    [second!, first!],
+    [{ ...first!, offset: first!.offset - 1 }, second!],
+  ])
+    assert.throws(() => reportedDrivesResultsChunks({ ...rendered, driverSlots }, () => Buffer.from('null')), /slot/);
+});
+
 test('an empty page renders as an empty array', () => {
   assert.equal(renderUserDrivesResults([], []).toString(), '[]');
-  assert.equal(
-    Buffer.concat(reportedDrivesResultsChunks(renderReportedDrives([], []), () => Buffer.alloc(0))).toString(),
-    '[]',
-  );
+  const empty = renderReportedDrives([], []);
+  assert.equal(Buffer.concat(reportedDrivesResultsChunks(empty, () => Buffer.alloc(0))).toString(), '[]');
 });

@@ -156,8 +156,8 @@ export function toReportedDriveTombstoneSchema(t: drivesV1.Tombstone): ReportedD
  * keyset order, in which it cut the page). Times are the API's RFC 3339 UTC strings with milliseconds, so they
  * compare as text.
  */
-function inListOrder<T>(items: { time: string; id: number; body: T }[]): T[] {
-  return items.sort((a, b) => (a.time === b.time ? b.id - a.id : a.time < b.time ? 1 : -1)).map((item) => item.body);
+function inListOrder<T extends { time: string; id: number }>(items: T[]): T[] {
+  return items.sort((a, b) => (a.time === b.time ? b.id - a.id : a.time < b.time ? 1 : -1));
 }
 
 /** A page of a user's drives as the API's `results` array, in list order. */
@@ -167,10 +167,10 @@ export function userDrivesResults(
 ): (DriveSchema | DriveTombstoneSchema)[] {
   const results = drives.map(toDriveSchema);
   if (tombstones.length === 0) return results;
-  return inListOrder<DriveSchema | DriveTombstoneSchema>([
+  return inListOrder<{ time: string; id: number; body: DriveSchema | DriveTombstoneSchema }>([
     ...results.map((body) => ({ time: body.modified, id: body.drive_id, body })),
     ...tombstones.map(toDriveTombstoneSchema).map((body) => ({ time: body.modified, id: body.drive_id, body })),
-  ]);
+  ]).map((item) => item.body);
 }
 
 /** The same as UTF-8 JSON: what ListUserDrives answers in `results_json`. */
@@ -178,60 +178,70 @@ export function renderUserDrivesResults(drives: drivesV1.Drive[], tombstones: dr
   return Buffer.from(JSON.stringify(userDrivesResults(drives, tombstones)));
 }
 
-/** A reported drive rendered around its driver, or a tombstone (head alone), as ListReportedDrives answers it. */
-export type RenderedReportedDrive = drivesV1.RenderedReportedDrive;
+/** A rendered page of reported drives, as ListReportedDrives answers it. */
+export type RenderedReportedDrives = Pick<drivesV1.ListReportedDrivesResponse, 'resultsJson' | 'driverSlots'>;
 
-// Stands for the driver while an item is rendered; its JSON (`0`) cannot occur in the text before the driver, which
-// is `{"id":"<digits>","driver":`, so the first occurrence is where the driver goes.
+// Stands for each driver while a page is rendered. Its JSON, `"driver":0`, can only be the driver's key and value:
+// inside a JSON string every quote is escaped, and no other key is "driver".
 const DRIVER_PLACEHOLDER = 0 as unknown as DriverSchema;
-const DRIVER_SLOT = '"driver":0';
+const DRIVER_SLOT = Buffer.from('"driver":0');
 
-function renderReportedDrive(r: drivesV1.ReportedDrive): RenderedReportedDrive {
-  const json = JSON.stringify(toReportedDriveSchema(r, DRIVER_PLACEHOLDER));
-  const slot = json.indexOf(DRIVER_SLOT) + DRIVER_SLOT.length - 1;
-  return {
-    head: Buffer.from(json.slice(0, slot)),
-    tail: Buffer.from(json.slice(slot + 1)),
-    driverId: r.drive!.userId,
-    ...(r.drive!.endTime ? { driverTime: r.drive!.endTime } : {}),
-  };
-}
-
-function renderTombstone(t: drivesV1.Tombstone): RenderedReportedDrive {
-  return { head: Buffer.from(JSON.stringify(toReportedDriveTombstoneSchema(t))), tail: Buffer.alloc(0), driverId: '' };
-}
-
-/** A page of reported drives and tombstones as the items of the API's `results`, in list order. */
+/**
+ * A page of reported drives and tombstones as the API's `results` array, in list order, with a placeholder for each
+ * driver and where it is.
+ */
 export function renderReportedDrives(
   reported: drivesV1.ReportedDrive[],
   tombstones: drivesV1.Tombstone[],
-): RenderedReportedDrive[] {
-  const items = reported.map(renderReportedDrive);
-  if (tombstones.length === 0) return items;
-  return inListOrder<RenderedReportedDrive>([
-    ...reported.map((r, i) => ({ time: apiTime(r.updateTime), id: r.drive!.id, body: items[i]! })),
-    ...tombstones.map((t) => ({ time: apiTime(t.deleteTime), id: t.driveId, body: renderTombstone(t) })),
-  ]);
+): RenderedReportedDrives {
+  type Item = { time: string; id: number; body: object; drive?: drivesV1.Drive };
+  const items: Item[] = reported.map((r) => ({
+    time: apiTime(r.updateTime),
+    id: r.drive!.id,
+    body: toReportedDriveSchema(r, DRIVER_PLACEHOLDER),
+    drive: r.drive!,
+  }));
+  const ordered =
+    tombstones.length === 0
+      ? items
+      : inListOrder<Item>([
+          ...items,
+          ...tombstones.map((t) => ({
+            time: apiTime(t.deleteTime),
+            id: t.driveId,
+            body: toReportedDriveTombstoneSchema(t),
+          })),
+        ]);
+  const resultsJson = Buffer.from(JSON.stringify(ordered.map((item) => item.body)));
+  const driverSlots: drivesV1.DriverSlot[] = [];
+  let from = 0;
+  for (const { drive } of ordered) {
+    if (!drive) continue;
+    const offset = resultsJson.indexOf(DRIVER_SLOT, from) + DRIVER_SLOT.length - 1;
+    driverSlots.push({ offset, driverId: drive.userId, ...(drive.endTime ? { driverTime: drive.endTime } : {}) });
+    from = offset + 1;
+  }
+  return { resultsJson, driverSlots };
 }
 
-const OPEN = Buffer.from('[');
-const COMMA = Buffer.from(',');
-const CLOSE = Buffer.from(']');
-
 /**
- * The chunks of the `results` array of a rendered page of reported drives; `driver` gives each driver's JSON at the
- * drive's end time (the gateway reads the drivers from the Users service).
+ * The chunks of a rendered page's `results` array with each placeholder replaced by its driver's JSON at the drive's
+ * end time (`driver`: the gateway reads the drivers from the Users service). Throws on slots that do not point at
+ * placeholders in order.
  */
 export function reportedDrivesResultsChunks(
-  items: RenderedReportedDrive[],
-  driver: (driverId: string, at: drivesV1.RenderedReportedDrive['driverTime']) => Uint8Array,
+  page: RenderedReportedDrives,
+  driver: (driverId: string, at: drivesV1.DriverSlot['driverTime']) => Uint8Array,
 ): Uint8Array[] {
-  const chunks: Uint8Array[] = [OPEN];
-  items.forEach((item, i) => {
-    if (i > 0) chunks.push(COMMA);
-    chunks.push(item.head);
-    if (item.driverId) chunks.push(driver(item.driverId, item.driverTime), item.tail);
-  });
-  chunks.push(CLOSE);
+  const json = page.resultsJson;
+  const chunks: Uint8Array[] = [];
+  let position = 0;
+  for (const slot of page.driverSlots) {
+    if (slot.offset < position || json[slot.offset] !== 0x30)
+      throw new Error(`driver slot at ${slot.offset} is not a placeholder after ${position}`);
+    chunks.push(json.subarray(position, slot.offset), driver(slot.driverId, slot.driverTime));
+    position = slot.offset + 1;
+  }
+  chunks.push(json.subarray(position));
   return chunks;
 }

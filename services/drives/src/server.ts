@@ -74,12 +74,8 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       const query = listQuery(request);
       const page = await read(ctx, (repo) => repo.listReportedDrives(request.groupIds, query, ctx.trace));
       return request.renderJson
-        ? {
-            reportedDrives: [],
-            rendered: renderReportedDrives(page.reportedDrives, page.tombstones),
-            ...pageEnd(page, true),
-          }
-        : { reportedDrives: page.reportedDrives, rendered: [], ...pageEnd(page, false) };
+        ? { reportedDrives: [], ...renderReportedDrives(page.reportedDrives, page.tombstones), ...pageEnd(page, true) }
+        : { reportedDrives: page.reportedDrives, resultsJson: NOTHING, driverSlots: [], ...pageEnd(page, false) };
     },
 
     async createDrive(request, ctx) {

@@ -340,20 +340,14 @@ export interface ListReportedDrivesRequest {
   includeDeleted?:
     | boolean
     | undefined;
-  /** Answer the page as the External API's JSON (rendered) instead of reported drives and tombstones. */
+  /** Answer the page as the External API's JSON (results_json) instead of reported drives and tombstones. */
   renderJson?: boolean | undefined;
 }
 
-/**
- * One item of a rendered page of reported drives (ReportedDriveSchema, or the tombstone schema), as UTF-8 JSON. The
- * driver's object comes from the Users service: when driver_id is set the item is head, the driver, then tail;
- * otherwise (a tombstone) head alone is the item.
- */
-export interface RenderedReportedDrive {
-  /** `{"id":"…","driver":` for a reported drive; the whole item for a tombstone. */
-  head: Buffer;
-  /** `,"details":…}`: the rest of a reported drive after its driver. */
-  tail: Buffer;
+/** Where a driver's JSON goes in a rendered page of reported drives (ListReportedDrivesResponse.results_json). */
+export interface DriverSlot {
+  /** The byte offset of the placeholder (one byte, `0`) that the driver's object replaces. */
+  offset: number;
   driverId: string;
   /** The drive's end time, at which the driver's time zone offset is given. */
   driverTime?: Timestamp | undefined;
@@ -371,8 +365,14 @@ export interface ListReportedDrivesResponse {
    * the groups asked for, and only a drive's newest tombstone among them is listed.
    */
   tombstones: Tombstone[];
-  /** With render_json: the page's reported drives and tombstones in list order; the two lists above are then empty. */
-  rendered: RenderedReportedDrive[];
+  /**
+   * With render_json: the page's reported drives and tombstones in list order as the External API's `results` array
+   * (UTF-8 JSON, ReportedDriveSchema and its tombstone), each driver a placeholder that the gateway replaces with the
+   * driver's object from the Users service; reported_drives and tombstones are then empty.
+   */
+  resultsJson: Buffer;
+  /** The placeholders of results_json, in order. */
+  driverSlots: DriverSlot[];
 }
 
 export interface CreateDriveRequest {
@@ -2422,28 +2422,25 @@ export const ListReportedDrivesRequest: MessageFns<ListReportedDrivesRequest> = 
   },
 };
 
-function createBaseRenderedReportedDrive(): RenderedReportedDrive {
-  return { head: Buffer.alloc(0), tail: Buffer.alloc(0), driverId: "", driverTime: undefined };
+function createBaseDriverSlot(): DriverSlot {
+  return { offset: 0, driverId: "", driverTime: undefined };
 }
 
-export const RenderedReportedDrive: MessageFns<RenderedReportedDrive> = {
-  encode(message: RenderedReportedDrive, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.head.length !== 0) {
-      writer.uint32(10).bytes(message.head);
-    }
-    if (message.tail.length !== 0) {
-      writer.uint32(18).bytes(message.tail);
+export const DriverSlot: MessageFns<DriverSlot> = {
+  encode(message: DriverSlot, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.offset !== 0) {
+      writer.uint32(8).uint32(message.offset);
     }
     if (message.driverId !== "") {
-      writer.uint32(26).string(message.driverId);
+      writer.uint32(18).string(message.driverId);
     }
     if (message.driverTime !== undefined) {
-      Timestamp.encode(message.driverTime, writer.uint32(34).fork()).join();
+      Timestamp.encode(message.driverTime, writer.uint32(26).fork()).join();
     }
     return writer;
   },
 
-  decode(input: BinaryReader | Uint8Array, length?: number): RenderedReportedDrive {
+  decode(input: BinaryReader | Uint8Array, length?: number): DriverSlot {
     const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
     const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
     if (previousRecursionDepth >= 100) {
@@ -2452,16 +2449,16 @@ export const RenderedReportedDrive: MessageFns<RenderedReportedDrive> = {
     (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
     try {
       const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseRenderedReportedDrive();
+      const message = createBaseDriverSlot();
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
           case 1: {
-            if (tag !== 10) {
+            if (tag !== 8) {
               break;
             }
 
-            message.head = Buffer.from(reader.bytes());
+            message.offset = reader.uint32();
             continue;
           }
           case 2: {
@@ -2469,19 +2466,11 @@ export const RenderedReportedDrive: MessageFns<RenderedReportedDrive> = {
               break;
             }
 
-            message.tail = Buffer.from(reader.bytes());
+            message.driverId = reader.string();
             continue;
           }
           case 3: {
             if (tag !== 26) {
-              break;
-            }
-
-            message.driverId = reader.string();
-            continue;
-          }
-          case 4: {
-            if (tag !== 34) {
               break;
             }
 
@@ -2500,10 +2489,9 @@ export const RenderedReportedDrive: MessageFns<RenderedReportedDrive> = {
     }
   },
 
-  fromJSON(object: any): RenderedReportedDrive {
+  fromJSON(object: any): DriverSlot {
     return {
-      head: isSet(object.head) ? Buffer.from(bytesFromBase64(object.head)) : Buffer.alloc(0),
-      tail: isSet(object.tail) ? Buffer.from(bytesFromBase64(object.tail)) : Buffer.alloc(0),
+      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
       driverId: isSet(object.driverId)
         ? globalThis.String(object.driverId)
         : isSet(object.driver_id)
@@ -2517,13 +2505,10 @@ export const RenderedReportedDrive: MessageFns<RenderedReportedDrive> = {
     };
   },
 
-  toJSON(message: RenderedReportedDrive): unknown {
+  toJSON(message: DriverSlot): unknown {
     const obj: any = {};
-    if (message.head.length !== 0) {
-      obj.head = base64FromBytes(message.head);
-    }
-    if (message.tail.length !== 0) {
-      obj.tail = base64FromBytes(message.tail);
+    if (message.offset !== 0) {
+      obj.offset = Math.round(message.offset);
     }
     if (message.driverId !== "") {
       obj.driverId = message.driverId;
@@ -2534,13 +2519,12 @@ export const RenderedReportedDrive: MessageFns<RenderedReportedDrive> = {
     return obj;
   },
 
-  create<I extends Exact<DeepPartial<RenderedReportedDrive>, I>>(base?: I): RenderedReportedDrive {
-    return RenderedReportedDrive.fromPartial(base ?? ({} as any));
+  create<I extends Exact<DeepPartial<DriverSlot>, I>>(base?: I): DriverSlot {
+    return DriverSlot.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<RenderedReportedDrive>, I>>(object: I): RenderedReportedDrive {
-    const message = createBaseRenderedReportedDrive();
-    message.head = object.head ?? Buffer.alloc(0);
-    message.tail = object.tail ?? Buffer.alloc(0);
+  fromPartial<I extends Exact<DeepPartial<DriverSlot>, I>>(object: I): DriverSlot {
+    const message = createBaseDriverSlot();
+    message.offset = object.offset ?? 0;
     message.driverId = object.driverId ?? "";
     message.driverTime = (object.driverTime !== undefined && object.driverTime !== null)
       ? Timestamp.fromPartial(object.driverTime)
@@ -2550,7 +2534,14 @@ export const RenderedReportedDrive: MessageFns<RenderedReportedDrive> = {
 };
 
 function createBaseListReportedDrivesResponse(): ListReportedDrivesResponse {
-  return { reportedDrives: [], hasMore: false, nextPosition: undefined, tombstones: [], rendered: [] };
+  return {
+    reportedDrives: [],
+    hasMore: false,
+    nextPosition: undefined,
+    tombstones: [],
+    resultsJson: Buffer.alloc(0),
+    driverSlots: [],
+  };
 }
 
 export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> = {
@@ -2567,8 +2558,11 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
     for (const v of message.tombstones) {
       Tombstone.encode(v!, writer.uint32(34).fork()).join();
     }
-    for (const v of message.rendered) {
-      RenderedReportedDrive.encode(v!, writer.uint32(42).fork()).join();
+    if (message.resultsJson.length !== 0) {
+      writer.uint32(42).bytes(message.resultsJson);
+    }
+    for (const v of message.driverSlots) {
+      DriverSlot.encode(v!, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -2623,7 +2617,15 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
               break;
             }
 
-            message.rendered.push(RenderedReportedDrive.decode(reader, reader.uint32()));
+            message.resultsJson = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.driverSlots.push(DriverSlot.decode(reader, reader.uint32()));
             continue;
           }
         }
@@ -2658,8 +2660,15 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
       tombstones: globalThis.Array.isArray(object?.tombstones)
         ? object.tombstones.map((e: any) => Tombstone.fromJSON(e))
         : [],
-      rendered: globalThis.Array.isArray(object?.rendered)
-        ? object.rendered.map((e: any) => RenderedReportedDrive.fromJSON(e))
+      resultsJson: isSet(object.resultsJson)
+        ? Buffer.from(bytesFromBase64(object.resultsJson))
+        : isSet(object.results_json)
+        ? Buffer.from(bytesFromBase64(object.results_json))
+        : Buffer.alloc(0),
+      driverSlots: globalThis.Array.isArray(object?.driverSlots)
+        ? object.driverSlots.map((e: any) => DriverSlot.fromJSON(e))
+        : globalThis.Array.isArray(object?.driver_slots)
+        ? object.driver_slots.map((e: any) => DriverSlot.fromJSON(e))
         : [],
     };
   },
@@ -2678,8 +2687,11 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
     if (message.tombstones?.length) {
       obj.tombstones = message.tombstones.map((e) => Tombstone.toJSON(e));
     }
-    if (message.rendered?.length) {
-      obj.rendered = message.rendered.map((e) => RenderedReportedDrive.toJSON(e));
+    if (message.resultsJson.length !== 0) {
+      obj.resultsJson = base64FromBytes(message.resultsJson);
+    }
+    if (message.driverSlots?.length) {
+      obj.driverSlots = message.driverSlots.map((e) => DriverSlot.toJSON(e));
     }
     return obj;
   },
@@ -2695,7 +2707,8 @@ export const ListReportedDrivesResponse: MessageFns<ListReportedDrivesResponse> 
       ? PagePosition.fromPartial(object.nextPosition)
       : undefined;
     message.tombstones = object.tombstones?.map((e) => Tombstone.fromPartial(e)) || [];
-    message.rendered = object.rendered?.map((e) => RenderedReportedDrive.fromPartial(e)) || [];
+    message.resultsJson = object.resultsJson ?? Buffer.alloc(0);
+    message.driverSlots = object.driverSlots?.map((e) => DriverSlot.fromPartial(e)) || [];
     return message;
   },
 };
