@@ -16,6 +16,8 @@ export interface LoadResult {
   requests: number;
   non2xx: number;
   errors: number;
+  /** What the failed requests were: the count of each non-2xx status, of connection errors and of timeouts. */
+  failures: Record<string, number>;
   cpuMicrosPerRequest: number;
   /** CPU µs per request of each server-side process, by the name `serverPids` gave it. */
   cpuByProcess: Record<string, number>;
@@ -41,7 +43,7 @@ export interface Target {
 }
 
 /** What run() reads of a result: autocannon's, or several instances' aggregated. */
-type RunResult = Pick<autocannon.Result, 'latency' | 'non2xx' | 'errors' | 'timeouts'> & {
+type RunResult = Pick<autocannon.Result, 'latency' | 'non2xx' | 'errors' | 'timeouts' | 'statusCodeStats'> & {
   requests: { total: number; average: number };
 };
 
@@ -70,6 +72,19 @@ async function run(target: Target, connections: number, duration: number): Promi
   );
   const result = aggregate(raw, { url: target.url, connections });
   return { ...result, requests: { total: result.requests.total, average: result.requests.total / duration } };
+}
+
+/** The failed requests of a run by kind: `{"503": 1, "timeouts": 2}`. */
+export function failureKinds(
+  result: Pick<RunResult, 'errors' | 'timeouts' | 'statusCodeStats'>,
+): Record<string, number> {
+  const kinds: Record<string, number> = {};
+  for (const [code, stats] of Object.entries(result.statusCodeStats ?? {}))
+    if (!code.startsWith('2') && (stats.count ?? 0) > 0) kinds[code] = stats.count!;
+  // autocannon counts a timeout among its errors too.
+  if (result.errors - result.timeouts > 0) kinds.errors = result.errors - result.timeouts;
+  if (result.timeouts > 0) kinds.timeouts = result.timeouts;
+  return kinds;
 }
 
 /** A warm-up, then the measured run; CPU is the server-side processes' user+system time over the measured run. */
@@ -104,7 +119,8 @@ export async function measure(
     p99Ms: result.latency.p99,
     requests,
     non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
+    errors: result.errors,
+    failures: failureKinds(result),
     cpuMicrosPerRequest: requests ? (cpu / requests) * 1e6 : 0,
     cpuByProcess,
     window: { fromUs, toUs },

@@ -293,7 +293,7 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
       results[r.id] = { bare, full };
       failures += verdict.failedRequests(bare) + verdict.failedRequests(full);
       const row = (name: string, x: LoadResult) =>
-        `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${verdict.failedRequests(x) ? `  ERRORS ${verdict.failedRequests(x)}` : ''}`;
+        `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${verdict.failedRequests(x) ? `  ERRORS ${verdict.failedRequests(x)} ${JSON.stringify(x.failures)}` : ''}`;
       const ratio = verdict.ratios(bare, full);
       Object.assign(checks, verdict.routeChecks(r.id, r.page, ratio));
       lines.push(
