@@ -84,7 +84,8 @@ function listRequest(input: ListInput) {
       ? { afterPosition: { sortTime: isoToTimestamp(input.position.sortTime), id: input.position.id } }
       : {}),
     ...(p.includeDeleted ? { includeDeleted: true } : {}),
-    // The service renders the page's JSON, which the gateway passes through (docs/architecture.md, "Drive pages").
+    // The service renders the page's JSON, which the gateway passes through (docs/architecture.md, "Drives and
+    // sync-safe paging").
     renderJson: true,
   };
 }
@@ -101,6 +102,7 @@ function nextCursor(
 }
 
 const RESULTS_OPEN = Buffer.from('{"results":');
+const NO_RESULTS = Buffer.from('[]');
 
 /** The page's answer around its `results` array: `{"results":[…],"has_more":…,"next_cursor":…}`. */
 function pageBody(results: Uint8Array[], hasMore: boolean, next: string | null): RenderedJson {
@@ -204,7 +206,7 @@ export const listAllReportedDrives: RouteSpec<ListInput> = {
     parseList(req, deps, false, { route: 'all-reported', caller: caller.subject }),
   handle: async (input, account, deps, call) => {
     const { groups } = await deps.groups.listAdministeredGroups({ userId: account.caller.userId }, call);
-    if (groups.length === 0) return pageBody([Buffer.from('[]')], false, null);
+    if (groups.length === 0) return pageBody([NO_RESULTS], false, null);
     const groupIds = groups.map((g) => g.id);
     return reportedDrivesPage(
       deps.drives.listReportedDrives({ groupIds, ...listRequest(input) }, call),

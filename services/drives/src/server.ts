@@ -26,16 +26,9 @@ export interface DrivesServerDeps {
 
 const NOTHING = Buffer.alloc(0);
 
-/** What every list answer ends with: its tombstones (unless rendered into the page) and where the next page starts. */
-function pageEnd(
-  page: { tombstones: drivesV1.Tombstone[]; hasMore: boolean; next?: drivesV1.PagePosition },
-  rendered: boolean,
-) {
-  return {
-    tombstones: rendered ? [] : page.tombstones,
-    hasMore: page.hasMore,
-    ...(page.next ? { nextPosition: page.next } : {}),
-  };
+/** What every list answer ends with: where the next page starts. */
+function pageEnd(page: { hasMore: boolean; next?: drivesV1.PagePosition }) {
+  return { hasMore: page.hasMore, ...(page.next ? { nextPosition: page.next } : {}) };
 }
 
 /** The DrivesService handlers over the given database; process wiring lives in main.ts. */
@@ -60,8 +53,13 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       const page = await read(ctx, (repo) => repo.listUserDrives(request.userId, classification, query, ctx.trace));
       // Rendered here, the page crosses the hop as one field of bytes that the gateway passes through.
       return request.renderJson
-        ? { drives: [], resultsJson: renderUserDrivesResults(page.drives, page.tombstones), ...pageEnd(page, true) }
-        : { drives: page.drives, resultsJson: NOTHING, ...pageEnd(page, false) };
+        ? {
+            drives: [],
+            tombstones: [],
+            resultsJson: renderUserDrivesResults(page.drives, page.tombstones),
+            ...pageEnd(page),
+          }
+        : { drives: page.drives, tombstones: page.tombstones, resultsJson: NOTHING, ...pageEnd(page) };
     },
 
     async listReportedDrives(request, ctx) {
@@ -74,8 +72,19 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       const query = listQuery(request);
       const page = await read(ctx, (repo) => repo.listReportedDrives(request.groupIds, query, ctx.trace));
       return request.renderJson
-        ? { reportedDrives: [], ...renderReportedDrives(page.reportedDrives, page.tombstones), ...pageEnd(page, true) }
-        : { reportedDrives: page.reportedDrives, resultsJson: NOTHING, driverSlots: [], ...pageEnd(page, false) };
+        ? {
+            reportedDrives: [],
+            tombstones: [],
+            ...renderReportedDrives(page.reportedDrives, page.tombstones),
+            ...pageEnd(page),
+          }
+        : {
+            reportedDrives: page.reportedDrives,
+            tombstones: page.tombstones,
+            resultsJson: NOTHING,
+            driverSlots: [],
+            ...pageEnd(page),
+          };
     },
 
     async createDrive(request, ctx) {
