@@ -178,6 +178,7 @@ export const END_USER_BINDINGS: Readonly<Record<string, EndUserBinding>> = {
   '/mileage.groups.v1.GroupsService/GetGroup': { from: ['scim'] },
   '/mileage.groups.v1.GroupsService/ListGroups': { from: ['scim'] },
   '/mileage.groups.v1.GroupsService/UpdateGroup': { from: ['scim'], actor: 'audit.actor' },
+  '/mileage.groups.v1.GroupsService/PatchGroup': { from: ['scim'], actor: 'audit.actor' },
   '/mileage.users.v1.UsersService/GetUser': { from: ['scim'] },
   '/mileage.users.v1.UsersService/BatchGetUsers': { from: ['scim'] },
   '/mileage.users.v1.UsersService/ListUsers': { from: ['scim'] },

@@ -44,6 +44,7 @@ export const GRPC_CALLERS: Readonly<Record<string, readonly Component[]>> = {
   '/mileage.groups.v1.GroupsService/CheckGroupAdmin': ['gateway', 'drives'],
   '/mileage.groups.v1.GroupsService/CreateGroup': ['seed'],
   '/mileage.groups.v1.GroupsService/UpdateGroup': ['scim'],
+  '/mileage.groups.v1.GroupsService/PatchGroup': ['scim'],
   '/mileage.groups.v1.GroupsService/SetMemberRoles': [],
   '/mileage.groups.v1.GroupsService/RemoveMembers': [],
   '/mileage.groups.v1.GroupsService/ListGroups': ['scim', 'webhooks'],

@@ -9,6 +9,7 @@ import {
   type ReadStatements,
   type TraceContext,
 } from '@mileage/runtime';
+import { requireMemberLimit } from './validation';
 
 interface TeamRow {
   id: string;
@@ -116,6 +117,12 @@ export async function checkAdmin(
   return { exists: rows[0]!.exists, isAdmin: rows[0]!.is_admin };
 }
 
+/** The members a change by difference added and removed, as the statements report them (for its audit entry). */
+interface MemberChanges {
+  added: string[];
+  removed: string[];
+}
+
 /**
  * Data access for the `groups` schema, inside one organization: constructed over the transaction that declared it
  * (inOrganization), every statement also names it, so row-level security is the second wall, not the only one. Every
@@ -169,7 +176,7 @@ export class GroupsRepository {
     expectedVersion: number,
     trace: TraceContext | undefined,
     audit: scimAuditV1.ProvisioningAudit | undefined,
-    change: () => Promise<void>,
+    change: () => Promise<MemberChanges | void>,
   ): Promise<groupsV1.Group> {
     const group = { id: groupId, organization_id: this.organizationId };
     const locked = (await sql(trace, 'SELECT', 'SELECT version FROM teams FOR UPDATE', async () =>
@@ -179,14 +186,14 @@ export class GroupsRepository {
     if (expectedVersion > 0 && Number(locked.version) !== expectedVersion) {
       throw errors.aborted('the group was changed by someone else (version mismatch)', 'VERSION_MISMATCH');
     }
-    await change();
+    const members = await change();
     await sql(trace, 'UPDATE', 'UPDATE teams SET version', async () =>
       this.db('teams')
         .where(group)
         .update({ modified_at: this.db.fn.now(), version: this.db.raw('version + 1') }),
     );
     const changed = (await this.get(groupId, trace))!;
-    if (audit) await this.recordAudit(audit, changed, trace);
+    if (audit) await this.recordAudit(audit, changed, trace, members);
     return changed;
   }
 
@@ -195,11 +202,13 @@ export class GroupsRepository {
     audit: scimAuditV1.ProvisioningAudit,
     group: groupsV1.Group,
     trace: TraceContext | undefined,
+    members: MemberChanges | void,
   ): Promise<void> {
     const insert = this.db('provisioning_audit').insert({
       team_id: group.id,
       organization_id: this.organizationId,
       ...auditRow(audit, group.version),
+      ...(members ? { members_added: members.added, members_removed: members.removed } : {}),
     });
     await sql(trace, 'INSERT', insert.toSQL().sql, async () => insert).catch(refuseReplayedAttestation);
   }
@@ -253,12 +262,7 @@ export class GroupsRepository {
     trace?: TraceContext,
   ): Promise<groupsV1.Group> {
     return this.change(request.id, request.expectedVersion, trace, request.audit, async () => {
-      const fields = {
-        ...(request.displayName ? { display_name: request.displayName } : {}),
-        ...(request.replaceExternalId ? { external_id: request.externalId ?? null } : {}),
-      };
-      if (Object.keys(fields).length)
-        await this.db('teams').where({ id: request.id, organization_id: this.organizationId }).update(fields);
+      await this.updateFields(request);
       if (request.replaceMembers) {
         const keep = request.members.map((m) => m.userId);
         await sql(trace, 'DELETE', 'DELETE FROM team_members', async () =>
@@ -273,8 +277,48 @@ export class GroupsRepository {
     });
   }
 
+  /**
+   * The change by difference: leavers, then joiners (members already in keep their roles), then the name and
+   * externalId when sent. The statements grow with the change, not with the group; the limit on members is checked on
+   * the result, inside the transaction, so a change past it leaves nothing behind.
+   */
+  async patch(request: groupsV1.PatchGroupRequest, trace?: TraceContext): Promise<groupsV1.Group> {
+    const changed = await this.change(request.id, request.expectedVersion, trace, request.audit, async () => {
+      await this.updateFields(request);
+      const removed = request.removeMemberIds.length
+        ? ((await sql(trace, 'DELETE', 'DELETE FROM team_members', async () =>
+            this.db('team_members')
+              .where({ team_id: request.id, organization_id: this.organizationId })
+              .whereIn('user_id', request.removeMemberIds)
+              .delete()
+              .returning('user_id'),
+          )) as { user_id: string }[])
+        : [];
+      const added = await this.insertMembers(request.id, request.addMembers, trace, 'ignore');
+      return { added, removed: removed.map((r) => r.user_id) };
+    });
+    requireMemberLimit(changed.members.length, 'add_members');
+    return changed;
+  }
+
+  private async updateFields(request: {
+    id: number;
+    displayName: string;
+    externalId?: string | undefined;
+    replaceExternalId: boolean;
+  }): Promise<void> {
+    const fields = {
+      ...(request.displayName ? { display_name: request.displayName } : {}),
+      ...(request.replaceExternalId ? { external_id: request.externalId ?? null } : {}),
+    };
+    if (Object.keys(fields).length)
+      await this.db('teams').where({ id: request.id, organization_id: this.organizationId }).update(fields);
+  }
+
   setMemberRoles(groupId: number, member: groupsV1.Member, trace?: TraceContext): Promise<groupsV1.Group> {
-    return this.change(groupId, 0, trace, undefined, () => this.insertMembers(groupId, [member], trace, 'merge'));
+    return this.change(groupId, 0, trace, undefined, async () => {
+      await this.insertMembers(groupId, [member], trace, 'merge');
+    });
   }
 
   removeMembers(groupId: number, userIds: string[], trace?: TraceContext): Promise<groupsV1.Group> {
@@ -312,8 +356,8 @@ export class GroupsRepository {
     members: groupsV1.Member[],
     trace: TraceContext | undefined,
     onConflict: 'ignore' | 'merge' | 'fail' = 'fail',
-  ) {
-    if (members.length === 0) return;
+  ): Promise<string[]> {
+    if (members.length === 0) return [];
     const organization_id = this.organizationId;
     await sql(trace, 'INSERT', 'INSERT INTO member_organizations', async () =>
       this.db('member_organizations')
@@ -329,13 +373,13 @@ export class GroupsRepository {
       is_driver: m.isDriver,
     }));
     try {
-      await sql(trace, 'INSERT', 'INSERT INTO team_members', async () => {
-        const insert = this.db('team_members').insert(rows);
-        if (onConflict === 'ignore') await insert.onConflict(['team_id', 'user_id']).ignore();
-        else if (onConflict === 'merge')
-          await insert.onConflict(['team_id', 'user_id']).merge(['is_admin', 'is_driver']);
-        else await insert;
-      });
+      const inserted = (await sql(trace, 'INSERT', 'INSERT INTO team_members', async () => {
+        const insert = this.db('team_members').insert(rows).returning('user_id');
+        if (onConflict === 'ignore') return insert.onConflict(['team_id', 'user_id']).ignore();
+        if (onConflict === 'merge') return insert.onConflict(['team_id', 'user_id']).merge(['is_admin', 'is_driver']);
+        return insert;
+      })) as { user_id: string }[];
+      return inserted.map((r) => r.user_id);
     } catch (err) {
       if ((err as { constraint?: string }).constraint === 'team_members_user_organization_fkey')
         throw errors.invalidArgument('a member is not a user of this organization', [

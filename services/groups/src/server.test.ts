@@ -279,4 +279,104 @@ describe('GroupsService over real gRPC and PostgreSQL', () => {
     );
     assert.equal(bad.code, status.INVALID_ARGUMENT);
   });
+  test('PatchGroup applies a difference: leavers out, joiners in with their roles, members who stay keep theirs', async () => {
+    const g = (
+      await suite.client.createGroup({
+        displayName: 'By difference',
+        members: [member('StayAdmin1', true, false), member('Leaver0001'), member('Stayer0001')],
+      })
+    ).group!;
+    const audit = {
+      actor: 'entra',
+      operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH,
+      requestId: 'req-diff',
+      before: { displayName: 'By difference' },
+      after: { displayName: 'Renamed' },
+    };
+    const { group } = await suite.client.patchGroup({
+      id: g.id,
+      displayName: 'Renamed',
+      replaceExternalId: false,
+      // A member named to leave who is not one, and a joiner who already is (as admin: the role stays), change nothing.
+      removeMemberIds: ['Leaver0001', 'NotMember1'],
+      addMembers: [member('Joiner0001'), member('StayAdmin1')],
+      expectedVersion: g.version,
+      audit,
+    });
+    assert.equal(group!.displayName, 'Renamed');
+    assert.equal(group!.version, g.version + 1);
+    assert.deepEqual(group!.members, [member('Joiner0001'), member('StayAdmin1', true, false), member('Stayer0001')]);
+    const rows = (await suite.db.knex('provisioning_audit').where({ team_id: g.id })) as {
+      version: string;
+      before: unknown;
+      after: unknown;
+      members_added: string[] | null;
+      members_removed: string[] | null;
+    }[];
+    assert.equal(rows.length, 1);
+    assert.equal(Number(rows[0]!.version), group!.version);
+    assert.deepEqual([rows[0]!.before, rows[0]!.after], [audit.before, audit.after]);
+    assert.deepEqual(
+      [rows[0]!.members_added, rows[0]!.members_removed],
+      [['Joiner0001'], ['Leaver0001']],
+      'the members the statements changed, not the ones named',
+    );
+    const stale = await rejection(
+      suite.client.patchGroup({
+        id: g.id,
+        displayName: '',
+        replaceExternalId: false,
+        removeMemberIds: ['Stayer0001'],
+        addMembers: [],
+        expectedVersion: g.version,
+      }),
+    );
+    assert.equal(stale.code, status.ABORTED);
+  });
+
+  test('PatchGroup refuses bad differences and a group past its member limit, and writes nothing', async () => {
+    const ids = Array.from({ length: 9_999 }, (_, i) => `L${String(i).padStart(9, '0')}`);
+    const g = (await suite.client.createGroup({ displayName: 'Nearly full', members: ids.map((id) => member(id)) }))
+      .group!;
+    const patch = (more: Partial<groupsV1.PatchGroupRequest>) =>
+      rejection(
+        suite.client.patchGroup({
+          id: g.id,
+          displayName: '',
+          replaceExternalId: false,
+          removeMemberIds: [],
+          addMembers: [],
+          expectedVersion: 0,
+          audit: {
+            actor: 'entra',
+            operation: scimAuditV1.AuditOperation.AUDIT_OPERATION_PATCH,
+            requestId: 'req-refused',
+          },
+          ...more,
+        }),
+      );
+    const pastLimit = await patch({ addMembers: [member('Joiner0002'), member('Joiner0003')] });
+    assert.match(pastLimit.message, /too many members/);
+    for (const refused of [
+      pastLimit,
+      await patch({ removeMemberIds: ['not an id'] }),
+      await patch({ removeMemberIds: ['Leaver0001', 'Leaver0001'] }),
+      await patch({ addMembers: [member('Joiner0002'), member('Joiner0002')] }),
+    ])
+      assert.equal(refused.code, status.INVALID_ARGUMENT, refused.message);
+    const { group } = await suite.client.getGroup({ id: g.id });
+    assert.equal(group!.version, g.version);
+    assert.equal(group!.members.length, 9_999);
+    assert.equal((await suite.db.knex('provisioning_audit').where({ team_id: g.id })).length, 0);
+    // One leaver makes room for two joiners: the limit is the result's, not the request's.
+    const { group: full } = await suite.client.patchGroup({
+      id: g.id,
+      displayName: '',
+      replaceExternalId: false,
+      removeMemberIds: [ids[0]!],
+      addMembers: [member('Joiner0002'), member('Joiner0003')],
+      expectedVersion: g.version,
+    });
+    assert.equal(full!.members.length, 10_000);
+  });
 });

@@ -21,6 +21,7 @@ import {
   requireUserId,
   validateDisplayName,
   validateExternalId,
+  validateMemberChanges,
   validateMembers,
 } from './validation';
 
@@ -75,6 +76,14 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       if (request.replaceMembers) validateMembers(request.members);
       if (request.replaceExternalId) validateExternalId(request.externalId);
       return { group: await inCallOrganization(ctx, (repo) => repo.update(request, ctx.trace)) };
+    },
+
+    async patchGroup(request, ctx) {
+      requireGroupId(request.id);
+      validateDisplayName(request.displayName, false);
+      validateMemberChanges(request);
+      if (request.replaceExternalId) validateExternalId(request.externalId);
+      return { group: await inCallOrganization(ctx, (repo) => repo.patch(request, ctx.trace)) };
     },
 
     async listGroups(request, ctx) {

@@ -33,6 +33,27 @@ export function validateDisplayName(name: string, required: boolean): void {
 }
 
 /** Every member id valid, each user once, within the per-call maximum. */
+/** INVALID_ARGUMENT when a group would have more members than a group may hold. */
+export function requireMemberLimit(count: number, field: string): void {
+  const tooMany = tooManyValues(MEMBERS, count);
+  if (tooMany) throw errors.invalidArgument('too many members', [{ field, description: tooMany.description }]);
+}
+
+/** A PatchGroup request's difference: user ids, none named twice on either side. */
+export function validateMemberChanges(request: groupsV1.PatchGroupRequest): void {
+  validateMembers(request.addMembers, 'add_members');
+  requireMemberLimit(request.removeMemberIds.length, 'remove_member_ids');
+  const violations: FieldViolation[] = [];
+  const seen = new Set<string>();
+  request.removeMemberIds.forEach((id, i) => {
+    const field = `remove_member_ids[${i}]`;
+    if (!isUserId(id)) violations.push({ field, description: 'invalid user id' });
+    else if (seen.has(id)) violations.push({ field, description: 'listed twice' });
+    seen.add(id);
+  });
+  if (violations.length) throw errors.invalidArgument('invalid members', violations);
+}
+
 export function validateMembers(members: groupsV1.Member[], field = 'members'): void {
   const violations: FieldViolation[] = [];
   const tooMany = tooManyValues(MEMBERS, members.length);

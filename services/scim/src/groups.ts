@@ -1,3 +1,4 @@
+import { status as grpcStatus } from '@grpc/grpc-js';
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import { GROUP_RESOURCE_TYPE } from '@mileage/scim-domain';
 import { isUserId, MAX_BATCH_GET_USERS, slices } from '@mileage/runtime';
@@ -146,10 +147,11 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
   }
 
   /**
-   * One UpdateGroup call replaces display name, externalId and members atomically under the version read, with
-   * the audit entry in the same Groups transaction: members who stay keep their roles, new members join as
-   * drivers, and unknown user ids refuse the whole request. A racing change moves the version: read and compute
-   * again (retryStaleWrite), unless the client demanded a version with If-Match.
+   * One PatchGroup call sends the difference (leavers, joiners, display name, externalId) atomically under the
+   * version read, with the audit entry in the same Groups transaction: members who stay keep their roles, new members
+   * join as drivers, and unknown user ids refuse the whole request. What travels and is written grows with the change,
+   * not with the group. A racing change moves the version: read and compute again (retryStaleWrite), unless the client
+   * demanded a version with If-Match.
    */
   protected async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: ComputeDoc) {
     return this.atVersion(id, ctx, async (current) => {
@@ -182,7 +184,9 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
       };
       if (isDeepStrictEqual(normalizedAfter, before)) return this.respond(current, ctx, users);
 
-      const newcomers = memberIds.filter((m) => !current.members.some((c) => c.userId === m));
+      // Keyed by user id: a large group's change looks each member up once, not once per member.
+      const currentMembers = new Map(current.members.map((m) => [m.userId, m]));
+      const newcomers = memberIds.filter((m) => !currentMembers.has(m));
       const unknown = newcomers.filter((m) => !isUserId(m));
       const known = await this.liveUsers(newcomers, ctx);
       unknown.push(...newcomers.filter((m) => isUserId(m) && !known.has(m)));
@@ -191,26 +195,49 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
           `Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`,
         );
 
-      const members: groupsV1.Member[] = memberIds.map((userId) => {
-        const existing = current.members.find((m) => m.userId === userId);
-        return existing ?? { userId, isAdmin: false, isDriver: true };
+      const kept = new Set(memberIds);
+      // Members whose users were deleted are outside SCIM's view: no change removes them.
+      const leavers = current.members.filter((m) => users.has(m.userId) && !kept.has(m.userId)).map((m) => m.userId);
+      const joiners = newcomers.map((userId) => ({ userId, isAdmin: false, isDriver: true }));
+      const attributes = (doc: Doc): Doc => ({
+        ...(doc.externalId !== undefined ? { externalId: doc.externalId } : {}),
+        displayName: doc.displayName,
       });
-      // Members whose users were deleted are outside SCIM's view: they stay as they are.
-      for (const hidden of current.members.filter((m) => !users.has(m.userId) && !memberIds.includes(m.userId)))
-        members.push(hidden);
-      const { group: updated } = await this.deps.groups.updateGroup(
-        {
-          id: current.id,
-          displayName: after.displayName,
-          replaceMembers: true,
-          members,
-          expectedVersion: current.version,
-          ...(externalId !== undefined ? { externalId } : {}),
-          replaceExternalId: true,
-          audit: auditEntry(ctx, AUDIT_OPERATIONS[operation], this.representation(current, users), normalizedAfter),
-        },
-        ctx.call,
-      );
+      const change = {
+        id: current.id,
+        displayName: after.displayName,
+        expectedVersion: current.version,
+        ...(externalId !== undefined ? { externalId } : {}),
+        replaceExternalId: true,
+      };
+      let updated: groupsV1.Group | undefined;
+      try {
+        ({ group: updated } = await this.deps.groups.patchGroup(
+          {
+            ...change,
+            removeMemberIds: leavers,
+            addMembers: joiners,
+            audit: auditEntry(ctx, AUDIT_OPERATIONS[operation], attributes(before), attributes(normalizedAfter)),
+          },
+          ctx.call,
+        ));
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== grpcStatus.UNIMPLEMENTED) throw err;
+        // A Groups service of the release before (a rolling upgrade): the whole list, hidden members kept.
+        const members = [
+          ...memberIds.map((userId) => currentMembers.get(userId) ?? { userId, isAdmin: false, isDriver: true }),
+          ...current.members.filter((m) => !users.has(m.userId) && !kept.has(m.userId)),
+        ];
+        ({ group: updated } = await this.deps.groups.updateGroup(
+          {
+            ...change,
+            replaceMembers: true,
+            members,
+            audit: auditEntry(ctx, AUDIT_OPERATIONS[operation], this.representation(current, users), normalizedAfter),
+          },
+          ctx.call,
+        ));
+      }
       // Written under the version read, so its members are the ones just read: live ones, and newcomers found live
       // (hidden members stay out of the answer, as they stayed out of the change).
       return this.respond(updated!, ctx, new Map([...users, ...known]));

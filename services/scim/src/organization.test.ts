@@ -76,8 +76,8 @@ function leakyOwners() {
       log('listGroups', call);
       return { groups: [], totalSize: 0 };
     },
-    updateGroup: async (_req: unknown, call?: CallSettings) => {
-      log('updateGroup', call);
+    patchGroup: async (_req: unknown, call?: CallSettings) => {
+      log('patchGroup', call);
       return { group: GROUP };
     },
   } as unknown as PromiseClient<groupsV1.GroupsServiceClient>;

@@ -35,6 +35,8 @@ const servers: GrpcServerHandle[] = [];
 const closers: { close(): void }[] = [];
 let usersAddress: string;
 let groupsAddress: string;
+/** A Groups service of the release before PatchGroup: the same database, no such method (UNIMPLEMENTED). */
+let olderGroupsAddress: string;
 let users: PromiseClient<usersV1.UsersServiceClient>;
 let groups: PromiseClient<groupsV1.GroupsServiceClient>;
 
@@ -55,18 +57,25 @@ function afterOwnerWrite<T extends object>(client: T, methods: string[], failure
 /** A SCIM service over gRPC; `faults` wraps its Users client. */
 async function scimService(
   faults?: (client: PromiseClient<usersV1.UsersServiceClient>) => typeof client,
-  options: { acceptV1?: boolean } = {},
+  options: {
+    acceptV1?: boolean;
+    /** Another Groups service (e.g. one of the release before). */
+    groupsAddress?: string;
+    groupsFaults?: (client: PromiseClient<groupsV1.GroupsServiceClient>) => typeof client;
+  } = {},
 ) {
   const metrics = new Metrics('scim');
   const usersClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 2_000 });
-  const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 2_000 });
+  const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, options.groupsAddress ?? groupsAddress, {
+    defaultDeadlineMs: 2_000,
+  });
   closers.push(usersClient, groupsClient);
   const server = await startGrpcServer({
     address: '127.0.0.1:0',
     services: [
       createServer({
         users: faults ? faults(usersClient) : usersClient,
-        groups: groupsClient,
+        groups: options.groupsFaults ? options.groupsFaults(groupsClient) : groupsClient,
         logger,
         baseUrl: 'https://mileage.test/scim/v2',
         metrics,
@@ -138,7 +147,18 @@ before(async () => {
     Client: groupsV1.GroupsServiceClient,
     deadlineMs: 5_000,
   });
-  owners.push(u, g);
+  const current = createGroupsServer({ knex: groupsDb.knex });
+  const { patchGroup: _, ...olderDefinition } = current.definition;
+  const { patchGroup: __, ...olderHandlers } = current.handlers;
+  const older = await startTestService({
+    service: 'groups',
+    implementation: { definition: olderDefinition, handlers: olderHandlers } as typeof current,
+    protoFile: PROTO_FILES.groups,
+    Client: groupsV1.GroupsServiceClient,
+    deadlineMs: 5_000,
+  });
+  olderGroupsAddress = older.address;
+  owners.push(u, g, older);
   // The tests' own reads and writes act for the organization the SCIM requests act for (1).
   ({ address: usersAddress } = u);
   ({ address: groupsAddress } = g);
@@ -321,6 +341,138 @@ describe('one owner transaction per SCIM write: the change, every attribute and 
       reads.map((r) => r.sort()),
       [[...present].sort(), [newcomer]],
     );
+  });
+
+  /** Users made through SCIM, for a group's members; the last one deleted (outside SCIM's view, still a member). */
+  async function membersWithHidden(scim: Awaited<ReturnType<typeof scimService>>, prefix: string, count: number) {
+    const ids = await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        scim
+          .call('POST', '/Users', { userName: `${prefix}${i}@example.com`, emails: [] })
+          .then((r) => r.body.id as string),
+      ),
+    );
+    assert.equal((await scim.call('DELETE', `/Users/${ids.at(-1)}`)).status, 204);
+    return ids;
+  }
+
+  test('a group change sends the Groups service only its difference, and the audit names the members changed', async () => {
+    const sent: groupsV1.PatchGroupRequest[] = [];
+    const scim = await scimService(undefined, {
+      groupsFaults: (client) =>
+        new Proxy(client, {
+          get(target, property, receiver) {
+            const value = Reflect.get(target, property, receiver) as unknown;
+            if (property !== 'patchGroup' || typeof value !== 'function') return value;
+            return (request: groupsV1.PatchGroupRequest, ...rest: unknown[]) => {
+              sent.push(request);
+              return (value as (...a: unknown[]) => unknown).apply(target, [request, ...rest]);
+            };
+          },
+        }),
+    });
+    const [admin, stayer, leaver, newcomer, hidden] = (await membersWithHidden(scim, 'diff', 5)) as [
+      string,
+      ...string[],
+    ];
+    const { group } = await groups.createGroup({
+      displayName: 'Difference',
+      members: [
+        { userId: admin, isAdmin: true, isDriver: false },
+        ...[stayer, leaver, hidden].map((userId) => ({ userId: userId!, isAdmin: false, isDriver: true })),
+      ],
+    });
+    const path = `/Groups/${group!.id}`;
+    const added = await scim.call('PATCH', path, patchOp({ op: 'Add', path: 'members', value: [{ value: newcomer }] }));
+    assert.equal(added.status, 200);
+    const removed = await scim.call(
+      'PATCH',
+      path,
+      patchOp({ op: 'Remove', path: 'members', value: [{ value: leaver }] }),
+    );
+    assert.equal(removed.status, 200);
+    // A PUT too: everyone visible but the admin and the stayer leaves; the deleted user's membership is not SCIM's.
+    const replaced = await scim.call('PUT', path, {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'],
+      displayName: 'Difference 2',
+      members: [{ value: admin }, { value: stayer }],
+    });
+    assert.equal(replaced.status, 200);
+    assert.deepEqual(
+      sent.map((r) => [r.displayName, r.addMembers.map((m) => m.userId), r.removeMemberIds]),
+      [
+        ['Difference', [newcomer], []],
+        ['Difference', [], [leaver]],
+        ['Difference 2', [], [newcomer]],
+      ],
+    );
+    assert.deepEqual((replaced.body.members as { value: string }[]).map((m) => m.value).sort(), [admin, stayer].sort());
+    const stored = (await groups.getGroup({ id: group!.id })).group!;
+    assert.deepEqual(
+      stored.members.map((m) => [m.userId, m.isAdmin]).sort(),
+      [
+        [admin, true],
+        [stayer, false],
+        [hidden, false],
+      ].sort(),
+      'the admin keeps the role; the hidden member stays',
+    );
+    const audit = (await groupsDb.knex('provisioning_audit').where({ team_id: group!.id }).orderBy('id')) as {
+      operation: string;
+      before: { members?: unknown };
+      after: { displayName: string; members?: unknown };
+      members_added: string[] | null;
+      members_removed: string[] | null;
+    }[];
+    assert.deepEqual(
+      audit.map((a) => [a.operation, a.after.displayName, a.members_added, a.members_removed]),
+      [
+        ['patch', 'Difference', [newcomer], []],
+        ['patch', 'Difference', [], [leaver]],
+        ['replace', 'Difference 2', [], [newcomer]],
+      ],
+    );
+    assert.ok(
+      audit.every((a) => a.before.members === undefined && a.after.members === undefined),
+      'no whole member list in the audit',
+    );
+  });
+
+  test('over a Groups service of the release before (no PatchGroup), a group change still lands, whole', async () => {
+    const scim = await scimService(undefined, { groupsAddress: olderGroupsAddress });
+    const [admin, newcomer, hidden] = (await membersWithHidden(scim, 'older', 3)) as [string, string, string];
+    const { group } = await groups.createGroup({
+      displayName: 'Older',
+      members: [
+        { userId: admin, isAdmin: true, isDriver: false },
+        { userId: hidden, isAdmin: false, isDriver: true },
+      ],
+    });
+    const added = await scim.call(
+      'PATCH',
+      `/Groups/${group!.id}`,
+      patchOp({ op: 'add', path: 'members', value: [{ value: newcomer }] }),
+    );
+    assert.equal(added.status, 200, JSON.stringify(added.body));
+    const stored = (await groups.getGroup({ id: group!.id })).group!;
+    assert.deepEqual(
+      stored.members.map((m) => [m.userId, m.isAdmin]).sort(),
+      [
+        [admin, true],
+        [newcomer, false],
+        [hidden, false],
+      ].sort(),
+    );
+    const [entry] = (await groupsDb.knex('provisioning_audit').where({ team_id: group!.id })) as {
+      after: { members: { value: string }[] };
+      members_added: string[] | null;
+    }[];
+    assert.deepEqual(
+      entry!.after.members.map((m) => m.value).sort(),
+      [admin, newcomer].sort(),
+      'the release before records the whole list',
+    );
+    assert.equal(entry!.members_added, null, 'null: not a change by difference');
   });
 
   test('a client demanding a version with If-Match gets 412 when it moved, and nothing is written', async () => {

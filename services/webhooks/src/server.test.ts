@@ -86,6 +86,7 @@ function groupsStub(): Handlers<groupsV1.GroupsServiceServer> {
     checkGroupAdmin: unused,
     createGroup: unused,
     updateGroup: unused,
+    patchGroup: unused,
     setMemberRoles: unused,
     removeMembers: unused,
     listProvisioningEvents: unused,

@@ -20,13 +20,19 @@ const { values } = parseArgs({
   options: {
     sizes: { type: 'string', default: '1000,1000000' },
     calls: { type: 'string', default: '300' },
+    /** Group sizes (at most 9,999: a group holds 10,000) at which PATCH adds and removes one member, at the last user count. */
+    'group-members': { type: 'string', default: '2000,9999' },
+    patches: { type: 'string', default: '100' },
     /** CI's check that the bench runs: a tiny size and few calls. */
     smoke: { type: 'boolean', default: false },
   },
 });
-if (values.smoke) Object.assign(values, { sizes: '200', calls: '20' });
+if (values.smoke) Object.assign(values, { sizes: '200', calls: '20', 'group-members': '50', patches: '10' });
 const sizes = values.sizes.split(',').map(Number);
 const calls = Number(values.calls);
+const groupSizes = values['group-members'].split(',').filter(Boolean).map(Number);
+const patches = Number(values.patches);
+const userId = (n: number) => `B${String(n).padStart(9, '0')}`;
 
 /** Users u<n>@bench.example with ids B<9 digits>, external ids ext-<n>, one work address each; multi-row inserts. */
 async function growUsers(admin: pg.Client, from: number, to: number): Promise<void> {
@@ -68,26 +74,30 @@ async function main(): Promise<void> {
     });
     const scimServed = await serveInProcess('scim', scimService, scimV1.ScimServiceClient);
     const scim = scimServed.client;
-    const get = async (pathAndQuery: string) => {
+    const send = async (method: string, pathAndQuery: string, body?: unknown) => {
       const [p, q = ''] = pathAndQuery.split('?');
       // Signed as the gateway signs each request (part of what a request costs behind it).
       const request = {
-        method: 'GET',
+        method,
         path: p!,
         query: q,
-        headers: {},
-        body: Buffer.alloc(0),
+        headers: (body === undefined ? {} : { 'content-type': 'application/scim+json' }) as Record<string, string>,
+        body: body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(body)),
         clientId: 'bench',
         organizationId: 1,
       };
       const requestId = randomUUID();
       const actorAttestation = attestActor(ATTESTATION_SECRET, { ...request, actor: 'bench', requestId });
       const res = await scim.handleRequest({ ...request, actorAttestation }, { requestId });
-      if (res.status !== 200) throw new Error(`${pathAndQuery} → ${res.status} ${Buffer.from(res.body).toString()}`);
-      return JSON.parse(Buffer.from(res.body).toString()) as { totalResults: number };
+      if (res.status !== 200)
+        throw new Error(`${method} ${pathAndQuery} → ${res.status} ${Buffer.from(res.body).toString()}`);
+      return JSON.parse(Buffer.from(res.body).toString()) as { totalResults: number; members?: unknown[] };
     };
+    const get = (pathAndQuery: string) => send('GET', pathAndQuery);
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
+    // Stopping the database after a failure ends this connection: the failure is what is reported.
+    admin.on('error', () => {});
     // Everything seeded belongs to organization 1 (the tables' organization defaults take this session's).
     await admin.query(DECLARE_VOLUME_ORGANIZATION);
     // 200 groups for the displayName lookup.
@@ -105,13 +115,13 @@ async function main(): Promise<void> {
       const lookups: Record<string, (i: number) => string> = {
         userName: (i) => `/Users?filter=${f(`userName eq "U${pick(i)}@BENCH.example"`)}`,
         externalId: (i) => `/Users?filter=${f(`externalId eq "ext-${pick(i)}"`)}`,
-        id: (i) => `/Users?filter=${f(`id eq "B${String(pick(i)).padStart(9, '0')}"`)}`,
+        id: (i) => `/Users?filter=${f(`id eq "${userId(pick(i))}"`)}`,
         'emails.value': (i) =>
           `/Users?filter=${f(`emails[type eq "work" and value eq "u${pick(i)}@mail.bench.example"]`)}`,
         'emails.value (plain)': (i) => `/Users?filter=${f(`emails.value eq "u${pick(i)}@mail.bench.example"`)}`,
         'Groups displayName': (i) =>
           `/Groups?excludedAttributes=members&filter=${f(`displayName eq "team ${1 + (i % 200)}"`)}`,
-        'GET /Users/{id}': (i) => `/Users/B${String(pick(i)).padStart(9, '0')}`,
+        'GET /Users/{id}': (i) => `/Users/${userId(pick(i))}`,
       };
       const row: Record<string, unknown> = { users: size, seed_seconds: seedSeconds };
       const parts: string[] = [];
@@ -128,6 +138,41 @@ async function main(): Promise<void> {
         `${String(size).padStart(9)} users (seeded in ${seedSeconds.toFixed(1)} s): ${parts.join('; ')}\n`,
       );
     }
+
+    // A group's membership write as Entra ID sends it: one member added, then removed, on a group of `members` users.
+    const membership: Record<string, unknown>[] = [];
+    for (const members of groupSizes.filter((m) => m < have)) {
+      const { rows } = await admin.query<{ id: string }>(
+        `INSERT INTO groups.teams (display_name) VALUES ($1) RETURNING id`,
+        [`Members ${members}`],
+      );
+      const groupId = rows[0]!.id;
+      await admin.query(
+        `INSERT INTO groups.member_organizations (user_id)
+         SELECT 'B' || lpad(g::text, 9, '0') FROM generate_series(1, $1::int) g ON CONFLICT DO NOTHING`,
+        [members + 1],
+      );
+      await admin.query(
+        `INSERT INTO groups.team_members (team_id, user_id, is_admin, is_driver)
+         SELECT $1, 'B' || lpad(g::text, 9, '0'), false, true FROM generate_series(1, $2::int) g`,
+        [groupId, members],
+      );
+      const newcomer = [{ value: userId(members + 1) }];
+      const operation = (op: string) => ({
+        schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+        Operations: [{ op, path: 'members', value: newcomer }],
+      });
+      const patch = async (i: number) => {
+        const answer = await send('PATCH', `/Groups/${groupId}`, operation(i % 2 === 0 ? 'Add' : 'Remove'));
+        const expected = i % 2 === 0 ? members + 1 : members;
+        if (answer.members?.length !== expected) throw new Error(`PATCH: ${answer.members?.length} members answered`);
+      };
+      const t = await timeSequential(patches, patch);
+      membership.push({ members, patch: t });
+      process.stdout.write(
+        `group of ${members} members: PATCH adding or removing one member p50 ${t.p50.toFixed(2)} / p99 ${t.p99.toFixed(2)} ms\n`,
+      );
+    }
     await admin.end();
     for (const served of [scimServed, users, groups]) await served.stop();
     for (const db of [groupsDb, usersDb]) await db.close();
@@ -136,7 +181,7 @@ async function main(): Promise<void> {
     mkdirSync(dir, { recursive: true });
     writeFileSync(
       path.join(dir, 'scim.json'),
-      JSON.stringify({ date: new Date().toISOString(), calls, results }, null, 2) + '\n',
+      JSON.stringify({ date: new Date().toISOString(), calls, results, patches, membership }, null, 2) + '\n',
     );
   });
 }

@@ -101,6 +101,30 @@ export interface UpdateGroupResponse {
   group?: Group | undefined;
 }
 
+export interface PatchGroupRequest {
+  id: number;
+  /** Empty: keep the display name. */
+  displayName: string;
+  /** With replace_external_id: the group's externalId after the change (absent: none). */
+  externalId?: string | undefined;
+  replaceExternalId: boolean;
+  /** Members who leave the group (ids that are not members are ignored); applied before add_members. */
+  removeMemberIds: string[];
+  /** Members who join with the roles given; members already in the group keep theirs. */
+  addMembers: Member[];
+  /** When non-zero, the change applies only if the stored version equals it (ABORTED otherwise). */
+  expectedVersion: number;
+  /**
+   * When set, the provisioning audit entry written in the same transaction as the change. Its before and after
+   * leave the members out: the entry records the ids of the members the change actually added and removed.
+   */
+  audit?: ProvisioningAudit | undefined;
+}
+
+export interface PatchGroupResponse {
+  group?: Group | undefined;
+}
+
 export interface SetMemberRolesRequest {
   groupId: number;
   member?: Member | undefined;
@@ -1369,6 +1393,289 @@ export const UpdateGroupResponse: MessageFns<UpdateGroupResponse> = {
   },
 };
 
+function createBasePatchGroupRequest(): PatchGroupRequest {
+  return {
+    id: 0,
+    displayName: "",
+    externalId: undefined,
+    replaceExternalId: false,
+    removeMemberIds: [],
+    addMembers: [],
+    expectedVersion: 0,
+    audit: undefined,
+  };
+}
+
+export const PatchGroupRequest: MessageFns<PatchGroupRequest> = {
+  encode(message: PatchGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).int64(message.id);
+    }
+    if (message.displayName !== "") {
+      writer.uint32(18).string(message.displayName);
+    }
+    if (message.externalId !== undefined) {
+      writer.uint32(26).string(message.externalId);
+    }
+    if (message.replaceExternalId !== false) {
+      writer.uint32(32).bool(message.replaceExternalId);
+    }
+    for (const v of message.removeMemberIds) {
+      writer.uint32(42).string(v!);
+    }
+    for (const v of message.addMembers) {
+      Member.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.expectedVersion !== 0) {
+      writer.uint32(56).int64(message.expectedVersion);
+    }
+    if (message.audit !== undefined) {
+      ProvisioningAudit.encode(message.audit, writer.uint32(66).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PatchGroupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePatchGroupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.displayName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.replaceExternalId = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.removeMemberIds.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.addMembers.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.expectedVersion = longToNumber(reader.int64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.audit = ProvisioningAudit.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PatchGroupRequest {
+    return {
+      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      displayName: isSet(object.displayName)
+        ? globalThis.String(object.displayName)
+        : isSet(object.display_name)
+        ? globalThis.String(object.display_name)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : undefined,
+      replaceExternalId: isSet(object.replaceExternalId)
+        ? globalThis.Boolean(object.replaceExternalId)
+        : isSet(object.replace_external_id)
+        ? globalThis.Boolean(object.replace_external_id)
+        : false,
+      removeMemberIds: globalThis.Array.isArray(object?.removeMemberIds)
+        ? object.removeMemberIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.remove_member_ids)
+        ? object.remove_member_ids.map((e: any) => globalThis.String(e))
+        : [],
+      addMembers: globalThis.Array.isArray(object?.addMembers)
+        ? object.addMembers.map((e: any) => Member.fromJSON(e))
+        : globalThis.Array.isArray(object?.add_members)
+        ? object.add_members.map((e: any) => Member.fromJSON(e))
+        : [],
+      expectedVersion: isSet(object.expectedVersion)
+        ? globalThis.Number(object.expectedVersion)
+        : isSet(object.expected_version)
+        ? globalThis.Number(object.expected_version)
+        : 0,
+      audit: isSet(object.audit) ? ProvisioningAudit.fromJSON(object.audit) : undefined,
+    };
+  },
+
+  toJSON(message: PatchGroupRequest): unknown {
+    const obj: any = {};
+    if (message.id !== 0) {
+      obj.id = Math.round(message.id);
+    }
+    if (message.displayName !== "") {
+      obj.displayName = message.displayName;
+    }
+    if (message.externalId !== undefined) {
+      obj.externalId = message.externalId;
+    }
+    if (message.replaceExternalId !== false) {
+      obj.replaceExternalId = message.replaceExternalId;
+    }
+    if (message.removeMemberIds?.length) {
+      obj.removeMemberIds = message.removeMemberIds;
+    }
+    if (message.addMembers?.length) {
+      obj.addMembers = message.addMembers.map((e) => Member.toJSON(e));
+    }
+    if (message.expectedVersion !== 0) {
+      obj.expectedVersion = Math.round(message.expectedVersion);
+    }
+    if (message.audit !== undefined) {
+      obj.audit = ProvisioningAudit.toJSON(message.audit);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PatchGroupRequest>, I>>(base?: I): PatchGroupRequest {
+    return PatchGroupRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PatchGroupRequest>, I>>(object: I): PatchGroupRequest {
+    const message = createBasePatchGroupRequest();
+    message.id = object.id ?? 0;
+    message.displayName = object.displayName ?? "";
+    message.externalId = object.externalId ?? undefined;
+    message.replaceExternalId = object.replaceExternalId ?? false;
+    message.removeMemberIds = object.removeMemberIds?.map((e) => e) || [];
+    message.addMembers = object.addMembers?.map((e) => Member.fromPartial(e)) || [];
+    message.expectedVersion = object.expectedVersion ?? 0;
+    message.audit = (object.audit !== undefined && object.audit !== null)
+      ? ProvisioningAudit.fromPartial(object.audit)
+      : undefined;
+    return message;
+  },
+};
+
+function createBasePatchGroupResponse(): PatchGroupResponse {
+  return { group: undefined };
+}
+
+export const PatchGroupResponse: MessageFns<PatchGroupResponse> = {
+  encode(message: PatchGroupResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== undefined) {
+      Group.encode(message.group, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PatchGroupResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePatchGroupResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = Group.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PatchGroupResponse {
+    return { group: isSet(object.group) ? Group.fromJSON(object.group) : undefined };
+  },
+
+  toJSON(message: PatchGroupResponse): unknown {
+    const obj: any = {};
+    if (message.group !== undefined) {
+      obj.group = Group.toJSON(message.group);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PatchGroupResponse>, I>>(base?: I): PatchGroupResponse {
+    return PatchGroupResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PatchGroupResponse>, I>>(object: I): PatchGroupResponse {
+    const message = createBasePatchGroupResponse();
+    message.group = (object.group !== undefined && object.group !== null) ? Group.fromPartial(object.group) : undefined;
+    return message;
+  },
+};
+
 function createBaseSetMemberRolesRequest(): SetMemberRolesRequest {
   return { groupId: 0, member: undefined };
 }
@@ -2169,6 +2476,20 @@ export const GroupsServiceService = {
     responseSerialize: (value: UpdateGroupResponse): Buffer => Buffer.from(UpdateGroupResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UpdateGroupResponse => UpdateGroupResponse.decode(value),
   },
+  /**
+   * PatchGroup changes a group by difference, atomically under its version: the members named leave, the members given
+   * join (those already in keep their roles), and the display name and externalId change when sent. What is sent
+   * grows with the change, not with the group. INVALID_ARGUMENT when the group would pass its member limit.
+   */
+  patchGroup: {
+    path: "/mileage.groups.v1.GroupsService/PatchGroup" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PatchGroupRequest): Buffer => Buffer.from(PatchGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PatchGroupRequest => PatchGroupRequest.decode(value),
+    responseSerialize: (value: PatchGroupResponse): Buffer => Buffer.from(PatchGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PatchGroupResponse => PatchGroupResponse.decode(value),
+  },
   /** SetMemberRoles adds a member with the given roles, or changes the roles of an existing member. */
   setMemberRoles: {
     path: "/mileage.groups.v1.GroupsService/SetMemberRoles" as const,
@@ -2231,6 +2552,12 @@ export interface GroupsServiceServer extends UntypedServiceImplementation {
    * atomically: members who stay keep their roles, new members get the roles given.
    */
   updateGroup: handleUnaryCall<UpdateGroupRequest, UpdateGroupResponse>;
+  /**
+   * PatchGroup changes a group by difference, atomically under its version: the members named leave, the members given
+   * join (those already in keep their roles), and the display name and externalId change when sent. What is sent
+   * grows with the change, not with the group. INVALID_ARGUMENT when the group would pass its member limit.
+   */
+  patchGroup: handleUnaryCall<PatchGroupRequest, PatchGroupResponse>;
   /** SetMemberRoles adds a member with the given roles, or changes the roles of an existing member. */
   setMemberRoles: handleUnaryCall<SetMemberRolesRequest, SetMemberRolesResponse>;
   /** RemoveMembers removes the given members (unknown ones are ignored). */
@@ -2324,6 +2651,26 @@ export interface GroupsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UpdateGroupResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * PatchGroup changes a group by difference, atomically under its version: the members named leave, the members given
+   * join (those already in keep their roles), and the display name and externalId change when sent. What is sent
+   * grows with the change, not with the group. INVALID_ARGUMENT when the group would pass its member limit.
+   */
+  patchGroup(
+    request: PatchGroupRequest,
+    callback: (error: ServiceError | null, response: PatchGroupResponse) => void,
+  ): ClientUnaryCall;
+  patchGroup(
+    request: PatchGroupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PatchGroupResponse) => void,
+  ): ClientUnaryCall;
+  patchGroup(
+    request: PatchGroupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PatchGroupResponse) => void,
   ): ClientUnaryCall;
   /** SetMemberRoles adds a member with the given roles, or changes the roles of an existing member. */
   setMemberRoles(
