@@ -300,14 +300,16 @@ describe('one owner transaction per SCIM write: the change, every attribute and 
 
   test("a member added to a group: each member's user read once, the answer built from that read", async () => {
     const reads: string[][] = [];
+    const views = new Set<usersV1.UserView | undefined>();
     const scim = await scimService(
       (client) =>
         new Proxy(client, {
           get(target, property, receiver) {
             const value = Reflect.get(target, property, receiver) as unknown;
             if (property !== 'batchGetUsers' || typeof value !== 'function') return value;
-            return (request: { ids: string[] }, ...rest: unknown[]) => {
+            return (request: usersV1.BatchGetUsersRequest, ...rest: unknown[]) => {
               reads.push([...request.ids]);
+              views.add(request.view);
               return (value as (...a: unknown[]) => unknown).apply(target, [request, ...rest]);
             };
           },
@@ -341,6 +343,7 @@ describe('one owner transaction per SCIM write: the change, every attribute and 
       reads.map((r) => r.sort()),
       [[...present].sort(), [newcomer]],
     );
+    assert.deepEqual([...views], [usersV1.UserView.USER_VIEW_MEMBER], 'only what a member list shows');
   });
 
   /** Users made through SCIM, for a group's members; the last one deleted (outside SCIM's view, still a member). */

@@ -127,6 +127,28 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     assert.equal(tooMany.code, status.INVALID_ARGUMENT);
   });
 
+  test('batch get in the member view answers id, userName, displayName and organization only, of live users', async () => {
+    const shown = (await demo().createUser({ user: user({ displayName: 'Shown Name' }) })).user!;
+    const plain = (await demo().createUser({ user: user({ displayName: undefined }) })).user!;
+    const gone = (await demo().createUser({ user: user() })).user!;
+    await demo().deleteUser({ id: gone.id, expectedVersion: gone.version });
+    const { users } = await demo().batchGetUsers({
+      ids: [plain.id, gone.id, shown.id],
+      view: usersV1.UserView.USER_VIEW_MEMBER,
+    });
+    const member = (u: usersV1.User) => ({
+      ...usersV1.User.fromPartial({}),
+      id: u.id,
+      userName: u.userName,
+      ...(u.displayName !== undefined ? { displayName: u.displayName } : {}),
+      organizationId: u.organizationId,
+    });
+    assert.deepEqual(users, [member(plain), member(shown)]);
+    assert.equal(users[1]!.displayName, 'Shown Name');
+    const { users: whole } = await demo().batchGetUsers({ ids: [shown.id], view: usersV1.UserView.USER_VIEW_FULL });
+    assert.deepEqual(whole, [shown]);
+  });
+
   test("a batch of userName lookups: one match per name that names a live user of the call's organization", async () => {
     const tag = Math.random().toString(36).slice(2, 8);
     const ann = (await demo().createUser({ user: user({ userName: `Ann.${tag}@Example.com` }) })).user!;

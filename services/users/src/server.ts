@@ -60,7 +60,11 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
         ]);
       }
       request.ids.forEach((id, i) => requireUserId(id, `ids[${i}]`));
-      return { users: await readInCallScope(deps, ctx, (run, scope) => readUsers(run, scope, request.ids, ctx.trace)) };
+      return {
+        users: await readInCallScope(deps, ctx, (run, scope) =>
+          readUsers(run, scope, request.ids, ctx.trace, request.view),
+        ),
+      };
     },
 
     async createUser(request, ctx) {

@@ -8,7 +8,7 @@ import {
   type TraceContext,
   refuseReplayedAttestation,
 } from '@mileage/runtime';
-import { filterV1, scimAuditV1, type usersV1 } from '@mileage/proto';
+import { filterV1, scimAuditV1, usersV1 } from '@mileage/proto';
 import {
   auditRow,
   filterSchema,
@@ -124,6 +124,11 @@ const FIND_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ?`;
 const FIND_MANY_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ANY(?::char(10)[]) AND deleted_at IS NULL`;
 // One statement text for any number of ids (an array parameter), so it too is prepared once.
 const GET_MANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users
+  WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
+// The same for USER_VIEW_MEMBER: the columns a group's member list shows.
+const MEMBER_COLUMNS = 'id, user_name, display_name, organization_id';
+const FIND_MANY_LIVE_MEMBERS_SQL = `SELECT ${MEMBER_COLUMNS} FROM users WHERE id = ANY(?::char(10)[]) AND deleted_at IS NULL`;
+const GET_MANY_MEMBERS_SQL = `SELECT ${MEMBER_COLUMNS} FROM users
   WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
 
 // The live users of an organization named by any of a list of userNames (SCIM's lookups of one turn), each with the
@@ -347,15 +352,37 @@ export async function readUsers(
   scope: UserScope,
   ids: string[],
   trace?: TraceContext,
+  view: usersV1.UserView = usersV1.UserView.USER_VIEW_FULL,
 ): Promise<usersV1.User[]> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return [];
+  if (view === usersV1.UserView.USER_VIEW_MEMBER) {
+    const [text, bindings, name] =
+      scope === ANY_ORGANIZATION
+        ? [FIND_MANY_LIVE_MEMBERS_SQL, [unique], 'users_find_many_live_members_v1']
+        : [GET_MANY_MEMBERS_SQL, [unique, scope], 'users_get_many_members_v1'];
+    const { rows } = await sql(trace, 'SELECT', text, () => run<MemberRow>(text, bindings, name));
+    return inRequestOrder(unique, rows, toMember);
+  }
   const [text, bindings, name] =
     scope === ANY_ORGANIZATION
       ? [FIND_MANY_LIVE_SQL, [unique], 'users_find_many_live_v1']
       : [GET_MANY_SQL, [unique, scope], 'users_get_many_v2'];
   const { rows } = await sql(trace, 'SELECT', text, () => run<UserRow>(text, bindings, name));
-  return inRequestOrder(unique, rows);
+  return inRequestOrder(unique, rows, toUser);
+}
+
+type MemberRow = Pick<UserRow, 'id' | 'user_name' | 'display_name' | 'organization_id'>;
+
+/** USER_VIEW_MEMBER: the other fields keep their defaults. */
+function toMember(row: MemberRow): usersV1.User {
+  return {
+    ...usersV1.User.fromPartial({}),
+    id: row.id,
+    userName: row.user_name,
+    ...(row.display_name !== null ? { displayName: row.display_name } : {}),
+    organizationId: Number(row.organization_id),
+  };
 }
 
 /**
@@ -376,8 +403,12 @@ export async function findUsersByUserName(
 }
 
 /** Rows as users in the order of `ids` (char(10) ids trimmed). */
-function inRequestOrder(ids: string[], rows: UserRow[]): usersV1.User[] {
-  const byId = new Map(rows.map((r) => [r.id.trim(), toUser(r)]));
+function inRequestOrder<R extends { id: string }>(
+  ids: string[],
+  rows: R[],
+  toMessage: (row: R) => usersV1.User,
+): usersV1.User[] {
+  const byId = new Map(rows.map((r) => [r.id.trim(), toMessage(r)]));
   return ids.flatMap((id) => byId.get(id) ?? []);
 }
 

@@ -168,9 +168,16 @@ async function main(): Promise<void> {
         if (answer.members?.length !== expected) throw new Error(`PATCH: ${answer.members?.length} members answered`);
       };
       const t = await timeSequential(patches, patch);
-      membership.push({ members, patch: t });
+      // And the read an identity provider makes of it (members with their display names).
+      const present = members + (patches % 2); // an odd count of PATCHes ends on an add
+      const read = await timeSequential(patches, async () => {
+        const answer = await get(`/Groups/${groupId}`);
+        if (answer.members?.length !== present) throw new Error(`GET: ${answer.members?.length} members answered`);
+      });
+      membership.push({ members, patch: t, get: read });
       process.stdout.write(
-        `group of ${members} members: PATCH adding or removing one member p50 ${t.p50.toFixed(2)} / p99 ${t.p99.toFixed(2)} ms\n`,
+        `group of ${members} members: PATCH adding or removing one member p50 ${t.p50.toFixed(2)} / p99 ` +
+          `${t.p99.toFixed(2)} ms; GET p50 ${read.p50.toFixed(2)} / p99 ${read.p99.toFixed(2)} ms\n`,
       );
     }
     await admin.end();

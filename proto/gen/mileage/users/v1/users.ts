@@ -23,6 +23,51 @@ import { Timestamp } from "../../../google/protobuf/timestamp";
 import { Filter } from "../../filter/v1/filter";
 import { ProvisioningAudit, ProvisioningEvent } from "../../scim/v1/audit";
 
+/** How much of a user a read answers. */
+export enum UserView {
+  /** USER_VIEW_UNSPECIFIED - The whole user (USER_VIEW_FULL). */
+  USER_VIEW_UNSPECIFIED = 0,
+  USER_VIEW_FULL = 1,
+  /**
+   * USER_VIEW_MEMBER - id, user_name, display_name and organization_id only: what a group's member list shows. A read of a large
+   * group's members then moves and parses a few columns per user, not the whole profile.
+   */
+  USER_VIEW_MEMBER = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function userViewFromJSON(object: any): UserView {
+  switch (object) {
+    case 0:
+    case "USER_VIEW_UNSPECIFIED":
+      return UserView.USER_VIEW_UNSPECIFIED;
+    case 1:
+    case "USER_VIEW_FULL":
+      return UserView.USER_VIEW_FULL;
+    case 2:
+    case "USER_VIEW_MEMBER":
+      return UserView.USER_VIEW_MEMBER;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return UserView.UNRECOGNIZED;
+  }
+}
+
+export function userViewToJSON(object: UserView): string {
+  switch (object) {
+    case UserView.USER_VIEW_UNSPECIFIED:
+      return "USER_VIEW_UNSPECIFIED";
+    case UserView.USER_VIEW_FULL:
+      return "USER_VIEW_FULL";
+    case UserView.USER_VIEW_MEMBER:
+      return "USER_VIEW_MEMBER";
+    case UserView.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 export interface Organization {
   id: number;
   name: string;
@@ -199,6 +244,8 @@ export interface GetUserResponse {
 
 export interface BatchGetUsersRequest {
   ids: string[];
+  /** How much of each user to answer; absent or unspecified: all of it. */
+  view?: UserView | undefined;
 }
 
 export interface BatchGetUsersResponse {
@@ -2647,13 +2694,16 @@ export const GetUserResponse: MessageFns<GetUserResponse> = {
 };
 
 function createBaseBatchGetUsersRequest(): BatchGetUsersRequest {
-  return { ids: [] };
+  return { ids: [], view: undefined };
 }
 
 export const BatchGetUsersRequest: MessageFns<BatchGetUsersRequest> = {
   encode(message: BatchGetUsersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.ids) {
       writer.uint32(10).string(v!);
+    }
+    if (message.view !== undefined) {
+      writer.uint32(16).int32(message.view);
     }
     return writer;
   },
@@ -2679,6 +2729,14 @@ export const BatchGetUsersRequest: MessageFns<BatchGetUsersRequest> = {
             message.ids.push(reader.string());
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.view = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2692,13 +2750,19 @@ export const BatchGetUsersRequest: MessageFns<BatchGetUsersRequest> = {
   },
 
   fromJSON(object: any): BatchGetUsersRequest {
-    return { ids: globalThis.Array.isArray(object?.ids) ? object.ids.map((e: any) => globalThis.String(e)) : [] };
+    return {
+      ids: globalThis.Array.isArray(object?.ids) ? object.ids.map((e: any) => globalThis.String(e)) : [],
+      view: isSet(object.view) ? userViewFromJSON(object.view) : undefined,
+    };
   },
 
   toJSON(message: BatchGetUsersRequest): unknown {
     const obj: any = {};
     if (message.ids?.length) {
       obj.ids = message.ids;
+    }
+    if (message.view !== undefined) {
+      obj.view = userViewToJSON(message.view);
     }
     return obj;
   },
@@ -2709,6 +2773,7 @@ export const BatchGetUsersRequest: MessageFns<BatchGetUsersRequest> = {
   fromPartial<I extends Exact<DeepPartial<BatchGetUsersRequest>, I>>(object: I): BatchGetUsersRequest {
     const message = createBaseBatchGetUsersRequest();
     message.ids = object.ids?.map((e) => e) || [];
+    message.view = object.view ?? undefined;
     return message;
   },
 };
