@@ -78,6 +78,43 @@ describe('GET /v1/groups and /v1/groups/{group_id}', () => {
     await request(h.app()).get('/v1/groups').set('Authorization', `Bearer ${ivan}`).expect(403);
   });
 
+  test("a member's display is their displayName, else their formatted name, else their userName", async () => {
+    const app = h.app();
+    const scim = await h.scimToken();
+    const provision = async (user: Record<string, unknown>) =>
+      (
+        await request(app)
+          .post('/scim/v2/Users')
+          .set('Authorization', `Bearer ${scim}`)
+          .set('Content-Type', 'application/scim+json')
+          .send(JSON.stringify({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], ...user }))
+          .expect(201)
+      ).body.id as string;
+    const named = await provision({ userName: 'named@example.com', displayName: 'Named Person' });
+    const formatted = await provision({ userName: 'formatted@example.com', name: { formatted: 'Ms. F. Ormatted' } });
+    await request(app)
+      .patch(`/scim/v2/Groups/${h.groups.demo}`)
+      .set('Authorization', `Bearer ${scim}`)
+      .set('Content-Type', 'application/scim+json')
+      .send(
+        JSON.stringify({
+          schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+          Operations: [{ op: 'add', path: 'members', value: [{ value: named }, { value: formatted }] }],
+        }),
+      )
+      .expect(200);
+    const res = await request(app)
+      .get(`/v1/groups/${h.groups.demo}`)
+      .set('Authorization', `Bearer ${alice}`)
+      .expect(200);
+    const display = new Map(
+      (res.body.resources[0].members as { value: string; display: string }[]).map((m) => [m.value, m.display]),
+    );
+    assert.equal(display.get(named), 'Named Person');
+    assert.equal(display.get(formatted), 'Ms. F. Ormatted');
+    assert.equal(display.get('BobDriver1'), 'bob@example.com');
+  });
+
   test('a Groups service that is down answers 503', { timeout: 15_000 }, async () => {
     const app = h.app({ groupsAddress: `127.0.0.1:${await freePort()}` });
     const res = await request(app).get('/v1/groups').set('Authorization', `Bearer ${alice}`).expect(503);

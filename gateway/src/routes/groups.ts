@@ -1,4 +1,4 @@
-import type { groupsV1, usersV1 } from '@mileage/proto';
+import { usersV1, type groupsV1 } from '@mileage/proto';
 import { MAX_BATCH_GET_USERS, apiTime, slices, type CallSettings } from '@mileage/runtime';
 import type { Request } from 'express';
 import { HttpProblem, type ValidationIssue } from '../problems';
@@ -32,7 +32,10 @@ function baseUrl(req: Request): string {
   return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
 }
 
-/** Members' display names in one batched call for all the groups of a response. */
+/**
+ * Members' display names for all the groups of a response: the member view of each user (not the whole profile), the
+ * slices of a large group at once.
+ */
 async function toGroupSchemas(
   groups: groupsV1.Group[],
   req: Request,
@@ -41,10 +44,12 @@ async function toGroupSchemas(
 ): Promise<GroupSchema[]> {
   const ids = [...new Set(groups.flatMap((g) => g.members.map((m) => m.userId)))];
   const users = new Map<string, usersV1.User>();
-  for (const slice of slices(ids, MAX_BATCH_GET_USERS)) {
-    const { users: found } = await deps.users.batchGetUsers({ ids: slice }, call);
-    for (const u of found) users.set(u.id, u);
-  }
+  const answers = await Promise.all(
+    slices(ids, MAX_BATCH_GET_USERS).map((slice) =>
+      deps.users.batchGetUsers({ ids: slice, view: usersV1.UserView.USER_VIEW_MEMBER }, call),
+    ),
+  );
+  for (const { users: found } of answers) for (const u of found) users.set(u.id, u);
   const base = baseUrl(req);
   return groups.map((g) => ({
     id: String(g.id),

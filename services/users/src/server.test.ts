@@ -127,8 +127,12 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     assert.equal(tooMany.code, status.INVALID_ARGUMENT);
   });
 
-  test('batch get in the member view answers id, userName, displayName and organization only, of live users', async () => {
-    const shown = (await demo().createUser({ user: user({ displayName: 'Shown Name' }) })).user!;
+  test('batch get in the member view answers id, userName, displayName, formatted name and organization only, of live users', async () => {
+    const shown = (
+      await demo().createUser({
+        user: user({ displayName: 'Shown Name', name: { givenName: 'S', familyName: 'N', formatted: 'S. N.' } }),
+      })
+    ).user!;
     const plain = (await demo().createUser({ user: user({ displayName: undefined }) })).user!;
     const gone = (await demo().createUser({ user: user() })).user!;
     await demo().deleteUser({ id: gone.id, expectedVersion: gone.version });
@@ -141,10 +145,15 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
       id: u.id,
       userName: u.userName,
       ...(u.displayName !== undefined ? { displayName: u.displayName } : {}),
+      ...(u.name?.formatted !== undefined
+        ? { name: { givenName: '', familyName: '', formatted: u.name.formatted } }
+        : {}),
       organizationId: u.organizationId,
     });
     assert.deepEqual(users, [member(plain), member(shown)]);
     assert.equal(users[1]!.displayName, 'Shown Name');
+    assert.equal(users[1]!.name?.formatted, 'S. N.');
+    assert.equal(users[0]!.name, undefined);
     const { users: whole } = await demo().batchGetUsers({ ids: [shown.id], view: usersV1.UserView.USER_VIEW_FULL });
     assert.deepEqual(whole, [shown]);
   });

@@ -126,7 +126,7 @@ const FIND_MANY_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ANY(?
 const GET_MANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users
   WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
 // The same for USER_VIEW_MEMBER: the columns a group's member list shows.
-const MEMBER_COLUMNS = 'id, user_name, display_name, organization_id';
+const MEMBER_COLUMNS = 'id, user_name, display_name, formatted_name, organization_id';
 const FIND_MANY_LIVE_MEMBERS_SQL = `SELECT ${MEMBER_COLUMNS} FROM users WHERE id = ANY(?::char(10)[]) AND deleted_at IS NULL`;
 const GET_MANY_MEMBERS_SQL = `SELECT ${MEMBER_COLUMNS} FROM users
   WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
@@ -372,15 +372,16 @@ export async function readUsers(
   return inRequestOrder(unique, rows, toUser);
 }
 
-type MemberRow = Pick<UserRow, 'id' | 'user_name' | 'display_name' | 'organization_id'>;
+type MemberRow = Pick<UserRow, 'id' | 'user_name' | 'display_name' | 'formatted_name' | 'organization_id'>;
 
-/** USER_VIEW_MEMBER: the other fields keep their defaults. */
+/** USER_VIEW_MEMBER: the other fields keep their defaults (a name only for its formatted form). */
 function toMember(row: MemberRow): usersV1.User {
   return {
     ...usersV1.User.fromPartial({}),
     id: row.id,
     userName: row.user_name,
     ...(row.display_name !== null ? { displayName: row.display_name } : {}),
+    ...(row.formatted_name !== null ? { name: { givenName: '', familyName: '', formatted: row.formatted_name } } : {}),
     organizationId: Number(row.organization_id),
   };
 }

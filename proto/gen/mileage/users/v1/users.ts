@@ -29,8 +29,9 @@ export enum UserView {
   USER_VIEW_UNSPECIFIED = 0,
   USER_VIEW_FULL = 1,
   /**
-   * USER_VIEW_MEMBER - id, user_name, display_name and organization_id only: what a group's member list shows. A read of a large
-   * group's members then moves and parses a few columns per user, not the whole profile.
+   * USER_VIEW_MEMBER - id, user_name, display_name, name.formatted and organization_id only: what a group's member list shows (SCIM:
+   * displayName or userName; the External API: displayName, name.formatted or userName). A read of a large group's
+   * members then moves and parses a few columns per user, not the whole profile.
    */
   USER_VIEW_MEMBER = 2,
   UNRECOGNIZED = -1,
