@@ -356,26 +356,19 @@ export async function readUsers(
 ): Promise<usersV1.User[]> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return [];
-  if (view === usersV1.UserView.USER_VIEW_MEMBER) {
-    const [text, bindings, name] =
-      scope === ANY_ORGANIZATION
-        ? [FIND_MANY_LIVE_MEMBERS_SQL, [unique], 'users_find_many_live_members_v1']
-        : [GET_MANY_MEMBERS_SQL, [unique, scope], 'users_get_many_members_v1'];
-    const { rows } = await sql(trace, 'SELECT', text, () => run<MemberRow>(text, bindings, name));
-    return inRequestOrder(unique, rows, toMember);
-  }
+  const read = view === usersV1.UserView.USER_VIEW_MEMBER ? MEMBER_READS : FULL_READS;
   const [text, bindings, name] =
     scope === ANY_ORGANIZATION
-      ? [FIND_MANY_LIVE_SQL, [unique], 'users_find_many_live_v1']
-      : [GET_MANY_SQL, [unique, scope], 'users_get_many_v2'];
+      ? [read.anyOrganization, [unique], read.names[0]]
+      : [read.inOrganization, [unique, scope], read.names[1]];
   const { rows } = await sql(trace, 'SELECT', text, () => run<UserRow>(text, bindings, name));
-  return inRequestOrder(unique, rows, toUser);
+  return inRequestOrder(unique, rows, read.toMessage);
 }
 
-type MemberRow = Pick<UserRow, 'id' | 'user_name' | 'display_name' | 'formatted_name' | 'organization_id'>;
-
 /** USER_VIEW_MEMBER: the other fields keep their defaults (a name only for its formatted form). */
-function toMember(row: MemberRow): usersV1.User {
+function toMember(
+  row: Pick<UserRow, 'id' | 'user_name' | 'display_name' | 'formatted_name' | 'organization_id'>,
+): usersV1.User {
   return {
     ...usersV1.User.fromPartial({}),
     id: row.id,
@@ -385,6 +378,20 @@ function toMember(row: MemberRow): usersV1.User {
     organizationId: Number(row.organization_id),
   };
 }
+
+/** readUsers' statements (across organizations, in one; each prepared under its name) and rows → messages, per view. */
+const FULL_READS = {
+  anyOrganization: FIND_MANY_LIVE_SQL,
+  inOrganization: GET_MANY_SQL,
+  names: ['users_find_many_live_v1', 'users_get_many_v2'],
+  toMessage: toUser,
+} as const;
+const MEMBER_READS = {
+  anyOrganization: FIND_MANY_LIVE_MEMBERS_SQL,
+  inOrganization: GET_MANY_MEMBERS_SQL,
+  names: ['users_find_many_live_members_v1', 'users_get_many_members_v1'],
+  toMessage: toMember,
+} as const;
 
 /**
  * The live users of `organizationId` named by `userNames` (case-insensitively), each with the index of the name that
