@@ -1,5 +1,5 @@
-import { usersV1, type groupsV1 } from '@mileage/proto';
-import { MAX_BATCH_GET_USERS, apiTime, slices, type CallSettings } from '@mileage/runtime';
+import type { groupsV1 } from '@mileage/proto';
+import { apiTime, readMemberUsers, type CallSettings } from '@mileage/runtime';
 import type { Request } from 'express';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import type { ApiParameter, RouteSpec, V1Deps } from '../v1';
@@ -32,10 +32,7 @@ function baseUrl(req: Request): string {
   return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
 }
 
-/**
- * Members' display names for all the groups of a response: the member view of each user (not the whole profile), the
- * slices of a large group at once.
- */
+/** Members' display names for all the groups of a response, read together (readMemberUsers). */
 async function toGroupSchemas(
   groups: groupsV1.Group[],
   req: Request,
@@ -43,13 +40,7 @@ async function toGroupSchemas(
   call: CallSettings,
 ): Promise<GroupSchema[]> {
   const ids = [...new Set(groups.flatMap((g) => g.members.map((m) => m.userId)))];
-  const users = new Map<string, usersV1.User>();
-  const answers = await Promise.all(
-    slices(ids, MAX_BATCH_GET_USERS).map((slice) =>
-      deps.users.batchGetUsers({ ids: slice, view: usersV1.UserView.USER_VIEW_MEMBER }, call),
-    ),
-  );
-  for (const { users: found } of answers) for (const u of found) users.set(u.id, u);
+  const users = new Map((await readMemberUsers(deps.users, ids, call)).map((u) => [u.id, u]));
   const base = baseUrl(req);
   return groups.map((g) => ({
     id: String(g.id),

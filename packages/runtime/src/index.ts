@@ -37,6 +37,7 @@ export * from './http-status';
 export * from './ids';
 export * from './tenancy';
 export * from './list-window';
+export * from './member-users';
 export * from './per-turn';
 export {
   checkServiceConfig,

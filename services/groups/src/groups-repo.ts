@@ -285,17 +285,9 @@ export class GroupsRepository {
   async patch(request: groupsV1.PatchGroupRequest, trace?: TraceContext): Promise<groupsV1.Group> {
     const changed = await this.change(request.id, request.expectedVersion, trace, request.audit, async () => {
       await this.updateFields(request);
-      const removed = request.removeMemberIds.length
-        ? ((await sql(trace, 'DELETE', 'DELETE FROM team_members', async () =>
-            this.db('team_members')
-              .where({ team_id: request.id, organization_id: this.organizationId })
-              .whereIn('user_id', request.removeMemberIds)
-              .delete()
-              .returning('user_id'),
-          )) as { user_id: string }[])
-        : [];
+      const removed = await this.deleteMembers(request.id, request.removeMemberIds, trace);
       const added = await this.insertMembers(request.id, request.addMembers, trace, 'ignore');
-      return { added, removed: removed.map((r) => r.user_id) };
+      return { added, removed };
     });
     requireMemberLimit(changed.members.length, 'add_members');
     return changed;
@@ -323,14 +315,21 @@ export class GroupsRepository {
 
   removeMembers(groupId: number, userIds: string[], trace?: TraceContext): Promise<groupsV1.Group> {
     return this.change(groupId, 0, trace, undefined, async () => {
-      if (userIds.length === 0) return;
-      await sql(trace, 'DELETE', 'DELETE FROM team_members', async () =>
-        this.db('team_members')
-          .where({ team_id: groupId, organization_id: this.organizationId })
-          .whereIn('user_id', userIds)
-          .delete(),
-      );
+      await this.deleteMembers(groupId, userIds, trace);
     });
+  }
+
+  /** Removes these members (ids that are not members are ignored); the ids of those it removed. */
+  private async deleteMembers(groupId: number, userIds: string[], trace: TraceContext | undefined): Promise<string[]> {
+    if (userIds.length === 0) return [];
+    const rows = (await sql(trace, 'DELETE', 'DELETE FROM team_members', async () =>
+      this.db('team_members')
+        .where({ team_id: groupId, organization_id: this.organizationId })
+        .whereIn('user_id', userIds)
+        .delete()
+        .returning('user_id'),
+    )) as { user_id: string }[];
+    return rows.map((r) => r.user_id);
   }
 
   /** The organization's provisioning trail, newest first, strictly before `before` when given. */
@@ -350,6 +349,7 @@ export class GroupsRepository {
   /**
    * Adds members with their roles; first records each new member's organization (this one: a user is a member only
    * in their own organization). A user already recorded in another one makes the database refuse the membership.
+   * Answers the ids of the rows written (with 'ignore', the members who were not in yet).
    */
   private async insertMembers(
     groupId: number,

@@ -32,38 +32,43 @@ export function validateDisplayName(name: string, required: boolean): void {
   }
 }
 
-/** Every member id valid, each user once, within the per-call maximum. */
 /** INVALID_ARGUMENT when a group would have more members than a group may hold. */
 export function requireMemberLimit(count: number, field: string): void {
   const tooMany = tooManyValues(MEMBERS, count);
   if (tooMany) throw errors.invalidArgument('too many members', [{ field, description: tooMany.description }]);
 }
 
-/** A PatchGroup request's difference: user ids, none named twice on either side. */
+/** The violations of a list of user ids: each a user id, none twice; `fieldOf` names the field of the i-th. */
+function userIdViolations(ids: string[], fieldOf: (i: number) => string): FieldViolation[] {
+  const violations: FieldViolation[] = [];
+  const seen = new Set<string>();
+  ids.forEach((id, i) => {
+    if (!isUserId(id)) violations.push({ field: fieldOf(i), description: 'invalid user id' });
+    else if (seen.has(id)) violations.push({ field: fieldOf(i), description: 'listed twice' });
+    seen.add(id);
+  });
+  return violations;
+}
+
+/** A PatchGroup request's difference: user ids, none named twice on either side, neither side past the limit. */
 export function validateMemberChanges(request: groupsV1.PatchGroupRequest): void {
   validateMembers(request.addMembers, 'add_members');
   requireMemberLimit(request.removeMemberIds.length, 'remove_member_ids');
-  const violations: FieldViolation[] = [];
-  const seen = new Set<string>();
-  request.removeMemberIds.forEach((id, i) => {
-    const field = `remove_member_ids[${i}]`;
-    if (!isUserId(id)) violations.push({ field, description: 'invalid user id' });
-    else if (seen.has(id)) violations.push({ field, description: 'listed twice' });
-    seen.add(id);
-  });
+  const violations = userIdViolations(request.removeMemberIds, (i) => `remove_member_ids[${i}]`);
   if (violations.length) throw errors.invalidArgument('invalid members', violations);
 }
 
+/** Every member id valid, each user once, within the per-call maximum. */
 export function validateMembers(members: groupsV1.Member[], field = 'members'): void {
   const violations: FieldViolation[] = [];
   const tooMany = tooManyValues(MEMBERS, members.length);
   if (tooMany) violations.push({ field, description: tooMany.description });
-  const seen = new Set<string>();
-  members.forEach((m, i) => {
-    if (!isUserId(m.userId)) violations.push({ field: `${field}[${i}].user_id`, description: 'invalid user id' });
-    else if (seen.has(m.userId)) violations.push({ field: `${field}[${i}].user_id`, description: 'listed twice' });
-    seen.add(m.userId);
-  });
+  violations.push(
+    ...userIdViolations(
+      members.map((m) => m.userId),
+      (i) => `${field}[${i}].user_id`,
+    ),
+  );
   if (violations.length) throw errors.invalidArgument('invalid members', violations);
 }
 

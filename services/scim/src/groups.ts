@@ -1,7 +1,7 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
-import { usersV1, type groupsV1 } from '@mileage/proto';
+import type { groupsV1, usersV1 } from '@mileage/proto';
 import { GROUP_RESOURCE_TYPE } from '@mileage/scim-domain';
-import { isUserId, MAX_BATCH_GET_USERS, slices } from '@mileage/runtime';
+import { isUserId, readMemberUsers } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,
@@ -49,20 +49,12 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
 
   /**
    * Live users of the request's organization among `ids` (deleted ones are outside SCIM's view, another
-   * organization's are as unknown as ids that never existed), in batches; only what a member list shows of each (a
-   * Users service of the release before answers them whole, which serves as well).
+   * organization's are as unknown as ids that never existed), as a member list shows them (readMemberUsers).
    */
   private async liveUsers(ids: string[], ctx: RequestContext): Promise<Map<string, usersV1.User>> {
     const found = new Map<string, usersV1.User>();
-    const unique = [...new Set(ids)].filter(isUserId);
-    // The slices of a large group at once: its read takes one round trip, not one per thousand members.
-    const answers = await Promise.all(
-      slices(unique, MAX_BATCH_GET_USERS).map((slice) =>
-        this.deps.users.batchGetUsers({ ids: slice, view: usersV1.UserView.USER_VIEW_MEMBER }, ctx.call),
-      ),
-    );
-    for (const { users } of answers)
-      for (const u of users) if (u.organizationId === ctx.organizationId) found.set(u.id, u);
+    for (const u of await readMemberUsers(this.deps.users, [...new Set(ids)].filter(isUserId), ctx.call))
+      if (u.organizationId === ctx.organizationId) found.set(u.id, u);
     return found;
   }
 

@@ -121,15 +121,21 @@ const GET_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND organi
 // A user whichever organization they belong to (the gateway loading its verified caller): ids are global.
 const FIND_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ? AND deleted_at IS NULL`;
 const FIND_ANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ?`;
-const FIND_MANY_LIVE_SQL = `SELECT ${SELECT_COLUMNS} FROM users WHERE id = ANY(?::char(10)[]) AND deleted_at IS NULL`;
-// One statement text for any number of ids (an array parameter), so it too is prepared once.
-const GET_MANY_SQL = `SELECT ${SELECT_COLUMNS} FROM users
-  WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
-// The same for USER_VIEW_MEMBER: the columns a group's member list shows.
-const MEMBER_COLUMNS = 'id, user_name, display_name, formatted_name, organization_id';
-const FIND_MANY_LIVE_MEMBERS_SQL = `SELECT ${MEMBER_COLUMNS} FROM users WHERE id = ANY(?::char(10)[]) AND deleted_at IS NULL`;
-const GET_MANY_MEMBERS_SQL = `SELECT ${MEMBER_COLUMNS} FROM users
-  WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
+// Live users by a list of ids, one statement text for any number of them (an array parameter), so it too is prepared
+// once: across organizations, or in one. Per view, only the columns it answers.
+const findManyLive = (columns: string) =>
+  `SELECT ${columns} FROM users WHERE id = ANY(?::char(10)[]) AND deleted_at IS NULL`;
+const getManyLive = (columns: string) =>
+  `SELECT ${columns} FROM users WHERE id = ANY(?::char(10)[]) AND organization_id = ? AND deleted_at IS NULL`;
+/** USER_VIEW_MEMBER's columns: what a group's member list shows. */
+const MEMBER_COLUMNS = [
+  'id',
+  'user_name',
+  'display_name',
+  'formatted_name',
+  'organization_id',
+] as const satisfies readonly (typeof COLUMNS)[number][];
+type MemberRow = Pick<UserRow, (typeof MEMBER_COLUMNS)[number]>;
 
 // The live users of an organization named by any of a list of userNames (SCIM's lookups of one turn), each with the
 // position of the name that found it; `user_name_key` is the stored lower case its unique index covers. The names are
@@ -366,9 +372,7 @@ export async function readUsers(
 }
 
 /** USER_VIEW_MEMBER: the other fields keep their defaults (a name only for its formatted form). */
-function toMember(
-  row: Pick<UserRow, 'id' | 'user_name' | 'display_name' | 'formatted_name' | 'organization_id'>,
-): usersV1.User {
+function toMember(row: MemberRow): usersV1.User {
   return {
     ...usersV1.User.fromPartial({}),
     id: row.id,
@@ -381,14 +385,14 @@ function toMember(
 
 /** readUsers' statements (across organizations, in one; each prepared under its name) and rows → messages, per view. */
 const FULL_READS = {
-  anyOrganization: FIND_MANY_LIVE_SQL,
-  inOrganization: GET_MANY_SQL,
+  anyOrganization: findManyLive(SELECT_COLUMNS),
+  inOrganization: getManyLive(SELECT_COLUMNS),
   names: ['users_find_many_live_v1', 'users_get_many_v2'],
   toMessage: toUser,
 } as const;
 const MEMBER_READS = {
-  anyOrganization: FIND_MANY_LIVE_MEMBERS_SQL,
-  inOrganization: GET_MANY_MEMBERS_SQL,
+  anyOrganization: findManyLive(MEMBER_COLUMNS.join(', ')),
+  inOrganization: getManyLive(MEMBER_COLUMNS.join(', ')),
   names: ['users_find_many_live_members_v1', 'users_get_many_members_v1'],
   toMessage: toMember,
 } as const;

@@ -32,7 +32,9 @@ const sizes = values.sizes.split(',').map(Number);
 const calls = Number(values.calls);
 const groupSizes = values['group-members'].split(',').filter(Boolean).map(Number);
 const patches = Number(values.patches);
+/** The bench's user n: B and n in 9 digits; the same in SQL, for the series `g`. */
 const userId = (n: number) => `B${String(n).padStart(9, '0')}`;
+const USER_ID_OF_G = `'B' || lpad(g::text, 9, '0')`;
 
 /** Users u<n>@bench.example with ids B<9 digits>, external ids ext-<n>, one work address each; multi-row inserts. */
 async function growUsers(admin: pg.Client, from: number, to: number): Promise<void> {
@@ -42,7 +44,7 @@ async function growUsers(admin: pg.Client, from: number, to: number): Promise<vo
     const end = Math.min(to, start + batch - 1);
     await admin.query(
       `INSERT INTO users.users (id, user_name, given_name, family_name, display_name, emails, external_id, timezone)
-       SELECT 'B' || lpad(g::text, 9, '0'), 'u' || g || '@bench.example', 'Given' || g, 'Family' || (g % 5000), 'User ' || g,
+       SELECT ${USER_ID_OF_G}, 'u' || g || '@bench.example', 'Given' || g, 'Family' || (g % 5000), 'User ' || g,
               jsonb_build_array(jsonb_build_object('value', 'u' || g || '@mail.bench.example', 'type', 'work', 'primary', true)),
               'ext-' || g, 'America/Chicago'
          FROM generate_series($1::int, $2::int) g`,
@@ -149,12 +151,12 @@ async function main(): Promise<void> {
       const groupId = rows[0]!.id;
       await admin.query(
         `INSERT INTO groups.member_organizations (user_id)
-         SELECT 'B' || lpad(g::text, 9, '0') FROM generate_series(1, $1::int) g ON CONFLICT DO NOTHING`,
+         SELECT ${USER_ID_OF_G} FROM generate_series(1, $1::int) g ON CONFLICT DO NOTHING`,
         [members + 1],
       );
       await admin.query(
         `INSERT INTO groups.team_members (team_id, user_id, is_admin, is_driver)
-         SELECT $1, 'B' || lpad(g::text, 9, '0'), false, true FROM generate_series(1, $2::int) g`,
+         SELECT $1, ${USER_ID_OF_G}, false, true FROM generate_series(1, $2::int) g`,
         [groupId, members],
       );
       const newcomer = [{ value: userId(members + 1) }];
