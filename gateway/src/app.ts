@@ -88,6 +88,24 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestContext(deps));
   app.use(bodyLimit(deps.bodyLimitBytes));
 
+  // The routes that carry load come first, SCIM (one prefix) then /v1: Express tries every layer mounted before a
+  // request's own, and the docs page's router is one more router to enter. SCIM paths are matched by the SCIM service
+  // itself (endpoint names case-insensitive, as clients vary).
+  app.use('/scim/v2', scimRoute({ ...deps, deadlineMs: deps.scimDeadlineMs ?? 10_000 }));
+
+  const v1: V1Deps = {
+    ...deps,
+    accounts: new AccountLoader(deps.users),
+    cursors: new CursorCodec(deps.cursorSecret, deps.cursorSecretPrevious),
+  };
+  for (const spec of V1_ROUTES) {
+    const path = spec.path.replace(/\{([a-z_]+)\}/g, ':$1');
+    // A body is read raw (small) and parsed by the route after the token, limit and scope checks.
+    if (spec.body)
+      app[spec.method](path, express.raw({ type: () => true, limit: spec.body.limitBytes }), v1Route(spec, v1));
+    else app[spec.method](path, v1Route(spec, v1));
+  }
+
   app.get('/healthz', (_req, res) => {
     res.locals.routeId = 'healthz';
     res.json({ status: 'ok' });
@@ -105,11 +123,6 @@ export function createApp(deps: AppDeps): Express {
     res.json(deps.dependencies?.() ?? { status: 'ok', dependencies: {} });
   });
 
-  const v1: V1Deps = {
-    ...deps,
-    accounts: new AccountLoader(deps.users),
-    cursors: new CursorCodec(deps.cursorSecret, deps.cursorSecretPrevious),
-  };
   const openApi = JSON.stringify(openApiDocument({ issuer: deps.issuer }));
   app.get('/openapi.json', (_req, res) => {
     res.locals.routeId = 'openapi';
@@ -121,17 +134,6 @@ export function createApp(deps: AppDeps): Express {
     res.type('text/plain').send(RESYNC_REQUIRED_TEXT);
   });
   app.use(docsRouter({ issuer: deps.issuer, clientId: deps.docsClientId ?? DOCS_CLIENT_ID }));
-
-  for (const spec of V1_ROUTES) {
-    const path = spec.path.replace(/\{([a-z_]+)\}/g, ':$1');
-    // A body is read raw (small) and parsed by the route after the token, limit and scope checks.
-    if (spec.body)
-      app[spec.method](path, express.raw({ type: () => true, limit: spec.body.limitBytes }), v1Route(spec, v1));
-    else app[spec.method](path, v1Route(spec, v1));
-  }
-
-  // SCIM paths are matched by the SCIM service itself (endpoint names case-insensitive, as clients vary).
-  app.use('/scim/v2', scimRoute({ ...deps, deadlineMs: deps.scimDeadlineMs ?? 10_000 }));
 
   app.use((req, res) => {
     res.locals.routeId = 'unmatched';

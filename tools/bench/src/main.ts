@@ -14,7 +14,7 @@ import { oneConnection, type OneConnectionResult } from './one-connection';
 import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
 import { piecesReport, type ProfiledRun } from './pieces';
 import { cpuSeconds } from './proc';
-import { startBenchStack, type BenchStack } from './stack';
+import { BENCH_SERVICES, startBenchStack, type BenchStack } from './stack';
 import * as verdict from './verdict';
 import { deepCursor, walk, type WalkResult } from './walk';
 
@@ -207,8 +207,8 @@ function coresLine(bare: LoadResult, full: LoadResult): string {
   return `  cores busy of ${fmt(full.cores.machine, 1)}: bare: ${part(bare)}; full path: ${part(full)}`;
 }
 
-/** The processes of the full path that `--cpu-prof` profiles (stack.ts names their profiles so). */
-const PROFILED_PROCESSES = ['gateway', 'scim', 'users', 'groups', 'drives'];
+/** The processes of the full path that `--cpu-prof` profiles, as stack.ts names their profiles. */
+const PROFILED_PROCESSES = ['gateway', ...BENCH_SERVICES];
 
 /** The bench, then (with --cpu-prof) where each process's CPU went in each route's run, once the profiles are written. */
 async function main(): Promise<number> {

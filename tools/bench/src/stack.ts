@@ -20,6 +20,9 @@ import pg from 'pg';
 import { freePort, httpOk, postgresPids, rssMb, startNode, stopAll, waitFor, type Child } from './proc';
 import { seedBench, type BenchData } from './seed';
 
+/** The services the bench starts behind the gateway, each its own process (and, with --cpu-prof, profile). */
+export const BENCH_SERVICES = ['users', 'groups', 'drives', 'scim'] as const;
+
 export const SCOPES = 'users_read drives_read groups_read groups_read_reported_drives';
 
 export interface BenchStack {
@@ -91,7 +94,7 @@ export async function startBenchStack(options: {
     // bare server use the superuser, to which no policy applies (--bypass-rls gives the runtime roles the same, to
     // measure what the policies cost).
     const databaseUrl = postgres.adminUrl;
-    const services = ['users', 'groups', 'drives', 'scim'] as const;
+    const services = BENCH_SERVICES;
     const databaseServices = withDatabase(services);
     const roles = await provisionServiceRoles(databaseUrl, workdir, databaseServices);
     const roleUrls = Object.fromEntries(

@@ -32,6 +32,7 @@ import {
   type Sample,
 } from './report';
 import {
+  GATEWAY_TIMING,
   httpOk,
   SCIM_TOKEN_CACHE_SECONDS,
   SERVICES,
@@ -278,8 +279,8 @@ async function main(): Promise<void> {
       );
     }
 
-    // The gateway's GRPC_DEADLINE_MS, and GRPC_CIRCUIT_OPEN_MS: after SIGCONT a circuit is open at most this long.
-    const gateway = { deadlineMs: 2_000, openMs: 3_000 };
+    // After SIGCONT a circuit is open at most GATEWAY_TIMING.openMs.
+    const gateway = GATEWAY_TIMING;
 
     if (wanted('freeze')) {
       const marks = { frozenAt: 0, thawedAt: 0 };

@@ -25,6 +25,12 @@ import * as path from 'node:path';
 import pg from 'pg';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
+/**
+ * The gateways' gRPC deadline and how long a circuit stays open (GRPC_DEADLINE_MS, GRPC_CIRCUIT_OPEN_MS): set here and
+ * expected by the frozen-replica phase from the same figures.
+ */
+export const GATEWAY_TIMING = { deadlineMs: 2_000, openMs: 3_000 };
+
 export const SERVICES = ['users', 'groups', 'drives', 'scim'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 export const HOSTS = { a: '127.0.0.1', b: '127.0.0.2' } as const;
@@ -321,7 +327,12 @@ async function build(
       // Two replicas' pools of each service against one PostgreSQL.
       services: { DATABASE_POOL_MAX: '4' },
       // The load is a few callers at hundreds of requests a second: the limits would answer 429 to it.
-      gateway: { RATE_LIMIT_MULTIPLIER: '10000', SCIM_TOKEN_CACHE_SECONDS: String(SCIM_TOKEN_CACHE_SECONDS) },
+      gateway: {
+        RATE_LIMIT_MULTIPLIER: '10000',
+        SCIM_TOKEN_CACHE_SECONDS: String(SCIM_TOKEN_CACHE_SECONDS),
+        GRPC_DEADLINE_MS: String(GATEWAY_TIMING.deadlineMs),
+        GRPC_CIRCUIT_OPEN_MS: String(GATEWAY_TIMING.openMs),
+      },
     },
   });
   const { issuer } = wiring;
