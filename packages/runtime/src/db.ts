@@ -98,7 +98,15 @@ export function createDatabase(options: DatabaseOptions): Database {
   const knex = knexFactory({
     client: DeclaringPgClient ?? 'pg',
     ...(options.logger && { log: knexLog(options.logger) }),
-    connection: { connectionString: options.url, application_name: options.applicationName },
+    // pg's pipeline mode (pg.Client's `pipeline`, which knex's and @types/pg's types do not list yet) writes a
+    // statement without waiting for the answers of those before it on the connection. A light read's BEGIN and first
+    // statement then share one round trip (tenancy.ts); statements issued one after another, as knex's own are, run
+    // as without it.
+    connection: {
+      connectionString: options.url,
+      application_name: options.applicationName,
+      pipeline: true,
+    } as Knex.StaticConnectionConfig,
     searchPath: [options.schema],
     pool: {
       min: 0,

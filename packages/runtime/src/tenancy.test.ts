@@ -123,3 +123,74 @@ test('inOrganization declares its organization with BEGIN where the client can, 
   const across = await acrossOrganizations(runtime.knex, (trx) => trx.raw<{ rows: { id: number }[] }>(all));
   assert.deepEqual(ids(across.rows), [1, 2, 3]);
 });
+
+/** A pg connection as the pool hands it out, whose answers the test releases: what a light read writes, and when. */
+function scriptedConnection(answers: Record<string, () => Promise<{ rows: unknown[] }>>) {
+  const sent: { text: string; beginAnswered: boolean }[] = [];
+  let beginAnswered = false;
+  const connection = {
+    query({ text }: { text: string }) {
+      sent.push({ text, beginAnswered });
+      const key = Object.keys(answers).find((prefix) => text.startsWith(prefix));
+      const answer = key ? answers[key]!() : Promise.resolve({ rows: [] });
+      return text.startsWith('BEGIN') ? answer.finally(() => (beginAnswered = true)) : answer;
+    },
+  };
+  let released = 0;
+  const knex = {
+    client: {
+      pool: { max: 1 },
+      acquireConnection: () => Promise.resolve(connection),
+      releaseConnection: () => Promise.resolve(released++),
+      positionBindings: (text: string) => text,
+      emit: () => true,
+    },
+  } as unknown as knexFactory.Knex;
+  return { knex, sent, released: () => released };
+}
+
+test("a light read's first statement is written behind its BEGIN, not after BEGIN's answer", async () => {
+  let answerBegin!: () => void;
+  const begin = new Promise<{ rows: unknown[] }>((resolve) => (answerBegin = () => resolve({ rows: [] })));
+  const { knex, sent, released } = scriptedConnection({ BEGIN: () => begin });
+  const read = readInOrganization(knex, 7, (run) => run('SELECT id FROM facts WHERE id = ?', [1]));
+  await new Promise(setImmediate);
+  assert.deepEqual(
+    sent.map(({ text, beginAnswered }) => [text.split(';')[0], beginAnswered]),
+    [
+      ['BEGIN READ ONLY', false],
+      ['SELECT id FROM facts WHERE id = ?', false],
+    ],
+  );
+  answerBegin();
+  await read;
+  assert.equal(sent.at(-1)?.text, 'COMMIT');
+  assert.equal(released(), 1);
+});
+
+test('a light read whose BEGIN failed fails, though its statement answered (it saw no organization)', async () => {
+  const { knex, sent, released } = scriptedConnection({
+    BEGIN: () => Promise.reject(new Error('begin refused')),
+    SELECT: () => Promise.resolve({ rows: [] }),
+  });
+  await assert.rejects(
+    readInOrganization(knex, 7, (run) => run('SELECT id FROM facts')),
+    /begin refused/,
+  );
+  assert.deepEqual(
+    sent.map((s) => s.text.split(';')[0]),
+    ['BEGIN READ ONLY', 'SELECT id FROM facts', 'ROLLBACK'],
+  );
+  assert.equal(released(), 1);
+});
+
+test("the pool's connections pipeline (so that the BEGIN and the statement share a round trip)", async () => {
+  const connection = (await (
+    runtime.knex.client as { acquireConnection(): Promise<{ pipeline?: unknown }> }
+  ).acquireConnection()) as { pipeline?: unknown };
+  try {
+    assert.equal(connection.pipeline, true);
+  } finally {
+    await (runtime.knex.client as { releaseConnection(c: unknown): Promise<unknown> }).releaseConnection(connection);
+  }
+});

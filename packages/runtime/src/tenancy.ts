@@ -184,8 +184,9 @@ function lightRead<T>(knex: Knex, declaration: Declaration, work: (statements: R
     const client = clientOf(knex);
     const connection = (await client.acquireConnection()) as RawConnection;
     try {
-      await connection.query({ text: begin });
-      const result = await work(statementsOn(knex, connection));
+      // The first statement goes out behind BEGIN, not after its answer (the pool's connections pipeline: db.ts). A
+      // BEGIN that failed fails the read, whatever its statements answered without the declaration.
+      const [, result] = await Promise.all([connection.query({ text: begin }), work(statementsOn(knex, connection))]);
       await connection.query({ text: 'COMMIT' });
       return result;
     } catch (err) {
