@@ -39,7 +39,7 @@ async function toGroupSchemas(
   deps: V1Deps,
   call: CallSettings,
 ): Promise<GroupSchema[]> {
-  const ids = [...new Set(groups.flatMap((g) => g.members.map((m) => m.userId)))];
+  const ids = groups.flatMap((g) => g.members.map((m) => m.userId));
   const users = new Map((await readMemberUsers(deps.users, ids, call)).map((u) => [u.id, u]));
   const base = baseUrl(req);
   return groups.map((g) => ({

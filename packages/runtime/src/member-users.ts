@@ -3,7 +3,7 @@ import type { CallSettings, PromiseClient } from './grpc-client';
 import { MAX_BATCH_GET_USERS, slices } from './list-window';
 
 /**
- * The live users among `ids` (each once) as a group's member list shows them: BatchGetUsers in its member view
+ * The live users among `ids` (each asked once) as a group's member list shows them: BatchGetUsers in its member view
  * (USER_VIEW_MEMBER), not whole profiles, the slices of a large group all at once, so its read takes one round trip,
  * not one per thousand members. A Users service of the release before answers whole profiles, which serve as well.
  */
@@ -13,7 +13,7 @@ export async function readMemberUsers(
   call: CallSettings,
 ): Promise<usersV1.User[]> {
   const answers = await Promise.all(
-    slices(ids, MAX_BATCH_GET_USERS).map((slice) =>
+    slices([...new Set(ids)], MAX_BATCH_GET_USERS).map((slice) =>
       users.batchGetUsers({ ids: slice, view: usersV1.UserView.USER_VIEW_MEMBER }, call),
     ),
   );

@@ -53,7 +53,7 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
    */
   private async liveUsers(ids: string[], ctx: RequestContext): Promise<Map<string, usersV1.User>> {
     const found = new Map<string, usersV1.User>();
-    for (const u of await readMemberUsers(this.deps.users, [...new Set(ids)].filter(isUserId), ctx.call))
+    for (const u of await readMemberUsers(this.deps.users, ids.filter(isUserId), ctx.call))
       if (u.organizationId === ctx.organizationId) found.set(u.id, u);
     return found;
   }

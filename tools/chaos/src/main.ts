@@ -279,24 +279,25 @@ async function main(): Promise<void> {
       );
     }
 
-    // After SIGCONT a circuit is open at most GATEWAY_TIMING.openMs.
-    const gateway = GATEWAY_TIMING;
-
     if (wanted('freeze')) {
       const marks = { frozenAt: 0, thawedAt: 0 };
       const frozen = stack.services.drives.b;
-      await phase('one replica frozen (SIGSTOP drives B, then SIGCONT)', replicaFrozen(marks, gateway), async () => {
-        const started = Date.now();
-        await sleep(500);
-        marks.frozenAt = Date.now();
-        frozen.signal('SIGSTOP');
-        await sleep(T.freeze * 1000);
-        frozen.signal('SIGCONT');
-        marks.thawedAt = Date.now();
-        const at = (t: number) => `+${((t - started) / 1000).toFixed(1)} s`;
-        log(`  frozen from ${at(marks.frozenAt)} to ${at(marks.thawedAt)}`);
-        await recovery(samples, marks.thawedAt + T.after * 1000);
-      });
+      await phase(
+        'one replica frozen (SIGSTOP drives B, then SIGCONT)',
+        replicaFrozen(marks, GATEWAY_TIMING),
+        async () => {
+          const started = Date.now();
+          await sleep(500);
+          marks.frozenAt = Date.now();
+          frozen.signal('SIGSTOP');
+          await sleep(T.freeze * 1000);
+          frozen.signal('SIGCONT');
+          marks.thawedAt = Date.now();
+          const at = (t: number) => `+${((t - started) / 1000).toFixed(1)} s`;
+          log(`  frozen from ${at(marks.frozenAt)} to ${at(marks.thawedAt)}`);
+          await recovery(samples, marks.thawedAt + T.after * 1000);
+        },
+      );
     }
 
     if (wanted('freeze')) {
@@ -306,7 +307,7 @@ async function main(): Promise<void> {
       const replicas = [stack.services.drives.a, stack.services.drives.b];
       await phase(
         'Drives service frozen (SIGSTOP both replicas, then SIGCONT)',
-        serviceFrozen(marks, gateway),
+        serviceFrozen(marks, GATEWAY_TIMING),
         async () => {
           await sleep(500);
           marks.frozenAt = Date.now();
@@ -314,7 +315,7 @@ async function main(): Promise<void> {
           await sleep(T.freeze * 1000);
           for (const r of replicas) r.signal('SIGCONT');
           marks.thawedAt = Date.now();
-          await recovery(samples, marks.thawedAt + gateway.openMs + T.after * 1000);
+          await recovery(samples, marks.thawedAt + GATEWAY_TIMING.openMs + T.after * 1000);
         },
       );
     }
