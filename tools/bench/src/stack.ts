@@ -177,6 +177,9 @@ export async function startBenchStack(options: {
       JSON.stringify(accountIds.map((userId) => ({ username: `${userId}@bench.example`, password: 'bench', userId }))),
     );
     const idp = startNode('dev-idp', scriptOf('dev-idp'), wiring.idp!);
+    // Ready before the services and gateways start (as the chaos stack does): started beside eight other processes on
+    // two cores, it once took over the 30 s a start is given (CI, 2026-11-27, the two-gateway smoke).
+    await waitFor('dev-idp', () => httpOk(`${issuer}/.well-known/openid-configuration`), 60_000);
     const serviceChildren: Child[] = services.map((name) =>
       startNode(name, scriptOf(name), wiring.services[name]![0]!, nodeArgs(name)),
     );
@@ -198,7 +201,6 @@ export async function startBenchStack(options: {
       SCIM_BASE_URL: wiring.services.scim![0]!.SCIM_BASE_URL!,
     });
     await waitFor('otlp sink', () => httpOk(`http://127.0.0.1:${sinkPort}/stats`));
-    await waitFor('dev-idp', () => httpOk(`${issuer}/.well-known/openid-configuration`));
     for (const url of [gatewayUrl, ...otherGateways.map((g) => g.url)]) {
       await waitFor('gateway', () => httpOk(`${url}/readyz`));
       // Readiness is the gateway's own; wait until it has seen the services it calls answer.
