@@ -1,4 +1,4 @@
-import type { Logger } from './logger';
+import { logWritten, type Logger } from './logger';
 
 export interface ShutdownStep {
   name: string;
@@ -33,7 +33,7 @@ export function handleShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs:
       }
     }
     logger.info('stopped');
-    logger.flush?.();
+    await logWritten(logger);
     process.exit(failed ? 1 : 0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

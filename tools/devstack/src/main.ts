@@ -1,6 +1,6 @@
 // `npm start`: the whole system on one machine with embedded defaults (CONTRACT §6).
 import { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, grpcTls, HealthClient, loadConfigOrExit } from '@mileage/runtime';
+import { createGrpcClient, createLogger, grpcTls, HealthClient, loadConfigOrExit, logWritten } from '@mileage/runtime';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -309,6 +309,7 @@ async function shutdown(code: number): Promise<void> {
   }
   if (database) await database.stop().catch((err: unknown) => logger.error({ err }, 'stopping PostgreSQL failed'));
   logger.info('stopped');
+  await logWritten(logger);
   process.exit(code);
 }
 
