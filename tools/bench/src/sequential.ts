@@ -37,6 +37,27 @@ export async function timeSequential(calls: number, fn: (i: number) => Promise<u
   return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
 }
 
+/**
+ * `calls` pairs: `first` then `second`, one after another (an add and the remove that undoes it), after 10 warm-up
+ * pairs; p50 / p99 in ms of each kind on its own.
+ */
+export async function timeAlternating(
+  calls: number,
+  first: () => Promise<unknown>,
+  second: () => Promise<unknown>,
+): Promise<[Latency, Latency]> {
+  for (let i = 0; i < 10; i++) await first().then(second);
+  const samples: [number[], number[]] = [[], []];
+  for (let i = 0; i < calls; i++)
+    for (const [k, fn] of [first, second].entries()) {
+      const t = process.hrtime.bigint();
+      await fn();
+      samples[k]!.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+  const latency = (sorted: number[]) => ({ p50: percentile(sorted, 50), p99: percentile(sorted, 99) });
+  return [latency(samples[0].sort((a, b) => a - b)), latency(samples[1].sort((a, b) => a - b))];
+}
+
 /** Runs `work` against a fresh embedded PostgreSQL in a temporary folder, removed afterwards (also on Ctrl-C). */
 export async function withBenchPostgres(name: string, work: (url: string) => Promise<void>): Promise<void> {
   const workdir = mkdtempSync(path.join(tmpdir(), `mileage-${name}-`));
