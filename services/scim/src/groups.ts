@@ -148,12 +148,17 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
    * not with the group. A racing change moves the version: read and compute again (retryStaleWrite), unless the client
    * demanded a version with If-Match.
    */
-  protected async change(id: string, ctx: RequestContext, operation: 'replace' | 'patch', compute: ComputeDoc) {
+  protected async change(
+    id: string,
+    ctx: RequestContext,
+    operation: 'replace' | 'patch',
+    compute: ComputeDoc,
+    body: unknown,
+  ) {
+    const named = namedUserIds(body);
     return this.atVersion(id, ctx, async (current) => {
-      const users = await this.liveUsers(
-        current.members.map((m) => m.userId),
-        ctx,
-      );
+      // The members' users and those the request names, in one read: newcomers need no second call to be known.
+      const users = await this.liveUsers([...current.members.map((m) => m.userId), ...named], ctx);
       const visible = current.members.filter((m) => users.has(m.userId)).map((m) => ({ value: m.userId }));
       const before: Doc = {
         ...(current.externalId ? { externalId: current.externalId } : {}),
@@ -182,9 +187,13 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
       // Keyed by user id: a large group's change looks each member up once, not once per member.
       const currentMembers = new Map(current.members.map((m) => [m.userId, m]));
       const newcomers = memberIds.filter((m) => !currentMembers.has(m));
-      const unknown = newcomers.filter((m) => !isUserId(m));
-      const known = await this.liveUsers(newcomers, ctx);
-      unknown.push(...newcomers.filter((m) => isUserId(m) && !known.has(m)));
+      // Every newcomer is named in the body, so read above; the second read is for a body form namedUserIds misses.
+      const unread = newcomers.filter((m) => isUserId(m) && !named.has(m) && !users.has(m));
+      const known = unread.length ? await this.liveUsers(unread, ctx) : new Map<string, usersV1.User>();
+      const unknown = [
+        ...newcomers.filter((m) => !isUserId(m)),
+        ...newcomers.filter((m) => isUserId(m) && !users.has(m) && !known.has(m)),
+      ];
       if (unknown.length)
         throw scimErrors.invalidValue(
           `Unknown member id(s): ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}`,
@@ -238,4 +247,15 @@ export class GroupHandlers extends ResourceHandlers<groupsV1.Group> {
       return this.respond(updated!, ctx, new Map([...users, ...known]));
     });
   }
+}
+
+/** Every user id that a request body gives as a `value` (members' values, wherever the operation puts them). */
+function namedUserIds(body: unknown, found = new Set<string>(), depth = 0): Set<string> {
+  if (depth > 8 || body === null || typeof body !== 'object') return found;
+  for (const [key, value] of Object.entries(body)) {
+    if (typeof value === 'string') {
+      if (key.toLowerCase() === 'value' && isUserId(value)) found.add(value);
+    } else namedUserIds(value, found, depth + 1);
+  }
+  return found;
 }

@@ -36,12 +36,13 @@ export abstract class ResourceHandlers<Resource extends { version: number }> {
     });
   }
 
-  /** Reads the resource, computes the new document and writes it under the version read. */
+  /** Reads the resource, computes the new document and writes it under the version read; `body` as the client sent it. */
   protected abstract change(
     id: string,
     ctx: RequestContext,
     operation: 'replace' | 'patch',
     compute: ComputeDoc,
+    body: unknown,
   ): Promise<ScimResponse>;
 
   /** A list request: the selection checked (unless lenient), the page, and the filter typed for the owner. */
@@ -63,11 +64,11 @@ export abstract class ResourceHandlers<Resource extends { version: number }> {
     refuseOtherId(body, id);
     const doc = normalizeBody(body, this.schema);
     this.checkReplacement(doc);
-    return this.change(id, ctx, 'replace', () => doc);
+    return this.change(id, ctx, 'replace', () => doc, body);
   }
 
   async patch(id: string, body: unknown, ctx: RequestContext): Promise<ScimResponse> {
     const operations = readPatchBody(body);
-    return this.change(id, ctx, 'patch', (current) => applyPatch(current, operations, this.schema, id));
+    return this.change(id, ctx, 'patch', (current) => applyPatch(current, operations, this.schema, id), body);
   }
 }

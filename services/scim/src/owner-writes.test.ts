@@ -338,12 +338,26 @@ describe('one owner transaction per SCIM write: the change, every attribute and 
       (answer.body.members as { value: string; display: string }[]).map((m) => `${m.value} ${m.display}`).sort(),
       ids.map((id, i) => `${id} Reader ${i}`).sort(),
     );
-    // The present members (to compute the change), then the newcomer (to know it exists): no read for the answer.
+    // One read: the present members (to compute the change) with the newcomer the body names (to know it exists);
+    // none for the answer.
     assert.deepEqual(
       reads.map((r) => r.sort()),
-      [[...present].sort(), [newcomer]],
+      [[...present, newcomer].sort()],
     );
     assert.deepEqual([...views], [usersV1.UserView.USER_VIEW_MEMBER], 'only what a member list shows');
+
+    // An id of no user is found missing in that same read: 400, no second read.
+    reads.length = 0;
+    const unknown = await scim.call(
+      'PATCH',
+      `/Groups/${group!.id}`,
+      patchOp({ op: 'add', path: 'members', value: [{ value: 'Zz00000000' }] }),
+    );
+    assert.equal(unknown.status, 400);
+    assert.equal(unknown.body.scimType, 'invalidValue');
+    assert.match(String(unknown.body.detail), /Zz00000000/);
+    assert.equal(reads.length, 1);
+    assert.ok(reads[0]!.includes('Zz00000000'));
   });
 
   /** Users made through SCIM, for a group's members; the last one deleted (outside SCIM's view, still a member). */
