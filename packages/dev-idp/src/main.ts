@@ -1,16 +1,11 @@
 // Development identity provider process: Keycloak's URL layout for realm "mileage" on 127.0.0.1:8081.
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import pino from 'pino';
+import { createLogger, logWritten } from '@mileage/runtime';
 import { DEMO_ACCOUNTS, type DevAccount } from './accounts.js';
 import { startIdentityProvider } from './provider.js';
 
-const logger = pino({
-  base: { service: 'dev-idp' },
-  level: process.env.LOG_LEVEL ?? 'info',
-  timestamp: pino.stdTimeFunctions.isoTime,
-  formatters: { level: (label) => ({ level: label }) },
-});
+const logger = createLogger({ service: 'dev-idp', level: process.env.LOG_LEVEL ?? 'info' });
 
 function fail(message: string): never {
   process.stderr.write(`Invalid configuration:\n  ${message}\n`);
@@ -64,8 +59,9 @@ const stop = (signal: string) => {
   if (stopping) process.exit(1);
   stopping = true;
   logger.info({ signal }, 'shutting down');
-  idp.close().then(() => {
+  void idp.close().then(async () => {
     logger.info('stopped');
+    await logWritten(logger);
     process.exit(0);
   });
 };
