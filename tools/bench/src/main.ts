@@ -103,8 +103,8 @@ if (num('gateways') > 1 && flags['cpu-prof']) throw new Error('--cpu-prof profil
 interface RouteDef {
   id: string;
   title: string;
-  /** Whether the CPU target (≤ 2× the bare server's, all processes) applies: the drive pages. */
-  page: boolean;
+  /** Which CPU target applies (verdict.TARGETS.cpuRatio). */
+  kind: verdict.RouteKind;
   full: Target;
   bare: Target;
 }
@@ -133,23 +133,23 @@ function routes(stack: BenchStack): RouteDef[] {
     },
     bare: { url: stack.bareUrl, requests: paths.map((p) => ({ path: p })) },
   });
-  return [
+  const all: RouteDef[] = [
     {
       id: 'user',
       title: 'GET /v1/users/{id}',
-      page: false,
+      kind: 'route',
       ...both((i) => ({ path: `/v1/users/${callers[i]}`, caller: callers[i]! }), callers.length),
     },
     {
       id: 'user-drives',
       title: 'GET /v1/users/{id}/drives?limit=100',
-      page: true,
+      kind: 'page',
       ...both((i) => ({ path: `/v1/users/${callers[i]}/drives?limit=100`, caller: callers[i]! }), callers.length),
     },
     {
       id: 'reported-drives',
       title: 'GET /v1/groups/{id}/reported-drives?limit=100',
-      page: true,
+      kind: 'page',
       ...both(
         (i) => ({ path: `/v1/groups/${groups[i]!.groupId}/reported-drives?limit=100`, caller: groups[i]!.adminId }),
         groups.length,
@@ -159,14 +159,14 @@ function routes(stack: BenchStack): RouteDef[] {
       // The lookup an identity provider sends before every change it provisions, spread over every volume user.
       id: 'scim-lookup',
       title: 'GET /scim/v2/Users?filter=userName eq "…"',
-      page: false,
+      kind: 'scim',
       ...scim(data.userNames.map((u) => `/scim/v2/Users?filter=${encodeURIComponent(`userName eq "${u}"`)}`)),
     },
     {
       // The first page of the sync team: at volume (--walk 1000000), a page of a team with that many reports.
       id: 'sync-team-page',
       title: `GET /v1/groups/{id}/reported-drives?limit=100 (team of ${data.walkGroup.reported} reports)`,
-      page: true,
+      kind: 'page',
       ...both(
         () => ({
           path: `/v1/groups/${data.walkGroup.groupId}/reported-drives?limit=100`,
@@ -175,7 +175,8 @@ function routes(stack: BenchStack): RouteDef[] {
         1,
       ),
     },
-  ].filter((r) => !flags.routes || flags.routes.split(',').includes(r.id));
+  ];
+  return all.filter((r) => !flags.routes || flags.routes.split(',').includes(r.id));
 }
 
 /**
@@ -295,12 +296,12 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
       const row = (name: string, x: LoadResult) =>
         `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${verdict.failedRequests(x) ? `  ERRORS ${verdict.failedRequests(x)} ${JSON.stringify(x.failures)}` : ''}`;
       const ratio = verdict.ratios(bare, full);
-      Object.assign(checks, verdict.routeChecks(r.id, r.page, ratio));
+      Object.assign(checks, verdict.routeChecks(r.id, r.kind, ratio));
       lines.push(
         r.title,
         row('bare node:http + pg', bare),
         row('full path', full),
-        `  full/bare: throughput ${fmt(ratio.throughput, 2)} (≥ ${verdict.TARGETS.throughputRatio}), p99 ${fmt(ratio.p99, 2)} (≤ ${verdict.TARGETS.p99Ratio}), CPU ${fmt(ratio.cpu, 2)}${r.page ? ` (≤ ${verdict.TARGETS.cpuRatio})` : ''}`,
+        `  full/bare: throughput ${fmt(ratio.throughput, 2)} (≥ ${verdict.TARGETS.throughputRatio}), p99 ${fmt(ratio.p99, 2)} (≤ ${verdict.TARGETS.p99Ratio}), CPU ${fmt(ratio.cpu, 2)} (≤ ${verdict.TARGETS.cpuRatio[r.kind]})`,
         capacityLine(capacities[r.id]!),
         coresLine(bare, full),
         '',

@@ -22,29 +22,38 @@ const figures = (requestsPerSecond: number, p99Ms: number, cpuMicrosPerRequest: 
 });
 
 describe('route targets', () => {
-  it('passes a full path within half the throughput, 3× the p99 and 2× the CPU of the bare server', () => {
-    const r = ratios(figures(1000, 10, 100), figures(500, 30, 200));
-    assert.deepEqual(r, { throughput: 0.5, p99: 3, cpu: 2 });
-    assert.deepEqual(routeChecks('user-drives', true, r), {
+  it("passes a full path within half the throughput, 3× the p99 and its kind of route's CPU ratio", () => {
+    const page = ratios(figures(1000, 10, 100), figures(500, 30, 200));
+    assert.deepEqual(page, { throughput: 0.5, p99: 3, cpu: 2 });
+    assert.deepEqual(routeChecks('user-drives', 'page', page), {
       'user-drives throughput': true,
       'user-drives p99': true,
       'user-drives cpu': true,
     });
+    assert.equal(routeChecks('user', 'route', ratios(figures(1, 1, 100), figures(1, 1, 250)))['user cpu'], true);
+    assert.equal(routeChecks('scim', 'scim', ratios(figures(1, 1, 100), figures(1, 1, 300)))['scim cpu'], true);
   });
 
-  it('fails each target the full path misses, and judges CPU on drive pages only', () => {
+  it('fails each target the full path misses; CPU at 2× on drive pages, 2.5× on a route, 3× on the SCIM lookup', () => {
     const r = ratios(figures(1000, 10, 100), figures(499, 31, 201));
-    assert.deepEqual(routeChecks('user-drives', true, r), {
+    assert.deepEqual(routeChecks('user-drives', 'page', r), {
       'user-drives throughput': false,
       'user-drives p99': false,
       'user-drives cpu': false,
     });
-    assert.deepEqual(routeChecks('user', false, r), { 'user throughput': false, 'user p99': false });
+    assert.deepEqual(routeChecks('user', 'route', r), {
+      'user throughput': false,
+      'user p99': false,
+      'user cpu': true,
+    });
+    assert.equal(routeChecks('user', 'route', ratios(figures(1, 1, 100), figures(1, 1, 251)))['user cpu'], false);
+    assert.equal(routeChecks('scim', 'scim', ratios(figures(1, 1, 100), figures(1, 1, 251)))['scim cpu'], true);
+    assert.equal(routeChecks('scim', 'scim', ratios(figures(1, 1, 100), figures(1, 1, 301)))['scim cpu'], false);
   });
 
   it('takes a sub-millisecond bare p99 as 1 ms', () => {
     assert.equal(ratios(figures(1, 0.2, 1), figures(1, 3, 1)).p99, 3);
-    assert.equal(routeChecks('x', false, ratios(figures(1, 0.2, 1), figures(1, 3.5, 1)))['x p99'], false);
+    assert.equal(routeChecks('x', 'route', ratios(figures(1, 0.2, 1), figures(1, 3.5, 1)))['x p99'], false);
   });
 });
 

@@ -6,7 +6,11 @@ import type { LoadResult } from './load';
 export const TARGETS = {
   throughputRatio: 0.5,
   p99Ratio: 3,
-  cpuRatio: 2,
+  /**
+   * CPU per request over the bare server's, all processes, by kind of route: issue 24's 2.5× for every route and 3× for
+   * the SCIM lookup; the drive pages keep the stricter 2× they had before it.
+   */
+  cpuRatio: { route: 2.5, scim: 3, page: 2 },
   walkDrivesPerSecond: 20_000,
   rssGrowth: 1.5,
   /** The SCIM lookup among 100 organizations keeps 90 % of its single-organization throughput (p99, CPU: ≤ 1/0.9). */
@@ -26,12 +30,14 @@ export function ratios(bare: Figures, full: Figures): { throughput: number; p99:
   };
 }
 
-/** A route's checks by name: throughput and p99 always, CPU on the drive pages only. */
-export function routeChecks(id: string, page: boolean, r: ReturnType<typeof ratios>): Record<string, boolean> {
+export type RouteKind = keyof typeof TARGETS.cpuRatio;
+
+/** A route's checks by name: throughput, p99 and CPU (its kind's ratio). */
+export function routeChecks(id: string, kind: RouteKind, r: ReturnType<typeof ratios>): Record<string, boolean> {
   return {
     [`${id} throughput`]: r.throughput >= TARGETS.throughputRatio,
     [`${id} p99`]: r.p99 <= TARGETS.p99Ratio,
-    ...(page ? { [`${id} cpu`]: r.cpu <= TARGETS.cpuRatio } : {}),
+    [`${id} cpu`]: r.cpu <= TARGETS.cpuRatio[kind],
   };
 }
 
