@@ -139,6 +139,7 @@ describe('metrics', () => {
       assert.equal(sample(body, 'db_pool_connections', { pool: 'users', state: 'used' }), 2);
       assert.equal(sample(body, 'db_pool_connections', { pool: 'users', state: 'pending' }), 1);
       assert.match(body, /process_resident_memory_bytes/);
+      assert.match(body, /nodejs_eventloop_lag_p99_seconds/);
       assert.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404);
     } finally {
       server.close();
