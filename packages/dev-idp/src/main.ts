@@ -1,9 +1,12 @@
 // Development identity provider process: Keycloak's URL layout for realm "mileage" on 127.0.0.1:8081.
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { createLogger, logWritten } from '@mileage/runtime';
+import { createLogger, handleShutdown } from '@mileage/runtime';
 import { DEMO_ACCOUNTS, type DevAccount } from './accounts.js';
 import { startIdentityProvider } from './provider.js';
+
+/** Its server closes every connection at once: a short bound is enough. */
+const SHUTDOWN_TIMEOUT_MS = 5_000;
 
 const logger = createLogger({ service: 'dev-idp', level: process.env.LOG_LEVEL ?? 'info' });
 
@@ -54,16 +57,5 @@ function readConfig() {
 const config = readConfig();
 const idp = await startIdentityProvider({ ...config, log: (event, fields) => logger.info({ ...fields }, event) });
 
-let stopping = false;
-const stop = (signal: string) => {
-  if (stopping) process.exit(1);
-  stopping = true;
-  logger.info({ signal }, 'shutting down');
-  void idp.close().then(async () => {
-    logger.info('stopped');
-    await logWritten(logger);
-    process.exit(0);
-  });
-};
-process.on('SIGTERM', () => stop('SIGTERM'));
-process.on('SIGINT', () => stop('SIGINT'));
+// The same drain as every other process: "shutting down", close, "stopped" once written, exit (a second signal: at once).
+handleShutdown(logger, [{ name: 'http', run: () => idp.close() }], SHUTDOWN_TIMEOUT_MS);

@@ -17,7 +17,7 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  * times a second: ~11 ms of CPU per second on this machine's cores, a process's whole idle cost, against ~1.5 ms at
  * 100 ms. A stall of 100 ms or more is always seen; a shorter one in proportion to its length.
  */
-export const EVENT_LOOP_SAMPLE_MS = 100;
+const EVENT_LOOP_SAMPLE_MS = 100;
 
 /** A gRPC call's labels, the same on the server and the client side; its outcome adds the status code. */
 const GRPC_CALL = ['grpc_service', 'grpc_method'] as const;

@@ -33,8 +33,12 @@ export async function timeSequential(calls: number, fn: (i: number) => Promise<u
     await fn(i);
     samples.push(Number(process.hrtime.bigint() - t) / 1e6);
   }
-  samples.sort((a, b) => a - b);
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+  return latencyOf(samples);
+}
+
+function latencyOf(samples: number[]): Latency {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
 }
 
 /**
@@ -54,8 +58,7 @@ export async function timeAlternating(
       await fn();
       samples[k]!.push(Number(process.hrtime.bigint() - t) / 1e6);
     }
-  const latency = (sorted: number[]) => ({ p50: percentile(sorted, 50), p99: percentile(sorted, 99) });
-  return [latency(samples[0].sort((a, b) => a - b)), latency(samples[1].sort((a, b) => a - b))];
+  return [latencyOf(samples[0]), latencyOf(samples[1])];
 }
 
 /** Runs `work` against a fresh embedded PostgreSQL in a temporary folder, removed afterwards (also on Ctrl-C). */
