@@ -107,6 +107,8 @@ interface RouteDef {
   kind: verdict.RouteKind;
   full: Target;
   bare: Target;
+  /** The architecture's floor (floor-server.ts), for the routes it answers. */
+  floor?: Target;
 }
 
 function routes(stack: BenchStack): RouteDef[] {
@@ -123,6 +125,11 @@ function routes(stack: BenchStack): RouteDef[] {
       bare: { url: stack.bareUrl, requests: reqs.map((r) => ({ path: r.path, headers: { 'x-user-id': r.caller } })) },
     };
   };
+  // The floor answers the bare server's requests (the caller is the path's user).
+  const withFloor = (targets: { full: Target; bare: Target }) => ({
+    ...targets,
+    floor: { url: stack.floorUrl, requests: targets.bare.requests },
+  });
   const groups = data.adminGroups;
   // SCIM: the provisioning client's token on the full path; the bare server checks no token.
   const scim = (paths: string[]) => ({
@@ -132,19 +139,22 @@ function routes(stack: BenchStack): RouteDef[] {
       requests: paths.map((p) => ({ path: p, headers: { authorization: `Bearer ${stack.scimToken}` } })),
     },
     bare: { url: stack.bareUrl, requests: paths.map((p) => ({ path: p })) },
+    floor: { url: stack.floorUrl, requests: paths.map((p) => ({ path: p })) },
   });
   const all: RouteDef[] = [
     {
       id: 'user',
       title: 'GET /v1/users/{id}',
       kind: 'route',
-      ...both((i) => ({ path: `/v1/users/${callers[i]}`, caller: callers[i]! }), callers.length),
+      ...withFloor(both((i) => ({ path: `/v1/users/${callers[i]}`, caller: callers[i]! }), callers.length)),
     },
     {
       id: 'user-drives',
       title: 'GET /v1/users/{id}/drives?limit=100',
       kind: 'page',
-      ...both((i) => ({ path: `/v1/users/${callers[i]}/drives?limit=100`, caller: callers[i]! }), callers.length),
+      ...withFloor(
+        both((i) => ({ path: `/v1/users/${callers[i]}/drives?limit=100`, caller: callers[i]! }), callers.length),
+      ),
     },
     {
       id: 'reported-drives',
@@ -180,19 +190,26 @@ function routes(stack: BenchStack): RouteDef[] {
 }
 
 /**
- * Asserts, for a sample of the requests, that both targets answer 200 with the same bytes: the bare server is a
- * fair ceiling only while it returns exactly what the full path returns.
+ * Asserts, for a sample of the requests, that every target answers 200 with the same bytes: the bare server is a
+ * fair ceiling, and the floor a fair floor, only while each returns exactly what the full path returns.
  */
 async function assertSameBodies(route: RouteDef, sample = 20): Promise<void> {
-  const { full, bare } = route;
+  const { full, bare, floor } = route;
   const step = Math.max(1, Math.floor(full.requests.length / sample));
   for (let i = 0; i < full.requests.length; i += step) {
-    const [f, b] = await Promise.all(
-      [full, bare].map((t) => fetch(`${t.url}${t.requests[i]!.path}`, { headers: t.requests[i]!.headers })),
+    const [f, b, fl] = await Promise.all(
+      [full, bare, ...(floor ? [floor] : [])].map((t) =>
+        fetch(`${t.url}${t.requests[i]!.path}`, { headers: t.requests[i]!.headers }),
+      ),
     );
-    const [fb, bb] = await Promise.all([f!.text(), b!.text()]);
-    const differ = verdict.answersDiffer({ status: f!.status, body: fb }, { status: b!.status, body: bb });
-    if (differ) throw new Error(`${route.title} ${full.requests[i]!.path}: ${differ}`);
+    const [fb, bb, flb] = await Promise.all([f!, b!, ...(fl ? [fl] : [])].map((r) => r.text()));
+    for (const [name, res, body] of [
+      ['bare server', b!, bb!],
+      ...(fl ? [['floor', fl, flb!] as const] : []),
+    ] as const) {
+      const differ = verdict.answersDiffer({ status: f!.status, body: fb! }, { status: res.status, body });
+      if (differ) throw new Error(`${route.title} ${full.requests[i]!.path}, full path against the ${name}: ${differ}`);
+    }
   }
 }
 
@@ -206,6 +223,17 @@ function coresLine(bare: LoadResult, full: LoadResult): string {
   const part = (x: LoadResult) =>
     `machine ${fmt(x.cores.machineBusy, 2)}, load generator ${fmt(x.cores.generator, 2)} (${fmt(x.cores.generatorMicrosPerRequest)} µs/request)`;
   return `  cores busy of ${fmt(full.cores.machine, 1)}: bare: ${part(bare)}; full path: ${part(full)}`;
+}
+
+/**
+ * The floor's place between the two: what the hop alone costs against the bare server (no gateway can do better),
+ * and what the gateway's own stack costs on top of it.
+ */
+function floorLines(bare: LoadResult, floor: LoadResult, full: LoadResult): string[] {
+  const [hop, stack] = [verdict.ratios(bare, floor), verdict.ratios(floor, full)];
+  const part = (x: ReturnType<typeof verdict.ratios>) =>
+    `throughput ${fmt(x.throughput, 2)}, p99 ${fmt(x.p99, 2)}, CPU ${fmt(x.cpu, 2)}`;
+  return [`  floor/bare (the hop): ${part(hop)}; full/floor (the gateway's stack): ${part(stack)}`];
 }
 
 /** The processes of the full path that `--cpu-prof` profiles, as stack.ts names their profiles. */
@@ -277,7 +305,7 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
         `${settings.durationSeconds} s measured per target; bare and full path in turn. CPU: user+system of every ` +
         `server-side process (PostgreSQL: every backend, named by the service it serves) per request.\n`,
     );
-    const results: Record<string, { bare: LoadResult; full: LoadResult }> = {};
+    const results: Record<string, { bare: LoadResult; full: LoadResult; floor?: LoadResult }> = {};
     const lines: string[] = [
       `  ${'route / target'.padEnd(48)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(10)}  CPU µs/req by process`,
     ];
@@ -285,28 +313,33 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
     const capacities: Record<string, Capacity> = {};
     for (const r of flags['soak-only'] ? [] : defs) {
       const bare = await measure(r.bare, stack.barePids, settings);
+      const floor = r.floor ? await measure(r.floor, stack.floorPids, settings) : undefined;
       // Which processes serve the route: those whose count of served requests grows during its run.
       const served = await servedCounts(stack.metricsUrls);
       const full = await measure(r.full, stack.fullPids, settings);
       const components = takingPart(served, await servedCounts(stack.metricsUrls));
       capacities[r.id] = capacity(full, idleCpu, components);
       profiled.push({ title: r.title, requests: full.requests, window: full.window });
-      results[r.id] = { bare, full };
-      failures += verdict.failedRequests(bare) + verdict.failedRequests(full);
+      results[r.id] = { bare, full, ...(floor && { floor }) };
+      failures +=
+        verdict.failedRequests(bare) + verdict.failedRequests(full) + (floor ? verdict.failedRequests(floor) : 0);
       const row = (name: string, x: LoadResult) =>
         `  ${name.padEnd(48)} ${fmt(x.requestsPerSecond).padStart(7)} ${fmt(x.p50Ms, 1).padStart(7)} ${fmt(x.p99Ms, 1).padStart(7)} ${fmt(x.cpuMicrosPerRequest).padStart(10)}  ${JSON.stringify(x.cpuByProcess)}${verdict.failedRequests(x) ? `  ERRORS ${verdict.failedRequests(x)} ${JSON.stringify(x.failures)}` : ''}`;
       const ratio = verdict.ratios(bare, full);
       Object.assign(checks, verdict.routeChecks(r.id, r.kind, ratio));
-      lines.push(
+      const text = [
         r.title,
         row('bare node:http + pg', bare),
+        ...(floor ? [row('floor: node:http + the hop, no gateway stack', floor)] : []),
         row('full path', full),
         `  full/bare: throughput ${fmt(ratio.throughput, 2)} (≥ ${verdict.TARGETS.throughputRatio}), p99 ${fmt(ratio.p99, 2)} (≤ ${verdict.TARGETS.p99Ratio}), CPU ${fmt(ratio.cpu, 2)} (≤ ${verdict.TARGETS.cpuRatio[r.kind]})`,
+        ...(floor ? floorLines(bare, floor, full) : []),
         capacityLine(capacities[r.id]!),
         coresLine(bare, full),
         '',
-      );
-      process.stdout.write(`${lines.slice(-7).join('\n')}\n`);
+      ];
+      lines.push(...text);
+      process.stdout.write(`${text.join('\n')}\n`);
     }
 
     // The SCIM lookup with many organizations: organization 1 alone, then among `organizations`, each with its own

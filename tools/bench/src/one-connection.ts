@@ -20,6 +20,8 @@ export interface OneConnectionRoute {
   title: string;
   full: Target;
   bare: Target;
+  /** The architecture's floor (floor-server.ts), for the routes it answers. */
+  floor?: Target;
 }
 
 interface Sample {
@@ -54,6 +56,8 @@ export interface OneConnectionResult {
   warmup: number;
   bare: SequentialResult;
   full: SequentialResult;
+  /** node:http and the gateway's calls, without its stack: what the hop alone adds to the bare p50. */
+  floor?: SequentialResult;
   traced?: TracedResult;
 }
 
@@ -176,12 +180,13 @@ export async function oneConnection(
     let lastRequestAt = Date.now();
     for (const r of routes) {
       const bare = summary(await sequential(r.bare, n, warmup));
+      const floor = r.floor ? summary(await sequential(r.floor, n, warmup)) : undefined;
       const full = summary(await sequential(r.full, n, warmup));
       const pass = await sequential(r.full, n, 0, true);
       lastRequestAt = Date.now();
       traced.set(r.id, pass.samples);
-      failures += bare.failed + full.failed + pass.failed;
-      results[r.id] = { warmup, bare, full };
+      failures += bare.failed + full.failed + pass.failed + (floor?.failed ?? 0);
+      results[r.id] = { warmup, bare, full, ...(floor && { floor }) };
       Object.assign(checks, verdict.oneConnectionChecks(r.id, bare.p50Ms, full.p50Ms));
       const row = (name: string, x: SequentialResult) =>
         `  ${name.padEnd(24)} p50 ${ms(x.p50Ms).padStart(6)} ms  p99 ${ms(x.p99Ms).padStart(6)} ms` +
@@ -192,8 +197,12 @@ export async function oneConnection(
         [
           r.title,
           row('bare node:http + pg', bare),
+          ...(floor ? [row('floor: the hop, no stack', floor)] : []),
           row('full path', full),
-          `  full − bare p50 ${ms(full.p50Ms - bare.p50Ms)} ms (target ≤ ${margin} ms): ${met}`,
+          `  full − bare p50 ${ms(full.p50Ms - bare.p50Ms)} ms (target ≤ ${margin} ms): ${met}` +
+            (floor
+              ? `; floor − bare ${ms(floor.p50Ms - bare.p50Ms)} ms (the hop), full − floor ${ms(full.p50Ms - floor.p50Ms)} ms (the gateway's stack)`
+              : ''),
           '',
         ].join('\n') + '\n',
       );

@@ -29,6 +29,8 @@ export interface BenchStack {
   data: BenchData;
   gatewayUrl: string;
   bareUrl: string;
+  /** The architecture's floor (floor-server.ts): node:http and the gateway's calls to the owners, no gateway stack. */
+  floorUrl: string;
   /** The stand-in OTLP collector every process exports its spans to (otlp-sink.ts). */
   sinkUrl: string;
   /** Access token of each caller (user id), every /v1 scope. */
@@ -38,6 +40,8 @@ export interface BenchStack {
   /** Server-side processes of each target, by name (PostgreSQL: the postmaster and every backend). */
   fullPids(): Map<number, string>;
   barePids(): Map<number, string>;
+  /** The floor's: the floor server instead of the gateway, the same services and PostgreSQL. */
+  floorPids(): Map<number, string>;
   /** Resident memory (MB) of every process but PostgreSQL's. */
   rss(): Record<string, number>;
   /** The other gateways' addresses (--gateways), which the full path's load is spread over too. */
@@ -124,7 +128,9 @@ export async function startBenchStack(options: {
       `Seeded ${options.users} users, ${options.drives} drives and a sync team of ${options.walk} reported drives in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
 
-    const [sinkPort, idpPort, gatewayPort, barePort] = await Promise.all([1, 2, 3, 4].map(() => freePort()));
+    const [sinkPort, idpPort, gatewayPort, barePort, floorPort] = await Promise.all(
+      [1, 2, 3, 4, 5].map(() => freePort()),
+    );
     const grpcPorts = Object.fromEntries(await Promise.all(services.map(async (s) => [s, await freePort()])));
     const metrics = Object.fromEntries(
       await Promise.all(['gateway', ...services].map(async (s) => [s, await freePort()] as const)),
@@ -160,6 +166,7 @@ export async function startBenchStack(options: {
     const { issuer } = wiring;
     const gatewayUrl = wiring.gatewayUrl();
     const bareUrl = `http://127.0.0.1:${barePort}`;
+    const floorUrl = `http://127.0.0.1:${floorPort}`;
     const nodeArgs = (name: string) => [
       ...(options.nodeFlags ?? []),
       ...(options.cpuProfDir
@@ -200,6 +207,13 @@ export async function startBenchStack(options: {
       CURSOR_SECRET: cursorSecret,
       SCIM_BASE_URL: wiring.services.scim![0]!.SCIM_BASE_URL!,
     });
+    // With the gateway's environment (its certificate, the services' addresses, the cursor key) and heap flags.
+    const floor = startNode(
+      'floor',
+      path.join(__dirname, 'floor-server.js'),
+      { ...wiring.gateways[0]!, PORT: String(floorPort) },
+      nodeArgs('floor'),
+    );
     await waitFor('otlp sink', () => httpOk(`http://127.0.0.1:${sinkPort}/stats`));
     for (const url of [gatewayUrl, ...otherGateways.map((g) => g.url)]) {
       await waitFor('gateway', () => httpOk(`${url}/readyz`));
@@ -213,6 +227,7 @@ export async function startBenchStack(options: {
       });
     }
     await waitFor('bare server', () => httpOk(`${bareUrl}/healthz`));
+    await waitFor('floor server', () => httpOk(`${floorUrl}/healthz`));
 
     const tokens = new Map<string, string>();
     for (const userId of accountIds)
@@ -240,6 +255,7 @@ export async function startBenchStack(options: {
       data,
       gatewayUrl,
       bareUrl,
+      floorUrl,
       sinkUrl: `http://127.0.0.1:${sinkPort}`,
       tokens,
       scimToken,
@@ -250,7 +266,10 @@ export async function startBenchStack(options: {
           ...pgPids(),
         ]),
       barePids: () => new Map([[bare.pid, 'bare'], ...pgPids()]),
-      rss: () => Object.fromEntries([...named, idp, bare].map((c) => [c.name, Math.round(rssMb(c.pid) * 10) / 10])),
+      floorPids: () =>
+        new Map([...[floor, ...serviceChildren].map((c): [number, string] => [c.pid, c.name]), ...pgPids()]),
+      rss: () =>
+        Object.fromEntries([...named, idp, bare, floor].map((c) => [c.name, Math.round(rssMb(c.pid) * 10) / 10])),
       processes: Object.fromEntries([...named, idp, bare].map((c) => [c.name, c.pid])),
       metricsUrls: Object.fromEntries(
         Object.entries(metrics).map(([name, port]) => [name, `http://127.0.0.1:${port}/metrics`]),

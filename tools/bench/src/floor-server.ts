@@ -1,0 +1,140 @@
+// The floor of the architecture: node:http answering a /v1 route with the calls the gateway makes to the owners
+// (the platform's gRPC client, mutual TLS with the gateway's certificate, end-user contexts, the account reads of a
+// turn batched), and the same JSON bytes — but none of the gateway's own request stack: no Express, token check,
+// rate limit, access log, metrics or tracing. Full path against this is what the gateway's stack costs; this against
+// the bare server is what the hop costs, which no gateway removes. The caller is the path's user (as in the bare
+// server); the bench starts it with the gateway's environment.
+import { AccountLoader } from '@mileage/gateway/account-loader';
+import { CursorCodec, driveListFingerprint } from '@mileage/gateway/cursor';
+import { toUserSchema } from '@mileage/gateway/schemas';
+import { ScimReads } from '@mileage/gateway/scim-reads';
+import { drivesV1, scimV1, usersV1 } from '@mileage/proto';
+import {
+  attestActor,
+  createGrpcClient,
+  grpcTls,
+  SCIM_AUDIENCE,
+  timestampToIso,
+  V1_AUDIENCE,
+  type CallSettings,
+} from '@mileage/runtime';
+import { randomUUID } from 'node:crypto';
+import * as http from 'node:http';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is required`);
+  return value;
+};
+const tls = grpcTls({
+  GRPC_PLAINTEXT: process.env.GRPC_PLAINTEXT === 'true',
+  GRPC_TLS_CERT_FILE: process.env.GRPC_TLS_CERT_FILE,
+  GRPC_TLS_KEY_FILE: process.env.GRPC_TLS_KEY_FILE,
+  GRPC_TLS_CA_FILE: process.env.GRPC_TLS_CA_FILE,
+  GRPC_TLS_SPIFFE_PREFIX: process.env.GRPC_TLS_SPIFFE_PREFIX,
+});
+const client = { defaultDeadlineMs: 5_000, credentials: tls.channelCredentials() };
+const accounts = new AccountLoader(createGrpcClient(usersV1.UsersServiceClient, env('USERS_ADDRESS'), client));
+const drives = createGrpcClient(drivesV1.DrivesServiceClient, env('DRIVES_ADDRESS'), client);
+// SCIM reads of a turn share one HandleRequests call, as the gateway sends them.
+const scimReads = new ScimReads(createGrpcClient(scimV1.ScimServiceClient, env('SCIM_ADDRESS'), client), {
+  inc: () => {},
+});
+const attestationSecret = env('ACTOR_ATTESTATION_SECRET');
+const cursors = new CursorCodec(env('CURSOR_SECRET'));
+// The scopes of the bench's tokens (stack.ts SCOPES), as the gateway puts the token's into the end-user context.
+const SCOPES = ['users_read', 'drives_read', 'groups_read', 'groups_read_reported_drives'];
+
+class Refused extends Error {
+  constructor(readonly status: number) {
+    super(`HTTP ${status}`);
+  }
+}
+
+/** The account the gateway reads for every /v1 request, and the settings of the calls made for it. */
+async function account(userId: string): Promise<{ user: usersV1.User; call: CallSettings }> {
+  const user = await accounts.load(userId, {});
+  if (!user?.active || !(user.organizationId > 0)) throw new Refused(403);
+  const org = user.organizationId;
+  const endUser = tls.endUserSigner?.sign({ sub: userId, org, scopes: SCOPES, aud: [...V1_AUDIENCE] });
+  return { user, call: { organizationId: org, ...(endUser && { endUser }) } };
+}
+
+async function userDrives(userId: string, params: URLSearchParams): Promise<Buffer> {
+  if (params.has('cursor')) throw new Refused(422); // the bench asks for first pages only
+  const { call } = await account(userId);
+  const page = await drives.listUserDrives(
+    {
+      userId,
+      limit: Number(params.get('limit') ?? 100),
+      classification: drivesV1.ClassificationFilter.CLASSIFICATION_FILTER_BUSINESS,
+      sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
+      renderJson: true,
+    },
+    call,
+  );
+  const fp = driveListFingerprint({ route: 'user-drives', user: userId }, { classification: 'business', sortField: 'modified' }); // prettier-ignore
+  const next =
+    page.hasMore && page.nextPosition?.sortTime
+      ? cursors.encode({ sortTime: timestampToIso(page.nextPosition.sortTime), id: page.nextPosition.id }, fp)
+      : null;
+  return Buffer.concat([
+    Buffer.from('{"results":'),
+    page.resultsJson,
+    Buffer.from(`,"has_more":${page.hasMore},"next_cursor":${JSON.stringify(next)}}`),
+  ]);
+}
+
+/**
+ * A SCIM read as the gateway forwards it, for the bench's provisioning client (`mileage-scim`, bound to
+ * organization 1 as the bench wires it): attested, under the client's end-user context.
+ */
+async function scimRead(url: URL): Promise<Buffer> {
+  const [clientId, organizationId] = ['mileage-scim', 1];
+  const forwarded = {
+    method: 'GET',
+    path: url.pathname.slice('/scim/v2'.length),
+    query: url.search.slice(1),
+    headers: {},
+    body: Buffer.alloc(0),
+    clientId,
+    organizationId,
+  };
+  const requestId = randomUUID();
+  const actorAttestation = attestActor(attestationSecret, { ...forwarded, actor: clientId, requestId });
+  const endUser = tls.endUserSigner?.sign({ client: clientId, org: organizationId, scopes: ['scim'], aud: [...SCIM_AUDIENCE] }); // prettier-ignore
+  const answer = await scimReads.send({
+    request: { ...forwarded, actorAttestation },
+    call: { requestId, deadlineMs: 5_000, ...(endUser && { endUser }) },
+  });
+  if (answer.status !== 200) throw new Refused(answer.status);
+  return Buffer.from(answer.body);
+}
+
+function route(req: http.IncomingMessage): Promise<string | Buffer> | undefined {
+  const url = new URL(req.url ?? '/', 'http://floor');
+  let m = /^\/v1\/users\/([A-Za-z0-9]{10})$/.exec(url.pathname);
+  if (m) return account(m[1]!).then(({ user }) => JSON.stringify(toUserSchema(user)));
+  m = /^\/v1\/users\/([A-Za-z0-9]{10})\/drives$/.exec(url.pathname);
+  if (m) return userDrives(m[1]!, url.searchParams);
+  if (url.pathname === '/scim/v2/Users') return scimRead(url);
+  return undefined;
+}
+
+const server = http.createServer((req, res) => {
+  if (req.url === '/healthz') return void res.end('ok');
+  const answer = route(req);
+  if (!answer) return void res.writeHead(404).end();
+  answer.then(
+    (body) =>
+      res
+        .writeHead(200, {
+          'Content-Type': 'application/json; charset=utf-8',
+          'Content-Length': Buffer.byteLength(body),
+        })
+        .end(body),
+    (err: unknown) => res.writeHead(err instanceof Refused ? err.status : 500).end(),
+  );
+});
+server.listen(Number(env('PORT')), '127.0.0.1');
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
