@@ -80,6 +80,18 @@ test('a light read sees the declared organization only; across organizations, ev
   assert.deepEqual((await runtime.knex.raw(all)).rows, []);
 });
 
+test("a light read's statement parses its columns with the parsers it is given, and only that statement", async () => {
+  const INT4_OID = 23;
+  const tagged = { getTypeParser: (oid: number) => (text: string) => (oid === INT4_OID ? `int:${text}` : text) };
+  const byId = 'SELECT id FROM facts WHERE id = ?';
+  const [parsed, plain] = await readInOrganization(runtime.knex, 1, async (run) => [
+    (await run<{ id: unknown }>(byId, [1], 'f3', tagged)).rows,
+    (await run<{ id: unknown }>(byId, [1], 'f3')).rows,
+  ]);
+  assert.deepEqual(parsed, [{ id: 'int:1' }]);
+  assert.deepEqual(plain, [{ id: 1 }]);
+});
+
 test('a light read is read only, and a failed one leaves its connection outside any transaction', async () => {
   const write = readInOrganization(runtime.knex, 1, (run) => run('INSERT INTO facts VALUES (9, 1)'));
   await assert.rejects(write, /read-only transaction/);

@@ -106,19 +106,27 @@ export async function acrossOrganizations<T>(knex: Knex, work: (trx: Knex.Transa
   return declaredTransaction(knex, ALL_ORGANIZATIONS, work);
 }
 
+/** How a statement's columns are parsed (pg's `types` query option), where pg's own parsers are not wanted. */
+export interface ColumnParsers {
+  getTypeParser(oid: number, format?: 'text' | 'binary'): (text: string) => unknown;
+}
+
 /**
  * Runs one statement of a read with knex's `?` placeholders, straight on the connection (pg's own client, no query
- * builder): prepared once per connection under `name` when one is given.
+ * builder): prepared once per connection under `name` when one is given, its columns parsed by `types` when given.
  */
 export type ReadStatements = <R = Record<string, unknown>>(
   text: string,
   bindings?: readonly unknown[],
   name?: string,
+  types?: ColumnParsers,
 ) => Promise<{ rows: R[] }>;
 
 /** A pg client as knex's pool holds it (`__knex__disposed` retires it: see db.ts). */
 interface RawConnection {
-  query(config: { text: string; values?: unknown[]; name?: string }): Promise<{ rows: unknown[] }>;
+  query(config: { text: string; values?: unknown[]; name?: string; types?: ColumnParsers }): Promise<{
+    rows: unknown[];
+  }>;
   __knex__disposed?: unknown;
 }
 
@@ -142,13 +150,14 @@ function statementsOn(knex: Knex, connection: RawConnection): ReadStatements {
     if (converted === undefined) positionalTexts.set(text, (converted = client.positionBindings(text)));
     return converted;
   };
-  return async (text, bindings = [], name) => {
+  return async (text, bindings = [], name, types) => {
     // Seen by knex's 'query' listeners as any statement of knex's own.
     client.emit('query', { method: 'raw', sql: text, bindings });
     return (await connection.query({
       text: positional(text, name),
       values: [...bindings],
       ...(name ? { name } : {}),
+      ...(types ? { types } : {}),
     })) as { rows: never[] };
   };
 }

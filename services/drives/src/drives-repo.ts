@@ -4,7 +4,9 @@ import {
   errors,
   recordEvent,
   sqlSpans,
+  statementsOf,
   type Knex,
+  type ReadStatements,
   type TraceContext,
   type WireTimestamp,
 } from '@mileage/runtime';
@@ -46,6 +48,7 @@ const REPORTED_COLUMNS = [
   'r.modified_at AS report_modified_at',
 ].join(', ');
 // The review comments of a page's drives: one statement for any number of drives (an array parameter).
+const DRIVER_OF_SQL = 'SELECT user_id FROM drives WHERE id = ? AND organization_id = ?';
 const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM review_comments
   WHERE drive_id = ANY(?::bigint[]) ORDER BY id`;
 
@@ -146,19 +149,20 @@ interface CommentRow {
 }
 
 /**
- * Data access for the `drives` schema, inside one organization: constructed over the transaction that declared it
- * (inOrganization), every statement also names it, so row-level security is the second wall, not the only one.
+ * The reads of the `drives` schema, inside one organization: run on the statements of a read that declared it (the
+ * service's lists and lookups: readInOrganization, no knex transaction), or of a write's transaction. Every
+ * statement also names the organization, so row-level security is the second wall, not the only one.
  */
-export class DrivesRepository {
+export class DriveReads {
   constructor(
-    private readonly db: Knex.Transaction,
+    private readonly run: ReadStatements,
     private readonly organizationId: number,
     private readonly retentionDays = DEFAULT_TOMBSTONE_RETENTION_DAYS,
   ) {}
 
   private async horizon(trace?: TraceContext): Promise<Date> {
     const { rows } = await sql(trace, 'SELECT', HORIZON_SQL, async () =>
-      this.db.raw<{ rows: { horizon: Date }[] }>(HORIZON_SQL).options({ name: 'drives_horizon_v1' }),
+      this.run<{ horizon: Date }>(HORIZON_SQL, [], 'drives_horizon_v1'),
     );
     return rows[0]!.horizon;
   }
@@ -209,9 +213,7 @@ export class DrivesRepository {
       FROM ${list.from} WHERE ${where.join(' AND ')}
       ORDER BY ${list.column} DESC, ${list.idColumn} DESC LIMIT ?`;
     const name = `${list.name}_${q.sortField}${q.after ? '_a' : ''}${upper ? '_u' : ''}`;
-    const { rows } = await sql(trace, 'SELECT', text, async () =>
-      this.db.raw<{ rows: T[] }>(text, bindings).options({ name, types: WIRE_TIMESTAMPS }),
-    );
+    const { rows } = await sql(trace, 'SELECT', text, async () => this.run<T>(text, bindings, name, WIRE_TIMESTAMPS));
     return rows;
   }
 
@@ -249,9 +251,11 @@ export class DrivesRepository {
   private async requireCompleteSince(after: string, trace: TraceContext | undefined): Promise<void> {
     const days = this.retentionDays;
     const { rows } = await sql(trace, 'SELECT', COMPLETE_SINCE_SQL, async () =>
-      this.db
-        .raw<{ rows: { stale: boolean; complete_since: Date }[] }>(COMPLETE_SINCE_SQL, [after, days, days])
-        .options({ name: 'drives_tombstones_complete_since_v1' }),
+      this.run<{ stale: boolean; complete_since: Date }>(
+        COMPLETE_SINCE_SQL,
+        [after, days, days],
+        'drives_tombstones_complete_since_v1',
+      ),
     );
     const { stale, complete_since } = rows[0]!;
     if (stale)
@@ -333,7 +337,8 @@ export class DrivesRepository {
     };
   }
 
-  private toReported(row: DriveRow & ReportRow, comments: CommentRow[]): drivesV1.ReportedDrive {
+  /** A reported drive with its review comments. */
+  toReported(row: DriveRow & ReportRow, comments: CommentRow[]): drivesV1.ReportedDrive {
     return {
       drive: toDrive(row),
       groupId: Number(row.group_id),
@@ -349,13 +354,12 @@ export class DrivesRepository {
     };
   }
 
-  private async comments(driveIds: number[], trace?: TraceContext): Promise<Map<number, CommentRow[]>> {
+  /** The review comments of these drives, by drive. */
+  async comments(driveIds: number[], trace?: TraceContext): Promise<Map<number, CommentRow[]>> {
     const byDrive = new Map<number, CommentRow[]>();
     if (driveIds.length === 0) return byDrive;
     const { rows } = await sql(trace, 'SELECT', COMMENTS_SQL, async () =>
-      this.db
-        .raw<{ rows: CommentRow[] }>(COMMENTS_SQL, [driveIds])
-        .options({ name: 'drives_comments_v1', types: WIRE_TIMESTAMPS }),
+      this.run<CommentRow>(COMMENTS_SQL, [driveIds], 'drives_comments_v1', WIRE_TIMESTAMPS),
     );
     for (const row of rows) {
       const list = byDrive.get(Number(row.drive_id)) ?? [];
@@ -363,6 +367,31 @@ export class DrivesRepository {
       byDrive.set(Number(row.drive_id), list);
     }
     return byDrive;
+  }
+
+  /** The driver of a drive of this organization; NOT_FOUND when it has none such. */
+  async driverOf(driveId: number, trace?: TraceContext): Promise<string> {
+    const { rows } = await sql(trace, 'SELECT', DRIVER_OF_SQL, async () =>
+      this.run<{ user_id: string }>(DRIVER_OF_SQL, [driveId, this.organizationId], 'drives_driver_of_v1'),
+    );
+    if (!rows[0]) throw errors.notFound(`drive ${driveId} not found`, 'DRIVE_NOT_FOUND');
+    return rows[0].user_id.trim();
+  }
+}
+
+/**
+ * The writes of the `drives` schema, inside one organization: constructed over the transaction that declared it
+ * (inOrganization), every statement also names it; their events go out through the outbox in the same transaction.
+ */
+export class DrivesRepository {
+  constructor(
+    private readonly db: Knex.Transaction,
+    private readonly organizationId: number,
+  ) {}
+
+  /** The reads a write makes, in its own transaction. */
+  private async reads(): Promise<DriveReads> {
+    return new DriveReads(await statementsOf(this.db), this.organizationId);
   }
 
   async create(drive: drivesV1.Drive, trace?: TraceContext): Promise<drivesV1.Drive> {
@@ -385,15 +414,6 @@ export class DrivesRepository {
       .update({ ended_at: row.ended_at })
       .where({ drive_id: drive.id, organization_id: this.organizationId });
     return toDrive(row);
-  }
-
-  /** The driver of a drive of this organization; NOT_FOUND when it has none such. */
-  async driverOf(driveId: number, trace?: TraceContext): Promise<string> {
-    const row = (await sql(trace, 'SELECT', 'SELECT user_id FROM drives', async () =>
-      this.db('drives').select('user_id').where({ id: driveId, organization_id: this.organizationId }).first(),
-    )) as { user_id: string } | undefined;
-    if (!row) throw errors.notFound(`drive ${driveId} not found`, 'DRIVE_NOT_FOUND');
-    return row.user_id.trim();
   }
 
   /** Reports a drive to a group; `drive.reported` in the same transaction. */
@@ -455,7 +475,7 @@ export class DrivesRepository {
         .returning('id')) as { id: string }[];
       commentId = String(added!.id);
     }
-    const user_id = await this.driverOf(driveId, trace);
+    const user_id = await (await this.reads()).driverOf(driveId, trace);
     await recordEvent(tx, {
       type: 'drive.report_updated',
       groupId: String(report.group_id),
@@ -574,8 +594,9 @@ export class DrivesRepository {
       .where({ 'r.drive_id': driveId, 'r.organization_id': this.organizationId })
       .first()) as (DriveRow & ReportRow) | undefined;
     if (!row) return undefined;
-    const comments = await this.comments([driveId], trace);
-    return this.toReported(row, comments.get(driveId) ?? []);
+    const reads = await this.reads();
+    const comments = await reads.comments([driveId], trace);
+    return reads.toReported(row, comments.get(driveId) ?? []);
   }
 }
 

@@ -1,3 +1,3 @@
 export { createServer, type DrivesServerDeps } from './server';
 export { openDatabase, SCHEMA } from './database';
-export { DrivesRepository } from './drives-repo';
+export { DriveReads, DrivesRepository } from './drives-repo';

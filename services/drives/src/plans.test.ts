@@ -2,7 +2,7 @@
 // that stops after the page (no OFFSET, no sort of the user's or group's rows). Planned as the service runs them: as
 // its runtime role, inside a declared organization, under row-level security.
 import { drivesV1 } from '@mileage/proto';
-import { inOrganization } from '@mileage/runtime';
+import { readInOrganization } from '@mileage/runtime';
 import {
   createSchemaRoles,
   createTestDatabase,
@@ -15,17 +15,17 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { openDatabase } from './database';
-import { DrivesRepository } from './drives-repo';
+import { DriveReads } from './drives-repo';
 
 let testDb: TestDatabase;
 let roles: SchemaRoles;
 let db: ReturnType<typeof openDatabase>;
-/** The list calls of organization 1's repository, each in a transaction that declared it, as the service makes them. */
+/** The list calls of organization 1, each in a read that declared it, as the service makes them. */
 const repo = {
-  listUserDrives: (...args: Parameters<DrivesRepository['listUserDrives']>) =>
-    inOrganization(db.knex, 1, (trx) => new DrivesRepository(trx, 1).listUserDrives(...args)),
-  listReportedDrives: (...args: Parameters<DrivesRepository['listReportedDrives']>) =>
-    inOrganization(db.knex, 1, (trx) => new DrivesRepository(trx, 1).listReportedDrives(...args)),
+  listUserDrives: (...args: Parameters<DriveReads['listUserDrives']>) =>
+    readInOrganization(db.knex, 1, (run) => new DriveReads(run, 1).listUserDrives(...args)),
+  listReportedDrives: (...args: Parameters<DriveReads['listReportedDrives']>) =>
+    readInOrganization(db.knex, 1, (run) => new DriveReads(run, 1).listReportedDrives(...args)),
 };
 
 before(async () => {

@@ -3,8 +3,7 @@ import { drivesV1, type groupsV1 } from '@mileage/proto';
 import {
   errors,
   inOrganization,
-  droppedReadAttempts,
-  readWithRetry,
+  readInOrganization,
   requireOrganization,
   type CallContext,
   type Handlers,
@@ -13,7 +12,7 @@ import {
   type ServiceRegistration,
 } from '@mileage/runtime';
 import { renderReportedDrives, renderUserDrivesResults } from '@mileage/drive-json';
-import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DrivesRepository } from './drives-repo';
+import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DriveReads, DrivesRepository } from './drives-repo';
 import { classificationFilter, listQuery, requirePositive, requireUserId, validateDrive } from './validation';
 
 export interface DrivesServerDeps {
@@ -37,20 +36,26 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
   /** `work` over the repository of the call's organization, in one transaction that declared it (inOrganization). */
   const inCallOrganization = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> => {
     const organizationId = requireOrganization(ctx);
-    return inOrganization(deps.knex, organizationId, (trx) =>
-      work(new DrivesRepository(trx, organizationId, retentionDays)),
+    return inOrganization(deps.knex, organizationId, (trx) => work(new DrivesRepository(trx, organizationId)));
+  };
+  /**
+   * A read: its statements in one READ ONLY transaction that declared the call's organization, on pg directly (a
+   * light read: its BEGIN shares a round trip with the first statement, no knex transaction); run again while its
+   * connection turns out dropped (nothing was written).
+   */
+  const read = <T>(ctx: CallContext, work: (reads: DriveReads) => Promise<T>): Promise<T> => {
+    const organizationId = requireOrganization(ctx);
+    return readInOrganization(deps.knex, organizationId, (run) =>
+      work(new DriveReads(run, organizationId, retentionDays)),
     );
   };
-  /** The same for a read: run again while its connection turns out dropped (nothing was written). */
-  const read = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> =>
-    readWithRetry(() => inCallOrganization(ctx, work), droppedReadAttempts(deps.knex));
 
   const handlers: Handlers<drivesV1.DrivesServiceServer> = {
     async listUserDrives(request, ctx) {
       requireUserId(request.userId);
       const classification = classificationFilter(request.classification);
       const query = listQuery(request);
-      const page = await read(ctx, (repo) => repo.listUserDrives(request.userId, classification, query, ctx.trace));
+      const page = await read(ctx, (reads) => reads.listUserDrives(request.userId, classification, query, ctx.trace));
       // Rendered here, the page crosses the hop as one field of bytes that the gateway passes through.
       return request.renderJson
         ? {
@@ -70,7 +75,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       }
       request.groupIds.forEach((id, i) => requirePositive(id, `group_ids[${i}]`));
       const query = listQuery(request);
-      const page = await read(ctx, (repo) => repo.listReportedDrives(request.groupIds, query, ctx.trace));
+      const page = await read(ctx, (reads) => reads.listReportedDrives(request.groupIds, query, ctx.trace));
       return request.renderJson
         ? {
             reportedDrives: [],
@@ -101,7 +106,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       requirePositive(request.driveId, 'drive_id');
       requirePositive(request.groupId, 'group_id');
       const organizationId = requireOrganization(ctx);
-      const driver = await read(ctx, (repo) => repo.driverOf(request.driveId, ctx.trace));
+      const driver = await read(ctx, (reads) => reads.driverOf(request.driveId, ctx.trace));
       // The drive is of the call's organization (found in it): the group must be too. Asked before the report's
       // transaction, which holds no lock while another service answers.
       const { exists } = await deps.groups
