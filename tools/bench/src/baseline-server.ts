@@ -2,7 +2,8 @@
 // (prepared, by name), and the same JSON bytes as the gateway — no token, framework, gRPC or protobuf. The caller
 // of a group route is named by the x-user-id header (the full path takes it from the verified token).
 import { CursorCodec, driveListFingerprint, type CursorPosition } from '@mileage/gateway/cursor';
-import * as http from 'node:http';
+import type * as http from 'node:http';
+import { Refused, serveAnswers } from './answer-server';
 import pg from 'pg';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
@@ -150,12 +151,6 @@ function driver(userId: string, u: Row | undefined) {
   };
 }
 
-class Refused extends Error {
-  constructor(readonly status: number) {
-    super(String(status));
-  }
-}
-
 async function liveUser(id: string): Promise<Row> {
   const [u] = await query('bare_user', USER_SQL, [id]);
   if (!u?.active) throw new Refused(403);
@@ -294,22 +289,8 @@ function route(req: http.IncomingMessage): Promise<unknown> | undefined {
   return undefined;
 }
 
-const server = http.createServer((req, res) => {
-  if (req.url === '/healthz') return void res.end('ok');
-  const answer = route(req);
-  if (!answer) return void res.writeHead(404).end();
-  answer.then(
-    (value) => {
-      const body = JSON.stringify(value);
-      res
-        .writeHead(200, {
-          'Content-Type': 'application/json; charset=utf-8',
-          'Content-Length': Buffer.byteLength(body),
-        })
-        .end(body);
-    },
-    (err: unknown) => res.writeHead(err instanceof Refused ? err.status : 500).end(),
-  );
-});
-server.listen(Number(process.env.PORT), '127.0.0.1');
-process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
+serveAnswers(
+  Number(process.env.PORT),
+  (req) => route(req)?.then((value) => JSON.stringify(value)),
+  () => pool.end(),
+);

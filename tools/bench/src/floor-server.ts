@@ -19,7 +19,8 @@ import {
   type CallSettings,
 } from '@mileage/runtime';
 import { randomUUID } from 'node:crypto';
-import * as http from 'node:http';
+import type * as http from 'node:http';
+import { Refused, serveAnswers } from './answer-server';
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -44,12 +45,6 @@ const attestationSecret = env('ACTOR_ATTESTATION_SECRET');
 const cursors = new CursorCodec(env('CURSOR_SECRET'));
 // The scopes of the bench's tokens (stack.ts SCOPES), as the gateway puts the token's into the end-user context.
 const SCOPES = ['users_read', 'drives_read', 'groups_read', 'groups_read_reported_drives'];
-
-class Refused extends Error {
-  constructor(readonly status: number) {
-    super(`HTTP ${status}`);
-  }
-}
 
 /** The account the gateway reads for every /v1 request, and the settings of the calls made for it. */
 async function account(userId: string): Promise<{ user: usersV1.User; call: CallSettings }> {
@@ -121,20 +116,4 @@ function route(req: http.IncomingMessage): Promise<string | Buffer> | undefined 
   return undefined;
 }
 
-const server = http.createServer((req, res) => {
-  if (req.url === '/healthz') return void res.end('ok');
-  const answer = route(req);
-  if (!answer) return void res.writeHead(404).end();
-  answer.then(
-    (body) =>
-      res
-        .writeHead(200, {
-          'Content-Type': 'application/json; charset=utf-8',
-          'Content-Length': Buffer.byteLength(body),
-        })
-        .end(body),
-    (err: unknown) => res.writeHead(err instanceof Refused ? err.status : 500).end(),
-  );
-});
-server.listen(Number(env('PORT')), '127.0.0.1');
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+serveAnswers(Number(env('PORT')), route);

@@ -313,11 +313,12 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
     const capacities: Record<string, Capacity> = {};
     for (const r of flags['soak-only'] ? [] : defs) {
       const bare = await measure(r.bare, stack.barePids, settings);
-      const floor = r.floor ? await measure(r.floor, stack.floorPids, settings) : undefined;
       // Which processes serve the route: those whose count of served requests grows during its run.
       const served = await servedCounts(stack.metricsUrls);
       const full = await measure(r.full, stack.fullPids, settings);
       const components = takingPart(served, await servedCounts(stack.metricsUrls));
+      // After the full path, so that the full path runs right after the bare server as in every run before the floor.
+      const floor = r.floor ? await measure(r.floor, stack.floorPids, settings) : undefined;
       capacities[r.id] = capacity(full, idleCpu, components);
       profiled.push({ title: r.title, requests: full.requests, window: full.window });
       results[r.id] = { bare, full, ...(floor && { floor }) };

@@ -180,8 +180,8 @@ export async function oneConnection(
     let lastRequestAt = Date.now();
     for (const r of routes) {
       const bare = summary(await sequential(r.bare, n, warmup));
-      const floor = r.floor ? summary(await sequential(r.floor, n, warmup)) : undefined;
       const full = summary(await sequential(r.full, n, warmup));
+      const floor = r.floor ? summary(await sequential(r.floor, n, warmup)) : undefined;
       const pass = await sequential(r.full, n, 0, true);
       lastRequestAt = Date.now();
       traced.set(r.id, pass.samples);
