@@ -47,8 +47,8 @@ const REPORTED_COLUMNS = [
   'r.reported_at',
   'r.modified_at AS report_modified_at',
 ].join(', ');
-// The review comments of a page's drives: one statement for any number of drives (an array parameter).
 const DRIVER_OF_SQL = 'SELECT user_id FROM drives WHERE id = ? AND organization_id = ?';
+// The review comments of a page's drives: one statement for any number of drives (an array parameter).
 const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM review_comments
   WHERE drive_id = ANY(?::bigint[]) ORDER BY id`;
 

@@ -43,8 +43,8 @@ const scimReads = new ScimReads(createGrpcClient(scimV1.ScimServiceClient, env('
 });
 const attestationSecret = env('ACTOR_ATTESTATION_SECRET');
 const cursors = new CursorCodec(env('CURSOR_SECRET'));
-// The scopes of the bench's tokens (stack.ts SCOPES), as the gateway puts the token's into the end-user context.
-const SCOPES = ['users_read', 'drives_read', 'groups_read', 'groups_read_reported_drives'];
+// The scopes of the bench's tokens (stack.ts passes them), as the gateway puts the token's into the end-user context.
+const SCOPES = env('BENCH_SCOPES').split(' ');
 
 /** The account the gateway reads for every /v1 request, and the settings of the calls made for it. */
 async function account(userId: string): Promise<{ user: usersV1.User; call: CallSettings }> {

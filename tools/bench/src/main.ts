@@ -302,8 +302,9 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
     };
     process.stdout.write(
       `\nLoad: autocannon in the bench process, ${settings.connections} connections${num('gateways') > 1 ? ` (the full path's spread over ${num('gateways')} gateways)` : ''}, ${settings.warmupSeconds} s warm-up + ` +
-        `${settings.durationSeconds} s measured per target; bare and full path in turn. CPU: user+system of every ` +
-        `server-side process (PostgreSQL: every backend, named by the service it serves) per request.\n`,
+        `${settings.durationSeconds} s measured per target; bare, full path and (where it answers) the floor in turn. ` +
+        `CPU: user+system of every server-side process (PostgreSQL: every backend, named by the service it serves) ` +
+        `per request.\n`,
     );
     const results: Record<string, { bare: LoadResult; full: LoadResult; floor?: LoadResult }> = {};
     const lines: string[] = [

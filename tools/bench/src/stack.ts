@@ -211,7 +211,7 @@ export async function startBenchStack(options: {
     const floor = startNode(
       'floor',
       path.join(__dirname, 'floor-server.js'),
-      { ...wiring.gateways[0]!, PORT: String(floorPort) },
+      { ...wiring.gateways[0]!, PORT: String(floorPort), BENCH_SCOPES: SCOPES },
       nodeArgs('floor'),
     );
     await waitFor('otlp sink', () => httpOk(`http://127.0.0.1:${sinkPort}/stats`));
