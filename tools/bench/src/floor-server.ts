@@ -5,6 +5,7 @@
 // the bare server is what the hop costs, which no gateway removes. The caller is the path's user (as in the bare
 // server); the bench starts it with the gateway's environment.
 import { AccountLoader } from '@mileage/gateway/account-loader';
+import { configSchema } from '@mileage/gateway/config';
 import { CursorCodec, driveListFingerprint } from '@mileage/gateway/cursor';
 import { toUserSchema } from '@mileage/gateway/schemas';
 import { ScimReads } from '@mileage/gateway/scim-reads';
@@ -13,6 +14,7 @@ import {
   attestActor,
   createGrpcClient,
   grpcTls,
+  loadConfigOrExit,
   SCIM_AUDIENCE,
   timestampToIso,
   V1_AUDIENCE,
@@ -22,29 +24,19 @@ import { randomUUID } from 'node:crypto';
 import type * as http from 'node:http';
 import { Refused, serveAnswers } from './answer-server';
 
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is required`);
-  return value;
-};
-const tls = grpcTls({
-  GRPC_PLAINTEXT: process.env.GRPC_PLAINTEXT === 'true',
-  GRPC_TLS_CERT_FILE: process.env.GRPC_TLS_CERT_FILE,
-  GRPC_TLS_KEY_FILE: process.env.GRPC_TLS_KEY_FILE,
-  GRPC_TLS_CA_FILE: process.env.GRPC_TLS_CA_FILE,
-  GRPC_TLS_SPIFFE_PREFIX: process.env.GRPC_TLS_SPIFFE_PREFIX,
-});
-const client = { defaultDeadlineMs: 5_000, credentials: tls.channelCredentials() };
-const accounts = new AccountLoader(createGrpcClient(usersV1.UsersServiceClient, env('USERS_ADDRESS'), client));
-const drives = createGrpcClient(drivesV1.DrivesServiceClient, env('DRIVES_ADDRESS'), client);
+// The gateway's own configuration, from the gateway's environment: its addresses, deadlines, keys and certificate.
+const config = loadConfigOrExit(configSchema);
+const tls = grpcTls(config);
+const clientOf = (deadlineMs: number) => ({ defaultDeadlineMs: deadlineMs, credentials: tls.channelCredentials() });
+const client = clientOf(config.GRPC_DEADLINE_MS);
+const accounts = new AccountLoader(createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, client));
+const drives = createGrpcClient(drivesV1.DrivesServiceClient, config.DRIVES_ADDRESS, client);
 // SCIM reads of a turn share one HandleRequests call, as the gateway sends them.
-const scimReads = new ScimReads(createGrpcClient(scimV1.ScimServiceClient, env('SCIM_ADDRESS'), client), {
-  inc: () => {},
-});
-const attestationSecret = env('ACTOR_ATTESTATION_SECRET');
-const cursors = new CursorCodec(env('CURSOR_SECRET'));
+const scimClient = createGrpcClient(scimV1.ScimServiceClient, config.SCIM_ADDRESS, clientOf(config.SCIM_DEADLINE_MS));
+const scimReads = new ScimReads(scimClient, { inc: () => {} });
+const cursors = new CursorCodec(config.CURSOR_SECRET);
 // The scopes of the bench's tokens (stack.ts passes them), as the gateway puts the token's into the end-user context.
-const SCOPES = env('BENCH_SCOPES').split(' ');
+const SCOPES = (process.env.BENCH_SCOPES ?? '').split(' ');
 
 /** The account the gateway reads for every /v1 request, and the settings of the calls made for it. */
 async function account(userId: string): Promise<{ user: usersV1.User; call: CallSettings }> {
@@ -96,11 +88,11 @@ async function scimRead(url: URL): Promise<Buffer> {
     organizationId,
   };
   const requestId = randomUUID();
-  const actorAttestation = attestActor(attestationSecret, { ...forwarded, actor: clientId, requestId });
+  const actorAttestation = attestActor(config.ACTOR_ATTESTATION_SECRET, { ...forwarded, actor: clientId, requestId });
   const endUser = tls.endUserSigner?.sign({ client: clientId, org: organizationId, scopes: ['scim'], aud: [...SCIM_AUDIENCE] }); // prettier-ignore
   const answer = await scimReads.send({
     request: { ...forwarded, actorAttestation },
-    call: { requestId, deadlineMs: 5_000, ...(endUser && { endUser }) },
+    call: { requestId, ...(endUser && { endUser }) },
   });
   if (answer.status !== 200) throw new Refused(answer.status);
   return Buffer.from(answer.body);
@@ -116,4 +108,4 @@ function route(req: http.IncomingMessage): Promise<string | Buffer> | undefined 
   return undefined;
 }
 
-serveAnswers(Number(env('PORT')), route);
+serveAnswers(config.PORT, route);

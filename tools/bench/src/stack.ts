@@ -212,7 +212,7 @@ export async function startBenchStack(options: {
       'floor',
       path.join(__dirname, 'floor-server.js'),
       { ...wiring.gateways[0]!, PORT: String(floorPort), BENCH_SCOPES: SCOPES },
-      nodeArgs('floor'),
+      options.nodeFlags ?? [],
     );
     await waitFor('otlp sink', () => httpOk(`http://127.0.0.1:${sinkPort}/stats`));
     for (const url of [gatewayUrl, ...otherGateways.map((g) => g.url)]) {
