@@ -180,6 +180,53 @@ test("a light read's first statement is written behind its BEGIN, not after BEGI
   assert.equal(released(), 1);
 });
 
+test("a one-statement read writes its COMMIT behind its statement, before BEGIN's answer: one round trip", async () => {
+  let answerBegin!: () => void;
+  const begin = new Promise<{ rows: unknown[] }>((resolve) => (answerBegin = () => resolve({ rows: [] })));
+  const { knex, sent, released } = scriptedConnection({ BEGIN: () => begin });
+  const read = readInOrganization(knex, 7, (run) => run('SELECT id FROM facts WHERE id = ?', [1]), {
+    oneStatement: true,
+  });
+  await new Promise(setImmediate);
+  assert.deepEqual(
+    sent.map(({ text, beginAnswered }) => [text.split(';')[0], beginAnswered]),
+    [
+      ['BEGIN READ ONLY', false],
+      ['SELECT id FROM facts WHERE id = ?', false],
+      ['COMMIT', false],
+    ],
+  );
+  answerBegin();
+  await read;
+  assert.equal(sent.length, 3, 'no second COMMIT');
+  assert.equal(released(), 1);
+});
+
+test('a one-statement read sees its organization, refuses a second statement and leaves no transaction open', async () => {
+  const all = 'SELECT id FROM facts ORDER BY id';
+  const one = { oneStatement: true };
+  const read = (organization: number) =>
+    readInOrganization(runtime.knex, organization, (run) => run<{ id: number }>(all), one);
+  assert.deepEqual(ids((await read(2)).rows), [2, 3]);
+  assert.deepEqual(ids((await read(1)).rows), [1]);
+  assert.deepEqual(
+    ids((await readAcrossOrganizations(runtime.knex, (run) => run<{ id: number }>(all), one)).rows),
+    [1, 2, 3],
+  );
+  const twice = readInOrganization(runtime.knex, 2, async (run) => [await run(all), await run(all)], one);
+  await assert.rejects(twice, /a one-statement read ran a second statement/);
+  await assert.rejects(readInOrganization(runtime.knex, 1, (run) => run('SELECT * FROM no_such_table'), one));
+  await assert.rejects(readInOrganization(runtime.knex, 1, (run) => run('INSERT INTO facts VALUES (9, 1)'), one));
+  for (let i = 0; i < 12; i++) {
+    const { rows } = await runtime.knex.raw<{ rows: { open: boolean; declared: string | null }[] }>(
+      "SELECT now() <> statement_timestamp() AS open, current_setting('mileage.organization_id', true) AS declared",
+    );
+    assert.equal(rows[0]!.open, false);
+    assert.ok(!rows[0]!.declared);
+  }
+  assert.equal((await superuser.knex.raw('SELECT count(*)::int AS n FROM facts WHERE id = 9')).rows[0].n, 0);
+});
+
 test('a light read whose BEGIN failed fails, though its statement answered (it saw no organization)', async () => {
   const { knex, sent, released } = scriptedConnection({
     BEGIN: () => Promise.reject(new Error('begin refused')),

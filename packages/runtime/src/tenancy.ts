@@ -167,6 +167,15 @@ export async function statementsOf(trx: Knex.Transaction): Promise<ReadStatement
   return statementsOn(trx, (await clientOf(trx).acquireConnection()) as RawConnection);
 }
 
+/** How a light read's statements travel. */
+export interface LightReadOptions {
+  /**
+   * The read is one statement: its COMMIT is written right behind it, so BEGIN, the statement and COMMIT share one
+   * round trip to PostgreSQL (the hot point reads). A second statement is refused: it would run after the COMMIT.
+   */
+  oneStatement?: boolean;
+}
+
 /**
  * Runs the statements of a read in one READ ONLY transaction of `organizationId`, as inOrganization declares it, but
  * without a knex transaction: the BEGIN and the declaration travel as one simple query, and the statements go to pg
@@ -178,25 +187,48 @@ export function readInOrganization<T>(
   knex: Knex,
   organizationId: number,
   work: (statements: ReadStatements) => Promise<T>,
+  options: LightReadOptions = {},
 ): Promise<T> {
-  return lightRead(knex, organizationDeclaration(organizationId), work);
+  return lightRead(knex, organizationDeclaration(organizationId), work, options);
 }
 
 /** readInOrganization across every organization: the reads of acrossOrganizations' named exceptions. */
-export function readAcrossOrganizations<T>(knex: Knex, work: (statements: ReadStatements) => Promise<T>): Promise<T> {
-  return lightRead(knex, ALL_ORGANIZATIONS, work);
+export function readAcrossOrganizations<T>(
+  knex: Knex,
+  work: (statements: ReadStatements) => Promise<T>,
+  options: LightReadOptions = {},
+): Promise<T> {
+  return lightRead(knex, ALL_ORGANIZATIONS, work, options);
 }
 
-function lightRead<T>(knex: Knex, declaration: Declaration, work: (statements: ReadStatements) => Promise<T>) {
+function lightRead<T>(
+  knex: Knex,
+  declaration: Declaration,
+  work: (statements: ReadStatements) => Promise<T>,
+  options: LightReadOptions,
+) {
   const begin = beginDeclaring(declaration, ' READ ONLY');
   return readWithRetry(async () => {
     const client = clientOf(knex);
     const connection = (await client.acquireConnection()) as RawConnection;
+    let committed: Promise<unknown> | undefined;
+    const statements = statementsOn(knex, connection);
+    const oneStatement: ReadStatements = <R>(...args: Parameters<ReadStatements>) => {
+      if (committed) return Promise.reject<{ rows: R[] }>(new Error('a one-statement read ran a second statement'));
+      const answer = statements<R>(...args);
+      committed = connection.query({ text: 'COMMIT' });
+      // Awaited below once the work is done; a dropped connection rejects both, and the work's error is the one told.
+      committed.catch(() => undefined);
+      return answer;
+    };
     try {
       // The first statement goes out behind BEGIN, not after its answer (the pool's connections pipeline: db.ts). A
       // BEGIN that failed fails the read, whatever its statements answered without the declaration.
-      const [, result] = await Promise.all([connection.query({ text: begin }), work(statementsOn(knex, connection))]);
-      await connection.query({ text: 'COMMIT' });
+      const [, result] = await Promise.all([
+        connection.query({ text: begin }),
+        work(options.oneStatement ? oneStatement : statements),
+      ]);
+      await (committed ?? connection.query({ text: 'COMMIT' }));
       return result;
     } catch (err) {
       // A dropped session retires its connection; any other failure rolls back (harmless when nothing is open), and a

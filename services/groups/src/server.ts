@@ -57,8 +57,12 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       requireGroupId(request.groupId, 'group_id');
       requireUserId(request.userId);
       const organizationId = requireOrganization(ctx);
-      return readInOrganization(deps.knex, organizationId, (run) =>
-        checkAdmin(run, organizationId, request.groupId, request.userId, ctx.trace),
+      // One statement: BEGIN, it and COMMIT travel in one round trip.
+      return readInOrganization(
+        deps.knex,
+        organizationId,
+        (run) => checkAdmin(run, organizationId, request.groupId, request.userId, ctx.trace),
+        { oneStatement: true },
       );
     },
 

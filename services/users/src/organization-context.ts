@@ -8,6 +8,7 @@ import {
   requireOrganization,
   type CallContext,
   type Knex,
+  type LightReadOptions,
   type ReadStatements,
 } from '@mileage/runtime';
 import { ANY_ORGANIZATION, type UserScope } from './users-repo';
@@ -40,9 +41,10 @@ export function readInCallOrganization<T>(
   deps: UsersServerDeps,
   ctx: CallContext,
   work: (statements: ReadStatements, organizationId: number) => Promise<T>,
+  options?: LightReadOptions,
 ): Promise<T> {
   const organizationId = requireOrganization(ctx);
-  return readInOrganization(deps.knex, organizationId, (run) => work(run, organizationId));
+  return readInOrganization(deps.knex, organizationId, (run) => work(run, organizationId), options);
 }
 
 /**
@@ -54,9 +56,10 @@ export function readInCallScope<T>(
   deps: UsersServerDeps,
   ctx: CallContext,
   work: (statements: ReadStatements, scope: UserScope) => Promise<T>,
+  options?: LightReadOptions,
 ): Promise<T> {
   const organizationId = callOrganization(ctx);
   return organizationId === undefined
-    ? readAcrossOrganizations(deps.knex, (run) => work(run, ANY_ORGANIZATION))
-    : readInOrganization(deps.knex, organizationId, (run) => work(run, organizationId));
+    ? readAcrossOrganizations(deps.knex, (run) => work(run, ANY_ORGANIZATION), options)
+    : readInOrganization(deps.knex, organizationId, (run) => work(run, organizationId), options);
 }

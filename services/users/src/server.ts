@@ -38,6 +38,9 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration[] {
   return [usersRegistration(deps), organizationsRegistration(deps)];
 }
 
+/** The hot point reads are one statement each: BEGIN, the statement and COMMIT travel in one round trip. */
+const ONE_STATEMENT = { oneStatement: true };
+
 function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
   const users = <T>(ctx: CallContext, work: (repo: UsersRepository) => Promise<T>, options?: { read?: boolean }) =>
     inCallOrganization(deps, ctx, (trx, organizationId) => work(new UsersRepository(trx, organizationId)), options);
@@ -46,8 +49,11 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
   const handlers: Handlers<usersV1.UsersServiceServer> = {
     async getUser(request, ctx) {
       requireUserId(request.id, 'id');
-      const user = await readInCallScope(deps, ctx, (run, scope) =>
-        readUser(run, scope, request.id, request.includeDeleted, ctx.trace),
+      const user = await readInCallScope(
+        deps,
+        ctx,
+        (run, scope) => readUser(run, scope, request.id, request.includeDeleted, ctx.trace),
+        ONE_STATEMENT,
       );
       if (!user) throw errors.notFound(`user ${request.id} not found`, 'USER_NOT_FOUND');
       return { user };
@@ -61,8 +67,11 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
       }
       request.ids.forEach((id, i) => requireUserId(id, `ids[${i}]`));
       return {
-        users: await readInCallScope(deps, ctx, (run, scope) =>
-          readUsers(run, scope, request.ids, ctx.trace, request.view),
+        users: await readInCallScope(
+          deps,
+          ctx,
+          (run, scope) => readUsers(run, scope, request.ids, ctx.trace, request.view),
+          ONE_STATEMENT,
         ),
       };
     },
@@ -101,8 +110,11 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
           { field: 'user_names', description: `at most ${MAX_BATCH_GET_USERS}` },
         ]);
       }
-      const matches = await readInCallOrganization(deps, ctx, (run, organizationId) =>
-        findUsersByUserName(run, organizationId, request.userNames, ctx.trace),
+      const matches = await readInCallOrganization(
+        deps,
+        ctx,
+        (run, organizationId) => findUsersByUserName(run, organizationId, request.userNames, ctx.trace),
+        ONE_STATEMENT,
       );
       return { matches };
     },
