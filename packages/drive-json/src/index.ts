@@ -165,7 +165,11 @@ export function userDrivesResults(
   drives: drivesV1.Drive[],
   tombstones: drivesV1.Tombstone[],
 ): (DriveSchema | DriveTombstoneSchema)[] {
-  const results = drives.map(toDriveSchema);
+  return userDrivesPage(drives.map(toDriveSchema), tombstones);
+}
+
+/** The same from drives already in the API's shape (the Drives service builds them from its rows). */
+function userDrivesPage(results: DriveSchema[], tombstones: drivesV1.Tombstone[]) {
   if (tombstones.length === 0) return results;
   return inListOrder<{ time: string; id: number; body: DriveSchema | DriveTombstoneSchema }>([
     ...results.map((body) => ({ time: body.modified, id: body.drive_id, body })),
@@ -175,16 +179,31 @@ export function userDrivesResults(
 
 /** The same as UTF-8 JSON: what ListUserDrives answers in `results_json`. */
 export function renderUserDrivesResults(drives: drivesV1.Drive[], tombstones: drivesV1.Tombstone[]): Buffer {
-  return Buffer.from(JSON.stringify(userDrivesResults(drives, tombstones)));
+  return renderUserDrivesPage(drives.map(toDriveSchema), tombstones);
+}
+
+/** renderUserDrivesResults from drives already in the API's shape, in list order. */
+export function renderUserDrivesPage(results: DriveSchema[], tombstones: drivesV1.Tombstone[]): Buffer {
+  return Buffer.from(JSON.stringify(userDrivesPage(results, tombstones)));
 }
 
 /** A rendered page of reported drives, as ListReportedDrives answers it. */
 export type RenderedReportedDrives = Pick<drivesV1.ListReportedDrivesResponse, 'resultsJson' | 'driverSlots'>;
 
-// Stands for each driver while a page is rendered. Its JSON, `"driver":0`, can only be the driver's key and value:
-// inside a JSON string every quote is escaped, and no other key is "driver".
-const DRIVER_PLACEHOLDER = 0 as unknown as DriverSchema;
+/**
+ * Stands for each driver while a page is rendered. Its JSON, `"driver":0`, can only be the driver's key and value:
+ * inside a JSON string every quote is escaped, and no other key is "driver".
+ */
+export const DRIVER_PLACEHOLDER = 0 as unknown as DriverSchema;
 const DRIVER_SLOT = Buffer.from('"driver":0');
+
+/** A reported drive in the API's shape, its driver still the placeholder, with whose driver it is and when. */
+export interface ReportedDriveItem {
+  body: ReportedDriveSchema;
+  driveId: number;
+  driverId: string;
+  driverTime?: drivesV1.DriverSlot['driverTime'];
+}
 
 /**
  * A page of reported drives and tombstones as the API's `results` array, in list order, with a placeholder for each
@@ -194,13 +213,24 @@ export function renderReportedDrives(
   reported: drivesV1.ReportedDrive[],
   tombstones: drivesV1.Tombstone[],
 ): RenderedReportedDrives {
-  type Item = { time: string; id: number; body: object; drive?: drivesV1.Drive };
-  const items: Item[] = reported.map((r) => ({
-    time: apiTime(r.updateTime),
-    id: r.drive!.id,
-    body: toReportedDriveSchema(r, DRIVER_PLACEHOLDER),
-    drive: r.drive!,
-  }));
+  return renderReportedDrivesPage(
+    reported.map((r) => ({
+      body: toReportedDriveSchema(r, DRIVER_PLACEHOLDER),
+      driveId: r.drive!.id,
+      driverId: r.drive!.userId,
+      ...(r.drive!.endTime ? { driverTime: r.drive!.endTime } : {}),
+    })),
+    tombstones,
+  );
+}
+
+/** renderReportedDrives from reported drives already in the API's shape, in list order. */
+export function renderReportedDrivesPage(
+  reported: ReportedDriveItem[],
+  tombstones: drivesV1.Tombstone[],
+): RenderedReportedDrives {
+  type Item = { time: string; id: number; body: object; reported?: ReportedDriveItem };
+  const items: Item[] = reported.map((r) => ({ time: r.body.modified, id: r.driveId, body: r.body, reported: r }));
   const ordered =
     tombstones.length === 0
       ? items
@@ -215,10 +245,10 @@ export function renderReportedDrives(
   const resultsJson = Buffer.from(JSON.stringify(ordered.map((item) => item.body)));
   const driverSlots: drivesV1.DriverSlot[] = [];
   let from = 0;
-  for (const { drive } of ordered) {
-    if (!drive) continue;
+  for (const { reported: r } of ordered) {
+    if (!r) continue;
     const offset = resultsJson.indexOf(DRIVER_SLOT, from) + DRIVER_SLOT.length - 1;
-    driverSlots.push({ offset, driverId: drive.userId, ...(drive.endTime ? { driverTime: drive.endTime } : {}) });
+    driverSlots.push({ offset, driverId: r.driverId, ...(r.driverTime ? { driverTime: r.driverTime } : {}) });
     from = offset + 1;
   }
   return { resultsJson, driverSlots };

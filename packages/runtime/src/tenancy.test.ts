@@ -92,11 +92,8 @@ test("a light read's statement parses its columns with the parsers it is given, 
   assert.deepEqual(plain, [{ id: 1 }]);
 });
 
-test('a light read is read only, and a failed one leaves its connection outside any transaction', async () => {
-  const write = readInOrganization(runtime.knex, 1, (run) => run('INSERT INTO facts VALUES (9, 1)'));
-  await assert.rejects(write, /read-only transaction/);
-  await assert.rejects(readInOrganization(runtime.knex, 1, (run) => run('SELECT * FROM no_such_table')));
-  // With one pooled connection or ten, every later statement runs outside a transaction and sees no organization.
+/** With one pooled connection or ten, every later statement runs outside a transaction and sees no organization. */
+async function assertNothingLeftOpen() {
   for (let i = 0; i < 12; i++) {
     const { rows } = await runtime.knex.raw<{ rows: { open: boolean; declared: string | null }[] }>(
       "SELECT now() <> statement_timestamp() AS open, current_setting('mileage.organization_id', true) AS declared",
@@ -104,7 +101,15 @@ test('a light read is read only, and a failed one leaves its connection outside 
     assert.equal(rows[0]!.open, false);
     assert.ok(!rows[0]!.declared);
   }
+  // And the refused write (id 9) is not there.
   assert.equal((await superuser.knex.raw('SELECT count(*)::int AS n FROM facts WHERE id = 9')).rows[0].n, 0);
+}
+
+test('a light read is read only, and a failed one leaves its connection outside any transaction', async () => {
+  const write = readInOrganization(runtime.knex, 1, (run) => run('INSERT INTO facts VALUES (9, 1)'));
+  await assert.rejects(write, /read-only transaction/);
+  await assert.rejects(readInOrganization(runtime.knex, 1, (run) => run('SELECT * FROM no_such_table')));
+  await assertNothingLeftOpen();
   assert.throws(() => readInOrganization(runtime.knex, 0, async () => 0), /not an organization id/);
 });
 
@@ -217,14 +222,7 @@ test('a one-statement read sees its organization, refuses a second statement and
   await assert.rejects(twice, /a one-statement read ran a second statement/);
   await assert.rejects(readInOrganization(runtime.knex, 1, (run) => run('SELECT * FROM no_such_table'), one));
   await assert.rejects(readInOrganization(runtime.knex, 1, (run) => run('INSERT INTO facts VALUES (9, 1)'), one));
-  for (let i = 0; i < 12; i++) {
-    const { rows } = await runtime.knex.raw<{ rows: { open: boolean; declared: string | null }[] }>(
-      "SELECT now() <> statement_timestamp() AS open, current_setting('mileage.organization_id', true) AS declared",
-    );
-    assert.equal(rows[0]!.open, false);
-    assert.ok(!rows[0]!.declared);
-  }
-  assert.equal((await superuser.knex.raw('SELECT count(*)::int AS n FROM facts WHERE id = 9')).rows[0].n, 0);
+  await assertNothingLeftOpen();
 });
 
 test('a light read whose BEGIN failed fails, though its statement answered (it saw no organization)', async () => {

@@ -17,6 +17,9 @@ import {
   millis,
   toColumns,
   toDrive,
+  toReported,
+  type CommentRow,
+  type ReportRow,
   wire,
   type DriveRow,
   type Stamp,
@@ -131,22 +134,6 @@ const newestFirst = (a: Sorted, b: Sorted): number => {
   const y = millis(b.sort_value);
   return x === y ? Number(b.sort_id) - Number(a.sort_id) : x < y ? 1 : -1;
 };
-
-interface ReportRow {
-  drive_id: string;
-  group_id: string;
-  status: string;
-  reported_at: Stamp;
-  report_modified_at: Stamp;
-}
-
-interface CommentRow {
-  id: string;
-  drive_id: string;
-  text: string;
-  user_email: string;
-  created_at: Stamp;
-}
 
 /**
  * The reads of the `drives` schema, inside one organization: run on the statements of a read that declared it (the
@@ -287,8 +274,8 @@ export class DriveReads {
       bindings: [this.organizationId, userId],
       name: 'drives_user_tombstones_v2',
     };
-    const { rows, ...page } = await this.page<DriveRow & Sorted>(live, deleted, q, trace);
-    return { drives: rows.map(toDrive), ...page };
+    // Rows, not messages: the service renders them straight to the API's JSON, or to messages when asked for those.
+    return this.page<DriveRow & Sorted>(live, deleted, q, trace);
   }
 
   async listReportedDrives(groupIds: number[], q: ListQuery, trace?: TraceContext) {
@@ -330,27 +317,10 @@ export class DriveReads {
       trace,
     );
     return {
-      reportedDrives: rows.map((r) => this.toReported(r, comments.get(Number(r.drive_id)) ?? [])),
+      reported: rows.map((row) => ({ row, comments: comments.get(Number(row.drive_id)) ?? [] })),
       tombstones,
       hasMore,
       next,
-    };
-  }
-
-  /** A reported drive with its review comments. */
-  toReported(row: DriveRow & ReportRow, comments: CommentRow[]): drivesV1.ReportedDrive {
-    return {
-      drive: toDrive(row),
-      groupId: Number(row.group_id),
-      status: row.status,
-      reportTime: wire(row.reported_at),
-      updateTime: wire(row.report_modified_at),
-      reviewComments: comments.map((c) => ({
-        id: Number(c.id),
-        text: c.text,
-        createTime: wire(c.created_at),
-        userEmail: c.user_email,
-      })),
     };
   }
 
@@ -596,7 +566,7 @@ export class DrivesRepository {
     if (!row) return undefined;
     const reads = await this.reads();
     const comments = await reads.comments([driveId], trace);
-    return reads.toReported(row, comments.get(driveId) ?? []);
+    return toReported(row, comments.get(driveId) ?? []);
   }
 }
 

@@ -58,7 +58,25 @@ export interface DriveRow {
   modified_at: Stamp;
 }
 
-interface StoredLocation {
+/** The report's columns of a row of `drive_reports` joined to its drive. */
+export interface ReportRow {
+  drive_id: string;
+  group_id: string;
+  status: string;
+  reported_at: Stamp;
+  report_modified_at: Stamp;
+}
+
+/** A row of `review_comments`. */
+export interface CommentRow {
+  id: string;
+  drive_id: string;
+  text: string;
+  user_email: string;
+  created_at: Stamp;
+}
+
+export interface StoredLocation {
   name: string;
   lat: string | null;
   lon: string | null;
@@ -185,5 +203,22 @@ export function toColumns(d: drivesV1.Drive) {
     purpose: d.purpose ?? null,
     start_location: storeLocation(d.start),
     end_location: storeLocation(d.end),
+  };
+}
+
+/** A reported drive with its review comments, as the message. */
+export function toReported(row: DriveRow & ReportRow, comments: CommentRow[]): drivesV1.ReportedDrive {
+  return {
+    drive: toDrive(row),
+    groupId: Number(row.group_id),
+    status: row.status,
+    reportTime: wire(row.reported_at),
+    updateTime: wire(row.report_modified_at),
+    reviewComments: comments.map((c) => ({
+      id: Number(c.id),
+      text: c.text,
+      createTime: wire(c.created_at),
+      userEmail: c.user_email,
+    })),
   };
 }

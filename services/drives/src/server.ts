@@ -11,8 +11,9 @@ import {
   type PromiseClient,
   type ServiceRegistration,
 } from '@mileage/runtime';
-import { renderReportedDrives, renderUserDrivesResults } from '@mileage/drive-json';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DriveReads, DrivesRepository } from './drives-repo';
+import { renderReportedRows, renderUserDriveRows } from './render';
+import { toDrive, toReported } from './rows';
 import { classificationFilter, listQuery, requirePositive, requireUserId, validateDrive } from './validation';
 
 export interface DrivesServerDeps {
@@ -61,10 +62,10 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
         ? {
             drives: [],
             tombstones: [],
-            resultsJson: renderUserDrivesResults(page.drives, page.tombstones),
+            resultsJson: renderUserDriveRows(page.rows, page.tombstones),
             ...pageEnd(page),
           }
-        : { drives: page.drives, tombstones: page.tombstones, resultsJson: NOTHING, ...pageEnd(page) };
+        : { drives: page.rows.map(toDrive), tombstones: page.tombstones, resultsJson: NOTHING, ...pageEnd(page) };
     },
 
     async listReportedDrives(request, ctx) {
@@ -80,11 +81,11 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
         ? {
             reportedDrives: [],
             tombstones: [],
-            ...renderReportedDrives(page.reportedDrives, page.tombstones),
+            ...renderReportedRows(page.reported, page.tombstones),
             ...pageEnd(page),
           }
         : {
-            reportedDrives: page.reportedDrives,
+            reportedDrives: page.reported.map(({ row, comments }) => toReported(row, comments)),
             tombstones: page.tombstones,
             resultsJson: NOTHING,
             driverSlots: [],
