@@ -200,7 +200,6 @@ const DRIVER_SLOT = Buffer.from('"driver":0');
 /** A reported drive in the API's shape, its driver still the placeholder, with whose driver it is and when. */
 export interface ReportedDriveItem {
   body: ReportedDriveSchema;
-  driveId: number;
   driverId: string;
   driverTime?: drivesV1.DriverSlot['driverTime'];
 }
@@ -216,7 +215,6 @@ export function renderReportedDrives(
   return renderReportedDrivesPage(
     reported.map((r) => ({
       body: toReportedDriveSchema(r, DRIVER_PLACEHOLDER),
-      driveId: r.drive!.id,
       driverId: r.drive!.userId,
       ...(r.drive!.endTime ? { driverTime: r.drive!.endTime } : {}),
     })),
@@ -230,7 +228,12 @@ export function renderReportedDrivesPage(
   tombstones: drivesV1.Tombstone[],
 ): RenderedReportedDrives {
   type Item = { time: string; id: number; body: object; reported?: ReportedDriveItem };
-  const items: Item[] = reported.map((r) => ({ time: r.body.modified, id: r.driveId, body: r.body, reported: r }));
+  const items: Item[] = reported.map((r) => ({
+    time: r.body.modified,
+    id: Number(r.body.id),
+    body: r.body,
+    reported: r,
+  }));
   const ordered =
     tombstones.length === 0
       ? items

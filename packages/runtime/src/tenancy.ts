@@ -176,6 +176,9 @@ export interface LightReadOptions {
   oneStatement?: boolean;
 }
 
+/** The options of a read that is one statement (its COMMIT travels with it). */
+export const ONE_STATEMENT: LightReadOptions = Object.freeze({ oneStatement: true });
+
 /**
  * Runs the statements of a read in one READ ONLY transaction of `organizationId`, as inOrganization declares it, but
  * without a knex transaction: the BEGIN and the declaration travel as one simple query, and the statements go to pg
@@ -211,23 +214,22 @@ function lightRead<T>(
   return readWithRetry(async () => {
     const client = clientOf(knex);
     const connection = (await client.acquireConnection()) as RawConnection;
-    let committed: Promise<unknown> | undefined;
     const statements = statementsOn(knex, connection);
-    const oneStatement: ReadStatements = <R>(...args: Parameters<ReadStatements>) => {
-      if (committed) return Promise.reject<{ rows: R[] }>(new Error('a one-statement read ran a second statement'));
-      const answer = statements<R>(...args);
-      committed = connection.query({ text: 'COMMIT' });
-      // Awaited below once the work is done; a dropped connection rejects both, and the work's error is the one told.
-      committed.catch(() => undefined);
-      return answer;
-    };
+    let committed: Promise<unknown> | undefined;
+    const run: ReadStatements = !options.oneStatement
+      ? statements
+      : <R>(...args: Parameters<ReadStatements>) => {
+          if (committed) return Promise.reject<{ rows: R[] }>(new Error('a one-statement read ran a second statement'));
+          const answer = statements<R>(...args);
+          committed = connection.query({ text: 'COMMIT' });
+          // Awaited below once the work is done; a dropped connection rejects both, and the work's error is the one told.
+          committed.catch(() => undefined);
+          return answer;
+        };
     try {
       // The first statement goes out behind BEGIN, not after its answer (the pool's connections pipeline: db.ts). A
       // BEGIN that failed fails the read, whatever its statements answered without the declaration.
-      const [, result] = await Promise.all([
-        connection.query({ text: begin }),
-        work(options.oneStatement ? oneStatement : statements),
-      ]);
+      const [, result] = await Promise.all([connection.query({ text: begin }), work(run)]);
       await (committed ?? connection.query({ text: 'COMMIT' }));
       return result;
     } catch (err) {

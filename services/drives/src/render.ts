@@ -17,12 +17,6 @@ import { wire, type CommentRow, type DriveRow, type ReportRow, type StoredLocati
  * generated rows). The message path stays for a caller that asks for messages, and for the gateway's fallback.
  */
 
-const CLASSIFICATION_NAMES = new Map<string, DriveDetails['classification']>([
-  ['business', 'business'],
-  ['personal', 'personal'],
-  ['unclassified', 'unclassified'],
-]);
-
 function money(amount: string | null, currency: string | null) {
   return amount !== null && currency !== null ? { amount: Number(amount), currency } : null;
 }
@@ -56,7 +50,8 @@ function details(row: DriveRow): DriveDetails {
     parking_fees: money(row.parking_amount, row.parking_currency),
     description: row.description ?? null,
     entry: row.entry === 'manual' ? 'manual' : 'automatic',
-    classification: (row.classification !== null && CLASSIFICATION_NAMES.get(row.classification)) || null,
+    // The column's CHECK admits only the API's names (or NULL).
+    classification: row.classification as DriveDetails['classification'],
     purpose: row.purpose ?? null,
     start: place(row.start_location),
     end: place(row.end_location),
@@ -77,7 +72,6 @@ export function driveSchemaOf(row: DriveRow): DriveSchema {
 
 /** A reported drive's row and comments in the API's ReportedDriveSchema, its driver the placeholder. */
 export function reportedDriveItemOf(row: DriveRow & ReportRow, comments: CommentRow[]): ReportedDriveItem {
-  const endTime = wire(row.ended_at);
   return {
     body: {
       id: String(Number(row.id)),
@@ -93,9 +87,8 @@ export function reportedDriveItemOf(row: DriveRow & ReportRow, comments: Comment
         user_email: c.user_email,
       })),
     },
-    driveId: Number(row.id),
     driverId: row.user_id,
-    driverTime: endTime,
+    driverTime: wire(row.ended_at),
   };
 }
 

@@ -2,6 +2,7 @@ import { groupsV1 } from '@mileage/proto';
 import {
   errors,
   inOrganization,
+  ONE_STATEMENT,
   readInOrganization,
   droppedReadAttempts,
   readWithRetry,
@@ -57,12 +58,11 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
       requireGroupId(request.groupId, 'group_id');
       requireUserId(request.userId);
       const organizationId = requireOrganization(ctx);
-      // One statement: BEGIN, it and COMMIT travel in one round trip.
       return readInOrganization(
         deps.knex,
         organizationId,
         (run) => checkAdmin(run, organizationId, request.groupId, request.userId, ctx.trace),
-        { oneStatement: true },
+        ONE_STATEMENT,
       );
     },
 

@@ -2,6 +2,7 @@ import { usersV1 } from '@mileage/proto';
 import {
   errors,
   MAX_BATCH_GET_USERS,
+  ONE_STATEMENT,
   requireListWindow,
   timestampToDate,
   type CallContext,
@@ -37,9 +38,6 @@ export type { UsersServerDeps };
 export function createServer(deps: UsersServerDeps): ServiceRegistration[] {
   return [usersRegistration(deps), organizationsRegistration(deps)];
 }
-
-/** The hot point reads are one statement each: BEGIN, the statement and COMMIT travel in one round trip. */
-const ONE_STATEMENT = { oneStatement: true };
 
 function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
   const users = <T>(ctx: CallContext, work: (repo: UsersRepository) => Promise<T>, options?: { read?: boolean }) =>

@@ -36,7 +36,8 @@ const scimClient = createGrpcClient(scimV1.ScimServiceClient, config.SCIM_ADDRES
 const scimReads = new ScimReads(scimClient, { inc: () => {} });
 const cursors = new CursorCodec(config.CURSOR_SECRET);
 // The scopes of the bench's tokens (stack.ts passes them), as the gateway puts the token's into the end-user context.
-const SCOPES = (process.env.BENCH_SCOPES ?? '').split(' ');
+const SCOPES = (process.env.BENCH_SCOPES ?? '').split(' ').filter(Boolean);
+if (SCOPES.length === 0) throw new Error('BENCH_SCOPES is required (the scopes of the bench tokens, stack.ts)');
 
 /** The account the gateway reads for every /v1 request, and the settings of the calls made for it. */
 async function account(userId: string): Promise<{ user: usersV1.User; call: CallSettings }> {
