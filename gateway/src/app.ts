@@ -2,6 +2,7 @@ import type { scimV1 } from '@mileage/proto';
 import {
   endSpan,
   extractEdgeContext,
+  fixedFieldLogger,
   isAcceptableRequestId,
   SpanKind,
   startSpan,
@@ -158,6 +159,8 @@ the local copy with what the walk returned, and continue incrementally with date
 
 /** Request id (echoed when acceptable, else generated), logging context, access log line and RED metrics. */
 function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandler {
+  // Every field of the access line is chosen here: none is a header, a body or an error.
+  const accessLog = fixedFieldLogger(deps.logger);
   return (req, res, next) => {
     const started = process.hrtime.bigint();
     const sent = req.headers['x-request-id'];
@@ -182,7 +185,7 @@ function requestContext(deps: Pick<AppDeps, 'logger' | 'metrics'>): RequestHandl
         endSpan(traced.span, res.statusCode >= 500 ? `HTTP ${res.statusCode}` : undefined, {
           'http.response.status_code': res.statusCode,
         });
-      deps.logger.info(
+      accessLog.info(
         {
           request_id: requestId,
           ...traceLogFields(traced?.context),
