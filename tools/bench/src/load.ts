@@ -1,10 +1,15 @@
 import autocannon from 'autocannon';
 import { CpuMeter, machineCpuSeconds } from './proc';
+import { runWrk } from './wrk';
+
+/** autocannon inside the bench's process (the default), or wrk in a process of its own (wrk.ts). */
+export type Generator = 'autocannon' | 'wrk';
 
 export interface LoadSettings {
   connections: number;
   warmupSeconds: number;
   durationSeconds: number;
+  generator?: Generator;
   /** Runs between the warm-up and the measured run (e.g. to learn new processes' names). */
   afterWarmup?: () => Promise<void>;
 }
@@ -24,9 +29,9 @@ export interface LoadResult {
   /** The measured run on the clock of process.hrtime (µs), which V8's CPU profiles use too (pieces.ts). */
   window: { fromUs: number; toUs: number };
   /**
-   * Where the machine's cores went during the measured run: the bench process itself (autocannon, the load generator,
-   * and the OTLP sink when traces are decoded), in µs per request and in cores, and the whole machine's busy cores
-   * out of all (servers, PostgreSQL, the generator, anything else).
+   * Where the machine's cores went during the measured run: the load generator (the bench process itself, which runs
+   * autocannon and the OTLP sink, and wrk's process when it generates), in µs per request and in cores, and the whole
+   * machine's busy cores out of all (servers, PostgreSQL, the generator, anything else).
    */
   cores: { generatorMicrosPerRequest: number; generator: number; machineBusy: number; machine: number };
 }
@@ -87,26 +92,73 @@ export function failureKinds(
   return kinds;
 }
 
+/** One run of either generator, in the terms measure() reports. */
+interface GeneratedLoad {
+  requests: number;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+  failures: Record<string, number>;
+  /** CPU of the generator's own process, when it is not the bench's. */
+  generatorProcessMicros: number;
+}
+
+async function generate(
+  target: Target,
+  connections: number,
+  duration: number,
+  generator: Generator,
+): Promise<GeneratedLoad> {
+  if (generator === 'wrk') {
+    const r = await runWrk(target, connections, duration);
+    const failed = (kind: string) => r.failures[kind] ?? 0;
+    return {
+      requests: r.requests,
+      requestsPerSecond: r.requests / r.seconds,
+      p50Ms: r.p50Ms,
+      p99Ms: r.p99Ms,
+      non2xx: failed('status ≥ 400'),
+      errors: failed('errors') + failed('timeouts'),
+      failures: r.failures,
+      generatorProcessMicros: r.cpuMicros,
+    };
+  }
+  const r = await run(target, connections, duration);
+  return {
+    requests: r.requests.total,
+    requestsPerSecond: r.requests.average,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    failures: failureKinds(r),
+    generatorProcessMicros: 0,
+  };
+}
+
 /** A warm-up, then the measured run; CPU is the server-side processes' user+system time over the measured run. */
 export async function measure(
   target: Target,
   serverPids: () => Map<number, string>,
   settings: LoadSettings,
 ): Promise<LoadResult> {
-  await run(target, settings.connections, settings.warmupSeconds);
+  const generator = settings.generator ?? 'autocannon';
+  await generate(target, settings.connections, settings.warmupSeconds, generator);
   await settings.afterWarmup?.();
   const meter = new CpuMeter(serverPids);
   const fromUs = Number(process.hrtime.bigint() / 1000n);
   const generatorBefore = process.cpuUsage();
   const machineBefore = machineCpuSeconds();
-  const result = await run(target, settings.connections, settings.durationSeconds);
+  const result = await generate(target, settings.connections, settings.durationSeconds, generator);
   const generatorUsage = process.cpuUsage(generatorBefore);
   const machineAfter = machineCpuSeconds();
   const toUs = Number(process.hrtime.bigint() / 1000n);
   const used = meter.stop();
   const seconds = (toUs - fromUs) / 1e6;
-  const generatorMicros = generatorUsage.user + generatorUsage.system;
-  const requests = result.requests.total;
+  const generatorMicros = generatorUsage.user + generatorUsage.system + result.generatorProcessMicros;
+  const requests = result.requests;
   const cpu = Object.values(used).reduce((a, b) => a + b, 0);
   const cpuByProcess = Object.fromEntries(
     Object.entries(used)
@@ -114,13 +166,13 @@ export async function measure(
       .map(([name, seconds]) => [name, requests ? Math.round((seconds / requests) * 1e6) : 0]),
   );
   return {
-    requestsPerSecond: result.requests.average,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
+    requestsPerSecond: result.requestsPerSecond,
+    p50Ms: result.p50Ms,
+    p99Ms: result.p99Ms,
     requests,
     non2xx: result.non2xx,
     errors: result.errors,
-    failures: failureKinds(result),
+    failures: result.failures,
     cpuMicrosPerRequest: requests ? (cpu / requests) * 1e6 : 0,
     cpuByProcess,
     window: { fromUs, toUs },

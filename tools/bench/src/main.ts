@@ -7,7 +7,7 @@ import { loadavg } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { capacity, capacityLine, servedCounts, takingPart, type Capacity } from './capacity';
-import { measure, type LoadResult, type Target } from './load';
+import { measure, type Generator, type LoadResult, type Target } from './load';
 import { insertScimToken, isolationProblem, seedOrganizations, spreadLookups } from './organizations';
 import { MemorySampler, readMemory, summariseSoak, type MemorySample, type MemorySummary } from './memory';
 import { oneConnection, type OneConnectionResult } from './one-connection';
@@ -23,6 +23,11 @@ const { values: flags } = parseArgs({
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '16' },
+    /**
+     * The load generator: autocannon inside the bench's process, or wrk (Debian's `wrk`) in a process of its own, as
+     * the independent side-by-side of issue 24 ran it (docs/benchmarks.md, "The two benches").
+     */
+    generator: { type: 'string', default: 'autocannon' },
     users: { type: 'string', default: '1000' },
     drives: { type: 'string', default: '200000' },
     callers: { type: 'string', default: '200' },
@@ -97,6 +102,10 @@ if (flags.smoke)
   });
 const num = (name: keyof typeof flags) => Number(flags[name]);
 if (!Number.isInteger(num('gateways')) || num('gateways') < 1) throw new Error('--gateways takes a whole number ≥ 1');
+const GENERATORS: readonly Generator[] = ['autocannon', 'wrk'];
+const generator = flags.generator as Generator;
+if (!GENERATORS.includes(generator)) throw new Error(`--generator takes ${GENERATORS.join(' or ')}`);
+if (generator === 'wrk' && num('gateways') > 1) throw new Error('--generator wrk loads one gateway: use --gateways 1');
 // The pieces report divides one gateway's profile by every request the full path served.
 if (num('gateways') > 1 && flags['cpu-prof']) throw new Error('--cpu-prof profiles one gateway: use --gateways 1');
 
@@ -298,10 +307,11 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
       durationSeconds: num('duration'),
       warmupSeconds: num('warmup'),
       connections: num('connections'),
+      generator,
       afterWarmup: () => stack.refreshBackends(),
     };
     process.stdout.write(
-      `\nLoad: autocannon in the bench process, ${settings.connections} connections${num('gateways') > 1 ? ` (the full path's spread over ${num('gateways')} gateways)` : ''}, ${settings.warmupSeconds} s warm-up + ` +
+      `\nLoad: ${generator === 'wrk' ? 'wrk in its own process' : 'autocannon in the bench process'}, ${settings.connections} connections${num('gateways') > 1 ? ` (the full path's spread over ${num('gateways')} gateways)` : ''}, ${settings.warmupSeconds} s warm-up + ` +
         `${settings.durationSeconds} s measured per target; bare, full path and (where it answers) the floor in turn. ` +
         `CPU: user+system of every server-side process (PostgreSQL: every backend, named by the service it serves) ` +
         `per request.\n`,
@@ -424,7 +434,7 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
     const levels = flags.sweep && !flags['soak-only'] ? flags.sweep.split(',').map(Number) : [];
     for (const r of levels.length ? defs.filter((d) => d.id !== 'sync-team-page') : []) {
       for (const connections of levels) {
-        const s = { connections, warmupSeconds: 1, durationSeconds: num('sweep-duration') };
+        const s = { connections, warmupSeconds: 1, durationSeconds: num('sweep-duration'), generator };
         for (const [target, t, pids] of [
           ['bare', r.bare, stack.barePids],
           ['full', r.full, stack.fullPids],
