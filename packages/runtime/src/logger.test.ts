@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,11 +7,18 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { createLogger, fixedFieldLogger, LOG_CHUNK_BYTES } from './logger';
 
-/** A buffered destination like stdout's, written synchronously so that what reached the file can be read at once. */
-function bufferedFile(): { destination: pino.DestinationStream; lines(): Record<string, unknown>[]; done(): void } {
+/**
+ * A buffered destination like stdout's, by default written synchronously so that what reached the file can be read at
+ * once; `sync: false` writes it from the thread pool, as stdout is.
+ */
+function bufferedFile({ sync = true } = {}): {
+  destination: ReturnType<typeof pino.destination>;
+  lines(): Record<string, unknown>[];
+  done(): void;
+} {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'logger-test-'));
   const file = path.join(dir, 'log');
-  const destination = pino.destination({ dest: file, sync: true, minLength: LOG_CHUNK_BYTES });
+  const destination = pino.destination({ dest: file, sync, minLength: LOG_CHUNK_BYTES });
   return {
     destination,
     lines: () =>
@@ -58,6 +66,29 @@ test('a chunk of info lines is written without waiting for a flush', (t) => {
     written.map((_, i) => i),
   );
 });
+
+test(
+  'a warning logged while a chunk is on its way is written when that write ends, not at the next timer',
+  { timeout: 10_000 },
+  async (t) => {
+    const file = bufferedFile({ sync: false });
+    t.after(file.done);
+    await once(file.destination, 'ready');
+    const logger = createLogger({ service: 'logger-test', destination: file.destination });
+    const filler = 'x'.repeat(200);
+    // The first chunk goes to a pool thread; the lines after it, and the warning, wait for that write to end.
+    for (let i = 0; i < 40; i++) logger.info({ i, filler }, 'line');
+    logger.warn('urgent');
+    // Each finished write emits 'write'; without the flush after the drain the warning would stay buffered (no timer here).
+    while (!file.lines().some((line) => line.msg === 'urgent')) await once(file.destination, 'write');
+    const written = file.lines();
+    assert.equal(written.length, 41);
+    assert.deepEqual(
+      written.map((line) => line.msg),
+      [...Array<string>(40).fill('line'), 'urgent'],
+    );
+  },
+);
 
 test('the fixed-field logger writes the same format to the same stream, without the redaction paths', (t) => {
   const file = bufferedFile();

