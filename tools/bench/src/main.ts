@@ -13,7 +13,7 @@ import { MemorySampler, readMemory, summariseSoak, type MemorySample, type Memor
 import { oneConnection, type OneConnectionResult } from './one-connection';
 import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
 import { piecesReport, type ProfiledRun } from './pieces';
-import { cpuSeconds } from './proc';
+import { cpuSeconds, recentWarnings } from './proc';
 import { BENCH_SERVICES, startBenchStack, type BenchStack } from './stack';
 import * as verdict from './verdict';
 import { deepCursor, walk, type WalkResult } from './walk';
@@ -536,7 +536,11 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
         process.stdout.write(`Plot: ${path.relative(process.cwd(), file)}\n`);
       }
     }
-    if (failures) process.stderr.write(`bench: ${failures} requests answered something other than 200\n`);
+    if (failures)
+      process.stderr.write(
+        `bench: ${failures} requests answered something other than 200\n` +
+          `the servers' latest warnings and errors:\n${recentWarnings().join('\n') || '(none)'}\n`,
+      );
     return verdict.exitStatus(failures, missed.length, flags.strict);
   } finally {
     await stack.stop();

@@ -36,6 +36,8 @@ export interface SequentialResult {
   p99Ms: number;
   /** Requests (warm-up included) not answered 200. */
   failed: number;
+  /** What they got instead: the count of each status, or of `no answer` (the connection failed or timed out). */
+  failures: Record<string, number>;
   /** Connections the measured requests used: 1 unless the server closed one. */
   connections: number;
 }
@@ -67,6 +69,7 @@ async function sequential(target: Target, count: number, warmup: number, traced 
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const sockets = new Set<unknown>();
   let failed = 0;
+  const failures: Record<string, number> = {};
   const one = (i: number) =>
     new Promise<Sample>((resolve) => {
       const r = target.requests[i % target.requests.length]!;
@@ -78,7 +81,11 @@ async function sequential(target: Target, count: number, warmup: number, traced 
       const done = (status: number) => {
         if (settled) return;
         settled = true;
-        if (status !== 200) failed++;
+        if (status !== 200) {
+          failed++;
+          const kind = status === 0 ? 'no answer' : String(status);
+          failures[kind] = (failures[kind] ?? 0) + 1;
+        }
         resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, status, ...(traceId ? { traceId } : {}) });
       };
       const started = process.hrtime.bigint();
@@ -97,7 +104,7 @@ async function sequential(target: Target, count: number, warmup: number, traced 
     sockets.clear();
     const samples: Sample[] = [];
     for (let i = 0; i < count; i++) samples.push(await one(warmup + i));
-    return { samples, failed, connections: sockets.size };
+    return { samples, failed, failures, connections: sockets.size };
   } finally {
     agent.destroy();
   }
@@ -109,7 +116,14 @@ const us = (n: number) => Math.round(n * 1000) / 1000;
 function summary(s: Awaited<ReturnType<typeof sequential>>): SequentialResult {
   const times = s.samples.map((x) => x.ms);
   const [p50Ms, p99Ms] = [us(median(times)), us(percentile(times, 99))];
-  return { requests: times.length, p50Ms, p99Ms, failed: s.failed, connections: s.connections };
+  return {
+    requests: times.length,
+    p50Ms,
+    p99Ms,
+    failed: s.failed,
+    failures: s.failures,
+    connections: s.connections,
+  };
 }
 
 async function sink<T>(sinkUrl: string, path: string, method = 'GET'): Promise<T> {
@@ -191,7 +205,7 @@ export async function oneConnection(
       const row = (name: string, x: SequentialResult) =>
         `  ${name.padEnd(24)} p50 ${ms(x.p50Ms).padStart(6)} ms  p99 ${ms(x.p99Ms).padStart(6)} ms` +
         (x.connections > 1 ? `  (${x.connections} connections)` : '') +
-        (x.failed ? `  ERRORS ${x.failed}` : '');
+        (x.failed ? `  ERRORS ${x.failed} ${JSON.stringify(x.failures)}` : '');
       const met = checks[`${r.id} one-connection p50`] ? 'met' : 'missed';
       write(
         [

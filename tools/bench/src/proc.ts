@@ -1,5 +1,6 @@
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 
 export interface Child {
   name: string;
@@ -9,13 +10,30 @@ export interface Child {
 
 const children: Child[] = [];
 
-/** A Node.js child whose output is drained (as a container runtime would) but not shown. */
+/** How many of the latest warning, error and failed-request lines are kept, of all children together. */
+const KEPT_WARNINGS = 30;
+const warnings: string[] = [];
+
+/** The children's latest warning, error and failed-request log lines (`name: line`), to say why requests failed. */
+export function recentWarnings(): readonly string[] {
+  return warnings;
+}
+
+/**
+ * A Node.js child whose output is drained (as a container runtime would) but not shown, except its warning and
+ * error lines and failed requests' access lines, of which the latest are kept (recentWarnings).
+ */
 export function startNode(name: string, script: string, env: Record<string, string>, nodeArgs: string[] = []): Child {
   const child = spawn(process.execPath, [...nodeArgs, script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout!.resume();
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    // Warnings, errors, and the access lines of requests that failed.
+    if (!/"level":"(warn|error|fatal)"|"status":[45]\d\d,/.test(line)) return;
+    warnings.push(`${name}: ${line.slice(0, 2_000)}`);
+    if (warnings.length > KEPT_WARNINGS) warnings.shift();
+  });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
   child.on('exit', (code, signal) => {
