@@ -1,6 +1,7 @@
 // The second load generator: wrk (C, a process of its own; Debian's `wrk`), as the independent side-by-side of issue 24
-// ran it. The same requests as autocannon's (each connection cycles through the target's paths and headers); wrk's
-// own CPU is read from the shell that waits for it (`times`), so that the generator's share of the cores is known.
+// ran it. The same requests as autocannon's (wrk's one thread cycles through the target's paths and headers for all its
+// connections, where each of autocannon's connections cycles through them); wrk's own CPU is read from the shell that
+// waits for it (`times`), so that the generator's share of the cores is known. One gateway only (main.ts refuses more).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -69,7 +70,6 @@ export function childrenCpuMicros(timesOutput: string): number {
 }
 
 export async function runWrk(target: Target, connections: number, durationSeconds: number): Promise<WrkRun> {
-  if (target.replicas?.length) throw new Error('--generator wrk loads one gateway: use --gateways 1');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-wrk-'));
   try {
     const script = path.join(dir, 'requests.lua');
