@@ -70,6 +70,28 @@ describe('TokenVerifier', () => {
     );
   });
 
+  test('concurrent requests with one unseen token share one signature check, and each is refused when it fails', async () => {
+    const refused: RefusalReason[] = [];
+    const { verifier, sign, fetches } = await setup({ onRefused: (reason) => refused.push(reason) });
+    const token = await sign();
+    const callers = await Promise.all(Array.from({ length: 16 }, () => verifier.verify(token, '192.0.2.1')));
+    assert.equal(fetches(), 1);
+    assert.ok(callers.every((c) => c === callers[0]));
+    // Verified once, then from the cache: a second burst checks nothing.
+    await Promise.all(Array.from({ length: 4 }, () => verifier.verify(token)));
+    assert.equal(fetches(), 1);
+
+    const forged = `${token.slice(0, token.lastIndexOf('.'))}.${'A'.repeat(342)}`;
+    const results = await Promise.allSettled(Array.from({ length: 3 }, () => verifier.verify(forged, '192.0.2.1')));
+    assert.ok(results.every((r) => r.status === 'rejected' && r.reason instanceof TokenError));
+    assert.equal(fetches(), 2);
+    // Every refused request is counted, not only the check.
+    assert.deepEqual(refused, ['signature', 'signature', 'signature']);
+    // A failed check is not remembered: the next request checks again.
+    await assert.rejects(verifier.verify(forged));
+    assert.equal(fetches(), 3);
+  });
+
   test('the cache is bounded', async () => {
     const { verifier, sign, fetches } = await setup();
     const tokens = [await sign({ jti: 'a' }), await sign({ jti: 'b' }), await sign({ jti: 'c' })];

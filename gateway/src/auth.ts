@@ -77,7 +77,7 @@ export interface TokenVerifierOptions {
  * algorithms, `iss`, `aud`, `exp`/`nbf` with a small skew, the JOSE header `typ` (RFC 9068 `at+jwt`, or `JWT` unless
  * `at+jwt` is required) and the claim `typ` = Bearer where present (an ID, logout or refresh token is not an access
  * token). A verified token is remembered until it expires, so a
- * client's repeated calls skip the signature check.
+ * client's repeated calls skip the signature check, and its concurrent first calls share one.
  */
 export class TokenVerifier {
   private readonly keys: JWTVerifyGetKey;
@@ -88,6 +88,8 @@ export class TokenVerifier {
    */
   private readonly cache = new Map<string, { caller: Caller; validUntil: number; kid: string | undefined }>();
   private readonly cacheSize: number;
+  /** Tokens whose signature is being checked: their other requests wait for that check. */
+  private readonly verifying = new Map<string, Promise<Caller>>();
   private readonly now: () => number;
   private readonly maxTokenAgeSeconds: number;
   private readonly invalidTokens: InvalidTokenLimiter | undefined;
@@ -180,6 +182,15 @@ export class TokenVerifier {
       throw new TokenError('token expired', 'invalid', 'expired');
     }
     this.refuseWhenLimited(clientAddress);
+    // Concurrent requests with one unseen token (a client's first burst) share one signature check.
+    const pending = this.verifying.get(token);
+    if (pending) return pending;
+    const verified = this.verifyAndRemember(token, nowMs).finally(() => this.verifying.delete(token));
+    this.verifying.set(token, verified);
+    return verified;
+  }
+
+  private async verifyAndRemember(token: string, nowMs: number): Promise<Caller> {
     let payload: JWTPayload;
     let kid: string | undefined;
     try {
