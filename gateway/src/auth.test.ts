@@ -72,21 +72,29 @@ describe('TokenVerifier', () => {
 
   test('concurrent requests with one unseen token share one signature check, and each is refused when it fails', async () => {
     const refused: RefusalReason[] = [];
-    const { verifier, sign, fetches } = await setup({ onRefused: (reason) => refused.push(reason) });
+    const { verifier, sign, fetches } = await setup({
+      onRefused: (reason) => refused.push(reason),
+      invalidTokenLimit: { burst: 100, perMinute: 60 },
+    });
     const token = await sign();
     const callers = await Promise.all(Array.from({ length: 16 }, () => verifier.verify(token, '192.0.2.1')));
     assert.equal(fetches(), 1);
     assert.ok(callers.every((c) => c === callers[0]));
-    // Verified once, then from the cache: a second burst checks nothing.
-    await Promise.all(Array.from({ length: 4 }, () => verifier.verify(token)));
+    // Verified once, then from the cache: a second burst checks nothing, nor reads the client's address.
+    let addressReads = 0;
+    const address = () => (addressReads++, '192.0.2.1');
+    await Promise.all(Array.from({ length: 4 }, () => verifier.verify(token, address)));
     assert.equal(fetches(), 1);
+    assert.equal(addressReads, 0);
 
     const forged = `${token.slice(0, token.lastIndexOf('.'))}.${'A'.repeat(342)}`;
-    const results = await Promise.allSettled(Array.from({ length: 3 }, () => verifier.verify(forged, '192.0.2.1')));
+    const results = await Promise.allSettled(Array.from({ length: 3 }, () => verifier.verify(forged, address)));
     assert.ok(results.every((r) => r.status === 'rejected' && r.reason instanceof TokenError));
     assert.equal(fetches(), 2);
     // Every refused request is counted, not only the check.
     assert.deepEqual(refused, ['signature', 'signature', 'signature']);
+    // Each read for the limit before the check and again to charge the refusal.
+    assert.equal(addressReads, 6);
     // A failed check is not remembered: the next request checks again.
     await assert.rejects(verifier.verify(forged));
     assert.equal(fetches(), 3);

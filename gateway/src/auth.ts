@@ -44,6 +44,11 @@ export class TokenError extends Error {
   }
 }
 
+/** A client's address, or how to read it (Express's `req.ip` parses headers: a cached token never needs it). */
+export type ClientAddress = string | (() => string | undefined);
+
+const addressOf = (address: ClientAddress | undefined) => (typeof address === 'function' ? address() : address);
+
 export interface TokenVerifierOptions {
   issuer: string;
   audience: string;
@@ -123,8 +128,11 @@ export class TokenVerifier {
     await this.remoteKeys?.load();
   }
 
-  /** `clientAddress`: whose invalid tokens are limited before their signature is checked (a cached token never is). */
-  verify(token: string, clientAddress?: string): Promise<Caller> {
+  /**
+   * `clientAddress`: whose invalid tokens are limited before their signature is checked (a cached token never is, so
+   * it is read only when needed).
+   */
+  verify(token: string, clientAddress?: ClientAddress): Promise<Caller> {
     return this.counted(clientAddress, () => this.judge(token, clientAddress));
   }
 
@@ -132,7 +140,7 @@ export class TokenVerifier {
    * Judges a bearer secret that is not a JWT (a SCIM secret token) under the same invalid-token limit and refusal
    * count: `resolve` answers undefined for a secret that is not valid, and fails when it cannot tell (then 503).
    */
-  verifyOpaque<T>(resolve: () => Promise<T | undefined>, clientAddress?: string): Promise<T> {
+  verifyOpaque<T>(resolve: () => Promise<T | undefined>, clientAddress?: ClientAddress): Promise<T> {
     return this.counted(clientAddress, async () => {
       this.refuseWhenLimited(clientAddress);
       let found: T | undefined;
@@ -148,20 +156,22 @@ export class TokenVerifier {
   }
 
   /** Counts every refusal and charges an invalid token to its address. */
-  private async counted<T>(clientAddress: string | undefined, judge: () => Promise<T>): Promise<T> {
+  private async counted<T>(clientAddress: ClientAddress | undefined, judge: () => Promise<T>): Promise<T> {
     try {
       return await judge();
     } catch (err) {
       if (err instanceof TokenError && err.reason !== undefined) {
         this.options.onRefused?.(err.reason);
-        if (err.kind === 'invalid' && clientAddress !== undefined) this.invalidTokens?.charge(clientAddress);
+        const address = err.kind === 'invalid' && this.invalidTokens ? addressOf(clientAddress) : undefined;
+        if (address !== undefined) this.invalidTokens!.charge(address);
       }
       throw err;
     }
   }
 
-  private refuseWhenLimited(clientAddress: string | undefined): void {
-    const wait = clientAddress === undefined ? 0 : (this.invalidTokens?.waitSeconds(clientAddress) ?? 0);
+  private refuseWhenLimited(clientAddress: ClientAddress | undefined): void {
+    const address = this.invalidTokens ? addressOf(clientAddress) : undefined;
+    const wait = address === undefined ? 0 : this.invalidTokens!.waitSeconds(address);
     if (wait > 0) {
       const perMinute = this.options.invalidTokenLimit!.perMinute;
       throw new TokenError('too many invalid tokens from this address', 'limited', 'limited', {
@@ -171,7 +181,7 @@ export class TokenVerifier {
     }
   }
 
-  private async judge(token: string, clientAddress: string | undefined): Promise<Caller> {
+  private async judge(token: string, clientAddress: ClientAddress | undefined): Promise<Caller> {
     // Cached tokens skip the key lookup, so the key set's age is checked here: a key's removal must reach them too.
     await this.remoteKeys?.refreshWhenOld();
     const nowMs = this.now();

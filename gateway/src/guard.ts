@@ -73,7 +73,7 @@ export function invalidToken(): HttpProblem {
 export async function authenticate(
   req: Request,
   verifier: TokenVerifier,
-  verify: (token: string) => Promise<Caller> = (token) => verifier.verify(token, req.ip),
+  verify: (token: string) => Promise<Caller> = (token) => verifier.verify(token, () => req.ip),
 ): Promise<Caller> {
   const header = req.headers.authorization;
   const match = header ? /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header) : null;

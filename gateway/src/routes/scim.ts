@@ -100,9 +100,12 @@ async function scimCaller(
   const caller = await authenticate(req, deps.verifier, (token) =>
     token.startsWith(SCIM_SECRET_PREFIX)
       ? deps.verifier
-          .verifyOpaque(() => deps.credentials.resolveSecretToken(token, call), req.ip)
+          .verifyOpaque(
+            () => deps.credentials.resolveSecretToken(token, call),
+            () => req.ip,
+          )
           .then(secretTokenCaller)
-      : deps.verifier.verify(token, req.ip),
+      : deps.verifier.verify(token, () => req.ip),
   );
   if (!caller.scopes.has(SCIM_SCOPE)) return { caller, organizationId: undefined };
   const organizationId = await deps.credentials.organizationOf(caller, call).catch((err: unknown) => {
