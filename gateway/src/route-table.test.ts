@@ -57,6 +57,8 @@ const REQUESTS: [method: string, path: string][] = [
   ['GET', '/v1/users/Alice%20Adm'],
   ['GET', '/v1/users/%E2%82%AC?x=1'],
   ['GET', '/v1/users/%zz'],
+  ['POST', '/v1/users/%zz'],
+  ['DELETE', '/v1/groups/%zz/webhooks'],
   ['GET', '/v1/users/'],
   ['GET', '/v1/users/a/b'],
   ['GET', '/v1/users//'],

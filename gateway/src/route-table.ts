@@ -18,9 +18,9 @@ interface CompiledRoute {
  * Routes under one prefix as a single Express layer. Mounted one by one, each route is a layer and a route stack of
  * Express's router, and a request walks every one mounted before its own: on the gateway's hot path that walk cost
  * more than the lookup itself. Matching is Express's default: case-insensitive, an optional trailing slash, path
- * parameters percent-decoded (a malformed one is a 400), the first route in the table wins, GET also serves HEAD. A
- * request no route takes with its method (OPTIONS included) falls through to the next layer, where the app answers
- * 405 with Allow or 404, as it did when Express's router let it through.
+ * parameters percent-decoded (a malformed one is a 400, whatever the method), the first route in the table wins, GET
+ * also serves HEAD. A request no route takes with its method (OPTIONS included) falls through to the next layer, where
+ * the app answers 405 with Allow or 404, as it did when Express's router let it through.
  */
 export function routeTable(prefix: string, routes: readonly TableRoute[]): RequestHandler {
   const compiled = routes.map(compile);
@@ -29,8 +29,8 @@ export function routeTable(prefix: string, routes: readonly TableRoute[]): Reque
     const path = req.path;
     if (path.slice(0, lowerPrefix.length).toLowerCase() !== lowerPrefix) return next();
     const method = req.method === 'HEAD' ? 'GET' : req.method;
+    // As Express: the path first (a malformed parameter is a 400 whatever the method), then the method.
     for (const route of compiled) {
-      if (route.method !== method) continue;
       const match = route.pattern.exec(path);
       if (!match) continue;
       const params: Record<string, string> = {};
@@ -42,6 +42,7 @@ export function routeTable(prefix: string, routes: readonly TableRoute[]): Reque
           return next(Object.assign(new URIError(`Failed to decode param '${value}'`), { status: 400 }));
         }
       }
+      if (route.method !== method) continue;
       req.params = params;
       return run(route.handlers, 0, req, res, next);
     }
