@@ -31,7 +31,7 @@ import { scimRoute } from './routes/scim';
 import { AccountLoader } from './account-loader';
 import { CursorCodec } from './cursor';
 import type { OrganizationCredentials } from './organization-credentials';
-import { v1Route, type RouteSpec, type V1Deps } from './v1';
+import { v1Route, type V1Deps } from './v1';
 
 /** This process's own ability to serve (never its dependencies': see /healthz/dependencies). */
 export interface Readiness {
@@ -64,21 +64,8 @@ export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
   dependencies?(): DependencyReport;
 }
 
-/** Paths served, for 405 answers with an Allow header: the /v1 routes' templates, then the operational paths. */
-const KNOWN_PATHS: [RegExp, string][] = [
-  ...allowedMethods(V1_ROUTES),
-  [/^\/(healthz|readyz|healthz\/dependencies|openapi\.json|docs|errors\/resync-required)$/, 'GET, HEAD'],
-];
-
-function allowedMethods(routes: readonly RouteSpec<unknown>[]): [RegExp, string][] {
-  const byPath = new Map<string, string[]>();
-  for (const { path, method } of routes)
-    byPath.set(path, [...(byPath.get(path) ?? []), ...(method === 'get' ? ['GET', 'HEAD'] : [method.toUpperCase()])]);
-  return [...byPath].map(([path, methods]) => [
-    new RegExp(`^${path.replace(/\{[a-z_]+\}/g, '[^/]+')}$`),
-    methods.join(', '),
-  ]);
-}
+/** The operational paths, for 405 answers with an Allow header (the /v1 table knows its own). */
+const OPERATIONAL_PATHS = /^\/(healthz|readyz|healthz\/dependencies|openapi\.json|docs|errors\/resync-required)$/;
 
 /** The gateway's HTTP application; process wiring (listeners, clients, signals) lives in main.ts. */
 export function createApp(deps: AppDeps): Express {
@@ -91,8 +78,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(bodyLimit(deps.bodyLimitBytes));
 
   // The routes that carry load come first, SCIM (one prefix) then /v1 (one table, one layer: route-table.ts): Express
-  // tries every layer mounted before a request's own, and the docs page's router is one more router to enter. SCIM paths are matched by the SCIM service
-  // itself (endpoint names case-insensitive, as clients vary).
+  // tries every layer mounted before a request's own, and the docs page's router is one more router to enter. SCIM
+  // paths are matched by the SCIM service itself (endpoint names case-insensitive, as clients vary).
   app.use('/scim/v2', scimRoute({ ...deps, deadlineMs: deps.scimDeadlineMs ?? 10_000 }));
 
   const v1: V1Deps = {
@@ -100,19 +87,18 @@ export function createApp(deps: AppDeps): Express {
     accounts: new AccountLoader(deps.users),
     cursors: new CursorCodec(deps.cursorSecret, deps.cursorSecretPrevious),
   };
-  app.use(
-    routeTable(
-      '/v1/',
-      V1_ROUTES.map((spec) => ({
-        method: spec.method,
-        path: spec.path,
-        // A body is read raw (small) and parsed by the route after the token, limit and scope checks.
-        handlers: spec.body
-          ? [express.raw({ type: () => true, limit: spec.body.limitBytes }), v1Route(spec, v1)]
-          : [v1Route(spec, v1)],
-      })),
-    ),
+  const v1Table = routeTable(
+    '/v1/',
+    V1_ROUTES.map((spec) => ({
+      method: spec.method,
+      path: spec.path,
+      // A body is read raw (small) and parsed by the route after the token, limit and scope checks.
+      handlers: spec.body
+        ? [express.raw({ type: () => true, limit: spec.body.limitBytes }), v1Route(spec, v1)]
+        : [v1Route(spec, v1)],
+    })),
   );
+  app.use(v1Table);
 
   app.get('/healthz', (_req, res) => {
     res.locals.routeId = 'healthz';
@@ -145,7 +131,7 @@ export function createApp(deps: AppDeps): Express {
 
   app.use((req, res) => {
     res.locals.routeId = 'unmatched';
-    const allow = KNOWN_PATHS.find(([pattern]) => pattern.test(req.path))?.[1];
+    const allow = v1Table.allowedAt(req.path) ?? (OPERATIONAL_PATHS.test(req.path) ? 'GET, HEAD' : undefined);
     if (allow) sendProblem(res, 405, `Method ${req.method} is not allowed here`, { Allow: allow });
     else sendProblem(res, 404, 'Not found');
   });

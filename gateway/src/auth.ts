@@ -163,7 +163,7 @@ export class TokenVerifier {
       if (err instanceof TokenError && err.reason !== undefined) {
         this.options.onRefused?.(err.reason);
         const address = err.kind === 'invalid' && this.invalidTokens ? addressOf(clientAddress) : undefined;
-        if (address !== undefined) this.invalidTokens!.charge(address);
+        if (address !== undefined) this.invalidTokens?.charge(address);
       }
       throw err;
     }
@@ -171,7 +171,7 @@ export class TokenVerifier {
 
   private refuseWhenLimited(clientAddress: ClientAddress | undefined): void {
     const address = this.invalidTokens ? addressOf(clientAddress) : undefined;
-    const wait = address === undefined ? 0 : this.invalidTokens!.waitSeconds(address);
+    const wait = address === undefined ? 0 : (this.invalidTokens?.waitSeconds(address) ?? 0);
     if (wait > 0) {
       const perMinute = this.options.invalidTokenLimit!.perMinute;
       throw new TokenError('too many invalid tokens from this address', 'limited', 'limited', {

@@ -110,3 +110,13 @@ test('a matched route is told its parameters, decoded; the first route of the ta
   await request(app).get('/v1/users/%zz').expect(400, { error: "Failed to decode param '%zz'" });
   await request(app).options('/v1/groups/7/webhooks').expect(404, { unmatched: 'OPTIONS /v1/groups/7/webhooks' });
 });
+
+test("the table tells the methods its routes take at a path, for a 405's Allow, matched as its requests are", () => {
+  const table = routeTable('/v1/', ROUTES);
+  assert.equal(table.allowedAt('/v1/users/me'), 'GET, HEAD');
+  assert.equal(table.allowedAt('/v1/groups/7/webhooks'), 'GET, HEAD, POST');
+  assert.equal(table.allowedAt('/V1/Groups/7/webhooks/'), 'GET, HEAD, POST');
+  assert.equal(table.allowedAt('/v1/groups/7/webhooks/w1'), 'DELETE');
+  assert.equal(table.allowedAt('/v1/nowhere'), undefined);
+  assert.equal(table.allowedAt('/healthz'), undefined);
+});

@@ -7,6 +7,12 @@ export interface TableRoute {
   handlers: RequestHandler[];
 }
 
+/** The table's layer, and what it knows of the paths it serves. */
+export interface RouteTable extends RequestHandler {
+  /** The methods the table's routes take at `path`, in their order (a 405's Allow), or undefined when none does. */
+  allowedAt(path: string): string | undefined;
+}
+
 interface CompiledRoute {
   method: string;
   pattern: RegExp;
@@ -22,10 +28,10 @@ interface CompiledRoute {
  * also serves HEAD. A request no route takes with its method (OPTIONS included) falls through to the next layer, where
  * the app answers 405 with Allow or 404, as it did when Express's router let it through.
  */
-export function routeTable(prefix: string, routes: readonly TableRoute[]): RequestHandler {
+export function routeTable(prefix: string, routes: readonly TableRoute[]): RouteTable {
   const compiled = routes.map(compile);
   const lowerPrefix = prefix.toLowerCase();
-  return (req, res, next) => {
+  const dispatch: RequestHandler = (req, res, next) => {
     const path = req.path;
     if (path.slice(0, lowerPrefix.length).toLowerCase() !== lowerPrefix) return next();
     const method = req.method === 'HEAD' ? 'GET' : req.method;
@@ -48,6 +54,13 @@ export function routeTable(prefix: string, routes: readonly TableRoute[]): Reque
     }
     next();
   };
+  const allowedAt = (path: string) => {
+    const methods = new Set(
+      compiled.filter((r) => r.pattern.test(path)).flatMap((r) => (r.method === 'GET' ? ['GET', 'HEAD'] : [r.method])),
+    );
+    return methods.size ? [...methods].join(', ') : undefined;
+  };
+  return Object.assign(dispatch, { allowedAt });
 }
 
 function compile({ method, path, handlers }: TableRoute): CompiledRoute {

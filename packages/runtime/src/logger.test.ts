@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
-import { createLogger, fixedFieldLogger, LOG_CHUNK_BYTES } from './logger';
+import { createLogger, fixedFieldLogger, isWarningOrWorse, LOG_CHUNK_BYTES } from './logger';
 
 /**
  * A buffered destination like stdout's, by default written synchronously so that what reached the file can be read at
@@ -108,4 +108,26 @@ test('the fixed-field logger writes the same format to the same stream, without 
 
 test('fixedFieldLogger refuses a logger of another making', () => {
   assert.throws(() => fixedFieldLogger(pino({ level: 'silent' })), /made by createLogger/);
+});
+
+test('isWarningOrWorse tells the lines logged at warn and above, not a field that quotes a level', () => {
+  const lines: string[] = [];
+  const logger = createLogger({ service: 'logger-test', level: 'trace', destination: { write: (l) => lines.push(l) } });
+  logger.trace('t');
+  logger.debug('d');
+  logger.info({ quoted: '"level":"error"' }, 'i');
+  logger.warn('w');
+  logger.error('e');
+  logger.fatal('f');
+  assert.deepEqual(
+    lines.map((line) => [(JSON.parse(line) as { msg: string }).msg, isWarningOrWorse(line)]),
+    [
+      ['t', false],
+      ['d', false],
+      ['i', false],
+      ['w', true],
+      ['e', true],
+      ['f', true],
+    ],
+  );
 });

@@ -60,6 +60,19 @@ export function createLogger(options: {
 
 const WARN_LEVEL = pino.levels.values.warn!;
 
+/** `"level":"<label>"` of the levels from warn up, as the format writes them. */
+const WARNING_LINE = new RegExp(
+  `"level":"(${Object.entries(pino.levels.values)
+    .filter(([, value]) => value >= WARN_LEVEL)
+    .map(([label]) => label)
+    .join('|')})"`,
+);
+
+/** Whether a line of this format was logged at warn or above: what the tools keep of a child's output. */
+export function isWarningOrWorse(line: string): boolean {
+  return WARNING_LINE.test(line);
+}
+
 interface Flushable {
   flush(): void;
   once(event: 'drain', listener: () => void): unknown;

@@ -1,6 +1,7 @@
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { isWarningOrWorse } from '@mileage/runtime';
 
 export interface Child {
   name: string;
@@ -30,7 +31,7 @@ export function startNode(name: string, script: string, env: Record<string, stri
   });
   createInterface({ input: child.stdout! }).on('line', (line) => {
     // Warnings, errors, and the access lines of requests that failed.
-    if (!/"level":"(warn|error|fatal)"|"status":[45]\d\d,/.test(line)) return;
+    if (!isWarningOrWorse(line) && !/"status":[45]\d\d,/.test(line)) return;
     warnings.push(`${name}: ${line.slice(0, 2_000)}`);
     if (warnings.length > KEPT_WARNINGS) warnings.shift();
   });

@@ -15,7 +15,7 @@ import {
   withDatabase,
 } from '@mileage/devstack';
 import type { DevelopmentPki } from '@mileage/pki';
-import { freePort, grpcTls, HealthClient, type GrpcTls, type GrpcTlsConfig } from '@mileage/runtime';
+import { freePort, grpcTls, HealthClient, isWarningOrWorse, type GrpcTls, type GrpcTlsConfig } from '@mileage/runtime';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -124,7 +124,7 @@ export class Replica {
   }
 
   private keepIfNotable(line: string): void {
-    if (!/"level":"(warn|error|fatal)"/.test(line)) return;
+    if (!isWarningOrWorse(line)) return;
     let entry: { level?: unknown; time?: unknown };
     try {
       entry = JSON.parse(line) as typeof entry;
