@@ -21,10 +21,11 @@ function bufferedFile({ sync = true } = {}): {
   const destination = pino.destination({ dest: file, sync, minLength: LOG_CHUNK_BYTES });
   return {
     destination,
+    // Only whole lines: with `sync: false` a pool thread may be writing a chunk while the file is read.
     lines: () =>
       readFileSync(file, 'utf8')
         .split('\n')
-        .filter(Boolean)
+        .slice(0, -1)
         .map((line) => JSON.parse(line) as Record<string, unknown>),
     done: () => {
       destination.end();
