@@ -16,7 +16,7 @@ npm_version="$(node -p "require('$root/package.json').packageManager.split('@')[
 stage="$(mktemp -d -t mileage-base-XXXXXX)"
 trap 'rm -rf "$stage"' EXIT
 # /usr/local as the official image lays it out: bin/node, lib/node_modules/npm, bin/npm and bin/npx linking into it.
-node_bin="$(bash "$root/.ci/node.sh" "$node_version")"
+node_bin="$(bash "$root/tools/node-runtime.sh" "$node_version")"
 mkdir -p "$stage/usr/local/bin" "$stage/usr/local/lib"
 cp "$node_bin/node" "$stage/usr/local/bin/node"
 echo '{"private":true}' >"$stage/package.json"

@@ -13,7 +13,7 @@ import { MemorySampler, readMemory, summariseSoak, type MemorySample, type Memor
 import { oneConnection, type OneConnectionResult } from './one-connection';
 import { renderMemoryPlot, renderPlot, type SweepPoint } from './plot';
 import { piecesReport, type ProfiledRun } from './pieces';
-import { cpuSeconds, recentWarnings } from './proc';
+import { cpuSeconds, recentWarnings, runtimeNote } from './proc';
 import { BENCH_SERVICES, startBenchStack, type BenchStack } from './stack';
 import * as verdict from './verdict';
 import { deepCursor, walk, type WalkResult } from './walk';
@@ -314,7 +314,7 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
       `\nLoad: ${generator === 'wrk' ? 'wrk in its own process' : 'autocannon in the bench process'}, ${settings.connections} connections${num('gateways') > 1 ? ` (the full path's spread over ${num('gateways')} gateways)` : ''}, ${settings.warmupSeconds} s warm-up + ` +
         `${settings.durationSeconds} s measured per target; bare, full path and (where it answers) the floor in turn. ` +
         `CPU: user+system of every server-side process (PostgreSQL: every backend, named by the service it serves) ` +
-        `per request.\n`,
+        `per request. Every process on ${runtimeNote()}.\n`,
     );
     const results: Record<string, { bare: LoadResult; full: LoadResult; floor?: LoadResult }> = {};
     const lines: string[] = [
@@ -500,6 +500,7 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
       mkdirSync(resultsDir, { recursive: true });
       const report = {
         date,
+        node: process.version,
         settings,
         flags,
         idleCpu,

@@ -121,7 +121,7 @@ async function main(): Promise<void> {
     mkdirSync(dir, { recursive: true });
     writeFileSync(
       path.join(dir, 'paging.json'),
-      JSON.stringify({ date: new Date().toISOString(), calls, results }, null, 2) + '\n',
+      JSON.stringify({ date: new Date().toISOString(), node: process.version, calls, results }, null, 2) + '\n',
     );
   });
 }

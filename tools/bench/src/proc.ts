@@ -1,5 +1,6 @@
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { isWarningOrWorse } from '@mileage/runtime';
 
@@ -10,6 +11,19 @@ export interface Child {
 }
 
 const children: Child[] = [];
+
+/**
+ * The Node.js every measured process runs on: this process's, which starts them all (the servers with its own
+ * executable). Production runs the version .node-version names; `PATH="$(bash tools/node-runtime.sh):$PATH"` runs
+ * a bench on it (docs/benchmarks.md, "The production runtime").
+ */
+export function runtimeNote(): string {
+  const production = readFileSync(path.join(__dirname, '..', '..', '..', '.node-version'), 'utf8').trim();
+  const running = process.version.slice(1);
+  return running === production
+    ? `Node.js ${running} (the production runtime, .node-version)`
+    : `Node.js ${running}, not the production runtime ${production} (.node-version; tools/node-runtime.sh)`;
+}
 
 /** How many of the latest warning, error and failed-request lines are kept, of all children together. */
 const KEPT_WARNINGS = 30;

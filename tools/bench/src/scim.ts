@@ -189,7 +189,11 @@ async function main(): Promise<void> {
     mkdirSync(dir, { recursive: true });
     writeFileSync(
       path.join(dir, 'scim.json'),
-      JSON.stringify({ date: new Date().toISOString(), calls, results, patches, membership }, null, 2) + '\n',
+      JSON.stringify(
+        { date: new Date().toISOString(), node: process.version, calls, results, patches, membership },
+        null,
+        2,
+      ) + '\n',
     );
   });
 }

@@ -14,6 +14,7 @@ import {
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { runtimeNote } from './proc';
 
 export interface Latency {
   p50: number;
@@ -73,6 +74,7 @@ export async function withBenchPostgres(name: string, work: (url: string) => Pro
   const interrupted = () => void stop().finally(() => process.exit(130));
   process.once('SIGINT', interrupted);
   try {
+    log(`${name}: ${runtimeNote()}`);
     server = await startPostgres({ dir: workdir, port: await freePort(), password: 'bench', persistent: false, log });
     await work(server.adminUrl);
   } finally {

@@ -192,7 +192,7 @@ async function main(): Promise<void> {
     mkdirSync(dir, { recursive: true });
     writeFileSync(
       path.join(dir, 'webhooks.json'),
-      JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2) + '\n',
+      JSON.stringify({ date: new Date().toISOString(), node: process.version, ...result }, null, 2) + '\n',
     );
   });
 }
