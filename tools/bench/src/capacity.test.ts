@@ -1,7 +1,7 @@
 // Capacity per core from a full-path run: the processes that took part, less their idle CPU, PostgreSQL apart.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { capacity, capacityLine, takingPart } from './capacity';
+import { callsPerRequest, capacity, capacityLine, takingPart } from './capacity';
 
 describe('capacity per core', () => {
   it('counts only the components whose served-request counter grew', () => {
@@ -40,4 +40,12 @@ describe('capacity per core', () => {
     assert.deepEqual(c.byComponent, { gateway: 2000 });
     assert.equal(c.requestsPerSecondPerCore, 2000);
   });
+});
+
+it('calls per request: the calls each service served per gateway request, idle services left out', () => {
+  assert.deepEqual(
+    callsPerRequest({ gateway: 10, users: 5, groups: 7 }, { gateway: 1010, users: 2505, groups: 7, drives: 1000 }),
+    { users: 2.5, drives: 1 },
+  );
+  assert.equal(callsPerRequest({ gateway: 10 }, { gateway: 10, users: 40 }), undefined);
 });

@@ -26,6 +26,23 @@ export function takingPart(before: Record<string, number>, after: Record<string,
 }
 
 /**
+ * The gRPC calls each service served per request the gateway served between the two readings (warm-up included on
+ * both sides): how well the per-turn batches of a route's reads hold under load. Undefined without gateway requests.
+ */
+export function callsPerRequest(
+  before: Record<string, number>,
+  after: Record<string, number>,
+): Record<string, number> | undefined {
+  const requests = (after.gateway ?? 0) - (before.gateway ?? 0);
+  if (requests <= 0) return undefined;
+  return Object.fromEntries(
+    takingPart(before, after)
+      .filter((name) => name !== 'gateway')
+      .map((name) => [name, Math.round(((after[name]! - (before[name] ?? 0)) / requests) * 100) / 100]),
+  );
+}
+
+/**
  * `run`: the full path's measured run; `idleCpu`: CPU seconds per second of each process with no load at all.
  * Idle CPU goes on under load at the same rate, so its share per request (idle / throughput) is not the route's.
  */

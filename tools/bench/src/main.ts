@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { capacity, capacityLine, servedCounts, takingPart, type Capacity } from './capacity';
+import { callsPerRequest, capacity, capacityLine, servedCounts, takingPart, type Capacity } from './capacity';
 import { measure, type Generator, type LoadResult, type Target } from './load';
 import { insertScimToken, isolationProblem, seedOrganizations, spreadLookups } from './organizations';
 import { MemorySampler, readMemory, summariseSoak, type MemorySample, type MemorySummary } from './memory';
@@ -316,7 +316,10 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
         `CPU: user+system of every server-side process (PostgreSQL: every backend, named by the service it serves) ` +
         `per request. Every process on ${runtimeNote()}.\n`,
     );
-    const results: Record<string, { bare: LoadResult; full: LoadResult; floor?: LoadResult }> = {};
+    const results: Record<
+      string,
+      { bare: LoadResult; full: LoadResult; floor?: LoadResult; callsPerRequest?: Record<string, number> }
+    > = {};
     const lines: string[] = [
       `  ${'route / target'.padEnd(48)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(10)}  CPU µs/req by process`,
     ];
@@ -327,12 +330,14 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
       // Which processes serve the route: those whose count of served requests grows during its run.
       const served = await servedCounts(stack.metricsUrls);
       const full = await measure(r.full, stack.fullPids, settings);
-      const components = takingPart(served, await servedCounts(stack.metricsUrls));
+      const servedAfter = await servedCounts(stack.metricsUrls);
+      const components = takingPart(served, servedAfter);
+      const calls = callsPerRequest(served, servedAfter);
       // After the full path, so that the full path runs right after the bare server as in every run before the floor.
       const floor = r.floor ? await measure(r.floor, stack.floorPids, settings) : undefined;
       capacities[r.id] = capacity(full, idleCpu, components);
       profiled.push({ title: r.title, requests: full.requests, window: full.window });
-      results[r.id] = { bare, full, ...(floor && { floor }) };
+      results[r.id] = { bare, full, ...(floor && { floor }), ...(calls && { callsPerRequest: calls }) };
       failures +=
         verdict.failedRequests(bare) + verdict.failedRequests(full) + (floor ? verdict.failedRequests(floor) : 0);
       const row = (name: string, x: LoadResult) =>
@@ -347,6 +352,13 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
         `  full/bare: throughput ${fmt(ratio.throughput, 2)} (≥ ${verdict.TARGETS.throughputRatio}), p99 ${fmt(ratio.p99, 2)} (≤ ${verdict.TARGETS.p99Ratio}), CPU ${fmt(ratio.cpu, 2)} (≤ ${verdict.TARGETS.cpuRatio[r.kind]})`,
         ...(floor ? floorLines(bare, floor, full) : []),
         capacityLine(capacities[r.id]!),
+        ...(calls
+          ? [
+              `  gRPC calls served per request: ${Object.entries(calls)
+                .map(([name, n]) => `${name} ${fmt(n, 2)}`)
+                .join(', ')}`,
+            ]
+          : []),
         coresLine(bare, full),
         '',
       ];
