@@ -14,7 +14,8 @@ export interface RouteTable extends RequestHandler {
 }
 
 interface CompiledRoute {
-  method: string;
+  /** The request methods it serves: its own, and HEAD beside GET. */
+  methods: readonly string[];
   pattern: RegExp;
   names: string[];
   handlers: RequestHandler[];
@@ -34,7 +35,6 @@ export function routeTable(prefix: string, routes: readonly TableRoute[]): Route
   const dispatch: RequestHandler = (req, res, next) => {
     const path = req.path;
     if (path.slice(0, lowerPrefix.length).toLowerCase() !== lowerPrefix) return next();
-    const method = req.method === 'HEAD' ? 'GET' : req.method;
     // As Express: the path first (a malformed parameter is a 400 whatever the method), then the method.
     for (const route of compiled) {
       const match = route.pattern.exec(path);
@@ -48,16 +48,14 @@ export function routeTable(prefix: string, routes: readonly TableRoute[]): Route
           return next(Object.assign(new URIError(`Failed to decode param '${value}'`), { status: 400 }));
         }
       }
-      if (route.method !== method) continue;
+      if (!route.methods.includes(req.method)) continue;
       req.params = params;
       return run(route.handlers, 0, req, res, next);
     }
     next();
   };
   const allowedAt = (path: string) => {
-    const methods = new Set(
-      compiled.filter((r) => r.pattern.test(path)).flatMap((r) => (r.method === 'GET' ? ['GET', 'HEAD'] : [r.method])),
-    );
+    const methods = new Set(compiled.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods));
     return methods.size ? [...methods].join(', ') : undefined;
   };
   return Object.assign(dispatch, { allowedAt });
@@ -73,7 +71,13 @@ function compile({ method, path, handlers }: TableRoute): CompiledRoute {
       return '([^/]+?)';
     })
     .join('');
-  return { method: method.toUpperCase(), pattern: new RegExp(`^${source}/?$`, 'i'), names, handlers };
+  const own = method.toUpperCase();
+  return {
+    methods: own === 'GET' ? ['GET', 'HEAD'] : [own],
+    pattern: new RegExp(`^${source}/?$`, 'i'),
+    names,
+    handlers,
+  };
 }
 
 /** Runs the handlers in turn as Express does: `next()` passes on, `next(err)` and a rejected promise go to errors. */
