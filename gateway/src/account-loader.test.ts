@@ -1,8 +1,10 @@
-import type { usersV1 } from '@mileage/proto';
+import { usersV1 } from '@mileage/proto';
 import type { CallSettings, PromiseClient } from '@mileage/runtime';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AccountLoader } from './account-loader';
+
+const { USER_VIEW_DRIVER } = usersV1.UserView;
 
 /** A Users client that records its calls and knows users A…, B… of organizations 1 and 2. */
 function recordingUsers() {
@@ -46,4 +48,17 @@ test("one turn's lookups: one BatchGetUsers for the callers (without an organiza
       { method: 'batchGetUsers', ids: ['B000000002'], organizationId: 2 },
     ],
   );
+});
+
+test('a loader reads its view: the whole account by default, what a driver shows for the drivers', async () => {
+  const views: (usersV1.UserView | undefined)[] = [];
+  const users = {
+    batchGetUsers: async ({ ids, view }: usersV1.BatchGetUsersRequest) => {
+      views.push(view);
+      return { users: ids.map((id) => ({ id }) as usersV1.User) };
+    },
+  } as unknown as PromiseClient<usersV1.UsersServiceClient>;
+  await new AccountLoader(users).load('A000000001', {});
+  await new AccountLoader(users, USER_VIEW_DRIVER).load('A000000001', { organizationId: 1 });
+  assert.deepEqual(views, [usersV1.UserView.USER_VIEW_FULL, USER_VIEW_DRIVER]);
 });

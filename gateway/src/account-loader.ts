@@ -1,4 +1,4 @@
-import type { usersV1 } from '@mileage/proto';
+import { usersV1 } from '@mileage/proto';
 import {
   isUserId,
   MAX_BATCH_GET_USERS,
@@ -28,13 +28,17 @@ interface Batch {
  *   the one read the Users service answers across organizations;
  * - users read inside an organization (a page's drivers) share one call per organization, which finds nothing of
  *   another organization.
+ * Each loader reads one view of its users (the callers' whole accounts; USER_VIEW_DRIVER for a page's drivers).
  */
 export class AccountLoader {
   private readonly turns = new PerTurnGroups<Batch>((batches) => this.flush(batches));
 
-  constructor(private readonly users: PromiseClient<usersV1.UsersServiceClient>) {}
+  constructor(
+    private readonly users: PromiseClient<usersV1.UsersServiceClient>,
+    private readonly view = usersV1.UserView.USER_VIEW_FULL,
+  ) {}
 
-  /** The live (not deleted) user, or undefined when there is none; rejects with the gRPC error otherwise. */
+  /** The live (not deleted) user in this loader's view, or undefined when there is none; rejects with the gRPC error otherwise. */
   load(userId: string, call: CallSettings): Promise<usersV1.User | undefined> {
     if (!isUserId(userId)) return Promise.resolve(undefined);
     return new Promise((resolve, reject) => {
@@ -60,7 +64,7 @@ export class AccountLoader {
   }
 
   private async fetch(ids: string[], call: CallSettings): Promise<Map<string, usersV1.User>> {
-    const { users } = await this.users.batchGetUsers({ ids }, call);
+    const { users } = await this.users.batchGetUsers({ ids, view: this.view }, call);
     return new Map(users.map((u) => [u.id, u]));
   }
 }

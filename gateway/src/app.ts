@@ -1,4 +1,4 @@
-import type { scimV1 } from '@mileage/proto';
+import { usersV1, type scimV1 } from '@mileage/proto';
 import {
   endSpan,
   extractEdgeContext,
@@ -39,7 +39,7 @@ export interface Readiness {
   checks: Record<string, boolean>;
 }
 
-export interface AppDeps extends Omit<V1Deps, 'accounts' | 'cursors'> {
+export interface AppDeps extends Omit<V1Deps, 'accounts' | 'drivers' | 'cursors'> {
   /** The SCIM service, to which /scim/v2 requests are forwarded. */
   scim: PromiseClient<scimV1.ScimServiceClient>;
   /** Which organization a SCIM credential acts for (claims, client bindings, secret tokens). */
@@ -85,6 +85,7 @@ export function createApp(deps: AppDeps): Express {
   const v1: V1Deps = {
     ...deps,
     accounts: new AccountLoader(deps.users),
+    drivers: new AccountLoader(deps.users, usersV1.UserView.USER_VIEW_DRIVER),
     cursors: new CursorCodec(deps.cursorSecret, deps.cursorSecretPrevious),
   };
   const v1Table = routeTable(

@@ -32,7 +32,10 @@ export interface V1Deps {
   drives: PromiseClient<drivesV1.DrivesServiceClient>;
   webhooks: PromiseClient<webhooksV1.WebhooksServiceClient>;
   cursors: CursorCodec;
+  /** The verified callers' own accounts, whole. */
   accounts: AccountLoader;
+  /** The drivers of a page of reported drives: what a driver shows (USER_VIEW_DRIVER). */
+  drivers: AccountLoader;
   /**
    * Signs the end-user context of each call (end-user.ts) with the gateway's mutual-TLS key; undefined in plaintext,
    * where the services check none.

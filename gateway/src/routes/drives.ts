@@ -124,10 +124,11 @@ async function reportedDrivesPage(
   // A Drives service older than render_json answers objects: rendered here with the same functions.
   const rendered: RenderedReportedDrives =
     answer.resultsJson.length > 0 ? answer : renderReportedDrives(answer.reportedDrives, answer.tombstones);
-  // Through the account loader: the drivers of every page asked for in the same turn are read in one BatchGetUsers.
+  // Through the drivers' loader: the drivers of every page asked for in the same turn are read in one BatchGetUsers,
+  // only what a driver shows (USER_VIEW_DRIVER: toDriverSchema's fields).
   const driverIds = [...new Set(rendered.driverSlots.map((slot) => slot.driverId))];
   const drivers = new Map<string, usersV1.User>();
-  for (const u of await Promise.all(driverIds.map((id) => deps.accounts.load(id, call)))) if (u) drivers.set(u.id, u);
+  for (const u of await Promise.all(driverIds.map((id) => deps.drivers.load(id, call)))) if (u) drivers.set(u.id, u);
   // A driver's JSON depends only on the driver and the offset at the drive's end: rendered once per pair and page.
   const driverJson = new Map<string, Buffer>();
   const results = reportedDrivesResultsChunks(rendered, (driverId, at) => {

@@ -158,6 +158,50 @@ describe('UsersService over real gRPC and PostgreSQL', () => {
     assert.deepEqual(whole, [shown]);
   });
 
+  test('batch get in the driver view answers what a driver shows (names, emails, active, time zone), of live users', async () => {
+    const full = (
+      await demo().createUser({
+        user: user({
+          displayName: 'Driven Name',
+          name: { givenName: 'D', familyName: 'N', formatted: 'D. N.' },
+          emails: [
+            { value: 'other@example.com', type: 'home', primary: false },
+            { value: 'work@example.com', type: 'work', primary: true },
+          ],
+          timezone: 'America/Chicago',
+          externalId: 'ext-driven',
+          enterprise: { employeeNumber: '42' },
+          scimAttributes: { title: 'Driver' },
+        }),
+      })
+    ).user!;
+    const plain = (await demo().createUser({ user: user({ displayName: undefined, active: false }) })).user!;
+    const gone = (await demo().createUser({ user: user() })).user!;
+    await demo().deleteUser({ id: gone.id, expectedVersion: gone.version });
+    const { users } = await demo().batchGetUsers({
+      ids: [full.id, gone.id, plain.id],
+      view: usersV1.UserView.USER_VIEW_DRIVER,
+    });
+    const driver = (u: usersV1.User) => ({
+      ...usersV1.User.fromPartial({}),
+      id: u.id,
+      userName: u.userName,
+      name: u.name,
+      emails: u.emails,
+      active: u.active,
+      ...(u.displayName !== undefined ? { displayName: u.displayName } : {}),
+      timezone: u.timezone,
+      organizationId: u.organizationId,
+    });
+    assert.deepEqual(users, [driver(full), driver(plain)]);
+    assert.equal(users[0]!.emails[1]!.value, 'work@example.com');
+    assert.equal(users[0]!.timezone, 'America/Chicago');
+    assert.equal(users[0]!.enterprise, undefined, 'no SCIM documents');
+    assert.equal(users[0]!.createTime, undefined, 'no times');
+    assert.equal(users[1]!.active, false);
+    assert.equal(users[1]!.displayName, undefined);
+  });
+
   test("a batch of userName lookups: one match per name that names a live user of the call's organization", async () => {
     const tag = Math.random().toString(36).slice(2, 8);
     const ann = (await demo().createUser({ user: user({ userName: `Ann.${tag}@Example.com` }) })).user!;

@@ -136,6 +136,20 @@ const MEMBER_COLUMNS = [
   'organization_id',
 ] as const satisfies readonly (typeof COLUMNS)[number][];
 type MemberRow = Pick<UserRow, (typeof MEMBER_COLUMNS)[number]>;
+/** USER_VIEW_DRIVER's columns: what a drive's driver shows. */
+const DRIVER_COLUMNS = [
+  'id',
+  'user_name',
+  'given_name',
+  'family_name',
+  'formatted_name',
+  'display_name',
+  'emails',
+  'active',
+  'timezone',
+  'organization_id',
+] as const satisfies readonly (typeof COLUMNS)[number][];
+type DriverRow = Pick<UserRow, (typeof DRIVER_COLUMNS)[number]>;
 
 // The live users of an organization named by any of a list of userNames (SCIM's lookups of one turn), each with the
 // position of the name that found it; `user_name_key` is the stored lower case its unique index covers. The names are
@@ -154,16 +168,24 @@ export function generateUserId(): string {
   return id;
 }
 
+function toName(row: Pick<UserRow, 'given_name' | 'family_name' | 'formatted_name'>): usersV1.Name {
+  return {
+    givenName: row.given_name,
+    familyName: row.family_name,
+    ...(row.formatted_name !== null ? { formatted: row.formatted_name } : {}),
+  };
+}
+
+function toEmails(emails: UserRow['emails']): usersV1.Email[] {
+  return emails.map((e) => ({ value: e.value, type: e.type ?? '', primary: Boolean(e.primary) }));
+}
+
 function toUser(row: UserRow): usersV1.User {
   return {
     id: row.id,
     userName: row.user_name,
-    name: {
-      givenName: row.given_name,
-      familyName: row.family_name,
-      ...(row.formatted_name !== null ? { formatted: row.formatted_name } : {}),
-    },
-    emails: row.emails.map((e) => ({ value: e.value, type: e.type ?? '', primary: Boolean(e.primary) })),
+    name: toName(row),
+    emails: toEmails(row.emails),
     active: row.active,
     ...(row.display_name !== null ? { displayName: row.display_name } : {}),
     ...(row.external_id !== null ? { externalId: row.external_id } : {}),
@@ -362,7 +384,7 @@ export async function readUsers(
 ): Promise<usersV1.User[]> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return [];
-  const read = view === usersV1.UserView.USER_VIEW_MEMBER ? MEMBER_READS : FULL_READS;
+  const read = VIEW_READS[view] ?? FULL_READS;
   const [text, bindings, name] =
     scope === ANY_ORGANIZATION
       ? [read.anyOrganization, [unique], read.names[0]]
@@ -383,6 +405,28 @@ function toMember(row: MemberRow): usersV1.User {
   };
 }
 
+/** USER_VIEW_DRIVER: the other fields keep their defaults. */
+function toDriver(row: DriverRow): usersV1.User {
+  return {
+    ...usersV1.User.fromPartial({}),
+    id: row.id,
+    userName: row.user_name,
+    name: toName(row),
+    emails: toEmails(row.emails),
+    active: row.active,
+    ...(row.display_name !== null ? { displayName: row.display_name } : {}),
+    timezone: row.timezone,
+    organizationId: Number(row.organization_id),
+  };
+}
+
+interface UserReads {
+  anyOrganization: string;
+  inOrganization: string;
+  names: readonly [string, string];
+  toMessage(row: UserRow): usersV1.User;
+}
+
 /** readUsers' statements (across organizations, in one; each prepared under its name) and rows → messages, per view. */
 const FULL_READS = {
   anyOrganization: findManyLive(SELECT_COLUMNS),
@@ -396,6 +440,17 @@ const MEMBER_READS = {
   names: ['users_find_many_live_members_v1', 'users_get_many_members_v1'],
   toMessage: toMember,
 } as const;
+const DRIVER_READS = {
+  anyOrganization: findManyLive(DRIVER_COLUMNS.join(', ')),
+  inOrganization: getManyLive(DRIVER_COLUMNS.join(', ')),
+  names: ['users_find_many_live_drivers_v1', 'users_get_many_drivers_v1'],
+  toMessage: toDriver,
+} as const;
+/** Per view its reads; a view this build does not know (a newer caller's) is answered in full. */
+const VIEW_READS: Partial<Record<usersV1.UserView, UserReads>> = {
+  [usersV1.UserView.USER_VIEW_MEMBER]: MEMBER_READS,
+  [usersV1.UserView.USER_VIEW_DRIVER]: DRIVER_READS,
+};
 
 /**
  * The live users of `organizationId` named by `userNames` (case-insensitively), each with the index of the name that

@@ -34,6 +34,12 @@ export enum UserView {
    * members then moves and parses a few columns per user, not the whole profile.
    */
   USER_VIEW_MEMBER = 2,
+  /**
+   * USER_VIEW_DRIVER - id, user_name, display_name, name, emails, active, timezone and organization_id only: what a drive's driver
+   * shows (the External API's name, email, status and the time zone's offset). A page of reported drives then reads
+   * its up to 100 drivers without their SCIM documents (enterprise, scim_attributes), times and version.
+   */
+  USER_VIEW_DRIVER = 3,
   UNRECOGNIZED = -1,
 }
 
@@ -48,6 +54,9 @@ export function userViewFromJSON(object: any): UserView {
     case 2:
     case "USER_VIEW_MEMBER":
       return UserView.USER_VIEW_MEMBER;
+    case 3:
+    case "USER_VIEW_DRIVER":
+      return UserView.USER_VIEW_DRIVER;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -63,6 +72,8 @@ export function userViewToJSON(object: UserView): string {
       return "USER_VIEW_FULL";
     case UserView.USER_VIEW_MEMBER:
       return "USER_VIEW_MEMBER";
+    case UserView.USER_VIEW_DRIVER:
+      return "USER_VIEW_DRIVER";
     case UserView.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
