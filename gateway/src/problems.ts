@@ -1,6 +1,7 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import {
   decodeServiceError,
+  grpcCallOf,
   HOP_REFUSALS,
   httpAnswer,
   isInvalidInput,
@@ -117,6 +118,7 @@ export function logDownstreamFailure(
   const { code, details } = err as { code: number; details?: unknown };
   logger.warn(
     {
+      ...grpcCallOf(err),
       grpc_code: grpcStatus[code] ?? String(code),
       grpc_details: typeof details === 'string' ? details : '',
       request_id: requestId,

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { CircuitBreaker } from './circuit-breaker';
 import { decodeServiceError, errors, type DecodedError } from './errors';
-import { CIRCUIT_OPEN_REASON, createGrpcClient, type PromiseClient } from './grpc-client';
+import { CIRCUIT_OPEN_REASON, createGrpcClient, grpcCallOf, type PromiseClient } from './grpc-client';
 import { startGrpcServer, type GrpcServerHandle } from './grpc-server';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
@@ -155,6 +155,8 @@ describe('gRPC client circuit breaker', () => {
       const refused = await r.call('open-1');
       assert.ok(isCircuitOpen(refused), `circuit error, got ${JSON.stringify(refused)}`);
       assert.equal((refused as DecodedError).retryAfterMs, 4_000);
+      const refusedError = await r.client.getUser({ id: 'AliceAdm01', includeDeleted: false }).catch((e: unknown) => e);
+      assert.deepEqual(grpcCallOf(refusedError), { grpc_service: SERVICE, grpc_method: 'GetUser' }, 'names its call');
       r.clock.now += 1_500;
       assert.equal(((await r.call('open-2')) as DecodedError).retryAfterMs, 2_500);
 
@@ -180,7 +182,11 @@ describe('gRPC client circuit breaker', () => {
       const refusedCount = handled.find(
         (v) => v.labels.grpc_method === 'GetUser' && v.labels.grpc_code === 'UNAVAILABLE',
       )?.value;
-      assert.equal(refusedCount, 3, 'refused calls are counted as UNAVAILABLE client calls');
+      assert.equal(
+        refusedCount,
+        4,
+        'refused calls are counted as UNAVAILABLE client calls (open-1, open-2, half-open-1 and the one named)',
+      );
       const changes = r.logs.filter((l) => l.msg === 'gRPC circuit state changed');
       assert.deepEqual(
         changes.map((l) => [l.level, l.circuit_from, l.circuit_to, l.target, l.grpc_service]),

@@ -170,13 +170,13 @@ export function createGrpcClient<C extends grpc.Client>(
       new Promise((resolve, reject) => {
         if (options.available && !options.available()) {
           options.metrics?.grpcClientHandled.inc({ ...labels, grpc_code: 'UNAVAILABLE' });
-          reject(knownDown(service));
+          reject(ofCall(knownDown(service), labels));
           return;
         }
         const admission = circuit.admit();
         if (!admission.admitted) {
           options.metrics?.grpcClientHandled.inc({ ...labels, grpc_code: 'UNAVAILABLE' });
-          reject(circuitOpen(service, admission.retryAfterMs));
+          reject(ofCall(circuitOpen(service, admission.retryAfterMs), labels));
           return;
         }
         const metadata = new grpc.Metadata();
@@ -208,7 +208,7 @@ export function createGrpcClient<C extends grpc.Client>(
             }
             circuit.record(error !== null && notAnswering(error));
             if (span) endSpan(span, error ?? undefined, { 'rpc.grpc.status_code': error ? error.code : 0 });
-            if (error) reject(error);
+            if (error) reject(ofCall(error, labels));
             else resolve(response);
           });
         } catch (err) {
@@ -283,6 +283,24 @@ export function unanswered(error: unknown): boolean {
 
 /** The reason (google.rpc.ErrorInfo) of a call refused by an open circuit. */
 export const CIRCUIT_OPEN_REASON = 'CIRCUIT_OPEN';
+
+/** A failed call's error, with the method it failed (logs name the dependency: `grpcCallOf`). */
+export interface FailedCall extends grpc.ServiceError {
+  grpcService: string;
+  grpcMethod: string;
+}
+
+function ofCall(error: grpc.ServiceError, call: { grpc_service: string; grpc_method: string }): FailedCall {
+  return Object.assign(error, { grpcService: call.grpc_service, grpcMethod: call.grpc_method });
+}
+
+/** The service and method whose call failed with `err`, as log fields; empty for any other error. */
+export function grpcCallOf(err: unknown): { grpc_service?: string; grpc_method?: string } {
+  const { grpcService, grpcMethod } = (err ?? {}) as Partial<FailedCall>;
+  return typeof grpcService === 'string' && typeof grpcMethod === 'string'
+    ? { grpc_service: grpcService, grpc_method: grpcMethod }
+    : {};
+}
 
 /** The error of a call refused by an open (or probing) circuit: UNAVAILABLE with a RetryInfo of the time left. */
 function circuitOpen(service: string, retryAfterMs: number): grpc.ServiceError {

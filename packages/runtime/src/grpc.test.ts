@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeServiceError, errors } from './errors';
-import { createGrpcClient } from './grpc-client';
+import { createGrpcClient, grpcCallOf } from './grpc-client';
 import { startGrpcServer } from './grpc-server';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
@@ -126,6 +126,10 @@ describe('gRPC bootstrap', () => {
         client.getUser({ id: 'AliceAdm01', includeDeleted: false }),
         (err: ServiceError) => err.code === status.DEADLINE_EXCEEDED,
       );
+      // A failed call's error names the call, for the log line of the request it fails.
+      const failed = await client.getUser({ id: 'AliceAdm01', includeDeleted: false }).catch((e: unknown) => e);
+      assert.deepEqual(grpcCallOf(failed), { grpc_service: 'mileage.users.v1.UsersService', grpc_method: 'GetUser' });
+      assert.deepEqual(grpcCallOf(new Error('not a call')), {});
     } finally {
       release();
       client.close();
