@@ -168,35 +168,34 @@ export function generateUserId(): string {
   return id;
 }
 
-function toName(row: Pick<UserRow, 'given_name' | 'family_name' | 'formatted_name'>): usersV1.Name {
+/** What a driver shows (USER_VIEW_DRIVER), and the whole user's part of it. */
+function driverFields(row: DriverRow) {
   return {
-    givenName: row.given_name,
-    familyName: row.family_name,
-    ...(row.formatted_name !== null ? { formatted: row.formatted_name } : {}),
+    id: row.id,
+    userName: row.user_name,
+    name: {
+      givenName: row.given_name,
+      familyName: row.family_name,
+      ...(row.formatted_name !== null ? { formatted: row.formatted_name } : {}),
+    },
+    emails: row.emails.map((e) => ({ value: e.value, type: e.type ?? '', primary: Boolean(e.primary) })),
+    active: row.active,
+    ...(row.display_name !== null ? { displayName: row.display_name } : {}),
+    timezone: row.timezone,
+    organizationId: Number(row.organization_id),
   };
-}
-
-function toEmails(emails: UserRow['emails']): usersV1.Email[] {
-  return emails.map((e) => ({ value: e.value, type: e.type ?? '', primary: Boolean(e.primary) }));
 }
 
 function toUser(row: UserRow): usersV1.User {
   return {
-    id: row.id,
-    userName: row.user_name,
-    name: toName(row),
-    emails: toEmails(row.emails),
-    active: row.active,
-    ...(row.display_name !== null ? { displayName: row.display_name } : {}),
+    ...driverFields(row),
     ...(row.external_id !== null ? { externalId: row.external_id } : {}),
-    timezone: row.timezone,
     createTime: dateToTimestamp(row.created_at),
     updateTime: dateToTimestamp(row.modified_at),
     version: Number(row.version),
     ...(row.deleted_at ? { deleteTime: dateToTimestamp(row.deleted_at) } : {}),
     ...(row.enterprise ? { enterprise: row.enterprise } : {}),
     ...(row.scim_attributes ? { scimAttributes: row.scim_attributes } : {}),
-    organizationId: Number(row.organization_id),
     organizationAdmin: row.organization_admin,
   };
 }
@@ -407,17 +406,7 @@ function toMember(row: MemberRow): usersV1.User {
 
 /** USER_VIEW_DRIVER: the other fields keep their defaults. */
 function toDriver(row: DriverRow): usersV1.User {
-  return {
-    ...usersV1.User.fromPartial({}),
-    id: row.id,
-    userName: row.user_name,
-    name: toName(row),
-    emails: toEmails(row.emails),
-    active: row.active,
-    ...(row.display_name !== null ? { displayName: row.display_name } : {}),
-    timezone: row.timezone,
-    organizationId: Number(row.organization_id),
-  };
+  return { ...usersV1.User.fromPartial({}), ...driverFields(row) };
 }
 
 interface UserReads {

@@ -14,8 +14,8 @@ const children: Child[] = [];
 
 /**
  * The Node.js every measured process runs on: this process's, which starts them all (the servers with its own
- * executable). Production runs the version .node-version names; `PATH="$(bash tools/node-runtime.sh):$PATH"` runs
- * a bench on it (docs/benchmarks.md, "The production runtime").
+ * executable). Production runs the version .node-version names; the benches' npm scripts run on it
+ * (tools/node-runtime.sh), `node tools/bench/dist/….js` on the Node.js that runs it.
  */
 export function runtimeNote(): string {
   const production = readFileSync(path.join(__dirname, '..', '..', '..', '.node-version'), 'utf8').trim();
