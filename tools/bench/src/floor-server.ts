@@ -13,6 +13,8 @@ import { drivesV1, scimV1, usersV1 } from '@mileage/proto';
 import {
   attestActor,
   createGrpcClient,
+  createLogger,
+  grpcCallOf,
   grpcTls,
   loadConfigOrExit,
   SCIM_AUDIENCE,
@@ -109,4 +111,9 @@ function route(req: http.IncomingMessage): Promise<string | Buffer> | undefined 
   return undefined;
 }
 
-serveAnswers(config.PORT, route);
+// A failed request's line (the gateway's own says the same for its requests): the bench shows the latest of them.
+const logger = createLogger({ service: 'floor' });
+serveAnswers(config.PORT, route, undefined, (err, req) => {
+  const e = err as { code?: number; details?: string; message?: string };
+  logger.error({ url: req.url, grpc_code: e.code, err: e.details ?? e.message, ...grpcCallOf(err) }, 'request failed');
+});
