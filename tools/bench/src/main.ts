@@ -5,7 +5,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
 import { callsPerRequest, capacity, capacityLine, servedCounts, takingPart, type Capacity } from './capacity';
 import { measure, type Generator, type LoadResult, type Target } from './load';
 import { insertScimToken, isolationProblem, seedOrganizations, spreadLookups } from './organizations';
@@ -17,73 +16,72 @@ import { cpuSeconds, recentWarnings, runtimeNote } from './proc';
 import { BENCH_SERVICES, startBenchStack, type BenchStack } from './stack';
 import * as verdict from './verdict';
 import { deepCursor, walk, type WalkResult } from './walk';
+import { parseFlags } from './cli';
 
-const { values: flags } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '2' },
-    connections: { type: 'string', default: '16' },
-    /**
-     * The load generator: autocannon inside the bench's process, or wrk (Debian's `wrk`) in a process of its own, as
-     * the independent side-by-side of issue 24 ran it (docs/benchmarks.md, "The two benches").
-     */
-    generator: { type: 'string', default: 'autocannon' },
-    users: { type: 'string', default: '1000' },
-    drives: { type: 'string', default: '200000' },
-    callers: { type: 'string', default: '200' },
-    walk: { type: 'string', default: '100000' },
-    /** Stops each sync walk after this many pages (0: every page), to bound a walk at volume; a longer list is then
-     * walked twice, its first pages and its last pages (from a cursor that many pages before its end). */
-    'walk-pages': { type: 'string', default: '0' },
-    /** Concurrency levels of the sweep (empty: no sweep) and seconds per level and target. */
-    sweep: { type: 'string', default: '1,2,4,8,16,32,64' },
-    'sweep-duration': { type: 'string', default: '3' },
-    /** Seconds of mixed load on the full path before resident memory is read again (the issue's 300). */
-    soak: { type: 'string', default: '0' },
-    /** Seconds between two readings of every process's RSS and V8 heap during the soak. */
-    'soak-interval': { type: 'string', default: '5' },
-    /** Only the soak (with --soak): no per-route runs, walks or sweep before it. */
-    'soak-only': { type: 'boolean', default: false },
-    /** Routes to measure (ids below, comma-separated); all by default. */
-    routes: { type: 'string', default: '' },
-    /** Writes a V8 CPU profile of every full-path process into this folder (node --cpu-prof). */
-    'cpu-prof': { type: 'string' },
-    /**
-     * Node.js / V8 flags for the gateway and the services, space-separated. By default the heap they have in the chart's
-     * containers: Node sizes V8 from the cgroup memory limit (256Mi and 384Mi give V8's smallest old generation,
-     * 256 MB), and the image sets NODE_OPTIONS=--max-semi-space-size=8 (deploy/docker/Dockerfile). Without them this
-     * machine's 23 GB would give a 4 GB heap that grows 4× past its live size (docs/benchmarks.md, resident memory).
-     */
-    'node-flags': { type: 'string', default: '--max-old-space-size=256 --max-semi-space-size=8' },
-    /**
-     * Organizations of the SCIM lookup's second run (the issue's 100): the first runs as organization 1 alone, the
-     * second after organizations 2…n are seeded with the same userNames, lookups spread over every organization's own
-     * SCIM secret token. 1: no organization runs.
-     */
-    organizations: { type: 'string', default: '100' },
-    /** The services' runtime roles bypass row-level security: run once with and once without to price the policies. */
-    'bypass-rls': { type: 'boolean', default: false },
-    /**
-     * The hop in plaintext (GRPC_PLAINTEXT) instead of mutual TLS with end-user contexts, as installed: run once with
-     * and once without to price them. A development comparison only; every process logs that it is plaintext.
-     */
-    plaintext: { type: 'boolean', default: false },
-    /**
-     * Gateway processes of the full path (the chart runs two replicas of each component): the load's connections are
-     * spread over them. One by default, as every figure in docs/benchmarks.md was measured.
-     */
-    gateways: { type: 'string', default: '1' },
-    /**
-     * Before the load runs: each route's requests one at a time on one keep-alive connection, bare server and full
-     * path, then a traced pass that breaks the full path's time down by span (one-connection.ts).
-     */
-    'one-connection': { type: 'boolean', default: false },
-    /** Requests per target in that mode (and in its traced pass). */
-    'one-connection-requests': { type: 'string', default: '2000' },
-    strict: { type: 'boolean', default: false },
-    /** CI's check that the bench runs: seconds per target, small volume; fails on any non-200 or differing body. */
-    smoke: { type: 'boolean', default: false },
-  },
+const flags = parseFlags('npm run bench --', {
+  duration: { type: 'string', default: '10' },
+  warmup: { type: 'string', default: '2' },
+  connections: { type: 'string', default: '16' },
+  /**
+   * The load generator: autocannon inside the bench's process, or wrk (Debian's `wrk`) in a process of its own, as
+   * the independent side-by-side of issue 24 ran it (docs/benchmarks.md, "The two benches").
+   */
+  generator: { type: 'string', default: 'autocannon' },
+  users: { type: 'string', default: '1000' },
+  drives: { type: 'string', default: '200000' },
+  callers: { type: 'string', default: '200' },
+  walk: { type: 'string', default: '100000' },
+  /** Stops each sync walk after this many pages (0: every page), to bound a walk at volume; a longer list is then
+   * walked twice, its first pages and its last pages (from a cursor that many pages before its end). */
+  'walk-pages': { type: 'string', default: '0' },
+  /** Concurrency levels of the sweep (empty: no sweep) and seconds per level and target. */
+  sweep: { type: 'string', default: '1,2,4,8,16,32,64' },
+  'sweep-duration': { type: 'string', default: '3' },
+  /** Seconds of mixed load on the full path before resident memory is read again (the issue's 300). */
+  soak: { type: 'string', default: '0' },
+  /** Seconds between two readings of every process's RSS and V8 heap during the soak. */
+  'soak-interval': { type: 'string', default: '5' },
+  /** Only the soak (with --soak): no per-route runs, walks or sweep before it. */
+  'soak-only': { type: 'boolean', default: false },
+  /** Routes to measure (ids below, comma-separated); all by default. */
+  routes: { type: 'string', default: '' },
+  /** Writes a V8 CPU profile of every full-path process into this folder (node --cpu-prof). */
+  'cpu-prof': { type: 'string' },
+  /**
+   * Node.js / V8 flags for the gateway and the services, space-separated. By default the heap they have in the chart's
+   * containers: Node sizes V8 from the cgroup memory limit (256Mi and 384Mi give V8's smallest old generation,
+   * 256 MB), and the image sets NODE_OPTIONS=--max-semi-space-size=8 (deploy/docker/Dockerfile). Without them this
+   * machine's 23 GB would give a 4 GB heap that grows 4× past its live size (docs/benchmarks.md, resident memory).
+   */
+  'node-flags': { type: 'string', default: '--max-old-space-size=256 --max-semi-space-size=8' },
+  /**
+   * Organizations of the SCIM lookup's second run (the issue's 100): the first runs as organization 1 alone, the
+   * second after organizations 2…n are seeded with the same userNames, lookups spread over every organization's own
+   * SCIM secret token. 1: no organization runs.
+   */
+  organizations: { type: 'string', default: '100' },
+  /** The services' runtime roles bypass row-level security: run once with and once without to price the policies. */
+  'bypass-rls': { type: 'boolean', default: false },
+  /**
+   * The hop in plaintext (GRPC_PLAINTEXT) instead of mutual TLS with end-user contexts, as installed: run once with
+   * and once without to price them. A development comparison only; every process logs that it is plaintext.
+   */
+  plaintext: { type: 'boolean', default: false },
+  /**
+   * Gateway processes of the full path (the chart runs two replicas of each component): the load's connections are
+   * spread over them. One by default, as every figure in docs/benchmarks.md was measured.
+   */
+  gateways: { type: 'string', default: '1' },
+  /**
+   * Before the load runs: each route's requests one at a time on one keep-alive connection, bare server and full
+   * path, then a traced pass that breaks the full path's time down by span (one-connection.ts).
+   */
+  'one-connection': { type: 'boolean', default: false },
+  /** Requests per target in that mode (and in its traced pass). */
+  'one-connection-requests': { type: 'string', default: '2000' },
+  strict: { type: 'boolean', default: false },
+  /** CI's check that the bench runs: seconds per target, small volume; fails on any non-200 or differing body. */
+  smoke: { type: 'boolean', default: false },
 });
 if (flags.smoke)
   Object.assign(flags, {

@@ -9,17 +9,15 @@ import { asOrganization } from '@mileage/runtime/testing';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { serveInProcess, timeSequential, withBenchPostgres } from './sequential';
+import { parseFlags } from './cli';
 
-const { values } = parseArgs({
-  options: {
-    sizes: { type: 'string', default: '10000,1000000' },
-    calls: { type: 'string', default: '300' },
-    /** CI's check that the bench runs: a tiny size and few calls. */
-    smoke: { type: 'boolean', default: false },
-  },
+const values = parseFlags('npm run bench:paging --', {
+  sizes: { type: 'string', default: '10000,1000000' },
+  calls: { type: 'string', default: '300' },
+  /** CI's check that the bench runs: a tiny size and few calls. */
+  smoke: { type: 'boolean', default: false },
 });
 if (values.smoke) Object.assign(values, { sizes: '2000', calls: '20' });
 const sizes = values.sizes.split(',').map(Number);

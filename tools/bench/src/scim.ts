@@ -10,22 +10,20 @@ import { createServer as createUsersServer, openDatabase as openUsersDatabase } 
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { serveInProcess, timeAlternating, timeSequential, withBenchPostgres } from './sequential';
+import { parseFlags } from './cli';
 
 const ATTESTATION_SECRET = 'bench-actor-attestation-secret-0123456789';
 
-const { values } = parseArgs({
-  options: {
-    sizes: { type: 'string', default: '1000,1000000' },
-    calls: { type: 'string', default: '300' },
-    /** Group sizes (at most 9,999: a group holds 10,000) at which PATCH adds and removes one member, at the last user count. */
-    'group-members': { type: 'string', default: '2000,9999' },
-    patches: { type: 'string', default: '100' },
-    /** CI's check that the bench runs: a tiny size and few calls. */
-    smoke: { type: 'boolean', default: false },
-  },
+const values = parseFlags('npm run bench:scim --', {
+  sizes: { type: 'string', default: '1000,1000000' },
+  calls: { type: 'string', default: '300' },
+  /** Group sizes (at most 9,999: a group holds 10,000) at which PATCH adds and removes one member, at the last user count. */
+  'group-members': { type: 'string', default: '2000,9999' },
+  patches: { type: 'string', default: '100' },
+  /** CI's check that the bench runs: a tiny size and few calls. */
+  smoke: { type: 'boolean', default: false },
 });
 if (values.smoke) Object.assign(values, { sizes: '200', calls: '20', 'group-members': '50', patches: '10' });
 const sizes = values.sizes.split(',').map(Number);

@@ -29,18 +29,16 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { serveInProcess, withBenchPostgres } from './sequential';
+import { parseFlags } from './cli';
 
-const { values } = parseArgs({
-  options: {
-    events: { type: 'string', default: '10000' },
-    workers: { type: 'string', default: '2' },
-    concurrency: { type: 'string', default: '32' },
-    /** CI's check that the bench runs: a few hundred events. */
-    smoke: { type: 'boolean', default: false },
-  },
+const values = parseFlags('npm run bench:webhooks --', {
+  events: { type: 'string', default: '10000' },
+  workers: { type: 'string', default: '2' },
+  concurrency: { type: 'string', default: '32' },
+  /** CI's check that the bench runs: a few hundred events. */
+  smoke: { type: 'boolean', default: false },
 });
 if (values.smoke) values.events = '300';
 const events = Number(values.events);
