@@ -1,7 +1,7 @@
-import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
+import type { ServiceError } from '@grpc/grpc-js';
 import {
   decodeServiceError,
-  grpcCallOf,
+  grpcFailureOf,
   HOP_REFUSALS,
   httpAnswer,
   isInvalidInput,
@@ -115,14 +115,5 @@ export function logDownstreamFailure(
 ): void {
   if (status < 500) return;
   if (status !== 503 && status !== 504) return logger.error({ err, request_id: requestId }, message);
-  const { code, details } = err as { code: number; details?: unknown };
-  logger.warn(
-    {
-      ...grpcCallOf(err),
-      grpc_code: grpcStatus[code] ?? String(code),
-      grpc_details: typeof details === 'string' ? details : '',
-      request_id: requestId,
-    },
-    'downstream unavailable',
-  );
+  logger.warn({ ...grpcFailureOf(err), request_id: requestId }, 'downstream unavailable');
 }

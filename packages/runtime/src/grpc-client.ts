@@ -302,6 +302,25 @@ export function grpcCallOf(err: unknown): { grpc_service?: string; grpc_method?:
     : {};
 }
 
+/**
+ * A failed call's log fields, the one shape every process logs them in: its service and method (grpcCallOf), its
+ * status code's name and its details. Empty for an error that is not a gRPC status.
+ */
+export function grpcFailureOf(err: unknown): {
+  grpc_service?: string;
+  grpc_method?: string;
+  grpc_code?: string;
+  grpc_details?: string;
+} {
+  const { code, details } = (err ?? {}) as { code?: unknown; details?: unknown };
+  if (typeof code !== 'number') return {};
+  return {
+    ...grpcCallOf(err),
+    grpc_code: grpc.status[code] ?? String(code),
+    grpc_details: typeof details === 'string' ? details : '',
+  };
+}
+
 /** The error of a call refused by an open (or probing) circuit: UNAVAILABLE with a RetryInfo of the time left. */
 function circuitOpen(service: string, retryAfterMs: number): grpc.ServiceError {
   const details = `${service} is unavailable (circuit open: it did not answer recent calls)`;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeServiceError, errors } from './errors';
-import { createGrpcClient, grpcCallOf } from './grpc-client';
+import { createGrpcClient, grpcCallOf, grpcFailureOf } from './grpc-client';
 import { startGrpcServer } from './grpc-server';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
@@ -130,6 +130,15 @@ describe('gRPC bootstrap', () => {
       const failed = await client.getUser({ id: 'AliceAdm01', includeDeleted: false }).catch((e: unknown) => e);
       assert.deepEqual(grpcCallOf(failed), { grpc_service: 'mileage.users.v1.UsersService', grpc_method: 'GetUser' });
       assert.deepEqual(grpcCallOf(new Error('not a call')), {});
+      // Its log fields, as the gateway and the bench's servers write them.
+      const { grpc_details, ...fields } = grpcFailureOf(failed);
+      assert.deepEqual(fields, {
+        grpc_service: 'mileage.users.v1.UsersService',
+        grpc_method: 'GetUser',
+        grpc_code: 'DEADLINE_EXCEEDED',
+      });
+      assert.match(grpc_details ?? '', /^Deadline exceeded after/);
+      assert.deepEqual(grpcFailureOf(new Error('not a call')), {});
     } finally {
       release();
       client.close();

@@ -1,4 +1,5 @@
 // The bench's own servers (the bare ceiling and the floor): node:http answering each route's JSON, nothing else.
+import { createLogger, grpcFailureOf, type Logger } from '@mileage/runtime';
 import * as http from 'node:http';
 
 /** An answer other than 200, with no body (the bench compares 200s only). */
@@ -8,29 +9,29 @@ export class Refused extends Error {
   }
 }
 
+type Route = (req: http.IncomingMessage) => Promise<string | Buffer> | undefined;
+
 /**
- * Serves on 127.0.0.1:`port` what `route` answers (answerRequests), /healthz, and closes on SIGTERM, then runs
- * `closed`.
+ * Serves on 127.0.0.1:`port` what `route` answers (answerRequests), logged as `service`, /healthz, and closes on
+ * SIGTERM, then runs `closed`.
  */
 export function serveAnswers(
+  service: string,
   port: number,
   route: Route,
   closed: () => Promise<unknown> | void = () => {},
-  failed: Failed = logFailure,
 ): void {
-  const server = http.createServer(answerRequests(route, failed));
+  const server = http.createServer(answerRequests(route, createLogger({ service })));
   server.listen(port, '127.0.0.1');
   process.on('SIGTERM', () => server.close(() => void Promise.resolve(closed()).then(() => process.exit(0))));
 }
 
-type Route = (req: http.IncomingMessage) => Promise<string | Buffer> | undefined;
-type Failed = (err: unknown, req: http.IncomingMessage) => void;
-
 /**
  * What `route` answers (JSON text or bytes; undefined: 404; Refused: its status) and /healthz. Any other failure is a
- * 500, reported to `failed` (by default one error line on stdout), so that the bench can say why a request failed.
+ * 500 and one error line (its URL, error, and a failed gRPC call's fields, as the gateway logs them), which the bench
+ * shows among the servers' warnings when a request failed.
  */
-export function answerRequests(route: Route, failed: Failed = logFailure): http.RequestListener {
+export function answerRequests(route: Route, logger: Logger): http.RequestListener {
   return (req, res) => {
     if (req.url === '/healthz') return void res.end('ok');
     const answer = route(req);
@@ -44,16 +45,11 @@ export function answerRequests(route: Route, failed: Failed = logFailure): http.
           })
           .end(body),
       (err: unknown) => {
-        if (!(err instanceof Refused)) failed(err, req);
-        res.writeHead(err instanceof Refused ? err.status : 500).end();
+        if (err instanceof Refused) return void res.writeHead(err.status).end();
+        const message = err instanceof Error ? err.message : String(err);
+        logger.error({ url: req.url, err: message, ...grpcFailureOf(err) }, 'request failed');
+        res.writeHead(500).end();
       },
     );
   };
-}
-
-/** The line of a failed request, in the platform's log format (a level and a message), for the bench's warnings. */
-export function logFailure(err: unknown, req: http.IncomingMessage): void {
-  const message = err instanceof Error ? err.message : String(err);
-  const line = { level: 'error', time: new Date().toISOString(), url: req.url, err: message, msg: 'request failed' };
-  process.stdout.write(`${JSON.stringify(line)}\n`);
 }

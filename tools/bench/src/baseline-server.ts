@@ -290,6 +290,7 @@ function route(req: http.IncomingMessage): Promise<unknown> | undefined {
 }
 
 serveAnswers(
+  'bare',
   Number(process.env.PORT),
   (req) => route(req)?.then((value) => JSON.stringify(value)),
   () => pool.end(),

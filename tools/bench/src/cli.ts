@@ -34,7 +34,7 @@ export function parseFlags<T extends ParseArgsOptionsConfig>(
   return values;
 }
 
-/** The option list --help prints: each option, the kind of value it takes and its default (docs/benchmarks.md says what each does). */
+/** What --help prints: each option, the kind of value it takes and its default (docs/benchmarks.md: what it does). */
 export function usage(command: string, options: ParseArgsOptionsConfig): string {
   const lines = Object.entries(options).map(([name, o]) => {
     const value = o.type === 'string' ? ' <value>' : '';

@@ -13,8 +13,6 @@ import { drivesV1, scimV1, usersV1 } from '@mileage/proto';
 import {
   attestActor,
   createGrpcClient,
-  createLogger,
-  grpcCallOf,
   grpcTls,
   loadConfigOrExit,
   SCIM_AUDIENCE,
@@ -111,9 +109,4 @@ function route(req: http.IncomingMessage): Promise<string | Buffer> | undefined 
   return undefined;
 }
 
-// A failed request's line (the gateway's own says the same for its requests): the bench shows the latest of them.
-const logger = createLogger({ service: 'floor' });
-serveAnswers(config.PORT, route, undefined, (err, req) => {
-  const e = err as { code?: number; details?: string; message?: string };
-  logger.error({ url: req.url, grpc_code: e.code, err: e.details ?? e.message, ...grpcCallOf(err) }, 'request failed');
-});
+serveAnswers('floor', config.PORT, route);
