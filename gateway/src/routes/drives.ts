@@ -91,8 +91,8 @@ function listRequest(input: ListInput) {
 }
 
 function nextCursor(
-  deps: V1Deps,
-  input: ListInput,
+  deps: Pick<V1Deps, 'cursors'>,
+  input: Pick<ListInput, 'fingerprint'>,
   hasMore: boolean,
   next: drivesV1.PagePosition | undefined,
 ): string | null {
@@ -113,11 +113,14 @@ function pageBody(results: Uint8Array[], hasMore: boolean, next: string | null):
   ]);
 }
 
-/** A page of reported drives with their drivers; `page` is the ListReportedDrives call, already under way. */
-async function reportedDrivesPage(
+/**
+ * A page of reported drives with their drivers; `page` is the ListReportedDrives call, already under way. Exported
+ * (`@mileage/gateway/drive-pages`) for the bench's floor server, which answers the page with the same calls and bytes.
+ */
+export async function reportedDrivesPage(
   page: Promise<drivesV1.ListReportedDrivesResponse>,
-  input: ListInput,
-  deps: V1Deps,
+  input: Pick<ListInput, 'fingerprint'>,
+  deps: Pick<V1Deps, 'drivers' | 'cursors'>,
   call: CallSettings,
 ): Promise<RenderedJson> {
   const answer = await page;

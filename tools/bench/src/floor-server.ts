@@ -2,14 +2,15 @@
 // (the platform's gRPC client, mutual TLS with the gateway's certificate, end-user contexts, the account reads of a
 // turn batched), and the same JSON bytes — but none of the gateway's own request stack: no Express, token check,
 // rate limit, access log, metrics or tracing. Full path against this is what the gateway's stack costs; this against
-// the bare server is what the hop costs, which no gateway removes. The caller is the path's user (as in the bare
-// server); the bench starts it with the gateway's environment.
+// the bare server is what the hop costs, which no gateway removes. The caller is the path's user, or for a group's
+// page its x-user-id header (as in the bare server); the bench starts it with the gateway's environment.
 import { AccountLoader } from '@mileage/gateway/account-loader';
 import { configSchema } from '@mileage/gateway/config';
 import { CursorCodec, driveListFingerprint } from '@mileage/gateway/cursor';
+import { reportedDrivesPage } from '@mileage/gateway/drive-pages';
 import { toUserSchema } from '@mileage/gateway/schemas';
 import { ScimReads } from '@mileage/gateway/scim-reads';
-import { drivesV1, scimV1, usersV1 } from '@mileage/proto';
+import { drivesV1, groupsV1, scimV1, usersV1 } from '@mileage/proto';
 import {
   attestActor,
   createGrpcClient,
@@ -29,8 +30,12 @@ const config = loadConfigOrExit(configSchema);
 const tls = grpcTls(config);
 const clientOf = (deadlineMs: number) => ({ defaultDeadlineMs: deadlineMs, credentials: tls.channelCredentials() });
 const client = clientOf(config.GRPC_DEADLINE_MS);
-const accounts = new AccountLoader(createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, client));
+const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, client);
+const accounts = new AccountLoader(users);
+// A page's drivers: only what a driver shows, the drivers of a turn's pages in one call (as the gateway reads them).
+const drivers = new AccountLoader(users, usersV1.UserView.USER_VIEW_DRIVER);
 const drives = createGrpcClient(drivesV1.DrivesServiceClient, config.DRIVES_ADDRESS, client);
+const groups = createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, client);
 // SCIM reads of a turn share one HandleRequests call, as the gateway sends them.
 const scimClient = createGrpcClient(scimV1.ScimServiceClient, config.SCIM_ADDRESS, clientOf(config.SCIM_DEADLINE_MS));
 const scimReads = new ScimReads(scimClient, { inc: () => {} });
@@ -73,6 +78,28 @@ async function userDrives(userId: string, params: URLSearchParams): Promise<Buff
   ]);
 }
 
+/** A group's reported drives, for its admin: the admin check and the page at once, then the page's drivers. */
+async function reportedDrives(groupId: number, callerId: string, params: URLSearchParams): Promise<Buffer> {
+  if (params.has('cursor')) throw new Refused(422); // the bench asks for first pages only
+  const { call } = await account(callerId);
+  const check = groups.checkGroupAdmin({ groupId, userId: callerId }, call);
+  const page = drives.listReportedDrives(
+    {
+      groupIds: [groupId],
+      limit: Number(params.get('limit') ?? 100),
+      sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
+      renderJson: true,
+    },
+    call,
+  );
+  page.catch(() => {}); // settled below when the check passes
+  const { exists, isAdmin } = await check;
+  if (!exists || !isAdmin) throw new Refused(403);
+  const fingerprint = driveListFingerprint({ route: 'group-reported', group: groupId }, { sortField: 'modified' });
+  const body = await reportedDrivesPage(page, { fingerprint }, { drivers, cursors }, call);
+  return Buffer.concat(body.chunks);
+}
+
 /**
  * A SCIM read as the gateway forwards it, for the bench's provisioning client (`mileage-scim`, bound to
  * organization 1 as the bench wires it): attested, under the client's end-user context.
@@ -105,6 +132,8 @@ function route(req: http.IncomingMessage): Promise<string | Buffer> | undefined 
   if (m) return account(m[1]!).then(({ user }) => JSON.stringify(toUserSchema(user)));
   m = /^\/v1\/users\/([A-Za-z0-9]{10})\/drives$/.exec(url.pathname);
   if (m) return userDrives(m[1]!, url.searchParams);
+  m = /^\/v1\/groups\/(\d{1,18})\/reported-drives$/.exec(url.pathname);
+  if (m) return reportedDrives(Number(m[1]), String(req.headers['x-user-id']), url.searchParams);
   if (url.pathname === '/scim/v2/Users') return scimRead(url);
   return undefined;
 }

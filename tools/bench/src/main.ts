@@ -132,7 +132,7 @@ function routes(stack: BenchStack): RouteDef[] {
       bare: { url: stack.bareUrl, requests: reqs.map((r) => ({ path: r.path, headers: { 'x-user-id': r.caller } })) },
     };
   };
-  // The floor answers the bare server's requests (the caller is the path's user).
+  // The floor answers the bare server's requests (the caller is the path's user, or its x-user-id header).
   const withFloor = (targets: { full: Target; bare: Target }) => ({
     ...targets,
     floor: { url: stack.floorUrl, requests: targets.bare.requests },
@@ -167,9 +167,11 @@ function routes(stack: BenchStack): RouteDef[] {
       id: 'reported-drives',
       title: 'GET /v1/groups/{id}/reported-drives?limit=100',
       kind: 'page',
-      ...both(
-        (i) => ({ path: `/v1/groups/${groups[i]!.groupId}/reported-drives?limit=100`, caller: groups[i]!.adminId }),
-        groups.length,
+      ...withFloor(
+        both(
+          (i) => ({ path: `/v1/groups/${groups[i]!.groupId}/reported-drives?limit=100`, caller: groups[i]!.adminId }),
+          groups.length,
+        ),
       ),
     },
     {
@@ -184,12 +186,14 @@ function routes(stack: BenchStack): RouteDef[] {
       id: 'sync-team-page',
       title: `GET /v1/groups/{id}/reported-drives?limit=100 (team of ${data.walkGroup.reported} reports)`,
       kind: 'page',
-      ...both(
-        () => ({
-          path: `/v1/groups/${data.walkGroup.groupId}/reported-drives?limit=100`,
-          caller: data.walkGroup.adminId,
-        }),
-        1,
+      ...withFloor(
+        both(
+          () => ({
+            path: `/v1/groups/${data.walkGroup.groupId}/reported-drives?limit=100`,
+            caller: data.walkGroup.adminId,
+          }),
+          1,
+        ),
       ),
     },
   ];
