@@ -146,6 +146,31 @@ describe('gRPC bootstrap', () => {
     }
   });
 
+  test("a call does not capture its caller's stack, and a request that never left keeps a stack", async () => {
+    const { server, client } = await serveUsers({
+      getUser: async () => {
+        throw errors.notFound('no such user');
+      },
+    });
+    try {
+      const limit = Error.stackTraceLimit;
+      const failed = (await client.getUser({ id: 'AliceAdm01', includeDeleted: false }).catch((e) => e)) as Error;
+      assert.equal((failed as ServiceError).code, status.NOT_FOUND);
+      // grpc-js appends the stack it captured when the call started; none was.
+      assert.match(failed.stack ?? '', /for call at\nno stack trace available/);
+      assert.equal(Error.stackTraceLimit, limit);
+      // A request that does not serialise is thrown before it is sent: the limit is restored and its error says
+      // where the call was made.
+      await assert.rejects(client.getUser({ id: 42 as unknown as string, includeDeleted: false }), (err: Error) =>
+        /\n\s+at /.test(err.stack ?? ''),
+      );
+      assert.equal(Error.stackTraceLimit, limit);
+    } finally {
+      client.close();
+      await server.shutdown(1_000);
+    }
+  });
+
   test('server reflection is off unless asked for', async () => {
     const start = (reflection?: boolean) =>
       startGrpcServer({
