@@ -50,7 +50,7 @@ test("one turn's lookups: one BatchGetUsers for the callers (without an organiza
   );
 });
 
-test('a loader reads its view: the whole account by default, what a driver shows for the drivers', async () => {
+test("a loader reads its view: a caller's account by default, what a driver shows for the drivers", async () => {
   const views: (usersV1.UserView | undefined)[] = [];
   const users = {
     batchGetUsers: async ({ ids, view }: usersV1.BatchGetUsersRequest) => {
@@ -60,5 +60,5 @@ test('a loader reads its view: the whole account by default, what a driver shows
   } as unknown as PromiseClient<usersV1.UsersServiceClient>;
   await new AccountLoader(users).load('A000000001', {});
   await new AccountLoader(users, USER_VIEW_DRIVER).load('A000000001', { organizationId: 1 });
-  assert.deepEqual(views, [usersV1.UserView.USER_VIEW_FULL, USER_VIEW_DRIVER]);
+  assert.deepEqual(views, [usersV1.UserView.USER_VIEW_ACCOUNT, USER_VIEW_DRIVER]);
 });

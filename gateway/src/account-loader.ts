@@ -28,14 +28,16 @@ interface Batch {
  *   the one read the Users service answers across organizations;
  * - users read inside an organization (a page's drivers) share one call per organization, which finds nothing of
  *   another organization.
- * Each loader reads one view of its users (the callers' whole accounts; USER_VIEW_DRIVER for a page's drivers).
+ * Each loader reads one view of its users: by default what a request needs of its caller's account (USER_VIEW_ACCOUNT:
+ * profile, status, organization, admin flag; not the SCIM documents, times and version), USER_VIEW_DRIVER for a
+ * page's drivers.
  */
 export class AccountLoader {
   private readonly turns = new PerTurnGroups<Batch>((batches) => this.flush(batches));
 
   constructor(
     private readonly users: PromiseClient<usersV1.UsersServiceClient>,
-    private readonly view = usersV1.UserView.USER_VIEW_FULL,
+    private readonly view = usersV1.UserView.USER_VIEW_ACCOUNT,
   ) {}
 
   /** The live (not deleted) user in this loader's view, or undefined when there is none; rejects with the gRPC error otherwise. */

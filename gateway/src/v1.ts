@@ -32,7 +32,7 @@ export interface V1Deps {
   drives: PromiseClient<drivesV1.DrivesServiceClient>;
   webhooks: PromiseClient<webhooksV1.WebhooksServiceClient>;
   cursors: CursorCodec;
-  /** The verified callers' own accounts, whole. */
+  /** The verified callers' own accounts: what a request needs of them (USER_VIEW_ACCOUNT). */
   accounts: AccountLoader;
   /** The drivers of a page of reported drives: what a driver shows (USER_VIEW_DRIVER). */
   drivers: AccountLoader;

@@ -2,7 +2,7 @@
 // sees only its own users, SCIM tokens and provisioning trail, and the database enforces it even for a query that
 // forgets its organization filter (row-level security).
 import { status } from '@grpc/grpc-js';
-import { filterV1, scimAuditV1, type usersV1 } from '@mileage/proto';
+import { filterV1, scimAuditV1, usersV1 } from '@mileage/proto';
 import { inOrganization, millisToTimestamp, timestampToMillis } from '@mileage/runtime';
 import { rejection } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
@@ -169,6 +169,34 @@ describe('the Users process with organizations', () => {
         found.map((u) => u.organizationId),
         [globex, DEMO],
       );
+    });
+
+    test("BatchGetUsers in the account view answers a caller's account across organizations: the driver's fields and the admin flag", async () => {
+      const admin = (
+        await suite.usersIn(globex).createUser({
+          user: user({ enterprise: { employeeNumber: '7' }, scimAttributes: { title: 'Boss' } }),
+        })
+      ).user!;
+      await suite.organizationsIn(globex).setOrganizationAdmin({ userId: admin.id, organizationAdmin: true });
+      const plain = (await suite.usersIn(DEMO).createUser({ user: user() })).user!;
+      const { users: found } = await suite.users.batchGetUsers({
+        ids: [admin.id, plain.id],
+        view: usersV1.UserView.USER_VIEW_ACCOUNT,
+      });
+      const { users: drivers } = await suite.users.batchGetUsers({
+        ids: [admin.id, plain.id],
+        view: usersV1.UserView.USER_VIEW_DRIVER,
+      });
+      assert.deepEqual(found, [
+        { ...drivers[0]!, organizationAdmin: true },
+        { ...drivers[1]!, organizationAdmin: false },
+      ]);
+      assert.deepEqual(
+        found.map((u) => u.organizationId),
+        [globex, DEMO],
+      );
+      assert.equal(found[0]!.enterprise, undefined, 'no SCIM documents');
+      assert.equal(found[0]!.createTime, undefined, 'no times');
     });
 
     test('user.deactivated is an event of the user’s organization', async () => {

@@ -150,6 +150,12 @@ const DRIVER_COLUMNS = [
   'organization_id',
 ] as const satisfies readonly (typeof COLUMNS)[number][];
 type DriverRow = Pick<UserRow, (typeof DRIVER_COLUMNS)[number]>;
+/** USER_VIEW_ACCOUNT's columns: what the gateway needs of a caller's own account. */
+const ACCOUNT_COLUMNS = [
+  ...DRIVER_COLUMNS,
+  'organization_admin',
+] as const satisfies readonly (typeof COLUMNS)[number][];
+type AccountRow = Pick<UserRow, (typeof ACCOUNT_COLUMNS)[number]>;
 
 // The live users of an organization named by any of a list of userNames (SCIM's lookups of one turn), each with the
 // position of the name that found it; `user_name_key` is the stored lower case its unique index covers. The names are
@@ -409,6 +415,11 @@ function toDriver(row: DriverRow): usersV1.User {
   return { ...usersV1.User.fromPartial({}), ...driverFields(row) };
 }
 
+/** USER_VIEW_ACCOUNT: the driver's fields and whether the user administers the organization. */
+function toAccount(row: AccountRow): usersV1.User {
+  return { ...toDriver(row), organizationAdmin: row.organization_admin };
+}
+
 interface UserReads {
   anyOrganization: string;
   inOrganization: string;
@@ -435,10 +446,17 @@ const DRIVER_READS = {
   names: ['users_find_many_live_drivers_v1', 'users_get_many_drivers_v1'],
   toMessage: toDriver,
 } as const;
+const ACCOUNT_READS = {
+  anyOrganization: findManyLive(ACCOUNT_COLUMNS.join(', ')),
+  inOrganization: getManyLive(ACCOUNT_COLUMNS.join(', ')),
+  names: ['users_find_many_live_accounts_v1', 'users_get_many_accounts_v1'],
+  toMessage: toAccount,
+} as const;
 /** Per view its reads; a view this build does not know (a newer caller's) is answered in full. */
 const VIEW_READS: Partial<Record<usersV1.UserView, UserReads>> = {
   [usersV1.UserView.USER_VIEW_MEMBER]: MEMBER_READS,
   [usersV1.UserView.USER_VIEW_DRIVER]: DRIVER_READS,
+  [usersV1.UserView.USER_VIEW_ACCOUNT]: ACCOUNT_READS,
 };
 
 /**

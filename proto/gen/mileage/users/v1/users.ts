@@ -40,6 +40,12 @@ export enum UserView {
    * its up to 100 drivers without their SCIM documents (enterprise, scim_attributes), times and version.
    */
   USER_VIEW_DRIVER = 3,
+  /**
+   * USER_VIEW_ACCOUNT - USER_VIEW_DRIVER's fields and organization_admin: what the gateway needs of a caller's own account for every
+   * External API request (whether it may act, in which organization, as an organization admin, and the caller's
+   * profile for /v1/users/me). Every request then reads its caller without the SCIM documents, times and version.
+   */
+  USER_VIEW_ACCOUNT = 4,
   UNRECOGNIZED = -1,
 }
 
@@ -57,6 +63,9 @@ export function userViewFromJSON(object: any): UserView {
     case 3:
     case "USER_VIEW_DRIVER":
       return UserView.USER_VIEW_DRIVER;
+    case 4:
+    case "USER_VIEW_ACCOUNT":
+      return UserView.USER_VIEW_ACCOUNT;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -74,6 +83,8 @@ export function userViewToJSON(object: UserView): string {
       return "USER_VIEW_MEMBER";
     case UserView.USER_VIEW_DRIVER:
       return "USER_VIEW_DRIVER";
+    case UserView.USER_VIEW_ACCOUNT:
+      return "USER_VIEW_ACCOUNT";
     case UserView.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
