@@ -428,30 +428,25 @@ interface UserReads {
 }
 
 /** readUsers' statements (across organizations, in one; each prepared under its name) and rows → messages, per view. */
-const FULL_READS = {
-  anyOrganization: findManyLive(SELECT_COLUMNS),
-  inOrganization: getManyLive(SELECT_COLUMNS),
-  names: ['users_find_many_live_v1', 'users_get_many_v2'],
-  toMessage: toUser,
-} as const;
-const MEMBER_READS = {
-  anyOrganization: findManyLive(MEMBER_COLUMNS.join(', ')),
-  inOrganization: getManyLive(MEMBER_COLUMNS.join(', ')),
-  names: ['users_find_many_live_members_v1', 'users_get_many_members_v1'],
-  toMessage: toMember,
-} as const;
-const DRIVER_READS = {
-  anyOrganization: findManyLive(DRIVER_COLUMNS.join(', ')),
-  inOrganization: getManyLive(DRIVER_COLUMNS.join(', ')),
-  names: ['users_find_many_live_drivers_v1', 'users_get_many_drivers_v1'],
-  toMessage: toDriver,
-} as const;
-const ACCOUNT_READS = {
-  anyOrganization: findManyLive(ACCOUNT_COLUMNS.join(', ')),
-  inOrganization: getManyLive(ACCOUNT_COLUMNS.join(', ')),
-  names: ['users_find_many_live_accounts_v1', 'users_get_many_accounts_v1'],
-  toMessage: toAccount,
-} as const;
+function viewReads(columns: string, names: UserReads['names'], toMessage: UserReads['toMessage']): UserReads {
+  return { anyOrganization: findManyLive(columns), inOrganization: getManyLive(columns), names, toMessage };
+}
+const FULL_READS = viewReads(SELECT_COLUMNS, ['users_find_many_live_v1', 'users_get_many_v2'], toUser);
+const MEMBER_READS = viewReads(
+  MEMBER_COLUMNS.join(', '),
+  ['users_find_many_live_members_v1', 'users_get_many_members_v1'],
+  toMember,
+);
+const DRIVER_READS = viewReads(
+  DRIVER_COLUMNS.join(', '),
+  ['users_find_many_live_drivers_v1', 'users_get_many_drivers_v1'],
+  toDriver,
+);
+const ACCOUNT_READS = viewReads(
+  ACCOUNT_COLUMNS.join(', '),
+  ['users_find_many_live_accounts_v1', 'users_get_many_accounts_v1'],
+  toAccount,
+);
 /** Per view its reads; a view this build does not know (a newer caller's) is answered in full. */
 const VIEW_READS: Partial<Record<usersV1.UserView, UserReads>> = {
   [usersV1.UserView.USER_VIEW_MEMBER]: MEMBER_READS,
