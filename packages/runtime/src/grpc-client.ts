@@ -200,8 +200,8 @@ export function createGrpcClient<C extends grpc.Client>(
         const started = process.hrtime.bigint();
         const deadline = Date.now() + (settings?.deadlineMs ?? options.defaultDeadlineMs);
         // grpc-js captures the caller's stack on every call (a new Error, kept for the message of a call that fails):
-        // 50–60 µs a call in these processes (docs/benchmarks.md, "The caller's stack"). A failed call here names
-        // its service and method instead (ofCall), so no stack is captured while the call starts; grpc-node's
+        // 54–61 µs a call in these processes (docs/benchmarks.md, "The caller's stack on every call"). A failed call
+        // names its service and method instead (ofCall), so no stack is captured while the call starts; grpc-node's
         // pull request 3083 proposes a channel option for this.
         const stackTraceLimit = Error.stackTraceLimit;
         Error.stackTraceLimit = 0;
