@@ -16,7 +16,7 @@ import { RenderedJson, type RouteSpec, type V1Deps } from '../v1';
 import { groupIdParameter, requireGroupAdmin, validateGroupIdParam } from './groups';
 import { userIdParameter, validateUserIdParam } from './users';
 
-interface ListInput {
+export interface ListInput {
   params: DriveListParams;
   fingerprint: string;
   position?: CursorPosition;
@@ -92,7 +92,7 @@ function listRequest(input: ListInput) {
 
 function nextCursor(
   deps: Pick<V1Deps, 'cursors'>,
-  input: Pick<ListInput, 'fingerprint'>,
+  input: ListInput,
   hasMore: boolean,
   next: drivesV1.PagePosition | undefined,
 ): string | null {
@@ -113,13 +113,10 @@ function pageBody(results: Uint8Array[], hasMore: boolean, next: string | null):
   ]);
 }
 
-/**
- * A page of reported drives with their drivers; `page` is the ListReportedDrives call, already under way. Exported
- * (`@mileage/gateway/drive-pages`) for the bench's floor server, which answers the page with the same calls and bytes.
- */
-export async function reportedDrivesPage(
+/** A page of reported drives with their drivers; `page` is the ListReportedDrives call, already under way. */
+async function reportedDrivesPage(
   page: Promise<drivesV1.ListReportedDrivesResponse>,
-  input: Pick<ListInput, 'fingerprint'>,
+  input: ListInput,
   deps: Pick<V1Deps, 'drivers' | 'cursors'>,
   call: CallSettings,
 ): Promise<RenderedJson> {
@@ -185,16 +182,27 @@ export const listGroupReportedDrives: RouteSpec<ListInput & { id: number }> = {
       route: 'group-reported',
       group: group ?? 0,
     })),
-  handle: async (input, account, deps, call) => {
-    // The admin check and the page are independent: both calls go out at once, and the page is used (or its error
-    // reported) only once the check has passed.
-    const check = deps.groups.checkGroupAdmin({ groupId: input.id, userId: account.caller.userId }, call);
-    const page = deps.drives.listReportedDrives({ groupIds: [input.id], ...listRequest(input) }, call);
-    page.catch(() => {}); // settled below when the check passes; ignored when it does not
-    await requireGroupAdmin(check, 'Only admins of this group may read its reported drives');
-    return reportedDrivesPage(page, input, deps, call);
-  },
+  handle: (input, account, deps, call) => groupReportedDrivesPage(input, account.caller.userId, deps, call),
 };
+
+/**
+ * A group's page of reported drives, for `userId` if that user administers the group (else 403). Exported
+ * (`@mileage/gateway/drive-pages`) for the bench's floor server, which answers the route with the same calls and bytes.
+ */
+export async function groupReportedDrivesPage(
+  input: ListInput & { id: number },
+  userId: string,
+  deps: Pick<V1Deps, 'groups' | 'drives' | 'drivers' | 'cursors'>,
+  call: CallSettings,
+): Promise<RenderedJson> {
+  // The admin check and the page are independent: both calls go out at once, and the page is used (or its error
+  // reported) only once the check has passed.
+  const check = deps.groups.checkGroupAdmin({ groupId: input.id, userId }, call);
+  const page = deps.drives.listReportedDrives({ groupIds: [input.id], ...listRequest(input) }, call);
+  page.catch(() => {}); // settled below when the check passes; ignored when it does not
+  await requireGroupAdmin(check, 'Only admins of this group may read its reported drives');
+  return reportedDrivesPage(page, input, deps, call);
+}
 
 /** The alpha route, kept for existing integrations: the reported drives of every group the caller administers. */
 export const listAllReportedDrives: RouteSpec<ListInput> = {

@@ -7,7 +7,7 @@
 import { AccountLoader } from '@mileage/gateway/account-loader';
 import { configSchema } from '@mileage/gateway/config';
 import { CursorCodec, driveListFingerprint } from '@mileage/gateway/cursor';
-import { reportedDrivesPage } from '@mileage/gateway/drive-pages';
+import { groupReportedDrivesPage } from '@mileage/gateway/drive-pages';
 import { toUserSchema } from '@mileage/gateway/schemas';
 import { ScimReads } from '@mileage/gateway/scim-reads';
 import { drivesV1, groupsV1, scimV1, usersV1 } from '@mileage/proto';
@@ -78,25 +78,16 @@ async function userDrives(userId: string, params: URLSearchParams): Promise<Buff
   ]);
 }
 
-/** A group's reported drives, for its admin: the admin check and the page at once, then the page's drivers. */
+/** A group's reported drives, for its admin, through the gateway's own handler (without its request stack). */
 async function reportedDrives(groupId: number, callerId: string, params: URLSearchParams): Promise<Buffer> {
   if (params.has('cursor')) throw new Refused(422); // the bench asks for first pages only
   const { call } = await account(callerId);
-  const check = groups.checkGroupAdmin({ groupId, userId: callerId }, call);
-  const page = drives.listReportedDrives(
-    {
-      groupIds: [groupId],
-      limit: Number(params.get('limit') ?? 100),
-      sortField: drivesV1.SortField.SORT_FIELD_MODIFIED,
-      renderJson: true,
-    },
-    call,
-  );
-  page.catch(() => {}); // settled below when the check passes
-  const { exists, isAdmin } = await check;
-  if (!exists || !isAdmin) throw new Refused(403);
-  const fingerprint = driveListFingerprint({ route: 'group-reported', group: groupId }, { sortField: 'modified' });
-  const body = await reportedDrivesPage(page, { fingerprint }, { drivers, cursors }, call);
+  const input = {
+    id: groupId,
+    params: { limit: Number(params.get('limit') ?? 100), classification: 'business', sortField: 'modified' } as const,
+    fingerprint: driveListFingerprint({ route: 'group-reported', group: groupId }, { sortField: 'modified' }),
+  };
+  const body = await groupReportedDrivesPage(input, callerId, { groups, drives, drivers, cursors }, call);
   return Buffer.concat(body.chunks);
 }
 
