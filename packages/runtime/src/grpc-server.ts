@@ -114,7 +114,11 @@ export function adaptService(
       // Created only when a handler asks for it: most never do, and an AbortController per call is not free.
       let abort: AbortController | undefined;
       let cancelled = false;
+      // grpc-js emits 'cancelled' after every call, answered ones included (once its status is out): only a call
+      // still unanswered is cancelled, and aborting an answered one's signal would build a DOMException for nothing.
+      let answered = false;
       call.once('cancelled', () => {
+        if (answered) return;
         cancelled = true;
         abort?.abort();
       });
@@ -153,10 +157,12 @@ export function adaptService(
         const refusal = deps.failFast?.();
         (refusal ? Promise.reject(refusal) : (handler as UnaryHandler<unknown, unknown>)(call.request, ctx)).then(
           (response) => {
+            answered = true;
             finish(grpc.status.OK);
             callback(null, response);
           },
           (err: unknown) => {
+            answered = true;
             const { appError, unexpected } = toAppError(err);
             if (unexpected)
               deps.logger.error({ err, grpc_method: method.path, request_id: requestId }, 'handler failed');

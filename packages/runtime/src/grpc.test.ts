@@ -171,6 +171,41 @@ describe('gRPC bootstrap', () => {
     }
   });
 
+  test("a handler's signal aborts when its caller gives up, and never after the call was answered", async () => {
+    let answeredSignal: AbortSignal | undefined;
+    let abortedInside!: () => void;
+    const sawAbort = new Promise<void>((resolve) => (abortedInside = resolve));
+    const { server, client } = await serveUsers(
+      {
+        getUser: async (req, ctx) => {
+          if (req.id === 'AliceAdm01') {
+            answeredSignal = ctx.signal;
+            return { user: stubUser(req.id) };
+          }
+          // Waits for the caller's deadline, which only the signal reports.
+          await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+          abortedInside();
+          return {};
+        },
+      },
+      200,
+    );
+    try {
+      const { user } = await client.getUser({ id: 'AliceAdm01', includeDeleted: false });
+      assert.equal(user?.id, 'AliceAdm01');
+      // grpc-js reports every call as cancelled once its status is out; an answered call's signal stays quiet.
+      assert.equal(answeredSignal?.aborted, false);
+      await assert.rejects(
+        client.getUser({ id: 'BobDriver1', includeDeleted: false }),
+        (err: ServiceError) => err.code === status.DEADLINE_EXCEEDED,
+      );
+      await sawAbort;
+    } finally {
+      client.close();
+      await server.shutdown(1_000);
+    }
+  });
+
   test('server reflection is off unless asked for', async () => {
     const start = (reflection?: boolean) =>
       startGrpcServer({
