@@ -3,7 +3,8 @@
 // turn batched), and the same JSON bytes — but none of the gateway's own request stack: no Express, token check,
 // rate limit, access log, metrics or tracing. Full path against this is what the gateway's stack costs; this against
 // the bare server is what the hop costs, which no gateway removes. The caller is the path's user, or for a group's
-// page its x-user-id header (as in the bare server); the bench starts it with the gateway's environment.
+// page its x-user-id header (as in the bare server); the bench starts it with the gateway's environment. It walks the
+// sync team's pages through next_cursor too, which the sync walk measures.
 import { AccountLoader } from '@mileage/gateway/account-loader';
 import { configSchema } from '@mileage/gateway/config';
 import { CursorCodec, driveListFingerprint } from '@mileage/gateway/cursor';
@@ -78,14 +79,21 @@ async function userDrives(userId: string, params: URLSearchParams): Promise<Buff
   ]);
 }
 
-/** A group's reported drives, for its admin, through the gateway's own handler (without its request stack). */
+/**
+ * A group's reported drives, for its admin, through the gateway's own handler (without its request stack); a next
+ * page from its next_cursor, which the gateway's codec checks as the gateway does (the sync walk).
+ */
 async function reportedDrives(groupId: number, callerId: string, params: URLSearchParams): Promise<Buffer> {
-  if (params.has('cursor')) throw new Refused(422); // the bench asks for first pages only
+  const fingerprint = driveListFingerprint({ route: 'group-reported', group: groupId }, { sortField: 'modified' });
+  const cursor = params.get('cursor');
+  const position = cursor === null ? undefined : cursors.decode(cursor, fingerprint);
+  if (cursor !== null && !position) throw new Refused(422);
   const { call } = await account(callerId);
   const input = {
     id: groupId,
     params: { limit: Number(params.get('limit') ?? 100), classification: 'business', sortField: 'modified' } as const,
-    fingerprint: driveListFingerprint({ route: 'group-reported', group: groupId }, { sortField: 'modified' }),
+    fingerprint,
+    ...(position && { position }),
   };
   const body = await groupReportedDrivesPage(input, callerId, { groups, drives, drivers, cursors }, call);
   return Buffer.concat(body.chunks);

@@ -399,7 +399,7 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
     }
 
     // The sync walk: every page of the sync team's reported drives through next_cursor, one request at a time.
-    const walks: Record<string, { bare: WalkResult; full: WalkResult }> = {};
+    const walks: Record<string, { bare: WalkResult; full: WalkResult; floor: WalkResult }> = {};
     // With --walk-pages, a long list is walked twice: its first pages, and (after every other walk) its last pages from
     // a cursor deep in it. A walk that fails is reported and counted, and the others still run.
     const maxPages = num('walk-pages');
@@ -422,6 +422,9 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
         text.push(wrow('bare node:http + pg', bare));
         const full = await walk(stack, 'full', limit, maxPages, from);
         text.push(wrow('full path', full));
+        // The floor walks too (the same pages through the gateway's calls, no gateway stack): what the hop costs a sync.
+        const floor = await walk(stack, 'floor', limit, maxPages, from);
+        text.push(wrow('floor: hop, no stack', floor));
         const expected = verdict.expectedWalkDrives({
           last: part === 'last',
           maxPages,
@@ -429,9 +432,9 @@ async function runBench(profiled: ProfiledRun[]): Promise<number> {
           pages: full.pages,
           reported: stack.data.walkGroup.reported,
         });
-        const problem = verdict.walkProblem(bare, full, expected);
+        const problem = verdict.walkProblem(bare, full, expected, floor);
         if (problem) throw new Error(problem);
-        walks[name] = { bare, full };
+        walks[name] = { bare, full, floor };
         checks[`sync walk limit ${name}`] = full.drivesPerSecond >= verdict.TARGETS.walkDrivesPerSecond;
       } catch (err) {
         failures++;

@@ -91,6 +91,14 @@ describe('sync walks', () => {
     assert.equal(walkProblem(bare, { pageHashes: ['a', 'b'], drives: 150 }, 150), undefined);
     assert.equal(walkProblem(bare, { pageHashes: ['a', 'b'], drives: 150 }, 0), undefined);
     assert.equal(
+      walkProblem(bare, { pageHashes: ['a', 'b'], drives: 150 }, 150, { pageHashes: ['a', 'b'] }),
+      undefined,
+    );
+    assert.match(
+      walkProblem(bare, { pageHashes: ['a', 'b'], drives: 150 }, 150, { pageHashes: ['a', 'c'] }) ?? '',
+      /the floor and the bare server returned different pages/,
+    );
+    assert.equal(
       walkProblem(bare, { pageHashes: ['a', 'c'], drives: 150 }, 150),
       'the full path and the bare server returned different pages',
     );

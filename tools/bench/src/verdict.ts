@@ -90,15 +90,17 @@ export function expectedWalkDrives(walk: {
   return !walk.maxPages || walk.pages < walk.maxPages ? walk.reported : 0;
 }
 
-/** Why the two walks of one list do not agree or do not add up, or undefined. */
+/** Why the walks of one list (bare, full path and, when walked, the floor) do not agree or do not add up, or undefined. */
 export function walkProblem(
   bare: { pageHashes: string[] },
   full: { pageHashes: string[]; drives: number },
   expectedDrives: number,
+  floor?: { pageHashes: string[] },
 ): string | undefined {
-  const same =
-    bare.pageHashes.length === full.pageHashes.length && bare.pageHashes.every((h, i) => h === full.pageHashes[i]);
-  if (!same) return 'the full path and the bare server returned different pages';
+  const same = (other: { pageHashes: string[] }) =>
+    bare.pageHashes.length === other.pageHashes.length && bare.pageHashes.every((h, i) => h === other.pageHashes[i]);
+  if (!same(full)) return 'the full path and the bare server returned different pages';
+  if (floor && !same(floor)) return 'the floor and the bare server returned different pages';
   if (expectedDrives && full.drives !== expectedDrives) return `${full.drives} drives, expected ${expectedDrives}`;
   return undefined;
 }

@@ -17,13 +17,13 @@ export interface WalkResult {
 
 export async function walk(
   stack: BenchStack,
-  target: 'full' | 'bare',
+  target: 'full' | 'bare' | 'floor',
   limit: number,
   maxPages = 0,
   from?: string,
 ): Promise<WalkResult> {
   const { groupId, adminId } = stack.data.walkGroup;
-  const base = target === 'full' ? stack.gatewayUrl : stack.bareUrl;
+  const base = { full: stack.gatewayUrl, bare: stack.bareUrl, floor: stack.floorUrl }[target];
   const headers: Record<string, string> =
     target === 'full' ? { authorization: `Bearer ${stack.tokens.get(adminId)!}` } : { 'x-user-id': adminId };
   // Loads run just before may have left the gateway's circuit to the Drives service open (deadlines missed on a busy
@@ -37,7 +37,7 @@ export async function walk(
     throw new Error(`sync walk (${target}): its first page still answered ${status} after 30 s`);
   });
   await stack.refreshBackends();
-  const meter = new CpuMeter(target === 'full' ? stack.fullPids : stack.barePids);
+  const meter = new CpuMeter({ full: stack.fullPids, bare: stack.barePids, floor: stack.floorPids }[target]);
   const started = process.hrtime.bigint();
   const pageHashes: string[] = [];
   let drives = 0;
