@@ -85,10 +85,15 @@ interface Figures {
 /** A server child of `kind`, with its port and a reader of its CPU time. */
 async function startChild(kind: Kind): Promise<{ port: number; cpuMicros(): Promise<number>; child: ChildProcess }> {
   const child = fork(__filename, ['--serve', kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // The child's next message; its exit instead fails the wait (the listener goes with the answer, not piling up).
   const next = () =>
     new Promise<Record<string, number>>((resolve, reject) => {
-      child.once('message', (m) => resolve(m as Record<string, number>));
-      child.once('exit', (code) => reject(new Error(`the ${kind} server exited (${code})`)));
+      const exited = (code: number | null) => reject(new Error(`the ${kind} server exited (${code})`));
+      child.once('exit', exited);
+      child.once('message', (m) => {
+        child.off('exit', exited);
+        resolve(m as Record<string, number>);
+      });
     });
   const { port } = await next();
   return {
