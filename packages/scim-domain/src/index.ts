@@ -3,3 +3,4 @@ export * from './discovery';
 export * from './filter-table';
 export * from './filter-sql';
 export * from './audit';
+export * from './filter-cost';
