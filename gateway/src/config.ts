@@ -81,6 +81,13 @@ export const configSchema = commonConfigSchema.extend({
   REDIS_COMMAND_TIMEOUT_MS: env.positiveInt(500),
   /** Pause between two rounds of dependency checks (gRPC health of each service, Redis ping). */
   DEPENDENCY_CHECK_INTERVAL_MS: env.positiveInt(2_000),
+  /**
+   * Cost units one replica serves at once (fair-share.ts: a point read is 1, a drive page of 1,000 is 5, a SCIM list 2
+   * plus its unindexed filter terms): the capacity each organization's share is a part of.
+   */
+  GATEWAY_CAPACITY_UNITS: env.positiveInt(64),
+  /** The most one organization may hold of a replica's capacity, as a fraction (1: the whole replica). */
+  GATEWAY_ORGANIZATION_SHARE: z.coerce.number().gt(0).max(1).default(0.25),
   /** Multiplies every per-minute limit; for load tests only. */
   RATE_LIMIT_MULTIPLIER: z.coerce.number().positive().default(1),
   REQUEST_TIMEOUT_MS: env.positiveInt(30_000),

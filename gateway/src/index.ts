@@ -2,6 +2,8 @@ export { createApp, type AppDeps, type Readiness } from './app';
 export { TokenError, TokenVerifier, type Caller, type TokenVerifierOptions } from './auth';
 export { configSchema, jwksUrl, type Config } from './config';
 export { RateLimits, rateLimitHeaders } from './rate-limit';
+export { OrganizationShares, SHARE_RETRY_AFTER_SECONDS, type FairShareOptions } from './fair-share';
+export { drivePageCost, scimRequestCost } from './request-cost';
 export { openApiDocument } from './openapi';
 export { scimSchemas } from './openapi-scim';
 export { CursorCodec, driveListFingerprint, type CursorPosition } from './cursor';

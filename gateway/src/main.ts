@@ -17,6 +17,7 @@ import { createApp } from './app';
 import { TokenVerifier } from './auth';
 import { checkCursorSecrets, configSchema, jwksUrl } from './config';
 import { gatewayDependencies, type Downstream } from './dependencies';
+import { OrganizationShares } from './fair-share';
 import { OrganizationCredentials } from './organization-credentials';
 import { RateLimits } from './rate-limit';
 
@@ -122,6 +123,11 @@ async function main(): Promise<void> {
     metrics,
     verifier,
     rateLimits: new RateLimits({ ...(redis ? { redis } : {}), multiplier: config.RATE_LIMIT_MULTIPLIER }),
+    shares: new OrganizationShares({
+      capacity: config.GATEWAY_CAPACITY_UNITS,
+      organizationShare: config.GATEWAY_ORGANIZATION_SHARE,
+      metrics,
+    }),
     users,
     organizations,
     credentials: new OrganizationCredentials({

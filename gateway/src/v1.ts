@@ -11,6 +11,8 @@ import {
 import type { Request, RequestHandler } from 'express';
 import type { Caller, TokenVerifier } from './auth';
 import type { AccountLoader } from './account-loader';
+import type { OrganizationShares } from './fair-share';
+import { POINT_COST } from './request-cost';
 import { guard } from './guard';
 import { HttpProblem, ValidationProblem, problemFromGrpc, type ValidationIssue } from './problems';
 import type { RateLimits } from './rate-limit';
@@ -41,6 +43,8 @@ export interface V1Deps {
    * where the services check none.
    */
   endUserSigner?: EndUserSigner;
+  /** Each organization's share of this replica (fair-share.ts); unset: no share is enforced. */
+  shares?: OrganizationShares;
 }
 
 /** A path or query parameter as the OpenAPI document declares it, written beside the code that validates it. */
@@ -80,6 +84,8 @@ export interface RouteSpec<Input> {
   response?: string;
   /** RFC 9745: the route stays, marked deprecated since this time (a `Deprecation` header on every response). */
   deprecatedSince?: string;
+  /** Its price in the organization's share of a replica (request-cost.ts); default a point read's. */
+  cost?(input: Input): number;
   /** Parses path and query (and cursors, which are bound to the caller); returns every bad parameter (422). */
   validate(req: Request, context: { deps: V1Deps; caller: Caller }): { input: Input } | { issues: ValidationIssue[] };
   /**
@@ -118,20 +124,26 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
     const account = await loadAccount(caller, deps, call);
     // From here on every call acts inside the caller's organization (the one place /v1 sets it).
     const organizationId = account.user.organizationId;
-    const result = await spec.handle(parsed.input, account, deps, {
-      ...call,
-      organizationId,
-      // Whom the owners act for: the user this token names, vouched for by the gateway.
-      ...(deps.endUserSigner && {
-        endUser: deps.endUserSigner.sign({
-          sub: account.caller.userId,
-          ...(caller.clientId ? { client: caller.clientId } : {}),
-          org: organizationId,
-          scopes: [...caller.scopes],
-          aud: [...V1_AUDIENCE],
+    const release = deps.shares?.admit(organizationId, spec.cost?.(parsed.input) ?? POINT_COST);
+    let result: unknown;
+    try {
+      result = await spec.handle(parsed.input, account, deps, {
+        ...call,
+        organizationId,
+        // Whom the owners act for: the user this token names, vouched for by the gateway.
+        ...(deps.endUserSigner && {
+          endUser: deps.endUserSigner.sign({
+            sub: account.caller.userId,
+            ...(caller.clientId ? { client: caller.clientId } : {}),
+            org: organizationId,
+            scopes: [...caller.scopes],
+            aud: [...V1_AUDIENCE],
+          }),
         }),
-      }),
-    });
+      });
+    } finally {
+      release?.();
+    }
     if (spec.status === 204) {
       res.writeHead(204).end();
       return;

@@ -43,6 +43,7 @@ import {
   createApp,
   gatewayDependencies,
   OrganizationCredentials,
+  OrganizationShares,
   parseClientOrganizations,
   openApiDocument,
   RateLimits,
@@ -135,6 +136,8 @@ export interface Harness {
     actorAttestationSecret?: string;
     /** SCIM_TOKEN_CACHE_SECONDS (default 5). */
     scimTokenCacheSeconds?: number;
+    /** Each organization's share of the app (GATEWAY_CAPACITY_UNITS, GATEWAY_ORGANIZATION_SHARE); default: none. */
+    shares?: OrganizationShares;
     /** CURSOR_SECRET (default: one every app of the harness shares) and CURSOR_SECRET_PREVIOUS (default: none). */
     cursorSecret?: string;
     cursorSecretPrevious?: string;
@@ -347,7 +350,6 @@ export async function startHarness(): Promise<Harness> {
         attestation: {
           secrets: [ACTOR_ATTESTATION_SECRET, ACTOR_ATTESTATION_PREVIOUS_SECRET],
           maxAgeSeconds: 60,
-          acceptV1: true,
           replayCacheEntries: 10_000,
         },
       }),
@@ -487,6 +489,7 @@ export async function startHarness(): Promise<Harness> {
         drives,
         scim,
         webhooks,
+        ...(options.shares ? { shares: options.shares } : {}),
         cursorSecret: options.cursorSecret ?? 'test-cursor-secret-of-at-least-32-chars',
         ...(options.cursorSecretPrevious ? { cursorSecretPrevious: options.cursorSecretPrevious } : {}),
         actorAttestationSecret: options.actorAttestationSecret ?? ACTOR_ATTESTATION_SECRET,

@@ -4,10 +4,8 @@ import {
   ATTESTATION_REFUSALS,
   ATTESTED_HEADERS,
   attestActor,
-  attestActorV1,
   decodeServiceError,
   SAFE_SCIM_METHODS,
-  V1_ONLY_REFUSAL,
   type CallSettings,
   type Logger,
   type Metrics,
@@ -23,7 +21,9 @@ import type { Caller, TokenVerifier } from '../auth';
 import { authenticate, enforceRateLimit, invalidToken, requireScope } from '../guard';
 import { SCIM_SECRET_PREFIX, secretTokenCaller, type OrganizationCredentials } from '../organization-credentials';
 import { HttpProblem, logDownstreamFailure, problemFromGrpc, problemFromStatus, ValidationProblem } from '../problems';
+import type { OrganizationShares } from '../fair-share';
 import type { RateLimits } from '../rate-limit';
+import { scimRequestCost } from '../request-cost';
 import { ScimReads } from './scim-reads';
 
 export const SCIM_SCOPE = 'scim';
@@ -45,6 +45,8 @@ export interface ScimRouteDeps {
   /** Signs the end-user context the owners check (the provisioning client as the actor); undefined in plaintext. */
   endUserSigner?: EndUserSigner;
   metrics: Metrics;
+  /** Each organization's share of this replica (fair-share.ts); unset: no share is enforced. */
+  shares?: OrganizationShares;
 }
 
 /** An error as a SCIM Error resource (RFC 7644 §3.12), so identity providers log something useful. */
@@ -123,10 +125,6 @@ async function scimCaller(
  */
 export function scimRoute(deps: ScimRouteDeps): RequestHandler {
   const readBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
-  const v1Fallbacks = deps.metrics.counter({
-    name: 'gateway_scim_attestation_v1_fallbacks_total',
-    help: 'SCIM requests sent again with a v1 attestation to a SCIM replica of the release before (during an upgrade).',
-  });
   const readRetries = deps.metrics.counter({
     name: 'gateway_scim_read_retries_total',
     help: 'SCIM GET and HEAD requests sent once more after their call to the SCIM service got no answer.',
@@ -142,6 +140,7 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
     res.locals.routeId = routeLabel(req.path);
     const span = res.locals.span as Span | undefined;
     if (span?.isRecording()) span.updateName(`${req.method} /scim/v2/${req.path.split('/')[1] ?? ''}`);
+    let release: (() => void) | undefined;
     try {
       const context: CallSettings = {
         requestId: res.locals.requestId as string,
@@ -153,6 +152,10 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       const limitedBy = organizationId === undefined ? (caller.clientId ?? caller.subject) : `org:${organizationId}`;
       await enforceRateLimit(res, deps.rateLimits, 'scim', limitedBy, SCIM_REQUESTS_PER_MINUTE);
       requireScope(caller, SCIM_SCOPE);
+      const queryStart = req.originalUrl.indexOf('?');
+      const query = queryStart >= 0 ? req.originalUrl.slice(queryStart + 1) : '';
+      // Known here: a caller with scope scim has an organization (scimCaller refused it otherwise).
+      release = deps.shares?.admit(organizationId!, scimRequestCost(req.method, req.path, query));
       // The provisioning client the owners record as the actor of SCIM's writes, vouched for by the gateway.
       if (deps.endUserSigner)
         call.endUser = deps.endUserSigner.sign({
@@ -171,15 +174,13 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
         const value = req.headers[name];
         if (typeof value === 'string') headers[name] = value;
       }
-      const queryStart = req.originalUrl.indexOf('?');
       const forwarded = {
         method: req.method,
         path: req.path,
-        query: queryStart >= 0 ? req.originalUrl.slice(queryStart + 1) : '',
+        query,
         headers,
         body,
         clientId: caller.clientId ?? caller.subject,
-        // Known here: a caller with scope scim has an organization (scimCaller refused it otherwise).
         organizationId: organizationId!,
       };
       // The verified credential and its organization, attested for this request: the SCIM service's audit actor and
@@ -188,16 +189,7 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
       // Reads share a call with the other reads of this turn (ScimReads); a write has a call of its own.
       const handle = (request: scimV1.HandleRequestRequest) =>
         SAFE_SCIM_METHODS.has(req.method) ? reads.send({ request, call }) : deps.scim.handleRequest(request, call);
-      const send = () =>
-        handle({ ...forwarded, actorAttestation: attestActor(deps.actorAttestationSecret, attested) }).catch(
-          (err: unknown) => {
-            // A SCIM replica of the release before (a rolling upgrade under way) knows v1 only and refused before
-            // acting: sent again as v1, counted. Remove with the SCIM service's ACTOR_ATTESTATION_ACCEPT_V1.
-            if (attestationRefusal(err)?.message !== V1_ONLY_REFUSAL) throw err;
-            v1Fallbacks.inc();
-            return handle({ ...forwarded, actorAttestation: attestActorV1(deps.actorAttestationSecret, attested) });
-          },
-        );
+      const send = () => handle({ ...forwarded, actorAttestation: attestActor(deps.actorAttestationSecret, attested) });
       // A read whose call got no answer (its connection died under it: a replica draining or frozen) is sent once
       // more, as the typed clients' reads are (their retry policy); under a fresh attestation, since the first one's
       // nonce may have been spent by a replica that did receive it. Writes never are: they may have been applied.
@@ -233,6 +225,8 @@ export function scimRoute(deps: ScimRouteDeps): RequestHandler {
         return sendScimError(res, new HttpProblem(400, problem.issues.map((i) => i.msg).join('; ')), 'invalidValue');
       logDownstreamFailure(deps.logger, err, problem.status, res.locals.requestId, 'SCIM request failed');
       sendScimError(res, problem);
+    } finally {
+      release?.();
     }
   };
 }

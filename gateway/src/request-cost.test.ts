@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { drivePageCost, POINT_COST, scimRequestCost } from './request-cost';
+
+const list = (query: Record<string, string>) => scimRequestCost('GET', '/Users', new URLSearchParams(query).toString());
+
+describe('request cost', () => {
+  test('point reads and writes cost one unit', () => {
+    assert.equal(scimRequestCost('GET', '/Users/AliceAdm01', 'filter=x%20co%20%22y%22'), POINT_COST);
+    assert.equal(scimRequestCost('POST', '/Users', ''), POINT_COST);
+    assert.equal(scimRequestCost('PATCH', '/Groups/3', ''), POINT_COST);
+    assert.equal(scimRequestCost('GET', '/ServiceProviderConfig', ''), POINT_COST);
+  });
+
+  test('a SCIM list costs more by its page and its unindexed filter terms', () => {
+    assert.equal(scimRequestCost('GET', '/users/', ''), 2);
+    assert.equal(scimRequestCost('HEAD', '/Groups', ''), 2);
+    assert.equal(list({ filter: 'userName eq "bob@example.com"' }), 2);
+    assert.equal(list({ count: '500' }), 7);
+    assert.equal(list({ count: 'lots' }), 2);
+    assert.equal(list({ filter: 'emails.value CO "a" or emails.value sw "b" or title pr' }), 5);
+    assert.equal(list({ filter: 'emails[value ew "x" and type eq "work"] or nickName pr' }), 4);
+  });
+
+  test('an operator word inside a compared value is no term', () => {
+    assert.equal(list({ filter: 'displayName eq "a co b" or title eq "x pr"' }), 2);
+  });
+
+  test("the issue's 63-term co filter is priced far above a lookup", () => {
+    const filter = Array.from({ length: 63 }, (_, i) => `emails.value co "user${i}"`).join(' or ');
+    assert.equal(list({ filter }), 65);
+  });
+
+  test('a drive page costs one unit up to 249 drives and five at 1,000', () => {
+    assert.equal(drivePageCost(1), 1);
+    assert.equal(drivePageCost(100), 1);
+    assert.equal(drivePageCost(250), 2);
+    assert.equal(drivePageCost(1000), 5);
+  });
+});
