@@ -1,3 +1,5 @@
+import { filterCost, MAX_FILTER_COST, MULTI_VALUED_SCAN_COST } from '@mileage/scim-domain';
+
 /**
  * What a request costs in a replica's share units (fair-share.ts): a point read or a write is 1; a list costs more by
  * what it makes the services and the database do. The figures are relative and deliberately coarse: the services
@@ -7,16 +9,17 @@
 export const POINT_COST = 1;
 /** A SCIM list scans and renders a page of resources, whatever its filter. */
 const SCIM_LIST_COST = 2;
-/** Each unindexed term of a SCIM filter (`co`, `sw`, `ew`, `pr`) makes PostgreSQL read every resource's documents. */
-const UNINDEXED_TERM_COST = 1;
+/**
+ * A filter's database cost (scim-domain's filterCost: 1 an indexed equality, 8 a scan of a multi-valued attribute) per
+ * unit: each unindexed comparison on a multi-valued attribute adds a unit, a lookup by userName adds none.
+ */
+const FILTER_COST_PER_UNIT = MULTI_VALUED_SCAN_COST;
 /** Resources of a SCIM page, or drives of a /v1 page, per extra unit. */
 const SCIM_RESOURCES_PER_UNIT = 100;
 const DRIVES_PER_UNIT = 250;
 
 /** A SCIM list path: a resource type with no id after it (`/Users`, `/Groups/`), any case. */
 const SCIM_LIST_PATH = /^\/(users|groups)\/?$/i;
-/** The operators that no index serves: each term using one costs a scan of the organization's resources. */
-const UNINDEXED_OPERATOR = /\s(co|sw|ew)\s|\spr(?=\s|\)|\]|$)/gi;
 
 /** The price of a /scim/v2 request from its method, its path below /scim/v2 and its query string. */
 export function scimRequestCost(method: string, path: string, queryString: string): number {
@@ -24,10 +27,11 @@ export function scimRequestCost(method: string, path: string, queryString: strin
   const query = new URLSearchParams(queryString);
   const count = Number(query.get('count') ?? '');
   const pageUnits = Number.isSafeInteger(count) && count > 0 ? Math.floor(count / SCIM_RESOURCES_PER_UNIT) : 0;
-  const filter = query.get('filter') ?? '';
-  // Outside quoted values: an operator word inside a compared string is no term.
-  const terms = filter.replace(/"(?:[^"\\]|\\.)*"/g, '""').match(UNINDEXED_OPERATOR)?.length ?? 0;
-  return SCIM_LIST_COST + pageUnits + terms * UNINDEXED_TERM_COST;
+  const filter = query.get('filter');
+  const cost = filter ? filterCost(filter) : undefined;
+  // A filter the SCIM service refuses (unparsable, over its budget) is answered 400 before any statement runs.
+  const filterUnits = cost !== undefined && cost <= MAX_FILTER_COST ? Math.floor(cost / FILTER_COST_PER_UNIT) : 0;
+  return SCIM_LIST_COST + pageUnits + filterUnits;
 }
 
 /** The price of a /v1 drive page of `limit` drives (1 to 1,000): 1 up to 249, 5 for a page of 1,000. */
