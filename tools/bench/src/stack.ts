@@ -160,7 +160,13 @@ export async function startBenchStack(options: {
       extra: {
         // Tracing on, as deployed (http/protobuf, 10 %), into a sink that counts and, when asked, records.
         all: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` },
-        gateway: { RATE_LIMIT_MULTIPLIER: '1000000' },
+        // The load is one organization's, up to 64 connections: neither its rate limits nor its share of a replica
+        // refuse it (the share's bookkeeping still runs on every request).
+        gateway: {
+          RATE_LIMIT_MULTIPLIER: '1000000',
+          GATEWAY_ORGANIZATION_SHARE: '1',
+          GATEWAY_CAPACITY_UNITS: '1000000',
+        },
       },
     });
     const { issuer } = wiring;
