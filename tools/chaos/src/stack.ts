@@ -189,6 +189,8 @@ export interface ChaosStackOptions {
   log: (m: string) => void;
   /** A folder that keeps each replica's log, `<replica>.log` at level info (`npm run chaos -- --logs DIR`). */
   logDir?: string;
+  /** More sign-in accounts for the identity provider (users a fault seeds into its own organizations). */
+  accounts?: { username: string; password: string; userId: string }[];
 }
 
 export async function startChaosStack(options: ChaosStackOptions) {
@@ -296,7 +298,10 @@ async function build(
   const accountsFile = path.join(workdir, 'accounts.json');
   writeFileSync(
     accountsFile,
-    JSON.stringify(people.map((p) => ({ username: p.user_name, password: 'chaos', userId: p.id }))),
+    JSON.stringify([
+      ...people.map((p) => ({ username: p.user_name, password: 'chaos', userId: p.id })),
+      ...(options.accounts ?? []),
+    ]),
   );
   const scimSecret = randomBytes(12).toString('base64url');
   const replicaIds = Object.keys(HOSTS) as ReplicaId[];
