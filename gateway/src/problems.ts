@@ -85,7 +85,11 @@ export function problemFromGrpc(err: unknown): HttpProblem | ValidationProblem {
     );
   }
   if (decoded.reason && HOP_REFUSALS.has(decoded.reason)) return new HttpProblem(500, 'Internal server error');
-  return problemOfAnswer(httpAnswer(decoded.code, decoded.retryAfterMs), decoded.message, decoded.reason);
+  return problemOfAnswer(
+    httpAnswer(decoded.code, decoded.retryAfterMs, decoded.reason),
+    decoded.message,
+    decoded.reason,
+  );
 }
 
 /** The answer the status table gives a gRPC status code, without a service's message (e.g. 503 + Retry-After). */

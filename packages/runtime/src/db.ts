@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { DeclaringPgClient } from './declaring-client';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import { defaultOrganizationShare, OrganizationShare, setOrganizationLimits } from './organization-share';
 import { inSpan, SpanKind, type TraceContext } from './tracing';
 
 export type { Knex } from 'knex';
@@ -22,6 +23,16 @@ export interface DatabaseOptions {
   poolMax?: number;
   /** Server-side cap on any one statement. */
   statementTimeoutMs?: number;
+  /**
+   * The shorter cap of a costly read's statements (tenancy.ts, COSTLY_READ): SCIM lists and filters, drive pages.
+   * Unset: they get the general one.
+   */
+  costlyStatementTimeoutMs?: number;
+  /**
+   * Each organization's share of the pool (organization-share.ts); unset: work inside organizations is not limited
+   * (tests, tools). `perOrganization` and `reserved` default to half and a quarter of the pool.
+   */
+  organizationShare?: { perOrganization?: number; reserved?: number; waitMs: number };
   metrics?: Metrics;
   /** Where knex's own warnings go (e.g. a pooled connection found ended): the process's JSON log, not the console. */
   logger?: Logger;
@@ -95,6 +106,7 @@ function knexLog(logger: Logger): Knex.Config['log'] {
 /** One knex instance per service, confined to the service's own schema. */
 export function createDatabase(options: DatabaseOptions): Database {
   const statementTimeout = options.statementTimeoutMs ?? 5_000;
+  const poolMax = options.poolMax ?? 10;
   const knex = knexFactory({
     client: DeclaringPgClient ?? 'pg',
     ...(options.logger && { log: knexLog(options.logger) }),
@@ -110,7 +122,7 @@ export function createDatabase(options: DatabaseOptions): Database {
     searchPath: [options.schema],
     pool: {
       min: 0,
-      max: options.poolMax ?? 10,
+      max: poolMax,
       acquireTimeoutMillis: 5_000,
       createTimeoutMillis: 3_000,
       idleTimeoutMillis: 30_000,
@@ -127,6 +139,20 @@ export function createDatabase(options: DatabaseOptions): Database {
       tableName: 'knex_migrations',
       loadExtensions: ['.js'],
     },
+  });
+  const share = options.organizationShare;
+  setOrganizationLimits(knex, {
+    ...(options.costlyStatementTimeoutMs ? { costlyStatementTimeoutMs: options.costlyStatementTimeoutMs } : {}),
+    ...(share && {
+      share: new OrganizationShare({
+        poolSize: poolMax,
+        perOrganization: share.perOrganization ?? defaultOrganizationShare(poolMax).perOrganization,
+        reserved: share.reserved ?? defaultOrganizationShare(poolMax).reserved,
+        waitMs: share.waitMs,
+        pool: options.schema,
+        ...(options.metrics ? { metrics: options.metrics } : {}),
+      }),
+    }),
   });
   if (options.metrics) {
     options.metrics.registerPool(options.schema, () => {

@@ -42,6 +42,8 @@ export const errors = {
   permissionDenied: (message: string, reason = 'PERMISSION_DENIED') =>
     new AppError(status.PERMISSION_DENIED, message, { reason }),
   unavailable: (message: string, reason = 'UNAVAILABLE') => new AppError(status.UNAVAILABLE, message, { reason }),
+  /** A limit of the caller's (an organization's share, a query's cost): the HTTP answer depends on the reason. */
+  resourceExhausted: (message: string, reason: string) => new AppError(status.RESOURCE_EXHAUSTED, message, { reason }),
   deadlineExceeded: (message: string) =>
     new AppError(status.DEADLINE_EXCEEDED, message, { reason: 'DEADLINE_EXCEEDED' }),
   internal: (message = 'internal error') => new AppError(status.INTERNAL, message, { reason: 'INTERNAL' }),

@@ -88,3 +88,21 @@ describe('identifiers', () => {
     }
   });
 });
+
+describe('answers decided by the reason (fair share, CONTRACT §7)', () => {
+  test("an organization over its share of a service's database gets 429 with Retry-After, never a 5xx", () => {
+    const answer = httpAnswer(status.RESOURCE_EXHAUSTED, 1_000, 'ORGANIZATION_SHARE_EXHAUSTED');
+    assert.deepEqual([answer.status, answer.retryAfterSeconds, answer.passMessage], [429, 1, false]);
+    assert.equal(httpAnswer(status.RESOURCE_EXHAUSTED, 2_500, 'ORGANIZATION_SHARE_EXHAUSTED').retryAfterSeconds, 3);
+    const costly = httpAnswer(status.RESOURCE_EXHAUSTED, undefined, 'QUERY_TOO_COSTLY');
+    assert.deepEqual([costly.status, costly.retryAfterSeconds], [429, RETRY_AFTER_SECONDS]);
+    assert.match(costly.detail, /smaller pages/);
+  });
+
+  test('without a listed reason, or with a listed reason on another code, the code decides', () => {
+    assert.equal(httpAnswer(status.RESOURCE_EXHAUSTED).status, 503);
+    assert.equal(httpAnswer(status.RESOURCE_EXHAUSTED, undefined, 'SOMETHING_ELSE').status, 503);
+    assert.equal(httpAnswer(status.RESOURCE_EXHAUSTED, undefined, 'toString').status, 503);
+    assert.equal(httpAnswer(status.UNAVAILABLE, undefined, 'ORGANIZATION_SHARE_EXHAUSTED').status, 503);
+  });
+});

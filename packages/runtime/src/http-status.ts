@@ -73,12 +73,40 @@ export const HTTP_ANSWERS: Readonly<Record<status, HttpAnswer>> = {
 };
 
 /**
- * The answer for a gRPC status code; a number outside the enum is treated as UNKNOWN. `retryAfterMs` (an error's
- * RetryInfo, e.g. the time left on an open circuit) replaces the table's `Retry-After` of an answer that has one,
- * rounded up to whole seconds (at least 1).
+ * Where the reason of an error (its ErrorInfo) decides the answer, not its code alone: RESOURCE_EXHAUSTED is the
+ * platform's overload (503) unless it is a limit of the caller's own organization, which gets 429 with `Retry-After`
+ * (CONTRACT §7, fair share: over its share an organization gets 429, never a 5xx).
  */
-export function httpAnswer(code: number, retryAfterMs?: number): HttpAnswer {
-  const answer = HTTP_ANSWERS[code as status] ?? HTTP_ANSWERS[status.UNKNOWN];
+export const REASON_ANSWERS: Readonly<Partial<Record<status, Readonly<Record<string, HttpAnswer>>>>> = {
+  [status.RESOURCE_EXHAUSTED]: {
+    // The organization holds its whole share of a service's database pool (organization-share.ts).
+    ORGANIZATION_SHARE_EXHAUSTED: {
+      status: 429,
+      passMessage: false,
+      detail: "Your organization is using its whole share of the service's capacity; try again shortly",
+      retryAfterSeconds: 1,
+    },
+    // A costly read (a list, a page) was cancelled at its statement timeout (tenancy.ts, COSTLY_READ).
+    QUERY_TOO_COSTLY: {
+      status: 429,
+      passMessage: false,
+      detail: 'The request took longer than a list may take; try again later, or ask for smaller pages',
+      retryAfterSeconds: RETRY_AFTER_SECONDS,
+    },
+  },
+};
+
+/**
+ * The answer for a gRPC status code (and the error's ErrorInfo reason, REASON_ANSWERS); a number outside the enum is
+ * treated as UNKNOWN. `retryAfterMs` (an error's RetryInfo, e.g. the time left on an open circuit) replaces the
+ * table's `Retry-After` of an answer that has one, rounded up to whole seconds (at least 1).
+ */
+export function httpAnswer(code: number, retryAfterMs?: number, reason?: string): HttpAnswer {
+  const byReason = reason === undefined ? undefined : REASON_ANSWERS[code as status];
+  const answer =
+    (byReason && Object.hasOwn(byReason, reason!) ? byReason[reason!] : undefined) ??
+    HTTP_ANSWERS[code as status] ??
+    HTTP_ANSWERS[status.UNKNOWN];
   if (answer.retryAfterSeconds === undefined || retryAfterMs === undefined || !(retryAfterMs >= 0)) return answer;
   return {
     ...answer,

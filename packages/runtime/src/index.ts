@@ -36,6 +36,7 @@ export * from './wire-time';
 export * from './http-status';
 export * from './ids';
 export * from './tenancy';
+export * from './organization-share';
 export * from './list-window';
 export * from './member-users';
 export * from './per-turn';

@@ -53,6 +53,14 @@ export const databaseConfigShape = {
   DATABASE_RUNTIME_ROLE: z.string().min(1).optional(),
   DATABASE_POOL_MAX: env.positiveInt(10),
   DATABASE_STATEMENT_TIMEOUT_MS: env.positiveInt(5_000),
+  /** The statement timeout of the reads that can be costly (SCIM lists and filters, drive pages). */
+  DATABASE_COSTLY_STATEMENT_TIMEOUT_MS: env.positiveInt(2_000),
+  /** Connections of the pool one organization may hold at once (organization-share.ts); default half the pool. */
+  DATABASE_ORGANIZATION_MAX_CONNECTIONS: z.coerce.number().int().positive().optional(),
+  /** Connections kept for the work across organizations (callers' account reads, relays); default a quarter. */
+  DATABASE_RESERVED_CONNECTIONS: z.coerce.number().int().min(0).optional(),
+  /** How long work inside an organization waits for a place of its share before the 429. */
+  DATABASE_ORGANIZATION_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(250),
   MIGRATE_ON_START: env.boolean(false),
 };
 type DatabaseConfig = z.infer<z.ZodObject<typeof databaseConfigShape>>;
@@ -74,6 +82,16 @@ export function checkServiceConfig(c: Partial<DatabaseConfig> & GrpcTlsConfig, c
       code: 'custom',
       path: ['DATABASE_URL'],
       message: 'names no user: put the runtime role in the URL or set DATABASE_RUNTIME_ROLE',
+    });
+  if (
+    c.DATABASE_POOL_MAX !== undefined &&
+    c.DATABASE_RESERVED_CONNECTIONS !== undefined &&
+    c.DATABASE_RESERVED_CONNECTIONS >= c.DATABASE_POOL_MAX
+  )
+    ctx.addIssue({
+      code: 'custom',
+      path: ['DATABASE_RESERVED_CONNECTIONS'],
+      message: 'must be fewer than DATABASE_POOL_MAX: the rest is what organizations share',
     });
   checkGrpcTls(c, ctx);
 }
@@ -99,6 +117,8 @@ export type OpenDatabase = (options: {
   url: string;
   poolMax?: number;
   statementTimeoutMs?: number;
+  costlyStatementTimeoutMs?: number;
+  organizationShare?: { perOrganization?: number; reserved?: number; waitMs: number };
   metrics?: Metrics;
   logger?: Logger;
 }) => Database;
@@ -125,6 +145,8 @@ export function serviceDatabase(
         appendOnlyTables: extra.appendOnlyTables ?? [],
         ...(options.poolMax ? { poolMax: options.poolMax } : {}),
         ...(options.statementTimeoutMs ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
+        ...(options.costlyStatementTimeoutMs ? { costlyStatementTimeoutMs: options.costlyStatementTimeoutMs } : {}),
+        ...(options.organizationShare ? { organizationShare: options.organizationShare } : {}),
         ...(options.metrics ? { metrics: options.metrics } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
       }),
@@ -364,6 +386,14 @@ async function openServiceDatabase(
     url: config.DATABASE_URL,
     poolMax: config.DATABASE_POOL_MAX,
     statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    costlyStatementTimeoutMs: config.DATABASE_COSTLY_STATEMENT_TIMEOUT_MS,
+    organizationShare: {
+      ...(config.DATABASE_ORGANIZATION_MAX_CONNECTIONS !== undefined && {
+        perOrganization: config.DATABASE_ORGANIZATION_MAX_CONNECTIONS,
+      }),
+      ...(config.DATABASE_RESERVED_CONNECTIONS !== undefined && { reserved: config.DATABASE_RESERVED_CONNECTIONS }),
+      waitMs: config.DATABASE_ORGANIZATION_WAIT_MS,
+    },
     metrics,
     logger,
   });

@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import type { CallContext } from './grpc-server';
 import { droppedReadAttempts, isDroppedConnection, readWithRetry } from './db';
 import { BEGIN_WITH, declaresOnBegin } from './declaring-client';
-import { errors } from './errors';
+import { AppError, errors } from './errors';
+import { organizationLimits } from './organization-share';
 
 /**
  * Organizations (customer companies) share one installation; the database keeps them apart. Every tenant row has an
@@ -59,7 +60,10 @@ export async function inOrganization<T>(
   organizationId: number,
   work: (trx: Knex.Transaction) => Promise<T>,
 ): Promise<T> {
-  return declaredTransaction(knex, organizationDeclaration(organizationId), work);
+  const declaration = organizationDeclaration(organizationId);
+  const share = organizationLimits(knex)?.share;
+  if (!share) return declaredTransaction(knex, declaration, work);
+  return share.run(organizationId, () => declaredTransaction(knex, declaration, work));
 }
 
 /** A transaction's declaration: the setting the policies read, and its value. */
@@ -80,8 +84,9 @@ const ALL_ORGANIZATIONS: Declaration = { setting: ALL_ORGANIZATIONS_SETTING, val
  * BEGIN and the declaration as one simple query (one round trip). The value is a validated integer or 'on': nothing a
  * caller can shape reaches this text.
  */
-const beginDeclaring = ({ setting, value }: Declaration, mode = '') =>
-  `BEGIN${mode}; SELECT set_config('${setting}', '${value}', true)`;
+const beginDeclaring = ({ setting, value }: Declaration, mode = '', statementTimeoutMs?: number) =>
+  `BEGIN${mode}; SELECT set_config('${setting}', '${value}', true)` +
+  (statementTimeoutMs ? `; SET LOCAL statement_timeout = ${Math.floor(statementTimeoutMs)}` : '');
 
 /** A knex transaction that declares first: with BEGIN in one round trip where the client can. */
 function declaredTransaction<T>(
@@ -174,7 +179,21 @@ export interface LightReadOptions {
    * round trip to PostgreSQL (the hot point reads). A second statement is refused: it would run after the COMMIT.
    */
   oneStatement?: boolean;
+  /**
+   * The read can be costly (a SCIM list with a filter, a page of drives): its statements get the database's shorter
+   * costly statement timeout (DATABASE_COSTLY_STATEMENT_TIMEOUT_MS), and one that hits it fails with
+   * RESOURCE_EXHAUSTED, reason QUERY_TOO_COSTLY, instead of holding a connection for the general timeout.
+   */
+  costly?: boolean;
 }
+
+/** The options of a read that can be costly (LightReadOptions.costly). */
+export const COSTLY_READ: LightReadOptions = Object.freeze({ costly: true });
+
+export const QUERY_TOO_COSTLY = 'QUERY_TOO_COSTLY';
+
+/** PostgreSQL's query_canceled: what a statement past its statement_timeout fails with. */
+const QUERY_CANCELED = '57014';
 
 /** The options of a read that is one statement (its COMMIT travels with it). */
 export const ONE_STATEMENT: LightReadOptions = Object.freeze({ oneStatement: true });
@@ -192,7 +211,10 @@ export function readInOrganization<T>(
   work: (statements: ReadStatements) => Promise<T>,
   options: LightReadOptions = {},
 ): Promise<T> {
-  return lightRead(knex, organizationDeclaration(organizationId), work, options);
+  const declaration = organizationDeclaration(organizationId);
+  const share = organizationLimits(knex)?.share;
+  if (!share) return lightRead(knex, declaration, work, options);
+  return share.run(organizationId, () => lightRead(knex, declaration, work, options));
 }
 
 /** readInOrganization across every organization: the reads of acrossOrganizations' named exceptions. */
@@ -210,8 +232,9 @@ function lightRead<T>(
   work: (statements: ReadStatements) => Promise<T>,
   options: LightReadOptions,
 ) {
-  const begin = beginDeclaring(declaration, ' READ ONLY');
-  return readWithRetry(async () => {
+  const costlyTimeoutMs = options.costly ? organizationLimits(knex)?.costlyStatementTimeoutMs : undefined;
+  const begin = beginDeclaring(declaration, ' READ ONLY', costlyTimeoutMs);
+  const attempt = readWithRetry(async () => {
     const client = clientOf(knex);
     const connection = (await client.acquireConnection()) as RawConnection;
     const statements = statementsOn(knex, connection);
@@ -245,6 +268,21 @@ function lightRead<T>(
       await client.releaseConnection(connection);
     }
   }, droppedReadAttempts(knex));
+  if (costlyTimeoutMs === undefined) return attempt;
+  return attempt.catch((err: unknown) => {
+    if ((err as { code?: unknown }).code !== QUERY_CANCELED) throw err;
+    throw queryTooCostly(costlyTimeoutMs);
+  });
+}
+
+/** A costly read cancelled at its statement timeout: RESOURCE_EXHAUSTED, reason QUERY_TOO_COSTLY. */
+export function queryTooCostly(timeoutMs: number): AppError {
+  const err = errors.resourceExhausted(
+    `the query ran longer than the ${timeoutMs} ms a list may take and was cancelled: ask for smaller pages or a narrower filter`,
+    QUERY_TOO_COSTLY,
+  );
+  err.details.retryAfterMs = 5_000;
+  return err;
 }
 
 /** The organization a policy admits: the transaction's declared one (NULL when it declared none). */

@@ -1,6 +1,7 @@
 import { status } from '@grpc/grpc-js';
 import { drivesV1, type groupsV1 } from '@mileage/proto';
 import {
+  COSTLY_READ,
   errors,
   inOrganization,
   readInOrganization,
@@ -8,6 +9,7 @@ import {
   type CallContext,
   type Handlers,
   type Knex,
+  type LightReadOptions,
   type PromiseClient,
   type ServiceRegistration,
 } from '@mileage/runtime';
@@ -44,10 +46,17 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
    * light read: its BEGIN shares a round trip with the first statement, no knex transaction); run again while its
    * connection turns out dropped (nothing was written).
    */
-  const read = <T>(ctx: CallContext, work: (reads: DriveReads) => Promise<T>): Promise<T> => {
+  const read = <T>(
+    ctx: CallContext,
+    work: (reads: DriveReads) => Promise<T>,
+    options?: LightReadOptions,
+  ): Promise<T> => {
     const organizationId = requireOrganization(ctx);
-    return readInOrganization(deps.knex, organizationId, (run) =>
-      work(new DriveReads(run, organizationId, retentionDays)),
+    return readInOrganization(
+      deps.knex,
+      organizationId,
+      (run) => work(new DriveReads(run, organizationId, retentionDays)),
+      options,
     );
   };
 
@@ -56,7 +65,12 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       requireUserId(request.userId);
       const classification = classificationFilter(request.classification);
       const query = listQuery(request);
-      const page = await read(ctx, (reads) => reads.listUserDrives(request.userId, classification, query, ctx.trace));
+      // A page (up to 1,000 drives) under the costly statement timeout.
+      const page = await read(
+        ctx,
+        (reads) => reads.listUserDrives(request.userId, classification, query, ctx.trace),
+        COSTLY_READ,
+      );
       // Rendered here, the page crosses the hop as one field of bytes that the gateway passes through.
       return request.renderJson
         ? {
@@ -76,7 +90,11 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       }
       request.groupIds.forEach((id, i) => requirePositive(id, `group_ids[${i}]`));
       const query = listQuery(request);
-      const page = await read(ctx, (reads) => reads.listReportedDrives(request.groupIds, query, ctx.trace));
+      const page = await read(
+        ctx,
+        (reads) => reads.listReportedDrives(request.groupIds, query, ctx.trace),
+        COSTLY_READ,
+      );
       return request.renderJson
         ? {
             reportedDrives: [],

@@ -49,6 +49,8 @@ export const scimErrors = {
       'invalidValue',
     ),
   invalidFilter: (detail: string) => new ScimError(400, detail, 'invalidFilter'),
+  /** RFC 7644 §3.12: more than the server is willing to calculate or process. */
+  tooMany: (detail: string) => new ScimError(400, detail, 'tooMany'),
   invalidPath: (detail: string) => new ScimError(400, detail, 'invalidPath'),
   noTarget: (detail: string) => new ScimError(400, detail, 'noTarget'),
   mutability: (detail: string) => new ScimError(400, detail, 'mutability'),
@@ -69,11 +71,19 @@ export function scimErrorFromGrpc(err: unknown): ScimError | undefined {
   const code = (err as { code?: unknown }).code;
   if (typeof code !== 'number') return undefined;
   const decoded = decodeServiceError(err as Parameters<typeof decodeServiceError>[0]);
-  const answer = httpAnswer(code, decoded.retryAfterMs);
+  const answer = httpAnswer(code, decoded.retryAfterMs, decoded.reason);
   if (isInvalidInput(code)) {
     if (decoded.reason === 'INVALID_FILTER') return scimErrors.invalidFilter(decoded.message);
     if (decoded.fieldViolations.length) return scimErrors.invalidFields(decoded.fieldViolations);
     return scimErrors.invalidValue(decoded.message || answer.detail);
+  }
+  // A list cancelled at the owner's costly statement timeout: the same request would be cancelled again, so it is
+  // the client's to narrow (RFC 7644 §3.12 tooMany), not a 429 to retry as is.
+  if (code === grpcStatus.RESOURCE_EXHAUSTED && decoded.reason === 'QUERY_TOO_COSTLY') {
+    return scimErrors.tooMany(
+      'The query took longer than this service lets a list run and was cancelled: use a narrower filter ' +
+        '(eq on userName, externalId or emails.value) or a smaller count',
+    );
   }
   if (code === grpcStatus.ALREADY_EXISTS) {
     return scimErrors.uniqueness(

@@ -1,5 +1,12 @@
 import { filterV1 } from '@mileage/proto';
-import { filterableType, MAX_FILTER_TERMS, type FilterSchema } from '@mileage/scim-domain';
+import {
+  filterableType,
+  filterTooCostlyDetail,
+  filterTreeCost,
+  MAX_FILTER_COST,
+  MAX_FILTER_TERMS,
+  type FilterSchema,
+} from '@mileage/scim-domain';
 import { parse, type Filter as Ast } from 'scim2-parse-filter';
 import { scimErrors } from './errors';
 import { isObject } from './resource';
@@ -38,6 +45,14 @@ const OPERATORS: Record<string, filterV1.Operator> = {
  * a boolean for active).
  */
 export function toOwnerFilter(ast: Ast, schema: FilterSchema): filterV1.Filter {
+  const owner = typedFilter(ast, schema);
+  // After the typing, so an unknown attribute is told as such rather than priced.
+  const cost = filterTreeCost(ast, [schema]);
+  if (cost > MAX_FILTER_COST) throw scimErrors.invalidFilter(filterTooCostlyDetail(cost));
+  return owner;
+}
+
+function typedFilter(ast: Ast, schema: FilterSchema): filterV1.Filter {
   let nodes = 0;
   const canonical = (raw: string, scope?: string): string => {
     let name = raw.toLowerCase();

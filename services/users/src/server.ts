@@ -1,5 +1,6 @@
 import { usersV1 } from '@mileage/proto';
 import {
+  COSTLY_READ,
   errors,
   MAX_BATCH_GET_USERS,
   ONE_STATEMENT,
@@ -94,10 +95,15 @@ function usersRegistration(deps: UsersServerDeps): ServiceRegistration {
     async listUsers(request, ctx) {
       requireListWindow(request);
       const condition = filterToSql(request.filter, USER_FILTER_TABLE);
-      const { users: page, total } = await readInCallOrganization(deps, ctx, (run, organizationId) =>
-        listUsers(run, organizationId, condition, request.offset, request.limit, ctx.trace, {
-          atMostOne: matchesAtMostOne(request.filter),
-        }),
+      // A list under the costly statement timeout: a filter's scan cannot hold a connection for the general one.
+      const { users: page, total } = await readInCallOrganization(
+        deps,
+        ctx,
+        (run, organizationId) =>
+          listUsers(run, organizationId, condition, request.offset, request.limit, ctx.trace, {
+            atMostOne: matchesAtMostOne(request.filter),
+          }),
+        COSTLY_READ,
       );
       return { users: page, totalSize: total };
     },
