@@ -273,7 +273,6 @@ describe('/scim/v2 credentials', async () => {
           const attested = { ...req, actor: req.clientId, requestId: call.requestId };
           const check = verifyActorAttestation([ATTESTATION_SECRET], req.actorAttestation, attested, {
             maxAgeSeconds: 30,
-            acceptV1: false,
           });
           forwarded.push({ organizationId: req.organizationId, clientId: req.clientId, ok: check.ok });
           return { status: 200, headers: {}, body: Buffer.from('{}') };

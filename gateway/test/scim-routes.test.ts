@@ -18,7 +18,6 @@ import {
   startGrpcServer,
   type Handlers,
   type ServiceRegistration,
-  V1_ONLY_REFUSAL,
 } from '@mileage/runtime';
 import type { Express } from 'express';
 import assert from 'node:assert/strict';
@@ -212,25 +211,19 @@ describe('SCIM Users', () => {
     assert.doesNotMatch(JSON.stringify(await auditOf(id)), /S3cret/);
   });
 
-  test('a sent id is used when valid and free; an invalid one is 400; a taken id or userName is 409 uniqueness', async () => {
-    const id = `Sent${unique().slice(0, 6).padEnd(6, 'x')}`.slice(0, 10);
+  test('a sent id is ignored (readOnly): the server issues one; a taken userName is 409 uniqueness', async () => {
     const userName = `sent.${unique()}@example.com`;
-    const created = await scim('post', '/Users', { schemas: [CORE_USER], id, userName }).expect(201);
-    assert.equal(created.body.id, id);
-    assertScimError(
-      await scim('post', '/Users', { schemas: [CORE_USER], id, userName: `other.${unique()}@example.com` }),
-      409,
-      'uniqueness',
-    );
+    for (const id of ['SentFree01', 'AliceAdm01', 'not valid!', 42]) {
+      const created = await scim('post', '/Users', { schemas: [CORE_USER], id, userName: `${unique()}.${userName}` });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      assert.match(created.body.id, /^[A-Za-z0-9]{10}$/);
+      assert.notEqual(created.body.id, id);
+    }
+    await scim('post', '/Users', { schemas: [CORE_USER], userName }).expect(201);
     assertScimError(
       await scim('post', '/Users', { schemas: [CORE_USER], userName: userName.toUpperCase() }),
       409,
       'uniqueness',
-    );
-    assertScimError(
-      await scim('post', '/Users', { schemas: [CORE_USER], id: 'not valid!', userName: `x.${unique()}@example.com` }),
-      400,
-      'invalidValue',
     );
   });
 
@@ -881,24 +874,22 @@ describe('SCIM: the attestation is taken once and covers the headers the SCIM se
       .expect(200);
   });
 
-  test('during an upgrade, a SCIM replica of the release before (v1 only) is served: the gateway sends v1 again, counted', async () => {
-    const metrics = new Metrics('gateway');
-    const oldScim = await gatewayBehind(
-      async (r, send) => {
-        if (r.actorAttestation.startsWith('v2.'))
-          throw new AppError(grpcStatus.UNAUTHENTICATED, V1_ONLY_REFUSAL, { reason: ACTOR_NOT_ATTESTED });
-        return send(r);
-      },
-      { metrics },
-    );
-    const userName = `upgrading-${unique()}@example.com`;
-    const created = await create(oldScim, userName).expect(201);
-    assert.deepEqual(
-      (await auditOf(created.body.id)).map((a: { actor: string }) => a.actor),
-      ['mileage-scim'],
-    );
-    const fallbacks = await metrics.registry.getSingleMetric('gateway_scim_attestation_v1_fallbacks_total')!.get();
-    assert.equal(fallbacks.values[0]?.value, 1);
+  test('a SCIM replica that refuses the v2 attestation gets no second call in another format: 503, nothing created', async () => {
+    const sent: string[] = [];
+    const refusing = await gatewayBehind(async (r) => {
+      sent.push(r.actorAttestation);
+      throw new AppError(
+        grpcStatus.UNAUTHENTICATED,
+        'the caller is not attested by the gateway (malformed attestation)',
+        { reason: ACTOR_NOT_ATTESTED },
+      );
+    });
+    const userName = `refused-${unique()}@example.com`;
+    assertScimError(await create(refusing, userName), 503);
+    assert.equal(sent.length, 1);
+    assert.match(sent[0]!, /^v2\./);
+    const found = await scim('get', `/Users?filter=${encodeURIComponent(`userName eq "${userName}"`)}`).expect(200);
+    assert.equal(found.body.totalResults, 0);
   });
 });
 

@@ -4,7 +4,6 @@ import { test } from 'node:test';
 import {
   ATTESTED_HEADERS,
   attestActor,
-  attestActorV1,
   verifyActorAttestation,
   type AttestedRequest,
 } from './attestation';
@@ -20,7 +19,7 @@ const request = (body: Uint8Array, headers: Record<string, string> = {}): Attest
   body,
 });
 const NOW = 1_790_000_000_123;
-const options = { maxAgeSeconds: 30, acceptV1: false, now: NOW };
+const options = { maxAgeSeconds: 30, now: NOW };
 
 /** The HMAC as the format defines it, computed here from scratch. */
 function expected(secret: string, timestamp: number, nonce: string, r: AttestedRequest): string {
@@ -114,10 +113,8 @@ test('while a key rotates, an attestation under the current or the previous key 
   assert.equal(check(['new-key'], 'old-key').ok, false);
 });
 
-test('v1 (the release before): taken, without a nonce, only while acceptV1 is set', () => {
-  const r = request(Buffer.from('{"userName":"a"}'), { 'if-match': 'W/"3"' });
-  const v1 = attestActorV1('s3cret', r, NOW);
-  // The format as the release before defined it: no nonce, no headers.
+test('a v1 attestation (no nonce, no headers; two releases before) is refused as malformed, even under the key', () => {
+  const r = request(Buffer.from('{"userName":"a"}'));
   const canonical = JSON.stringify([
     'mileage.actor-attestation',
     'v1',
@@ -125,16 +122,6 @@ test('v1 (the release before): taken, without a nonce, only while acceptV1 is se
     ...[r.requestId, r.actor, r.organizationId, r.method, r.path, r.query],
     createHash('sha256').update(r.body).digest('hex'),
   ]);
-  assert.equal(v1, `v1.1790000000.${createHmac('sha256', 's3cret').update(canonical).digest('base64url')}`);
-  assert.deepEqual(verifyActorAttestation(['s3cret'], v1, r, { ...options, acceptV1: true }), {
-    ok: true,
-    version: 'v1',
-  });
-  assert.deepEqual(verifyActorAttestation(['s3cret'], v1, r, options), {
-    ok: false,
-    reason: 'v1 attestation no longer accepted',
-  });
-  // Still a MAC over the request: another body does not pass.
-  const other = request(Buffer.from('{"userName":"b"}'));
-  assert.equal(verifyActorAttestation(['s3cret'], v1, other, { ...options, acceptV1: true }).ok, false);
+  const v1 = `v1.1790000000.${createHmac('sha256', 's3cret').update(canonical).digest('base64url')}`;
+  assert.deepEqual(verifyActorAttestation(['s3cret'], v1, r, options), { ok: false, reason: 'malformed attestation' });
 });

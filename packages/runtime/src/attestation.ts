@@ -8,9 +8,8 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * attestation is worth nothing for another actor, another organization, another request or after its window; the
  * service refuses its nonce a second time within the window (services/scim, replay cache).
  *
- * Format: `v2.<unix seconds>.<base64url nonce of 16 bytes>.<base64url HMAC>`. The verifier still takes v1
- * (`v1.<unix seconds>.<HMAC>`: no nonce, no headers) while `acceptV1` is set, for one release: the gateways of the
- * release before sign v1 during a rolling upgrade (docs/architecture.md, "The SCIM audit actor").
+ * Format: `v2.<unix seconds>.<base64url nonce of 16 bytes>.<base64url HMAC>`. The v1 format of two releases before
+ * (no nonce, no headers: replayable) is refused like any malformed attestation.
  */
 export interface AttestedRequest {
   actor: string;
@@ -47,7 +46,7 @@ function mac(secret: string, fields: unknown[]): Buffer {
     .digest();
 }
 
-/** Who asks for what, in the order both versions cover it. */
+/** Who asks for what. */
 function requestFields(request: AttestedRequest): unknown[] {
   const { requestId, actor, organizationId, method, path, query } = request;
   return [requestId, actor, organizationId, method, path, query];
@@ -65,11 +64,6 @@ function macV2(secret: string, timestamp: number, nonce: string, request: Attest
   ]);
 }
 
-/** The release-before format: verified only while `acceptV1` is set, signed only for a SCIM replica of that release. */
-function macV1(secret: string, timestamp: number, request: AttestedRequest): Buffer {
-  return mac(secret, ['v1', timestamp, ...requestFields(request), bodySha256(request.body)]);
-}
-
 /** The attestation of `request` at `now` (ms), under a fresh nonce. */
 export function attestActor(secret: string, request: AttestedRequest, now = Date.now()): string {
   const timestamp = Math.floor(now / 1000);
@@ -77,25 +71,11 @@ export function attestActor(secret: string, request: AttestedRequest, now = Date
   return `v2.${timestamp}.${nonce}.${macV2(secret, timestamp, nonce, request).toString('base64url')}`;
 }
 
-/**
- * The v1 attestation of `request` (no nonce, no headers): only for a SCIM replica of the release before, which refuses
- * v2 as malformed (V1_ONLY_REFUSAL) while a rolling upgrade replaces it. Remove with `acceptV1`.
- */
-export function attestActorV1(secret: string, request: AttestedRequest, now = Date.now()): string {
-  const timestamp = Math.floor(now / 1000);
-  return `v1.${timestamp}.${macV1(secret, timestamp, request).toString('base64url')}`;
-}
-
-/** How a SCIM replica of the release before words its refusal of a v2 attestation (it knows v1 only). */
-export const V1_ONLY_REFUSAL = 'the caller is not attested by the gateway (malformed attestation)';
-
 export type AttestationCheck =
   /**
-   * `nonce` (v2) is the one use of this attestation: refuse it again until `expiresAtMs`, after which the window
-   * refuses it. A v1 attestation has none: it cannot be checked for replay.
+   * `nonce` is the one use of this attestation: refuse it again until `expiresAtMs`, after which the window refuses it.
    */
   | { ok: true; version: 'v2'; nonce: string; expiresAtMs: number }
-  | { ok: true; version: 'v1' }
   | { ok: false; reason: string };
 
 /**
@@ -117,23 +97,20 @@ export function verifyActorAttestation(
   secrets: readonly string[],
   attestation: string,
   request: AttestedRequest,
-  options: { maxAgeSeconds: number; acceptV1: boolean; now?: number },
+  options: { maxAgeSeconds: number; now?: number },
 ): AttestationCheck {
-  const v2 = /^v2\.(\d{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(attestation);
-  const v1 = v2 ? null : /^v1\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(attestation);
-  if (v1 && !options.acceptV1) return { ok: false, reason: 'v1 attestation no longer accepted' };
-  const match = v2 ?? v1;
+  const match = /^v2\.(\d{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(attestation);
   if (!match) return { ok: false, reason: attestation ? 'malformed attestation' : 'no attestation' };
   const timestamp = Number(match[1]);
   const age = Math.floor((options.now ?? Date.now()) / 1000) - timestamp;
   if (Math.abs(age) > options.maxAgeSeconds) return { ok: false, reason: `attestation outside its window (${age} s)` };
-  const given = Buffer.from(match[match.length - 1]!, 'base64url');
+  const nonce = match[2]!;
+  const given = Buffer.from(match[3]!, 'base64url');
   for (const secret of secrets) {
-    const expected = v2 ? macV2(secret, timestamp, v2[2]!, request) : macV1(secret, timestamp, request);
+    const expected = macV2(secret, timestamp, nonce, request);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) continue;
-    if (!v2) return { ok: true, version: 'v1' };
     // The last second the window takes it: age ≤ maxAgeSeconds, counted in whole seconds.
-    return { ok: true, version: 'v2', nonce: v2[2]!, expiresAtMs: (timestamp + options.maxAgeSeconds + 1) * 1000 };
+    return { ok: true, version: 'v2', nonce, expiresAtMs: (timestamp + options.maxAgeSeconds + 1) * 1000 };
   }
   return { ok: false, reason: 'attestation does not match the request' };
 }

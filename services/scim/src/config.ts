@@ -17,11 +17,6 @@ export const configShape = {
   ACTOR_ATTESTATION_PREVIOUS_SECRET: z.string().min(32, 'at least 32 characters').optional(),
   /** Largest age (and clock skew) of an attestation, in seconds. */
   ACTOR_ATTESTATION_MAX_AGE_SECONDS: z.coerce.number().int().min(1).max(600).default(60),
-  /**
-   * Whether the gateways' v1 attestation (no nonce, no headers) is still taken: on for this release so that a rolling
-   * upgrade fails no request; set false once scim_attestations_total{version="v1"} stays flat (docs/operations.md).
-   */
-  ACTOR_ATTESTATION_ACCEPT_V1: env.boolean(true),
   /** Most nonces the replay cache holds; past it the oldest gives way (scim_attestation_replay_evictions_total). */
   ACTOR_ATTESTATION_REPLAY_CACHE_ENTRIES: env.positiveInt(100_000),
 };

@@ -20,7 +20,7 @@ export interface RequestContext {
   /** The credential's organization (attested by the gateway); `call` carries it to every owner call. */
   organizationId: number;
   requestId: string;
-  /** The nonce of the gateway's attestation (v2): the owners record it once with a write (audit). */
+  /** The nonce of the gateway's attestation: the owners record it once with a write (audit). */
   attestationNonce?: string;
   call: CallSettings;
   query: URLSearchParams;
@@ -39,10 +39,9 @@ export interface ScimDeps {
   metrics: Metrics;
   /**
    * How the gateway's attestation of the actor is checked: the shared secrets (the current one first, a previous one
-   * while rotating), the largest age, either way, of an attestation, whether v1 is still taken, and how many nonces
-   * the replay cache holds.
+   * while rotating), the largest age, either way, of an attestation, and how many nonces the replay cache holds.
    */
-  attestation: { secrets: string[]; maxAgeSeconds: number; acceptV1: boolean; replayCacheEntries: number };
+  attestation: { secrets: string[]; maxAgeSeconds: number; replayCacheEntries: number };
   /** The clock (ms) attestations are checked against; tests set it. */
   now?: () => number;
 }

@@ -28,7 +28,6 @@ void runService({
         (s): s is string => s !== undefined,
       ),
       maxAgeSeconds: config.ACTOR_ATTESTATION_MAX_AGE_SECONDS,
-      acceptV1: config.ACTOR_ATTESTATION_ACCEPT_V1,
       replayCacheEntries: config.ACTOR_ATTESTATION_REPLAY_CACHE_ENTRIES,
     },
   }),

@@ -92,7 +92,7 @@ function service() {
     logger: createLogger({ service: 'scim-test', level: 'silent' }),
     baseUrl: 'https://mileage.test/scim/v2',
     metrics: new Metrics('scim'),
-    attestation: { secrets: [SECRET], maxAgeSeconds: 60, acceptV1: false, replayCacheEntries: 1_000 },
+    attestation: { secrets: [SECRET], maxAgeSeconds: 60, replayCacheEntries: 1_000 },
   });
   const handle = handlers.handleRequest as unknown as (
     req: scimV1.HandleRequestRequest,

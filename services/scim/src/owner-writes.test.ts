@@ -8,7 +8,6 @@ import {
   ACTOR_NOT_ATTESTED,
   ATTESTATION_REPLAYED,
   attestActor,
-  attestActorV1,
   createGrpcClient,
   createLogger,
   decodeServiceError,
@@ -20,7 +19,7 @@ import {
 import { asOrganization, createTestDatabase, startTestService, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createServer } from './server';
 
@@ -58,7 +57,6 @@ function afterOwnerWrite<T extends object>(client: T, methods: string[], failure
 async function scimService(
   faults?: (client: PromiseClient<usersV1.UsersServiceClient>) => typeof client,
   options: {
-    acceptV1?: boolean;
     /** Another Groups service (e.g. one of the release before). */
     groupsAddress?: string;
     groupsFaults?: (client: PromiseClient<groupsV1.GroupsServiceClient>) => typeof client;
@@ -82,7 +80,6 @@ async function scimService(
         attestation: {
           secrets: [ATTESTATION_SECRET],
           maxAgeSeconds: 60,
-          acceptV1: options.acceptV1 ?? false,
           replayCacheEntries: 1_000,
         },
       }),
@@ -637,18 +634,24 @@ describe('the audit actor is the one the gateway attests, never a free field', (
     assert.equal((await client.handleRequest({ ...request, headers, actorAttestation }, { requestId })).status, 201);
   });
 
-  test('v1 attestations (the gateways of the release before): served and counted while accepted, else refused', async () => {
+  test('a genuine v1 attestation (no nonce, no headers; older releases) is refused, counted as unknown', async () => {
     const request = raw('upgrading@example.com');
     const requestId = randomUUID();
-    const v1 = attestActorV1(ATTESTATION_SECRET, { ...request, actor: request.clientId, requestId });
-    const strict = await scimService();
-    const refusal = await refusedFor(strict.client.handleRequest({ ...request, actorAttestation: v1 }, { requestId }));
+    const timestamp = Math.floor(Date.now() / 1000);
+    // The v1 format as those releases defined it, under the right key: a MAC over the request without a nonce.
+    const canonical = JSON.stringify([
+      'mileage.actor-attestation',
+      'v1',
+      timestamp,
+      ...[requestId, request.clientId, request.organizationId, request.method, request.path, request.query],
+      createHash('sha256').update(request.body).digest('hex'),
+    ]);
+    const v1 = `v1.${timestamp}.${createHmac('sha256', ATTESTATION_SECRET).update(canonical).digest('base64url')}`;
+    const { client, metrics } = await scimService();
+    const refusal = await refusedFor(client.handleRequest({ ...request, actorAttestation: v1 }, { requestId }));
     assert.equal(refusal.reason, ACTOR_NOT_ATTESTED);
     assert.equal(await created('upgrading@example.com'), 0);
-    const upgrading = await scimService(undefined, { acceptV1: true });
-    const answer = await upgrading.client.handleRequest({ ...request, actorAttestation: v1 }, { requestId });
-    assert.equal(answer.status, 201);
-    assert.equal(await attestationsCounted(upgrading.metrics, 'v1', 'accepted'), 1);
+    assert.equal(await attestationsCounted(metrics, 'unknown', 'refused'), 1);
   });
 
   test('absent, malformed, forged, replayed for another actor, request or time: UNAUTHENTICATED, nothing written', async () => {

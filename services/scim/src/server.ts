@@ -115,7 +115,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
   const now = deps.now ?? Date.now;
   const attestations = deps.metrics.counter({
     name: 'scim_attestations_total',
-    help: 'Attestations of SCIM calls checked, by version (v1 is still taken while upgrading) and result.',
+    help: 'Attestations of SCIM calls checked, by version (v2; unknown: not readable) and result.',
     labelNames: ['version', 'result'] as const,
   });
   const evictions = deps.metrics.counter({
@@ -165,7 +165,7 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
         headers,
         body: request.body,
       },
-      { maxAgeSeconds: deps.attestation.maxAgeSeconds, acceptV1: deps.attestation.acceptV1, now: at },
+      { maxAgeSeconds: deps.attestation.maxAgeSeconds, now: at },
     );
     const version = check.ok ? check.version : 'unknown';
     const refuse = (result: string, reason: string, errorReason: string) => {
@@ -178,10 +178,10 @@ export function createServer(deps: ScimDeps): ServiceRegistration {
     if (!check.ok || !request.clientId)
       throw refuse('refused', check.ok ? 'no actor' : check.reason, ACTOR_NOT_ATTESTED);
     // Recorded before the request runs: a replay sent while the original is in flight is refused too.
-    if (check.version === 'v2' && !replays.firstUse(check.nonce, check.expiresAtMs, at))
+    if (!replays.firstUse(check.nonce, check.expiresAtMs, at))
       throw refuse('replayed', 'attestation already used', ATTESTATION_REPLAYED);
     attestations.inc({ version, result: 'accepted' });
-    return { actor: request.clientId, ...(check.version === 'v2' ? { nonce: check.nonce } : {}) };
+    return { actor: request.clientId, nonce: check.nonce };
   }
 
   async function dispatch(
@@ -375,10 +375,10 @@ function readJson(body: Buffer, contentType: string | undefined): unknown {
   return parsed;
 }
 
-/** The provisioning client the gateway attested, and its attestation's nonce (v2: the owners take it once). */
+/** The provisioning client the gateway attested, and its attestation's nonce (the owners take it once). */
 interface Attested {
   actor: string;
-  nonce?: string;
+  nonce: string;
 }
 
 /** The end-user context the call came with, as CallSettings for the owner calls it makes. */

@@ -15,7 +15,7 @@ import {
   type ScimResponse,
 } from './context';
 import { scimErrors, ScimError } from './errors';
-import { checkSelections, isObject, normalizeBody, projectFor, resourceSchema, sentId, type Doc } from './resource';
+import { checkSelections, isObject, normalizeBody, projectFor, resourceSchema, type Doc } from './resource';
 import { ENTERPRISE_SCHEMA, USER_SCHEMA } from './schemas';
 import { ResourceHandlers } from './handlers';
 import { UserReads } from './user-reads';
@@ -143,15 +143,13 @@ export class UserHandlers extends ResourceHandlers<usersV1.User> {
     };
   }
 
+  /**
+   * A sent `id` is ignored, as RFC 7644 §3.3 asks of a readOnly attribute: user ids are global, so honouring a free one
+   * would tell every organization which ids another holds (CONTRACT §7). Every new user gets an id the server issues.
+   */
   async create(body: unknown, ctx: RequestContext): Promise<ScimResponse> {
-    const sent = sentId(body);
-    if (sent !== undefined && sent !== null && (typeof sent !== 'string' || !isUserId(sent))) {
-      throw scimErrors.invalidValue(
-        '"id" must be exactly 10 characters [A-Za-z0-9], or left out so that the server assigns one',
-      );
-    }
     const doc = normalizeBody(body, USER_RESOURCE);
-    const user = toOwner(doc, typeof sent === 'string' ? sent : '');
+    const user = toOwner(doc, '');
     const { user: created } = await this.deps.users.createUser(
       { user, audit: auditEntry(ctx, scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE, undefined, doc) },
       ctx.call,

@@ -70,7 +70,7 @@ async function main(): Promise<void> {
       logger,
       baseUrl: 'http://127.0.0.1:8080/scim/v2',
       metrics: new Metrics('scim'),
-      attestation: { secrets: [ATTESTATION_SECRET], maxAgeSeconds: 60, acceptV1: false, replayCacheEntries: 100_000 },
+      attestation: { secrets: [ATTESTATION_SECRET], maxAgeSeconds: 60, replayCacheEntries: 100_000 },
     });
     const scimServed = await serveInProcess('scim', scimService, scimV1.ScimServiceClient);
     const scim = scimServed.client;

@@ -77,8 +77,8 @@ export interface HandleRequestRequest {
    * client_id, organization_id, method, path, query, the headers the SCIM service reads (content-type, if-match,
    * if-none-match; absent is not empty) and the SHA-256 of body, with the secret the gateway and the SCIM service share
    * (ACTOR_ATTESTATION_SECRET). A call without a valid one, or whose nonce the replica saw within the window, is
-   * refused (UNAUTHENTICATED). The v1 format of the release before (no nonce, no headers) is taken while
-   * ACTOR_ATTESTATION_ACCEPT_V1 is set. docs/architecture.md, "The SCIM audit actor".
+   * refused (UNAUTHENTICATED), as is the v1 format of older releases (no nonce, no headers). docs/architecture.md,
+   * "The SCIM audit actor".
    */
   actorAttestation: string;
   /** The organization the credential is bound to: the SCIM service acts only inside it. Covered by the attestation. */
