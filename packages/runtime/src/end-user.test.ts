@@ -8,6 +8,8 @@ import { after, describe, test } from 'node:test';
 import {
   END_USER_BINDINGS,
   END_USER_CONTEXT_TTL_SECONDS,
+  END_USER_EXPIRY_SKEW_SECONDS,
+  END_USER_RESIGN_MARGIN_SECONDS,
   EndUserSigner,
   EndUserVerifier,
   endUserProblem,
@@ -104,12 +106,47 @@ describe('end-user context', () => {
     const second = signer.sign(alice);
     assert.notEqual(second.token, first.token, 'signed anew before the first expires');
     assert.equal(verifier.check(first.token, first.cert).ok, true, 'the first is still valid');
-    now += 11 * 1000;
+    now += (10 + END_USER_EXPIRY_SKEW_SECONDS + 1) * 1000;
     assert.deepEqual(verifier.check(first.token, first.cert), {
       ok: false,
       reason: 'the end-user context is outside its lifetime',
     });
     assert.equal(verifier.check(second.token, second.cert).ok, true);
+  });
+
+  test('a service takes a context up to END_USER_EXPIRY_SKEW_SECONDS past its exp, not a millisecond longer', () => {
+    const issuedAt = Math.floor(Date.now() / 1000) * 1000;
+    let now = issuedAt;
+    const clock = () => now;
+    const signer = signerOf(pki.issue('gateway-skew', `${TEST_SPIFFE_PREFIX}gateway`), clock);
+    const exp = issuedAt + END_USER_CONTEXT_TTL_SECONDS * 1000;
+    const boundary = exp + END_USER_EXPIRY_SKEW_SECONDS * 1000;
+    const context = signer.sign(alice);
+    // Each verifier checks it for the first time at its instant (the signature path) and again (its cache).
+    const checkedAt = (at: number) => {
+      const verifier = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives', () => at);
+      return [verifier.check(context.token, context.cert).ok, verifier.check(context.token, context.cert).ok];
+    };
+    assert.deepEqual(checkedAt(exp), [true, true]);
+    assert.deepEqual(checkedAt(boundary), [true, true], 'a service clock up to the tolerance ahead');
+    assert.deepEqual(checkedAt(boundary + 1), [false, false]);
+    const fresh = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives', () => boundary + 1);
+    assert.deepEqual(fresh.check(context.token, context.cert), {
+      ok: false,
+      reason: 'the end-user context has expired',
+    });
+    // A verifier that took it while valid refuses it from the same instant on.
+    let serviceNow = exp - 1_000;
+    const cached = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives', () => serviceNow);
+    assert.equal(cached.check(context.token, context.cert).ok, true);
+    serviceNow = boundary + 1;
+    assert.equal(cached.check(context.token, context.cert).ok, false);
+    // The gateway stops handing it out END_USER_RESIGN_MARGIN_SECONDS before exp, beyond the tolerance.
+    assert.ok(END_USER_RESIGN_MARGIN_SECONDS > END_USER_EXPIRY_SKEW_SECONDS);
+    now = exp - END_USER_RESIGN_MARGIN_SECONDS * 1000 - 1;
+    assert.equal(signer.sign(alice), context, 'reused until the margin');
+    now = exp - END_USER_RESIGN_MARGIN_SECONDS * 1000;
+    assert.notEqual(signer.sign(alice).token, context.token, 'signed anew from the margin on');
   });
 
   test('every method it binds exists, and its binding names callers that may call it', () => {

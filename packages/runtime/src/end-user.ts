@@ -33,9 +33,18 @@ export const END_USER_METADATA_KEY = 'x-mileage-end-user';
 /** The signer's certificate (base64 DER): the same bytes on every call, which HPACK sends once per connection. */
 export const END_USER_CERT_METADATA_KEY = 'x-mileage-end-user-cert';
 export const END_USER_CONTEXT_TTL_SECONDS = 60;
-/** A signed context is re-signed this long before it expires, so that one in use never expires on the way. */
-const RESIGN_MARGIN_SECONDS = 15;
-/** Clock skew tolerated between the gateway and a service. */
+/**
+ * How long past its `exp` a service still takes a context: the gateway's and a service's clocks differ (NTP keeps
+ * them within a second or two), and a context may be signed by the gateway's clock and checked by a service's that
+ * runs ahead. Small, as a captured context acts as its user until then.
+ */
+export const END_USER_EXPIRY_SKEW_SECONDS = 5;
+/**
+ * The gateway signs a context anew this long before its `exp`, well beyond END_USER_EXPIRY_SKEW_SECONDS: one in use
+ * meets no service that counts it expired unless that service's clock runs more than margin + skew ahead.
+ */
+export const END_USER_RESIGN_MARGIN_SECONDS = 15;
+/** Clock skew tolerated between the gateway and a service on when a context or certificate begins. */
 const SKEW_SECONDS = 30;
 
 /** What travels with a call: the signed context and its signer's certificate. */
@@ -70,7 +79,7 @@ export class EndUserSigner {
     const signed = { token: `v1.${body}.${signature.toString('base64url')}`, cert: this.cert };
     // Bounded: a caller key per user and organization; past it the oldest signatures are made again.
     if (this.cache.size >= 10_000) this.cache.clear();
-    this.cache.set(cacheKey, { signed, resignAt: payload.exp - RESIGN_MARGIN_SECONDS });
+    this.cache.set(cacheKey, { signed, resignAt: payload.exp - END_USER_RESIGN_MARGIN_SECONDS });
     return signed;
   }
 }
@@ -111,12 +120,13 @@ export class EndUserVerifier {
       } catch {
         return { ok: false, reason: 'malformed end-user context' };
       }
-      if (seconds > user.exp) return { ok: false, reason: 'the end-user context has expired' };
+      if (seconds > user.exp + END_USER_EXPIRY_SKEW_SECONDS)
+        return { ok: false, reason: 'the end-user context has expired' };
       // Remembered until it expires; bounded, as a flood of distinct contexts would need the gateway's key.
       if (this.verified.size >= 10_000) this.verified.clear();
       this.verified.set(token, user);
     }
-    if (seconds > user.exp || user.iat > seconds + SKEW_SECONDS)
+    if (seconds > user.exp + END_USER_EXPIRY_SKEW_SECONDS || user.iat > seconds + SKEW_SECONDS)
       return { ok: false, reason: 'the end-user context is outside its lifetime' };
     if (!user.aud.includes(this.component))
       return { ok: false, reason: `the end-user context is not for ${this.component}` };
