@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import type { Request, Response } from 'express';
-import { TokenError, TokenVerifier, type RefusalReason, type TokenVerifierOptions } from './auth';
+import { addressGroup, TokenError, TokenVerifier, type RefusalReason, type TokenVerifierOptions } from './auth';
 import { TEST_ISSUER, TEST_VERIFIER_OPTIONS } from './verifier.fixture';
 import { guard } from './guard';
 import { HttpProblem } from './problems';
@@ -73,7 +73,7 @@ describe('TokenVerifier', () => {
   test('concurrent requests with one unseen token share one signature check, and each is refused when it fails', async () => {
     const refused: RefusalReason[] = [];
     const { verifier, sign, fetches } = await setup({
-      onRefused: (reason) => refused.push(reason),
+      onRefused: (reason) => void refused.push(reason),
       invalidTokenLimit: { burst: 100, perMinute: 60 },
     });
     const token = await sign();
@@ -93,8 +93,8 @@ describe('TokenVerifier', () => {
     assert.equal(fetches(), 2);
     // Every refused request is counted, not only the check.
     assert.deepEqual(refused, ['signature', 'signature', 'signature']);
-    // Each read for the limit before the check and again to charge the refusal.
-    assert.equal(addressReads, 6);
+    // The address is read only to charge a refusal.
+    assert.equal(addressReads, 3);
     // A failed check is not remembered: the next request checks again.
     await assert.rejects(verifier.verify(forged));
     assert.equal(fetches(), 3);
@@ -161,41 +161,102 @@ describe('TokenVerifier', () => {
     assert.equal(caller.userId, undefined);
   });
 
-  test('a flood of bogus tokens from one address is limited before the signature check; other addresses pass', async () => {
-    let now = Date.now();
-    const refusals: RefusalReason[] = [];
-    const { verifier, sign, fetches } = await setup({
-      now: () => now,
-      invalidTokenLimit: { burst: 5, perMinute: 60 },
-      onRefused: (reason) => refusals.push(reason),
-    });
-    const good = await sign({ jti: 'kept' });
-    await verifier.verify(good, '10.0.0.1'); // cached before the flood
+  test('what needs no key is checked first: junk, another realm, another audience, expired, a foreign alg', async () => {
+    const { verifier, sign, fetches } = await setup();
+    const good = await sign();
     const [header, payload] = good.split('.');
-    const bogus = `${header}.${payload}.${Buffer.from('not a signature').toString('base64url')}`;
-    const kinds: string[] = [];
-    for (let i = 0; i < 50; i++) {
-      kinds.push(
-        await verifier.verify(bogus, '10.0.0.1').then(
-          () => 'ok',
-          (err: TokenError) => err.kind,
-        ),
-      );
-    }
-    assert.deepEqual(kinds, [...Array<string>(5).fill('invalid'), ...Array<string>(45).fill('limited')]);
-    assert.equal(fetches(), 1 + 5, 'only the burst cost a key lookup and a signature check');
-    assert.deepEqual(new Set(refusals), new Set(['signature', 'limited']));
-    // A valid token from another address, and the flooding address's own cached token, still pass.
-    assert.equal((await verifier.verify(await sign({ jti: 'other' }), '10.0.0.2')).userId, 'AliceAdm01');
-    assert.equal((await verifier.verify(good, '10.0.0.1')).userId, 'AliceAdm01');
-    const limited = await verifier.verify(await sign({ jti: 'new' }), '10.0.0.1').catch((err: TokenError) => err);
-    assert.ok(limited instanceof TokenError && limited.wait?.retryAfterSeconds === 1, String(limited));
-    // The bucket refills at the configured rate: one token a second.
-    now += 1_000;
-    assert.equal((await verifier.verify(await sign({ jti: 'later' }), '10.0.0.1')).userId, 'AliceAdm01');
+    const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString()) as Record<string, unknown>;
+    const refusals: [string, RegExp][] = [
+      ['junk', /malformed/],
+      [`${header}.junk.junk`, /malformed/],
+      [await sign({ iss: 'http://evil/realms/mileage' }), /claim "iss"/],
+      [await sign({ aud: ['other-api'] }), /claim "aud"/],
+      [await sign({}, '-31s'), /expired/],
+      [await sign({ typ: 'Refresh' }), /not an access token/],
+      [`${b64({ alg: 'HS256', kid: 'k1', typ: 'JWT' })}.${payload}.AAAA`, /algorithm/],
+      [`${header}.${b64({ ...claims, sub: undefined })}.AAAA`, /claim "sub"/],
+      [`${header}.${b64({ ...claims, nbf: claims.exp })}.AAAA`, /claim "nbf"/],
+    ];
+    for (const [token, reason] of refusals) await assert.rejects(verifier.verify(token), reason, token.slice(0, 40));
+    assert.equal(fetches(), 0, 'no key lookup, no signature check');
+    assert.equal((await verifier.verify(good)).userId, 'AliceAdm01');
+    assert.equal(fetches(), 1);
   });
 
-  test('the guard answers a refused token 401 without saying why, and a limited address 429 with Retry-After', async () => {
+  test('junk from one address never gets a valid token from it refused; its further refusals are 429s', async () => {
+    let now = Date.now();
+    const refusals: [RefusalReason, boolean][] = [];
+    const { verifier, sign, fetches } = await setup({
+      now: () => now,
+      cacheSize: 100,
+      invalidTokenLimit: { burst: 5, perMinute: 60 },
+      onRefused: (reason, limited) => void refusals.push([reason, limited]),
+    });
+    const cached = await sign({ jti: 'kept' });
+    await verifier.verify(cached, '10.0.0.1'); // cached before the flood
+    const outcome = (token: string, address: string) =>
+      verifier.verify(token, address).then(
+        () => 'ok',
+        (err: TokenError) => err.kind,
+      );
+    const kinds: string[] = [];
+    for (let i = 0; i < 50; i++) kinds.push(await outcome(`junk${i}`, '10.0.0.1'));
+    assert.deepEqual(kinds, [...Array<string>(5).fill('invalid'), ...Array<string>(45).fill('limited')]);
+    assert.equal(fetches(), 1, 'the junk cost no key lookup');
+    // From the limited address: a fresh valid token (its first use) and the cached one are accepted.
+    assert.equal(await outcome(await sign({ jti: 'fresh' }), '10.0.0.1'), 'ok');
+    assert.equal(await outcome(cached, '10.0.0.1'), 'ok');
+    assert.equal(fetches(), 2, 'the fresh token was verified');
+    // A token that could be valid is verified even from the limited address: refused, as a 429 with the wait.
+    const [header, payload] = cached.split('.');
+    const forged = `${header}.${payload}.${Buffer.from('not a signature').toString('base64url')}`;
+    const limited = await verifier.verify(forged, '10.0.0.1').catch((err: unknown) => err);
+    assert.ok(limited instanceof TokenError && limited.kind === 'limited', String(limited));
+    assert.equal(limited.reason, 'signature');
+    assert.deepEqual(limited.wait, { perMinute: 60, retryAfterSeconds: 1 });
+    assert.equal(fetches(), 3);
+    // Another address is not limited.
+    assert.equal(await outcome('junk', '10.0.0.2'), 'invalid');
+    assert.deepEqual(refusals.slice(0, 6), [
+      ...Array<[RefusalReason, boolean]>(5).fill(['malformed', false]),
+      ['malformed', true],
+    ]);
+    assert.deepEqual(refusals.slice(-2), [
+      ['signature', true],
+      ['malformed', false],
+    ]);
+    // The bucket refills at the configured rate, one a second, while refusals keep draining it.
+    now += 1_000;
+    assert.equal(await outcome('junk', '10.0.0.1'), 'invalid');
+    assert.equal(await outcome('junk', '10.0.0.1'), 'limited');
+  });
+
+  test('an IPv6 /64 is one address group; an IPv4-mapped address is its IPv4 address', async () => {
+    assert.equal(addressGroup('192.0.2.7'), '192.0.2.7');
+    assert.equal(addressGroup('::ffff:192.0.2.7'), '192.0.2.7');
+    assert.equal(addressGroup('::FFFF:c000:0207'), '192.0.2.7');
+    assert.equal(addressGroup('2001:db8:1:2::1'), '2001:db8:1:2::/64');
+    assert.equal(addressGroup('2001:0db8:0001:0002:ffff:eeee:dddd:cccc'), '2001:db8:1:2::/64');
+    assert.equal(addressGroup('2001:db8::5%eth0'), '2001:db8:0:0::/64');
+    assert.equal(addressGroup('::1'), '0:0:0:0::/64');
+    assert.equal(addressGroup('64:ff9b::192.0.2.7'), '64:ff9b:0:0::/64');
+    const { verifier } = await setup({ invalidTokenLimit: { burst: 2, perMinute: 1 } });
+    const kind = (address: string) =>
+      verifier.verify('junk', address).then(
+        () => 'ok',
+        (err: TokenError) => err.kind,
+      );
+    assert.equal(await kind('2001:db8:1:2::1'), 'invalid');
+    assert.equal(await kind('2001:db8:1:2:abcd::9'), 'invalid');
+    assert.equal(await kind('2001:db8:1:2::ffff'), 'limited', 'the same /64');
+    assert.equal(await kind('2001:db8:1:3::1'), 'invalid', 'the next /64');
+    assert.equal(await kind('::ffff:198.51.100.1'), 'invalid');
+    assert.equal(await kind('198.51.100.1'), 'invalid');
+    assert.equal(await kind('198.51.100.1'), 'limited', 'mapped and plain IPv4 count together');
+  });
+
+  test('the guard answers a refused token 401 without saying why, a limited address 429; a valid token passes', async () => {
     const { verifier, sign } = await setup({ invalidTokenLimit: { burst: 1, perMinute: 6 } });
     const deps = { verifier, rateLimits: new RateLimits({}) };
     const rule = { limitId: 'test', perMinute: 30, scope: 'users_read' };
@@ -208,10 +269,13 @@ describe('TokenVerifier', () => {
     const refused = await answer(expired);
     assert.ok(refused instanceof HttpProblem && refused.status === 401, String(refused));
     assert.equal(refused.headers['WWW-Authenticate'], 'Bearer realm="mileage", error="invalid_token"');
-    const limited = await answer(await sign({ jti: 'valid but unchecked' }));
+    const limited = await answer(expired);
     assert.ok(limited instanceof HttpProblem && limited.status === 429, String(limited));
     assert.equal(limited.headers['Retry-After'], '10');
     assert.equal(limited.headers['X-RateLimit-Limit'], '6');
     assert.equal(limited.headers['X-RateLimit-Remaining'], '0');
+    const valid = await answer(await sign({ jti: 'valid, from the limited address' }));
+    assert.ok(!(valid instanceof Error), String(valid));
+    assert.equal((valid as { userId: string }).userId, 'AliceAdm01');
   });
 });

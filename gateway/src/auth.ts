@@ -1,4 +1,12 @@
-import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import {
+  decodeJwt,
+  decodeProtectedHeader,
+  errors as joseErrors,
+  jwtVerify,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from 'jose';
+import { isIPv4, isIPv6 } from 'node:net';
 import { JwksSource, KeysUnavailableError } from './jwks';
 import { DEFAULT_ORGANIZATION_CLAIM, namedOrganization, type NamedOrganization } from './organization-credentials';
 
@@ -24,14 +32,13 @@ export type RefusalReason =
   | 'signature'
   | 'expired'
   | 'claims'
-  | 'limited'
   /** A SCIM secret token (`mscim_…`) that is malformed, unknown, revoked or expired: which is not told, even here. */
   | 'scim_token';
 
 export class TokenError extends Error {
   /**
-   * `unavailable`: the keys could not be fetched, so the token could not be judged (503, not 401). `limited`: not
-   * judged because the client's address sent too many invalid tokens lately (`wait` says until when).
+   * `unavailable`: the keys could not be fetched, so the token could not be judged (503, not 401). `limited`: refused
+   * (for `reason`) while the client's address group has sent too many invalid tokens lately: 429, `wait` says until when.
    */
   constructor(
     message: string,
@@ -62,10 +69,13 @@ export interface TokenVerifierOptions {
   requireAccessTokenType?: boolean;
   /** Tokens issued (`iat`) longer ago than this are refused whatever their `exp` (default 24 h). */
   maxTokenAgeSeconds?: number;
-  /** Invalid tokens an address may send before it waits (`burst`), refilled at `perMinute`; unset: no limit. */
+  /**
+   * Invalid tokens an address group (addressGroup) may send (`burst`, refilled at `perMinute`) before its further
+   * refusals are 429s; unset: no limit.
+   */
   invalidTokenLimit?: { burst: number; perMinute: number };
-  /** Told of every refused token (not of those that could not be judged). */
-  onRefused?: (reason: RefusalReason) => void;
+  /** Told of every refused token (not of those that could not be judged); `limited`: answered 429, not 401. */
+  onRefused?: (reason: RefusalReason, limited: boolean) => void;
   /** Key source: the realm's JWKS URL, or a key set function (tests). */
   jwks: URL | JWTVerifyGetKey;
   /** Told when the realm's keys go stale (a refresh failed; the known keys stay in use) and when they are fresh again. */
@@ -129,11 +139,11 @@ export class TokenVerifier {
   }
 
   /**
-   * `clientAddress`: whose invalid tokens are limited before their signature is checked (a cached token never is, so
-   * it is read only when needed).
+   * `clientAddress`: whose invalid tokens are counted (read only when a token is refused). A valid token is never
+   * refused for its address: see InvalidTokenLimiter for why nothing is skipped before the checks.
    */
   verify(token: string, clientAddress?: ClientAddress): Promise<Caller> {
-    return this.counted(clientAddress, () => this.judge(token, clientAddress));
+    return this.counted(clientAddress, () => this.judge(token));
   }
 
   /**
@@ -142,7 +152,6 @@ export class TokenVerifier {
    */
   verifyOpaque<T>(resolve: () => Promise<T | undefined>, clientAddress?: ClientAddress): Promise<T> {
     return this.counted(clientAddress, async () => {
-      this.refuseWhenLimited(clientAddress);
       let found: T | undefined;
       try {
         found = await resolve();
@@ -155,33 +164,30 @@ export class TokenVerifier {
     });
   }
 
-  /** Counts every refusal and charges an invalid token to its address. */
+  /**
+   * Counts every refusal and charges it to its address group; a group that has used up its allowance gets its
+   * refusals as 429 (`limited`, with the wait) rather than 401. Accepted tokens never touch the limiter.
+   */
   private async counted<T>(clientAddress: ClientAddress | undefined, judge: () => Promise<T>): Promise<T> {
     try {
       return await judge();
     } catch (err) {
-      if (err instanceof TokenError && err.reason !== undefined) {
-        this.options.onRefused?.(err.reason);
-        const address = err.kind === 'invalid' && this.invalidTokens ? addressOf(clientAddress) : undefined;
-        if (address !== undefined) this.invalidTokens?.charge(address);
-      }
+      if (!(err instanceof TokenError) || err.reason === undefined) throw err;
+      const raw = this.invalidTokens ? addressOf(clientAddress) : undefined;
+      const group = raw === undefined ? undefined : addressGroup(raw);
+      const wait = group === undefined ? 0 : this.invalidTokens!.waitSeconds(group);
+      if (group !== undefined) this.invalidTokens!.charge(group);
+      this.options.onRefused?.(err.reason, wait > 0);
+      if (wait > 0)
+        throw new TokenError(`${err.message} (too many invalid tokens from this address)`, 'limited', err.reason, {
+          perMinute: this.options.invalidTokenLimit!.perMinute,
+          retryAfterSeconds: wait,
+        });
       throw err;
     }
   }
 
-  private refuseWhenLimited(clientAddress: ClientAddress | undefined): void {
-    const address = this.invalidTokens ? addressOf(clientAddress) : undefined;
-    const wait = address === undefined ? 0 : (this.invalidTokens?.waitSeconds(address) ?? 0);
-    if (wait > 0) {
-      const perMinute = this.options.invalidTokenLimit!.perMinute;
-      throw new TokenError('too many invalid tokens from this address', 'limited', 'limited', {
-        perMinute,
-        retryAfterSeconds: wait,
-      });
-    }
-  }
-
-  private async judge(token: string, clientAddress: ClientAddress | undefined): Promise<Caller> {
+  private async judge(token: string): Promise<Caller> {
     // Cached tokens skip the key lookup, so the key set's age is checked here: a key's removal must reach them too.
     await this.remoteKeys?.refreshWhenOld();
     const nowMs = this.now();
@@ -191,7 +197,6 @@ export class TokenVerifier {
       this.cache.delete(token);
       throw new TokenError('token expired', 'invalid', 'expired');
     }
-    this.refuseWhenLimited(clientAddress);
     // Concurrent requests with one unseen token (a client's first burst) share one signature check.
     const pending = this.verifying.get(token);
     if (pending) return pending;
@@ -200,13 +205,45 @@ export class TokenVerifier {
     return verified;
   }
 
+  /**
+   * The checks that need no key and no cryptography, from the unverified header and payload: junk, another realm's or
+   * an expired token is refused here for the price of a base64 decode. Only a token that could be valid costs a
+   * signature check (jose then checks all of this again on the verified payload).
+   */
+  private checkShape(token: string, nowMs: number): void {
+    let header: ReturnType<typeof decodeProtectedHeader>;
+    let payload: JWTPayload;
+    try {
+      header = decodeProtectedHeader(token);
+      payload = decodeJwt(token);
+    } catch {
+      throw new TokenError('token is malformed', 'invalid', 'malformed');
+    }
+    // Before the signature: an ID or logout token (or any other typ) is refused without a key lookup.
+    if (!this.acceptsType(header.typ)) throw new TokenError('not an access token', 'invalid', 'type');
+    if (typeof header.alg !== 'string' || !this.options.algorithms.includes(header.alg))
+      throw new TokenError('token algorithm is not allowed', 'invalid', 'algorithm');
+    const claim = (name: string) => new TokenError(`token claim "${name}" is not valid`, 'invalid', 'claims');
+    if (payload.iss !== this.options.issuer) throw claim('iss');
+    const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+    if (!audiences.includes(this.options.audience)) throw claim('aud');
+    if (typeof payload.sub !== 'string') throw claim('sub');
+    if (payload.typ !== undefined && payload.typ !== 'Bearer')
+      throw new TokenError('not an access token', 'invalid', 'type');
+    const now = Math.floor(nowMs / 1000);
+    const skew = this.options.clockSkewSeconds;
+    if (typeof payload.exp !== 'number') throw claim('exp');
+    if (payload.exp <= now - skew) throw new TokenError('token expired', 'invalid', 'expired');
+    if (typeof payload.iat !== 'number' || payload.iat > now + skew) throw claim('iat');
+    if (now - payload.iat - skew > this.maxTokenAgeSeconds) throw new TokenError('token expired', 'invalid', 'expired');
+    if (payload.nbf !== undefined && (typeof payload.nbf !== 'number' || payload.nbf > now + skew)) throw claim('nbf');
+  }
+
   private async verifyAndRemember(token: string, nowMs: number): Promise<Caller> {
     let payload: JWTPayload;
     let kid: string | undefined;
     try {
-      // Before the signature: an ID or logout token (or any other typ) is refused without a key lookup.
-      if (!this.acceptsType(decodeProtectedHeader(token).typ))
-        throw new TokenError('not an access token', 'invalid', 'type');
+      this.checkShape(token, nowMs);
       ({
         payload,
         protectedHeader: { kid },
@@ -286,9 +323,15 @@ function describeJoseError(err: unknown): [RefusalReason, string] {
 }
 
 /**
- * A token bucket per client address, charged only by invalid tokens: an address that keeps sending them waits before
- * its next token costs a signature check, while addresses that send none never get a bucket. In memory, per replica:
- * it protects this replica's CPU, which is what a flood spends. Full buckets are forgotten; at most `maxAddresses`.
+ * A token bucket per client address group, charged only by refused tokens. It never stands between a valid credential
+ * and its answer, however much junk its address group sent (identity providers provision many tenants from shared
+ * egress addresses): nothing is skipped for a limited group, what changes is that its refusals are 429 + Retry-After,
+ * which tells a misconfigured client to back off, instead of 401. The replica's CPU is protected by what a refusal
+ * costs instead: TokenVerifier.checkShape refuses junk, other realms' and expired tokens from the unverified token
+ * (no key, no cryptography); only a token that could be valid (allowed alg and typ, the realm's iss and aud, not
+ * expired, a kid the JWKS knows — an unknown kid fetches the keys at most every 30 s) costs a signature check; a
+ * well-formed SCIM secret costs one indexed read, and a repeated unknown one nothing (the negative cache). In memory,
+ * per replica: what it guards is this replica. Full buckets are forgotten; at most `maxAddresses`.
  */
 export class InvalidTokenLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
@@ -327,4 +370,36 @@ export class InvalidTokenLimiter {
     }
     return bucket;
   }
+}
+
+/**
+ * Whose refusals count together: an IPv4 address, or an IPv6 /64 (one subscriber's or one host's network: its
+ * addresses are free to choose, so counting each alone would give a flooder 2^64 buckets). An IPv4-mapped IPv6
+ * address (`::ffff:192.0.2.1`, what a dual-stack socket reports) is its IPv4 address.
+ */
+export function addressGroup(address: string): string {
+  if (isIPv4(address) || !isIPv6(address)) return address;
+  const hextets = expandIPv6(address.replace(/%.*$/, ''));
+  if (hextets.slice(0, 5).every((h) => h === 0) && hextets[5] === 0xffff)
+    return [hextets[6]! >> 8, hextets[6]! & 255, hextets[7]! >> 8, hextets[7]! & 255].join('.');
+  return `${hextets
+    .slice(0, 4)
+    .map((h) => h.toString(16))
+    .join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (`::` expanded, a trailing dotted IPv4 part as two groups). */
+function expandIPv6(address: string): number[] {
+  const [head = '', tail] = address.split('::');
+  const parse = (part: string) =>
+    part === ''
+      ? []
+      : part.split(':').flatMap((group) => {
+          if (!group.includes('.')) return [parseInt(group, 16)];
+          const [a, b, c, d] = group.split('.').map(Number) as [number, number, number, number];
+          return [(a << 8) | b, (c << 8) | d];
+        });
+  const first = parse(head);
+  const last = tail === undefined ? [] : parse(tail);
+  return [...first, ...Array<number>(8 - first.length - last.length).fill(0), ...last];
 }

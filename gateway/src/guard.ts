@@ -89,7 +89,8 @@ export async function authenticate(
     return await verify(match[1]!);
   } catch (err) {
     if (err instanceof TokenError && err.wait) {
-      // Not judged (no 401: the token may be valid); the contract's 429 with its headers.
+      // Refused while its address group is over the invalid-token limit: the contract's 429 with its headers, which
+      // tells a misconfigured client to back off (a valid token from the same address is never refused).
       const { perMinute, retryAfterSeconds } = err.wait;
       const limit = { allowed: false, limit: perMinute, remaining: 0, resetInSeconds: retryAfterSeconds };
       throw new HttpProblem(429, 'Too many invalid tokens from this address; try again later', {

@@ -20,6 +20,7 @@ import { gatewayDependencies, type Downstream } from './dependencies';
 import { OrganizationShares } from './fair-share';
 import { OrganizationCredentials } from './organization-credentials';
 import { RateLimits } from './rate-limit';
+import { LocalRevocations, RedisRevocations } from './scim-token-revocations';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit(configSchema.superRefine(checkGrpcTls).superRefine(checkCursorSecrets));
@@ -95,9 +96,13 @@ async function main(): Promise<void> {
     );
   const tokenRefusals = metrics.counter({
     name: 'gateway_token_refusals_total',
-    help: 'Bearer tokens refused, by reason (a fixed set; "limited": not checked, the address sent too many invalid ones)',
-    labelNames: ['reason'],
+    help:
+      'Bearer tokens refused, by reason (a fixed set) and status: 429 while the address group (an IPv4 address, an ' +
+      'IPv6 /64) is over INVALID_TOKEN_BURST / INVALID_TOKENS_PER_MINUTE, else 401',
+    labelNames: ['reason', 'status'],
   });
+  // SCIM secret token revocations reach the other replicas through Redis; without it this gateway is the only one.
+  const revocations = redis ? new RedisRevocations({ redis, logger, metrics }) : new LocalRevocations();
   const verifier = new TokenVerifier({
     issuer: config.OIDC_ISSUER,
     audience: config.OIDC_AUDIENCE,
@@ -109,7 +114,7 @@ async function main(): Promise<void> {
     requireAccessTokenType: config.OIDC_REQUIRE_TYP_AT_JWT,
     maxTokenAgeSeconds: config.OIDC_MAX_TOKEN_AGE_SECONDS,
     invalidTokenLimit: { burst: config.INVALID_TOKEN_BURST, perMinute: config.INVALID_TOKENS_PER_MINUTE },
-    onRefused: (reason) => tokenRefusals.inc({ reason }),
+    onRefused: (reason, limited) => tokenRefusals.inc({ reason, status: limited ? '429' : '401' }),
     jwks: new URL(jwksUrl(config)),
     onKeysStale: (stale, reason) =>
       stale
@@ -134,6 +139,7 @@ async function main(): Promise<void> {
       organizations,
       clientOrganizations: config.SCIM_CLIENT_ORGANIZATIONS,
       tokenCacheSeconds: config.SCIM_TOKEN_CACHE_SECONDS,
+      revocations,
     }),
     groups,
     drives,
@@ -209,7 +215,7 @@ async function main(): Promise<void> {
           [users, organizations, groups, drives, scim, webhooks].forEach((c) => c.close());
         },
       },
-      { name: 'redis', run: () => redis?.quit() },
+      { name: 'redis', run: () => Promise.all([revocations.close(), redis?.quit()]) },
       { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
       { name: 'tracing', run: () => tracing.shutdown() },
     ],

@@ -15,6 +15,7 @@ import {
   secretTokenCaller,
 } from './organization-credentials';
 import { RateLimits } from './rate-limit';
+import type { RevocationFeed } from './scim-token-revocations';
 import { scimRoute, type ScimRouteDeps } from './routes/scim';
 import { TEST_ISSUER, TEST_VERIFIER_OPTIONS } from './verifier.fixture';
 
@@ -66,13 +67,32 @@ function fakeOrganizations(clock: { now: number }) {
   return { client, calls, settings, revoke: (s: string) => tokens.delete(s) };
 }
 
-function setup(options: { bindings?: string; tokenCacheSeconds?: number } = {}) {
+/** A revocation feed whose subscription a test turns on and off. */
+class FakeFeed implements RevocationFeed {
+  private listeners: ((tokenId: string | undefined) => void)[] = [];
+  private on = true;
+  listening = () => this.on;
+  subscribe(listener: (tokenId: string | undefined) => void) {
+    this.listeners.push(listener);
+  }
+  setListening(on: boolean) {
+    this.on = on;
+    for (const l of this.listeners) l(undefined);
+  }
+  async announce(tokenId: string) {
+    for (const l of this.listeners) l(tokenId);
+  }
+  async close() {}
+}
+
+function setup(options: { bindings?: string; tokenCacheSeconds?: number; revocations?: RevocationFeed } = {}) {
   const clock = { now: Date.parse('2026-11-25T12:00:00Z') };
   const organizations = fakeOrganizations(clock);
   const credentials = new OrganizationCredentials({
     organizations: organizations.client,
     clientOrganizations: parseClientOrganizations(options.bindings ?? 'mileage-scim=demo'),
     ...(options.tokenCacheSeconds !== undefined ? { tokenCacheSeconds: options.tokenCacheSeconds } : {}),
+    ...(options.revocations ? { revocations: options.revocations } : {}),
     now: () => clock.now,
   });
   return { clock, credentials, ...organizations };
@@ -211,16 +231,57 @@ describe('OrganizationCredentials.resolveSecretToken', () => {
     });
   });
 
-  test('a revocation is seen within the cache bound (5 s by default), not before', async () => {
-    const { credentials, calls, clock, revoke } = setup();
+  test('a revocation is forgotten at once; one never announced is seen within the cache bound (5 s)', async () => {
+    const { credentials, calls, revoke } = setup();
     assert.ok(await credentials.resolveSecretToken(ACTIVE, call));
+    assert.ok(await credentials.resolveSecretToken(EXPIRING, call));
     revoke(ACTIVE);
-    clock.now += 4_999;
-    assert.ok(await credentials.resolveSecretToken(ACTIVE, call), 'still cached');
-    assert.equal(calls.resolveScimToken, 1);
-    clock.now += 1;
-    assert.equal(await credentials.resolveSecretToken(ACTIVE, call), undefined, 'revoked: refused after 5 s');
-    assert.equal(calls.resolveScimToken, 2);
+    await credentials.revoked('tok-active');
+    assert.equal(await credentials.resolveSecretToken(ACTIVE, call), undefined, 'refused on the next request');
+    assert.ok(await credentials.resolveSecretToken(EXPIRING, call), 'other tokens stay cached');
+    assert.equal(calls.resolveScimToken, 3);
+    // Revoked where this replica never heard of it (an announcement lost): the cache bound.
+    const { credentials: other, calls: otherCalls, clock: otherClock, revoke: otherRevoke } = setup();
+    assert.ok(await other.resolveSecretToken(ACTIVE, call));
+    otherRevoke(ACTIVE);
+    otherClock.now += 4_999;
+    assert.ok(await other.resolveSecretToken(ACTIVE, call), 'still cached');
+    otherClock.now += 1;
+    assert.equal(await other.resolveSecretToken(ACTIVE, call), undefined, 'refused after 5 s');
+    assert.equal(otherCalls.resolveScimToken, 2);
+  });
+
+  test('a lookup in flight when a revocation arrives is neither kept nor joined by later requests', async () => {
+    const { credentials, calls, revoke } = setup();
+    const before = credentials.resolveSecretToken(ACTIVE, call); // answered "active" by the fake before the revocation
+    revoke(ACTIVE);
+    await credentials.revoked('tok-active');
+    const after = credentials.resolveSecretToken(ACTIVE, call);
+    assert.ok(await before, 'the request that came before the revocation');
+    assert.equal(await after, undefined, 'a request after it asked again');
+    assert.equal(await credentials.resolveSecretToken(ACTIVE, call), undefined, 'the early answer was not cached');
+    assert.equal(calls.resolveScimToken, 2, 'the later answer (unknown) is what is remembered');
+  });
+
+  test('while revocations may be missed, every request asks the Users service, alone', async () => {
+    const feed = new FakeFeed();
+    const { credentials, calls, revoke } = setup({ revocations: feed });
+    assert.ok(await credentials.resolveSecretToken(ACTIVE, call));
+    assert.ok(await credentials.resolveSecretToken(ACTIVE, call));
+    assert.equal(calls.resolveScimToken, 1, 'cached while listening');
+    feed.setListening(false);
+    await Promise.all([1, 2, 3].map(() => credentials.resolveSecretToken(ACTIVE, call)));
+    assert.equal(calls.resolveScimToken, 4, 'one lookup per request, none shared');
+    revoke(ACTIVE); // another replica revoked it; this one heard nothing
+    assert.equal(await credentials.resolveSecretToken(ACTIVE, call), undefined, 'refused on the next request');
+    // Unknown secrets are still remembered: nothing revoked makes a secret valid.
+    await credentials.resolveSecretToken(secret('q'), call);
+    await credentials.resolveSecretToken(secret('q'), call);
+    assert.equal(calls.resolveScimToken, 6);
+    feed.setListening(true);
+    assert.ok(await credentials.resolveSecretToken(EXPIRING, call));
+    assert.ok(await credentials.resolveSecretToken(EXPIRING, call));
+    assert.equal(calls.resolveScimToken, 7, 'cached again once listening');
   });
 
   test('the bound is configurable up to 30 s; a token past its expiry is refused even while cached', async () => {
@@ -337,13 +398,16 @@ describe('/scim/v2 credentials', async () => {
     assert.equal(otherOrganization.headers['x-ratelimit-remaining'], first.headers['x-ratelimit-remaining']);
   });
 
-  test('invalid secret tokens count against the invalid-token limit of the address', async () => {
+  test('invalid secret tokens count against the address, which still gets its valid ones answered', async () => {
     const { server } = app(2);
     assert.equal((await get(server, secret('u'))).status, 401);
     assert.equal((await get(server, secret('v'))).status, 401);
-    const limited = await get(server, ACTIVE);
-    assert.equal(limited.status, 429, 'not judged while the address waits');
+    const limited = await get(server, secret('w'));
+    assert.equal(limited.status, 429, 'the address is over its limit: its refusals are 429s');
     assert.ok(Number(limited.headers['retry-after']) > 0);
+    assert.equal((await get(server, 'mscim_junk')).status, 429);
+    assert.equal((await get(server, ACTIVE)).status, 200, 'a valid secret token from the same address');
+    assert.equal((await get(server, await sign({ org_id: 'globex' }))).status, 200, 'a fresh client token too');
   });
 
   test('a token without scope scim: 403 insufficient_scope, whatever its organization', async () => {

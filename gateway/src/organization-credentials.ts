@@ -3,6 +3,7 @@ import type { usersV1 } from '@mileage/proto';
 import { isOrganizationId, timestampToMillis, type CallSettings, type PromiseClient } from '@mileage/runtime';
 import { createHash } from 'node:crypto';
 import type { Caller } from './auth';
+import { LocalRevocations, type RevocationFeed } from './scim-token-revocations';
 
 /**
  * Which organization a SCIM credential acts for (CONTRACT §7). A client-credentials JWT names it by a claim (the
@@ -27,7 +28,10 @@ export const SCIM_SECRET_PREFIX = 'mscim_';
 export const DEFAULT_ORGANIZATION_CLAIM = 'org_id';
 /** The claim Keycloak's Organizations feature writes: `["alias"]` or `{"alias": {…}}`. */
 export const KEYCLOAK_ORGANIZATION_CLAIM = 'organization';
-/** How long a replica keeps accepting a secret token without asking again (SCIM_TOKEN_CACHE_SECONDS), and its bound. */
+/**
+ * How long a replica keeps a resolved secret token while it hears revocations (SCIM_TOKEN_CACHE_SECONDS), and its
+ * bound: revocations reach the cache at once (scim-token-revocations.ts), this only bounds a lost announcement.
+ */
 export const DEFAULT_SCIM_TOKEN_CACHE_SECONDS = 5;
 export const MAX_SCIM_TOKEN_CACHE_SECONDS = 30;
 /** Unknown secrets are remembered this long, so a client retrying a wrong one costs no lookup each time. */
@@ -112,27 +116,43 @@ interface Entry<V> {
   until: number;
 }
 
-/** A bounded map of values that each expire at their own time; a lookup in flight is shared by its askers. */
+/**
+ * A bounded map of values that each expire at their own time; a lookup in flight is shared by its askers. `forget`
+ * also disowns the lookups in flight: their answers may predate what made the entries go, so they are not kept, and
+ * the askers that come after it start their own.
+ */
 class ExpiringCache<V> {
   private readonly entries = new Map<string, Entry<V>>();
   private readonly inFlight = new Map<string, Promise<V>>();
+  private generation = 0;
 
   constructor(private readonly now: () => number) {}
 
-  async get(key: string, load: () => Promise<{ value: V; ttlMs: number }>): Promise<V> {
+  /** `share`: join a lookup in flight for the key (false: this asker's own lookup, as fresh as can be). */
+  async get(key: string, load: () => Promise<{ value: V; ttlMs: number }>, share = true): Promise<V> {
     const entry = this.entries.get(key);
     if (entry && entry.until > this.now()) return entry.value;
     if (entry) this.entries.delete(key);
-    const pending = this.inFlight.get(key);
+    const pending = share ? this.inFlight.get(key) : undefined;
     if (pending) return pending;
-    const loading = load()
-      .then(({ value, ttlMs }) => {
-        if (ttlMs > 0) this.put(key, value, this.now() + ttlMs);
-        return value;
-      })
-      .finally(() => this.inFlight.delete(key));
-    this.inFlight.set(key, loading);
-    return loading;
+    const generation = this.generation;
+    const loading = load().then(({ value, ttlMs }) => {
+      if (ttlMs > 0 && generation === this.generation) this.put(key, value, this.now() + ttlMs);
+      return value;
+    });
+    if (!share) return loading;
+    const shared = loading.finally(() => {
+      if (this.inFlight.get(key) === shared) this.inFlight.delete(key);
+    });
+    this.inFlight.set(key, shared);
+    return shared;
+  }
+
+  /** Drops the entries `which` picks (all by default) and disowns every lookup in flight. */
+  forget(which: (value: V) => boolean = () => true): void {
+    this.generation++;
+    this.inFlight.clear();
+    for (const [key, entry] of this.entries) if (which(entry.value)) this.entries.delete(key);
   }
 
   private put(key: string, value: V, until: number): void {
@@ -150,8 +170,13 @@ export interface OrganizationCredentialsOptions {
   organizations: PromiseClient<usersV1.OrganizationsServiceClient>;
   /** SCIM_CLIENT_ORGANIZATIONS, parsed: client id → organization id or alias. */
   clientOrganizations?: ReadonlyMap<string, string>;
-  /** How long a replica may keep accepting a secret token without asking again (default 5, at most 30). */
+  /**
+   * How long a replica keeps a resolved secret token while `revocations` is listening (default 5, at most 30): the
+   * bound only for a revocation whose announcement was lost.
+   */
   tokenCacheSeconds?: number;
+  /** How revocations reach this replica; default: its own only (one gateway without Redis). */
+  revocations?: RevocationFeed;
   now?: () => number;
 }
 
@@ -161,6 +186,7 @@ export class OrganizationCredentials {
   private readonly tokenCacheMs: number;
   private readonly organizationsByReference: ExpiringCache<number | undefined>;
   private readonly secretTokens: ExpiringCache<ResolvedSecretToken | undefined>;
+  private readonly revocations: RevocationFeed;
 
   constructor(private readonly options: OrganizationCredentialsOptions) {
     this.now = options.now ?? Date.now;
@@ -170,6 +196,19 @@ export class OrganizationCredentials {
     this.tokenCacheMs = seconds * 1000;
     this.organizationsByReference = new ExpiringCache(this.now);
     this.secretTokens = new ExpiringCache(this.now);
+    this.revocations = options.revocations ?? new LocalRevocations();
+    this.revocations.subscribe((tokenId) =>
+      // Unknown secrets stay unknown whatever was revoked: the negative entries stay.
+      this.secretTokens.forget((token) => token !== undefined && (tokenId === undefined || token.tokenId === tokenId)),
+    );
+  }
+
+  /**
+   * A token the Users service has revoked: forgotten here at once and announced to the other replicas (resolves once
+   * they have been told, so the revocation's 204 comes after).
+   */
+  revoked(tokenId: string): Promise<void> {
+    return this.revocations.announce(tokenId);
   }
 
   /** The organization a `scim` caller acts for; undefined when it names none that exists. */
@@ -201,24 +240,35 @@ export class OrganizationCredentials {
 
   /**
    * The active token a SCIM secret is, or undefined for a malformed, unknown, revoked or expired one (alike). A
-   * token is asked for again at least every `tokenCacheSeconds`, so a revocation reaches every replica within that.
+   * resolved token is kept while this replica hears revocations (at most `tokenCacheSeconds`); while it cannot be
+   * sure it does, every request asks the Users service, alone (no shared lookup that may have started before a
+   * revocation).
    */
   resolveSecretToken(secret: string, call: CallSettings): Promise<ResolvedSecretToken | undefined> {
     if (!SCIM_SECRET_TOKEN.test(secret)) return Promise.resolve(undefined);
+    const trusted = this.revocations.listening();
     const digest = createHash('sha256').update(secret, 'utf8').digest();
     return this.secretTokens
-      .get(digest.toString('base64url'), async () => {
-        try {
-          const { token } = await this.options.organizations.resolveScimToken({ secretSha256: digest }, stripped(call));
-          if (!token) return { value: undefined, ttlMs: NEGATIVE_TOKEN_CACHE_MS };
-          const expiresAt = token.expireTime ? timestampToMillis(token.expireTime) : undefined;
-          const resolved = { tokenId: token.id, organizationId: token.organizationId, expiresAt };
-          return { value: resolved, ttlMs: Math.min(this.tokenCacheMs, (expiresAt ?? Infinity) - this.now()) };
-        } catch (err) {
-          if (isNotFound(err)) return { value: undefined, ttlMs: NEGATIVE_TOKEN_CACHE_MS };
-          throw err;
-        }
-      })
+      .get(
+        digest.toString('base64url'),
+        async () => {
+          try {
+            const { token } = await this.options.organizations.resolveScimToken(
+              { secretSha256: digest },
+              stripped(call),
+            );
+            if (!token) return { value: undefined, ttlMs: NEGATIVE_TOKEN_CACHE_MS };
+            const expiresAt = token.expireTime ? timestampToMillis(token.expireTime) : undefined;
+            const resolved = { tokenId: token.id, organizationId: token.organizationId, expiresAt };
+            const ttlMs = trusted ? Math.min(this.tokenCacheMs, (expiresAt ?? Infinity) - this.now()) : 0;
+            return { value: resolved, ttlMs };
+          } catch (err) {
+            if (isNotFound(err)) return { value: undefined, ttlMs: NEGATIVE_TOKEN_CACHE_MS };
+            throw err;
+          }
+        },
+        trusted,
+      )
       .then((token) => (token && token.expiresAt !== undefined && token.expiresAt <= this.now() ? undefined : token));
   }
 }

@@ -12,6 +12,7 @@ import type { Request, RequestHandler } from 'express';
 import type { Caller, TokenVerifier } from './auth';
 import type { AccountLoader } from './account-loader';
 import type { OrganizationShares } from './fair-share';
+import type { OrganizationCredentials } from './organization-credentials';
 import { POINT_COST } from './request-cost';
 import { guard } from './guard';
 import { HttpProblem, ValidationProblem, problemFromGrpc, type ValidationIssue } from './problems';
@@ -45,6 +46,8 @@ export interface V1Deps {
   endUserSigner?: EndUserSigner;
   /** Each organization's share of this replica (fair-share.ts); unset: no share is enforced. */
   shares?: OrganizationShares;
+  /** SCIM credentials: a revoked secret token is forgotten here and announced to the other replicas. */
+  credentials?: OrganizationCredentials;
 }
 
 /** A path or query parameter as the OpenAPI document declares it, written beside the code that validates it. */

@@ -49,6 +49,7 @@ import {
   RateLimits,
   TokenVerifier,
   type Readiness,
+  type RevocationFeed,
 } from '@mileage/gateway';
 import { checkAgainstOpenApi, recordResponses, type RecordedResponse } from './contract';
 
@@ -136,6 +137,10 @@ export interface Harness {
     actorAttestationSecret?: string;
     /** SCIM_TOKEN_CACHE_SECONDS (default 5). */
     scimTokenCacheSeconds?: number;
+    /** How SCIM token revocations reach the app (default: its own only, as one gateway without Redis). */
+    revocations?: RevocationFeed;
+    /** INVALID_TOKEN_BURST / INVALID_TOKENS_PER_MINUTE: the app gets a verifier of its own with this limit. */
+    invalidTokenLimit?: { burst: number; perMinute: number };
     /** Each organization's share of the app (GATEWAY_CAPACITY_UNITS, GATEWAY_ORGANIZATION_SHARE); default: none. */
     shares?: OrganizationShares;
     /** CURSOR_SECRET (default: one every app of the harness shares) and CURSOR_SECRET_PREVIOUS (default: none). */
@@ -395,7 +400,7 @@ export async function startHarness(): Promise<Harness> {
 
   const clients: { close(): void }[] = [];
   const recorded: RecordedResponse[] = [];
-  const verifier = new TokenVerifier({
+  const verifierOptions = {
     issuer: idp.issuer,
     audience: 'mileage-api',
     algorithms: ['RS256', 'PS256', 'ES256'],
@@ -403,7 +408,8 @@ export async function startHarness(): Promise<Harness> {
     userIdClaim: 'user_id',
     scopeClaim: 'scope',
     jwks: new URL(`${idp.issuer}/protocol/openid-connect/certs`),
-  });
+  };
+  const verifier = new TokenVerifier(verifierOptions);
 
   return {
     issuer: idp.issuer,
@@ -471,7 +477,9 @@ export async function startHarness(): Promise<Harness> {
         issuer: idp.issuer,
         logger,
         metrics,
-        verifier,
+        verifier: options.invalidTokenLimit
+          ? new TokenVerifier({ ...verifierOptions, invalidTokenLimit: options.invalidTokenLimit })
+          : verifier,
         rateLimits: new RateLimits({
           ...(options.redis ? { redis: options.redis } : {}),
           ...(options.rateLimitPrefix ? { keyPrefix: options.rateLimitPrefix } : {}),
@@ -484,6 +492,7 @@ export async function startHarness(): Promise<Harness> {
           organizations,
           clientOrganizations: parseClientOrganizations('mileage-scim=demo'),
           ...(options.scimTokenCacheSeconds !== undefined ? { tokenCacheSeconds: options.scimTokenCacheSeconds } : {}),
+          ...(options.revocations ? { revocations: options.revocations } : {}),
         }),
         groups,
         drives,

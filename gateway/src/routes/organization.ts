@@ -175,6 +175,8 @@ export const revokeScimToken: RouteSpec<string> = {
   handle: async (id, account, deps, call) => {
     requireOrganizationAdmin(account);
     await deps.organizations.revokeScimToken({ id, actor: actorOf(account), requestId: call.requestId ?? '' }, call);
+    // Before the 204: this replica forgets the token and every other one has been told (refused on the next request).
+    await deps.credentials?.revoked(id);
     return undefined;
   },
 };
