@@ -138,6 +138,10 @@ describe('the organization a token names', () => {
       { org_id: '' },
       { org_id: 'Not An Alias' },
       { org_id: true },
+      // Keycloak's claim holds aliases, and an alias has a letter: digits there name no organization (not the id).
+      { organization: ['2'] },
+      { organization: { '2': { id: 'a1b2' } } },
+      { org_id: '007' },
     ])
       assert.deepEqual(namedOrganization(claims, 'org_id'), { unusable: true }, JSON.stringify(claims));
     assert.equal(namedOrganization({ sub: 'x' }, 'org_id'), undefined);
@@ -159,6 +163,8 @@ describe('SCIM_CLIENT_ORGANIZATIONS', () => {
   test('a malformed pair or a client bound twice is refused', () => {
     assert.throws(() => parseClientOrganizations('mileage-scim'), /client=organization/);
     assert.throws(() => parseClientOrganizations('mileage-scim=Demo Org'), /client=organization/);
+    // Neither an id (leading zero) nor an alias (no letter).
+    assert.throws(() => parseClientOrganizations('mileage-scim=007'), /at least one of them a letter/);
     assert.throws(() => parseClientOrganizations('a=demo,a=globex'), /bound twice/);
   });
 });

@@ -1,6 +1,13 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { usersV1 } from '@mileage/proto';
-import { isOrganizationId, timestampToMillis, type CallSettings, type PromiseClient } from '@mileage/runtime';
+import {
+  isOrganizationId,
+  ORGANIZATION_ALIAS_PATTERN,
+  ORGANIZATION_ALIAS_RULE,
+  timestampToMillis,
+  type CallSettings,
+  type PromiseClient,
+} from '@mileage/runtime';
 import { createHash } from 'node:crypto';
 import type { Caller } from './auth';
 import { LocalRevocations, type RevocationFeed } from './scim-token-revocations';
@@ -41,7 +48,8 @@ const ORGANIZATION_CACHE_MS = 30_000;
 const UNKNOWN_ORGANIZATION_CACHE_MS = 5_000;
 const CACHE_ENTRIES = 10_000;
 
-const ALIAS = /^[a-z0-9-]{1,63}$/;
+// At least one letter: a reference of digits only is always an organization id.
+const ALIAS = ORGANIZATION_ALIAS_PATTERN;
 const REFERENCE_MAX_LENGTH = 63;
 
 /** An organization reference (an id or an alias) that could name one. */
@@ -81,7 +89,9 @@ export function parseClientOrganizations(text: string): Map<string, string> {
     .filter(Boolean)) {
     const match = /^([\w.:-]+)\s*=\s*(\S+)$/.exec(pair);
     if (!match || !isOrganizationReference(match[2]!))
-      throw new Error(`"${pair}" is not client=organization (an organization id or alias [a-z0-9-])`);
+      throw new Error(
+        `"${pair}" is not client=organization (an organization id, or an alias: ${ORGANIZATION_ALIAS_RULE})`,
+      );
     if (bindings.has(match[1]!)) throw new Error(`the client ${match[1]} is bound twice`);
     bindings.set(match[1]!, match[2]!);
   }

@@ -9,6 +9,8 @@ import { openDatabase } from './database';
 const EXPAND = '20261126100000_organizations.js';
 /** The expand migration after organizations: each SCIM write's attestation nonce. */
 const NONCE = '20261126200000_attestation_nonce.js';
+/** The expand migration that holds organization aliases to a letter (alias-migration.test.ts). */
+const ALIAS_LETTER = '20261128190000_organization_alias_letter.js';
 const CONTRACT = { directory: path.join(__dirname, 'migrations', 'contract'), tableName: 'knex_migrations_contract' };
 
 let testDb: TestDatabase;
@@ -38,7 +40,7 @@ after(async () => {
 
 test('expand: old rows join organization 1 with their lookup keys; an old replica keeps writing', async () => {
   const { applied } = await db.migrate({ phase: 'expand' });
-  assert.deepEqual(applied, [EXPAND, NONCE]);
+  assert.deepEqual(applied, [EXPAND, NONCE, ALIAS_LETTER]);
   const [row] = await db.knex('users').where({ id: 'Bef0000077' });
   assert.deepEqual(
     [row.organization_id, row.organization_admin, row.user_name_key, row.display_name_key],
@@ -80,6 +82,7 @@ test('contract, then both phases down and up again', async () => {
   );
   await db.knex.migrate.down(CONTRACT);
   await db.knex.migrate.down();
+  await db.knex.migrate.down();
   const { rows: nonces } = await db.knex.raw(
     `SELECT 1 FROM information_schema.columns WHERE table_schema = 'users' AND column_name = 'attestation_nonce'`,
   );
@@ -90,5 +93,10 @@ test('contract, then both phases down and up again', async () => {
   );
   assert.deepEqual(columns, []);
   assert.deepEqual(await db.knex('users').count<{ count: string }[]>('* as count'), [{ count: '12001' }]);
-  assert.deepEqual((await db.migrate()).applied, [EXPAND, NONCE, '20261126200000_organization_isolation.js']);
+  assert.deepEqual((await db.migrate()).applied, [
+    EXPAND,
+    NONCE,
+    ALIAS_LETTER,
+    '20261126200000_organization_isolation.js',
+  ]);
 });

@@ -3,9 +3,6 @@ import { dateToTimestamp, errors, type Knex, type TraceContext } from '@mileage/
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { sql } from './database';
 
-/** An organization's alias: what Keycloak's Organizations feature puts in its `organization` claim. */
-export const ORGANIZATION_ALIAS = /^[a-z0-9-]{1,63}$/;
-
 interface OrganizationRow {
   id: string;
   name: string;

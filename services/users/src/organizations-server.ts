@@ -3,8 +3,10 @@ import {
   acrossOrganizations,
   droppedReadAttempts,
   errors,
+  isOrganizationAlias,
   isOrganizationId,
   isUuid,
+  ORGANIZATION_ALIAS_RULE,
   readWithRetry,
   requireOrganization,
   timestampToMillis,
@@ -12,12 +14,7 @@ import {
   type Handlers,
   type ServiceRegistration,
 } from '@mileage/runtime';
-import {
-  ORGANIZATION_ALIAS,
-  OrganizationsRepository,
-  resolveScimToken,
-  ScimTokensRepository,
-} from './organizations-repo';
+import { OrganizationsRepository, resolveScimToken, ScimTokensRepository } from './organizations-repo';
 import { inCallOrganization, type UsersServerDeps } from './organization-context';
 import { UsersRepository } from './users-repo';
 import { requireUserId, textViolations } from './validation';
@@ -43,15 +40,15 @@ export function organizationsRegistration(deps: UsersServerDeps): ServiceRegistr
       const organization =
         key.$case === 'id'
           ? isOrganizationId(key.value) && (await organizations.get({ id: key.value }, ctx.trace))
-          : ORGANIZATION_ALIAS.test(key.value) && (await organizations.get({ alias: key.value }, ctx.trace));
+          : isOrganizationAlias(key.value) && (await organizations.get({ alias: key.value }, ctx.trace));
       if (!organization) throw errors.notFound('organization not found', 'ORGANIZATION_NOT_FOUND');
       return { organization };
     },
 
     async createOrganization(request, ctx) {
       const violations = textViolations('name', request.name.trim(), true);
-      if (!ORGANIZATION_ALIAS.test(request.alias))
-        violations.push({ field: 'alias', description: '1..63 characters [a-z0-9-]' });
+      if (!isOrganizationAlias(request.alias))
+        violations.push({ field: 'alias', description: ORGANIZATION_ALIAS_RULE });
       refuse(violations, 'organization');
       return { organization: await organizations.create(request.name.trim(), request.alias, ctx.trace) };
     },

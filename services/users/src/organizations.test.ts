@@ -57,6 +57,17 @@ describe('the Users process with organizations', () => {
       const bad = await rejection(suite.organizations.createOrganization({ name: '', alias: 'Upper_Case' }));
       assert.equal(bad.code, status.INVALID_ARGUMENT);
       assert.deepEqual(bad.fieldViolations.map((v) => v.field).sort(), ['alias', 'name']);
+      // Digits only (with hyphens or not) would read as an organization id in a claim: refused, nothing created.
+      for (const alias of ['2', '42', '1-800']) {
+        const digits = await rejection(suite.organizations.createOrganization({ name: 'Digits', alias }));
+        assert.equal(digits.code, status.INVALID_ARGUMENT, alias);
+        assert.deepEqual(
+          digits.fieldViolations.map((v) => [v.field, v.description]),
+          [['alias', '1..63 characters [a-z0-9-], at least one of them a letter']],
+        );
+      }
+      const withLetter = (await suite.organizations.createOrganization({ name: 'Digits', alias: '1-800-a' })).organization!;
+      assert.equal(withLetter.alias, '1-800-a');
     });
 
     test('a call that acts inside an organization and names none is refused', async () => {

@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { developmentGrpcConfig, ROOT } from './wiring';
 
 export const ORG_USAGE = [
-  'usage: npm run org -- create <alias> <name>      a new organization (alias: [a-z0-9-], what its tokens name)',
+  'usage: npm run org -- create <alias> <name>      a new organization (alias: [a-z0-9-], a letter in it)',
   '       npm run org -- admin <userId> on|off      make a user an organization admin of their organization, or not',
 ].join('\n');
 
