@@ -49,6 +49,20 @@ describe('problemFromGrpc: /v1 formats the platform table', () => {
     assert.deepEqual([other.status, other.type], [410, 'about:blank']);
   });
 
+  test("an organization over its share of a service's database gets 429 with Retry-After, not a 503", () => {
+    const problem = problemFromGrpc(
+      failed(
+        new AppError(status.RESOURCE_EXHAUSTED, "the organization's database share", {
+          reason: 'ORGANIZATION_SHARE_EXHAUSTED',
+          retryAfterMs: 1_000,
+        }),
+      ),
+    );
+    assert.ok(problem instanceof HttpProblem);
+    assert.deepEqual([problem.status, problem.headers], [429, { 'Retry-After': '1' }]);
+    assert.doesNotMatch(problem.detail, /database/);
+  });
+
   test('anything that is not a gRPC error is a plain 500', () => {
     const problem = problemFromGrpc(new Error('connect ECONNREFUSED 10.0.0.1:5432'));
     assert.ok(problem instanceof HttpProblem);

@@ -2,12 +2,17 @@
 // and to a role that owns nothing, as a service's runtime role is.
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import pg from 'pg';
 import knexFactory from 'knex';
 import { createDatabase, type Database } from './db';
 import { declaresOnBegin } from './declaring-client';
+import { AppError } from './errors';
+import { organizationLimits } from './organization-share';
 import {
   acrossOrganizations,
+  COSTLY_READ,
   inOrganization,
   organizationIsolationStatements,
   readAcrossOrganizations,
@@ -18,11 +23,13 @@ import {
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from './testing';
 
 let roles: SchemaRoles;
+let testUrl: string;
 let superuser: Database;
 let runtime: Database;
 
 before(async () => {
   const testDb = await createTestDatabase('tenancy');
+  testUrl = testDb.url;
   roles = await createSchemaRoles(testDb, 'tenancy');
   const open = (url: string) =>
     createDatabase({
@@ -250,4 +257,105 @@ test("the pool's connections pipeline (so that the BEGIN and the statement share
   } finally {
     await (runtime.knex.client as { releaseConnection(c: unknown): Promise<unknown> }).releaseConnection(connection);
   }
+});
+
+describe("an organization's share of a real pool (organization-share.ts)", () => {
+  let shared: Database;
+  let lockHolder: pg.Client;
+  /** Statements that wait until the test lets them go: the lock a test holds, taken shared inside the read. */
+  const LOCK = 4141;
+  const blocked = "SELECT pg_advisory_xact_lock_shared(4141), current_setting('mileage.organization_id', true) AS org";
+  const organizationOf = "SELECT current_setting('mileage.organization_id', true) AS org";
+
+  before(async () => {
+    shared = createDatabase({
+      url: testUrl,
+      schema: 'tenancy',
+      migrationsDirectory: path.join(__dirname, 'no-migrations'),
+      applicationName: 'tenancy-share-test',
+      poolMax: 4,
+      statementTimeoutMs: 5_000,
+      costlyStatementTimeoutMs: 150,
+      organizationShare: { perOrganization: 2, reserved: 1, waitMs: 100 },
+    });
+    lockHolder = new pg.Client({ connectionString: testUrl });
+    await lockHolder.connect();
+  });
+
+  after(async () => {
+    await lockHolder?.end();
+    await shared?.close();
+  });
+
+  test("a flood of one organization's reads leaves another's reads and the reads across organizations their connections", async () => {
+    const share = organizationLimits(shared.knex)!.share!;
+    await lockHolder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    let released = false;
+    try {
+      const flood = Array.from({ length: 8 }, () =>
+        readInOrganization(shared.knex, 1, (run) => run<{ org: string }>(blocked)),
+      );
+      flood.forEach((p) => p.catch(() => undefined));
+      // Two hold their share of the pool (blocked in PostgreSQL on the lock); six wait for a place.
+      assert.equal(share.inUse(1), 2);
+      assert.equal(share.waiters, 6);
+
+      // Answered while organization 1's reads still hold their connections.
+      const other = await readInOrganization(shared.knex, 2, (run) => run<{ org: string }>(organizationOf));
+      assert.deepEqual(other.rows, [{ org: '2' }]);
+      const written = await inOrganization(shared.knex, 3, async (trx) => (await trx.raw(organizationOf)).rows);
+      assert.deepEqual(written, [{ org: '3' }]);
+      const across = await readAcrossOrganizations(shared.knex, (run) =>
+        run<{ all: string }>("SELECT current_setting('mileage.all_organizations', true) AS all"),
+      );
+      assert.deepEqual(across.rows, [{ all: 'on' }]);
+      assert.equal(share.inUse(1), 2, 'organization 1 still holds its share: the others did not wait for it');
+
+      // The six past their wait are refused as over the share (429 with Retry-After), not left to time out.
+      const refused = await Promise.allSettled(flood.slice(2));
+      for (const outcome of refused) {
+        assert.equal(outcome.status, 'rejected');
+        const err = (outcome as PromiseRejectedResult).reason as AppError;
+        assert.ok(err instanceof AppError);
+        assert.equal(err.code, status.RESOURCE_EXHAUSTED);
+        assert.equal(err.details.reason, 'ORGANIZATION_SHARE_EXHAUSTED');
+        assert.ok(err.details.retryAfterMs! > 0);
+      }
+      await lockHolder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      released = true;
+      const served = await Promise.all(flood.slice(0, 2));
+      assert.deepEqual(
+        served.map((r) => r.rows[0]!.org),
+        ['1', '1'],
+      );
+      assert.equal(share.inUse(1), 0);
+    } finally {
+      if (!released) await lockHolder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+    }
+  });
+
+  test('a costly read past its shorter statement timeout is cancelled as QUERY_TOO_COSTLY; others keep the general one', async () => {
+    await lockHolder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    try {
+      await assert.rejects(
+        readInOrganization(shared.knex, 1, (run) => run(blocked), COSTLY_READ),
+        (err: unknown) =>
+          err instanceof AppError &&
+          err.code === status.RESOURCE_EXHAUSTED &&
+          err.details.reason === 'QUERY_TOO_COSTLY',
+      );
+    } finally {
+      await lockHolder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+    }
+    const timeout = (options?: typeof COSTLY_READ) =>
+      readInOrganization(
+        shared.knex,
+        1,
+        async (run) => (await run<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout,
+        options,
+      );
+    assert.equal(await timeout(COSTLY_READ), '150ms');
+    // SET LOCAL ended with the costly read's transaction: the pool's connections keep the general timeout.
+    for (let i = 0; i < 4; i++) assert.equal(await timeout(), '5s');
+  });
 });

@@ -44,6 +44,23 @@ describe('scimErrorFromGrpc: SCIM Error resources over the platform table', () =
     assert.doesNotMatch(error!.detail, /row/);
   });
 
+  test('an organization over its database share gets 429 with Retry-After; a list cancelled as too costly, tooMany', () => {
+    const share = new AppError(status.RESOURCE_EXHAUSTED, "this service's database share", {
+      reason: 'ORGANIZATION_SHARE_EXHAUSTED',
+      retryAfterMs: 1_000,
+    });
+    const busy = scimErrorFromGrpc(toStatusObject(share));
+    assert.deepEqual([busy?.status, busy?.headers['Retry-After'], busy?.scimType], [429, '1', undefined]);
+    assert.doesNotMatch(busy!.detail, /database/, 'no internals');
+    const costly = scimErrorFromGrpc(
+      toStatusObject(new AppError(status.RESOURCE_EXHAUSTED, 'cancelled at 2000 ms', { reason: 'QUERY_TOO_COSTLY' })),
+    );
+    assert.deepEqual([costly?.status, costly?.scimType], [400, 'tooMany']);
+    assert.match(costly!.detail, /narrower filter/);
+    // Without a reason, RESOURCE_EXHAUSTED is the platform's overload: 503.
+    assert.equal(scimErrorFromGrpc(toStatusObject(new AppError(status.RESOURCE_EXHAUSTED, 'x')))?.status, 503);
+  });
+
   test('not a gRPC error: left to the caller (a bug, logged by the gRPC server)', () => {
     assert.equal(scimErrorFromGrpc(new Error('boom')), undefined);
   });

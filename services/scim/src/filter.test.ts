@@ -1,6 +1,6 @@
 // Pure functions: filter text → tree (scim2-parse-filter) → the owner's typed Filter, and value filters on elements.
 import { filterV1 } from '@mileage/proto';
-import { MAX_FILTER_TERMS } from '@mileage/scim-domain';
+import { MAX_FILTER_COST, MAX_FILTER_TERMS, MULTI_VALUED_SCAN_COST } from '@mileage/scim-domain';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ScimError } from './errors';
@@ -94,6 +94,32 @@ describe('toOwnerFilter', () => {
     const terms = (n: number) => Array.from({ length: n }, (_, i) => `title eq "${i}"`).join(' or ');
     assert.doesNotThrow(() => owner(terms(MAX_FILTER_TERMS / 2)));
     invalidFilter(() => owner(terms(MAX_FILTER_TERMS)), new RegExp(`more than ${MAX_FILTER_TERMS} terms`));
+  });
+
+  test('the cost budget: what identity providers and the conformance suite send passes, scans of addresses do not', () => {
+    for (const text of [
+      'userName eq "bob@example.com"',
+      'externalId eq "00u1abcd"',
+      'id eq "AliceAdm01"',
+      'emails[type eq "work" and value eq "bob@example.com"]',
+      'emails.value eq "bob@example.com"',
+      'title sw "Dr" and name.familyName co "son"',
+      Array.from({ length: MAX_FILTER_TERMS - 1 }, (_, i) => `userName eq "u${i}"`).join(' or '),
+    ])
+      assert.doesNotThrow(() => owner(text), text);
+    for (const text of ['displayName eq "Fleet"', 'id eq "G1" and members[value eq "AliceAdm01"]'])
+      assert.doesNotThrow(() => owner(text, GROUP_RESOURCE.filter), text);
+    // 63 terms (64 with the or) are within the term limit: the cost refuses them, and says what to do.
+    const flood = Array.from({ length: 63 }, (_, i) => `emails.value co "user${i}@"`).join(' or ');
+    invalidFilter(
+      () => owner(flood),
+      new RegExp(`costs ${63 * MULTI_VALUED_SCAN_COST}, more than the ${MAX_FILTER_COST}`),
+    );
+    invalidFilter(() => owner(flood), /Split the filter into several requests/);
+    const valuePaths = Array.from({ length: 9 }, (_, i) => `emails[type eq "t${i}"]`).join(' or ');
+    invalidFilter(() => owner(valuePaths), /more than the 64/);
+    // An unknown attribute is told as unknown, however costly the rest.
+    invalidFilter(() => owner(`favouriteColour pr or ${flood.replace(/ or [^]*$/, '')}`), /Unknown attribute/);
   });
 });
 
