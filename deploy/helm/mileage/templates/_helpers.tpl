@@ -107,6 +107,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if gt (int $worst) (int $v.postgres.connectionBudget) -}}
 {{- fail (printf "PostgreSQL connections: worst case %d (postgres.poolMax %d × (%s) + 2 for a migration Job) exceeds postgres.connectionBudget %d. Lower poolMax or the HPA maxima, raise the budget with max_connections, or put PgBouncer in front (docs/operations-helm.md)." (int $worst) (int $v.postgres.poolMax) (join ", " $parts) (int $v.postgres.connectionBudget)) -}}
 {{- end -}}
+{{- if ge (int $v.postgres.reservedConnections) (int $v.postgres.poolMax) -}}
+{{- fail (printf "postgres.reservedConnections %d must be fewer than postgres.poolMax %d: the rest of the pool is what organizations share." (int $v.postgres.reservedConnections) (int $v.postgres.poolMax)) -}}
+{{- end -}}
 {{- if lt (mul $v.shutdownTimeoutSeconds 1000) (int64 $v.gateway.requestTimeoutMs) -}}
 {{- fail (printf "shutdownTimeoutSeconds %d is shorter than gateway.requestTimeoutMs %d: a draining gateway would cut requests it admitted. Raise the drain or lower the timeout." (int $v.shutdownTimeoutSeconds) (int64 $v.gateway.requestTimeoutMs)) -}}
 {{- end -}}
