@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import { test } from 'node:test';
-import {
-  ATTESTED_HEADERS,
-  attestActor,
-  verifyActorAttestation,
-  type AttestedRequest,
-} from './attestation';
+import { ATTESTED_HEADERS, attestActor, verifyActorAttestation, type AttestedRequest } from './attestation';
 
 const request = (body: Uint8Array, headers: Record<string, string> = {}): AttestedRequest => ({
   actor: 'okta-client',

@@ -75,8 +75,7 @@ export type AttestationCheck =
   /**
    * `nonce` is the one use of this attestation: refuse it again until `expiresAtMs`, after which the window refuses it.
    */
-  | { ok: true; version: 'v2'; nonce: string; expiresAtMs: number }
-  | { ok: false; reason: string };
+  { ok: true; version: 'v2'; nonce: string; expiresAtMs: number } | { ok: false; reason: string };
 
 /**
  * The ErrorInfo reasons of a call refused for its attestation (UNAUTHENTICATED). The gateway answers each 503: its own

@@ -4,7 +4,18 @@ import { isOrganizationAlias } from './ids';
 import { isOrganizationId } from './tenancy';
 
 test('an alias has 1..63 of [a-z0-9-] and at least one letter', () => {
-  for (const alias of ['demo', 'globex', 'a', 'z', 'acme-2', '2-acme', '123a', '-x-', 'a'.repeat(63), `${'9'.repeat(62)}q`])
+  for (const alias of [
+    'demo',
+    'globex',
+    'a',
+    'z',
+    'acme-2',
+    '2-acme',
+    '123a',
+    '-x-',
+    'a'.repeat(63),
+    `${'9'.repeat(62)}q`,
+  ])
     assert.equal(isOrganizationAlias(alias), true, alias);
   for (const value of ['', '2', '42', '007', '-', '---', '1-2', 'Demo', 'a_b', 'a b', 'é', 'a'.repeat(64), 7, null])
     assert.equal(isOrganizationAlias(value), false, String(value));

@@ -66,7 +66,8 @@ describe('the Users process with organizations', () => {
           [['alias', '1..63 characters [a-z0-9-], at least one of them a letter']],
         );
       }
-      const withLetter = (await suite.organizations.createOrganization({ name: 'Digits', alias: '1-800-a' })).organization!;
+      const withLetter = (await suite.organizations.createOrganization({ name: 'Digits', alias: '1-800-a' }))
+        .organization!;
       assert.equal(withLetter.alias, '1-800-a');
     });
 
