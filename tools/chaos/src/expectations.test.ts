@@ -150,18 +150,29 @@ describe('recovered', () => {
 });
 
 describe('a SCIM secret token rotated and revoked across both gateways', () => {
-  const held = { firstServed: true, overlapServed: true, refusedAfterMs: { a: 40, b: 4_900 }, survivorServed: true };
-  test('holds when both gateways refuse the revoked token within the bound and the new one keeps working', () => {
-    assert.deepEqual(secretTokenProblems(held, 6_000), []);
+  const held = {
+    firstServed: true,
+    overlapServed: true,
+    firstAfterRevocation: { a: 401, b: 401 },
+    refusedAfterMs: { a: 3, b: 4 },
+    survivorServed: true,
+  };
+  test('holds when both gateways refuse the first request after the 204 and the new one keeps working', () => {
+    assert.deepEqual(secretTokenProblems(held), []);
   });
 
-  test('names a gateway that refused too late or never, and a broken overlap', () => {
+  test('names a gateway that served the revoked token after the 204 (and for how long), and a broken overlap', () => {
     assert.deepEqual(
-      secretTokenProblems({ ...held, overlapServed: false, refusedAfterMs: { a: 7_000, b: undefined } }, 6_000),
+      secretTokenProblems({
+        ...held,
+        overlapServed: false,
+        firstAfterRevocation: { a: 200, b: 200 },
+        refusedAfterMs: { a: 4_900, b: undefined },
+      }),
       [
         'the old and the new token were not both served during the rotation',
-        'gateway A refused it only after 7000 ms',
-        'gateway B still served the revoked token',
+        'gateway A answered the first request after the 204 with 200; refused it only after 4900 ms',
+        'gateway B answered the first request after the 204 with 200 and still served the revoked token',
       ],
     );
   });

@@ -1,5 +1,6 @@
-// SCIM secret tokens across the two gateways: minted by an organization admin on one gateway, used on both, rotated
-// with overlap (a second token while the first still works), the first revoked: how long each gateway still takes it.
+// SCIM secret tokens across the two gateways: minted by an organization admin on one gateway, used on both (so both
+// have it cached), rotated with overlap (a second token while the first still works), the first revoked on gateway A:
+// what each gateway answers the first request after the DELETE's 204 (CONTRACT §7: refused on the very next request).
 import type { ReplicaId } from './stack';
 
 export interface SecretTokenRun {
@@ -7,6 +8,8 @@ export interface SecretTokenRun {
   firstServed: boolean;
   /** Whether both tokens worked on both gateways at once (the overlap of a rotation). */
   overlapServed: boolean;
+  /** Per gateway: the status of the first request with the revoked token after the revocation's 204 (both at once). */
+  firstAfterRevocation: Record<ReplicaId, number>;
   /** Per gateway: ms from the revocation's 204 to its first 401 for the revoked token (undefined: never within the wait). */
   refusedAfterMs: Record<ReplicaId, number | undefined>;
   /** Whether the second token still worked on both gateways after the first was refused. */
@@ -39,7 +42,10 @@ async function mint(url: string, adminToken: string, name: string): Promise<{ id
   return (await res.json()) as { id: string; token: string };
 }
 
-/** The whole sequence; waits for each gateway's 401 at most `waitMs` after the revocation (polling every 100 ms). */
+/**
+ * The whole sequence; after the first request past the revocation, waits for a gateway that still served the token at
+ * most `waitMs` (polling every 100 ms), to say how late it refused it.
+ */
 export async function exerciseSecretTokens(
   gateways: Record<ReplicaId, string>,
   adminToken: string,
@@ -55,7 +61,13 @@ export async function exerciseSecretTokens(
   });
   if (revoke.status !== 204) throw new Error(`revoking a SCIM token: ${revoke.status} ${await revoke.text()}`);
   const revokedAt = Date.now();
-  const refusedAfterMs: SecretTokenRun['refusedAfterMs'] = { a: undefined, b: undefined };
+  const [atA, atB] = await Promise.all([status(gateways.a, first.token), status(gateways.b, first.token)]);
+  const firstAfterRevocation = { a: atA, b: atB };
+  // Past the first request: how late a gateway that still served it refused it (for the report).
+  const refusedAfterMs: SecretTokenRun['refusedAfterMs'] = {
+    a: atA === 401 ? Date.now() - revokedAt : undefined,
+    b: atB === 401 ? Date.now() - revokedAt : undefined,
+  };
   while (Date.now() - revokedAt < waitMs && Object.values(refusedAfterMs).some((v) => v === undefined)) {
     for (const id of ['a', 'b'] as const)
       if (refusedAfterMs[id] === undefined && (await status(gateways[id], first.token)) === 401)
@@ -63,5 +75,5 @@ export async function exerciseSecretTokens(
     await sleep(100);
   }
   const survivorServed = await servedEverywhere(gateways, [second.token]);
-  return { firstServed, overlapServed, refusedAfterMs, survivorServed };
+  return { firstServed, overlapServed, firstAfterRevocation, refusedAfterMs, survivorServed };
 }
