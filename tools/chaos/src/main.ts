@@ -1,7 +1,7 @@
 // `npm run chaos`: the fault suite. Two replicas of each service and two gateways on loopback under steady load, then
 // one fault after the other — a rolling restart, a key rotation, dropped database connections, a PostgreSQL restart, a
 // frozen replica, Redis stopped, the identity provider's JWKS down — each judged against what docs/operations.md
-// promises. Prints the table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (a quick check; CI runs the full suite).
+// promises; and one organization's flood beside another's ordinary load (the noisy neighbour). Prints the table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (a quick check; CI runs the full suite).
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { MAX_RECONNECT_BACKOFF_MS } from '@mileage/runtime';
@@ -17,6 +17,14 @@ import {
   serviceFrozen,
   unknownKeyWhileJwksDown,
 } from './expectations';
+import {
+  judgeNoisyNeighbour,
+  noisyNeighbourAccounts,
+  noisyNeighbourRows,
+  formatVerdict,
+  runNoisyNeighbour,
+  seedNoisyNeighbours,
+} from './noisy-neighbour';
 import { playRoguePod, type RogueRun } from './rogue';
 import { rotationSteps } from './rotation';
 import { exerciseSecretTokens } from './scim-tokens';
@@ -35,6 +43,7 @@ import {
   GATEWAY_TIMING,
   httpOk,
   SCIM_TOKEN_CACHE_SECONDS,
+  SCOPES,
   SERVICES,
   startChaosStack,
   type ChaosStack,
@@ -47,7 +56,7 @@ const { values } = parseArgs({
     short: { type: 'boolean', default: false },
     concurrency: { type: 'string', default: '12' },
     /**
-     * Some faults only, by key: tokens, rogue, rolling, rotation, drops, postgres, freeze, redis, jwks (the baseline always
+     * Some faults only, by key: tokens, noisy, rogue, rolling, rotation, drops, postgres, freeze, redis, jwks (the baseline always
      * runs). `--short` leaves out rotation (three rolling restarts: over a minute) unless it is named here.
      */
     only: { type: 'string' },
@@ -55,7 +64,18 @@ const { values } = parseArgs({
     logs: { type: 'string' },
   },
 });
-const FAULTS = ['tokens', 'rogue', 'rolling', 'rotation', 'drops', 'postgres', 'freeze', 'redis', 'jwks'] as const;
+const FAULTS = [
+  'tokens',
+  'noisy',
+  'rogue',
+  'rolling',
+  'rotation',
+  'drops',
+  'postgres',
+  'freeze',
+  'redis',
+  'jwks',
+] as const;
 const only = values.only?.split(',').map((f) => f.trim());
 const unknown = only?.filter((f) => !(FAULTS as readonly string[]).includes(f));
 if (unknown?.length) {
@@ -69,9 +89,23 @@ const wanted = (fault: (typeof FAULTS)[number]) =>
   only ? only.includes(fault) : !(short && LONG_FAULTS.includes(fault));
 /** Seconds of each phase: the short mode's for CI, the full run's for the documented table. */
 const T = short
-  ? { baseline: 3, afterRoll: 2, drops: 4, dropEvery: 1.5, pgDown: 2, freeze: 3, redisDown: 3, jwksDown: 3, after: 2 }
+  ? {
+      baseline: 3,
+      noisyQuiet: 3,
+      noisyFlood: 4,
+      afterRoll: 2,
+      drops: 4,
+      dropEvery: 1.5,
+      pgDown: 2,
+      freeze: 3,
+      redisDown: 3,
+      jwksDown: 3,
+      after: 2,
+    }
   : {
       baseline: 10,
+      noisyQuiet: 10,
+      noisyFlood: 18,
       afterRoll: 5,
       drops: 15,
       dropEvery: 3,
@@ -94,10 +128,29 @@ const RECOVERY_MS = 5_000;
 
 const log = (msg: string) => process.stderr.write(`[chaos ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/**
+ * The noisy neighbour: the quiet organization's requests a second, the noisy one's in flight (the issue measured 20
+ * concurrent SCIM lists), a bound on them, and its organization's size (Globex's in the issue: 2,400 users).
+ */
+const NOISY = {
+  quietRate: 25,
+  noisyConcurrency: 20,
+  noisyMaxRequests: 20_000,
+  retryPauseCapMs: 500,
+  seed: { noisyUsers: 2_400, noisyDrives: 8_000 },
+};
 
 async function main(): Promise<void> {
   log(`starting the stack (${short ? 'short' : 'full'} run)`);
-  const stack = await startChaosStack({ users: 400, drives: 8_000, log, logDir: values.logs });
+  // The noisy neighbour's organizations are seeded when its row runs; their users sign in at the stack's provider.
+  const noisyAccounts = noisyNeighbourAccounts();
+  const stack = await startChaosStack({
+    users: 400,
+    drives: 8_000,
+    log,
+    logDir: values.logs,
+    accounts: noisyAccounts,
+  });
   // Ctrl-C: every process of the stack stopped and the work folder removed, as at the end of a run.
   process.once('SIGINT', () => void stack.stop().finally(() => process.exit(130)));
   let load: Load | undefined;
@@ -108,7 +161,7 @@ async function main(): Promise<void> {
     endpoints.watch(200);
     load = new Load(endpoints, mixOf(stack));
     load.start(Number(values.concurrency));
-    const samples = load.samples;
+    let samples = load.samples;
     const phase = async (
       fault: string,
       expectation: Expectation,
@@ -159,6 +212,43 @@ async function main(): Promise<void> {
         notes: problems,
       });
       log(`  revoked token refused after ${JSON.stringify(run.refusedAfterMs)} ms: ${problems.join('; ') || 'pass'}`);
+    }
+
+    if (wanted('noisy')) {
+      // Two organizations of their own, the main load paused (it keeps the machine busy: its neighbour's p99 would say
+      // little); the quiet one alone, then beside the noisy one's flood.
+      await settle(samples);
+      log('noisy neighbour: seeding a quiet and a noisy organization');
+      const targets = await seedNoisyNeighbours(stack.adminUrl, stack.issuer, noisyAccounts, NOISY.seed, SCOPES);
+      await load.stop();
+      log(`fault: noisy neighbour (${T.noisyQuiet} s quiet alone, then ${T.noisyFlood} s beside the flood)`);
+      const run = await runNoisyNeighbour({
+        targets,
+        gateways: gatewayUrls,
+        quietSeconds: T.noisyQuiet,
+        floodSeconds: T.noisyFlood,
+        quietRate: NOISY.quietRate,
+        noisyConcurrency: NOISY.noisyConcurrency,
+        noisyMaxRequests: NOISY.noisyMaxRequests,
+        retryPauseCapMs: NOISY.retryPauseCapMs,
+        timeoutMs: 10_000,
+      });
+      load = new Load(endpoints, mixOf(stack));
+      load.start(Number(values.concurrency));
+      samples = load.samples;
+      const verdict = judgeNoisyNeighbour(run);
+      rows.push(...noisyNeighbourRows(verdict));
+      for (const line of formatVerdict(verdict).split('\n')) log(`  ${line}`);
+      if (verdict.quietProblems.length || verdict.noisyProblems.length) {
+        // The answers nobody should get (a 429 or 400 of the noisy organization may be as promised).
+        const failed = run.samples.filter((s) => !is2xx(s) && s.status !== 429 && s.status !== 400);
+        const notable = everyReplica(stack).flatMap((replica) =>
+          replica
+            .notable(run.quietPhase.from - 1_000, run.floodPhase.to + 1_000)
+            .map((line) => ({ replica: replica.name, line })),
+        );
+        for (const line of failureEvidence(failed, notable, run.floodPhase.from)) log(`  ${line}`);
+      }
     }
 
     if (wanted('rogue')) {
