@@ -533,8 +533,8 @@ export class UsersRepository {
 
   /**
    * Inserts a user; a caller's `id` is kept unless it is taken. Taken by a user of this organization (deleted ones
-   * too): ALREADY_EXISTS. Taken by another organization's user, which this organization must not learn about: the
-   * user gets a fresh id, as when the caller sends none (CONTRACT §4, "otherwise the server assigns one").
+   * too): ALREADY_EXISTS. Taken by another organization's user: a fresh id. Only the operator's own callers (seeding,
+   * tests) send one: SCIM ignores a sent id, as keeping a free one would tell which ids exist elsewhere (CONTRACT §7).
    */
   async create(user: usersV1.User, audit?: scimAuditV1.ProvisioningAudit, trace?: TraceContext): Promise<usersV1.User> {
     for (let attempt = 0; ; attempt++) {
