@@ -95,7 +95,6 @@ async function main(): Promise<void> {
   const rules = values.smoke ? { ...NOISY_RULES, maxP99Ratio: Infinity } : NOISY_RULES;
   const verdict = judgeNoisyNeighbour(run, rules);
   process.stdout.write(`${formatVerdict(verdict, rules)}\n`);
-  if (values.smoke) process.stdout.write('(a smoke run: the p99 ratio is not judged)\n');
   process.exit(verdict.quietProblems.length || verdict.noisyProblems.length ? 1 : 0);
 }
 

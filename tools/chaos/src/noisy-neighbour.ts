@@ -447,7 +447,7 @@ export function formatVerdict(verdict: NoisyVerdict, rules: NoisyRules = NOISY_R
   return [
     `quiet organization alone:        ${describe(verdict.quietAlone)}`,
     `quiet organization, flood beside: ${describe(verdict.quietBeside)}`,
-    `  p99 ratio ${verdict.p99Ratio} (at most ${rules.maxP99Ratio})`,
+    `  p99 ratio ${verdict.p99Ratio} (${Number.isFinite(rules.maxP99Ratio) ? `at most ${rules.maxP99Ratio}` : 'not judged'})`,
     `noisy organization:              ${describe(verdict.noisy)}`,
     ...[...verdict.quietProblems, ...verdict.noisyProblems].map((p) => `  problem: ${p}`),
     `verdict: ${pass ? 'pass' : 'FAIL'}`,
