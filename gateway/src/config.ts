@@ -44,7 +44,10 @@ export const configSchema = commonConfigSchema.extend({
         return z.NEVER;
       }
     }),
-  /** How long a replica keeps accepting a SCIM secret token without asking again: the documented revocation bound. */
+  /**
+   * How long a replica keeps a resolved SCIM secret token while it hears revocations (Redis pub/sub; without REDIS_URL
+   * its own): revocations reach it at once, this bounds only one whose announcement was lost.
+   */
   SCIM_TOKEN_CACHE_SECONDS: z.coerce
     .number()
     .int()
@@ -55,7 +58,10 @@ export const configSchema = commonConfigSchema.extend({
   OIDC_REQUIRE_TYP_AT_JWT: env.boolean(false),
   /** Tokens issued (`iat`) longer ago are refused even when their `exp` is far ahead. */
   OIDC_MAX_TOKEN_AGE_SECONDS: env.positiveInt(24 * 3600),
-  /** Invalid tokens one client address may send at once, then at this rate, before the gateway answers 429 unchecked. */
+  /**
+   * Invalid tokens one client address group (an IPv4 address, an IPv6 /64) may send at once, then at this rate, before
+   * its further invalid ones are answered 429 instead of 401; its valid tokens are always answered.
+   */
   INVALID_TOKEN_BURST: env.positiveInt(20),
   INVALID_TOKENS_PER_MINUTE: env.positiveInt(60),
   USERS_ADDRESS: env.target('127.0.0.1:50051'),

@@ -344,7 +344,7 @@ const ORGANIZATION_OPERATIONS: Record<string, OperationDoc> = {
     operationId: 'revokeScimToken',
     summary: '(+) Revoke a SCIM secret token',
     description:
-      'Refused from the next request on, on every gateway replica within the token cache bound (`SCIM_TOKEN_CACHE_SECONDS`, 5 s by default, at most 30 s). Recorded in the provisioning trail.',
+      'Refused from the very next request on, on every gateway replica: the 204 comes after every replica has been told. Recorded in the provisioning trail.',
     access: ORGANIZATION_ACCESS,
     success: { description: 'Revoked.' },
     responses: { '404': scimTokenNotFound },

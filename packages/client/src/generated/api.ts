@@ -283,7 +283,7 @@ export interface paths {
         post?: never;
         /**
          * (+) Revoke a SCIM secret token
-         * @description Refused from the next request on, on every gateway replica within the token cache bound (`SCIM_TOKEN_CACHE_SECONDS`, 5 s by default, at most 30 s). Recorded in the provisioning trail.
+         * @description Refused from the very next request on, on every gateway replica: the 204 comes after every replica has been told. Recorded in the provisioning trail.
          *
          *     **Scope** `organization_manage` · **Rate limit** 30 requests per minute per caller (this route). Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.
          */
