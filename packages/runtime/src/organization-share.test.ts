@@ -104,6 +104,30 @@ describe('OrganizationShare', () => {
     assert.deepEqual(order, ['C', 'A']);
   });
 
+  test('a place A gives back goes to B holding as many as A then holds, though A waited longer', async () => {
+    const s = share({ poolSize: 3, perOrganization: 2, reserved: 0, waitMs: 10_000 });
+    const a1 = gate();
+    const rest = gate();
+    const aHeld = [s.run(1, a1.work), s.run(1, rest.work)];
+    const bHeld = s.run(2, rest.work);
+    await turn();
+    const order: string[] = [];
+    const aNext = s.run(1, async () => void order.push('A'));
+    const bNext = s.run(2, async () => {
+      order.push('B');
+      await rest.work();
+    });
+    await turn();
+    a1.open();
+    await aHeld[0];
+    await turn();
+    assert.deepEqual(order, ['B'], "A's freed place went to B (1 held) before A's older waiter (A then held 1 too)");
+    assert.deepEqual([s.inUse(1), s.inUse(2), s.waiters], [1, 2, 1]);
+    rest.open();
+    await Promise.all([aHeld[1], bHeld, aNext, bNext]);
+    assert.deepEqual(order, ['B', 'A']);
+  });
+
   test('nested work of the same organization takes no second place (no wait on itself)', async () => {
     const s = share({ perOrganization: 1, waitMs: 10 });
     const inner = await s.run(1, () => s.run(1, async () => s.inUse(1)));

@@ -166,17 +166,22 @@ export class OrganizationShare {
     else this.held.delete(organizationId);
     this.total--;
     this.gauges?.inUse.set({ pool: this.options.pool, organization: String(organizationId) }, n);
-    this.grantWaiting();
+    this.grantWaiting(organizationId);
   }
 
-  /** The freed place goes to the eligible waiter whose organization holds the fewest; among equals, the oldest. */
-  private grantWaiting(): void {
+  /**
+   * The freed place goes to the eligible waiter whose organization holds the fewest, the releasing organization
+   * counted with the place it gives back (so a flood does not take its own place straight back from a neighbour
+   * holding as many); among equals, the oldest.
+   */
+  private grantWaiting(releasedBy: number): void {
+    const weight = (organizationId: number) => this.inUse(organizationId) + (organizationId === releasedBy ? 1 : 0);
     while (this.total < this.capacity) {
       let best = -1;
       for (let i = 0; i < this.waiting.length; i++) {
         const w = this.waiting[i]!;
         if (!this.eligible(w.organizationId)) continue;
-        if (best < 0 || this.inUse(w.organizationId) < this.inUse(this.waiting[best]!.organizationId)) best = i;
+        if (best < 0 || weight(w.organizationId) < weight(this.waiting[best]!.organizationId)) best = i;
       }
       if (best < 0) return;
       this.waiting.splice(best, 1)[0]!.grant();

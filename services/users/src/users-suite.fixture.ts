@@ -48,7 +48,8 @@ export function user(overrides: Partial<usersV1.User> = {}): usersV1.User {
   };
 }
 
-export function usersSuite(prefix: string) {
+/** `runtimeOptions`: more of the service pool's options (its size, the organizations' share, the timeouts). */
+export function usersSuite(prefix: string, runtimeOptions: Omit<Parameters<typeof openDatabase>[0], 'url'> = {}) {
   const suite = {
     /** The superuser's pool: sees every organization's rows (checks of what the service wrote). */
     admin: undefined as unknown as Database,
@@ -70,7 +71,7 @@ export function usersSuite(prefix: string) {
     suite.roles = await createSchemaRoles(testDb, 'users', { rolePrefix: prefix });
     owner = openDatabase({ url: suite.roles.urlOf(suite.roles.owner) });
     await owner.migrate({ runtimeRole: suite.roles.runtime.role });
-    suite.runtime = openDatabase({ url: suite.roles.urlOf(suite.roles.runtime) });
+    suite.runtime = openDatabase({ url: suite.roles.urlOf(suite.roles.runtime), ...runtimeOptions });
     suite.admin = openDatabase({ url: testDb.url });
     server = await startGrpcServer({
       address: '127.0.0.1:0',
