@@ -53,8 +53,11 @@ export const databaseConfigShape = {
   DATABASE_RUNTIME_ROLE: z.string().min(1).optional(),
   DATABASE_POOL_MAX: env.positiveInt(10),
   DATABASE_STATEMENT_TIMEOUT_MS: env.positiveInt(5_000),
-  /** The statement timeout of the reads that can be costly (SCIM lists and filters, drive pages). */
-  DATABASE_COSTLY_STATEMENT_TIMEOUT_MS: env.positiveInt(2_000),
+  /**
+   * The statement timeout of the reads that can be costly (SCIM lists and filters, drive pages): each of their
+   * statements, so a list of two (count, page) stays within the callers' deadlines (gateway 2 s, SCIM service 3 s).
+   */
+  DATABASE_COSTLY_STATEMENT_TIMEOUT_MS: env.positiveInt(1_000),
   /** Connections of the pool one organization may hold at once (organization-share.ts); default half the pool. */
   DATABASE_ORGANIZATION_MAX_CONNECTIONS: z.coerce.number().int().positive().optional(),
   /** Connections kept for the work across organizations (callers' account reads, relays); default a quarter. */
