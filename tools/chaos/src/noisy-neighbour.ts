@@ -322,11 +322,11 @@ export interface NoisyVerdict {
 export interface NoisyRules {
   /** The quiet organization's p99 beside the flood may be at most this many times its p99 alone. */
   maxP99Ratio: number;
-  /** Fewer quiet answers in a phase than this and its p99 says nothing: the run itself failed. */
+  /** Fewer quiet answers in a phase than this and its p99 is only its maximum: the run itself failed. */
   minQuietSamples: number;
 }
 
-export const NOISY_RULES: NoisyRules = { maxP99Ratio: 3, minQuietSamples: 20 };
+export const NOISY_RULES: NoisyRules = { maxP99Ratio: 3, minQuietSamples: 100 };
 
 const is2xx = (s: Sample) => s.status >= 200 && s.status < 300;
 const statusKey = (s: Sample) =>
