@@ -147,6 +147,13 @@ describe('judgeNoisyNeighbour', () => {
     assert.deepEqual(verdict.quietProblems, []);
     assert.deepEqual(verdict.noisyProblems, []);
   });
+
+  test('a quiet answer still in flight when the flood began counts in neither phase', () => {
+    const verdict = judgeNoisyNeighbour(run(10, [quiet(9_990, 3_000), quiet(9_995, 2_000)]));
+    assert.equal(verdict.quietAlone.count, 100);
+    assert.equal(verdict.quietAlone.p99Ms, 10);
+    assert.equal(verdict.quietBeside.count, 100);
+  });
 });
 
 describe('the scenario', () => {

@@ -357,11 +357,14 @@ export function noisyAnswerAccepted(s: NoisySample): boolean {
   return s.status === 400 && s.route.startsWith('SCIM');
 }
 
-/** Judges one run: the samples that started in each phase, each organization on its own terms. */
+/**
+ * Judges one run, each organization on its own terms: the quiet answers received before the flood began ("alone": one
+ * still in flight then is in neither phase) and those sent during it, the noisy answers sent during it.
+ */
 export function judgeNoisyNeighbour(run: NoisyRun, rules: NoisyRules = NOISY_RULES): NoisyVerdict {
   const inPhase = (org: Organization, phase: { from: number; to: number }) =>
     run.samples.filter((s) => s.organization === org && s.startedAt >= phase.from && s.startedAt < phase.to);
-  const alone = inPhase('quiet', run.quietPhase);
+  const alone = inPhase('quiet', run.quietPhase).filter((s) => s.endedAt <= run.floodPhase.from);
   const beside = inPhase('quiet', run.floodPhase);
   const noisy = inPhase('noisy', run.floodPhase);
   const quietAlone = figuresOf(alone);
