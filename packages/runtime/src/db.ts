@@ -103,6 +103,16 @@ function knexLog(logger: Logger): Knex.Config['log'] {
   };
 }
 
+/** Counts the costly reads cancelled at their statement timeout, by pool and organization id (bounded by customers). */
+function costlyCancellations(metrics: Metrics, pool: string): (organizationId: string) => void {
+  const counter = metrics.counter({
+    name: 'db_costly_reads_cancelled_total',
+    help: 'Costly reads (SCIM lists, drive pages) cancelled at DATABASE_COSTLY_STATEMENT_TIMEOUT_MS, by pool and organization id.',
+    labelNames: ['pool', 'organization'] as const,
+  });
+  return (organization) => counter.inc({ pool, organization });
+}
+
 /** One knex instance per service, confined to the service's own schema. */
 export function createDatabase(options: DatabaseOptions): Database {
   const statementTimeout = options.statementTimeoutMs ?? 5_000;
@@ -143,6 +153,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   const share = options.organizationShare;
   setOrganizationLimits(knex, {
     ...(options.costlyStatementTimeoutMs ? { costlyStatementTimeoutMs: options.costlyStatementTimeoutMs } : {}),
+    ...(options.metrics && { costlyCancelled: costlyCancellations(options.metrics, options.schema) }),
     ...(share && {
       share: new OrganizationShare({
         poolSize: poolMax,

@@ -204,6 +204,8 @@ export interface OrganizationLimits {
   share?: OrganizationShare;
   /** statement_timeout of a costly read (readInOrganization with COSTLY_READ), in milliseconds. */
   costlyStatementTimeoutMs?: number;
+  /** Told of each costly read cancelled at that timeout (a metric). */
+  costlyCancelled?: (organizationId: string) => void;
 }
 
 const limitsOf = new WeakMap<Knex, OrganizationLimits>();

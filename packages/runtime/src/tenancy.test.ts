@@ -9,6 +9,7 @@ import knexFactory from 'knex';
 import { createDatabase, type Database } from './db';
 import { declaresOnBegin } from './declaring-client';
 import { AppError } from './errors';
+import { Metrics } from './metrics';
 import { organizationLimits } from './organization-share';
 import {
   acrossOrganizations,
@@ -262,6 +263,7 @@ test("the pool's connections pipeline (so that the BEGIN and the statement share
 describe("an organization's share of a real pool (organization-share.ts)", () => {
   let shared: Database;
   let lockHolder: pg.Client;
+  const metrics = new Metrics('tenancy-share-test');
   /** Statements that wait until the test lets them go: the lock a test holds, taken shared inside the read. */
   const LOCK = 4141;
   const blocked = "SELECT pg_advisory_xact_lock_shared(4141), current_setting('mileage.organization_id', true) AS org";
@@ -276,6 +278,7 @@ describe("an organization's share of a real pool (organization-share.ts)", () =>
       poolMax: 4,
       statementTimeoutMs: 5_000,
       costlyStatementTimeoutMs: 150,
+      metrics,
       organizationShare: { perOrganization: 2, reserved: 1, waitMs: 100 },
     });
     lockHolder = new pg.Client({ connectionString: testUrl });
@@ -347,6 +350,10 @@ describe("an organization's share of a real pool (organization-share.ts)", () =>
     } finally {
       await lockHolder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
     }
+    assert.match(
+      await metrics.registry.metrics(),
+      /db_costly_reads_cancelled_total\{[^}]*pool="tenancy"[^}]*organization="1"[^}]*\} 1/,
+    );
     const timeout = (options?: typeof COSTLY_READ) =>
       readInOrganization(
         shared.knex,

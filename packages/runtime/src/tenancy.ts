@@ -232,7 +232,8 @@ function lightRead<T>(
   work: (statements: ReadStatements) => Promise<T>,
   options: LightReadOptions,
 ) {
-  const costlyTimeoutMs = options.costly ? organizationLimits(knex)?.costlyStatementTimeoutMs : undefined;
+  const limits = options.costly ? organizationLimits(knex) : undefined;
+  const costlyTimeoutMs = limits?.costlyStatementTimeoutMs;
   const begin = beginDeclaring(declaration, ' READ ONLY', costlyTimeoutMs);
   const attempt = readWithRetry(async () => {
     const client = clientOf(knex);
@@ -271,6 +272,7 @@ function lightRead<T>(
   if (costlyTimeoutMs === undefined) return attempt;
   return attempt.catch((err: unknown) => {
     if ((err as { code?: unknown }).code !== QUERY_CANCELED) throw err;
+    limits?.costlyCancelled?.(declaration.value);
     throw queryTooCostly(costlyTimeoutMs);
   });
 }
