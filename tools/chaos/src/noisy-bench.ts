@@ -33,8 +33,24 @@ const { values } = parseArgs({
     /** The noisy organization's requests in flight. */
     concurrency: { type: 'string', default: '20' },
     'noisy-users': { type: 'string', default: '2400' },
+    help: { type: 'boolean', default: false },
   },
 });
+if (values.help) {
+  process.stdout.write(`npm run bench:noisy [-- options]: one organization's flood beside another's ordinary load.
+  (no --url)            start the chaos stack, seed a quiet and a noisy organization, run, stop
+  --url URL             against a running npm start (Demo Org quiet, Globex noisy; loopback only)
+  --issuer URL          its identity provider (default http://127.0.0.1:8081/realms/mileage)
+  --noisy-users N       Globex provisioned through SCIM up to N noisy-<n> users first (default 2400)
+  --quiet-seconds S     the quiet organization alone (default 10; 20 with --url)
+  --flood-seconds S     then beside the flood (default 20)
+  --quiet-rate R        its requests a second (default 25; 6 with --url, within its per-caller limits)
+  --concurrency N       the noisy organization's requests in flight (default 20)
+  --smoke               2 s + 3 s, statuses judged, the p99 ratio printed only
+Exits 1 when the verdict fails (docs/operations.md, "Faults, measured", item 10).
+`);
+  process.exit(0);
+}
 
 const log = (msg: string) => process.stderr.write(`[bench:noisy ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
