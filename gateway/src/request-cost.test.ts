@@ -17,6 +17,8 @@ describe('request cost', () => {
     assert.equal(scimRequestCost('HEAD', '/Groups', ''), 2);
     assert.equal(list({ filter: 'userName eq "bob@example.com"' }), 2);
     assert.equal(list({ count: '500' }), 7);
+    // A count above the largest page is answered with the largest page.
+    assert.equal(list({ count: '100000' }), 7);
     assert.equal(list({ count: 'lots' }), 2);
     // A scan of a multi-valued attribute is a unit; patterns and lookups on single-valued ones are less.
     assert.equal(list({ filter: 'emails.value CO "a" or emails.value sw "b" or title pr' }), 4);

@@ -1,4 +1,4 @@
-import { filterCost, MAX_FILTER_COST, MULTI_VALUED_SCAN_COST } from '@mileage/scim-domain';
+import { filterCost, MAX_FILTER_COST, MAX_RESULTS, MULTI_VALUED_SCAN_COST } from '@mileage/scim-domain';
 
 /**
  * What a request costs in a replica's share units (fair-share.ts): a point read or a write is 1; a list costs more by
@@ -26,7 +26,9 @@ export function scimRequestCost(method: string, path: string, queryString: strin
   if ((method !== 'GET' && method !== 'HEAD') || !SCIM_LIST_PATH.test(path)) return POINT_COST;
   const query = new URLSearchParams(queryString);
   const count = Number(query.get('count') ?? '');
-  const pageUnits = Number.isSafeInteger(count) && count > 0 ? Math.floor(count / SCIM_RESOURCES_PER_UNIT) : 0;
+  // The SCIM service answers at most MAX_RESULTS a page, whatever the count asked.
+  const page = Number.isSafeInteger(count) && count > 0 ? Math.min(count, MAX_RESULTS) : 0;
+  const pageUnits = Math.floor(page / SCIM_RESOURCES_PER_UNIT);
   const filter = query.get('filter');
   const cost = filter ? filterCost(filter) : undefined;
   // A filter the SCIM service refuses (unparsable, over its budget) is answered 400 before any statement runs.
