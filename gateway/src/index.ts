@@ -14,10 +14,5 @@ export {
   parseClientOrganizations,
   type OrganizationCredentialsOptions,
 } from './organization-credentials';
-export {
-  LocalRevocations,
-  RedisRevocations,
-  REVOCATIONS_CHANNEL,
-  type RevocationFeed,
-} from './scim-token-revocations';
+export { LocalRevocations, RedisRevocations, REVOCATIONS_CHANNEL, type RevocationFeed } from './scim-token-revocations';
 export { addressGroup } from './auth';
