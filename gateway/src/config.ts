@@ -88,11 +88,13 @@ export const configSchema = commonConfigSchema.extend({
   /** Pause between two rounds of dependency checks (gRPC health of each service, Redis ping). */
   DEPENDENCY_CHECK_INTERVAL_MS: env.positiveInt(2_000),
   /**
-   * Cost units one replica serves at once (fair-share.ts: a point read is 1, a drive page of 1,000 is 5, a SCIM list 2
-   * plus its unindexed filter terms): the capacity each organization's share is a part of.
+   * Cost units one replica serves at once (request-cost.ts: a point read is 1, a page of 100 reported drives 26, a
+   * SCIM list of 100 15): the capacity each organization's share is a part of.
    */
-  GATEWAY_CAPACITY_UNITS: env.positiveInt(64),
-  /** The most one organization may hold of a replica's capacity, as a fraction (1: the whole replica). */
+  GATEWAY_CAPACITY_UNITS: env.positiveInt(256),
+  /** Cost units one replica serves in a second: its gateway's 1 CPU serves ~2,250 point reads a second. */
+  GATEWAY_CAPACITY_UNITS_PER_SECOND: env.positiveInt(2_000),
+  /** The most one organization may take of either while another is active, as a fraction (1: the whole replica). */
   GATEWAY_ORGANIZATION_SHARE: z.coerce.number().gt(0).max(1).default(0.25),
   /** Multiplies every per-minute limit; for load tests only. */
   RATE_LIMIT_MULTIPLIER: z.coerce.number().positive().default(1),

@@ -1,35 +1,66 @@
 import { Metrics } from '@mileage/runtime';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { OrganizationShares } from './fair-share';
+import { ACTIVE_WINDOW_MS, OrganizationShares } from './fair-share';
 import { HttpProblem } from './problems';
 
-const refused = (run: () => unknown) =>
+const refused = (run: () => unknown, retryAfter = '1') =>
   assert.throws(run, (err: unknown) => {
     assert.ok(err instanceof HttpProblem);
     assert.equal(err.status, 429);
-    assert.equal(err.headers['Retry-After'], '1');
+    assert.equal(err.headers['Retry-After'], retryAfter);
     return true;
   });
 
-describe('OrganizationShares', () => {
-  test('an organization holds at most its share; another gets in meanwhile', () => {
+/** A clock the test moves. */
+function clock(start = 1_000_000) {
+  let now = start;
+  return { now: () => now, advance: (ms: number) => void (now += ms) };
+}
+
+describe('OrganizationShares in flight', () => {
+  test('while another organization is active, one holds at most its share; the other gets in', () => {
     const shares = new OrganizationShares({ capacity: 20, organizationShare: 0.25 });
     assert.equal(shares.perOrganization, 5);
+    const other = shares.admit(2, 1);
     const held = [1, 2, 3, 4, 5].map(() => shares.admit(1, 1));
     refused(() => shares.admit(1, 1));
-    const other = shares.admit(2, 3);
-    assert.equal(shares.holding(2), 3);
+    const otherAgain = shares.admit(2, 3);
+    assert.equal(shares.holding(2), 4);
     held[0]!();
     const again = shares.admit(1, 1);
     assert.equal(shares.holding(1), 5);
-    [again, ...held.slice(1), other].forEach((release) => release());
+    [again, ...held.slice(1), other, otherAgain].forEach((release) => release());
     assert.equal(shares.holding(1), 0);
     assert.equal(shares.holding(2), 0);
   });
 
+  test('an organization alone on the replica is bounded by no share (one organization behaves as without shares)', () => {
+    const time = clock();
+    const shares = new OrganizationShares({ capacity: 8, unitsPerSecond: 8, organizationShare: 0.25, now: time.now });
+    const releases = Array.from({ length: 20 }, () => shares.admit(1, 5));
+    assert.equal(shares.holding(1), 20 * 2);
+    releases.forEach((release) => release());
+    // Another organization that was active long enough ago no longer counts.
+    shares.admit(2, 1)();
+    time.advance(ACTIVE_WINDOW_MS);
+    shares.admit(1, 1)();
+  });
+
+  test('an organization admitted within the last second counts as active, though it holds nothing now', () => {
+    const time = clock();
+    const shares = new OrganizationShares({ capacity: 8, organizationShare: 0.25, now: time.now });
+    shares.admit(2, 1)();
+    const held = [shares.admit(1, 1), shares.admit(1, 1)];
+    refused(() => shares.admit(1, 1));
+    time.advance(ACTIVE_WINDOW_MS);
+    const alone = shares.admit(1, 1);
+    [...held, alone].forEach((release) => release());
+  });
+
   test('a cost counts in units, and a request dearer than the share takes the whole share, alone', () => {
     const shares = new OrganizationShares({ capacity: 32, organizationShare: 0.25 });
+    const other = shares.admit(2, 1);
     const costly = shares.admit(7, 65);
     assert.equal(shares.holding(7), 8);
     refused(() => shares.admit(7, 1));
@@ -39,6 +70,7 @@ describe('OrganizationShares', () => {
     refused(() => shares.admit(7, 4));
     shares.admit(7, 3)();
     partial();
+    other();
   });
 
   test('giving units back twice gives them back once', () => {
@@ -64,23 +96,65 @@ describe('OrganizationShares', () => {
     refused(() => shares.admit(3, 1));
     [noisy, quiet, quietAgain, third].forEach((release) => release());
   });
+});
 
-  test('in-flight units and refusals are metrics per organization', async () => {
+describe('OrganizationShares per second', () => {
+  test('while another is active, an organization spends at most its share a second; the other is not charged', () => {
+    const time = clock();
+    // 40 units a second an organization.
+    const shares = new OrganizationShares({
+      capacity: 1_000,
+      unitsPerSecond: 160,
+      organizationShare: 0.25,
+      now: time.now,
+    });
+    assert.equal(shares.perSecond, 40);
+    shares.admit(2, 1)();
+    for (let i = 0; i < 4; i++) shares.admit(1, 10)();
+    refused(() => shares.admit(1, 10));
+    assert.equal(shares.holding(1), 0, 'a refused request holds nothing');
+    shares.admit(2, 30)();
+    // A quarter of a second refills 10 units.
+    time.advance(250);
+    shares.admit(1, 10)();
+    refused(() => shares.admit(1, 1));
+  });
+
+  test('alone, spending is counted into debt, so a flood meeting a neighbour waits up to a second', () => {
+    const time = clock();
+    const shares = new OrganizationShares({ capacity: 1_000, unitsPerSecond: 40, organizationShare: 1, now: time.now });
+    for (let i = 0; i < 10; i++) shares.admit(1, 40)();
+    // The neighbour arrives: the flood owes a second's worth (the debt is bounded), so its next 40 units wait 2 s.
+    shares.admit(2, 1)();
+    refused(() => shares.admit(1, 40), '2');
+    // A request dearer than a second's share is counted as the share.
+    time.advance(2_000);
+    shares.admit(2, 1)();
+    shares.admit(1, 500)();
+  });
+});
+
+describe('OrganizationShares metrics and settings', () => {
+  test('in-flight units and refusals are metrics per organization and reason', async () => {
     const metrics = new Metrics('gateway');
-    const shares = new OrganizationShares({ capacity: 4, organizationShare: 0.5, metrics });
+    const shares = new OrganizationShares({ capacity: 4, unitsPerSecond: 6, organizationShare: 0.5, metrics });
+    const other = shares.admit(9, 1);
     const release = shares.admit(3, 2);
     refused(() => shares.admit(3, 1));
     const text = await metrics.registry.metrics();
     assert.match(text, /gateway_organization_in_flight_units\{[^}]*organization="3"[^}]*\} 2/);
-    assert.match(
-      text,
-      /gateway_organization_share_refusals_total\{[^}]*organization="3",reason="organization_share"[^}]*\} 1/,
-    );
+    assert.match(text, /gateway_organization_share_refusals_total\{[^}]*organization="3",reason="in_flight"[^}]*\} 1/);
     release();
+    refused(() => shares.admit(3, 2));
+    assert.match(
+      await metrics.registry.metrics(),
+      /gateway_organization_share_refusals_total\{[^}]*organization="3",reason="per_second"[^}]*\} 1/,
+    );
     assert.match(
       await metrics.registry.metrics(),
       /gateway_organization_in_flight_units\{[^}]*organization="3"[^}]*\} 0/,
     );
+    other();
   });
 
   test('settings out of range are refused', () => {

@@ -130,6 +130,7 @@ async function main(): Promise<void> {
     rateLimits: new RateLimits({ ...(redis ? { redis } : {}), multiplier: config.RATE_LIMIT_MULTIPLIER }),
     shares: new OrganizationShares({
       capacity: config.GATEWAY_CAPACITY_UNITS,
+      unitsPerSecond: config.GATEWAY_CAPACITY_UNITS_PER_SECOND,
       organizationShare: config.GATEWAY_ORGANIZATION_SHARE,
       metrics,
     }),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { drivePageCost, POINT_COST, scimRequestCost } from './request-cost';
+import { POINT_COST, reportedDrivesPageCost, scimRequestCost, userDrivesPageCost } from './request-cost';
 
 const list = (query: Record<string, string>) => scimRequestCost('GET', '/Users', new URLSearchParams(query).toString());
 
@@ -12,36 +12,38 @@ describe('request cost', () => {
     assert.equal(scimRequestCost('GET', '/ServiceProviderConfig', ''), POINT_COST);
   });
 
-  test('a SCIM list costs more by its page and its unindexed filter terms', () => {
-    assert.equal(scimRequestCost('GET', '/users/', ''), 2);
-    assert.equal(scimRequestCost('HEAD', '/Groups', ''), 2);
-    assert.equal(list({ filter: 'userName eq "bob@example.com"' }), 2);
-    assert.equal(list({ count: '500' }), 7);
-    // A count above the largest page is answered with the largest page.
-    assert.equal(list({ count: '100000' }), 7);
-    assert.equal(list({ count: 'lots' }), 2);
-    // A scan of a multi-valued attribute is a unit; patterns and lookups on single-valued ones are less.
-    assert.equal(list({ filter: 'emails.value CO "a" or emails.value sw "b" or title pr' }), 4);
-    assert.equal(list({ filter: 'emails[value ew "x" and type eq "work"] or nickName pr' }), 4);
-    assert.equal(list({ filter: 'userName sw "a" or displayName co "b" or externalId eq "c"' }), 2);
+  test('a SCIM list costs by its page: the default 100, at most the largest page the service answers', () => {
+    assert.equal(scimRequestCost('GET', '/users/', ''), 2 + 13);
+    assert.equal(scimRequestCost('HEAD', '/Groups', 'count=10'), 2 + 2);
+    assert.equal(list({ count: '500' }), 2 + 63);
+    assert.equal(list({ count: '100000' }), 2 + 63);
+    assert.equal(list({ count: 'lots' }), 2 + 13);
   });
 
-  test('an operator word inside a compared value is no term', () => {
-    assert.equal(list({ filter: 'displayName eq "a co b" or title eq "x pr"' }), 2);
+  test("a SCIM list's filter adds half its database cost: nothing much for a lookup, 4 a scan", () => {
+    assert.equal(list({ count: '1', filter: 'userName eq "bob@example.com"' }), 2 + 1 + 0);
+    // A lookup renders one resource at most, whatever its count.
+    assert.equal(list({ filter: 'userName eq "bob@example.com"' }), 2 + 1 + 0);
+    assert.equal(list({ filter: 'displayName co "Bob"' }), 2 + 13 + 1);
+    assert.equal(list({ count: '1', filter: 'emails.value co "a" or emails.value sw "b"' }), 2 + 1 + 8);
+    assert.equal(list({ count: '1', filter: 'emails[value ew "x" and type eq "work"]' }), 2 + 1 + 8);
+    // An operator word inside a compared value is no term.
+    assert.equal(list({ count: '1', filter: 'displayName eq "a co b"' }), 2 + 1 + 0);
   });
 
-  test('a filter the SCIM service refuses is priced as a bare list: it is answered 400 before any statement', () => {
+  test('a filter the SCIM service refuses is priced as its bare list: it is answered 400 before any statement', () => {
     const filter = Array.from({ length: 63 }, (_, i) => `emails.value co "user${i}"`).join(' or ');
     assert.equal(list({ filter }), 2);
-    assert.equal(list({ filter: 'userName eq' }), 2);
-    const eight = Array.from({ length: 8 }, (_, i) => `emails.value co "user${i}"`).join(' or ');
-    assert.equal(list({ filter: eight }), 10);
+    // Unparsable: the SCIM service answers 400, but priced as what it would be if it were not.
+    assert.equal(list({ count: '1', filter: 'userName eq' }), 3);
   });
 
-  test('a drive page costs one unit up to 249 drives and five at 1,000', () => {
-    assert.equal(drivePageCost(1), 1);
-    assert.equal(drivePageCost(100), 1);
-    assert.equal(drivePageCost(250), 2);
-    assert.equal(drivePageCost(1000), 5);
+  test("drive pages cost by their size, a team's reported drives four times a user's own", () => {
+    assert.equal(userDrivesPageCost(20), 3);
+    assert.equal(userDrivesPageCost(100), 8);
+    assert.equal(userDrivesPageCost(1000), 68);
+    assert.equal(reportedDrivesPageCost(20), 6);
+    assert.equal(reportedDrivesPageCost(100), 26);
+    assert.equal(reportedDrivesPageCost(1000), 251);
   });
 });

@@ -13,7 +13,7 @@ import { driveListParameters, parseDriveListParams, type DriveListParams } from 
 import { HttpProblem, type ValidationIssue } from '../problems';
 import { toDriverSchema } from '../schemas';
 import { RenderedJson, type RouteSpec, type V1Deps } from '../v1';
-import { drivePageCost } from '../request-cost';
+import { reportedDrivesPageCost, userDrivesPageCost } from '../request-cost';
 import { groupIdParameter, requireGroupAdmin, validateGroupIdParam } from './groups';
 import { userIdParameter, validateUserIdParam } from './users';
 
@@ -148,7 +148,7 @@ export const listUserDrives: RouteSpec<ListInput & { id: string }> = {
   path: '/v1/users/{user_id}/drives',
   scope: 'drives_read',
   perMinute: 20,
-  cost: (input) => drivePageCost(input.params.limit),
+  cost: (input) => userDrivesPageCost(input.params.limit),
   parameters: [userIdParameter, ...driveListParameters(true)],
   response: 'GetDrivesResponse',
   validate: (req, { deps }) =>
@@ -177,7 +177,7 @@ export const listGroupReportedDrives: RouteSpec<ListInput & { id: number }> = {
   path: '/v1/groups/{group_id}/reported-drives',
   scope: 'groups_read_reported_drives',
   perMinute: 60,
-  cost: (input) => drivePageCost(input.params.limit),
+  cost: (input) => reportedDrivesPageCost(input.params.limit),
   parameters: [groupIdParameter, ...driveListParameters(false)],
   response: 'GetReportedDrivesResponse',
   validate: (req, { deps }) =>
@@ -214,7 +214,7 @@ export const listAllReportedDrives: RouteSpec<ListInput> = {
   path: '/v1/drives',
   scope: 'groups_read_reported_drives',
   perMinute: 60,
-  cost: (input) => drivePageCost(input.params.limit),
+  cost: (input) => reportedDrivesPageCost(input.params.limit),
   parameters: driveListParameters(false),
   response: 'GetReportedDrivesResponse',
   deprecatedSince: '2026-11-22T00:00:00Z',

@@ -160,12 +160,14 @@ export async function startBenchStack(options: {
       extra: {
         // Tracing on, as deployed (http/protobuf, 10 %), into a sink that counts and, when asked, records.
         all: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` },
-        // The load is one organization's, up to 64 connections: neither its rate limits nor its share of a replica
-        // refuse it (the share's bookkeeping still runs on every request).
+        // The load is one organization's (alone: no share bounds it), or a hundred's SCIM lookups at up to 64
+        // connections: neither their rate limits nor their shares of a replica refuse them (the share's bookkeeping
+        // still runs on every request).
         gateway: {
           RATE_LIMIT_MULTIPLIER: '1000000',
           GATEWAY_ORGANIZATION_SHARE: '1',
           GATEWAY_CAPACITY_UNITS: '1000000',
+          GATEWAY_CAPACITY_UNITS_PER_SECOND: '100000000',
         },
       },
     });
