@@ -62,3 +62,12 @@ test("a loader reads its view: a caller's account by default, what a driver show
   await new AccountLoader(users, USER_VIEW_DRIVER).load('A000000001', { organizationId: 1 });
   assert.deepEqual(views, [usersV1.UserView.USER_VIEW_ACCOUNT, USER_VIEW_DRIVER]);
 });
+
+test('a loader remembers the organization of each user it read, for the next request of that user', async () => {
+  const { users } = recordingUsers();
+  const loader = new AccountLoader(users);
+  assert.equal(loader.knownOrganization('B000000001'), undefined);
+  await Promise.all([loader.load('A000000001', {}), loader.load('B000000001', {}), loader.load('Z000000000', {})]);
+  assert.equal(loader.knownOrganization('A000000001'), 1);
+  assert.equal(loader.knownOrganization('B000000001'), 2);
+});

@@ -34,6 +34,11 @@ interface Batch {
  */
 export class AccountLoader {
   private readonly turns = new PerTurnGroups<Batch>((batches) => this.flush(batches));
+  /**
+   * The organization of each user read lately (a user's organization never changes): what a request's share of a
+   * replica is counted against before its account is read (fair-share.ts). Bounded; the oldest read leave first.
+   */
+  private readonly organizations = new Map<string, number>();
 
   constructor(
     private readonly users: PromiseClient<usersV1.UsersServiceClient>,
@@ -49,6 +54,20 @@ export class AccountLoader {
       if (waiters) waiters.push({ resolve, reject });
       else batch.waiters.set(userId, [{ resolve, reject }]);
     });
+  }
+
+  /** The organization a user read before belongs to; undefined for one not read lately. */
+  knownOrganization(userId: string): number | undefined {
+    return this.organizations.get(userId);
+  }
+
+  private remember(user: usersV1.User): void {
+    if (!(user.organizationId > 0) || this.organizations.has(user.id)) return;
+    this.organizations.set(user.id, user.organizationId);
+    if (this.organizations.size > REMEMBERED_ORGANIZATIONS) {
+      const oldest = this.organizations.keys().next().value;
+      if (oldest !== undefined) this.organizations.delete(oldest);
+    }
   }
 
   private flush(batches: Batch[]): void {
@@ -67,6 +86,10 @@ export class AccountLoader {
 
   private async fetch(ids: string[], call: CallSettings): Promise<Map<string, usersV1.User>> {
     const { users } = await this.users.batchGetUsers({ ids, view: this.view }, call);
+    for (const user of users) this.remember(user);
     return new Map(users.map((u) => [u.id, u]));
   }
 }
+
+/** Users whose organization a loader remembers (a few MB at most). */
+const REMEMBERED_ORGANIZATIONS = 100_000;

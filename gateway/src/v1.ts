@@ -124,12 +124,20 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
       requestId: res.locals.requestId as string,
       trace: res.locals.trace as TraceContext | undefined,
     };
-    const account = await loadAccount(caller, deps, call);
-    // From here on every call acts inside the caller's organization (the one place /v1 sets it).
-    const organizationId = account.user.organizationId;
-    const release = deps.shares?.admit(organizationId, spec.cost?.(parsed.input) ?? POINT_COST);
+    const cost = spec.cost?.(parsed.input) ?? POINT_COST;
+    // A caller whose organization is known is counted before its account is read: a refusal then asks nothing of the
+    // services (an organization over its share would otherwise still load the Users service with account reads).
+    const known = caller.userId === undefined ? undefined : deps.accounts.knownOrganization(caller.userId);
+    let release = known === undefined ? undefined : deps.shares?.admit(known, cost);
     let result: unknown;
     try {
+      const account = await loadAccount(caller, deps, call);
+      // From here on every call acts inside the caller's organization (the one place /v1 sets it).
+      const organizationId = account.user.organizationId;
+      if (organizationId !== known) {
+        release?.();
+        release = deps.shares?.admit(organizationId, cost);
+      }
       result = await spec.handle(parsed.input, account, deps, {
         ...call,
         organizationId,
