@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { MAX_RECONNECT_BACKOFF_MS } from '@mileage/runtime';
+import { ACTIVE_WINDOW_MS } from '@mileage/gateway/fair-share';
 import pg from 'pg';
 import { Endpoints, Load, type Request } from './load';
 import {
@@ -235,6 +236,9 @@ async function main(): Promise<void> {
         retryPauseCapMs: NOISY.retryPauseCapMs,
         timeoutMs: 10_000,
       });
+      // The row's organizations count as active on a gateway for ACTIVE_WINDOW_MS after their last request, and while
+      // they do the main load — one organization's closed loop, far above any share — would be held to its share.
+      await sleep(ACTIVE_WINDOW_MS);
       load = new Load(endpoints, mixOf(stack));
       load.start(Number(values.concurrency));
       samples = load.samples;
