@@ -106,6 +106,7 @@ describe('OrganizationShares per second', () => {
       capacity: 1_000,
       unitsPerSecond: 160,
       organizationShare: 0.25,
+      burstSeconds: 1,
       now: time.now,
     });
     assert.equal(shares.perSecond, 40);
@@ -114,19 +115,49 @@ describe('OrganizationShares per second', () => {
     refused(() => shares.admit(1, 10));
     assert.equal(shares.holding(1), 0, 'a refused request holds nothing');
     shares.admit(2, 30)();
-    // A quarter of a second refills 10 units.
+    // A quarter of a second refills 10 units: enough to start a request dearer than that, which runs into debt.
     time.advance(250);
-    shares.admit(1, 10)();
+    shares.admit(1, 30)();
     refused(() => shares.admit(1, 1));
+    // The debt (20 units) is paid in half a second, and a unit more refills in 25 ms.
+    time.advance(500);
+    refused(() => shares.admit(1, 1));
+    time.advance(25);
+    shares.admit(1, 1)();
+  });
+
+  test('a page dearer than a second of the share runs once the bucket has anything left, then its debt is paid', () => {
+    const time = clock();
+    const shares = new OrganizationShares({
+      capacity: 1_000,
+      unitsPerSecond: 40,
+      organizationShare: 1,
+      burstSeconds: 1,
+      now: time.now,
+    });
+    shares.admit(2, 1)();
+    shares.admit(1, 3)();
+    shares.admit(1, 251)();
+    // At most a second's debt: 40 units, paid in a second.
+    refused(() => shares.admit(1, 1), '1');
+    time.advance(1_001);
+    shares.admit(2, 1)();
+    shares.admit(1, 1)();
   });
 
   test('alone, spending is counted into debt, so a flood meeting a neighbour waits up to a second', () => {
     const time = clock();
-    const shares = new OrganizationShares({ capacity: 1_000, unitsPerSecond: 40, organizationShare: 1, now: time.now });
+    const shares = new OrganizationShares({
+      capacity: 1_000,
+      unitsPerSecond: 40,
+      organizationShare: 1,
+      burstSeconds: 1,
+      now: time.now,
+    });
     for (let i = 0; i < 10; i++) shares.admit(1, 40)();
-    // The neighbour arrives: the flood owes a second's worth (the debt is bounded), so its next 40 units wait 2 s.
+    // The neighbour arrives: the flood owes a second's worth (the debt is bounded), so it waits a second.
     shares.admit(2, 1)();
-    refused(() => shares.admit(1, 40), '2');
+    refused(() => shares.admit(1, 40), '1');
     // A request dearer than a second's share is counted as the share.
     time.advance(2_000);
     shares.admit(2, 1)();
@@ -134,10 +165,39 @@ describe('OrganizationShares per second', () => {
   });
 });
 
+describe('OrganizationShares burst', () => {
+  test('by default a bucket holds four seconds of the share: a large page and the clicks after it pass', () => {
+    const time = clock();
+    // 125 units a second, as the defaults give (0.125 of 1,000).
+    const shares = new OrganizationShares({
+      capacity: 256,
+      unitsPerSecond: 1_000,
+      organizationShare: 0.125,
+      now: time.now,
+    });
+    shares.admit(1, 1)();
+    for (const price of [1, 1, 251, 1, 1, 6]) shares.admit(2, price)();
+    // A flood spends the rest of the burst (500 units, 239 left: ten pages of 26, the last into debt)…
+    for (let i = 0; i < 10; i++) shares.admit(2, 26)();
+    refused(() => shares.admit(2, 26));
+    // …then gets the share: 125 units a second (21 of them pay the debt).
+    time.advance(1_000);
+    shares.admit(1, 1)();
+    for (let i = 0; i < 4; i++) shares.admit(2, 26)();
+    refused(() => shares.admit(2, 26));
+  });
+});
+
 describe('OrganizationShares metrics and settings', () => {
   test('in-flight units and refusals are metrics per organization and reason', async () => {
     const metrics = new Metrics('gateway');
-    const shares = new OrganizationShares({ capacity: 4, unitsPerSecond: 6, organizationShare: 0.5, metrics });
+    const shares = new OrganizationShares({
+      capacity: 4,
+      unitsPerSecond: 6,
+      organizationShare: 0.5,
+      burstSeconds: 1,
+      metrics,
+    });
     const other = shares.admit(9, 1);
     const release = shares.admit(3, 2);
     refused(() => shares.admit(3, 1));
@@ -145,7 +205,9 @@ describe('OrganizationShares metrics and settings', () => {
     assert.match(text, /gateway_organization_in_flight_units\{[^}]*organization="3"[^}]*\} 2/);
     assert.match(text, /gateway_organization_share_refusals_total\{[^}]*organization="3",reason="in_flight"[^}]*\} 1/);
     release();
-    refused(() => shares.admit(3, 2));
+    // 3 units a second: 2 spent, then 2 more into debt, then nothing left.
+    shares.admit(3, 2)();
+    refused(() => shares.admit(3, 1));
     assert.match(
       await metrics.registry.metrics(),
       /gateway_organization_share_refusals_total\{[^}]*organization="3",reason="per_second"[^}]*\} 1/,

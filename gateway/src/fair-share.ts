@@ -25,6 +25,8 @@ export interface FairShareOptions {
   unitsPerSecond?: number;
   /** The most one organization may take of either while others are active, a fraction (GATEWAY_ORGANIZATION_SHARE). */
   organizationShare: number;
+  /** Seconds of its share per second an organization may spend at once (default BURST_SECONDS). */
+  burstSeconds?: number;
   metrics?: Metrics;
   now?: () => number;
 }
@@ -36,8 +38,13 @@ export type ShareRefusal = 'in_flight' | 'replica_full' | 'per_second';
 export const SHARE_RETRY_AFTER_SECONDS = 1;
 /** How long after its last admitted request an organization still counts as active (its next request is coming). */
 export const ACTIVE_WINDOW_MS = 1_000;
+/**
+ * A bucket holds this many seconds of its share: a person's large page and the clicks after it pass; a flood spends the
+ * burst in its first seconds and the share after that.
+ */
+export const BURST_SECONDS = 4;
 
-/** An organization's spending: a token bucket of units, refilled at its share per second, at most one second's worth. */
+/** An organization's spending: a token bucket of units, refilled at its share per second, at most BURST_SECONDS of it. */
 interface Spending {
   tokens: number;
   at: number;
@@ -52,6 +59,7 @@ export class OrganizationShares {
   /** The units one organization may spend a second while others are active. */
   readonly perSecond: number | undefined;
   private readonly spending = new Map<number, Spending>();
+  private readonly burst: number | undefined;
   /** The two organizations admitted last (different ones) and when: who else was active lately, in O(1). */
   private latest: { organizationId: number; at: number } | undefined;
   private previous: { organizationId: number; at: number } | undefined;
@@ -68,6 +76,7 @@ export class OrganizationShares {
       options.unitsPerSecond === undefined
         ? undefined
         : Math.max(1, Math.floor(options.unitsPerSecond * options.organizationShare));
+    this.burst = this.perSecond === undefined ? undefined : this.perSecond * (options.burstSeconds ?? BURST_SECONDS);
     this.now = options.now ?? Date.now;
     this.inFlight = options.metrics?.gauge({
       name: 'gateway_organization_in_flight_units',
@@ -101,7 +110,7 @@ export class OrganizationShares {
       if (this.total + units > this.options.capacity && mine + units > equalPart)
         throw this.refused(organizationId, 'replica_full');
     }
-    // Spent at its whole price (up to a second's share): capped, it would spend as little as a far cheaper request.
+    // Spent at its whole price: capped like the units in flight, it would spend as little as a far cheaper request.
     this.spend(organizationId, Math.max(1, Math.ceil(cost)), contended, now);
     this.seen(organizationId, now);
     this.move(organizationId, units);
@@ -125,18 +134,22 @@ export class OrganizationShares {
     this.latest = { organizationId, at };
   }
 
-  /** Charges the organization's bucket; refuses (while contended) a request its bucket cannot pay for. */
+  /**
+   * Charges the organization's bucket; refuses (while contended) a request when its bucket is empty. A request is
+   * admitted while any units are left and charged its whole price, into debt (at most a second's share): a page dearer
+   * than a second's share still runs, and the ones after it wait until the debt is paid.
+   */
   private spend(organizationId: number, price: number, contended: boolean, now: number): void {
     const rate = this.perSecond;
-    if (rate === undefined) return;
-    const cost = Math.min(price, rate);
-    const bucket = this.spending.get(organizationId) ?? { tokens: rate, at: now };
-    bucket.tokens = Math.min(rate, bucket.tokens + ((now - bucket.at) / 1000) * rate);
+    const burst = this.burst;
+    if (rate === undefined || burst === undefined) return;
+    const bucket = this.spending.get(organizationId) ?? { tokens: burst, at: now };
+    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * rate);
     bucket.at = now;
-    if (contended && bucket.tokens < cost)
-      throw this.refused(organizationId, 'per_second', Math.ceil((cost - bucket.tokens) / rate));
-    // Alone, spending is still counted, down to one second's debt: a flood that meets a neighbour waits that long.
-    bucket.tokens = Math.max(-rate, bucket.tokens - cost);
+    if (contended && bucket.tokens <= 0)
+      throw this.refused(organizationId, 'per_second', Math.ceil(-bucket.tokens / rate));
+    // Alone, spending is still counted, down to a second's debt: a flood that meets a neighbour waits that long.
+    bucket.tokens = Math.max(-rate, bucket.tokens - price);
     // Re-inserted last: the organizations that spent longest ago are first to be forgotten.
     this.spending.delete(organizationId);
     this.spending.set(organizationId, bucket);
