@@ -203,6 +203,7 @@ describe('OrganizationShares metrics and settings', () => {
     refused(() => shares.admit(3, 1));
     const text = await metrics.registry.metrics();
     assert.match(text, /gateway_organization_in_flight_units\{[^}]*organization="3"[^}]*\} 2/);
+    assert.match(text, /gateway_organization_units_total\{[^}]*organization="3"[^}]*\} 2/);
     assert.match(text, /gateway_organization_share_refusals_total\{[^}]*organization="3",reason="in_flight"[^}]*\} 1/);
     release();
     // 3 units a second: 2 spent, then 2 more into debt, then nothing left.

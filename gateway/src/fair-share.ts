@@ -65,6 +65,7 @@ export class OrganizationShares {
   private previous: { organizationId: number; at: number } | undefined;
   private readonly now: () => number;
   private readonly inFlight;
+  private readonly spent;
   private readonly refusals;
 
   constructor(private readonly options: FairShareOptions) {
@@ -81,6 +82,11 @@ export class OrganizationShares {
     this.inFlight = options.metrics?.gauge({
       name: 'gateway_organization_in_flight_units',
       help: "Cost units of an organization's requests in flight on this replica (labelled by organization id).",
+      labelNames: ['organization'],
+    });
+    this.spent = options.metrics?.counter({
+      name: 'gateway_organization_units_total',
+      help: "Cost units of an organization's admitted requests on this replica: its rate is the units a second it spends.",
       labelNames: ['organization'],
     });
     this.refusals = options.metrics?.counter({
@@ -114,6 +120,7 @@ export class OrganizationShares {
     this.spend(organizationId, Math.max(1, Math.ceil(cost)), contended, now);
     this.seen(organizationId, now);
     this.move(organizationId, units);
+    this.spent?.inc({ organization: organizationId }, Math.max(1, Math.ceil(cost)));
     let released = false;
     return () => {
       if (released) return;
