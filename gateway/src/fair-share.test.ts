@@ -12,6 +12,11 @@ const refused = (run: () => unknown, retryAfter = '1') =>
     return true;
   });
 
+/** Shares bounded per second only (a capacity in flight no test reaches), a second's burst, on `time`. */
+function perSecond(unitsPerSecond: number, organizationShare: number, time: ReturnType<typeof clock>) {
+  return new OrganizationShares({ capacity: 1_000, unitsPerSecond, organizationShare, burstSeconds: 1, now: time.now });
+}
+
 /** A clock the test moves. */
 function clock(start = 1_000_000) {
   let now = start;
@@ -102,13 +107,7 @@ describe('OrganizationShares per second', () => {
   test('while another is active, an organization spends at most its share a second; the other is not charged', () => {
     const time = clock();
     // 40 units a second an organization.
-    const shares = new OrganizationShares({
-      capacity: 1_000,
-      unitsPerSecond: 160,
-      organizationShare: 0.25,
-      burstSeconds: 1,
-      now: time.now,
-    });
+    const shares = perSecond(160, 0.25, time);
     assert.equal(shares.perSecond, 40);
     shares.admit(2, 1)();
     for (let i = 0; i < 4; i++) shares.admit(1, 10)();
@@ -128,13 +127,7 @@ describe('OrganizationShares per second', () => {
 
   test('a page dearer than a second of the share runs once the bucket has anything left, then its debt is paid', () => {
     const time = clock();
-    const shares = new OrganizationShares({
-      capacity: 1_000,
-      unitsPerSecond: 40,
-      organizationShare: 1,
-      burstSeconds: 1,
-      now: time.now,
-    });
+    const shares = perSecond(40, 1, time);
     shares.admit(2, 1)();
     shares.admit(1, 3)();
     shares.admit(1, 251)();
@@ -147,13 +140,7 @@ describe('OrganizationShares per second', () => {
 
   test('alone, spending is counted into debt, so a flood meeting a neighbour waits up to a second', () => {
     const time = clock();
-    const shares = new OrganizationShares({
-      capacity: 1_000,
-      unitsPerSecond: 40,
-      organizationShare: 1,
-      burstSeconds: 1,
-      now: time.now,
-    });
+    const shares = perSecond(40, 1, time);
     for (let i = 0; i < 10; i++) shares.admit(1, 40)();
     // The neighbour arrives: the flood owes a second's worth (the debt is bounded), so it waits a second.
     shares.admit(2, 1)();

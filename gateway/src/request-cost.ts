@@ -1,4 +1,4 @@
-import { filterCost, MAX_FILTER_COST, MAX_RESULTS, SCALAR_COMPARISON_COST } from '@mileage/scim-domain';
+import { DEFAULT_COUNT, filterCost, MAX_FILTER_COST, MAX_RESULTS, SCALAR_COMPARISON_COST } from '@mileage/scim-domain';
 
 /**
  * What a request costs in a replica's share units (fair-share.ts), roughly the CPU it takes of the whole path: a unit
@@ -17,8 +17,6 @@ const SCIM_RESOURCES_PER_UNIT = 8;
 const FILTER_COST_PER_UNIT = 2;
 const USER_DRIVES_PER_UNIT = 15;
 const REPORTED_DRIVES_PER_UNIT = 4;
-/** The page a SCIM list answers when it names no count (the SCIM service's DEFAULT_COUNT). */
-const SCIM_DEFAULT_PAGE = 100;
 
 /** A SCIM list path: a resource type with no id after it (`/Users`, `/Groups/`), any case. */
 const SCIM_LIST_PATH = /^\/(users|groups)\/?$/i;
@@ -27,9 +25,9 @@ const SCIM_LIST_PATH = /^\/(users|groups)\/?$/i;
 export function scimRequestCost(method: string, path: string, queryString: string): number {
   if ((method !== 'GET' && method !== 'HEAD') || !SCIM_LIST_PATH.test(path)) return POINT_COST;
   const query = new URLSearchParams(queryString);
-  const count = Number(query.get('count') ?? SCIM_DEFAULT_PAGE);
+  const count = Number(query.get('count') ?? DEFAULT_COUNT);
   // The SCIM service answers at most MAX_RESULTS a page, whatever the count asked.
-  const page = Number.isSafeInteger(count) && count > 0 ? Math.min(count, MAX_RESULTS) : SCIM_DEFAULT_PAGE;
+  const page = Number.isSafeInteger(count) && count > 0 ? Math.min(count, MAX_RESULTS) : DEFAULT_COUNT;
   const filter = query.get('filter');
   const cost = filter ? filterCost(filter) : undefined;
   // A filter the SCIM service refuses (unparsable, over its budget) is answered 400 before any statement runs.

@@ -151,14 +151,15 @@ export function createDatabase(options: DatabaseOptions): Database {
     },
   });
   const share = options.organizationShare;
+  const shareDefaults = defaultOrganizationShare(poolMax);
   setOrganizationLimits(knex, {
     ...(options.costlyStatementTimeoutMs ? { costlyStatementTimeoutMs: options.costlyStatementTimeoutMs } : {}),
     ...(options.metrics && { costlyCancelled: costlyCancellations(options.metrics, options.schema) }),
     ...(share && {
       share: new OrganizationShare({
         poolSize: poolMax,
-        perOrganization: share.perOrganization ?? defaultOrganizationShare(poolMax).perOrganization,
-        reserved: share.reserved ?? defaultOrganizationShare(poolMax).reserved,
+        perOrganization: share.perOrganization ?? shareDefaults.perOrganization,
+        reserved: share.reserved ?? shareDefaults.reserved,
         waitMs: share.waitMs,
         pool: options.schema,
         ...(options.metrics ? { metrics: options.metrics } : {}),

@@ -1,4 +1,10 @@
 import { status } from '@grpc/grpc-js';
+import {
+  ORGANIZATION_SHARE_EXHAUSTED,
+  ORGANIZATION_SHARE_RETRY_AFTER_MS,
+  QUERY_TOO_COSTLY,
+  QUERY_TOO_COSTLY_RETRY_AFTER_MS,
+} from './organization-share';
 
 /** How an HTTP surface answers when a call to a service failed with a gRPC status. */
 export interface HttpAnswer {
@@ -80,18 +86,18 @@ export const HTTP_ANSWERS: Readonly<Record<status, HttpAnswer>> = {
 export const REASON_ANSWERS: Readonly<Partial<Record<status, Readonly<Record<string, HttpAnswer>>>>> = {
   [status.RESOURCE_EXHAUSTED]: {
     // The organization holds its whole share of a service's database pool (organization-share.ts).
-    ORGANIZATION_SHARE_EXHAUSTED: {
+    [ORGANIZATION_SHARE_EXHAUSTED]: {
       status: 429,
       passMessage: false,
       detail: "Your organization is using its whole share of the service's capacity; try again shortly",
-      retryAfterSeconds: 1,
+      retryAfterSeconds: ORGANIZATION_SHARE_RETRY_AFTER_MS / 1000,
     },
     // A costly read (a list, a page) was cancelled at its statement timeout (tenancy.ts, COSTLY_READ).
-    QUERY_TOO_COSTLY: {
+    [QUERY_TOO_COSTLY]: {
       status: 429,
       passMessage: false,
       detail: 'The request took longer than a list may take; try again later, or ask for smaller pages',
-      retryAfterSeconds: RETRY_AFTER_SECONDS,
+      retryAfterSeconds: QUERY_TOO_COSTLY_RETRY_AFTER_MS / 1000,
     },
   },
 };

@@ -30,6 +30,9 @@ export interface OrganizationShareOptions {
 /** The Retry-After a refused request is given: places free within milliseconds, so soon is right. */
 export const ORGANIZATION_SHARE_RETRY_AFTER_MS = 1_000;
 export const ORGANIZATION_SHARE_EXHAUSTED = 'ORGANIZATION_SHARE_EXHAUSTED';
+/** A costly read (COSTLY_READ) cancelled at its statement timeout, and how long its caller is told to wait. */
+export const QUERY_TOO_COSTLY = 'QUERY_TOO_COSTLY';
+export const QUERY_TOO_COSTLY_RETRY_AFTER_MS = 5_000;
 
 /** Defaults that fit a pool of `poolSize`: half of it per organization, a quarter kept back (each at least 1). */
 export function defaultOrganizationShare(poolSize: number): { perOrganization: number; reserved: number } {
@@ -217,4 +220,14 @@ export function setOrganizationLimits(knex: Knex, limits: OrganizationLimits): v
 
 export function organizationLimits(knex: Knex): OrganizationLimits | undefined {
   return limitsOf.get(knex);
+}
+
+/** A costly read cancelled at its statement timeout: RESOURCE_EXHAUSTED, reason QUERY_TOO_COSTLY. */
+export function queryTooCostly(timeoutMs: number): AppError {
+  const err = errors.resourceExhausted(
+    `the query ran longer than the ${timeoutMs} ms a list may take and was cancelled: ask for smaller pages or a narrower filter`,
+    QUERY_TOO_COSTLY,
+  );
+  err.details.retryAfterMs = QUERY_TOO_COSTLY_RETRY_AFTER_MS;
+  return err;
 }

@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import type { CallContext } from './grpc-server';
 import { droppedReadAttempts, isDroppedConnection, readWithRetry } from './db';
 import { BEGIN_WITH, declaresOnBegin } from './declaring-client';
-import { AppError, errors } from './errors';
-import { organizationLimits } from './organization-share';
+import { errors } from './errors';
+import { organizationLimits, queryTooCostly } from './organization-share';
 
 /**
  * Organizations (customer companies) share one installation; the database keeps them apart. Every tenant row has an
@@ -190,8 +190,6 @@ export interface LightReadOptions {
 /** The options of a read that can be costly (LightReadOptions.costly). */
 export const COSTLY_READ: LightReadOptions = Object.freeze({ costly: true });
 
-export const QUERY_TOO_COSTLY = 'QUERY_TOO_COSTLY';
-
 /** PostgreSQL's query_canceled: what a statement past its statement_timeout fails with. */
 const QUERY_CANCELED = '57014';
 
@@ -275,16 +273,6 @@ function lightRead<T>(
     limits?.costlyCancelled?.(declaration.value);
     throw queryTooCostly(costlyTimeoutMs);
   });
-}
-
-/** A costly read cancelled at its statement timeout: RESOURCE_EXHAUSTED, reason QUERY_TOO_COSTLY. */
-export function queryTooCostly(timeoutMs: number): AppError {
-  const err = errors.resourceExhausted(
-    `the query ran longer than the ${timeoutMs} ms a list may take and was cancelled: ask for smaller pages or a narrower filter`,
-    QUERY_TOO_COSTLY,
-  );
-  err.details.retryAfterMs = 5_000;
-  return err;
 }
 
 /** The organization a policy admits: the transaction's declared one (NULL when it declared none). */

@@ -4,6 +4,8 @@ import { COMMON_ATTRIBUTES, schemaAttribute, type ResourceDeclaration, type Sche
 
 /** Largest page of a list (ServiceProviderConfig filter.maxResults); larger counts are reduced to it. */
 export const MAX_RESULTS = 500;
+/** The page of a list that names no count. */
+export const DEFAULT_COUNT = 100;
 
 /** `baseUrl` is the SCIM base, e.g. http://127.0.0.1:8080/scim/v2. */
 export function serviceProviderConfig(baseUrl: string) {

@@ -8,7 +8,7 @@ import {
   type Metrics,
   type PromiseClient,
 } from '@mileage/runtime';
-import { MAX_RESULTS } from '@mileage/scim-domain';
+import { DEFAULT_COUNT, MAX_RESULTS } from '@mileage/scim-domain';
 import { scimErrors } from './errors';
 import type { Doc } from './resource';
 import { LIST_SCHEMA } from './schemas';
@@ -51,8 +51,6 @@ export interface ScimResponse {
   headers?: Record<string, string>;
   body?: unknown;
 }
-
-export const DEFAULT_COUNT = 100;
 
 /**
  * The record when it is of the request's organization, else the same 404 as an id that does not exist. The owners

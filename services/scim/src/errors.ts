@@ -1,5 +1,5 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
-import { decodeServiceError, httpAnswer, isInvalidInput } from '@mileage/runtime';
+import { decodeServiceError, httpAnswer, isInvalidInput, QUERY_TOO_COSTLY } from '@mileage/runtime';
 
 export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
@@ -79,7 +79,7 @@ export function scimErrorFromGrpc(err: unknown): ScimError | undefined {
   }
   // A list cancelled at the owner's costly statement timeout: the same request would be cancelled again, so it is
   // the client's to narrow (RFC 7644 §3.12 tooMany), not a 429 to retry as is.
-  if (code === grpcStatus.RESOURCE_EXHAUSTED && decoded.reason === 'QUERY_TOO_COSTLY') {
+  if (code === grpcStatus.RESOURCE_EXHAUSTED && decoded.reason === QUERY_TOO_COSTLY) {
     return scimErrors.tooMany(
       'The query took longer than this service lets a list run and was cancelled: use a narrower filter ' +
         '(eq on userName, externalId or emails.value) or a smaller count',
@@ -87,11 +87,7 @@ export function scimErrorFromGrpc(err: unknown): ScimError | undefined {
   }
   if (code === grpcStatus.ALREADY_EXISTS) {
     return scimErrors.uniqueness(
-      decoded.reason === 'USER_ID_TAKEN'
-        ? 'id is already taken'
-        : decoded.reason === 'USER_NAME_TAKEN'
-          ? 'userName is already taken'
-          : decoded.message || answer.detail,
+      decoded.reason === 'USER_NAME_TAKEN' ? 'userName is already taken' : decoded.message || answer.detail,
     );
   }
   // A 404 or a lost race is told in the client's terms, not in the owner's internal wording.

@@ -245,7 +245,7 @@ export function projectFor(resource: Doc, schema: ResourceSchema, query: URLSear
 }
 
 /** The id a body names ("id" in any case), if any. */
-export function sentId(body: unknown): unknown {
+function sentId(body: unknown): unknown {
   return isObject(body) ? Object.entries(body).find(([k]) => k.toLowerCase() === 'id')?.[1] : undefined;
 }
 
