@@ -5,7 +5,9 @@
       every component has its Deployment, Service, ServiceAccount, HPA and PDB; probes, resources, the restricted
       security context, a grace period longer than the drain; NetworkPolicies (default deny, who may reach whom);
       migration hook Jobs after their Secret (expand before the rollout, contract after it); the Ingress; ServiceMonitor, PrometheusRule and the dashboard (their
-      PromQL parsed, every metric and label checked against packages/runtime/src/metrics.ts). Writes each
+      PromQL parsed, every metric and label checked against packages/runtime/src/metrics.ts, and against the
+      CloudNativePG, Barman Cloud plugin and kubelet metrics below); with postgres.cloudnativepg, the Cluster, its
+      roles, WAL archiver, ObjectStore, ScheduledBackup and PodMonitor against the services' URLs. Writes each
       Deployment's environment to env.json for check-env.mjs.
   check-rendered.py values-doc <values.yaml>
       every key of values.yaml has a comment above it (the components other than the gateway share its comments).
@@ -15,6 +17,7 @@ import json
 import os
 import re
 import sys
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import promql_parser
 import yaml
@@ -32,6 +35,26 @@ ALLOWED_CALLS = {("gateway", s) for s in SERVICES} | {("scim", "users"), ("scim"
 # The migration phases (expand → contract): each service's migration Job per phase, its hook, its MIGRATION_PHASE.
 # Expand before any pod of the release changes; contract once the release's pods serve (the old ones are gone).
 MIGRATION_PHASES = {"expand": ("", "pre-install,pre-upgrade"), "contract": ("-contract", "post-install,post-upgrade")}
+# With postgres.cloudnativepg the Cluster is made with the release: on install, expand runs after it (post-install).
+CNPG_EXPAND_HOOK = "post-install,pre-upgrade"
+# The metrics of the PostgreSQL exporters the database alerts read, as their sources name them (with their own labels;
+# the target's are TARGET_LABELS): CloudNativePG v1.30's instance exporter (pkg/management/postgres/webserver/
+# metricserver/pg_collector.go: cnpg_collector_*; config/manager/default-monitoring.yaml: cnpg_pg_stat_archiver_*), the
+# Barman Cloud plugin v0.15's (internal/cnpgi/instance/metrics.go) and the kubelet's volume statistics.
+EXTERNAL_METRICS = {
+    "cnpg_collector_pg_wal_archive_status": {"value"},
+    "cnpg_collector_pg_wal": {"value"},
+    "cnpg_pg_stat_archiver_last_failed_time": set(),
+    "cnpg_pg_stat_archiver_last_archived_time": set(),
+    "cnpg_pg_stat_archiver_failed_count": set(),
+    "cnpg_pg_stat_archiver_seconds_since_last_archival": set(),
+    "barman_cloud_cloudnative_pg_io_last_available_backup_timestamp": set(),
+    "barman_cloud_cloudnative_pg_io_last_failed_backup_timestamp": set(),
+    "barman_cloud_cloudnative_pg_io_first_recoverability_point": set(),
+    "kubelet_volume_stats_available_bytes": {"persistentvolumeclaim"},
+    "kubelet_volume_stats_capacity_bytes": {"persistentvolumeclaim"},
+}
+BARMAN_CLOUD_PLUGIN = "barman-cloud.cloudnative-pg.io"
 # The only rule allowed to reach the whole internet: the Webhooks service's deliveries, on 443, without the private,
 # loopback and link-local ranges (its own checks refuse them too).
 NON_PUBLIC = {4: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8", "169.254.0.0/16"],
@@ -146,6 +169,7 @@ def metric_catalogue(metrics_ts):
                         "nodejs_heap_size_used_bytes"):
             catalogue[default] = {"service", "exported_service"}
     catalogue["up"] = set()
+    catalogue.update(EXTERNAL_METRICS)
     return catalogue
 
 
@@ -567,6 +591,7 @@ def check_manifests(path, name, metrics_ts, env_out):
 
     # --- migration Jobs: hooks, after their Secret
     jobs = [j for j in by_kind("Job") if component_of(j) == "migrate"]
+    clusters = by_kind("Cluster")
     if jobs:
         if len(jobs) != len(DATABASE_SERVICES) * len(MIGRATION_PHASES):
             fail(f"{len(jobs)} migration Jobs, expected one per phase per service with a database")
@@ -584,6 +609,8 @@ def check_manifests(path, name, metrics_ts, env_out):
             annotations = job["metadata"].get("annotations", {})
             phase = next((p for p, (suffix, _) in MIGRATION_PHASES.items() if suffix and jname.endswith(suffix)), "expand")
             suffix, hook = MIGRATION_PHASES[phase]
+            if clusters and phase == "expand":
+                hook = CNPG_EXPAND_HOOK
             if annotations.get("helm.sh/hook") != hook:
                 fail(f"Job {jname}: the {phase} phase is not a {hook} hook")
             phase_env = [e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0].get("env", []) if e["name"] == "MIGRATION_PHASE"]
@@ -607,6 +634,12 @@ def check_manifests(path, name, metrics_ts, env_out):
                 fail(f"Job {jname}: pod securityContext is not restricted")
             if not {"cpu", "memory"} <= set(container.get("resources", {}).get("limits", {})):
                 fail(f"Job {jname}: no limits")
+            for init in pod.get("initContainers", []):
+                isc = init.get("securityContext", {})
+                if isc.get("allowPrivilegeEscalation") is not False or isc.get("readOnlyRootFilesystem") is not True or isc.get("capabilities", {}).get("drop") != ["ALL"] or not {"cpu", "memory"} <= set(init.get("resources", {}).get("limits", {})):
+                    fail(f"Job {jname}: init container {init['name']} is not restricted or has no limits")
+            if clusters and "wait-for-database" not in [i["name"] for i in pod.get("initContainers", [])]:
+                fail(f"Job {jname}: no wait-for-database init container (a new Cluster takes minutes to serve)")
             if "migrate.js" not in " ".join(container.get("command", []) + container.get("args", [])):
                 fail(f"Job {jname}: does not run migrate.js")
             refs = [e["valueFrom"]["secretKeyRef"] for e in container.get("env", []) if e["name"] == "DATABASE_URL" and "valueFrom" in e]
@@ -742,7 +775,8 @@ def check_manifests(path, name, metrics_ts, env_out):
                                     fail(f"NetworkPolicy {policy['metadata']['name']}: egress to {network}, the whole world")
                             if dns_only:
                                 continue
-                            if "ipBlock" in peer or "namespaceSelector" in peer:
+                            cnpg_pods = "cnpg.io/cluster" in ((peer.get("podSelector") or {}).get("matchLabels") or {})
+                            if "ipBlock" in peer or "namespaceSelector" in peer or cnpg_pods:
                                 for p in rule.get("ports") or [{"port": "any"}]:
                                     out.add(p.get("port"))
             return out
@@ -860,6 +894,9 @@ def check_manifests(path, name, metrics_ts, env_out):
             if not any(f'-{c}"' in e for e in down):
                 fail(f"PrometheusRule: no MileageComponentDown for {c}")
 
+    # --- PostgreSQL on CloudNativePG (CRDs: the real API server checks their schemas, deploy/kube)
+    check_cloudnativepg(by_kind, secrets, deployments, jobs, alerts if rules else None)
+
     # --- Grafana dashboard
     for cm in by_kind("ConfigMap"):
         if cm["metadata"].get("labels", {}).get("grafana_dashboard") != "1":
@@ -888,6 +925,98 @@ def check_manifests(path, name, metrics_ts, env_out):
         sys.exit(1)
     kinds = sorted({d["kind"] for d in docs})
     print(f"{name}: {len(docs)} manifests ({', '.join(kinds)}): all assertions hold")
+
+
+def check_cloudnativepg(by_kind, secrets, deployments, jobs, alerts):
+    """The Cluster, its roles and their Secrets against the URLs the services and the migration Jobs connect with,
+    its WAL archiver and backups through the Barman Cloud plugin, the CA mounted where the URLs say, the alerts."""
+    clusters, stores, schedules = by_kind("Cluster"), by_kind("ObjectStore"), by_kind("ScheduledBackup")
+    if not clusters:
+        if stores or schedules or by_kind("PodMonitor"):
+            fail("an ObjectStore, ScheduledBackup or PodMonitor without a Cluster")
+        return
+    if len(clusters) != 1 or len(stores) != 1 or len(schedules) != 1:
+        fail(f"{len(clusters)} Clusters, {len(stores)} ObjectStores, {len(schedules)} ScheduledBackups: expected one each")
+        return
+    cluster, store, schedule = clusters[0], stores[0], schedules[0]
+    name, spec = cluster["metadata"]["name"], cluster["spec"]
+    namespace = cluster["metadata"].get("namespace")
+    for obj in (cluster, store):
+        if obj["metadata"].get("annotations", {}).get("helm.sh/resource-policy") != "keep":
+            fail(f"{obj['kind']} {obj['metadata']['name']}: not kept on uninstall (helm.sh/resource-policy: keep)")
+    if spec.get("instances", 1) < 2:
+        fail(f"Cluster {name}: {spec.get('instances', 1)} instance(s); a failover needs at least 2")
+    if "barmanObjectStore" in (spec.get("backup") or {}):
+        fail(f"Cluster {name}: the deprecated built-in barmanObjectStore; the Barman Cloud plugin archives")
+    archivers = [p for p in spec.get("plugins", []) if p.get("isWALArchiver")]
+    if len(archivers) != 1 or archivers[0]["name"] != BARMAN_CLOUD_PLUGIN or archivers[0].get("parameters", {}).get("barmanObjectName") != store["metadata"]["name"]:
+        fail(f"Cluster {name}: the WAL archiver is not the Barman Cloud plugin on ObjectStore {store['metadata']['name']}")
+    if spec.get("enableSuperuserAccess"):
+        fail(f"Cluster {name}: superuser access over the network")
+    if not any(line.startswith("hostnossl all all") and line.endswith("reject") for line in spec.get("postgresql", {}).get("pg_hba", [])):
+        fail(f"Cluster {name}: connections without TLS are not refused (pg_hba hostnossl ... reject)")
+    bootstrap = spec.get("bootstrap", {})
+    if "recovery" in bootstrap:
+        source = next((c for c in spec.get("externalClusters", []) if c["name"] == bootstrap["recovery"].get("source")), None)
+        plugin = (source or {}).get("plugin", {})
+        if plugin.get("name") != BARMAN_CLOUD_PLUGIN or plugin.get("parameters", {}).get("barmanObjectName") != store["metadata"]["name"] or plugin.get("parameters", {}).get("serverName") in (None, name):
+            fail(f"Cluster {name}: the recovery source is not another Cluster's backups in ObjectStore {store['metadata']['name']}")
+    sched = schedule["spec"]
+    if sched.get("method") != "plugin" or sched.get("pluginConfiguration", {}).get("name") != BARMAN_CLOUD_PLUGIN or sched.get("cluster", {}).get("name") != name:
+        fail(f"ScheduledBackup {schedule['metadata']['name']}: not a plugin backup of Cluster {name}")
+    if len(sched.get("schedule", "").split()) != 6:
+        fail(f"ScheduledBackup {schedule['metadata']['name']}: the schedule is not six cron fields")
+    for monitor in by_kind("PodMonitor"):
+        if monitor["spec"].get("selector", {}).get("matchLabels") != {"cnpg.io/cluster": name} or [e.get("port") for e in monitor["spec"].get("podMetricsEndpoints", [])] != ["metrics"]:
+            fail(f"PodMonitor {monitor['metadata']['name']}: does not scrape the metrics port of Cluster {name}'s pods")
+    if alerts is not None:
+        if not by_kind("PodMonitor"):
+            fail("the database alerts read metrics no PodMonitor scrapes")
+        for alert, metric in (("MileagePostgresWalArchivingFailing", "cnpg_pg_stat_archiver_last_failed_time"),
+                              ("MileagePostgresBackupTooOld", "barman_cloud_cloudnative_pg_io_last_available_backup_timestamp")):
+            if not any(metric in e and f'pod=~"{name}-[0-9]+"' in e for e, _ in alerts.get(alert, [])):
+                fail(f"PrometheusRule: {alert} (on {metric} of Cluster {name}'s pods) missing")
+
+    # Every URL the chart writes is a role of the Cluster, at its -rw Service, TLS verified with the mounted CA, and
+    # the role's Secret (the operator's source of its password) holds the same name and password.
+    roles = {r["name"]: r for r in spec.get("managed", {}).get("roles", [])}
+    urls = [(s["metadata"]["name"], k, v) for s in secrets.values() for k, v in (s.get("stringData") or {}).items() if k.endswith("-database-url")]
+    if len(urls) != (2 if jobs else 1) * len(DATABASE_SERVICES):
+        fail(f"{len(urls)} database URLs, expected a runtime URL per service with a database (and an owner's, with migrations)")
+    ca_dirs = set()
+    for secret_name, key, url in urls:
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+        if parts.hostname != f"{name}-rw.{namespace}.svc" or parts.port != 5432:
+            fail(f"Secret {secret_name}/{key}: connects to {parts.hostname}:{parts.port}, not Cluster {name}'s -rw Service")
+        if query.get("sslmode") != ["verify-full"] or not query.get("sslrootcert"):
+            fail(f"Secret {secret_name}/{key}: TLS not verified against the Cluster's CA (sslmode=verify-full, sslrootcert)")
+        else:
+            ca_dirs.add(os.path.dirname(query["sslrootcert"][0]))
+        role = roles.get(user)
+        if not role or role.get("ensure", "present") != "present" or not role.get("login"):
+            fail(f"Secret {secret_name}/{key}: {user} is not a managed role of Cluster {name} that logs in")
+            continue
+        role_secret = secrets.get(role.get("passwordSecret", {}).get("name"))
+        if not role_secret or role_secret.get("type") != "kubernetes.io/basic-auth" or role_secret["stringData"].get("username") != user or role_secret["stringData"].get("password") != password:
+            fail(f"role {user}: its passwordSecret is not a basic-auth Secret with the name and password of {secret_name}/{key}")
+        if role.get("superuser") or role.get("createrole") or role.get("createdb") or role.get("bypassrls") or role.get("replication"):
+            fail(f"role {user}: more privileges than logging in")
+    runtime_users = {unquote(urlsplit(v).username or "") for n, k, v in urls
+                     if any(e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") == n for d in deployments.values() for e in d["spec"]["template"]["spec"]["containers"][0].get("env", []))}
+    for user in runtime_users:
+        if roles.get(user, {}).get("inherit") is not False:
+            fail(f"role {user}: a runtime role must not inherit (NOINHERIT), as the owners' roles are not its")
+    if len(ca_dirs) != 1:
+        fail(f"the database URLs read the CA from {sorted(ca_dirs)}, expected one place")
+    ca_dir = next(iter(ca_dirs), None)
+    for who, pod in [(c, d["spec"]["template"]["spec"]) for c, d in deployments.items() if c in DATABASE_SERVICES] + [(j["metadata"]["name"], j["spec"]["template"]["spec"]) for j in jobs]:
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        mounts = [m for m in pod["containers"][0].get("volumeMounts", []) if m["mountPath"] == ca_dir]
+        source = volumes.get(mounts[0]["name"], {}).get("secret", {}) if mounts else {}
+        if not mounts or mounts[0].get("readOnly") is not True or source.get("secretName") != f"{name}-ca" or [i["key"] for i in source.get("items", [])] != ["ca.crt"]:
+            fail(f"{who}: the Cluster's CA ({name}-ca, ca.crt alone) is not mounted read-only at {ca_dir}")
 
 
 # ----------------------------------------------------------------------------------------------- values doc

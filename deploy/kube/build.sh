@@ -7,9 +7,10 @@
 #   etcd        etcd (build/etcd); kwok: kwok (build/kwok); yaml2json: the tests' YAML reader (build/yaml2json)
 #   stages      kwok's Stages (its module's kustomize/stage): without them kwok refuses to start; with them it marks the
 #               node Ready, renews its Lease, and moves pods Running and ready, a Job's pods Succeeded, deleted ones gone
-#   crds        the CustomResourceDefinitions the chart's optional kinds need: ServiceMonitor and PrometheusRule from the
-#               prometheus-operator module's example/prometheus-operator-crd, Certificate from cert-manager's deploy/crds
-#               (Helm template lines stripped)
+#   crds        the CustomResourceDefinitions the chart's optional kinds need: ServiceMonitor, PodMonitor and
+#               PrometheusRule from the prometheus-operator module's example/prometheus-operator-crd, Certificate from
+#               cert-manager's deploy/crds (Helm template lines stripped), Cluster and ScheduledBackup from CloudNativePG's
+#               config/crd/bases, ObjectStore from the Barman Cloud plugin's config/crd/bases
 # Each is cached in ${XDG_CACHE_HOME:-~/.cache}/mileage-tools/kube/<name>-<version>-<hash of its go.mod and go.sum>, so
 # a warm run builds nothing. Progress goes to stderr.
 set -euo pipefail
@@ -17,6 +18,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/mileage-tools/kube"
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
 CERT_MANAGER_VERSION=v1.21.2
+# The Go module proxy serves these versions (its version list of CloudNativePG is refused: ask for one by name).
+CLOUDNATIVE_PG_VERSION=v1.30.0
+BARMAN_CLOUD_PLUGIN_VERSION=v0.15.0
 export GOWORK=off CGO_ENABLED=0
 mkdir -p "$cache"
 
@@ -82,16 +86,24 @@ fi
 echo "stages=$stages/stages.yaml"
 
 crds="$cache/crds-prometheus-operator-$PROMETHEUS_OPERATOR_VERSION-cert-manager-$CERT_MANAGER_VERSION"
+crds+="-cloudnative-pg-$CLOUDNATIVE_PG_VERSION-barman-cloud-$BARMAN_CLOUD_PLUGIN_VERSION"
 if [ ! -f "$crds/.complete" ]; then
-  echo "fetching the CRDs of prometheus-operator $PROMETHEUS_OPERATOR_VERSION and cert-manager $CERT_MANAGER_VERSION" >&2
+  echo "fetching the CRDs of prometheus-operator $PROMETHEUS_OPERATOR_VERSION, cert-manager $CERT_MANAGER_VERSION," \
+    "CloudNativePG $CLOUDNATIVE_PG_VERSION and its Barman Cloud plugin $BARMAN_CLOUD_PLUGIN_VERSION" >&2
   rm -rf "$crds.partial" && mkdir -p "$crds.partial"
   prometheus="$(module_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")"
   cert_manager="$(module_dir "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION")"
-  for kind in servicemonitors prometheusrules; do
+  cloudnative_pg="$(module_dir "github.com/cloudnative-pg/cloudnative-pg@$CLOUDNATIVE_PG_VERSION")"
+  barman_cloud="$(module_dir "github.com/cloudnative-pg/plugin-barman-cloud@$BARMAN_CLOUD_PLUGIN_VERSION")"
+  for kind in servicemonitors podmonitors prometheusrules; do
     cp "$prometheus/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$crds.partial/"
   done
   # Released as a Helm chart's templates: lines with template actions ({{ … }}) are dropped.
   grep -v '{{' "$cert_manager/deploy/crds/cert-manager.io_certificates.yaml" >"$crds.partial/cert-manager.io_certificates.yaml"
+  for kind in clusters scheduledbackups; do
+    cp "$cloudnative_pg/config/crd/bases/postgresql.cnpg.io_$kind.yaml" "$crds.partial/"
+  done
+  cp "$barman_cloud/config/crd/bases/barmancloud.cnpg.io_objectstores.yaml" "$crds.partial/"
   touch "$crds.partial/.complete"
   rm -rf "$crds" && mv "$crds.partial" "$crds"
 fi

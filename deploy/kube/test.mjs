@@ -444,10 +444,13 @@ for (const set of valueSets) {
     const namespace = namespaceOf(set);
     let rendered;
     let installed;
+    // Every render the release was installed or upgraded with: what uninstall leaves is kept by one of them.
+    const renders = [];
     const deploymentNames = () => names(byKind(rendered, 'Deployment'));
 
     before(async () => {
       rendered = render(set);
+      renders.push(rendered);
       assert.ok(deploymentNames().length > 0, 'the chart renders no Deployment');
       await createNamespace(namespace, restricted);
     });
@@ -645,16 +648,125 @@ for (const set of valueSets) {
       });
     }
 
-    test('helm uninstall leaves only the hook resources Helm keeps (docs/operations-helm.md)', async () => {
+    {
+      // Only where the value set renders a CloudNativePG Cluster; skipped elsewhere.
+      const onCloudNativePG = (t) =>
+        byKind(rendered, 'Cluster').length > 0 || (t.skip('no Cluster in this value set'), false);
+      // PostgreSQL on CloudNativePG: the restore (docs/operations-helm.md, "Restore on CloudNativePG") as its two
+      // upgrades, each object admitted by the CRDs' schemas (CloudNativePG's, the Barman Cloud plugin's) on the server.
+      const clusterPath = `/apis/postgresql.cnpg.io/v1/namespaces/${namespace}/clusters`;
+      let source;
+      let restoredName;
+      test('CloudNativePG: install made the Cluster (WAL archived by the plugin), its ObjectStore and ScheduledBackup; expand ran after them', async (t) => {
+        if (!onCloudNativePG(t)) return;
+        const [cluster] = byKind(rendered, 'Cluster');
+        source = cluster.metadata.name;
+        restoredName = `${source}-2`;
+        const onServer = await ok('GET', `${clusterPath}/${source}`);
+        // The server defaults what the render leaves out (e.g. enabled: true); the archiver is as rendered.
+        const archiver = (c) =>
+          c.spec.plugins.filter((p) => p.isWALArchiver).map(({ name, parameters }) => ({ name, parameters }));
+        assert.deepEqual(archiver(onServer), archiver(cluster), 'the WAL archiver as rendered');
+        assert.equal(archiver(onServer)[0]?.name, 'barman-cloud.cloudnative-pg.io');
+        assert.ok(onServer.spec.instances >= 2);
+        assert.deepEqual(
+          onServer.spec.managed.roles.map((r) => r.name).sort(),
+          cluster.spec.managed.roles.map((r) => r.name).sort(),
+        );
+        const schedule = await ok(
+          'GET',
+          `/apis/postgresql.cnpg.io/v1/namespaces/${namespace}/scheduledbackups/${source}`,
+        );
+        assert.equal(schedule.spec.method, 'plugin');
+        const hooks = hookJobsOf(rendered, 'install');
+        assert.ok(
+          hooks.post.some((j) => j.endsWith('-migrate')),
+          'the expand migration Jobs are post-install hooks (the Cluster is made with the release)',
+        );
+      });
+
+      test('CloudNativePG: a restore is a new Cluster from the backups, the old one kept, the services rolled to it', async (t) => {
+        if (!onCloudNativePG(t)) return;
+        const targetTime = new Date(Date.now() - 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+        const restore = [
+          '--set',
+          `postgres.cloudnativepg.clusterName=${restoredName},postgres.cloudnativepg.recovery.enabled=true`,
+          '--set',
+          `postgres.cloudnativepg.recovery.sourceClusterName=${source},postgres.cloudnativepg.recovery.targetTime=${targetTime}`,
+          '--set',
+          'migrations.enabled=false',
+        ];
+        const old = podInputs(rendered);
+        const upgraded = render(set, ...restore);
+        renders.push(upgraded);
+        const next = podInputs(upgraded);
+        const expected = deploymentNames().filter((name) => old.get(name) !== next.get(name));
+        const before = await deploymentsNow(namespace);
+        helm('upgrade', release, chart, '-n', namespace, ...values(set), ...restore, '--wait', '--timeout', WAIT);
+        const restored = await ok('GET', `${clusterPath}/${restoredName}`);
+        assert.equal(restored.spec.bootstrap.recovery.recoveryTarget.targetTime, targetTime);
+        const origin = restored.spec.externalClusters.find((c) => c.name === restored.spec.bootstrap.recovery.source);
+        assert.equal(origin.plugin.name, 'barman-cloud.cloudnative-pg.io');
+        assert.equal(origin.plugin.parameters.serverName, source, 'restores the old Cluster’s backups');
+        const kept = await ok('GET', `${clusterPath}/${source}`);
+        assert.ok(!kept.metadata.deletionTimestamp, 'the old Cluster is kept (helm.sh/resource-policy: keep)');
+        const now = await rolledOut(namespace);
+        const rolled = [...now].filter(([name, d]) => !isDeepStrictEqual(d.template, before.get(name).template));
+        assert.deepEqual(rolled.map(([name]) => name).sort(), expected, 'the Deployments with a database rolled');
+        const urls = byKind(upgraded, 'Secret').flatMap((s) => Object.values(s.stringData ?? {}));
+        assert.ok(
+          urls.filter((u) => String(u).startsWith('postgres://')).every((u) => u.includes(`@${restoredName}-rw.`)),
+          'every database URL names the restored Cluster',
+        );
+        console.log(
+          `${set}: restored into ${restoredName} (target ${targetTime}); rolled ${rolled.map(([n]) => n).join(', ')}`,
+        );
+      });
+
+      test('CloudNativePG: the upgrade after the restore runs the migrations before the rollout again', async (t) => {
+        if (!onCloudNativePG(t)) return;
+        const after = [
+          '--set',
+          `postgres.cloudnativepg.clusterName=${restoredName},postgres.cloudnativepg.recovery.enabled=false`,
+        ];
+        const upgraded = render(set, ...after);
+        renders.push(upgraded);
+        const hooks = hookJobsOf(upgraded, 'upgrade');
+        assert.ok(
+          hooks.pre.some((j) => j.endsWith('-migrate')),
+          'expand is a pre-upgrade hook',
+        );
+        const observed = await observeRollout(
+          namespace,
+          hooks,
+          ...['upgrade', release, chart, '-n', namespace, ...values(set), ...after, '--wait', '--timeout', WAIT],
+        );
+        assertHookOrder(hooks, observed, 'upgrade');
+        const restored = await ok('GET', `${clusterPath}/${restoredName}`);
+        assert.ok(
+          restored.spec.bootstrap.initdb,
+          'the Cluster spec as rendered (its bootstrap is read only at creation)',
+        );
+        await rolledOut(namespace);
+      });
+    }
+
+    test('helm uninstall leaves only the hook resources and the resources Helm keeps (docs/operations-helm.md)', async () => {
       helm('uninstall', release, '-n', namespace, '--wait', '--timeout', WAIT);
-      // ... and the Secrets the certificate issuer made (Helm never owned them).
-      const kept = rendered
-        .filter(
-          (o) => hookOf(o) && !(o.metadata.annotations['helm.sh/hook-delete-policy'] ?? '').includes('hook-succeeded'),
-        )
-        .map((o) => `${o.kind}/${o.metadata.name}`)
-        .concat(issued)
-        .sort();
+      // The hooks not deleted on success, what the chart marks helm.sh/resource-policy: keep (the database and its
+      // credentials), and the Secrets the certificate issuer made (Helm never owned them).
+      const keptByHelm = (o) =>
+        (hookOf(o) && !(o.metadata.annotations['helm.sh/hook-delete-policy'] ?? '').includes('hook-succeeded')) ||
+        o.metadata.annotations?.['helm.sh/resource-policy'] === 'keep';
+      const kept = [
+        ...new Set(
+          renders
+            .flat()
+            .filter(keptByHelm)
+            .map((o) => `${o.kind}/${o.metadata.name}`)
+            .concat(issued),
+        ),
+      ].sort();
       // The garbage collector removes ReplicaSets, pods and endpoint slices after their owners: wait for it.
       let left;
       await until('the namespace emptied but for the kept resources', async () => {

@@ -140,8 +140,57 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and $v.grpcTls.certManager.enabled (not $v.grpcTls.certManager.issuerRef.name) -}}
 {{- fail "grpcTls.certManager.issuerRef.name is required with grpcTls.certManager.enabled: a cert-manager CA issuer, so that ca.crt signs every peer" -}}
 {{- end -}}
+{{- with $v.postgres.cloudnativepg -}}
+{{- if .enabled -}}
+{{- if or $v.postgres.existingSecret $v.postgres.existingMigrationSecret -}}
+{{- fail "postgres.existingSecret and postgres.existingMigrationSecret are not used with postgres.cloudnativepg.enabled: the chart makes the Cluster's roles from the passwords of postgres.roles and postgres.ownerRoles (and the services' URLs to its -rw Service); unset them" -}}
+{{- end -}}
+{{- range $kind := list "roles" "ownerRoles" -}}
+{{- range $svc := include "mileage.databaseServices" $ | fromYamlArray -}}
+{{- if (index (index $v.postgres $kind) $svc).url -}}
+{{- fail (printf "postgres.%s.%s.url is not used with postgres.cloudnativepg.enabled (the URL is the Cluster's -rw Service): give its username and password instead" $kind $svc) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if ne (int $v.postgres.port) 5432 -}}
+{{- fail (printf "postgres.port %d: a CloudNativePG Cluster serves on 5432 (the NetworkPolicy egress rule uses postgres.port); set it to 5432" (int $v.postgres.port)) -}}
+{{- end -}}
+{{- if not .backup.destinationPath -}}
+{{- fail "postgres.cloudnativepg.backup.destinationPath is required with postgres.cloudnativepg.enabled: the s3://bucket/path of the WAL archive and the base backups (a Cluster without them cannot be restored)" -}}
+{{- end -}}
+{{- if not (or .backup.s3Credentials.secretName .backup.s3Credentials.inheritFromIAMRole) -}}
+{{- fail "postgres.cloudnativepg.backup.s3Credentials: name the Secret with the bucket's access key (secretName), or set inheritFromIAMRole" -}}
+{{- end -}}
+{{- if and .backup.s3Credentials.secretName .backup.s3Credentials.inheritFromIAMRole -}}
+{{- fail "postgres.cloudnativepg.backup.s3Credentials: secretName and inheritFromIAMRole both say where the bucket's credentials come from: choose one" -}}
+{{- end -}}
+{{- if and .backup.endpointCA.name (not .backup.endpointCA.key) -}}
+{{- fail "postgres.cloudnativepg.backup.endpointCA.key is required with endpointCA.name: the Secret's key holding the CA bundle" -}}
+{{- end -}}
+{{- if .recovery.enabled -}}
+{{- $cluster := include "mileage.cnpgCluster" $ -}}
+{{- if not .recovery.sourceClusterName -}}
+{{- fail "postgres.cloudnativepg.recovery.sourceClusterName is required with recovery.enabled: the name of the Cluster whose backups to restore" -}}
+{{- end -}}
+{{- if eq .recovery.sourceClusterName $cluster -}}
+{{- fail (printf "postgres.cloudnativepg.recovery: the restored Cluster must have a new name (clusterName), not %s, the Cluster whose backups it restores: a restore never overwrites its source, and the new Cluster archives under its own name" $cluster) -}}
+{{- end -}}
+{{- if $v.migrations.enabled -}}
+{{- fail "postgres.cloudnativepg.recovery.enabled needs migrations.enabled false: the restored database brings its schema, and a pre-upgrade migration Job would wait for a Cluster made only after it. Turn the migrations on again in the upgrade after the restore (docs/operations-helm.md)" -}}
+{{- end -}}
+{{- with .recovery.targetTime -}}
+{{- if gt (mustToDate "2006-01-02T15:04:05Z07:00" .).Unix (now).Unix -}}
+{{- fail (printf "postgres.cloudnativepg.recovery.targetTime %s is in the future: PostgreSQL would replay the whole archive and refuse to finish short of it. Give a past time, or leave it empty for the end of the archive" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if $v.networkPolicy.enabled -}}
 {{- if not $v.postgres.egress -}}
+{{- if $v.postgres.cloudnativepg.enabled -}}
+{{- fail (printf "postgres.egress is required with networkPolicy.enabled: the Cluster's pods, e.g. [{ podSelector: { matchLabels: { cnpg.io/cluster: %s } } }]" (include "mileage.cnpgCluster" .)) -}}
+{{- end -}}
 {{- fail "postgres.egress is required with networkPolicy.enabled: where PostgreSQL (or its pooler) is, as NetworkPolicyPeers (a namespaceSelector/podSelector in the cluster, an ipBlock outside it)" -}}
 {{- end -}}
 {{- if not $v.oidc.egress -}}
@@ -225,12 +274,39 @@ the hop is plaintext (grpcTls.allowPlaintext). */}}
 {{- .Values.redis.existingSecret | default (printf "%s-redis" (include "mileage.fullname" .)) -}}
 {{- end -}}
 
+{{/* The CloudNativePG Cluster's name (postgres.cloudnativepg), and where the pods find the CA of its server
+certificates (the Cluster's <name>-ca Secret, its ca.crt alone). */}}
+{{- define "mileage.cnpgCluster" -}}
+{{- .Values.postgres.cloudnativepg.clusterName | default (printf "%s-postgres" (include "mileage.fullname" .)) -}}
+{{- end -}}
+
+{{- define "mileage.postgresCaDir" -}}/etc/mileage/postgres-ca{{- end -}}
+
+{{/* The pod volume of the Cluster's CA (deployments and migration Jobs), when postgres.cloudnativepg.enabled. */}}
+{{- define "mileage.postgresCaVolume" -}}
+- name: postgres-ca
+  secret: { secretName: {{ include "mileage.cnpgCluster" . }}-ca, items: [{ key: ca.crt, path: ca.crt }] }
+{{- end -}}
+
+{{- define "mileage.postgresCaMount" -}}
+- { name: postgres-ca, mountPath: {{ include "mileage.postgresCaDir" . }}, readOnly: true }
+{{- end -}}
+
+{{/* A role's Secret for CloudNativePG (kubernetes.io/basic-auth): (dict "root" $ "service" "users" "roles" "roles"|"ownerRoles"). */}}
+{{- define "mileage.cnpgRoleSecret" -}}
+{{ include "mileage.fullname" .root }}-postgres-{{ .service }}{{ if eq .roles "ownerRoles" }}-owner{{ end }}
+{{- end -}}
+
 {{/* The connection URL of one service's role: (dict "root" $ "service" "users" "roles" "roles"|"ownerRoles"). */}}
 {{- define "mileage.databaseUrl" -}}
 {{- $pg := .root.Values.postgres -}}
 {{- $kind := .roles | default "roles" -}}
 {{- $role := index (index $pg $kind) .service -}}
-{{- if $role.url -}}
+{{- if $pg.cloudnativepg.enabled -}}
+{{- /* The Cluster's read-write Service, its server certificate verified against the Cluster's CA. */ -}}
+{{- $password := required (printf "postgres.%s.%s.password is required with postgres.cloudnativepg.enabled (the chart makes the role with it)" $kind .service) $role.password -}}
+{{- printf "postgres://%s:%s@%s-rw.%s.svc:5432/%s?sslmode=verify-full&sslrootcert=%s/ca.crt" $role.username ($password | urlquery) (include "mileage.cnpgCluster" .root) .root.Release.Namespace $pg.database (include "mileage.postgresCaDir" .root) -}}
+{{- else if $role.url -}}
 {{- $role.url -}}
 {{- else -}}
 {{- $secret := ternary "postgres.existingMigrationSecret" "postgres.existingSecret" (eq $kind "ownerRoles") -}}
