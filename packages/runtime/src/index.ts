@@ -35,6 +35,7 @@ export { parseRfc3339, type TimestampCheck } from './timestamps';
 export * from './wire-time';
 export * from './http-status';
 export * from './ids';
+export * from './id-arguments';
 export * from './tenancy';
 export * from './organization-share';
 export * from './list-window';
