@@ -13,6 +13,7 @@ export * from './attestation';
 export * from './logger';
 export * from './metrics';
 export * from './shutdown';
+export { runProcess, type ProcessConfig, type ProcessContext, type StartedProcess } from './process';
 export {
   endSpan,
   extractContext,
