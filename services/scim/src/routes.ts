@@ -1,13 +1,12 @@
 import type { scimV1 } from '@mileage/proto';
 import { receivedEndUser, type CallContext, type SignedEndUser } from '@mileage/runtime';
 import type { Attested } from './attested-actor';
-import { paging, type RequestContext, type ScimDeps, type ScimResponse } from './context';
+import type { RequestContext, ScimDeps, ScimResponse } from './context';
 import { Discovery } from './discovery';
 import { ScimError, scimErrors } from './errors';
 import { GroupHandlers } from './groups';
 import { readJson } from './request-body';
-import { isObject } from './resource';
-import { LIST_SCHEMA } from './schemas';
+import { rootSearch, searchContext } from './search';
 import { UserHandlers } from './users';
 
 type Route = (ctx: RequestContext, body: () => unknown, id: string | undefined) => Promise<ScimResponse> | ScimResponse;
@@ -25,6 +24,7 @@ export function scimRoutes(deps: ScimDeps): Dispatch {
   const users = new UserHandlers(deps);
   const groups = new GroupHandlers(deps);
   const discovery = new Discovery(deps.baseUrl);
+  const searchAll = rootSearch(users, groups);
   const ok = (body: unknown): ScimResponse => ({ status: 200, body });
   const groupsAreThePlatforms = () => {
     throw scimErrors.notImplemented(
@@ -66,40 +66,6 @@ export function scimRoutes(deps: ScimDeps): Dispatch {
       item: { GET: (_c, _b, id) => ok(discovery.schemas(id)) },
     },
   };
-
-  /** Searches every resource type (RFC 7644 §3.4.3 at the root): users first, then groups, one index space. */
-  async function searchAll(ctx: RequestContext): Promise<ScimResponse> {
-    const { startIndex, count } = paging(ctx.query);
-    const part = async (list: (c: RequestContext) => Promise<ScimResponse>, offset: number, limit: number) => {
-      const query = new URLSearchParams(ctx.query);
-      query.set('startIndex', String(offset + 1));
-      query.set('count', String(limit));
-      try {
-        return (await list({ ...ctx, query, lenientSelection: true })).body as {
-          totalResults: number;
-          Resources: unknown[];
-        };
-      } catch (err) {
-        // A filter naming attributes another resource type does not have matches none of that type.
-        if (err instanceof ScimError && err.scimType === 'invalidFilter') return { totalResults: 0, Resources: [] };
-        throw err;
-      }
-    };
-    const userPage = await part((c) => users.list(c), startIndex - 1, count);
-    const groupOffset = Math.max(0, startIndex - 1 - userPage.totalResults);
-    const groupPage = await part((c) => groups.list(c), groupOffset, Math.max(0, count - userPage.Resources.length));
-    const resources = [...userPage.Resources, ...groupPage.Resources];
-    return {
-      status: 200,
-      body: {
-        schemas: [LIST_SCHEMA],
-        totalResults: userPage.totalResults + groupPage.totalResults,
-        startIndex,
-        itemsPerPage: resources.length,
-        Resources: resources,
-      },
-    };
-  }
 
   async function dispatch(
     request: scimV1.HandleRequestRequest,
@@ -156,25 +122,6 @@ export function scimRoutes(deps: ScimDeps): Dispatch {
   }
 
   return dispatch;
-}
-
-/** A SearchRequest body (POST …/.search) read as the query parameters of a GET. */
-function searchContext(ctx: RequestContext, body: unknown): RequestContext {
-  if (!isObject(body)) throw scimErrors.invalidSyntax('The search request must be a JSON object');
-  const query = new URLSearchParams();
-  for (const [key, value] of Object.entries(body)) {
-    const name = ['filter', 'startIndex', 'count', 'attributes', 'excludedAttributes', 'sortBy', 'sortOrder'].find(
-      (n) => n.toLowerCase() === key.toLowerCase(),
-    );
-    if (!name || value === null) continue;
-    // A list (attributes, excludedAttributes) of names; anything else in it has the wrong type (String() of an
-    // object whose toString is not a function throws).
-    if (Array.isArray(value) && value.every((v) => typeof v === 'string' || typeof v === 'number'))
-      query.set(name, value.map(String).join(','));
-    else if (typeof value === 'string' || typeof value === 'number') query.set(name, String(value));
-    else throw scimErrors.invalidValue(`"${key}" has the wrong type`);
-  }
-  return { ...ctx, query };
 }
 
 /** The end-user context the call came with, as CallSettings for the owner calls it makes. */
