@@ -205,7 +205,7 @@ const list = (resources: object[]) => ({
   Resources: resources,
 });
 
-const groupSchema = schemaDocument(GROUP_RESOURCE_TYPE.schema, SCIM_BASE, true);
+const groupSchema = schemaDocument(GROUP_RESOURCE_TYPE.schema, SCIM_BASE, GROUP_RESOURCE_TYPE.common);
 
 export const SCIM_EXAMPLES = {
   user: bob,

@@ -4,7 +4,6 @@
  * derived from the resource declarations (@mileage/scim-domain), the same ones /Schemas serves.
  */
 import {
-  COMMON_ATTRIBUTES,
   DEFAULT_MAX_VALUES,
   GROUP_RESOURCE_TYPE,
   MAX_RESULTS,
@@ -367,7 +366,7 @@ function properties(attributes: Attribute[]): Record<string, object> {
 
 /** A resource's schema: the common attributes, its own, its extensions (one object each) and meta. */
 function resourceSchema(resource: ResourceDeclaration, description: string) {
-  const [id, externalId] = COMMON_ATTRIBUTES;
+  const [id, externalId] = resource.common;
   const resourceProperties: Record<string, object> = {
     schemas: { type: 'array', items: { type: 'string' } },
     id: { type: 'string', pattern: resource.idPattern, description: id!.description },

@@ -13,6 +13,7 @@ export * from './attestation';
 export * from './logger';
 export * from './metrics';
 export * from './shutdown';
+export { runProcess, type ProcessConfig, type ProcessContext, type StartedProcess } from './process';
 export {
   endSpan,
   extractContext,
@@ -35,6 +36,7 @@ export { parseRfc3339, type TimestampCheck } from './timestamps';
 export * from './wire-time';
 export * from './http-status';
 export * from './ids';
+export * from './id-arguments';
 export * from './tenancy';
 export * from './organization-share';
 export * from './list-window';

@@ -12,19 +12,11 @@ import {
   type PromiseClient,
 } from './grpc-client';
 import { startGrpcServer, type ServiceRegistration } from './grpc-server';
-import {
-  checkGrpcTls,
-  checkOwnIdentity,
-  grpcTls,
-  grpcTlsConfigShape,
-  reportGrpcTls,
-  type GrpcTlsConfig,
-} from './grpc-tls';
+import { checkGrpcTls, grpcTlsConfigShape, type GrpcTlsConfig } from './grpc-tls';
 import { createLogger, type Logger } from './logger';
-import { Metrics } from './metrics';
-import { handleShutdown } from './shutdown';
+import type { Metrics } from './metrics';
+import { runProcess, type ProcessContext, type StartedProcess } from './process';
 import { roleBypassingPolicies } from './tenancy';
-import { startTracing } from './tracing';
 
 const postgresUrl = () => z.string().regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL');
 
@@ -256,28 +248,20 @@ export function runService<Shape extends z.ZodRawShape, Specs extends Record<str
 export async function runService<Shape extends z.ZodRawShape, Specs extends Record<string, ClientSpec>, Deps>(
   service: ServiceDefinition<Shape, Specs, Deps>,
 ): Promise<void> {
-  try {
-    await start(service);
-  } catch (err) {
-    process.stderr.write(`${service.name}: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  }
-}
-
-async function start<Shape extends z.ZodRawShape, Specs extends Record<string, ClientSpec>, Deps>(
-  service: ServiceDefinition<Shape, Specs, Deps>,
-): Promise<void> {
-  const tracing = startTracing(service.name);
   const schema = serviceConfigSchema(service.defaults)
     .extend(service.openDatabase ? databaseConfigShape : {})
     .extend(service.config ?? {})
     .superRefine(checkServiceConfig);
-  const config = loadConfigOrExit(schema) as ServiceConfig<Shape>;
-  const logger = createLogger({ service: service.name, level: config.LOG_LEVEL });
-  const metrics = new Metrics(service.name);
-  const tls = grpcTls(config);
-  checkOwnIdentity(tls, service.name);
-  reportGrpcTls(tls, logger, metrics);
+  return runProcess(service.name, schema, (context) =>
+    start(service, context as unknown as ProcessContext<ServiceConfig<Shape>>),
+  );
+}
+
+/** The service's own parts, started inside runProcess (which made its configuration, logger, metrics and TLS). */
+async function start<Shape extends z.ZodRawShape, Specs extends Record<string, ClientSpec>, Deps>(
+  service: ServiceDefinition<Shape, Specs, Deps>,
+  { config, logger, metrics, tls }: ProcessContext<ServiceConfig<Shape>>,
+): Promise<StartedProcess> {
   const db =
     service.openDatabase &&
     (await openServiceDatabase(service.openDatabase, config as unknown as DatabaseConfig, metrics, logger));
@@ -334,23 +318,20 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
     reflection: config.GRPC_REFLECTION,
   });
   dependencies.start();
-  // The gRPC health of the whole server as HTTP probes too (Kubernetes' gRPC probes speak plaintext only, so with
-  // mutual TLS on the chart probes these): live while the process serves, ready until it starts draining.
   let draining = false;
-  const metricsServer = await metrics.listen(
-    config.METRICS_PORT,
-    config.METRICS_HOST,
-    { '/healthz/dependencies': () => dependencies.report() },
-    { '/healthz': () => true, '/readyz': () => !draining },
-  );
 
   const running = (service.tasks?.(deps, config) ?? []).map((task) =>
     runEvery(task, (err) => logger.warn({ err, task: task.name }, 'background task failed')),
   );
 
-  handleShutdown(
-    logger,
-    [
+  return {
+    // The gRPC health of the whole server as HTTP probes too (Kubernetes' gRPC probes speak plaintext only, so with
+    // mutual TLS on the chart probes these): live while the process serves, ready until it starts draining.
+    metricsRoutes: {
+      documents: { '/healthz/dependencies': () => dependencies.report() },
+      probes: { '/healthz': () => true, '/readyz': () => !draining },
+    },
+    shutdown: [
       {
         name: 'grpc',
         run: () => {
@@ -368,11 +349,8 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
         },
       },
       { name: 'database', run: () => db?.close() },
-      { name: 'metrics', run: () => new Promise((resolve) => metricsServer.close(resolve)) },
-      { name: 'tracing', run: () => tracing.shutdown() },
     ],
-    config.SHUTDOWN_TIMEOUT_MS,
-  );
+  };
 }
 
 /**

@@ -5,10 +5,13 @@ import {
   attr,
   findAttribute,
   GROUP_RESOURCE_TYPE,
+  isModelled,
   schemaAttribute,
+  uniqueAttributes,
   userResource,
   USER_RESOURCE_TYPE,
 } from './declaration';
+import { schemaDocuments } from './discovery';
 import { filterSchema, filterableType } from './filter-table';
 import { jsonbElements, sqlFilterTable } from './filter-sql';
 
@@ -87,5 +90,33 @@ describe('schemaAttribute', () => {
       'returned',
       'uniqueness',
     ]);
+  });
+});
+
+describe('uniqueness', () => {
+  test("/Schemas declares externalId as each owner's database holds it: a user's unique per organization, a group's not", () => {
+    const served = schemaDocuments([USER_RESOURCE_TYPE, GROUP_RESOURCE_TYPE], 'http://scim.test/scim/v2');
+    const externalId = (id: string) =>
+      served.find((s) => s.id === id)!.attributes.find((a) => a.name === 'externalId')!;
+    assert.deepEqual(
+      [externalId(USER_RESOURCE_TYPE.schema.id).uniqueness, externalId(USER_RESOURCE_TYPE.schema.id).caseExact],
+      ['server', true],
+    );
+    assert.equal(externalId(GROUP_RESOURCE_TYPE.schema.id).uniqueness, 'none');
+  });
+
+  test('the attributes an equality filter matches at most one of are the declared unique ones', () => {
+    assert.deepEqual([...uniqueAttributes(USER_RESOURCE_TYPE)].sort(), ['externalid', 'id', 'username']);
+    assert.deepEqual([...uniqueAttributes(GROUP_RESOURCE_TYPE)], ['id']);
+  });
+});
+
+describe('isModelled', () => {
+  test('an owner field of its own is modelled; kept as sent (scim_attributes) or not kept at all is not', () => {
+    const attribute = (name: string) => findAttribute(USER_RESOURCE_TYPE.schema.attributes, name)!;
+    assert.deepEqual(
+      ['userName', 'emails', 'title', 'phoneNumbers', 'password'].map((n) => isModelled(attribute(n))),
+      [true, true, false, false, false],
+    );
   });
 });

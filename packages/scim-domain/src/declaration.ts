@@ -61,6 +61,8 @@ export interface ResourceDeclaration {
   name: 'User' | 'Group';
   endpoint: string;
   description: string;
+  /** id, externalId and meta (commonAttributes) as this resource has them. */
+  common: Attribute[];
   schema: SchemaDeclaration;
   extensions: SchemaDeclaration[];
   /** The form of the ids the owner assigns (a regular expression). */
@@ -127,37 +129,52 @@ function multi(
   });
 }
 
+/** The owner's document that keeps, as sent, the attributes the platform does not model (`kept`). */
+export const KEPT_AS_SENT = 'scim_attributes';
+
+/** Whether the owner keeps the attribute in a field of its own: it has an owner field, outside KEPT_AS_SENT. */
+export function isModelled(attribute: Attribute): boolean {
+  return attribute.owner !== undefined && !attribute.owner.startsWith(`${KEPT_AS_SENT}.`);
+}
+
 /** The attributes the platform does not model, kept as sent in the owner's scim_attributes. */
-const kept = (name: string) => ({ owner: `scim_attributes.${name}` });
+const kept = (name: string) => ({ owner: `${KEPT_AS_SENT}.${name}` });
 /** Kept as sent, and not filterable. */
 const keptOnly = (name: string) => ({ ...kept(name), filterable: false as const });
 
-/** Attributes every resource has (RFC 7643 §3.1), returned always or by default. */
-export const COMMON_ATTRIBUTES: Attribute[] = [
-  attr('id', 'Identifier of the resource, assigned by the service provider.', {
-    caseExact: true,
-    mutability: 'readOnly',
-    returned: 'always',
-    uniqueness: 'server',
-    owner: 'id',
-  }),
-  attr('externalId', 'Identifier of the resource in the provisioning client.', {
-    caseExact: true,
-    owner: 'external_id',
-  }),
-  attr('meta', 'Resource metadata.', {
-    type: 'complex',
-    mutability: 'readOnly',
-    subAttributes: ['resourceType', 'created', 'lastModified', 'location', 'version'].map((n) =>
-      attr(n, `The ${n} of the resource.`, {
-        mutability: 'readOnly',
-        type: n === 'created' || n === 'lastModified' ? 'dateTime' : n === 'location' ? 'reference' : 'string',
-        caseExact: true,
-        ...(n === 'created' ? { owner: 'create_time' } : n === 'lastModified' ? { owner: 'update_time' } : {}),
-      }),
-    ),
-  }),
-];
+/**
+ * The attributes every resource has (RFC 7643 §3.1), returned always or by default. Whether externalId is unique is
+ * the resource's own: 'server' when its owner's database holds it unique among the live resources of an organization
+ * (what one SCIM endpoint serves, as a credential acts inside its organization), compared as sent (caseExact).
+ */
+export function commonAttributes(externalIdUniqueness: 'none' | 'server'): Attribute[] {
+  return [
+    attr('id', 'Identifier of the resource, assigned by the service provider.', {
+      caseExact: true,
+      mutability: 'readOnly',
+      returned: 'always',
+      uniqueness: 'server',
+      owner: 'id',
+    }),
+    attr('externalId', 'Identifier of the resource in the provisioning client.', {
+      caseExact: true,
+      uniqueness: externalIdUniqueness,
+      owner: 'external_id',
+    }),
+    attr('meta', 'Resource metadata.', {
+      type: 'complex',
+      mutability: 'readOnly',
+      subAttributes: ['resourceType', 'created', 'lastModified', 'location', 'version'].map((n) =>
+        attr(n, `The ${n} of the resource.`, {
+          mutability: 'readOnly',
+          type: n === 'created' || n === 'lastModified' ? 'dateTime' : n === 'location' ? 'reference' : 'string',
+          caseExact: true,
+          ...(n === 'created' ? { owner: 'create_time' } : n === 'lastModified' ? { owner: 'update_time' } : {}),
+        }),
+      ),
+    }),
+  ];
+}
 
 export const USER_ATTRIBUTES: Attribute[] = [
   attr('userName', 'Unique identifier for the user, typically used to sign in. Unique case-insensitively.', {
@@ -298,6 +315,8 @@ export function userResource(
     name: 'User',
     endpoint: '/Users',
     description: 'A platform user (a driver or group admin).',
+    // The Users service's users_organization_external_id_key: unique per organization among live users, as sent.
+    common: commonAttributes('server'),
     schema: { id: USER_SCHEMA, name: 'User', description: 'User Account', attributes },
     extensions: [{ ...ENTERPRISE_USER, attributes: enterprise }],
     idPattern: USER_ID_PATTERN.source,
@@ -312,6 +331,8 @@ export function groupResource(attributes: Attribute[] = GROUP_ATTRIBUTES): Resou
     name: 'Group',
     endpoint: '/Groups',
     description: 'A team of the platform. Teams are created by the platform; SCIM manages their name and members.',
+    // The Groups service keeps a group's externalId without a unique index: two groups may share one.
+    common: commonAttributes('none'),
     schema: { id: GROUP_SCHEMA, name: 'Group', description: 'Group (a team of the platform)', attributes },
     extensions: [],
     idPattern: '^[1-9][0-9]*$',
@@ -330,6 +351,18 @@ export function extraPrimary(
 ): { field: string; description: string } | undefined {
   const primaries = values.filter((v) => (v as { primary?: unknown } | null)?.primary === true).length;
   return primaries > 1 ? { field: attribute.name, description: 'at most one primary value' } : undefined;
+}
+
+/**
+ * The top-level attributes no two live resources of an organization share (uniqueness other than 'none'), by their
+ * lower-case names: an equality filter on one matches at most one.
+ */
+export function uniqueAttributes(resource: ResourceDeclaration): Set<string> {
+  return new Set(
+    [...resource.common, ...resource.schema.attributes]
+      .filter((a) => a.uniqueness !== 'none')
+      .map((a) => a.name.toLowerCase()),
+  );
 }
 
 export function findAttribute(list: Attribute[], name: string): Attribute | undefined {

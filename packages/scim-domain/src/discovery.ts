@@ -1,6 +1,6 @@
 // The discovery documents (RFC 7644 §4), derived from the resource declarations: what the SCIM service serves at
 // /ServiceProviderConfig, /ResourceTypes and /Schemas, and what the OpenAPI document shows as their examples.
-import { COMMON_ATTRIBUTES, schemaAttribute, type ResourceDeclaration, type SchemaDeclaration } from './declaration';
+import { schemaAttribute, type Attribute, type ResourceDeclaration, type SchemaDeclaration } from './declaration';
 
 /** Largest page of a list (ServiceProviderConfig filter.maxResults); larger counts are reduced to it. */
 export const MAX_RESULTS = 500;
@@ -47,15 +47,17 @@ export function resourceTypeDocument(resource: ResourceDeclaration, baseUrl: str
   };
 }
 
-/** A schema resource of /Schemas; a core schema lists id and externalId first (meta is described by RFC 7643 §3.1). */
-export function schemaDocument(schema: SchemaDeclaration, baseUrl: string, core: boolean) {
-  const common = core ? COMMON_ATTRIBUTES.filter((a) => a.name !== 'meta') : [];
+/**
+ * A schema resource of /Schemas; a core schema lists its resource's id and externalId first (`common`: its
+ * ResourceDeclaration's; meta is described by RFC 7643 §3.1), an extension none.
+ */
+export function schemaDocument(schema: SchemaDeclaration, baseUrl: string, common: Attribute[] = []) {
   return {
     schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'],
     id: schema.id,
     name: schema.name,
     description: schema.description,
-    attributes: [...common, ...schema.attributes].map(schemaAttribute),
+    attributes: [...common.filter((a) => a.name !== 'meta'), ...schema.attributes].map(schemaAttribute),
     meta: { resourceType: 'Schema', location: `${baseUrl}/Schemas/${schema.id}` },
   };
 }
@@ -63,7 +65,7 @@ export function schemaDocument(schema: SchemaDeclaration, baseUrl: string, core:
 /** Every schema of the resources, each core schema followed by its extensions. */
 export function schemaDocuments(resources: ResourceDeclaration[], baseUrl: string) {
   return resources.flatMap((r) => [
-    schemaDocument(r.schema, baseUrl, true),
-    ...r.extensions.map((e) => schemaDocument(e, baseUrl, false)),
+    schemaDocument(r.schema, baseUrl, r.common),
+    ...r.extensions.map((e) => schemaDocument(e, baseUrl)),
   ]);
 }

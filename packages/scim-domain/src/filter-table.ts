@@ -2,7 +2,6 @@
 // rule and the owner's field. The SCIM service types a filter with it; the owner (Users, Groups) joins it with its own
 // SQL for each field (OwnerColumns, kept in the owner's repository module) and runs the typed filter with filterToSql.
 import type { Attribute, ResourceDeclaration } from './declaration';
-import { COMMON_ATTRIBUTES } from './declaration';
 
 /** At most this many terms (comparisons, and/or/not, value paths) in one filter. */
 export const MAX_FILTER_TERMS = 64;
@@ -72,7 +71,7 @@ export function filterSchema(resource: ResourceDeclaration): FilterSchema {
       schema.attributes[path] = { kind: 'multi', owner: attribute.owner!, sub };
     } else schema.attributes[path] = { kind: 'scalar', ...field(attribute, path) };
   };
-  for (const a of [...COMMON_ATTRIBUTES, ...resource.schema.attributes]) add(a, a.name.toLowerCase());
+  for (const a of [...resource.common, ...resource.schema.attributes]) add(a, a.name.toLowerCase());
   for (const extension of resource.extensions)
     for (const a of extension.attributes) add(a, `${extension.id.toLowerCase()}:${a.name.toLowerCase()}`);
   return schema;

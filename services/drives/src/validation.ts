@@ -16,10 +16,6 @@ function fail(violations: FieldViolation[]): void {
   if (violations.length) throw errors.invalidArgument('invalid request', violations);
 }
 
-export function requireUserId(id: string, field = 'user_id'): void {
-  fail(isUserId(id) ? [] : [{ field, description: 'invalid user id' }]);
-}
-
 export function requirePositive(id: number, field: string): void {
   fail(Number.isSafeInteger(id) && id > 0 ? [] : [{ field, description: 'positive integer' }]);
 }

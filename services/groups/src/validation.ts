@@ -7,18 +7,6 @@ const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 /** The SCIM Group's members (@mileage/scim-domain): its limit is the one every member list here obeys. */
 const MEMBERS = findAttribute(GROUP_ATTRIBUTES, 'members')!;
 
-export function requireGroupId(id: number, field = 'id'): void {
-  if (!Number.isSafeInteger(id) || id <= 0)
-    throw errors.invalidArgument(`${field} must be a positive integer`, [{ field, description: 'positive integer' }]);
-}
-
-export function requireUserId(id: string, field = 'user_id'): void {
-  if (!isUserId(id))
-    throw errors.invalidArgument(`${field} must be exactly 10 characters [A-Za-z0-9]`, [
-      { field, description: 'invalid user id' },
-    ]);
-}
-
 export function validateDisplayName(name: string, required: boolean): void {
   if (name === '') {
     if (required)

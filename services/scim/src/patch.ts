@@ -2,7 +2,7 @@ import type { Filter as Ast } from 'scim2-parse-filter';
 import { scimErrors } from './errors';
 import { matchesElement, parseFilter } from './filter';
 import { findExtension, isObject, normalizeValue, type Doc, type ResourceSchema } from './resource';
-import { COMMON_ATTRIBUTES, findAttribute, PATCH_SCHEMA, type Attribute } from './schemas';
+import { findAttribute, PATCH_SCHEMA, type Attribute } from './schemas';
 
 export interface PatchOperation {
   op: 'add' | 'replace' | 'remove';
@@ -80,7 +80,7 @@ function parsePath(path: string, schema: ResourceSchema): ParsedPath | { extensi
   if (!match) throw scimErrors.invalidPath(`"${path}" is not a valid attribute path`);
   const [, name, filterText, subName] = match;
   let attribute = findAttribute(
-    extension ? schema.extensions[extension]! : [...schema.attributes, ...COMMON_ATTRIBUTES],
+    extension ? schema.extensions[extension]! : [...schema.attributes, ...schema.common],
     name!,
   );
   if (!attribute && !extension && name!.includes('.') === false && subName === undefined) attribute = undefined;

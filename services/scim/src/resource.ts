@@ -6,7 +6,7 @@ import {
   type ResourceDeclaration,
 } from '@mileage/scim-domain';
 import { scimErrors } from './errors';
-import { COMMON_ATTRIBUTES, findAttribute, type Attribute } from './schemas';
+import { findAttribute, type Attribute } from './schemas';
 
 /** A resource in canonical form: attribute names spelled as in the schema, no nulls, no empty arrays. */
 export type Doc = Record<string, unknown>;
@@ -15,6 +15,8 @@ export type Doc = Record<string, unknown>;
 export interface ResourceSchema {
   /** Core schema URN, e.g. urn:ietf:params:scim:schemas:core:2.0:User. */
   core: string;
+  /** id, externalId and meta, as the resource has them. */
+  common: Attribute[];
   attributes: Attribute[];
   /** Extension schema URN → its attributes. */
   extensions: Record<string, Attribute[]>;
@@ -26,6 +28,7 @@ export interface ResourceSchema {
 export function resourceSchema(declaration: ResourceDeclaration): ResourceSchema {
   return {
     core: declaration.schema.id,
+    common: declaration.common,
     attributes: declaration.schema.attributes,
     extensions: Object.fromEntries(declaration.extensions.map((e) => [e.id, e.attributes])),
     ignoreUnknownExtensions: declaration.ignoreUnknownExtensions,
@@ -226,7 +229,7 @@ export function checkSelection(list: string | undefined, schema: ResourceSchema,
       ? s.sub
         ? findAttribute(schema.extensions[ext]!, s.sub.split('.')[0]!)
         : { name: ext }
-      : (findAttribute([...schema.attributes, ...COMMON_ATTRIBUTES], s.top) ??
+      : (findAttribute([...schema.attributes, ...schema.common], s.top) ??
         (s.top === 'schemas' ? { name: 'schemas' } : undefined));
     if (!def)
       throw scimErrors.invalidValue(`${parameter} names an unknown attribute "${s.sub ? `${s.top}.${s.sub}` : s.top}"`);

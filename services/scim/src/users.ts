@@ -1,5 +1,5 @@
 import { scimAuditV1, type usersV1 } from '@mileage/proto';
-import { stringEquality, USER_RESOURCE_TYPE } from '@mileage/scim-domain';
+import { isModelled, stringEquality, USER_RESOURCE_TYPE, type Attribute } from '@mileage/scim-domain';
 import { isUserId } from '@mileage/runtime';
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -22,18 +22,22 @@ import { UserReads } from './user-reads';
 
 export const USER_RESOURCE = resourceSchema(USER_RESOURCE_TYPE);
 
-/** Attributes the Users service models in fields of their own; the rest travel as its scim_attributes. */
+/** Kept in a field of the owner's own (isModelled); a complex value without an owner field (name) when a part is. */
+const modelled = (a: Attribute): boolean =>
+  a.owner !== undefined ? isModelled(a) : (a.subAttributes ?? []).some(modelled);
+const modelledNames = (attributes: Attribute[]) => attributes.filter(modelled).map((a) => a.name);
+
+/**
+ * Attributes the Users service models in fields of their own, as the declaration's owner fields say (the enterprise
+ * extension is its `enterprise`); the rest travel as its scim_attributes.
+ */
 const MODELLED = new Set([
-  'userName',
-  'name',
-  'displayName',
-  'emails',
-  'active',
-  'externalId',
-  'timezone',
-  ENTERPRISE_SCHEMA,
+  ...modelledNames([...USER_RESOURCE_TYPE.common, ...USER_RESOURCE_TYPE.schema.attributes]),
+  ...USER_RESOURCE_TYPE.extensions.filter((e) => e.attributes.some(isModelled)).map((e) => e.id),
 ]);
-const MODELLED_NAME_PARTS = new Set(['givenName', 'familyName', 'formatted']);
+const MODELLED_NAME_PARTS = new Set(
+  modelledNames(USER_RESOURCE_TYPE.schema.attributes.find((a) => a.name === 'name')!.subAttributes!),
+);
 
 /** The Users service's record of a canonical user document: modelled fields, the rest as scim_attributes. */
 function toOwner(doc: Doc, id: string): usersV1.User {

@@ -4,6 +4,7 @@
 import { status } from '@grpc/grpc-js';
 import { filterV1, scimAuditV1, usersV1 } from '@mileage/proto';
 import { inOrganization, millisToTimestamp, timestampToMillis } from '@mileage/runtime';
+import { findAttribute, USER_RESOURCE_TYPE } from '@mileage/scim-domain';
 import { rejection } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -86,6 +87,16 @@ describe('the Users process with organizations', () => {
   });
 
   describe('users of two organizations', () => {
+    test('externalId is unique per organization as sent, as /Schemas declares it (uniqueness server, caseExact)', async () => {
+      const declared = findAttribute(USER_RESOURCE_TYPE.common, 'externalId')!;
+      assert.deepEqual([declared.uniqueness, declared.caseExact], ['server', true]);
+      await suite.usersIn(globex).createUser({ user: user({ externalId: 'ext-case' }) });
+      const otherCase = (await suite.usersIn(globex).createUser({ user: user({ externalId: 'EXT-CASE' }) })).user!;
+      assert.equal(otherCase.externalId, 'EXT-CASE');
+      const again = await rejection(suite.usersIn(globex).createUser({ user: user({ externalId: 'ext-case' }) }));
+      assert.deepEqual([again.code, again.reason], [status.ALREADY_EXISTS, 'USER_EXTERNAL_ID_TAKEN']);
+    });
+
     test('the same userName and externalId in two organizations; taken only within one', async () => {
       const inDemo = (
         await suite.usersIn(DEMO).createUser({ user: user({ userName: 'same@example.com', externalId: 'ext-1' }) })

@@ -18,6 +18,7 @@ import {
   type OwnerColumns,
   type SqlCondition,
   stringEquality,
+  uniqueAttributes,
 } from '@mileage/scim-domain';
 import { createHash, randomInt } from 'node:crypto';
 import { sql } from './database';
@@ -297,10 +298,11 @@ export function pageQuery(where: string, total: number): string {
 export const LIVE_USERS_OF_ORGANIZATION = 'organization_id = ? AND deleted_at IS NULL';
 
 /**
- * Attributes no two live users of an organization share (the primary key; userName and externalId by the unique
- * indexes users_organization_user_name_key on user_name_key (its lower case) and users_organization_external_id_key).
+ * Attributes no two live users of an organization share, as the User declaration says (id: the primary key; userName
+ * and externalId: the unique indexes users_organization_user_name_key on user_name_key, its lower case, and
+ * users_organization_external_id_key).
  */
-const UNIQUE_ATTRIBUTES = new Set(['id', 'username', 'externalid']);
+const UNIQUE_ATTRIBUTES = uniqueAttributes(USER_RESOURCE_TYPE);
 
 /**
  * Whether `filter` is a single string equality on a unique attribute (`userName eq "…"`, `id eq "…"`: an identity

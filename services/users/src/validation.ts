@@ -42,6 +42,11 @@ export function validateUserInput(user: usersV1.User | undefined, options: { idR
   return user;
 }
 
+/** INVALID_ARGUMENT listing `violations`, if there are any. */
+export function refuse(violations: FieldViolation[], what: string): void {
+  if (violations.length) throw errors.invalidArgument(`invalid ${what}`, violations);
+}
+
 /** What is wrong with a text field (empty counts as absent): at most `max` characters, no control characters. */
 export function textViolations(
   field: string,
@@ -54,14 +59,6 @@ export function textViolations(
   if (value.length > max) violations.push({ field, description: `at most ${max} characters` });
   if (CONTROL_CHARS.test(value)) violations.push({ field, description: 'must not contain control characters' });
   return violations;
-}
-
-/** INVALID_ARGUMENT unless `id` is a user id (10 characters [A-Za-z0-9]). */
-export function requireUserId(id: string, field: string): void {
-  if (!isUserId(id))
-    throw errors.invalidArgument(`${field} must be exactly 10 characters [A-Za-z0-9]`, [
-      { field, description: 'invalid user id' },
-    ]);
 }
 
 const knownZones = new Set(Intl.supportedValuesOf('timeZone'));

@@ -1,4 +1,5 @@
-export { createServer, validateEvents, type WebhooksServerDeps } from './server';
+export { createServer, type WebhooksServerDeps } from './server';
+export { validateEvents } from './validation';
 export { openDatabase, SCHEMA } from './database';
 export { OrganizationWebhooks, WebhooksRepository } from './repo';
 export { DeliveryWorker, payload, retryDelayMs, type WorkerOptions } from './worker';

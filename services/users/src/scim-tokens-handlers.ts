@@ -1,72 +1,30 @@
-import { usersV1 } from '@mileage/proto';
+import type { usersV1 } from '@mileage/proto';
 import {
   acrossOrganizations,
   droppedReadAttempts,
   errors,
-  isOrganizationAlias,
-  isOrganizationId,
   isUuid,
-  ORGANIZATION_ALIAS_RULE,
   readWithRetry,
   requireOrganization,
   timestampToMillis,
-  type FieldViolation,
   type Handlers,
-  type ServiceRegistration,
 } from '@mileage/runtime';
-import { OrganizationsRepository, resolveScimToken, ScimTokensRepository } from './organizations-repo';
 import { inCallOrganization, type UsersServerDeps } from './organization-context';
-import { UsersRepository } from './users-repo';
-import { requireUserId, textViolations } from './validation';
+import { resolveScimToken, ScimTokensRepository } from './organizations-repo';
+import { refuse, textViolations } from './validation';
 
-/** The actor of the trail's entry for a change of the organization admin role: an operator's act (npm run org). */
-export const OPERATOR_ACTOR = 'operator';
 const MAX_TOKEN_NAME = 100;
 
-function refuse(violations: FieldViolation[], what: string): void {
-  if (violations.length) throw errors.invalidArgument(`invalid ${what}`, violations);
-}
+export type ScimTokenHandlers = Pick<
+  Handlers<usersV1.OrganizationsServiceServer>,
+  'createScimToken' | 'listScimTokens' | 'revokeScimToken' | 'resolveScimToken'
+>;
 
-/** The OrganizationsService handlers (users.proto): organizations, their admins, their SCIM secret tokens. */
-export function organizationsRegistration(deps: UsersServerDeps): ServiceRegistration {
-  const organizations = new OrganizationsRepository(deps.knex);
+/** The OrganizationsService's SCIM secret tokens (users.proto): issued, listed and revoked per organization. */
+export function scimTokenHandlers(deps: UsersServerDeps): ScimTokenHandlers {
   const read = { read: true };
 
-  const handlers: Handlers<usersV1.OrganizationsServiceServer> = {
-    async getOrganization(request, ctx) {
-      const key = request.key;
-      if (!key) throw errors.invalidArgument('id or alias is required', [{ field: 'key', description: 'required' }]);
-      // A key no organization can have is looked up nowhere.
-      const organization =
-        key.$case === 'id'
-          ? isOrganizationId(key.value) && (await organizations.get({ id: key.value }, ctx.trace))
-          : isOrganizationAlias(key.value) && (await organizations.get({ alias: key.value }, ctx.trace));
-      if (!organization) throw errors.notFound('organization not found', 'ORGANIZATION_NOT_FOUND');
-      return { organization };
-    },
-
-    async createOrganization(request, ctx) {
-      const violations = textViolations('name', request.name.trim(), true);
-      if (!isOrganizationAlias(request.alias))
-        violations.push({ field: 'alias', description: ORGANIZATION_ALIAS_RULE });
-      refuse(violations, 'organization');
-      return { organization: await organizations.create(request.name.trim(), request.alias, ctx.trace) };
-    },
-
-    async setOrganizationAdmin(request, ctx) {
-      requireUserId(request.userId, 'user_id');
-      const user = await inCallOrganization(deps, ctx, (trx, organizationId) =>
-        new UsersRepository(trx, organizationId).setOrganizationAdmin(
-          request.userId,
-          request.organizationAdmin,
-          { actor: OPERATOR_ACTOR, requestId: ctx.requestId },
-          ctx.trace,
-        ),
-      );
-      if (!user) throw errors.notFound(`user ${request.userId} not found`, 'USER_NOT_FOUND');
-      return { user };
-    },
-
+  return {
     async createScimToken(request, ctx) {
       const name = request.name.trim();
       const violations = [
@@ -127,10 +85,5 @@ export function organizationsRegistration(deps: UsersServerDeps): ServiceRegistr
       if (!token) throw errors.notFound('SCIM token not found', 'SCIM_TOKEN_NOT_FOUND');
       return { token };
     },
-  };
-
-  return {
-    definition: usersV1.OrganizationsServiceService,
-    handlers: handlers as ServiceRegistration['handlers'],
   };
 }

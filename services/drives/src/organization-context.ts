@@ -1,0 +1,58 @@
+import type { drivesV1, groupsV1 } from '@mileage/proto';
+import {
+  inOrganization,
+  readInOrganization,
+  requireOrganization,
+  type CallContext,
+  type Knex,
+  type LightReadOptions,
+  type PromiseClient,
+} from '@mileage/runtime';
+import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DriveReads, DrivesRepository } from './drives-repo';
+
+export interface DrivesServerDeps {
+  knex: Knex;
+  /** The Groups service: a drive is reported only to a group of its organization. */
+  groups: PromiseClient<groupsV1.GroupsServiceClient>;
+  /** How long tombstones are kept (TOMBSTONE_RETENTION_DAYS, default 90). */
+  tombstoneRetentionDays?: number;
+}
+
+/** How the handlers reach the drives of the call's organization: writes and reads. */
+export interface CallOrganization {
+  /** `work` over the repository of the call's organization, in one transaction that declared it (inOrganization). */
+  write<T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T>;
+  /**
+   * A read: its statements in one READ ONLY transaction that declared the call's organization, on pg directly (a
+   * light read: its BEGIN shares a round trip with the first statement, no knex transaction); run again while its
+   * connection turns out dropped (nothing was written).
+   */
+  read<T>(ctx: CallContext, work: (reads: DriveReads) => Promise<T>, options?: LightReadOptions): Promise<T>;
+}
+
+export function callOrganization(deps: DrivesServerDeps): CallOrganization {
+  const retentionDays = deps.tombstoneRetentionDays ?? DEFAULT_TOMBSTONE_RETENTION_DAYS;
+  return {
+    write(ctx, work) {
+      const organizationId = requireOrganization(ctx);
+      return inOrganization(deps.knex, organizationId, (trx) => work(new DrivesRepository(trx, organizationId)));
+    },
+    read(ctx, work, options) {
+      const organizationId = requireOrganization(ctx);
+      return readInOrganization(
+        deps.knex,
+        organizationId,
+        (run) => work(new DriveReads(run, organizationId, retentionDays)),
+        options,
+      );
+    },
+  };
+}
+
+/** An empty resultsJson: the answer carries messages. */
+export const NOTHING = Buffer.alloc(0);
+
+/** What every list answer ends with: where the next page starts. */
+export function pageEnd(page: { hasMore: boolean; next?: drivesV1.PagePosition }) {
+  return { hasMore: page.hasMore, ...(page.next ? { nextPosition: page.next } : {}) };
+}
