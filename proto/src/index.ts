@@ -11,6 +11,15 @@ export * as filterV1 from '../gen/mileage/filter/v1/filter';
 export * as rpcStatus from '../gen/google/rpc/status';
 export * as rpcErrorDetails from '../gen/google/rpc/error_details';
 export { Any } from '../gen/google/protobuf/any';
+export { COMPONENTS, METHOD_RULES, type Component } from '../gen/method-rules';
+export {
+  methodRulesOf,
+  renderMethodRules,
+  type DeclaredRules,
+  type Idempotency,
+  type MethodRules,
+  type OrganizationScope,
+} from './method-rules';
 
 /** Directory holding the .proto sources, for gRPC server reflection. */
 export const PROTO_ROOT = path.resolve(__dirname, '..', '..');
