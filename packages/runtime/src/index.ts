@@ -13,6 +13,7 @@ export { callerIdentity } from './grpc/identity';
 export { endUserBinding, endUserProblem } from './grpc/end-user';
 export { organizationNamed, organizationScope } from './grpc/organization';
 export { isRetried, retryMethodConfig } from './grpc/retry';
+export { callGraph, PROCESSES, serverOf, type Process, type Server } from './grpc/call-graph';
 export * from './grpc-tls';
 export * from './attestation';
 export * from './logger';
