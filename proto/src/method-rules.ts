@@ -1,12 +1,17 @@
 import {
   createFileRegistry,
+  fromBinary,
   getOption,
   hasOption,
   type DescField,
   type DescMessage,
   type DescMethod,
 } from '@bufbuild/protobuf';
-import { MethodOptions_IdempotencyLevel, type FileDescriptorSet } from '@bufbuild/protobuf/wkt';
+import {
+  FileDescriptorSetSchema,
+  MethodOptions_IdempotencyLevel,
+  type FileDescriptorSet,
+} from '@bufbuild/protobuf/wkt';
 
 /**
  * The rules of one RPC on the internal hop, as its `.proto` declares them (mileage/rpc/v1/rules.proto): read from the
@@ -59,12 +64,13 @@ interface RulesOption {
 }
 
 /**
- * The rules every RPC of the `mileage.*` services declares in `set` (a buf build or a plugin's request). Throws, naming
+ * The rules every RPC of the `mileage.*` services declares in `set` (a plugin's request, or the bytes of `buf build`'s
+ * image). Throws, naming
  * the method, on one that declares none, an unspecified component or scope, or a field its request does not have: the
  * generation fails rather than a method running without rules.
  */
-export function methodRulesOf(set: FileDescriptorSet): DeclaredRules {
-  const registry = createFileRegistry(set);
+export function methodRulesOf(set: FileDescriptorSet | Uint8Array): DeclaredRules {
+  const registry = createFileRegistry(set instanceof Uint8Array ? fromBinary(FileDescriptorSetSchema, set) : set);
   const extension = registry.getExtension(RULES_EXTENSION);
   const componentEnum = registry.getEnum(COMPONENT_ENUM);
   const scopeEnum = registry.getEnum(SCOPE_ENUM);
