@@ -12,14 +12,9 @@ export * as rpcStatus from '../gen/google/rpc/status';
 export * as rpcErrorDetails from '../gen/google/rpc/error_details';
 export { Any } from '../gen/google/protobuf/any';
 export { COMPONENTS, METHOD_RULES, type Component } from '../gen/method-rules';
-export {
-  methodRulesOf,
-  renderMethodRules,
-  type DeclaredRules,
-  type Idempotency,
-  type MethodRules,
-  type OrganizationScope,
-} from './method-rules';
+// Types only: reading descriptors (methodRulesOf, @bufbuild/protobuf's registry) is for the generator and tests, which
+// import '@mileage/proto/dist/src/method-rules' so that no process loads it.
+export type { DeclaredRules, Idempotency, MethodRules, OrganizationScope } from './method-rules';
 
 /** Directory holding the .proto sources, for gRPC server reflection. */
 export const PROTO_ROOT = path.resolve(__dirname, '..', '..');

@@ -4,7 +4,8 @@
 // call graph — no table of the runtime, the stack or the chart is edited.
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { METHOD_RULES, methodRulesOf, PROTO_ROOT, type Component, type MethodRules } from '@mileage/proto';
+import { METHOD_RULES, PROTO_ROOT, type Component, type MethodRules } from '@mileage/proto';
+import { methodRulesOf } from '@mileage/proto/dist/src/method-rules';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
