@@ -3,8 +3,8 @@ import { drivesV1, type groupsV1 } from '@mileage/proto';
 import {
   COSTLY_READ,
   errors,
-  inOrganization,
-  readInOrganization,
+  inCallOrganization as runInCallOrganization,
+  readInCallOrganization,
   requireOrganization,
   type CallContext,
   type Handlers,
@@ -36,29 +36,21 @@ function pageEnd(page: { hasMore: boolean; next?: drivesV1.PagePosition }) {
 /** The DrivesService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: DrivesServerDeps): ServiceRegistration {
   const retentionDays = deps.tombstoneRetentionDays ?? DEFAULT_TOMBSTONE_RETENTION_DAYS;
-  /** `work` over the repository of the call's organization, in one transaction that declared it (inOrganization). */
-  const inCallOrganization = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> => {
-    const organizationId = requireOrganization(ctx);
-    return inOrganization(deps.knex, organizationId, (trx) => work(new DrivesRepository(trx, organizationId)));
-  };
+  /** `work` over the repository of the call's organization, in one transaction that declared it (inCallOrganization). */
+  const inCallOrganization = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> =>
+    runInCallOrganization(deps.knex, ctx, (trx, organizationId) => work(new DrivesRepository(trx, organizationId)));
   /**
    * A read: its statements in one READ ONLY transaction that declared the call's organization, on pg directly (a
    * light read: its BEGIN shares a round trip with the first statement, no knex transaction); run again while its
    * connection turns out dropped (nothing was written).
    */
-  const read = <T>(
-    ctx: CallContext,
-    work: (reads: DriveReads) => Promise<T>,
-    options?: LightReadOptions,
-  ): Promise<T> => {
-    const organizationId = requireOrganization(ctx);
-    return readInOrganization(
+  const read = <T>(ctx: CallContext, work: (reads: DriveReads) => Promise<T>, options?: LightReadOptions): Promise<T> =>
+    readInCallOrganization(
       deps.knex,
-      organizationId,
-      (run) => work(new DriveReads(run, organizationId, retentionDays)),
+      ctx,
+      (run, organizationId) => work(new DriveReads(run, organizationId, retentionDays)),
       options,
     );
-  };
 
   const handlers: Handlers<drivesV1.DrivesServiceServer> = {
     async listUserDrives(request, ctx) {

@@ -1,13 +1,10 @@
 import { groupsV1 } from '@mileage/proto';
 import {
   errors,
-  inOrganization,
+  inCallOrganization as runInCallOrganization,
   ONE_STATEMENT,
-  readInOrganization,
-  droppedReadAttempts,
-  readWithRetry,
+  readInCallOrganization,
   requireListWindow,
-  requireOrganization,
   type CallContext,
   type Handlers,
   type Knex,
@@ -32,14 +29,14 @@ export interface GroupsServerDeps {
 
 /** The GroupsService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: GroupsServerDeps): ServiceRegistration {
-  /** `work` over the repository of the call's organization, in one transaction that declared it (inOrganization). */
-  const inCallOrganization = <T>(ctx: CallContext, work: (repo: GroupsRepository) => Promise<T>): Promise<T> => {
-    const organizationId = requireOrganization(ctx);
-    return inOrganization(deps.knex, organizationId, (trx) => work(new GroupsRepository(trx, organizationId)));
-  };
+  /** `work` over the repository of the call's organization, in one transaction that declared it (inCallOrganization). */
+  const inCallOrganization = <T>(ctx: CallContext, work: (repo: GroupsRepository) => Promise<T>): Promise<T> =>
+    runInCallOrganization(deps.knex, ctx, (trx, organizationId) => work(new GroupsRepository(trx, organizationId)));
   /** The same for a read: run again while its connection turns out dropped (nothing was written). */
   const read = <T>(ctx: CallContext, work: (repo: GroupsRepository) => Promise<T>): Promise<T> =>
-    readWithRetry(() => inCallOrganization(ctx, work), droppedReadAttempts(deps.knex));
+    runInCallOrganization(deps.knex, ctx, (trx, organizationId) => work(new GroupsRepository(trx, organizationId)), {
+      read: true,
+    });
 
   const handlers: Handlers<groupsV1.GroupsServiceServer> = {
     async getGroup(request, ctx) {
@@ -57,11 +54,10 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
     async checkGroupAdmin(request, ctx) {
       requireGroupId(request.groupId, 'group_id');
       requireUserId(request.userId);
-      const organizationId = requireOrganization(ctx);
-      return readInOrganization(
+      return readInCallOrganization(
         deps.knex,
-        organizationId,
-        (run) => checkAdmin(run, organizationId, request.groupId, request.userId, ctx.trace),
+        ctx,
+        (run, organizationId) => checkAdmin(run, organizationId, request.groupId, request.userId, ctx.trace),
         ONE_STATEMENT,
       );
     },
