@@ -1,5 +1,4 @@
 import type * as grpc from '@grpc/grpc-js';
-
 import { COMPONENTS, type Component } from '@mileage/proto';
 
 /**
