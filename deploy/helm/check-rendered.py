@@ -15,6 +15,7 @@
 import ipaddress
 import json
 import os
+import pathlib
 import re
 import sys
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -29,9 +30,10 @@ DATABASE_SERVICES = [s for s in SERVICES if s != "scim"]
 GRPC_PORTS = {"users": 50051, "groups": 50052, "drives": 50053, "scim": 50054, "webhooks": 50055}
 METRICS_PORTS = {"gateway": 9460, "users": 9461, "groups": 9462, "drives": 9463, "scim": 9464, "webhooks": 9465}
 HTTP_PORT = 8080
-# Who may open a connection to whom inside the release (component -> component).
-ALLOWED_CALLS = {("gateway", s) for s in SERVICES} | {("scim", "users"), ("scim", "groups")} | {
-    ("users", "webhooks"), ("drives", "webhooks"), ("webhooks", "groups"), ("drives", "groups")}
+# Who may open a connection to whom inside the release (component -> component): the chart's call graph, which
+# `npm test` checks against the RPCs' callers in proto/ (packages/runtime/src/grpc/call-graph.test.ts).
+with open(pathlib.Path(__file__).parent / "mileage" / "call-graph.yaml") as call_graph:
+    ALLOWED_CALLS = {(caller, callee) for caller, callees in yaml.safe_load(call_graph).items() for callee in callees}
 # The migration phases (expand → contract): each service's migration Job per phase, its hook, its MIGRATION_PHASE.
 # Expand before any pod of the release changes; contract once the release's pods serve (the old ones are gone).
 MIGRATION_PHASES = {"expand": ("", "pre-install,pre-upgrade"), "contract": ("-contract", "post-install,post-upgrade")}

@@ -11,6 +11,10 @@ export * as filterV1 from '../gen/mileage/filter/v1/filter';
 export * as rpcStatus from '../gen/google/rpc/status';
 export * as rpcErrorDetails from '../gen/google/rpc/error_details';
 export { Any } from '../gen/google/protobuf/any';
+export { COMPONENTS, METHOD_RULES, type Component } from '../gen/method-rules';
+// Types only: reading descriptors (methodRulesOf, @bufbuild/protobuf's registry) is for the generator and tests, which
+// import '@mileage/proto/dist/src/method-rules' so that no process loads it.
+export type { DeclaredRules, Idempotency, MethodRules, OrganizationScope } from './method-rules';
 
 /** Directory holding the .proto sources, for gRPC server reflection. */
 export const PROTO_ROOT = path.resolve(__dirname, '..', '..');

@@ -165,81 +165,9 @@ function splitPem(bundle: string): string[] {
   return bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
 }
 
-/**
- * For each method that acts for an end user when a given component calls it: that caller must send the gateway's
- * end-user context for this service and the call's organization, and the request's field (a dotted path) must name
- * the context's user (`subject`: its `sub`) or its client (`actor`: the audit actor SCIM records, its `client`).
- * Calls a service makes of its own accord (Drives asking Groups whether a report's group exists, Webhooks listing
- * groups) carry none and need none.
- */
-export interface EndUserBinding {
-  from: readonly Component[];
-  subject?: string;
-  actor?: string;
-  /** The request's field that names the organization (default: the call's `x-mileage-organization` metadata). */
-  organization?: string;
-}
-
-export const END_USER_BINDINGS: Readonly<Record<string, EndUserBinding>> = {
-  '/mileage.drives.v1.DrivesService/ListUserDrives': { from: ['gateway'], subject: 'userId' },
-  '/mileage.drives.v1.DrivesService/ListReportedDrives': { from: ['gateway'] },
-  '/mileage.groups.v1.GroupsService/CheckGroupAdmin': { from: ['gateway'], subject: 'userId' },
-  '/mileage.groups.v1.GroupsService/ListAdministeredGroups': { from: ['gateway'], subject: 'userId' },
-  '/mileage.groups.v1.GroupsService/GetGroup': { from: ['scim'] },
-  '/mileage.groups.v1.GroupsService/ListGroups': { from: ['scim'] },
-  '/mileage.groups.v1.GroupsService/UpdateGroup': { from: ['scim'], actor: 'audit.actor' },
-  '/mileage.groups.v1.GroupsService/PatchGroup': { from: ['scim'], actor: 'audit.actor' },
-  '/mileage.users.v1.UsersService/GetUser': { from: ['scim'] },
-  '/mileage.users.v1.UsersService/BatchGetUsers': { from: ['scim'] },
-  '/mileage.users.v1.UsersService/ListUsers': { from: ['scim'] },
-  '/mileage.users.v1.UsersService/BatchFindUsersByUserName': { from: ['scim'] },
-  '/mileage.users.v1.UsersService/CreateUser': { from: ['scim'], actor: 'audit.actor' },
-  '/mileage.users.v1.UsersService/UpdateUser': { from: ['scim'], actor: 'audit.actor' },
-  '/mileage.users.v1.UsersService/DeleteUser': { from: ['scim'], actor: 'audit.actor' },
-  '/mileage.scim.v1.ScimService/HandleRequest': {
-    from: ['gateway'],
-    actor: 'clientId',
-    organization: 'organizationId',
-  },
-  '/mileage.scim.v1.ScimService/HandleRequests': {
-    from: ['gateway'],
-    actor: 'clientId',
-    organization: 'organizationId',
-  },
-};
-
 /** Where the /v1 routes' calls go, and a SCIM request's: the audiences the gateway signs for. */
 export const V1_AUDIENCE: readonly Component[] = ['users', 'groups', 'drives', 'webhooks'];
 export const SCIM_AUDIENCE: readonly Component[] = ['scim', 'users', 'groups'];
-
-function field(request: unknown, dottedPath: string): unknown {
-  let value: unknown = request;
-  for (const key of dottedPath.split('.')) value = (value as Record<string, unknown> | undefined)?.[key];
-  return value;
-}
-
-/**
- * Why a call's end-user context does not vouch for it (undefined when it does): checked, of this organization
- * (`organizationId`, its metadata), and naming the request's user or actor as the method's binding says.
- */
-export function endUserProblem(
-  verifier: EndUserVerifier,
-  binding: EndUserBinding,
-  signed: { token: string | undefined; cert: string | undefined },
-  organizationMetadata: string | undefined,
-  request: unknown,
-): string | undefined {
-  const check = verifier.check(signed.token, signed.cert);
-  if (!check.ok) return check.reason;
-  const { user } = check;
-  const organization = binding.organization ? String(field(request, binding.organization)) : organizationMetadata;
-  if (organization !== String(user.org)) return 'the call acts inside another organization than its end user';
-  if (binding.subject && field(request, binding.subject) !== user.sub)
-    return `${binding.subject} is not the end user's`;
-  if (binding.actor && (user.client === undefined || field(request, binding.actor) !== user.client))
-    return `${binding.actor} is not the end user's client`;
-  return undefined;
-}
 
 /** The end-user context a call came with, to forward on the calls it makes for the same end user (SCIM's). */
 export function receivedEndUser(metadata: { get(key: string): unknown[] }): SignedEndUser | undefined {

@@ -1,21 +1,9 @@
-// The authorization table covers every method of the generated services (a new method cannot ship without deciding
-// who may call it) and names nothing else; a SPIFFE id names a component only as the prefix plus its exact name.
+// A SPIFFE id names a component only as the prefix plus its exact name (who may call what: grpc/method-rules.test.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { generatedMethods } from './generated-methods.fixture';
-import { CallerIdentities, componentOf, GRPC_CALLERS, spiffeIdOf } from './grpc-authz';
+import { CallerIdentities, componentOf, spiffeIdOf } from './grpc-authz';
 
 const PREFIX = 'spiffe://cluster.local/ns/mileage/sa/mileage-';
-
-test('every method of the generated services has an entry in GRPC_CALLERS, and every entry is such a method', () => {
-  const methods = generatedMethods();
-  for (const method of methods) {
-    assert.equal(method.requestStream || method.responseStream, false, `${method.path} is not unary`);
-    assert.ok(GRPC_CALLERS[method.path], `${method.path} has no entry in GRPC_CALLERS`);
-  }
-  // …and nothing else: an entry of a method that is gone (or a typo) would hide a missing one.
-  assert.deepEqual(Object.keys(GRPC_CALLERS).sort(), methods.map((m) => m.path).sort());
-});
 
 test('a SPIFFE id names a component as the prefix followed by exactly its name', () => {
   assert.equal(componentOf(`${PREFIX}gateway`, PREFIX), 'gateway');

@@ -1,74 +1,15 @@
 import type * as grpc from '@grpc/grpc-js';
+import { COMPONENTS, type Component } from '@mileage/proto';
 
 /**
- * Who may call what on the internal gRPC hop, when mutual TLS is on. Every process's certificate carries one
- * SPIFFE-style URI SAN, `spiffe://<trust domain>/ns/<namespace>/sa/<service account>`; GRPC_TLS_SPIFFE_PREFIX is the
- * part before the component's name (e.g. `spiffe://cluster.local/ns/mileage/sa/mileage-`), so an identity names a
- * component exactly when it is that prefix followed by nothing but the component's name.
+ * Who calls on the internal gRPC hop, when mutual TLS is on. Every process's certificate carries one SPIFFE-style URI
+ * SAN, `spiffe://<trust domain>/ns/<namespace>/sa/<service account>`; GRPC_TLS_SPIFFE_PREFIX is the part before the
+ * component's name (e.g. `spiffe://cluster.local/ns/mileage/sa/mileage-`), so an identity names a component exactly
+ * when it is that prefix followed by nothing but the component's name. The components are mileage.rpc.v1.Component;
+ * which of them may call a method is that method's `.proto` option (grpc/identity.ts). grpc.health.v1 (probes, the
+ * circuit breaker's probe) and reflection are open to every caller that passed the TLS handshake.
  */
-export const COMPONENTS = ['gateway', 'users', 'groups', 'drives', 'scim', 'webhooks', 'operator', 'seed'] as const;
-/**
- * A caller on the internal hop: a process of the platform, `operator` (`npm run org` with an operator's certificate),
- * or `seed` (the demo-data loader of the stacks on one machine: `npm start`; no installation issues it a certificate).
- */
-export type Component = (typeof COMPONENTS)[number];
-
-/**
- * For each method (its gRPC path), the components that may call it: those whose code calls it, nobody else (least
- * privilege). A method only `seed` may call has no caller in an installation: the development stack's demo data
- * is written through it.
- * grpc.health.v1 (probes, the circuit breaker's probe) and reflection are not listed: every caller that passed the
- * TLS handshake may use them. A unit test checks that every method of the generated services is listed.
- */
-export const GRPC_CALLERS: Readonly<Record<string, readonly Component[]>> = {
-  // Users: SCIM provisions users; the gateway reads them in batches (accounts, group members) and the feed.
-  '/mileage.users.v1.UsersService/GetUser': ['scim', 'operator'],
-  '/mileage.users.v1.UsersService/BatchGetUsers': ['gateway', 'scim'],
-  '/mileage.users.v1.UsersService/CreateUser': ['scim', 'seed'],
-  '/mileage.users.v1.UsersService/UpdateUser': ['scim'],
-  '/mileage.users.v1.UsersService/DeleteUser': ['scim'],
-  '/mileage.users.v1.UsersService/ListUsers': ['scim'],
-  '/mileage.users.v1.UsersService/BatchFindUsersByUserName': ['scim'],
-  '/mileage.users.v1.UsersService/ListProvisioningEvents': ['gateway'],
-  // Organizations: the gateway's organization routes and SCIM credentials; the operator's commands.
-  '/mileage.users.v1.OrganizationsService/GetOrganization': ['gateway', 'seed'],
-  '/mileage.users.v1.OrganizationsService/CreateOrganization': ['operator', 'seed'],
-  '/mileage.users.v1.OrganizationsService/SetOrganizationAdmin': ['operator', 'seed'],
-  '/mileage.users.v1.OrganizationsService/CreateScimToken': ['gateway'],
-  '/mileage.users.v1.OrganizationsService/ListScimTokens': ['gateway'],
-  '/mileage.users.v1.OrganizationsService/RevokeScimToken': ['gateway'],
-  '/mileage.users.v1.OrganizationsService/ResolveScimToken': ['gateway'],
-  // Groups: the gateway's group and drive routes, Drives (a report's group), SCIM (groups), Webhooks (a group exists).
-  '/mileage.groups.v1.GroupsService/GetGroup': ['gateway', 'scim'],
-  '/mileage.groups.v1.GroupsService/ListAdministeredGroups': ['gateway'],
-  '/mileage.groups.v1.GroupsService/CheckGroupAdmin': ['gateway', 'drives'],
-  '/mileage.groups.v1.GroupsService/CreateGroup': ['seed'],
-  '/mileage.groups.v1.GroupsService/UpdateGroup': ['scim'],
-  '/mileage.groups.v1.GroupsService/PatchGroup': ['scim'],
-  '/mileage.groups.v1.GroupsService/SetMemberRoles': [],
-  '/mileage.groups.v1.GroupsService/RemoveMembers': [],
-  '/mileage.groups.v1.GroupsService/ListGroups': ['scim', 'webhooks'],
-  '/mileage.groups.v1.GroupsService/ListProvisioningEvents': ['gateway'],
-  // Drives: the gateway reads; nothing of the platform writes drives over gRPC yet (the demo data does).
-  '/mileage.drives.v1.DrivesService/ListUserDrives': ['gateway'],
-  '/mileage.drives.v1.DrivesService/ListReportedDrives': ['gateway'],
-  '/mileage.drives.v1.DrivesService/CreateDrive': ['seed'],
-  '/mileage.drives.v1.DrivesService/UpdateDrive': [],
-  '/mileage.drives.v1.DrivesService/ReportDrive': ['seed'],
-  '/mileage.drives.v1.DrivesService/ReviewReportedDrive': ['seed'],
-  '/mileage.drives.v1.DrivesService/DeleteDrive': ['seed'],
-  '/mileage.drives.v1.DrivesService/WithdrawReport': ['seed'],
-  // SCIM: the gateway's /scim/v2.
-  '/mileage.scim.v1.ScimService/HandleRequest': ['gateway'],
-  '/mileage.scim.v1.ScimService/HandleRequests': ['gateway'],
-  // Webhooks: the gateway's webhook routes; the outbox relays of Users and Drives publish events.
-  '/mileage.webhooks.v1.WebhooksService/CreateSubscription': ['gateway'],
-  '/mileage.webhooks.v1.WebhooksService/ListSubscriptions': ['gateway'],
-  '/mileage.webhooks.v1.WebhooksService/DeleteSubscription': ['gateway'],
-  '/mileage.webhooks.v1.WebhooksService/ListDeliveries': ['gateway'],
-  '/mileage.webhooks.v1.WebhooksService/RedeliverDelivery': ['gateway'],
-  '/mileage.webhooks.v1.WebhooksService/PublishEvents': ['users', 'drives'],
-};
+export { COMPONENTS, type Component };
 
 /** The one SPIFFE id of a certificate's subject alternative names (Node's `subjectaltname` text), if exactly one. */
 export function spiffeIdOf(subjectAltName: string | undefined): string | undefined {

@@ -13,6 +13,8 @@ import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { endSpan, injectContext, SpanKind, startSpan, tracingEnabled, type Span, type TraceContext } from './tracing';
 import { service as healthService } from 'grpc-health-check';
+import type { Component, MethodRules } from '@mileage/proto';
+import { retryMethodConfig } from './grpc/retry';
 
 /**
  * How soon a client tries a lost address again: the first wait, growing to the longest (grpc-js's own default grows
@@ -102,6 +104,8 @@ export function createGrpcClient<C extends grpc.Client>(
     circuitBreaker?: CircuitBreakerOptions;
     /** Where the breaker's state changes are logged (one line each). */
     logger?: Logger;
+    /** The methods' rules (which are retried): default the generated ones of proto/. */
+    rules?: Readonly<Record<string, MethodRules<Component>>>;
   },
 ): PromiseClient<C> {
   const serviceName = grpcServiceName(Client.service);
@@ -122,7 +126,7 @@ export function createGrpcClient<C extends grpc.Client>(
     // replica, so load spreads per call rather than per connection. One address behaves as before.
     'grpc.service_config': JSON.stringify({
       loadBalancingConfig: [{ round_robin: {} }],
-      methodConfig: readRetryConfig(Client.service),
+      methodConfig: retryMethodConfig(Client.service, options.rules),
     }),
     ...(options.minResolveIntervalMs !== undefined
       ? { 'grpc.dns_min_time_between_resolutions_ms': options.minResolveIntervalMs }
@@ -230,39 +234,6 @@ export function createGrpcClient<C extends grpc.Client>(
       });
   }
   return wrapped as PromiseClient<C>;
-}
-
-/**
- * The methods a client sends again as they were: reads, by the platform's naming (Get, BatchGet, BatchFind, List,
- * Check), and an idempotent lookup (Resolve: it only stamps a last-used time). Not SCIM's HandleRequests, although it
- * carries reads only: each read's attestation may be used once, so the gateway sends a read that got no answer again
- * itself, under a fresh attestation.
- */
-export const RETRIED_METHOD = /^(Get|BatchGet|BatchFind|List|Check|Resolve)/;
-
-/**
- * Reads (RETRIED_METHOD) are retried once on UNAVAILABLE: a connection a server closes at its maximum age can refuse
- * a call that raced its GOAWAY, and the single transparent retry can meet a second closing connection. Writes are
- * not retried here (their callers handle unknown outcomes).
- */
-function readRetryConfig(definition: grpc.ServiceDefinition): object[] {
-  const names = Object.values(definition)
-    .map((method) => /^\/([^/]+)\/([^/]+)$/.exec(method.path))
-    .filter((m): m is RegExpExecArray => m !== null && RETRIED_METHOD.test(m[2]!))
-    .map(([, service, method]) => ({ service, method }));
-  if (names.length === 0) return [];
-  return [
-    {
-      name: names,
-      retryPolicy: {
-        maxAttempts: 2,
-        initialBackoff: '0.02s',
-        maxBackoff: '0.1s',
-        backoffMultiplier: 2,
-        retryableStatusCodes: ['UNAVAILABLE'],
-      },
-    },
-  ];
 }
 
 /** The fully qualified name of a generated client's service (`mileage.users.v1.UsersService`), as health checks use. */

@@ -1,17 +1,20 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
-import { PROTO_ROOT } from '@mileage/proto';
+import { PROTO_ROOT, type Component, type MethodRules } from '@mileage/proto';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { randomUUID } from 'node:crypto';
 import { isAcceptableRequestId, REQUEST_ID_METADATA_KEY } from './context';
-import { errors, toAppError, toStatusObject, type AppError } from './errors';
-import { END_USER_BINDINGS, endUserProblem, receivedEndUser, type EndUserVerifier } from './end-user';
-import { GRPC_CALLERS, type CallerIdentities } from './grpc-authz';
+import { toAppError, toStatusObject, type AppError } from './errors';
+import type { EndUserVerifier } from './end-user';
+import type { CallerIdentities } from './grpc-authz';
+import { endUserBinding } from './grpc/end-user';
+import { callerIdentity } from './grpc/identity';
+import { chain, methodLabels, rulesOf, type InboundCall, type Interceptor } from './grpc/interceptor';
+import { organizationScope } from './grpc/organization';
 import type { GrpcTls } from './grpc-tls';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
-import { ORGANIZATION_METADATA_KEY } from './tenancy';
 import { endSpan, extractContext, SpanKind, startSpan, tracingEnabled, type TraceContext } from './tracing';
 
 export interface CallContext {
@@ -24,6 +27,11 @@ export interface CallContext {
   remainingMs(): number;
   /** Aborted when the caller cancels or its deadline passes. */
   signal: AbortSignal;
+  /**
+   * The organization the call acts inside, as its method's rules establish it (grpc/organization.ts): always set for
+   * a method whose organization is `required`, set when named for `across-unless-named`, never for `none`.
+   */
+  organizationId?: number;
 }
 
 export type UnaryHandler<Req, Res> = (request: Req, ctx: CallContext) => Promise<Res>;
@@ -38,13 +46,22 @@ export type Handlers<S extends grpc.UntypedServiceImplementation> = {
 export interface ServiceRegistration {
   definition: grpc.ServiceDefinition;
   handlers: Record<string, UnaryHandler<never, unknown>>;
+  /** Its methods' rules by path: default the generated ones of proto/ (their `.proto` options). */
+  rules?: Readonly<Record<string, MethodRules<Component>>>;
+}
+
+/** A call through the interceptors, with what its handler is called with. */
+interface AdaptedCall extends InboundCall {
+  ctx: CallContext;
+  /** failFast's answer: the call fails with it once through the interceptors. */
+  refusal: AppError | undefined;
 }
 
 /**
  * Adapts async handlers to grpc-js: request id and logging context, RED metrics, and error mapping
- * (AppError → status with details; anything else → INTERNAL, logged with its stack here only). With `callers`
- * (mutual TLS), a call whose caller's component may not call the method (GRPC_CALLERS) is refused before its handler,
- * and with `endUsers` one that acts for an end user (END_USER_BINDINGS) without the gateway's context vouching for it.
+ * (AppError → status with details; anything else → INTERNAL, logged with its stack here only). Before its handler a
+ * call passes the interceptors of its method's rules (its `.proto` options): with `callers` (mutual TLS) the caller's
+ * identity, with `endUsers` the end user it acts for, and always the organization it acts inside.
  */
 export function adaptService(
   definition: grpc.ServiceDefinition,
@@ -55,59 +72,32 @@ export function adaptService(
     failFast?: () => AppError | undefined;
     callers?: CallerIdentities;
     endUsers?: EndUserVerifier;
+    rules?: Readonly<Record<string, MethodRules<Component>>>;
   },
 ): grpc.UntypedServiceImplementation {
+  const interceptors: Interceptor[] = [
+    ...(deps.callers ? [callerIdentity({ ...deps, identities: deps.callers })] : []),
+    ...(deps.callers && deps.endUsers ? [endUserBinding({ ...deps, verifier: deps.endUsers })] : []),
+    organizationScope(),
+  ];
   const implementation: grpc.UntypedServiceImplementation = {};
   for (const [key, method] of Object.entries(definition)) {
-    const handler = handlers[key];
+    const handler = handlers[key] as UnaryHandler<unknown, unknown> | undefined;
     if (!handler) throw new Error(`no handler for ${method.path}`);
-    if (deps.callers && !GRPC_CALLERS[method.path])
-      throw new Error(`${method.path} has no entry in GRPC_CALLERS (grpc-authz.ts)`);
-    const mayCall = new Set<string>(GRPC_CALLERS[method.path]);
-    const binding = END_USER_BINDINGS[method.path];
-    const [, service = '', name = key] = /^\/([^/]+)\/([^/]+)$/.exec(method.path) ?? [];
-    const labels = { grpc_service: service, grpc_method: name };
+    const rules = rulesOf(method.path, deps.rules);
+    // The interceptors pass the call they were given on: the handler gets it back with what they established.
+    const run = chain(interceptors, (passed) => {
+      const { ctx, refusal } = passed as AdaptedCall;
+      if (refusal) throw refusal;
+      if (passed.organizationId !== undefined) ctx.organizationId = passed.organizationId;
+      return handler(passed.request, ctx);
+    });
+    const labels = methodLabels(method.path);
+    const { grpc_service: service, grpc_method: name } = labels;
     const unary: grpc.handleUnaryCall<unknown, unknown> = (call, callback) => {
       const started = process.hrtime.bigint();
       const incomingId = call.metadata.get(REQUEST_ID_METADATA_KEY)[0];
       const requestId = isAcceptableRequestId(incomingId) ? incomingId : randomUUID();
-      const caller = deps.callers?.of(call);
-      if (caller && !mayCall.has(caller.component)) {
-        deps.metrics.grpcServerCallsDenied.inc({ ...labels, caller: caller.component });
-        deps.logger.warn(
-          { caller: caller.spiffeId ?? null, grpc_method: method.path, request_id: requestId },
-          'gRPC call refused: its caller may not call this method',
-        );
-        deps.metrics.grpcServerHandled.inc({ ...labels, grpc_code: grpc.status[grpc.status.PERMISSION_DENIED] });
-        callback(
-          toStatusObject(errors.permissionDenied(`the caller may not call ${method.path}`, 'CALLER_NOT_ALLOWED')),
-        );
-        return;
-      }
-      if (caller && deps.endUsers && binding?.from.includes(caller.component as never)) {
-        const organization = call.metadata.get(ORGANIZATION_METADATA_KEY)[0];
-        const problem = endUserProblem(
-          deps.endUsers,
-          binding,
-          receivedEndUser(call.metadata) ?? { token: undefined, cert: undefined },
-          typeof organization === 'string' ? organization : undefined,
-          call.request,
-        );
-        if (problem) {
-          deps.metrics.grpcServerCallsDenied.inc({ ...labels, caller: caller.component });
-          deps.logger.warn(
-            { caller: caller.spiffeId ?? null, grpc_method: method.path, request_id: requestId, reason: problem },
-            "gRPC call refused: no end-user context of the gateway's vouches for it",
-          );
-          deps.metrics.grpcServerHandled.inc({ ...labels, grpc_code: grpc.status[grpc.status.PERMISSION_DENIED] });
-          callback(
-            toStatusObject(
-              errors.permissionDenied(`the call is not vouched for by the gateway: ${problem}`, 'END_USER_NOT_VOUCHED'),
-            ),
-          );
-          return;
-        }
-      }
       const deadline = call.getDeadline();
       const deadlineMs =
         deadline instanceof Date ? deadline.getTime() : typeof deadline === 'number' ? deadline : Infinity;
@@ -154,8 +144,23 @@ export function adaptService(
             return abort.signal;
           },
         };
-        const refusal = deps.failFast?.();
-        (refusal ? Promise.reject(refusal) : (handler as UnaryHandler<unknown, unknown>)(call.request, ctx)).then(
+        const inbound: AdaptedCall = {
+          path: method.path,
+          rules,
+          request: call.request,
+          metadata: call.metadata,
+          requestId,
+          peer: call,
+          ctx,
+          refusal: deps.failFast?.(),
+        };
+        let answer: Promise<unknown>;
+        try {
+          answer = run(inbound);
+        } catch (err) {
+          answer = Promise.reject(err);
+        }
+        answer.then(
           (response) => {
             answered = true;
             finish(grpc.status.OK);
@@ -234,6 +239,7 @@ export async function startGrpcServer(options: {
       registration.definition,
       adaptService(registration.definition, registration.handlers, {
         ...options,
+        ...(registration.rules && { rules: registration.rules }),
         ...(options.tls?.callers && { callers: options.tls.callers }),
         ...(options.tls?.endUsers && { endUsers: options.tls.endUsers }),
       }),

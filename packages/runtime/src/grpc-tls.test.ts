@@ -1,7 +1,7 @@
 // Mutual TLS between the gateway and the services, with certificates made at test time by the openssl CLI: a server
 // with it on refuses plaintext, a TLS client without a certificate and one whose certificate another CA signed; a
 // client with a certificate of the shared CA gets its answer when its SPIFFE id names a component that may call the
-// method (GRPC_CALLERS), PERMISSION_DENIED otherwise (counted and logged). The configuration is all or nothing, and
+// method (its .proto's callers), PERMISSION_DENIED otherwise (counted and logged). The configuration is all or nothing, and
 // a process's own certificate must name a component, checked at start.
 import * as grpc from '@grpc/grpc-js';
 import { PROTO_FILES, usersV1 } from '@mileage/proto';

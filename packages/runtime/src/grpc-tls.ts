@@ -12,7 +12,7 @@ import { CallerIdentities, COMPONENTS, componentOf, spiffeIdOf, type Component }
  * certificate signed by that CA (a plaintext or certificate-less connection fails its handshake) and its clients
  * present their certificate and verify the server's against the CA and the address's host name. Each certificate
  * carries its component's SPIFFE id (grpc-authz.ts); a server then lets a caller call only the methods its component
- * may call (GRPC_CALLERS).
+ * may call (its .proto's `callers`: grpc/identity.ts).
  */
 export const grpcTlsConfigShape = {
   /** PEM certificate (chain) of this process: server certificate of a service and client certificate of its calls. */

@@ -12,7 +12,8 @@ import { organizationLimits, queryTooCostly } from './organization-share';
  * filter therefore still finds only that organization's rows, and a transaction that declared none finds nothing.
  *
  * The organization travels between processes as `x-mileage-organization` metadata (CallSettings.organizationId), like
- * the request id; a service reads it with `callOrganization(ctx)`.
+ * the request id; the organization interceptor (grpc/organization.ts) reads it once, as the method's `.proto` scope
+ * says, and a handler runs in it with inCallOrganization or readInCallOrganization.
  */
 export const ORGANIZATION_METADATA_KEY = 'x-mileage-organization';
 /** The transaction setting the policies compare with. */
@@ -40,15 +41,45 @@ export function callOrganization(ctx: Pick<CallContext, 'metadata'>): number | u
   return Number(value);
 }
 
-/** The organization of a call that must act inside one: FAILED_PRECONDITION when the caller sent none. */
-export function requireOrganization(ctx: Pick<CallContext, 'metadata'>): number {
-  const organizationId = callOrganization(ctx);
-  if (organizationId === undefined)
+/**
+ * The organization a call acts inside, as the organization interceptor established it from its method's scope
+ * (grpc/organization.ts, its .proto's `organization`): FAILED_PRECONDITION ORGANIZATION_REQUIRED when there is none
+ * (a method whose scope is `required` never gets that far without one).
+ */
+export function requireOrganization(ctx: Pick<CallContext, 'organizationId'>): number {
+  if (ctx.organizationId === undefined)
     throw errors.failedPrecondition(
       `this call acts inside an organization: send ${ORGANIZATION_METADATA_KEY}`,
       'ORGANIZATION_REQUIRED',
     );
-  return organizationId;
+  return ctx.organizationId;
+}
+
+/**
+ * Runs `work` in the transaction of the call's organization (requireOrganization): the one way a handler writes, or
+ * reads through knex, inside it. A read (`read: true`) whose connection turns out to have been dropped runs again,
+ * on another (readWithRetry).
+ */
+export function inCallOrganization<T>(
+  knex: Knex,
+  ctx: Pick<CallContext, 'organizationId'>,
+  work: (trx: Knex.Transaction, organizationId: number) => Promise<T>,
+  options: { read?: boolean } = {},
+): Promise<T> {
+  const organizationId = requireOrganization(ctx);
+  const run = () => inOrganization(knex, organizationId, (trx) => work(trx, organizationId));
+  return options.read ? readWithRetry(run, droppedReadAttempts(knex)) : run();
+}
+
+/** Runs the statements of a read inside the call's organization as a light read (readInOrganization: the hot reads). */
+export function readInCallOrganization<T>(
+  knex: Knex,
+  ctx: Pick<CallContext, 'organizationId'>,
+  work: (statements: ReadStatements, organizationId: number) => Promise<T>,
+  options?: LightReadOptions,
+): Promise<T> {
+  const organizationId = requireOrganization(ctx);
+  return readInOrganization(knex, organizationId, (run) => work(run, organizationId), options);
 }
 
 /**

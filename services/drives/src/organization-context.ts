@@ -1,8 +1,7 @@
 import type { drivesV1, groupsV1 } from '@mileage/proto';
 import {
-  inOrganization,
-  readInOrganization,
-  requireOrganization,
+  inCallOrganization,
+  readInCallOrganization,
   type CallContext,
   type Knex,
   type LightReadOptions,
@@ -20,7 +19,7 @@ export interface DrivesServerDeps {
 
 /** How the handlers reach the drives of the call's organization: writes and reads. */
 export interface CallOrganization {
-  /** `work` over the repository of the call's organization, in one transaction that declared it (inOrganization). */
+  /** `work` over the repository of the call's organization, in one transaction that declared it (inCallOrganization). */
   write<T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T>;
   /**
    * A read: its statements in one READ ONLY transaction that declared the call's organization, on pg directly (a
@@ -33,19 +32,15 @@ export interface CallOrganization {
 export function callOrganization(deps: DrivesServerDeps): CallOrganization {
   const retentionDays = deps.tombstoneRetentionDays ?? DEFAULT_TOMBSTONE_RETENTION_DAYS;
   return {
-    write(ctx, work) {
-      const organizationId = requireOrganization(ctx);
-      return inOrganization(deps.knex, organizationId, (trx) => work(new DrivesRepository(trx, organizationId)));
-    },
-    read(ctx, work, options) {
-      const organizationId = requireOrganization(ctx);
-      return readInOrganization(
+    write: (ctx, work) =>
+      inCallOrganization(deps.knex, ctx, (trx, organizationId) => work(new DrivesRepository(trx, organizationId))),
+    read: (ctx, work, options) =>
+      readInCallOrganization(
         deps.knex,
-        organizationId,
-        (run) => work(new DriveReads(run, organizationId, retentionDays)),
+        ctx,
+        (run, organizationId) => work(new DriveReads(run, organizationId, retentionDays)),
         options,
-      );
-    },
+      ),
   };
 }
 

@@ -2,10 +2,9 @@ import type { groupsV1 } from '@mileage/proto';
 import {
   errors,
   ONE_STATEMENT,
-  readInOrganization,
+  readInCallOrganization,
   requireGroupId,
   requireListWindow,
-  requireOrganization,
   requireUserId,
   type Handlers,
 } from '@mileage/runtime';
@@ -41,11 +40,10 @@ export function groupHandlers({ read, write }: CallOrganization, deps: GroupsSer
     async checkGroupAdmin(request, ctx) {
       requireGroupId(request.groupId, 'group_id');
       requireUserId(request.userId);
-      const organizationId = requireOrganization(ctx);
-      return readInOrganization(
+      return readInCallOrganization(
         deps.knex,
-        organizationId,
-        (run) => checkAdmin(run, organizationId, request.groupId, request.userId, ctx.trace),
+        ctx,
+        (run, organizationId) => checkAdmin(run, organizationId, request.groupId, request.userId, ctx.trace),
         ONE_STATEMENT,
       );
     },

@@ -5,7 +5,6 @@ import {
   AppError,
   ATTESTATION_REPLAYED,
   ATTESTED_HEADERS,
-  isOrganizationId,
   verifyActorAttestation,
   type CallContext,
 } from '@mileage/runtime';
@@ -61,11 +60,7 @@ export function actorAttestation(deps: Pick<ScimDeps, 'attestation' | 'logger' |
     headers: Record<string, string>,
     call: CallContext,
   ): Attested {
-    // Without an organization there is nothing this service may act inside (and nothing the attestation can cover).
-    if (!isOrganizationId(request.organizationId))
-      throw new AppError(grpcStatus.FAILED_PRECONDITION, 'the request names no organization to act inside', {
-        reason: 'ORGANIZATION_REQUIRED',
-      });
+    // The organization is one (its .proto's organization_field: the organization interceptor refused a call naming none).
     const at = now();
     const check = verifyActorAttestation(
       deps.attestation.secrets,

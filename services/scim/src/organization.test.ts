@@ -2,14 +2,23 @@
 // of another organization is answered as nothing even if an owner answered with it (the second wall). Owners faked:
 // what is checked is what this service sends and does with their answers.
 import { Metadata, status } from '@grpc/grpc-js';
-import type { groupsV1, scimV1, usersV1 } from '@mileage/proto';
-import { attestActor, createLogger, Metrics, type CallSettings, type PromiseClient } from '@mileage/runtime';
+import { METHOD_RULES, type groupsV1, type scimV1, type usersV1 } from '@mileage/proto';
+import {
+  attestActor,
+  chain,
+  createLogger,
+  Metrics,
+  organizationScope,
+  type CallSettings,
+  type PromiseClient,
+} from '@mileage/runtime';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { createServer } from './server';
 
 const SECRET = 'organization-test-attestation-secret-0123456789';
+const HANDLE_REQUEST = '/mileage.scim.v1.ScimService/HandleRequest';
 /** What the gateway's attestation of a request covers. */
 type Attested = Parameters<typeof attestActor>[1];
 const DEMO = 1;
@@ -98,6 +107,14 @@ function service() {
     req: scimV1.HandleRequestRequest,
     ctx: object,
   ) => Promise<scimV1.HandleRequestResponse>;
+  const throughOrganization = chain([organizationScope()], async ({ request, metadata, requestId }) =>
+    handle(request as scimV1.HandleRequestRequest, {
+      metadata,
+      requestId,
+      remainingMs: () => Infinity,
+      signal: new AbortController().signal,
+    }),
+  );
   const send = async (organizationId: number, method: string, pathAndQuery: string, body?: unknown) => {
     const [path, query = ''] = pathAndQuery.split('?');
     const request = {
@@ -111,13 +128,15 @@ function service() {
     };
     const requestId = randomUUID();
     const actorAttestation = attestActor(SECRET, { ...request, actor: request.clientId, requestId });
-    const ctx = {
+    // Through the organization interceptor, as the server runs it (its .proto's organization_field).
+    const answer = (await throughOrganization({
+      path: HANDLE_REQUEST,
+      rules: METHOD_RULES[HANDLE_REQUEST]!,
+      request: { ...request, actorAttestation },
       metadata: new Metadata(),
       requestId,
-      remainingMs: () => Infinity,
-      signal: new AbortController().signal,
-    };
-    const answer = await handle({ ...request, actorAttestation }, ctx);
+      peer: undefined as never,
+    })) as scimV1.HandleRequestResponse;
     return { status: answer.status, body: answer.body.length ? JSON.parse(Buffer.from(answer.body).toString()) : {} };
   };
   const handleBatch = handlers.handleRequests as unknown as (

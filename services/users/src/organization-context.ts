@@ -1,11 +1,8 @@
 import {
-  callOrganization,
-  inOrganization,
+  inCallOrganization as runInCallOrganization,
   readAcrossOrganizations,
+  readInCallOrganization as readInCallOrganizationOf,
   readInOrganization,
-  droppedReadAttempts,
-  readWithRetry,
-  requireOrganization,
   type CallContext,
   type Knex,
   type LightReadOptions,
@@ -17,34 +14,24 @@ export interface UsersServerDeps {
   knex: Knex;
 }
 
-/**
- * Runs `work` in the transaction of the call's organization (FAILED_PRECONDITION ORGANIZATION_REQUIRED when the call
- * names none): it sees and writes only that organization's rows. A read (`read: true`) whose connection turns out to
- * have been dropped runs again, on another (readWithRetry).
- */
+/** Runs `work` in the call's organization (the runtime's inCallOrganization over this service's database). */
 export function inCallOrganization<T>(
   deps: UsersServerDeps,
   ctx: CallContext,
   work: (trx: Knex.Transaction, organizationId: number) => Promise<T>,
   options: { read?: boolean } = {},
 ): Promise<T> {
-  const organizationId = requireOrganization(ctx);
-  const run = () => inOrganization(deps.knex, organizationId, (trx) => work(trx, organizationId));
-  return options.read ? readWithRetry(run, droppedReadAttempts(deps.knex)) : run();
+  return runInCallOrganization(deps.knex, ctx, work, options);
 }
 
-/**
- * Runs the statements of a read inside the call's organization as a light read (readInOrganization: the hot reads);
- * FAILED_PRECONDITION ORGANIZATION_REQUIRED when the call names none.
- */
+/** A light read in the call's organization (the runtime's readInCallOrganization over this service's database). */
 export function readInCallOrganization<T>(
   deps: UsersServerDeps,
   ctx: CallContext,
   work: (statements: ReadStatements, organizationId: number) => Promise<T>,
   options?: LightReadOptions,
 ): Promise<T> {
-  const organizationId = requireOrganization(ctx);
-  return readInOrganization(deps.knex, organizationId, (run) => work(run, organizationId), options);
+  return readInCallOrganizationOf(deps.knex, ctx, work, options);
 }
 
 /**
@@ -58,7 +45,7 @@ export function readInCallScope<T>(
   work: (statements: ReadStatements, scope: UserScope) => Promise<T>,
   options?: LightReadOptions,
 ): Promise<T> {
-  const organizationId = callOrganization(ctx);
+  const { organizationId } = ctx;
   return organizationId === undefined
     ? readAcrossOrganizations(deps.knex, (run) => work(run, ANY_ORGANIZATION), options)
     : readInOrganization(deps.knex, organizationId, (run) => work(run, organizationId), options);

@@ -1,7 +1,7 @@
 // The one wiring of a whole stack: which process is told which address, database and secret. `npm start`, the bench
 // and the chaos suite each give their ports, replicas and options, and start the processes with what this yields.
 import { componentFiles, writeDevelopmentPki, type DevelopmentPki } from '@mileage/pki';
-import { COMPONENTS, type GrpcTlsConfig } from '@mileage/runtime';
+import { callGraph, COMPONENTS, type GrpcTlsConfig } from '@mileage/runtime';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { DEMO_CLIENT_ORGANIZATIONS } from './demo-data';
@@ -15,15 +15,19 @@ export type ServiceName = (typeof SERVICE_NAMES)[number];
  */
 export const DATABASE_SERVICES: readonly ServiceName[] = ['users', 'groups', 'drives', 'webhooks'];
 
-/** Whom each process calls: it is given those services' addresses (of the ones the stack runs). */
-const CALLS: Record<ServiceName | 'gateway', readonly ServiceName[]> = {
-  users: ['webhooks'], // the outbox relay of user events
-  groups: [],
-  drives: ['webhooks', 'groups'], // the outbox relay of drive events; a report's group of the driver's organization
-  scim: ['users', 'groups'], // SCIM writes through the services that own the data
-  webhooks: ['groups'], // who may manage a group's subscriptions
-  gateway: SERVICE_NAMES,
-};
+/**
+ * Whom each process calls: it is given those services' addresses (of the ones the stack runs), in SERVICE_NAMES'
+ * order. Derived from every RPC's callers in its .proto (callGraph).
+ */
+const CALLS: Readonly<Record<ServiceName | 'gateway', readonly ServiceName[]>> = (() => {
+  const graph = callGraph();
+  return Object.fromEntries(
+    (['gateway', ...SERVICE_NAMES] as const).map((caller) => [
+      caller,
+      SERVICE_NAMES.filter((s) => graph[caller].includes(s)),
+    ]),
+  ) as Record<ServiceName | 'gateway', ServiceName[]>;
+})();
 
 export const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** The entry point of a process of the stack, from its build output. */
