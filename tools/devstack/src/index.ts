@@ -9,6 +9,7 @@ export {
   developmentPki,
   migrateServices,
   scriptOf,
+  SERVICE_NAMES,
   wireStack,
   withDatabase,
   type Component,
@@ -17,3 +18,4 @@ export {
   type StackPlan,
 } from './wiring';
 export { passwordToken, scimClientToken } from './tokens';
+export { freePlanPorts, prepareDatabases, runtimeUrls, type PostgresServer, type ServiceDatabases } from './system';
