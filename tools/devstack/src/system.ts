@@ -4,7 +4,7 @@
 // is assembled").
 import { freePort } from '@mileage/runtime';
 import { provisionServiceRoles, type ServiceRoles } from './postgres';
-import { migrateServices, withDatabase, wireStack, type Env, type ServiceName, type StackPlan } from './wiring';
+import { migrateServices, withDatabase, type Env, type ServiceName, type StackPlan } from './wiring';
 
 /** What a stack's databases need of a PostgreSQL server: its superuser's URL and a role's URL on it. */
 export interface PostgresServer {
