@@ -30,10 +30,10 @@ const {
   developmentPki,
   freePlanPorts,
   provisionServiceRoles,
+  seedDemoData,
   SERVICE_NAMES,
   wireStack,
 } = require('@mileage/devstack');
-const { seedDemoData } = require(path.join(root, 'tools/devstack/dist/seed.js'));
 const pg = require('pg');
 
 const [tag, postgresImage, redisImage, keycloakImage] = process.argv.slice(2);

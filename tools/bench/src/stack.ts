@@ -3,6 +3,7 @@
 import {
   developmentPki,
   freePlanPorts,
+  httpOk,
   passwordToken,
   prepareDatabases,
   runtimeUrls,
@@ -17,7 +18,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
-import { freePort, httpOk, postgresPids, rssMb, startNode, stopAll, waitFor, type Child } from './proc';
+import { freePort, postgresPids, rssMb, startNode, stopAll, waitFor, type Child } from './proc';
 import { seedBench, type BenchData } from './seed';
 
 /** The services the bench starts behind the gateway, each its own process (and, with --cpu-prof, profile). */

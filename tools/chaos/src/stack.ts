@@ -6,6 +6,7 @@ import {
   developmentPki,
   freePlanPorts,
   generateVolume,
+  httpOk,
   passwordToken,
   prepareDatabases,
   runtimeUrls,
@@ -431,12 +432,6 @@ async function build(
     token,
     stop: stopAll,
   };
-}
-
-export async function httpOk(url: string): Promise<boolean> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
-  await res.body?.cancel();
-  return res.ok;
 }
 
 /** Whether a gRPC server answers SERVING for "" (what Kubernetes' gRPC probe asks). */

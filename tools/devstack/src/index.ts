@@ -17,5 +17,7 @@ export {
   type StackEnvironment,
   type StackPlan,
 } from './wiring';
+export { httpOk } from './processes';
+export { seedDemoData } from './seed';
 export { passwordToken, scimClientToken } from './tokens';
 export { freePlanPorts, prepareDatabases, runtimeUrls, type PostgresServer, type ServiceDatabases } from './system';
