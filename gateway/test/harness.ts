@@ -25,7 +25,6 @@ import {
 } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import {
-  DATABASE_SERVICES,
   freePlanPorts,
   passwordToken,
   scimClientToken,
@@ -181,6 +180,16 @@ export async function startHarness(): Promise<Harness> {
     accounts: ACCOUNTS,
     scimClientSecret: SCIM_CLIENT_SECRET,
   });
+  const logger = createLogger({ service: 'gateway-test', level: process.env.LOG_LEVEL ?? 'silent' });
+  const db = openDatabase({ url: testDb.url });
+  await db.migrate();
+  const groupsDb = openGroupsDatabase({ url: testDb.url });
+  await groupsDb.migrate();
+  const drivesDb = openDrivesDatabase({ url: testDb.url });
+  await drivesDb.migrate();
+  const webhooksDb = openWebhooksDatabase({ url: testDb.url });
+  await webhooksDb.migrate();
+  // The ports are chosen just before the servers bind them (free a moment ago), the seeding after: a short window.
   const wiring = wireStack({
     services: SERVICE_NAMES,
     hosts: ['127.0.0.1'],
@@ -188,7 +197,8 @@ export async function startHarness(): Promise<Harness> {
     // The apps are tested in-process, on no port: this is only the address the SCIM service names in meta.location.
     gatewayPort: 8080,
     identity: { issuer: idp.issuer },
-    databaseUrls: Object.fromEntries(DATABASE_SERVICES.map((s) => [s, testDb.url])),
+    // One test database for all, migrated above in this process.
+    databaseUrls: {},
     secrets: {
       cursor: 'test-cursor-secret-of-at-least-32-chars',
       actorAttestation: ACTOR_ATTESTATION_SECRET,
@@ -198,9 +208,6 @@ export async function startHarness(): Promise<Harness> {
   });
   const wired = (s: ServiceName) => wiring.services[s]![0]!;
   const gatewayEnv = wiring.gateways[0]!;
-  const db = openDatabase({ url: wired('users').DATABASE_URL! });
-  await db.migrate();
-  const logger = createLogger({ service: 'gateway-test', level: process.env.LOG_LEVEL ?? 'silent' });
   const usersServer: GrpcServerHandle = await startGrpcServer({
     address: wired('users').GRPC_ADDRESS!,
     // The Users process serves UsersService and OrganizationsService.
@@ -210,8 +217,6 @@ export async function startHarness(): Promise<Harness> {
     metrics: new Metrics('users'),
   });
   const usersAddress = wiring.address('users');
-  const groupsDb = openGroupsDatabase({ url: wired('groups').DATABASE_URL! });
-  await groupsDb.migrate();
   const groupsServer: GrpcServerHandle = await startGrpcServer({
     address: wired('groups').GRPC_ADDRESS!,
     services: [createGroupsServer({ knex: groupsDb.knex })],
@@ -220,6 +225,99 @@ export async function startHarness(): Promise<Harness> {
     metrics: new Metrics('groups'),
   });
   const groupsAddress = wiring.address('groups');
+  // Drives asks Groups whether a group is of the drive's organization before it reports a drive to it.
+  const drivesGroups = createGrpcClient(groupsV1.GroupsServiceClient, wired('drives').GROUPS_ADDRESS!, {
+    defaultDeadlineMs: 5_000,
+  });
+  const drivesServer: GrpcServerHandle = await startGrpcServer({
+    address: wired('drives').GRPC_ADDRESS!,
+    services: [createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups })],
+    protoFiles: [PROTO_FILES.drives],
+    logger,
+    metrics: new Metrics('drives'),
+  });
+  const drivesAddress = wiring.address('drives');
+  // The same service as one released before `render_json`: it answers its pages as objects, whatever is asked.
+  const current = createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups });
+  const asObjects =
+    (method: 'listUserDrives' | 'listReportedDrives') => (request: { renderJson?: boolean }, ctx: unknown) =>
+      (current.handlers[method] as (r: unknown, c: unknown) => Promise<unknown>)(
+        { ...request, renderJson: false },
+        ctx,
+      );
+  const olderDrivesServer: GrpcServerHandle = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [
+      {
+        definition: current.definition,
+        handlers: {
+          ...current.handlers,
+          listUserDrives: asObjects('listUserDrives'),
+          listReportedDrives: asObjects('listReportedDrives'),
+        },
+      },
+    ],
+    protoFiles: [PROTO_FILES.drives],
+    logger,
+    metrics: new Metrics('drives'),
+  });
+
+  const scimEnv = wired('scim');
+  const scimUsers = createGrpcClient(usersV1.UsersServiceClient, scimEnv.USERS_ADDRESS!, { defaultDeadlineMs: 5_000 });
+  const scimGroups = createGrpcClient(groupsV1.GroupsServiceClient, scimEnv.GROUPS_ADDRESS!, {
+    defaultDeadlineMs: 5_000,
+  });
+  const scimMetrics = new Metrics('scim');
+  const scimServer: GrpcServerHandle = await startGrpcServer({
+    address: scimEnv.GRPC_ADDRESS!,
+    services: [
+      createScimServer({
+        users: scimUsers,
+        groups: scimGroups,
+        logger,
+        baseUrl: scimEnv.SCIM_BASE_URL!,
+        metrics: scimMetrics,
+        attestation: {
+          secrets: [scimEnv.ACTOR_ATTESTATION_SECRET!, ACTOR_ATTESTATION_PREVIOUS_SECRET],
+          maxAgeSeconds: 60,
+          replayCacheEntries: 10_000,
+        },
+      }),
+    ],
+    protoFiles: [PROTO_FILES.scim],
+    logger,
+    metrics: scimMetrics,
+  });
+  const scimAddress = wiring.address('scim');
+
+  // The Webhooks service (subscriptions only: no delivery worker here; loopback targets allowed, as npm start does).
+  const webhooksConfig = z.object(webhooksConfigShape).parse(wired('webhooks'));
+  const webhooksGroups = createGrpcClient(groupsV1.GroupsServiceClient, webhooksConfig.GROUPS_ADDRESS, {
+    defaultDeadlineMs: 5_000,
+  });
+  const webhooksServer: GrpcServerHandle = await startGrpcServer({
+    address: wired('webhooks').GRPC_ADDRESS!,
+    services: [
+      createWebhooksServer({
+        repo: new WebhooksRepository(webhooksDb.knex),
+        secrets: new SecretBox(webhooksConfig.WEBHOOKS_SECRET_KEY),
+        policy: {
+          mode: webhooksConfig.WEBHOOKS_MODE,
+          allow: webhooksConfig.WEBHOOKS_ALLOW_PRIVATE_TARGETS,
+          ports: webhooksConfig.WEBHOOKS_TARGET_PORTS,
+        },
+        resolver: systemResolver,
+        groups: webhooksGroups,
+        logger,
+      }),
+    ],
+    protoFiles: [PROTO_FILES.webhooks],
+    logger,
+    metrics: new Metrics('webhooks'),
+  });
+  const webhooksAddress = wiring.address('webhooks');
+
+  // The harness's data, written through the services.
   const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
   const member = (userId: string, isAdmin: boolean, isDriver: boolean) => ({ userId, isAdmin, isDriver });
   const seedClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
@@ -287,45 +385,6 @@ export async function startHarness(): Promise<Harness> {
     )
   ).group!.id;
   groupsClient.close();
-
-  const drivesDb = openDrivesDatabase({ url: wired('drives').DATABASE_URL! });
-  await drivesDb.migrate();
-  // Drives asks Groups whether a group is of the drive's organization before it reports a drive to it.
-  const drivesGroups = createGrpcClient(groupsV1.GroupsServiceClient, wired('drives').GROUPS_ADDRESS!, {
-    defaultDeadlineMs: 5_000,
-  });
-  const drivesServer: GrpcServerHandle = await startGrpcServer({
-    address: wired('drives').GRPC_ADDRESS!,
-    services: [createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups })],
-    protoFiles: [PROTO_FILES.drives],
-    logger,
-    metrics: new Metrics('drives'),
-  });
-  const drivesAddress = wiring.address('drives');
-  // The same service as one released before `render_json`: it answers its pages as objects, whatever is asked.
-  const current = createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups });
-  const asObjects =
-    (method: 'listUserDrives' | 'listReportedDrives') => (request: { renderJson?: boolean }, ctx: unknown) =>
-      (current.handlers[method] as (r: unknown, c: unknown) => Promise<unknown>)(
-        { ...request, renderJson: false },
-        ctx,
-      );
-  const olderDrivesServer: GrpcServerHandle = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [
-      {
-        definition: current.definition,
-        handlers: {
-          ...current.handlers,
-          listUserDrives: asObjects('listUserDrives'),
-          listReportedDrives: asObjects('listReportedDrives'),
-        },
-      },
-    ],
-    protoFiles: [PROTO_FILES.drives],
-    logger,
-    metrics: new Metrics('drives'),
-  });
   const drivesClient = createGrpcClient(drivesV1.DrivesServiceClient, drivesAddress, { defaultDeadlineMs: 5_000 });
   const makeDrive = async (userId: string, day: number, classification: drivesV1.Classification) => {
     const start = new Date(Date.UTC(2026, 9, day, 8, 0, 0));
@@ -379,63 +438,6 @@ export async function startHarness(): Promise<Harness> {
   );
   const reportedOther = [bobBusiness[6]!];
   await drivesClient.reportDrive({ driveId: reportedOther[0]!, groupId: other }, demoCall);
-
-  const scimEnv = wired('scim');
-  const scimUsers = createGrpcClient(usersV1.UsersServiceClient, scimEnv.USERS_ADDRESS!, { defaultDeadlineMs: 5_000 });
-  const scimGroups = createGrpcClient(groupsV1.GroupsServiceClient, scimEnv.GROUPS_ADDRESS!, {
-    defaultDeadlineMs: 5_000,
-  });
-  const scimMetrics = new Metrics('scim');
-  const scimServer: GrpcServerHandle = await startGrpcServer({
-    address: scimEnv.GRPC_ADDRESS!,
-    services: [
-      createScimServer({
-        users: scimUsers,
-        groups: scimGroups,
-        logger,
-        baseUrl: scimEnv.SCIM_BASE_URL!,
-        metrics: scimMetrics,
-        attestation: {
-          secrets: [scimEnv.ACTOR_ATTESTATION_SECRET!, ACTOR_ATTESTATION_PREVIOUS_SECRET],
-          maxAgeSeconds: 60,
-          replayCacheEntries: 10_000,
-        },
-      }),
-    ],
-    protoFiles: [PROTO_FILES.scim],
-    logger,
-    metrics: scimMetrics,
-  });
-  const scimAddress = wiring.address('scim');
-
-  // The Webhooks service (subscriptions only: no delivery worker here; loopback targets allowed, as npm start does).
-  const webhooksConfig = z.object(webhooksConfigShape).parse(wired('webhooks'));
-  const webhooksDb = openWebhooksDatabase({ url: wired('webhooks').DATABASE_URL! });
-  await webhooksDb.migrate();
-  const webhooksGroups = createGrpcClient(groupsV1.GroupsServiceClient, webhooksConfig.GROUPS_ADDRESS, {
-    defaultDeadlineMs: 5_000,
-  });
-  const webhooksServer: GrpcServerHandle = await startGrpcServer({
-    address: wired('webhooks').GRPC_ADDRESS!,
-    services: [
-      createWebhooksServer({
-        repo: new WebhooksRepository(webhooksDb.knex),
-        secrets: new SecretBox(webhooksConfig.WEBHOOKS_SECRET_KEY),
-        policy: {
-          mode: webhooksConfig.WEBHOOKS_MODE,
-          allow: webhooksConfig.WEBHOOKS_ALLOW_PRIVATE_TARGETS,
-          ports: webhooksConfig.WEBHOOKS_TARGET_PORTS,
-        },
-        resolver: systemResolver,
-        groups: webhooksGroups,
-        logger,
-      }),
-    ],
-    protoFiles: [PROTO_FILES.webhooks],
-    logger,
-    metrics: new Metrics('webhooks'),
-  });
-  const webhooksAddress = wiring.address('webhooks');
   const keyFile = idp.keyFile;
   const realKey = (): JWK => (JSON.parse(readFileSync(keyFile, 'utf8')) as { keys: JWK[] }).keys[0]!;
 
