@@ -2,7 +2,8 @@
 // The system from its images: PostgreSQL, Redis and Keycloak (the production realm plus the development overlay, the
 // realm `npm run test:keycloak` imports) from the local test images, the migrations run by each service's image as
 // the chart's hook Jobs run them, the five services and the gateway as containers configured as the
-// chart's Deployments configure them, then the acceptance suite (tools/acceptance) against the gateway. Last, SIGTERM
+// chart's Deployments configure them (their environment from devstack's wireStack, the one wiring of every stack),
+// then the acceptance suite (tools/acceptance) against the gateway. Last, SIGTERM
 // to each of the six containers, front to back: each must log its drain and exit 0.
 //
 //   node deploy/docker/stack.mjs <tag> <postgres image> <redis image> <keycloak image>   (deploy/docker/images.sh
@@ -23,11 +24,16 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const require = createRequire(import.meta.url);
 const { freePort, HealthClient, createGrpcClient, grpcTls } = require('@mileage/runtime');
 const { drivesV1, groupsV1, usersV1 } = require('@mileage/proto');
-const { developmentGrpcConfig, developmentPki, provisionServiceRoles } = require(
-  path.join(root, 'tools/devstack/dist/index.js'),
-);
-const { seedDemoData } = require(path.join(root, 'tools/devstack/dist/seed.js'));
-const { DEMO_CLIENT_ORGANIZATIONS } = require(path.join(root, 'tools/devstack/dist/demo-data.js'));
+const {
+  DATABASE_SERVICES,
+  developmentGrpcConfig,
+  developmentPki,
+  freePlanPorts,
+  provisionServiceRoles,
+  seedDemoData,
+  SERVICE_NAMES,
+  wireStack,
+} = require('@mileage/devstack');
 const pg = require('pg');
 
 const [tag, postgresImage, redisImage, keycloakImage] = process.argv.slice(2);
@@ -41,22 +47,9 @@ const started = Date.now();
 const seconds = (since) => ((Date.now() - since) / 1000).toFixed(1);
 const say = (message) => console.log(`stack: ${message} (${seconds(started)} s)`);
 
-// The services in the chart's migration order. SCIM has no database: it reads and writes through Users and Groups.
-// `database`: gets a schema, its roles, a migration Job and DATABASE_URL. `peers`: the services it calls.
-const SERVICES = [
-  { name: 'scim', database: false, peers: ['users', 'groups'] },
-  { name: 'users', database: true, peers: ['webhooks'] },
-  { name: 'groups', database: true, peers: [] },
-  { name: 'drives', database: true, peers: ['webhooks', 'groups'] },
-  { name: 'webhooks', database: true, peers: ['groups'] },
-];
 const ports = {};
-for (const name of ['postgres', 'redis', 'keycloak', 'keycloakManagement', 'gateway', 'gatewayMetrics'])
-  ports[name] = await freePort();
-for (const s of SERVICES) ports[s.name] = { grpc: await freePort(), metrics: await freePort() };
-const address = (name) => `127.0.0.1:${ports[name].grpc}`;
+for (const name of ['postgres', 'redis', 'keycloak', 'keycloakManagement']) ports[name] = await freePort();
 const issuer = `http://127.0.0.1:${ports.keycloak}/realms/mileage`;
-const gatewayUrl = `http://127.0.0.1:${ports.gateway}`;
 const secret = () => randomBytes(32).toString('base64url');
 const secrets = {
   postgres: secret(),
@@ -124,6 +117,27 @@ const httpOk = (url) => fetch(url, { signal: AbortSignal.timeout(2_000) }).then(
 let failed = false;
 const dataDir = mkdtempSync(path.join(tmpdir(), 'mileage-stack-images-'));
 const pkiDir = path.join(dataDir, 'grpc-pki');
+// Who is told which address and secret comes from the one wiring. It is planned in plaintext: each container's hop
+// variables are tlsArgs's instead (the chart's mount of its Secret); the runtime roles' URLs are set per container.
+const wiring = wireStack({
+  services: SERVICE_NAMES,
+  hosts: ['127.0.0.1'],
+  ...(await freePlanPorts(SERVICE_NAMES, 1)),
+  identity: { issuer },
+  databaseUrls: {},
+  secrets: { cursor: secrets.cursor, actorAttestation: secrets.attestation, webhooksKey: secrets.webhooks },
+  grpc: { plaintext: true },
+  redisUrl: `redis://127.0.0.1:${ports.redis}`,
+  webhookTargets: 'public',
+  extra: { all: { LOG_LEVEL: 'info' }, gateway: { HOST: '127.0.0.1' } },
+});
+const address = wiring.address;
+const gatewayUrl = wiring.gatewayUrl();
+/** A process's wired environment for its container: the hop's variables come from tlsArgs instead. */
+const containerEnv = (env) => {
+  const { GRPC_PLAINTEXT: _plaintext, ...rest } = env;
+  return rest;
+};
 /**
  * Mutual TLS on the hop, as the chart runs it: each container gets its component's certificate, key and the CA as
  * the chart mounts its Secret (/etc/mileage/grpc-tls, read-only, owned by the image's user) and the GRPC_TLS_*
@@ -186,68 +200,45 @@ try {
 
   // What the chart expects to exist (docs/operations-helm.md): per service a schema owner (migrations) and a runtime
   // role (the service), made here as `npm start` makes them.
-  const databased = SERVICES.filter((s) => s.database);
-  const roles = await provisionServiceRoles(
-    adminUrl,
-    dataDir,
-    databased.map((s) => s.name),
-  );
+  const roles = await provisionServiceRoles(adminUrl, dataDir, [...DATABASE_SERVICES]);
   const urlFor = ({ role, password }) =>
     `postgres://${role}:${encodeURIComponent(password)}@127.0.0.1:${ports.postgres}/postgres`;
-  for (const s of databased) {
+  for (const name of DATABASE_SERVICES) {
     const t0 = Date.now();
     const job = podman(
       [
-        ...[
-          'run',
-          '--rm',
-          '--name',
-          `${run}-${s.name}-migrate`,
-          '--label',
-          `mileage-stack=${run}`,
-          '--network',
-          'host',
-        ],
+        ...['run', '--rm', '--name', `${run}-${name}-migrate`, '--label', `mileage-stack=${run}`, '--network', 'host'],
         ...RESTRICTED,
         ...envArgs({
           LOG_LEVEL: 'info',
           DATABASE_POOL_MAX: 2,
-          MIGRATION_DATABASE_URL: urlFor(roles[s.name].owner),
-          DATABASE_URL: urlFor(roles[s.name].runtime),
+          MIGRATION_DATABASE_URL: urlFor(roles[name].owner),
+          DATABASE_URL: urlFor(roles[name].runtime),
         }),
-        ...[image(s.name), 'node', 'migrate.js'],
+        ...[image(name), 'node', 'migrate.js'],
       ],
       { check: false },
     );
-    if (job.status !== 0) throw new Error(`${s.name}'s migration Job failed:\n${job.stdout}${job.stderr}`);
-    say(`${s.name}: migration Job completed in ${seconds(t0)} s`);
+    if (job.status !== 0) throw new Error(`${name}'s migration Job failed:\n${job.stdout}${job.stderr}`);
+    say(`${name}: migration Job completed in ${seconds(t0)} s`);
   }
 
-  for (const s of SERVICES) {
-    start(s.name, [
+  for (const name of SERVICE_NAMES) {
+    start(name, [
       ...RESTRICTED,
-      ...tlsArgs(s.name),
+      ...tlsArgs(name),
       ...envArgs({
-        LOG_LEVEL: 'info',
-        GRPC_ADDRESS: address(s.name),
-        METRICS_PORT: ports[s.name].metrics,
-        ...(s.database ? { DATABASE_URL: urlFor(roles[s.name].runtime), MIGRATE_ON_START: 'false' } : {}),
-        ...Object.fromEntries(s.peers.map((peer) => [`${peer.toUpperCase()}_ADDRESS`, address(peer)])),
-        ...(s.name === 'scim'
-          ? { SCIM_BASE_URL: `${gatewayUrl}/scim/v2`, ACTOR_ATTESTATION_SECRET: secrets.attestation }
-          : {}),
-        ...(s.name === 'webhooks'
-          ? { WEBHOOKS_MODE: 'production', WEBHOOKS_ALLOW_PRIVATE_TARGETS: '', WEBHOOKS_SECRET_KEY: secrets.webhooks }
-          : {}),
+        ...containerEnv(wiring.services[name][0]),
+        ...(roles[name] ? { DATABASE_URL: urlFor(roles[name].runtime) } : {}),
       }),
-      image(s.name),
+      image(name),
     ]);
   }
   await Promise.all(
-    SERVICES.map(async (s) => {
-      const health = new HealthClient(address(s.name), seedCredentials());
+    SERVICE_NAMES.map(async (name) => {
+      const health = new HealthClient(address(name), seedCredentials());
       try {
-        await waitFor(s.name, () => health.check('', 1_000), 120_000);
+        await waitFor(name, () => health.check('', 1_000), 120_000);
       } finally {
         health.close();
       }
@@ -277,18 +268,7 @@ try {
   start('gateway', [
     ...RESTRICTED,
     ...tlsArgs('gateway'),
-    ...envArgs({
-      LOG_LEVEL: 'info',
-      HOST: '127.0.0.1',
-      PORT: ports.gateway,
-      METRICS_PORT: ports.gatewayMetrics,
-      OIDC_ISSUER: issuer,
-      ...Object.fromEntries(SERVICES.map((s) => [`${s.name.toUpperCase()}_ADDRESS`, address(s.name)])),
-      CURSOR_SECRET: secrets.cursor,
-      ACTOR_ATTESTATION_SECRET: secrets.attestation,
-      REDIS_URL: `redis://127.0.0.1:${ports.redis}`,
-      SCIM_CLIENT_ORGANIZATIONS: DEMO_CLIENT_ORGANIZATIONS,
-    }),
+    ...envArgs(containerEnv(wiring.gateways[0])),
     image('gateway'),
   ]);
   await waitFor('gateway', () => httpOk(`${gatewayUrl}/readyz`), 60_000);
@@ -342,7 +322,7 @@ try {
     say(`${name}: SIGTERM → "shutting down", "stopped", exit 0 in ${seconds(t)} s`);
   };
   const waves = [['gateway'], ['scim'], ['users', 'groups', 'drives'], ['webhooks']];
-  if (waves.flat().length !== SERVICES.length + 1) throw new Error('a service is missing from the drain order');
+  if (waves.flat().length !== SERVICE_NAMES.length + 1) throw new Error('a service is missing from the drain order');
   for (const wave of waves) await Promise.all(wave.map(drain));
 } catch (err) {
   failed = true;

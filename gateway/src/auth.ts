@@ -6,9 +6,10 @@ import {
   type JWTPayload,
   type JWTVerifyGetKey,
 } from 'jose';
+import { DEFAULT_ORGANIZATION_CLAIM } from '@mileage/runtime';
 import { isIPv4, isIPv6 } from 'node:net';
 import { JwksSource, KeysUnavailableError } from './jwks';
-import { DEFAULT_ORGANIZATION_CLAIM, namedOrganization, type NamedOrganization } from './organization-credentials';
+import { namedOrganization, type NamedOrganization } from './organization-claim';
 
 export interface Caller {
   /** Token subject. */

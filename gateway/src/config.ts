@@ -1,7 +1,6 @@
-import { commonConfigSchema, env, grpcTlsConfigShape } from '@mileage/runtime';
+import { commonConfigSchema, DEFAULT_ORGANIZATION_CLAIM, env, grpcTlsConfigShape } from '@mileage/runtime';
 import { z } from 'zod';
 import {
-  DEFAULT_ORGANIZATION_CLAIM,
   DEFAULT_SCIM_TOKEN_CACHE_SECONDS,
   MAX_SCIM_TOKEN_CACHE_SECONDS,
   parseClientOrganizations,

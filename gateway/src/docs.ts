@@ -6,7 +6,7 @@
  */
 import express, { type Router } from 'express';
 import * as path from 'node:path';
-import { V1_SCOPES } from './openapi';
+import { V1_SCOPES } from './scopes';
 
 export interface DocsOptions {
   /** The realm URL: the page exchanges its authorization code at the realm's token endpoint. */

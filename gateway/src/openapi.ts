@@ -8,20 +8,12 @@ import { CHANGE_FEED_PARAMETER } from './drive-params';
 import { V1_EXAMPLES } from './openapi-examples';
 import { scimPaths, scimResponses, scimSchemas } from './openapi-scim';
 import { V1_ROUTES } from './routes';
+import { V1_SCOPES } from './scopes';
 import { deprecationHeader, type RouteSpec } from './v1';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
 const dateTime = { type: 'string', format: 'date-time' };
-export const V1_SCOPES = {
-  users_read: 'Read the caller’s user profile',
-  drives_read: 'Read the caller’s drives',
-  groups_read: 'Read the groups the caller administers',
-  groups_read_reported_drives: 'Read the drives reported to the groups the caller administers',
-  webhooks_manage: '(+) Manage the webhooks of the groups the caller administers',
-  organization_manage:
-    '(+) Manage the SCIM tokens of the caller’s organization and read its provisioning trail (organization admins)',
-};
 
 const HEADERS = {
   'X-RateLimit-Limit': {

@@ -8,12 +8,8 @@ import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import request from 'supertest';
 import { TokenVerifier, type Caller } from './auth';
-import {
-  namedOrganization,
-  OrganizationCredentials,
-  parseClientOrganizations,
-  secretTokenCaller,
-} from './organization-credentials';
+import { namedOrganization } from './organization-claim';
+import { OrganizationCredentials, parseClientOrganizations, secretTokenCaller } from './organization-credentials';
 import { RateLimits } from './rate-limit';
 import type { RevocationFeed } from './scim-token-revocations';
 import { scimRoute, type ScimRouteDeps } from './routes/scim';

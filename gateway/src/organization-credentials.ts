@@ -2,14 +2,15 @@ import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { usersV1 } from '@mileage/proto';
 import {
   isOrganizationId,
-  ORGANIZATION_ALIAS_PATTERN,
   ORGANIZATION_ALIAS_RULE,
+  SCIM_SECRET_TOKEN,
   timestampToMillis,
   type CallSettings,
   type PromiseClient,
 } from '@mileage/runtime';
 import { createHash } from 'node:crypto';
 import type { Caller } from './auth';
+import { isOrganizationReference } from './organization-claim';
 import { LocalRevocations, type RevocationFeed } from './scim-token-revocations';
 
 /**
@@ -19,22 +20,6 @@ import { LocalRevocations, type RevocationFeed } from './scim-token-revocations'
  * (`mscim_…`) is resolved by the Users service, which owns the tokens, from the SHA-256 of the secret.
  */
 
-/** What a token says about its organization. */
-export type NamedOrganization =
-  /** Already resolved (a SCIM secret token's organization). */
-  | { id: number }
-  /** An organization's id or alias, as a claim gave it. */
-  | { reference: string }
-  /** A claim that names no single organization (a wrong type, several organizations): never a fallback to a binding. */
-  | { unusable: true };
-
-/** A SCIM secret token: the prefix and 43 base64url characters (256 random bits). */
-export const SCIM_SECRET_TOKEN = /^mscim_[A-Za-z0-9_-]{43}$/;
-export const SCIM_SECRET_PREFIX = 'mscim_';
-/** The claim a provisioning client's token names its organization by, unless OIDC_ORGANIZATION_CLAIM says another. */
-export const DEFAULT_ORGANIZATION_CLAIM = 'org_id';
-/** The claim Keycloak's Organizations feature writes: `["alias"]` or `{"alias": {…}}`. */
-export const KEYCLOAK_ORGANIZATION_CLAIM = 'organization';
 /**
  * How long a replica keeps a resolved secret token while it hears revocations (SCIM_TOKEN_CACHE_SECONDS), and its
  * bound: revocations reach the cache at once (scim-token-revocations.ts), this only bounds a lost announcement.
@@ -47,35 +32,6 @@ const NEGATIVE_TOKEN_CACHE_MS = 2_000;
 const ORGANIZATION_CACHE_MS = 30_000;
 const UNKNOWN_ORGANIZATION_CACHE_MS = 5_000;
 const CACHE_ENTRIES = 10_000;
-
-// At least one letter: a reference of digits only is always an organization id.
-const ALIAS = ORGANIZATION_ALIAS_PATTERN;
-const REFERENCE_MAX_LENGTH = 63;
-
-/** An organization reference (an id or an alias) that could name one. */
-export function isOrganizationReference(value: string): boolean {
-  return isOrganizationId(value) || ALIAS.test(value);
-}
-
-/** The organization a verified token's payload names: the configured claim first, then Keycloak's claim. */
-export function namedOrganization(payload: Record<string, unknown>, claim: string): NamedOrganization | undefined {
-  const configured = payload[claim];
-  if (configured !== undefined) {
-    const value = typeof configured === 'number' ? String(configured) : configured;
-    return typeof value === 'string' && value.length <= REFERENCE_MAX_LENGTH && isOrganizationReference(value)
-      ? { reference: value }
-      : { unusable: true };
-  }
-  const keycloak = payload[KEYCLOAK_ORGANIZATION_CLAIM];
-  if (keycloak === undefined) return undefined;
-  const names = Array.isArray(keycloak)
-    ? keycloak
-    : typeof keycloak === 'object' && keycloak !== null
-      ? Object.keys(keycloak)
-      : [];
-  const [name] = names;
-  return names.length === 1 && typeof name === 'string' && ALIAS.test(name) ? { reference: name } : { unusable: true };
-}
 
 /**
  * SCIM_CLIENT_ORGANIZATIONS: comma-separated `client=organization` pairs (an organization id or alias), e.g.

@@ -17,7 +17,7 @@ import { POINT_COST } from './request-cost';
 import { guard } from './guard';
 import { HttpProblem, ValidationProblem, problemFromGrpc, type ValidationIssue } from './problems';
 import type { RateLimits } from './rate-limit';
-import type { V1_SCOPES } from './openapi';
+import type { V1_SCOPES } from './scopes';
 
 /** A caller whose token names a platform user whose account is active. */
 export interface Account {

@@ -1,7 +1,8 @@
 /**
- * Integration-test harness: a real PostgreSQL database, the real Users service on a loopback gRPC port,
- * the development identity provider issuing real signed tokens, and the gateway app (createApp) with the
- * production token verifier pointed at the provider's JWKS.
+ * Integration-test harness: the whole system wired by devstack's wireStack (who calls whom, which secret goes where,
+ * as `npm start`, the bench and chaos wire it) on a real PostgreSQL database, the five services in this process on
+ * loopback gRPC ports (so a test can swap one dependency), the development identity provider issuing real signed
+ * tokens, and the gateway app (createApp) with the production token verifier pointed at the provider's JWKS.
  */
 import { startIdentityProvider } from '@mileage/dev-idp';
 import type * as grpc from '@grpc/grpc-js';
@@ -23,14 +24,22 @@ import {
   type GrpcServerHandle,
 } from '@mileage/runtime';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
+import {
+  freePlanPorts,
+  passwordToken,
+  scimClientToken,
+  SERVICE_NAMES,
+  wireStack,
+  type ServiceName,
+} from '@mileage/devstack';
 import { createServer as createUsersServer, openDatabase } from '@mileage/users';
 import {
+  configShape as webhooksConfigShape,
   createServer as createWebhooksServer,
   openDatabase as openWebhooksDatabase,
   SecretBox,
   systemResolver,
   WebhooksRepository,
-  ANY_PORT,
 } from '@mileage/webhooks';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
@@ -39,6 +48,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import express from 'express';
+import { z } from 'zod';
 import {
   createApp,
   gatewayDependencies,
@@ -92,6 +102,8 @@ export const ACTOR_ATTESTATION_PREVIOUS_SECRET = 'harness-previous-attestation-s
  */
 export const DEMO_ORGANIZATION = 1;
 export const GLOBEX = { alias: 'globex', erin: 'ErinAdmin1', frank: 'FrankDrv01', bob: 'GlobexBob1' } as const;
+/** The secret of the provisioning client `mileage-scim` at the harness's identity provider. */
+const SCIM_CLIENT_SECRET = 'test-scim-secret';
 /** Call settings of the harness's seeding: acting inside organization `organizationId`. */
 const inOrganization = (organizationId: number) => ({ organizationId });
 
@@ -115,7 +127,7 @@ export interface Harness {
   usersDb: ReturnType<typeof openDatabase>;
   groupsDb: ReturnType<typeof openGroupsDatabase>;
   /** A client-credentials token of the provisioning client `mileage-scim`. */
-  scimToken(scope?: string): Promise<string>;
+  scimToken(): Promise<string>;
   /** A gateway app wired like main.ts; options override single dependencies. */
   app(options?: {
     usersAddress?: string;
@@ -160,28 +172,152 @@ export interface Harness {
 
 export async function startHarness(): Promise<Harness> {
   const testDb: TestDatabase = await createTestDatabase('gateway');
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'gateway-idp-'));
+  const idp = await startIdentityProvider({
+    host: '127.0.0.1',
+    port: 0,
+    dataDir,
+    accounts: ACCOUNTS,
+    scimClientSecret: SCIM_CLIENT_SECRET,
+  });
+  const logger = createLogger({ service: 'gateway-test', level: process.env.LOG_LEVEL ?? 'silent' });
   const db = openDatabase({ url: testDb.url });
   await db.migrate();
-  const logger = createLogger({ service: 'gateway-test', level: process.env.LOG_LEVEL ?? 'silent' });
+  const groupsDb = openGroupsDatabase({ url: testDb.url });
+  await groupsDb.migrate();
+  const drivesDb = openDrivesDatabase({ url: testDb.url });
+  await drivesDb.migrate();
+  const webhooksDb = openWebhooksDatabase({ url: testDb.url });
+  await webhooksDb.migrate();
+  // The ports are chosen just before the servers bind them (free a moment ago), the seeding after: a short window.
+  const wiring = wireStack({
+    services: SERVICE_NAMES,
+    hosts: ['127.0.0.1'],
+    ...(await freePlanPorts(SERVICE_NAMES, 1)),
+    // The apps are tested in-process, on no port: this is only the address the SCIM service names in meta.location.
+    gatewayPort: 8080,
+    identity: { issuer: idp.issuer },
+    // One test database for all, migrated above in this process.
+    databaseUrls: {},
+    secrets: {
+      cursor: 'test-cursor-secret-of-at-least-32-chars',
+      actorAttestation: ACTOR_ATTESTATION_SECRET,
+      webhooksKey: 'gateway-test-key-of-at-least-32-chars',
+    },
+    grpc: { plaintext: true },
+  });
+  const wired = (s: ServiceName) => wiring.services[s]![0]!;
+  const gatewayEnv = wiring.gateways[0]!;
   const usersServer: GrpcServerHandle = await startGrpcServer({
-    address: '127.0.0.1:0',
+    address: wired('users').GRPC_ADDRESS!,
     // The Users process serves UsersService and OrganizationsService.
     services: [createUsersServer({ knex: db.knex })].flat(),
     protoFiles: [PROTO_FILES.users],
     logger,
     metrics: new Metrics('users'),
   });
-  const usersAddress = `127.0.0.1:${usersServer.port}`;
-  const groupsDb = openGroupsDatabase({ url: testDb.url });
-  await groupsDb.migrate();
+  const usersAddress = wiring.address('users');
   const groupsServer: GrpcServerHandle = await startGrpcServer({
-    address: '127.0.0.1:0',
+    address: wired('groups').GRPC_ADDRESS!,
     services: [createGroupsServer({ knex: groupsDb.knex })],
     protoFiles: [PROTO_FILES.groups],
     logger,
     metrics: new Metrics('groups'),
   });
-  const groupsAddress = `127.0.0.1:${groupsServer.port}`;
+  const groupsAddress = wiring.address('groups');
+  // Drives asks Groups whether a group is of the drive's organization before it reports a drive to it.
+  const drivesGroups = createGrpcClient(groupsV1.GroupsServiceClient, wired('drives').GROUPS_ADDRESS!, {
+    defaultDeadlineMs: 5_000,
+  });
+  const drivesServer: GrpcServerHandle = await startGrpcServer({
+    address: wired('drives').GRPC_ADDRESS!,
+    services: [createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups })],
+    protoFiles: [PROTO_FILES.drives],
+    logger,
+    metrics: new Metrics('drives'),
+  });
+  const drivesAddress = wiring.address('drives');
+  // The same service as one released before `render_json`: it answers its pages as objects, whatever is asked.
+  const current = createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups });
+  const asObjects =
+    (method: 'listUserDrives' | 'listReportedDrives') => (request: { renderJson?: boolean }, ctx: unknown) =>
+      (current.handlers[method] as (r: unknown, c: unknown) => Promise<unknown>)(
+        { ...request, renderJson: false },
+        ctx,
+      );
+  const olderDrivesServer: GrpcServerHandle = await startGrpcServer({
+    address: '127.0.0.1:0',
+    services: [
+      {
+        definition: current.definition,
+        handlers: {
+          ...current.handlers,
+          listUserDrives: asObjects('listUserDrives'),
+          listReportedDrives: asObjects('listReportedDrives'),
+        },
+      },
+    ],
+    protoFiles: [PROTO_FILES.drives],
+    logger,
+    metrics: new Metrics('drives'),
+  });
+
+  const scimEnv = wired('scim');
+  const scimUsers = createGrpcClient(usersV1.UsersServiceClient, scimEnv.USERS_ADDRESS!, { defaultDeadlineMs: 5_000 });
+  const scimGroups = createGrpcClient(groupsV1.GroupsServiceClient, scimEnv.GROUPS_ADDRESS!, {
+    defaultDeadlineMs: 5_000,
+  });
+  const scimMetrics = new Metrics('scim');
+  const scimServer: GrpcServerHandle = await startGrpcServer({
+    address: scimEnv.GRPC_ADDRESS!,
+    services: [
+      createScimServer({
+        users: scimUsers,
+        groups: scimGroups,
+        logger,
+        baseUrl: scimEnv.SCIM_BASE_URL!,
+        metrics: scimMetrics,
+        attestation: {
+          secrets: [scimEnv.ACTOR_ATTESTATION_SECRET!, ACTOR_ATTESTATION_PREVIOUS_SECRET],
+          maxAgeSeconds: 60,
+          replayCacheEntries: 10_000,
+        },
+      }),
+    ],
+    protoFiles: [PROTO_FILES.scim],
+    logger,
+    metrics: scimMetrics,
+  });
+  const scimAddress = wiring.address('scim');
+
+  // The Webhooks service (subscriptions only: no delivery worker here; loopback targets allowed, as npm start does).
+  const webhooksConfig = z.object(webhooksConfigShape).parse(wired('webhooks'));
+  const webhooksGroups = createGrpcClient(groupsV1.GroupsServiceClient, webhooksConfig.GROUPS_ADDRESS, {
+    defaultDeadlineMs: 5_000,
+  });
+  const webhooksServer: GrpcServerHandle = await startGrpcServer({
+    address: wired('webhooks').GRPC_ADDRESS!,
+    services: [
+      createWebhooksServer({
+        repo: new WebhooksRepository(webhooksDb.knex),
+        secrets: new SecretBox(webhooksConfig.WEBHOOKS_SECRET_KEY),
+        policy: {
+          mode: webhooksConfig.WEBHOOKS_MODE,
+          allow: webhooksConfig.WEBHOOKS_ALLOW_PRIVATE_TARGETS,
+          ports: webhooksConfig.WEBHOOKS_TARGET_PORTS,
+        },
+        resolver: systemResolver,
+        groups: webhooksGroups,
+        logger,
+      }),
+    ],
+    protoFiles: [PROTO_FILES.webhooks],
+    logger,
+    metrics: new Metrics('webhooks'),
+  });
+  const webhooksAddress = wiring.address('webhooks');
+
+  // The harness's data, written through the services.
   const groupsClient = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
   const member = (userId: string, isAdmin: boolean, isDriver: boolean) => ({ userId, isAdmin, isDriver });
   const seedClient = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
@@ -249,43 +385,6 @@ export async function startHarness(): Promise<Harness> {
     )
   ).group!.id;
   groupsClient.close();
-
-  const drivesDb = openDrivesDatabase({ url: testDb.url });
-  await drivesDb.migrate();
-  // Drives asks Groups whether a group is of the drive's organization before it reports a drive to it.
-  const drivesGroups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
-  const drivesServer: GrpcServerHandle = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups })],
-    protoFiles: [PROTO_FILES.drives],
-    logger,
-    metrics: new Metrics('drives'),
-  });
-  const drivesAddress = `127.0.0.1:${drivesServer.port}`;
-  // The same service as one released before `render_json`: it answers its pages as objects, whatever is asked.
-  const current = createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups });
-  const asObjects =
-    (method: 'listUserDrives' | 'listReportedDrives') => (request: { renderJson?: boolean }, ctx: unknown) =>
-      (current.handlers[method] as (r: unknown, c: unknown) => Promise<unknown>)(
-        { ...request, renderJson: false },
-        ctx,
-      );
-  const olderDrivesServer: GrpcServerHandle = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [
-      {
-        definition: current.definition,
-        handlers: {
-          ...current.handlers,
-          listUserDrives: asObjects('listUserDrives'),
-          listReportedDrives: asObjects('listReportedDrives'),
-        },
-      },
-    ],
-    protoFiles: [PROTO_FILES.drives],
-    logger,
-    metrics: new Metrics('drives'),
-  });
   const drivesClient = createGrpcClient(drivesV1.DrivesServiceClient, drivesAddress, { defaultDeadlineMs: 5_000 });
   const makeDrive = async (userId: string, day: number, classification: drivesV1.Classification) => {
     const start = new Date(Date.UTC(2026, 9, day, 8, 0, 0));
@@ -339,62 +438,6 @@ export async function startHarness(): Promise<Harness> {
   );
   const reportedOther = [bobBusiness[6]!];
   await drivesClient.reportDrive({ driveId: reportedOther[0]!, groupId: other }, demoCall);
-
-  const scimUsers = createGrpcClient(usersV1.UsersServiceClient, usersAddress, { defaultDeadlineMs: 5_000 });
-  const scimGroups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
-  const scimMetrics = new Metrics('scim');
-  const scimServer: GrpcServerHandle = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [
-      createScimServer({
-        users: scimUsers,
-        groups: scimGroups,
-        logger,
-        baseUrl: 'http://127.0.0.1:8080/scim/v2',
-        metrics: scimMetrics,
-        attestation: {
-          secrets: [ACTOR_ATTESTATION_SECRET, ACTOR_ATTESTATION_PREVIOUS_SECRET],
-          maxAgeSeconds: 60,
-          replayCacheEntries: 10_000,
-        },
-      }),
-    ],
-    protoFiles: [PROTO_FILES.scim],
-    logger,
-    metrics: scimMetrics,
-  });
-  const scimAddress = `127.0.0.1:${scimServer.port}`;
-
-  // The Webhooks service (subscriptions only: no delivery worker here; loopback targets allowed, as npm start does).
-  const webhooksDb = openWebhooksDatabase({ url: testDb.url });
-  await webhooksDb.migrate();
-  const webhooksGroups = createGrpcClient(groupsV1.GroupsServiceClient, groupsAddress, { defaultDeadlineMs: 5_000 });
-  const webhooksServer: GrpcServerHandle = await startGrpcServer({
-    address: '127.0.0.1:0',
-    services: [
-      createWebhooksServer({
-        repo: new WebhooksRepository(webhooksDb.knex),
-        secrets: new SecretBox('gateway-test-key-of-at-least-32-chars'),
-        policy: { mode: 'development', allow: new Set(['loopback']), ports: ANY_PORT },
-        resolver: systemResolver,
-        groups: webhooksGroups,
-        logger,
-      }),
-    ],
-    protoFiles: [PROTO_FILES.webhooks],
-    logger,
-    metrics: new Metrics('webhooks'),
-  });
-  const webhooksAddress = `127.0.0.1:${webhooksServer.port}`;
-
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'gateway-idp-'));
-  const idp = await startIdentityProvider({
-    host: '127.0.0.1',
-    port: 0,
-    dataDir,
-    accounts: ACCOUNTS,
-    scimClientSecret: 'test-scim-secret',
-  });
   const keyFile = idp.keyFile;
   const realKey = (): JWK => (JSON.parse(readFileSync(keyFile, 'utf8')) as { keys: JWK[] }).keys[0]!;
 
@@ -426,26 +469,14 @@ export async function startHarness(): Promise<Harness> {
     webhooksAddress,
     usersDb: db,
     groupsDb,
-    async scimToken(scope = 'scim') {
-      const res = await fetch(`${idp.issuer}/protocol/openid-connect/token`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          authorization: `Basic ${Buffer.from('mileage-scim:test-scim-secret').toString('base64')}`,
-        },
-        body: new URLSearchParams({ grant_type: 'client_credentials', scope }),
-      });
-      const body = (await res.json()) as { access_token?: string };
-      if (!res.ok || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
-      return body.access_token;
-    },
+    scimToken: () => scimClientToken(idp.issuer, SCIM_CLIENT_SECRET),
     app(options = {}) {
       const addresses = {
-        users: options.usersAddress ?? usersAddress,
-        groups: options.groupsAddress ?? groupsAddress,
-        drives: options.drivesAddress ?? drivesAddress,
-        scim: options.scimAddress ?? scimAddress,
-        webhooks: options.webhooksAddress ?? webhooksAddress,
+        users: options.usersAddress ?? gatewayEnv.USERS_ADDRESS!,
+        groups: options.groupsAddress ?? gatewayEnv.GROUPS_ADDRESS!,
+        drives: options.drivesAddress ?? gatewayEnv.DRIVES_ADDRESS!,
+        scim: options.scimAddress ?? gatewayEnv.SCIM_ADDRESS!,
+        webhooks: options.webhooksAddress ?? gatewayEnv.WEBHOOKS_ADDRESS!,
       };
       // Wired as in main.ts: a service whose health check fails makes its calls fail fast.
       const dependencies = gatewayDependencies({
@@ -487,10 +518,10 @@ export async function startHarness(): Promise<Harness> {
         }),
         users,
         organizations,
-        // As devstack and the chart bind it: mileage-scim acts for the demo organization.
+        // As the wiring binds it: mileage-scim acts for the demo organization.
         credentials: new OrganizationCredentials({
           organizations,
-          clientOrganizations: parseClientOrganizations('mileage-scim=demo'),
+          clientOrganizations: parseClientOrganizations(gatewayEnv.SCIM_CLIENT_ORGANIZATIONS!),
           ...(options.scimTokenCacheSeconds !== undefined ? { tokenCacheSeconds: options.scimTokenCacheSeconds } : {}),
           ...(options.revocations ? { revocations: options.revocations } : {}),
         }),
@@ -499,9 +530,9 @@ export async function startHarness(): Promise<Harness> {
         scim,
         webhooks,
         ...(options.shares ? { shares: options.shares } : {}),
-        cursorSecret: options.cursorSecret ?? 'test-cursor-secret-of-at-least-32-chars',
+        cursorSecret: options.cursorSecret ?? gatewayEnv.CURSOR_SECRET!,
         ...(options.cursorSecretPrevious ? { cursorSecretPrevious: options.cursorSecretPrevious } : {}),
-        actorAttestationSecret: options.actorAttestationSecret ?? ACTOR_ATTESTATION_SECRET,
+        actorAttestationSecret: options.actorAttestationSecret ?? gatewayEnv.ACTOR_ATTESTATION_SECRET!,
         bodyLimitBytes: 1_048_576,
         readiness: (): Readiness => ({
           ready: verifier.keysLoaded(),
@@ -518,20 +549,7 @@ export async function startHarness(): Promise<Harness> {
     async token(username, scope) {
       const account = ACCOUNTS.find((a) => a.username === username);
       if (!account) throw new Error(`no test account ${username}`);
-      const res = await fetch(`${idp.issuer}/protocol/openid-connect/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          grant_type: 'password',
-          client_id: 'mileage-dev',
-          username,
-          password: account.password,
-          scope,
-        }),
-      });
-      const body = (await res.json()) as { access_token?: string };
-      if (!res.ok || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
-      return body.access_token;
+      return passwordToken(idp.issuer, { username, password: account.password, scope });
     },
     async signWithRealKey(claims, options = {}) {
       const jwk = realKey();

@@ -1,7 +1,7 @@
 // The webhook receiver at the unit boundary: signed deliveries from this test, the drive list from the client
 // package's contract server (the change feed end to end: payroll.test.ts; the real webhooks service: after its merge).
 import { createMileageClient, signWebhook } from '@mileage/client';
-import { ContractServer } from '@mileage/client/dist/testing/contract-server';
+import { ContractServer } from '@mileage/client/testing';
 import { parse } from 'csv-parse/sync';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';

@@ -14,12 +14,13 @@ import {
   type TraceContext,
   unanswered,
   SCIM_AUDIENCE,
+  SCIM_SECRET_TOKEN_PREFIX,
   type EndUserSigner,
 } from '@mileage/runtime';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Caller, TokenVerifier } from '../auth';
 import { authenticate, enforceRateLimit, invalidToken, requireScope } from '../guard';
-import { SCIM_SECRET_PREFIX, secretTokenCaller, type OrganizationCredentials } from '../organization-credentials';
+import { secretTokenCaller, type OrganizationCredentials } from '../organization-credentials';
 import { HttpProblem, logDownstreamFailure, problemFromGrpc, problemFromStatus, ValidationProblem } from '../problems';
 import type { OrganizationShares } from '../fair-share';
 import type { RateLimits } from '../rate-limit';
@@ -100,7 +101,7 @@ async function scimCaller(
   call: CallSettings,
 ): Promise<{ caller: Caller; organizationId: number | undefined }> {
   const caller = await authenticate(req, deps.verifier, (token) =>
-    token.startsWith(SCIM_SECRET_PREFIX)
+    token.startsWith(SCIM_SECRET_TOKEN_PREFIX)
       ? deps.verifier
           .verifyOpaque(
             () => deps.credentials.resolveSecretToken(token, call),

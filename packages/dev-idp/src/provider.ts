@@ -1,3 +1,4 @@
+import { DEFAULT_ORGANIZATION_CLAIM } from '@mileage/runtime';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
@@ -16,8 +17,6 @@ export const API_SCOPES = [
   'scim',
 ] as const;
 const V1_SCOPES = 'users_read drives_read groups_read groups_read_reported_drives webhooks_manage organization_manage';
-/** The claim that names a provisioning client's organization (the gateway's OIDC_ORGANIZATION_CLAIM default). */
-export const ORGANIZATION_CLAIM = 'org_id';
 /**
  * Provisioning clients bound to an organization by a claim in their tokens, as the realm's hardcoded-claim mapper binds
  * them (development secrets). `mileage-scim` carries no claim: the gateway's SCIM_CLIENT_ORGANIZATIONS binds it.
@@ -225,7 +224,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       return {
         typ: 'Bearer',
         azp: clientId,
-        ...(organization ? { [ORGANIZATION_CLAIM]: organization } : {}),
+        ...(organization ? { [DEFAULT_ORGANIZATION_CLAIM]: organization } : {}),
         ...(account
           ? { user_id: account.userId, preferred_username: account.username }
           : { preferred_username: `service-account-${clientId}` }),

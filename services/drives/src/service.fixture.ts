@@ -2,7 +2,7 @@
 // organization, which the Drives service asks the Groups service): groups 1..GROUPS_OF_ORGANIZATION_1 of
 // organization 1, the next ten of organization 2.
 import { openDatabase } from '@mileage/groups';
-import { startGroupsService } from '@mileage/groups/dist/service.fixture';
+import { startGroupsService } from '@mileage/groups/testing';
 import { drivesV1, type groupsV1, PROTO_FILES } from '@mileage/proto';
 import type { Knex, PromiseClient } from '@mileage/runtime';
 import { createMigratedDatabase, startTestService } from '@mileage/runtime/testing';

@@ -1,4 +1,4 @@
-// The Groups service over real gRPC for tests, its own and its callers' (import '@mileage/groups/dist/service.fixture').
+// The Groups service over real gRPC for tests, its own and its callers' (import '@mileage/groups/testing').
 import { groupsV1, PROTO_FILES } from '@mileage/proto';
 import type { Knex } from '@mileage/runtime';
 import { startTestService } from '@mileage/runtime/testing';

@@ -1,6 +1,6 @@
 import type { usersV1 } from '@mileage/proto';
-import { dateToTimestamp, errors, type Knex, type TraceContext } from '@mileage/runtime';
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { dateToTimestamp, errors, newScimSecretToken, type Knex, type TraceContext } from '@mileage/runtime';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { sql } from './database';
 
 interface OrganizationRow {
@@ -40,8 +40,6 @@ export class OrganizationsRepository {
 
 /** How many unrevoked, unexpired SCIM tokens an organization may have at once (rotation with overlap needs two). */
 export const MAX_ACTIVE_SCIM_TOKENS = 20;
-/** What every SCIM secret token starts with, so the gateway (and a secret scanner) can tell one from a JWT. */
-export const SCIM_TOKEN_PREFIX = 'mscim_';
 const ACTIVE = 'revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())';
 const TOKEN_COLUMNS = 'id, organization_id, name, created_at, expires_at, revoked_at, last_used_at';
 
@@ -106,7 +104,7 @@ export class ScimTokensRepository {
         `the organization already has ${MAX_ACTIVE_SCIM_TOKENS} active SCIM tokens, the most allowed: revoke one first`,
         'TOO_MANY_SCIM_TOKENS',
       );
-    const secret = SCIM_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+    const secret = newScimSecretToken();
     const insert = this.db('scim_tokens')
       .insert({
         id: randomUUID(),

@@ -86,8 +86,6 @@ export async function waitFor(what: string, probe: () => Promise<boolean>, timeo
   throw new Error(`${what} not ready after ${timeoutMs} ms`);
 }
 
-export const httpOk = async (url: string) => (await fetch(url, { signal: AbortSignal.timeout(1_000) })).ok;
-
 const CLK_TCK = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
 
 /**

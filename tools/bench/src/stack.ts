@@ -1,15 +1,16 @@
 // The measured system for `npm run bench`: a throw-away PostgreSQL with the bench data, the development identity
 // provider, the four services and the gateway as separate processes (as deployed), and the bare server.
 import {
-  migrateServices,
-  provisionServiceRoles,
+  developmentPki,
+  freePlanPorts,
+  httpOk,
   passwordToken,
+  prepareDatabases,
+  runtimeUrls,
   scimClientToken,
   scriptOf,
   startPostgres,
-  developmentPki,
   wireStack,
-  withDatabase,
   type RunningPostgres,
 } from '@mileage/devstack';
 import { randomBytes } from 'node:crypto';
@@ -17,7 +18,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
-import { freePort, httpOk, postgresPids, rssMb, startNode, stopAll, waitFor, type Child } from './proc';
+import { freePort, postgresPids, rssMb, startNode, stopAll, waitFor, type Child } from './proc';
 import { seedBench, type BenchData } from './seed';
 
 /** The services the bench starts behind the gateway, each its own process (and, with --cpu-prof, profile). */
@@ -99,25 +100,11 @@ export async function startBenchStack(options: {
     // measure what the policies cost).
     const databaseUrl = postgres.adminUrl;
     const services = BENCH_SERVICES;
-    const databaseServices = withDatabase(services);
-    const roles = await provisionServiceRoles(databaseUrl, workdir, databaseServices);
-    const roleUrls = Object.fromEntries(
-      databaseServices.map((s) => {
-        const { owner, runtime } = roles[s]!;
-        return [
-          s,
-          {
-            owner: postgres!.urlFor(owner.role, owner.password),
-            runtime: postgres!.urlFor(runtime.role, runtime.password),
-          },
-        ];
-      }),
-    );
-    await migrateServices(roleUrls, { LOG_LEVEL: 'error' });
+    const databases = await prepareDatabases(postgres, workdir, services, { LOG_LEVEL: 'error' });
     if (options.bypassRls) {
       const admin = new pg.Client({ connectionString: databaseUrl });
       await admin.connect();
-      for (const s of databaseServices) await admin.query(`ALTER ROLE ${roles[s]!.runtime.role} BYPASSRLS`);
+      for (const d of Object.values(databases)) await admin.query(`ALTER ROLE ${d.roles.runtime.role} BYPASSRLS`);
       await admin.end();
     }
     const started = Date.now();
@@ -128,13 +115,9 @@ export async function startBenchStack(options: {
       `Seeded ${options.users} users, ${options.drives} drives and a sync team of ${options.walk} reported drives in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
 
-    const [sinkPort, idpPort, gatewayPort, barePort, floorPort] = await Promise.all(
-      [1, 2, 3, 4, 5].map(() => freePort()),
-    );
-    const grpcPorts = Object.fromEntries(await Promise.all(services.map(async (s) => [s, await freePort()])));
-    const metrics = Object.fromEntries(
-      await Promise.all(['gateway', ...services].map(async (s) => [s, await freePort()] as const)),
-    );
+    const [sinkPort, barePort, floorPort] = await Promise.all([1, 2, 3].map(() => freePort()));
+    const { idpPort, ...ports } = await freePlanPorts(services, 1);
+    const metrics = Object.fromEntries(Object.entries(ports.metricsPorts).map(([s, p]) => [s, p![0]!]));
     const cursorSecret = randomBytes(32).toString('base64url');
     const scimClientSecret = randomBytes(24).toString('base64url');
     const accountsFile = path.join(workdir, 'accounts.json');
@@ -145,17 +128,15 @@ export async function startBenchStack(options: {
         ? { plaintext: true }
         : { pki: await developmentPki(path.join(workdir, 'grpc-pki'), ['127.0.0.1']) },
       hosts: ['127.0.0.1'],
-      grpcPorts,
-      metricsPorts: Object.fromEntries(Object.entries(metrics).map(([s, p]) => [s, [p]])),
-      gatewayPort: gatewayPort!,
+      ...ports,
       identity: {
-        port: idpPort!,
+        port: idpPort,
         dataDir: path.join(workdir, 'idp'),
         scimClientSecret,
         accountsFile,
         accessTokenTtlSeconds: 3600,
       },
-      databaseUrls: Object.fromEntries(databaseServices.map((s) => [s, roleUrls[s]!.runtime])),
+      databaseUrls: runtimeUrls(databases),
       secrets: { cursor: cursorSecret, actorAttestation: randomBytes(32).toString('base64url') },
       extra: {
         // Tracing on, as deployed (http/protobuf, 10 %), into a sink that counts and, when asked, records.

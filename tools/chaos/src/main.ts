@@ -4,6 +4,7 @@
 // promises; and one organization's flood beside another's ordinary load (the noisy neighbour). Prints the table; exits 1 when a required expectation failed. `--short`: a few seconds per fault (a quick check; CI runs the full suite).
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { httpOk } from '@mileage/devstack';
 import { MAX_RECONNECT_BACKOFF_MS } from '@mileage/runtime';
 import { ACTIVE_WINDOW_MS } from '@mileage/gateway/fair-share';
 import pg from 'pg';
@@ -42,7 +43,6 @@ import {
 } from './report';
 import {
   GATEWAY_TIMING,
-  httpOk,
   SCIM_TOKEN_CACHE_SECONDS,
   SCOPES,
   SERVICES,

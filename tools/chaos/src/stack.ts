@@ -4,15 +4,16 @@
 // (round-robin), as they reach a headless Kubernetes Service's pods through DNS.
 import {
   developmentPki,
+  freePlanPorts,
   generateVolume,
-  migrateServices,
+  httpOk,
   passwordToken,
-  provisionServiceRoles,
+  prepareDatabases,
+  runtimeUrls,
   scimClientToken,
   scriptOf,
   startPostgres,
   wireStack,
-  withDatabase,
 } from '@mileage/devstack';
 import type { DevelopmentPki } from '@mileage/pki';
 import { freePort, grpcTls, HealthClient, isWarningOrWorse, type GrpcTls, type GrpcTlsConfig } from '@mileage/runtime';
@@ -228,14 +229,7 @@ async function build(
   });
   cleanups.push(() => postgres.stop());
   const { adminUrl } = postgres;
-  const databaseServices = withDatabase(SERVICES);
-  const roles = await provisionServiceRoles(adminUrl, workdir, databaseServices);
-  const urlOf = (s: ServiceName, kind: 'owner' | 'runtime') =>
-    postgres.urlFor(roles[s]![kind].role, roles[s]![kind].password);
-  await migrateServices(
-    Object.fromEntries(databaseServices.map((s) => [s, { owner: urlOf(s, 'owner'), runtime: urlOf(s, 'runtime') }])),
-    { LOG_LEVEL: 'warn' },
-  );
+  const databases = await prepareDatabases(postgres, workdir, SERVICES, { LOG_LEVEL: 'warn' });
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
@@ -305,7 +299,7 @@ async function build(
   );
   const scimSecret = randomBytes(12).toString('base64url');
   const replicaIds = Object.keys(HOSTS) as ReplicaId[];
-  const freePorts = async (n: number) => Promise.all(Array.from({ length: n }, () => freePort()));
+  const { idpPort, ...ports } = await freePlanPorts(SERVICES, replicaIds.length);
   // The hop is mutual TLS, as installed: the stack's own CA, a certificate per component (the chaos process probes
   // readiness as `seed`, which may call only the health service and the demo-data writes).
   const pki = await developmentPki(path.join(workdir, 'grpc-pki'), Object.values(HOSTS));
@@ -313,19 +307,15 @@ async function build(
     services: SERVICES,
     grpc: { pki },
     hosts: replicaIds.map((id) => HOSTS[id]),
-    grpcPorts: Object.fromEntries(await Promise.all(SERVICES.map(async (s) => [s, await freePort()]))),
-    metricsPorts: Object.fromEntries(
-      await Promise.all(['gateway', ...SERVICES].map(async (s) => [s, await freePorts(replicaIds.length)])),
-    ),
-    gatewayPort: await freePort(),
+    ...ports,
     identity: {
-      port: await freePort(),
+      port: idpPort,
       dataDir: idpData,
       scimClientSecret: scimSecret,
       accountsFile,
       accessTokenTtlSeconds: 3600,
     },
-    databaseUrls: Object.fromEntries(databaseServices.map((s) => [s, urlOf(s, 'runtime')])),
+    databaseUrls: runtimeUrls(databases),
     secrets: { cursor: randomBytes(32).toString('base64url'), actorAttestation: randomBytes(32).toString('base64url') },
     redisUrl: `redis://127.0.0.1:${redisPort}`,
     extra: {
@@ -442,12 +432,6 @@ async function build(
     token,
     stop: stopAll,
   };
-}
-
-export async function httpOk(url: string): Promise<boolean> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
-  await res.body?.cancel();
-  return res.ok;
 }
 
 /** Whether a gRPC server answers SERVING for "" (what Kubernetes' gRPC probe asks). */

@@ -9,6 +9,7 @@ export {
   developmentPki,
   migrateServices,
   scriptOf,
+  SERVICE_NAMES,
   wireStack,
   withDatabase,
   type Component,
@@ -16,4 +17,7 @@ export {
   type StackEnvironment,
   type StackPlan,
 } from './wiring';
+export { httpOk } from './processes';
+export { seedDemoData } from './seed';
 export { passwordToken, scimClientToken } from './tokens';
+export { freePlanPorts, prepareDatabases, runtimeUrls, type PostgresServer, type ServiceDatabases } from './system';

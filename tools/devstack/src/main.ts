@@ -6,10 +6,11 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { DEMO_ORGANIZATIONS, DEMO_PASSWORD, DEMO_SCIM_CLIENTS, type DemoOrganization } from './demo-data';
 import { startPostgres, type RunningPostgres } from './embedded-postgres';
-import { loadSecrets, provisionServiceRoles, saveSecrets } from './postgres';
+import { loadSecrets, saveSecrets } from './postgres';
 import { checkDataDir, checkPorts, checkPostmasterPid, StartupProblem, type PortUse } from './preflight';
 import { httpOk, startProcess, stopProcess, waitUntilReady, type ManagedProcess } from './processes';
 import { seedDemoData } from './seed';
+import { prepareDatabases, runtimeUrls } from './system';
 import {
   developmentPki,
   migrateServices,
@@ -19,6 +20,7 @@ import {
   wireStack,
   withDatabase,
   type ServiceName,
+  type StackPlan,
 } from './wiring';
 
 const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
@@ -106,13 +108,16 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   let adminUrl: string;
-  // Per service with a database: the schema owner's URL (migrations) and the runtime role's URL (the service).
-  const urls: Partial<Record<ServiceName, { owner: string; runtime: string }>> = {};
+  // The runtime role's URL of each service with a database (its migrations run as the schema's owner).
+  let databaseUrls: StackPlan['databaseUrls'];
   const databaseServices = withDatabase(SERVICE_NAMES);
   if (config.DATABASE_URL) {
     // A database of your own: one URL does both (its role owns the schemas it creates).
-    adminUrl = config.DATABASE_URL;
-    for (const s of databaseServices) urls[s] = { owner: config.DATABASE_URL, runtime: config.DATABASE_URL };
+    const url = config.DATABASE_URL;
+    adminUrl = url;
+    const urls = Object.fromEntries(databaseServices.map((s) => [s, { owner: url, runtime: url }]));
+    await migrateServices(urls, { LOG_LEVEL: config.LOG_LEVEL });
+    databaseUrls = Object.fromEntries(databaseServices.map((s) => [s, url]));
   } else {
     database = await startPostgres({
       dir: config.DATA_DIR,
@@ -128,18 +133,11 @@ async function main(): Promise<void> {
         `read the postgres lines above; its files are in ${path.join(config.DATA_DIR, 'postgres')}`,
       );
     });
-    const roles = await provisionServiceRoles(database.adminUrl, config.DATA_DIR, databaseServices);
     adminUrl = database.adminUrl;
-    for (const s of databaseServices) {
-      const { owner, runtime } = roles[s]!;
-      urls[s] = {
-        owner: database.urlFor(owner.role, owner.password),
-        runtime: database.urlFor(runtime.role, runtime.password),
-      };
-    }
     logger.info({ port: config.EMBEDDED_POSTGRES_PORT, data_dir: database.dataDir }, 'embedded PostgreSQL running');
+    const databases = await prepareDatabases(database, config.DATA_DIR, SERVICE_NAMES, { LOG_LEVEL: config.LOG_LEVEL });
+    databaseUrls = runtimeUrls(databases);
   }
-  await migrateServices(urls, { LOG_LEVEL: config.LOG_LEVEL });
   logger.info({ targets: databaseServices }, 'migrations up to date');
   // Page cursors stay valid across restarts of the development stack.
   const secrets = loadSecrets(config.DATA_DIR);
@@ -175,7 +173,7 @@ async function main(): Promise<void> {
           dataDir: path.join(config.DATA_DIR, 'dev-idp'),
           scimClientSecret: config.SCIM_CLIENT_SECRET,
         },
-    databaseUrls: Object.fromEntries(Object.entries(urls).map(([s, url]) => [s, url.runtime])),
+    databaseUrls,
     secrets: stackSecrets,
     ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}),
     extra: { all: { LOG_LEVEL: config.LOG_LEVEL } },

@@ -12,6 +12,7 @@ import {
   GRPC_TLS_FILES,
   grpcTls,
   grpcTlsConfigShape,
+  ORGANIZATION_ALIAS_RULE,
   loadConfigOrExit,
 } from '@mileage/runtime';
 import { existsSync } from 'node:fs';
@@ -20,7 +21,7 @@ import { z } from 'zod';
 import { developmentGrpcConfig, ROOT } from './wiring';
 
 export const ORG_USAGE = [
-  'usage: npm run org -- create <alias> <name>      a new organization (alias: [a-z0-9-], a letter in it)',
+  `usage: npm run org -- create <alias> <name>      a new organization (alias: ${ORGANIZATION_ALIAS_RULE})`,
   '       npm run org -- admin <userId> on|off      make a user an organization admin of their organization, or not',
 ].join('\n');
 

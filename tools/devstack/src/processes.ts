@@ -52,7 +52,9 @@ export async function waitUntilReady(
   );
 }
 
+/** Whether `url` answers 2xx within a second (a probe: the body is not read, its connection is let go). */
 export async function httpOk(url: string): Promise<boolean> {
   const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+  await res.body?.cancel();
   return res.ok;
 }

@@ -116,6 +116,14 @@ describe('wireStack', () => {
     assert.equal(w.gateways[0]!.OIDC_ISSUER, 'https://idp.example/realms/mileage');
   });
 
+  it('lets the Webhooks service deliver to public https targets only, as installed, when asked', () => {
+    const webhooks = wireStack(plan({ webhookTargets: 'public' })).services.webhooks![0]!;
+    assert.equal(webhooks.WEBHOOKS_MODE, 'production');
+    assert.equal(webhooks.WEBHOOKS_ALLOW_PRIVATE_TARGETS, '');
+    assert.equal(webhooks.WEBHOOKS_TARGET_PORTS, undefined, 'the installed default ports');
+    assert.equal(wireStack(plan()).services.webhooks![0]!.WEBHOOKS_ALLOW_PRIVATE_TARGETS, 'loopback');
+  });
+
   it('refuses a stack with the Webhooks service but no key for its secrets', () => {
     assert.throws(() => wireStack(plan({ secrets: { cursor: 'c', actorAttestation: 'a' } })), /webhooksKey/);
   });

@@ -84,6 +84,11 @@ export interface StackPlan {
    */
   grpc: { pki: DevelopmentPki } | { plaintext: true };
   redisUrl?: string;
+  /**
+   * Where the Webhooks service may deliver: loopback receivers over http on any port (the default: a stack on one
+   * machine), or public https targets only, as installed (the images stack).
+   */
+  webhookTargets?: 'loopback' | 'public';
   /** Extra variables of every process, of every service replica, and of every gateway (e.g. tracing, limits). */
   extra?: { all?: Env; services?: Env; gateway?: Env };
 }
@@ -181,12 +186,16 @@ export function wireStack(plan: StackPlan): StackEnvironment {
             ACTOR_ATTESTATION_SECRET: plan.secrets.actorAttestation,
           }
         : {}),
-      // Webhooks to loopback receivers over http: a stack on one machine only (production: https, public addresses).
       ...(s === 'webhooks'
         ? {
-            WEBHOOKS_MODE: 'development',
-            WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'loopback',
-            WEBHOOKS_TARGET_PORTS: '1-65535', // loopback receivers listen on free ports
+            ...(plan.webhookTargets === 'public'
+              ? { WEBHOOKS_MODE: 'production', WEBHOOKS_ALLOW_PRIVATE_TARGETS: '' }
+              : // Webhooks to loopback receivers over http: a stack on one machine only.
+                {
+                  WEBHOOKS_MODE: 'development',
+                  WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'loopback',
+                  WEBHOOKS_TARGET_PORTS: '1-65535', // loopback receivers listen on free ports
+                }),
             WEBHOOKS_SECRET_KEY: required(plan.secrets.webhooksKey, 'secrets.webhooksKey'),
           }
         : {}),
