@@ -106,7 +106,10 @@ describe('a revoked SCIM secret token', () => {
     // Subscribed again, B caches again and hears A's revocations.
     const next = await mint('after the cut');
     assert.deepEqual(await statuses(next.token), [200, 200]);
+    // The message reaches B through the test's proxy, one hop more than Redis's own ordering covers: wait for it.
+    const heard = new Promise<void>((resolve) => feedB.subscribe((id) => id === next.id && resolve()));
     await revokeThroughA(next.id);
+    await heard;
     assert.deepEqual(await statuses(next.token), [401, 401]);
   });
 
