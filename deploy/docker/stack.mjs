@@ -22,7 +22,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const require = createRequire(import.meta.url);
-const { freePort, HealthClient, createGrpcClient, grpcTls } = require('@mileage/runtime');
+const { freePort } = require('@mileage/runtime/config');
+const { HealthClient, createGrpcClient, grpcTls } = require('@mileage/runtime/grpc');
 const { drivesV1, groupsV1, usersV1 } = require('@mileage/proto');
 const {
   DATABASE_SERVICES,

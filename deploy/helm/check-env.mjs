@@ -7,8 +7,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const [envFile, setName, root] = process.argv.slice(2);
-const require = createRequire(join(root, 'packages/runtime/dist/index.js'));
-const runtime = require(join(root, 'packages/runtime/dist/index.js'));
+const require = createRequire(join(root, 'packages/runtime/package.json'));
+// The runtime's modules by idea (its package exports), as the processes import them.
+const runtime = Object.assign(
+  {},
+  ...['service', 'database', 'outbox', 'config', 'telemetry'].map((part) => require(`@mileage/runtime/${part}`)),
+);
 const { z } = require('zod');
 const { configSchema: gatewaySchema } = require(join(root, 'gateway/dist/config.js'));
 

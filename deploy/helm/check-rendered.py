@@ -5,7 +5,7 @@
       every component has its Deployment, Service, ServiceAccount, HPA and PDB; probes, resources, the restricted
       security context, a grace period longer than the drain; NetworkPolicies (default deny, who may reach whom);
       migration hook Jobs after their Secret (expand before the rollout, contract after it); the Ingress; ServiceMonitor, PrometheusRule and the dashboard (their
-      PromQL parsed, every metric and label checked against packages/runtime/src/metrics.ts, and against the
+      PromQL parsed, every metric and label checked against packages/runtime/src/telemetry/metrics.ts, and against the
       CloudNativePG, Barman Cloud plugin and kubelet metrics below); with postgres.cloudnativepg, the Cluster, its
       roles, WAL archiver, ObjectStore, ScheduledBackup and PodMonitor against the services' URLs. Writes each
       Deployment's environment to env.json for check-env.mjs.
@@ -138,11 +138,11 @@ def label_list(source, items):
 
 
 def metric_catalogue(metrics_ts):
-    """{series name: label names} from packages/runtime/src/metrics.ts and the metrics the outbox relay, the
+    """{series name: label names} from packages/runtime/src/telemetry/metrics.ts and the metrics the outbox relay, the
     Webhooks service's delivery worker and the gateway add (histograms give _bucket/_count/_sum)."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(metrics_ts)))))
     source = open(metrics_ts).read()
-    for extra in ("packages/runtime/src/outbox-relay.ts", "services/webhooks/src/worker.ts", "gateway/src/main.ts"):
+    for extra in ("packages/runtime/src/outbox/outbox-relay.ts", "services/webhooks/src/worker.ts", "gateway/src/main.ts"):
         source += "\n" + open(os.path.join(root, extra)).read()
     catalogue = {}
     # `new Gauge({ name: ... })` and the get-or-create `metrics.counter({ name: ... })`; the generic constructors

@@ -44,7 +44,7 @@ if [ ! -f "$venv/.complete" ]; then
 fi
 python="$venv/bin/python"
 echo "Helm $("$helm" version --template '{{ .Version }}'), kubernetes-validate $KUBERNETES_VALIDATE_VERSION (Kubernetes ${KUBE_VERSIONS[*]} schemas), promql-parser $PROMQL_PARSER_VERSION"
-if [ -f "$root/gateway/dist/config.js" ] && [ -f "$root/packages/runtime/dist/index.js" ] && command -v node >/dev/null; then
+if [ -f "$root/gateway/dist/config.js" ] && [ -f "$root/packages/runtime/dist/service/index.js" ] && command -v node >/dev/null; then
   check_env=yes
 else
   check_env=no
@@ -72,7 +72,7 @@ for values in "$chart"/ci/*.yaml; do
     fi
     echo "$name: $(grep -c '^kind:' "$out/$name.yaml") manifests valid against the Kubernetes $kube API schemas (strict)"
   done
-  "$python" "$here/check-rendered.py" manifests "$out/$name.yaml" "$name" "$root/packages/runtime/src/metrics.ts" "$out/$name.env.json"
+  "$python" "$here/check-rendered.py" manifests "$out/$name.yaml" "$name" "$root/packages/runtime/src/telemetry/metrics.ts" "$out/$name.env.json"
   if [ "$check_env" = yes ]; then
     node "$here/check-env.mjs" "$out/$name.env.json" "$name" "$root"
   fi

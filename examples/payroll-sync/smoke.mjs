@@ -13,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
 const { launchStack } = require('@mileage/devstack');
-const { createGrpcClient, freePort, grpcTls } = require('@mileage/runtime');
+const { createGrpcClient, grpcTls } = require('@mileage/runtime/grpc');
+const { freePort } = require('@mileage/runtime/config');
 const { drivesV1 } = require('@mileage/proto');
 const { signWebhook } = require('@mileage/client');
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

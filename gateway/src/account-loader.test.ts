@@ -1,5 +1,5 @@
 import { usersV1 } from '@mileage/proto';
-import type { CallSettings, PromiseClient } from '@mileage/runtime';
+import type { CallSettings, PromiseClient } from '@mileage/runtime/grpc';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AccountLoader } from './account-loader';

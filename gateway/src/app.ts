@@ -9,10 +9,10 @@ import {
   traceLogFields,
   tracingEnabled,
   type Logger,
-  type DependencyReport,
   type Metrics,
-  type PromiseClient,
-} from '@mileage/runtime';
+} from '@mileage/runtime/telemetry';
+import { type DependencyReport } from '@mileage/runtime/service';
+import { type PromiseClient } from '@mileage/runtime/grpc';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import { DOCS_CLIENT_ID, docsRouter } from './docs';

@@ -6,7 +6,7 @@ import {
   type JWTPayload,
   type JWTVerifyGetKey,
 } from 'jose';
-import { DEFAULT_ORGANIZATION_CLAIM } from '@mileage/runtime';
+import { DEFAULT_ORGANIZATION_CLAIM } from '@mileage/runtime/formats';
 import { isIPv4, isIPv6 } from 'node:net';
 import { JwksSource, KeysUnavailableError } from './jwks';
 import { namedOrganization, type NamedOrganization } from './organization-claim';

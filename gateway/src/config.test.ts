@@ -1,6 +1,6 @@
 // The copies of the gateway's configuration rules that other formats must hold literally: the chart's values and values
 // schema, and the development realm's organization mapper. Each is compared with the gateway's own rule.
-import { DEFAULT_ORGANIZATION_CLAIM } from '@mileage/runtime';
+import { DEFAULT_ORGANIZATION_CLAIM } from '@mileage/runtime/formats';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';

@@ -1,4 +1,6 @@
-import { commonConfigSchema, DEFAULT_ORGANIZATION_CLAIM, env, grpcTlsConfigShape } from '@mileage/runtime';
+import { commonConfigSchema, env } from '@mileage/runtime/config';
+import { DEFAULT_ORGANIZATION_CLAIM } from '@mileage/runtime/formats';
+import { grpcTlsConfigShape } from '@mileage/runtime/grpc';
 import { z } from 'zod';
 import {
   DEFAULT_SCIM_TOKEN_CACHE_SECONDS,

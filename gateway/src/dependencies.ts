@@ -1,11 +1,6 @@
-import {
-  DependencyMonitor,
-  grpcHealthCheck,
-  HealthClient,
-  type DependencyCheck,
-  type Logger,
-  type Metrics,
-} from '@mileage/runtime';
+import { DependencyMonitor, grpcHealthCheck, type DependencyCheck } from '@mileage/runtime/service';
+import { HealthClient } from '@mileage/runtime/grpc';
+import { type Logger, type Metrics } from '@mileage/runtime/telemetry';
 import type { ChannelCredentials } from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
 

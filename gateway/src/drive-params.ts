@@ -1,4 +1,4 @@
-import { parseRfc3339 } from '@mileage/runtime';
+import { parseRfc3339 } from '@mileage/runtime/formats';
 import type { Request } from 'express';
 import type { ValidationIssue } from './problems';
 import type { ApiParameter } from './v1';

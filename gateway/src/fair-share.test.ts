@@ -1,4 +1,4 @@
-import { Metrics } from '@mileage/runtime';
+import { Metrics } from '@mileage/runtime/telemetry';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ACTIVE_WINDOW_MS, OrganizationShares } from './fair-share';

@@ -1,4 +1,4 @@
-import type { Metrics } from '@mileage/runtime';
+import type { Metrics } from '@mileage/runtime/telemetry';
 import { HttpProblem } from './problems';
 
 /**

@@ -1,4 +1,4 @@
-import { RETRY_AFTER_SECONDS } from '@mileage/runtime';
+import { RETRY_AFTER_SECONDS } from '@mileage/runtime/grpc';
 import type { Request, Response } from 'express';
 import { TokenError, type Caller, type TokenVerifier } from './auth';
 import { HttpProblem } from './problems';

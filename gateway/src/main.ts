@@ -1,6 +1,7 @@
 // The gateway's process: tracing, configuration, logging, metrics, the gRPC hop's TLS and graceful shutdown are every
 // process's (runProcess, as runService's); this wires the gateway's own parts (wiring.ts) into the app.
-import { checkGrpcTls, runProcess } from '@mileage/runtime';
+import { checkGrpcTls } from '@mileage/runtime/grpc';
+import { runProcess } from '@mileage/runtime/service';
 import { createApp } from './app';
 import { checkCursorSecrets, configSchema } from './config';
 import { gatewayDependencies } from './dependencies';

@@ -1,4 +1,5 @@
-import { USER_ID_PATTERN, WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
+import { USER_ID_PATTERN } from '@mileage/runtime/formats';
+import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime/outbox';
 /**
  * The OpenAPI 3.1 description of the External API, served at /openapi.json. Field names follow the public
  * reference API (CONTRACT §2); additions of this platform are marked "(+)". A contract test validates every

@@ -1,6 +1,7 @@
 // What a verified token says about its organization: how the claim that names it is read. A leaf module:
 // the verifier (auth.ts) and the SCIM credentials (organization-credentials.ts) both read it.
-import { isOrganizationId, ORGANIZATION_ALIAS_PATTERN } from '@mileage/runtime';
+import { isOrganizationId } from '@mileage/runtime/database';
+import { ORGANIZATION_ALIAS_PATTERN } from '@mileage/runtime/formats';
 
 /** What a token says about its organization. */
 export type NamedOrganization =

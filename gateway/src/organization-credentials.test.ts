@@ -1,6 +1,7 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
 import type { scimV1, usersV1 } from '@mileage/proto';
-import { createLogger, Metrics, verifyActorAttestation, type PromiseClient } from '@mileage/runtime';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
+import { verifyActorAttestation, type PromiseClient } from '@mileage/runtime/grpc';
 import express from 'express';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import assert from 'node:assert/strict';

@@ -6,8 +6,8 @@ import {
   httpAnswer,
   isInvalidInput,
   type HttpAnswer,
-  type Logger,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
+import { type Logger } from '@mileage/runtime/telemetry';
 import type { Response } from 'express';
 import { STATUS_CODES } from 'node:http';
 

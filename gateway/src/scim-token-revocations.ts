@@ -1,4 +1,4 @@
-import type { Logger, Metrics } from '@mileage/runtime';
+import type { Logger, Metrics } from '@mileage/runtime/telemetry';
 import type { Redis } from 'ioredis';
 
 /**

@@ -1,7 +1,7 @@
 // /v1 acts inside the caller's organization: the caller's account is read without one (user ids are global; the
 // answer names the organization), and every call the route makes afterwards carries it.
 import type { usersV1 } from '@mileage/proto';
-import type { CallSettings, PromiseClient } from '@mileage/runtime';
+import type { CallSettings, PromiseClient } from '@mileage/runtime/grpc';
 import express from 'express';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import assert from 'node:assert/strict';

@@ -1,13 +1,7 @@
 import type { drivesV1, groupsV1, usersV1, webhooksV1 } from '@mileage/proto';
 import type { CursorCodec } from './cursor';
-import {
-  V1_AUDIENCE,
-  type CallSettings,
-  type EndUserSigner,
-  type PromiseClient,
-  type Span,
-  type TraceContext,
-} from '@mileage/runtime';
+import { V1_AUDIENCE, type CallSettings, type EndUserSigner, type PromiseClient } from '@mileage/runtime/grpc';
+import { type Span, type TraceContext } from '@mileage/runtime/telemetry';
 import type { Request, RequestHandler } from 'express';
 import type { Caller, TokenVerifier } from './auth';
 import type { AccountLoader } from './account-loader';

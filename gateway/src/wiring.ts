@@ -1,14 +1,10 @@
 // What the gateway's main.ts wires: its parts built from its configuration (the HTTP server, its Redis, its clients of
 // the services, its token verifier); the process around them is runProcess's, as every service's.
 import { drivesV1, groupsV1, scimV1, usersV1, webhooksV1 } from '@mileage/proto';
-import {
-  circuitBreakerConfig,
-  createGrpcClient,
-  type DependencyMonitor,
-  type GrpcTls,
-  type Logger,
-  type Metrics,
-} from '@mileage/runtime';
+import { circuitBreakerConfig } from '@mileage/runtime/config';
+import { createGrpcClient, type GrpcTls } from '@mileage/runtime/grpc';
+import { type DependencyMonitor } from '@mileage/runtime/service';
+import { type Logger, type Metrics } from '@mileage/runtime/telemetry';
 import type { Express } from 'express';
 import { Redis } from 'ioredis';
 import type { Server } from 'node:http';

@@ -5,7 +5,7 @@
  * answering, and after the service is back the breaker's probe (a health check, not a client's request) closes the
  * circuit. The breaker's clock is the test's.
  */
-import { Metrics } from '@mileage/runtime';
+import { Metrics } from '@mileage/runtime/telemetry';
 import { startFaultProxy, type FaultProxy } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { Express } from 'express';
 import request from 'supertest';
-import { Metrics } from '@mileage/runtime';
+import { Metrics } from '@mileage/runtime/telemetry';
 import { ACTIVE_WINDOW_MS, OrganizationShares } from '@mileage/gateway';
 import { DEMO_ORGANIZATION, GLOBEX, startHarness, type Harness } from './harness';
 

@@ -1,4 +1,4 @@
-import { freePort } from '@mileage/runtime';
+import { freePort } from '@mileage/runtime/config';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';

@@ -14,15 +14,13 @@ import { createServer as createGroupsServer, openDatabase as openGroupsDatabase 
 import { createServer as createScimServer } from '@mileage/scim';
 import {
   createGrpcClient,
-  createLogger,
-  dateToTimestamp,
-  Metrics,
   startGrpcServer,
-  startTracing,
   type CircuitBreakerOptions,
   type GeneratedClientConstructor,
   type GrpcServerHandle,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
+import { createLogger, Metrics, startTracing } from '@mileage/runtime/telemetry';
+import { dateToTimestamp } from '@mileage/runtime/formats';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import {
   freePlanPorts,

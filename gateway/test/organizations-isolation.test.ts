@@ -3,7 +3,7 @@
 // organization-bound client-credentials token, a /v1 user token — get exactly what a nonexistent resource gets
 // (status and body, the probed id aside), and no answer names anything of the other organization.
 import { groupsV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient } from '@mileage/runtime';
+import { createGrpcClient } from '@mileage/runtime/grpc';
 import fc from 'fast-check';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

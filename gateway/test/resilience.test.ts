@@ -3,7 +3,7 @@
  * frozen at a time: the gateway stays ready, the routes that do not need the frozen dependency keep answering 200,
  * the ones that do answer 503 at once, and /healthz/dependencies and `dependency_up` say what is down.
  */
-import { freePort } from '@mileage/runtime';
+import { freePort } from '@mileage/runtime/config';
 import { startFaultProxy, testRedisUrl, waitFor, type FaultProxy } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';

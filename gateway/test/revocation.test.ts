@@ -5,7 +5,7 @@
  * both on the first request after the change; a replica that cannot hear revocations asks the Users service instead.
  */
 import { usersV1 } from '@mileage/proto';
-import { createGrpcClient } from '@mileage/runtime';
+import { createGrpcClient } from '@mileage/runtime/grpc';
 import { startFaultProxy, testRedisUrl, waitFor, type FaultProxy } from '@mileage/runtime/testing';
 import type { Express } from 'express';
 import { Redis } from 'ioredis';

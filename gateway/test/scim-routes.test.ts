@@ -12,13 +12,12 @@ import {
   ACTOR_NOT_ATTESTED,
   AppError,
   createGrpcClient,
-  createLogger,
   decodeServiceError,
-  Metrics,
   startGrpcServer,
   type Handlers,
   type ServiceRegistration,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
 import type { Express } from 'express';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -1,5 +1,7 @@
 import { PROTO_FILES, usersV1 } from '@mileage/proto';
-import { createLogger, freePort, Metrics, startGrpcServer, type Handlers } from '@mileage/runtime';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
+import { freePort } from '@mileage/runtime/config';
+import { startGrpcServer, type Handlers } from '@mileage/runtime/grpc';
 import { testRedisUrl, waitFor } from '@mileage/runtime/testing';
 import { Redis } from 'ioredis';
 import { generateKeyPair, SignJWT } from 'jose';

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchStack } from '@mileage/devstack';
-import { freePort } from '@mileage/runtime';
+import { freePort } from '@mileage/runtime/config';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 

@@ -26,7 +26,7 @@ const test = (env) =>
 
 if (!process.argv.includes('--keycloak')) process.exit(test({}));
 
-const { freePort } = require('@mileage/runtime');
+const { freePort } = require('@mileage/runtime/config');
 const gatewayPort = String(await freePort());
 const runSh = path.join(here, '..', '..', 'deploy', 'keycloak', 'run.sh');
 const keycloakEnv = {

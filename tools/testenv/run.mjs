@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, sep } from 'node:path';
 import { startPostgres } from '@mileage/devstack';
-import { freePort } from '@mileage/runtime';
+import { freePort } from '@mileage/runtime/config';
 import { findRedisServer } from './redis.mjs';
 
 /**

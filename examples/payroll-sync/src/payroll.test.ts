@@ -9,12 +9,12 @@ import { drivesV1 } from '@mileage/proto';
 import {
   createGrpcClient,
   EndUserSigner,
-  freePort,
   grpcTls,
   V1_AUDIENCE,
   type CallSettings,
   type PromiseClient,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
+import { freePort } from '@mileage/runtime/config';
 import { asOrganization } from '@mileage/runtime/testing';
 import { parse } from 'csv-parse/sync';
 import assert from 'node:assert/strict';

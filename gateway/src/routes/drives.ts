@@ -5,7 +5,8 @@ import {
   type RenderedReportedDrives,
 } from '@mileage/drive-json';
 import { drivesV1, type usersV1 } from '@mileage/proto';
-import { isoToTimestamp, timestampToIso, timestampToMillis, type CallSettings } from '@mileage/runtime';
+import { isoToTimestamp, timestampToIso, timestampToMillis } from '@mileage/runtime/formats';
+import { type CallSettings } from '@mileage/runtime/grpc';
 import type { Request } from 'express';
 import type { Caller } from '../auth';
 import { driveListFingerprint, type CursorPosition } from '../cursor';

@@ -1,5 +1,5 @@
 import type { scimAuditV1, usersV1 } from '@mileage/proto';
-import type { WireTimestamp } from '@mileage/runtime';
+import type { WireTimestamp } from '@mileage/runtime/formats';
 import type { Request } from 'express';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

@@ -1,13 +1,7 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { scimAuditV1, usersV1 } from '@mileage/proto';
-import {
-  apiTime,
-  apiTimeOrNull,
-  dateToTimestamp,
-  decodeServiceError,
-  parseRfc3339,
-  type WireTimestamp,
-} from '@mileage/runtime';
+import { apiTime, apiTimeOrNull, dateToTimestamp, parseRfc3339, type WireTimestamp } from '@mileage/runtime/formats';
+import { decodeServiceError } from '@mileage/runtime/grpc';
 import type { Request } from 'express';
 import { CursorCodec, type CursorPosition } from '../cursor';
 import { pageLimitParameter } from '../drive-params';

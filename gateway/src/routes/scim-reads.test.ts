@@ -2,7 +2,13 @@
 // answered or failed on its own. The SCIM client is faked (a unit boundary): what is checked is what is sent.
 import { status } from '@grpc/grpc-js';
 import type { scimV1 } from '@mileage/proto';
-import { AppError, decodeServiceError, toRpcStatus, type CallSettings, type PromiseClient } from '@mileage/runtime';
+import {
+  AppError,
+  decodeServiceError,
+  toRpcStatus,
+  type CallSettings,
+  type PromiseClient,
+} from '@mileage/runtime/grpc';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ScimReads, type ScimRead } from './scim-reads';

@@ -5,18 +5,15 @@ import {
   ATTESTED_HEADERS,
   attestActor,
   decodeServiceError,
-  SAFE_SCIM_METHODS,
   type CallSettings,
-  type Logger,
-  type Metrics,
   type PromiseClient,
-  type Span,
-  type TraceContext,
   unanswered,
   SCIM_AUDIENCE,
-  SCIM_SECRET_TOKEN_PREFIX,
   type EndUserSigner,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
+import { SAFE_SCIM_METHODS } from '@mileage/runtime/database';
+import { type Logger, type Metrics, type Span, type TraceContext } from '@mileage/runtime/telemetry';
+import { SCIM_SECRET_TOKEN_PREFIX } from '@mileage/runtime/formats';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Caller, TokenVerifier } from '../auth';
 import { authenticate, enforceRateLimit, invalidToken, requireScope } from '../guard';

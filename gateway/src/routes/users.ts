@@ -1,4 +1,4 @@
-import { isUserId, USER_ID_PATTERN } from '@mileage/runtime';
+import { isUserId, USER_ID_PATTERN } from '@mileage/runtime/formats';
 import type { Request } from 'express';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import { toUserSchema } from '../schemas';

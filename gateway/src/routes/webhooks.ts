@@ -1,5 +1,6 @@
 import type { webhooksV1 } from '@mileage/proto';
-import { WEBHOOK_EVENT_TYPES, apiTime, apiTimeOrNull } from '@mileage/runtime';
+import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime/outbox';
+import { apiTime, apiTimeOrNull } from '@mileage/runtime/formats';
 import type { Request } from 'express';
 import { problemFromGrpc, ValidationProblem, type ValidationIssue } from '../problems';
 import { pageLimitParameter } from '../drive-params';

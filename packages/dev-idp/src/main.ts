@@ -1,7 +1,8 @@
 // Development identity provider process: Keycloak's URL layout for realm "mileage" on 127.0.0.1:8081.
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { createLogger, handleShutdown } from '@mileage/runtime';
+import { createLogger } from '@mileage/runtime/telemetry';
+import { handleShutdown } from '@mileage/runtime/service';
 import { DEMO_ACCOUNTS, type DevAccount } from './accounts.js';
 import { startIdentityProvider } from './provider.js';
 

@@ -1,4 +1,4 @@
-import { DEFAULT_ORGANIZATION_CLAIM } from '@mileage/runtime';
+import { DEFAULT_ORGANIZATION_CLAIM } from '@mileage/runtime/formats';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';

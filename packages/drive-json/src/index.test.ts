@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { drivesV1 } from '@mileage/proto';
-import { millisToTimestamp } from '@mileage/runtime';
+import { millisToTimestamp } from '@mileage/runtime/formats';
 import {
   renderReportedDrives,
   renderUserDrivesResults,

@@ -1,5 +1,5 @@
 import type { drivesV1 } from '@mileage/proto';
-import { apiTime } from '@mileage/runtime';
+import { apiTime } from '@mileage/runtime/formats';
 
 /*
  * The External API's drive shapes (DriveSchema, ReportedDriveSchema, their tombstones) and their JSON. The Drives

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 /**
  * The certificates of the internal hop's mutual TLS, made in-process (no openssl CLI): a certificate authority, and
  * for each component a certificate for server and client use that carries its SPIFFE id (the identity the services
- * authorize callers by, packages/runtime/src/grpc-authz.ts) and the names its callers dial. EC P-256 keys, PEM.
+ * authorize callers by, packages/runtime/src/grpc/grpc-authz.ts) and the names its callers dial. EC P-256 keys, PEM.
  */
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 

@@ -2,11 +2,11 @@ import { status } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { circuitBreakerConfig, commonConfigSchema, ConfigError, env, loadConfig } from './config';
-import { serviceConfigSchema } from './service';
-import { AppError, decodeServiceError, errors, toAppError, toStatusObject } from './errors';
-import { Metrics } from './metrics';
-import { tracingRequested } from './tracing';
+import { circuitBreakerConfig, commonConfigSchema, ConfigError, env, loadConfig } from './config/config';
+import { serviceConfigSchema } from './service/service';
+import { AppError, decodeServiceError, errors, toAppError, toStatusObject } from './grpc/errors';
+import { Metrics } from './telemetry/metrics';
+import { tracingRequested } from './telemetry/tracing';
 
 describe('configuration', () => {
   const schema = commonConfigSchema.extend({

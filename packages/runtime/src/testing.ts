@@ -8,16 +8,16 @@ import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as net from 'node:net';
 import pg from 'pg';
-import { decodeServiceError, type DecodedError } from './errors';
+import { decodeServiceError, type DecodedError } from './grpc/errors';
 import {
   createGrpcClient,
   type CallSettings,
   type GeneratedClientConstructor,
   type PromiseClient,
-} from './grpc-client';
-import { startGrpcServer, type GrpcServerHandle, type ServiceRegistration } from './grpc-server';
-import { createLogger } from './logger';
-import { Metrics } from './metrics';
+} from './grpc/grpc-client';
+import { startGrpcServer, type GrpcServerHandle, type ServiceRegistration } from './grpc/grpc-server';
+import { createLogger } from './telemetry/logger';
+import { Metrics } from './telemetry/metrics';
 
 export interface TestDatabase {
   url: string;
@@ -422,4 +422,4 @@ export function planNodes(plan: PlanNode): PlanNode[] {
   return [plan, ...(plan.Plans ?? []).flatMap(planNodes)];
 }
 
-export { stubUser } from './users-stub.fixture';
+export { stubUser } from './grpc/users-stub.fixture';

@@ -1,5 +1,5 @@
 import { scimAuditV1 } from '@mileage/proto';
-import { AppError } from '@mileage/runtime';
+import { AppError } from '@mileage/runtime/grpc';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { auditRow } from './audit';

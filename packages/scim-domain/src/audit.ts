@@ -1,5 +1,5 @@
 import { scimAuditV1 } from '@mileage/proto';
-import { errors, type FieldViolation } from '@mileage/runtime';
+import { errors, type FieldViolation } from '@mileage/runtime/grpc';
 
 const OPERATION_NAMES: Partial<Record<scimAuditV1.AuditOperation, 'create' | 'replace' | 'patch' | 'delete'>> = {
   [scimAuditV1.AuditOperation.AUDIT_OPERATION_CREATE]: 'create',

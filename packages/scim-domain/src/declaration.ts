@@ -3,7 +3,7 @@
 // each attribute also names the field of its owner's record (the proto field) that holds it, and the owner maps that
 // field to its own SQL. Attribute names are matched case-insensitively everywhere.
 
-import { USER_ID_PATTERN } from '@mileage/runtime';
+import { USER_ID_PATTERN } from '@mileage/runtime/formats';
 
 export const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const ENTERPRISE_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';

@@ -1,5 +1,6 @@
 import { filterV1 } from '@mileage/proto';
-import { errors, parseRfc3339 } from '@mileage/runtime';
+import { errors } from '@mileage/runtime/grpc';
+import { parseRfc3339 } from '@mileage/runtime/formats';
 import { MAX_FILTER_TERMS, type FilterField, type FilterSchema, type ScalarType } from './filter-table';
 
 /** A filterable value as SQL: its type, case rule and the owner's expression reading it. */

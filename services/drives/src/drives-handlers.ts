@@ -1,5 +1,7 @@
 import type { drivesV1 } from '@mileage/proto';
-import { COSTLY_READ, requireUserId, type Handlers } from '@mileage/runtime';
+import { COSTLY_READ } from '@mileage/runtime/database';
+import { requireUserId } from '@mileage/runtime/formats';
+import { type Handlers } from '@mileage/runtime/grpc';
 import { NOTHING, pageEnd, type CallOrganization } from './organization-context';
 import { renderUserDriveRows } from './render';
 import { toDrive } from './rows';

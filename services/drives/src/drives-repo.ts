@@ -1,15 +1,9 @@
 import { drivesV1 } from '@mileage/proto';
-import {
-  acrossOrganizations,
-  errors,
-  recordEvent,
-  sqlSpans,
-  statementsOf,
-  type Knex,
-  type ReadStatements,
-  type TraceContext,
-  type WireTimestamp,
-} from '@mileage/runtime';
+import { acrossOrganizations, sqlSpans, statementsOf, type Knex, type ReadStatements } from '@mileage/runtime/database';
+import { errors } from '@mileage/runtime/grpc';
+import { recordEvent } from '@mileage/runtime/outbox';
+import { type TraceContext } from '@mileage/runtime/telemetry';
+import { type WireTimestamp } from '@mileage/runtime/formats';
 import {
   DRIVE_COLUMNS,
   WIRE_TIMESTAMPS,

@@ -5,7 +5,8 @@
  */
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { drivesV1 } from '@mileage/proto';
-import { createGrpcClient, decodeServiceError, freePort, HealthClient } from '@mileage/runtime';
+import { createGrpcClient, decodeServiceError, HealthClient } from '@mileage/runtime/grpc';
+import { freePort } from '@mileage/runtime/config';
 import { createTestDatabase, startFaultProxy, testServerUrl, waitFor } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

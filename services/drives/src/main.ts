@@ -1,6 +1,8 @@
 // The process of the Drives service: everything but its own parts comes from runService.
 import { groupsV1, PROTO_FILES } from '@mileage/proto';
-import { env, outboxRelayConfigShape, outboxRelayTasks, runService, webhooksClientSpec } from '@mileage/runtime';
+import { env } from '@mileage/runtime/config';
+import { outboxRelayConfigShape, outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
+import { runService } from '@mileage/runtime/service';
 import { openDatabase } from './database';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, purgeTombstones } from './drives-repo';
 import { createServer } from './server';

@@ -2,11 +2,10 @@ import type { drivesV1, groupsV1 } from '@mileage/proto';
 import {
   inCallOrganization,
   readInCallOrganization,
-  type CallContext,
   type Knex,
   type LightReadOptions,
-  type PromiseClient,
-} from '@mileage/runtime';
+} from '@mileage/runtime/database';
+import { type CallContext, type PromiseClient } from '@mileage/runtime/grpc';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DriveReads, DrivesRepository } from './drives-repo';
 
 export interface DrivesServerDeps {

@@ -2,7 +2,7 @@
 // writing drives, reports and events (declaring no organization) after the expand migrations, everything lands in
 // organization 1, and after the contract migrations the organizations are isolated.
 import { drivesV1 } from '@mileage/proto';
-import { grantRuntimeAccess } from '@mileage/runtime';
+import { grantRuntimeAccess } from '@mileage/runtime/database';
 import { asOrganization, createSchemaRoles, createTestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,7 +1,7 @@
 // The Drives schema's organization isolation as the runtime role (which row-level security applies to, unlike the
 // superuser of the other tests): a query without its organization filter sees only the declared organization, a
 // report cannot name another organization than its drive's, and the housekeeping purge reaches every organization.
-import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime';
+import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime/database';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';

@@ -2,7 +2,7 @@
 // that stops after the page (no OFFSET, no sort of the user's or group's rows). Planned as the service runs them: as
 // its runtime role, inside a declared organization, under row-level security.
 import { drivesV1 } from '@mileage/proto';
-import { readInOrganization } from '@mileage/runtime';
+import { readInOrganization } from '@mileage/runtime/database';
 import {
   createSchemaRoles,
   createTestDatabase,

@@ -8,7 +8,7 @@ import {
   type ReportedDriveItem,
 } from '@mileage/drive-json';
 import type { drivesV1 } from '@mileage/proto';
-import { apiTime, isoToTimestamp } from '@mileage/runtime';
+import { apiTime, isoToTimestamp } from '@mileage/runtime/formats';
 import { wire, type CommentRow, type DriveRow, type ReportRow, type StoredLocation } from './rows';
 
 /*

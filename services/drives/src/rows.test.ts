@@ -1,4 +1,4 @@
-import { timestampToIso, type WireTimestamp } from '@mileage/runtime';
+import { timestampToIso, type WireTimestamp } from '@mileage/runtime/formats';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { iso, millis, toColumns, toDrive, WIRE_TIMESTAMPS, wire, type DriveRow } from './rows';

@@ -6,7 +6,7 @@ import {
   timestampToIso,
   timestampToMillis,
   type WireTimestamp,
-} from '@mileage/runtime';
+} from '@mileage/runtime/formats';
 import pg from 'pg';
 
 /** A timestamp as pg returns it: a Date, or already a wire Timestamp from the WIRE_TIMESTAMPS parser. */

@@ -1,13 +1,8 @@
 import { status } from '@grpc/grpc-js';
 import { drivesV1, groupsV1 } from '@mileage/proto';
-import {
-  createGrpcClient,
-  dateToTimestamp,
-  freePort,
-  isoToTimestamp,
-  timestampToIso,
-  timestampToMillis,
-} from '@mileage/runtime';
+import { createGrpcClient } from '@mileage/runtime/grpc';
+import { dateToTimestamp, isoToTimestamp, timestampToIso, timestampToMillis } from '@mileage/runtime/formats';
+import { freePort } from '@mileage/runtime/config';
 import { asOrganization, rejection, serviceSuite } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

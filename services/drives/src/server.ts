@@ -1,5 +1,5 @@
 import { drivesV1 } from '@mileage/proto';
-import type { Handlers, ServiceRegistration } from '@mileage/runtime';
+import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
 import { driveHandlers } from './drives-handlers';
 import { callOrganization, type DrivesServerDeps } from './organization-context';
 import { reportedDriveHandlers } from './reported-drives-handlers';

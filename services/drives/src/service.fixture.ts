@@ -4,7 +4,8 @@
 import { openDatabase } from '@mileage/groups';
 import { startGroupsService } from '@mileage/groups/testing';
 import { drivesV1, type groupsV1, PROTO_FILES } from '@mileage/proto';
-import type { Knex, PromiseClient } from '@mileage/runtime';
+import type { Knex } from '@mileage/runtime/database';
+import type { PromiseClient } from '@mileage/runtime/grpc';
 import { createMigratedDatabase, startTestService } from '@mileage/runtime/testing';
 import { createServer } from './server';
 

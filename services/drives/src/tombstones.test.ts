@@ -5,13 +5,8 @@
  */
 import { status } from '@grpc/grpc-js';
 import { drivesV1 } from '@mileage/proto';
-import {
-  dateToTimestamp,
-  isoToTimestamp,
-  timestampToIso,
-  type PromiseClient,
-  type WireTimestamp,
-} from '@mileage/runtime';
+import { dateToTimestamp, isoToTimestamp, timestampToIso, type WireTimestamp } from '@mileage/runtime/formats';
+import { type PromiseClient } from '@mileage/runtime/grpc';
 import {
   asOrganization,
   createMigratedDatabase,

@@ -1,12 +1,6 @@
 import { drivesV1 } from '@mileage/proto';
-import {
-  errors,
-  isUserId,
-  timestampToIso,
-  timestampToMillis,
-  type FieldViolation,
-  type WireTimestamp,
-} from '@mileage/runtime';
+import { errors, type FieldViolation } from '@mileage/runtime/grpc';
+import { isUserId, timestampToIso, timestampToMillis, type WireTimestamp } from '@mileage/runtime/formats';
 import type { ListQuery } from './drives-repo';
 
 const CURRENCIES = new Set(['USD', 'CAD', 'GBP']);

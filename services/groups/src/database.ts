@@ -1,4 +1,4 @@
-import { serviceDatabase } from '@mileage/runtime';
+import { serviceDatabase } from '@mileage/runtime/service';
 
 /** The `groups` schema, its login's application_name and this folder's migrations/, derived from the service's name. */
 export const { SCHEMA, openDatabase } = serviceDatabase('groups', __dirname, {

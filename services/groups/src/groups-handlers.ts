@@ -1,13 +1,7 @@
 import type { groupsV1 } from '@mileage/proto';
-import {
-  errors,
-  ONE_STATEMENT,
-  readInCallOrganization,
-  requireGroupId,
-  requireListWindow,
-  requireUserId,
-  type Handlers,
-} from '@mileage/runtime';
+import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { ONE_STATEMENT, readInCallOrganization, requireListWindow } from '@mileage/runtime/database';
+import { requireGroupId, requireUserId } from '@mileage/runtime/formats';
 import { filterToSql } from '@mileage/scim-domain';
 import { checkAdmin, GROUP_FILTER_TABLE } from './groups-repo';
 import type { CallOrganization, GroupsServerDeps } from './organization-context';

@@ -1,14 +1,10 @@
 import type { groupsV1, scimAuditV1 } from '@mileage/proto';
 import { auditRow, filterSchema, GROUP_RESOURCE_TYPE, sqlFilterTable, type SqlCondition } from '@mileage/scim-domain';
-import {
-  dateToTimestamp,
-  errors,
-  refuseReplayedAttestation,
-  sqlSpans,
-  type Knex,
-  type ReadStatements,
-  type TraceContext,
-} from '@mileage/runtime';
+import { dateToTimestamp } from '@mileage/runtime/formats';
+import { errors } from '@mileage/runtime/grpc';
+import { refuseReplayedAttestation } from '@mileage/runtime/audit';
+import { sqlSpans, type Knex, type ReadStatements } from '@mileage/runtime/database';
+import { type TraceContext } from '@mileage/runtime/telemetry';
 import { requireMemberLimit } from './validation';
 
 interface TeamRow {

@@ -1,6 +1,6 @@
 // The process of the Groups service: everything but its own parts comes from runService.
 import { PROTO_FILES } from '@mileage/proto';
-import { runService } from '@mileage/runtime';
+import { runService } from '@mileage/runtime/service';
 import { openDatabase } from './database';
 import { createServer } from './server';
 

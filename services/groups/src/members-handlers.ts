@@ -1,5 +1,6 @@
 import type { groupsV1 } from '@mileage/proto';
-import { errors, requireGroupId, requireUserId, type Handlers } from '@mileage/runtime';
+import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { requireGroupId, requireUserId } from '@mileage/runtime/formats';
 import type { CallOrganization } from './organization-context';
 import { validateMembers } from './validation';
 

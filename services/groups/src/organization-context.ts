@@ -1,4 +1,5 @@
-import { inCallOrganization, type CallContext, type Knex } from '@mileage/runtime';
+import { inCallOrganization, type Knex } from '@mileage/runtime/database';
+import { type CallContext } from '@mileage/runtime/grpc';
 import { GroupsRepository } from './groups-repo';
 
 export interface GroupsServerDeps {

@@ -2,7 +2,7 @@
 // writing (declaring no organization) after the expand migrations, everything lands in organization 1, and after the
 // contract migrations the organizations are isolated, the members the old replicas added included.
 import { status } from '@grpc/grpc-js';
-import { grantRuntimeAccess } from '@mileage/runtime';
+import { grantRuntimeAccess } from '@mileage/runtime/database';
 import { asOrganization, createSchemaRoles, createTestDatabase, rejection } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

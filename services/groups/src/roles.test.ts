@@ -1,10 +1,10 @@
-// The Groups service's two database roles against real PostgreSQL (the rule itself: packages/runtime/src/db.ts
+// The Groups service's two database roles against real PostgreSQL (the rule itself: packages/runtime/src/database/db.ts
 // grantRuntimeAccess, tested in depth in services/users/src/roles.test.ts): the runtime role writes teams and members,
 // appends to provisioning_audit, and can neither rewrite nor empty that log nor touch its trigger or the schema. As it,
 // the database keeps organizations apart: row-level security shows a transaction only its declared organization's
 // rows, and composite keys refuse a membership across organizations whatever the transaction declared.
 import { status } from '@grpc/grpc-js';
-import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime';
+import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime/database';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';

@@ -1,5 +1,5 @@
 import { groupsV1 } from '@mileage/proto';
-import type { Handlers, ServiceRegistration } from '@mileage/runtime';
+import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
 import { groupHandlers } from './groups-handlers';
 import { memberHandlers } from './members-handlers';
 import { callOrganization, type GroupsServerDeps } from './organization-context';

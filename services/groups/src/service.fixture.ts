@@ -1,6 +1,6 @@
 // The Groups service over real gRPC for tests, its own and its callers' (import '@mileage/groups/testing').
 import { groupsV1, PROTO_FILES } from '@mileage/proto';
-import type { Knex } from '@mileage/runtime';
+import type { Knex } from '@mileage/runtime/database';
 import { startTestService } from '@mileage/runtime/testing';
 import { createServer } from './server';
 

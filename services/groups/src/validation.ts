@@ -1,5 +1,6 @@
 import type { groupsV1 } from '@mileage/proto';
-import { errors, isUserId, type FieldViolation } from '@mileage/runtime';
+import { errors, type FieldViolation } from '@mileage/runtime/grpc';
+import { isUserId } from '@mileage/runtime/formats';
 import { findAttribute, GROUP_ATTRIBUTES, tooManyValues } from '@mileage/scim-domain';
 
 // eslint-disable-next-line no-control-regex -- matching control characters is the point

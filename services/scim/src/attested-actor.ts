@@ -7,7 +7,7 @@ import {
   ATTESTED_HEADERS,
   verifyActorAttestation,
   type CallContext,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
 import type { ScimDeps } from './context';
 import { ReplayCache } from './replay-cache';
 

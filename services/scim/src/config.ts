@@ -1,4 +1,4 @@
-import { env } from '@mileage/runtime';
+import { env } from '@mileage/runtime/config';
 import { z } from 'zod';
 
 /** The SCIM service's own environment variables, on top of every service's (runService parses them together). */

@@ -1,5 +1,5 @@
 import { status } from '@grpc/grpc-js';
-import { errors, toStatusObject } from '@mileage/runtime';
+import { errors, toStatusObject } from '@mileage/runtime/grpc';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { retryStaleWrite, STALE_WRITE_ATTEMPTS } from './context';

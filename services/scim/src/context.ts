@@ -1,13 +1,8 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { scimAuditV1, type groupsV1, type usersV1 } from '@mileage/proto';
-import {
-  timestampToIso,
-  type CallSettings,
-  type WireTimestamp,
-  type Logger,
-  type Metrics,
-  type PromiseClient,
-} from '@mileage/runtime';
+import { timestampToIso, type WireTimestamp } from '@mileage/runtime/formats';
+import { type CallSettings, type PromiseClient } from '@mileage/runtime/grpc';
+import { type Logger, type Metrics } from '@mileage/runtime/telemetry';
 import { DEFAULT_COUNT, MAX_RESULTS } from '@mileage/scim-domain';
 import { scimErrors } from './errors';
 import type { Doc } from './resource';

@@ -1,5 +1,5 @@
 import { status } from '@grpc/grpc-js';
-import { AppError, errors, httpAnswer, toStatusObject } from '@mileage/runtime';
+import { AppError, errors, httpAnswer, toStatusObject } from '@mileage/runtime/grpc';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ERROR_SCHEMA, scimErrorFromGrpc } from './errors';

@@ -1,5 +1,6 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
-import { decodeServiceError, httpAnswer, isInvalidInput, QUERY_TOO_COSTLY } from '@mileage/runtime';
+import { decodeServiceError, httpAnswer, isInvalidInput } from '@mileage/runtime/grpc';
+import { QUERY_TOO_COSTLY } from '@mileage/runtime/database';
 
 export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 

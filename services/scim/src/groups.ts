@@ -1,7 +1,8 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import { GROUP_RESOURCE_TYPE } from '@mileage/scim-domain';
-import { isUserId, readMemberUsers } from '@mileage/runtime';
+import { isUserId } from '@mileage/runtime/formats';
+import { readMemberUsers } from '@mileage/runtime/database';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,

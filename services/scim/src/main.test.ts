@@ -11,16 +11,15 @@ import {
   ACTOR_NOT_ATTESTED,
   attestActor,
   createGrpcClient,
-  createLogger,
   decodeServiceError,
   errors,
-  freePort,
   HealthClient,
-  Metrics,
   startGrpcServer,
   type GrpcServerHandle,
   type ServiceRegistration,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
+import { freePort } from '@mileage/runtime/config';
 import { waitFor } from '@mileage/runtime/testing';
 import { status, type ServiceDefinition, type ServiceError } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';

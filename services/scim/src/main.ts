@@ -1,7 +1,7 @@
 // The process of the SCIM service: everything but its own parts comes from runService. It has no database: a
 // protocol layer over the owners of the data (Users, Groups), whose health alone decides which calls it can serve.
 import { groupsV1, PROTO_FILES, usersV1 } from '@mileage/proto';
-import { runService } from '@mileage/runtime';
+import { runService } from '@mileage/runtime/service';
 import { configShape } from './config';
 import { createServer } from './server';
 

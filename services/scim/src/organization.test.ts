@@ -3,15 +3,8 @@
 // what is checked is what this service sends and does with their answers.
 import { Metadata, status } from '@grpc/grpc-js';
 import { METHOD_RULES, type groupsV1, type scimV1, type usersV1 } from '@mileage/proto';
-import {
-  attestActor,
-  chain,
-  createLogger,
-  Metrics,
-  organizationScope,
-  type CallSettings,
-  type PromiseClient,
-} from '@mileage/runtime';
+import { attestActor, chain, organizationScope, type CallSettings, type PromiseClient } from '@mileage/runtime/grpc';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';

@@ -9,13 +9,12 @@ import {
   ATTESTATION_REPLAYED,
   attestActor,
   createGrpcClient,
-  createLogger,
   decodeServiceError,
-  Metrics,
   startGrpcServer,
   type GrpcServerHandle,
   type PromiseClient,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
 import { asOrganization, createTestDatabase, startTestService, type TestDatabase } from '@mileage/runtime/testing';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';

@@ -1,14 +1,7 @@
 import type { scimV1 } from '@mileage/proto';
-import {
-  errors,
-  MAX_BATCHED_SCIM_REQUESTS,
-  SAFE_SCIM_METHODS,
-  toAppError,
-  toRpcStatus,
-  type CallContext,
-  type Handlers,
-  type Logger,
-} from '@mileage/runtime';
+import { errors, toAppError, toRpcStatus, type CallContext, type Handlers } from '@mileage/runtime/grpc';
+import { MAX_BATCHED_SCIM_REQUESTS, SAFE_SCIM_METHODS } from '@mileage/runtime/database';
+import { type Logger } from '@mileage/runtime/telemetry';
 import { attestedHeaders, type AttestedActor } from './attested-actor';
 import type { ScimResponse } from './context';
 import { ScimError, scimErrorFromGrpc } from './errors';

@@ -1,5 +1,5 @@
 import type { scimV1 } from '@mileage/proto';
-import { receivedEndUser, type CallContext, type SignedEndUser } from '@mileage/runtime';
+import { receivedEndUser, type CallContext, type SignedEndUser } from '@mileage/runtime/grpc';
 import type { Attested } from './attested-actor';
 import type { RequestContext, ScimDeps, ScimResponse } from './context';
 import { Discovery } from './discovery';

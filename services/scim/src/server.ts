@@ -1,5 +1,5 @@
 import { scimV1 } from '@mileage/proto';
-import type { ServiceRegistration } from '@mileage/runtime';
+import type { ServiceRegistration } from '@mileage/runtime/grpc';
 import { actorAttestation } from './attested-actor';
 import type { ScimDeps } from './context';
 import { requestHandlers } from './requests-handlers';

@@ -3,7 +3,13 @@
 // and of this one, each service as its own least-privileged role, then the administrator retires the scim schema.
 // SCIM has no migrations any more: the scim schema is written here as that release's hand-over left it.
 import { openDatabase as openGroupsDatabase } from '@mileage/groups';
-import { createDatabase, grantRuntimeAccess, inOrganization, type Database, type Knex } from '@mileage/runtime';
+import {
+  createDatabase,
+  grantRuntimeAccess,
+  inOrganization,
+  type Database,
+  type Knex,
+} from '@mileage/runtime/database';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import { openDatabase as openUsersDatabase } from '@mileage/users';
 import assert from 'node:assert/strict';

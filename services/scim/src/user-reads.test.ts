@@ -1,7 +1,7 @@
 // The SCIM service's user reads of one event-loop turn share one owner call per organization and end-user context;
 // nothing is kept for a later turn. The Users client is faked (a unit boundary): what is checked is what is asked.
 import type { usersV1 } from '@mileage/proto';
-import type { CallSettings, PromiseClient } from '@mileage/runtime';
+import type { CallSettings, PromiseClient } from '@mileage/runtime/grpc';
 import { stubUser } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,6 +1,6 @@
 import { scimAuditV1, type usersV1 } from '@mileage/proto';
 import { isModelled, stringEquality, USER_RESOURCE_TYPE, type Attribute } from '@mileage/scim-domain';
-import { isUserId } from '@mileage/runtime';
+import { isUserId } from '@mileage/runtime/formats';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,

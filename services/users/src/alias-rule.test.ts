@@ -1,6 +1,6 @@
 // The database's copy of the organization alias rule: the CHECKs the migrations wrote (history, so literal copies) are
 // the two parts of the rule in @mileage/runtime, character for character.
-import { ORGANIZATION_ALIAS_CHARACTERS, ORGANIZATION_ALIAS_LETTER } from '@mileage/runtime';
+import { ORGANIZATION_ALIAS_CHARACTERS, ORGANIZATION_ALIAS_LETTER } from '@mileage/runtime/formats';
 import { createTestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,4 +1,5 @@
-import { serviceDatabase, sqlSpans } from '@mileage/runtime';
+import { serviceDatabase } from '@mileage/runtime/service';
+import { sqlSpans } from '@mileage/runtime/database';
 
 /** The `users` schema, its login's application_name and this folder's migrations/, derived from the service's name. */
 export const { SCHEMA, openDatabase } = serviceDatabase('users', __dirname, {

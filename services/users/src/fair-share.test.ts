@@ -3,7 +3,7 @@
 // organization's reads and the reads across organizations (the gateway's account reads) are answered.
 import { status } from '@grpc/grpc-js';
 import { filterV1 } from '@mileage/proto';
-import { organizationLimits } from '@mileage/runtime';
+import { organizationLimits } from '@mileage/runtime/database';
 import { rejection } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';

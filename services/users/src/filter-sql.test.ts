@@ -1,6 +1,6 @@
 // Pure functions: a typed filter (mileage.filter.v1.Filter) and this owner's filter table in, SQL and bindings out.
 import { filterV1 } from '@mileage/proto';
-import { AppError } from '@mileage/runtime';
+import { AppError } from '@mileage/runtime/grpc';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { filterToSql, MAX_FILTER_TERMS } from '@mileage/scim-domain';

@@ -5,7 +5,8 @@
 // still cannot rewrite that entry) and the gateway's may not. HTTP probes answer on the metrics port.
 import * as grpc from '@grpc/grpc-js';
 import { scimAuditV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, EndUserSigner, freePort, grpcTls, HealthClient, SCIM_AUDIENCE } from '@mileage/runtime';
+import { createGrpcClient, EndUserSigner, grpcTls, HealthClient, SCIM_AUDIENCE } from '@mileage/runtime/grpc';
+import { freePort } from '@mileage/runtime/config';
 import {
   createSchemaRoles,
   createTestDatabase,

@@ -1,6 +1,7 @@
 // The process of the Users service: everything but its own parts comes from runService.
 import { PROTO_FILES } from '@mileage/proto';
-import { outboxRelayConfigShape, outboxRelayTasks, runService, webhooksClientSpec } from '@mileage/runtime';
+import { outboxRelayConfigShape, outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
+import { runService } from '@mileage/runtime/service';
 import { openDatabase } from './database';
 import { createServer } from './server';
 

@@ -3,11 +3,11 @@ import {
   readAcrossOrganizations,
   readInCallOrganization as readInCallOrganizationOf,
   readInOrganization,
-  type CallContext,
   type Knex,
   type LightReadOptions,
   type ReadStatements,
-} from '@mileage/runtime';
+} from '@mileage/runtime/database';
+import { type CallContext } from '@mileage/runtime/grpc';
 import { ANY_ORGANIZATION, type UserScope } from './users-repo';
 
 export interface UsersServerDeps {

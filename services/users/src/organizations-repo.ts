@@ -1,5 +1,8 @@
 import type { usersV1 } from '@mileage/proto';
-import { dateToTimestamp, errors, newScimSecretToken, type Knex, type TraceContext } from '@mileage/runtime';
+import { dateToTimestamp, newScimSecretToken } from '@mileage/runtime/formats';
+import { errors } from '@mileage/runtime/grpc';
+import { type Knex } from '@mileage/runtime/database';
+import { type TraceContext } from '@mileage/runtime/telemetry';
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { sql } from './database';
 

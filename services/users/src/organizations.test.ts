@@ -3,7 +3,8 @@
 // forgets its organization filter (row-level security).
 import { status } from '@grpc/grpc-js';
 import { filterV1, scimAuditV1, usersV1 } from '@mileage/proto';
-import { inOrganization, millisToTimestamp, timestampToMillis } from '@mileage/runtime';
+import { inOrganization } from '@mileage/runtime/database';
+import { millisToTimestamp, timestampToMillis } from '@mileage/runtime/formats';
 import { findAttribute, USER_RESOURCE_TYPE } from '@mileage/scim-domain';
 import { rejection } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';

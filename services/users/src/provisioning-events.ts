@@ -1,5 +1,7 @@
 import type { scimAuditV1 } from '@mileage/proto';
-import { dateToTimestamp, type Knex, type TraceContext } from '@mileage/runtime';
+import { dateToTimestamp } from '@mileage/runtime/formats';
+import { type Knex } from '@mileage/runtime/database';
+import { type TraceContext } from '@mileage/runtime/telemetry';
 import { sql } from './database';
 
 /** The most events one page may ask for. */

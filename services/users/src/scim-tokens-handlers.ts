@@ -2,13 +2,11 @@ import type { usersV1 } from '@mileage/proto';
 import {
   acrossOrganizations,
   droppedReadAttempts,
-  errors,
-  isUuid,
   readWithRetry,
   requireOrganization,
-  timestampToMillis,
-  type Handlers,
-} from '@mileage/runtime';
+} from '@mileage/runtime/database';
+import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { isUuid, timestampToMillis } from '@mileage/runtime/formats';
 import { inCallOrganization, type UsersServerDeps } from './organization-context';
 import { resolveScimToken, ScimTokensRepository } from './organizations-repo';
 import { refuse, textViolations } from './validation';

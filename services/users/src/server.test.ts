@@ -1,6 +1,8 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { filterV1, scimAuditV1, usersV1 } from '@mileage/proto';
-import { decodeServiceError, HealthClient, inOrganization, timestampToMillis } from '@mileage/runtime';
+import { decodeServiceError, HealthClient } from '@mileage/runtime/grpc';
+import { inOrganization } from '@mileage/runtime/database';
+import { timestampToMillis } from '@mileage/runtime/formats';
 import { rejection } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';

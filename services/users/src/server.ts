@@ -1,5 +1,5 @@
 import { usersV1 } from '@mileage/proto';
-import type { Handlers, ServiceRegistration } from '@mileage/runtime';
+import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
 import { organizationHandlers } from './organizations-handlers';
 import type { UsersServerDeps } from './organization-context';
 import { scimTokenHandlers } from './scim-tokens-handlers';

@@ -1,15 +1,7 @@
 import type { usersV1 } from '@mileage/proto';
-import {
-  COSTLY_READ,
-  errors,
-  MAX_BATCH_GET_USERS,
-  ONE_STATEMENT,
-  requireListWindow,
-  requireUserId,
-  timestampToDate,
-  type CallContext,
-  type Handlers,
-} from '@mileage/runtime';
+import { COSTLY_READ, MAX_BATCH_GET_USERS, ONE_STATEMENT, requireListWindow } from '@mileage/runtime/database';
+import { errors, type CallContext, type Handlers } from '@mileage/runtime/grpc';
+import { requireUserId, timestampToDate } from '@mileage/runtime/formats';
 import { filterToSql } from '@mileage/scim-domain';
 import {
   inCallOrganization,

@@ -1,13 +1,9 @@
-import {
-  dateToTimestamp,
-  errors,
-  recordEvent,
-  statementsOf,
-  type Knex,
-  type ReadStatements,
-  type TraceContext,
-  refuseReplayedAttestation,
-} from '@mileage/runtime';
+import { dateToTimestamp } from '@mileage/runtime/formats';
+import { errors } from '@mileage/runtime/grpc';
+import { recordEvent } from '@mileage/runtime/outbox';
+import { statementsOf, type Knex, type ReadStatements } from '@mileage/runtime/database';
+import { type TraceContext } from '@mileage/runtime/telemetry';
+import { refuseReplayedAttestation } from '@mileage/runtime/audit';
 import { filterV1, scimAuditV1, usersV1 } from '@mileage/proto';
 import {
   auditRow,

@@ -4,13 +4,12 @@
 import { PROTO_FILES, usersV1 } from '@mileage/proto';
 import {
   createGrpcClient,
-  createLogger,
-  Metrics,
   startGrpcServer,
   type CallSettings,
   type GrpcServerHandle,
   type PromiseClient,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
 import { after, before } from 'node:test';
 import { openDatabase } from './database';

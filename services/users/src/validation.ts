@@ -1,4 +1,5 @@
-import { errors, isUserId, type FieldViolation } from '@mileage/runtime';
+import { errors, type FieldViolation } from '@mileage/runtime/grpc';
+import { isUserId } from '@mileage/runtime/formats';
 import type { usersV1 } from '@mileage/proto';
 import { extraPrimary, findAttribute, tooManyValues, USER_ATTRIBUTES } from '@mileage/scim-domain';
 

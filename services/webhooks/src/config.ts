@@ -1,4 +1,4 @@
-import { env } from '@mileage/runtime';
+import { env } from '@mileage/runtime/config';
 import { z } from 'zod';
 import { parsePortRange, TARGET_CLASSES, type PortRange, type TargetClass } from './targets';
 

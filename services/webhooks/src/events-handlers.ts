@@ -1,5 +1,7 @@
 import { filterV1, type webhooksV1 } from '@mileage/proto';
-import { errors, isOrganizationId, isUserId, timestampToDate, timestampToIso, type Handlers } from '@mileage/runtime';
+import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { isOrganizationId } from '@mileage/runtime/database';
+import { isUserId, timestampToDate, timestampToIso } from '@mileage/runtime/formats';
 import type { IncomingEvent } from './repo';
 import type { WebhooksServerDeps } from './webhooks-deps';
 import { EVENT_TYPES, UUID } from './validation';

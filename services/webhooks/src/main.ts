@@ -1,6 +1,6 @@
 // The process of the Webhooks service: everything but its own parts comes from runService.
 import { groupsV1, PROTO_FILES } from '@mileage/proto';
-import { runService } from '@mileage/runtime';
+import { runService } from '@mileage/runtime/service';
 import { configShape } from './config';
 import { openDatabase } from './database';
 import { webhooksDependencies, webhooksTasks } from './wiring';

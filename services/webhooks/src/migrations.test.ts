@@ -1,6 +1,6 @@
 // The organizations upgrade of the Webhooks schema against real PostgreSQL, from the schema before it with data:
 // expand (while replicas of the previous release still write without an organization), then contract, then back.
-import { inOrganization, type Knex } from '@mileage/runtime';
+import { inOrganization, type Knex } from '@mileage/runtime/database';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

@@ -3,7 +3,8 @@
 // under row-level security and with explicit organization filters); only the delivery worker's queue work runs
 // across organizations.
 import type { webhooksV1 } from '@mileage/proto';
-import { acrossOrganizations, dateToTimestamp, inOrganization, type Knex } from '@mileage/runtime';
+import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime/database';
+import { dateToTimestamp } from '@mileage/runtime/formats';
 import { randomUUID } from 'node:crypto';
 
 export interface SubscriptionRow {

@@ -2,29 +2,27 @@ import { status, type ServiceError } from '@grpc/grpc-js';
 import { filterV1, groupsV1, PROTO_FILES, webhooksV1 } from '@mileage/proto';
 import {
   createGrpcClient,
-  createLogger,
-  createOutboxTable,
-  dateToTimestamp,
   decodeServiceError,
   errors,
-  inOrganization,
-  Metrics,
+  startGrpcServer,
+  type CallSettings,
+  type GrpcServerHandle,
+  type Handlers,
+  type PromiseClient,
+  type ServiceRegistration,
+} from '@mileage/runtime/grpc';
+import { createLogger, Metrics, type Logger } from '@mileage/runtime/telemetry';
+import {
+  createOutboxTable,
   OutboxRelay,
   outboxOrganizationContractStatements,
   outboxOrganizationExpandStatements,
   recordEvent,
-  requireOrganization,
-  runEvery,
-  startGrpcServer,
   toWebhookEvent,
-  type CallSettings,
-  type GrpcServerHandle,
-  type Handlers,
-  type Knex,
-  type Logger,
-  type PromiseClient,
-  type ServiceRegistration,
-} from '@mileage/runtime';
+} from '@mileage/runtime/outbox';
+import { dateToTimestamp } from '@mileage/runtime/formats';
+import { inOrganization, requireOrganization, type Knex } from '@mileage/runtime/database';
+import { runEvery } from '@mileage/runtime/service';
 import {
   createSchemaRoles,
   createTestDatabase,

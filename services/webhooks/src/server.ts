@@ -1,5 +1,5 @@
 import { webhooksV1 } from '@mileage/proto';
-import type { Handlers, ServiceRegistration } from '@mileage/runtime';
+import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
 import { deliveryHandlers } from './deliveries-handlers';
 import { eventHandlers } from './events-handlers';
 import { subscriptionHandlers } from './subscriptions-handlers';

@@ -1,4 +1,5 @@
-import { errors, WEBHOOK_EVENT_TYPES } from '@mileage/runtime';
+import { errors } from '@mileage/runtime/grpc';
+import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime/outbox';
 
 /** A subscription's or an event's id: a UUID in lower case. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -1,5 +1,6 @@
 import type { groupsV1 } from '@mileage/proto';
-import type { Logger, PromiseClient } from '@mileage/runtime';
+import type { Logger } from '@mileage/runtime/telemetry';
+import type { PromiseClient } from '@mileage/runtime/grpc';
 import type { WebhooksRepository } from './repo';
 import type { SecretBox } from './secrets';
 import type { Resolver, TargetPolicy } from './targets';

@@ -1,6 +1,7 @@
 // What main.ts hands to runService: the service's parts built from its configuration, and its background tasks.
 import type { groupsV1 } from '@mileage/proto';
-import type { BackgroundTask, PromiseClient, ServiceContext, ServiceConfig } from '@mileage/runtime';
+import type { BackgroundTask, ServiceContext, ServiceConfig } from '@mileage/runtime/service';
+import type { PromiseClient } from '@mileage/runtime/grpc';
 import { deliverySchedule, type configShape } from './config';
 import { WebhooksRepository } from './repo';
 import { SecretBox } from './secrets';

@@ -1,7 +1,7 @@
 // The delivery worker: claims due deliveries (SKIP LOCKED), signs and sends them, records the outcome and schedules
 // retries with exponential backoff and jitter. Each replica runs one; together they never send a delivery twice at
 // once, and a delivery whose worker dies is retried when its lease ends (at least once, same webhook-id).
-import type { Logger, Metrics } from '@mileage/runtime';
+import type { Logger, Metrics } from '@mileage/runtime/telemetry';
 import type { Counter, Histogram } from 'prom-client';
 import type { ClaimedDelivery, WebhooksRepository } from './repo';
 import type { SecretBox } from './secrets';

@@ -1,4 +1,4 @@
-import { createLogger, isWarningOrWorse } from '@mileage/runtime';
+import { createLogger, isWarningOrWorse } from '@mileage/runtime/telemetry';
 import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,5 +1,6 @@
 // The bench's own servers (the bare ceiling and the floor): node:http answering each route's JSON, nothing else.
-import { createLogger, grpcFailureOf, type Logger } from '@mileage/runtime';
+import { createLogger, type Logger } from '@mileage/runtime/telemetry';
+import { grpcFailureOf } from '@mileage/runtime/grpc';
 import * as http from 'node:http';
 
 /** An answer other than 200, with no body (the bench compares 200s only). */

@@ -16,12 +16,12 @@ import {
   attestActor,
   createGrpcClient,
   grpcTls,
-  loadConfigOrExit,
   SCIM_AUDIENCE,
-  timestampToIso,
   V1_AUDIENCE,
   type CallSettings,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
+import { loadConfigOrExit } from '@mileage/runtime/config';
+import { timestampToIso } from '@mileage/runtime/formats';
 import { randomUUID } from 'node:crypto';
 import type * as http from 'node:http';
 import { Refused, serveAnswers } from './answer-server';

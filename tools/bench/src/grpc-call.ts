@@ -6,14 +6,8 @@
 // It is the floor every hop of the full path pays before any work (docs/benchmarks.md, "What one call costs").
 import * as grpc from '@grpc/grpc-js';
 import { PROTO_FILES, usersV1 } from '@mileage/proto';
-import {
-  AppError,
-  createGrpcClient,
-  createLogger,
-  Metrics,
-  startGrpcServer,
-  type UnaryHandler,
-} from '@mileage/runtime';
+import { AppError, createGrpcClient, startGrpcServer, type UnaryHandler } from '@mileage/runtime/grpc';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';

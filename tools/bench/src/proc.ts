@@ -2,7 +2,7 @@ import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
-import { isWarningOrWorse } from '@mileage/runtime';
+import { isWarningOrWorse } from '@mileage/runtime/telemetry';
 
 export interface Child {
   name: string;
@@ -172,4 +172,4 @@ export function postgresPids(dataDir: string): number[] {
   return pids;
 }
 
-export { freePort } from '@mileage/runtime';
+export { freePort } from '@mileage/runtime/config';

@@ -4,7 +4,8 @@
 import { DECLARE_VOLUME_ORGANIZATION } from '@mileage/devstack';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, scimV1, usersV1 } from '@mileage/proto';
-import { attestActor, createLogger, Metrics } from '@mileage/runtime';
+import { attestActor } from '@mileage/runtime/grpc';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
 import { createServer as createScimServer } from '@mileage/scim';
 import { createServer as createUsersServer, openDatabase as openUsersDatabase } from '@mileage/users';
 import { randomUUID } from 'node:crypto';

@@ -4,13 +4,12 @@ import { startPostgres, type RunningPostgres } from '@mileage/devstack';
 import { PROTO_FILES } from '@mileage/proto';
 import {
   createGrpcClient,
-  createLogger,
-  freePort,
-  Metrics,
   startGrpcServer,
   type GeneratedClientConstructor,
   type ServiceRegistration,
-} from '@mileage/runtime';
+} from '@mileage/runtime/grpc';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
+import { freePort } from '@mileage/runtime/config';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';

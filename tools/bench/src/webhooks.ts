@@ -5,15 +5,10 @@
 import { openDatabase as openDrivesDatabase } from '@mileage/drives';
 import { createServer as createGroupsServer, openDatabase as openGroupsDatabase } from '@mileage/groups';
 import { groupsV1, webhooksV1 } from '@mileage/proto';
-import {
-  createLogger,
-  inOrganization,
-  Metrics,
-  OutboxRelay,
-  recordEvent,
-  runEvery,
-  toWebhookEvent,
-} from '@mileage/runtime';
+import { createLogger, Metrics } from '@mileage/runtime/telemetry';
+import { inOrganization } from '@mileage/runtime/database';
+import { OutboxRelay, recordEvent, toWebhookEvent } from '@mileage/runtime/outbox';
+import { runEvery } from '@mileage/runtime/service';
 import {
   ANY_PORT,
   createServer as createWebhooksServer,

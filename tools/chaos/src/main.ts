@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { httpOk } from '@mileage/devstack';
-import { MAX_RECONNECT_BACKOFF_MS } from '@mileage/runtime';
+import { MAX_RECONNECT_BACKOFF_MS } from '@mileage/runtime/grpc';
 import { ACTIVE_WINDOW_MS } from '@mileage/gateway/fair-share';
 import pg from 'pg';
 import { Endpoints, Load, type Request } from './load';

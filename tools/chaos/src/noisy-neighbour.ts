@@ -5,7 +5,7 @@
 // 429 + Retry-After (and 400 for a filter over the SCIM cost budget), never a 5xx, and is still served some of its
 // requests. Used by `npm run chaos` (its row) and `npm run bench:noisy` (the same against a stack of one's choice).
 import { passwordToken } from '@mileage/devstack';
-import { ORGANIZATION_SETTING } from '@mileage/runtime';
+import { ORGANIZATION_SETTING } from '@mileage/runtime/database';
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, setPriority } from 'node:os';
 import { performance } from 'node:perf_hooks';

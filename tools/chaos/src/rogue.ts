@@ -6,7 +6,7 @@
 // nothing may be written.
 import { createAuthority, issueCertificate } from '@mileage/pki';
 import { drivesV1, groupsV1, scimV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, EndUserSigner, grpcTls, V1_AUDIENCE, type GrpcTlsConfig } from '@mileage/runtime';
+import { createGrpcClient, EndUserSigner, grpcTls, V1_AUDIENCE, type GrpcTlsConfig } from '@mileage/runtime/grpc';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';

@@ -16,7 +16,9 @@ import {
   wireStack,
 } from '@mileage/devstack';
 import type { DevelopmentPki } from '@mileage/pki';
-import { freePort, grpcTls, HealthClient, isWarningOrWorse, type GrpcTls, type GrpcTlsConfig } from '@mileage/runtime';
+import { freePort } from '@mileage/runtime/config';
+import { grpcTls, HealthClient, type GrpcTls, type GrpcTlsConfig } from '@mileage/runtime/grpc';
+import { isWarningOrWorse } from '@mileage/runtime/telemetry';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 import { drivesV1 } from '@mileage/proto';
-import { timestampToIso, timestampToMillis } from '@mileage/runtime';
+import { timestampToIso, timestampToMillis } from '@mileage/runtime/formats';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { demoDrives } from './demo-drives';

@@ -1,5 +1,5 @@
 import { drivesV1 } from '@mileage/proto';
-import { dateToTimestamp } from '@mileage/runtime';
+import { dateToTimestamp } from '@mileage/runtime/formats';
 
 /** A small deterministic PRNG (mulberry32), so every fresh `npm start` seeds the same demo drives. */
 function prng(seed: number): () => number {

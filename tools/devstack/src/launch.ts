@@ -1,6 +1,7 @@
 // Starts the whole stack as `npm start` does — its own process group, a fresh data folder, free ports — for the suites
 // that test it from outside (acceptance, SCIM conformance, the Keycloak run).
-import { freePort, type GrpcTlsConfig } from '@mileage/runtime';
+import { freePort } from '@mileage/runtime/config';
+import { type GrpcTlsConfig } from '@mileage/runtime/grpc';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,6 +1,8 @@
 // `npm start`: the whole system on one machine with embedded defaults (CONTRACT §6).
 import { drivesV1, groupsV1, usersV1 } from '@mileage/proto';
-import { createGrpcClient, createLogger, grpcTls, HealthClient, loadConfigOrExit, logWritten } from '@mileage/runtime';
+import { createGrpcClient, grpcTls, HealthClient } from '@mileage/runtime/grpc';
+import { createLogger, logWritten } from '@mileage/runtime/telemetry';
+import { loadConfigOrExit } from '@mileage/runtime/config';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';

@@ -5,16 +5,9 @@
 // of its development PKI in DATA_DIR/grpc-pki). No HTTP route does this: organizations are the platform operator's,
 // not a customer's.
 import { usersV1 } from '@mileage/proto';
-import {
-  checkGrpcTls,
-  createGrpcClient,
-  env,
-  GRPC_TLS_FILES,
-  grpcTls,
-  grpcTlsConfigShape,
-  ORGANIZATION_ALIAS_RULE,
-  loadConfigOrExit,
-} from '@mileage/runtime';
+import { checkGrpcTls, createGrpcClient, GRPC_TLS_FILES, grpcTls, grpcTlsConfigShape } from '@mileage/runtime/grpc';
+import { env, loadConfigOrExit } from '@mileage/runtime/config';
+import { ORGANIZATION_ALIAS_RULE } from '@mileage/runtime/formats';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';

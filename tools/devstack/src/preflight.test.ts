@@ -1,5 +1,5 @@
 // `npm start` names the part that cannot start, its cause and the fix in one line, before it starts anything.
-import { freePort } from '@mileage/runtime';
+import { freePort } from '@mileage/runtime/config';
 import { testServerUrl } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Logger } from '@mileage/runtime';
+import type { Logger } from '@mileage/runtime/telemetry';
 import { StartupProblem } from './preflight';
 
 export interface ManagedProcess {

@@ -1,6 +1,6 @@
 // The seeding decision under row-level security: a database whose users all belong to some organization is not
 // empty, also for a role that is no superuser (the owner of an external DATABASE_URL, on which RLS is forced).
-import { organizationIsolationStatements, ORGANIZATION_SETTING } from '@mileage/runtime';
+import { organizationIsolationStatements, ORGANIZATION_SETTING } from '@mileage/runtime/database';
 import { createSchemaRoles, createTestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

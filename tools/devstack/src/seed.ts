@@ -1,5 +1,6 @@
 import { drivesV1, type groupsV1, type usersV1 } from '@mileage/proto';
-import { ALL_ORGANIZATIONS_SETTING, type CallSettings, type PromiseClient } from '@mileage/runtime';
+import { ALL_ORGANIZATIONS_SETTING } from '@mileage/runtime/database';
+import { type CallSettings, type PromiseClient } from '@mileage/runtime/grpc';
 import pg from 'pg';
 import { DEMO_ORGANIZATIONS, type DemoDrivePlan, type DemoOrganization } from './demo-data';
 import { demoDrives } from './demo-drives';

@@ -2,7 +2,7 @@
 // its wiring on free ports. `npm start`, the bench, the chaos suite, the images stack and the gateway's tests assemble
 // the system with these and wireStack; each starts the processes its own way (docs/architecture.md, "How the system
 // is assembled").
-import { freePort } from '@mileage/runtime';
+import { freePort } from '@mileage/runtime/config';
 import { provisionServiceRoles, type ServiceRoles } from './postgres';
 import { migrateServices, withDatabase, type Env, type ServiceName, type StackPlan } from './wiring';
 

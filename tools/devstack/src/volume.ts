@@ -1,4 +1,4 @@
-import { ORGANIZATION_SETTING } from '@mileage/runtime';
+import { ORGANIZATION_SETTING } from '@mileage/runtime/database';
 import type pg from 'pg';
 
 /** Declares, for a session's life, the organization its volume rows belong to (1): the tables' defaults take it. */

@@ -1,7 +1,7 @@
 // The one wiring of a stack: who is told which address, database and secret, for one replica and for two.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { COMPONENTS } from '@mileage/runtime';
+import { COMPONENTS } from '@mileage/runtime/grpc';
 import { DATABASE_SERVICES, DEVELOPMENT_SPIFFE_PREFIX, wireStack, withDatabase, type StackPlan } from './wiring';
 
 const plan = (overrides: Partial<StackPlan> = {}): StackPlan => ({

@@ -1,7 +1,7 @@
 // The one wiring of a whole stack: which process is told which address, database and secret. `npm start`, the bench
 // and the chaos suite each give their ports, replicas and options, and start the processes with what this yields.
 import { componentFiles, writeDevelopmentPki, type DevelopmentPki } from '@mileage/pki';
-import { callGraph, COMPONENTS, type GrpcTlsConfig } from '@mileage/runtime';
+import { callGraph, COMPONENTS, type GrpcTlsConfig } from '@mileage/runtime/grpc';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { DEMO_CLIENT_ORGANIZATIONS } from './demo-data';

@@ -1,89 +1,115 @@
-// The end-user binding of a method's rules: the gateway's context vouches for the request's user or audit actor, inside
-// the call's organization, and for nobody else.
-import * as grpc from '@grpc/grpc-js';
+// The gateway's end-user context: signed with its mutual-TLS key, checked against the CA and the gateway's identity,
+// audience-bound and short-lived (grpc/end-user.test.ts: binding a request's user or audit actor). Certificates made by the openssl CLI.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { METHOD_RULES } from '@mileage/proto';
 import {
-  END_USER_CERT_METADATA_KEY,
-  END_USER_METADATA_KEY,
+  END_USER_CONTEXT_TTL_SECONDS,
+  END_USER_EXPIRY_SKEW_SECONDS,
+  END_USER_RESIGN_MARGIN_SECONDS,
   EndUserSigner,
   EndUserVerifier,
   V1_AUDIENCE,
-  type SignedEndUser,
-} from '../end-user';
-import { ORGANIZATION_METADATA_KEY } from '../tenancy';
+} from './end-user';
 import { createTestPki, TEST_SPIFFE_PREFIX } from '../testing';
-import { endUserProblem } from './end-user';
 
-const dir = mkdtempSync(path.join(tmpdir(), 'end-user-binding-'));
+const dir = mkdtempSync(path.join(tmpdir(), 'end-user-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const pki = createTestPki(dir);
+const other = createTestPki(mkdtempSync(path.join(dir, 'other-')), 'other-ca');
 const ca = readFileSync(pki.caFile);
-const issued = pki.issue('gateway', `${TEST_SPIFFE_PREFIX}gateway`);
-const gateway = new EndUserSigner(readFileSync(issued.certFile), readFileSync(issued.keyFile));
-const alice = { sub: 'AliceAdm01', org: 1, scopes: ['drives_read'], aud: [...V1_AUDIENCE] };
 
-/** A call of `method` inside `organization` with `signed` as its end-user context. */
-function callOf(method: string, signed: SignedEndUser | undefined, organization: string, request: unknown) {
-  const metadata = new grpc.Metadata();
-  metadata.set(ORGANIZATION_METADATA_KEY, organization);
-  if (signed) {
-    metadata.set(END_USER_METADATA_KEY, signed.token);
-    metadata.set(END_USER_CERT_METADATA_KEY, signed.cert);
-  }
-  return { rules: METHOD_RULES[method]!, request, metadata };
+function signerOf(issued: { certFile: string; keyFile: string }, now: () => number = Date.now) {
+  return new EndUserSigner(readFileSync(issued.certFile), readFileSync(issued.keyFile), now);
 }
+const gateway = signerOf(pki.issue('gateway', `${TEST_SPIFFE_PREFIX}gateway`));
+const alice = { sub: 'AliceAdm01', org: 1, scopes: ['drives_read'], aud: [...V1_AUDIENCE] };
+const drives = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives');
 
-describe('end-user binding', () => {
-  const drives = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives');
-  const listUserDrives = '/mileage.drives.v1.DrivesService/ListUserDrives';
-
-  test('vouches for its user inside its organization, and for nobody else', () => {
+describe('end-user context', () => {
+  test("is signed by the gateway's certificate of the trusted CA, for this service", () => {
+    const scimSigner = signerOf(pki.issue('scim', `${TEST_SPIFFE_PREFIX}scim`));
+    const foreign = signerOf(other.issue('gateway', `${TEST_SPIFFE_PREFIX}gateway`));
+    assert.deepEqual(drives.check(scimSigner.sign(alice).token, scimSigner.sign(alice).cert), {
+      ok: false,
+      reason: "the signer's certificate is not the gateway's",
+    });
+    assert.deepEqual(drives.check(foreign.sign(alice).token, foreign.sign(alice).cert), {
+      ok: false,
+      reason: "the signer's certificate is not of the trusted CA",
+    });
+    // The gateway's token with another certificate beside it (or a token altered): the signature does not hold.
     const signed = gateway.sign(alice);
-    assert.equal(endUserProblem(drives, callOf(listUserDrives, signed, '1', { userId: 'AliceAdm01' })), undefined);
-    assert.equal(
-      endUserProblem(drives, callOf(listUserDrives, signed, '1', { userId: 'BobDriver1' })),
-      "userId is not the end user's",
-    );
-    assert.equal(
-      endUserProblem(drives, callOf(listUserDrives, signed, '2', { userId: 'AliceAdm01' })),
-      'the call acts inside another organization than its end user',
-    );
-    assert.equal(
-      endUserProblem(drives, callOf(listUserDrives, undefined, '1', { userId: 'AliceAdm01' })),
-      'no end-user context',
-    );
+    const [v, body, signature] = signed.token.split('.');
+    const altered = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(body!, 'base64url').toString()), sub: 'BobDriver1' }),
+    ).toString('base64url');
+    assert.deepEqual(drives.check(`${v}.${altered}.${signature}`, signed.cert), {
+      ok: false,
+      reason: 'the end-user context is not signed by the gateway',
+    });
+    const forScim = gateway.sign({ ...alice, aud: ['scim'] });
+    assert.deepEqual(drives.check(forScim.token, forScim.cert), {
+      ok: false,
+      reason: 'the end-user context is not for drives',
+    });
   });
 
-  test('binds the audit actor of a write to its provisioning client', () => {
-    const users = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'users');
-    const createUser = '/mileage.users.v1.UsersService/CreateUser';
-    const signed = gateway.sign({ client: 'okta-prod', org: 1, scopes: ['scim'], aud: ['scim', 'users', 'groups'] });
-    const request = (actor?: string) => ({ user: {}, ...(actor ? { audit: { actor } } : {}) });
-    assert.equal(endUserProblem(users, callOf(createUser, signed, '1', request('okta-prod'))), undefined);
-    assert.match(endUserProblem(users, callOf(createUser, signed, '1', request('entra-prod')))!, /audit.actor is not/);
-    assert.match(endUserProblem(users, callOf(createUser, signed, '1', request()))!, /audit.actor is not/, 'no audit');
-    // A user's context (no client) cannot record an actor.
-    const ofAlice = gateway.sign({ ...alice, aud: ['users'] });
-    assert.match(endUserProblem(users, callOf(createUser, ofAlice, '1', request('x')))!, /actor/);
+  test('lives END_USER_CONTEXT_TTL_SECONDS; the gateway reuses one until shortly before, then signs anew', () => {
+    // From the real time: the test CA's certificates are valid from when openssl made them.
+    let now = Date.now();
+    const clock = () => now;
+    const signer = signerOf(pki.issue('gateway-clock', `${TEST_SPIFFE_PREFIX}gateway`), clock);
+    const verifier = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives', clock);
+    const first = signer.sign(alice);
+    assert.equal(signer.sign({ ...alice, scopes: [...alice.scopes] }), first, 'the same caller: the same context');
+    assert.equal(verifier.check(first.token, first.cert).ok, true);
+    now += (END_USER_CONTEXT_TTL_SECONDS - 10) * 1000;
+    const second = signer.sign(alice);
+    assert.notEqual(second.token, first.token, 'signed anew before the first expires');
+    assert.equal(verifier.check(first.token, first.cert).ok, true, 'the first is still valid');
+    now += (10 + END_USER_EXPIRY_SKEW_SECONDS + 1) * 1000;
+    assert.deepEqual(verifier.check(first.token, first.cert), {
+      ok: false,
+      reason: 'the end-user context is outside its lifetime',
+    });
+    assert.equal(verifier.check(second.token, second.cert).ok, true);
   });
 
-  test("takes the organization from the request's field where the method names one (SCIM's)", () => {
-    const scim = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'scim');
-    const handleRequest = '/mileage.scim.v1.ScimService/HandleRequest';
-    const signed = gateway.sign({ client: 'okta-prod', org: 1, scopes: ['scim'], aud: ['scim', 'users', 'groups'] });
-    // The metadata says 1 in both; the field decides.
-    assert.equal(
-      endUserProblem(scim, callOf(handleRequest, signed, '1', { clientId: 'okta-prod', organizationId: 1 })),
-      undefined,
-    );
-    assert.equal(
-      endUserProblem(scim, callOf(handleRequest, signed, '1', { clientId: 'okta-prod', organizationId: 2 })),
-      'the call acts inside another organization than its end user',
-    );
+  test('a service takes a context up to END_USER_EXPIRY_SKEW_SECONDS past its exp, not a millisecond longer', () => {
+    const issuedAt = Math.floor(Date.now() / 1000) * 1000;
+    let now = issuedAt;
+    const clock = () => now;
+    const signer = signerOf(pki.issue('gateway-skew', `${TEST_SPIFFE_PREFIX}gateway`), clock);
+    const exp = issuedAt + END_USER_CONTEXT_TTL_SECONDS * 1000;
+    const boundary = exp + END_USER_EXPIRY_SKEW_SECONDS * 1000;
+    const context = signer.sign(alice);
+    // Each verifier checks it for the first time at its instant (the signature path) and again (its cache).
+    const checkedAt = (at: number) => {
+      const verifier = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives', () => at);
+      return [verifier.check(context.token, context.cert).ok, verifier.check(context.token, context.cert).ok];
+    };
+    assert.deepEqual(checkedAt(exp), [true, true]);
+    assert.deepEqual(checkedAt(boundary), [true, true], 'a service clock up to the tolerance ahead');
+    assert.deepEqual(checkedAt(boundary + 1), [false, false]);
+    const fresh = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives', () => boundary + 1);
+    assert.deepEqual(fresh.check(context.token, context.cert), {
+      ok: false,
+      reason: 'the end-user context has expired',
+    });
+    // A verifier that took it while valid refuses it from the same instant on.
+    let serviceNow = exp - 1_000;
+    const cached = new EndUserVerifier(ca, TEST_SPIFFE_PREFIX, 'drives', () => serviceNow);
+    assert.equal(cached.check(context.token, context.cert).ok, true);
+    serviceNow = boundary + 1;
+    assert.equal(cached.check(context.token, context.cert).ok, false);
+    // The gateway stops handing it out END_USER_RESIGN_MARGIN_SECONDS before exp, beyond the tolerance.
+    assert.ok(END_USER_RESIGN_MARGIN_SECONDS > END_USER_EXPIRY_SKEW_SECONDS);
+    now = exp - END_USER_RESIGN_MARGIN_SECONDS * 1000 - 1;
+    assert.equal(signer.sign(alice), context, 'reused until the margin');
+    now = exp - END_USER_RESIGN_MARGIN_SECONDS * 1000;
+    assert.notEqual(signer.sign(alice).token, context.token, 'signed anew from the margin on');
   });
 });

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { METHOD_RULES } from '@mileage/proto';
-import { generatedMethods } from '../generated-methods.fixture';
+import { generatedMethods } from './generated-methods.fixture';
 import { isRetried } from './retry';
 
 test('every method of the generated services declares its rules, and every declared method is such a method', () => {

@@ -1,4 +1,5 @@
-import { foreignKeyStatements, outboxOrganizationExpandStatements } from '@mileage/runtime';
+import { foreignKeyStatements } from '@mileage/runtime/database';
+import { outboxOrganizationExpandStatements } from '@mileage/runtime/outbox';
 import type { Knex } from 'knex';
 
 const TOMBSTONE_TABLES = ['drive_tombstones', 'report_tombstones'];

@@ -1,4 +1,4 @@
-import { foreignKeyStatements } from '@mileage/runtime';
+import { foreignKeyStatements } from '@mileage/runtime/database';
 import type { Knex } from 'knex';
 
 // Organizations (expand: runs before the rollout, while the previous release still serves). Every group, membership

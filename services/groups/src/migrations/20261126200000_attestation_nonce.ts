@@ -1,4 +1,4 @@
-import { addAttestationNonce, dropAttestationNonce } from '@mileage/runtime';
+import { addAttestationNonce, dropAttestationNonce } from '@mileage/runtime/audit';
 import type { Knex } from 'knex';
 
 // Each SCIM write's attestation nonce, taken once: a write replayed to another SCIM replica is refused here.

@@ -1,4 +1,4 @@
-import { createProvisioningAuditTable, readableLegacyTable } from '@mileage/runtime';
+import { createProvisioningAuditTable, readableLegacyTable } from '@mileage/runtime/audit';
 import type { Knex } from 'knex';
 
 // Every SCIM attribute of a user and the audit entry of each provisioning change now live here, written in one

@@ -1,4 +1,4 @@
-import { createOutboxTable } from '@mileage/runtime';
+import { createOutboxTable } from '@mileage/runtime/outbox';
 import type { Knex } from 'knex';
 
 // Events for webhooks leave this service through an outbox written in the same transaction as the change.

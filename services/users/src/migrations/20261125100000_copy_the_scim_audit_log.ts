@@ -1,4 +1,4 @@
-import { copyScimAuditLog } from '@mileage/runtime';
+import { copyScimAuditLog } from '@mileage/runtime/audit';
 import type { Knex } from 'knex';
 
 // The audit entries the SCIM service logged before the owners kept their own (scim.audit_log) belong in this

@@ -1,4 +1,5 @@
-import { DECLARED_ORGANIZATION_DEFAULT, outboxOrganizationExpandStatements } from '@mileage/runtime';
+import { DECLARED_ORGANIZATION_DEFAULT } from '@mileage/runtime/database';
+import { outboxOrganizationExpandStatements } from '@mileage/runtime/outbox';
 import type { Knex } from 'knex';
 
 // Organizations (CONTRACT §7), expand phase: what the release before organizations keeps

@@ -2,8 +2,8 @@ import {
   DECLARED_ORGANIZATION_DEFAULT,
   dropOrganizationIsolationStatements,
   organizationIsolationStatements,
-  outboxOrganizationContractStatements,
-} from '@mileage/runtime';
+} from '@mileage/runtime/database';
+import { outboxOrganizationContractStatements } from '@mileage/runtime/outbox';
 import type { Knex } from 'knex';
 
 const TENANT_TABLES = ['drives', 'drive_reports', 'drive_tombstones', 'report_tombstones'];

@@ -3,7 +3,7 @@ import {
   dropOrganizationIsolationStatements,
   foreignKeyStatements,
   organizationIsolationStatements,
-} from '@mileage/runtime';
+} from '@mileage/runtime/database';
 import type { Knex } from 'knex';
 
 const TENANT_TABLES = ['teams', 'team_members', 'member_organizations', 'provisioning_audit'];

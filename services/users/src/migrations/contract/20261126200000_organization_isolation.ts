@@ -2,8 +2,8 @@ import {
   DECLARED_ORGANIZATION_DEFAULT,
   dropOrganizationIsolationStatements,
   organizationIsolationStatements,
-  outboxOrganizationContractStatements,
-} from '@mileage/runtime';
+} from '@mileage/runtime/database';
+import { outboxOrganizationContractStatements } from '@mileage/runtime/outbox';
 import type { Knex } from 'knex';
 
 // Organizations, contract phase (after the rollout: no replica of the release before organizations serves any more).

@@ -2,7 +2,7 @@ import {
   DECLARED_ORGANIZATION_DEFAULT,
   dropOrganizationIsolationStatements,
   organizationIsolationStatements,
-} from '@mileage/runtime';
+} from '@mileage/runtime/database';
 import type { Knex } from 'knex';
 
 // Organizations, contract phase (after the rollout: no replica that declares no organization serves any more). Rows

@@ -1,0 +1,8 @@
+export {
+  addAttestationNonce,
+  copyScimAuditLog,
+  createProvisioningAuditTable,
+  dropAttestationNonce,
+  readableLegacyTable,
+  refuseReplayedAttestation,
+} from './provisioning-audit';

@@ -1,0 +1,2 @@
+export { circuitBreakerConfig, commonConfigSchema, env, loadConfig, loadConfigOrExit } from './config';
+export { freePort } from './net';

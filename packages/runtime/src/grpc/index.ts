@@ -1,0 +1,58 @@
+export {
+  ACTOR_NOT_ATTESTED,
+  attestActor,
+  ATTESTATION_REFUSALS,
+  ATTESTATION_REPLAYED,
+  ATTESTED_HEADERS,
+  verifyActorAttestation,
+} from './attestation';
+export { type CircuitBreakerOptions } from './circuit-breaker';
+export {
+  EndUserSigner,
+  HOP_REFUSALS,
+  receivedEndUser,
+  SCIM_AUDIENCE,
+  type SignedEndUser,
+  V1_AUDIENCE,
+} from './end-user';
+export {
+  AppError,
+  decodeServiceError,
+  errors,
+  type FieldViolation,
+  serviceErrorFromStatus,
+  toAppError,
+  toRpcStatus,
+  toStatusObject,
+} from './errors';
+export { COMPONENTS } from './grpc-authz';
+export {
+  type CallSettings,
+  createGrpcClient,
+  type GeneratedClientConstructor,
+  grpcFailureOf,
+  HealthClient,
+  MAX_RECONNECT_BACKOFF_MS,
+  type PromiseClient,
+  unanswered,
+} from './grpc-client';
+export {
+  type CallContext,
+  type GrpcServerHandle,
+  type Handlers,
+  type ServiceRegistration,
+  startGrpcServer,
+  type UnaryHandler,
+} from './grpc-server';
+export {
+  checkGrpcTls,
+  GRPC_TLS_FILES,
+  grpcTls,
+  type GrpcTls,
+  type GrpcTlsConfig,
+  grpcTlsConfigShape,
+} from './grpc-tls';
+export { callGraph } from './call-graph';
+export { chain } from './interceptors/interceptor';
+export { organizationScope } from './interceptors/organization';
+export { httpAnswer, type HttpAnswer, isInvalidInput, RETRY_AFTER_SECONDS } from './http-status';

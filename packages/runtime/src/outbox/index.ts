@@ -1,0 +1,14 @@
+export {
+  createOutboxTable,
+  outboxOrganizationContractStatements,
+  outboxOrganizationExpandStatements,
+  recordEvent,
+  WEBHOOK_EVENT_TYPES,
+} from './outbox';
+export {
+  OutboxRelay,
+  outboxRelayConfigShape,
+  outboxRelayTasks,
+  toWebhookEvent,
+  webhooksClientSpec,
+} from './outbox-relay';

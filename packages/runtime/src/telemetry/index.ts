@@ -1,0 +1,16 @@
+export { isAcceptableRequestId } from './context';
+export { createLogger, fixedFieldLogger, isWarningOrWorse, type Logger, logWritten } from './logger';
+export { Metrics } from './metrics';
+export {
+  endSpan,
+  extractEdgeContext,
+  type Span,
+  SpanKind,
+  startSpan,
+  startTracing,
+  type TraceContext,
+  traceLogFields,
+  type Tracing,
+  tracingEnabled,
+  tracingRequested,
+} from './tracing';
