@@ -1,7 +1,7 @@
 import { status } from '@grpc/grpc-js';
 import type { drivesV1 } from '@mileage/proto';
-import { COSTLY_READ, requireOrganization } from '@mileage/runtime/database';
-import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { COSTLY_READ } from '@mileage/runtime/database';
+import { errors, type Handlers, requireOrganization } from '@mileage/runtime/grpc';
 import { requireUserId } from '@mileage/runtime/formats';
 import { NOTHING, pageEnd, type CallOrganization, type DrivesServerDeps } from './organization-context';
 import { renderReportedRows } from './render';

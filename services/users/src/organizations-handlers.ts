@@ -1,7 +1,7 @@
 import type { usersV1 } from '@mileage/proto';
-import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { errors, type Handlers, isOrganizationId } from '@mileage/runtime/grpc';
 import { isOrganizationAlias, ORGANIZATION_ALIAS_RULE, requireUserId } from '@mileage/runtime/formats';
-import { isOrganizationId } from '@mileage/runtime/database';
+
 import { OrganizationsRepository } from './organizations-repo';
 import { inCallOrganization, type UsersServerDeps } from './organization-context';
 import type { ScimTokenHandlers } from './scim-tokens-handlers';

@@ -7,7 +7,7 @@ import {
 } from './circuit-breaker';
 import { REQUEST_ID_METADATA_KEY } from '../telemetry/context';
 import { END_USER_CERT_METADATA_KEY, END_USER_METADATA_KEY, type SignedEndUser } from './end-user';
-import { ORGANIZATION_METADATA_KEY } from '../database/tenancy';
+import { ORGANIZATION_METADATA_KEY } from './organization-metadata';
 import { AppError, hasStatusDetails, toStatusObject } from './errors';
 import type { Logger } from '../telemetry/logger';
 import type { Metrics } from '../telemetry/metrics';
