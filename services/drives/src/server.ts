@@ -4,6 +4,7 @@ import {
   COSTLY_READ,
   errors,
   inOrganization,
+  millisToTimestamp,
   readInOrganization,
   requireOrganization,
   type CallContext,
@@ -12,9 +13,11 @@ import {
   type LightReadOptions,
   type PromiseClient,
   type ServiceRegistration,
+  timestampToDate,
 } from '@mileage/runtime';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DriveReads, DrivesRepository } from './drives-repo';
 import { renderReportedRows, renderUserDriveRows } from './render';
+import { positionSurvives, RestoreEpochs } from './restore-epoch';
 import { toDrive, toReported } from './rows';
 import { classificationFilter, listQuery, requirePositive, requireUserId, validateDrive } from './validation';
 
@@ -24,18 +27,49 @@ export interface DrivesServerDeps {
   groups: PromiseClient<groupsV1.GroupsServiceClient>;
   /** How long tombstones are kept (TOMBSTONE_RETENTION_DAYS, default 90). */
   tombstoneRetentionDays?: number;
+  /** The database's restore epoch (made over knex when not given). */
+  restoreEpochs?: RestoreEpochs;
 }
 
 const NOTHING = Buffer.alloc(0);
 
-/** What every list answer ends with: where the next page starts. */
-function pageEnd(page: { hasMore: boolean; next?: drivesV1.PagePosition }) {
-  return { hasMore: page.hasMore, ...(page.next ? { nextPosition: page.next } : {}) };
+/** What every list answer ends with: where the next page starts, in which restore epoch and when it was read. */
+function pageEnd(
+  page: { hasMore: boolean; next?: Pick<drivesV1.PagePosition, 'sortTime' | 'id'> },
+  restoreEpoch: string,
+) {
+  return {
+    hasMore: page.hasMore,
+    ...(page.next ? { nextPosition: { ...page.next, restoreEpoch, readTime: millisToTimestamp(Date.now()) } } : {}),
+  };
 }
 
 /** The DrivesService handlers over the given database; process wiring lives in main.ts. */
 export function createServer(deps: DrivesServerDeps): ServiceRegistration {
   const retentionDays = deps.tombstoneRetentionDays ?? DEFAULT_TOMBSTONE_RETENTION_DAYS;
+  const restoreEpochs = deps.restoreEpochs ?? new RestoreEpochs(deps.knex);
+  /**
+   * The epoch a page is read in; FAILED_PRECONDITION (RESYNC_REQUIRED) when the position it continues from was read
+   * after the restore point of a later epoch (CONTRACT §8).
+   */
+  const epochOfPage = async (position: drivesV1.PagePosition | undefined): Promise<string> => {
+    const { current, history } = await restoreEpochs.view();
+    if (
+      position?.restoreEpoch &&
+      !positionSurvives(
+        history,
+        current,
+        position.restoreEpoch,
+        position.readTime ? timestampToDate(position.readTime) : new Date(0),
+      )
+    )
+      throw errors.failedPrecondition(
+        'The database was restored to a point in time before this cursor was made: what it continued from may be ' +
+          'gone. Start a full sync: list without cursor and date_after, and replace your copy.',
+        'RESYNC_REQUIRED',
+      );
+    return current;
+  };
   /** `work` over the repository of the call's organization, in one transaction that declared it (inOrganization). */
   const inCallOrganization = <T>(ctx: CallContext, work: (repo: DrivesRepository) => Promise<T>): Promise<T> => {
     const organizationId = requireOrganization(ctx);
@@ -65,6 +99,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       requireUserId(request.userId);
       const classification = classificationFilter(request.classification);
       const query = listQuery(request);
+      const epoch = await epochOfPage(request.afterPosition);
       // A page (up to 1,000 drives) under the costly statement timeout.
       const page = await read(
         ctx,
@@ -77,9 +112,14 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
             drives: [],
             tombstones: [],
             resultsJson: renderUserDriveRows(page.rows, page.tombstones),
-            ...pageEnd(page),
+            ...pageEnd(page, epoch),
           }
-        : { drives: page.rows.map(toDrive), tombstones: page.tombstones, resultsJson: NOTHING, ...pageEnd(page) };
+        : {
+            drives: page.rows.map(toDrive),
+            tombstones: page.tombstones,
+            resultsJson: NOTHING,
+            ...pageEnd(page, epoch),
+          };
     },
 
     async listReportedDrives(request, ctx) {
@@ -90,6 +130,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
       }
       request.groupIds.forEach((id, i) => requirePositive(id, `group_ids[${i}]`));
       const query = listQuery(request);
+      const epoch = await epochOfPage(request.afterPosition);
       const page = await read(
         ctx,
         (reads) => reads.listReportedDrives(request.groupIds, query, ctx.trace),
@@ -100,14 +141,14 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
             reportedDrives: [],
             tombstones: [],
             ...renderReportedRows(page.reported, page.tombstones),
-            ...pageEnd(page),
+            ...pageEnd(page, epoch),
           }
         : {
             reportedDrives: page.reported.map(({ row, comments }) => toReported(row, comments)),
             tombstones: page.tombstones,
             resultsJson: NOTHING,
             driverSlots: [],
-            ...pageEnd(page),
+            ...pageEnd(page, epoch),
           };
     },
 
