@@ -17,3 +17,4 @@ export {
   type StackPlan,
 } from './wiring';
 export { passwordToken, scimClientToken } from './tokens';
+export { DEMO_PASSWORD, DEMO_SCIM_CLIENTS } from './demo-data';
