@@ -178,9 +178,8 @@ export class WalArchive {
     try {
       // A record in the current segment (an idle server would otherwise have none to switch away from).
       await client.query(`SELECT pg_logical_emit_message(false, 'mileage-drill', 'archive check')`);
-      const { rows } = await client.query<{ wal: string }>(
-        'SELECT pg_walfile_name(pg_current_wal_lsn()) AS wal FROM pg_switch_wal()',
-      );
+      const { rows } = await client.query<{ wal: string }>('SELECT pg_walfile_name(pg_current_wal_lsn()) AS wal');
+      await client.query('SELECT pg_switch_wal()');
       const wal = rows[0]!.wal;
       const deadline = Date.now() + timeoutMs;
       while (!existsSync(path.join(this.walDir, wal))) {
@@ -300,7 +299,8 @@ export class WalArchive {
       backup,
       settings: {
         restore_command: this.restoreCommand(),
-        recovery_target_time: target.toISOString(),
+        // PostgreSQL's own timestamp form: the setting's check refuses ISO 8601's T and Z.
+        recovery_target_time: target.toISOString().replace('T', ' ').replace('Z', '+00'),
         recovery_target_action: 'promote',
         // Nobody reads the database before it is whole: no connections until recovery has ended.
         hot_standby: 'off',

@@ -8,6 +8,7 @@ import { createMileageClient, syncReportedDrives, type SyncEvent } from '@mileag
 import {
   DEMO_PASSWORD,
   DEMO_SCIM_CLIENTS,
+  developmentGrpcConfig,
   generateVolume,
   launchStack,
   passwordToken,
@@ -17,7 +18,14 @@ import {
   type RunningPostgres,
 } from '@mileage/devstack';
 import { drivesV1 } from '@mileage/proto';
-import { createGrpcClient, freePort, grpcTls, millisToTimestamp, type PromiseClient } from '@mileage/runtime';
+import {
+  createGrpcClient,
+  freePort,
+  grpcTls,
+  millisToTimestamp,
+  type GrpcTlsConfig,
+  type PromiseClient,
+} from '@mileage/runtime';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
@@ -85,7 +93,7 @@ async function main(): Promise<void> {
   }
   const failed = checks.filter((c) => !c.ok);
   log(failed.length ? `FAILED: ${failed.map((c) => c.name).join(', ')}` : `all ${checks.length} checks passed`);
-  process.exitCode = failed.length ? 1 : 0;
+  process.exit(failed.length ? 1 : 0);
 }
 
 async function drill(work: string, cleanups: (() => Promise<unknown>)[]): Promise<void> {
@@ -144,7 +152,14 @@ async function drill(work: string, cleanups: (() => Promise<unknown>)[]): Promis
   cleanups.push(() => receiver.close());
   const ledger: LedgerEntry[] = [];
   const lsnPool = new pg.Pool({ connectionString: primary.adminUrl, max: 2 });
-  const load = await startLoad(before, `127.0.0.1:${ports.DRIVES_GRPC_PORT}`, ledger, lsnPool, receiver.url);
+  const load = await startLoad(
+    before,
+    `127.0.0.1:${ports.DRIVES_GRPC_PORT}`,
+    developmentGrpcConfig(path.join(stackDir, 'grpc-pki'), 'seed'),
+    ledger,
+    lsnPool,
+    receiver.url,
+  );
   const loadStart = Date.now();
   const target = loadStart + (LOAD_SECONDS * 1000) / 2;
   const meter = new ExposureMeter(ledger);
@@ -398,6 +413,8 @@ interface Load {
 async function startLoad(
   stack: LaunchedStack,
   drivesAddress: string,
+  /** The demo-data loader's certificate of the stack's development PKI (the Drives service's writes allow it). */
+  seedGrpc: GrpcTlsConfig,
   ledger: LedgerEntry[],
   lsnPool: pg.Pool,
   receiverUrl: string,
@@ -407,7 +424,7 @@ async function startLoad(
   const drives: PromiseClient<drivesV1.DrivesServiceClient> = createGrpcClient(
     drivesV1.DrivesServiceClient,
     drivesAddress,
-    { defaultDeadlineMs: 10_000, credentials: grpcTls(stack.grpcConfig('seed')).channelCredentials() },
+    { defaultDeadlineMs: 10_000, credentials: grpcTls(seedGrpc).channelCredentials() },
   );
   let stopping = false;
   let failures = 0;
@@ -677,5 +694,5 @@ main().catch((err: unknown) => {
   log(
     `aborted: ${err instanceof RestoreRefused ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
   );
-  process.exitCode = 1;
+  process.exit(1);
 });
