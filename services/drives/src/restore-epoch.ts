@@ -40,16 +40,20 @@ const CURRENT_EPOCH_SQL = `
     FROM pg_control_system() s`;
 
 /**
- * The newest change to the drive lists the database holds, written before this server started (a restored database is
- * started for recovery before anything writes to it in its new epoch). Across organizations: a restore is of all.
+ * The newest change the database held when its epoch began. Exact where the server that ran the recovery (or was
+ * promoted) is the one serving: the commit time of the last transaction it replayed (pg_last_xact_replay_timestamp(),
+ * which stays at that value after recovery). After a restart of that server it is NULL, and the newest change to the
+ * drive lists written before this server started stands in (a restored server is started for recovery before anything
+ * writes in its new epoch). Across organizations: a restore is of all.
  */
 const NEWEST_CHANGE_SQL = `
-  SELECT max(t) AS newest FROM (
-    SELECT max(modified_at) AS t FROM drives WHERE modified_at <= pg_postmaster_start_time()
-    UNION ALL SELECT max(modified_at) FROM drive_reports WHERE modified_at <= pg_postmaster_start_time()
-    UNION ALL SELECT max(modified_at) FROM drive_tombstones WHERE modified_at <= pg_postmaster_start_time()
-    UNION ALL SELECT max(modified_at) FROM report_tombstones WHERE modified_at <= pg_postmaster_start_time()
-  ) changes`;
+  SELECT coalesce(pg_last_xact_replay_timestamp(), (
+    SELECT max(t) FROM (
+      SELECT max(modified_at) AS t FROM drives WHERE modified_at <= pg_postmaster_start_time()
+      UNION ALL SELECT max(modified_at) FROM drive_reports WHERE modified_at <= pg_postmaster_start_time()
+      UNION ALL SELECT max(modified_at) FROM drive_tombstones WHERE modified_at <= pg_postmaster_start_time()
+      UNION ALL SELECT max(modified_at) FROM report_tombstones WHERE modified_at <= pg_postmaster_start_time()
+    ) changes)) AS newest`;
 
 export interface RestoreEpochView {
   current: string;

@@ -292,9 +292,11 @@ async function drill(work: string, cleanups: (() => Promise<unknown>)[]): Promis
   check(
     'the typed client resyncs across the restore',
     resumed.reset && resumed.complete?.full === true,
-    resumed.complete
-      ? `reset (resync-required), then a full walk of ${resumed.complete.upserts} reported drives`
-      : 'the walk did not complete',
+    `${resumed.reset ? 'reset (resync-required)' : 'no reset'}, ${
+      resumed.complete
+        ? `a ${resumed.complete.full ? 'full' : 'partial'} walk of ${resumed.complete.upserts} reported drives`
+        : 'the walk did not complete'
+    }`,
   );
 
   // Webhooks: deliveries the restored database had not recorded go out again, under the same webhook-id.
