@@ -18,8 +18,8 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  writeFileSync,
 } from 'node:fs';
-import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import pg from 'pg';
 
