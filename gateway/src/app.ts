@@ -140,12 +140,15 @@ export function createApp(deps: AppDeps): Express {
   return app;
 }
 
-const RESYNC_REQUIRED_TEXT = `410 Gone, type /errors/resync-required (the change feed, include_deleted=true)
+const RESYNC_REQUIRED_TEXT = `410 Gone, type /errors/resync-required (the drive lists)
 
-Deleted drives and withdrawn reports are kept as tombstones for a retention window (90 days unless the operator
-set TOMBSTONE_RETENTION_DAYS). The request's date_after / modified_after (also when it travels inside a cursor) is
-older than that, so deletions since then may be gone and an incremental sync from it could silently keep drives
-that no longer exist.
+With include_deleted=true: deleted drives and withdrawn reports are kept as tombstones for a retention window (90
+days unless the operator set TOMBSTONE_RETENTION_DAYS). The request's date_after / modified_after (also when it
+travels inside a cursor) is older than that, so deletions since then may be gone and an incremental sync from it
+could silently keep drives that no longer exist.
+
+With any cursor: the platform's database was restored to a point in time before the cursor was read, so what the
+cursor continued from may be gone, and continuing could silently skip what was written again since.
 
 Start a full sync: list without date_after (include_deleted=true is fine), follow next_cursor to the end, replace
 the local copy with what the walk returned, and continue incrementally with date_after = the newest "modified" seen.

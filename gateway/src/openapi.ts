@@ -112,7 +112,7 @@ const V1_ERROR_RESPONSES = {
   ),
   GatewayTimeout: problem('(+) A backing service did not answer in time.', V1_EXAMPLES.timeout),
   ResyncRequired: problem(
-    '(+) Only with `include_deleted=true`: the sync’s lower bound (`date_after` or `modified_after`, also inside a `cursor`) is older than the tombstone retention (90 days by default), so deletions since then may have been purged. `type` is `/errors/resync-required`: start a full sync (list without `date_after`, replace the local copy) and continue incrementally from its newest `modified`.',
+    '(+) With `include_deleted=true`: the sync’s lower bound (`date_after` or `modified_after`, also inside a `cursor`) is older than the tombstone retention (90 days by default), so deletions since then may have been purged. With any `cursor`: the database was restored to a point in time before the cursor was read (CONTRACT §8), so what it continued from may be gone. `type` is `/errors/resync-required`: start a full sync (list without `cursor` and `date_after`, replace the local copy) and continue incrementally from its newest `modified`.',
     V1_EXAMPLES.resyncRequired,
   ),
   // Node.js's HTTP server answers this itself, before any route, so it carries no body (schemathesis found it).

@@ -3246,7 +3246,7 @@ export interface components {
                 "application/json": components["schemas"]["Problem"];
             };
         };
-        /** @description (+) Only with `include_deleted=true`: the sync’s lower bound (`date_after` or `modified_after`, also inside a `cursor`) is older than the tombstone retention (90 days by default), so deletions since then may have been purged. `type` is `/errors/resync-required`: start a full sync (list without `date_after`, replace the local copy) and continue incrementally from its newest `modified`. */
+        /** @description (+) With `include_deleted=true`: the sync’s lower bound (`date_after` or `modified_after`, also inside a `cursor`) is older than the tombstone retention (90 days by default), so deletions since then may have been purged. With any `cursor`: the database was restored to a point in time before the cursor was read (CONTRACT §8), so what it continued from may be gone. `type` is `/errors/resync-required`: start a full sync (list without `cursor` and `date_after`, replace the local copy) and continue incrementally from its newest `modified`. */
         ResyncRequired: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -281,6 +281,15 @@ export interface Tombstone {
 export interface PagePosition {
   sortTime?: Timestamp | undefined;
   id: number;
+  /**
+   * The database's restore epoch (system identifier and timeline) when the page was read; absent in a position from
+   * before epochs. A position from an earlier epoch read after that epoch's restore point is refused (RESYNC_REQUIRED).
+   */
+  restoreEpoch?:
+    | string
+    | undefined;
+  /** When the page was read (the service's clock, after the rows were read). */
+  readTime?: Timestamp | undefined;
 }
 
 export interface ListUserDrivesRequest {
@@ -1720,7 +1729,7 @@ export const Tombstone: MessageFns<Tombstone> = {
 };
 
 function createBasePagePosition(): PagePosition {
-  return { sortTime: undefined, id: 0 };
+  return { sortTime: undefined, id: 0, restoreEpoch: undefined, readTime: undefined };
 }
 
 export const PagePosition: MessageFns<PagePosition> = {
@@ -1730,6 +1739,12 @@ export const PagePosition: MessageFns<PagePosition> = {
     }
     if (message.id !== 0) {
       writer.uint32(16).int64(message.id);
+    }
+    if (message.restoreEpoch !== undefined) {
+      writer.uint32(26).string(message.restoreEpoch);
+    }
+    if (message.readTime !== undefined) {
+      Timestamp.encode(message.readTime, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1763,6 +1778,22 @@ export const PagePosition: MessageFns<PagePosition> = {
             message.id = longToNumber(reader.int64());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.restoreEpoch = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.readTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1783,6 +1814,16 @@ export const PagePosition: MessageFns<PagePosition> = {
         ? fromJsonTimestamp(object.sort_time)
         : undefined,
       id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      restoreEpoch: isSet(object.restoreEpoch)
+        ? globalThis.String(object.restoreEpoch)
+        : isSet(object.restore_epoch)
+        ? globalThis.String(object.restore_epoch)
+        : undefined,
+      readTime: isSet(object.readTime)
+        ? fromJsonTimestamp(object.readTime)
+        : isSet(object.read_time)
+        ? fromJsonTimestamp(object.read_time)
+        : undefined,
     };
   },
 
@@ -1793,6 +1834,12 @@ export const PagePosition: MessageFns<PagePosition> = {
     }
     if (message.id !== 0) {
       obj.id = Math.round(message.id);
+    }
+    if (message.restoreEpoch !== undefined) {
+      obj.restoreEpoch = message.restoreEpoch;
+    }
+    if (message.readTime !== undefined) {
+      obj.readTime = fromTimestamp(message.readTime).toISOString();
     }
     return obj;
   },
@@ -1806,6 +1853,10 @@ export const PagePosition: MessageFns<PagePosition> = {
       ? Timestamp.fromPartial(object.sortTime)
       : undefined;
     message.id = object.id ?? 0;
+    message.restoreEpoch = object.restoreEpoch ?? undefined;
+    message.readTime = (object.readTime !== undefined && object.readTime !== null)
+      ? Timestamp.fromPartial(object.readTime)
+      : undefined;
     return message;
   },
 };
