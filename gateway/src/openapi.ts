@@ -1,4 +1,4 @@
-import { USER_ID_PATTERN } from '@mileage/runtime/formats';
+import { SCIM_SECRET_TOKEN, USER_ID_PATTERN } from '@mileage/runtime/formats';
 import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime/outbox';
 /**
  * The OpenAPI 3.1 description of the External API, served at /openapi.json. Field names follow the public
@@ -549,7 +549,7 @@ function organizationSchemas() {
         ...tokenProperties,
         token: {
           type: 'string',
-          pattern: '^mscim_[A-Za-z0-9_-]{43}$',
+          pattern: SCIM_SECRET_TOKEN.source,
           description: 'The secret (256 random bits), shown only in this response: `Authorization: Bearer <token>`.',
         },
       },
