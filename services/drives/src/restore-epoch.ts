@@ -34,7 +34,7 @@ export function positionSurvives(
 }
 
 /** The epoch now: `<system identifier>.<timeline>` (the timeline from the current WAL file's name, exact at once). */
-const CURRENT_EPOCH_SQL = `
+export const CURRENT_EPOCH_SQL = `
   SELECT s.system_identifier::text || '.' || ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int
          AS epoch
     FROM pg_control_system() s`;

@@ -196,6 +196,7 @@ async function drill(work: string, cleanups: (() => Promise<unknown>)[]): Promis
   await archive.check(primary.adminUrl);
   await lsnPool.end();
   await primary.stop();
+  const stoppedAt = Date.now();
   const verified = await archive.verify();
   check(
     'repository verify',
@@ -203,7 +204,7 @@ async function drill(work: string, cleanups: (() => Promise<unknown>)[]): Promis
     `${verified.backups} backup(s), ${verified.files} files, ${verified.segments} WAL segments${verified.problems.length ? `: ${verified.problems.join('; ')}` : ''}`,
   );
 
-  await refusedTargets(archive, work, backup.stopTime, password);
+  await refusedTargets(archive, work, backup.stopTime, stoppedAt, password);
 
   // The restore: recovery into a new data folder, then the whole stack on it.
   const rtoStart = Date.now();
@@ -345,7 +346,13 @@ async function recover(
 }
 
 /** Targets a restore must refuse: before the first backup and in the future (nothing copied), past the archive's end. */
-async function refusedTargets(archive: WalArchive, work: string, backupEnd: string, password: string): Promise<void> {
+async function refusedTargets(
+  archive: WalArchive,
+  work: string,
+  backupEnd: string,
+  stoppedAt: number,
+  password: string,
+): Promise<void> {
   const attempt = (target: Date, into: string) =>
     recover(archive, target, path.join(work, into), password, {}).then(
       async (server) => {
@@ -358,8 +365,9 @@ async function refusedTargets(archive: WalArchive, work: string, backupEnd: stri
   check('a target before the first backup is refused', /before the first backup/.test(early), early);
   const future = await attempt(new Date(Date.now() + 3_600_000), 'future');
   check('a target in the future is refused', /in the future/.test(future), future);
-  // Past the newest archived commit: PostgreSQL replays everything, does not reach the target, and stops.
-  const past = await attempt(new Date(Date.now() - 1_000), 'past-the-end');
+  // Past the newest archived commit (every commit came before the server stopped; the target is after that, and in the
+  // past by now): PostgreSQL replays everything, does not reach the target, and stops.
+  const past = await attempt(new Date(stoppedAt + 1), 'past-the-end');
   check(
     'a target past the archive is refused, nothing started',
     /recovery ended before configured recovery target was reached/.test(past),
