@@ -55,7 +55,7 @@ export interface CallSettings {
   requestId?: string;
   /** The caller's trace context: the call becomes a client span in it and carries `traceparent`. */
   trace?: TraceContext;
-  /** The organization the call acts inside, sent as `x-mileage-organization` metadata (tenancy.ts). */
+  /** The organization the call acts inside, sent as `x-mileage-organization` metadata (grpc/organization-metadata.ts). */
   organizationId?: number;
   /** The gateway's signed end-user context the call acts for (end-user.ts), sent as metadata and forwarded as is. */
   endUser?: SignedEndUser;

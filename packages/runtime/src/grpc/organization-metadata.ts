@@ -30,7 +30,7 @@ export function callOrganization(ctx: { metadata: Metadata }): number | undefine
 
 /**
  * The organization a call acts inside, as the organization interceptor established it from its method's scope
- * (grpc/organization.ts, its .proto's `organization`): FAILED_PRECONDITION ORGANIZATION_REQUIRED when there is none
+ * (grpc/interceptors/organization.ts, its .proto's `organization`): FAILED_PRECONDITION ORGANIZATION_REQUIRED when there is none
  * (a method whose scope is `required` never gets that far without one).
  */
 export function requireOrganization(ctx: { organizationId?: number | undefined }): number {
