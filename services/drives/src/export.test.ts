@@ -66,7 +66,12 @@ async function readCopy(userId: string, pageSize: number, between: (page: number
   for (let page = 0; ; page++) {
     const answer = await suite.client.exportUserDrives({ userId, afterId, upToId, pageSize });
     const text = Buffer.from(answer.drivesNdjson).toString('utf8');
-    const parsed = text ? text.trimEnd().split('\n').map((l) => JSON.parse(l) as (typeof lines)[number]) : [];
+    const parsed = text
+      ? text
+          .trimEnd()
+          .split('\n')
+          .map((l) => JSON.parse(l) as (typeof lines)[number])
+      : [];
     assert.equal(parsed.length, answer.count);
     lines.push(...parsed);
     ({ lastId: afterId, upToId } = answer);
@@ -84,7 +89,10 @@ test('the copy holds every drive of the user, every classification, first record
     lines.map((l) => l.drive.drive_id),
     mine,
   );
-  assert.deepEqual(new Set(lines.map((l) => l.drive.classification)), new Set(['business', 'personal', 'unclassified']));
+  assert.deepEqual(
+    new Set(lines.map((l) => l.drive.classification)),
+    new Set(['business', 'personal', 'unclassified']),
+  );
 });
 
 test('a drive changed, deleted or recorded between pages is neither lost nor doubled', async () => {
