@@ -9,8 +9,9 @@ import { CHANGE_FEED_PARAMETER } from './drive-params';
 import { V1_EXAMPLES } from './openapi-examples';
 import { scimPaths, scimResponses, scimSchemas } from './openapi-scim';
 import { V1_ROUTES } from './routes';
+import { HOUR } from './rate-limit';
 import { V1_SCOPES } from './scopes';
-import { deprecationHeader, type RouteSpec } from './v1';
+import { deprecationHeader, routeLimit, scopesOf, type RouteSpec } from './v1';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
@@ -170,8 +171,8 @@ interface OperationDoc {
   description?: string;
   /** Who may call it, said after the scope and the limit. */
   access?: string;
-  /** The success response; a change feed also shows a page with tombstones. */
-  success: { description: string; example?: object; feedExample?: object };
+  /** The success response; a change feed also shows a page with tombstones, JSON Lines each kind of line. */
+  success: { description: string; example?: object; feedExample?: object; lineExamples?: Record<string, object> };
   requestExample?: object;
   /** Responses only the route's prose knows of. */
   responses?: Record<string, object>;
@@ -184,6 +185,19 @@ const V1_OPERATIONS: Record<string, OperationDoc> = {
     operationId: 'getMe',
     summary: 'The caller’s profile',
     success: { description: 'The caller.', example: V1_EXAMPLES.user },
+  },
+  'users.me.export': {
+    operationId: 'exportMe',
+    summary: '(+) A person’s own copy: the caller’s profile and every drive of theirs',
+    description:
+      'JSON Lines (`application/x-ndjson`), streamed as it is read: the first line `{"user": {…}}`, then one `{"drive": {…}}` per drive of the caller, every classification, first recorded first. One consistent copy: a drive changed while the copy is read is in it once; drives recorded after the request began are not. A connection that breaks leaves a body whose last line is incomplete or missing: ask again.',
+    success: {
+      description: 'The copy, one JSON document a line.',
+      lineExamples: {
+        user: { summary: 'The first line: the caller', value: { user: V1_EXAMPLES.user } },
+        drive: { summary: 'Every further line: one drive', value: { drive: V1_EXAMPLES.drives.results[0]! } },
+      },
+    },
   },
   'users.get': {
     operationId: 'getUser',
@@ -386,7 +400,11 @@ function v1Operation(spec: RouteSpec<unknown>, doc: OperationDoc) {
   const declared = spec.parameters.filter((p) => p.in === 'path').map((p) => p.name);
   if (inTemplate.join() !== declared.join())
     throw new Error(`the route ${spec.id} declares the path parameters [${declared}], its path has [${inTemplate}]`);
-  const limits = `**Scope** \`${spec.scope}\` · **Rate limit** ${spec.perMinute} requests per minute per caller (this route).`;
+  const { requests, windowSeconds } = routeLimit(spec);
+  const per = windowSeconds === HOUR ? 'hour' : 'minute';
+  const scopes = scopesOf(spec);
+  const scopeText = scopes.map((scope) => `\`${scope}\``).join(' and ');
+  const limits = `**Scope${scopes.length > 1 ? 's' : ''}** ${scopeText} · **Rate limit** ${requests} requests per ${per} per caller (this route).`;
   const body = spec.body;
   const since = spec.deprecatedSince;
   const description = since
@@ -398,7 +416,7 @@ function v1Operation(spec: RouteSpec<unknown>, doc: OperationDoc) {
     summary: doc.summary,
     description: [description, doc.access ? `${limits} ${doc.access}` : limits].filter(Boolean).join('\n\n'),
     ...(since ? { deprecated: true } : {}),
-    security: [{ oauth2: [spec.scope] }],
+    security: [{ oauth2: [...scopesOf(spec)] }],
     parameters: spec.parameters,
     ...(body
       ? {
@@ -430,21 +448,26 @@ function v1Operation(spec: RouteSpec<unknown>, doc: OperationDoc) {
 }
 
 function successResponse(spec: RouteSpec<unknown>, doc: OperationDoc) {
-  const { description, example, feedExample } = doc.success;
+  const { description, example, feedExample, lineExamples } = doc.success;
   if (spec.status === 204) return { description, headers: rateLimitHeaders };
   if (!spec.response) throw new Error(`the route ${spec.id} names no response schema`);
-  const examples = feedExample
-    ? {
-        examples: {
-          page: { summary: 'A page', value: example },
-          change_feed: { summary: '(+) With include_deleted=true: a tombstone before a live item', value: feedExample },
-        },
-      }
-    : { example };
+  const examples = lineExamples
+    ? { examples: lineExamples }
+    : feedExample
+      ? {
+          examples: {
+            page: { summary: 'A page', value: example },
+            change_feed: {
+              summary: '(+) With include_deleted=true: a tombstone before a live item',
+              value: feedExample,
+            },
+          },
+        }
+      : { example };
   return {
     description,
     headers: rateLimitHeaders,
-    content: { 'application/json': { schema: ref(spec.response), ...examples } },
+    content: { [spec.responseType ?? 'application/json']: { schema: ref(spec.response), ...examples } },
   };
 }
 
@@ -787,6 +810,23 @@ export function openApiDocument(options: { issuer: string; routes?: readonly Rou
           },
         },
         DriveDetails: { type: 'object', required: detailKeys, properties: driveDetailProperties },
+        PersonalCopyLine: {
+          description: '(+) One line of a person’s own copy: the first is the user, every further one a drive.',
+          oneOf: [
+            {
+              type: 'object',
+              required: ['user'],
+              additionalProperties: false,
+              properties: { user: ref('UserSchema') },
+            },
+            {
+              type: 'object',
+              required: ['drive'],
+              additionalProperties: false,
+              properties: { drive: ref('DriveSchema') },
+            },
+          ],
+        },
         DriveTombstone: tombstone(
           '(+) A deleted drive, only with `include_deleted=true`.',
           { drive_id: { type: 'integer', minimum: 1 } },

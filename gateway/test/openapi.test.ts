@@ -59,6 +59,7 @@ describe('the OpenAPI document and its documentation page', () => {
       '/v1/organization/scim-tokens',
       '/v1/organization/scim-tokens/{token_id}',
       '/v1/users/me',
+      '/v1/users/me/export',
       '/v1/users/{user_id}',
       '/v1/users/{user_id}/drives',
     ]);
@@ -128,7 +129,7 @@ describe('the OpenAPI document and its documentation page', () => {
         // The /v1 limits themselves are checked against the route table in openapi-routes.test.ts.
         assert.match(
           operation.description,
-          v1 ? /\*\*Rate limit\*\* \d+ requests per minute per caller/ : /1,200 requests per minute/,
+          v1 ? /\*\*Rate limit\*\* \d+ requests per (minute|hour) per caller/ : /1,200 requests per minute/,
         );
         if (v1)
           for (const status of ['401', '403', '422', '429', '503'])

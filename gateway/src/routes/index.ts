@@ -2,7 +2,7 @@ import type { RouteSpec } from '../v1';
 import { listAllReportedDrives, listGroupReportedDrives, listUserDrives } from './drives';
 import { getGroup, listGroups } from './groups';
 import { createScimToken, listProvisioningEvents, listScimTokens, revokeScimToken } from './organization';
-import { getMe, getUser } from './users';
+import { exportMe, getMe, getUser } from './users';
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, redeliver } from './webhooks';
 
 /**
@@ -11,6 +11,7 @@ import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, redeliver }
  */
 export const V1_ROUTES: readonly RouteSpec<unknown>[] = [
   getMe,
+  exportMe,
   getUser,
   listUserDrives,
   listGroups,

@@ -24,6 +24,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/me/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (+) A person’s own copy: the caller’s profile and every drive of theirs
+         * @description JSON Lines (`application/x-ndjson`), streamed as it is read: the first line `{"user": {…}}`, then one `{"drive": {…}}` per drive of the caller, every classification, first recorded first. One consistent copy: a drive changed while the copy is read is in it once; drives recorded after the request began are not. A connection that breaks leaves a body whose last line is incomplete or missing: ask again.
+         *
+         *     **Scopes** `users_read` and `drives_read` · **Rate limit** 2 requests per hour per caller (this route).
+         */
+        get: operations["exportMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}": {
         parameters: {
             query?: never;
@@ -2615,6 +2637,12 @@ export interface components {
             start: components["schemas"]["Geolocation"] | null;
             end: components["schemas"]["Geolocation"] | null;
         };
+        /** @description (+) One line of a person’s own copy: the first is the user, every further one a drive. */
+        PersonalCopyLine: {
+            user: components["schemas"]["UserSchema"];
+        } | {
+            drive: components["schemas"]["DriveSchema"];
+        };
         /**
          * @description (+) A deleted drive, only with `include_deleted=true`.
          * @example {
@@ -3527,6 +3555,39 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["UserSchema"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    exportMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The copy, one JSON document a line. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["PersonalCopyLine"];
                 };
             };
             401: components["responses"]["Unauthorized"];
