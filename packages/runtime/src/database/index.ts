@@ -37,5 +37,6 @@ export {
   readInOrganization,
   type ReadStatements,
   requireOrganization,
+  snapshotInOrganization,
   statementsOf,
 } from './tenancy';

@@ -1,0 +1,20 @@
+import { env } from '@mileage/runtime/config';
+import { outboxRelayConfigShape } from '@mileage/runtime/outbox';
+import { z } from 'zod';
+
+/** The Users service's own environment variables, on top of every service's (runService parses them together). */
+export const configShape = {
+  ...outboxRelayConfigShape,
+  /**
+   * Where organization exports' archives are kept on local disk (`npm start`: DATA_DIR/archives). Unset: exports are
+   * off (RequestExport answers UNAVAILABLE).
+   */
+  EXPORT_ARCHIVE_DIR: z.string().min(1).optional(),
+  /** How often a replica looks for a queued export to run. */
+  EXPORT_POLL_MS: env.positiveInt(2_000),
+  /** Public URL of /scim/v2 as clients reach it: `meta.location` of the users in an export (as the SCIM service's). */
+  SCIM_BASE_URL: z
+    .url()
+    .default('http://127.0.0.1:8080/scim/v2')
+    .transform((u) => u.replace(/\/$/, '')),
+};
