@@ -60,14 +60,16 @@ export class RenderedJson {
 }
 
 /**
- * A handler's answer written as it is produced (a person's own copy): `write` writes the body to the response,
- * waiting for it to drain between its parts, and ends it. Its status is 200; what fails once the first byte is out
- * cuts the response short (a client then sees a body that does not end as the format says).
+ * A handler's answer written as it is produced (a person's own copy, an export's archive): `write` writes the body to
+ * the response, waiting for it to drain between its parts, and ends it. What fails once the first byte is out cuts the
+ * response short (a client then sees a body shorter than its Content-Length, or not ending as its format says).
  */
 export class StreamedBody {
   constructor(
     readonly contentType: string,
     readonly write: (res: Response) => Promise<void>,
+    /** Its status (206 for a range) and headers beyond the content type. */
+    readonly head: { status?: 200 | 206; headers?: Record<string, string> } = {},
   ) {}
 }
 
@@ -96,6 +98,8 @@ export interface RouteSpec<Input> {
   response?: string;
   /** The success body's media type when it is not JSON (a StreamedBody's). */
   responseType?: string;
+  /** The success answer's `Location` (a 201's or 202's), from its body. */
+  location?(body: unknown): string;
   /** RFC 9745: the route stays, marked deprecated since this time (a `Deprecation` header on every response). */
   deprecatedSince?: string;
   /** Its price in the organization's share of a replica (request-cost.ts); default a point read's. */
@@ -195,7 +199,7 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
       return;
     }
     if (result instanceof StreamedBody) {
-      res.writeHead(200, { 'Content-Type': result.contentType });
+      res.writeHead(result.head.status ?? 200, { ...result.head.headers, 'Content-Type': result.contentType });
       try {
         await result.write(res);
       } catch (err) {
@@ -209,6 +213,7 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
     // One writeHead instead of res.json's content negotiation and per-header bookkeeping: this is the hot path.
     res
       .writeHead(spec.status ?? 200, {
+        ...(spec.location ? { Location: spec.location(result) } : {}),
         'Content-Type': 'application/json; charset=utf-8',
         'Content-Length': Buffer.byteLength(body),
       })

@@ -30,7 +30,8 @@ import {
   wireStack,
   type ServiceName,
 } from '@mileage/devstack';
-import { createServer as createUsersServer, openDatabase } from '@mileage/users';
+import { createServer as createUsersServer, exportTasks, openDatabase } from '@mileage/users';
+import { LocalArchiveStore } from '@mileage/runtime/storage';
 import {
   configShape as webhooksConfigShape,
   createServer as createWebhooksServer,
@@ -121,6 +122,8 @@ export interface Harness {
   olderDrivesAddress: string;
   scimAddress: string;
   webhooksAddress: string;
+  /** Runs the export job once, as a Users replica's task does (the harness runs no background tasks). */
+  runExportJob(): Promise<void>;
   /** The Users and Groups databases: each keeps the provisioning audit of its resources. */
   usersDb: ReturnType<typeof openDatabase>;
   groupsDb: ReturnType<typeof openGroupsDatabase>;
@@ -206,10 +209,13 @@ export async function startHarness(): Promise<Harness> {
   });
   const wired = (s: ServiceName) => wiring.services[s]![0]!;
   const gatewayEnv = wiring.gateways[0]!;
+  // Organization exports' archives: a directory of the test's own, as DATA_DIR/archives under npm start.
+  const archiveDir = mkdtempSync(path.join(tmpdir(), 'harness-archives-'));
+  const archives = new LocalArchiveStore(archiveDir);
   const usersServer: GrpcServerHandle = await startGrpcServer({
     address: wired('users').GRPC_ADDRESS!,
     // The Users process serves UsersService and OrganizationsService.
-    services: [createUsersServer({ knex: db.knex })].flat(),
+    services: [createUsersServer({ knex: db.knex, archives })].flat(),
     protoFiles: [PROTO_FILES.users],
     logger,
     metrics: new Metrics('users'),
@@ -466,6 +472,13 @@ export async function startHarness(): Promise<Harness> {
     scimAddress,
     webhooksAddress,
     usersDb: db,
+    async runExportJob() {
+      const [job] = exportTasks(
+        { knex: db.knex, store: archives, logger, scimBaseUrl: `http://127.0.0.1/scim/v2` },
+        1_000,
+      );
+      await job!.run();
+    },
     groupsDb,
     scimToken: () => scimClientToken(idp.issuer, SCIM_CLIENT_SECRET),
     app(options = {}) {
@@ -588,6 +601,7 @@ export async function startHarness(): Promise<Harness> {
       await groupsDb.close();
       await testDb.drop();
       rmSync(dataDir, { recursive: true, force: true });
+      rmSync(archiveDir, { recursive: true, force: true });
       if (problems.length)
         throw new Error(`responses that do not match the OpenAPI document:\n  ${problems.join('\n  ')}`);
     },

@@ -55,6 +55,9 @@ describe('the OpenAPI document and its documentation page', () => {
       '/v1/groups/{group_id}/webhooks/{webhook_id}',
       '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries',
       '/v1/groups/{group_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
+      '/v1/organization/exports',
+      '/v1/organization/exports/{export_id}',
+      '/v1/organization/exports/{export_id}/archive',
       '/v1/organization/provisioning-events',
       '/v1/organization/scim-tokens',
       '/v1/organization/scim-tokens/{token_id}',
@@ -85,9 +88,9 @@ describe('the OpenAPI document and its documentation page', () => {
       const scim = path.startsWith('/scim/v2/');
       for (const [method, operation] of Object.entries(item)) {
         const success =
-          path.includes('/webhooks') || path.includes('/scim-tokens')
+          path.includes('/webhooks') || path.includes('/scim-tokens') || path.endsWith('/exports')
             ? method === 'post'
-              ? path.endsWith('/redeliver')
+              ? path.endsWith('/redeliver') || path.endsWith('/exports')
                 ? '202'
                 : '201'
               : method === 'delete'

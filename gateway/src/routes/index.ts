@@ -1,6 +1,7 @@
 import type { RouteSpec } from '../v1';
 import { listAllReportedDrives, listGroupReportedDrives, listUserDrives } from './drives';
 import { getGroup, listGroups } from './groups';
+import { downloadExport, getExport, listExports, requestExport } from './exports';
 import { createScimToken, listProvisioningEvents, listScimTokens, revokeScimToken } from './organization';
 import { exportMe, getMe, getUser } from './users';
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, redeliver } from './webhooks';
@@ -27,4 +28,8 @@ export const V1_ROUTES: readonly RouteSpec<unknown>[] = [
   createScimToken,
   revokeScimToken,
   listProvisioningEvents,
+  requestExport,
+  listExports,
+  getExport,
+  downloadExport,
 ];
