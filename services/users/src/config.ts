@@ -10,6 +10,17 @@ export const configShape = {
    * off (RequestExport answers UNAVAILABLE).
    */
   EXPORT_ARCHIVE_DIR: z.string().min(1).optional(),
+  /**
+   * Or an S3-compatible bucket (Kubernetes: every replica writes and serves the same archives). Credentials come from
+   * the SDK's default chain: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (the chart's Secret), or a workload identity.
+   * Set, it is used instead of EXPORT_ARCHIVE_DIR.
+   */
+  EXPORT_S3_BUCKET: z.string().min(1).optional(),
+  /** Unset: AWS S3 itself; else the server's URL (MinIO, SeaweedFS, …). */
+  EXPORT_S3_ENDPOINT: z.url().optional(),
+  EXPORT_S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Path-style URLs (endpoint/bucket/key), which most self-hosted servers need. */
+  EXPORT_S3_FORCE_PATH_STYLE: env.boolean(false),
   /** How often a replica looks for a queued export to run. */
   EXPORT_POLL_MS: env.positiveInt(2_000),
   /** Public URL of /scim/v2 as clients reach it: `meta.location` of the users in an export (as the SCIM service's). */

@@ -2,7 +2,7 @@
 import { PROTO_FILES } from '@mileage/proto';
 import { outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
 import { runService } from '@mileage/runtime/service';
-import { LocalArchiveStore } from '@mileage/runtime/storage';
+import { LocalArchiveStore, S3ArchiveStore, type ArchiveStore } from '@mileage/runtime/storage';
 import { configShape } from './config';
 import { openDatabase } from './database';
 import { exportTasks } from './export-job';
@@ -34,3 +34,21 @@ void runService({
       : []),
   ],
 });
+
+/** Where exports' archives are kept: the S3 bucket when one is named, else the local folder, else none (exports off). */
+function archiveStore(config: {
+  EXPORT_ARCHIVE_DIR?: string | undefined;
+  EXPORT_S3_BUCKET?: string | undefined;
+  EXPORT_S3_ENDPOINT?: string | undefined;
+  EXPORT_S3_REGION: string;
+  EXPORT_S3_FORCE_PATH_STYLE: boolean;
+}): ArchiveStore | undefined {
+  if (config.EXPORT_S3_BUCKET)
+    return new S3ArchiveStore({
+      bucket: config.EXPORT_S3_BUCKET,
+      region: config.EXPORT_S3_REGION,
+      forcePathStyle: config.EXPORT_S3_FORCE_PATH_STYLE,
+      ...(config.EXPORT_S3_ENDPOINT ? { endpoint: config.EXPORT_S3_ENDPOINT } : {}),
+    });
+  return config.EXPORT_ARCHIVE_DIR ? new LocalArchiveStore(config.EXPORT_ARCHIVE_DIR) : undefined;
+}
