@@ -16,12 +16,10 @@ void runService({
   config: configShape,
   // The Webhooks service, to which the outbox relay hands the events (none when WEBHOOKS_ADDRESS is unset).
   clients: webhooksClientSpec,
-  dependencies: (context) => ({
-    ...context,
-    ...(context.config.EXPORT_ARCHIVE_DIR
-      ? { archives: new LocalArchiveStore(context.config.EXPORT_ARCHIVE_DIR) }
-      : {}),
-  }),
+  dependencies: (context) => {
+    const archives = archiveStore(context.config);
+    return { ...context, ...(archives ? { archives } : {}) };
+  },
   createServer,
   tasks: (deps, config) => [
     ...outboxRelayTasks(deps, config),
