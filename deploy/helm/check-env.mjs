@@ -36,8 +36,8 @@ const SAMPLERS = [
   'parentbased_always_off',
   'parentbased_traceidratio',
 ];
-// Variables no schema lists but the processes (Node, OpenTelemetry) read.
-const OUTSIDE_SCHEMAS = /^(OTEL_[A-Z_]+|NODE_OPTIONS|NODE_EXTRA_CA_CERTS|TZ)$/;
+// Variables no schema lists but the processes (Node, OpenTelemetry, the AWS SDK of the exports' object store) read.
+const OUTSIDE_SCHEMAS = /^(OTEL_[A-Z_]+|NODE_OPTIONS|NODE_EXTRA_CA_CERTS|TZ|AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY)$/;
 
 const schemas = {
   gateway: gatewaySchema,
@@ -49,9 +49,10 @@ const schemas = {
 schemas.scim = schemas.scim.extend(require(join(root, 'services/scim/dist/config.js')).configShape);
 // The database variables of the services that have one (the SCIM service has none).
 for (const s of ['users', 'groups', 'drives', 'webhooks']) schemas[s] = schemas[s].extend(runtime.databaseConfigShape);
-// The Webhooks service's own variables (services/webhooks/src/config.ts); the outbox relay's of Users and Drives.
+// The Webhooks and Users services' own variables (their src/config.ts; the Users one includes its outbox relay's);
+// the outbox relay's of Drives.
 schemas.webhooks = schemas.webhooks.extend(require(join(root, 'services/webhooks/dist/config.js')).configShape);
-schemas.users = schemas.users.extend(runtime.outboxRelayConfigShape);
+schemas.users = schemas.users.extend(require(join(root, 'services/users/dist/config.js')).configShape);
 schemas.drives = schemas.drives.extend(runtime.outboxRelayConfigShape);
 // The Drives service's own variable, declared in services/drives/src/main.ts (which starts the service when loaded, so
 // it is restated here): the Groups service it asks whether a report's group is of the drive's organization.
