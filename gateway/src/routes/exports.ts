@@ -155,7 +155,13 @@ async function* archiveBytes(deps: V1Deps, call: CallSettings, id: string, start
   }
 }
 
-export const downloadExport: RouteSpec<{ id: string; range: ByteRangeRequest }> = {
+interface DownloadInput {
+  id: string;
+  range: ByteRangeRequest;
+  ifRange: string | undefined;
+}
+
+export const downloadExport: RouteSpec<DownloadInput> = {
   id: 'organization.exports.archive',
   method: 'get',
   path: '/v1/organization/exports/{export_id}/archive',
@@ -166,9 +172,11 @@ export const downloadExport: RouteSpec<{ id: string; range: ByteRangeRequest }> 
   responseType: 'application/gzip',
   validate: (req) => {
     const id = validateExportId(req);
-    return 'issues' in id ? id : { input: { id: id.input, range: parseRange(req.headers.range) } };
+    const ifRange = req.get('if-range');
+    if ('issues' in id) return id;
+    return { input: { id: id.input, range: parseRange(req.headers.range), ifRange } };
   },
-  handle: async ({ id, range }, account, deps, call) => {
+  handle: async ({ id, range: asked, ifRange }, account, deps, call) => {
     requireOrganizationAdmin(account);
     const shown = toExportSchema((await deps.organizations.getExport({ id }, call)).export!);
     if (shown.status === 'expired')
@@ -178,6 +186,8 @@ export const downloadExport: RouteSpec<{ id: string; range: ByteRangeRequest }> 
     const size = shown.size_bytes!;
     const etag = `"${shown.sha256!}"`;
     const common = { ETag: etag, 'Accept-Ranges': 'bytes' };
+    // If-Range (RFC 9110 §13.1.5): a range of the archive the client holds part of; another archive is sent whole.
+    const range = ifRange === undefined || ifRange === etag ? asked : undefined;
     const wanted = range && rangeOf(range, size);
     if (range && !wanted)
       throw new HttpProblem(416, `The range lies outside the archive's ${size} bytes`, {
