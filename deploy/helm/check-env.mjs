@@ -11,7 +11,9 @@ const require = createRequire(join(root, 'packages/runtime/package.json'));
 // The runtime's modules by idea (its package exports), as the processes import them.
 const runtime = Object.assign(
   {},
-  ...['service', 'database', 'outbox', 'config', 'telemetry'].map((part) => require(`@mileage/runtime/${part}`)),
+  ...['service', 'database', 'outbox', 'config', 'telemetry', 'storage'].map((part) =>
+    require(`@mileage/runtime/${part}`),
+  ),
 );
 const { z } = require('zod');
 const { configSchema: gatewaySchema } = require(join(root, 'gateway/dist/config.js'));
@@ -56,7 +58,10 @@ schemas.users = schemas.users.extend(require(join(root, 'services/users/dist/con
 schemas.drives = schemas.drives.extend(runtime.outboxRelayConfigShape);
 // The Drives service's own variable, declared in services/drives/src/main.ts (which starts the service when loaded, so
 // it is restated here): the Groups service it asks whether a report's group is of the drive's organization.
-schemas.drives = schemas.drives.extend({ GROUPS_ADDRESS: runtime.env.target('127.0.0.1:50052') });
+schemas.drives = schemas.drives.extend({
+  GROUPS_ADDRESS: runtime.env.target('127.0.0.1:50052'),
+  ...runtime.archiveStoreConfigShape,
+});
 
 const problems = [];
 const envs = JSON.parse(readFileSync(envFile, 'utf8'));

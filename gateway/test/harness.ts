@@ -30,7 +30,7 @@ import {
   wireStack,
   type ServiceName,
 } from '@mileage/devstack';
-import { createServer as createUsersServer, exportTasks, openDatabase } from '@mileage/users';
+import { createServer as createUsersServer, drivesExportOwner, exportTasks, openDatabase } from '@mileage/users';
 import { LocalArchiveStore } from '@mileage/runtime/storage';
 import {
   configShape as webhooksConfigShape,
@@ -235,7 +235,7 @@ export async function startHarness(): Promise<Harness> {
   });
   const drivesServer: GrpcServerHandle = await startGrpcServer({
     address: wired('drives').GRPC_ADDRESS!,
-    services: [createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups })],
+    services: [createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups, archives })],
     protoFiles: [PROTO_FILES.drives],
     logger,
     metrics: new Metrics('drives'),
@@ -474,7 +474,13 @@ export async function startHarness(): Promise<Harness> {
     usersDb: db,
     async runExportJob() {
       const [job] = exportTasks(
-        { knex: db.knex, store: archives, logger, scimBaseUrl: `http://127.0.0.1/scim/v2` },
+        {
+          knex: db.knex,
+          store: archives,
+          logger,
+          scimBaseUrl: `http://127.0.0.1/scim/v2`,
+          owners: [drivesExportOwner(drivesClient)],
+        },
         1_000,
       );
       await job!.run();

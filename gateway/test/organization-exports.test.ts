@@ -3,10 +3,15 @@
  * and downloaded whole or by ranges (resuming), with 409 before completion, 416 past the end and 410 after expiry.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Express } from 'express';
 import request from 'supertest';
+import { drivesV1 } from '@mileage/proto';
 import { GLOBEX, startHarness, type Harness } from './harness';
 
 let h: Harness;
@@ -16,6 +21,18 @@ before(async () => {
   app = h.app();
 });
 after(() => h.close());
+
+function extract(archive: Buffer): Record<string, string> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gateway-export-'));
+  try {
+    writeFileSync(path.join(dir, 'a.tar.gz'), archive);
+    const names = execFileSync('tar', ['-tzf', 'a.tar.gz'], { cwd: dir }).toString().trim().split('\n');
+    execFileSync('tar', ['-xzf', 'a.tar.gz'], { cwd: dir });
+    return Object.fromEntries(names.map((name) => [name, readFileSync(path.join(dir, name), 'utf8')]));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 const personToken = (userId: string, scope = 'organization_manage') =>
   h.signWithRealKey({ user_id: userId, scope, sub: `sub-${userId}` });
@@ -37,7 +54,37 @@ const binary = (req: request.Test) =>
     res.on('end', () => done(null, Buffer.concat(chunks)));
   });
 
+/** Frank's drives, reported to Globex Fleet: the Drives service's part of Globex's export. */
+async function reportFranksDrives(count: number): Promise<number[]> {
+  const call = { organizationId: h.globexId };
+  const ids: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const start = Date.UTC(2026, 10, 2, 8 + i);
+    const { drive } = await h.drivesClient.createDrive(
+      {
+        drive: {
+          id: 0,
+          userId: GLOBEX.frank,
+          organizationId: h.globexId,
+          startTime: { seconds: start / 1000, nanos: 0 },
+          endTime: { seconds: start / 1000 + 1_800, nanos: 0 },
+          classification: drivesV1.Classification.CLASSIFICATION_BUSINESS,
+          distance: { amount: 12.5, units: 'mi' },
+          value: { amount: 838, currency: 'USD' },
+          entry: drivesV1.Entry.ENTRY_MANUAL,
+          description: `visit, "site" ${i}`,
+        },
+      },
+      call,
+    );
+    await h.drivesClient.reportDrive({ driveId: drive!.id, groupId: h.groups.globexFleet }, call);
+    ids.push(drive!.id);
+  }
+  return ids;
+}
+
 test('an admin exports the organization, follows it, and downloads the archive whole and by ranges', async () => {
+  const franks = await reportFranksDrives(3);
   const erin = await as(GLOBEX.erin);
   const accepted = await erin.post('/v1/organization/exports').expect(202);
   const { id } = accepted.body as { id: string };
@@ -64,6 +111,37 @@ test('an admin exports the organization, follows it, and downloads the archive w
   assert.equal(whole.headers['accept-ranges'], 'bytes');
   assert.equal(archive.length, done.body.size_bytes);
   assert.equal(createHash('sha256').update(archive).digest('hex'), done.body.sha256);
+
+  // The archive: a manifest describing every file, the Users service's parts and the Drives service's.
+  const files = extract(archive);
+  const manifest = JSON.parse(files['manifest.json']!) as {
+    format: string;
+    organization: { id: string };
+    files: { name: string; rows: number; sha256: string }[];
+  };
+  assert.equal(manifest.format, 'mileage-export/1');
+  assert.equal(manifest.organization.id, String(h.globexId));
+  assert.deepEqual(Object.keys(files), ['manifest.json', ...manifest.files.map((f) => f.name)]);
+  assert.deepEqual(
+    manifest.files.map((f) => f.name),
+    ['users.jsonl', 'scim_tokens.jsonl', 'provisioning_events.jsonl', 'reported_drives.jsonl', 'reported_drives.csv'],
+  );
+  for (const f of manifest.files)
+    assert.equal(createHash('sha256').update(files[f.name]!).digest('hex'), f.sha256, f.name);
+  const reported = files['reported_drives.jsonl']!.trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  assert.deepEqual(
+    reported.map((d) => Number(d.id)),
+    franks,
+  );
+  assert.ok(reported.every((d) => (d.driver as { id: string }).id === GLOBEX.frank));
+  assert.equal(manifest.files.find((f) => f.name === 'reported_drives.csv')!.rows, reported.length);
+  assert.equal(files['reported_drives.csv']!.trim().split('\n').length, reported.length + 1, 'a header and a row each');
+  const users = files['users.jsonl']!.trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { id: string });
+  assert.deepEqual(users.map((u) => u.id).sort(), [GLOBEX.erin, GLOBEX.frank, GLOBEX.bob].sort());
 
   const part = await binary(erin.get(`/v1/organization/exports/${id}/archive`, 'bytes=10-19')).expect(206);
   assert.equal(part.headers['content-range'], `bytes 10-19/${archive.length}`);

@@ -9,6 +9,7 @@ export type Component = (typeof COMPONENTS)[number];
 export const METHOD_RULES: Readonly<Record<string, MethodRules<Component>>> = {
   '/mileage.drives.v1.DrivesService/ListUserDrives': {"callers":["gateway"],"organization":"required","idempotency":"no-side-effects","endUser":{"from":["gateway"],"userField":"userId"}},
   '/mileage.drives.v1.DrivesService/ExportUserDrives': {"callers":["gateway"],"organization":"required","idempotency":"no-side-effects","endUser":{"from":["gateway"],"userField":"userId"}},
+  '/mileage.drives.v1.DrivesService/WriteExportPart': {"callers":["users"],"organization":"required","idempotency":"unknown"},
   '/mileage.drives.v1.DrivesService/ListReportedDrives': {"callers":["gateway"],"organization":"required","idempotency":"no-side-effects","endUser":{"from":["gateway"]}},
   '/mileage.drives.v1.DrivesService/CreateDrive': {"callers":["seed"],"organization":"required","idempotency":"unknown"},
   '/mileage.drives.v1.DrivesService/UpdateDrive': {"callers":[],"organization":"required","idempotency":"unknown"},

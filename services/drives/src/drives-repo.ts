@@ -655,3 +655,28 @@ function driveEventData(
 ): Record<string, unknown> {
   return { drive_id: driveId, group_id: String(groupId), user_id: userId.trim(), ...more, modified: iso(modified) };
 }
+
+/**
+ * A page of an organization export's reported drives (after `afterDriveId`, by drive id) with their review comments,
+ * read in the export's snapshot transaction (snapshotInOrganization).
+ */
+export async function exportReportedDrivesPage(
+  trx: Knex.Transaction,
+  organizationId: number,
+  afterDriveId: number,
+  limit: number,
+): Promise<{ row: DriveRow & ReportRow; comments: CommentRow[] }[]> {
+  const { rows } = await trx.raw<{ rows: (DriveRow & ReportRow)[] }>(
+    `SELECT ${REPORTED_COLUMNS} FROM drive_reports r JOIN drives d ON d.id = r.drive_id
+      WHERE r.organization_id = ? AND r.drive_id > ? ORDER BY r.drive_id LIMIT ?`,
+    [organizationId, afterDriveId, limit],
+  );
+  if (!rows.length) return [];
+  const { rows: comments } = await trx.raw<{ rows: CommentRow[] }>(COMMENTS_SQL, [rows.map((r) => Number(r.id))]);
+  const byDrive = new Map<string, CommentRow[]>();
+  for (const comment of comments) {
+    const key = String(comment.drive_id);
+    byDrive.set(key, [...(byDrive.get(key) ?? []), comment]);
+  }
+  return rows.map((row) => ({ row, comments: byDrive.get(String(row.id)) ?? [] }));
+}

@@ -1,19 +1,32 @@
 import type { drivesV1 } from '@mileage/proto';
-import { COSTLY_READ } from '@mileage/runtime/database';
-import { requireUserId } from '@mileage/runtime/formats';
+import { COSTLY_READ, requireOrganization } from '@mileage/runtime/database';
+import { isUuid, requireUserId } from '@mileage/runtime/formats';
 import { errors, type Handlers } from '@mileage/runtime/grpc';
-import type { CallOrganization } from './organization-context';
+import type { CallOrganization, DrivesServerDeps } from './organization-context';
+import { writeDrivesExportPart } from './export-part';
 import { driveSchemaOf } from './render';
 import { MAX_LIMIT } from './validation';
 
-type ExportHandlers = Pick<Handlers<drivesV1.DrivesServiceServer>, 'exportUserDrives'>;
+type ExportHandlers = Pick<Handlers<drivesV1.DrivesServiceServer>, 'exportUserDrives' | 'writeExportPart'>;
 
 /** Drives per page of a person's own copy when the caller names none, and the most it may name. */
 export const EXPORT_PAGE_SIZE = 500;
 
-/** A person's own copy of their drives (CONTRACT §8), a page at a time as the caller's reader asks for it. */
-export function exportHandlers({ read }: CallOrganization): ExportHandlers {
+/**
+ * Exports (CONTRACT §8): a person's own copy of their drives, a page at a time as the caller's reader asks for it; and
+ * the Drives service's part of an organization export.
+ */
+export function exportHandlers({ read }: CallOrganization, deps: DrivesServerDeps): ExportHandlers {
   return {
+    /** Its part of an organization export, written to the archive store (export-part.ts). */
+    async writeExportPart(request, ctx) {
+      if (!isUuid(request.exportId))
+        throw errors.invalidArgument('export_id must be a UUID', [{ field: 'export_id', description: 'a UUID' }]);
+      if (!deps.archives) throw errors.unavailable('organization exports are not configured on this installation');
+      const files = await writeDrivesExportPart(deps.knex, deps.archives, requireOrganization(ctx), request.exportId);
+      return { files };
+    },
+
     async exportUserDrives(request, ctx) {
       requireUserId(request.userId);
       const size = request.pageSize || EXPORT_PAGE_SIZE;

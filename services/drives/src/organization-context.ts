@@ -6,6 +6,7 @@ import {
   type LightReadOptions,
 } from '@mileage/runtime/database';
 import { type CallContext, type PromiseClient } from '@mileage/runtime/grpc';
+import type { ArchiveStore } from '@mileage/runtime/storage';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DriveReads, DrivesRepository } from './drives-repo';
 
 export interface DrivesServerDeps {
@@ -14,6 +15,8 @@ export interface DrivesServerDeps {
   groups: PromiseClient<groupsV1.GroupsServiceClient>;
   /** How long tombstones are kept (TOMBSTONE_RETENTION_DAYS, default 90). */
   tombstoneRetentionDays?: number;
+  /** Where its part of an organization export goes; none: exports are off. */
+  archives?: ArchiveStore;
 }
 
 /** How the handlers reach the drives of the call's organization: writes and reads. */

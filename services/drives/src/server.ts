@@ -12,7 +12,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
   const organization = callOrganization(deps);
   const handlers: Handlers<drivesV1.DrivesServiceServer> = {
     ...driveHandlers(organization),
-    ...exportHandlers(organization),
+    ...exportHandlers(organization, deps),
     ...reportedDriveHandlers(organization, deps),
   };
   return { definition: drivesV1.DrivesServiceService, handlers: handlers as ServiceRegistration['handlers'] };

@@ -1,8 +1,10 @@
+import type { drivesV1 } from '@mileage/proto';
 import { snapshotInOrganization, type Knex } from '@mileage/runtime/database';
-import { type ArchiveStore } from '@mileage/runtime/storage';
+import type { PromiseClient } from '@mileage/runtime/grpc';
+import { exportPartKey, writeExportPart, type ArchiveStore, type ExportPartFile } from '@mileage/runtime/storage';
 import { type Logger } from '@mileage/runtime/telemetry';
 import { userRepresentation } from '@mileage/scim-domain';
-import { ExportJobs, archiveKey, partKey, type ExportRow } from './exports-repo';
+import { ExportJobs, archiveKey, type ExportRow } from './exports-repo';
 import { tarGz, type TarEntry } from './tar-gz';
 import { SELECT_COLUMNS, toUser } from './users-repo';
 
@@ -13,20 +15,22 @@ const PAGE_ROWS = 1_000;
 /** How long a runner's claim on a job holds without news from it. */
 export const EXPORT_CLAIM_MS = 60_000;
 
-/** A file of the archive: what the manifest says of it. */
-export interface PartFile {
-  name: string;
-  rows: number;
-  sha256: string;
-  sizeBytes: number;
-}
-
 export interface ExportJobDeps {
   knex: Knex;
   store: ArchiveStore;
   logger: Logger;
   /** Where `meta.location` of a user points (the public SCIM base, …/scim/v2). */
   scimBaseUrl: string;
+  /** The other owners, each writing its part from its own snapshot (the Drives service's reported drives). */
+  owners?: readonly ExportOwner[];
+}
+
+/** An owner of a part of the archive other than the Users service: it writes its files to the same store. */
+export interface ExportOwner {
+  name: string;
+  /** The files it may write: removed whatever happens, so a part written before a failure is not left behind. */
+  files: readonly string[];
+  writePart(exportId: string, organizationId: number): Promise<ExportPartFile[]>;
 }
 
 /** A part of the archive from one owner's snapshot: its rows, a page of statements at a time. */
@@ -94,7 +98,7 @@ const provisioningEventsPart: PartSpec = {
 export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<void> {
   const jobs = new ExportJobs(deps.knex);
   const organizationId = Number(job.organization_id);
-  const written: PartFile[] = [];
+  const written: ExportPartFile[] = [];
   let rows = 0;
   try {
     const { asOf, organization } = await snapshotInOrganization(deps.knex, organizationId, async (trx) => {
@@ -105,12 +109,19 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
       );
       for (const part of [usersPart(deps.scimBaseUrl), scimTokensPart, provisioningEventsPart]) {
         await jobs.progress(job.id, part.name.replace(/\.\w+$/, ''), rows, EXPORT_CLAIM_MS);
-        const file = await writePart(deps.store, job.id, part.name, linesOf(part, trx, organizationId));
+        const file = await writeExportPart(deps.store, job.id, part.name, linesOf(part, trx, organizationId));
         written.push(file);
         rows += file.rows;
       }
       return { asOf: head[0]!.as_of, organization: { id: String(organizationId), name: head[0]!.name } };
     });
+    for (const owner of deps.owners ?? []) {
+      await jobs.progress(job.id, owner.name, rows, EXPORT_CLAIM_MS);
+      for (const file of await owner.writePart(job.id, organizationId)) {
+        written.push(file);
+        rows += file.rows;
+      }
+    }
     await jobs.progress(job.id, 'archive', rows, EXPORT_CLAIM_MS);
     const manifest = Buffer.from(
       `${JSON.stringify(
@@ -130,7 +141,7 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
       ...written.map((file) => ({
         name: file.name,
         size: file.sizeBytes,
-        body: () => deps.store.get(partKey(job.id, file.name)),
+        body: () => deps.store.get(exportPartKey(job.id, file.name)),
       })),
     ];
     const archive = await deps.store.put(archiveKey(job.id), tarGz(entries, asOf.getTime()));
@@ -145,7 +156,8 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
     await deps.store.delete(archiveKey(job.id)).catch(() => {});
     await jobs.fail(job.id, `the export could not be written: ${reason}`);
   } finally {
-    await Promise.all(written.map((file) => deps.store.delete(partKey(job.id, file.name)).catch(() => {})));
+    const parts = new Set([...written.map((file) => file.name), ...(deps.owners ?? []).flatMap((o) => o.files)]);
+    await Promise.all([...parts].map((name) => deps.store.delete(exportPartKey(job.id, name)).catch(() => {})));
   }
 }
 
@@ -158,31 +170,6 @@ async function* linesOf(part: PartSpec, trx: Knex.Transaction, organizationId: n
     if (page.length < PAGE_ROWS) return;
     after = page[page.length - 1]!.key;
   }
-}
-
-/** Writes one part to the store, counting its lines. */
-async function writePart(
-  store: ArchiveStore,
-  exportId: string,
-  name: string,
-  lines: AsyncIterable<string>,
-): Promise<PartFile> {
-  let count = 0;
-  async function* bytes() {
-    // Lines batched into chunks of about 64 KiB: a write per line would cost more than the line.
-    let batch = '';
-    for await (const line of lines) {
-      count++;
-      batch += line;
-      if (batch.length >= 65_536) {
-        yield Buffer.from(batch);
-        batch = '';
-      }
-    }
-    if (batch) yield Buffer.from(batch);
-  }
-  const stored = await store.put(partKey(exportId, name), bytes());
-  return { name, rows: count, sha256: stored.sha256, sizeBytes: stored.sizeBytes };
 }
 
 /**
@@ -217,4 +204,22 @@ export async function expireExports(deps: Pick<ExportJobDeps, 'knex' | 'store'>)
     await jobs.markExpired(row);
   }
   return due.length;
+}
+
+/** How long an owner may take to write its part (a large organization's reported drives: minutes). */
+const OWNER_PART_DEADLINE_MS = 30 * 60_000;
+
+/** The Drives service as an owner of the archive: its reported drives, JSON Lines and CSV. */
+export function drivesExportOwner(drives: PromiseClient<drivesV1.DrivesServiceClient>): ExportOwner {
+  return {
+    name: 'reported_drives',
+    files: ['reported_drives.jsonl', 'reported_drives.csv'],
+    async writePart(exportId, organizationId) {
+      const { files } = await drives.writeExportPart(
+        { exportId },
+        { organizationId, deadlineMs: OWNER_PART_DEADLINE_MS },
+      );
+      return files.map((f) => ({ name: f.name, rows: f.rows, sha256: f.sha256, sizeBytes: f.sizeBytes }));
+    },
+  };
 }

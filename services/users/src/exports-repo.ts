@@ -38,8 +38,6 @@ const STATUS: Record<ExportStatus, usersV1.ExportStatus> = {
 
 /** Where an export's archive is kept in the archive store. */
 export const archiveKey = (exportId: string) => `exports/${exportId}/archive.tar.gz`;
-/** Where an owner's part is kept until the archive holds it. */
-export const partKey = (exportId: string, name: string) => `exports/${exportId}/parts/${name}`;
 
 /** An export's record as the API shows it; an expired one no longer names its archive's size or hash. */
 export function toExport(row: ExportRow, now = Date.now()): usersV1.Export {
