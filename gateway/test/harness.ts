@@ -30,7 +30,13 @@ import {
   wireStack,
   type ServiceName,
 } from '@mileage/devstack';
-import { createServer as createUsersServer, drivesExportOwner, exportTasks, openDatabase } from '@mileage/users';
+import {
+  createServer as createUsersServer,
+  drivesExportOwner,
+  exportTasks,
+  openDatabase,
+  webhooksExportOwner,
+} from '@mileage/users';
 import { LocalArchiveStore } from '@mileage/runtime/storage';
 import {
   configShape as webhooksConfigShape,
@@ -313,6 +319,8 @@ export async function startHarness(): Promise<Harness> {
         resolver: systemResolver,
         groups: webhooksGroups,
         logger,
+        knex: webhooksDb.knex,
+        archives,
       }),
     ],
     protoFiles: [PROTO_FILES.webhooks],
@@ -390,6 +398,10 @@ export async function startHarness(): Promise<Harness> {
   ).group!.id;
   groupsClient.close();
   const drivesClient = createGrpcClient(drivesV1.DrivesServiceClient, drivesAddress, { defaultDeadlineMs: 5_000 });
+  // The Users service's client of the Webhooks service, as its export job uses it.
+  const exportWebhooksClient = createGrpcClient(webhooksV1.WebhooksServiceClient, wiring.address('webhooks'), {
+    defaultDeadlineMs: 5_000,
+  });
   const makeDrive = async (userId: string, day: number, classification: drivesV1.Classification) => {
     const start = new Date(Date.UTC(2026, 9, day, 8, 0, 0));
     const { drive } = await drivesClient.createDrive(
@@ -479,7 +491,7 @@ export async function startHarness(): Promise<Harness> {
           store: archives,
           logger,
           scimBaseUrl: `http://127.0.0.1/scim/v2`,
-          owners: [drivesExportOwner(drivesClient)],
+          owners: [drivesExportOwner(drivesClient), webhooksExportOwner(exportWebhooksClient)],
         },
         1_000,
       );
@@ -600,6 +612,7 @@ export async function startHarness(): Promise<Harness> {
       await usersServer.shutdown(1_000);
       await groupsServer.shutdown(1_000);
       drivesClient.close();
+      exportWebhooksClient.close();
       await drivesServer.shutdown(1_000);
       await olderDrivesServer.shutdown(1_000);
       await drivesDb.close();

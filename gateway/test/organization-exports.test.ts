@@ -124,7 +124,14 @@ test('an admin exports the organization, follows it, and downloads the archive w
   assert.deepEqual(Object.keys(files), ['manifest.json', ...manifest.files.map((f) => f.name)]);
   assert.deepEqual(
     manifest.files.map((f) => f.name),
-    ['users.jsonl', 'scim_tokens.jsonl', 'provisioning_events.jsonl', 'reported_drives.jsonl', 'reported_drives.csv'],
+    [
+      'users.jsonl',
+      'scim_tokens.jsonl',
+      'provisioning_events.jsonl',
+      'reported_drives.jsonl',
+      'reported_drives.csv',
+      'webhooks.jsonl',
+    ],
   );
   for (const f of manifest.files)
     assert.equal(createHash('sha256').update(files[f.name]!).digest('hex'), f.sha256, f.name);
@@ -138,6 +145,7 @@ test('an admin exports the organization, follows it, and downloads the archive w
   assert.ok(reported.every((d) => (d.driver as { id: string }).id === GLOBEX.frank));
   assert.equal(manifest.files.find((f) => f.name === 'reported_drives.csv')!.rows, reported.length);
   assert.equal(files['reported_drives.csv']!.trim().split('\n').length, reported.length + 1, 'a header and a row each');
+  assert.ok(!files['webhooks.jsonl']!.includes('secret'), 'no signing secret');
   const users = files['users.jsonl']!.trim()
     .split('\n')
     .map((l) => JSON.parse(l) as { id: string });

@@ -50,6 +50,7 @@ export const METHOD_RULES: Readonly<Record<string, MethodRules<Component>>> = {
   '/mileage.users.v1.OrganizationsService/RecordExportDownload': {"callers":["gateway"],"organization":"required","idempotency":"unknown"},
   '/mileage.users.v1.OrganizationsService/ResolveScimToken': {"callers":["gateway"],"organization":"none","idempotency":"idempotent"},
   '/mileage.webhooks.v1.WebhooksService/CreateSubscription': {"callers":["gateway"],"organization":"required","idempotency":"unknown"},
+  '/mileage.webhooks.v1.WebhooksService/WriteExportPart': {"callers":["users"],"organization":"required","idempotency":"unknown"},
   '/mileage.webhooks.v1.WebhooksService/ListSubscriptions': {"callers":["gateway"],"organization":"required","idempotency":"no-side-effects"},
   '/mileage.webhooks.v1.WebhooksService/DeleteSubscription': {"callers":["gateway"],"organization":"required","idempotency":"unknown"},
   '/mileage.webhooks.v1.WebhooksService/ListDeliveries': {"callers":["gateway"],"organization":"required","idempotency":"no-side-effects"},

@@ -1,4 +1,4 @@
-import type { drivesV1 } from '@mileage/proto';
+import type { drivesV1, webhooksV1 } from '@mileage/proto';
 import { snapshotInOrganization, type Knex } from '@mileage/runtime/database';
 import type { PromiseClient } from '@mileage/runtime/grpc';
 import { exportPartKey, writeExportPart, type ArchiveStore, type ExportPartFile } from '@mileage/runtime/storage';
@@ -216,6 +216,21 @@ export function drivesExportOwner(drives: PromiseClient<drivesV1.DrivesServiceCl
     files: ['reported_drives.jsonl', 'reported_drives.csv'],
     async writePart(exportId, organizationId) {
       const { files } = await drives.writeExportPart(
+        { exportId },
+        { organizationId, deadlineMs: OWNER_PART_DEADLINE_MS },
+      );
+      return files.map((f) => ({ name: f.name, rows: f.rows, sha256: f.sha256, sizeBytes: f.sizeBytes }));
+    },
+  };
+}
+
+/** The Webhooks service as an owner of the archive: the subscriptions, without their secrets. */
+export function webhooksExportOwner(webhooks: PromiseClient<webhooksV1.WebhooksServiceClient>): ExportOwner {
+  return {
+    name: 'webhooks',
+    files: ['webhooks.jsonl'],
+    async writePart(exportId, organizationId) {
+      const { files } = await webhooks.writeExportPart(
         { exportId },
         { organizationId, deadlineMs: OWNER_PART_DEADLINE_MS },
       );

@@ -1,11 +1,12 @@
 // The process of the Users service: everything but its own parts comes from runService.
-import { drivesV1, PROTO_FILES } from '@mileage/proto';
+import { drivesV1, PROTO_FILES, type webhooksV1 } from '@mileage/proto';
+import type { PromiseClient } from '@mileage/runtime/grpc';
 import { outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
 import { runService } from '@mileage/runtime/service';
 import { archiveStoreOf } from '@mileage/runtime/storage';
 import { configShape } from './config';
 import { openDatabase } from './database';
-import { drivesExportOwner, exportTasks } from './export-job';
+import { drivesExportOwner, exportTasks, webhooksExportOwner } from './export-job';
 import { createServer } from './server';
 
 void runService({
@@ -30,6 +31,8 @@ void runService({
       // The outbox relay gets the Webhooks client only; the export job the Drives one.
       relayContext: { ...context, clients: relayClients },
       drives,
+      // webhooksClientSpec's type is a union with `{}` (no address, no client).
+      webhooks: (relayClients as { webhooks?: PromiseClient<webhooksV1.WebhooksServiceClient> }).webhooks,
     };
   },
   createServer,
@@ -43,7 +46,10 @@ void runService({
             store: deps.archives,
             logger: deps.logger,
             scimBaseUrl: config.SCIM_BASE_URL,
-            owners: deps.drives ? [drivesExportOwner(deps.drives)] : [],
+            owners: [
+              ...(deps.drives ? [drivesExportOwner(deps.drives)] : []),
+              ...(deps.webhooks ? [webhooksExportOwner(deps.webhooks)] : []),
+            ],
           },
           config.EXPORT_POLL_MS,
         )
