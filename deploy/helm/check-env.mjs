@@ -58,6 +58,9 @@ schemas.users = schemas.users.extend(require(join(root, 'services/users/dist/con
 schemas.drives = schemas.drives.extend(runtime.outboxRelayConfigShape);
 // The Drives service's own variable, declared in services/drives/src/main.ts (which starts the service when loaded, so
 // it is restated here): the Groups service it asks whether a report's group is of the drive's organization.
+// The Groups service's own variables, declared in services/groups/src/main.ts (restated for the same reason): its part
+// of an organization export.
+schemas.groups = schemas.groups.extend({ ...runtime.archiveStoreConfigShape, SCIM_BASE_URL: z.url() });
 schemas.drives = schemas.drives.extend({
   GROUPS_ADDRESS: runtime.env.target('127.0.0.1:50052'),
   ...runtime.archiveStoreConfigShape,

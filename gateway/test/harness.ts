@@ -34,6 +34,7 @@ import {
   createServer as createUsersServer,
   drivesExportOwner,
   exportTasks,
+  groupsExportOwner,
   openDatabase,
   webhooksExportOwner,
 } from '@mileage/users';
@@ -229,7 +230,7 @@ export async function startHarness(): Promise<Harness> {
   const usersAddress = wiring.address('users');
   const groupsServer: GrpcServerHandle = await startGrpcServer({
     address: wired('groups').GRPC_ADDRESS!,
-    services: [createGroupsServer({ knex: groupsDb.knex })],
+    services: [createGroupsServer({ knex: groupsDb.knex, archives })],
     protoFiles: [PROTO_FILES.groups],
     logger,
     metrics: new Metrics('groups'),
@@ -398,7 +399,10 @@ export async function startHarness(): Promise<Harness> {
   ).group!.id;
   groupsClient.close();
   const drivesClient = createGrpcClient(drivesV1.DrivesServiceClient, drivesAddress, { defaultDeadlineMs: 5_000 });
-  // The Users service's client of the Webhooks service, as its export job uses it.
+  // The Users service's clients of the Groups and Webhooks services, as its export job uses them.
+  const exportGroupsClient = createGrpcClient(groupsV1.GroupsServiceClient, wiring.address('groups'), {
+    defaultDeadlineMs: 5_000,
+  });
   const exportWebhooksClient = createGrpcClient(webhooksV1.WebhooksServiceClient, wiring.address('webhooks'), {
     defaultDeadlineMs: 5_000,
   });
@@ -491,7 +495,11 @@ export async function startHarness(): Promise<Harness> {
           store: archives,
           logger,
           scimBaseUrl: `http://127.0.0.1/scim/v2`,
-          owners: [drivesExportOwner(drivesClient), webhooksExportOwner(exportWebhooksClient)],
+          owners: [
+            groupsExportOwner(exportGroupsClient),
+            drivesExportOwner(drivesClient),
+            webhooksExportOwner(exportWebhooksClient),
+          ],
         },
         1_000,
       );
@@ -613,6 +621,7 @@ export async function startHarness(): Promise<Harness> {
       await groupsServer.shutdown(1_000);
       drivesClient.close();
       exportWebhooksClient.close();
+      exportGroupsClient.close();
       await drivesServer.shutdown(1_000);
       await olderDrivesServer.shutdown(1_000);
       await drivesDb.close();

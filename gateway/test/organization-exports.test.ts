@@ -128,6 +128,7 @@ test('an admin exports the organization, follows it, and downloads the archive w
       'users.jsonl',
       'scim_tokens.jsonl',
       'provisioning_events.jsonl',
+      'groups.jsonl',
       'reported_drives.jsonl',
       'reported_drives.csv',
       'webhooks.jsonl',
@@ -146,6 +147,16 @@ test('an admin exports the organization, follows it, and downloads the archive w
   assert.equal(manifest.files.find((f) => f.name === 'reported_drives.csv')!.rows, reported.length);
   assert.equal(files['reported_drives.csv']!.trim().split('\n').length, reported.length + 1, 'a header and a row each');
   assert.ok(!files['webhooks.jsonl']!.includes('secret'), 'no signing secret');
+  const groups = files['groups.jsonl']!.trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const fleet = groups.find((g) => g.id === String(h.groups.globexFleet))!;
+  assert.equal(fleet.displayName, 'Globex Fleet');
+  assert.deepEqual(fleet.admins, [GLOBEX.erin]);
+  assert.deepEqual(
+    (fleet.members as { value: string }[]).map((m) => m.value).sort(),
+    [GLOBEX.erin, GLOBEX.frank].sort(),
+  );
   const users = files['users.jsonl']!.trim()
     .split('\n')
     .map((l) => JSON.parse(l) as { id: string });

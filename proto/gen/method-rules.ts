@@ -17,6 +17,7 @@ export const METHOD_RULES: Readonly<Record<string, MethodRules<Component>>> = {
   '/mileage.drives.v1.DrivesService/ReviewReportedDrive': {"callers":["seed"],"organization":"required","idempotency":"unknown"},
   '/mileage.drives.v1.DrivesService/DeleteDrive': {"callers":["seed"],"organization":"required","idempotency":"unknown"},
   '/mileage.drives.v1.DrivesService/WithdrawReport': {"callers":["seed"],"organization":"required","idempotency":"unknown"},
+  '/mileage.groups.v1.GroupsService/WriteExportPart': {"callers":["users"],"organization":"required","idempotency":"unknown"},
   '/mileage.groups.v1.GroupsService/GetGroup': {"callers":["gateway","scim"],"organization":"required","idempotency":"no-side-effects","endUser":{"from":["scim"]}},
   '/mileage.groups.v1.GroupsService/ListAdministeredGroups': {"callers":["gateway"],"organization":"required","idempotency":"no-side-effects","endUser":{"from":["gateway"],"userField":"userId"}},
   '/mileage.groups.v1.GroupsService/CheckGroupAdmin': {"callers":["gateway","drives"],"organization":"required","idempotency":"no-side-effects","endUser":{"from":["gateway"],"userField":"userId"}},

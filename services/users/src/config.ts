@@ -7,6 +7,8 @@ import { z } from 'zod';
 export const configShape = {
   ...outboxRelayConfigShape,
   ...archiveStoreConfigShape,
+  /** The Groups service, which writes its part of each export (its groups); unset: the part is left out. */
+  GROUPS_ADDRESS: env.optionalTarget(),
   /** The Drives service, which writes its part of each export (its reported drives); unset: the part is left out. */
   DRIVES_ADDRESS: env.optionalTarget(),
   /** How often a replica looks for a queued export to run. */

@@ -1,4 +1,4 @@
-import type { drivesV1, webhooksV1 } from '@mileage/proto';
+import type { drivesV1, groupsV1, webhooksV1 } from '@mileage/proto';
 import { snapshotInOrganization, type Knex } from '@mileage/runtime/database';
 import type { PromiseClient } from '@mileage/runtime/grpc';
 import { exportPartKey, writeExportPart, type ArchiveStore, type ExportPartFile } from '@mileage/runtime/storage';
@@ -231,6 +231,21 @@ export function webhooksExportOwner(webhooks: PromiseClient<webhooksV1.WebhooksS
     files: ['webhooks.jsonl'],
     async writePart(exportId, organizationId) {
       const { files } = await webhooks.writeExportPart(
+        { exportId },
+        { organizationId, deadlineMs: OWNER_PART_DEADLINE_MS },
+      );
+      return files.map((f) => ({ name: f.name, rows: f.rows, sha256: f.sha256, sizeBytes: f.sizeBytes }));
+    },
+  };
+}
+
+/** The Groups service as an owner of the archive: the groups with their members and admins. */
+export function groupsExportOwner(groups: PromiseClient<groupsV1.GroupsServiceClient>): ExportOwner {
+  return {
+    name: 'groups',
+    files: ['groups.jsonl'],
+    async writePart(exportId, organizationId) {
+      const { files } = await groups.writeExportPart(
         { exportId },
         { organizationId, deadlineMs: OWNER_PART_DEADLINE_MS },
       );

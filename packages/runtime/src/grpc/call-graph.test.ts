@@ -23,8 +23,8 @@ test('the graph has the calls the platform makes of its own accord, and none of 
   assert.deepEqual(graph.gateway, ['drives', 'groups', 'scim', 'users', 'webhooks']);
   assert.deepEqual(
     graph.users,
-    ['drives', 'webhooks'],
-    'the export job (reported drives), the outbox relay of user events',
+    ['drives', 'groups', 'webhooks'],
+    'the export job (every owner’s part), the outbox relay of user events',
   );
   assert.deepEqual(graph.groups, []);
   assert.equal(serverOf('/mileage.users.v1.OrganizationsService/GetOrganization'), 'users');
