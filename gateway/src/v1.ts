@@ -200,6 +200,11 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
     }
     if (result instanceof StreamedBody) {
       res.writeHead(result.head.status ?? 200, { ...result.head.headers, 'Content-Type': result.contentType });
+      // HEAD: the headers only; nothing is read from the owners.
+      if (req.method === 'HEAD') {
+        res.end();
+        return;
+      }
       try {
         await result.write(res);
       } catch (err) {

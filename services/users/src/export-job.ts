@@ -100,6 +100,11 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
   const organizationId = Number(job.organization_id);
   const written: ExportPartFile[] = [];
   let rows = 0;
+  // The claim is renewed a third of its time apart while the job runs, however long one phase takes; a runner that
+  // dies stops renewing it, and another replica takes the job over once it lapses.
+  const heartbeat = setInterval(() => {
+    jobs.renewClaim(job.id, EXPORT_CLAIM_MS).catch((err: unknown) => deps.logger.warn({ err }, 'export claim renewal'));
+  }, EXPORT_CLAIM_MS / 3);
   try {
     const { asOf, organization } = await snapshotInOrganization(deps.knex, organizationId, async (trx) => {
       // The snapshot's instant: what every part shows the organization as.
@@ -156,6 +161,7 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
     await deps.store.delete(archiveKey(job.id)).catch(() => {});
     await jobs.fail(job.id, `the export could not be written: ${reason}`);
   } finally {
+    clearInterval(heartbeat);
     const parts = new Set([...written.map((file) => file.name), ...(deps.owners ?? []).flatMap((o) => o.files)]);
     await Promise.all([...parts].map((name) => deps.store.delete(exportPartKey(job.id, name)).catch(() => {})));
   }

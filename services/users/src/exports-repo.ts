@@ -164,6 +164,17 @@ export class ExportJobs {
     );
   }
 
+  /** The claim renewed, nothing else: a runner busy in one long phase (an owner's part) keeps its job. */
+  async renewClaim(id: string, claimMs: number): Promise<void> {
+    await acrossOrganizations(this.knex, (trx) =>
+      trx.raw(
+        `UPDATE organization_exports SET claimed_until = now() + make_interval(secs => ?)
+          WHERE id = ? AND status = 'running'`,
+        [claimMs / 1000, id],
+      ),
+    );
+  }
+
   async complete(id: string, archive: { sizeBytes: number; sha256: string }, rows: number): Promise<void> {
     await acrossOrganizations(this.knex, (trx) =>
       trx.raw(
