@@ -7,6 +7,7 @@ import {
 } from '@mileage/runtime/database';
 import { errors, type CallContext, type PromiseClient } from '@mileage/runtime/grpc';
 import { millisToTimestamp, timestampToDate } from '@mileage/runtime/formats';
+import type { ArchiveStore } from '@mileage/runtime/storage';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DriveReads, DrivesRepository } from './drives-repo';
 import { positionSurvives, RestoreEpochs } from './restore-epoch';
 
@@ -18,6 +19,8 @@ export interface DrivesServerDeps {
   tombstoneRetentionDays?: number;
   /** The database's restore epoch (made over knex when not given). */
   restoreEpochs?: RestoreEpochs;
+  /** Where its part of an organization export goes; none: exports are off. */
+  archives?: ArchiveStore;
 }
 
 /** How the handlers reach the drives of the call's organization: writes and reads. */

@@ -1,5 +1,6 @@
 import { groupsV1 } from '@mileage/proto';
 import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
+import { exportHandlers } from './export-handlers';
 import { groupHandlers } from './groups-handlers';
 import { memberHandlers } from './members-handlers';
 import { callOrganization, type GroupsServerDeps } from './organization-context';
@@ -12,6 +13,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
   const handlers: Handlers<groupsV1.GroupsServiceServer> = {
     ...groupHandlers(organization, deps),
     ...memberHandlers(organization),
+    ...exportHandlers(deps),
   };
   return { definition: groupsV1.GroupsServiceService, handlers: handlers as ServiceRegistration['handlers'] };
 }

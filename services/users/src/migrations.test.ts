@@ -11,6 +11,7 @@ const EXPAND = '20261126100000_organizations.js';
 const NONCE = '20261126200000_attestation_nonce.js';
 /** The expand migration that holds organization aliases to a letter (alias-migration.test.ts). */
 const ALIAS_LETTER = '20261128190000_organization_alias_letter.js';
+const EXPORTS = '20261128230000_organization_exports.js';
 const CONTRACT = { directory: path.join(__dirname, 'migrations', 'contract'), tableName: 'knex_migrations_contract' };
 
 let testDb: TestDatabase;
@@ -40,7 +41,7 @@ after(async () => {
 
 test('expand: old rows join organization 1 with their lookup keys; an old replica keeps writing', async () => {
   const { applied } = await db.migrate({ phase: 'expand' });
-  assert.deepEqual(applied, [EXPAND, NONCE, ALIAS_LETTER]);
+  assert.deepEqual(applied, [EXPAND, NONCE, ALIAS_LETTER, EXPORTS]);
   const [row] = await db.knex('users').where({ id: 'Bef0000077' });
   assert.deepEqual(
     [row.organization_id, row.organization_admin, row.user_name_key, row.display_name_key],
@@ -74,6 +75,7 @@ test('contract, then both phases down and up again', async () => {
   assert.deepEqual(
     rows.map((r: { relname: string; relforcerowsecurity: boolean }) => [r.relname, r.relforcerowsecurity]),
     [
+      ['organization_exports', true],
       ['provisioning_audit', true],
       ['scim_tokens', true],
       ['user_email_values', true],
@@ -81,6 +83,9 @@ test('contract, then both phases down and up again', async () => {
     ],
   );
   await db.knex.migrate.down(CONTRACT);
+  await db.knex.migrate.down();
+  const { rows: exportTables } = await db.knex.raw(`SELECT to_regclass('users.organization_exports') AS t`);
+  assert.deepEqual(exportTables, [{ t: null }]);
   await db.knex.migrate.down();
   await db.knex.migrate.down();
   const { rows: nonces } = await db.knex.raw(
@@ -97,6 +102,7 @@ test('contract, then both phases down and up again', async () => {
     EXPAND,
     NONCE,
     ALIAS_LETTER,
+    EXPORTS,
     '20261126200000_organization_isolation.js',
   ]);
 });

@@ -89,6 +89,7 @@ function groupsStub(): Handlers<groupsV1.GroupsServiceServer> {
     setMemberRoles: unused,
     removeMembers: unused,
     listProvisioningEvents: unused,
+    writeExportPart: unused,
     async listGroups(request, ctx) {
       const organizationId = requireOrganization(ctx);
       const expr = request.filter?.expr;

@@ -2,6 +2,7 @@ import { webhooksV1 } from '@mileage/proto';
 import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
 import { deliveryHandlers } from './deliveries-handlers';
 import { eventHandlers } from './events-handlers';
+import { exportHandlers } from './export-handlers';
 import { subscriptionHandlers } from './subscriptions-handlers';
 import type { WebhooksServerDeps } from './webhooks-deps';
 
@@ -16,6 +17,7 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
     ...subscriptionHandlers(deps),
     ...deliveryHandlers(deps),
     ...eventHandlers(deps),
+    ...exportHandlers(deps),
   };
   return { definition: webhooksV1.WebhooksServiceService, handlers: handlers as ServiceRegistration['handlers'] };
 }

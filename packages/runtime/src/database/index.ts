@@ -27,5 +27,6 @@ export {
   readInCallOrganization,
   readInOrganization,
   type ReadStatements,
+  snapshotInOrganization,
   statementsOf,
 } from './tenancy';

@@ -59,6 +59,29 @@ export async function inOrganization<T>(
   return share.run(organizationId, () => declaredTransaction(knex, declaration, work));
 }
 
+/**
+ * Runs `work` in one REPEATABLE READ, READ ONLY transaction of `organizationId`: all its statements read one snapshot,
+ * so what they read page by page (an export's part) is consistent as of one instant, whatever commits meanwhile.
+ */
+export function snapshotInOrganization<T>(
+  knex: Knex,
+  organizationId: number,
+  work: (trx: Knex.Transaction) => Promise<T>,
+): Promise<T> {
+  const declaration = organizationDeclaration(organizationId);
+  if (declaresOnBegin(knex))
+    return knex.transaction(work, {
+      [BEGIN_WITH]: beginDeclaring(declaration, ' ISOLATION LEVEL REPEATABLE READ READ ONLY'),
+    } as Knex.TransactionConfig);
+  return knex.transaction(
+    async (trx) => {
+      await trx.raw('SELECT set_config(?, ?, true)', [declaration.setting, declaration.value]);
+      return work(trx);
+    },
+    { isolationLevel: 'repeatable read', readOnly: true },
+  );
+}
+
 /** A transaction's declaration: the setting the policies read, and its value. */
 interface Declaration {
   setting: string;
