@@ -3,7 +3,8 @@ import { errors, type Handlers } from '@mileage/runtime/grpc';
 import { isUuid } from '@mileage/runtime/formats';
 import { buffer } from 'node:stream/consumers';
 import { archiveKey, ExportsRepository, toExport } from './exports-repo';
-import { inCallOrganization, type UsersServerDeps } from './organization-context';
+import { inCallOrganization } from '@mileage/runtime/database';
+import { type UsersServerDeps } from './organization-context';
 import { textViolations, refuse } from './validation';
 
 export type ExportHandlers = Pick<
@@ -25,7 +26,7 @@ export function exportHandlers(deps: UsersServerDeps): ExportHandlers {
   const known = async (ctx: Parameters<ExportHandlers['getExport']>[1], id: string) => {
     // A malformed id names no export, like an unknown one (or another organization's).
     const row = isUuid(id)
-      ? await inCallOrganization(deps, ctx, (trx, org) => new ExportsRepository(trx, org).get(id, ctx.trace), read)
+      ? await inCallOrganization(deps.knex, ctx, (trx, org) => new ExportsRepository(trx, org).get(id, ctx.trace), read)
       : undefined;
     if (!row) throw errors.notFound('export not found', 'EXPORT_NOT_FOUND');
     return row;
@@ -35,7 +36,7 @@ export function exportHandlers(deps: UsersServerDeps): ExportHandlers {
     async requestExport(request, ctx) {
       refuse(textViolations('actor', request.actor, true), 'export');
       store();
-      const row = await inCallOrganization(deps, ctx, (trx, org) =>
+      const row = await inCallOrganization(deps.knex, ctx, (trx, org) =>
         new ExportsRepository(trx, org).request({ actor: request.actor, requestId: request.requestId }, ctx.trace),
       );
       return { export: toExport(row) };
@@ -43,7 +44,7 @@ export function exportHandlers(deps: UsersServerDeps): ExportHandlers {
 
     async listExports(_request, ctx) {
       const rows = await inCallOrganization(
-        deps,
+        deps.knex,
         ctx,
         (trx, org) => new ExportsRepository(trx, org).list(ctx.trace),
         read,
@@ -76,7 +77,7 @@ export function exportHandlers(deps: UsersServerDeps): ExportHandlers {
     async recordExportDownload(request, ctx) {
       refuse(textViolations('actor', request.actor, true), 'download');
       const row = await known(ctx, request.id);
-      await inCallOrganization(deps, ctx, (trx, org) =>
+      await inCallOrganization(deps.knex, ctx, (trx, org) =>
         new ExportsRepository(trx, org).recordDownload(
           row.id,
           { actor: request.actor, requestId: request.requestId },

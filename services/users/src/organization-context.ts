@@ -1,7 +1,5 @@
 import {
-  inCallOrganization as runInCallOrganization,
   readAcrossOrganizations,
-  readInCallOrganization as readInCallOrganizationOf,
   readInOrganization,
   type Knex,
   type LightReadOptions,
@@ -15,26 +13,6 @@ export interface UsersServerDeps {
   knex: Knex;
   /** Where organization exports' archives are kept (DATA_DIR, or object storage); none: exports are off. */
   archives?: ArchiveStore;
-}
-
-/** Runs `work` in the call's organization (the runtime's inCallOrganization over this service's database). */
-export function inCallOrganization<T>(
-  deps: UsersServerDeps,
-  ctx: CallContext,
-  work: (trx: Knex.Transaction, organizationId: number) => Promise<T>,
-  options: { read?: boolean } = {},
-): Promise<T> {
-  return runInCallOrganization(deps.knex, ctx, work, options);
-}
-
-/** A light read in the call's organization (the runtime's readInCallOrganization over this service's database). */
-export function readInCallOrganization<T>(
-  deps: UsersServerDeps,
-  ctx: CallContext,
-  work: (statements: ReadStatements, organizationId: number) => Promise<T>,
-  options?: LightReadOptions,
-): Promise<T> {
-  return readInCallOrganizationOf(deps.knex, ctx, work, options);
 }
 
 /**

@@ -3,7 +3,8 @@ import { errors, type Handlers, isOrganizationId } from '@mileage/runtime/grpc';
 import { isOrganizationAlias, ORGANIZATION_ALIAS_RULE, requireUserId } from '@mileage/runtime/formats';
 
 import { OrganizationsRepository } from './organizations-repo';
-import { inCallOrganization, type UsersServerDeps } from './organization-context';
+import { inCallOrganization } from '@mileage/runtime/database';
+import { type UsersServerDeps } from './organization-context';
 import type { ExportHandlers } from './exports-handlers';
 import type { ScimTokenHandlers } from './scim-tokens-handlers';
 import { UsersRepository } from './users-repo';
@@ -44,7 +45,7 @@ export function organizationHandlers(deps: UsersServerDeps): OrganizationHandler
 
     async setOrganizationAdmin(request, ctx) {
       requireUserId(request.userId, 'user_id');
-      const user = await inCallOrganization(deps, ctx, (trx, organizationId) =>
+      const user = await inCallOrganization(deps.knex, ctx, (trx, organizationId) =>
         new UsersRepository(trx, organizationId).setOrganizationAdmin(
           request.userId,
           request.organizationAdmin,

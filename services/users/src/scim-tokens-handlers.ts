@@ -1,8 +1,8 @@
 import type { usersV1 } from '@mileage/proto';
-import { acrossOrganizations, droppedReadAttempts, readWithRetry } from '@mileage/runtime/database';
+import { acrossOrganizations, droppedReadAttempts, readWithRetry, inCallOrganization } from '@mileage/runtime/database';
 import { errors, type Handlers, requireOrganization } from '@mileage/runtime/grpc';
 import { isUuid, timestampToMillis } from '@mileage/runtime/formats';
-import { inCallOrganization, type UsersServerDeps } from './organization-context';
+import { type UsersServerDeps } from './organization-context';
 import { resolveScimToken, ScimTokensRepository } from './organizations-repo';
 import { refuse, textViolations } from './validation';
 
@@ -28,7 +28,7 @@ export function scimTokenHandlers(deps: UsersServerDeps): ScimTokenHandlers {
       if (expiresAt && !(expiresAt.getTime() > Date.now()))
         violations.push({ field: 'expire_time', description: 'must be in the future' });
       refuse(violations, 'SCIM token');
-      return inCallOrganization(deps, ctx, (trx, organizationId) =>
+      return inCallOrganization(deps.knex, ctx, (trx, organizationId) =>
         new ScimTokensRepository(trx, organizationId).create(
           { name, ...(expiresAt ? { expiresAt } : {}) },
           { actor: request.actor, requestId: request.requestId },
@@ -39,7 +39,7 @@ export function scimTokenHandlers(deps: UsersServerDeps): ScimTokenHandlers {
 
     async listScimTokens(_request, ctx) {
       const tokens = await inCallOrganization(
-        deps,
+        deps.knex,
         ctx,
         (trx, organizationId) => new ScimTokensRepository(trx, organizationId).listActive(ctx.trace),
         read,
@@ -53,7 +53,7 @@ export function scimTokenHandlers(deps: UsersServerDeps): ScimTokenHandlers {
       // A malformed id names no token, like an unknown one.
       const token =
         isUuid(request.id) &&
-        (await inCallOrganization(deps, ctx, (trx, organizationId) =>
+        (await inCallOrganization(deps.knex, ctx, (trx, organizationId) =>
           new ScimTokensRepository(trx, organizationId).revoke(
             request.id,
             { actor: request.actor, requestId: request.requestId },

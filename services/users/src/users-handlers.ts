@@ -1,14 +1,9 @@
 import type { usersV1 } from '@mileage/proto';
-import { COSTLY_READ, ONE_STATEMENT } from '@mileage/runtime/database';
+import { COSTLY_READ, ONE_STATEMENT, inCallOrganization, readInCallOrganization } from '@mileage/runtime/database';
 import { errors, type CallContext, type Handlers, MAX_BATCH_GET_USERS, requireListWindow } from '@mileage/runtime/grpc';
 import { requireUserId, timestampToDate } from '@mileage/runtime/formats';
 import { filterToSql } from '@mileage/scim-domain';
-import {
-  inCallOrganization,
-  readInCallOrganization,
-  readInCallScope,
-  type UsersServerDeps,
-} from './organization-context';
+import { readInCallScope, type UsersServerDeps } from './organization-context';
 import { listProvisioningEvents, MAX_EVENTS_PAGE } from './provisioning-events';
 import {
   findUsersByUserName,
@@ -24,7 +19,12 @@ import { validateUserInput } from './validation';
 /** The UsersService handlers (users.proto): a user's reads and writes, lists, lookups and provisioning trail. */
 export function userHandlers(deps: UsersServerDeps): Handlers<usersV1.UsersServiceServer> {
   const users = <T>(ctx: CallContext, work: (repo: UsersRepository) => Promise<T>, options?: { read?: boolean }) =>
-    inCallOrganization(deps, ctx, (trx, organizationId) => work(new UsersRepository(trx, organizationId)), options);
+    inCallOrganization(
+      deps.knex,
+      ctx,
+      (trx, organizationId) => work(new UsersRepository(trx, organizationId)),
+      options,
+    );
   const read = { read: true };
 
   return {
@@ -79,7 +79,7 @@ export function userHandlers(deps: UsersServerDeps): Handlers<usersV1.UsersServi
       const condition = filterToSql(request.filter, USER_FILTER_TABLE);
       // A list under the costly statement timeout: a filter's scan cannot hold a connection for the general one.
       const { users: page, total } = await readInCallOrganization(
-        deps,
+        deps.knex,
         ctx,
         (run, organizationId) =>
           listUsers(run, organizationId, condition, request.offset, request.limit, ctx.trace, {
@@ -97,7 +97,7 @@ export function userHandlers(deps: UsersServerDeps): Handlers<usersV1.UsersServi
         ]);
       }
       const matches = await readInCallOrganization(
-        deps,
+        deps.knex,
         ctx,
         (run, organizationId) => findUsersByUserName(run, organizationId, request.userNames, ctx.trace),
         ONE_STATEMENT,
@@ -116,7 +116,7 @@ export function userHandlers(deps: UsersServerDeps): Handlers<usersV1.UsersServi
         ]);
       const before = request.beforeTime && { time: timestampToDate(request.beforeTime), id: request.beforeId };
       return inCallOrganization(
-        deps,
+        deps.knex,
         ctx,
         (trx, organizationId) =>
           listProvisioningEvents(
