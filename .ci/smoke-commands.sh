@@ -22,7 +22,7 @@ trap 'stop_stack; rm -rf "$data"' EXIT
 
 # Free ports from the runtime's own helper (npm test has built it).
 read -r -a ports <<<"$(node -e '
-  const { freePort } = require("@mileage/runtime");
+  const { freePort } = require("@mileage/runtime/config");
   (async () => { const p = []; while (p.length < 12) { const n = await freePort(); if (!p.includes(n)) p.push(n); } console.log(p.join(" ")); })();')"
 export DATA_DIR="$data/state" LOG_LEVEL=warn \
   EMBEDDED_POSTGRES_PORT=${ports[0]} GATEWAY_PORT=${ports[1]} GATEWAY_METRICS_PORT=${ports[2]} DEV_IDP_PORT=${ports[3]} \
