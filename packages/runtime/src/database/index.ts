@@ -39,3 +39,18 @@ export {
   requireOrganization,
   statementsOf,
 } from './tenancy';
+export {
+  allowErasureStatements,
+  CREATE_ERASED_ROWS_TABLE,
+  ERASED_ROWS_TABLE,
+  eraseOrganization,
+  erasedRows,
+  type EraseOptions,
+  type ErasureBatch,
+  type ErasurePlan,
+  type ErasureTable,
+  ERASING_ORGANIZATION_SETTING,
+  ERASURE_BATCH_ROWS,
+  ORGANIZATION_FREE_EVERYWHERE,
+  strictAppendOnlyStatements,
+} from './erasure';
