@@ -3,6 +3,7 @@ import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
 import { driveHandlers } from './drives-handlers';
 import { callOrganization, type DrivesServerDeps } from './organization-context';
 import { reportedDriveHandlers } from './reported-drives-handlers';
+import { erasureHandlers } from './erasure-handlers';
 
 export type { DrivesServerDeps };
 
@@ -12,6 +13,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
   const handlers: Handlers<drivesV1.DrivesServiceServer> = {
     ...driveHandlers(organization),
     ...reportedDriveHandlers(organization, deps),
+    ...erasureHandlers(deps),
   };
   return { definition: drivesV1.DrivesServiceService, handlers: handlers as ServiceRegistration['handlers'] };
 }

@@ -14,7 +14,10 @@ import {
   validateMembers,
 } from './validation';
 
-type GroupHandlers = Omit<Handlers<groupsV1.GroupsServiceServer>, 'setMemberRoles' | 'removeMembers'>;
+type GroupHandlers = Omit<
+  Handlers<groupsV1.GroupsServiceServer>,
+  'setMemberRoles' | 'removeMembers' | 'eraseOrganization'
+>;
 
 /** Groups: reading them, their admins, creating and changing one, and the trail of their provisioning. */
 export function groupHandlers({ read, write }: CallOrganization, deps: GroupsServerDeps): GroupHandlers {

@@ -3,6 +3,7 @@ import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
 import { groupHandlers } from './groups-handlers';
 import { memberHandlers } from './members-handlers';
 import { callOrganization, type GroupsServerDeps } from './organization-context';
+import { erasureHandlers } from './erasure-handlers';
 
 export type { GroupsServerDeps };
 
@@ -12,6 +13,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
   const handlers: Handlers<groupsV1.GroupsServiceServer> = {
     ...groupHandlers(organization, deps),
     ...memberHandlers(organization),
+    ...erasureHandlers(deps),
   };
   return { definition: groupsV1.GroupsServiceService, handlers: handlers as ServiceRegistration['handlers'] };
 }

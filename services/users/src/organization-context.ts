@@ -12,6 +12,8 @@ import { ANY_ORGANIZATION, type UserScope } from './users-repo';
 
 export interface UsersServerDeps {
   knex: Knex;
+  /** Days after an erasure until no backup holds the data (ERASURE_BACKUPS_HOLD_DAYS; 32 when unset). */
+  erasureBackupsHoldDays?: number;
 }
 
 /** Runs `work` in the call's organization (the runtime's inCallOrganization over this service's database). */

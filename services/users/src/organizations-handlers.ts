@@ -4,6 +4,7 @@ import { isOrganizationAlias, ORGANIZATION_ALIAS_RULE, requireUserId } from '@mi
 import { isOrganizationId } from '@mileage/runtime/database';
 import { OrganizationsRepository } from './organizations-repo';
 import { inCallOrganization, type UsersServerDeps } from './organization-context';
+import type { OffboardingHandlers } from './offboarding-handlers';
 import type { ScimTokenHandlers } from './scim-tokens-handlers';
 import { UsersRepository } from './users-repo';
 import { refuse, textViolations } from './validation';
@@ -11,7 +12,10 @@ import { refuse, textViolations } from './validation';
 /** The actor of the trail's entry for a change of the organization admin role: an operator's act (npm run org). */
 export const OPERATOR_ACTOR = 'operator';
 
-type OrganizationHandlers = Omit<Handlers<usersV1.OrganizationsServiceServer>, keyof ScimTokenHandlers>;
+type OrganizationHandlers = Omit<
+  Handlers<usersV1.OrganizationsServiceServer>,
+  keyof ScimTokenHandlers | keyof OffboardingHandlers
+>;
 
 /** The OrganizationsService's organizations (users.proto) and their admins. */
 export function organizationHandlers(deps: UsersServerDeps): OrganizationHandlers {

@@ -1,5 +1,6 @@
 import { usersV1 } from '@mileage/proto';
 import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
+import { offboardingHandlers } from './offboarding-handlers';
 import { organizationHandlers } from './organizations-handlers';
 import type { UsersServerDeps } from './organization-context';
 import { scimTokenHandlers } from './scim-tokens-handlers';
@@ -16,6 +17,7 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration[] {
   const organizations: Handlers<usersV1.OrganizationsServiceServer> = {
     ...organizationHandlers(deps),
     ...scimTokenHandlers(deps),
+    ...offboardingHandlers(deps),
   };
   return [
     { definition: usersV1.UsersServiceService, handlers: userHandlers(deps) as ServiceRegistration['handlers'] },

@@ -281,7 +281,7 @@ export class OrganizationWebhooks {
  * across organizations (the workers claim whatever is due, whoever it belongs to, in the fair order below).
  */
 export class WebhooksRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(readonly knex: Knex) {}
 
   /** Runs `work` in one transaction that sees and writes only the rows of `organizationId`. */
   inOrganization<T>(organizationId: number, work: (webhooks: OrganizationWebhooks) => Promise<T>): Promise<T> {

@@ -88,6 +88,7 @@ function groupsStub(): Handlers<groupsV1.GroupsServiceServer> {
     setMemberRoles: unused,
     removeMembers: unused,
     listProvisioningEvents: unused,
+    eraseOrganization: unused,
     async listGroups(request, ctx) {
       const organizationId = requireOrganization(ctx);
       const expr = request.filter?.expr;

@@ -4,6 +4,7 @@ import { deliveryHandlers } from './deliveries-handlers';
 import { eventHandlers } from './events-handlers';
 import { subscriptionHandlers } from './subscriptions-handlers';
 import type { WebhooksServerDeps } from './webhooks-deps';
+import { erasureHandlers } from './erasure-handlers';
 
 export type { WebhooksServerDeps };
 
@@ -16,6 +17,7 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
     ...subscriptionHandlers(deps),
     ...deliveryHandlers(deps),
     ...eventHandlers(deps),
+    ...erasureHandlers(deps),
   };
   return { definition: webhooksV1.WebhooksServiceService, handlers: handlers as ServiceRegistration['handlers'] };
 }

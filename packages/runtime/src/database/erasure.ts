@@ -3,7 +3,7 @@
 // organization (row-level security) and filtered by it, its count recorded in `erased_rows` in the same transaction.
 // Progress is the data itself (what is left), so a run killed at any point resumes by running again.
 import type { Knex } from 'knex';
-import { inOrganization, isOrganizationId } from './tenancy';
+import { inOrganization, isOrganizationId, requireOrganization } from './tenancy';
 
 /** The most rows one erasure transaction deletes. */
 export const ERASURE_BATCH_ROWS = 1000;
@@ -110,33 +110,61 @@ export async function eraseOrganization(
   organizationId: number,
   options: EraseOptions = {},
 ): Promise<Record<string, number>> {
+  return (await eraseOrganizationBatches(knex, plan, organizationId, Infinity, options)).erasedRows;
+}
+
+/**
+ * Erases at most `maxBatches` batches of `organizationId`'s rows (an RPC's share of the work); `done` when none is
+ * left in the plan's tables.
+ */
+export async function eraseOrganizationBatches(
+  knex: Knex,
+  plan: ErasurePlan,
+  organizationId: number,
+  maxBatches: number,
+  options: EraseOptions = {},
+): Promise<{ erasedRows: Record<string, number>; done: boolean }> {
   if (!isOrganizationId(organizationId)) throw new Error(`not an organization id: ${String(organizationId)}`);
   const batchRows = Math.min(options.batchRows ?? ERASURE_BATCH_ROWS, ERASURE_BATCH_ROWS);
+  let batches = 0;
   for (const table of plan.tables) {
     for (;;) {
-      const rows = await inOrganization(knex, organizationId, async (trx) => {
-        await trx.raw('SELECT set_config(?, ?, true)', [ERASING_ORGANIZATION_SETTING, String(organizationId)]);
-        const { rowCount } = await trx.raw<{ rowCount: number }>(
-          `DELETE FROM ?? WHERE ctid = ANY(ARRAY(SELECT ctid FROM ?? WHERE ${rowsOf(table)} LIMIT ?))`,
-          [table.table, table.table, ...rowsOfBindings(table, organizationId), batchRows],
-        );
-        if (rowCount > 0) {
-          await trx.raw(
-            `INSERT INTO ?? (organization_id, table_name, rows) VALUES (?, ?, ?)
-             ON CONFLICT (organization_id, table_name)
-             DO UPDATE SET rows = ??.rows + excluded.rows, last_batch_at = now()`,
-            [ERASED_ROWS_TABLE, organizationId, table.table, rowCount, ERASED_ROWS_TABLE],
-          );
-          options.onBatch?.({ table: table.table, rows: rowCount }, 'committing');
-        }
-        return rowCount;
-      });
-      if (rows === 0) break;
-      options.onBatch?.({ table: table.table, rows }, 'committed');
+      const rows = await eraseBatch(knex, table, organizationId, batchRows, options);
       if (rows < batchRows) break;
+      // A full batch: more may be left (a batch that finds none is not counted).
+      if (++batches >= maxBatches) return { erasedRows: await erasedRows(knex, organizationId), done: false };
     }
   }
-  return erasedRows(knex, organizationId);
+  return { erasedRows: await erasedRows(knex, organizationId), done: true };
+}
+
+/** Deletes one batch of a table's rows of the organization and counts it, in one transaction. */
+async function eraseBatch(
+  knex: Knex,
+  table: ErasureTable,
+  organizationId: number,
+  batchRows: number,
+  options: EraseOptions,
+): Promise<number> {
+  const rows = await inOrganization(knex, organizationId, async (trx) => {
+    await trx.raw('SELECT set_config(?, ?, true)', [ERASING_ORGANIZATION_SETTING, String(organizationId)]);
+    const { rowCount } = await trx.raw<{ rowCount: number }>(
+      `DELETE FROM ?? WHERE ctid = ANY(ARRAY(SELECT ctid FROM ?? WHERE ${rowsOf(table)} LIMIT ?))`,
+      [table.table, table.table, ...rowsOfBindings(table, organizationId), batchRows],
+    );
+    if (rowCount > 0) {
+      await trx.raw(
+        `INSERT INTO ?? (organization_id, table_name, rows) VALUES (?, ?, ?)
+         ON CONFLICT (organization_id, table_name)
+         DO UPDATE SET rows = ??.rows + excluded.rows, last_batch_at = now()`,
+        [ERASED_ROWS_TABLE, organizationId, table.table, rowCount, ERASED_ROWS_TABLE],
+      );
+      options.onBatch?.({ table: table.table, rows: rowCount }, 'committing');
+    }
+    return rowCount;
+  });
+  if (rows > 0) options.onBatch?.({ table: table.table, rows }, 'committed');
+  return rows;
 }
 
 /** The condition selecting a table's rows of the organization (its bindings: `rowsOfBindings`). */
@@ -148,4 +176,19 @@ function rowsOf(table: ErasureTable): string {
 function rowsOfBindings(table: ErasureTable, organizationId: number): (string | number)[] {
   if (table.via) return [table.via.column, table.via.parentColumn, table.via.parent, organizationId];
   return [table.organizationColumn ?? 'organization_id', organizationId];
+}
+
+/**
+ * The handler of an owner's `EraseOrganization` RPC (its `.proto`'s rules name the organization and the operator as
+ * the only caller): at most `max_batches` batches (1 when 0) of the plan's tables, the counts so far, and `done`.
+ */
+export function eraseOrganizationHandler(
+  knex: Knex,
+  plan: ErasurePlan,
+): (
+  request: { maxBatches: number },
+  ctx: { organizationId?: number | undefined },
+) => Promise<{ erasedRows: Record<string, number>; done: boolean }> {
+  return (request, ctx) =>
+    eraseOrganizationBatches(knex, plan, requireOrganization(ctx), Math.max(1, Math.min(request.maxBatches, 1000)));
 }

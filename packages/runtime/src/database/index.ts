@@ -44,6 +44,8 @@ export {
   CREATE_ERASED_ROWS_TABLE,
   ERASED_ROWS_TABLE,
   eraseOrganization,
+  eraseOrganizationBatches,
+  eraseOrganizationHandler,
   erasedRows,
   type EraseOptions,
   type ErasureBatch,

@@ -1,0 +1,144 @@
+// The operator's offboarding commands against the four owners' real gRPC servers over one real PostgreSQL database:
+// offboard with a grace period, the status, --cancel, --now with its receipt, and an unknown organization.
+import { createServer as drivesServer, openDatabase as openDrives } from '@mileage/drives';
+import { createServer as groupsServer, openDatabase as openGroups } from '@mileage/groups';
+import { drivesV1, groupsV1, PROTO_FILES, usersV1, webhooksV1 } from '@mileage/proto';
+import { createTestDatabase, startTestService, type TestDatabase, type TestService } from '@mileage/runtime/testing';
+import { createServer as usersServer, openDatabase as openUsers } from '@mileage/users';
+import {
+  createServer as webhooksServer,
+  openDatabase as openWebhooks,
+  SecretBox,
+  WebhooksRepository,
+} from '@mileage/webhooks';
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import pg from 'pg';
+import { seedOrganization } from './erasure-fixture';
+import { type OffboardingClients } from './offboarding';
+import { organizationIdOf, runOffboardingCommand } from './org';
+
+let testDb: TestDatabase;
+let client: pg.Client;
+const closers: (() => Promise<void>)[] = [];
+let clients: OffboardingClients;
+
+before(async () => {
+  testDb = await createTestDatabase('offboarding');
+  const open = <D extends { migrate(): Promise<unknown>; close(): Promise<void> }>(opener: (o: { url: string }) => D) =>
+    opener({ url: testDb.url });
+  const [users, groups, drives, webhooks] = [open(openUsers), open(openGroups), open(openDrives), open(openWebhooks)];
+  for (const db of [users, groups, drives, webhooks]) {
+    await db.migrate();
+    closers.push(() => db.close());
+  }
+  const started: TestService<unknown>[] = [];
+  const usersService = await startTestService({
+    service: 'users',
+    implementation: usersServer({ knex: users.knex }),
+    protoFile: PROTO_FILES.users,
+    Client: usersV1.OrganizationsServiceClient,
+    deadlineMs: 10_000,
+  });
+  const groupsService = await startTestService({
+    service: 'groups',
+    implementation: groupsServer({ knex: groups.knex }),
+    protoFile: PROTO_FILES.groups,
+    Client: groupsV1.GroupsServiceClient,
+    deadlineMs: 10_000,
+  });
+  const drivesService = await startTestService({
+    service: 'drives',
+    implementation: drivesServer({ knex: drives.knex, groups: groupsService.client }),
+    protoFile: PROTO_FILES.drives,
+    Client: drivesV1.DrivesServiceClient,
+    deadlineMs: 10_000,
+  });
+  const webhooksService = await startTestService({
+    service: 'webhooks',
+    implementation: webhooksServer({
+      repo: new WebhooksRepository(webhooks.knex),
+      secrets: new SecretBox(undefined),
+      policy: { mode: 'development', allow: new Set(), ports: [] },
+      resolver: async () => [],
+      groups: groupsService.client,
+    }),
+    protoFile: PROTO_FILES.webhooks,
+    Client: webhooksV1.WebhooksServiceClient,
+    deadlineMs: 10_000,
+  });
+  started.push(usersService, groupsService, drivesService, webhooksService);
+  closers.unshift(...started.map((s) => () => s.close()));
+  clients = {
+    organizations: usersService.client,
+    owners: { groups: groupsService.client, drives: drivesService.client, webhooks: webhooksService.client },
+  };
+  client = new pg.Client({ connectionString: testDb.url });
+  await client.connect();
+});
+
+after(async () => {
+  await client.end();
+  for (const close of closers) await close();
+  await testDb.drop();
+});
+
+async function run(...args: Parameters<typeof runOffboardingCommand>[0][]): Promise<string> {
+  const lines: string[] = [];
+  for (const command of args) await runOffboardingCommand(command, clients, (line) => lines.push(line));
+  return lines.join('\n');
+}
+
+test('offboard with a grace period, the status, then --cancel: everything as before', async () => {
+  await seedOrganization(client, 31, 2);
+  const printed = await run({ command: 'offboard', organization: 'org-31', graceDays: 7, now: false });
+  assert.match(printed, /organization 31: suspended \(grace period\)/);
+  assert.match(await run({ command: 'offboarding', organization: '31' }), /suspended/);
+  await assert.rejects(
+    run({ command: 'offboard', organization: 'org-31', now: false }),
+    /already being offboarded/,
+    'a second offboarding is refused',
+  );
+  await assert.rejects(clients.organizations.startErasure({ organizationId: 31 }), /grace period/);
+  assert.match(await run({ command: 'cancel', organization: 'org-31' }), /offboarding cancelled/);
+  await assert.rejects(run({ command: 'offboarding', organization: '31' }), /not being offboarded/);
+  const { rows } = await client.query(`SELECT count(*)::int AS n FROM users.users WHERE organization_id = 31`);
+  assert.deepEqual(rows, [{ n: 2 }]);
+});
+
+test('offboard --now erases every owner and prints the receipt, without names or e-mail addresses', async () => {
+  await seedOrganization(client, 32, 3);
+  await seedOrganization(client, 33, 3);
+  const printed = await run({ command: 'offboard', organization: 'org-32', now: true });
+  assert.match(printed, /organization 32: erased/);
+  assert.match(printed, /drives\.review_comments\s+3/);
+  assert.match(printed, /users\.organizations\s+1/);
+  assert.doesNotMatch(printed, /@|Organization 32|user1/);
+  const { offboarding } = await clients.organizations.getOffboarding({ organizationId: 32 });
+  const days = (offboarding!.backupsHoldUntil!.seconds - offboarding!.erasureFinishedAt!.seconds) / 86_400;
+  assert.equal(days, 32, 'no backup holds the data 32 days after the erasure (docs/operations.md)');
+  assert.equal(offboarding!.erasedRows['users.users'], 3);
+  const { rows } = await client.query(
+    `SELECT (SELECT count(*) FROM users.users WHERE organization_id = 32)::int AS erased,
+            (SELECT count(*) FROM users.users WHERE organization_id = 33)::int AS kept`,
+  );
+  assert.deepEqual(rows, [{ erased: 0, kept: 3 }]);
+  // The receipt stays, asked by the organization's id (its alias is gone with it); --now again changes nothing.
+  assert.match(await run({ command: 'offboarding', organization: '32' }), /erased/);
+  assert.match(await run({ command: 'offboard', organization: '32', now: true }), /organization 32: erased/);
+  await assert.rejects(run({ command: 'offboard', organization: '32', now: false }), /already being offboarded/);
+  await assert.rejects(run({ command: 'cancel', organization: '32' }), /can no longer be cancelled/);
+});
+
+test('an unknown organization is a clear error', async () => {
+  await assert.rejects(organizationIdOf(clients.organizations, 'no-such-org'), /organization "no-such-org" not found/);
+  await assert.rejects(run({ command: 'offboard', organization: '999', now: false }), /organization 999 not found/);
+  await assert.rejects(run({ command: 'offboarding', organization: '999' }), /not being offboarded/);
+});
+
+test('erase-due erases the organizations whose grace period is over', async () => {
+  await seedOrganization(client, 34, 1);
+  await run({ command: 'offboard', organization: '34', graceDays: 0, now: false });
+  assert.match(await run({ command: 'erase-due' }), /organization 34: erased/);
+  assert.match(await run({ command: 'erase-due' }), /no organization is due/);
+});
