@@ -11,6 +11,8 @@ const EXPAND = '20261126100000_organizations.js';
 const NONCE = '20261126200000_attestation_nonce.js';
 /** The expand migration that holds organization aliases to a letter (alias-migration.test.ts). */
 const ALIAS_LETTER = '20261128190000_organization_alias_letter.js';
+/** The expand migration of offboarding: erased_rows, the offboarding records, the trail's erasure door. */
+const ERASURE = '20261129000000_erasure.js';
 const CONTRACT = { directory: path.join(__dirname, 'migrations', 'contract'), tableName: 'knex_migrations_contract' };
 
 let testDb: TestDatabase;
@@ -40,7 +42,7 @@ after(async () => {
 
 test('expand: old rows join organization 1 with their lookup keys; an old replica keeps writing', async () => {
   const { applied } = await db.migrate({ phase: 'expand' });
-  assert.deepEqual(applied, [EXPAND, NONCE, ALIAS_LETTER]);
+  assert.deepEqual(applied, [EXPAND, NONCE, ALIAS_LETTER, ERASURE]);
   const [row] = await db.knex('users').where({ id: 'Bef0000077' });
   assert.deepEqual(
     [row.organization_id, row.organization_admin, row.user_name_key, row.display_name_key],
@@ -83,6 +85,7 @@ test('contract, then both phases down and up again', async () => {
   await db.knex.migrate.down(CONTRACT);
   await db.knex.migrate.down();
   await db.knex.migrate.down();
+  await db.knex.migrate.down();
   const { rows: nonces } = await db.knex.raw(
     `SELECT 1 FROM information_schema.columns WHERE table_schema = 'users' AND column_name = 'attestation_nonce'`,
   );
@@ -97,6 +100,7 @@ test('contract, then both phases down and up again', async () => {
     EXPAND,
     NONCE,
     ALIAS_LETTER,
+    ERASURE,
     '20261126200000_organization_isolation.js',
   ]);
 });

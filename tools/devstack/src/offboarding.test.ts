@@ -3,7 +3,9 @@
 import { createServer as drivesServer, openDatabase as openDrives } from '@mileage/drives';
 import { createServer as groupsServer, openDatabase as openGroups } from '@mileage/groups';
 import { drivesV1, groupsV1, PROTO_FILES, usersV1, webhooksV1 } from '@mileage/proto';
+import { createGrpcClient, type PromiseClient } from '@mileage/runtime/grpc';
 import { createTestDatabase, startTestService, type TestDatabase, type TestService } from '@mileage/runtime/testing';
+import { createHash } from 'node:crypto';
 import { createServer as usersServer, openDatabase as openUsers } from '@mileage/users';
 import {
   createServer as webhooksServer,
@@ -22,6 +24,7 @@ let testDb: TestDatabase;
 let client: pg.Client;
 const closers: (() => Promise<void>)[] = [];
 let clients: OffboardingClients;
+let usersClient: PromiseClient<usersV1.UsersServiceClient>;
 
 before(async () => {
   testDb = await createTestDatabase('offboarding');
@@ -73,9 +76,22 @@ before(async () => {
     organizations: usersService.client,
     owners: { groups: groupsService.client, drives: drivesService.client, webhooks: webhooksService.client },
   };
+  usersClient = createGrpcClient(usersV1.UsersServiceClient, usersService.address, { defaultDeadlineMs: 10_000 });
+  closers.unshift(async () => usersClient.close());
   client = new pg.Client({ connectionString: testDb.url });
   await client.connect();
 });
+
+/** What the gateway learns of a caller of organization 31 (its account) and of one of its SCIM secret tokens. */
+async function credentialsOf31(): Promise<{ suspended: boolean | undefined; tokenOrganization: number | undefined }> {
+  const { users: accounts } = await usersClient.batchGetUsers({
+    ids: ['U031000001'],
+    view: usersV1.UserView.USER_VIEW_ACCOUNT,
+  });
+  const secretSha256 = createHash('sha256').update('secret31-1').digest();
+  const token = await clients.organizations.resolveScimToken({ secretSha256 }).catch(() => undefined);
+  return { suspended: accounts[0]!.organizationSuspended, tokenOrganization: token?.token?.organizationId };
+}
 
 after(async () => {
   await client.end();
@@ -91,6 +107,7 @@ async function run(...args: Parameters<typeof runOffboardingCommand>[0][]): Prom
 
 test('offboard with a grace period, the status, then --cancel: everything as before', async () => {
   await seedOrganization(client, 31, 2);
+  assert.deepEqual(await credentialsOf31(), { suspended: false, tokenOrganization: 31 });
   const printed = await run({ command: 'offboard', organization: 'org-31', graceDays: 7, now: false });
   assert.match(printed, /organization 31: suspended \(grace period\)/);
   assert.match(await run({ command: 'offboarding', organization: '31' }), /suspended/);
@@ -100,7 +117,10 @@ test('offboard with a grace period, the status, then --cancel: everything as bef
     'a second offboarding is refused',
   );
   await assert.rejects(clients.organizations.startErasure({ organizationId: 31 }), /grace period/);
+  // Suspended: the caller's account read says so (the gateway answers 401), its SCIM token resolves to nothing (401).
+  assert.deepEqual(await credentialsOf31(), { suspended: true, tokenOrganization: undefined });
   assert.match(await run({ command: 'cancel', organization: 'org-31' }), /offboarding cancelled/);
+  assert.deepEqual(await credentialsOf31(), { suspended: false, tokenOrganization: 31 });
   await assert.rejects(run({ command: 'offboarding', organization: '31' }), /not being offboarded/);
   const { rows } = await client.query(`SELECT count(*)::int AS n FROM users.users WHERE organization_id = 31`);
   assert.deepEqual(rows, [{ n: 2 }]);

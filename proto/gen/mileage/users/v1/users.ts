@@ -254,6 +254,11 @@ export interface User {
    * Changed only by OrganizationsService.SetOrganizationAdmin; ignored on create and update.
    */
   organizationAdmin: boolean;
+  /**
+   * Whether the user's organization is being offboarded (suspended: its credentials are refused). Answered by the
+   * read of callers' accounts (USER_VIEW_ACCOUNT without an organization); false elsewhere.
+   */
+  organizationSuspended?: boolean | undefined;
 }
 
 export interface GetUserRequest {
@@ -2308,6 +2313,7 @@ function createBaseUser(): User {
     scimAttributes: undefined,
     organizationId: 0,
     organizationAdmin: false,
+    organizationSuspended: undefined,
   };
 }
 
@@ -2360,6 +2366,9 @@ export const User: MessageFns<User> = {
     }
     if (message.organizationAdmin !== false) {
       writer.uint32(128).bool(message.organizationAdmin);
+    }
+    if (message.organizationSuspended !== undefined) {
+      writer.uint32(136).bool(message.organizationSuspended);
     }
     return writer;
   },
@@ -2505,6 +2514,14 @@ export const User: MessageFns<User> = {
             message.organizationAdmin = reader.bool();
             continue;
           }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.organizationSuspended = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2571,6 +2588,11 @@ export const User: MessageFns<User> = {
         : isSet(object.organization_admin)
         ? globalThis.Boolean(object.organization_admin)
         : false,
+      organizationSuspended: isSet(object.organizationSuspended)
+        ? globalThis.Boolean(object.organizationSuspended)
+        : isSet(object.organization_suspended)
+        ? globalThis.Boolean(object.organization_suspended)
+        : undefined,
     };
   },
 
@@ -2624,6 +2646,9 @@ export const User: MessageFns<User> = {
     if (message.organizationAdmin !== false) {
       obj.organizationAdmin = message.organizationAdmin;
     }
+    if (message.organizationSuspended !== undefined) {
+      obj.organizationSuspended = message.organizationSuspended;
+    }
     return obj;
   },
 
@@ -2654,6 +2679,7 @@ export const User: MessageFns<User> = {
     message.scimAttributes = object.scimAttributes ?? undefined;
     message.organizationId = object.organizationId ?? 0;
     message.organizationAdmin = object.organizationAdmin ?? false;
+    message.organizationSuspended = object.organizationSuspended ?? undefined;
     return message;
   },
 };
