@@ -56,7 +56,7 @@ export function offboardingHandlers(deps: UsersServerDeps): OffboardingHandlers 
           { field: 'grace_days', description: `0 to ${MAX_GRACE_DAYS}` },
         ]);
       const offboarding = await offboardings.start(id, graceDays);
-      if (offboarding) return { offboarding };
+      if (offboarding) return { offboarding, scimTokenIds: await offboardings.activeScimTokenIds(id) };
       if (await offboardings.get(id))
         throw errors.failedPrecondition(`organization ${id} is already being offboarded`, 'ALREADY_OFFBOARDING');
       throw errors.notFound(`organization ${id} not found`, 'ORGANIZATION_NOT_FOUND');

@@ -1,6 +1,7 @@
 import type { usersV1 } from '@mileage/proto';
-import type { Knex } from '@mileage/runtime/database';
+import { inOrganization, type Knex } from '@mileage/runtime/database';
 import { dateToTimestamp } from '@mileage/runtime/formats';
+import { ACTIVE } from './organizations-repo';
 
 /** The grace period of an offboarding when the operator names none (CONTRACT §8). */
 export const DEFAULT_GRACE_DAYS = 30;
@@ -54,6 +55,18 @@ export class OffboardingRepository {
       [graceDays, organizationId],
     );
     return rows[0] && toOffboarding(rows[0]);
+  }
+
+  /** The ids of the organization's active SCIM secret tokens (inside it: the table's row-level security). */
+  activeScimTokenIds(organizationId: number): Promise<string[]> {
+    return inOrganization(this.knex, organizationId, async (trx) =>
+      (
+        await trx.raw<{ rows: { id: string }[] }>(
+          `SELECT id FROM scim_tokens WHERE organization_id = ? AND ${ACTIVE}`,
+          [organizationId],
+        )
+      ).rows.map((row) => row.id),
+    );
   }
 
   /** Cancels an offboarding whose erasure has not started: the row goes, and with it the suspension. */

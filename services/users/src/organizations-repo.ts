@@ -43,7 +43,7 @@ export class OrganizationsRepository {
 
 /** How many unrevoked, unexpired SCIM tokens an organization may have at once (rotation with overlap needs two). */
 export const MAX_ACTIVE_SCIM_TOKENS = 20;
-const ACTIVE = 'revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())';
+export const ACTIVE = 'revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())';
 const TOKEN_COLUMNS = 'id, organization_id, name, created_at, expires_at, revoked_at, last_used_at';
 
 interface ScimTokenRow {

@@ -4,7 +4,16 @@ import { createServer as drivesServer, openDatabase as openDrives } from '@milea
 import { createServer as groupsServer, openDatabase as openGroups } from '@mileage/groups';
 import { drivesV1, groupsV1, PROTO_FILES, usersV1, webhooksV1 } from '@mileage/proto';
 import { createGrpcClient, type PromiseClient } from '@mileage/runtime/grpc';
-import { createTestDatabase, startTestService, type TestDatabase, type TestService } from '@mileage/runtime/testing';
+import { SCIM_TOKEN_REVOCATIONS_CHANNEL } from '@mileage/runtime/formats';
+import {
+  createTestDatabase,
+  startTestService,
+  testRedisUrl,
+  waitFor,
+  type TestDatabase,
+  type TestService,
+} from '@mileage/runtime/testing';
+import { Redis } from 'ioredis';
 import { createHash } from 'node:crypto';
 import { createServer as usersServer, openDatabase as openUsers } from '@mileage/users';
 import {
@@ -18,7 +27,7 @@ import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { seedOrganization } from './erasure-fixture';
 import { type OffboardingClients } from './offboarding';
-import { organizationIdOf, runOffboardingCommand } from './org';
+import { announceOnRedis, organizationIdOf, runOffboardingCommand } from './org';
 
 let testDb: TestDatabase;
 let client: pg.Client;
@@ -80,6 +89,7 @@ before(async () => {
   closers.unshift(async () => usersClient.close());
   client = new pg.Client({ connectionString: testDb.url });
   await client.connect();
+  redis = new Redis(testRedisUrl());
 });
 
 /** What the gateway learns of a caller of organization 31 (its account) and of one of its SCIM secret tokens. */
@@ -94,21 +104,41 @@ async function credentialsOf31(): Promise<{ suspended: boolean | undefined; toke
 }
 
 after(async () => {
+  redis.disconnect();
   await client.end();
   for (const close of closers) await close();
   await testDb.drop();
 });
 
+let redis: Redis;
+
 async function run(...args: Parameters<typeof runOffboardingCommand>[0][]): Promise<string> {
   const lines: string[] = [];
-  for (const command of args) await runOffboardingCommand(command, clients, (line) => lines.push(line));
+  for (const command of args)
+    await runOffboardingCommand(
+      command,
+      clients,
+      (line) => lines.push(line),
+      (ids) => announceOnRedis(redis, ids),
+    );
   return lines.join('\n');
 }
 
 test('offboard with a grace period, the status, then --cancel: everything as before', async () => {
   await seedOrganization(client, 31, 2);
   assert.deepEqual(await credentialsOf31(), { suspended: false, tokenOrganization: 31 });
+  // The gateways hear the organization's tokens revoked on their channel, as on a revocation (their caches drop them).
+  const listener = new Redis(testRedisUrl());
+  await listener.subscribe(SCIM_TOKEN_REVOCATIONS_CHANNEL);
+  const announced: string[] = [];
+  listener.on('message', (_channel: string, id: string) => announced.push(id));
   const printed = await run({ command: 'offboard', organization: 'org-31', graceDays: 7, now: false });
+  const { rows: tokens } = await client.query<{ id: string }>(
+    `SELECT id FROM users.scim_tokens WHERE organization_id = 31 ORDER BY id`,
+  );
+  await waitFor(() => announced.length === tokens.length, { what: 'the tokens announced' });
+  listener.disconnect();
+  assert.deepEqual(announced.sort(), tokens.map((row) => row.id).sort());
   assert.match(printed, /organization 31: suspended \(grace period\)/);
   assert.match(await run({ command: 'offboarding', organization: '31' }), /suspended/);
   await assert.rejects(

@@ -17,7 +17,8 @@ import {
   type PromiseClient,
 } from '@mileage/runtime/grpc';
 import { env, loadConfigOrExit } from '@mileage/runtime/config';
-import { ORGANIZATION_ALIAS_RULE } from '@mileage/runtime/formats';
+import { ORGANIZATION_ALIAS_RULE, SCIM_TOKEN_REVOCATIONS_CHANNEL } from '@mileage/runtime/formats';
+import { Redis } from 'ioredis';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -83,11 +84,21 @@ export async function organizationIdOf(
   }
 }
 
+/**
+ * Announces SCIM secret tokens on the gateways' revocation channel (REDIS_URL: the gateways' Redis). Without Redis
+ * (one gateway of `npm start`), its cache forgets them within SCIM_TOKEN_CACHE_SECONDS.
+ */
+export async function announceOnRedis(redis: Redis | undefined, tokenIds: string[]): Promise<void> {
+  if (!redis) return;
+  for (const id of tokenIds) await redis.publish(SCIM_TOKEN_REVOCATIONS_CHANNEL, id);
+}
+
 /** Runs an offboarding command; what it prints goes to `out`. */
 export async function runOffboardingCommand(
   command: Extract<OrgCommand, { command: 'offboard' | 'cancel' | 'offboarding' | 'erase-due' }>,
   clients: OffboardingClients,
   out: (line: string) => void,
+  announceRevocations: (tokenIds: string[]) => Promise<void> = async () => {},
 ): Promise<void> {
   const { organizations } = clients;
   if (command.command === 'erase-due') {
@@ -105,11 +116,14 @@ export async function runOffboardingCommand(
   } else {
     const existing = await organizations.getOffboarding({ organizationId }).catch(() => undefined);
     if (!existing || !command.now) {
-      const { offboarding } = await organizations.offboardOrganization({
+      const { offboarding, scimTokenIds } = await organizations.offboardOrganization({
         organizationId,
         now: command.now,
         ...(command.graceDays !== undefined ? { graceDays: command.graceDays } : {}),
       });
+      // The gateways forget the organization's SCIM secret tokens at once, as on a revocation; asked again, the Users
+      // service refuses them.
+      if (scimTokenIds.length > 0) await announceRevocations(scimTokenIds);
       out(describeOffboarding(offboarding!));
     }
     // --now again after an interrupted run continues the erasure where it stopped.
@@ -141,6 +155,8 @@ async function main(): Promise<void> {
         GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
         DRIVES_ADDRESS: env.target('127.0.0.1:50053'),
         WEBHOOKS_ADDRESS: env.target('127.0.0.1:50055'),
+        /** The gateways' Redis, on which an offboarding announces the organization's SCIM secret tokens revoked. */
+        REDIS_URL: z.string().optional(),
         DATA_DIR: z.string().default(path.join(ROOT, '.data')),
         ...grpcTlsConfigShape,
       })
@@ -159,9 +175,16 @@ async function main(): Promise<void> {
         webhooks: createGrpcClient(webhooksV1.WebhooksServiceClient, config.WEBHOOKS_ADDRESS, options),
       },
     };
+    const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: true }) : undefined;
     try {
-      await runOffboardingCommand(command, clients, (line) => process.stdout.write(`${line}\n`));
+      await runOffboardingCommand(
+        command,
+        clients,
+        (line) => process.stdout.write(`${line}\n`),
+        (tokenIds) => announceOnRedis(redis, tokenIds),
+      );
     } finally {
+      redis?.disconnect();
       for (const client of [organizations, users, ...Object.values(clients.owners)]) client.close();
     }
     return;

@@ -413,7 +413,14 @@ export interface Offboarding_ErasedRowsEntry {
 }
 
 export interface OffboardOrganizationResponse {
-  offboarding?: Offboarding | undefined;
+  offboarding?:
+    | Offboarding
+    | undefined;
+  /**
+   * The ids of the organization's active SCIM secret tokens: announced by the operator's command on the gateways'
+   * revocation channel, so that no replica serves one from its cache after the suspension.
+   */
+  scimTokenIds: string[];
 }
 
 export interface CancelOffboardingResponse {
@@ -4895,13 +4902,16 @@ export const Offboarding_ErasedRowsEntry: MessageFns<Offboarding_ErasedRowsEntry
 };
 
 function createBaseOffboardOrganizationResponse(): OffboardOrganizationResponse {
-  return { offboarding: undefined };
+  return { offboarding: undefined, scimTokenIds: [] };
 }
 
 export const OffboardOrganizationResponse: MessageFns<OffboardOrganizationResponse> = {
   encode(message: OffboardOrganizationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.offboarding !== undefined) {
       Offboarding.encode(message.offboarding, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.scimTokenIds) {
+      writer.uint32(18).string(v!);
     }
     return writer;
   },
@@ -4927,6 +4937,14 @@ export const OffboardOrganizationResponse: MessageFns<OffboardOrganizationRespon
             message.offboarding = Offboarding.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.scimTokenIds.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4940,13 +4958,23 @@ export const OffboardOrganizationResponse: MessageFns<OffboardOrganizationRespon
   },
 
   fromJSON(object: any): OffboardOrganizationResponse {
-    return { offboarding: isSet(object.offboarding) ? Offboarding.fromJSON(object.offboarding) : undefined };
+    return {
+      offboarding: isSet(object.offboarding) ? Offboarding.fromJSON(object.offboarding) : undefined,
+      scimTokenIds: globalThis.Array.isArray(object?.scimTokenIds)
+        ? object.scimTokenIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.scim_token_ids)
+        ? object.scim_token_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
   },
 
   toJSON(message: OffboardOrganizationResponse): unknown {
     const obj: any = {};
     if (message.offboarding !== undefined) {
       obj.offboarding = Offboarding.toJSON(message.offboarding);
+    }
+    if (message.scimTokenIds?.length) {
+      obj.scimTokenIds = message.scimTokenIds;
     }
     return obj;
   },
@@ -4959,6 +4987,7 @@ export const OffboardOrganizationResponse: MessageFns<OffboardOrganizationRespon
     message.offboarding = (object.offboarding !== undefined && object.offboarding !== null)
       ? Offboarding.fromPartial(object.offboarding)
       : undefined;
+    message.scimTokenIds = object.scimTokenIds?.map((e) => e) || [];
     return message;
   },
 };
