@@ -57,5 +57,6 @@ export const METHOD_RULES: Readonly<Record<string, MethodRules<Component>>> = {
   '/mileage.webhooks.v1.WebhooksService/ListDeliveries': {"callers":["gateway"],"organization":"required","idempotency":"no-side-effects"},
   '/mileage.webhooks.v1.WebhooksService/RedeliverDelivery': {"callers":["gateway"],"organization":"required","idempotency":"unknown"},
   '/mileage.webhooks.v1.WebhooksService/PublishEvents': {"callers":["users","drives"],"organization":"none","idempotency":"unknown"},
+  '/mileage.webhooks.v1.WebhooksService/SetDeliveriesPaused': {"callers":["operator"],"organization":"required","idempotency":"idempotent","organizationField":"organizationId"},
   '/mileage.webhooks.v1.WebhooksService/EraseOrganization': {"callers":["operator"],"organization":"required","idempotency":"idempotent","organizationField":"organizationId"},
 };

@@ -7,6 +7,6 @@ import { SCHEMA } from './database';
  */
 export const ERASURE_PLAN: ErasurePlan = {
   schema: SCHEMA,
-  tables: [{ table: 'deliveries' }, { table: 'events' }, { table: 'subscriptions' }],
+  tables: [{ table: 'deliveries' }, { table: 'events' }, { table: 'subscriptions' }, { table: 'paused_organizations' }],
   organizationFree: ORGANIZATION_FREE_EVERYWHERE,
 };

@@ -61,6 +61,7 @@ test('expand keeps the previous release writing (into organization 1); contract 
   assert.deepEqual((await owner.migrate({ phase: 'expand' })).applied, [
     '20261126100000_organizations.js',
     '20261129000000_erasure.js',
+    '20261129010000_paused_organizations.js',
   ]);
   const organizationsOf = async (table: string) =>
     (await knex(table).distinct('organization_id')).map((r: { organization_id: string }) => r.organization_id);

@@ -47,6 +47,7 @@ export async function seedOrganization(client: pg.Client, organizationId: number
          FROM generate_series(1, $1) i`,
     `INSERT INTO webhooks.events (id, event_type, group_id, occurred_at, data, organization_id)
        SELECT gen_random_uuid(), 'drive.reported', ${base} + i, now(), '{}', ${o} FROM generate_series(1, $1) i`,
+    `INSERT INTO webhooks.paused_organizations (organization_id) VALUES (${o})`,
     `INSERT INTO webhooks.deliveries (subscription_id, event_id, organization_id)
        SELECT s.id, e.id, ${o}
          FROM (SELECT id, row_number() OVER (ORDER BY id) n FROM webhooks.subscriptions WHERE organization_id = ${o}) s

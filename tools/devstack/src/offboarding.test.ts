@@ -83,6 +83,7 @@ before(async () => {
   closers.unshift(...started.map((s) => () => s.close()));
   clients = {
     organizations: usersService.client,
+    webhooks: webhooksService.client,
     owners: { groups: groupsService.client, drives: drivesService.client, webhooks: webhooksService.client },
   };
   usersClient = createGrpcClient(usersV1.UsersServiceClient, usersService.address, { defaultDeadlineMs: 10_000 });
@@ -112,6 +113,13 @@ after(async () => {
 
 let redis: Redis;
 
+async function pausedOrganizations(): Promise<string[]> {
+  const { rows } = await client.query<{ id: string }>(
+    'SELECT organization_id AS id FROM webhooks.paused_organizations ORDER BY 1',
+  );
+  return rows.map((row) => row.id);
+}
+
 async function run(...args: Parameters<typeof runOffboardingCommand>[0][]): Promise<string> {
   const lines: string[] = [];
   for (const command of args)
@@ -126,7 +134,10 @@ async function run(...args: Parameters<typeof runOffboardingCommand>[0][]): Prom
 
 test('offboard with a grace period, the status, then --cancel: everything as before', async () => {
   await seedOrganization(client, 31, 2);
+  // The seed fills every table, the pause included: a live organization has none.
+  await client.query('DELETE FROM webhooks.paused_organizations WHERE organization_id = 31');
   assert.deepEqual(await credentialsOf31(), { suspended: false, tokenOrganization: 31 });
+  assert.deepEqual(await pausedOrganizations(), []);
   // The gateways hear the organization's tokens revoked on their channel, as on a revocation (their caches drop them).
   const listener = new Redis(testRedisUrl());
   await listener.subscribe(SCIM_TOKEN_REVOCATIONS_CHANNEL);
@@ -149,8 +160,10 @@ test('offboard with a grace period, the status, then --cancel: everything as bef
   await assert.rejects(clients.organizations.startErasure({ organizationId: 31 }), /grace period/);
   // Suspended: the caller's account read says so (the gateway answers 401), its SCIM token resolves to nothing (401).
   assert.deepEqual(await credentialsOf31(), { suspended: true, tokenOrganization: undefined });
+  assert.deepEqual(await pausedOrganizations(), ['31'], 'the Webhooks service claims none of its deliveries');
   assert.match(await run({ command: 'cancel', organization: 'org-31' }), /offboarding cancelled/);
   assert.deepEqual(await credentialsOf31(), { suspended: false, tokenOrganization: 31 });
+  assert.deepEqual(await pausedOrganizations(), []);
   await assert.rejects(run({ command: 'offboarding', organization: '31' }), /not being offboarded/);
   const { rows } = await client.query(`SELECT count(*)::int AS n FROM users.users WHERE organization_id = 31`);
   assert.deepEqual(rows, [{ n: 2 }]);
@@ -178,6 +191,7 @@ test('offboard --now erases every owner and prints the receipt, without names or
   assert.match(await run({ command: 'offboard', organization: '32', now: true }), /organization 32: erased/);
   await assert.rejects(run({ command: 'offboard', organization: '32', now: false }), /already being offboarded/);
   await assert.rejects(run({ command: 'cancel', organization: '32' }), /can no longer be cancelled/);
+  assert.ok(!(await pausedOrganizations()).includes('32'), 'nothing of the erased organization comes back');
 });
 
 test('an unknown organization is a clear error', async () => {

@@ -10,6 +10,8 @@ export const BATCHES_PER_CALL = 20;
 
 export interface OffboardingClients {
   organizations: PromiseClient<usersV1.OrganizationsServiceClient>;
+  /** The Webhooks service, told to pause the organization's deliveries while it is suspended. */
+  webhooks: PromiseClient<webhooksV1.WebhooksServiceClient>;
   /** The other owners of an organization's rows, by schema, erased in this order before the Users service. */
   owners: Record<
     string,

@@ -112,9 +112,14 @@ export async function runOffboardingCommand(
     out(describeOffboarding((await organizations.getOffboarding({ organizationId })).offboarding!));
   } else if (command.command === 'cancel') {
     await organizations.cancelOffboarding({ organizationId });
+    await clients.webhooks.setDeliveriesPaused({ organizationId, paused: false });
     out(`organization ${organizationId}: offboarding cancelled, its credentials and webhooks work again`);
   } else {
     const existing = await organizations.getOffboarding({ organizationId }).catch(() => undefined);
+    // Paused again on every offboard of a suspended organization: a run that stopped before it leaves nothing out.
+    // (Not after its erasure: that would leave a row of it behind.)
+    if (existing && !existing.offboarding!.erasureFinishedAt)
+      await clients.webhooks.setDeliveriesPaused({ organizationId, paused: true });
     if (!existing || !command.now) {
       const { offboarding, scimTokenIds } = await organizations.offboardOrganization({
         organizationId,
@@ -124,6 +129,7 @@ export async function runOffboardingCommand(
       // The gateways forget the organization's SCIM secret tokens at once, as on a revocation; asked again, the Users
       // service refuses them.
       if (scimTokenIds.length > 0) await announceRevocations(scimTokenIds);
+      await clients.webhooks.setDeliveriesPaused({ organizationId, paused: true });
       out(describeOffboarding(offboarding!));
     }
     // --now again after an interrupted run continues the erasure where it stopped.
@@ -167,12 +173,14 @@ async function main(): Promise<void> {
   const organizations = createGrpcClient(usersV1.OrganizationsServiceClient, config.USERS_ADDRESS, options);
   const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, options);
   if (command.command !== 'create' && command.command !== 'admin') {
+    const webhooks = createGrpcClient(webhooksV1.WebhooksServiceClient, config.WEBHOOKS_ADDRESS, options);
     const clients: OffboardingClients = {
       organizations,
+      webhooks,
       owners: {
         groups: createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, options),
         drives: createGrpcClient(drivesV1.DrivesServiceClient, config.DRIVES_ADDRESS, options),
-        webhooks: createGrpcClient(webhooksV1.WebhooksServiceClient, config.WEBHOOKS_ADDRESS, options),
+        webhooks,
       },
     };
     const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: true }) : undefined;
@@ -185,7 +193,7 @@ async function main(): Promise<void> {
       );
     } finally {
       redis?.disconnect();
-      for (const client of [organizations, users, ...Object.values(clients.owners)]) client.close();
+      for (const client of [organizations, users, ...new Set(Object.values(clients.owners))]) client.close();
     }
     return;
   }

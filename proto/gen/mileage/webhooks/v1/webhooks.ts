@@ -160,6 +160,14 @@ export interface EraseOrganizationResponse_ErasedRowsEntry {
   value: number;
 }
 
+export interface SetDeliveriesPausedRequest {
+  organizationId: number;
+  paused: boolean;
+}
+
+export interface SetDeliveriesPausedResponse {
+}
+
 function createBaseSubscription(): Subscription {
   return {
     id: "",
@@ -2226,6 +2234,147 @@ export const EraseOrganizationResponse_ErasedRowsEntry: MessageFns<EraseOrganiza
   },
 };
 
+function createBaseSetDeliveriesPausedRequest(): SetDeliveriesPausedRequest {
+  return { organizationId: 0, paused: false };
+}
+
+export const SetDeliveriesPausedRequest: MessageFns<SetDeliveriesPausedRequest> = {
+  encode(message: SetDeliveriesPausedRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== 0) {
+      writer.uint32(8).int64(message.organizationId);
+    }
+    if (message.paused !== false) {
+      writer.uint32(16).bool(message.paused);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetDeliveriesPausedRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetDeliveriesPausedRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.paused = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetDeliveriesPausedRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+      paused: isSet(object.paused) ? globalThis.Boolean(object.paused) : false,
+    };
+  },
+
+  toJSON(message: SetDeliveriesPausedRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    if (message.paused !== false) {
+      obj.paused = message.paused;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetDeliveriesPausedRequest>, I>>(base?: I): SetDeliveriesPausedRequest {
+    return SetDeliveriesPausedRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetDeliveriesPausedRequest>, I>>(object: I): SetDeliveriesPausedRequest {
+    const message = createBaseSetDeliveriesPausedRequest();
+    message.organizationId = object.organizationId ?? 0;
+    message.paused = object.paused ?? false;
+    return message;
+  },
+};
+
+function createBaseSetDeliveriesPausedResponse(): SetDeliveriesPausedResponse {
+  return {};
+}
+
+export const SetDeliveriesPausedResponse: MessageFns<SetDeliveriesPausedResponse> = {
+  encode(_: SetDeliveriesPausedResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetDeliveriesPausedResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetDeliveriesPausedResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SetDeliveriesPausedResponse {
+    return {};
+  },
+
+  toJSON(_: SetDeliveriesPausedResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetDeliveriesPausedResponse>, I>>(base?: I): SetDeliveriesPausedResponse {
+    return SetDeliveriesPausedResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetDeliveriesPausedResponse>, I>>(_: I): SetDeliveriesPausedResponse {
+    const message = createBaseSetDeliveriesPausedResponse();
+    return message;
+  },
+};
+
 /**
  * WebhooksService owns webhook subscriptions, the events relayed from the owners' outboxes and their deliveries
  * (Postgres schema `webhooks`). Subscriptions serve the External API (group admins); PublishEvents serves the
@@ -2316,6 +2465,21 @@ export const WebhooksServiceService = {
     responseDeserialize: (value: Buffer): PublishEventsResponse => PublishEventsResponse.decode(value),
   },
   /**
+   * SetDeliveriesPaused pauses (or resumes) every delivery of the organization: its offboarding's suspension, told
+   * by the operator's command (docs/operations.md, "Data lifecycle"). Nothing is dropped: resumed, they go out.
+   */
+  setDeliveriesPaused: {
+    path: "/mileage.webhooks.v1.WebhooksService/SetDeliveriesPaused" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetDeliveriesPausedRequest): Buffer =>
+      Buffer.from(SetDeliveriesPausedRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetDeliveriesPausedRequest => SetDeliveriesPausedRequest.decode(value),
+    responseSerialize: (value: SetDeliveriesPausedResponse): Buffer =>
+      Buffer.from(SetDeliveriesPausedResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetDeliveriesPausedResponse => SetDeliveriesPausedResponse.decode(value),
+  },
+  /**
    * EraseOrganization erases up to max_batches batches (of at most 1,000 rows, one transaction each) of the
    * organization's rows from this service's tables, for its offboarding (docs/operations.md, "Data lifecycle"). Run
    * again after any failure: it continues with what is left; `done` once nothing of the organization is left here.
@@ -2357,6 +2521,11 @@ export interface WebhooksServiceServer extends UntypedServiceImplementation {
    * of the request is stored with its deliveries, so the caller may delete them from its outbox.
    */
   publishEvents: handleUnaryCall<PublishEventsRequest, PublishEventsResponse>;
+  /**
+   * SetDeliveriesPaused pauses (or resumes) every delivery of the organization: its offboarding's suspension, told
+   * by the operator's command (docs/operations.md, "Data lifecycle"). Nothing is dropped: resumed, they go out.
+   */
+  setDeliveriesPaused: handleUnaryCall<SetDeliveriesPausedRequest, SetDeliveriesPausedResponse>;
   /**
    * EraseOrganization erases up to max_batches batches (of at most 1,000 rows, one transaction each) of the
    * organization's rows from this service's tables, for its offboarding (docs/operations.md, "Data lifecycle"). Run
@@ -2472,6 +2641,25 @@ export interface WebhooksServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PublishEventsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * SetDeliveriesPaused pauses (or resumes) every delivery of the organization: its offboarding's suspension, told
+   * by the operator's command (docs/operations.md, "Data lifecycle"). Nothing is dropped: resumed, they go out.
+   */
+  setDeliveriesPaused(
+    request: SetDeliveriesPausedRequest,
+    callback: (error: ServiceError | null, response: SetDeliveriesPausedResponse) => void,
+  ): ClientUnaryCall;
+  setDeliveriesPaused(
+    request: SetDeliveriesPausedRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetDeliveriesPausedResponse) => void,
+  ): ClientUnaryCall;
+  setDeliveriesPaused(
+    request: SetDeliveriesPausedRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetDeliveriesPausedResponse) => void,
   ): ClientUnaryCall;
   /**
    * EraseOrganization erases up to max_batches batches (of at most 1,000 rows, one transaction each) of the
