@@ -80,7 +80,7 @@ export function strictAppendOnlyStatements(table: string): string[] {
   ];
 }
 
-/** One committed batch: the table, the rows it deleted, and whether anything of the organization is left. */
+/** One batch: the table and the rows it deleted. */
 export interface ErasureBatch {
   table: string;
   rows: number;
