@@ -46,8 +46,11 @@ export class LocalRevocations implements RevocationFeed {
 }
 
 export const REVOCATIONS_CHANNEL = SCIM_TOKEN_REVOCATIONS_CHANNEL;
-/** A token id (a UUID): anything else on the channel is not ours and is ignored. */
-const TOKEN_ID = /^[0-9a-f-]{36}$/i;
+/**
+ * A token id (a UUID), or `organization:<id>`, an organization's suspension changed (offboarding): anything else on
+ * the channel is not ours and is ignored.
+ */
+const TOKEN_ID = /^(?:[0-9a-f-]{36}|organization:\d{1,15})$/i;
 
 export interface RedisRevocationsOptions {
   /** The replica's Redis client: it publishes; its duplicate subscribes (a subscribed connection does nothing else). */

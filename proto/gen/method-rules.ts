@@ -46,7 +46,7 @@ export const METHOD_RULES: Readonly<Record<string, MethodRules<Component>>> = {
   '/mileage.users.v1.OrganizationsService/ResolveScimToken': {"callers":["gateway"],"organization":"none","idempotency":"idempotent"},
   '/mileage.users.v1.OrganizationsService/OffboardOrganization': {"callers":["operator"],"organization":"none","idempotency":"unknown"},
   '/mileage.users.v1.OrganizationsService/CancelOffboarding': {"callers":["operator"],"organization":"none","idempotency":"unknown"},
-  '/mileage.users.v1.OrganizationsService/GetOffboarding': {"callers":["operator"],"organization":"none","idempotency":"no-side-effects"},
+  '/mileage.users.v1.OrganizationsService/GetOffboarding': {"callers":["operator","gateway"],"organization":"none","idempotency":"no-side-effects"},
   '/mileage.users.v1.OrganizationsService/ListDueErasures': {"callers":["operator"],"organization":"none","idempotency":"no-side-effects"},
   '/mileage.users.v1.OrganizationsService/StartErasure': {"callers":["operator"],"organization":"none","idempotency":"idempotent"},
   '/mileage.users.v1.OrganizationsService/EraseOrganization': {"callers":["operator"],"organization":"none","idempotency":"idempotent"},

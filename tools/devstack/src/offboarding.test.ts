@@ -147,9 +147,9 @@ test('offboard with a grace period, the status, then --cancel: everything as bef
   const { rows: tokens } = await client.query<{ id: string }>(
     `SELECT id FROM users.scim_tokens WHERE organization_id = 31 ORDER BY id`,
   );
-  await waitFor(() => announced.length === tokens.length, { what: 'the tokens announced' });
+  await waitFor(() => announced.length === tokens.length + 1, { what: 'the tokens announced' });
   listener.disconnect();
-  assert.deepEqual(announced.sort(), tokens.map((row) => row.id).sort());
+  assert.deepEqual(announced.sort(), [...tokens.map((row) => row.id), 'organization:31'].sort());
   assert.match(printed, /organization 31: suspended \(grace period\)/);
   assert.match(await run({ command: 'offboarding', organization: '31' }), /suspended/);
   await assert.rejects(

@@ -84,13 +84,16 @@ export async function organizationIdOf(
   }
 }
 
+/** The revocation channel's message of an organization whose suspension changed (gateway/src/organization-credentials.ts). */
+const ORGANIZATION_MESSAGE = 'organization:';
+
 /**
- * Announces SCIM secret tokens on the gateways' revocation channel (REDIS_URL: the gateways' Redis). Without Redis
+ * Announces SCIM secret tokens (and organizations' suspensions) on the gateways' revocation channel (REDIS_URL: the gateways' Redis). Without Redis
  * (one gateway of `npm start`), its cache forgets them within SCIM_TOKEN_CACHE_SECONDS.
  */
-export async function announceOnRedis(redis: Redis | undefined, tokenIds: string[]): Promise<void> {
+export async function announceOnRedis(redis: Redis | undefined, messages: string[]): Promise<void> {
   if (!redis) return;
-  for (const id of tokenIds) await redis.publish(SCIM_TOKEN_REVOCATIONS_CHANNEL, id);
+  for (const message of messages) await redis.publish(SCIM_TOKEN_REVOCATIONS_CHANNEL, message);
 }
 
 /** Runs an offboarding command; what it prints goes to `out`. */
@@ -113,6 +116,7 @@ export async function runOffboardingCommand(
   } else if (command.command === 'cancel') {
     await organizations.cancelOffboarding({ organizationId });
     await clients.webhooks.setDeliveriesPaused({ organizationId, paused: false });
+    await announceRevocations([`${ORGANIZATION_MESSAGE}${organizationId}`]);
     out(`organization ${organizationId}: offboarding cancelled, its credentials and webhooks work again`);
   } else {
     const existing = await organizations.getOffboarding({ organizationId }).catch(() => undefined);
@@ -126,9 +130,9 @@ export async function runOffboardingCommand(
         now: command.now,
         ...(command.graceDays !== undefined ? { graceDays: command.graceDays } : {}),
       });
-      // The gateways forget the organization's SCIM secret tokens at once, as on a revocation; asked again, the Users
-      // service refuses them.
-      if (scimTokenIds.length > 0) await announceRevocations(scimTokenIds);
+      // The gateways forget the organization's SCIM secret tokens and what they knew of its suspension at once, as on a
+      // revocation; asked again, the Users service refuses them.
+      await announceRevocations([...scimTokenIds, `${ORGANIZATION_MESSAGE}${organizationId}`]);
       await clients.webhooks.setDeliveriesPaused({ organizationId, paused: true });
       out(describeOffboarding(offboarding!));
     }

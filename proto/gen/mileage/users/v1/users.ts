@@ -6038,7 +6038,7 @@ export const OrganizationsServiceService = {
   },
   /**
    * GetOffboarding answers the offboarding of an organization, and after its erasure the receipt. NOT_FOUND when
-   * there is none.
+   * there is none. The gateway asks it whether an OAuth SCIM client's organization is suspended.
    */
   getOffboarding: {
     path: "/mileage.users.v1.OrganizationsService/GetOffboarding" as const,
@@ -6142,7 +6142,7 @@ export interface OrganizationsServiceServer extends UntypedServiceImplementation
   cancelOffboarding: handleUnaryCall<CancelOffboardingRequest, CancelOffboardingResponse>;
   /**
    * GetOffboarding answers the offboarding of an organization, and after its erasure the receipt. NOT_FOUND when
-   * there is none.
+   * there is none. The gateway asks it whether an OAuth SCIM client's organization is suspended.
    */
   getOffboarding: handleUnaryCall<GetOffboardingRequest, GetOffboardingResponse>;
   /** ListDueErasures lists the organizations whose grace period is over and whose erasure has not finished. */
@@ -6324,7 +6324,7 @@ export interface OrganizationsServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * GetOffboarding answers the offboarding of an organization, and after its erasure the receipt. NOT_FOUND when
-   * there is none.
+   * there is none. The gateway asks it whether an OAuth SCIM client's organization is suspended.
    */
   getOffboarding(
     request: GetOffboardingRequest,
