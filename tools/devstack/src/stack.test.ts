@@ -303,7 +303,7 @@ describe('npm start', { timeout: 120_000 }, () => {
     assert.match(org('admin', 'FrankDrv01', 'off'), /not an organization admin/);
     // Offboarding (docs/operations.md, "Data lifecycle"): Globex suspended, its people refused (401) on the next
     // request; cancelled, everything as before.
-    assert.match(org('offboard', 'globex'), /organization 2: suspended \(grace period\)/);
+    assert.match(org('offboard', 'globex', '--grace-days', '10'), /organization 2: suspended \(grace period\)/);
     assert.match(org('offboarding', 'globex'), /suspended/);
     assert.equal((await asErin('/v1/groups')).status, 401);
     assert.match(org('offboard', 'globex', '--cancel'), /offboarding cancelled/);
@@ -311,6 +311,7 @@ describe('npm start', { timeout: 120_000 }, () => {
     // Initech erased at once, through every owner's gRPC port with the operator's certificate; the receipt stays.
     assert.match(org('offboard', 'initech', '--now'), /organization 3: erased[^]*users\.organizations\s+1/);
     assert.match(org('offboarding', '3'), /no backup holds it after/);
+    assert.match(org('erase-due'), /no organization is due for erasure/);
     assert.throws(() => org('offboard', 'no-such-org'), /organization "no-such-org" not found/);
     assert.equal(await stop(first.child), 0);
 
