@@ -11,7 +11,9 @@ const require = createRequire(join(root, 'packages/runtime/package.json'));
 // The runtime's modules by idea (its package exports), as the processes import them.
 const runtime = Object.assign(
   {},
-  ...['service', 'database', 'outbox', 'config', 'telemetry'].map((part) => require(`@mileage/runtime/${part}`)),
+  ...['service', 'database', 'outbox', 'config', 'telemetry', 'storage'].map((part) =>
+    require(`@mileage/runtime/${part}`),
+  ),
 );
 const { z } = require('zod');
 const { configSchema: gatewaySchema } = require(join(root, 'gateway/dist/config.js'));
@@ -36,8 +38,8 @@ const SAMPLERS = [
   'parentbased_always_off',
   'parentbased_traceidratio',
 ];
-// Variables no schema lists but the processes (Node, OpenTelemetry) read.
-const OUTSIDE_SCHEMAS = /^(OTEL_[A-Z_]+|NODE_OPTIONS|NODE_EXTRA_CA_CERTS|TZ)$/;
+// Variables no schema lists but the processes (Node, OpenTelemetry, the AWS SDK of the exports' object store) read.
+const OUTSIDE_SCHEMAS = /^(OTEL_[A-Z_]+|NODE_OPTIONS|NODE_EXTRA_CA_CERTS|TZ|AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY)$/;
 
 const schemas = {
   gateway: gatewaySchema,
@@ -49,13 +51,20 @@ const schemas = {
 schemas.scim = schemas.scim.extend(require(join(root, 'services/scim/dist/config.js')).configShape);
 // The database variables of the services that have one (the SCIM service has none).
 for (const s of ['users', 'groups', 'drives', 'webhooks']) schemas[s] = schemas[s].extend(runtime.databaseConfigShape);
-// The Webhooks service's own variables (services/webhooks/src/config.ts); the outbox relay's of Users and Drives.
+// The Webhooks and Users services' own variables (their src/config.ts; the Users one includes its outbox relay's);
+// the outbox relay's of Drives.
 schemas.webhooks = schemas.webhooks.extend(require(join(root, 'services/webhooks/dist/config.js')).configShape);
-schemas.users = schemas.users.extend(runtime.outboxRelayConfigShape);
+schemas.users = schemas.users.extend(require(join(root, 'services/users/dist/config.js')).configShape);
 schemas.drives = schemas.drives.extend(runtime.outboxRelayConfigShape);
 // The Drives service's own variable, declared in services/drives/src/main.ts (which starts the service when loaded, so
 // it is restated here): the Groups service it asks whether a report's group is of the drive's organization.
-schemas.drives = schemas.drives.extend({ GROUPS_ADDRESS: runtime.env.target('127.0.0.1:50052') });
+// The Groups service's own variables, declared in services/groups/src/main.ts (restated for the same reason): its part
+// of an organization export.
+schemas.groups = schemas.groups.extend({ ...runtime.archiveStoreConfigShape, SCIM_BASE_URL: z.url() });
+schemas.drives = schemas.drives.extend({
+  GROUPS_ADDRESS: runtime.env.target('127.0.0.1:50052'),
+  ...runtime.archiveStoreConfigShape,
+});
 
 const problems = [];
 const envs = JSON.parse(readFileSync(envFile, 'utf8'));

@@ -140,7 +140,7 @@ def label_list(source, items):
 def metric_catalogue(metrics_ts):
     """{series name: label names} from packages/runtime/src/telemetry/metrics.ts and the metrics the outbox relay, the
     Webhooks service's delivery worker and the gateway add (histograms give _bucket/_count/_sum)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(metrics_ts)))))
+    root = os.path.abspath(metrics_ts).split(os.sep + os.path.join("packages", "runtime") + os.sep)[0]
     source = open(metrics_ts).read()
     for extra in ("packages/runtime/src/outbox/outbox-relay.ts", "services/webhooks/src/worker.ts", "gateway/src/main.ts"):
         source += "\n" + open(os.path.join(root, extra)).read()

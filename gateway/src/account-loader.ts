@@ -1,7 +1,7 @@
 import { usersV1 } from '@mileage/proto';
 import { isUserId } from '@mileage/runtime/formats';
-import { MAX_BATCH_GET_USERS, PerTurnGroups, slices } from '@mileage/runtime/database';
-import { type CallSettings, type PromiseClient } from '@mileage/runtime/grpc';
+import { PerTurnGroups } from '@mileage/runtime/database';
+import { type CallSettings, type PromiseClient, MAX_BATCH_GET_USERS, slices } from '@mileage/runtime/grpc';
 
 interface Waiter {
   resolve(user: usersV1.User | undefined): void;

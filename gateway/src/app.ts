@@ -65,7 +65,8 @@ export interface AppDeps extends Omit<V1Deps, 'accounts' | 'drivers' | 'cursors'
 }
 
 /** The operational paths, for 405 answers with an Allow header (the /v1 table knows its own). */
-const OPERATIONAL_PATHS = /^\/(healthz|readyz|healthz\/dependencies|openapi\.json|docs|errors\/resync-required)$/;
+const OPERATIONAL_PATHS =
+  /^\/(healthz|readyz|healthz\/dependencies|openapi\.json|docs|errors\/resync-required|errors\/export-running)$/;
 
 /** The gateway's HTTP application; process wiring (listeners, clients, signals) lives in main.ts. */
 export function createApp(deps: AppDeps): Express {
@@ -128,6 +129,10 @@ export function createApp(deps: AppDeps): Express {
     res.locals.routeId = 'errors';
     res.type('text/plain').send(RESYNC_REQUIRED_TEXT);
   });
+  app.get('/errors/export-running', (_req, res) => {
+    res.locals.routeId = 'errors';
+    res.type('text/plain').send(EXPORT_RUNNING_TEXT);
+  });
   app.use(docsRouter({ issuer: deps.issuer, clientId: deps.docsClientId ?? DOCS_CLIENT_ID }));
 
   app.use((req, res) => {
@@ -140,15 +145,25 @@ export function createApp(deps: AppDeps): Express {
   return app;
 }
 
-const RESYNC_REQUIRED_TEXT = `410 Gone, type /errors/resync-required (the change feed, include_deleted=true)
+const RESYNC_REQUIRED_TEXT = `410 Gone, type /errors/resync-required (the drive lists)
 
-Deleted drives and withdrawn reports are kept as tombstones for a retention window (90 days unless the operator
-set TOMBSTONE_RETENTION_DAYS). The request's date_after / modified_after (also when it travels inside a cursor) is
-older than that, so deletions since then may be gone and an incremental sync from it could silently keep drives
-that no longer exist.
+With include_deleted=true: deleted drives and withdrawn reports are kept as tombstones for a retention window (90
+days unless the operator set TOMBSTONE_RETENTION_DAYS). The request's date_after / modified_after (also when it
+travels inside a cursor) is older than that, so deletions since then may be gone and an incremental sync from it
+could silently keep drives that no longer exist.
+
+With any cursor: the platform's database was restored to a point in time before the cursor was read, so what the
+cursor continued from may be gone, and continuing could silently skip what was written again since.
 
 Start a full sync: list without date_after (include_deleted=true is fine), follow next_cursor to the end, replace
 the local copy with what the walk returned, and continue incrementally with date_after = the newest "modified" seen.
+`;
+
+const EXPORT_RUNNING_TEXT = `409 Conflict, type /errors/export-running (POST /v1/organization/exports)
+
+An export of the organization is already queued or running; one runs at a time. Follow it with
+GET /v1/organization/exports (or the Location of the request that started it) until it is completed or failed,
+then download its archive, or request a new export.
 `;
 
 /** Request id (echoed when acceptable, else generated), logging context, access log line and RED metrics. */

@@ -39,3 +39,12 @@ test('the previous key does not loosen the other checks: another query or an edi
   const edited = Buffer.from(JSON.stringify({ v: 1, q: QUERY, t: POSITION.sortTime, i: 43 })).toString('base64url');
   assert.equal(rotated.decode(`${edited}.${signature}`, QUERY), undefined);
 });
+
+test('a cursor carries the restore epoch it was read in, and one without an epoch decodes as before', () => {
+  const codec = new CursorCodec('a-cursor-secret-of-at-least-32-characters');
+  const epoch = { id: '7713352434945769684.2', readAt: '2026-11-28T22:00:00.123Z' };
+  const withEpoch = codec.encode({ sortTime: '2026-11-28T21:00:00Z', id: 7, epoch }, 'q');
+  assert.deepEqual(codec.decode(withEpoch, 'q'), { sortTime: '2026-11-28T21:00:00Z', id: 7, epoch });
+  const without = codec.encode({ sortTime: '2026-11-28T21:00:00Z', id: 7 }, 'q');
+  assert.deepEqual(codec.decode(without, 'q'), { sortTime: '2026-11-28T21:00:00Z', id: 7 });
+});

@@ -5,6 +5,11 @@ export interface CursorPosition {
   id: number;
   /** Which of several merged lists the id belongs to (ids are unique per list only); absent for a single list. */
   part?: string;
+  /**
+   * The database's restore epoch the page was read in and when (CONTRACT §8): the service refuses a cursor read after
+   * the restore point of a later epoch. Absent on lists without epochs and in cursors made before them.
+   */
+  epoch?: { id: string; readAt: string };
 }
 
 /** What a drive list's cursor is bound to: the route and its subject, and every parameter that shapes the list. */
@@ -58,9 +63,16 @@ export class CursorCodec {
   }
 
   encode(position: CursorPosition, fingerprint: string): string {
-    const { sortTime: t, id: i, part: p } = position;
+    const { sortTime: t, id: i, part: p, epoch } = position;
     const body = Buffer.from(
-      JSON.stringify({ v: 1, q: fingerprint, t, i, ...(p === undefined ? {} : { p }) }),
+      JSON.stringify({
+        v: 1,
+        q: fingerprint,
+        t,
+        i,
+        ...(p === undefined ? {} : { p }),
+        ...(epoch === undefined ? {} : { e: epoch.id, r: epoch.readAt }),
+      }),
     ).toString('base64url');
     return `${body}.${this.sign(this.key, body)}`;
   }
@@ -82,12 +94,23 @@ export class CursorCodec {
         t?: string;
         i?: number;
         p?: unknown;
+        e?: unknown;
+        r?: unknown;
       };
       if (parsed.v !== 1 || parsed.q !== fingerprint || typeof parsed.t !== 'string' || !Number.isSafeInteger(parsed.i))
         return undefined;
       if (Number.isNaN(Date.parse(parsed.t)) || (parsed.p !== undefined && typeof parsed.p !== 'string'))
         return undefined;
-      return { sortTime: parsed.t, id: parsed.i!, ...(typeof parsed.p === 'string' ? { part: parsed.p } : {}) };
+      const epoch =
+        typeof parsed.e === 'string' && typeof parsed.r === 'string' && !Number.isNaN(Date.parse(parsed.r))
+          ? { epoch: { id: parsed.e, readAt: parsed.r } }
+          : {};
+      return {
+        sortTime: parsed.t,
+        id: parsed.i!,
+        ...(typeof parsed.p === 'string' ? { part: parsed.p } : {}),
+        ...epoch,
+      };
     } catch {
       return undefined;
     }

@@ -2,7 +2,7 @@ import { RETRY_AFTER_SECONDS } from '@mileage/runtime/grpc';
 import type { Request, Response } from 'express';
 import { TokenError, type Caller, type TokenVerifier } from './auth';
 import { HttpProblem } from './problems';
-import { rateLimitHeaders, type RateLimits } from './rate-limit';
+import { HOUR, MINUTE, rateLimitHeaders, type RateLimits } from './rate-limit';
 
 export const REALM = 'mileage';
 
@@ -15,8 +15,11 @@ export interface GuardDeps {
 export interface GuardRule {
   /** The rate-limit counter's name (the route id); the token's subject is whose counter it is. */
   limitId: string;
+  /** Requests per window (a minute unless `windowSeconds` says otherwise). */
   perMinute: number;
-  scope: string;
+  windowSeconds?: number;
+  /** Every scope the token must carry. */
+  scope: string | readonly string[];
 }
 
 /**
@@ -25,7 +28,7 @@ export interface GuardRule {
  */
 export async function guard(req: Request, res: Response, deps: GuardDeps, rule: GuardRule): Promise<Caller> {
   const caller = await authenticate(req, deps.verifier);
-  await enforceRateLimit(res, deps.rateLimits, rule.limitId, caller.subject, rule.perMinute);
+  await enforceRateLimit(res, deps.rateLimits, rule.limitId, caller.subject, rule.perMinute, rule.windowSeconds);
   requireScope(caller, rule.scope);
   return caller;
 }
@@ -37,26 +40,29 @@ export async function enforceRateLimit(
   limitId: string,
   subject: string,
   perMinute: number,
+  windowSeconds: number = MINUTE,
 ): Promise<void> {
-  const decision = await rateLimits.consume(limitId, subject, perMinute).catch(() => {
+  const decision = await rateLimits.consume(limitId, subject, perMinute, windowSeconds).catch(() => {
     throw new HttpProblem(503, 'Rate limiting is unavailable; try again shortly', {
       'Retry-After': String(RETRY_AFTER_SECONDS),
     });
   });
   for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.setHeader(name, value);
   if (!decision.allowed) {
-    throw new HttpProblem(429, `Rate limit of ${decision.limit} requests per minute exceeded`, {
+    const per = decision.windowSeconds === HOUR ? 'hour' : 'minute';
+    throw new HttpProblem(429, `Rate limit of ${decision.limit} requests per ${per} exceeded`, {
       'Retry-After': String(decision.resetInSeconds),
     });
   }
 }
 
-export function requireScope(caller: Caller, scope: string): void {
-  if (!caller.scopes.has(scope)) {
-    throw new HttpProblem(403, `The token lacks the scope "${scope}"`, {
-      'WWW-Authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"`,
-    });
-  }
+export function requireScope(caller: Caller, scope: string | readonly string[]): void {
+  const needed: readonly string[] = typeof scope === 'string' ? [scope] : scope;
+  if (needed.every((s) => caller.scopes.has(s))) return;
+  const listed = needed.join(' ');
+  throw new HttpProblem(403, `The token lacks the scope${needed.length > 1 ? 's' : ''} "${listed}"`, {
+    'WWW-Authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${listed}"`,
+  });
 }
 
 /** The one 401 for a token that was sent and is not valid: which check failed is not told (it would guide a forger). */
@@ -92,7 +98,13 @@ export async function authenticate(
       // Refused while its address group is over the invalid-token limit: the contract's 429 with its headers, which
       // tells a misconfigured client to back off (a valid token from the same address is never refused).
       const { perMinute, retryAfterSeconds } = err.wait;
-      const limit = { allowed: false, limit: perMinute, remaining: 0, resetInSeconds: retryAfterSeconds };
+      const limit = {
+        allowed: false,
+        limit: perMinute,
+        remaining: 0,
+        resetInSeconds: retryAfterSeconds,
+        windowSeconds: MINUTE,
+      };
       throw new HttpProblem(429, 'Too many invalid tokens from this address; try again later', {
         ...rateLimitHeaders(limit),
         'Retry-After': String(retryAfterSeconds),

@@ -1,4 +1,4 @@
-import { USER_ID_PATTERN } from '@mileage/runtime/formats';
+import { SCIM_SECRET_TOKEN, USER_ID_PATTERN } from '@mileage/runtime/formats';
 import { WEBHOOK_EVENT_TYPES } from '@mileage/runtime/outbox';
 /**
  * The OpenAPI 3.1 description of the External API, served at /openapi.json. Field names follow the public
@@ -9,8 +9,9 @@ import { CHANGE_FEED_PARAMETER } from './drive-params';
 import { V1_EXAMPLES } from './openapi-examples';
 import { scimPaths, scimResponses, scimSchemas } from './openapi-scim';
 import { V1_ROUTES } from './routes';
+import { HOUR } from './rate-limit';
 import { V1_SCOPES } from './scopes';
-import { deprecationHeader, type RouteSpec } from './v1';
+import { deprecationHeader, routeLimit, scopesOf, type RouteSpec } from './v1';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
@@ -112,7 +113,7 @@ const V1_ERROR_RESPONSES = {
   ),
   GatewayTimeout: problem('(+) A backing service did not answer in time.', V1_EXAMPLES.timeout),
   ResyncRequired: problem(
-    '(+) Only with `include_deleted=true`: the sync’s lower bound (`date_after` or `modified_after`, also inside a `cursor`) is older than the tombstone retention (90 days by default), so deletions since then may have been purged. `type` is `/errors/resync-required`: start a full sync (list without `date_after`, replace the local copy) and continue incrementally from its newest `modified`.',
+    '(+) With `include_deleted=true`: the sync’s lower bound (`date_after` or `modified_after`, also inside a `cursor`) is older than the tombstone retention (90 days by default), so deletions since then may have been purged. With any `cursor`: the database was restored to a point in time before the cursor was read (CONTRACT §8), so what it continued from may be gone. `type` is `/errors/resync-required`: start a full sync (list without `cursor` and `date_after`, replace the local copy) and continue incrementally from its newest `modified`.',
     V1_EXAMPLES.resyncRequired,
   ),
   // Node.js's HTTP server answers this itself, before any route, so it carries no body (schemathesis found it).
@@ -170,8 +171,15 @@ interface OperationDoc {
   description?: string;
   /** Who may call it, said after the scope and the limit. */
   access?: string;
-  /** The success response; a change feed also shows a page with tombstones. */
-  success: { description: string; example?: object; feedExample?: object };
+  /** The success response; a change feed also shows a page with tombstones, JSON Lines each kind of line. */
+  success: {
+    description: string;
+    example?: object | string;
+    feedExample?: object;
+    lineExamples?: Record<string, object>;
+    /** Headers of the success answer beyond the rate limit's. */
+    headers?: Record<string, object>;
+  };
   requestExample?: object;
   /** Responses only the route's prose knows of. */
   responses?: Record<string, object>;
@@ -184,6 +192,19 @@ const V1_OPERATIONS: Record<string, OperationDoc> = {
     operationId: 'getMe',
     summary: 'The caller’s profile',
     success: { description: 'The caller.', example: V1_EXAMPLES.user },
+  },
+  'users.me.export': {
+    operationId: 'exportMe',
+    summary: '(+) A person’s own copy: the caller’s profile and every drive of theirs',
+    description:
+      'JSON Lines (`application/x-ndjson`), streamed as it is read: the first line `{"user": {…}}`, then one `{"drive": {…}}` per drive of the caller, every classification, first recorded first. One consistent copy: a drive changed while the copy is read is in it once; drives recorded after the request began are not. A connection that breaks leaves a body whose last line is incomplete or missing: ask again.',
+    success: {
+      description: 'The copy, one JSON document a line.',
+      lineExamples: {
+        user: { summary: 'The first line: the caller', value: { user: V1_EXAMPLES.user } },
+        drive: { summary: 'Every further line: one drive', value: { drive: V1_EXAMPLES.drives.results[0]! } },
+      },
+    },
   },
   'users.get': {
     operationId: 'getUser',
@@ -306,7 +327,115 @@ const scimTokenNotFound = problem('(+) The organization has no such active SCIM 
   status: 404,
 });
 
+const EXPORT_EXAMPLE = {
+  id: '5b0f6c2e-8d4a-4f1e-9a7b-3c2d1e0f9a8b',
+  status: 'completed',
+  requested_at: '2026-11-28T09:00:00.000Z',
+  completed_at: '2026-11-28T09:03:12.000Z',
+  expires_at: '2026-12-05T09:03:12.000Z',
+  progress: { phase: 'done', rows: 1_180_412 },
+  size_bytes: 73_400_320,
+  sha256: '9f2b4c8e1d7a6f3b5c0e2d4a8b6c1f9e7d3a5b2c4e6f8a0b1c3d5e7f9a2b4c6d',
+  failure_reason: null,
+};
+const EXPORT_RUNNING_EXAMPLE = {
+  ...EXPORT_EXAMPLE,
+  status: 'running',
+  completed_at: null,
+  expires_at: null,
+  progress: { phase: 'users', rows: 40_000 },
+  size_bytes: null,
+  sha256: null,
+};
+const text = (description: string) => ({ description, schema: { type: 'string' } });
+
 const ORGANIZATION_OPERATIONS: Record<string, OperationDoc> = {
+  'organization.exports.create': {
+    operationId: 'requestExport',
+    summary: '(+) Export the organization’s data',
+    description:
+      'Starts an export of the organization (no body): a job writes a tar.gz archive with `manifest.json` and JSON Lines files (users, SCIM tokens without secrets, the provisioning trail, …), each owner’s part from one consistent snapshot. Follow it at the `Location` until `completed`, then download its archive within 7 days. One export at a time: while one is queued or running, another is 409 with `type` `/errors/export-running`. Recorded in the provisioning trail.',
+    access: ORGANIZATION_ACCESS,
+    success: {
+      description: 'Accepted: the export is queued.',
+      example: { id: EXPORT_EXAMPLE.id, status: 'queued', requested_at: EXPORT_EXAMPLE.requested_at },
+      headers: { Location: text('The export: `/v1/organization/exports/{export_id}`.') },
+    },
+    responses: {
+      '409': problem('An export of the organization is already queued or running.', {
+        detail: 'an export of the organization is already queued or running',
+        type: '/errors/export-running',
+        title: 'Conflict',
+        status: 409,
+      }),
+    },
+  },
+  'organization.exports.list': {
+    operationId: 'listExports',
+    summary: '(+) The organization’s exports',
+    description: 'Newest first, every status; an expired export’s archive is gone.',
+    access: ORGANIZATION_ACCESS,
+    success: { description: 'The exports.', example: { results: [EXPORT_RUNNING_EXAMPLE, EXPORT_EXAMPLE] } },
+  },
+  'organization.exports.get': {
+    operationId: 'getExport',
+    summary: '(+) One export: status and progress',
+    description:
+      '`status` goes `queued` → `running` → `completed` (or `failed`, with `failure_reason`: request a new one), and `expired` 7 days after completion. `progress` names the phase and the rows written so far. Another organization’s export is 404.',
+    access: ORGANIZATION_ACCESS,
+    success: { description: 'The export.', example: EXPORT_EXAMPLE },
+    responses: {
+      '404': problem('No such export in the organization (another organization’s export is 404 too).', {
+        detail: 'export not found',
+        type: 'about:blank',
+        title: 'Not Found',
+        status: 404,
+      }),
+    },
+  },
+  'organization.exports.archive': {
+    operationId: 'downloadExport',
+    summary: '(+) Download an export’s archive',
+    description:
+      'The tar.gz (`application/gzip`), streamed. `ETag` is its SHA-256 (as `sha256` and the manifest name it); `Accept-Ranges: bytes`: a broken download resumes with `Range: bytes=<received>-` (206 with `Content-Range`); a range past the end is 416. Not completed yet: 409; past `expires_at`: 410. Every download is recorded in the provisioning trail.',
+    access: ORGANIZATION_ACCESS,
+    success: {
+      description: 'The archive, or (206) the range of it asked for.',
+      example: '<the tar.gz bytes>',
+      headers: {
+        ETag: text('`"<sha256>"`: the archive’s SHA-256.'),
+        'Accept-Ranges': text('`bytes`.'),
+        'Content-Range': text('With 206: `bytes <start>-<end>/<size>`.'),
+      },
+    },
+    responses: {
+      '206': { description: 'The range asked for (`Content-Range`).' },
+      '404': problem('No such export in the organization (another organization’s export is 404 too).', {
+        detail: 'export not found',
+        type: 'about:blank',
+        title: 'Not Found',
+        status: 404,
+      }),
+      '409': problem('The export is not completed yet.', {
+        detail: 'The export is running: its archive can be downloaded once it is completed',
+        type: 'about:blank',
+        title: 'Conflict',
+        status: 409,
+      }),
+      '410': problem('The archive expired (7 days after completion) and was deleted.', {
+        detail: 'The archive expired at 2026-12-05T09:03:12.000Z and was deleted',
+        type: 'about:blank',
+        title: 'Gone',
+        status: 410,
+      }),
+      '416': problem('The range lies outside the archive (`Content-Range: bytes */<size>`).', {
+        detail: "The range lies outside the archive's 73400320 bytes",
+        type: 'about:blank',
+        title: 'Range Not Satisfiable',
+        status: 416,
+      }),
+    },
+  },
   'organization.scim-tokens.list': {
     operationId: 'listScimTokens',
     summary: '(+) The organization’s active SCIM secret tokens',
@@ -386,7 +515,11 @@ function v1Operation(spec: RouteSpec<unknown>, doc: OperationDoc) {
   const declared = spec.parameters.filter((p) => p.in === 'path').map((p) => p.name);
   if (inTemplate.join() !== declared.join())
     throw new Error(`the route ${spec.id} declares the path parameters [${declared}], its path has [${inTemplate}]`);
-  const limits = `**Scope** \`${spec.scope}\` · **Rate limit** ${spec.perMinute} requests per minute per caller (this route).`;
+  const { requests, windowSeconds } = routeLimit(spec);
+  const per = windowSeconds === HOUR ? 'hour' : 'minute';
+  const scopes = scopesOf(spec);
+  const scopeText = scopes.map((scope) => `\`${scope}\``).join(' and ');
+  const limits = `**Scope${scopes.length > 1 ? 's' : ''}** ${scopeText} · **Rate limit** ${requests} requests per ${per} per caller (this route).`;
   const body = spec.body;
   const since = spec.deprecatedSince;
   const description = since
@@ -398,7 +531,7 @@ function v1Operation(spec: RouteSpec<unknown>, doc: OperationDoc) {
     summary: doc.summary,
     description: [description, doc.access ? `${limits} ${doc.access}` : limits].filter(Boolean).join('\n\n'),
     ...(since ? { deprecated: true } : {}),
-    security: [{ oauth2: [spec.scope] }],
+    security: [{ oauth2: [...scopesOf(spec)] }],
     parameters: spec.parameters,
     ...(body
       ? {
@@ -430,21 +563,27 @@ function v1Operation(spec: RouteSpec<unknown>, doc: OperationDoc) {
 }
 
 function successResponse(spec: RouteSpec<unknown>, doc: OperationDoc) {
-  const { description, example, feedExample } = doc.success;
-  if (spec.status === 204) return { description, headers: rateLimitHeaders };
+  const { description, example, feedExample, lineExamples } = doc.success;
+  const headers = { ...rateLimitHeaders, ...doc.success.headers };
+  if (spec.status === 204) return { description, headers };
   if (!spec.response) throw new Error(`the route ${spec.id} names no response schema`);
-  const examples = feedExample
-    ? {
-        examples: {
-          page: { summary: 'A page', value: example },
-          change_feed: { summary: '(+) With include_deleted=true: a tombstone before a live item', value: feedExample },
-        },
-      }
-    : { example };
+  const examples = lineExamples
+    ? { examples: lineExamples }
+    : feedExample
+      ? {
+          examples: {
+            page: { summary: 'A page', value: example },
+            change_feed: {
+              summary: '(+) With include_deleted=true: a tombstone before a live item',
+              value: feedExample,
+            },
+          },
+        }
+      : { example };
   return {
     description,
-    headers: rateLimitHeaders,
-    content: { 'application/json': { schema: ref(spec.response), ...examples } },
+    headers,
+    content: { [spec.responseType ?? 'application/json']: { schema: ref(spec.response), ...examples } },
   };
 }
 
@@ -549,7 +688,7 @@ function organizationSchemas() {
         ...tokenProperties,
         token: {
           type: 'string',
-          pattern: '^mscim_[A-Za-z0-9_-]{43}$',
+          pattern: SCIM_SECRET_TOKEN.source,
           description: 'The secret (256 random bits), shown only in this response: `Authorization: Bearer <token>`.',
         },
       },
@@ -588,6 +727,46 @@ function organizationSchemas() {
         request_id: { type: 'string', description: 'The `X-Request-Id` of the request that did it.' },
       },
     },
+    ExportAccepted: {
+      type: 'object',
+      required: ['id', 'status', 'requested_at'],
+      properties: { id: { type: 'string', format: 'uuid' }, status: { type: 'string' }, requested_at: dateTime },
+    },
+    ExportSchema: {
+      type: 'object',
+      required: [
+        'id',
+        'status',
+        'requested_at',
+        'completed_at',
+        'expires_at',
+        'progress',
+        'size_bytes',
+        'sha256',
+        'failure_reason',
+      ],
+      properties: {
+        id: { type: 'string', format: 'uuid' },
+        status: { type: 'string', enum: ['queued', 'running', 'completed', 'failed', 'expired'] },
+        requested_at: dateTime,
+        completed_at: { type: ['string', 'null'], format: 'date-time' },
+        expires_at: { type: ['string', 'null'], format: 'date-time', description: '7 days after completion.' },
+        progress: {
+          type: 'object',
+          required: ['phase', 'rows'],
+          properties: { phase: { type: 'string' }, rows: { type: 'integer', minimum: 0 } },
+        },
+        size_bytes: { type: ['integer', 'null'], description: 'The archive’s size, once completed.' },
+        sha256: { type: ['string', 'null'], description: 'The archive’s SHA-256 (hex), once completed.' },
+        failure_reason: { type: ['string', 'null'], description: '(+) Why a failed export failed.' },
+      },
+    },
+    ExportListResponse: {
+      type: 'object',
+      required: ['results'],
+      properties: { results: { type: 'array', items: ref('ExportSchema') } },
+    },
+    ExportArchive: { type: 'string', format: 'binary', description: 'A tar.gz archive (or a range of it).' },
     ProvisioningEventListResponse: {
       type: 'object',
       required: ['results', 'has_more', 'next_cursor'],
@@ -787,6 +966,23 @@ export function openApiDocument(options: { issuer: string; routes?: readonly Rou
           },
         },
         DriveDetails: { type: 'object', required: detailKeys, properties: driveDetailProperties },
+        PersonalCopyLine: {
+          description: '(+) One line of a person’s own copy: the first is the user, every further one a drive.',
+          oneOf: [
+            {
+              type: 'object',
+              required: ['user'],
+              additionalProperties: false,
+              properties: { user: ref('UserSchema') },
+            },
+            {
+              type: 'object',
+              required: ['drive'],
+              additionalProperties: false,
+              properties: { drive: ref('DriveSchema') },
+            },
+          ],
+        },
         DriveTombstone: tombstone(
           '(+) A deleted drive, only with `include_deleted=true`.',
           { drive_id: { type: 'integer', minimum: 1 } },

@@ -1,6 +1,6 @@
 // What a verified token says about its organization: how the claim that names it is read. A leaf module:
 // the verifier (auth.ts) and the SCIM credentials (organization-credentials.ts) both read it.
-import { isOrganizationId } from '@mileage/runtime/database';
+import { isOrganizationId } from '@mileage/runtime/grpc';
 import { ORGANIZATION_ALIAS_PATTERN } from '@mileage/runtime/formats';
 
 /** What a token says about its organization. */

@@ -1,8 +1,8 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { usersV1 } from '@mileage/proto';
-import { isOrganizationId } from '@mileage/runtime/database';
+
 import { ORGANIZATION_ALIAS_RULE, SCIM_SECRET_TOKEN, timestampToMillis } from '@mileage/runtime/formats';
-import { type CallSettings, type PromiseClient } from '@mileage/runtime/grpc';
+import { type CallSettings, type PromiseClient, isOrganizationId } from '@mileage/runtime/grpc';
 import { createHash } from 'node:crypto';
 import type { Caller } from './auth';
 import { isOrganizationReference } from './organization-claim';

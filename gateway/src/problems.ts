@@ -25,10 +25,15 @@ export interface ValidationIssue {
 export const PROBLEM_TYPES = {
   /** 410 on the change feed: tombstones since the sync's lower bound may be gone; start a full sync. */
   resyncRequired: '/errors/resync-required',
+  /** 409 on requesting an organization export while one is queued or running: wait for it (CONTRACT §8). */
+  exportRunning: '/errors/export-running',
 } as const;
 
 /** The problem type of a service error's reason, when it has one of its own. */
-const TYPE_OF_REASON: Record<string, string> = { RESYNC_REQUIRED: PROBLEM_TYPES.resyncRequired };
+const TYPE_OF_REASON: Record<string, string> = {
+  RESYNC_REQUIRED: PROBLEM_TYPES.resyncRequired,
+  EXPORT_RUNNING: PROBLEM_TYPES.exportRunning,
+};
 
 export class HttpProblem extends Error {
   constructor(

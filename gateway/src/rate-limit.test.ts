@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { RateLimits, rateLimitHeaders } from './rate-limit';
+import { HOUR, RateLimits, rateLimitHeaders } from './rate-limit';
 
 describe('RateLimits', () => {
   test('counts per caller per route in a fixed window', async () => {
@@ -26,9 +26,20 @@ describe('RateLimits', () => {
     assert.equal(d.limit, 300);
   });
 
+  test('an hourly route counts in its own window of an hour, named in its headers', async () => {
+    const limits = new RateLimits({});
+    const first = await limits.consume('users.me.export', 'alice', 2, HOUR);
+    assert.deepEqual([first.allowed, first.windowSeconds], [true, HOUR]);
+    assert.ok(first.resetInSeconds > 60, 'an hour, not a minute');
+    assert.equal((await limits.consume('users.me.export', 'alice', 2, HOUR)).allowed, true);
+    assert.equal((await limits.consume('users.me.export', 'alice', 2, HOUR)).allowed, false);
+    assert.equal((await limits.consume('users.me', 'alice', 2)).allowed, true, 'a minute route counts apart');
+    assert.match(rateLimitHeaders(first)['RateLimit-Policy']!, /^"per-hour";q=2;w=3600$/);
+  });
+
   test('headers follow the contract', () => {
     const headers = rateLimitHeaders(
-      { allowed: true, limit: 30, remaining: 29, resetInSeconds: 42 },
+      { allowed: true, limit: 30, remaining: 29, resetInSeconds: 42, windowSeconds: 60 },
       1_700_000_000_000,
     );
     assert.deepEqual(headers, {

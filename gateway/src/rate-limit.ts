@@ -1,7 +1,9 @@
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
-const WINDOW_SECONDS = 60;
+/** A route's window: one minute, or one hour for the few routes counted per hour (exports). */
+export const MINUTE = 60;
+export const HOUR = 3_600;
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -9,15 +11,17 @@ export interface RateLimitDecision {
   remaining: number;
   /** Seconds until the window resets. */
   resetInSeconds: number;
+  /** The window's length in seconds (MINUTE or HOUR). */
+  windowSeconds: number;
 }
 
 /**
- * Fixed one-minute windows per caller per route. With Redis every gateway replica shares the same
+ * Fixed windows (one minute; one hour for the routes that say so) per caller per route. With Redis every gateway replica shares the same
  * counters; if Redis stops answering, each replica falls back to its own in-memory window rather
  * than failing requests (an insurance limiter), and returns to Redis when it is back.
  */
 export class RateLimits {
-  private readonly limiters = new Map<number, RateLimiterAbstract>();
+  private readonly limiters = new Map<string, RateLimiterAbstract>();
 
   constructor(private readonly options: { redis?: Redis; multiplier?: number; keyPrefix?: string }) {}
 
@@ -26,32 +30,41 @@ export class RateLimits {
     return Math.max(1, Math.floor(perMinute * (this.options.multiplier ?? 1)));
   }
 
-  private limiter(points: number): RateLimiterAbstract {
-    let limiter = this.limiters.get(points);
+  private limiter(points: number, duration: number): RateLimiterAbstract {
+    // The minute's counters keep their names of before; an hour's are apart.
+    const name = duration === MINUTE ? String(points) : `${points}/${duration}`;
+    let limiter = this.limiters.get(name);
     if (!limiter) {
-      const keyPrefix = `${this.options.keyPrefix ?? 'mileage:rl'}:${points}`;
-      const memory = new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix });
+      const keyPrefix = `${this.options.keyPrefix ?? 'mileage:rl'}:${name}`;
+      const memory = new RateLimiterMemory({ points, duration, keyPrefix });
       limiter = this.options.redis
         ? new RateLimiterRedis({
             storeClient: this.options.redis,
             points,
-            duration: WINDOW_SECONDS,
+            duration,
             keyPrefix,
             insuranceLimiter: memory,
             rejectIfRedisNotReady: true,
           })
         : memory;
-      this.limiters.set(points, limiter);
+      this.limiters.set(name, limiter);
     }
     return limiter;
   }
 
-  async consume(routeId: string, callerKey: string, perMinute: number): Promise<RateLimitDecision> {
-    const limit = this.effectiveLimit(perMinute);
+  /** Counts one request of `callerKey` on `routeId`, whose limit is `requests` per `windowSeconds` (a minute). */
+  async consume(
+    routeId: string,
+    callerKey: string,
+    requests: number,
+    windowSeconds: number = MINUTE,
+  ): Promise<RateLimitDecision> {
+    const limit = this.effectiveLimit(requests);
     const key = `${routeId}:${callerKey}`;
     try {
-      const res = await this.limiter(limit).consume(key);
+      const res = await this.limiter(limit, windowSeconds).consume(key);
       return {
+        windowSeconds,
         allowed: true,
         limit,
         remaining: res.remainingPoints,
@@ -60,6 +73,7 @@ export class RateLimits {
     } catch (rejection) {
       if (rejection instanceof RateLimiterRes) {
         return {
+          windowSeconds,
           allowed: false,
           limit,
           remaining: 0,
@@ -77,7 +91,12 @@ export function rateLimitHeaders(decision: RateLimitDecision, nowMs = Date.now()
     'X-RateLimit-Limit': String(decision.limit),
     'X-RateLimit-Remaining': String(decision.remaining),
     'X-RateLimit-Reset': String(Math.ceil(nowMs / 1000) + decision.resetInSeconds),
-    'RateLimit-Policy': `"per-minute";q=${decision.limit};w=${WINDOW_SECONDS}`,
-    RateLimit: `"per-minute";r=${decision.remaining};t=${decision.resetInSeconds}`,
+    'RateLimit-Policy': `"${windowName(decision.windowSeconds)}";q=${decision.limit};w=${decision.windowSeconds}`,
+    RateLimit: `"${windowName(decision.windowSeconds)}";r=${decision.remaining};t=${decision.resetInSeconds}`,
   };
+}
+
+/** The window's policy name in the RateLimit fields, and its unit in messages. */
+export function windowName(windowSeconds: number): string {
+  return windowSeconds === HOUR ? 'per-hour' : 'per-minute';
 }

@@ -2,7 +2,7 @@ import type { drivesV1, groupsV1, usersV1, webhooksV1 } from '@mileage/proto';
 import type { CursorCodec } from './cursor';
 import { V1_AUDIENCE, type CallSettings, type EndUserSigner, type PromiseClient } from '@mileage/runtime/grpc';
 import { type Span, type TraceContext } from '@mileage/runtime/telemetry';
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Caller, TokenVerifier } from './auth';
 import type { AccountLoader } from './account-loader';
 import type { OrganizationShares } from './fair-share';
@@ -10,7 +10,7 @@ import type { OrganizationCredentials } from './organization-credentials';
 import { POINT_COST } from './request-cost';
 import { guard, invalidToken } from './guard';
 import { HttpProblem, ValidationProblem, problemFromGrpc, type ValidationIssue } from './problems';
-import type { RateLimits } from './rate-limit';
+import { HOUR, MINUTE, type RateLimits } from './rate-limit';
 import type { V1_SCOPES } from './scopes';
 
 /** A caller whose token names a platform user whose account is active. */
@@ -60,6 +60,20 @@ export class RenderedJson {
 }
 
 /**
+ * A handler's answer written as it is produced (a person's own copy, an export's archive): `write` writes the body to
+ * the response, waiting for it to drain between its parts, and ends it. What fails once the first byte is out cuts the
+ * response short (a client then sees a body shorter than its Content-Length, or not ending as its format says).
+ */
+export class StreamedBody {
+  constructor(
+    readonly contentType: string,
+    readonly write: (res: Response) => Promise<void>,
+    /** Its status (206 for a range) and headers beyond the content type. */
+    readonly head: { status?: 200 | 206; headers?: Record<string, string> } = {},
+  ) {}
+}
+
+/**
  * One /v1 route: what the app mounts and what the OpenAPI document says about it (openapi.ts adds only prose and
  * examples, keyed by `id`). Adding a route is one RouteSpec in V1_ROUTES (routes/index.ts) and its prose.
  */
@@ -69,8 +83,11 @@ export interface RouteSpec<Input> {
   method: 'get' | 'post' | 'delete';
   /** Path template, e.g. /v1/users/{user_id}: the trace span name. */
   path: string;
-  scope: keyof typeof V1_SCOPES;
-  perMinute: number;
+  /** The scope the token must carry, or every one of several. */
+  scope: V1Scope | readonly V1Scope[];
+  /** Requests per caller per minute; or, for the few routes counted per hour, `perHour` instead. */
+  perMinute?: number;
+  perHour?: number;
   /** Every parameter `validate` reads, path parameters first in the template's order. */
   parameters: readonly ApiParameter[];
   /** A JSON body read raw up to `limitBytes` (larger: 413) and checked by `validate`: its components.schemas name. */
@@ -79,6 +96,10 @@ export interface RouteSpec<Input> {
   status?: 200 | 201 | 202 | 204;
   /** The success body's components.schemas name (none with 204). */
   response?: string;
+  /** The success body's media type when it is not JSON (a StreamedBody's). */
+  responseType?: string;
+  /** The success answer's `Location` (a 201's or 202's), from its body. */
+  location?(body: unknown): string;
   /** RFC 9745: the route stays, marked deprecated since this time (a `Deprecation` header on every response). */
   deprecatedSince?: string;
   /** Its price in the organization's share of a replica (request-cost.ts); default a point read's. */
@@ -92,6 +113,24 @@ export interface RouteSpec<Input> {
   handle(input: Input, account: Account, deps: V1Deps, call: CallSettings): Promise<unknown>;
 }
 
+export type V1Scope = keyof typeof V1_SCOPES;
+
+/** A route's scopes, as a list. */
+export const scopesOf = (spec: Pick<RouteSpec<unknown>, 'scope'>): readonly V1Scope[] =>
+  typeof spec.scope === 'string' ? [spec.scope] : spec.scope;
+
+/** A route's limit: requests per window (a minute or an hour); exactly one of perMinute and perHour is set. */
+export function routeLimit(spec: Pick<RouteSpec<unknown>, 'id' | 'perMinute' | 'perHour'>): {
+  requests: number;
+  windowSeconds: number;
+} {
+  if ((spec.perMinute === undefined) === (spec.perHour === undefined))
+    throw new Error(`the route ${spec.id} must set exactly one of perMinute and perHour`);
+  return spec.perHour !== undefined
+    ? { requests: spec.perHour, windowSeconds: HOUR }
+    : { requests: spec.perMinute!, windowSeconds: MINUTE };
+}
+
 /** RFC 9745's Deprecation value: a structured-field Date (epoch seconds), not "true". */
 export const deprecationHeader = (since: string) => `@${Date.parse(since) / 1000}`;
 
@@ -100,6 +139,7 @@ export const deprecationHeader = (since: string) => `@${Date.parse(since) / 1000
  * validation (422) → caller account, ownership / admin (403) → existence (404).
  */
 export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHandler {
+  const limit = routeLimit(spec);
   return async (req, res) => {
     res.locals.routeId = spec.id;
     if (spec.deprecatedSince) {
@@ -109,7 +149,12 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
     }
     const span = res.locals.span as Span | undefined;
     if (span?.isRecording()) span.updateName(`${req.method} ${spec.path}`).setAttribute('http.route', spec.path);
-    const caller = await guard(req, res, deps, { limitId: spec.id, perMinute: spec.perMinute, scope: spec.scope });
+    const caller = await guard(req, res, deps, {
+      limitId: spec.id,
+      perMinute: limit.requests,
+      windowSeconds: limit.windowSeconds,
+      scope: spec.scope,
+    });
 
     const parsed = spec.validate(req, { deps, caller });
     if ('issues' in parsed) throw new ValidationProblem(parsed.issues);
@@ -153,10 +198,27 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
       res.writeHead(204).end();
       return;
     }
+    if (result instanceof StreamedBody) {
+      res.writeHead(result.head.status ?? 200, { ...result.head.headers, 'Content-Type': result.contentType });
+      // HEAD: the headers only; nothing is read from the owners.
+      if (req.method === 'HEAD') {
+        res.end();
+        return;
+      }
+      try {
+        await result.write(res);
+      } catch (err) {
+        // The status is out: the only way left to say the body is incomplete is to cut the connection.
+        res.destroy(err instanceof Error ? err : new Error(String(err)));
+        throw err;
+      }
+      return;
+    }
     const body = result instanceof RenderedJson ? Buffer.concat(result.chunks) : JSON.stringify(result);
     // One writeHead instead of res.json's content negotiation and per-header bookkeeping: this is the hot path.
     res
       .writeHead(spec.status ?? 200, {
+        ...(spec.location ? { Location: spec.location(result) } : {}),
         'Content-Type': 'application/json; charset=utf-8',
         'Content-Length': Buffer.byteLength(body),
       })

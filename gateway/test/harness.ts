@@ -30,7 +30,15 @@ import {
   wireStack,
   type ServiceName,
 } from '@mileage/devstack';
-import { createServer as createUsersServer, openDatabase } from '@mileage/users';
+import {
+  createServer as createUsersServer,
+  drivesExportOwner,
+  exportTasks,
+  groupsExportOwner,
+  openDatabase,
+  webhooksExportOwner,
+} from '@mileage/users';
+import { LocalArchiveStore } from '@mileage/runtime/storage';
 import {
   configShape as webhooksConfigShape,
   createServer as createWebhooksServer,
@@ -121,6 +129,8 @@ export interface Harness {
   olderDrivesAddress: string;
   scimAddress: string;
   webhooksAddress: string;
+  /** Runs the export job once, as a Users replica's task does (the harness runs no background tasks). */
+  runExportJob(): Promise<void>;
   /** The Users and Groups databases: each keeps the provisioning audit of its resources. */
   usersDb: ReturnType<typeof openDatabase>;
   groupsDb: ReturnType<typeof openGroupsDatabase>;
@@ -206,10 +216,13 @@ export async function startHarness(): Promise<Harness> {
   });
   const wired = (s: ServiceName) => wiring.services[s]![0]!;
   const gatewayEnv = wiring.gateways[0]!;
+  // Organization exports' archives: a directory of the test's own, as DATA_DIR/archives under npm start.
+  const archiveDir = mkdtempSync(path.join(tmpdir(), 'harness-archives-'));
+  const archives = new LocalArchiveStore(archiveDir);
   const usersServer: GrpcServerHandle = await startGrpcServer({
     address: wired('users').GRPC_ADDRESS!,
     // The Users process serves UsersService and OrganizationsService.
-    services: [createUsersServer({ knex: db.knex })].flat(),
+    services: [createUsersServer({ knex: db.knex, archives })].flat(),
     protoFiles: [PROTO_FILES.users],
     logger,
     metrics: new Metrics('users'),
@@ -217,7 +230,7 @@ export async function startHarness(): Promise<Harness> {
   const usersAddress = wiring.address('users');
   const groupsServer: GrpcServerHandle = await startGrpcServer({
     address: wired('groups').GRPC_ADDRESS!,
-    services: [createGroupsServer({ knex: groupsDb.knex })],
+    services: [createGroupsServer({ knex: groupsDb.knex, archives })],
     protoFiles: [PROTO_FILES.groups],
     logger,
     metrics: new Metrics('groups'),
@@ -229,7 +242,7 @@ export async function startHarness(): Promise<Harness> {
   });
   const drivesServer: GrpcServerHandle = await startGrpcServer({
     address: wired('drives').GRPC_ADDRESS!,
-    services: [createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups })],
+    services: [createDrivesServer({ knex: drivesDb.knex, groups: drivesGroups, archives })],
     protoFiles: [PROTO_FILES.drives],
     logger,
     metrics: new Metrics('drives'),
@@ -307,6 +320,8 @@ export async function startHarness(): Promise<Harness> {
         resolver: systemResolver,
         groups: webhooksGroups,
         logger,
+        knex: webhooksDb.knex,
+        archives,
       }),
     ],
     protoFiles: [PROTO_FILES.webhooks],
@@ -384,6 +399,13 @@ export async function startHarness(): Promise<Harness> {
   ).group!.id;
   groupsClient.close();
   const drivesClient = createGrpcClient(drivesV1.DrivesServiceClient, drivesAddress, { defaultDeadlineMs: 5_000 });
+  // The Users service's clients of the Groups and Webhooks services, as its export job uses them.
+  const exportGroupsClient = createGrpcClient(groupsV1.GroupsServiceClient, wiring.address('groups'), {
+    defaultDeadlineMs: 5_000,
+  });
+  const exportWebhooksClient = createGrpcClient(webhooksV1.WebhooksServiceClient, wiring.address('webhooks'), {
+    defaultDeadlineMs: 5_000,
+  });
   const makeDrive = async (userId: string, day: number, classification: drivesV1.Classification) => {
     const start = new Date(Date.UTC(2026, 9, day, 8, 0, 0));
     const { drive } = await drivesClient.createDrive(
@@ -466,6 +488,23 @@ export async function startHarness(): Promise<Harness> {
     scimAddress,
     webhooksAddress,
     usersDb: db,
+    async runExportJob() {
+      const [job] = exportTasks(
+        {
+          knex: db.knex,
+          store: archives,
+          logger,
+          scimBaseUrl: `http://127.0.0.1/scim/v2`,
+          owners: [
+            groupsExportOwner(exportGroupsClient),
+            drivesExportOwner(drivesClient),
+            webhooksExportOwner(exportWebhooksClient),
+          ],
+        },
+        1_000,
+      );
+      await job!.run();
+    },
     groupsDb,
     scimToken: () => scimClientToken(idp.issuer, SCIM_CLIENT_SECRET),
     app(options = {}) {
@@ -581,6 +620,8 @@ export async function startHarness(): Promise<Harness> {
       await usersServer.shutdown(1_000);
       await groupsServer.shutdown(1_000);
       drivesClient.close();
+      exportWebhooksClient.close();
+      exportGroupsClient.close();
       await drivesServer.shutdown(1_000);
       await olderDrivesServer.shutdown(1_000);
       await drivesDb.close();
@@ -588,6 +629,7 @@ export async function startHarness(): Promise<Harness> {
       await groupsDb.close();
       await testDb.drop();
       rmSync(dataDir, { recursive: true, force: true });
+      rmSync(archiveDir, { recursive: true, force: true });
       if (problems.length)
         throw new Error(`responses that do not match the OpenAPI document:\n  ${problems.join('\n  ')}`);
     },

@@ -83,7 +83,18 @@ function listRequest(input: ListInput) {
     ...(p.after ? { after: isoToTimestamp(p.after) } : {}),
     ...(p.before ? { before: isoToTimestamp(p.before) } : {}),
     ...(input.position
-      ? { afterPosition: { sortTime: isoToTimestamp(input.position.sortTime), id: input.position.id } }
+      ? {
+          afterPosition: {
+            sortTime: isoToTimestamp(input.position.sortTime),
+            id: input.position.id,
+            ...(input.position.epoch
+              ? {
+                  restoreEpoch: input.position.epoch.id,
+                  readTime: isoToTimestamp(input.position.epoch.readAt),
+                }
+              : {}),
+          },
+        }
       : {}),
     ...(p.includeDeleted ? { includeDeleted: true } : {}),
     // The service renders the page's JSON, which the gateway passes through (docs/architecture.md, "Drives and
@@ -99,7 +110,17 @@ function nextCursor(
   next: drivesV1.PagePosition | undefined,
 ): string | null {
   return hasMore && next?.sortTime
-    ? deps.cursors.encode({ sortTime: timestampToIso(next.sortTime), id: next.id }, input.fingerprint)
+    ? deps.cursors.encode(
+        {
+          sortTime: timestampToIso(next.sortTime),
+          id: next.id,
+          // The restore epoch the page was read in (CONTRACT §8), when the Drives service names it.
+          ...(next.restoreEpoch && next.readTime
+            ? { epoch: { id: next.restoreEpoch, readAt: timestampToIso(next.readTime) } }
+            : {}),
+        },
+        input.fingerprint,
+      )
     : null;
 }
 

@@ -1,7 +1,7 @@
 import type { groupsV1 } from '@mileage/proto';
 import { apiTime } from '@mileage/runtime/formats';
-import { readMemberUsers } from '@mileage/runtime/database';
-import { type CallSettings } from '@mileage/runtime/grpc';
+
+import { type CallSettings, readMemberUsers } from '@mileage/runtime/grpc';
 import type { Request } from 'express';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import type { ApiParameter, RouteSpec, V1Deps } from '../v1';

@@ -1,8 +1,9 @@
 import type { RouteSpec } from '../v1';
 import { listAllReportedDrives, listGroupReportedDrives, listUserDrives } from './drives';
 import { getGroup, listGroups } from './groups';
+import { downloadExport, getExport, listExports, requestExport } from './exports';
 import { createScimToken, listProvisioningEvents, listScimTokens, revokeScimToken } from './organization';
-import { getMe, getUser } from './users';
+import { exportMe, getMe, getUser } from './users';
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, redeliver } from './webhooks';
 
 /**
@@ -11,6 +12,7 @@ import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, redeliver }
  */
 export const V1_ROUTES: readonly RouteSpec<unknown>[] = [
   getMe,
+  exportMe,
   getUser,
   listUserDrives,
   listGroups,
@@ -26,4 +28,8 @@ export const V1_ROUTES: readonly RouteSpec<unknown>[] = [
   createScimToken,
   revokeScimToken,
   listProvisioningEvents,
+  requestExport,
+  listExports,
+  getExport,
+  downloadExport,
 ];

@@ -1,7 +1,13 @@
 import { status } from '@grpc/grpc-js';
 import type { scimV1 } from '@mileage/proto';
-import { MAX_BATCHED_SCIM_REQUESTS, PerTurnGroups, slices } from '@mileage/runtime/database';
-import { serviceErrorFromStatus, type CallSettings, type PromiseClient } from '@mileage/runtime/grpc';
+import { PerTurnGroups } from '@mileage/runtime/database';
+import {
+  serviceErrorFromStatus,
+  type CallSettings,
+  type PromiseClient,
+  MAX_BATCHED_SCIM_REQUESTS,
+  slices,
+} from '@mileage/runtime/grpc';
 
 /** One SCIM read as the gateway forwards it: the request, attested, and the settings of its call. */
 export interface ScimRead {

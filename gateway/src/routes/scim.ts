@@ -10,8 +10,9 @@ import {
   unanswered,
   SCIM_AUDIENCE,
   type EndUserSigner,
+  SAFE_SCIM_METHODS,
 } from '@mileage/runtime/grpc';
-import { SAFE_SCIM_METHODS } from '@mileage/runtime/database';
+
 import { type Logger, type Metrics, type Span, type TraceContext } from '@mileage/runtime/telemetry';
 import { SCIM_SECRET_TOKEN_PREFIX } from '@mileage/runtime/formats';
 import express, { type Request, type RequestHandler, type Response } from 'express';

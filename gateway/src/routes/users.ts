@@ -1,8 +1,10 @@
 import { isUserId, USER_ID_PATTERN } from '@mileage/runtime/formats';
 import type { Request } from 'express';
+import type { CallSettings } from '@mileage/runtime/grpc';
+import { writeParts } from '../paged-stream';
 import { HttpProblem, type ValidationIssue } from '../problems';
 import { toUserSchema } from '../schemas';
-import type { ApiParameter, RouteSpec } from '../v1';
+import { StreamedBody, type Account, type ApiParameter, type RouteSpec, type V1Deps } from '../v1';
 
 export const userIdParameter: ApiParameter = {
   name: 'user_id',
@@ -53,3 +55,38 @@ export const getUser: RouteSpec<string> = {
     return toUserSchema(account.user);
   },
 };
+
+/**
+ * A person's own copy (CONTRACT §8): the caller's profile, then every drive of theirs, as JSON Lines written while
+ * the Drives service's pages are read, each page asked for only once the reader has taken the one before
+ * (paged-stream.ts). The pages are keyset-paged on the drive id up to the newest drive at the start, so a drive
+ * changed meanwhile is neither lost nor doubled (the Drives service's ExportUserDrives).
+ */
+export const exportMe: RouteSpec<null> = {
+  id: 'users.me.export',
+  method: 'get',
+  path: '/v1/users/me/export',
+  scope: ['users_read', 'drives_read'],
+  perHour: 2,
+  parameters: [],
+  response: 'PersonalCopyLine',
+  responseType: 'application/x-ndjson',
+  validate: () => ({ input: null }),
+  handle: async (_input, account, deps, call) =>
+    new StreamedBody('application/x-ndjson', (res) => writeParts(res, personalCopy(account, deps, call))),
+};
+
+async function* personalCopy(account: Account, deps: V1Deps, call: CallSettings): AsyncGenerator<Uint8Array> {
+  yield Buffer.from(`${JSON.stringify({ user: toUserSchema(account.user) })}\n`);
+  let afterId = 0;
+  let upToId = 0;
+  for (;;) {
+    const page = await deps.drives.exportUserDrives(
+      { userId: account.caller.userId, afterId, upToId, pageSize: 0 },
+      call,
+    );
+    yield page.drivesNdjson;
+    if (!page.hasMore) return;
+    ({ lastId: afterId, upToId } = page);
+  }
+}

@@ -33,3 +33,11 @@ export {
   type WebhookEvent,
   type WebhookEventType,
 } from './webhooks';
+export {
+  downloadExport,
+  requestExport,
+  waitForExport,
+  type DownloadOptions,
+  type Export,
+  type WaitOptions,
+} from './exports';

@@ -218,6 +218,19 @@ describe('syncReportedDrives', () => {
     assert.deepEqual(summary(rest), ['upsert:3', 'reset', 'upsert:4', 'upsert:3', 'upsert:2', 'upsert:1', 'complete']);
   });
 
+  test('410 on a later page of a full walk (the database restored under it): a reset, then the full walk again', async () => {
+    server.rows = [live(1, 1), live(2, 2), live(3, 3)];
+    server.faults = [];
+    const walk = syncReportedDrives(client, 7, { pageSize: 2 });
+    const firstPage = [(await walk.next()).value, (await walk.next()).value, (await walk.next()).value];
+    assert.deepEqual(summary(firstPage as SyncEvent<unknown, unknown>[]), ['reset', 'upsert:3', 'upsert:2']);
+    server.faults = [{ status: 410, body: { type: '/errors/resync-required', detail: 'restored' } }];
+    const rest = await collect(walk);
+    assert.deepEqual(summary(rest), ['reset', 'upsert:3', 'upsert:2', 'upsert:1', 'complete']);
+    assert.deepEqual(rest[0], { kind: 'reset', reason: 'resync-required', detail: 'restored' });
+    assert.equal((rest.at(-1) as { full: boolean }).full, true);
+  });
+
   test('410 for a full walk is not looped on', async () => {
     server.faults = [{ status: 410 }, { status: 410 }];
     await assert.rejects(reported(), { name: 'MileageApiError', status: 410 });

@@ -15,8 +15,8 @@ import type { operations } from './generated/api';
  * 3. The new watermark is the largest `modified` of the walk (live items and tombstones), kept only when the walk
  *    completes (`{kind: 'complete', state}`); an interrupted walk leaves the old one, and re-running it only
  *    repeats changes already applied.
- * 4. 410 Gone (the watermark is older than the tombstone retention): `{kind: 'reset', reason: 'resync-required'}`, then
- *    a full walk as in 1.
+ * 4. 410 Gone (the watermark is older than the tombstone retention, or a cursor was read after the point the database
+ *    was restored to): `{kind: 'reset', reason: 'resync-required'}`, then a full walk as in 1.
  * Why nothing is missed with an exclusive `date_after` at the newest `modified` seen, even when many rows share that
  * timestamp: the server lists only rows stamped before its *sync horizon* (the start of its oldest running write
  * transaction), so every row it shows at time M is committed and no later commit can be stamped M or earlier; the
@@ -192,7 +192,9 @@ async function* walk<Live, Tombstone>(
         throw err;
       }
       if ('gone' in page) {
-        if (full || resyncs++ >= 1) throw new MileageApiError(410, { detail: page.gone }, null);
+        // A full walk's first page cannot be helped by starting again; a later one can (its cursor was read after the
+        // point the database was restored to, CONTRACT §8). Once.
+        if ((full && !cursor) || resyncs++ >= 1) throw new MileageApiError(410, { detail: page.gone }, null);
         restart = 'resync';
         detail = page.gone;
         break;

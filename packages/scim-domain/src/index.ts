@@ -4,3 +4,4 @@ export * from './filter-table';
 export * from './filter-sql';
 export * from './audit';
 export * from './filter-cost';
+export * from './representation';

@@ -13,12 +13,13 @@ type DriveHandlers = Pick<
 >;
 
 /** A user's drives: their pages, and creating, changing and deleting one. */
-export function driveHandlers({ read, write }: CallOrganization): DriveHandlers {
+export function driveHandlers({ read, write, epochOfPage }: CallOrganization): DriveHandlers {
   return {
     async listUserDrives(request, ctx) {
       requireUserId(request.userId);
       const classification = classificationFilter(request.classification);
       const query = listQuery(request);
+      const epoch = await epochOfPage(request.afterPosition);
       // A page (up to 1,000 drives) under the costly statement timeout.
       const page = await read(
         ctx,
@@ -31,9 +32,14 @@ export function driveHandlers({ read, write }: CallOrganization): DriveHandlers 
             drives: [],
             tombstones: [],
             resultsJson: renderUserDriveRows(page.rows, page.tombstones),
-            ...pageEnd(page),
+            ...pageEnd(page, epoch),
           }
-        : { drives: page.rows.map(toDrive), tombstones: page.tombstones, resultsJson: NOTHING, ...pageEnd(page) };
+        : {
+            drives: page.rows.map(toDrive),
+            tombstones: page.tombstones,
+            resultsJson: NOTHING,
+            ...pageEnd(page, epoch),
+          };
     },
 
     async createDrive(request, ctx) {

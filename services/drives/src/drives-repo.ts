@@ -49,6 +49,10 @@ const DRIVER_OF_SQL = 'SELECT user_id FROM drives WHERE id = ? AND organization_
 const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM review_comments
   WHERE drive_id = ANY(?::bigint[]) ORDER BY id`;
 
+const EXPORT_BOUND_SQL = 'SELECT max(id) AS newest FROM drives WHERE organization_id = ? AND user_id = ?';
+const EXPORT_PAGE_SQL = `SELECT ${USER_DRIVE_COLUMNS} FROM drives
+  WHERE organization_id = ? AND user_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?`;
+
 export interface ListQuery {
   limit: number;
   sortField: 'modified' | 'ended';
@@ -270,6 +274,37 @@ export class DriveReads {
     };
     // Rows, not messages: the service renders them straight to the API's JSON, or to messages when asked for those.
     return this.page<DriveRow & Sorted>(live, deleted, q, trace);
+  }
+
+  /**
+   * A page of a person's own copy: the user's drives after `afterId` up to `upToId` (every classification), by id. The
+   * first page (`upToId` 0) reads the user's newest drive id in the same transaction and returns it as the bound.
+   */
+  async exportUserDrives(
+    userId: string,
+    afterId: number,
+    upToId: number,
+    limit: number,
+    trace?: TraceContext,
+  ): Promise<{ rows: DriveRow[]; upToId: number; hasMore: boolean }> {
+    let bound = upToId;
+    if (bound === 0) {
+      const { rows } = await sql(trace, 'SELECT', EXPORT_BOUND_SQL, async () =>
+        this.run<{ newest: string | null }>(EXPORT_BOUND_SQL, [this.organizationId, userId], 'drives_export_bound_v1'),
+      );
+      bound = Number(rows[0]?.newest ?? 0);
+    }
+    if (bound === 0) return { rows: [], upToId: 0, hasMore: false };
+    const { rows } = await sql(trace, 'SELECT', EXPORT_PAGE_SQL, async () =>
+      this.run<DriveRow>(
+        EXPORT_PAGE_SQL,
+        [this.organizationId, userId, afterId, bound, limit + 1],
+        'drives_export_page_v1',
+        WIRE_TIMESTAMPS,
+      ),
+    );
+    const hasMore = rows.length > limit;
+    return { rows: hasMore ? rows.slice(0, limit) : rows, upToId: bound, hasMore };
   }
 
   async listReportedDrives(groupIds: number[], q: ListQuery, trace?: TraceContext) {
@@ -619,4 +654,29 @@ function driveEventData(
   more: Record<string, string> = {},
 ): Record<string, unknown> {
   return { drive_id: driveId, group_id: String(groupId), user_id: userId.trim(), ...more, modified: iso(modified) };
+}
+
+/**
+ * A page of an organization export's reported drives (after `afterDriveId`, by drive id) with their review comments,
+ * read in the export's snapshot transaction (snapshotInOrganization).
+ */
+export async function exportReportedDrivesPage(
+  trx: Knex.Transaction,
+  organizationId: number,
+  afterDriveId: number,
+  limit: number,
+): Promise<{ row: DriveRow & ReportRow; comments: CommentRow[] }[]> {
+  const { rows } = await trx.raw<{ rows: (DriveRow & ReportRow)[] }>(
+    `SELECT ${REPORTED_COLUMNS} FROM drive_reports r JOIN drives d ON d.id = r.drive_id
+      WHERE r.organization_id = ? AND r.drive_id > ? ORDER BY r.drive_id LIMIT ?`,
+    [organizationId, afterDriveId, limit],
+  );
+  if (!rows.length) return [];
+  const { rows: comments } = await trx.raw<{ rows: CommentRow[] }>(COMMENTS_SQL, [rows.map((r) => Number(r.id))]);
+  const byDrive = new Map<string, CommentRow[]>();
+  for (const comment of comments) {
+    const key = String(comment.drive_id);
+    byDrive.set(key, [...(byDrive.get(key) ?? []), comment]);
+  }
+  return rows.map((row) => ({ row, comments: byDrive.get(String(row.id)) ?? [] }));
 }

@@ -3,6 +3,7 @@ import { groupsV1, PROTO_FILES } from '@mileage/proto';
 import { env } from '@mileage/runtime/config';
 import { outboxRelayConfigShape, outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
 import { runService } from '@mileage/runtime/service';
+import { archiveStoreOf, archiveStoreConfigShape } from '@mileage/runtime/storage';
 import { openDatabase } from './database';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, purgeTombstones } from './drives-repo';
 import { createServer } from './server';
@@ -21,6 +22,8 @@ void runService({
     /** The Groups service, asked whether a group a drive is reported to is of the drive's organization. */
     GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
     GRPC_DEADLINE_MS: env.positiveInt(3_000),
+    // Where its part of an organization export goes (the Users service's export job assembles the archive).
+    ...archiveStoreConfigShape,
   },
   clients: (config) => ({
     groups: {
@@ -36,6 +39,7 @@ void runService({
     groups,
     logger: context.logger,
     tombstoneRetentionDays: context.config.TOMBSTONE_RETENTION_DAYS,
+    ...optional('archives', archiveStoreOf(context.config)),
     relayContext: { ...context, clients: relayClients },
   }),
   createServer,
@@ -54,3 +58,8 @@ void runService({
     ];
   },
 });
+
+/** `{ [key]: value }`, or nothing when there is no value (exactOptionalPropertyTypes). */
+function optional<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
+}

@@ -1,7 +1,7 @@
 import { status } from '@grpc/grpc-js';
 import type { drivesV1 } from '@mileage/proto';
-import { COSTLY_READ, requireOrganization } from '@mileage/runtime/database';
-import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { COSTLY_READ } from '@mileage/runtime/database';
+import { errors, type Handlers, requireOrganization } from '@mileage/runtime/grpc';
 import { requireUserId } from '@mileage/runtime/formats';
 import { NOTHING, pageEnd, type CallOrganization, type DrivesServerDeps } from './organization-context';
 import { renderReportedRows } from './render';
@@ -15,7 +15,7 @@ type ReportedDriveHandlers = Pick<
 
 /** Drives reported to a group: their pages, reporting one, its review and its withdrawal. */
 export function reportedDriveHandlers(
-  { read, write }: CallOrganization,
+  { read, write, epochOfPage }: CallOrganization,
   deps: Pick<DrivesServerDeps, 'groups'>,
 ): ReportedDriveHandlers {
   return {
@@ -27,6 +27,7 @@ export function reportedDriveHandlers(
       }
       request.groupIds.forEach((id, i) => requirePositive(id, `group_ids[${i}]`));
       const query = listQuery(request);
+      const epoch = await epochOfPage(request.afterPosition);
       const page = await read(
         ctx,
         (reads) => reads.listReportedDrives(request.groupIds, query, ctx.trace),
@@ -37,14 +38,14 @@ export function reportedDriveHandlers(
             reportedDrives: [],
             tombstones: [],
             ...renderReportedRows(page.reported, page.tombstones),
-            ...pageEnd(page),
+            ...pageEnd(page, epoch),
           }
         : {
             reportedDrives: page.reported.map(({ row, comments }) => toReported(row, comments)),
             tombstones: page.tombstones,
             resultsJson: NOTHING,
             driverSlots: [],
-            ...pageEnd(page),
+            ...pageEnd(page, epoch),
           };
     },
 

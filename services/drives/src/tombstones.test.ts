@@ -101,7 +101,7 @@ const walkUser = (userId: string, more: Partial<drivesV1.ListUserDrivesRequest> 
       if (!hasMore) return;
       const last = entries[entries.length - 1]!;
       assert.deepEqual(
-        nextPosition,
+        { sortTime: nextPosition?.sortTime, id: nextPosition?.id },
         { sortTime: isoToTimestamp(last.time), id: last.id },
         'the position follows the merged page',
       );

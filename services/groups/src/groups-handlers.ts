@@ -1,6 +1,6 @@
 import type { groupsV1 } from '@mileage/proto';
-import { errors, type Handlers } from '@mileage/runtime/grpc';
-import { ONE_STATEMENT, readInCallOrganization, requireListWindow } from '@mileage/runtime/database';
+import { errors, type Handlers, requireListWindow } from '@mileage/runtime/grpc';
+import { ONE_STATEMENT, readInCallOrganization } from '@mileage/runtime/database';
 import { requireGroupId, requireUserId } from '@mileage/runtime/formats';
 import { filterToSql } from '@mileage/scim-domain';
 import { checkAdmin, GROUP_FILTER_TABLE } from './groups-repo';
@@ -16,7 +16,7 @@ import {
 
 type GroupHandlers = Omit<
   Handlers<groupsV1.GroupsServiceServer>,
-  'setMemberRoles' | 'removeMembers' | 'eraseOrganization'
+  'setMemberRoles' | 'removeMembers' | 'eraseOrganization' | 'writeExportPart'
 >;
 
 /** Groups: reading them, their admins, creating and changing one, and the trail of their provisioning. */

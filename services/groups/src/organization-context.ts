@@ -1,9 +1,14 @@
 import { inCallOrganization, type Knex } from '@mileage/runtime/database';
 import { type CallContext } from '@mileage/runtime/grpc';
+import type { ArchiveStore } from '@mileage/runtime/storage';
 import { GroupsRepository } from './groups-repo';
 
 export interface GroupsServerDeps {
   knex: Knex;
+  /** Where its part of an organization export goes; none: exports are off. */
+  archives?: ArchiveStore;
+  /** Public URL of /scim/v2 (SCIM_BASE_URL): `meta.location` and the members' `$ref` in an export. */
+  scimBaseUrl?: string;
 }
 
 /** How the handlers reach the groups of the call's organization: writes and reads. */

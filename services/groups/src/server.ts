@@ -1,5 +1,6 @@
 import { groupsV1 } from '@mileage/proto';
 import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
+import { exportHandlers } from './export-handlers';
 import { groupHandlers } from './groups-handlers';
 import { memberHandlers } from './members-handlers';
 import { callOrganization, type GroupsServerDeps } from './organization-context';
@@ -14,6 +15,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
     ...groupHandlers(organization, deps),
     ...memberHandlers(organization),
     ...erasureHandlers(deps),
+    ...exportHandlers(deps),
   };
   return { definition: groupsV1.GroupsServiceService, handlers: handlers as ServiceRegistration['handlers'] };
 }

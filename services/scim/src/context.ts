@@ -1,12 +1,15 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { scimAuditV1, type groupsV1, type usersV1 } from '@mileage/proto';
-import { timestampToIso, type WireTimestamp } from '@mileage/runtime/formats';
 import { type CallSettings, type PromiseClient } from '@mileage/runtime/grpc';
 import { type Logger, type Metrics } from '@mileage/runtime/telemetry';
 import { DEFAULT_COUNT, MAX_RESULTS } from '@mileage/scim-domain';
 import { scimErrors } from './errors';
 import type { Doc } from './resource';
 import { LIST_SCHEMA } from './schemas';
+
+import { etag } from '@mileage/scim-domain';
+
+export { etag, resourceMeta } from '@mileage/scim-domain';
 
 /** Everything a handler needs for one request. */
 export interface RequestContext {
@@ -58,10 +61,6 @@ export function ownOrNotFound<T extends { organizationId: number }>(record: T, c
 }
 
 /** W/"<version>" — the resource's version counter as a weak ETag (RFC 7644 §3.14). */
-export function etag(version: number): string {
-  return `W/"${version}"`;
-}
-
 /**
  * The version an If-Match header demands, 0 when there is none or it is "*"; a header naming no version of
  * ours can never match, which is a 412 like any stale one.
@@ -159,16 +158,3 @@ export function listResponse(resources: unknown[], totalResults: number, startIn
 }
 
 /** The meta of a representation (RFC 7643 §3.1), from the owner's record. */
-export function resourceMeta(
-  resourceType: 'User' | 'Group',
-  record: { createTime?: WireTimestamp | undefined; updateTime?: WireTimestamp | undefined; version: number },
-  location: string,
-) {
-  return {
-    resourceType,
-    created: record.createTime && timestampToIso(record.createTime),
-    lastModified: record.updateTime && timestampToIso(record.updateTime),
-    location,
-    version: etag(record.version),
-  };
-}

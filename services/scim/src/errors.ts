@@ -1,6 +1,5 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
-import { decodeServiceError, httpAnswer, isInvalidInput } from '@mileage/runtime/grpc';
-import { QUERY_TOO_COSTLY } from '@mileage/runtime/database';
+import { decodeServiceError, httpAnswer, isInvalidInput, QUERY_TOO_COSTLY } from '@mileage/runtime/grpc';
 
 export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 

@@ -2,7 +2,7 @@ import { status as grpcStatus } from '@grpc/grpc-js';
 import type { groupsV1, usersV1 } from '@mileage/proto';
 import { GROUP_RESOURCE_TYPE } from '@mileage/scim-domain';
 import { isUserId } from '@mileage/runtime/formats';
-import { readMemberUsers } from '@mileage/runtime/database';
+import { readMemberUsers } from '@mileage/runtime/grpc';
 import { isDeepStrictEqual } from 'node:util';
 import {
   AUDIT_OPERATIONS,

@@ -1,6 +1,14 @@
 import type { scimV1 } from '@mileage/proto';
-import { errors, toAppError, toRpcStatus, type CallContext, type Handlers } from '@mileage/runtime/grpc';
-import { MAX_BATCHED_SCIM_REQUESTS, SAFE_SCIM_METHODS } from '@mileage/runtime/database';
+import {
+  errors,
+  toAppError,
+  toRpcStatus,
+  type CallContext,
+  type Handlers,
+  MAX_BATCHED_SCIM_REQUESTS,
+  SAFE_SCIM_METHODS,
+} from '@mileage/runtime/grpc';
+
 import { type Logger } from '@mileage/runtime/telemetry';
 import { attestedHeaders, type AttestedActor } from './attested-actor';
 import type { ScimResponse } from './context';

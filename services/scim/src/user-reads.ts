@@ -1,6 +1,6 @@
 import type { usersV1 } from '@mileage/proto';
-import { MAX_BATCH_GET_USERS, PerTurnGroups, slices } from '@mileage/runtime/database';
-import { type CallSettings, type PromiseClient } from '@mileage/runtime/grpc';
+import { PerTurnGroups } from '@mileage/runtime/database';
+import { type CallSettings, type PromiseClient, MAX_BATCH_GET_USERS, slices } from '@mileage/runtime/grpc';
 
 type Found = usersV1.User | undefined;
 

@@ -1,5 +1,12 @@
 import { scimAuditV1, type usersV1 } from '@mileage/proto';
-import { isModelled, stringEquality, USER_RESOURCE_TYPE, type Attribute } from '@mileage/scim-domain';
+import {
+  isModelled,
+  stringEquality,
+  USER_RESOURCE_TYPE,
+  userDocument as toDoc,
+  userRepresentation,
+  type Attribute,
+} from '@mileage/scim-domain';
 import { isUserId } from '@mileage/runtime/formats';
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -9,14 +16,13 @@ import {
   etag,
   listResponse,
   ownOrNotFound,
-  resourceMeta,
   type RequestContext,
   type ScimDeps,
   type ScimResponse,
 } from './context';
 import { scimErrors, ScimError } from './errors';
 import { checkSelections, isObject, normalizeBody, projectFor, resourceSchema, type Doc } from './resource';
-import { ENTERPRISE_SCHEMA, USER_SCHEMA } from './schemas';
+import { ENTERPRISE_SCHEMA } from './schemas';
 import { ResourceHandlers } from './handlers';
 import { UserReads } from './user-reads';
 
@@ -74,30 +80,6 @@ function toOwner(doc: Doc, id: string): usersV1.User {
   };
 }
 
-/** The canonical document (no id, schemas or meta) of a user. */
-function toDoc(user: usersV1.User): Doc {
-  const { name: extraName, ...extras } = (user.scimAttributes ?? {}) as Doc & { name?: Doc };
-  const name: Doc = { ...(extraName ?? {}) };
-  if (user.name?.formatted) name.formatted = user.name.formatted;
-  if (user.name?.familyName) name.familyName = user.name.familyName;
-  if (user.name?.givenName) name.givenName = user.name.givenName;
-  return {
-    ...(user.externalId ? { externalId: user.externalId } : {}),
-    userName: user.userName,
-    ...(Object.keys(name).length ? { name } : {}),
-    ...(user.displayName ? { displayName: user.displayName } : {}),
-    ...extras,
-    ...(user.emails.length
-      ? {
-          emails: user.emails.map((e) => ({ value: e.value, ...(e.type ? { type: e.type } : {}), primary: e.primary })),
-        }
-      : {}),
-    active: user.active,
-    timezone: user.timezone,
-    ...(user.enterprise && Object.keys(user.enterprise).length ? { [ENTERPRISE_SCHEMA]: user.enterprise } : {}),
-  };
-}
-
 export class UserHandlers extends ResourceHandlers<usersV1.User> {
   protected readonly kind = 'user';
   protected readonly schema = USER_RESOURCE;
@@ -115,13 +97,7 @@ export class UserHandlers extends ResourceHandlers<usersV1.User> {
 
   /** The full SCIM representation of a user (RFC 7643 §4.1). */
   representation(user: usersV1.User): Doc {
-    const doc = toDoc(user);
-    return {
-      schemas: doc[ENTERPRISE_SCHEMA] ? [USER_SCHEMA, ENTERPRISE_SCHEMA] : [USER_SCHEMA],
-      id: user.id,
-      ...doc,
-      meta: resourceMeta('User', user, this.location(user.id)),
-    };
+    return userRepresentation(user, `${this.deps.baseUrl}/Users`);
   }
 
   /** The live user, or 404. */

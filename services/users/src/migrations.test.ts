@@ -11,6 +11,7 @@ const EXPAND = '20261126100000_organizations.js';
 const NONCE = '20261126200000_attestation_nonce.js';
 /** The expand migration that holds organization aliases to a letter (alias-migration.test.ts). */
 const ALIAS_LETTER = '20261128190000_organization_alias_letter.js';
+const EXPORTS = '20261128230000_organization_exports.js';
 /** The expand migration of offboarding: erased_rows, the offboarding records, the trail's erasure door. */
 const ERASURE = '20261129000000_erasure.js';
 const CONTRACT = { directory: path.join(__dirname, 'migrations', 'contract'), tableName: 'knex_migrations_contract' };
@@ -42,7 +43,7 @@ after(async () => {
 
 test('expand: old rows join organization 1 with their lookup keys; an old replica keeps writing', async () => {
   const { applied } = await db.migrate({ phase: 'expand' });
-  assert.deepEqual(applied, [EXPAND, NONCE, ALIAS_LETTER, ERASURE]);
+  assert.deepEqual(applied, [EXPAND, NONCE, ALIAS_LETTER, EXPORTS, ERASURE]);
   const [row] = await db.knex('users').where({ id: 'Bef0000077' });
   assert.deepEqual(
     [row.organization_id, row.organization_admin, row.user_name_key, row.display_name_key],
@@ -76,6 +77,7 @@ test('contract, then both phases down and up again', async () => {
   assert.deepEqual(
     rows.map((r: { relname: string; relforcerowsecurity: boolean }) => [r.relname, r.relforcerowsecurity]),
     [
+      ['organization_exports', true],
       ['provisioning_audit', true],
       ['scim_tokens', true],
       ['user_email_values', true],
@@ -84,6 +86,9 @@ test('contract, then both phases down and up again', async () => {
   );
   await db.knex.migrate.down(CONTRACT);
   await db.knex.migrate.down();
+  await db.knex.migrate.down();
+  const { rows: exportTables } = await db.knex.raw(`SELECT to_regclass('users.organization_exports') AS t`);
+  assert.deepEqual(exportTables, [{ t: null }]);
   await db.knex.migrate.down();
   await db.knex.migrate.down();
   const { rows: nonces } = await db.knex.raw(
@@ -100,6 +105,7 @@ test('contract, then both phases down and up again', async () => {
     EXPAND,
     NONCE,
     ALIAS_LETTER,
+    EXPORTS,
     ERASURE,
     '20261126200000_organization_isolation.js',
   ]);

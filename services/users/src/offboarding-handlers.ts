@@ -1,6 +1,6 @@
 import type { usersV1 } from '@mileage/proto';
-import { eraseOrganizationBatches, isOrganizationId } from '@mileage/runtime/database';
-import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { eraseOrganizationBatches } from '@mileage/runtime/database';
+import { errors, type Handlers, isOrganizationId } from '@mileage/runtime/grpc';
 import { ERASURE_PLAN } from './erasure-plan';
 import { DEFAULT_BACKUPS_HOLD_DAYS, DEFAULT_GRACE_DAYS, OffboardingRepository } from './offboarding-repo';
 import type { UsersServerDeps } from './organization-context';

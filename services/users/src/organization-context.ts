@@ -8,12 +8,15 @@ import {
   type ReadStatements,
 } from '@mileage/runtime/database';
 import { type CallContext } from '@mileage/runtime/grpc';
+import type { ArchiveStore } from '@mileage/runtime/storage';
 import { ANY_ORGANIZATION, type UserScope } from './users-repo';
 
 export interface UsersServerDeps {
   knex: Knex;
   /** Days after an erasure until no backup holds the data (ERASURE_BACKUPS_HOLD_DAYS; 32 when unset). */
   erasureBackupsHoldDays?: number;
+  /** Where organization exports' archives are kept (DATA_DIR, or object storage); none: exports are off. */
+  archives?: ArchiveStore;
 }
 
 /** Runs `work` in the call's organization (the runtime's inCallOrganization over this service's database). */

@@ -1,9 +1,10 @@
 import type { usersV1 } from '@mileage/proto';
-import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { errors, type Handlers, isOrganizationId } from '@mileage/runtime/grpc';
 import { isOrganizationAlias, ORGANIZATION_ALIAS_RULE, requireUserId } from '@mileage/runtime/formats';
-import { isOrganizationId } from '@mileage/runtime/database';
+
 import { OrganizationsRepository } from './organizations-repo';
 import { inCallOrganization, type UsersServerDeps } from './organization-context';
+import type { ExportHandlers } from './exports-handlers';
 import type { OffboardingHandlers } from './offboarding-handlers';
 import type { ScimTokenHandlers } from './scim-tokens-handlers';
 import { UsersRepository } from './users-repo';
@@ -14,7 +15,7 @@ export const OPERATOR_ACTOR = 'operator';
 
 type OrganizationHandlers = Omit<
   Handlers<usersV1.OrganizationsServiceServer>,
-  keyof ScimTokenHandlers | keyof OffboardingHandlers
+  keyof ScimTokenHandlers | keyof OffboardingHandlers | keyof ExportHandlers
 >;
 
 /** The OrganizationsService's organizations (users.proto) and their admins. */

@@ -14,6 +14,7 @@ interface EventRow {
   operation: string;
   user_id: string | null;
   scim_token_id: string | null;
+  export_id: string | null;
   request_id: string | null;
 }
 
@@ -47,7 +48,7 @@ export async function listProvisioningEvents(
     before = [rows[0]?.at ?? page.before.time, page.before.id];
   }
   const text = `
-    SELECT id, occurred_at, actor, operation, user_id, scim_token_id, request_id
+    SELECT id, occurred_at, actor, operation, user_id, scim_token_id, export_id, request_id
       FROM provisioning_audit
      WHERE organization_id = ? ${before ? 'AND (occurred_at, id) < (?::timestamptz, ?)' : ''}
      ORDER BY occurred_at DESC, id DESC
@@ -60,8 +61,8 @@ export async function listProvisioningEvents(
       time: dateToTimestamp(row.occurred_at),
       actor: row.actor,
       action: row.operation,
-      resourceType: row.user_id !== null ? 'User' : 'ScimToken',
-      resourceId: row.user_id ?? row.scim_token_id!,
+      resourceType: row.user_id !== null ? 'User' : row.scim_token_id !== null ? 'ScimToken' : 'Export',
+      resourceId: row.user_id ?? row.scim_token_id ?? row.export_id!,
       requestId: row.request_id ?? '',
     })),
     hasMore: rows.length > page.limit,

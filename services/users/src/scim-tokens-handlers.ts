@@ -1,11 +1,6 @@
 import type { usersV1 } from '@mileage/proto';
-import {
-  acrossOrganizations,
-  droppedReadAttempts,
-  readWithRetry,
-  requireOrganization,
-} from '@mileage/runtime/database';
-import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { acrossOrganizations, droppedReadAttempts, readWithRetry } from '@mileage/runtime/database';
+import { errors, type Handlers, requireOrganization } from '@mileage/runtime/grpc';
 import { isUuid, timestampToMillis } from '@mileage/runtime/formats';
 import { inCallOrganization, type UsersServerDeps } from './organization-context';
 import { resolveScimToken, ScimTokensRepository } from './organizations-repo';

@@ -1,5 +1,6 @@
 import { usersV1 } from '@mileage/proto';
 import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
+import { exportHandlers } from './exports-handlers';
 import { offboardingHandlers } from './offboarding-handlers';
 import { organizationHandlers } from './organizations-handlers';
 import type { UsersServerDeps } from './organization-context';
@@ -18,6 +19,7 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration[] {
     ...organizationHandlers(deps),
     ...scimTokenHandlers(deps),
     ...offboardingHandlers(deps),
+    ...exportHandlers(deps),
   };
   return [
     { definition: usersV1.UsersServiceService, handlers: userHandlers(deps) as ServiceRegistration['handlers'] },

@@ -1,6 +1,6 @@
 import type { usersV1 } from '@mileage/proto';
-import { COSTLY_READ, MAX_BATCH_GET_USERS, ONE_STATEMENT, requireListWindow } from '@mileage/runtime/database';
-import { errors, type CallContext, type Handlers } from '@mileage/runtime/grpc';
+import { COSTLY_READ, ONE_STATEMENT } from '@mileage/runtime/database';
+import { errors, type CallContext, type Handlers, MAX_BATCH_GET_USERS, requireListWindow } from '@mileage/runtime/grpc';
 import { requireUserId, timestampToDate } from '@mileage/runtime/formats';
 import { filterToSql } from '@mileage/scim-domain';
 import {

@@ -61,7 +61,7 @@ const COLUMNS = [
   'organization_admin',
 ] as const;
 
-const SELECT_COLUMNS = COLUMNS.join(', ');
+export const SELECT_COLUMNS = COLUMNS.join(', ');
 
 /** Where this table keeps the fields of the SCIM User declaration (@mileage/scim-domain): its owner fields → SQL. */
 export const USER_COLUMNS: OwnerColumns = {
@@ -189,7 +189,7 @@ function driverFields(row: DriverRow) {
   };
 }
 
-function toUser(row: UserRow): usersV1.User {
+export function toUser(row: UserRow): usersV1.User {
   return {
     ...driverFields(row),
     ...(row.external_id !== null ? { externalId: row.external_id } : {}),

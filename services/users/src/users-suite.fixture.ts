@@ -13,7 +13,7 @@ import { createLogger, Metrics } from '@mileage/runtime/telemetry';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
 import { after, before } from 'node:test';
 import { openDatabase } from './database';
-import { createServer } from './server';
+import { createServer, type UsersServerDeps } from './server';
 
 type Database = ReturnType<typeof openDatabase>;
 export type UsersClient = PromiseClient<usersV1.UsersServiceClient>;
@@ -48,7 +48,12 @@ export function user(overrides: Partial<usersV1.User> = {}): usersV1.User {
 }
 
 /** `runtimeOptions`: more of the service pool's options (its size, the organizations' share, the timeouts). */
-export function usersSuite(prefix: string, runtimeOptions: Omit<Parameters<typeof openDatabase>[0], 'url'> = {}) {
+/** `serverDeps`: more of the service's dependencies (an archive store for exports). */
+export function usersSuite(
+  prefix: string,
+  runtimeOptions: Omit<Parameters<typeof openDatabase>[0], 'url'> = {},
+  serverDeps: Omit<UsersServerDeps, 'knex'> = {},
+) {
   const suite = {
     /** The superuser's pool: sees every organization's rows (checks of what the service wrote). */
     admin: undefined as unknown as Database,
@@ -74,7 +79,7 @@ export function usersSuite(prefix: string, runtimeOptions: Omit<Parameters<typeo
     suite.admin = openDatabase({ url: testDb.url });
     server = await startGrpcServer({
       address: '127.0.0.1:0',
-      services: createServer({ knex: suite.runtime.knex }),
+      services: createServer({ knex: suite.runtime.knex, ...serverDeps }),
       protoFiles: [PROTO_FILES.users],
       logger: createLogger({ service: 'users-test', level: 'silent' }),
       metrics: new Metrics('users'),

@@ -1,4 +1,5 @@
 import { env } from '@mileage/runtime/config';
+import { archiveStoreConfigShape } from '@mileage/runtime/storage';
 import { z } from 'zod';
 import { parsePortRange, TARGET_CLASSES, type PortRange, type TargetClass } from './targets';
 
@@ -12,6 +13,8 @@ const allowList = env
 
 /** The Webhooks service's own environment variables, on top of every service's (runService parses them together). */
 export const configShape = {
+  /** Where its part of an organization export goes (the Users service's export job assembles the archive). */
+  ...archiveStoreConfigShape,
   GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
   GRPC_DEADLINE_MS: env.positiveInt(3_000),
   /** `production` (default): https targets only. `development`: http allowed too (npm start, tests). */

@@ -1,7 +1,7 @@
 import type { webhooksV1 } from '@mileage/proto';
-import { errors, type CallContext, type Handlers } from '@mileage/runtime/grpc';
+import { errors, type CallContext, type Handlers, requireOrganization } from '@mileage/runtime/grpc';
 import { requireGroupId } from '@mileage/runtime/formats';
-import { requireOrganization } from '@mileage/runtime/database';
+
 import type { OrganizationWebhooks, SubscriptionRow } from './repo';
 import type { WebhooksServerDeps } from './webhooks-deps';
 import { requireUuid } from './validation';

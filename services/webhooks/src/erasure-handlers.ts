@@ -1,6 +1,6 @@
 import type { webhooksV1 } from '@mileage/proto';
-import { eraseOrganizationHandler, requireOrganization } from '@mileage/runtime/database';
-import type { Handlers } from '@mileage/runtime/grpc';
+import { eraseOrganizationHandler } from '@mileage/runtime/database';
+import { type Handlers, requireOrganization } from '@mileage/runtime/grpc';
 import { ERASURE_PLAN } from './erasure-plan';
 import type { WebhooksServerDeps } from './webhooks-deps';
 

@@ -1,6 +1,6 @@
 import { filterV1, type webhooksV1 } from '@mileage/proto';
-import { errors, type Handlers } from '@mileage/runtime/grpc';
-import { isOrganizationId } from '@mileage/runtime/database';
+import { errors, type Handlers, isOrganizationId } from '@mileage/runtime/grpc';
+
 import { isUserId, timestampToDate, timestampToIso } from '@mileage/runtime/formats';
 import type { IncomingEvent } from './repo';
 import type { WebhooksServerDeps } from './webhooks-deps';

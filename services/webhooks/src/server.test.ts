@@ -10,6 +10,7 @@ import {
   type Handlers,
   type PromiseClient,
   type ServiceRegistration,
+  requireOrganization,
 } from '@mileage/runtime/grpc';
 import { createLogger, Metrics, type Logger } from '@mileage/runtime/telemetry';
 import {
@@ -21,7 +22,7 @@ import {
   toWebhookEvent,
 } from '@mileage/runtime/outbox';
 import { dateToTimestamp } from '@mileage/runtime/formats';
-import { inOrganization, requireOrganization, type Knex } from '@mileage/runtime/database';
+import { inOrganization, type Knex } from '@mileage/runtime/database';
 import { runEvery } from '@mileage/runtime/service';
 import {
   createSchemaRoles,
@@ -89,6 +90,7 @@ function groupsStub(): Handlers<groupsV1.GroupsServiceServer> {
     removeMembers: unused,
     listProvisioningEvents: unused,
     eraseOrganization: unused,
+    writeExportPart: unused,
     async listGroups(request, ctx) {
       const organizationId = requireOrganization(ctx);
       const expr = request.filter?.expr;

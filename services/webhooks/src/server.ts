@@ -2,6 +2,7 @@ import { webhooksV1 } from '@mileage/proto';
 import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
 import { deliveryHandlers } from './deliveries-handlers';
 import { eventHandlers } from './events-handlers';
+import { exportHandlers } from './export-handlers';
 import { subscriptionHandlers } from './subscriptions-handlers';
 import type { WebhooksServerDeps } from './webhooks-deps';
 import { erasureHandlers } from './erasure-handlers';
@@ -18,6 +19,7 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
     ...deliveryHandlers(deps),
     ...eventHandlers(deps),
     ...erasureHandlers(deps),
+    ...exportHandlers(deps),
   };
   return { definition: webhooksV1.WebhooksServiceService, handlers: handlers as ServiceRegistration['handlers'] };
 }

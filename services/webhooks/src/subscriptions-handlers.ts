@@ -1,7 +1,7 @@
 import type { webhooksV1 } from '@mileage/proto';
-import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { errors, type Handlers, requireOrganization } from '@mileage/runtime/grpc';
 import { requireGroupId } from '@mileage/runtime/formats';
-import { requireOrganization } from '@mileage/runtime/database';
+
 import { toSubscription } from './repo';
 import { newSecret } from './secrets';
 import type { WebhooksServerDeps } from './webhooks-deps';

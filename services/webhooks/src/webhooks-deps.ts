@@ -1,4 +1,6 @@
 import type { groupsV1 } from '@mileage/proto';
+import type { Knex } from '@mileage/runtime/database';
+import type { ArchiveStore } from '@mileage/runtime/storage';
 import type { Logger } from '@mileage/runtime/telemetry';
 import type { PromiseClient } from '@mileage/runtime/grpc';
 import type { WebhooksRepository } from './repo';
@@ -16,4 +18,7 @@ export interface WebhooksServerDeps {
   groups: PromiseClient<groupsV1.GroupsServiceClient>;
   worker?: Pick<DeliveryWorker, 'wake'>;
   logger?: Logger;
+  /** Its database and the archive store, for its part of an organization export; without them exports are off. */
+  knex?: Knex;
+  archives?: ArchiveStore;
 }

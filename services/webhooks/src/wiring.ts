@@ -2,6 +2,7 @@
 import type { groupsV1 } from '@mileage/proto';
 import type { BackgroundTask, ServiceContext, ServiceConfig } from '@mileage/runtime/service';
 import type { PromiseClient } from '@mileage/runtime/grpc';
+import { archiveStoreOf } from '@mileage/runtime/storage';
 import { deliverySchedule, type configShape } from './config';
 import { WebhooksRepository } from './repo';
 import { SecretBox } from './secrets';
@@ -43,7 +44,18 @@ export function webhooksDependencies(
     perSubscription: config.WEBHOOKS_SUBSCRIPTION_CONCURRENCY,
     ...deliverySchedule(config),
   });
-  return { repo, secrets, policy, resolver: systemResolver, groups: clients.groups, worker, logger };
+  const archives = archiveStoreOf(config);
+  return {
+    repo,
+    secrets,
+    policy,
+    resolver: systemResolver,
+    groups: clients.groups,
+    worker,
+    logger,
+    knex,
+    ...(archives ? { archives } : {}),
+  };
 }
 
 export function webhooksTasks(deps: WebhooksDeps, config: Config): BackgroundTask[] {

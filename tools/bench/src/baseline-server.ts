@@ -1,6 +1,7 @@
 // The bare ceiling: node:http + pg answering each measured /v1 route with the statements the services run
 // (prepared, by name), and the same JSON bytes as the gateway — no token, framework, gRPC or protobuf. The caller
 // of a group route is named by the x-user-id header (the full path takes it from the verified token).
+import { CURRENT_EPOCH_SQL } from '@mileage/drives';
 import { CursorCodec, driveListFingerprint, type CursorPosition } from '@mileage/gateway/cursor';
 import type * as http from 'node:http';
 import { Refused, serveAnswers } from './answer-server';
@@ -157,13 +158,25 @@ async function liveUser(id: string): Promise<Row> {
   return u;
 }
 
+/** The database's restore epoch, read once (the Drives service caches it too): each page's cursor carries it. */
+let epoch: Promise<string> | undefined;
+const currentEpoch = () => (epoch ??= pool.query<{ epoch: string }>(CURRENT_EPOCH_SQL).then((r) => r.rows[0]!.epoch));
+
 /** The queries read one row past the page: when it is there, the next page starts after the page's last row. */
-function page(rows: Row[], limit: number, fp: string) {
+async function page(rows: Row[], limit: number, fp: string) {
   const shown = rows.slice(0, limit);
   const last = shown.at(-1);
+  const readAt = new Date().toISOString();
   const next =
     rows.length > limit && last
-      ? cursors.encode({ sortTime: last.sort_value.toISOString(), id: Number(last.sort_id) }, fp)
+      ? cursors.encode(
+          {
+            sortTime: last.sort_value.toISOString(),
+            id: Number(last.sort_id),
+            epoch: { id: await currentEpoch(), readAt },
+          },
+          fp,
+        )
       : null;
   return { rows: shown, hasMore: next !== null, next };
 }
@@ -179,7 +192,7 @@ async function userDrives(userId: string, params: URLSearchParams): Promise<unkn
   if (params.has('cursor') && !position) throw new Refused(422);
   const [{ horizon }] = (await query('bare_horizon', HORIZON_SQL, [])) as [Row];
   const values = [userId, 'business', ...upperBound(horizon, position), limit + 1];
-  const p = page(await query('bare_user_drives', USER_DRIVES_SQL, values), limit, fp);
+  const p = await page(await query('bare_user_drives', USER_DRIVES_SQL, values), limit, fp);
   return { results: p.rows.map(driveSchema), has_more: p.hasMore, next_cursor: p.next };
 }
 
@@ -194,7 +207,7 @@ async function reportedDrives(groupId: number, callerId: string, params: URLSear
   if (!check.is_admin) throw new Refused(403);
   const [{ horizon }] = (await query('bare_horizon', HORIZON_SQL, [])) as [Row];
   const values = [groupId, ...upperBound(horizon, position), limit + 1];
-  const p = page(await query('bare_reported', REPORTED_SQL, values), limit, fp);
+  const p = await page(await query('bare_reported', REPORTED_SQL, values), limit, fp);
   const comments = new Map<string, Row[]>();
   const drivers = new Map<string, Row>();
   if (p.rows.length) {

@@ -68,9 +68,20 @@ async function userDrives(userId: string, params: URLSearchParams): Promise<Buff
     call,
   );
   const fp = driveListFingerprint({ route: 'user-drives', user: userId }, { classification: 'business', sortField: 'modified' }); // prettier-ignore
+  const at = page.nextPosition;
   const next =
-    page.hasMore && page.nextPosition?.sortTime
-      ? cursors.encode({ sortTime: timestampToIso(page.nextPosition.sortTime), id: page.nextPosition.id }, fp)
+    page.hasMore && at?.sortTime
+      ? cursors.encode(
+          {
+            sortTime: timestampToIso(at.sortTime),
+            id: at.id,
+            // The restore epoch the Drives service read the page in, as the gateway carries it (CONTRACT §8).
+            ...(at.restoreEpoch && at.readTime
+              ? { epoch: { id: at.restoreEpoch, readAt: timestampToIso(at.readTime) } }
+              : {}),
+          },
+          fp,
+        )
       : null;
   return Buffer.concat([
     Buffer.from('{"results":'),

@@ -1,6 +1,7 @@
 import autocannon from 'autocannon';
 import { CpuMeter, machineCpuSeconds } from './proc';
 import { runWrk } from './wrk';
+import type { Target } from './target';
 
 /** autocannon inside the bench's process (the default), or wrk in a process of its own (wrk.ts). */
 export type Generator = 'autocannon' | 'wrk';
@@ -34,17 +35,6 @@ export interface LoadResult {
    * machine's busy cores out of all (servers, PostgreSQL, the generator, anything else).
    */
   cores: { generatorMicrosPerRequest: number; generator: number; machineBusy: number; machine: number };
-}
-
-export interface Target {
-  url: string;
-  /**
-   * Other replicas of the same server (e.g. a second gateway, as the chart runs two): the connections are spread over
-   * url and these, as a Service spreads them over its pods.
-   */
-  replicas?: readonly string[];
-  /** Requests each connection cycles through (path and headers), so that many callers and rows are exercised. */
-  requests: { path: string; headers?: Record<string, string> }[];
 }
 
 /** What run() reads of a result: autocannon's, or several instances' aggregated. */

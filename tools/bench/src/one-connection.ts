@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import * as http from 'node:http';
 import { breakdownTrace, IncompleteTrace, median, percentile, summarise, type Row, type SummaryRow } from './breakdown';
-import type { Target } from './load';
+import type { Target } from './target';
 import type { SpanRecord } from './otlp-decode';
 import { waitFor } from './proc';
 import * as verdict from './verdict';

@@ -2,14 +2,15 @@
 // (its users all in organization 1), then again after seeding more organizations whose users have the same userNames
 // (the hard case for a per-organization index: every name exists in every organization), lookups spread over every
 // organization's own SCIM secret token. The figures of the second run should hold within 10 % of the first.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { newScimSecretToken } from '@mileage/runtime/formats';
 import type { BenchStack } from './stack';
 
 type Sql = BenchStack['sql'];
 
 /** A SCIM secret token as the Users service mints it: the secret is shown once, only its SHA-256 is stored. */
 export async function insertScimToken(sql: Sql, organizationId: number): Promise<string> {
-  const secret = `mscim_${randomBytes(32).toString('base64url')}`;
+  const secret = newScimSecretToken();
   await sql(
     `INSERT INTO users.scim_tokens (id, organization_id, name, secret_sha256)
      VALUES (gen_random_uuid(), $1, 'bench', $2)`,

@@ -12,7 +12,7 @@ import { SPAN_KIND, type SpanRecord } from './otlp-decode';
 const TRACE_ID = 'a1'.repeat(16);
 const CALLER_SPAN = 'b2'.repeat(8);
 const CHILD = `
-const t = require(${JSON.stringify(require.resolve('@mileage/runtime/tracing'))});
+const t = require(${JSON.stringify(require.resolve('@mileage/runtime/telemetry'))});
 const tracing = t.startTracing('sink-test');
 const caller = t.extractContext({ traceparent: '00-${TRACE_ID}-${CALLER_SPAN}-01' });
 const server = t.startSpan('GET', t.SpanKind.SERVER, caller);

@@ -67,6 +67,26 @@ describe('byte-identical answers', () => {
     assert.match(said ?? '', /^bodies differ at 11\n {2}full: …\{"a":1,"b":2\}…\n {2}bare: …\{"a":1,"b":3\}…$/);
   });
 
+  it('accepts cursors that differ only in when their page was read, not in where it goes on', () => {
+    const cursor = (position: object) => `${Buffer.from(JSON.stringify(position)).toString('base64url')}.sig`;
+    const body = (position: object) => `{"results":[],"next_cursor":"${cursor(position)}"}`;
+    const at = { v: 1, q: 'fp', t: '2026-09-17T10:47:14.309Z', i: 7601, e: '77.1' };
+    const read = (r: string) => body({ ...at, r });
+    assert.equal(
+      answersDiffer({ status: 200, body: read('2026-11-28T23:39:29Z') }, { status: 200, body: read('x') }),
+      undefined,
+    );
+    assert.match(
+      answersDiffer({ status: 200, body: body({ ...at, i: 7602, r: 'a' }) }, { status: 200, body: read('a') }) ?? '',
+      /bodies differ/,
+    );
+    const otherEpoch = body({ ...at, e: '78.2', r: 'a' });
+    assert.match(
+      answersDiffer({ status: 200, body: otherEpoch }, { status: 200, body: read('a') }) ?? '',
+      /bodies differ/,
+    );
+  });
+
   it('refuses a body that is a prefix of the other', () => {
     assert.match(answersDiffer({ status: 200, body: 'abc' }, { status: 200, body: 'ab' }) ?? '', /differ at 2/);
   });

@@ -3,6 +3,7 @@ import { CursorCodec, driveListFingerprint } from '@mileage/gateway/cursor';
 import { createHash } from 'node:crypto';
 import { CpuMeter, waitFor } from './proc';
 import type { BenchStack } from './stack';
+import { withoutReadTimes } from './verdict';
 
 export interface WalkResult {
   drives: number;
@@ -50,7 +51,7 @@ export async function walk(
       throw new Error(
         `sync walk (${target}): page ${pageHashes.length + 1} answered ${res.status}: ${text.slice(0, 300)}`,
       );
-    pageHashes.push(createHash('sha256').update(text).digest('base64url'));
+    pageHashes.push(createHash('sha256').update(withoutReadTimes(text)).digest('base64url'));
     const page = JSON.parse(text) as { results: unknown[]; has_more: boolean; next_cursor: string | null };
     drives += page.results.length;
     cursor = page.has_more ? page.next_cursor : null;

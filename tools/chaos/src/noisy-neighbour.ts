@@ -6,6 +6,7 @@
 // requests. Used by `npm run chaos` (its row) and `npm run bench:noisy` (the same against a stack of one's choice).
 import { passwordToken } from '@mileage/devstack';
 import { ORGANIZATION_SETTING } from '@mileage/runtime/database';
+import { newScimSecretToken } from '@mileage/runtime/formats';
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, setPriority } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -595,7 +596,7 @@ async function seedOrganization(
       WHERE d.organization_id = $1 AND d.classification = 'business' AND d.id % 2 = 0`,
     [organizationId, groupId],
   );
-  const scimToken = `mscim_${randomBytes(32).toString('base64url')}`;
+  const scimToken = newScimSecretToken();
   await client.query(
     `INSERT INTO users.scim_tokens (id, organization_id, name, secret_sha256) VALUES (gen_random_uuid(), $1, $2, $3)`,
     [organizationId, 'noisy-neighbour drill', createHash('sha256').update(scimToken).digest()],

@@ -21,3 +21,4 @@ export { httpOk } from './processes';
 export { seedDemoData } from './seed';
 export { passwordToken, scimClientToken } from './tokens';
 export { freePlanPorts, prepareDatabases, runtimeUrls, type PostgresServer, type ServiceDatabases } from './system';
+export { DEMO_PASSWORD, DEMO_SCIM_CLIENTS } from './demo-data';

@@ -178,7 +178,11 @@ async function main(): Promise<void> {
     databaseUrls,
     secrets: stackSecrets,
     ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}),
-    extra: { all: { LOG_LEVEL: config.LOG_LEVEL } },
+    extra: {
+      all: { LOG_LEVEL: config.LOG_LEVEL },
+      // Organization exports' archives (the Users service writes and serves them): local disk on one machine.
+      services: { EXPORT_ARCHIVE_DIR: path.join(config.DATA_DIR, 'archives') },
+    },
   });
   const { issuer, address } = wiring;
 

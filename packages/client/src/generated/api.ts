@@ -24,6 +24,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/me/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (+) A person’s own copy: the caller’s profile and every drive of theirs
+         * @description JSON Lines (`application/x-ndjson`), streamed as it is read: the first line `{"user": {…}}`, then one `{"drive": {…}}` per drive of the caller, every classification, first recorded first. One consistent copy: a drive changed while the copy is read is in it once; drives recorded after the request began are not. A connection that breaks leaves a body whose last line is incomplete or missing: ask again.
+         *
+         *     **Scopes** `users_read` and `drives_read` · **Rate limit** 2 requests per hour per caller (this route).
+         */
+        get: operations["exportMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}": {
         parameters: {
             query?: never;
@@ -307,6 +329,78 @@ export interface paths {
          *     **Scope** `organization_manage` · **Rate limit** 30 requests per minute per caller (this route). Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.
          */
         get: operations["listProvisioningEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organization/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (+) The organization’s exports
+         * @description Newest first, every status; an expired export’s archive is gone.
+         *
+         *     **Scope** `organization_manage` · **Rate limit** 60 requests per minute per caller (this route). Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.
+         */
+        get: operations["listExports"];
+        put?: never;
+        /**
+         * (+) Export the organization’s data
+         * @description Starts an export of the organization (no body): a job writes a tar.gz archive with `manifest.json` and JSON Lines files (users, SCIM tokens without secrets, the provisioning trail, …), each owner’s part from one consistent snapshot. Follow it at the `Location` until `completed`, then download its archive within 7 days. One export at a time: while one is queued or running, another is 409 with `type` `/errors/export-running`. Recorded in the provisioning trail.
+         *
+         *     **Scope** `organization_manage` · **Rate limit** 5 requests per hour per caller (this route). Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.
+         */
+        post: operations["requestExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organization/exports/{export_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (+) One export: status and progress
+         * @description `status` goes `queued` → `running` → `completed` (or `failed`, with `failure_reason`: request a new one), and `expired` 7 days after completion. `progress` names the phase and the rows written so far. Another organization’s export is 404.
+         *
+         *     **Scope** `organization_manage` · **Rate limit** 60 requests per minute per caller (this route). Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.
+         */
+        get: operations["getExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organization/exports/{export_id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (+) Download an export’s archive
+         * @description The tar.gz (`application/gzip`), streamed. `ETag` is its SHA-256 (as `sha256` and the manifest name it); `Accept-Ranges: bytes`: a broken download resumes with `Range: bytes=<received>-` (206 with `Content-Range`); a range past the end is 416. Not completed yet: 409; past `expires_at`: 410. Every download is recorded in the provisioning trail.
+         *
+         *     **Scope** `organization_manage` · **Rate limit** 30 requests per minute per caller (this route). Administrators of the caller’s organization only (403 otherwise); everything acts inside that organization.
+         */
+        get: operations["downloadExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2615,6 +2709,12 @@ export interface components {
             start: components["schemas"]["Geolocation"] | null;
             end: components["schemas"]["Geolocation"] | null;
         };
+        /** @description (+) One line of a person’s own copy: the first is the user, every further one a drive. */
+        PersonalCopyLine: {
+            user: components["schemas"]["UserSchema"];
+        } | {
+            drive: components["schemas"]["DriveSchema"];
+        };
         /**
          * @description (+) A deleted drive, only with `include_deleted=true`.
          * @example {
@@ -2848,6 +2948,46 @@ export interface components {
             /** @description The `X-Request-Id` of the request that did it. */
             request_id: string;
         };
+        ExportAccepted: {
+            /** Format: uuid */
+            id: string;
+            status: string;
+            /** Format: date-time */
+            requested_at: string;
+        };
+        ExportSchema: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "completed" | "failed" | "expired";
+            /** Format: date-time */
+            requested_at: string;
+            /** Format: date-time */
+            completed_at: string | null;
+            /**
+             * Format: date-time
+             * @description 7 days after completion.
+             */
+            expires_at: string | null;
+            progress: {
+                phase: string;
+                rows: number;
+            };
+            /** @description The archive’s size, once completed. */
+            size_bytes: number | null;
+            /** @description The archive’s SHA-256 (hex), once completed. */
+            sha256: string | null;
+            /** @description (+) Why a failed export failed. */
+            failure_reason: string | null;
+        };
+        ExportListResponse: {
+            results: components["schemas"]["ExportSchema"][];
+        };
+        /**
+         * Format: binary
+         * @description A tar.gz archive (or a range of it).
+         */
+        ExportArchive: string;
         ProvisioningEventListResponse: {
             results: components["schemas"]["ProvisioningEvent"][];
             has_more: boolean;
@@ -3246,7 +3386,7 @@ export interface components {
                 "application/json": components["schemas"]["Problem"];
             };
         };
-        /** @description (+) Only with `include_deleted=true`: the sync’s lower bound (`date_after` or `modified_after`, also inside a `cursor`) is older than the tombstone retention (90 days by default), so deletions since then may have been purged. `type` is `/errors/resync-required`: start a full sync (list without `date_after`, replace the local copy) and continue incrementally from its newest `modified`. */
+        /** @description (+) With `include_deleted=true`: the sync’s lower bound (`date_after` or `modified_after`, also inside a `cursor`) is older than the tombstone retention (90 days by default), so deletions since then may have been purged. With any `cursor`: the database was restored to a point in time before the cursor was read (CONTRACT §8), so what it continued from may be gone. `type` is `/errors/resync-required`: start a full sync (list without `cursor` and `date_after`, replace the local copy) and continue incrementally from its newest `modified`. */
         ResyncRequired: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3527,6 +3667,39 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["UserSchema"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    exportMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The copy, one JSON document a line. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["PersonalCopyLine"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -4525,6 +4698,325 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    listExports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The exports. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "id": "5b0f6c2e-8d4a-4f1e-9a7b-3c2d1e0f9a8b",
+                     *           "status": "running",
+                     *           "requested_at": "2026-11-28T09:00:00.000Z",
+                     *           "completed_at": null,
+                     *           "expires_at": null,
+                     *           "progress": {
+                     *             "phase": "users",
+                     *             "rows": 40000
+                     *           },
+                     *           "size_bytes": null,
+                     *           "sha256": null,
+                     *           "failure_reason": null
+                     *         },
+                     *         {
+                     *           "id": "5b0f6c2e-8d4a-4f1e-9a7b-3c2d1e0f9a8b",
+                     *           "status": "completed",
+                     *           "requested_at": "2026-11-28T09:00:00.000Z",
+                     *           "completed_at": "2026-11-28T09:03:12.000Z",
+                     *           "expires_at": "2026-12-05T09:03:12.000Z",
+                     *           "progress": {
+                     *             "phase": "done",
+                     *             "rows": 1180412
+                     *           },
+                     *           "size_bytes": 73400320,
+                     *           "sha256": "9f2b4c8e1d7a6f3b5c0e2d4a8b6c1f9e7d3a5b2c4e6f8a0b1c3d5e7f9a2b4c6d",
+                     *           "failure_reason": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExportListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    requestExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted: the export is queued. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description The export: `/v1/organization/exports/{export_id}`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5b0f6c2e-8d4a-4f1e-9a7b-3c2d1e0f9a8b",
+                     *       "status": "queued",
+                     *       "requested_at": "2026-11-28T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExportAccepted"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description An export of the organization is already queued or running. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "an export of the organization is already queued or running",
+                     *       "type": "/errors/export-running",
+                     *       "title": "Conflict",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    getExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description export id (a UUID). */
+                export_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5b0f6c2e-8d4a-4f1e-9a7b-3c2d1e0f9a8b",
+                     *       "status": "completed",
+                     *       "requested_at": "2026-11-28T09:00:00.000Z",
+                     *       "completed_at": "2026-11-28T09:03:12.000Z",
+                     *       "expires_at": "2026-12-05T09:03:12.000Z",
+                     *       "progress": {
+                     *         "phase": "done",
+                     *         "rows": 1180412
+                     *       },
+                     *       "size_bytes": 73400320,
+                     *       "sha256": "9f2b4c8e1d7a6f3b5c0e2d4a8b6c1f9e7d3a5b2c4e6f8a0b1c3d5e7f9a2b4c6d",
+                     *       "failure_reason": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExportSchema"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such export in the organization (another organization’s export is 404 too). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "export not found",
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    downloadExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description export id (a UUID). */
+                export_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive, or (206) the range of it asked for. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description `"<sha256>"`: the archive’s SHA-256. */
+                    ETag?: string;
+                    /** @description `bytes`. */
+                    "Accept-Ranges"?: string;
+                    /** @description With 206: `bytes <start>-<end>/<size>`. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <the tar.gz bytes> */
+                    "application/gzip": components["schemas"]["ExportArchive"];
+                };
+            };
+            /** @description The range asked for (`Content-Range`). */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such export in the organization (another organization’s export is 404 too). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "export not found",
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The export is not completed yet. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The export is running: its archive can be downloaded once it is completed",
+                     *       "type": "about:blank",
+                     *       "title": "Conflict",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The archive expired (7 days after completion) and was deleted. */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The archive expired at 2026-12-05T09:03:12.000Z and was deleted",
+                     *       "type": "about:blank",
+                     *       "title": "Gone",
+                     *       "status": 410
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The range lies outside the archive (`Content-Range: bytes *\/<size>`). */
+            416: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The range lies outside the archive's 73400320 bytes",
+                     *       "type": "about:blank",
+                     *       "title": "Range Not Satisfiable",
+                     *       "status": 416
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];

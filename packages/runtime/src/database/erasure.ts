@@ -3,7 +3,8 @@
 // organization (row-level security) and filtered by it, its count recorded in `erased_rows` in the same transaction.
 // Progress is the data itself (what is left), so a run killed at any point resumes by running again.
 import type { Knex } from 'knex';
-import { inOrganization, isOrganizationId, requireOrganization } from './tenancy';
+import { isOrganizationId, requireOrganization } from '../grpc/organization-metadata';
+import { inOrganization } from './tenancy';
 
 /** The most rows one erasure transaction deletes. */
 export const ERASURE_BATCH_ROWS = 1000;

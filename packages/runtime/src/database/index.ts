@@ -8,15 +8,7 @@ export {
   sqlSpans,
   type SqlStatement,
 } from './db';
-export {
-  MAX_BATCH_GET_USERS,
-  MAX_BATCHED_SCIM_REQUESTS,
-  requireListWindow,
-  SAFE_SCIM_METHODS,
-  slices,
-} from './list-window';
-export { readMemberUsers } from './member-users';
-export { organizationLimits, QUERY_TOO_COSTLY } from './organization-share';
+export { organizationLimits } from './organization-share';
 export { PerTurnGroups } from './per-turn';
 export {
   acrossOrganizations,
@@ -27,7 +19,6 @@ export {
   foreignKeyStatements,
   inCallOrganization,
   inOrganization,
-  isOrganizationId,
   type LightReadOptions,
   ONE_STATEMENT,
   ORGANIZATION_SETTING,
@@ -36,7 +27,7 @@ export {
   readInCallOrganization,
   readInOrganization,
   type ReadStatements,
-  requireOrganization,
+  snapshotInOrganization,
   statementsOf,
 } from './tenancy';
 export {

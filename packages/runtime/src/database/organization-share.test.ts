@@ -2,14 +2,9 @@
 import { status } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { AppError } from '../grpc/errors';
+import { AppError, ORGANIZATION_SHARE_EXHAUSTED, ORGANIZATION_SHARE_RETRY_AFTER_MS } from '../grpc/errors';
 import { Metrics } from '../telemetry/metrics';
-import {
-  defaultOrganizationShare,
-  ORGANIZATION_SHARE_EXHAUSTED,
-  ORGANIZATION_SHARE_RETRY_AFTER_MS,
-  OrganizationShare,
-} from './organization-share';
+import { defaultOrganizationShare, OrganizationShare } from './organization-share';
 
 /** Work that runs until the test lets it finish. */
 function gate() {

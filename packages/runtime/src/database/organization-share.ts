@@ -1,6 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Knex } from 'knex';
-import { errors, type AppError } from '../grpc/errors';
+import {
+  errors,
+  ORGANIZATION_SHARE_EXHAUSTED,
+  ORGANIZATION_SHARE_RETRY_AFTER_MS,
+  QUERY_TOO_COSTLY,
+  QUERY_TOO_COSTLY_RETRY_AFTER_MS,
+  type AppError,
+} from '../grpc/errors';
 import type { Metrics } from '../telemetry/metrics';
 
 /**
@@ -26,13 +33,6 @@ export interface OrganizationShareOptions {
   pool: string;
   metrics?: Metrics;
 }
-
-/** The Retry-After a refused request is given: places free within milliseconds, so soon is right. */
-export const ORGANIZATION_SHARE_RETRY_AFTER_MS = 1_000;
-export const ORGANIZATION_SHARE_EXHAUSTED = 'ORGANIZATION_SHARE_EXHAUSTED';
-/** A costly read (COSTLY_READ) cancelled at its statement timeout, and how long its caller is told to wait. */
-export const QUERY_TOO_COSTLY = 'QUERY_TOO_COSTLY';
-export const QUERY_TOO_COSTLY_RETRY_AFTER_MS = 5_000;
 
 /** Defaults that fit a pool of `poolSize`: half of it per organization, a quarter kept back (each at least 1). */
 export function defaultOrganizationShare(poolSize: number): { perOrganization: number; reserved: number } {

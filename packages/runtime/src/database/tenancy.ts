@@ -1,59 +1,21 @@
 import type { Knex } from 'knex';
 import type { CallContext } from '../grpc/grpc-server';
+import { isOrganizationId, requireOrganization } from '../grpc/organization-metadata';
 import { droppedReadAttempts, isDroppedConnection, readWithRetry } from './db';
 import { BEGIN_WITH, declaresOnBegin } from './declaring-client';
-import { errors } from '../grpc/errors';
 import { organizationLimits, queryTooCostly } from './organization-share';
 
-/**
+/*
  * Organizations (customer companies) share one installation; the database keeps them apart. Every tenant row has an
  * `organization_id`, and PostgreSQL row-level security (FORCE: the table's owner too) shows a transaction only the rows
  * of the organization it declared with `SET LOCAL mileage.organization_id`. A query that forgets its own organization
  * filter therefore still finds only that organization's rows, and a transaction that declared none finds nothing.
- *
- * The organization travels between processes as `x-mileage-organization` metadata (CallSettings.organizationId), like
- * the request id; the organization interceptor (grpc/organization.ts) reads it once, as the method's `.proto` scope
- * says, and a handler runs in it with inCallOrganization or readInCallOrganization.
  */
-export const ORGANIZATION_METADATA_KEY = 'x-mileage-organization';
+
 /** The transaction setting the policies compare with. */
 export const ORGANIZATION_SETTING = 'mileage.organization_id';
 /** Set (to 'on') only by `acrossOrganizations`: the named system work that must see every organization. */
 export const ALL_ORGANIZATIONS_SETTING = 'mileage.all_organizations';
-
-const ORGANIZATION_ID_PATTERN = /^[1-9][0-9]{0,15}$/;
-
-/** A positive integer organization id that fits a JavaScript number and a bigint. */
-export function isOrganizationId(value: unknown): boolean {
-  if (typeof value === 'number') return Number.isSafeInteger(value) && value > 0;
-  return typeof value === 'string' && ORGANIZATION_ID_PATTERN.test(value);
-}
-
-/** The organization of a gRPC call (its `x-mileage-organization` metadata), undefined when it carries none. */
-export function callOrganization(ctx: Pick<CallContext, 'metadata'>): number | undefined {
-  const values = ctx.metadata.get(ORGANIZATION_METADATA_KEY);
-  if (values.length === 0) return undefined;
-  const [value] = values;
-  if (values.length > 1 || typeof value !== 'string' || !ORGANIZATION_ID_PATTERN.test(value))
-    throw errors.invalidArgument(`${ORGANIZATION_METADATA_KEY} must be one positive integer`, [
-      { field: ORGANIZATION_METADATA_KEY, description: 'invalid organization id' },
-    ]);
-  return Number(value);
-}
-
-/**
- * The organization a call acts inside, as the organization interceptor established it from its method's scope
- * (grpc/organization.ts, its .proto's `organization`): FAILED_PRECONDITION ORGANIZATION_REQUIRED when there is none
- * (a method whose scope is `required` never gets that far without one).
- */
-export function requireOrganization(ctx: Pick<CallContext, 'organizationId'>): number {
-  if (ctx.organizationId === undefined)
-    throw errors.failedPrecondition(
-      `this call acts inside an organization: send ${ORGANIZATION_METADATA_KEY}`,
-      'ORGANIZATION_REQUIRED',
-    );
-  return ctx.organizationId;
-}
 
 /**
  * Runs `work` in the transaction of the call's organization (requireOrganization): the one way a handler writes, or
@@ -95,6 +57,29 @@ export async function inOrganization<T>(
   const share = organizationLimits(knex)?.share;
   if (!share) return declaredTransaction(knex, declaration, work);
   return share.run(organizationId, () => declaredTransaction(knex, declaration, work));
+}
+
+/**
+ * Runs `work` in one REPEATABLE READ, READ ONLY transaction of `organizationId`: all its statements read one snapshot,
+ * so what they read page by page (an export's part) is consistent as of one instant, whatever commits meanwhile.
+ */
+export function snapshotInOrganization<T>(
+  knex: Knex,
+  organizationId: number,
+  work: (trx: Knex.Transaction) => Promise<T>,
+): Promise<T> {
+  const declaration = organizationDeclaration(organizationId);
+  if (declaresOnBegin(knex))
+    return knex.transaction(work, {
+      [BEGIN_WITH]: beginDeclaring(declaration, ' ISOLATION LEVEL REPEATABLE READ READ ONLY'),
+    } as Knex.TransactionConfig);
+  return knex.transaction(
+    async (trx) => {
+      await trx.raw('SELECT set_config(?, ?, true)', [declaration.setting, declaration.value]);
+      return work(trx);
+    },
+    { isolationLevel: 'repeatable read', readOnly: true },
+  );
 }
 
 /** A transaction's declaration: the setting the policies read, and its value. */

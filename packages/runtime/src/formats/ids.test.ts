@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isOrganizationAlias } from './ids';
-import { isOrganizationId } from '../database/tenancy';
+import { isOrganizationId } from '../grpc/organization-metadata';
 
 test('an alias has 1..63 of [a-z0-9-] and at least one letter', () => {
   for (const alias of [

@@ -21,7 +21,11 @@ test("the chart's call graph is the one the methods' callers declare", () => {
 test('the graph has the calls the platform makes of its own accord, and none of operator or seed', () => {
   const graph = callGraph();
   assert.deepEqual(graph.gateway, ['drives', 'groups', 'scim', 'users', 'webhooks']);
-  assert.deepEqual(graph.users, ['webhooks'], 'the outbox relay of user events');
+  assert.deepEqual(
+    graph.users,
+    ['drives', 'groups', 'webhooks'],
+    'the export job (every owner’s part), the outbox relay of user events',
+  );
   assert.deepEqual(graph.groups, []);
   assert.equal(serverOf('/mileage.users.v1.OrganizationsService/GetOrganization'), 'users');
   assert.throws(() => serverOf('/grpc.health.v1.Health/Check'), /no process serves/);

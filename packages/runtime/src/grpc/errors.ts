@@ -184,3 +184,11 @@ export function toAppError(err: unknown): { appError: AppError; unexpected: bool
   }
   return { appError: errors.internal(), unexpected: true };
 }
+
+/** The organization limits' reasons (database/organization-share.ts), which the status table answers 429. */
+/** The Retry-After an organization refused for its pool share is given: places free within milliseconds, so soon is right. */
+export const ORGANIZATION_SHARE_RETRY_AFTER_MS = 1_000;
+export const ORGANIZATION_SHARE_EXHAUSTED = 'ORGANIZATION_SHARE_EXHAUSTED';
+/** A costly read (COSTLY_READ) cancelled at its statement timeout, and how long its caller is told to wait. */
+export const QUERY_TOO_COSTLY = 'QUERY_TOO_COSTLY';
+export const QUERY_TOO_COSTLY_RETRY_AFTER_MS = 5_000;

@@ -6,7 +6,7 @@ import { COMPONENTS, type Component } from '@mileage/proto';
  * SAN, `spiffe://<trust domain>/ns/<namespace>/sa/<service account>`; GRPC_TLS_SPIFFE_PREFIX is the part before the
  * component's name (e.g. `spiffe://cluster.local/ns/mileage/sa/mileage-`), so an identity names a component exactly
  * when it is that prefix followed by nothing but the component's name. The components are mileage.rpc.v1.Component;
- * which of them may call a method is that method's `.proto` option (grpc/identity.ts). grpc.health.v1 (probes, the
+ * which of them may call a method is that method's `.proto` option (grpc/interceptors/identity.ts). grpc.health.v1 (probes, the
  * circuit breaker's probe) and reflection are open to every caller that passed the TLS handshake.
  */
 export { COMPONENTS, type Component };

@@ -7,7 +7,7 @@ import {
 } from './circuit-breaker';
 import { REQUEST_ID_METADATA_KEY } from '../telemetry/context';
 import { END_USER_CERT_METADATA_KEY, END_USER_METADATA_KEY, type SignedEndUser } from './end-user';
-import { ORGANIZATION_METADATA_KEY } from '../database/tenancy';
+import { ORGANIZATION_METADATA_KEY } from './organization-metadata';
 import { AppError, hasStatusDetails, toStatusObject } from './errors';
 import type { Logger } from '../telemetry/logger';
 import type { Metrics } from '../telemetry/metrics';
@@ -55,7 +55,7 @@ export interface CallSettings {
   requestId?: string;
   /** The caller's trace context: the call becomes a client span in it and carries `traceparent`. */
   trace?: TraceContext;
-  /** The organization the call acts inside, sent as `x-mileage-organization` metadata (tenancy.ts). */
+  /** The organization the call acts inside, sent as `x-mileage-organization` metadata (grpc/organization-metadata.ts). */
   organizationId?: number;
   /** The gateway's signed end-user context the call acts for (end-user.ts), sent as metadata and forwarded as is. */
   endUser?: SignedEndUser;

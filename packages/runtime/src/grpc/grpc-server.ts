@@ -28,7 +28,7 @@ export interface CallContext {
   /** Aborted when the caller cancels or its deadline passes. */
   signal: AbortSignal;
   /**
-   * The organization the call acts inside, as its method's rules establish it (grpc/organization.ts): always set for
+   * The organization the call acts inside, as its method's rules establish it (grpc/interceptors/organization.ts): always set for
    * a method whose organization is `required`, set when named for `across-unless-named`, never for `none`.
    */
   organizationId?: number;

@@ -4,7 +4,7 @@ import {
   ORGANIZATION_SHARE_RETRY_AFTER_MS,
   QUERY_TOO_COSTLY,
   QUERY_TOO_COSTLY_RETRY_AFTER_MS,
-} from '../database/organization-share';
+} from './errors';
 
 /** How an HTTP surface answers when a call to a service failed with a gRPC status. */
 export interface HttpAnswer {

@@ -19,6 +19,7 @@ export {
   AppError,
   decodeServiceError,
   errors,
+  QUERY_TOO_COSTLY,
   type FieldViolation,
   serviceErrorFromStatus,
   toAppError,
@@ -56,3 +57,12 @@ export { callGraph } from './call-graph';
 export { chain } from './interceptors/interceptor';
 export { organizationScope } from './interceptors/organization';
 export { httpAnswer, type HttpAnswer, isInvalidInput, RETRY_AFTER_SECONDS } from './http-status';
+export {
+  MAX_BATCH_GET_USERS,
+  MAX_BATCHED_SCIM_REQUESTS,
+  requireListWindow,
+  SAFE_SCIM_METHODS,
+  slices,
+} from './list-window';
+export { readMemberUsers } from './member-users';
+export { isOrganizationId, requireOrganization } from './organization-metadata';

@@ -3,6 +3,7 @@ export { createLogger, fixedFieldLogger, isWarningOrWorse, type Logger, logWritt
 export { Metrics } from './metrics';
 export {
   endSpan,
+  extractContext,
   extractEdgeContext,
   type Span,
   SpanKind,

@@ -15,7 +15,7 @@ import {
   V1_AUDIENCE,
   type SignedEndUser,
 } from '../end-user';
-import { ORGANIZATION_METADATA_KEY } from '../../database/tenancy';
+import { ORGANIZATION_METADATA_KEY } from '../organization-metadata';
 import { createTestPki, TEST_SPIFFE_PREFIX } from '../../testing';
 import { endUserProblem } from './end-user';
 

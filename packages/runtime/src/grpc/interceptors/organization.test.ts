@@ -4,7 +4,7 @@ import type { MethodRules } from '@mileage/proto';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AppError } from '../errors';
-import { ORGANIZATION_METADATA_KEY } from '../../database/tenancy';
+import { ORGANIZATION_METADATA_KEY } from '../organization-metadata';
 import { chain, type InboundCall } from './interceptor';
 import { organizationScope } from './organization';
 

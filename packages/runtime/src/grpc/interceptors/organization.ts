@@ -1,5 +1,5 @@
 import { errors } from '../errors';
-import { callOrganization, isOrganizationId, ORGANIZATION_METADATA_KEY } from '../../database/tenancy';
+import { callOrganization, isOrganizationId, ORGANIZATION_METADATA_KEY } from '../organization-metadata';
 import type { InboundCall, Interceptor } from './interceptor';
 import { requestField } from './request-field';
 

@@ -281,6 +281,15 @@ export interface Tombstone {
 export interface PagePosition {
   sortTime?: Timestamp | undefined;
   id: number;
+  /**
+   * The database's restore epoch (system identifier and timeline) when the page was read; absent in a position from
+   * before epochs. A position from an earlier epoch read after that epoch's restore point is refused (RESYNC_REQUIRED).
+   */
+  restoreEpoch?:
+    | string
+    | undefined;
+  /** When the page was read (the service's clock, after the rows were read). */
+  readTime?: Timestamp | undefined;
 }
 
 export interface ListUserDrivesRequest {
@@ -454,6 +463,43 @@ export interface EraseOrganizationResponse {
 export interface EraseOrganizationResponse_ErasedRowsEntry {
   key: string;
   value: number;
+}
+
+export interface ExportUserDrivesRequest {
+  userId: string;
+  /** The last drive id of the previous page (0: the first page). */
+  afterId: number;
+  /** The newest drive id the copy holds, as the first page answered it (0 on the first page). */
+  upToId: number;
+  /** Drives per page (1..1000; 0: the default, 500). */
+  pageSize: number;
+}
+
+export interface ExportUserDrivesResponse {
+  /** One `{"drive": {…}}` line (the user-drives representation) per drive, each ending in a newline. */
+  drivesNdjson: Buffer;
+  /** The last drive id of this page: the next page's after_id. */
+  lastId: number;
+  /** The newest drive id the copy holds: pass it back with every later page. */
+  upToId: number;
+  hasMore: boolean;
+  count: number;
+}
+
+export interface WriteExportPartRequest {
+  exportId: string;
+}
+
+/** A file of an export's archive as its owner wrote it. */
+export interface ExportPartFile {
+  name: string;
+  rows: number;
+  sha256: string;
+  sizeBytes: number;
+}
+
+export interface WriteExportPartResponse {
+  files: ExportPartFile[];
 }
 
 function createBaseMoney(): Money {
@@ -1737,7 +1783,7 @@ export const Tombstone: MessageFns<Tombstone> = {
 };
 
 function createBasePagePosition(): PagePosition {
-  return { sortTime: undefined, id: 0 };
+  return { sortTime: undefined, id: 0, restoreEpoch: undefined, readTime: undefined };
 }
 
 export const PagePosition: MessageFns<PagePosition> = {
@@ -1747,6 +1793,12 @@ export const PagePosition: MessageFns<PagePosition> = {
     }
     if (message.id !== 0) {
       writer.uint32(16).int64(message.id);
+    }
+    if (message.restoreEpoch !== undefined) {
+      writer.uint32(26).string(message.restoreEpoch);
+    }
+    if (message.readTime !== undefined) {
+      Timestamp.encode(message.readTime, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1780,6 +1832,22 @@ export const PagePosition: MessageFns<PagePosition> = {
             message.id = longToNumber(reader.int64());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.restoreEpoch = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.readTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1800,6 +1868,16 @@ export const PagePosition: MessageFns<PagePosition> = {
         ? fromJsonTimestamp(object.sort_time)
         : undefined,
       id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      restoreEpoch: isSet(object.restoreEpoch)
+        ? globalThis.String(object.restoreEpoch)
+        : isSet(object.restore_epoch)
+        ? globalThis.String(object.restore_epoch)
+        : undefined,
+      readTime: isSet(object.readTime)
+        ? fromJsonTimestamp(object.readTime)
+        : isSet(object.read_time)
+        ? fromJsonTimestamp(object.read_time)
+        : undefined,
     };
   },
 
@@ -1810,6 +1888,12 @@ export const PagePosition: MessageFns<PagePosition> = {
     }
     if (message.id !== 0) {
       obj.id = Math.round(message.id);
+    }
+    if (message.restoreEpoch !== undefined) {
+      obj.restoreEpoch = message.restoreEpoch;
+    }
+    if (message.readTime !== undefined) {
+      obj.readTime = fromTimestamp(message.readTime).toISOString();
     }
     return obj;
   },
@@ -1823,6 +1907,10 @@ export const PagePosition: MessageFns<PagePosition> = {
       ? Timestamp.fromPartial(object.sortTime)
       : undefined;
     message.id = object.id ?? 0;
+    message.restoreEpoch = object.restoreEpoch ?? undefined;
+    message.readTime = (object.readTime !== undefined && object.readTime !== null)
+      ? Timestamp.fromPartial(object.readTime)
+      : undefined;
     return message;
   },
 };
@@ -4022,6 +4110,551 @@ export const EraseOrganizationResponse_ErasedRowsEntry: MessageFns<EraseOrganiza
   },
 };
 
+function createBaseExportUserDrivesRequest(): ExportUserDrivesRequest {
+  return { userId: "", afterId: 0, upToId: 0, pageSize: 0 };
+}
+
+export const ExportUserDrivesRequest: MessageFns<ExportUserDrivesRequest> = {
+  encode(message: ExportUserDrivesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.userId !== "") {
+      writer.uint32(10).string(message.userId);
+    }
+    if (message.afterId !== 0) {
+      writer.uint32(16).int64(message.afterId);
+    }
+    if (message.upToId !== 0) {
+      writer.uint32(24).int64(message.upToId);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(32).int32(message.pageSize);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportUserDrivesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportUserDrivesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.afterId = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.upToId = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportUserDrivesRequest {
+    return {
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      afterId: isSet(object.afterId)
+        ? globalThis.Number(object.afterId)
+        : isSet(object.after_id)
+        ? globalThis.Number(object.after_id)
+        : 0,
+      upToId: isSet(object.upToId)
+        ? globalThis.Number(object.upToId)
+        : isSet(object.up_to_id)
+        ? globalThis.Number(object.up_to_id)
+        : 0,
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+    };
+  },
+
+  toJSON(message: ExportUserDrivesRequest): unknown {
+    const obj: any = {};
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.afterId !== 0) {
+      obj.afterId = Math.round(message.afterId);
+    }
+    if (message.upToId !== 0) {
+      obj.upToId = Math.round(message.upToId);
+    }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportUserDrivesRequest>, I>>(base?: I): ExportUserDrivesRequest {
+    return ExportUserDrivesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportUserDrivesRequest>, I>>(object: I): ExportUserDrivesRequest {
+    const message = createBaseExportUserDrivesRequest();
+    message.userId = object.userId ?? "";
+    message.afterId = object.afterId ?? 0;
+    message.upToId = object.upToId ?? 0;
+    message.pageSize = object.pageSize ?? 0;
+    return message;
+  },
+};
+
+function createBaseExportUserDrivesResponse(): ExportUserDrivesResponse {
+  return { drivesNdjson: Buffer.alloc(0), lastId: 0, upToId: 0, hasMore: false, count: 0 };
+}
+
+export const ExportUserDrivesResponse: MessageFns<ExportUserDrivesResponse> = {
+  encode(message: ExportUserDrivesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.drivesNdjson.length !== 0) {
+      writer.uint32(10).bytes(message.drivesNdjson);
+    }
+    if (message.lastId !== 0) {
+      writer.uint32(16).int64(message.lastId);
+    }
+    if (message.upToId !== 0) {
+      writer.uint32(24).int64(message.upToId);
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(32).bool(message.hasMore);
+    }
+    if (message.count !== 0) {
+      writer.uint32(40).int32(message.count);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportUserDrivesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportUserDrivesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.drivesNdjson = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.lastId = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.upToId = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.count = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportUserDrivesResponse {
+    return {
+      drivesNdjson: isSet(object.drivesNdjson)
+        ? Buffer.from(bytesFromBase64(object.drivesNdjson))
+        : isSet(object.drives_ndjson)
+        ? Buffer.from(bytesFromBase64(object.drives_ndjson))
+        : Buffer.alloc(0),
+      lastId: isSet(object.lastId)
+        ? globalThis.Number(object.lastId)
+        : isSet(object.last_id)
+        ? globalThis.Number(object.last_id)
+        : 0,
+      upToId: isSet(object.upToId)
+        ? globalThis.Number(object.upToId)
+        : isSet(object.up_to_id)
+        ? globalThis.Number(object.up_to_id)
+        : 0,
+      hasMore: isSet(object.hasMore)
+        ? globalThis.Boolean(object.hasMore)
+        : isSet(object.has_more)
+        ? globalThis.Boolean(object.has_more)
+        : false,
+      count: isSet(object.count) ? globalThis.Number(object.count) : 0,
+    };
+  },
+
+  toJSON(message: ExportUserDrivesResponse): unknown {
+    const obj: any = {};
+    if (message.drivesNdjson.length !== 0) {
+      obj.drivesNdjson = base64FromBytes(message.drivesNdjson);
+    }
+    if (message.lastId !== 0) {
+      obj.lastId = Math.round(message.lastId);
+    }
+    if (message.upToId !== 0) {
+      obj.upToId = Math.round(message.upToId);
+    }
+    if (message.hasMore !== false) {
+      obj.hasMore = message.hasMore;
+    }
+    if (message.count !== 0) {
+      obj.count = Math.round(message.count);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportUserDrivesResponse>, I>>(base?: I): ExportUserDrivesResponse {
+    return ExportUserDrivesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportUserDrivesResponse>, I>>(object: I): ExportUserDrivesResponse {
+    const message = createBaseExportUserDrivesResponse();
+    message.drivesNdjson = object.drivesNdjson ?? Buffer.alloc(0);
+    message.lastId = object.lastId ?? 0;
+    message.upToId = object.upToId ?? 0;
+    message.hasMore = object.hasMore ?? false;
+    message.count = object.count ?? 0;
+    return message;
+  },
+};
+
+function createBaseWriteExportPartRequest(): WriteExportPartRequest {
+  return { exportId: "" };
+}
+
+export const WriteExportPartRequest: MessageFns<WriteExportPartRequest> = {
+  encode(message: WriteExportPartRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.exportId !== "") {
+      writer.uint32(10).string(message.exportId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WriteExportPartRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWriteExportPartRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.exportId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WriteExportPartRequest {
+    return {
+      exportId: isSet(object.exportId)
+        ? globalThis.String(object.exportId)
+        : isSet(object.export_id)
+        ? globalThis.String(object.export_id)
+        : "",
+    };
+  },
+
+  toJSON(message: WriteExportPartRequest): unknown {
+    const obj: any = {};
+    if (message.exportId !== "") {
+      obj.exportId = message.exportId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WriteExportPartRequest>, I>>(base?: I): WriteExportPartRequest {
+    return WriteExportPartRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WriteExportPartRequest>, I>>(object: I): WriteExportPartRequest {
+    const message = createBaseWriteExportPartRequest();
+    message.exportId = object.exportId ?? "";
+    return message;
+  },
+};
+
+function createBaseExportPartFile(): ExportPartFile {
+  return { name: "", rows: 0, sha256: "", sizeBytes: 0 };
+}
+
+export const ExportPartFile: MessageFns<ExportPartFile> = {
+  encode(message: ExportPartFile, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.rows !== 0) {
+      writer.uint32(16).int64(message.rows);
+    }
+    if (message.sha256 !== "") {
+      writer.uint32(26).string(message.sha256);
+    }
+    if (message.sizeBytes !== 0) {
+      writer.uint32(32).int64(message.sizeBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportPartFile {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportPartFile();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.rows = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sha256 = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.sizeBytes = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportPartFile {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      rows: isSet(object.rows) ? globalThis.Number(object.rows) : 0,
+      sha256: isSet(object.sha256) ? globalThis.String(object.sha256) : "",
+      sizeBytes: isSet(object.sizeBytes)
+        ? globalThis.Number(object.sizeBytes)
+        : isSet(object.size_bytes)
+        ? globalThis.Number(object.size_bytes)
+        : 0,
+    };
+  },
+
+  toJSON(message: ExportPartFile): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.rows !== 0) {
+      obj.rows = Math.round(message.rows);
+    }
+    if (message.sha256 !== "") {
+      obj.sha256 = message.sha256;
+    }
+    if (message.sizeBytes !== 0) {
+      obj.sizeBytes = Math.round(message.sizeBytes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportPartFile>, I>>(base?: I): ExportPartFile {
+    return ExportPartFile.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportPartFile>, I>>(object: I): ExportPartFile {
+    const message = createBaseExportPartFile();
+    message.name = object.name ?? "";
+    message.rows = object.rows ?? 0;
+    message.sha256 = object.sha256 ?? "";
+    message.sizeBytes = object.sizeBytes ?? 0;
+    return message;
+  },
+};
+
+function createBaseWriteExportPartResponse(): WriteExportPartResponse {
+  return { files: [] };
+}
+
+export const WriteExportPartResponse: MessageFns<WriteExportPartResponse> = {
+  encode(message: WriteExportPartResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.files) {
+      ExportPartFile.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WriteExportPartResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWriteExportPartResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.files.push(ExportPartFile.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WriteExportPartResponse {
+    return {
+      files: globalThis.Array.isArray(object?.files) ? object.files.map((e: any) => ExportPartFile.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: WriteExportPartResponse): unknown {
+    const obj: any = {};
+    if (message.files?.length) {
+      obj.files = message.files.map((e) => ExportPartFile.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WriteExportPartResponse>, I>>(base?: I): WriteExportPartResponse {
+    return WriteExportPartResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WriteExportPartResponse>, I>>(object: I): WriteExportPartResponse {
+    const message = createBaseWriteExportPartResponse();
+    message.files = object.files?.map((e) => ExportPartFile.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * DrivesService owns drives, their reports to groups and review comments (Postgres schema `drives`).
  * Lists are keyset-paged, most recent first on the sort field, ties by id descending, and never return a row
@@ -4040,6 +4673,39 @@ export const DrivesServiceService = {
     responseSerialize: (value: ListUserDrivesResponse): Buffer =>
       Buffer.from(ListUserDrivesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListUserDrivesResponse => ListUserDrivesResponse.decode(value),
+  },
+  /**
+   * ExportUserDrives returns one page of a person's own copy (CONTRACT §8): the user's drives of every classification,
+   * first recorded first, keyset-paged on the drive id, which no change moves, so a drive changed while the pages are
+   * read is neither lost nor read twice. The first page (up_to_id 0) fixes the newest drive the copy holds and answers
+   * it; later pages pass it back, so drives recorded meanwhile stay out.
+   */
+  exportUserDrives: {
+    path: "/mileage.drives.v1.DrivesService/ExportUserDrives" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ExportUserDrivesRequest): Buffer =>
+      Buffer.from(ExportUserDrivesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExportUserDrivesRequest => ExportUserDrivesRequest.decode(value),
+    responseSerialize: (value: ExportUserDrivesResponse): Buffer =>
+      Buffer.from(ExportUserDrivesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExportUserDrivesResponse => ExportUserDrivesResponse.decode(value),
+  },
+  /**
+   * WriteExportPart writes the Drives service's part of an organization export (CONTRACT §8) to the archive store,
+   * from one snapshot of its schema: reported_drives.jsonl (the reported-drives representation with review comments,
+   * the driver as `{"id"}`: the Users part holds the people) and reported_drives.csv. The export job calls it.
+   */
+  writeExportPart: {
+    path: "/mileage.drives.v1.DrivesService/WriteExportPart" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: WriteExportPartRequest): Buffer =>
+      Buffer.from(WriteExportPartRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WriteExportPartRequest => WriteExportPartRequest.decode(value),
+    responseSerialize: (value: WriteExportPartResponse): Buffer =>
+      Buffer.from(WriteExportPartResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): WriteExportPartResponse => WriteExportPartResponse.decode(value),
   },
   /** ListReportedDrives returns one page of the drives reported to any of the given groups. */
   listReportedDrives: {
@@ -4144,6 +4810,19 @@ export const DrivesServiceService = {
 export interface DrivesServiceServer extends UntypedServiceImplementation {
   /** ListUserDrives returns one page of a user's own drives. */
   listUserDrives: handleUnaryCall<ListUserDrivesRequest, ListUserDrivesResponse>;
+  /**
+   * ExportUserDrives returns one page of a person's own copy (CONTRACT §8): the user's drives of every classification,
+   * first recorded first, keyset-paged on the drive id, which no change moves, so a drive changed while the pages are
+   * read is neither lost nor read twice. The first page (up_to_id 0) fixes the newest drive the copy holds and answers
+   * it; later pages pass it back, so drives recorded meanwhile stay out.
+   */
+  exportUserDrives: handleUnaryCall<ExportUserDrivesRequest, ExportUserDrivesResponse>;
+  /**
+   * WriteExportPart writes the Drives service's part of an organization export (CONTRACT §8) to the archive store,
+   * from one snapshot of its schema: reported_drives.jsonl (the reported-drives representation with review comments,
+   * the driver as `{"id"}`: the Users part holds the people) and reported_drives.csv. The export job calls it.
+   */
+  writeExportPart: handleUnaryCall<WriteExportPartRequest, WriteExportPartResponse>;
   /** ListReportedDrives returns one page of the drives reported to any of the given groups. */
   listReportedDrives: handleUnaryCall<ListReportedDrivesRequest, ListReportedDrivesResponse>;
   /** CreateDrive records a drive (the platform's apps and the seeder). */
@@ -4188,6 +4867,47 @@ export interface DrivesServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListUserDrivesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ExportUserDrives returns one page of a person's own copy (CONTRACT §8): the user's drives of every classification,
+   * first recorded first, keyset-paged on the drive id, which no change moves, so a drive changed while the pages are
+   * read is neither lost nor read twice. The first page (up_to_id 0) fixes the newest drive the copy holds and answers
+   * it; later pages pass it back, so drives recorded meanwhile stay out.
+   */
+  exportUserDrives(
+    request: ExportUserDrivesRequest,
+    callback: (error: ServiceError | null, response: ExportUserDrivesResponse) => void,
+  ): ClientUnaryCall;
+  exportUserDrives(
+    request: ExportUserDrivesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExportUserDrivesResponse) => void,
+  ): ClientUnaryCall;
+  exportUserDrives(
+    request: ExportUserDrivesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExportUserDrivesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * WriteExportPart writes the Drives service's part of an organization export (CONTRACT §8) to the archive store,
+   * from one snapshot of its schema: reported_drives.jsonl (the reported-drives representation with review comments,
+   * the driver as `{"id"}`: the Users part holds the people) and reported_drives.csv. The export job calls it.
+   */
+  writeExportPart(
+    request: WriteExportPartRequest,
+    callback: (error: ServiceError | null, response: WriteExportPartResponse) => void,
+  ): ClientUnaryCall;
+  writeExportPart(
+    request: WriteExportPartRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: WriteExportPartResponse) => void,
+  ): ClientUnaryCall;
+  writeExportPart(
+    request: WriteExportPartRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: WriteExportPartResponse) => void,
   ): ClientUnaryCall;
   /** ListReportedDrives returns one page of the drives reported to any of the given groups. */
   listReportedDrives(

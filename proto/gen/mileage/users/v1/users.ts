@@ -91,6 +91,63 @@ export function userViewToJSON(object: UserView): string {
   }
 }
 
+export enum ExportStatus {
+  EXPORT_STATUS_UNSPECIFIED = 0,
+  EXPORT_STATUS_QUEUED = 1,
+  EXPORT_STATUS_RUNNING = 2,
+  EXPORT_STATUS_COMPLETED = 3,
+  EXPORT_STATUS_FAILED = 4,
+  EXPORT_STATUS_EXPIRED = 5,
+  UNRECOGNIZED = -1,
+}
+
+export function exportStatusFromJSON(object: any): ExportStatus {
+  switch (object) {
+    case 0:
+    case "EXPORT_STATUS_UNSPECIFIED":
+      return ExportStatus.EXPORT_STATUS_UNSPECIFIED;
+    case 1:
+    case "EXPORT_STATUS_QUEUED":
+      return ExportStatus.EXPORT_STATUS_QUEUED;
+    case 2:
+    case "EXPORT_STATUS_RUNNING":
+      return ExportStatus.EXPORT_STATUS_RUNNING;
+    case 3:
+    case "EXPORT_STATUS_COMPLETED":
+      return ExportStatus.EXPORT_STATUS_COMPLETED;
+    case 4:
+    case "EXPORT_STATUS_FAILED":
+      return ExportStatus.EXPORT_STATUS_FAILED;
+    case 5:
+    case "EXPORT_STATUS_EXPIRED":
+      return ExportStatus.EXPORT_STATUS_EXPIRED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ExportStatus.UNRECOGNIZED;
+  }
+}
+
+export function exportStatusToJSON(object: ExportStatus): string {
+  switch (object) {
+    case ExportStatus.EXPORT_STATUS_UNSPECIFIED:
+      return "EXPORT_STATUS_UNSPECIFIED";
+    case ExportStatus.EXPORT_STATUS_QUEUED:
+      return "EXPORT_STATUS_QUEUED";
+    case ExportStatus.EXPORT_STATUS_RUNNING:
+      return "EXPORT_STATUS_RUNNING";
+    case ExportStatus.EXPORT_STATUS_COMPLETED:
+      return "EXPORT_STATUS_COMPLETED";
+    case ExportStatus.EXPORT_STATUS_FAILED:
+      return "EXPORT_STATUS_FAILED";
+    case ExportStatus.EXPORT_STATUS_EXPIRED:
+      return "EXPORT_STATUS_EXPIRED";
+    case ExportStatus.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 export interface Organization {
   id: number;
   name: string;
@@ -455,6 +512,72 @@ export interface FinishErasureRequest {
 export interface FinishErasureRequest_ErasedRowsEntry {
   key: string;
   value: number;
+}
+
+/** An organization export (CONTRACT §8): a job that writes the organization's data into one tar.gz archive. */
+export interface Export {
+  id: string;
+  status: ExportStatus;
+  requestTime?: Timestamp | undefined;
+  completeTime?: Timestamp | undefined;
+  expireTime?:
+    | Timestamp
+    | undefined;
+  /** What the job is doing (queued, users, scim_tokens, provisioning_events, archive, done) and the rows written. */
+  phase: string;
+  rows: number;
+  sizeBytes: number;
+  /** The archive's SHA-256, hex (the download's ETag). */
+  sha256: string;
+  /** Why a failed export failed (no personal data). */
+  failureReason: string;
+}
+
+export interface RequestExportRequest {
+  /** Who asked, for the provisioning trail ("user:<id>"). */
+  actor: string;
+  requestId: string;
+}
+
+export interface RequestExportResponse {
+  export?: Export | undefined;
+}
+
+export interface ListExportsRequest {
+}
+
+export interface ListExportsResponse {
+  exports: Export[];
+}
+
+export interface GetExportRequest {
+  id: string;
+}
+
+export interface GetExportResponse {
+  export?: Export | undefined;
+}
+
+export interface ReadExportArchiveRequest {
+  id: string;
+  offset: number;
+  /** At most 1 MiB. */
+  length: number;
+}
+
+export interface ReadExportArchiveResponse {
+  data: Buffer;
+  /** The archive's whole size. */
+  sizeBytes: number;
+}
+
+export interface RecordExportDownloadRequest {
+  id: string;
+  actor: string;
+  requestId: string;
+}
+
+export interface RecordExportDownloadResponse {
 }
 
 function createBaseOrganization(): Organization {
@@ -5628,6 +5751,1018 @@ export const FinishErasureRequest_ErasedRowsEntry: MessageFns<FinishErasureReque
   },
 };
 
+function createBaseExport(): Export {
+  return {
+    id: "",
+    status: 0,
+    requestTime: undefined,
+    completeTime: undefined,
+    expireTime: undefined,
+    phase: "",
+    rows: 0,
+    sizeBytes: 0,
+    sha256: "",
+    failureReason: "",
+  };
+}
+
+export const Export: MessageFns<Export> = {
+  encode(message: Export, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.status !== 0) {
+      writer.uint32(16).int32(message.status);
+    }
+    if (message.requestTime !== undefined) {
+      Timestamp.encode(message.requestTime, writer.uint32(26).fork()).join();
+    }
+    if (message.completeTime !== undefined) {
+      Timestamp.encode(message.completeTime, writer.uint32(34).fork()).join();
+    }
+    if (message.expireTime !== undefined) {
+      Timestamp.encode(message.expireTime, writer.uint32(42).fork()).join();
+    }
+    if (message.phase !== "") {
+      writer.uint32(50).string(message.phase);
+    }
+    if (message.rows !== 0) {
+      writer.uint32(56).int64(message.rows);
+    }
+    if (message.sizeBytes !== 0) {
+      writer.uint32(64).int64(message.sizeBytes);
+    }
+    if (message.sha256 !== "") {
+      writer.uint32(74).string(message.sha256);
+    }
+    if (message.failureReason !== "") {
+      writer.uint32(82).string(message.failureReason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Export {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExport();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.status = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.requestTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.completeTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.expireTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.phase = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.rows = longToNumber(reader.int64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.sizeBytes = longToNumber(reader.int64());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.sha256 = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.failureReason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Export {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      status: isSet(object.status) ? exportStatusFromJSON(object.status) : 0,
+      requestTime: isSet(object.requestTime)
+        ? fromJsonTimestamp(object.requestTime)
+        : isSet(object.request_time)
+        ? fromJsonTimestamp(object.request_time)
+        : undefined,
+      completeTime: isSet(object.completeTime)
+        ? fromJsonTimestamp(object.completeTime)
+        : isSet(object.complete_time)
+        ? fromJsonTimestamp(object.complete_time)
+        : undefined,
+      expireTime: isSet(object.expireTime)
+        ? fromJsonTimestamp(object.expireTime)
+        : isSet(object.expire_time)
+        ? fromJsonTimestamp(object.expire_time)
+        : undefined,
+      phase: isSet(object.phase) ? globalThis.String(object.phase) : "",
+      rows: isSet(object.rows) ? globalThis.Number(object.rows) : 0,
+      sizeBytes: isSet(object.sizeBytes)
+        ? globalThis.Number(object.sizeBytes)
+        : isSet(object.size_bytes)
+        ? globalThis.Number(object.size_bytes)
+        : 0,
+      sha256: isSet(object.sha256) ? globalThis.String(object.sha256) : "",
+      failureReason: isSet(object.failureReason)
+        ? globalThis.String(object.failureReason)
+        : isSet(object.failure_reason)
+        ? globalThis.String(object.failure_reason)
+        : "",
+    };
+  },
+
+  toJSON(message: Export): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.status !== 0) {
+      obj.status = exportStatusToJSON(message.status);
+    }
+    if (message.requestTime !== undefined) {
+      obj.requestTime = fromTimestamp(message.requestTime).toISOString();
+    }
+    if (message.completeTime !== undefined) {
+      obj.completeTime = fromTimestamp(message.completeTime).toISOString();
+    }
+    if (message.expireTime !== undefined) {
+      obj.expireTime = fromTimestamp(message.expireTime).toISOString();
+    }
+    if (message.phase !== "") {
+      obj.phase = message.phase;
+    }
+    if (message.rows !== 0) {
+      obj.rows = Math.round(message.rows);
+    }
+    if (message.sizeBytes !== 0) {
+      obj.sizeBytes = Math.round(message.sizeBytes);
+    }
+    if (message.sha256 !== "") {
+      obj.sha256 = message.sha256;
+    }
+    if (message.failureReason !== "") {
+      obj.failureReason = message.failureReason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Export>, I>>(base?: I): Export {
+    return Export.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Export>, I>>(object: I): Export {
+    const message = createBaseExport();
+    message.id = object.id ?? "";
+    message.status = object.status ?? 0;
+    message.requestTime = (object.requestTime !== undefined && object.requestTime !== null)
+      ? Timestamp.fromPartial(object.requestTime)
+      : undefined;
+    message.completeTime = (object.completeTime !== undefined && object.completeTime !== null)
+      ? Timestamp.fromPartial(object.completeTime)
+      : undefined;
+    message.expireTime = (object.expireTime !== undefined && object.expireTime !== null)
+      ? Timestamp.fromPartial(object.expireTime)
+      : undefined;
+    message.phase = object.phase ?? "";
+    message.rows = object.rows ?? 0;
+    message.sizeBytes = object.sizeBytes ?? 0;
+    message.sha256 = object.sha256 ?? "";
+    message.failureReason = object.failureReason ?? "";
+    return message;
+  },
+};
+
+function createBaseRequestExportRequest(): RequestExportRequest {
+  return { actor: "", requestId: "" };
+}
+
+export const RequestExportRequest: MessageFns<RequestExportRequest> = {
+  encode(message: RequestExportRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.actor !== "") {
+      writer.uint32(10).string(message.actor);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(18).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestExportRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestExportRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RequestExportRequest {
+    return {
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RequestExportRequest): unknown {
+    const obj: any = {};
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RequestExportRequest>, I>>(base?: I): RequestExportRequest {
+    return RequestExportRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RequestExportRequest>, I>>(object: I): RequestExportRequest {
+    const message = createBaseRequestExportRequest();
+    message.actor = object.actor ?? "";
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseRequestExportResponse(): RequestExportResponse {
+  return { export: undefined };
+}
+
+export const RequestExportResponse: MessageFns<RequestExportResponse> = {
+  encode(message: RequestExportResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.export !== undefined) {
+      Export.encode(message.export, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestExportResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestExportResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.export = Export.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RequestExportResponse {
+    return { export: isSet(object.export) ? Export.fromJSON(object.export) : undefined };
+  },
+
+  toJSON(message: RequestExportResponse): unknown {
+    const obj: any = {};
+    if (message.export !== undefined) {
+      obj.export = Export.toJSON(message.export);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RequestExportResponse>, I>>(base?: I): RequestExportResponse {
+    return RequestExportResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RequestExportResponse>, I>>(object: I): RequestExportResponse {
+    const message = createBaseRequestExportResponse();
+    message.export = (object.export !== undefined && object.export !== null)
+      ? Export.fromPartial(object.export)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListExportsRequest(): ListExportsRequest {
+  return {};
+}
+
+export const ListExportsRequest: MessageFns<ListExportsRequest> = {
+  encode(_: ListExportsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListExportsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListExportsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListExportsRequest {
+    return {};
+  },
+
+  toJSON(_: ListExportsRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListExportsRequest>, I>>(base?: I): ListExportsRequest {
+    return ListExportsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListExportsRequest>, I>>(_: I): ListExportsRequest {
+    const message = createBaseListExportsRequest();
+    return message;
+  },
+};
+
+function createBaseListExportsResponse(): ListExportsResponse {
+  return { exports: [] };
+}
+
+export const ListExportsResponse: MessageFns<ListExportsResponse> = {
+  encode(message: ListExportsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.exports) {
+      Export.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListExportsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListExportsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.exports.push(Export.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListExportsResponse {
+    return {
+      exports: globalThis.Array.isArray(object?.exports) ? object.exports.map((e: any) => Export.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListExportsResponse): unknown {
+    const obj: any = {};
+    if (message.exports?.length) {
+      obj.exports = message.exports.map((e) => Export.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListExportsResponse>, I>>(base?: I): ListExportsResponse {
+    return ListExportsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListExportsResponse>, I>>(object: I): ListExportsResponse {
+    const message = createBaseListExportsResponse();
+    message.exports = object.exports?.map((e) => Export.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseGetExportRequest(): GetExportRequest {
+  return { id: "" };
+}
+
+export const GetExportRequest: MessageFns<GetExportRequest> = {
+  encode(message: GetExportRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetExportRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetExportRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetExportRequest {
+    return { id: isSet(object.id) ? globalThis.String(object.id) : "" };
+  },
+
+  toJSON(message: GetExportRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetExportRequest>, I>>(base?: I): GetExportRequest {
+    return GetExportRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetExportRequest>, I>>(object: I): GetExportRequest {
+    const message = createBaseGetExportRequest();
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseGetExportResponse(): GetExportResponse {
+  return { export: undefined };
+}
+
+export const GetExportResponse: MessageFns<GetExportResponse> = {
+  encode(message: GetExportResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.export !== undefined) {
+      Export.encode(message.export, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetExportResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetExportResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.export = Export.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetExportResponse {
+    return { export: isSet(object.export) ? Export.fromJSON(object.export) : undefined };
+  },
+
+  toJSON(message: GetExportResponse): unknown {
+    const obj: any = {};
+    if (message.export !== undefined) {
+      obj.export = Export.toJSON(message.export);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetExportResponse>, I>>(base?: I): GetExportResponse {
+    return GetExportResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetExportResponse>, I>>(object: I): GetExportResponse {
+    const message = createBaseGetExportResponse();
+    message.export = (object.export !== undefined && object.export !== null)
+      ? Export.fromPartial(object.export)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseReadExportArchiveRequest(): ReadExportArchiveRequest {
+  return { id: "", offset: 0, length: 0 };
+}
+
+export const ReadExportArchiveRequest: MessageFns<ReadExportArchiveRequest> = {
+  encode(message: ReadExportArchiveRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.offset !== 0) {
+      writer.uint32(16).int64(message.offset);
+    }
+    if (message.length !== 0) {
+      writer.uint32(24).int32(message.length);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReadExportArchiveRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReadExportArchiveRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.offset = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.length = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReadExportArchiveRequest {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      length: isSet(object.length) ? globalThis.Number(object.length) : 0,
+    };
+  },
+
+  toJSON(message: ReadExportArchiveRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.offset !== 0) {
+      obj.offset = Math.round(message.offset);
+    }
+    if (message.length !== 0) {
+      obj.length = Math.round(message.length);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReadExportArchiveRequest>, I>>(base?: I): ReadExportArchiveRequest {
+    return ReadExportArchiveRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReadExportArchiveRequest>, I>>(object: I): ReadExportArchiveRequest {
+    const message = createBaseReadExportArchiveRequest();
+    message.id = object.id ?? "";
+    message.offset = object.offset ?? 0;
+    message.length = object.length ?? 0;
+    return message;
+  },
+};
+
+function createBaseReadExportArchiveResponse(): ReadExportArchiveResponse {
+  return { data: Buffer.alloc(0), sizeBytes: 0 };
+}
+
+export const ReadExportArchiveResponse: MessageFns<ReadExportArchiveResponse> = {
+  encode(message: ReadExportArchiveResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.data.length !== 0) {
+      writer.uint32(10).bytes(message.data);
+    }
+    if (message.sizeBytes !== 0) {
+      writer.uint32(16).int64(message.sizeBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReadExportArchiveResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReadExportArchiveResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sizeBytes = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReadExportArchiveResponse {
+    return {
+      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+      sizeBytes: isSet(object.sizeBytes)
+        ? globalThis.Number(object.sizeBytes)
+        : isSet(object.size_bytes)
+        ? globalThis.Number(object.size_bytes)
+        : 0,
+    };
+  },
+
+  toJSON(message: ReadExportArchiveResponse): unknown {
+    const obj: any = {};
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    if (message.sizeBytes !== 0) {
+      obj.sizeBytes = Math.round(message.sizeBytes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReadExportArchiveResponse>, I>>(base?: I): ReadExportArchiveResponse {
+    return ReadExportArchiveResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReadExportArchiveResponse>, I>>(object: I): ReadExportArchiveResponse {
+    const message = createBaseReadExportArchiveResponse();
+    message.data = object.data ?? Buffer.alloc(0);
+    message.sizeBytes = object.sizeBytes ?? 0;
+    return message;
+  },
+};
+
+function createBaseRecordExportDownloadRequest(): RecordExportDownloadRequest {
+  return { id: "", actor: "", requestId: "" };
+}
+
+export const RecordExportDownloadRequest: MessageFns<RecordExportDownloadRequest> = {
+  encode(message: RecordExportDownloadRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.actor !== "") {
+      writer.uint32(18).string(message.actor);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(26).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordExportDownloadRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordExportDownloadRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordExportDownloadRequest {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RecordExportDownloadRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecordExportDownloadRequest>, I>>(base?: I): RecordExportDownloadRequest {
+    return RecordExportDownloadRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecordExportDownloadRequest>, I>>(object: I): RecordExportDownloadRequest {
+    const message = createBaseRecordExportDownloadRequest();
+    message.id = object.id ?? "";
+    message.actor = object.actor ?? "";
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseRecordExportDownloadResponse(): RecordExportDownloadResponse {
+  return {};
+}
+
+export const RecordExportDownloadResponse: MessageFns<RecordExportDownloadResponse> = {
+  encode(_: RecordExportDownloadResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordExportDownloadResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordExportDownloadResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): RecordExportDownloadResponse {
+    return {};
+  },
+
+  toJSON(_: RecordExportDownloadResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecordExportDownloadResponse>, I>>(base?: I): RecordExportDownloadResponse {
+    return RecordExportDownloadResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecordExportDownloadResponse>, I>>(_: I): RecordExportDownloadResponse {
+    const message = createBaseRecordExportDownloadResponse();
+    return message;
+  },
+};
+
 /**
  * UsersService owns the platform's user records (Postgres schema `users`).
  * Reads serve the External API; writes are internal (SCIM provisioning, seeding).
@@ -5991,6 +7126,67 @@ export const OrganizationsServiceService = {
     responseDeserialize: (value: Buffer): RevokeScimTokenResponse => RevokeScimTokenResponse.decode(value),
   },
   /**
+   * RequestExport queues an export of the context's organization (CONTRACT §8), recorded in its provisioning trail.
+   * ALREADY_EXISTS (reason EXPORT_RUNNING) while one is queued or running.
+   */
+  requestExport: {
+    path: "/mileage.users.v1.OrganizationsService/RequestExport" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RequestExportRequest): Buffer => Buffer.from(RequestExportRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RequestExportRequest => RequestExportRequest.decode(value),
+    responseSerialize: (value: RequestExportResponse): Buffer =>
+      Buffer.from(RequestExportResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RequestExportResponse => RequestExportResponse.decode(value),
+  },
+  /** ListExports lists the context's organization's exports, newest first. */
+  listExports: {
+    path: "/mileage.users.v1.OrganizationsService/ListExports" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListExportsRequest): Buffer => Buffer.from(ListExportsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListExportsRequest => ListExportsRequest.decode(value),
+    responseSerialize: (value: ListExportsResponse): Buffer => Buffer.from(ListExportsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListExportsResponse => ListExportsResponse.decode(value),
+  },
+  /** GetExport answers one export of the context's organization. NOT_FOUND for another organization's. */
+  getExport: {
+    path: "/mileage.users.v1.OrganizationsService/GetExport" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetExportRequest): Buffer => Buffer.from(GetExportRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetExportRequest => GetExportRequest.decode(value),
+    responseSerialize: (value: GetExportResponse): Buffer => Buffer.from(GetExportResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetExportResponse => GetExportResponse.decode(value),
+  },
+  /**
+   * ReadExportArchive answers up to `length` bytes of a completed, unexpired export's archive from `offset`.
+   * NOT_FOUND when the export is not the organization's or has no archive (yet, or any more).
+   */
+  readExportArchive: {
+    path: "/mileage.users.v1.OrganizationsService/ReadExportArchive" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReadExportArchiveRequest): Buffer =>
+      Buffer.from(ReadExportArchiveRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReadExportArchiveRequest => ReadExportArchiveRequest.decode(value),
+    responseSerialize: (value: ReadExportArchiveResponse): Buffer =>
+      Buffer.from(ReadExportArchiveResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReadExportArchiveResponse => ReadExportArchiveResponse.decode(value),
+  },
+  /** RecordExportDownload records a download of an export's archive in the organization's provisioning trail. */
+  recordExportDownload: {
+    path: "/mileage.users.v1.OrganizationsService/RecordExportDownload" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecordExportDownloadRequest): Buffer =>
+      Buffer.from(RecordExportDownloadRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordExportDownloadRequest => RecordExportDownloadRequest.decode(value),
+    responseSerialize: (value: RecordExportDownloadResponse): Buffer =>
+      Buffer.from(RecordExportDownloadResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecordExportDownloadResponse => RecordExportDownloadResponse.decode(value),
+  },
+  /**
    * ResolveScimToken tells which organization an active token belongs to, from the SHA-256 of its secret, and
    * records its use. NOT_FOUND when no active token has that hash (unknown, revoked or expired alike).
    */
@@ -6124,6 +7320,22 @@ export interface OrganizationsServiceServer extends UntypedServiceImplementation
   listScimTokens: handleUnaryCall<ListScimTokensRequest, ListScimTokensResponse>;
   /** RevokeScimToken revokes one token of the context's organization. NOT_FOUND when it has no such active token. */
   revokeScimToken: handleUnaryCall<RevokeScimTokenRequest, RevokeScimTokenResponse>;
+  /**
+   * RequestExport queues an export of the context's organization (CONTRACT §8), recorded in its provisioning trail.
+   * ALREADY_EXISTS (reason EXPORT_RUNNING) while one is queued or running.
+   */
+  requestExport: handleUnaryCall<RequestExportRequest, RequestExportResponse>;
+  /** ListExports lists the context's organization's exports, newest first. */
+  listExports: handleUnaryCall<ListExportsRequest, ListExportsResponse>;
+  /** GetExport answers one export of the context's organization. NOT_FOUND for another organization's. */
+  getExport: handleUnaryCall<GetExportRequest, GetExportResponse>;
+  /**
+   * ReadExportArchive answers up to `length` bytes of a completed, unexpired export's archive from `offset`.
+   * NOT_FOUND when the export is not the organization's or has no archive (yet, or any more).
+   */
+  readExportArchive: handleUnaryCall<ReadExportArchiveRequest, ReadExportArchiveResponse>;
+  /** RecordExportDownload records a download of an export's archive in the organization's provisioning trail. */
+  recordExportDownload: handleUnaryCall<RecordExportDownloadRequest, RecordExportDownloadResponse>;
   /**
    * ResolveScimToken tells which organization an active token belongs to, from the SHA-256 of its secret, and
    * records its use. NOT_FOUND when no active token has that hash (unknown, revoked or expired alike).
@@ -6263,6 +7475,92 @@ export interface OrganizationsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RevokeScimTokenResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * RequestExport queues an export of the context's organization (CONTRACT §8), recorded in its provisioning trail.
+   * ALREADY_EXISTS (reason EXPORT_RUNNING) while one is queued or running.
+   */
+  requestExport(
+    request: RequestExportRequest,
+    callback: (error: ServiceError | null, response: RequestExportResponse) => void,
+  ): ClientUnaryCall;
+  requestExport(
+    request: RequestExportRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RequestExportResponse) => void,
+  ): ClientUnaryCall;
+  requestExport(
+    request: RequestExportRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RequestExportResponse) => void,
+  ): ClientUnaryCall;
+  /** ListExports lists the context's organization's exports, newest first. */
+  listExports(
+    request: ListExportsRequest,
+    callback: (error: ServiceError | null, response: ListExportsResponse) => void,
+  ): ClientUnaryCall;
+  listExports(
+    request: ListExportsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListExportsResponse) => void,
+  ): ClientUnaryCall;
+  listExports(
+    request: ListExportsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListExportsResponse) => void,
+  ): ClientUnaryCall;
+  /** GetExport answers one export of the context's organization. NOT_FOUND for another organization's. */
+  getExport(
+    request: GetExportRequest,
+    callback: (error: ServiceError | null, response: GetExportResponse) => void,
+  ): ClientUnaryCall;
+  getExport(
+    request: GetExportRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetExportResponse) => void,
+  ): ClientUnaryCall;
+  getExport(
+    request: GetExportRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetExportResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ReadExportArchive answers up to `length` bytes of a completed, unexpired export's archive from `offset`.
+   * NOT_FOUND when the export is not the organization's or has no archive (yet, or any more).
+   */
+  readExportArchive(
+    request: ReadExportArchiveRequest,
+    callback: (error: ServiceError | null, response: ReadExportArchiveResponse) => void,
+  ): ClientUnaryCall;
+  readExportArchive(
+    request: ReadExportArchiveRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReadExportArchiveResponse) => void,
+  ): ClientUnaryCall;
+  readExportArchive(
+    request: ReadExportArchiveRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReadExportArchiveResponse) => void,
+  ): ClientUnaryCall;
+  /** RecordExportDownload records a download of an export's archive in the organization's provisioning trail. */
+  recordExportDownload(
+    request: RecordExportDownloadRequest,
+    callback: (error: ServiceError | null, response: RecordExportDownloadResponse) => void,
+  ): ClientUnaryCall;
+  recordExportDownload(
+    request: RecordExportDownloadRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecordExportDownloadResponse) => void,
+  ): ClientUnaryCall;
+  recordExportDownload(
+    request: RecordExportDownloadRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecordExportDownloadResponse) => void,
   ): ClientUnaryCall;
   /**
    * ResolveScimToken tells which organization an active token belongs to, from the SHA-256 of its secret, and

@@ -168,6 +168,22 @@ export interface SetDeliveriesPausedRequest {
 export interface SetDeliveriesPausedResponse {
 }
 
+export interface WriteExportPartRequest {
+  exportId: string;
+}
+
+/** A file of an export's archive as its owner wrote it. */
+export interface ExportPartFile {
+  name: string;
+  rows: number;
+  sha256: string;
+  sizeBytes: number;
+}
+
+export interface WriteExportPartResponse {
+  files: ExportPartFile[];
+}
+
 function createBaseSubscription(): Subscription {
   return {
     id: "",
@@ -2375,6 +2391,269 @@ export const SetDeliveriesPausedResponse: MessageFns<SetDeliveriesPausedResponse
   },
 };
 
+function createBaseWriteExportPartRequest(): WriteExportPartRequest {
+  return { exportId: "" };
+}
+
+export const WriteExportPartRequest: MessageFns<WriteExportPartRequest> = {
+  encode(message: WriteExportPartRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.exportId !== "") {
+      writer.uint32(10).string(message.exportId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WriteExportPartRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWriteExportPartRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.exportId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WriteExportPartRequest {
+    return {
+      exportId: isSet(object.exportId)
+        ? globalThis.String(object.exportId)
+        : isSet(object.export_id)
+        ? globalThis.String(object.export_id)
+        : "",
+    };
+  },
+
+  toJSON(message: WriteExportPartRequest): unknown {
+    const obj: any = {};
+    if (message.exportId !== "") {
+      obj.exportId = message.exportId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WriteExportPartRequest>, I>>(base?: I): WriteExportPartRequest {
+    return WriteExportPartRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WriteExportPartRequest>, I>>(object: I): WriteExportPartRequest {
+    const message = createBaseWriteExportPartRequest();
+    message.exportId = object.exportId ?? "";
+    return message;
+  },
+};
+
+function createBaseExportPartFile(): ExportPartFile {
+  return { name: "", rows: 0, sha256: "", sizeBytes: 0 };
+}
+
+export const ExportPartFile: MessageFns<ExportPartFile> = {
+  encode(message: ExportPartFile, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.rows !== 0) {
+      writer.uint32(16).int64(message.rows);
+    }
+    if (message.sha256 !== "") {
+      writer.uint32(26).string(message.sha256);
+    }
+    if (message.sizeBytes !== 0) {
+      writer.uint32(32).int64(message.sizeBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportPartFile {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportPartFile();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.rows = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sha256 = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.sizeBytes = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportPartFile {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      rows: isSet(object.rows) ? globalThis.Number(object.rows) : 0,
+      sha256: isSet(object.sha256) ? globalThis.String(object.sha256) : "",
+      sizeBytes: isSet(object.sizeBytes)
+        ? globalThis.Number(object.sizeBytes)
+        : isSet(object.size_bytes)
+        ? globalThis.Number(object.size_bytes)
+        : 0,
+    };
+  },
+
+  toJSON(message: ExportPartFile): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.rows !== 0) {
+      obj.rows = Math.round(message.rows);
+    }
+    if (message.sha256 !== "") {
+      obj.sha256 = message.sha256;
+    }
+    if (message.sizeBytes !== 0) {
+      obj.sizeBytes = Math.round(message.sizeBytes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportPartFile>, I>>(base?: I): ExportPartFile {
+    return ExportPartFile.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportPartFile>, I>>(object: I): ExportPartFile {
+    const message = createBaseExportPartFile();
+    message.name = object.name ?? "";
+    message.rows = object.rows ?? 0;
+    message.sha256 = object.sha256 ?? "";
+    message.sizeBytes = object.sizeBytes ?? 0;
+    return message;
+  },
+};
+
+function createBaseWriteExportPartResponse(): WriteExportPartResponse {
+  return { files: [] };
+}
+
+export const WriteExportPartResponse: MessageFns<WriteExportPartResponse> = {
+  encode(message: WriteExportPartResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.files) {
+      ExportPartFile.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WriteExportPartResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWriteExportPartResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.files.push(ExportPartFile.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WriteExportPartResponse {
+    return {
+      files: globalThis.Array.isArray(object?.files) ? object.files.map((e: any) => ExportPartFile.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: WriteExportPartResponse): unknown {
+    const obj: any = {};
+    if (message.files?.length) {
+      obj.files = message.files.map((e) => ExportPartFile.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WriteExportPartResponse>, I>>(base?: I): WriteExportPartResponse {
+    return WriteExportPartResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WriteExportPartResponse>, I>>(object: I): WriteExportPartResponse {
+    const message = createBaseWriteExportPartResponse();
+    message.files = object.files?.map((e) => ExportPartFile.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * WebhooksService owns webhook subscriptions, the events relayed from the owners' outboxes and their deliveries
  * (Postgres schema `webhooks`). Subscriptions serve the External API (group admins); PublishEvents serves the
@@ -2397,6 +2676,21 @@ export const WebhooksServiceService = {
     responseSerialize: (value: CreateSubscriptionResponse): Buffer =>
       Buffer.from(CreateSubscriptionResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreateSubscriptionResponse => CreateSubscriptionResponse.decode(value),
+  },
+  /**
+   * WriteExportPart writes the Webhooks service's part of an organization export (CONTRACT §8) to the archive store,
+   * from one snapshot of its schema: webhooks.jsonl, the subscriptions without their signing secrets.
+   */
+  writeExportPart: {
+    path: "/mileage.webhooks.v1.WebhooksService/WriteExportPart" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: WriteExportPartRequest): Buffer =>
+      Buffer.from(WriteExportPartRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WriteExportPartRequest => WriteExportPartRequest.decode(value),
+    responseSerialize: (value: WriteExportPartResponse): Buffer =>
+      Buffer.from(WriteExportPartResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): WriteExportPartResponse => WriteExportPartResponse.decode(value),
   },
   /** ListSubscriptions returns a group's subscriptions, oldest first, without their secrets. */
   listSubscriptions: {
@@ -2504,6 +2798,11 @@ export interface WebhooksServiceServer extends UntypedServiceImplementation {
    * already has the URL or its maximum of subscriptions.
    */
   createSubscription: handleUnaryCall<CreateSubscriptionRequest, CreateSubscriptionResponse>;
+  /**
+   * WriteExportPart writes the Webhooks service's part of an organization export (CONTRACT §8) to the archive store,
+   * from one snapshot of its schema: webhooks.jsonl, the subscriptions without their signing secrets.
+   */
+  writeExportPart: handleUnaryCall<WriteExportPartRequest, WriteExportPartResponse>;
   /** ListSubscriptions returns a group's subscriptions, oldest first, without their secrets. */
   listSubscriptions: handleUnaryCall<ListSubscriptionsRequest, ListSubscriptionsResponse>;
   /** DeleteSubscription removes a subscription of a group and its deliveries. NOT_FOUND when the group has no such id. */
@@ -2554,6 +2853,25 @@ export interface WebhooksServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CreateSubscriptionResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * WriteExportPart writes the Webhooks service's part of an organization export (CONTRACT §8) to the archive store,
+   * from one snapshot of its schema: webhooks.jsonl, the subscriptions without their signing secrets.
+   */
+  writeExportPart(
+    request: WriteExportPartRequest,
+    callback: (error: ServiceError | null, response: WriteExportPartResponse) => void,
+  ): ClientUnaryCall;
+  writeExportPart(
+    request: WriteExportPartRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: WriteExportPartResponse) => void,
+  ): ClientUnaryCall;
+  writeExportPart(
+    request: WriteExportPartRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: WriteExportPartResponse) => void,
   ): ClientUnaryCall;
   /** ListSubscriptions returns a group's subscriptions, oldest first, without their secrets. */
   listSubscriptions(

@@ -1,5 +1,5 @@
 import { usersV1 } from '@mileage/proto';
-import type { CallSettings, PromiseClient } from '../grpc/grpc-client';
+import type { CallSettings, PromiseClient } from './grpc-client';
 import { MAX_BATCH_GET_USERS, slices } from './list-window';
 
 /**

@@ -1,4 +1,4 @@
-import { errors } from '../grpc/errors';
+import { errors } from './errors';
 
 /** The longest page of an offset-paged list (ListUsers, ListGroups: `limit` 0..1000, 0 returns only the total). */
 export const MAX_LIST_LIMIT = 1000;

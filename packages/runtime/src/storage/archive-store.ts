@@ -1,0 +1,120 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import * as path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** Bytes `start`..`end` of an object, both included (an HTTP Range). */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/** What was stored: its size and SHA-256 (hex), computed while it was written. */
+export interface StoredObject {
+  sizeBytes: number;
+  sha256: string;
+}
+
+/**
+ * Where export archives are kept: local disk under `npm start` (LocalArchiveStore, DATA_DIR), S3-compatible object
+ * storage in Kubernetes. An object is visible only once it is written whole: a write that fails (a full disk, a store
+ * that stops answering) leaves nothing under its key, so nothing partial is ever served.
+ */
+export interface ArchiveStore {
+  /** Writes `body` under `key`, replacing what was there; rejects (leaving nothing) when it cannot be written whole. */
+  put(key: string, body: AsyncIterable<Uint8Array>): Promise<StoredObject>;
+  /** The object's bytes, or the range of them. Rejects with code ENOENT when there is no such object. */
+  get(key: string, range?: ByteRange): Promise<Readable>;
+  /** The object's size, or undefined when there is none. */
+  size(key: string): Promise<number | undefined>;
+  /** Removes the object (nothing when there is none). */
+  delete(key: string): Promise<void>;
+}
+
+const KEY = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/;
+
+/** Refuses a key that could leave the store's root (`..`, absolute paths) or that no store spells alike. */
+export function checkKey(key: string): string {
+  if (!KEY.test(key) || key.split('/').some((part) => part === '..' || part === '.'))
+    throw new Error(`not an archive key: ${key}`);
+  return key;
+}
+
+/** Hashes and counts the bytes that pass through, for `put`. */
+export async function* measured(
+  body: AsyncIterable<Uint8Array>,
+  into: { sizeBytes: number; hash: ReturnType<typeof createHash> },
+): AsyncGenerator<Uint8Array> {
+  for await (const chunk of body) {
+    into.sizeBytes += chunk.length;
+    into.hash.update(chunk);
+    yield chunk;
+  }
+}
+
+/** Objects as files under `root` (DATA_DIR/…): written beside their name, then renamed into place. */
+export class LocalArchiveStore implements ArchiveStore {
+  readonly root: string;
+
+  constructor(root: string) {
+    // Absolute and normalised: the folders a delete prunes are compared with it.
+    this.root = path.resolve(root);
+  }
+
+  private file(key: string): string {
+    return path.join(this.root, checkKey(key));
+  }
+
+  async put(key: string, body: AsyncIterable<Uint8Array>): Promise<StoredObject> {
+    const file = this.file(key);
+    await mkdir(path.dirname(file), { recursive: true });
+    // A name no reader asks for; renamed over the key only once every byte is on disk.
+    const partial = `${file}.partial-${randomUUID()}`;
+    const counted = { sizeBytes: 0, hash: createHash('sha256') };
+    try {
+      await pipeline(Readable.from(measured(body, counted)), createWriteStream(partial, { flush: true }));
+      await rename(partial, file);
+    } catch (err) {
+      await rm(partial, { force: true });
+      await this.pruneFrom(path.dirname(file));
+      throw err;
+    }
+    return { sizeBytes: counted.sizeBytes, sha256: counted.hash.digest('hex') };
+  }
+
+  async get(key: string, range?: ByteRange): Promise<Readable> {
+    const file = this.file(key);
+    // Opened before it is returned, so a missing object rejects here (ENOENT) rather than in the reader's stream.
+    await stat(file);
+    return createReadStream(file, range ? { start: range.start, end: range.end } : {});
+  }
+
+  async size(key: string): Promise<number | undefined> {
+    try {
+      return (await stat(this.file(key))).size;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  /** Removes the file, and the folders it leaves empty (below the root): an export leaves no trace behind. */
+  async delete(key: string): Promise<void> {
+    const file = this.file(key);
+    await rm(file, { force: true });
+    await this.pruneFrom(path.dirname(file));
+  }
+
+  /** Removes `dir` and the folders above it (below the root) while they are empty. */
+  private async pruneFrom(dir: string): Promise<void> {
+    for (; dir.startsWith(`${this.root}${path.sep}`); dir = path.dirname(dir)) {
+      try {
+        await rmdir(dir);
+      } catch {
+        return; // not empty (or already gone): the folders above hold something too
+      }
+    }
+  }
+}

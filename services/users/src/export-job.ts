@@ -1,0 +1,261 @@
+import type { drivesV1, groupsV1, webhooksV1 } from '@mileage/proto';
+import { snapshotInOrganization, type Knex } from '@mileage/runtime/database';
+import type { PromiseClient } from '@mileage/runtime/grpc';
+import { exportPartKey, writeExportPart, type ArchiveStore, type ExportPartFile } from '@mileage/runtime/storage';
+import { type Logger } from '@mileage/runtime/telemetry';
+import { userRepresentation } from '@mileage/scim-domain';
+import { ExportJobs, archiveKey, type ExportRow } from './exports-repo';
+import { tarGz, type TarEntry } from './tar-gz';
+import { SELECT_COLUMNS, toUser } from './users-repo';
+
+/** The archive's format, named in its manifest. */
+export const EXPORT_FORMAT = 'mileage-export/1';
+/** Rows per statement while a part is read: memory stays flat whatever the organization's size. */
+const PAGE_ROWS = 1_000;
+/** How long a runner's claim on a job holds without news from it. */
+export const EXPORT_CLAIM_MS = 60_000;
+
+export interface ExportJobDeps {
+  knex: Knex;
+  store: ArchiveStore;
+  logger: Logger;
+  /** Where `meta.location` of a user points (the public SCIM base, …/scim/v2). */
+  scimBaseUrl: string;
+  /** The other owners, each writing its part from its own snapshot (the Drives service's reported drives). */
+  owners?: readonly ExportOwner[];
+}
+
+/** An owner of a part of the archive other than the Users service: it writes its files to the same store. */
+export interface ExportOwner {
+  name: string;
+  /** The files it may write: removed whatever happens, so a part written before a failure is not left behind. */
+  files: readonly string[];
+  writePart(exportId: string, organizationId: number): Promise<ExportPartFile[]>;
+}
+
+/** A part of the archive from one owner's snapshot: its rows, a page of statements at a time. */
+interface PartSpec {
+  name: string;
+  /** The rows after `after` (the last row's key), in key order, at most PAGE_ROWS. */
+  page(trx: Knex.Transaction, organizationId: number, after: string): Promise<{ key: string; line: object }[]>;
+}
+
+const usersPart = (scimBaseUrl: string): PartSpec => ({
+  name: 'users.jsonl',
+  async page(trx, organizationId, after) {
+    const { rows } = await trx.raw<{ rows: Parameters<typeof toUser>[0][] }>(
+      `SELECT ${SELECT_COLUMNS} FROM users WHERE organization_id = ? AND deleted_at IS NULL AND id > ?
+        ORDER BY id LIMIT ?`,
+      [organizationId, after, PAGE_ROWS],
+    );
+    return rows.map((row) => ({ key: row.id, line: userRepresentation(toUser(row), `${scimBaseUrl}/Users`) }));
+  },
+});
+
+const scimTokensPart: PartSpec = {
+  name: 'scim_tokens.jsonl',
+  async page(trx, organizationId, after) {
+    // Every token the organization has had, revoked and expired ones too; never the secret's hash.
+    const { rows } = await trx.raw<{ rows: Record<string, unknown>[] }>(
+      `SELECT id::text AS id, name, created_at, expires_at, revoked_at, last_used_at FROM scim_tokens
+        WHERE organization_id = ? AND id::text > ? ORDER BY id::text LIMIT ?`,
+      [organizationId, after, PAGE_ROWS],
+    );
+    return rows.map((row) => ({ key: row.id as string, line: row }));
+  },
+};
+
+const provisioningEventsPart: PartSpec = {
+  name: 'provisioning_events.jsonl',
+  async page(trx, organizationId, after) {
+    const { rows } = await trx.raw<{ rows: Record<string, unknown>[] }>(
+      `SELECT id, occurred_at, actor, operation, user_id, scim_token_id, export_id, request_id FROM provisioning_audit
+        WHERE organization_id = ? AND id > ? ORDER BY id LIMIT ?`,
+      [organizationId, Number(after || 0), PAGE_ROWS],
+    );
+    return rows.map((row) => ({
+      key: String(row.id),
+      line: {
+        id: `users-${String(row.id)}`,
+        at: row.occurred_at,
+        credential: row.actor,
+        action: row.operation,
+        resource_type: row.user_id ? 'User' : row.scim_token_id ? 'ScimToken' : 'Export',
+        resource_id: row.user_id ?? row.scim_token_id ?? row.export_id,
+        outcome: 'succeeded',
+        request_id: row.request_id ?? '',
+      },
+    }));
+  },
+};
+
+/**
+ * Runs one claimed export: the Users schema's parts from one snapshot (REPEATABLE READ), each written to the store as
+ * it is read; then the archive (manifest first) assembled from them; then the parts removed. Any failure — a full disk,
+ * a store that does not answer — fails the job with its reason and leaves no archive (the store writes whole objects
+ * only), so a new request can follow at once.
+ */
+export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<void> {
+  const jobs = new ExportJobs(deps.knex);
+  const organizationId = Number(job.organization_id);
+  const written: ExportPartFile[] = [];
+  let rows = 0;
+  // The claim is renewed a third of its time apart while the job runs, however long one phase takes; a runner that
+  // dies stops renewing it, and another replica takes the job over once it lapses.
+  const heartbeat = setInterval(() => {
+    jobs.renewClaim(job.id, EXPORT_CLAIM_MS).catch((err: unknown) => deps.logger.warn({ err }, 'export claim renewal'));
+  }, EXPORT_CLAIM_MS / 3);
+  try {
+    const { asOf, organization } = await snapshotInOrganization(deps.knex, organizationId, async (trx) => {
+      // The snapshot's instant: what every part shows the organization as.
+      const { rows: head } = await trx.raw<{ rows: { as_of: Date; name: string }[] }>(
+        `SELECT now() AS as_of, name FROM organizations WHERE id = ?`,
+        [organizationId],
+      );
+      for (const part of [usersPart(deps.scimBaseUrl), scimTokensPart, provisioningEventsPart]) {
+        await jobs.progress(job.id, part.name.replace(/\.\w+$/, ''), rows, EXPORT_CLAIM_MS);
+        const file = await writeExportPart(deps.store, job.id, part.name, linesOf(part, trx, organizationId));
+        written.push(file);
+        rows += file.rows;
+      }
+      return { asOf: head[0]!.as_of, organization: { id: String(organizationId), name: head[0]!.name } };
+    });
+    for (const owner of deps.owners ?? []) {
+      await jobs.progress(job.id, owner.name, rows, EXPORT_CLAIM_MS);
+      for (const file of await owner.writePart(job.id, organizationId)) {
+        written.push(file);
+        rows += file.rows;
+      }
+    }
+    await jobs.progress(job.id, 'archive', rows, EXPORT_CLAIM_MS);
+    const manifest = Buffer.from(
+      `${JSON.stringify(
+        {
+          format: EXPORT_FORMAT,
+          organization,
+          requested_at: job.requested_at.toISOString(),
+          as_of: asOf.toISOString(),
+          files: written.map(({ name, rows: count, sha256 }) => ({ name, rows: count, sha256 })),
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    const entries: TarEntry[] = [
+      { name: 'manifest.json', size: manifest.length, body: async () => [manifest] },
+      ...written.map((file) => ({
+        name: file.name,
+        size: file.sizeBytes,
+        body: () => deps.store.get(exportPartKey(job.id, file.name)),
+      })),
+    ];
+    const archive = await deps.store.put(archiveKey(job.id), tarGz(entries, asOf.getTime()));
+    await jobs.complete(job.id, archive, rows);
+    deps.logger.info(
+      { export_id: job.id, organization_id: organizationId, rows, size_bytes: archive.sizeBytes },
+      'export completed',
+    );
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    deps.logger.warn({ export_id: job.id, organization_id: organizationId, err }, 'export failed');
+    await deps.store.delete(archiveKey(job.id)).catch(() => {});
+    await jobs.fail(job.id, `the export could not be written: ${reason}`);
+  } finally {
+    clearInterval(heartbeat);
+    const parts = new Set([...written.map((file) => file.name), ...(deps.owners ?? []).flatMap((o) => o.files)]);
+    await Promise.all([...parts].map((name) => deps.store.delete(exportPartKey(job.id, name)).catch(() => {})));
+  }
+}
+
+/** A part's JSON lines, a page of rows at a time, in the snapshot's transaction. */
+async function* linesOf(part: PartSpec, trx: Knex.Transaction, organizationId: number): AsyncGenerator<string> {
+  let after = '';
+  for (;;) {
+    const page = await part.page(trx, organizationId, after);
+    for (const { line } of page) yield `${JSON.stringify(line)}\n`;
+    if (page.length < PAGE_ROWS) return;
+    after = page[page.length - 1]!.key;
+  }
+}
+
+/**
+ * The export jobs' background task: claims the oldest waiting export and runs it (one at a time per replica), then
+ * the housekeeping: archives past their expiry are deleted and their records marked expired, in their trail.
+ */
+export function exportTasks(deps: ExportJobDeps, everyMs: number) {
+  const jobs = new ExportJobs(deps.knex);
+  return [
+    {
+      name: 'organization-exports',
+      everyMs,
+      async run() {
+        const job = await jobs.claim(EXPORT_CLAIM_MS);
+        if (job) await runExport(deps, job);
+      },
+    },
+    {
+      name: 'organization-exports-expiry',
+      everyMs: 60_000,
+      run: () => expireExports(deps),
+    },
+  ];
+}
+
+/** Deletes the archives past their expiry and marks their exports expired (an entry in each organization's trail). */
+export async function expireExports(deps: Pick<ExportJobDeps, 'knex' | 'store'>): Promise<number> {
+  const jobs = new ExportJobs(deps.knex);
+  const due = await jobs.expiredArchives(100);
+  for (const row of due) {
+    await deps.store.delete(archiveKey(row.id));
+    await jobs.markExpired(row);
+  }
+  return due.length;
+}
+
+/** How long an owner may take to write its part (a large organization's reported drives: minutes). */
+const OWNER_PART_DEADLINE_MS = 30 * 60_000;
+
+/** The Drives service as an owner of the archive: its reported drives, JSON Lines and CSV. */
+export function drivesExportOwner(drives: PromiseClient<drivesV1.DrivesServiceClient>): ExportOwner {
+  return {
+    name: 'reported_drives',
+    files: ['reported_drives.jsonl', 'reported_drives.csv'],
+    async writePart(exportId, organizationId) {
+      const { files } = await drives.writeExportPart(
+        { exportId },
+        { organizationId, deadlineMs: OWNER_PART_DEADLINE_MS },
+      );
+      return files.map((f) => ({ name: f.name, rows: f.rows, sha256: f.sha256, sizeBytes: f.sizeBytes }));
+    },
+  };
+}
+
+/** The Webhooks service as an owner of the archive: the subscriptions, without their secrets. */
+export function webhooksExportOwner(webhooks: PromiseClient<webhooksV1.WebhooksServiceClient>): ExportOwner {
+  return {
+    name: 'webhooks',
+    files: ['webhooks.jsonl'],
+    async writePart(exportId, organizationId) {
+      const { files } = await webhooks.writeExportPart(
+        { exportId },
+        { organizationId, deadlineMs: OWNER_PART_DEADLINE_MS },
+      );
+      return files.map((f) => ({ name: f.name, rows: f.rows, sha256: f.sha256, sizeBytes: f.sizeBytes }));
+    },
+  };
+}
+
+/** The Groups service as an owner of the archive: the groups with their members and admins. */
+export function groupsExportOwner(groups: PromiseClient<groupsV1.GroupsServiceClient>): ExportOwner {
+  return {
+    name: 'groups',
+    files: ['groups.jsonl'],
+    async writePart(exportId, organizationId) {
+      const { files } = await groups.writeExportPart(
+        { exportId },
+        { organizationId, deadlineMs: OWNER_PART_DEADLINE_MS },
+      );
+      return files.map((f) => ({ name: f.name, rows: f.rows, sha256: f.sha256, sizeBytes: f.sizeBytes }));
+    },
+  };
+}
