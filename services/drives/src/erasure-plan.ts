@@ -20,5 +20,6 @@ export const ERASURE_PLAN: ErasurePlan = {
   organizationFree: {
     ...ORGANIZATION_FREE_EVERYWHERE,
     tombstone_purges: "the purge's one bookkeeping row: a time, no organization",
+    restore_epochs: 'the restore epochs the database has been in: ids and times, no organization',
   },
 };

@@ -11,6 +11,8 @@ export const ERASURE_PLAN: ErasurePlan = {
     { table: 'user_email_values' },
     { table: 'scim_tokens' },
     { table: 'provisioning_audit' },
+    // The export records (their archives are deleted from the store before: export-job.ts).
+    { table: 'organization_exports' },
     { table: 'outbox' },
     { table: 'users' },
     { table: 'organizations', organizationColumn: 'id' },

@@ -2,6 +2,7 @@ import type { usersV1 } from '@mileage/proto';
 import { eraseOrganizationBatches } from '@mileage/runtime/database';
 import { errors, type Handlers, isOrganizationId } from '@mileage/runtime/grpc';
 import { ERASURE_PLAN } from './erasure-plan';
+import { deleteExportsOfErasedOrganization } from './export-job';
 import { DEFAULT_BACKUPS_HOLD_DAYS, DEFAULT_GRACE_DAYS, OffboardingRepository } from './offboarding-repo';
 import type { UsersServerDeps } from './organization-context';
 import { SCHEMA } from './database';
@@ -45,6 +46,12 @@ export function offboardingHandlers(deps: UsersServerDeps): OffboardingHandlers 
     if (!offboarding.erasureStartedAt)
       throw errors.failedPrecondition(`the erasure of organization ${id} has not started`, 'ERASURE_NOT_STARTED');
     return offboarding;
+  }
+
+  /** Erases a batch of the organization's rows, its exports' archives first (their keys are in the rows). */
+  async function eraseOwnRows(id: number, maxBatches: number) {
+    if (deps.archives) await deleteExportsOfErasedOrganization(deps.knex, deps.archives, id);
+    return eraseOrganizationBatches(deps.knex, ERASURE_PLAN, id, maxBatches);
   }
 
   return {
@@ -98,14 +105,14 @@ export function offboardingHandlers(deps: UsersServerDeps): OffboardingHandlers 
       const id = organizationOf(request);
       await started(id);
       const maxBatches = Math.max(1, Math.min(request.maxBatches, 1000));
-      return eraseOrganizationBatches(deps.knex, ERASURE_PLAN, id, maxBatches);
+      return eraseOwnRows(id, maxBatches);
     },
 
     async finishErasure(request) {
       const id = organizationOf(request);
       const offboarding = await started(id);
       if (offboarding.erasureFinishedAt) return { offboarding };
-      const own = await eraseOrganizationBatches(deps.knex, ERASURE_PLAN, id, 1);
+      const own = await eraseOwnRows(id, 1);
       if (!own.done)
         throw errors.failedPrecondition(`rows of organization ${id} remain in ${SCHEMA}`, 'ERASURE_NOT_DONE');
       const erasedRows = { ...request.erasedRows };

@@ -21,6 +21,9 @@ export async function seedOrganization(client: pg.Client, organizationId: number
        SELECT now(), 'seed', 'create', ${uid('i')}, ${o} FROM generate_series(1, $1) i`,
     `INSERT INTO users.outbox (id, event_type, user_id, occurred_at, payload, organization_id)
        SELECT gen_random_uuid(), 'user.deactivated', ${uid('i')}, now(), '{}', ${o} FROM generate_series(1, $1) i`,
+    // Past exports (expired: the one-running-export index allows any number).
+    `INSERT INTO users.organization_exports (id, organization_id, status)
+       SELECT gen_random_uuid(), ${o}, 'expired' FROM generate_series(1, $1) i`,
     `INSERT INTO groups.teams (id, display_name, organization_id) OVERRIDING SYSTEM VALUE
        SELECT ${base} + i, 'Team ' || i, ${o} FROM generate_series(1, $1) i`,
     `INSERT INTO groups.member_organizations (user_id, organization_id)
