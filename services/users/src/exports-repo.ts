@@ -1,7 +1,7 @@
 import { usersV1 } from '@mileage/proto';
 import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime/database';
 import { dateToTimestamp } from '@mileage/runtime/formats';
-import { errors } from '@mileage/runtime/grpc';
+import { errors, ORGANIZATION_OFFBOARDING } from '@mileage/runtime/grpc';
 import { type TraceContext } from '@mileage/runtime/telemetry';
 import { randomUUID } from 'node:crypto';
 import { sql } from './database';
@@ -69,8 +69,20 @@ export class ExportsRepository {
     private readonly organizationId: number,
   ) {}
 
-  /** Queues an export; ALREADY_EXISTS (EXPORT_RUNNING) while one is queued or running. */
+  /**
+   * Queues an export; ALREADY_EXISTS (EXPORT_RUNNING) while one is queued or running, FAILED_PRECONDITION
+   * (ORGANIZATION_OFFBOARDING, a 409) while the organization is being offboarded: its erasure would delete the archive.
+   */
   async request(audit: ExportAudit, trace?: TraceContext): Promise<ExportRow> {
+    const offboarding = `SELECT 1 FROM organization_offboardings WHERE organization_id = ?`;
+    const { rows: offboarded } = await sql(trace, 'SELECT', offboarding, async () =>
+      this.trx.raw<{ rows: unknown[] }>(offboarding, [this.organizationId]),
+    );
+    if (offboarded.length > 0)
+      throw errors.failedPrecondition(
+        'the organization is being offboarded: it can no longer request an export',
+        ORGANIZATION_OFFBOARDING,
+      );
     const text = `INSERT INTO organization_exports (id, organization_id) VALUES (?, ?) RETURNING *`;
     let row: ExportRow | undefined;
     try {

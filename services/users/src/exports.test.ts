@@ -229,7 +229,7 @@ describe('organization exports', () => {
     );
   });
 
-  test("an erasure deletes the organization's archives, and an export it ends while running keeps nothing", async () => {
+  test("an offboarded organization's export is refused; its erasure deletes its archives, and an export it ends keeps nothing", async () => {
     const { organization } = await suite.organizations.createOrganization({ name: 'Initech', alias: 'initech' });
     const initech = organization!.id;
     await suite.usersIn(initech).createUser({ user: user({ userName: 'pat@initech.example' }) });
@@ -252,6 +252,8 @@ describe('organization exports', () => {
     assert.equal(existsSync(path.join(root, 'exports', running!.id)), false, 'the ended job kept no archive');
 
     await suite.organizations.offboardOrganization({ organizationId: initech, now: true });
+    const refused = await rejection(request(initech));
+    assert.deepEqual([refused.code, refused.reason], [status.FAILED_PRECONDITION, 'ORGANIZATION_OFFBOARDING']);
     await suite.organizations.startErasure({ organizationId: initech });
     const erased = await suite.organizations.eraseOrganization({ organizationId: initech, maxBatches: 1000 });
     assert.equal(erased.done, true);
