@@ -795,6 +795,8 @@ def check_manifests(path, name, metrics_ts, env_out):
                 expected.add("postgres")
             if who == "webhooks":
                 expected.add("deliveries (443)")
+            if "EXPORT_S3_BUCKET" in env:
+                expected.add("export archives' object store")
             if "OTEL_EXPORTER_OTLP_ENDPOINT" in env:
                 expected.add("otlp")
             if labels.get("app.kubernetes.io/component") == ISSUER:

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,6 +21,14 @@ let server: http.Server;
 let baseUrl: string;
 let client: MileageClient;
 const dir = mkdtempSync(path.join(tmpdir(), 'client-exports-'));
+const file = path.join(dir, 'archive.tar.gz');
+/** The first download breaks only once its first bytes are in the file: what the resume starts from is known. */
+let firstBytesArrived!: () => void;
+const firstBytes = new Promise<void>((resolve) => (firstBytesArrived = resolve));
+async function firstBytesInFile(): Promise<void> {
+  await firstBytes;
+  while (!existsSync(file) || statSync(file).size === 0) await new Promise((resolve) => setImmediate(resolve));
+}
 
 const exported = (status: Export['status'], rows: number): Export => ({
   id: ID,
@@ -53,9 +61,9 @@ before(async () => {
         'content-length': body.length,
         ...(start ? { 'content-range': `bytes ${start}-${ARCHIVE.length - 1}/${ARCHIVE.length}` } : {}),
       });
-      // The first download breaks a third of the way in.
+      // The first download breaks a third of the way in, once the client has written some of it.
       if (downloads.length === 1) {
-        res.write(body.subarray(0, 100_000), () => res.destroy());
+        res.write(body.subarray(0, 100_000), () => void firstBytesInFile().then(() => res.destroy()));
         return;
       }
       return res.end(body);
@@ -82,8 +90,12 @@ test('a request while one runs answers the running one; waiting reports its prog
 
 test('a download broken half way resumes with Range where the file ends, and is checked against its SHA-256', async () => {
   downloads = [];
-  const file = path.join(dir, 'archive.tar.gz');
-  const sha256 = await downloadExport(ID, file, { baseUrl, token: 'admin-token', retryDelayMs: 1 });
+  const sha256 = await downloadExport(ID, file, {
+    baseUrl,
+    token: 'admin-token',
+    retryDelayMs: 1,
+    onBytes: (received) => received > 0 && firstBytesArrived(),
+  });
   assert.equal(sha256, SHA256);
   assert.ok(readFileSync(file).equals(ARCHIVE));
   assert.equal(downloads.length, 2);

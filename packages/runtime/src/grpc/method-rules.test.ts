@@ -23,6 +23,7 @@ test("an end-user binding names callers that may call its method, and a field of
 const READS = [
   '/mileage.drives.v1.DrivesService/ListUserDrives',
   '/mileage.drives.v1.DrivesService/ListReportedDrives',
+  '/mileage.drives.v1.DrivesService/ExportUserDrives',
   '/mileage.groups.v1.GroupsService/GetGroup',
   '/mileage.groups.v1.GroupsService/ListAdministeredGroups',
   '/mileage.groups.v1.GroupsService/CheckGroupAdmin',
@@ -36,6 +37,9 @@ const READS = [
   '/mileage.users.v1.OrganizationsService/GetOrganization',
   '/mileage.users.v1.OrganizationsService/ListScimTokens',
   '/mileage.users.v1.OrganizationsService/ResolveScimToken',
+  '/mileage.users.v1.OrganizationsService/ListExports',
+  '/mileage.users.v1.OrganizationsService/GetExport',
+  '/mileage.users.v1.OrganizationsService/ReadExportArchive',
   '/mileage.webhooks.v1.WebhooksService/ListSubscriptions',
   '/mileage.webhooks.v1.WebhooksService/ListDeliveries',
 ];
