@@ -29,7 +29,9 @@ const notFound = () => Object.assign(new Error('not found'), { code: grpcStatus.
 
 /** The Users process's OrganizationsService as far as the gateway asks it, counting its calls. */
 function fakeOrganizations(clock: { now: number }) {
-  const calls = { getOrganization: 0, resolveScimToken: 0 };
+  const calls = { getOrganization: 0, resolveScimToken: 0, getOffboarding: 0 };
+  /** The organizations being offboarded (suspended). */
+  const offboarded = new Set<number>();
   /** The call settings of every lookup: they must carry no organization. */
   const settings: unknown[] = [];
   const tokens = new Map<string, usersV1.ScimToken>([
@@ -53,6 +55,11 @@ function fakeOrganizations(clock: { now: number }) {
       if (!organization) throw notFound();
       return { organization };
     },
+    getOffboarding: async ({ organizationId }: usersV1.GetOffboardingRequest) => {
+      calls.getOffboarding++;
+      if (!offboarded.has(organizationId)) throw notFound();
+      return { offboarding: { organizationId, erasedRows: {} } };
+    },
     resolveScimToken: async ({ secretSha256 }: usersV1.ResolveScimTokenRequest, call: unknown) => {
       calls.resolveScimToken++;
       settings.push(call);
@@ -61,7 +68,7 @@ function fakeOrganizations(clock: { now: number }) {
       return { token };
     },
   } as unknown as PromiseClient<usersV1.OrganizationsServiceClient>;
-  return { client, calls, settings, revoke: (s: string) => tokens.delete(s) };
+  return { client, calls, settings, offboarded, revoke: (s: string) => tokens.delete(s) };
 }
 
 /** A revocation feed whose subscription a test turns on and off. */
@@ -198,6 +205,24 @@ describe('OrganizationCredentials.organizationOf', () => {
     clock.now += 60_000;
     await credentials.organizationOf(jwtCaller({ org_id: 'globex' }), call);
     assert.equal(calls.getOrganization, 2, 'asked again once the entry is old');
+  });
+
+  test("an OAuth client's organization being offboarded names none: at once when announced, asked when not listening", async () => {
+    const feed = new FakeFeed();
+    const { credentials, calls, offboarded } = setup({ revocations: feed });
+    const caller = jwtCaller({ org_id: 'globex' });
+    assert.equal(await credentials.organizationOf(caller, call), 2);
+    assert.equal(await credentials.organizationOf(caller, call), 2);
+    assert.equal(calls.getOffboarding, 1, 'kept while the replica hears the channel');
+    offboarded.add(2);
+    await feed.announce('organization:2');
+    assert.equal(await credentials.organizationOf(caller, call), undefined, 'suspended: the next request');
+    offboarded.delete(2);
+    await feed.announce('organization:2');
+    assert.equal(await credentials.organizationOf(caller, call), 2, 'cancelled');
+    feed.setListening(false);
+    offboarded.add(2);
+    assert.equal(await credentials.organizationOf(caller, call), undefined, 'not listening: asked every time');
   });
 
   test("a secret token's organization needs no lookup", async () => {

@@ -57,8 +57,9 @@ export interface ResolvedSecretToken {
   expiresAt: number | undefined;
 }
 
+const SECRET_TOKEN_ACTOR = 'scim_token:';
 /** The audit actor (and rate-limit subject) of a SCIM secret token: its id, never the secret. */
-export const secretTokenActor = (tokenId: string) => `scim_token:${tokenId}`;
+export const secretTokenActor = (tokenId: string) => `${SECRET_TOKEN_ACTOR}${tokenId}`;
 
 /** The caller a resolved secret token stands for: scope `scim` only, inside its organization. */
 export function secretTokenCaller(token: ResolvedSecretToken): Caller {
@@ -147,6 +148,8 @@ export class OrganizationCredentials {
   private readonly tokenCacheMs: number;
   private readonly organizationsByReference: ExpiringCache<number | undefined>;
   private readonly secretTokens: ExpiringCache<ResolvedSecretToken | undefined>;
+  /** Whether an organization named by an OAuth SCIM client's token is suspended (offboarding), per organization id. */
+  private readonly suspensions: ExpiringCache<boolean>;
   private readonly revocations: RevocationFeed;
 
   constructor(private readonly options: OrganizationCredentialsOptions) {
@@ -158,10 +161,16 @@ export class OrganizationCredentials {
     this.organizationsByReference = new ExpiringCache(this.now);
     this.secretTokens = new ExpiringCache(this.now);
     this.revocations = options.revocations ?? new LocalRevocations();
-    this.revocations.subscribe((tokenId) =>
+    this.suspensions = new ExpiringCache(this.now);
+    this.revocations.subscribe((tokenId) => {
+      // An organization's suspension changed (`organization:<id>`): what this replica knows of suspensions goes.
+      if (tokenId === undefined || tokenId.startsWith(ORGANIZATION_MESSAGE)) this.suspensions.forget();
       // Unknown secrets stay unknown whatever was revoked: the negative entries stay.
-      this.secretTokens.forget((token) => token !== undefined && (tokenId === undefined || token.tokenId === tokenId)),
-    );
+      if (tokenId === undefined || !tokenId.startsWith(ORGANIZATION_MESSAGE))
+        this.secretTokens.forget(
+          (token) => token !== undefined && (tokenId === undefined || token.tokenId === tokenId),
+        );
+    });
   }
 
   /**
@@ -172,14 +181,45 @@ export class OrganizationCredentials {
     return this.revocations.announce(tokenId);
   }
 
-  /** The organization a `scim` caller acts for; undefined when it names none that exists. */
+  /**
+   * The organization a `scim` caller acts for; undefined when it names none that exists, or one being offboarded (a
+   * secret token's organization is checked by the Users service when it resolves the token).
+   */
   async organizationOf(caller: Caller, call: CallSettings): Promise<number | undefined> {
     const named = caller.organization;
-    if (named && 'id' in named) return named.id;
     if (named && 'unusable' in named) return undefined;
-    const reference =
-      named?.reference ?? (caller.clientId ? this.options.clientOrganizations?.get(caller.clientId) : undefined);
-    return reference === undefined ? undefined : this.resolveReference(reference, call);
+    let id: number | undefined;
+    if (named && 'id' in named) id = named.id;
+    else {
+      const reference =
+        named?.reference ?? (caller.clientId ? this.options.clientOrganizations?.get(caller.clientId) : undefined);
+      id = reference === undefined ? undefined : await this.resolveReference(reference, call);
+    }
+    if (id === undefined || caller.clientId?.startsWith(SECRET_TOKEN_ACTOR)) return id;
+    return (await this.suspended(id, call)) ? undefined : id;
+  }
+
+  /**
+   * Whether an organization is suspended, asked of the Users service and kept like a resolved token: while this
+   * replica hears the revocation channel (where an offboarding announces `organization:<id>`), at most
+   * `tokenCacheSeconds`; otherwise asked on every request.
+   */
+  private suspended(organizationId: number, call: CallSettings): Promise<boolean> {
+    const trusted = this.revocations.listening();
+    return this.suspensions.get(
+      String(organizationId),
+      async () => {
+        const ttlMs = trusted ? this.tokenCacheMs : 0;
+        try {
+          await this.options.organizations.getOffboarding({ organizationId }, stripped(call));
+          return { value: true, ttlMs };
+        } catch (err) {
+          if (isNotFound(err)) return { value: false, ttlMs };
+          throw err;
+        }
+      },
+      trusted,
+    );
   }
 
   /** An organization's id from its id or alias; undefined when no organization has it. */
@@ -233,6 +273,9 @@ export class OrganizationCredentials {
       .then((token) => (token && token.expiresAt !== undefined && token.expiresAt <= this.now() ? undefined : token));
   }
 }
+
+/** The revocation channel's message of an organization whose suspension changed: `organization:<id>`. */
+export const ORGANIZATION_MESSAGE = 'organization:';
 
 /** These lookups are made before an organization is known: they never carry one. */
 function stripped(call: CallSettings): CallSettings {

@@ -1,5 +1,5 @@
 import { status } from '@grpc/grpc-js';
-import { AppError, errors, httpAnswer, toStatusObject } from '@mileage/runtime/grpc';
+import { AppError, errors, httpAnswer, ORGANIZATION_OFFBOARDING, toStatusObject } from '@mileage/runtime/grpc';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { HttpProblem, problemFromGrpc, ValidationProblem } from './problems';
@@ -47,6 +47,13 @@ describe('problemFromGrpc: /v1 formats the platform table', () => {
     const other = problemFromGrpc(failed(errors.failedPrecondition('gone')));
     assert.ok(other instanceof HttpProblem);
     assert.deepEqual([other.status, other.type], [410, 'about:blank']);
+  });
+
+  test("a change refused because its organization is being offboarded is a 409 with the service's message", () => {
+    const message = 'the organization is being offboarded: it can no longer request an export';
+    const problem = problemFromGrpc(failed(errors.failedPrecondition(message, ORGANIZATION_OFFBOARDING)));
+    assert.ok(problem instanceof HttpProblem);
+    assert.deepEqual([problem.status, problem.detail, problem.type], [409, message, 'about:blank']);
   });
 
   test("an organization over its share of a service's database gets 429 with Retry-After, not a 503", () => {

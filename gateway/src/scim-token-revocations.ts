@@ -1,5 +1,6 @@
 import type { Logger, Metrics } from '@mileage/runtime/telemetry';
 import type { Redis } from 'ioredis';
+import { SCIM_TOKEN_REVOCATIONS_CHANNEL } from '@mileage/runtime/formats';
 
 /**
  * How SCIM secret token revocations reach every gateway replica before its next request (CONTRACT §7). The replica
@@ -44,9 +45,12 @@ export class LocalRevocations implements RevocationFeed {
   }
 }
 
-export const REVOCATIONS_CHANNEL = 'mileage:gateway:scim-token-revocations';
-/** A token id (a UUID): anything else on the channel is not ours and is ignored. */
-const TOKEN_ID = /^[0-9a-f-]{36}$/i;
+export const REVOCATIONS_CHANNEL = SCIM_TOKEN_REVOCATIONS_CHANNEL;
+/**
+ * A token id (a UUID), or `organization:<id>`, an organization's suspension changed (offboarding): anything else on
+ * the channel is not ours and is ignored.
+ */
+const TOKEN_ID = /^(?:[0-9a-f-]{36}|organization:\d{1,15})$/i;
 
 export interface RedisRevocationsOptions {
   /** The replica's Redis client: it publishes; its duplicate subscribes (a subscribed connection does nothing else). */

@@ -31,7 +31,14 @@ test("every call after the caller's account carries the account's organization",
   const users = {
     batchGetUsers: async ({ ids }: usersV1.BatchGetUsersRequest, call?: CallSettings) => {
       accountReads.push({ ids, call });
-      return { users: ids.map((id) => ({ id, active: true, organizationId: organizationOf[id] ?? 0 })) };
+      return {
+        users: ids.map((id) => ({
+          id,
+          active: true,
+          organizationId: organizationOf[id] ?? 0,
+          organizationSuspended: id === 'Offboard01',
+        })),
+      };
     },
   } as unknown as PromiseClient<usersV1.UsersServiceClient>;
   const seen: { user: string; organizationId: number | undefined }[] = [];
@@ -79,4 +86,15 @@ test("every call after the caller's account carries the account's organization",
     .get('/v1/test')
     .set('Authorization', `Bearer ${await token('Orphan0001')}`);
   assert.equal(orphan.status, 403, 'an account without an organization cannot be acted for');
+  // An organization being offboarded: its people's tokens are refused as invalid, the route never runs.
+  organizationOf.Offboard01 = 3;
+  const suspended = await request(app)
+    .get('/v1/test')
+    .set('Authorization', `Bearer ${await token('Offboard01')}`);
+  assert.equal(suspended.status, 401);
+  assert.match(String(suspended.headers['www-authenticate']), /error="invalid_token"/);
+  assert.equal(
+    seen.some((s) => s.user === 'Offboard01'),
+    false,
+  );
 });

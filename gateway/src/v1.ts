@@ -8,7 +8,7 @@ import type { AccountLoader } from './account-loader';
 import type { OrganizationShares } from './fair-share';
 import type { OrganizationCredentials } from './organization-credentials';
 import { POINT_COST } from './request-cost';
-import { guard } from './guard';
+import { guard, invalidToken } from './guard';
 import { HttpProblem, ValidationProblem, problemFromGrpc, type ValidationIssue } from './problems';
 import { HOUR, MINUTE, type RateLimits } from './rate-limit';
 import type { V1_SCOPES } from './scopes';
@@ -238,6 +238,8 @@ async function loadAccount(caller: Caller, deps: V1Deps, call: CallSettings): Pr
   } catch (err) {
     throw problemFromGrpc(err);
   }
+  // Every credential of an organization being offboarded is refused, as if it had expired (CONTRACT §8).
+  if (user?.organizationSuspended) throw invalidToken();
   // An unknown, deleted or malformed user id in a token means there is no account to act for.
   if (!user?.active) throw new HttpProblem(403, 'The account is not active');
   // Every account belongs to one; a record without one cannot be acted for.

@@ -1,4 +1,5 @@
 export { createServer, type DrivesServerDeps } from './server';
 export { openDatabase, SCHEMA } from './database';
 export { DriveReads, DrivesRepository } from './drives-repo';
+export { ERASURE_PLAN } from './erasure-plan';
 export { CURRENT_EPOCH_SQL } from './restore-epoch';

@@ -4,6 +4,7 @@ import { driveHandlers } from './drives-handlers';
 import { exportHandlers } from './export-handlers';
 import { callOrganization, type DrivesServerDeps } from './organization-context';
 import { reportedDriveHandlers } from './reported-drives-handlers';
+import { erasureHandlers } from './erasure-handlers';
 
 export type { DrivesServerDeps };
 
@@ -14,6 +15,7 @@ export function createServer(deps: DrivesServerDeps): ServiceRegistration {
     ...driveHandlers(organization),
     ...exportHandlers(organization, deps),
     ...reportedDriveHandlers(organization, deps),
+    ...erasureHandlers(deps),
   };
   return { definition: drivesV1.DrivesServiceService, handlers: handlers as ServiceRegistration['handlers'] };
 }

@@ -16,7 +16,7 @@ import {
 
 type GroupHandlers = Omit<
   Handlers<groupsV1.GroupsServiceServer>,
-  'setMemberRoles' | 'removeMembers' | 'writeExportPart'
+  'setMemberRoles' | 'removeMembers' | 'eraseOrganization' | 'writeExportPart'
 >;
 
 /** Groups: reading them, their admins, creating and changing one, and the trail of their provisioning. */

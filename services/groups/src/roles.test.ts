@@ -57,9 +57,16 @@ test('the runtime role writes teams, members and audit entries', async () => {
   await app.query('COMMIT');
 });
 
-test('provisioning_audit: no UPDATE, DELETE, TRUNCATE; its trigger and the tables out of reach', async () => {
+test('provisioning_audit: no UPDATE or TRUNCATE, no DELETE outside an erasure; its trigger and the tables out of reach', async () => {
   assert.equal(await codeOf(`UPDATE provisioning_audit SET actor = 'someone-else'`), '42501');
-  assert.equal(await codeOf(`DELETE FROM provisioning_audit`), '42501');
+  // DELETE is granted for offboarding's erasure (@mileage/runtime/database's eraseOrganization): the trigger refuses
+  // every row but those of the organization an erasure transaction declares.
+  const deleteInOrganization1 = `DO $$ BEGIN
+    PERFORM set_config('mileage.organization_id', '1', true); DELETE FROM provisioning_audit; END $$`;
+  assert.equal(await codeOf(deleteInOrganization1), 'P0001');
+  await app.query(`SELECT set_config('mileage.erasing_organization', '2', false)`);
+  assert.equal(await codeOf(deleteInOrganization1), 'P0001');
+  await app.query(`SELECT set_config('mileage.erasing_organization', '', false)`);
   assert.equal(await codeOf(`TRUNCATE provisioning_audit`), '42501');
   assert.equal(await codeOf(`DROP TRIGGER provisioning_audit_append_only ON provisioning_audit`), '42501');
   assert.equal(await codeOf(`ALTER TABLE provisioning_audit DISABLE TRIGGER USER`), '42501');

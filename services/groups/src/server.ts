@@ -4,6 +4,7 @@ import { exportHandlers } from './export-handlers';
 import { groupHandlers } from './groups-handlers';
 import { memberHandlers } from './members-handlers';
 import { callOrganization, type GroupsServerDeps } from './organization-context';
+import { erasureHandlers } from './erasure-handlers';
 
 export type { GroupsServerDeps };
 
@@ -13,6 +14,7 @@ export function createServer(deps: GroupsServerDeps): ServiceRegistration {
   const handlers: Handlers<groupsV1.GroupsServiceServer> = {
     ...groupHandlers(organization, deps),
     ...memberHandlers(organization),
+    ...erasureHandlers(deps),
     ...exportHandlers(deps),
   };
   return { definition: groupsV1.GroupsServiceService, handlers: handlers as ServiceRegistration['handlers'] };

@@ -15,6 +15,13 @@ const PAGE_ROWS = 1_000;
 /** How long a runner's claim on a job holds without news from it. */
 export const EXPORT_CLAIM_MS = 60_000;
 
+// The files each owner writes into an export's parts (exportPartKey), named once: the erasure removes them all.
+const USERS_PART_FILES = ['users.jsonl', 'scim_tokens.jsonl', 'provisioning_events.jsonl'] as const;
+const DRIVES_PART_FILES = ['reported_drives.jsonl', 'reported_drives.csv'];
+const WEBHOOKS_PART_FILES = ['webhooks.jsonl'];
+const GROUPS_PART_FILES = ['groups.jsonl'];
+const EVERY_PART_FILE = [...USERS_PART_FILES, ...DRIVES_PART_FILES, ...WEBHOOKS_PART_FILES, ...GROUPS_PART_FILES];
+
 export interface ExportJobDeps {
   knex: Knex;
   store: ArchiveStore;
@@ -41,7 +48,7 @@ interface PartSpec {
 }
 
 const usersPart = (scimBaseUrl: string): PartSpec => ({
-  name: 'users.jsonl',
+  name: USERS_PART_FILES[0],
   async page(trx, organizationId, after) {
     const { rows } = await trx.raw<{ rows: Parameters<typeof toUser>[0][] }>(
       `SELECT ${SELECT_COLUMNS} FROM users WHERE organization_id = ? AND deleted_at IS NULL AND id > ?
@@ -53,7 +60,7 @@ const usersPart = (scimBaseUrl: string): PartSpec => ({
 });
 
 const scimTokensPart: PartSpec = {
-  name: 'scim_tokens.jsonl',
+  name: USERS_PART_FILES[1],
   async page(trx, organizationId, after) {
     // Every token the organization has had, revoked and expired ones too; never the secret's hash.
     const { rows } = await trx.raw<{ rows: Record<string, unknown>[] }>(
@@ -66,7 +73,7 @@ const scimTokensPart: PartSpec = {
 };
 
 const provisioningEventsPart: PartSpec = {
-  name: 'provisioning_events.jsonl',
+  name: USERS_PART_FILES[2],
   async page(trx, organizationId, after) {
     const { rows } = await trx.raw<{ rows: Record<string, unknown>[] }>(
       `SELECT id, occurred_at, actor, operation, user_id, scim_token_id, export_id, request_id FROM provisioning_audit
@@ -150,7 +157,12 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
       })),
     ];
     const archive = await deps.store.put(archiveKey(job.id), tarGz(entries, asOf.getTime()));
-    await jobs.complete(job.id, archive, rows);
+    if (!(await jobs.complete(job.id, archive, rows))) {
+      // The organization's erasure ended the export while it ran: nothing of it may stay in the store.
+      await deps.store.delete(archiveKey(job.id));
+      deps.logger.info({ export_id: job.id, organization_id: organizationId }, 'export ended by an erasure');
+      return;
+    }
     deps.logger.info(
       { export_id: job.id, organization_id: organizationId, rows, size_bytes: archive.sizeBytes },
       'export completed',
@@ -219,7 +231,7 @@ const OWNER_PART_DEADLINE_MS = 30 * 60_000;
 export function drivesExportOwner(drives: PromiseClient<drivesV1.DrivesServiceClient>): ExportOwner {
   return {
     name: 'reported_drives',
-    files: ['reported_drives.jsonl', 'reported_drives.csv'],
+    files: DRIVES_PART_FILES,
     async writePart(exportId, organizationId) {
       const { files } = await drives.writeExportPart(
         { exportId },
@@ -234,7 +246,7 @@ export function drivesExportOwner(drives: PromiseClient<drivesV1.DrivesServiceCl
 export function webhooksExportOwner(webhooks: PromiseClient<webhooksV1.WebhooksServiceClient>): ExportOwner {
   return {
     name: 'webhooks',
-    files: ['webhooks.jsonl'],
+    files: WEBHOOKS_PART_FILES,
     async writePart(exportId, organizationId) {
       const { files } = await webhooks.writeExportPart(
         { exportId },
@@ -249,7 +261,7 @@ export function webhooksExportOwner(webhooks: PromiseClient<webhooksV1.WebhooksS
 export function groupsExportOwner(groups: PromiseClient<groupsV1.GroupsServiceClient>): ExportOwner {
   return {
     name: 'groups',
-    files: ['groups.jsonl'],
+    files: GROUPS_PART_FILES,
     async writePart(exportId, organizationId) {
       const { files } = await groups.writeExportPart(
         { exportId },
@@ -258,4 +270,24 @@ export function groupsExportOwner(groups: PromiseClient<groupsV1.GroupsServiceCl
       return files.map((f) => ({ name: f.name, rows: f.rows, sha256: f.sha256, sizeBytes: f.sizeBytes }));
     },
   };
+}
+
+/**
+ * Before an organization's rows are erased: ends its exports and deletes their archives and parts from the store
+ * (docs/operations.md, "Offboarding and erasure"). Idempotent, so an erasure killed anywhere deletes them on its next
+ * run; the records themselves go with the organization's other rows.
+ */
+export async function deleteExportsOfErasedOrganization(
+  knex: Knex,
+  store: ArchiveStore,
+  organizationId: number,
+): Promise<number> {
+  const jobs = new ExportJobs(knex);
+  const ids = await jobs.endForErasure(organizationId);
+  for (const id of ids) {
+    const keys = [archiveKey(id), ...EVERY_PART_FILE.map((name) => exportPartKey(id, name))];
+    await Promise.all(keys.map((key) => store.delete(key)));
+  }
+  if (ids.length > 0) await jobs.markErased(organizationId, ids);
+  return ids.length;
 }

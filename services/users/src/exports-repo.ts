@@ -1,7 +1,7 @@
 import { usersV1 } from '@mileage/proto';
-import { acrossOrganizations, type Knex } from '@mileage/runtime/database';
+import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime/database';
 import { dateToTimestamp } from '@mileage/runtime/formats';
-import { errors } from '@mileage/runtime/grpc';
+import { errors, ORGANIZATION_OFFBOARDING } from '@mileage/runtime/grpc';
 import { type TraceContext } from '@mileage/runtime/telemetry';
 import { randomUUID } from 'node:crypto';
 import { sql } from './database';
@@ -69,8 +69,20 @@ export class ExportsRepository {
     private readonly organizationId: number,
   ) {}
 
-  /** Queues an export; ALREADY_EXISTS (EXPORT_RUNNING) while one is queued or running. */
+  /**
+   * Queues an export; ALREADY_EXISTS (EXPORT_RUNNING) while one is queued or running, FAILED_PRECONDITION
+   * (ORGANIZATION_OFFBOARDING, a 409) while the organization is being offboarded: its erasure would delete the archive.
+   */
   async request(audit: ExportAudit, trace?: TraceContext): Promise<ExportRow> {
+    const offboarding = `SELECT 1 FROM organization_offboardings WHERE organization_id = ?`;
+    const { rows: offboarded } = await sql(trace, 'SELECT', offboarding, async () =>
+      this.trx.raw<{ rows: unknown[] }>(offboarding, [this.organizationId]),
+    );
+    if (offboarded.length > 0)
+      throw errors.failedPrecondition(
+        'the organization is being offboarded: it can no longer request an export',
+        ORGANIZATION_OFFBOARDING,
+      );
     const text = `INSERT INTO organization_exports (id, organization_id) VALUES (?, ?) RETURNING *`;
     let row: ExportRow | undefined;
     try {
@@ -175,14 +187,50 @@ export class ExportJobs {
     );
   }
 
-  async complete(id: string, archive: { sizeBytes: number; sha256: string }, rows: number): Promise<void> {
-    await acrossOrganizations(this.knex, (trx) =>
-      trx.raw(
+  /** False when the export is no longer running (its organization's erasure ended it): its archive is not kept. */
+  async complete(id: string, archive: { sizeBytes: number; sha256: string }, rows: number): Promise<boolean> {
+    const { rowCount } = await acrossOrganizations(this.knex, (trx) =>
+      trx.raw<{ rowCount: number }>(
         `UPDATE organization_exports
             SET status = 'completed', phase = 'done', rows_written = ?, size_bytes = ?, sha256 = ?,
                 completed_at = now(), expires_at = now() + make_interval(days => ?), claimed_until = NULL
-          WHERE id = ?`,
+          WHERE id = ? AND status = 'running'`,
         [rows, archive.sizeBytes, archive.sha256, EXPORT_RETENTION_DAYS, id],
+      ),
+    );
+    return rowCount > 0;
+  }
+
+  /**
+   * Ends the exports of an organization being erased and answers those whose archive or parts may be in the store:
+   * the queued, running and completed ones become failed (a running job then keeps nothing: `complete`), failed ones
+   * are answered too (a job's own clean-up is best effort, and an erasure killed after this resumes with them) until
+   * `markErased` says their objects are deleted.
+   */
+  async endForErasure(organizationId: number): Promise<string[]> {
+    return inOrganization(this.knex, organizationId, async (trx) => {
+      await trx.raw(
+        `UPDATE organization_exports
+            SET status = 'failed', failure_reason = 'the organization is being erased',
+                completed_at = coalesce(completed_at, now()), claimed_until = NULL
+          WHERE organization_id = ? AND status IN ('queued', 'running', 'completed')`,
+        [organizationId],
+      );
+      const { rows } = await trx.raw<{ rows: { id: string }[] }>(
+        `SELECT id FROM organization_exports WHERE organization_id = ? AND status = 'failed'`,
+        [organizationId],
+      );
+      return rows.map((row) => row.id);
+    });
+  }
+
+  /** The exports `endForErasure` answered, once their archives and parts are deleted from the store. */
+  async markErased(organizationId: number, ids: string[]): Promise<void> {
+    await inOrganization(this.knex, organizationId, (trx) =>
+      trx.raw(
+        `UPDATE organization_exports SET status = 'expired', size_bytes = NULL, sha256 = NULL
+          WHERE organization_id = ? AND id = ANY(?::uuid[]) AND status = 'failed'`,
+        [organizationId, ids],
       ),
     );
   }

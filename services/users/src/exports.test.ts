@@ -1,6 +1,6 @@
 // Organization exports in the Users process (CONTRACT §8), over real gRPC, PostgreSQL as the runtime role, and a real
 // directory: requested (one at a time), run by the job from one snapshot, read back as a tar.gz whose manifest
-// describes its files, failed whole when the store fails, and expired by the housekeeping.
+// describes its files, failed whole when the store fails, expired by the housekeeping, and deleted by an erasure.
 import { status } from '@grpc/grpc-js';
 import { usersV1 } from '@mileage/proto';
 import { LocalArchiveStore, type ArchiveStore } from '@mileage/runtime/storage';
@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { expireExports, EXPORT_CLAIM_MS, runExport, type ExportJobDeps } from './export-job';
-import { ExportJobs } from './exports-repo';
+import { archiveKey, ExportJobs } from './exports-repo';
 import { user, usersSuite } from './users-suite.fixture';
 
 const root = mkdtempSync(path.join(tmpdir(), 'users-exports-'));
@@ -227,5 +227,47 @@ describe('organization exports', () => {
       listed.every((e, i) => i === 0 || e.requestTime!.seconds <= listed[i - 1]!.requestTime!.seconds),
       'newest first',
     );
+  });
+
+  test("an offboarded organization's export is refused; its erasure deletes its archives, and an export it ends keeps nothing", async () => {
+    const { organization } = await suite.organizations.createOrganization({ name: 'Initech', alias: 'initech' });
+    const initech = organization!.id;
+    await suite.usersIn(initech).createUser({ user: user({ userName: 'pat@initech.example' }) });
+    const { export: completed } = await request(initech);
+    await runNext();
+    assert.ok((await store.size(archiveKey(completed!.id)))! > 0);
+
+    // The erasure ends the next export between its parts and its archive (as if it had come while the job ran).
+    const { export: running } = await request(initech);
+    const erasedMeanwhile: ArchiveStore = {
+      put: async (key, body) => {
+        if (key === archiveKey(running!.id)) await new ExportJobs(suite.runtime.knex).endForErasure(initech);
+        return store.put(key, body);
+      },
+      get: (key, range) => store.get(key, range),
+      size: (key) => store.size(key),
+      delete: (key) => store.delete(key),
+    };
+    await runNext(erasedMeanwhile);
+    assert.equal(existsSync(path.join(root, 'exports', running!.id)), false, 'the ended job kept no archive');
+
+    await suite.organizations.offboardOrganization({ organizationId: initech, now: true });
+    const refused = await rejection(request(initech));
+    assert.deepEqual([refused.code, refused.reason], [status.FAILED_PRECONDITION, 'ORGANIZATION_OFFBOARDING']);
+    await suite.organizations.startErasure({ organizationId: initech });
+    const erased = await suite.organizations.eraseOrganization({ organizationId: initech, maxBatches: 1000 });
+    assert.equal(erased.done, true);
+    assert.equal(erased.erasedRows.organization_exports, 2);
+    assert.equal(existsSync(path.join(root, 'exports', completed!.id)), false, 'the archive is deleted');
+    const { rows } = await suite.admin.knex.raw<{ rows: unknown[] }>(
+      `SELECT 1 FROM users.organization_exports WHERE organization_id = ?`,
+      [initech],
+    );
+    assert.deepEqual(rows, []);
+    const kept = (await suite.organizationsIn(DEMO).listExports({})).exports.filter(
+      (e) => e.status === ExportStatus.EXPORT_STATUS_COMPLETED,
+    );
+    assert.ok(kept.length > 0);
+    for (const other of kept) assert.ok(await store.size(archiveKey(other.id)), "another organization's archive stays");
   });
 });

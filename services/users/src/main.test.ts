@@ -155,7 +155,10 @@ test('owner migrates, runtime role serves, mutual TLS refuses plaintext', async 
   const asRuntime = new pg.Client({ connectionString: urlOf(runtime) });
   await asRuntime.connect();
   try {
-    await assert.rejects(asRuntime.query(`DELETE FROM users.provisioning_audit`), { code: '42501' });
+    // The trail's DELETE meets its trigger (only an erasure of the declared organization passes: roles.test.ts).
+    const deleteTrail = `DO $$ BEGIN PERFORM set_config('mileage.organization_id', '1', true);
+      DELETE FROM users.provisioning_audit; END $$`;
+    await assert.rejects(asRuntime.query(deleteTrail), { code: 'P0001' });
     await assert.rejects(asRuntime.query(`ALTER TABLE users.users ADD COLUMN evil text`), { code: '42501' });
   } finally {
     await asRuntime.end();

@@ -31,6 +31,7 @@ void runService({
     return {
       ...context,
       ...(archives ? { archives } : {}),
+      erasureBackupsHoldDays: context.config.ERASURE_BACKUPS_HOLD_DAYS,
       // The outbox relay gets the Webhooks client only; the export job the Drives one.
       relayContext: { ...context, clients: relayClients },
       drives,

@@ -12,6 +12,8 @@ const NONCE = '20261126200000_attestation_nonce.js';
 /** The expand migration that holds organization aliases to a letter (alias-migration.test.ts). */
 const ALIAS_LETTER = '20261128190000_organization_alias_letter.js';
 const EXPORTS = '20261128230000_organization_exports.js';
+/** The expand migration of offboarding: erased_rows, the offboarding records, the trail's erasure door. */
+const ERASURE = '20261129000000_erasure.js';
 const CONTRACT = { directory: path.join(__dirname, 'migrations', 'contract'), tableName: 'knex_migrations_contract' };
 
 let testDb: TestDatabase;
@@ -41,7 +43,7 @@ after(async () => {
 
 test('expand: old rows join organization 1 with their lookup keys; an old replica keeps writing', async () => {
   const { applied } = await db.migrate({ phase: 'expand' });
-  assert.deepEqual(applied, [EXPAND, NONCE, ALIAS_LETTER, EXPORTS]);
+  assert.deepEqual(applied, [EXPAND, NONCE, ALIAS_LETTER, EXPORTS, ERASURE]);
   const [row] = await db.knex('users').where({ id: 'Bef0000077' });
   assert.deepEqual(
     [row.organization_id, row.organization_admin, row.user_name_key, row.display_name_key],
@@ -84,6 +86,7 @@ test('contract, then both phases down and up again', async () => {
   );
   await db.knex.migrate.down(CONTRACT);
   await db.knex.migrate.down();
+  await db.knex.migrate.down();
   const { rows: exportTables } = await db.knex.raw(`SELECT to_regclass('users.organization_exports') AS t`);
   assert.deepEqual(exportTables, [{ t: null }]);
   await db.knex.migrate.down();
@@ -103,6 +106,7 @@ test('contract, then both phases down and up again', async () => {
     NONCE,
     ALIAS_LETTER,
     EXPORTS,
+    ERASURE,
     '20261126200000_organization_isolation.js',
   ]);
 });

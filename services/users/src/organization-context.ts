@@ -11,6 +11,8 @@ import { ANY_ORGANIZATION, type UserScope } from './users-repo';
 
 export interface UsersServerDeps {
   knex: Knex;
+  /** Days after an erasure until no backup holds the data (ERASURE_BACKUPS_HOLD_DAYS; 32 when unset). */
+  erasureBackupsHoldDays?: number;
   /** Where organization exports' archives are kept (DATA_DIR, or object storage); none: exports are off. */
   archives?: ArchiveStore;
 }

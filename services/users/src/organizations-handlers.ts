@@ -6,6 +6,7 @@ import { OrganizationsRepository } from './organizations-repo';
 import { inCallOrganization } from '@mileage/runtime/database';
 import { type UsersServerDeps } from './organization-context';
 import type { ExportHandlers } from './exports-handlers';
+import type { OffboardingHandlers } from './offboarding-handlers';
 import type { ScimTokenHandlers } from './scim-tokens-handlers';
 import { UsersRepository } from './users-repo';
 import { refuse, textViolations } from './validation';
@@ -15,7 +16,7 @@ export const OPERATOR_ACTOR = 'operator';
 
 type OrganizationHandlers = Omit<
   Handlers<usersV1.OrganizationsServiceServer>,
-  keyof ScimTokenHandlers | keyof ExportHandlers
+  keyof ScimTokenHandlers | keyof OffboardingHandlers | keyof ExportHandlers
 >;
 
 /** The OrganizationsService's organizations (users.proto) and their admins. */

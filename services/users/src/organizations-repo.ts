@@ -43,7 +43,7 @@ export class OrganizationsRepository {
 
 /** How many unrevoked, unexpired SCIM tokens an organization may have at once (rotation with overlap needs two). */
 export const MAX_ACTIVE_SCIM_TOKENS = 20;
-const ACTIVE = 'revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())';
+export const ACTIVE = 'revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())';
 const TOKEN_COLUMNS = 'id, organization_id, name, created_at, expires_at, revoked_at, last_used_at';
 
 interface ScimTokenRow {
@@ -166,7 +166,8 @@ export class ScimTokensRepository {
 }
 
 /**
- * The active token whose secret has the SHA-256 `hash`, whichever organization it belongs to, in a transaction that
+ * The active token whose secret has the SHA-256 `hash`, whichever organization it belongs to (not one being
+ * offboarded), in a transaction that
  * sees every organization (acrossOrganizations): the gateway knows the organization of a SCIM request only from it.
  * Its use is recorded at most once a minute (a token in use would otherwise write on every request).
  */
@@ -175,7 +176,10 @@ export async function resolveScimToken(
   hash: Buffer,
   trace?: TraceContext,
 ): Promise<usersV1.ScimToken | undefined> {
-  const text = `SELECT ${TOKEN_COLUMNS}, secret_sha256, (${ACTIVE}) AS active FROM scim_tokens WHERE secret_sha256 = ?`;
+  // A token of an organization being offboarded is refused like a revoked one (and its use not recorded).
+  const text = `SELECT ${TOKEN_COLUMNS}, secret_sha256, (${ACTIVE}) AND NOT EXISTS (SELECT 1 FROM organization_offboardings o
+       WHERE o.organization_id = scim_tokens.organization_id) AS active
+     FROM scim_tokens WHERE secret_sha256 = ?`;
   const { rows } = await sql(trace, 'SELECT', text, async () =>
     trx.raw<{ rows: (ScimTokenRow & { secret_sha256: Buffer; active: boolean })[] }>(text, [hash]),
   );

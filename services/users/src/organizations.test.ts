@@ -195,7 +195,7 @@ describe('the Users process with organizations', () => {
       );
     });
 
-    test("BatchGetUsers in the account view answers a caller's account across organizations: the driver's fields and the admin flag", async () => {
+    test("BatchGetUsers in the account view answers a caller's account across organizations: the driver's fields, the admin flag, the suspension", async () => {
       const admin = (
         await suite.usersIn(globex).createUser({
           user: user({ enterprise: { employeeNumber: '7' }, scimAttributes: { title: 'Boss' } }),
@@ -212,8 +212,8 @@ describe('the Users process with organizations', () => {
         view: usersV1.UserView.USER_VIEW_DRIVER,
       });
       assert.deepEqual(found, [
-        { ...drivers[0]!, organizationAdmin: true },
-        { ...drivers[1]!, organizationAdmin: false },
+        { ...drivers[0]!, organizationAdmin: true, organizationSuspended: false },
+        { ...drivers[1]!, organizationAdmin: false, organizationSuspended: false },
       ]);
       assert.deepEqual(
         found.map((u) => u.organizationId),

@@ -1,6 +1,6 @@
 // The two database roles of the Users service against real PostgreSQL: the migrations run as the schema's owner and
-// grant the runtime role DML on the tables (INSERT and SELECT only on the append-only provisioning_audit); the runtime
-// role can do the service's work and nothing more: no UPDATE/DELETE/TRUNCATE of the audit log, no DDL, no trigger
+// grant the runtime role DML on the tables (INSERT, SELECT and the erasure's DELETE only on the append-only provisioning_audit); the runtime
+// role can do the service's work and nothing more: no UPDATE/TRUNCATE of the audit log, no DELETE outside an erasure, no DDL, no trigger
 // dropped or disabled, no new tables. A table a later migration creates gets DML by the owner's default privileges.
 import { createSchemaRoles, createTestDatabase, type SchemaRoles, type TestDatabase } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
@@ -56,7 +56,7 @@ test('the runtime role reads and writes the service tables', async () => {
   await app.query(`DELETE FROM users WHERE id = 'RoleTest01'`);
 });
 
-test('the audit log: INSERT and SELECT only; no UPDATE, DELETE or TRUNCATE, trigger untouchable', async () => {
+test('the audit log: INSERT and SELECT; no UPDATE or TRUNCATE, no DELETE outside an erasure, trigger untouchable', async () => {
   await app.query(
     `INSERT INTO provisioning_audit (actor, operation, user_id, request_id) VALUES ('okta', 'create', 'RoleTest02', 'r1')`,
   );
@@ -66,7 +66,12 @@ test('the audit log: INSERT and SELECT only; no UPDATE, DELETE or TRUNCATE, trig
   assert.deepEqual(rows, [{ actor: 'okta' }]);
   // 42501 insufficient_privilege: refused before the append-only trigger is even reached.
   assert.equal(await codeOf(`UPDATE provisioning_audit SET actor = 'someone-else'`), '42501');
-  assert.equal(await codeOf(`DELETE FROM provisioning_audit`), '42501');
+  // DELETE is granted for offboarding's erasure (@mileage/runtime/database's eraseOrganization): the trigger refuses
+  // every row but those of the organization an erasure transaction declares.
+  assert.equal(await codeOf(`DELETE FROM provisioning_audit`), 'P0001');
+  await app.query(`SELECT set_config('mileage.erasing_organization', '2', false)`);
+  assert.equal(await codeOf(`DELETE FROM provisioning_audit`), 'P0001');
+  await app.query(`SELECT set_config('mileage.erasing_organization', '', false)`);
   assert.equal(await codeOf(`TRUNCATE provisioning_audit`), '42501');
   assert.equal(await codeOf(`DROP TRIGGER provisioning_audit_append_only ON provisioning_audit`), '42501');
   assert.equal(await codeOf(`ALTER TABLE provisioning_audit DISABLE TRIGGER provisioning_audit_append_only`), '42501');

@@ -1,6 +1,7 @@
 import { usersV1 } from '@mileage/proto';
 import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
 import { exportHandlers } from './exports-handlers';
+import { offboardingHandlers } from './offboarding-handlers';
 import { organizationHandlers } from './organizations-handlers';
 import type { UsersServerDeps } from './organization-context';
 import { scimTokenHandlers } from './scim-tokens-handlers';
@@ -17,6 +18,7 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration[] {
   const organizations: Handlers<usersV1.OrganizationsServiceServer> = {
     ...organizationHandlers(deps),
     ...scimTokenHandlers(deps),
+    ...offboardingHandlers(deps),
     ...exportHandlers(deps),
   };
   return [

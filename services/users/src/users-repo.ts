@@ -413,9 +413,13 @@ function toDriver(row: DriverRow): usersV1.User {
   return { ...usersV1.User.fromPartial({}), ...driverFields(row) };
 }
 
-/** USER_VIEW_ACCOUNT: the driver's fields and whether the user administers the organization. */
-function toAccount(row: AccountRow): usersV1.User {
-  return { ...toDriver(row), organizationAdmin: row.organization_admin };
+/** USER_VIEW_ACCOUNT: the driver's fields, whether the user administers the organization, whether it is suspended. */
+function toAccount(row: AccountRow & { organization_suspended?: boolean }): usersV1.User {
+  return {
+    ...toDriver(row),
+    organizationAdmin: row.organization_admin,
+    organizationSuspended: row.organization_suspended === true,
+  };
 }
 
 interface UserReads {
@@ -440,11 +444,19 @@ const DRIVER_READS = viewReads(
   ['users_find_many_live_drivers_v1', 'users_get_many_drivers_v1'],
   toDriver,
 );
-const ACCOUNT_READS = viewReads(
-  ACCOUNT_COLUMNS.join(', '),
-  ['users_find_many_live_accounts_v1', 'users_get_many_accounts_v1'],
-  toAccount,
-);
+const ACCOUNT_READS = {
+  ...viewReads(
+    ACCOUNT_COLUMNS.join(', '),
+    ['users_find_many_live_accounts_v2', 'users_get_many_accounts_v1'],
+    toAccount,
+  ),
+  // The callers' accounts carry their organization's suspension (an offboarding, offboarding-repo.ts): the gateway
+  // refuses the credential on the request that reads it, with no read of its own.
+  anyOrganization: findManyLive(
+    `${ACCOUNT_COLUMNS.join(', ')}, EXISTS (SELECT 1 FROM organization_offboardings o
+       WHERE o.organization_id = users.organization_id) AS organization_suspended`,
+  ),
+};
 /** Per view its reads; a view this build does not know (a newer caller's) is answered in full. */
 const VIEW_READS: Partial<Record<usersV1.UserView, UserReads>> = {
   [usersV1.UserView.USER_VIEW_MEMBER]: MEMBER_READS,

@@ -16,3 +16,4 @@ export {
 } from './targets';
 export { sendWebhook, type AttemptResult, type SendOptions } from './sender';
 export { configShape, defaultDeliverySchedule, deliverySchedule } from './config';
+export { ERASURE_PLAN } from './erasure-plan';

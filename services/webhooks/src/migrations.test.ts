@@ -58,7 +58,11 @@ test('expand keeps the previous release writing (into organization 1); contract 
   await knex.migrate.up();
   const before = await previousRelease(knex, 7);
 
-  assert.deepEqual((await owner.migrate({ phase: 'expand' })).applied, ['20261126100000_organizations.js']);
+  assert.deepEqual((await owner.migrate({ phase: 'expand' })).applied, [
+    '20261126100000_organizations.js',
+    '20261129000000_erasure.js',
+    '20261129010000_paused_organizations.js',
+  ]);
   const organizationsOf = async (table: string) =>
     (await knex(table).distinct('organization_id')).map((r: { organization_id: string }) => r.organization_id);
   for (const table of ['subscriptions', 'events', 'deliveries'])

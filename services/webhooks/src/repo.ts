@@ -281,11 +281,20 @@ export class OrganizationWebhooks {
  * across organizations (the workers claim whatever is due, whoever it belongs to, in the fair order below).
  */
 export class WebhooksRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(readonly knex: Knex) {}
 
   /** Runs `work` in one transaction that sees and writes only the rows of `organizationId`. */
   inOrganization<T>(organizationId: number, work: (webhooks: OrganizationWebhooks) => Promise<T>): Promise<T> {
     return inOrganization(this.knex, organizationId, (trx) => work(new OrganizationWebhooks(trx, organizationId)));
+  }
+
+  /** Pauses or resumes every delivery of an organization (its offboarding's suspension). */
+  async setPaused(organizationId: number, paused: boolean): Promise<void> {
+    if (paused)
+      await this.knex.raw('INSERT INTO paused_organizations (organization_id) VALUES (?) ON CONFLICT DO NOTHING', [
+        organizationId,
+      ]);
+    else await this.knex('paused_organizations').where({ organization_id: organizationId }).delete();
   }
 
   /**
@@ -322,6 +331,7 @@ export class WebhooksRepository {
            JOIN subscriptions s ON s.id = d.subscription_id AND s.state = 'active'
            LEFT JOIN in_flight f ON f.subscription_id = d.subscription_id
           WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+            AND NOT EXISTS (SELECT 1 FROM paused_organizations p WHERE p.organization_id = d.organization_id)
        ), turns AS (
          SELECT id, next_attempt_at,
                 row_number() OVER (PARTITION BY group_id ORDER BY slot, next_attempt_at, id) AS turn

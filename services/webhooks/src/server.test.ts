@@ -89,6 +89,7 @@ function groupsStub(): Handlers<groupsV1.GroupsServiceServer> {
     setMemberRoles: unused,
     removeMembers: unused,
     listProvisioningEvents: unused,
+    eraseOrganization: unused,
     writeExportPart: unused,
     async listGroups(request, ctx) {
       const organizationId = requireOrganization(ctx);
@@ -501,6 +502,29 @@ describe('delivery', () => {
       const ids = receiver.received.map((r) => r.headers['webhook-id']);
       assert.equal(ids.length, 300, 'no event delivered twice');
       assert.equal(new Set(ids).size, 300);
+    } finally {
+      await svc.close();
+      await receiver.close();
+    }
+  });
+
+  test("an offboarded organization's deliveries are paused: none is claimed until they are resumed", async () => {
+    const receiver = await startReceiver();
+    const svc = await startService({ workers: 0 });
+    try {
+      await svc.client.createSubscription({ groupId: demo, url: receiver.url, events: ['drive.report_withdrawn'] });
+      const e = event('drive.report_withdrawn', demo);
+      await svc.client.publishEvents({ events: [e] });
+      const { organization_id: organizationId } = await inspect('deliveries').where({ event_id: e.id }).first();
+      await svc.client.setDeliveriesPaused({ organizationId: Number(organizationId), paused: true });
+      assert.deepEqual(await repo.claim(10, 200, 10), [], 'paused');
+      await svc.client.setDeliveriesPaused({ organizationId: Number(organizationId), paused: false });
+      const claimed = await repo.claim(10, 200, 10);
+      assert.deepEqual(
+        claimed.map((c) => c.event_id),
+        [e.id],
+        'resumed: nothing was dropped',
+      );
     } finally {
       await svc.close();
       await receiver.close();

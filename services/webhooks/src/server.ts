@@ -5,6 +5,7 @@ import { eventHandlers } from './events-handlers';
 import { exportHandlers } from './export-handlers';
 import { subscriptionHandlers } from './subscriptions-handlers';
 import type { WebhooksServerDeps } from './webhooks-deps';
+import { erasureHandlers } from './erasure-handlers';
 
 export type { WebhooksServerDeps };
 
@@ -17,6 +18,7 @@ export function createServer(deps: WebhooksServerDeps): ServiceRegistration {
     ...subscriptionHandlers(deps),
     ...deliveryHandlers(deps),
     ...eventHandlers(deps),
+    ...erasureHandlers(deps),
     ...exportHandlers(deps),
   };
   return { definition: webhooksV1.WebhooksServiceService, handlers: handlers as ServiceRegistration['handlers'] };

@@ -1,25 +1,48 @@
-// `npm run org -- create <alias> <name>` and `npm run org -- admin <userId> on|off`: an operator's organization
-// commands over the Users service's OrganizationsService, from a machine that reaches its gRPC port (npm start's
-// 127.0.0.1:50051, or a port-forward to a cluster's users Service; USERS_ADDRESS and the GRPC_TLS_* files say where and
-// how: an operator's certificate of the installation's CA; against `npm start`, by default the operator certificate
-// of its development PKI in DATA_DIR/grpc-pki). No HTTP route does this: organizations are the platform operator's,
-// not a customer's.
-import { usersV1 } from '@mileage/proto';
-import { checkGrpcTls, createGrpcClient, GRPC_TLS_FILES, grpcTls, grpcTlsConfigShape } from '@mileage/runtime/grpc';
+// `npm run org -- create <alias> <name>`, `admin <userId> on|off`, `offboard <org> [--grace-days N | --now | --cancel]`,
+// `offboarding <org>` and `erase-due`: an operator's organization commands over the Users service's
+// OrganizationsService (and, for an erasure, every owner's EraseOrganization), from a machine that reaches their gRPC
+// ports (npm start's 127.0.0.1:50051…50055, a port-forward to a cluster's Services, or a Job in the cluster;
+// USERS_ADDRESS, GROUPS_ADDRESS, DRIVES_ADDRESS, WEBHOOKS_ADDRESS and the GRPC_TLS_* files say where and how: an
+// operator's certificate of the installation's CA; against `npm start`, by default the operator certificate of its
+// development PKI in DATA_DIR/grpc-pki). No HTTP route does this: organizations are the platform operator's, not a
+// customer's.
+import { drivesV1, groupsV1, usersV1, webhooksV1 } from '@mileage/proto';
+import * as grpc from '@grpc/grpc-js';
+import {
+  checkGrpcTls,
+  createGrpcClient,
+  GRPC_TLS_FILES,
+  grpcTls,
+  grpcTlsConfigShape,
+  type PromiseClient,
+} from '@mileage/runtime/grpc';
 import { env, loadConfigOrExit } from '@mileage/runtime/config';
-import { ORGANIZATION_ALIAS_RULE } from '@mileage/runtime/formats';
+import { ORGANIZATION_ALIAS_RULE, SCIM_TOKEN_REVOCATIONS_CHANNEL } from '@mileage/runtime/formats';
+import { Redis } from 'ioredis';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
+import { describeOffboarding, eraseOffboarded, type OffboardingClients } from './offboarding';
 import { developmentGrpcConfig, ROOT } from './wiring';
 
 export const ORG_USAGE = [
   `usage: npm run org -- create <alias> <name>      a new organization (alias: ${ORGANIZATION_ALIAS_RULE})`,
   '       npm run org -- admin <userId> on|off      make a user an organization admin of their organization, or not',
+  '       npm run org -- offboard <org> [--grace-days N | --now]',
+  '                                                 suspend an organization (id or alias) now, erase it after N days',
+  '                                                 (30 by default), or at once with --now',
+  '       npm run org -- offboard <org> --cancel    end the suspension during the grace period',
+  '       npm run org -- offboarding <org>          the offboarding, and after the erasure its receipt',
+  '       npm run org -- erase-due                  erase every organization whose grace period is over',
 ].join('\n');
 
 export type OrgCommand =
-  { command: 'create'; alias: string; name: string } | { command: 'admin'; userId: string; organizationAdmin: boolean };
+  | { command: 'create'; alias: string; name: string }
+  | { command: 'admin'; userId: string; organizationAdmin: boolean }
+  | { command: 'offboard'; organization: string; graceDays?: number; now: boolean }
+  | { command: 'cancel'; organization: string }
+  | { command: 'offboarding'; organization: string }
+  | { command: 'erase-due' };
 
 /** The command of the arguments, or undefined when they are not one (the alias and the name the service checks). */
 export function parseOrgCommand(args: readonly string[]): OrgCommand | undefined {
@@ -27,7 +50,95 @@ export function parseOrgCommand(args: readonly string[]): OrgCommand | undefined
   if (command === 'create' && first && rest.length > 0) return { command, alias: first, name: rest.join(' ') };
   if (command === 'admin' && first && rest.length === 1 && (rest[0] === 'on' || rest[0] === 'off'))
     return { command, userId: first, organizationAdmin: rest[0] === 'on' };
+  if (command === 'offboard' && first && !first.startsWith('--')) {
+    if (rest.length === 0) return { command, organization: first, now: false };
+    if (rest.length === 1 && rest[0] === '--now') return { command, organization: first, now: true };
+    if (rest.length === 1 && rest[0] === '--cancel') return { command: 'cancel', organization: first };
+    if (rest.length === 2 && rest[0] === '--grace-days' && /^\d{1,4}$/.test(rest[1]!))
+      return { command, organization: first, graceDays: Number(rest[1]), now: false };
+    return undefined;
+  }
+  if (command === 'offboarding' && first && rest.length === 0) return { command, organization: first };
+  if (command === 'erase-due' && !first) return { command };
   return undefined;
+}
+
+/**
+ * The id of an organization named by its id (digits) or its alias. An id is taken as it is: after its erasure the
+ * organization is gone, and its offboarding record is what is asked about.
+ */
+export async function organizationIdOf(
+  organizations: PromiseClient<usersV1.OrganizationsServiceClient>,
+  organization: string,
+): Promise<number> {
+  if (/^\d+$/.test(organization)) return Number(organization);
+  try {
+    const { organization: found } = await organizations.getOrganization({
+      key: { $case: 'alias', value: organization },
+    });
+    return found!.id;
+  } catch (err) {
+    if ((err as { code?: number }).code === grpc.status.NOT_FOUND)
+      throw new Error(`organization "${organization}" not found`);
+    throw err;
+  }
+}
+
+/** The revocation channel's message of an organization whose suspension changed (gateway/src/organization-credentials.ts). */
+const ORGANIZATION_MESSAGE = 'organization:';
+
+/**
+ * Announces SCIM secret tokens (and organizations' suspensions) on the gateways' revocation channel (REDIS_URL: the gateways' Redis). Without Redis
+ * (one gateway of `npm start`), its cache forgets them within SCIM_TOKEN_CACHE_SECONDS.
+ */
+export async function announceOnRedis(redis: Redis | undefined, messages: string[]): Promise<void> {
+  if (!redis) return;
+  for (const message of messages) await redis.publish(SCIM_TOKEN_REVOCATIONS_CHANNEL, message);
+}
+
+/** Runs an offboarding command; what it prints goes to `out`. */
+export async function runOffboardingCommand(
+  command: Extract<OrgCommand, { command: 'offboard' | 'cancel' | 'offboarding' | 'erase-due' }>,
+  clients: OffboardingClients,
+  out: (line: string) => void,
+  announceRevocations: (tokenIds: string[]) => Promise<void> = async () => {},
+): Promise<void> {
+  const { organizations } = clients;
+  if (command.command === 'erase-due') {
+    const { organizationIds } = await organizations.listDueErasures({});
+    for (const id of organizationIds) out(describeOffboarding(await eraseOffboarded(clients, id, out)));
+    if (organizationIds.length === 0) out('no organization is due for erasure');
+    return;
+  }
+  const organizationId = await organizationIdOf(organizations, command.organization);
+  if (command.command === 'offboarding') {
+    out(describeOffboarding((await organizations.getOffboarding({ organizationId })).offboarding!));
+  } else if (command.command === 'cancel') {
+    await organizations.cancelOffboarding({ organizationId });
+    await clients.webhooks.setDeliveriesPaused({ organizationId, paused: false });
+    await announceRevocations([`${ORGANIZATION_MESSAGE}${organizationId}`]);
+    out(`organization ${organizationId}: offboarding cancelled, its credentials and webhooks work again`);
+  } else {
+    const existing = await organizations.getOffboarding({ organizationId }).catch(() => undefined);
+    // Paused again on every offboard of a suspended organization: a run that stopped before it leaves nothing out.
+    // (Not after its erasure: that would leave a row of it behind.)
+    if (existing && !existing.offboarding!.erasureFinishedAt)
+      await clients.webhooks.setDeliveriesPaused({ organizationId, paused: true });
+    if (!existing || !command.now) {
+      const { offboarding, scimTokenIds } = await organizations.offboardOrganization({
+        organizationId,
+        now: command.now,
+        ...(command.graceDays !== undefined ? { graceDays: command.graceDays } : {}),
+      });
+      // The gateways forget the organization's SCIM secret tokens and what they knew of its suspension at once, as on a
+      // revocation; asked again, the Users service refuses them.
+      await announceRevocations([...scimTokenIds, `${ORGANIZATION_MESSAGE}${organizationId}`]);
+      await clients.webhooks.setDeliveriesPaused({ organizationId, paused: true });
+      out(describeOffboarding(offboarding!));
+    }
+    // --now again after an interrupted run continues the erasure where it stopped.
+    if (command.now) out(describeOffboarding(await eraseOffboarded(clients, organizationId, out)));
+  }
 }
 
 /**
@@ -51,6 +162,11 @@ async function main(): Promise<void> {
     z
       .object({
         USERS_ADDRESS: env.target('127.0.0.1:50051'),
+        GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
+        DRIVES_ADDRESS: env.target('127.0.0.1:50053'),
+        WEBHOOKS_ADDRESS: env.target('127.0.0.1:50055'),
+        /** The gateways' Redis, on which an offboarding announces the organization's SCIM secret tokens revoked. */
+        REDIS_URL: z.string().optional(),
         DATA_DIR: z.string().default(path.join(ROOT, '.data')),
         ...grpcTlsConfigShape,
       })
@@ -60,6 +176,31 @@ async function main(): Promise<void> {
   const options = { defaultDeadlineMs: 10_000, credentials: grpcTls(config).channelCredentials() };
   const organizations = createGrpcClient(usersV1.OrganizationsServiceClient, config.USERS_ADDRESS, options);
   const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, options);
+  if (command.command !== 'create' && command.command !== 'admin') {
+    const webhooks = createGrpcClient(webhooksV1.WebhooksServiceClient, config.WEBHOOKS_ADDRESS, options);
+    const clients: OffboardingClients = {
+      organizations,
+      webhooks,
+      owners: {
+        groups: createGrpcClient(groupsV1.GroupsServiceClient, config.GROUPS_ADDRESS, options),
+        drives: createGrpcClient(drivesV1.DrivesServiceClient, config.DRIVES_ADDRESS, options),
+        webhooks,
+      },
+    };
+    const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: true }) : undefined;
+    try {
+      await runOffboardingCommand(
+        command,
+        clients,
+        (line) => process.stdout.write(`${line}\n`),
+        (tokenIds) => announceOnRedis(redis, tokenIds),
+      );
+    } finally {
+      redis?.disconnect();
+      for (const client of [organizations, users, ...new Set(Object.values(clients.owners))]) client.close();
+    }
+    return;
+  }
   try {
     if (command.command === 'create') {
       const { organization } = await organizations.createOrganization({ alias: command.alias, name: command.name });

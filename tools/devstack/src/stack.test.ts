@@ -287,12 +287,32 @@ describe('npm start', { timeout: 120_000 }, () => {
     const org = (...args: string[]) =>
       execFileSync(process.execPath, [path.join(__dirname, 'org.js'), ...args], {
         // As the operator of the stack's development PKI in DATA_DIR, which the command finds by itself.
-        env: { ...process.env, USERS_ADDRESS: `127.0.0.1:${env.USERS_GRPC_PORT}`, DATA_DIR: dataDir },
+        env: {
+          ...process.env,
+          USERS_ADDRESS: `127.0.0.1:${env.USERS_GRPC_PORT}`,
+          GROUPS_ADDRESS: `127.0.0.1:${env.GROUPS_GRPC_PORT}`,
+          DRIVES_ADDRESS: `127.0.0.1:${env.DRIVES_GRPC_PORT}`,
+          WEBHOOKS_ADDRESS: `127.0.0.1:${env.WEBHOOKS_GRPC_PORT}`,
+          DATA_DIR: dataDir,
+        },
         encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
     assert.match(org('create', 'initech', 'Initech'), /^organization 3 "Initech" \(alias initech\)/);
     assert.match(org('admin', 'FrankDrv01', 'on'), /FrankDrv01 .* of organization 2: organization admin/);
     assert.match(org('admin', 'FrankDrv01', 'off'), /not an organization admin/);
+    // Offboarding (docs/operations.md, "Data lifecycle"): Globex suspended, its people refused (401) on the next
+    // request; cancelled, everything as before.
+    assert.match(org('offboard', 'globex', '--grace-days', '10'), /organization 2: suspended \(grace period\)/);
+    assert.match(org('offboarding', 'globex'), /suspended/);
+    assert.equal((await asErin('/v1/groups')).status, 401);
+    assert.match(org('offboard', 'globex', '--cancel'), /offboarding cancelled/);
+    assert.equal((await asErin('/v1/groups')).status, 200);
+    // Initech erased at once, through every owner's gRPC port with the operator's certificate; the receipt stays.
+    assert.match(org('offboard', 'initech', '--now'), /organization 3: erased[^]*users\.organizations\s+1/);
+    assert.match(org('offboarding', '3'), /no backup holds it after/);
+    assert.match(org('erase-due'), /no organization is due for erasure/);
+    assert.throws(() => org('offboard', 'no-such-org'), /organization "no-such-org" not found/);
     assert.equal(await stop(first.child), 0);
 
     const second = await startStack(env);

@@ -214,7 +214,8 @@ const BOOKKEEPING_TABLES = ['knex_migrations', 'knex_migrations_lock', CONTRACT_
  * The privileges of a service's runtime role in its schema, given by the role that runs the migrations (the schema's
  * owner). Idempotent; run after every migration run, so it also repairs drift. The rule is generic: whatever table the
  * owner creates in the schema later gets DML for the runtime role by the default privileges set here, whichever
- * migration creates it; only append-only tables are listed (their UPDATE, DELETE and TRUNCATE are taken back).
+ * migration creates it; only append-only tables are listed (their UPDATE and TRUNCATE are taken back; a DELETE
+ * meets their trigger).
  * The runtime role owns nothing, so it can neither ALTER, DROP nor TRUNCATE a table nor drop or disable a trigger.
  */
 export async function grantRuntimeAccess(
@@ -242,9 +243,10 @@ export async function grantRuntimeAccess(
       [schema, [...BOOKKEEPING_TABLES, ...appendOnlyTables]],
     );
     for (const { name } of tables) {
-      // The migrations' own bookkeeping is none of the runtime's business; append-only tables: INSERT and SELECT.
+      // The migrations' own bookkeeping is none of the runtime's business; append-only tables: INSERT, SELECT, and
+      // DELETE, which their trigger refuses except for the organization an erasure declares (database/erasure.ts).
       const bookkeeping = BOOKKEEPING_TABLES.includes(name);
-      await trx.raw(bookkeeping ? 'REVOKE ALL ON ??.?? FROM ??' : 'REVOKE UPDATE, DELETE ON ??.?? FROM ??', [
+      await trx.raw(bookkeeping ? 'REVOKE ALL ON ??.?? FROM ??' : 'REVOKE UPDATE ON ??.?? FROM ??', [
         schema,
         name,
         role,

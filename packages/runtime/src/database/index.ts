@@ -30,3 +30,20 @@ export {
   snapshotInOrganization,
   statementsOf,
 } from './tenancy';
+export {
+  allowErasureStatements,
+  CREATE_ERASED_ROWS_TABLE,
+  ERASED_ROWS_TABLE,
+  eraseOrganization,
+  eraseOrganizationBatches,
+  eraseOrganizationHandler,
+  erasedRows,
+  type EraseOptions,
+  type ErasureBatch,
+  type ErasurePlan,
+  type ErasureTable,
+  ERASING_ORGANIZATION_SETTING,
+  ERASURE_BATCH_ROWS,
+  ORGANIZATION_FREE_EVERYWHERE,
+  strictAppendOnlyStatements,
+} from './erasure';

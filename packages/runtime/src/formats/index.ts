@@ -26,3 +26,4 @@ export {
   timestampToMillis,
   type WireTimestamp,
 } from './wire-time';
+export { SCIM_TOKEN_REVOCATIONS_CHANNEL } from './channels';

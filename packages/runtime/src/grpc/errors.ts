@@ -192,3 +192,5 @@ export const ORGANIZATION_SHARE_EXHAUSTED = 'ORGANIZATION_SHARE_EXHAUSTED';
 /** A costly read (COSTLY_READ) cancelled at its statement timeout, and how long its caller is told to wait. */
 export const QUERY_TOO_COSTLY = 'QUERY_TOO_COSTLY';
 export const QUERY_TOO_COSTLY_RETRY_AFTER_MS = 5_000;
+/** A change refused because its organization is being offboarded (FAILED_PRECONDITION, answered 409). */
+export const ORGANIZATION_OFFBOARDING = 'ORGANIZATION_OFFBOARDING';

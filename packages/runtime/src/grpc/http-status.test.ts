@@ -1,6 +1,7 @@
 import { status } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { ORGANIZATION_OFFBOARDING } from './errors';
 import { HTTP_ANSWERS, httpAnswer, isInvalidInput, RETRY_AFTER_SECONDS } from './http-status';
 import { isUserId, isUuid } from '../formats/ids';
 
@@ -57,6 +58,17 @@ describe('gRPC status → HTTP status', () => {
     assert.equal(httpAnswer(status.NOT_FOUND, 2_500).retryAfterSeconds, undefined);
     assert.equal(httpAnswer(status.DEADLINE_EXCEEDED, 2_500).retryAfterSeconds, undefined);
     assert.equal(httpAnswer(status.UNAVAILABLE, 2_500).status, 503);
+  });
+
+  test("a change refused for its organization's offboarding is a 409 with the service's message; other preconditions 410", () => {
+    assert.deepEqual(
+      [httpAnswer(status.FAILED_PRECONDITION, undefined, ORGANIZATION_OFFBOARDING)].map((a) => [
+        a.status,
+        a.passMessage,
+      ]),
+      [[409, true]],
+    );
+    assert.equal(httpAnswer(status.FAILED_PRECONDITION, undefined, 'RESYNC_REQUIRED').status, 410);
   });
 
   test('a code outside the enum is answered as UNKNOWN', () => {

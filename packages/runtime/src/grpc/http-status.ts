@@ -1,5 +1,6 @@
 import { status } from '@grpc/grpc-js';
 import {
+  ORGANIZATION_OFFBOARDING,
   ORGANIZATION_SHARE_EXHAUSTED,
   ORGANIZATION_SHARE_RETRY_AFTER_MS,
   QUERY_TOO_COSTLY,
@@ -99,6 +100,10 @@ export const REASON_ANSWERS: Readonly<Partial<Record<status, Readonly<Record<str
       detail: 'The request took longer than a list may take; try again later, or ask for smaller pages',
       retryAfterSeconds: QUERY_TOO_COSTLY_RETRY_AFTER_MS / 1000,
     },
+  },
+  [status.FAILED_PRECONDITION]: {
+    // Nothing is gone: the organization's state (its offboarding) conflicts with the request.
+    [ORGANIZATION_OFFBOARDING]: clientError(409, 'Conflict'),
   },
 };
 

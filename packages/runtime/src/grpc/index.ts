@@ -19,6 +19,7 @@ export {
   AppError,
   decodeServiceError,
   errors,
+  ORGANIZATION_OFFBOARDING,
   QUERY_TOO_COSTLY,
   type FieldViolation,
   serviceErrorFromStatus,

@@ -44,9 +44,23 @@ const READS = [
   '/mileage.webhooks.v1.WebhooksService/ListDeliveries',
 ];
 
-test('the methods sent again on UNAVAILABLE are exactly the reads, not what writes or carries a one-time attestation', () => {
+// The operator's offboarding calls: each may run twice with the same outcome (an erasure resumes with what is left, a
+// pause is a state, starting an erasure marks it once).
+const OFFBOARDING_CALLS = [
+  '/mileage.users.v1.OrganizationsService/GetOffboarding',
+  '/mileage.users.v1.OrganizationsService/ListDueErasures',
+  '/mileage.users.v1.OrganizationsService/StartErasure',
+  '/mileage.users.v1.OrganizationsService/EraseOrganization',
+  '/mileage.users.v1.OrganizationsService/FinishErasure',
+  '/mileage.groups.v1.GroupsService/EraseOrganization',
+  '/mileage.drives.v1.DrivesService/EraseOrganization',
+  '/mileage.webhooks.v1.WebhooksService/EraseOrganization',
+  '/mileage.webhooks.v1.WebhooksService/SetDeliveriesPaused',
+];
+
+test('the methods sent again on UNAVAILABLE are the reads and the idempotent offboarding calls: no other write, nothing with a one-time attestation', () => {
   const retried = Object.entries(METHOD_RULES)
     .filter(([, rules]) => isRetried(rules))
     .map(([path]) => path);
-  assert.deepEqual(retried.sort(), [...READS].sort());
+  assert.deepEqual(retried.sort(), [...READS, ...OFFBOARDING_CALLS].sort());
 });

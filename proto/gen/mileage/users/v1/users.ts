@@ -311,6 +311,11 @@ export interface User {
    * Changed only by OrganizationsService.SetOrganizationAdmin; ignored on create and update.
    */
   organizationAdmin: boolean;
+  /**
+   * Whether the user's organization is being offboarded (suspended: its credentials are refused). Answered by the
+   * read of callers' accounts (USER_VIEW_ACCOUNT without an organization); false elsewhere.
+   */
+  organizationSuspended?: boolean | undefined;
 }
 
 export interface GetUserRequest {
@@ -402,6 +407,111 @@ export interface ListUsersResponse {
   users: User[];
   /** How many live users match the filter. */
   totalSize: number;
+}
+
+export interface EraseOrganizationRequest {
+  organizationId: number;
+  /** At most this many batches in this call (1 when 0). */
+  maxBatches: number;
+}
+
+export interface EraseOrganizationResponse {
+  /** Rows erased of the organization so far, per table of this service (all calls together). */
+  erasedRows: { [key: string]: number };
+  done: boolean;
+}
+
+export interface EraseOrganizationResponse_ErasedRowsEntry {
+  key: string;
+  value: number;
+}
+
+export interface OffboardOrganizationRequest {
+  organizationId: number;
+  /** Days before the erasure (30 when unset); 0 with `now`. */
+  graceDays?:
+    | number
+    | undefined;
+  /** Erase as soon as the operator runs it (no grace period). */
+  now: boolean;
+}
+
+export interface CancelOffboardingRequest {
+  organizationId: number;
+}
+
+export interface GetOffboardingRequest {
+  organizationId: number;
+}
+
+export interface StartErasureRequest {
+  organizationId: number;
+}
+
+export interface Offboarding {
+  organizationId: number;
+  requestedAt?: Timestamp | undefined;
+  eraseAfter?: Timestamp | undefined;
+  erasureStartedAt?: Timestamp | undefined;
+  erasureFinishedAt?:
+    | Timestamp
+    | undefined;
+  /** The date after which no backup holds the organization's data: the erasure's end plus the backup retention. */
+  backupsHoldUntil?:
+    | Timestamp
+    | undefined;
+  /** Rows erased per table, named `<schema>.<table>`. */
+  erasedRows: { [key: string]: number };
+}
+
+export interface Offboarding_ErasedRowsEntry {
+  key: string;
+  value: number;
+}
+
+export interface OffboardOrganizationResponse {
+  offboarding?:
+    | Offboarding
+    | undefined;
+  /**
+   * The ids of the organization's active SCIM secret tokens: announced by the operator's command on the gateways'
+   * revocation channel, so that no replica serves one from its cache after the suspension.
+   */
+  scimTokenIds: string[];
+}
+
+export interface CancelOffboardingResponse {
+  offboarding?: Offboarding | undefined;
+}
+
+export interface GetOffboardingResponse {
+  offboarding?: Offboarding | undefined;
+}
+
+export interface StartErasureResponse {
+  offboarding?: Offboarding | undefined;
+}
+
+export interface FinishErasureResponse {
+  offboarding?: Offboarding | undefined;
+}
+
+export interface ListDueErasuresRequest {
+}
+
+export interface ListDueErasuresResponse {
+  organizationIds: number[];
+}
+
+export interface FinishErasureRequest {
+  organizationId: number;
+  /** Rows erased per table by the other services, named `<schema>.<table>`. */
+  erasedRows: { [key: string]: number };
+}
+
+export interface FinishErasureRequest_ErasedRowsEntry {
+  key: string;
+  value: number;
 }
 
 /** An organization export (CONTRACT §8): a job that writes the organization's data into one tar.gz archive. */
@@ -2333,6 +2443,7 @@ function createBaseUser(): User {
     scimAttributes: undefined,
     organizationId: 0,
     organizationAdmin: false,
+    organizationSuspended: undefined,
   };
 }
 
@@ -2385,6 +2496,9 @@ export const User: MessageFns<User> = {
     }
     if (message.organizationAdmin !== false) {
       writer.uint32(128).bool(message.organizationAdmin);
+    }
+    if (message.organizationSuspended !== undefined) {
+      writer.uint32(136).bool(message.organizationSuspended);
     }
     return writer;
   },
@@ -2530,6 +2644,14 @@ export const User: MessageFns<User> = {
             message.organizationAdmin = reader.bool();
             continue;
           }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.organizationSuspended = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2596,6 +2718,11 @@ export const User: MessageFns<User> = {
         : isSet(object.organization_admin)
         ? globalThis.Boolean(object.organization_admin)
         : false,
+      organizationSuspended: isSet(object.organizationSuspended)
+        ? globalThis.Boolean(object.organizationSuspended)
+        : isSet(object.organization_suspended)
+        ? globalThis.Boolean(object.organization_suspended)
+        : undefined,
     };
   },
 
@@ -2649,6 +2776,9 @@ export const User: MessageFns<User> = {
     if (message.organizationAdmin !== false) {
       obj.organizationAdmin = message.organizationAdmin;
     }
+    if (message.organizationSuspended !== undefined) {
+      obj.organizationSuspended = message.organizationSuspended;
+    }
     return obj;
   },
 
@@ -2679,6 +2809,7 @@ export const User: MessageFns<User> = {
     message.scimAttributes = object.scimAttributes ?? undefined;
     message.organizationId = object.organizationId ?? 0;
     message.organizationAdmin = object.organizationAdmin ?? false;
+    message.organizationSuspended = object.organizationSuspended ?? undefined;
     return message;
   },
 };
@@ -3916,6 +4047,1706 @@ export const ListUsersResponse: MessageFns<ListUsersResponse> = {
     const message = createBaseListUsersResponse();
     message.users = object.users?.map((e) => User.fromPartial(e)) || [];
     message.totalSize = object.totalSize ?? 0;
+    return message;
+  },
+};
+
+function createBaseEraseOrganizationRequest(): EraseOrganizationRequest {
+  return { organizationId: 0, maxBatches: 0 };
+}
+
+export const EraseOrganizationRequest: MessageFns<EraseOrganizationRequest> = {
+  encode(message: EraseOrganizationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== 0) {
+      writer.uint32(8).int64(message.organizationId);
+    }
+    if (message.maxBatches !== 0) {
+      writer.uint32(16).int32(message.maxBatches);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EraseOrganizationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEraseOrganizationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.maxBatches = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EraseOrganizationRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+      maxBatches: isSet(object.maxBatches)
+        ? globalThis.Number(object.maxBatches)
+        : isSet(object.max_batches)
+        ? globalThis.Number(object.max_batches)
+        : 0,
+    };
+  },
+
+  toJSON(message: EraseOrganizationRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    if (message.maxBatches !== 0) {
+      obj.maxBatches = Math.round(message.maxBatches);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EraseOrganizationRequest>, I>>(base?: I): EraseOrganizationRequest {
+    return EraseOrganizationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EraseOrganizationRequest>, I>>(object: I): EraseOrganizationRequest {
+    const message = createBaseEraseOrganizationRequest();
+    message.organizationId = object.organizationId ?? 0;
+    message.maxBatches = object.maxBatches ?? 0;
+    return message;
+  },
+};
+
+function createBaseEraseOrganizationResponse(): EraseOrganizationResponse {
+  return { erasedRows: {}, done: false };
+}
+
+export const EraseOrganizationResponse: MessageFns<EraseOrganizationResponse> = {
+  encode(message: EraseOrganizationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    globalThis.Object.entries(message.erasedRows).forEach(([key, value]: [string, number]) => {
+      EraseOrganizationResponse_ErasedRowsEntry.encode({ key: key as any, value }, writer.uint32(10).fork()).join();
+    });
+    if (message.done !== false) {
+      writer.uint32(16).bool(message.done);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EraseOrganizationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEraseOrganizationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            const entry1 = EraseOrganizationResponse_ErasedRowsEntry.decode(reader, reader.uint32());
+            if (entry1.value !== undefined) {
+              message.erasedRows[entry1.key] = entry1.value;
+            }
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.done = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EraseOrganizationResponse {
+    return {
+      erasedRows: isObject(object.erasedRows)
+        ? (globalThis.Object.entries(object.erasedRows) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.erased_rows)
+        ? (globalThis.Object.entries(object.erased_rows) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      done: isSet(object.done) ? globalThis.Boolean(object.done) : false,
+    };
+  },
+
+  toJSON(message: EraseOrganizationResponse): unknown {
+    const obj: any = {};
+    if (message.erasedRows) {
+      const entries = globalThis.Object.entries(message.erasedRows) as [string, number][];
+      if (entries.length > 0) {
+        obj.erasedRows = {};
+        entries.forEach(([k, v]) => {
+          obj.erasedRows[k] = Math.round(v);
+        });
+      }
+    }
+    if (message.done !== false) {
+      obj.done = message.done;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EraseOrganizationResponse>, I>>(base?: I): EraseOrganizationResponse {
+    return EraseOrganizationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EraseOrganizationResponse>, I>>(object: I): EraseOrganizationResponse {
+    const message = createBaseEraseOrganizationResponse();
+    message.erasedRows = (globalThis.Object.entries(object.erasedRows ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.done = object.done ?? false;
+    return message;
+  },
+};
+
+function createBaseEraseOrganizationResponse_ErasedRowsEntry(): EraseOrganizationResponse_ErasedRowsEntry {
+  return { key: "", value: 0 };
+}
+
+export const EraseOrganizationResponse_ErasedRowsEntry: MessageFns<EraseOrganizationResponse_ErasedRowsEntry> = {
+  encode(message: EraseOrganizationResponse_ErasedRowsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).int64(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EraseOrganizationResponse_ErasedRowsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEraseOrganizationResponse_ErasedRowsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EraseOrganizationResponse_ErasedRowsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: EraseOrganizationResponse_ErasedRowsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EraseOrganizationResponse_ErasedRowsEntry>, I>>(
+    base?: I,
+  ): EraseOrganizationResponse_ErasedRowsEntry {
+    return EraseOrganizationResponse_ErasedRowsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EraseOrganizationResponse_ErasedRowsEntry>, I>>(
+    object: I,
+  ): EraseOrganizationResponse_ErasedRowsEntry {
+    const message = createBaseEraseOrganizationResponse_ErasedRowsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBaseOffboardOrganizationRequest(): OffboardOrganizationRequest {
+  return { organizationId: 0, graceDays: undefined, now: false };
+}
+
+export const OffboardOrganizationRequest: MessageFns<OffboardOrganizationRequest> = {
+  encode(message: OffboardOrganizationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== 0) {
+      writer.uint32(8).int64(message.organizationId);
+    }
+    if (message.graceDays !== undefined) {
+      writer.uint32(16).int32(message.graceDays);
+    }
+    if (message.now !== false) {
+      writer.uint32(24).bool(message.now);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OffboardOrganizationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOffboardOrganizationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.graceDays = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.now = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OffboardOrganizationRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+      graceDays: isSet(object.graceDays)
+        ? globalThis.Number(object.graceDays)
+        : isSet(object.grace_days)
+        ? globalThis.Number(object.grace_days)
+        : undefined,
+      now: isSet(object.now) ? globalThis.Boolean(object.now) : false,
+    };
+  },
+
+  toJSON(message: OffboardOrganizationRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    if (message.graceDays !== undefined) {
+      obj.graceDays = Math.round(message.graceDays);
+    }
+    if (message.now !== false) {
+      obj.now = message.now;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OffboardOrganizationRequest>, I>>(base?: I): OffboardOrganizationRequest {
+    return OffboardOrganizationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OffboardOrganizationRequest>, I>>(object: I): OffboardOrganizationRequest {
+    const message = createBaseOffboardOrganizationRequest();
+    message.organizationId = object.organizationId ?? 0;
+    message.graceDays = object.graceDays ?? undefined;
+    message.now = object.now ?? false;
+    return message;
+  },
+};
+
+function createBaseCancelOffboardingRequest(): CancelOffboardingRequest {
+  return { organizationId: 0 };
+}
+
+export const CancelOffboardingRequest: MessageFns<CancelOffboardingRequest> = {
+  encode(message: CancelOffboardingRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== 0) {
+      writer.uint32(8).int64(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelOffboardingRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelOffboardingRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelOffboardingRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: CancelOffboardingRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelOffboardingRequest>, I>>(base?: I): CancelOffboardingRequest {
+    return CancelOffboardingRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelOffboardingRequest>, I>>(object: I): CancelOffboardingRequest {
+    const message = createBaseCancelOffboardingRequest();
+    message.organizationId = object.organizationId ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetOffboardingRequest(): GetOffboardingRequest {
+  return { organizationId: 0 };
+}
+
+export const GetOffboardingRequest: MessageFns<GetOffboardingRequest> = {
+  encode(message: GetOffboardingRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== 0) {
+      writer.uint32(8).int64(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOffboardingRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOffboardingRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOffboardingRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: GetOffboardingRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOffboardingRequest>, I>>(base?: I): GetOffboardingRequest {
+    return GetOffboardingRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOffboardingRequest>, I>>(object: I): GetOffboardingRequest {
+    const message = createBaseGetOffboardingRequest();
+    message.organizationId = object.organizationId ?? 0;
+    return message;
+  },
+};
+
+function createBaseStartErasureRequest(): StartErasureRequest {
+  return { organizationId: 0 };
+}
+
+export const StartErasureRequest: MessageFns<StartErasureRequest> = {
+  encode(message: StartErasureRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== 0) {
+      writer.uint32(8).int64(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartErasureRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartErasureRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartErasureRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: StartErasureRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartErasureRequest>, I>>(base?: I): StartErasureRequest {
+    return StartErasureRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartErasureRequest>, I>>(object: I): StartErasureRequest {
+    const message = createBaseStartErasureRequest();
+    message.organizationId = object.organizationId ?? 0;
+    return message;
+  },
+};
+
+function createBaseOffboarding(): Offboarding {
+  return {
+    organizationId: 0,
+    requestedAt: undefined,
+    eraseAfter: undefined,
+    erasureStartedAt: undefined,
+    erasureFinishedAt: undefined,
+    backupsHoldUntil: undefined,
+    erasedRows: {},
+  };
+}
+
+export const Offboarding: MessageFns<Offboarding> = {
+  encode(message: Offboarding, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== 0) {
+      writer.uint32(8).int64(message.organizationId);
+    }
+    if (message.requestedAt !== undefined) {
+      Timestamp.encode(message.requestedAt, writer.uint32(18).fork()).join();
+    }
+    if (message.eraseAfter !== undefined) {
+      Timestamp.encode(message.eraseAfter, writer.uint32(26).fork()).join();
+    }
+    if (message.erasureStartedAt !== undefined) {
+      Timestamp.encode(message.erasureStartedAt, writer.uint32(34).fork()).join();
+    }
+    if (message.erasureFinishedAt !== undefined) {
+      Timestamp.encode(message.erasureFinishedAt, writer.uint32(42).fork()).join();
+    }
+    if (message.backupsHoldUntil !== undefined) {
+      Timestamp.encode(message.backupsHoldUntil, writer.uint32(50).fork()).join();
+    }
+    globalThis.Object.entries(message.erasedRows).forEach(([key, value]: [string, number]) => {
+      Offboarding_ErasedRowsEntry.encode({ key: key as any, value }, writer.uint32(58).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Offboarding {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOffboarding();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestedAt = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.eraseAfter = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.erasureStartedAt = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.erasureFinishedAt = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.backupsHoldUntil = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            const entry7 = Offboarding_ErasedRowsEntry.decode(reader, reader.uint32());
+            if (entry7.value !== undefined) {
+              message.erasedRows[entry7.key] = entry7.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Offboarding {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+      requestedAt: isSet(object.requestedAt)
+        ? fromJsonTimestamp(object.requestedAt)
+        : isSet(object.requested_at)
+        ? fromJsonTimestamp(object.requested_at)
+        : undefined,
+      eraseAfter: isSet(object.eraseAfter)
+        ? fromJsonTimestamp(object.eraseAfter)
+        : isSet(object.erase_after)
+        ? fromJsonTimestamp(object.erase_after)
+        : undefined,
+      erasureStartedAt: isSet(object.erasureStartedAt)
+        ? fromJsonTimestamp(object.erasureStartedAt)
+        : isSet(object.erasure_started_at)
+        ? fromJsonTimestamp(object.erasure_started_at)
+        : undefined,
+      erasureFinishedAt: isSet(object.erasureFinishedAt)
+        ? fromJsonTimestamp(object.erasureFinishedAt)
+        : isSet(object.erasure_finished_at)
+        ? fromJsonTimestamp(object.erasure_finished_at)
+        : undefined,
+      backupsHoldUntil: isSet(object.backupsHoldUntil)
+        ? fromJsonTimestamp(object.backupsHoldUntil)
+        : isSet(object.backups_hold_until)
+        ? fromJsonTimestamp(object.backups_hold_until)
+        : undefined,
+      erasedRows: isObject(object.erasedRows)
+        ? (globalThis.Object.entries(object.erasedRows) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.erased_rows)
+        ? (globalThis.Object.entries(object.erased_rows) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: Offboarding): unknown {
+    const obj: any = {};
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    if (message.requestedAt !== undefined) {
+      obj.requestedAt = fromTimestamp(message.requestedAt).toISOString();
+    }
+    if (message.eraseAfter !== undefined) {
+      obj.eraseAfter = fromTimestamp(message.eraseAfter).toISOString();
+    }
+    if (message.erasureStartedAt !== undefined) {
+      obj.erasureStartedAt = fromTimestamp(message.erasureStartedAt).toISOString();
+    }
+    if (message.erasureFinishedAt !== undefined) {
+      obj.erasureFinishedAt = fromTimestamp(message.erasureFinishedAt).toISOString();
+    }
+    if (message.backupsHoldUntil !== undefined) {
+      obj.backupsHoldUntil = fromTimestamp(message.backupsHoldUntil).toISOString();
+    }
+    if (message.erasedRows) {
+      const entries = globalThis.Object.entries(message.erasedRows) as [string, number][];
+      if (entries.length > 0) {
+        obj.erasedRows = {};
+        entries.forEach(([k, v]) => {
+          obj.erasedRows[k] = Math.round(v);
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Offboarding>, I>>(base?: I): Offboarding {
+    return Offboarding.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Offboarding>, I>>(object: I): Offboarding {
+    const message = createBaseOffboarding();
+    message.organizationId = object.organizationId ?? 0;
+    message.requestedAt = (object.requestedAt !== undefined && object.requestedAt !== null)
+      ? Timestamp.fromPartial(object.requestedAt)
+      : undefined;
+    message.eraseAfter = (object.eraseAfter !== undefined && object.eraseAfter !== null)
+      ? Timestamp.fromPartial(object.eraseAfter)
+      : undefined;
+    message.erasureStartedAt = (object.erasureStartedAt !== undefined && object.erasureStartedAt !== null)
+      ? Timestamp.fromPartial(object.erasureStartedAt)
+      : undefined;
+    message.erasureFinishedAt = (object.erasureFinishedAt !== undefined && object.erasureFinishedAt !== null)
+      ? Timestamp.fromPartial(object.erasureFinishedAt)
+      : undefined;
+    message.backupsHoldUntil = (object.backupsHoldUntil !== undefined && object.backupsHoldUntil !== null)
+      ? Timestamp.fromPartial(object.backupsHoldUntil)
+      : undefined;
+    message.erasedRows = (globalThis.Object.entries(object.erasedRows ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseOffboarding_ErasedRowsEntry(): Offboarding_ErasedRowsEntry {
+  return { key: "", value: 0 };
+}
+
+export const Offboarding_ErasedRowsEntry: MessageFns<Offboarding_ErasedRowsEntry> = {
+  encode(message: Offboarding_ErasedRowsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).int64(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Offboarding_ErasedRowsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOffboarding_ErasedRowsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Offboarding_ErasedRowsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: Offboarding_ErasedRowsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Offboarding_ErasedRowsEntry>, I>>(base?: I): Offboarding_ErasedRowsEntry {
+    return Offboarding_ErasedRowsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Offboarding_ErasedRowsEntry>, I>>(object: I): Offboarding_ErasedRowsEntry {
+    const message = createBaseOffboarding_ErasedRowsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBaseOffboardOrganizationResponse(): OffboardOrganizationResponse {
+  return { offboarding: undefined, scimTokenIds: [] };
+}
+
+export const OffboardOrganizationResponse: MessageFns<OffboardOrganizationResponse> = {
+  encode(message: OffboardOrganizationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.offboarding !== undefined) {
+      Offboarding.encode(message.offboarding, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.scimTokenIds) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OffboardOrganizationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOffboardOrganizationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.offboarding = Offboarding.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.scimTokenIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OffboardOrganizationResponse {
+    return {
+      offboarding: isSet(object.offboarding) ? Offboarding.fromJSON(object.offboarding) : undefined,
+      scimTokenIds: globalThis.Array.isArray(object?.scimTokenIds)
+        ? object.scimTokenIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.scim_token_ids)
+        ? object.scim_token_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: OffboardOrganizationResponse): unknown {
+    const obj: any = {};
+    if (message.offboarding !== undefined) {
+      obj.offboarding = Offboarding.toJSON(message.offboarding);
+    }
+    if (message.scimTokenIds?.length) {
+      obj.scimTokenIds = message.scimTokenIds;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OffboardOrganizationResponse>, I>>(base?: I): OffboardOrganizationResponse {
+    return OffboardOrganizationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OffboardOrganizationResponse>, I>>(object: I): OffboardOrganizationResponse {
+    const message = createBaseOffboardOrganizationResponse();
+    message.offboarding = (object.offboarding !== undefined && object.offboarding !== null)
+      ? Offboarding.fromPartial(object.offboarding)
+      : undefined;
+    message.scimTokenIds = object.scimTokenIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseCancelOffboardingResponse(): CancelOffboardingResponse {
+  return { offboarding: undefined };
+}
+
+export const CancelOffboardingResponse: MessageFns<CancelOffboardingResponse> = {
+  encode(message: CancelOffboardingResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.offboarding !== undefined) {
+      Offboarding.encode(message.offboarding, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelOffboardingResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelOffboardingResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.offboarding = Offboarding.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelOffboardingResponse {
+    return { offboarding: isSet(object.offboarding) ? Offboarding.fromJSON(object.offboarding) : undefined };
+  },
+
+  toJSON(message: CancelOffboardingResponse): unknown {
+    const obj: any = {};
+    if (message.offboarding !== undefined) {
+      obj.offboarding = Offboarding.toJSON(message.offboarding);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelOffboardingResponse>, I>>(base?: I): CancelOffboardingResponse {
+    return CancelOffboardingResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelOffboardingResponse>, I>>(object: I): CancelOffboardingResponse {
+    const message = createBaseCancelOffboardingResponse();
+    message.offboarding = (object.offboarding !== undefined && object.offboarding !== null)
+      ? Offboarding.fromPartial(object.offboarding)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetOffboardingResponse(): GetOffboardingResponse {
+  return { offboarding: undefined };
+}
+
+export const GetOffboardingResponse: MessageFns<GetOffboardingResponse> = {
+  encode(message: GetOffboardingResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.offboarding !== undefined) {
+      Offboarding.encode(message.offboarding, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOffboardingResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOffboardingResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.offboarding = Offboarding.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOffboardingResponse {
+    return { offboarding: isSet(object.offboarding) ? Offboarding.fromJSON(object.offboarding) : undefined };
+  },
+
+  toJSON(message: GetOffboardingResponse): unknown {
+    const obj: any = {};
+    if (message.offboarding !== undefined) {
+      obj.offboarding = Offboarding.toJSON(message.offboarding);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOffboardingResponse>, I>>(base?: I): GetOffboardingResponse {
+    return GetOffboardingResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOffboardingResponse>, I>>(object: I): GetOffboardingResponse {
+    const message = createBaseGetOffboardingResponse();
+    message.offboarding = (object.offboarding !== undefined && object.offboarding !== null)
+      ? Offboarding.fromPartial(object.offboarding)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseStartErasureResponse(): StartErasureResponse {
+  return { offboarding: undefined };
+}
+
+export const StartErasureResponse: MessageFns<StartErasureResponse> = {
+  encode(message: StartErasureResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.offboarding !== undefined) {
+      Offboarding.encode(message.offboarding, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartErasureResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartErasureResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.offboarding = Offboarding.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartErasureResponse {
+    return { offboarding: isSet(object.offboarding) ? Offboarding.fromJSON(object.offboarding) : undefined };
+  },
+
+  toJSON(message: StartErasureResponse): unknown {
+    const obj: any = {};
+    if (message.offboarding !== undefined) {
+      obj.offboarding = Offboarding.toJSON(message.offboarding);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartErasureResponse>, I>>(base?: I): StartErasureResponse {
+    return StartErasureResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartErasureResponse>, I>>(object: I): StartErasureResponse {
+    const message = createBaseStartErasureResponse();
+    message.offboarding = (object.offboarding !== undefined && object.offboarding !== null)
+      ? Offboarding.fromPartial(object.offboarding)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseFinishErasureResponse(): FinishErasureResponse {
+  return { offboarding: undefined };
+}
+
+export const FinishErasureResponse: MessageFns<FinishErasureResponse> = {
+  encode(message: FinishErasureResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.offboarding !== undefined) {
+      Offboarding.encode(message.offboarding, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FinishErasureResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFinishErasureResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.offboarding = Offboarding.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FinishErasureResponse {
+    return { offboarding: isSet(object.offboarding) ? Offboarding.fromJSON(object.offboarding) : undefined };
+  },
+
+  toJSON(message: FinishErasureResponse): unknown {
+    const obj: any = {};
+    if (message.offboarding !== undefined) {
+      obj.offboarding = Offboarding.toJSON(message.offboarding);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FinishErasureResponse>, I>>(base?: I): FinishErasureResponse {
+    return FinishErasureResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FinishErasureResponse>, I>>(object: I): FinishErasureResponse {
+    const message = createBaseFinishErasureResponse();
+    message.offboarding = (object.offboarding !== undefined && object.offboarding !== null)
+      ? Offboarding.fromPartial(object.offboarding)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListDueErasuresRequest(): ListDueErasuresRequest {
+  return {};
+}
+
+export const ListDueErasuresRequest: MessageFns<ListDueErasuresRequest> = {
+  encode(_: ListDueErasuresRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListDueErasuresRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListDueErasuresRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListDueErasuresRequest {
+    return {};
+  },
+
+  toJSON(_: ListDueErasuresRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListDueErasuresRequest>, I>>(base?: I): ListDueErasuresRequest {
+    return ListDueErasuresRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListDueErasuresRequest>, I>>(_: I): ListDueErasuresRequest {
+    const message = createBaseListDueErasuresRequest();
+    return message;
+  },
+};
+
+function createBaseListDueErasuresResponse(): ListDueErasuresResponse {
+  return { organizationIds: [] };
+}
+
+export const ListDueErasuresResponse: MessageFns<ListDueErasuresResponse> = {
+  encode(message: ListDueErasuresResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationIds.length !== 0) {
+      writer.uint32(10).fork();
+      for (const v of message.organizationIds) {
+        writer.int64(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListDueErasuresResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListDueErasuresResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag === 8) {
+              message.organizationIds.push(longToNumber(reader.int64()));
+
+              continue;
+            }
+
+            if (tag === 10) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.organizationIds.push(longToNumber(reader.int64()));
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListDueErasuresResponse {
+    return {
+      organizationIds: globalThis.Array.isArray(object?.organizationIds)
+        ? object.organizationIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.organization_ids)
+        ? object.organization_ids.map((e: any) => globalThis.Number(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListDueErasuresResponse): unknown {
+    const obj: any = {};
+    if (message.organizationIds?.length) {
+      obj.organizationIds = message.organizationIds.map((e) => Math.round(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListDueErasuresResponse>, I>>(base?: I): ListDueErasuresResponse {
+    return ListDueErasuresResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListDueErasuresResponse>, I>>(object: I): ListDueErasuresResponse {
+    const message = createBaseListDueErasuresResponse();
+    message.organizationIds = object.organizationIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseFinishErasureRequest(): FinishErasureRequest {
+  return { organizationId: 0, erasedRows: {} };
+}
+
+export const FinishErasureRequest: MessageFns<FinishErasureRequest> = {
+  encode(message: FinishErasureRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== 0) {
+      writer.uint32(8).int64(message.organizationId);
+    }
+    globalThis.Object.entries(message.erasedRows).forEach(([key, value]: [string, number]) => {
+      FinishErasureRequest_ErasedRowsEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FinishErasureRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFinishErasureRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = FinishErasureRequest_ErasedRowsEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.erasedRows[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FinishErasureRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+      erasedRows: isObject(object.erasedRows)
+        ? (globalThis.Object.entries(object.erasedRows) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.erased_rows)
+        ? (globalThis.Object.entries(object.erased_rows) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: FinishErasureRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    if (message.erasedRows) {
+      const entries = globalThis.Object.entries(message.erasedRows) as [string, number][];
+      if (entries.length > 0) {
+        obj.erasedRows = {};
+        entries.forEach(([k, v]) => {
+          obj.erasedRows[k] = Math.round(v);
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FinishErasureRequest>, I>>(base?: I): FinishErasureRequest {
+    return FinishErasureRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FinishErasureRequest>, I>>(object: I): FinishErasureRequest {
+    const message = createBaseFinishErasureRequest();
+    message.organizationId = object.organizationId ?? 0;
+    message.erasedRows = (globalThis.Object.entries(object.erasedRows ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseFinishErasureRequest_ErasedRowsEntry(): FinishErasureRequest_ErasedRowsEntry {
+  return { key: "", value: 0 };
+}
+
+export const FinishErasureRequest_ErasedRowsEntry: MessageFns<FinishErasureRequest_ErasedRowsEntry> = {
+  encode(message: FinishErasureRequest_ErasedRowsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).int64(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FinishErasureRequest_ErasedRowsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFinishErasureRequest_ErasedRowsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FinishErasureRequest_ErasedRowsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: FinishErasureRequest_ErasedRowsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FinishErasureRequest_ErasedRowsEntry>, I>>(
+    base?: I,
+  ): FinishErasureRequest_ErasedRowsEntry {
+    return FinishErasureRequest_ErasedRowsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FinishErasureRequest_ErasedRowsEntry>, I>>(
+    object: I,
+  ): FinishErasureRequest_ErasedRowsEntry {
+    const message = createBaseFinishErasureRequest_ErasedRowsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
     return message;
   },
 };
@@ -5370,6 +7201,107 @@ export const OrganizationsServiceService = {
       Buffer.from(ResolveScimTokenResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ResolveScimTokenResponse => ResolveScimTokenResponse.decode(value),
   },
+  /**
+   * OffboardOrganization suspends the organization at once (every credential refused, its webhooks stopped, nothing
+   * changed) and schedules its erasure after the grace period (docs/operations.md, "Data lifecycle"). NOT_FOUND for
+   * an unknown organization; FAILED_PRECONDITION when it is already being offboarded.
+   */
+  offboardOrganization: {
+    path: "/mileage.users.v1.OrganizationsService/OffboardOrganization" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: OffboardOrganizationRequest): Buffer =>
+      Buffer.from(OffboardOrganizationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): OffboardOrganizationRequest => OffboardOrganizationRequest.decode(value),
+    responseSerialize: (value: OffboardOrganizationResponse): Buffer =>
+      Buffer.from(OffboardOrganizationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): OffboardOrganizationResponse => OffboardOrganizationResponse.decode(value),
+  },
+  /**
+   * CancelOffboarding ends the suspension and the schedule during the grace period: everything is as before.
+   * NOT_FOUND when the organization is not being offboarded; FAILED_PRECONDITION once its erasure has started.
+   */
+  cancelOffboarding: {
+    path: "/mileage.users.v1.OrganizationsService/CancelOffboarding" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelOffboardingRequest): Buffer =>
+      Buffer.from(CancelOffboardingRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelOffboardingRequest => CancelOffboardingRequest.decode(value),
+    responseSerialize: (value: CancelOffboardingResponse): Buffer =>
+      Buffer.from(CancelOffboardingResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CancelOffboardingResponse => CancelOffboardingResponse.decode(value),
+  },
+  /**
+   * GetOffboarding answers the offboarding of an organization, and after its erasure the receipt. NOT_FOUND when
+   * there is none. The gateway asks it whether an OAuth SCIM client's organization is suspended.
+   */
+  getOffboarding: {
+    path: "/mileage.users.v1.OrganizationsService/GetOffboarding" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetOffboardingRequest): Buffer =>
+      Buffer.from(GetOffboardingRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetOffboardingRequest => GetOffboardingRequest.decode(value),
+    responseSerialize: (value: GetOffboardingResponse): Buffer =>
+      Buffer.from(GetOffboardingResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetOffboardingResponse => GetOffboardingResponse.decode(value),
+  },
+  /** ListDueErasures lists the organizations whose grace period is over and whose erasure has not finished. */
+  listDueErasures: {
+    path: "/mileage.users.v1.OrganizationsService/ListDueErasures" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListDueErasuresRequest): Buffer =>
+      Buffer.from(ListDueErasuresRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListDueErasuresRequest => ListDueErasuresRequest.decode(value),
+    responseSerialize: (value: ListDueErasuresResponse): Buffer =>
+      Buffer.from(ListDueErasuresResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListDueErasuresResponse => ListDueErasuresResponse.decode(value),
+  },
+  /**
+   * StartErasure marks the erasure of an organization begun (the suspension can no longer be cancelled).
+   * FAILED_PRECONDITION while its grace period runs; NOT_FOUND when it is not being offboarded. Idempotent.
+   */
+  startErasure: {
+    path: "/mileage.users.v1.OrganizationsService/StartErasure" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartErasureRequest): Buffer => Buffer.from(StartErasureRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartErasureRequest => StartErasureRequest.decode(value),
+    responseSerialize: (value: StartErasureResponse): Buffer =>
+      Buffer.from(StartErasureResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StartErasureResponse => StartErasureResponse.decode(value),
+  },
+  /**
+   * EraseOrganization erases up to max_batches batches of the organization's rows from the Users service's tables,
+   * its organization row last. FAILED_PRECONDITION unless StartErasure marked its erasure begun.
+   */
+  eraseOrganization: {
+    path: "/mileage.users.v1.OrganizationsService/EraseOrganization" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EraseOrganizationRequest): Buffer =>
+      Buffer.from(EraseOrganizationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EraseOrganizationRequest => EraseOrganizationRequest.decode(value),
+    responseSerialize: (value: EraseOrganizationResponse): Buffer =>
+      Buffer.from(EraseOrganizationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EraseOrganizationResponse => EraseOrganizationResponse.decode(value),
+  },
+  /**
+   * FinishErasure records the erasure's receipt (counts per table of every service, its end, the date after which no
+   * backup holds the data). FAILED_PRECONDITION while rows of the organization remain in the Users service.
+   */
+  finishErasure: {
+    path: "/mileage.users.v1.OrganizationsService/FinishErasure" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FinishErasureRequest): Buffer => Buffer.from(FinishErasureRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FinishErasureRequest => FinishErasureRequest.decode(value),
+    responseSerialize: (value: FinishErasureResponse): Buffer =>
+      Buffer.from(FinishErasureResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FinishErasureResponse => FinishErasureResponse.decode(value),
+  },
 } as const;
 
 export interface OrganizationsServiceServer extends UntypedServiceImplementation {
@@ -5409,6 +7341,39 @@ export interface OrganizationsServiceServer extends UntypedServiceImplementation
    * records its use. NOT_FOUND when no active token has that hash (unknown, revoked or expired alike).
    */
   resolveScimToken: handleUnaryCall<ResolveScimTokenRequest, ResolveScimTokenResponse>;
+  /**
+   * OffboardOrganization suspends the organization at once (every credential refused, its webhooks stopped, nothing
+   * changed) and schedules its erasure after the grace period (docs/operations.md, "Data lifecycle"). NOT_FOUND for
+   * an unknown organization; FAILED_PRECONDITION when it is already being offboarded.
+   */
+  offboardOrganization: handleUnaryCall<OffboardOrganizationRequest, OffboardOrganizationResponse>;
+  /**
+   * CancelOffboarding ends the suspension and the schedule during the grace period: everything is as before.
+   * NOT_FOUND when the organization is not being offboarded; FAILED_PRECONDITION once its erasure has started.
+   */
+  cancelOffboarding: handleUnaryCall<CancelOffboardingRequest, CancelOffboardingResponse>;
+  /**
+   * GetOffboarding answers the offboarding of an organization, and after its erasure the receipt. NOT_FOUND when
+   * there is none. The gateway asks it whether an OAuth SCIM client's organization is suspended.
+   */
+  getOffboarding: handleUnaryCall<GetOffboardingRequest, GetOffboardingResponse>;
+  /** ListDueErasures lists the organizations whose grace period is over and whose erasure has not finished. */
+  listDueErasures: handleUnaryCall<ListDueErasuresRequest, ListDueErasuresResponse>;
+  /**
+   * StartErasure marks the erasure of an organization begun (the suspension can no longer be cancelled).
+   * FAILED_PRECONDITION while its grace period runs; NOT_FOUND when it is not being offboarded. Idempotent.
+   */
+  startErasure: handleUnaryCall<StartErasureRequest, StartErasureResponse>;
+  /**
+   * EraseOrganization erases up to max_batches batches of the organization's rows from the Users service's tables,
+   * its organization row last. FAILED_PRECONDITION unless StartErasure marked its erasure begun.
+   */
+  eraseOrganization: handleUnaryCall<EraseOrganizationRequest, EraseOrganizationResponse>;
+  /**
+   * FinishErasure records the erasure's receipt (counts per table of every service, its end, the date after which no
+   * backup holds the data). FAILED_PRECONDITION while rows of the organization remain in the Users service.
+   */
+  finishErasure: handleUnaryCall<FinishErasureRequest, FinishErasureResponse>;
 }
 
 export interface OrganizationsServiceClient extends Client {
@@ -5615,6 +7580,137 @@ export interface OrganizationsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ResolveScimTokenResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * OffboardOrganization suspends the organization at once (every credential refused, its webhooks stopped, nothing
+   * changed) and schedules its erasure after the grace period (docs/operations.md, "Data lifecycle"). NOT_FOUND for
+   * an unknown organization; FAILED_PRECONDITION when it is already being offboarded.
+   */
+  offboardOrganization(
+    request: OffboardOrganizationRequest,
+    callback: (error: ServiceError | null, response: OffboardOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  offboardOrganization(
+    request: OffboardOrganizationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: OffboardOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  offboardOrganization(
+    request: OffboardOrganizationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: OffboardOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * CancelOffboarding ends the suspension and the schedule during the grace period: everything is as before.
+   * NOT_FOUND when the organization is not being offboarded; FAILED_PRECONDITION once its erasure has started.
+   */
+  cancelOffboarding(
+    request: CancelOffboardingRequest,
+    callback: (error: ServiceError | null, response: CancelOffboardingResponse) => void,
+  ): ClientUnaryCall;
+  cancelOffboarding(
+    request: CancelOffboardingRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CancelOffboardingResponse) => void,
+  ): ClientUnaryCall;
+  cancelOffboarding(
+    request: CancelOffboardingRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CancelOffboardingResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * GetOffboarding answers the offboarding of an organization, and after its erasure the receipt. NOT_FOUND when
+   * there is none. The gateway asks it whether an OAuth SCIM client's organization is suspended.
+   */
+  getOffboarding(
+    request: GetOffboardingRequest,
+    callback: (error: ServiceError | null, response: GetOffboardingResponse) => void,
+  ): ClientUnaryCall;
+  getOffboarding(
+    request: GetOffboardingRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetOffboardingResponse) => void,
+  ): ClientUnaryCall;
+  getOffboarding(
+    request: GetOffboardingRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetOffboardingResponse) => void,
+  ): ClientUnaryCall;
+  /** ListDueErasures lists the organizations whose grace period is over and whose erasure has not finished. */
+  listDueErasures(
+    request: ListDueErasuresRequest,
+    callback: (error: ServiceError | null, response: ListDueErasuresResponse) => void,
+  ): ClientUnaryCall;
+  listDueErasures(
+    request: ListDueErasuresRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListDueErasuresResponse) => void,
+  ): ClientUnaryCall;
+  listDueErasures(
+    request: ListDueErasuresRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListDueErasuresResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * StartErasure marks the erasure of an organization begun (the suspension can no longer be cancelled).
+   * FAILED_PRECONDITION while its grace period runs; NOT_FOUND when it is not being offboarded. Idempotent.
+   */
+  startErasure(
+    request: StartErasureRequest,
+    callback: (error: ServiceError | null, response: StartErasureResponse) => void,
+  ): ClientUnaryCall;
+  startErasure(
+    request: StartErasureRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StartErasureResponse) => void,
+  ): ClientUnaryCall;
+  startErasure(
+    request: StartErasureRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StartErasureResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * EraseOrganization erases up to max_batches batches of the organization's rows from the Users service's tables,
+   * its organization row last. FAILED_PRECONDITION unless StartErasure marked its erasure begun.
+   */
+  eraseOrganization(
+    request: EraseOrganizationRequest,
+    callback: (error: ServiceError | null, response: EraseOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  eraseOrganization(
+    request: EraseOrganizationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EraseOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  eraseOrganization(
+    request: EraseOrganizationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EraseOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * FinishErasure records the erasure's receipt (counts per table of every service, its end, the date after which no
+   * backup holds the data). FAILED_PRECONDITION while rows of the organization remain in the Users service.
+   */
+  finishErasure(
+    request: FinishErasureRequest,
+    callback: (error: ServiceError | null, response: FinishErasureResponse) => void,
+  ): ClientUnaryCall;
+  finishErasure(
+    request: FinishErasureRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FinishErasureResponse) => void,
+  ): ClientUnaryCall;
+  finishErasure(
+    request: FinishErasureRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FinishErasureResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -143,6 +143,31 @@ export interface PublishEventsResponse {
   deliveries: number;
 }
 
+export interface EraseOrganizationRequest {
+  organizationId: number;
+  /** At most this many batches in this call (1 when 0). */
+  maxBatches: number;
+}
+
+export interface EraseOrganizationResponse {
+  /** Rows erased of the organization so far, per table of this service (all calls together). */
+  erasedRows: { [key: string]: number };
+  done: boolean;
+}
+
+export interface EraseOrganizationResponse_ErasedRowsEntry {
+  key: string;
+  value: number;
+}
+
+export interface SetDeliveriesPausedRequest {
+  organizationId: number;
+  paused: boolean;
+}
+
+export interface SetDeliveriesPausedResponse {
+}
+
 export interface WriteExportPartRequest {
   exportId: string;
 }
@@ -1915,6 +1940,457 @@ export const PublishEventsResponse: MessageFns<PublishEventsResponse> = {
   },
 };
 
+function createBaseEraseOrganizationRequest(): EraseOrganizationRequest {
+  return { organizationId: 0, maxBatches: 0 };
+}
+
+export const EraseOrganizationRequest: MessageFns<EraseOrganizationRequest> = {
+  encode(message: EraseOrganizationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== 0) {
+      writer.uint32(8).int64(message.organizationId);
+    }
+    if (message.maxBatches !== 0) {
+      writer.uint32(16).int32(message.maxBatches);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EraseOrganizationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEraseOrganizationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.maxBatches = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EraseOrganizationRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+      maxBatches: isSet(object.maxBatches)
+        ? globalThis.Number(object.maxBatches)
+        : isSet(object.max_batches)
+        ? globalThis.Number(object.max_batches)
+        : 0,
+    };
+  },
+
+  toJSON(message: EraseOrganizationRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    if (message.maxBatches !== 0) {
+      obj.maxBatches = Math.round(message.maxBatches);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EraseOrganizationRequest>, I>>(base?: I): EraseOrganizationRequest {
+    return EraseOrganizationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EraseOrganizationRequest>, I>>(object: I): EraseOrganizationRequest {
+    const message = createBaseEraseOrganizationRequest();
+    message.organizationId = object.organizationId ?? 0;
+    message.maxBatches = object.maxBatches ?? 0;
+    return message;
+  },
+};
+
+function createBaseEraseOrganizationResponse(): EraseOrganizationResponse {
+  return { erasedRows: {}, done: false };
+}
+
+export const EraseOrganizationResponse: MessageFns<EraseOrganizationResponse> = {
+  encode(message: EraseOrganizationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    globalThis.Object.entries(message.erasedRows).forEach(([key, value]: [string, number]) => {
+      EraseOrganizationResponse_ErasedRowsEntry.encode({ key: key as any, value }, writer.uint32(10).fork()).join();
+    });
+    if (message.done !== false) {
+      writer.uint32(16).bool(message.done);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EraseOrganizationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEraseOrganizationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            const entry1 = EraseOrganizationResponse_ErasedRowsEntry.decode(reader, reader.uint32());
+            if (entry1.value !== undefined) {
+              message.erasedRows[entry1.key] = entry1.value;
+            }
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.done = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EraseOrganizationResponse {
+    return {
+      erasedRows: isObject(object.erasedRows)
+        ? (globalThis.Object.entries(object.erasedRows) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.erased_rows)
+        ? (globalThis.Object.entries(object.erased_rows) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      done: isSet(object.done) ? globalThis.Boolean(object.done) : false,
+    };
+  },
+
+  toJSON(message: EraseOrganizationResponse): unknown {
+    const obj: any = {};
+    if (message.erasedRows) {
+      const entries = globalThis.Object.entries(message.erasedRows) as [string, number][];
+      if (entries.length > 0) {
+        obj.erasedRows = {};
+        entries.forEach(([k, v]) => {
+          obj.erasedRows[k] = Math.round(v);
+        });
+      }
+    }
+    if (message.done !== false) {
+      obj.done = message.done;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EraseOrganizationResponse>, I>>(base?: I): EraseOrganizationResponse {
+    return EraseOrganizationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EraseOrganizationResponse>, I>>(object: I): EraseOrganizationResponse {
+    const message = createBaseEraseOrganizationResponse();
+    message.erasedRows = (globalThis.Object.entries(object.erasedRows ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.done = object.done ?? false;
+    return message;
+  },
+};
+
+function createBaseEraseOrganizationResponse_ErasedRowsEntry(): EraseOrganizationResponse_ErasedRowsEntry {
+  return { key: "", value: 0 };
+}
+
+export const EraseOrganizationResponse_ErasedRowsEntry: MessageFns<EraseOrganizationResponse_ErasedRowsEntry> = {
+  encode(message: EraseOrganizationResponse_ErasedRowsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).int64(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EraseOrganizationResponse_ErasedRowsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEraseOrganizationResponse_ErasedRowsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EraseOrganizationResponse_ErasedRowsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: EraseOrganizationResponse_ErasedRowsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EraseOrganizationResponse_ErasedRowsEntry>, I>>(
+    base?: I,
+  ): EraseOrganizationResponse_ErasedRowsEntry {
+    return EraseOrganizationResponse_ErasedRowsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EraseOrganizationResponse_ErasedRowsEntry>, I>>(
+    object: I,
+  ): EraseOrganizationResponse_ErasedRowsEntry {
+    const message = createBaseEraseOrganizationResponse_ErasedRowsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBaseSetDeliveriesPausedRequest(): SetDeliveriesPausedRequest {
+  return { organizationId: 0, paused: false };
+}
+
+export const SetDeliveriesPausedRequest: MessageFns<SetDeliveriesPausedRequest> = {
+  encode(message: SetDeliveriesPausedRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== 0) {
+      writer.uint32(8).int64(message.organizationId);
+    }
+    if (message.paused !== false) {
+      writer.uint32(16).bool(message.paused);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetDeliveriesPausedRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetDeliveriesPausedRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.organizationId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.paused = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetDeliveriesPausedRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.Number(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.Number(object.organization_id)
+        : 0,
+      paused: isSet(object.paused) ? globalThis.Boolean(object.paused) : false,
+    };
+  },
+
+  toJSON(message: SetDeliveriesPausedRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== 0) {
+      obj.organizationId = Math.round(message.organizationId);
+    }
+    if (message.paused !== false) {
+      obj.paused = message.paused;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetDeliveriesPausedRequest>, I>>(base?: I): SetDeliveriesPausedRequest {
+    return SetDeliveriesPausedRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetDeliveriesPausedRequest>, I>>(object: I): SetDeliveriesPausedRequest {
+    const message = createBaseSetDeliveriesPausedRequest();
+    message.organizationId = object.organizationId ?? 0;
+    message.paused = object.paused ?? false;
+    return message;
+  },
+};
+
+function createBaseSetDeliveriesPausedResponse(): SetDeliveriesPausedResponse {
+  return {};
+}
+
+export const SetDeliveriesPausedResponse: MessageFns<SetDeliveriesPausedResponse> = {
+  encode(_: SetDeliveriesPausedResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetDeliveriesPausedResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetDeliveriesPausedResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SetDeliveriesPausedResponse {
+    return {};
+  },
+
+  toJSON(_: SetDeliveriesPausedResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetDeliveriesPausedResponse>, I>>(base?: I): SetDeliveriesPausedResponse {
+    return SetDeliveriesPausedResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetDeliveriesPausedResponse>, I>>(_: I): SetDeliveriesPausedResponse {
+    const message = createBaseSetDeliveriesPausedResponse();
+    return message;
+  },
+};
+
 function createBaseWriteExportPartRequest(): WriteExportPartRequest {
   return { exportId: "" };
 }
@@ -2282,6 +2758,37 @@ export const WebhooksServiceService = {
       Buffer.from(PublishEventsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PublishEventsResponse => PublishEventsResponse.decode(value),
   },
+  /**
+   * SetDeliveriesPaused pauses (or resumes) every delivery of the organization: its offboarding's suspension, told
+   * by the operator's command (docs/operations.md, "Data lifecycle"). Nothing is dropped: resumed, they go out.
+   */
+  setDeliveriesPaused: {
+    path: "/mileage.webhooks.v1.WebhooksService/SetDeliveriesPaused" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetDeliveriesPausedRequest): Buffer =>
+      Buffer.from(SetDeliveriesPausedRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetDeliveriesPausedRequest => SetDeliveriesPausedRequest.decode(value),
+    responseSerialize: (value: SetDeliveriesPausedResponse): Buffer =>
+      Buffer.from(SetDeliveriesPausedResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetDeliveriesPausedResponse => SetDeliveriesPausedResponse.decode(value),
+  },
+  /**
+   * EraseOrganization erases up to max_batches batches (of at most 1,000 rows, one transaction each) of the
+   * organization's rows from this service's tables, for its offboarding (docs/operations.md, "Data lifecycle"). Run
+   * again after any failure: it continues with what is left; `done` once nothing of the organization is left here.
+   */
+  eraseOrganization: {
+    path: "/mileage.webhooks.v1.WebhooksService/EraseOrganization" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EraseOrganizationRequest): Buffer =>
+      Buffer.from(EraseOrganizationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EraseOrganizationRequest => EraseOrganizationRequest.decode(value),
+    responseSerialize: (value: EraseOrganizationResponse): Buffer =>
+      Buffer.from(EraseOrganizationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EraseOrganizationResponse => EraseOrganizationResponse.decode(value),
+  },
 } as const;
 
 export interface WebhooksServiceServer extends UntypedServiceImplementation {
@@ -2313,6 +2820,17 @@ export interface WebhooksServiceServer extends UntypedServiceImplementation {
    * of the request is stored with its deliveries, so the caller may delete them from its outbox.
    */
   publishEvents: handleUnaryCall<PublishEventsRequest, PublishEventsResponse>;
+  /**
+   * SetDeliveriesPaused pauses (or resumes) every delivery of the organization: its offboarding's suspension, told
+   * by the operator's command (docs/operations.md, "Data lifecycle"). Nothing is dropped: resumed, they go out.
+   */
+  setDeliveriesPaused: handleUnaryCall<SetDeliveriesPausedRequest, SetDeliveriesPausedResponse>;
+  /**
+   * EraseOrganization erases up to max_batches batches (of at most 1,000 rows, one transaction each) of the
+   * organization's rows from this service's tables, for its offboarding (docs/operations.md, "Data lifecycle"). Run
+   * again after any failure: it continues with what is left; `done` once nothing of the organization is left here.
+   */
+  eraseOrganization: handleUnaryCall<EraseOrganizationRequest, EraseOrganizationResponse>;
 }
 
 export interface WebhooksServiceClient extends Client {
@@ -2442,6 +2960,45 @@ export interface WebhooksServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PublishEventsResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * SetDeliveriesPaused pauses (or resumes) every delivery of the organization: its offboarding's suspension, told
+   * by the operator's command (docs/operations.md, "Data lifecycle"). Nothing is dropped: resumed, they go out.
+   */
+  setDeliveriesPaused(
+    request: SetDeliveriesPausedRequest,
+    callback: (error: ServiceError | null, response: SetDeliveriesPausedResponse) => void,
+  ): ClientUnaryCall;
+  setDeliveriesPaused(
+    request: SetDeliveriesPausedRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetDeliveriesPausedResponse) => void,
+  ): ClientUnaryCall;
+  setDeliveriesPaused(
+    request: SetDeliveriesPausedRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetDeliveriesPausedResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * EraseOrganization erases up to max_batches batches (of at most 1,000 rows, one transaction each) of the
+   * organization's rows from this service's tables, for its offboarding (docs/operations.md, "Data lifecycle"). Run
+   * again after any failure: it continues with what is left; `done` once nothing of the organization is left here.
+   */
+  eraseOrganization(
+    request: EraseOrganizationRequest,
+    callback: (error: ServiceError | null, response: EraseOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  eraseOrganization(
+    request: EraseOrganizationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EraseOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  eraseOrganization(
+    request: EraseOrganizationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EraseOrganizationResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const WebhooksServiceClient = makeGenericClientConstructor(
@@ -2508,6 +3065,10 @@ function longToNumber(int64: { toString(): string }): number {
     throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
   }
   return num;
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {
