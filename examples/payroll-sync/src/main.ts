@@ -68,7 +68,8 @@ async function organizationExport(config: Config, signal: AbortSignal): Promise<
   let seen = '';
   const onProgress = (e: Export) => {
     const phase = e.progress.phase && e.progress.phase !== e.status ? `${e.progress.phase}, ` : '';
-    const line = `export ${e.id}: ${e.status}${e.status === 'completed' ? '' : ` (${phase}${e.progress.rows} rows so far)`}`;
+    const so = e.status === 'completed' ? '' : ` (${phase}${e.progress.rows} rows so far)`;
+    const line = `export ${e.id}: ${e.status}${so}`;
     if (line !== seen) say((seen = line));
   };
 
