@@ -203,6 +203,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- fail "tracing.egress is required with tracing.otlpEndpoint and networkPolicy.enabled: where the collector is, as NetworkPolicyPeers" -}}
 {{- end -}}
 {{- end -}}
+{{- if and $v.operator.eraseDue.enabled (not $v.operator.enabled) -}}
+{{- fail "operator.eraseDue.enabled needs operator.enabled: the erasure runs with the operator's identity. Set operator.eraseDue.enabled false too, and run npm run org -- erase-due yourself (an offboarded organization must be erased when its grace period ends)." -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Secrets: the chart's own, or the ones named in the values. */}}
