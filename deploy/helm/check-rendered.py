@@ -32,8 +32,15 @@ METRICS_PORTS = {"gateway": 9460, "users": 9461, "groups": 9462, "drives": 9463,
 HTTP_PORT = 8080
 # Who may open a connection to whom inside the release (component -> component): the chart's call graph, which
 # `npm test` checks against the RPCs' callers in proto/ (packages/runtime/src/grpc/call-graph.test.ts).
+# `operator` is no component: the pods of the operator's commands (templates/operator.yaml) and the services they call.
 with open(pathlib.Path(__file__).parent / "mileage" / "call-graph.yaml") as call_graph:
     ALLOWED_CALLS = {(caller, callee) for caller, callees in yaml.safe_load(call_graph).items() for callee in callees}
+OPERATOR = "operator"
+OPERATOR_CALLS = sorted(callee for caller, callee in ALLOWED_CALLS if caller == OPERATOR)
+OPERATOR_SCRIPT = ["node", "tools/devstack/dist/org.js"]
+# The documented one-off operator Job (docs/operations-helm.md): the chart's CronJob pod but for its args, for a release
+# "mileage" in the namespace "mileage" with mutual TLS and Redis.
+OPERATOR_EXAMPLE = pathlib.Path(__file__).parent / "examples" / "offboard-job.yaml"
 # The migration phases (expand → contract): each service's migration Job per phase, its hook, its MIGRATION_PHASE.
 # Expand before any pod of the release changes; contract once the release's pods serve (the old ones are gone).
 MIGRATION_PHASES = {"expand": ("", "pre-install,pre-upgrade"), "contract": ("-contract", "post-install,post-upgrade")}
@@ -238,7 +245,10 @@ def check_manifests(path, name, metrics_ts, env_out):
     if sorted(deployments) != sorted(COMPONENTS):
         fail(f"Deployments for {sorted(deployments)}, expected {COMPONENTS}")
     services = {component_of(s): s for s in by_kind("Service")}
-    accounts = {component_of(s): s for s in by_kind("ServiceAccount") if component_of(s) != ISSUER}
+    accounts = {component_of(s): s for s in by_kind("ServiceAccount") if component_of(s) not in (ISSUER, OPERATOR)}
+    operator_account = next((a for a in by_kind("ServiceAccount") if component_of(a) == OPERATOR), None)
+    # The operator's client certificate, when the chart gives the operator an identity (operator.enabled).
+    operator_secret = f"{operator_account['metadata']['name']}-grpc-tls" if operator_account else None
     hpas = {h["spec"]["scaleTargetRef"]["name"]: h for h in by_kind("HorizontalPodAutoscaler")}
     pdbs = by_kind("PodDisruptionBudget")
     envs = {}
@@ -506,8 +516,16 @@ def check_manifests(path, name, metrics_ts, env_out):
         fail("Certificates without mutual TLS (grpcTls.enabled)")
     if certificates:
         by_secret = {c["spec"].get("secretName"): c for c in certificates}
-        if sorted(by_secret) != sorted(tls_secrets.values()):
-            fail(f"Certificates for {sorted(by_secret)}, but the Deployments mount {sorted(tls_secrets.values())}")
+        if sorted(by_secret) != sorted(list(tls_secrets.values()) + ([operator_secret] if operator_secret else [])):
+            fail(f"Certificates for {sorted(by_secret)}, but the Deployments (and the operator) mount {sorted(tls_secrets.values())}")
+        operator_cert = by_secret.get(operator_secret)
+        if operator_cert:
+            spec = operator_cert["spec"]
+            prefix = next(iter(spiffe_prefixes.values()), "")
+            if spec.get("uris") != [prefix + OPERATOR] or spec.get("dnsNames") or "client auth" not in spec.get("usages", []) or "server auth" in spec.get("usages", []):
+                fail(f"Certificate {operator_secret}: must be a client certificate of the SPIFFE id {prefix + OPERATOR} alone")
+            if not spec.get("issuerRef", {}).get("name"):
+                fail(f"Certificate {operator_secret}: no issuer")
         for component, secret_name in tls_secrets.items():
             cert = by_secret.get(secret_name)
             if not cert:
@@ -555,6 +573,9 @@ def check_manifests(path, name, metrics_ts, env_out):
             wanted[secret_name] = {"component": component, "secret": secret_name, "deployment": deployments[component]["metadata"]["name"],
                                    "spiffeId": spiffe_prefixes.get(component, "") + component,
                                    "dnsNames": [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]}
+        if operator_secret:
+            wanted[operator_secret] = {"component": OPERATOR, "secret": operator_secret,
+                                       "spiffeId": next(iter(spiffe_prefixes.values()), "") + OPERATOR, "dnsNames": []}
         got = {c.get("secret"): c for c in config.get("certificates", [])}
         if got != wanted:
             fail(f"Job {jname}: GRPC_ISSUER_CONFIG certificates {sorted(got)} are not the mounted Secrets with their SPIFFE ids, Services' names and Deployments")
@@ -580,7 +601,7 @@ def check_manifests(path, name, metrics_ts, env_out):
         expected_rules = [
             {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [ca_secret] + [w for w in wanted], "verbs": ["get", "update"]},
             {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
-            {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [w["deployment"] for w in wanted.values()], "verbs": ["get", "patch"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [w["deployment"] for w in wanted.values() if "deployment" in w], "verbs": ["get", "patch"]},
         ]
         normalize = lambda rules: sorted(json.dumps({k: sorted(v) for k, v in r.items()}, sort_keys=True) for r in rules)
         if normalize(role.get("rules", [])) != normalize(expected_rules):
@@ -667,10 +688,78 @@ def check_manifests(path, name, metrics_ts, env_out):
                 if isinstance(value, dict) and value["secret"] in owner_secrets:
                     fail(f"{component}: {variable} reads the schema owners' Secret {value['secret']}: only the migration Jobs may")
 
+    # --- the operator's commands: the erase-due CronJob, and the documented one-off Job that is its pod with other args
+    cronjobs = by_kind("CronJob")
+    operator_pods = []
+    operator_env = {}
+    if cronjobs and not operator_account:
+        fail("a CronJob without the operator's ServiceAccount (operator.enabled)")
+    for cron in cronjobs:
+        cname = cron["metadata"]["name"]
+        spec = cron["spec"]
+        template = spec["jobTemplate"]["spec"]["template"]
+        pod = template["spec"]
+        container = pod["containers"][0]
+        if component_of(cron) != OPERATOR or component_of(template) != OPERATOR:
+            fail(f"CronJob {cname}: not labelled as the operator's")
+        if spec.get("concurrencyPolicy") != "Forbid" or not spec["jobTemplate"]["spec"].get("activeDeadlineSeconds"):
+            fail(f"CronJob {cname}: runs may overlap (concurrencyPolicy Forbid and an activeDeadlineSeconds)")
+        if container.get("args") != OPERATOR_SCRIPT + ["erase-due"]:
+            fail(f"CronJob {cname}: does not run org.js erase-due, but {container.get('args')}")
+        if container["image"] != deployments.get("gateway", {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0].get("image"):
+            fail(f"CronJob {cname}: not the gateway's image (the one that ships tools/devstack's org.js)")
+        sc = container.get("securityContext", {})
+        if sc.get("allowPrivilegeEscalation") is not False or sc.get("readOnlyRootFilesystem") is not True or sc.get("capabilities", {}).get("drop") != ["ALL"] or pod.get("securityContext", {}).get("runAsNonRoot") is not True:
+            fail(f"CronJob {cname}: securityContext is not restricted")
+        if not {"cpu", "memory"} <= set(container.get("resources", {}).get("limits", {})):
+            fail(f"CronJob {cname}: no limits")
+        if pod.get("automountServiceAccountToken") is not False or pod.get("serviceAccountName") != operator_account["metadata"]["name"] or operator_account.get("automountServiceAccountToken") is not False:
+            fail(f"CronJob {cname}: not the operator's ServiceAccount without a token")
+        operator_env = {e["name"]: e.get("value", {"secret": e.get("valueFrom", {}).get("secretKeyRef", {}).get("name")}) for e in container.get("env", [])}
+        for svc in OPERATOR_CALLS:
+            address = f"{services[svc]['metadata']['name']}:{GRPC_PORTS[svc]}"
+            if operator_env.get(f"{svc.upper()}_ADDRESS") != address:
+                fail(f"CronJob {cname}: {svc.upper()}_ADDRESS is not {address}")
+        tls_volume = next((v for v in pod.get("volumes", []) if v["name"] == "grpc-tls"), None)
+        if tls_secrets:
+            prefix = next(iter(spiffe_prefixes.values()), "")
+            if (tls_volume or {}).get("secret", {}).get("secretName") != operator_secret or operator_env.get("GRPC_TLS_SPIFFE_PREFIX") != prefix:
+                fail(f"CronJob {cname}: not the operator's certificate {operator_secret} with the components' SPIFFE prefix")
+            if prefix + OPERATOR != prefix.rsplit("/sa/", 1)[0] + "/sa/" + operator_account["metadata"]["name"]:
+                fail(f"CronJob {cname}: the operator's SPIFFE id is not its ServiceAccount's")
+        elif operator_env.get("GRPC_PLAINTEXT") != "true" or tls_volume:
+            fail(f"CronJob {cname}: GRPC_PLAINTEXT=true exactly when the components run the hop in plaintext")
+        if ("REDIS_URL" in operator_env) != ("REDIS_URL" in envs.get("gateway", {})):
+            fail(f"CronJob {cname}: REDIS_URL is not the gateways' (an offboarding announces on it)")
+        operator_pods.append((OPERATOR, template["metadata"]["labels"], pod))
+
+        example = yaml.safe_load(open(OPERATOR_EXAMPLE))
+        example_template = example["spec"]["template"]
+        release_ns = (cron["metadata"].get("labels", {}).get("app.kubernetes.io/instance"), cron["metadata"].get("namespace"))
+        if release_ns == ("mileage", "mileage") and tls_secrets and "REDIS_URL" in operator_env:
+            def comparable(p):
+                p = json.loads(json.dumps(p))
+                for key in ("imagePullSecrets", "nodeSelector", "tolerations"):
+                    p.pop(key, None)
+                for c in p["containers"]:
+                    c.pop("image", None)
+                    c["args"] = c.get("args", [])[:len(OPERATOR_SCRIPT)]
+                return p
+            if comparable(example_template["spec"]) != comparable(pod):
+                fail(f"{OPERATOR_EXAMPLE.name}: its pod is not the CronJob {cname}'s but for the image and args")
+            if example_template["spec"]["containers"][0]["args"][:len(OPERATOR_SCRIPT)] != OPERATOR_SCRIPT:
+                fail(f"{OPERATOR_EXAMPLE.name}: does not run org.js")
+            example_pod = (OPERATOR_EXAMPLE.name, example_template["metadata"]["labels"])
+            for policy in by_kind("NetworkPolicy"):
+                if selects(policy["spec"]["podSelector"], template["metadata"]["labels"]) != selects(policy["spec"]["podSelector"], example_pod[1]):
+                    fail(f"{OPERATOR_EXAMPLE.name}: NetworkPolicy {policy['metadata']['name']} treats its pod otherwise than the CronJob's")
+            print(f"{name}: {OPERATOR_EXAMPLE.name} is the CronJob {cname}'s pod but for its args, under the same NetworkPolicies")
+
     # --- NetworkPolicies
     policies = by_kind("NetworkPolicy")
     pods = [(component_of(d), d["spec"]["template"]["metadata"]["labels"], d["spec"]["template"]["spec"]) for d in by_kind("Deployment")]
     pods += [(j["metadata"]["name"], j["spec"]["template"]["metadata"]["labels"], j["spec"]["template"]["spec"]) for j in jobs + issuer_jobs]
+    pods += operator_pods
     if not policies:
         fail("no NetworkPolicies")
     else:
@@ -784,15 +873,17 @@ def check_manifests(path, name, metrics_ts, env_out):
             return out
 
         for who, labels, _ in pods:
-            env = envs.get(who, {})
+            env = operator_env if who == OPERATOR else envs.get(who, {})
             got = ip_egress(labels)
             expected = set()
             if who == "gateway":
                 expected.add("oidc")
                 if "REDIS_URL" in env:
                     expected.add("redis")
-            elif who != "scim":
+            elif who not in ("scim", OPERATOR):
                 expected.add("postgres")
+            if who == OPERATOR and "REDIS_URL" in env:
+                expected.add("redis")
             if who == "webhooks":
                 expected.add("deliveries (443)")
             if "EXPORT_S3_BUCKET" in env:

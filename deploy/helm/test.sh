@@ -9,7 +9,9 @@
 #      the processes' own configuration schemas);
 #   3. kube-score (Go module proxy) and Checkov (PyPI) on every rendered value set (independent-linters.sh): each
 #      finding fixed or a reasoned exception in linter-exceptions.yaml;
-#   4. values.yaml documents every key; every file in tests/bad-values/ is refused, with the message it names.
+#   4. values.yaml documents every key; every file in tests/bad-values/ is refused, with the message it names;
+#   5. examples/offboard-job.yaml (the operator's one-off Job, docs/operations-helm.md) is valid and is the chart's
+#      erase-due CronJob pod but for its args.
 # Exits non-zero on any failure.
 set -euo pipefail
 started=$(date +%s)
@@ -72,7 +74,8 @@ for values in "$chart"/ci/*.yaml; do
     fi
     echo "$name: $(grep -c '^kind:' "$out/$name.yaml") manifests valid against the Kubernetes $kube API schemas (strict)"
   done
-  "$python" "$here/check-rendered.py" manifests "$out/$name.yaml" "$name" "$root/packages/runtime/src/telemetry/metrics.ts" "$out/$name.env.json"
+  "$python" "$here/check-rendered.py" manifests "$out/$name.yaml" "$name" "$root/packages/runtime/src/telemetry/metrics.ts" "$out/$name.env.json" \
+    | tee "$out/$name.checked"
   if [ "$check_env" = yes ]; then
     node "$here/check-env.mjs" "$out/$name.env.json" "$name" "$root"
   fi
@@ -80,6 +83,18 @@ for values in "$chart"/ci/*.yaml; do
   sets=$((sets + 1))
 done
 [ "$sets" -ge 3 ] || { echo "expected at least 3 value sets in $chart/ci, found $sets" >&2; exit 1; }
+
+# The operator's one-off Job of docs/operations-helm.md: valid, and the chart's CronJob pod but for its args in at
+# least one value set (check-rendered.py compares them where the release, TLS and Redis are the example's).
+section "the operator's example Job"
+example="$here/examples/offboard-job.yaml"
+for kube in "${KUBE_VERSIONS[@]}"; do
+  "$venv/bin/kubernetes-validate" --kubernetes-version "$kube" --strict --quiet "$example" \
+    || { echo "$example: invalid for Kubernetes $kube" >&2; exit 1; }
+done
+compared="$(grep -l "offboard-job.yaml is the CronJob" "$out"/*.checked | wc -l)"
+[ "$compared" -ge 1 ] || { echo "$example: no value set rendered the CronJob it must match" >&2; exit 1; }
+echo "$(basename "$example"): valid against the Kubernetes ${KUBE_VERSIONS[*]} API schemas (strict), matches the CronJob in $compared value sets"
 
 # ------------------------------------------------------------------------------------------- independent linters
 section "kube-score and Checkov"

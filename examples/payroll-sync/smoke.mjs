@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// Smoke run of the example's two documented commands (CI, .ci/run): the whole stack on free ports (launchStack, the
+// Smoke run of the example's three documented commands (CI, .ci/run): the whole stack on free ports (launchStack, the
 // development identity provider issuing real tokens), `npm run export -w examples/payroll-sync` twice (the second
 // changes nothing), a drive deleted through the Drives service (gRPC DeleteDrive) and `npm run export` again: the
 // change feed's tombstone removes its row and only its row; then `npm run receive -w examples/payroll-sync`: it syncs,
-// applies a signed withdrawal to the CSV, refuses a forged one, and stops cleanly on SIGTERM. A minute or so.
-import { spawn } from 'node:child_process';
+// applies a signed withdrawal to the CSV, refuses a forged one, and stops cleanly on SIGTERM; then `npm run
+// organization-export -w examples/payroll-sync` as the organization admin: the archive downloaded and every file
+// checked against its manifest, and `tar` lists the same files. A minute or so.
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -63,6 +65,7 @@ try {
     PAYROLL_CSV: join(dir, 'team-1.csv'),
     WEBHOOK_SECRET: secret,
     RECEIVER_PORT: String(port),
+    PAYROLL_ARCHIVE: join(dir, 'organization-1.tar.gz'),
   };
   for (const expected of [
     /full sync of group 1: \d+ new or changed.*\(rewritten\)/,
@@ -119,8 +122,21 @@ try {
   } finally {
     if (receiver.child.exitCode === null) process.kill(-receiver.child.pid, 'SIGKILL');
   }
+
+  // Alice is the demo organization's admin: her token (scope organization_manage) may export it.
+  const exported = npmRun('organization-export', env);
+  if (
+    (await exported.exited) !== 0 ||
+    !/^\d+ files, \d+ rows: every file matches the manifest$/m.test(exported.output())
+  )
+    fail(`npm run organization-export:\n${exported.output()}`);
+  process.stdout.write(exported.output());
+  const listed = execFileSync('tar', ['-tzf', env.PAYROLL_ARCHIVE], { encoding: 'utf8' }).trim().split('\n');
+  const summarised = [...exported.output().matchAll(/^ {2}(\S+): \d+ rows/gm)].map((m) => m[1]);
+  if (listed.join() !== ['manifest.json', ...summarised].join() || !summarised.includes('reported_drives.csv'))
+    fail(`the archive holds ${listed.join(', ')}; the summary named ${summarised.join(', ')}`);
   process.stdout.write(
-    'payroll-sync smoke: export twice (idempotent), a deletion applied by the next export, receiver applied a signed withdrawal: ok\n',
+    'payroll-sync smoke: export twice (idempotent), a deletion applied by the next export, receiver applied a signed withdrawal, the organization export downloaded and checked: ok\n',
   );
 } finally {
   drives.close();

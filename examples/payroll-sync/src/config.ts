@@ -7,11 +7,15 @@ const optional = z
   .optional()
   .transform((v) => (v === '' ? undefined : v));
 
-/** The environment of both commands, read once (every problem reported at once, exit 78). */
+/** The environment of the commands, read once (every problem reported at once, exit 78). */
 export const configSchema = z
   .object({
     MILEAGE_API_URL: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8080'),
-    MILEAGE_GROUP_ID: z.string().regex(/^[1-9]\d{0,17}$/, 'a group id (a positive integer)'),
+    /** The team whose reported drives `export` and `receive` keep (`organization-export` needs none). */
+    MILEAGE_GROUP_ID: z
+      .string()
+      .regex(/^[1-9]\d{0,17}$/, 'a group id (a positive integer)')
+      .optional(),
     /** A bearer token as is (short-lived: for a try-out). */
     MILEAGE_TOKEN: optional,
     /** Or a token endpoint and a grant: a refresh token (production) or a demo user's password (development realm). */
@@ -22,6 +26,8 @@ export const configSchema = z
     MILEAGE_USERNAME: optional,
     MILEAGE_PASSWORD: optional,
     PAYROLL_CSV: z.string().default('payroll-drives.csv'),
+    /** Where `organization-export` writes the organization's archive (a tar.gz). */
+    PAYROLL_ARCHIVE: z.string().default('organization-export.tar.gz'),
     /** Default: the CSV's name with `.state.json`. */
     PAYROLL_STATE: optional,
     WEBHOOK_SECRET: z
@@ -78,10 +84,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 export const statePath = (c: Config) => c.PAYROLL_STATE ?? `${c.PAYROLL_CSV.replace(/\.csv$/i, '')}.state.json`;
 export const csvPath = (c: Config) => path.resolve(c.PAYROLL_CSV);
+export const archivePath = (c: Config) => path.resolve(c.PAYROLL_ARCHIVE);
 
-const SCOPE = 'groups_read_reported_drives';
+/** What `export` and `receive` read: the team's reported drives (a group admin's token). */
+export const REPORTED_DRIVES_SCOPE = 'groups_read_reported_drives';
+/** What `organization-export` needs (CONTRACT §8): an organization admin's token with this scope. */
+export const ORGANIZATION_EXPORT_SCOPE = 'organization_manage';
 
-export function tokenSource(c: Config, fetchImpl?: typeof fetch): TokenSource {
+export function tokenSource(c: Config, scope = REPORTED_DRIVES_SCOPE, fetchImpl?: typeof fetch): TokenSource {
   if (c.MILEAGE_TOKEN) return c.MILEAGE_TOKEN;
   return oauthToken({
     tokenUrl: c.MILEAGE_TOKEN_URL!,
@@ -90,15 +100,15 @@ export function tokenSource(c: Config, fetchImpl?: typeof fetch): TokenSource {
     grant: c.MILEAGE_REFRESH_TOKEN
       ? { grant_type: 'refresh_token', refresh_token: c.MILEAGE_REFRESH_TOKEN }
       : { grant_type: 'password', username: c.MILEAGE_USERNAME!, password: c.MILEAGE_PASSWORD! },
-    scope: SCOPE,
+    scope,
     ...(fetchImpl ? { fetch: fetchImpl } : {}),
   });
 }
 
-export function clientFor(c: Config): MileageClient {
+export function clientFor(c: Config, token: TokenSource = tokenSource(c)): MileageClient {
   return createMileageClient({
     baseUrl: c.MILEAGE_API_URL,
-    token: tokenSource(c),
+    token,
     userAgent: 'mileage-payroll-sync/1',
   });
 }

@@ -2,8 +2,10 @@
 // gateway and the development identity provider issuing real tokens): a full first run, an idempotent re-run, a
 // changed and a new report picked up incrementally, a deleted drive and a withdrawn report leaving the CSV through the
 // change feed's tombstones (and a drive deleted before it was ever synced never appearing), a watermark older than
-// the tombstone retention answered 410 and rebuilt from a full walk, and the command itself. Webhook deliveries come
-// with the webhooks service.
+// the tombstone retention answered 410 and rebuilt from a full walk, and the command itself; the organization export
+// (CONTRACT §8) as an organization admin: requested, downloaded, checked against its manifest, a download an earlier
+// run left unfinished continued rather than requested again, and refused to a driver. Webhook deliveries come with the
+// webhooks service.
 import { launchStack, type LaunchedStack } from '@mileage/devstack';
 import { drivesV1 } from '@mileage/proto';
 import {
@@ -19,13 +21,14 @@ import { asOrganization } from '@mileage/runtime/testing';
 import { parse } from 'csv-parse/sync';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import {
   createMileageClient,
+  MileageApiError,
   oauthToken,
   syncReportedDrives,
   syncUserDrives,
@@ -34,8 +37,10 @@ import {
   type SyncEvent,
   type SyncState,
 } from '@mileage/client';
-import { clientFor, loadConfig, type Config } from './config';
+import { verifyArchive } from './archive';
+import { clientFor, loadConfig, ORGANIZATION_EXPORT_SCOPE, tokenSource, type Config } from './config';
 import { runExport } from './export';
+import { partFileOf, runOrganizationExport } from './organization-export';
 import { PayrollStore, type Row } from './store';
 
 let stack: LaunchedStack;
@@ -334,4 +339,83 @@ test('syncUserDrives walks a driver’s own drives page by page on the real stac
   for await (const e of syncUserDrives(client, 'CarolDrv01', { state: done.kind === 'complete' ? done.state : null }))
     again.push(e.kind);
   assert.deepEqual(again, ['complete']);
+});
+
+/** The organization export as `config`'s user (an organization admin: Alice), looking at the job every 100 ms. */
+function exportAs(c: Config, file: string) {
+  const token = tokenSource(c, ORGANIZATION_EXPORT_SCOPE);
+  return runOrganizationExport(clientFor(c, token), file, { baseUrl: c.MILEAGE_API_URL, token, intervalMs: 100 });
+}
+const exportIds = async () => {
+  const { data } = await clientFor(config, tokenSource(config, ORGANIZATION_EXPORT_SCOPE)).GET(
+    '/v1/organization/exports',
+  );
+  return data!.results.map((e) => e.id);
+};
+
+test('the command `organization-export`: the organization admin’s archive, downloaded, checked against its manifest, summarised; no group needed', async () => {
+  const run = promisify(execFile);
+  const file = path.join(dir, 'organization.tar.gz');
+  const { MILEAGE_GROUP_ID: _team, ...withoutTeam } = env;
+  const { stdout } = await run(process.execPath, [path.join(__dirname, 'main.js'), 'organization-export'], {
+    env: { ...process.env, ...withoutTeam, PAYROLL_ARCHIVE: file },
+  });
+  assert.match(stdout, /^export [0-9a-f-]{36}: (queued|running|completed)/m);
+  assert.match(stdout, /^organization 1 \(Demo Org\) as of \S+: .*organization\.tar\.gz$/m);
+  assert.match(stdout, /^ {2}users\.jsonl: \d+ rows, \d+ bytes, SHA-256 matches the manifest$/m);
+  assert.match(stdout, /^\d+ files, \d+ rows: every file matches the manifest$/m);
+  // What it printed is what the archive holds: an independent read of it agrees, and nothing is left beside it.
+  const verified = await verifyArchive(file);
+  assert.deepEqual(verified.manifest.files.map((f) => f.name).sort(), [
+    'groups.jsonl',
+    'provisioning_events.jsonl',
+    'reported_drives.csv',
+    'reported_drives.jsonl',
+    'scim_tokens.jsonl',
+    'users.jsonl',
+    'webhooks.jsonl',
+  ]);
+  for (const f of verified.files) assert.ok(stdout.includes(`  ${f.name}: ${f.rows} rows, ${f.bytes} bytes`), f.name);
+  assert.ok(verified.files.find((f) => f.name === 'users.jsonl')!.rows >= 3);
+  assert.deepEqual(
+    readdirSync(dir).filter((name) => name.startsWith('organization.tar.gz')),
+    ['organization.tar.gz'],
+  );
+  // export and receive still need their team.
+  const noTeam = await run(process.execPath, [path.join(__dirname, 'main.js'), 'export'], {
+    env: { ...process.env, ...withoutTeam },
+  }).catch((err: { code: number; stderr: string }) => err);
+  assert.equal((noTeam as { code: number }).code, 78);
+  assert.match((noTeam as { stderr: string }).stderr, /MILEAGE_GROUP_ID: required by export/);
+});
+
+test('a download an earlier run left unfinished (or whole but unchecked) is continued with Range: no new export is requested', async () => {
+  const first = await exportAs(config, path.join(dir, 'first.tar.gz'));
+  assert.equal(first.resumed, false);
+  const archive = readFileSync(first.file);
+  assert.equal(archive.length, first.sizeBytes);
+  const requested = await exportIds();
+
+  // A run stopped a third of the way into the download; then one stopped after the last byte, before the check.
+  for (const kept of [Math.floor(archive.length / 3), archive.length]) {
+    const file = path.join(dir, `again-${kept}.tar.gz`);
+    writeFileSync(partFileOf(file, first.id), archive.subarray(0, kept));
+    const again = await exportAs(config, file);
+    assert.deepEqual({ id: again.id, resumed: again.resumed }, { id: first.id, resumed: true });
+    assert.ok(readFileSync(file).equals(archive));
+    assert.equal(again.sha256, first.sha256);
+    assert.ok(!existsSync(partFileOf(file, first.id)));
+  }
+  assert.deepEqual(await exportIds(), requested, 'no export was requested');
+});
+
+test('a driver (no organization admin) is refused the organization export: 403, nothing written', async () => {
+  const file = path.join(dir, 'carol.tar.gz');
+  const carol = loadConfig({ ...env, MILEAGE_USERNAME: 'carol@example.com' });
+  const err = await exportAs(carol, file).then(
+    () => assert.fail('a driver exported the organization'),
+    (e: Error) => e,
+  );
+  assert.ok(err instanceof MileageApiError && err.status === 403, String(err));
+  assert.ok(!readdirSync(dir).some((name) => name.startsWith('carol.tar.gz')));
 });

@@ -54,6 +54,10 @@ before(async () => {
     if (req.url === `/v1/organization/exports/${ID}/archive`) {
       downloads.push({ range: req.headers.range, ifRange: req.headers['if-range'] as string | undefined });
       const start = Number(/^bytes=(\d+)-$/.exec(req.headers.range ?? '')?.[1] ?? 0);
+      if (start >= ARCHIVE.length)
+        return res
+          .writeHead(416, { etag: `"${SHA256}"`, 'content-range': `bytes */${ARCHIVE.length}` })
+          .end(JSON.stringify({ detail: 'The range lies outside the archive', status: 416 }));
       const body = ARCHIVE.subarray(start);
       res.writeHead(start ? 206 : 200, {
         'content-type': 'application/gzip',
@@ -103,4 +107,12 @@ test('a download broken half way resumes with Range where the file ends, and is 
   assert.match(downloads[1]!.range!, /^bytes=\d+-$/);
   assert.ok(Number(/\d+/.exec(downloads[1]!.range!)![0]) > 0, 'it resumed, not restarted');
   assert.equal(downloads[1]!.ifRange, `"${SHA256}"`);
+});
+
+test('a file that already holds the whole archive (a run stopped after its last byte): 416, checked, kept', async () => {
+  downloads = [];
+  assert.equal(statSync(file).size, ARCHIVE.length);
+  assert.equal(await downloadExport(ID, file, { baseUrl, token: 'admin-token' }), SHA256);
+  assert.deepEqual(downloads, [{ range: `bytes=${ARCHIVE.length}-`, ifRange: undefined }]);
+  assert.ok(readFileSync(file).equals(ARCHIVE));
 });

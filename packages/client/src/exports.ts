@@ -80,7 +80,15 @@ export async function downloadExport(id: string, file: string, options: Download
     } else if (have > 0) headers.Range = `bytes=${have}-`;
     try {
       const res = await doFetch(url, { headers, ...(options.signal ? { signal: options.signal } : {}) });
-      if (res.status === 416 && etag) return verify(file, etag); // the file already holds it all
+      // The file already holds it all (a run stopped after the last byte): checked against the archive's ETag, which
+      // the 416 carries too, so also on a first attempt that had none yet.
+      if (res.status === 416) {
+        const whole = res.headers.get('etag') ?? etag;
+        if (whole) {
+          await res.body?.cancel();
+          return verify(file, whole);
+        }
+      }
       if (res.status !== 200 && res.status !== 206) {
         const body = await res.json().catch(() => null);
         const error = new MileageApiError(res.status, body, res.headers.get('x-request-id'));

@@ -203,6 +203,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- fail "tracing.egress is required with tracing.otlpEndpoint and networkPolicy.enabled: where the collector is, as NetworkPolicyPeers" -}}
 {{- end -}}
 {{- end -}}
+{{- if and $v.operator.eraseDue.enabled (not $v.operator.enabled) -}}
+{{- fail "operator.eraseDue.enabled needs operator.enabled: the erasure runs with the operator's identity. Set operator.eraseDue.enabled false too, and run npm run org -- erase-due yourself (an offboarded organization must be erased when its grace period ends)." -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Secrets: the chart's own, or the ones named in the values. */}}
@@ -384,4 +387,78 @@ a changed value. Every other value a pod reads is in its template (environment, 
 {{- if eq .component "webhooks" }}{{ $read = append $read $v.webhooks.secretKey }}{{ end -}}
 {{- end -}}
 {{- toJson $read | sha256sum -}}
+{{- end -}}
+
+{{/* The pod of an operator's command, `node tools/devstack/dist/org.js <args>` in the gateway's image, with the
+operator's gRPC identity: (dict "root" $ "args" (list "erase-due")). The CronJob's (operator.yaml); the one-off Jobs
+of docs/operations-helm.md are the same pod with other args (check-rendered.py compares them). */}}
+{{- define "mileage.operatorPodSpec" -}}
+{{- $root := .root -}}
+{{- $ctx := dict "root" $root "component" "operator" -}}
+serviceAccountName: {{ include "mileage.componentName" $ctx }}
+automountServiceAccountToken: false
+enableServiceLinks: false
+# A failed run's pod stays for its logs; the Job's backoffLimit starts another.
+restartPolicy: Never
+securityContext:
+  {{- include "mileage.podSecurityContext" $root | nindent 2 }}
+{{- with $root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+containers:
+  - name: org
+    image: {{ include "mileage.image" (dict "root" $root "component" "gateway") }}
+    imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+    # The image's entrypoint (tini) runs `npm run org`'s script, tools/devstack/dist/org.js of the gateway's image.
+    args: {{ concat (list "node" "tools/devstack/dist/org.js") .args | toJson }}
+    securityContext:
+      {{- include "mileage.containerSecurityContext" $root | nindent 6 }}
+    env:
+      # The four owners of an organization's data (the operator's calls, call-graph.yaml).
+      {{- range $svc := list "users" "groups" "drives" "webhooks" }}
+      - { name: {{ upper $svc }}_ADDRESS, value: {{ include "mileage.grpcAddress" (dict "root" $root "component" $svc) | quote }} }
+      {{- end }}
+      {{- if include "mileage.redisEnabled" $root }}
+      # The gateways' Redis: an offboarding announces the organization's credentials revoked on it.
+      - name: REDIS_URL
+        valueFrom: { secretKeyRef: { name: {{ include "mileage.redisSecret" $root }}, key: redis-url } }
+      {{- end }}
+      {{- if $root.Values.grpcTls.enabled }}
+      # The operator's certificate (SPIFFE id <prefix>operator) and the CA of every service.
+      - { name: GRPC_TLS_CERT_FILE, value: /etc/mileage/grpc-tls/tls.crt }
+      - { name: GRPC_TLS_KEY_FILE, value: /etc/mileage/grpc-tls/tls.key }
+      - { name: GRPC_TLS_CA_FILE, value: /etc/mileage/grpc-tls/ca.crt }
+      - { name: GRPC_TLS_SPIFFE_PREFIX, value: {{ include "mileage.spiffePrefix" $root | quote }} }
+      {{- else }}
+      - { name: GRPC_PLAINTEXT, value: "true" }
+      {{- end }}
+    resources:
+      {{- toYaml $root.Values.operator.resources | nindent 6 }}
+    volumeMounts:
+      - { name: tmp, mountPath: /tmp }
+      {{- if $root.Values.grpcTls.enabled }}
+      - { name: grpc-tls, mountPath: /etc/mileage/grpc-tls, readOnly: true }
+      {{- end }}
+volumes:
+  - name: tmp
+    emptyDir: { sizeLimit: 16Mi }
+  {{- if $root.Values.grpcTls.enabled }}
+  - name: grpc-tls
+    secret:
+      secretName: {{ include "mileage.grpcTlsSecret" $ctx }}
+      defaultMode: 0440
+      items:
+        - { key: tls.crt, path: tls.crt }
+        - { key: tls.key, path: tls.key }
+        - { key: ca.crt, path: ca.crt }
+  {{- end }}
+{{- with $root.Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $root.Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}

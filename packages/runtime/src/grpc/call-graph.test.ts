@@ -5,13 +5,16 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { callGraph, PROCESSES, serverOf } from './call-graph';
+import { callGraph, operatorCalls, PROCESSES, serverOf } from './call-graph';
 
 const CHART_CALL_GRAPH = path.resolve(__dirname, '../../../../deploy/helm/mileage/call-graph.yaml');
 
 test("the chart's call graph is the one the methods' callers declare", () => {
   const graph = callGraph();
-  const expected = PROCESSES.map((p) => `${p}: [${graph[p].join(', ')}]`);
+  const expected = [
+    ...PROCESSES.map((p) => `${p}: [${graph[p].join(', ')}]`),
+    `operator: [${operatorCalls().join(', ')}]`,
+  ];
   const written = readFileSync(CHART_CALL_GRAPH, 'utf8')
     .split('\n')
     .filter((line) => line.trim() && !line.startsWith('#'));
@@ -29,4 +32,8 @@ test('the graph has the calls the platform makes of its own accord, and none of 
   assert.deepEqual(graph.groups, []);
   assert.equal(serverOf('/mileage.users.v1.OrganizationsService/GetOrganization'), 'users');
   assert.throws(() => serverOf('/grpc.health.v1.Health/Check'), /no process serves/);
+});
+
+test("the operator's commands call the four owners of an organization's data, and nothing else", () => {
+  assert.deepEqual(operatorCalls(), ['drives', 'groups', 'users', 'webhooks']);
 });

@@ -32,3 +32,14 @@ export function callGraph(
   }
   return Object.fromEntries(PROCESSES.map((p) => [p, [...graph[p]].sort()])) as Record<Process, Server[]>;
 }
+
+/**
+ * Whom the operator's commands (`npm run org`, also as the chart's Jobs in the cluster) call, from the methods whose
+ * callers name `operator`: the egress of the chart's operator pods and the ingress the services admit from them.
+ */
+export function operatorCalls(rules: Readonly<Record<string, MethodRules<Component>>> = METHOD_RULES): Server[] {
+  const called = new Set<Server>();
+  for (const [path, { callers }] of Object.entries(rules))
+    if ((callers as readonly string[]).includes('operator')) called.add(serverOf(path));
+  return [...called].sort();
+}
