@@ -134,6 +134,8 @@ export interface Harness {
   /** The Users and Groups databases: each keeps the provisioning audit of its resources. */
   usersDb: ReturnType<typeof openDatabase>;
   groupsDb: ReturnType<typeof openGroupsDatabase>;
+  /** The Drives database (to record many drives at once, as no test could through the service). */
+  drivesDb: ReturnType<typeof openDrivesDatabase>;
   /** A client-credentials token of the provisioning client `mileage-scim`. */
   scimToken(): Promise<string>;
   /** A gateway app wired like main.ts; options override single dependencies. */
@@ -166,8 +168,12 @@ export interface Harness {
     /** CURSOR_SECRET (default: one every app of the harness shares) and CURSOR_SECRET_PREVIOUS (default: none). */
     cursorSecret?: string;
     cursorSecretPrevious?: string;
+    /** The app's Drives client as the test sees it (e.g. to count the pages the app asks for); default: as is. */
+    observeDrives?: (client: DrivesClient) => DrivesClient;
+    /** Leaves the app's responses out of `recorded` (a test streaming tens of MB whose shape another test checks). */
+    unrecorded?: boolean;
   }): Express;
-  drivesClient: ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
+  drivesClient: DrivesClient;
   /** A real access token from the provider by the password grant of `mileage-dev`. */
   token(username: string, scope: string): Promise<string>;
   /** Signs arbitrary claims with the provider's real signing key (for claims no client can obtain). */
@@ -177,6 +183,8 @@ export interface Harness {
   recorded: RecordedResponse[];
   close(): Promise<void>;
 }
+
+type DrivesClient = ReturnType<typeof createGrpcClient<drivesV1.DrivesServiceClient>>;
 
 export async function startHarness(): Promise<Harness> {
   const testDb: TestDatabase = await createTestDatabase('gateway');
@@ -506,6 +514,7 @@ export async function startHarness(): Promise<Harness> {
       await job!.run();
     },
     groupsDb,
+    drivesDb,
     scimToken: () => scimClientToken(idp.issuer, SCIM_CLIENT_SECRET),
     app(options = {}) {
       const addresses = {
@@ -563,7 +572,7 @@ export async function startHarness(): Promise<Harness> {
           ...(options.revocations ? { revocations: options.revocations } : {}),
         }),
         groups,
-        drives,
+        drives: options.observeDrives ? options.observeDrives(drives) : drives,
         scim,
         webhooks,
         ...(options.shares ? { shares: options.shares } : {}),
@@ -577,6 +586,7 @@ export async function startHarness(): Promise<Harness> {
         }),
         dependencies: () => dependencies.monitor.report(),
       });
+      if (options.unrecorded) return inner;
       // Every response is recorded for the contract check in close().
       const outer = express();
       outer.use(recordResponses(recorded));

@@ -1,6 +1,7 @@
 /**
  * Organization exports through the gateway (CONTRACT §8): requested by an organization admin (one at a time), followed,
- * and downloaded whole or by ranges (resuming), with 409 before completion, 416 past the end and 410 after expiry.
+ * and downloaded whole or by ranges (resuming), with 409 before completion, 416 past the end and 410 after expiry; the
+ * archive's provisioning trail holds the group writes as well as the Users service's entries.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -127,11 +128,11 @@ test('an admin exports the organization, follows it, and downloads the archive w
     [
       'users.jsonl',
       'scim_tokens.jsonl',
-      'provisioning_events.jsonl',
       'groups.jsonl',
       'reported_drives.jsonl',
       'reported_drives.csv',
       'webhooks.jsonl',
+      'provisioning_events.jsonl',
     ],
   );
   for (const f of manifest.files)
@@ -193,4 +194,60 @@ test('an admin exports the organization, follows it, and downloads the archive w
   ]);
   await erin.get(`/v1/organization/exports/${id}/archive`).expect(410);
   assert.equal((await erin.get(`/v1/organization/exports/${id}`).expect(200)).body.status, 'expired');
+});
+
+test('the archive’s trail holds the group writes with their member changes, oldest first, as the API lists it', async () => {
+  const erin = await as(GLOBEX.erin);
+  const minted = await erin.post('/v1/organization/scim-tokens').send({ name: 'Okta' }).expect(201);
+  const { id: tokenId, token } = minted.body as { id: string; token: string };
+  const patchFleet = (operation: object) =>
+    request(app)
+      .patch(`/scim/v2/Groups/${h.groups.globexFleet}`)
+      .set('Authorization', `Bearer ${token}`)
+      .set('Content-Type', 'application/scim+json')
+      .send({ schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [operation] })
+      .expect(200);
+  await patchFleet({ op: 'add', path: 'members', value: [{ value: GLOBEX.bob }] });
+  await patchFleet({ op: 'remove', path: `members[value eq "${GLOBEX.bob}"]` });
+
+  const { id } = (await erin.post('/v1/organization/exports').expect(202)).body as { id: string };
+  await h.runExportJob();
+  assert.equal((await erin.get(`/v1/organization/exports/${id}`).expect(200)).body.status, 'completed');
+  // The trail as the API lists it now, newest first (before the download adds to it).
+  const listed: { id: string }[] = [];
+  for (let cursor = ''; ;) {
+    const page = await erin.get(`/v1/organization/provisioning-events?limit=2${cursor}`).expect(200);
+    listed.push(...(page.body.results as { id: string }[]));
+    if (!page.body.has_more) break;
+    cursor = `&cursor=${encodeURIComponent(page.body.next_cursor as string)}`;
+  }
+  const files = extract((await binary(erin.get(`/v1/organization/exports/${id}/archive`)).expect(200)).body as Buffer);
+  const text = files['provisioning_events.jsonl']!;
+  const trail = text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const manifest = JSON.parse(files['manifest.json']!) as { files: { name: string; rows: number; sha256: string }[] };
+  const described = manifest.files.find((f) => f.name === 'provisioning_events.jsonl')!;
+  assert.deepEqual([described.rows, described.sha256], [trail.length, createHash('sha256').update(text).digest('hex')]);
+
+  assert.deepEqual(
+    trail.map((e) => e.id),
+    listed.map((e) => e.id).reverse(),
+    'every entry of both owners, oldest first: the API’s list reversed',
+  );
+  const fleetWrites = trail.filter((e) => e.resource_type === 'Group');
+  assert.deepEqual(
+    fleetWrites.map((e) => [e.resource_id, e.action, e.credential, e.members_added, e.members_removed]),
+    [
+      [String(h.groups.globexFleet), 'patch', `scim_token:${tokenId}`, [GLOBEX.bob], []],
+      [String(h.groups.globexFleet), 'patch', `scim_token:${tokenId}`, [], [GLOBEX.bob]],
+    ],
+  );
+  assert.ok(
+    trail.some((e) => e.resource_type === 'ScimToken' && e.resource_id === tokenId && e.action === 'create'),
+    'the Users service’s entries are there too',
+  );
+  assert.ok(!text.includes(token) && !text.includes('mscim_'), 'no SCIM token secret');
+  assert.ok(!/secret|nonce|password/i.test(text), 'no secret, attestation nonce or password');
 });

@@ -1,17 +1,24 @@
 import type { groupsV1 } from '@mileage/proto';
+import { trailOldestFirst } from '@mileage/runtime/audit';
 import { snapshotInOrganization, type Knex } from '@mileage/runtime/database';
 import { dateToTimestamp, isUuid } from '@mileage/runtime/formats';
 import { errors, type Handlers, requireOrganization } from '@mileage/runtime/grpc';
 import { writeExportPart } from '@mileage/runtime/storage';
-import { GROUP_SCHEMA, resourceMeta } from '@mileage/scim-domain';
+import { GROUP_RESOURCE_TYPE, GROUP_SCHEMA, resourceMeta } from '@mileage/scim-domain';
 import type { GroupsServerDeps } from './organization-context';
 
 /** Groups per statement while the part is read. */
 const PAGE_ROWS = 1_000;
+/**
+ * The group writes of the provisioning trail, oldest first: the Users export job merges it with its own entries into
+ * the archive's `provisioning_events.jsonl` (it knows the file by this name), so it is no file of the archive itself.
+ */
+const TRAIL_PART = 'provisioning_events.groups.jsonl';
 
 /**
- * The Groups service's part of an organization export (CONTRACT §8): each group's SCIM representation with its
- * members (their ids and `$ref`s: the people are the Users part's), plus `admins`, from one snapshot of its schema.
+ * The Groups service's part of an organization export (CONTRACT §8), from one snapshot of its schema: each group's
+ * SCIM representation with its members (their ids and `$ref`s: the people are the Users part's), plus `admins`; and
+ * the group writes of its provisioning trail.
  */
 export function exportHandlers(
   deps: GroupsServerDeps,
@@ -23,15 +30,16 @@ export function exportHandlers(
       const { archives, knex } = deps;
       if (!archives) throw errors.unavailable('organization exports are not configured on this installation');
       const organizationId = requireOrganization(ctx);
-      const file = await snapshotInOrganization(knex, organizationId, (trx) =>
-        writeExportPart(
+      const files = await snapshotInOrganization(knex, organizationId, async (trx) => [
+        await writeExportPart(
           archives,
           request.exportId,
           'groups.jsonl',
           groups(trx, organizationId, deps.scimBaseUrl ?? DEFAULT_SCIM_BASE_URL),
         ),
-      );
-      return { files: [file] };
+        await writeExportPart(archives, request.exportId, TRAIL_PART, trail(trx, organizationId)),
+      ]);
+      return { files };
     },
   };
 }
@@ -85,5 +93,31 @@ async function* groups(trx: Knex.Transaction, organizationId: number, scimBase: 
     }
     if (rows.length < PAGE_ROWS) return;
     after = Number(rows[rows.length - 1]!.id);
+  }
+}
+
+/**
+ * The group writes of the trail as GET /v1/organization/provisioning-events shows them (an id unique across the
+ * trail's owners, the credential that acted, the resource), with what the trail adds: the group's attributes before
+ * and after, and the members a change by difference added and removed. Times to the microsecond (trailOldestFirst).
+ */
+async function* trail(trx: Knex.Transaction, organizationId: number): AsyncGenerator<string> {
+  const columns =
+    'actor, operation, team_id::text AS team_id, request_id, before, after, members_added, members_removed';
+  for await (const row of trailOldestFirst(trx, 'provisioning_audit', columns, organizationId)) {
+    yield `${JSON.stringify({
+      id: `groups-${row.id}`,
+      at: row.at,
+      credential: row.actor,
+      action: row.operation,
+      resource_type: GROUP_RESOURCE_TYPE.name,
+      resource_id: row.team_id,
+      outcome: 'succeeded',
+      request_id: row.request_id ?? '',
+      ...(row.before !== null ? { before: row.before } : {}),
+      ...(row.after !== null ? { after: row.after } : {}),
+      ...(row.members_added !== null ? { members_added: row.members_added } : {}),
+      ...(row.members_removed !== null ? { members_removed: row.members_removed } : {}),
+    })}\n`;
   }
 }

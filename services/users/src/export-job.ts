@@ -1,4 +1,5 @@
 import type { drivesV1, groupsV1, webhooksV1 } from '@mileage/proto';
+import { trailOldestFirst } from '@mileage/runtime/audit';
 import { snapshotInOrganization, type Knex } from '@mileage/runtime/database';
 import type { PromiseClient } from '@mileage/runtime/grpc';
 import { exportPartKey, writeExportPart, type ArchiveStore, type ExportPartFile } from '@mileage/runtime/storage';
@@ -6,6 +7,7 @@ import { type Logger } from '@mileage/runtime/telemetry';
 import { userRepresentation } from '@mileage/scim-domain';
 import { ExportJobs, archiveKey, type ExportRow } from './exports-repo';
 import { tarGz, type TarEntry } from './tar-gz';
+import { mergeTrailParts } from './trail-merge';
 import { SELECT_COLUMNS, toUser } from './users-repo';
 
 /** The archive's format, named in its manifest. */
@@ -15,11 +17,18 @@ const PAGE_ROWS = 1_000;
 /** How long a runner's claim on a job holds without news from it. */
 export const EXPORT_CLAIM_MS = 60_000;
 
+// The provisioning trail has two owners, each writing its entries oldest first in a part of its own; the job merges
+// the parts into the archive's one trail file.
+const TRAIL_FILE = 'provisioning_events.jsonl';
+const USERS_TRAIL_PART = 'provisioning_events.users.jsonl';
+const GROUPS_TRAIL_PART = 'provisioning_events.groups.jsonl';
+const TRAIL_PARTS = new Set([USERS_TRAIL_PART, GROUPS_TRAIL_PART]);
+
 // The files each owner writes into an export's parts (exportPartKey), named once: the erasure removes them all.
-const USERS_PART_FILES = ['users.jsonl', 'scim_tokens.jsonl', 'provisioning_events.jsonl'] as const;
+const USERS_PART_FILES = ['users.jsonl', 'scim_tokens.jsonl', USERS_TRAIL_PART, TRAIL_FILE] as const;
 const DRIVES_PART_FILES = ['reported_drives.jsonl', 'reported_drives.csv'];
 const WEBHOOKS_PART_FILES = ['webhooks.jsonl'];
-const GROUPS_PART_FILES = ['groups.jsonl'];
+const GROUPS_PART_FILES = ['groups.jsonl', GROUPS_TRAIL_PART];
 const EVERY_PART_FILE = [...USERS_PART_FILES, ...DRIVES_PART_FILES, ...WEBHOOKS_PART_FILES, ...GROUPS_PART_FILES];
 
 export interface ExportJobDeps {
@@ -72,40 +81,41 @@ const scimTokensPart: PartSpec = {
   },
 };
 
-const provisioningEventsPart: PartSpec = {
-  name: USERS_PART_FILES[2],
-  async page(trx, organizationId, after) {
-    const { rows } = await trx.raw<{ rows: Record<string, unknown>[] }>(
-      `SELECT id, occurred_at, actor, operation, user_id, scim_token_id, export_id, request_id FROM provisioning_audit
-        WHERE organization_id = ? AND id > ? ORDER BY id LIMIT ?`,
-      [organizationId, Number(after || 0), PAGE_ROWS],
-    );
-    return rows.map((row) => ({
-      key: String(row.id),
-      line: {
-        id: `users-${String(row.id)}`,
-        at: row.occurred_at,
-        credential: row.actor,
-        action: row.operation,
-        resource_type: row.user_id ? 'User' : row.scim_token_id ? 'ScimToken' : 'Export',
-        resource_id: row.user_id ?? row.scim_token_id ?? row.export_id,
-        outcome: 'succeeded',
-        request_id: row.request_id ?? '',
-      },
-    }));
-  },
-};
+/**
+ * The Users service's entries of the provisioning trail (its users' changes, its SCIM tokens' creation and
+ * revocation, the exports' requests, downloads and expiries) as GET /v1/organization/provisioning-events shows them,
+ * oldest first, times to the microsecond (trailOldestFirst).
+ */
+async function* usersTrail(trx: Knex.Transaction, organizationId: number): AsyncGenerator<string> {
+  const columns =
+    'actor, operation, user_id, scim_token_id::text AS scim_token_id, export_id::text AS export_id, request_id';
+  for await (const row of trailOldestFirst(trx, 'provisioning_audit', columns, organizationId, PAGE_ROWS)) {
+    yield `${JSON.stringify({
+      id: `users-${row.id}`,
+      at: row.at,
+      credential: row.actor,
+      action: row.operation,
+      resource_type: row.user_id ? 'User' : row.scim_token_id ? 'ScimToken' : 'Export',
+      resource_id: row.user_id ?? row.scim_token_id ?? row.export_id,
+      outcome: 'succeeded',
+      request_id: row.request_id ?? '',
+    })}\n`;
+  }
+}
 
 /**
  * Runs one claimed export: the Users schema's parts from one snapshot (REPEATABLE READ), each written to the store as
- * it is read; then the archive (manifest first) assembled from them; then the parts removed. Any failure — a full disk,
+ * it is read; then the other owners' parts; then the owners' parts of the provisioning trail merged into its one file;
+ * then the archive (manifest first) assembled from them; then the parts removed. Any failure — a full disk,
  * a store that does not answer — fails the job with its reason and leaves no archive (the store writes whole objects
  * only), so a new request can follow at once.
  */
 export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<void> {
   const jobs = new ExportJobs(deps.knex);
   const organizationId = Number(job.organization_id);
+  // The archive's files, and the owners' parts of the trail, which its file merges.
   const written: ExportPartFile[] = [];
+  const trailParts: ExportPartFile[] = [];
   let rows = 0;
   // The claim is renewed a third of its time apart while the job runs, however long one phase takes; a runner that
   // dies stops renewing it, and another replica takes the job over once it lapses.
@@ -119,21 +129,29 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
         `SELECT now() AS as_of, name FROM organizations WHERE id = ?`,
         [organizationId],
       );
-      for (const part of [usersPart(deps.scimBaseUrl), scimTokensPart, provisioningEventsPart]) {
+      for (const part of [usersPart(deps.scimBaseUrl), scimTokensPart]) {
         await jobs.progress(job.id, part.name.replace(/\.\w+$/, ''), rows, EXPORT_CLAIM_MS);
         const file = await writeExportPart(deps.store, job.id, part.name, linesOf(part, trx, organizationId));
         written.push(file);
         rows += file.rows;
       }
+      trailParts.push(await writeExportPart(deps.store, job.id, USERS_TRAIL_PART, usersTrail(trx, organizationId)));
       return { asOf: head[0]!.as_of, organization: { id: String(organizationId), name: head[0]!.name } };
     });
     for (const owner of deps.owners ?? []) {
       await jobs.progress(job.id, owner.name, rows, EXPORT_CLAIM_MS);
       for (const file of await owner.writePart(job.id, organizationId)) {
+        if (TRAIL_PARTS.has(file.name)) {
+          trailParts.push(file);
+          continue;
+        }
         written.push(file);
         rows += file.rows;
       }
     }
+    await jobs.progress(job.id, 'provisioning_events', rows, EXPORT_CLAIM_MS);
+    written.push(await mergeTrail(deps.store, job.id, trailParts));
+    rows += written.at(-1)!.rows;
     await jobs.progress(job.id, 'archive', rows, EXPORT_CLAIM_MS);
     const manifest = Buffer.from(
       `${JSON.stringify(
@@ -174,8 +192,25 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
     await jobs.fail(job.id, `the export could not be written: ${reason}`);
   } finally {
     clearInterval(heartbeat);
-    const parts = new Set([...written.map((file) => file.name), ...(deps.owners ?? []).flatMap((o) => o.files)]);
+    const parts = new Set([...USERS_PART_FILES, ...(deps.owners ?? []).flatMap((o) => o.files)]);
     await Promise.all([...parts].map((name) => deps.store.delete(exportPartKey(job.id, name)).catch(() => {})));
+  }
+}
+
+/**
+ * The archive's provisioning trail: the owners' parts merged oldest first, each read as the merge goes (memory holds a
+ * line of each). Every entry of the parts is in it once, or the export fails.
+ */
+async function mergeTrail(store: ArchiveStore, exportId: string, parts: ExportPartFile[]): Promise<ExportPartFile> {
+  const bodies = await Promise.all(parts.map((part) => store.get(exportPartKey(exportId, part.name))));
+  try {
+    const file = await writeExportPart(store, exportId, TRAIL_FILE, mergeTrailParts(bodies));
+    const expected = parts.reduce((sum, part) => sum + part.rows, 0);
+    if (file.rows !== expected)
+      throw new Error(`the provisioning trail merged into ${file.rows} entries, not ${expected}`);
+    return file;
+  } finally {
+    for (const body of bodies) body.destroy();
   }
 }
 
@@ -257,7 +292,7 @@ export function webhooksExportOwner(webhooks: PromiseClient<webhooksV1.WebhooksS
   };
 }
 
-/** The Groups service as an owner of the archive: the groups with their members and admins. */
+/** The Groups service as an owner of the archive: the groups with their members and admins, and its trail's part. */
 export function groupsExportOwner(groups: PromiseClient<groupsV1.GroupsServiceClient>): ExportOwner {
   return {
     name: 'groups',

@@ -3,7 +3,7 @@
 // describes its files, failed whole when the store fails, expired by the housekeeping, and deleted by an erasure.
 import { status } from '@grpc/grpc-js';
 import { usersV1 } from '@mileage/proto';
-import { LocalArchiveStore, type ArchiveStore } from '@mileage/runtime/storage';
+import { exportPartKey, LocalArchiveStore, writeExportPart, type ArchiveStore } from '@mileage/runtime/storage';
 import { createLogger } from '@mileage/runtime/telemetry';
 import { rejection } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { expireExports, EXPORT_CLAIM_MS, runExport, type ExportJobDeps } from './export-job';
+import { expireExports, EXPORT_CLAIM_MS, runExport, type ExportJobDeps, type ExportOwner } from './export-job';
 import { archiveKey, ExportJobs } from './exports-repo';
 import { user, usersSuite } from './users-suite.fixture';
 
@@ -63,6 +63,10 @@ function extract(archive: Buffer): Record<string, string> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+async function* lines(records: object[]): AsyncGenerator<string> {
+  for (const record of records) yield `${JSON.stringify(record)}\n`;
 }
 
 const jsonLines = (text: string) =>
@@ -147,6 +151,12 @@ describe('organization exports', () => {
     assert.ok(!files['scim_tokens.jsonl']!.includes('secret'), 'no secret nor its hash');
     const events = jsonLines(files['provisioning_events.jsonl']!);
     assert.ok(events.some((e) => e.action === 'export' && e.resource_id === id && e.credential === 'user:AliceAdm01'));
+    const times = events.map((e) => String(e.at));
+    assert.ok(
+      times.every((at) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(at)),
+      'to the microsecond, UTC',
+    );
+    assert.deepEqual(times, [...times].sort(), 'oldest first');
     assert.deepEqual(readdirSync(path.join(root, 'exports', id)), ['archive.tar.gz'], 'the parts are gone');
 
     // Done, so another may be asked for; the download is recorded in the trail.
@@ -163,6 +173,77 @@ describe('organization exports', () => {
     const next = await request();
     assert.equal(next.export!.status, ExportStatus.EXPORT_STATUS_QUEUED);
     await runNext();
+  });
+
+  test('the trail file merges the Groups service’s part with the Users entries, oldest first, counted once', async () => {
+    const { export: queued } = await request();
+    // The Groups service's part as its WriteExportPart writes it (export-handlers.ts there): one entry older than
+    // every Users one, one at the instant of the newest (before the Users entries of that instant), one after all.
+    const { rows: newest } = await suite.admin.knex.raw<{ rows: { at: string }[] }>(
+      `SELECT to_char(max(occurred_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at
+         FROM users.provisioning_audit WHERE organization_id = ?`,
+      [DEMO],
+    );
+    const groupWrite = (n: number, at: string) => ({
+      id: `groups-${n}`,
+      at,
+      credential: 'mileage-scim',
+      action: 'patch',
+      resource_type: 'Group',
+      resource_id: '12',
+      outcome: 'succeeded',
+      request_id: `req-group-${n}`,
+      members_added: ['Joiner0001'],
+      members_removed: [],
+    });
+    const groupsTrail = [
+      groupWrite(3, '2000-01-01T00:00:00.000001Z'),
+      groupWrite(1, newest[0]!.at),
+      groupWrite(2, '2999-01-01T00:00:00.000000Z'),
+    ];
+    const groupsOwner: ExportOwner = {
+      name: 'groups',
+      files: ['groups.jsonl', 'provisioning_events.groups.jsonl'],
+      writePart: async (exportId) => [
+        await writeExportPart(store, exportId, 'groups.jsonl', lines([{ displayName: 'Fleet' }])),
+        await writeExportPart(store, exportId, 'provisioning_events.groups.jsonl', lines(groupsTrail)),
+      ],
+    };
+    const job = await new ExportJobs(suite.runtime.knex).claim(EXPORT_CLAIM_MS);
+    await runExport({ ...jobDeps(), owners: [groupsOwner] }, job!);
+    const { export: done } = await suite.organizationsIn(DEMO).getExport({ id: queued!.id });
+    assert.equal(done!.status, ExportStatus.EXPORT_STATUS_COMPLETED, done!.failureReason);
+
+    const files = extract(await download(queued!.id));
+    const manifest = JSON.parse(files['manifest.json']!) as { files: { name: string; rows: number; sha256: string }[] };
+    assert.deepEqual(
+      manifest.files.map((f) => f.name),
+      ['users.jsonl', 'scim_tokens.jsonl', 'groups.jsonl', 'provisioning_events.jsonl'],
+      'the owners’ parts of the trail are no files of the archive',
+    );
+    for (const file of manifest.files) {
+      assert.equal(file.sha256, createHash('sha256').update(files[file.name]!).digest('hex'), file.name);
+      assert.equal(file.rows, jsonLines(files[file.name]!).length, file.name);
+    }
+    const events = jsonLines(files['provisioning_events.jsonl']!);
+    const { rows: usersEntries } = await suite.admin.knex.raw<{ rows: { id: string; newest: boolean }[] }>(
+      `SELECT id, occurred_at = max(occurred_at) OVER () AS newest FROM users.provisioning_audit
+        WHERE organization_id = ? ORDER BY occurred_at, id`,
+      [DEMO],
+    );
+    const usersIds = (newest: boolean) => usersEntries.filter((r) => r.newest === newest).map((r) => `users-${r.id}`);
+    assert.deepEqual(
+      events.map((e) => e.id),
+      ['groups-3', ...usersIds(false), 'groups-1', ...usersIds(true), 'groups-2'],
+    );
+    assert.deepEqual(events[0], groupsTrail[0], 'a group write as its owner wrote it');
+    assert.deepEqual(new Set(events.map((e) => e.resource_type)), new Set(['Group', 'ScimToken', 'Export']));
+    assert.equal(
+      done!.rows,
+      manifest.files.reduce((sum, f) => sum + f.rows, 0),
+      'every row counted once',
+    );
+    assert.deepEqual(readdirSync(path.join(root, 'exports', queued!.id)), ['archive.tar.gz'], 'the parts are gone');
   });
 
   test('a store that fails (a full disk) fails the export with its reason, leaves nothing, and a new one can follow', async () => {
@@ -251,6 +332,9 @@ describe('organization exports', () => {
     await runNext(erasedMeanwhile);
     assert.equal(existsSync(path.join(root, 'exports', running!.id)), false, 'the ended job kept no archive');
 
+    // A runner killed between the owners' parts and the archive left the Groups service's trail part behind.
+    await writeExportPart(store, completed!.id, 'provisioning_events.groups.jsonl', lines([{ id: 'groups-1' }]));
+
     await suite.organizations.offboardOrganization({ organizationId: initech, now: true });
     const refused = await rejection(request(initech));
     assert.deepEqual([refused.code, refused.reason], [status.FAILED_PRECONDITION, 'ORGANIZATION_OFFBOARDING']);
@@ -258,7 +342,8 @@ describe('organization exports', () => {
     const erased = await suite.organizations.eraseOrganization({ organizationId: initech, maxBatches: 1000 });
     assert.equal(erased.done, true);
     assert.equal(erased.erasedRows.organization_exports, 2);
-    assert.equal(existsSync(path.join(root, 'exports', completed!.id)), false, 'the archive is deleted');
+    assert.equal(existsSync(path.join(root, 'exports', completed!.id)), false, 'the archive and any part are deleted');
+    assert.equal(await store.size(exportPartKey(completed!.id, 'provisioning_events.groups.jsonl')), undefined);
     const { rows } = await suite.admin.knex.raw<{ rows: unknown[] }>(
       `SELECT 1 FROM users.organization_exports WHERE organization_id = ?`,
       [initech],

@@ -6,3 +6,4 @@ export {
   readableLegacyTable,
   refuseReplayedAttestation,
 } from './provisioning-audit';
+export { trailOldestFirst, type TrailEntryRow } from './trail-export';
