@@ -4,7 +4,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { freePort } from '../config/net';
@@ -27,7 +27,11 @@ const BUILD = path.join(__dirname, '..', '..', '..', '..', 'tools', 's3-test-ser
 const REGION = 'us-east-1';
 /** A cold machine's first start: a master election, then the filer and the gateway that wait for it. */
 const READY_TIMEOUT_MS = 60_000;
-const STOP_TIMEOUT_MS = 20_000;
+/**
+ * A clean stop takes about 15 s: `weed server` stops its volume server before its filer, whose last metadata-log
+ * flush then finds no volume and gives up after its fixed budget (15 s), and then the process exits 0.
+ */
+const STOP_TIMEOUT_MS = 30_000;
 /** What is kept of the server's output, for the error when it does not start or stop. */
 const LOG_TAIL_BYTES = 16 * 1024;
 
@@ -40,6 +44,8 @@ export function s3TestServerBinary(): string {
 export async function startS3TestServer(bucket = 'mileage-exports'): Promise<S3TestServer> {
   const binary = s3TestServerBinary();
   const dir = mkdtempSync(path.join(tmpdir(), 'mileage-s3-'));
+  const data = path.join(dir, 'data');
+  mkdirSync(data);
   const secret = () => randomBytes(18).toString('base64url');
   const admin = { accessKeyId: 'mileage-test-admin', secretAccessKey: secret() };
   const exporter = { accessKeyId: 'mileage-test-exporter', secretAccessKey: secret() };
@@ -73,7 +79,7 @@ export async function startS3TestServer(bucket = 'mileage-exports'): Promise<S3T
     'server',
     '-ip=127.0.0.1',
     '-ip.bind=127.0.0.1',
-    `-dir=${path.join(dir, 'data')}`,
+    `-dir=${data}`,
     `-master.port=${master}`,
     `-master.port.grpc=${masterGrpc}`,
     '-master.telemetry=false',
@@ -150,7 +156,7 @@ async function untilItStores(
     forcePathStyle: true,
     credentials,
     maxAttempts: 1,
-    requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
+    requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000, throwOnRequestTimeout: true },
   });
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let created = false;
