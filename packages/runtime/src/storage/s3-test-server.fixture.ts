@@ -109,7 +109,10 @@ export async function startS3TestServer(bucket = 'mileage-exports'): Promise<S3T
   child.stderr.on('data', keep);
   const exited = once(child, 'exit');
   let exitedWith: string | undefined;
-  void exited.then(([code, signal]) => (exitedWith = `exited (${String(code ?? signal)})`));
+  void exited.then(
+    ([code, signal]) => (exitedWith = `exited (${String(code ?? signal)})`),
+    (err: Error) => (exitedWith = `could not be run: ${err.message}`),
+  );
   // A test process that dies without its after hooks does not leave the server running.
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
@@ -120,7 +123,7 @@ export async function startS3TestServer(bucket = 'mileage-exports'): Promise<S3T
     if (!exitedWith) {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
-      await exited;
+      await exited.catch(() => {});
       clearTimeout(timer);
     }
     rmSync(dir, { recursive: true, force: true });
