@@ -11,8 +11,10 @@ hash="$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-12)"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/mileage-tools/s3"
 binary="$cache/weed-$version-$hash"
 mkdir -p "$cache"
-exec 9>"$cache/.build.lock"
-flock 9
+if command -v flock >/dev/null; then
+  exec 9>"$cache/.build.lock"
+  flock 9
+fi
 if [[ ! -x "$binary" ]]; then
   echo "building seaweedfs $version from the Go module proxy (once; cached as $binary)" >&2
   started=$SECONDS
