@@ -423,3 +423,4 @@ export function planNodes(plan: PlanNode): PlanNode[] {
 }
 
 export { stubUser } from './grpc/users-stub.fixture';
+export { s3TestServerBinary, startS3TestServer, type S3TestServer } from './storage/s3-test-server.fixture';

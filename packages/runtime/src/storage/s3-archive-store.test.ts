@@ -1,85 +1,129 @@
-// The archive store's S3 path against a separate S3-compatible server speaking the S3 protocol over HTTP
-// (tools/s3-test-server, gofakes3, built from the Go module proxy and cached like the chart's tools): multipart
-// uploads, ranges, a failed upload leaving nothing, and a store that does not answer.
+// The archive store's S3 path against a real S3-compatible server, SeaweedFS (startS3TestServer: built from the Go
+// module proxy, requests signed by an identity limited to the bucket): one-request and multipart uploads, ranges, a
+// failed upload leaving neither object nor parts, wrong or missing credentials refused, a store that does not answer.
+import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
-import * as path from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { after, before, test } from 'node:test';
 import { freePort } from '../config';
 import { S3ArchiveStore } from './s3-archive-store';
+import { startS3TestServer, type S3TestServer } from './s3-test-server.fixture';
 
-const BUCKET = 'mileage-exports';
-let server: ChildProcess;
-let endpoint: string;
+let server: S3TestServer;
 let store: S3ArchiveStore;
 
 before(async () => {
-  const build = path.join(__dirname, '..', '..', '..', '..', 'tools', 's3-test-server', 'build.sh');
-  const binary = execFileSync('bash', [build], { encoding: 'utf8' }).trim();
-  const port = await freePort();
-  server = spawn(binary, ['-address', `127.0.0.1:${port}`, '-bucket', BUCKET], { stdio: ['ignore', 'ignore', 'pipe'] });
-  // It logs "listening" once its listener is about to accept.
-  let log = '';
-  for await (const chunk of server.stderr!) {
-    log += String(chunk);
-    if (log.includes('listening')) break;
-  }
-  endpoint = `http://127.0.0.1:${port}`;
-  store = new S3ArchiveStore({
-    bucket: BUCKET,
-    endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test-secret' },
-  });
+  server = await startS3TestServer();
+  store = new S3ArchiveStore(server.storeOptions);
 });
 after(async () => {
-  store.close();
-  server.kill();
-  await once(server, 'exit');
+  store?.close();
+  await server?.stop();
 });
 
 async function* bytes(total: number, chunk = 1024 * 1024) {
   for (let sent = 0; sent < total; sent += chunk) yield Buffer.alloc(Math.min(chunk, total - sent), sent % 251);
 }
+const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+test('a small object (one request) is stored, measured, read whole and by range, replaced, and deleted', async () => {
+  const key = 'exports/s3-small/users.jsonl';
+  const text = Buffer.from('{"userName":"ann@demo.example"}\n'.repeat(100));
+  assert.deepEqual(await store.put(key, bytes(0)), { sizeBytes: 0, sha256: sha256(Buffer.alloc(0)) });
+  assert.equal(await store.size(key), 0);
+  assert.deepEqual(
+    await store.put(
+      key,
+      (async function* () {
+        yield text;
+      })(),
+    ),
+    { sizeBytes: text.length, sha256: sha256(text) },
+  );
+  assert.equal(await store.size(key), text.length);
+  assert.ok((await buffer(await store.get(key))).equals(text));
+  assert.ok((await buffer(await store.get(key, { start: 3, end: 12 }))).equals(text.subarray(3, 13)));
+  await store.delete(key);
+  assert.equal(await store.size(key), undefined);
+  await store.delete(key); // nothing there: no error
+});
 
 test('a multipart upload is stored whole, measured, read whole and by range, and deleted', async () => {
   const size = 20 * 1024 * 1024 + 17; // three parts of 8 MiB
   const expected = await buffer(bytes(size));
   const stored = await store.put('exports/s3/archive.tar.gz', bytes(size));
-  assert.deepEqual(stored, { sizeBytes: size, sha256: createHash('sha256').update(expected).digest('hex') });
+  assert.deepEqual(stored, { sizeBytes: size, sha256: sha256(expected) });
   assert.equal(await store.size('exports/s3/archive.tar.gz'), size);
   const whole = await buffer(await store.get('exports/s3/archive.tar.gz'));
   assert.ok(whole.equals(expected));
+  // Across the first part's end, and the last bytes of the last part.
   const range = await buffer(
     await store.get('exports/s3/archive.tar.gz', { start: 8 * 1024 * 1024 - 5, end: 8 * 1024 * 1024 + 4 }),
   );
   assert.ok(range.equals(expected.subarray(8 * 1024 * 1024 - 5, 8 * 1024 * 1024 + 5)));
+  const tail = await buffer(await store.get('exports/s3/archive.tar.gz', { start: size - 3, end: size - 1 }));
+  assert.ok(tail.equals(expected.subarray(size - 3)));
   await store.delete('exports/s3/archive.tar.gz');
   assert.equal(await store.size('exports/s3/archive.tar.gz'), undefined);
   await assert.rejects(store.get('exports/s3/archive.tar.gz'), { code: 'ENOENT' });
 });
 
-test('an upload whose source fails half way leaves no object', async () => {
+test('an upload whose source fails half way leaves no object and no parts', async () => {
   async function* failing() {
     yield* bytes(9 * 1024 * 1024); // past the first part
     throw new Error('the source broke');
   }
   await assert.rejects(store.put('exports/s3-broken/archive.tar.gz', failing()), /the source broke/);
   assert.equal(await store.size('exports/s3-broken/archive.tar.gz'), undefined);
+  const client = new S3Client({ ...server.storeOptions, maxAttempts: 1 });
+  try {
+    const { Uploads } = await client.send(new ListMultipartUploadsCommand({ Bucket: server.bucket }));
+    assert.deepEqual(Uploads ?? [], [], 'the multipart upload was aborted');
+  } finally {
+    client.destroy();
+  }
+});
+
+test('wrong credentials, or none, are refused: nothing is written', async () => {
+  const { credentials } = server.storeOptions;
+  const forged = new S3ArchiveStore({
+    ...server.storeOptions,
+    credentials: { ...credentials, secretAccessKey: `${credentials.secretAccessKey}x` },
+  });
+  const unknown = new S3ArchiveStore({
+    ...server.storeOptions,
+    credentials: { accessKeyId: 'not-an-identity', secretAccessKey: credentials.secretAccessKey },
+  });
+  try {
+    await assert.rejects(forged.put('exports/s3-forged/archive.tar.gz', bytes(1024)), {
+      name: 'SignatureDoesNotMatch',
+    });
+    await assert.rejects(unknown.put('exports/s3-forged/archive.tar.gz', bytes(1024)), { name: 'InvalidAccessKeyId' });
+    await assert.rejects(forged.size('exports/s3-forged/archive.tar.gz'));
+  } finally {
+    forged.close();
+    unknown.close();
+  }
+  assert.equal(await store.size('exports/s3-forged/archive.tar.gz'), undefined);
+  // An unsigned request, as anyone who finds the endpoint could send.
+  await store.put('exports/s3-private/archive.tar.gz', bytes(10));
+  const anonymous = await fetch(`${server.endpoint}/${server.bucket}/exports/s3-private/archive.tar.gz`);
+  assert.equal(anonymous.status, 403);
+  await store.delete('exports/s3-private/archive.tar.gz');
+});
+
+test("the store's identity is limited to its bucket", async () => {
+  const elsewhere = new S3ArchiveStore({ ...server.storeOptions, bucket: 'another-bucket' });
+  try {
+    await assert.rejects(elsewhere.put('exports/s3-elsewhere/archive.tar.gz', bytes(1024)), { name: 'AccessDenied' });
+  } finally {
+    elsewhere.close();
+  }
 });
 
 test('a store that does not answer fails the write', async () => {
-  const closed = new S3ArchiveStore({
-    bucket: BUCKET,
-    endpoint: `http://127.0.0.1:${await freePort()}`,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test-secret' },
-  });
+  const closed = new S3ArchiveStore({ ...server.storeOptions, endpoint: `http://127.0.0.1:${await freePort()}` });
   try {
     await assert.rejects(closed.put('exports/unreachable/archive.tar.gz', bytes(1024)), /ECONNREFUSED|connect/);
   } finally {
