@@ -4,6 +4,7 @@
 import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { buffer } from 'node:stream/consumers';
 import { after, before, test } from 'node:test';
 import { freePort } from '../config';
@@ -122,11 +123,35 @@ test("the store's identity is limited to its bucket", async () => {
   }
 });
 
-test('a store that does not answer fails the write', async () => {
+test('a store that refuses connections fails the write', async () => {
   const closed = new S3ArchiveStore({ ...server.storeOptions, endpoint: `http://127.0.0.1:${await freePort()}` });
   try {
     await assert.rejects(closed.put('exports/unreachable/archive.tar.gz', bytes(1024)), /ECONNREFUSED|connect/);
   } finally {
     closed.close();
+  }
+});
+
+test('a store that accepts the connection and never answers fails the write, and a read, after its idle timeout', async () => {
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('data', () => {}); // read the request, answer nothing
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const { port } = silent.address() as AddressInfo;
+  const frozen = new S3ArchiveStore({
+    ...server.storeOptions,
+    endpoint: `http://127.0.0.1:${port}`,
+    idleTimeoutMs: 300,
+  });
+  try {
+    await assert.rejects(frozen.put('exports/frozen/archive.tar.gz', bytes(1024)), /timed? ?out|timeout/i);
+    await assert.rejects(frozen.size('exports/frozen/archive.tar.gz'), /timed? ?out|timeout/i);
+    assert.ok(sockets.size > 0, 'the store did connect: the failure is the silence, not a refusal');
+  } finally {
+    frozen.close();
+    for (const socket of sockets) socket.destroy();
+    silent.close();
   }
 });

@@ -20,6 +20,8 @@ export interface S3StoreOptions {
   forcePathStyle?: boolean;
   /** Unset: the SDK's default chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, a web identity, …). */
   credentials?: { accessKeyId: string; secretAccessKey: string };
+  /** How long a connection may stay silent before the request fails (default 60 s): idle time, not the total. */
+  idleTimeoutMs?: number;
 }
 
 /** 8 MiB parts, two in flight: what an upload holds in memory whatever the archive's size. */
@@ -38,8 +40,10 @@ export class S3ArchiveStore implements ArchiveStore {
       ...(options.endpoint ? { endpoint: options.endpoint } : {}),
       forcePathStyle: options.forcePathStyle ?? false,
       ...(options.credentials ? { credentials: options.credentials } : {}),
-      // A store that does not answer fails the job instead of holding it.
+      // A store that does not answer fails the job instead of holding it: a connection not made within 10 s, or
+      // silent for idleTimeoutMs (idle, so a large part streamed slowly is not cut), fails the attempt.
       maxAttempts: 3,
+      requestHandler: { connectionTimeout: 10_000, requestTimeout: options.idleTimeoutMs ?? 60_000 },
     });
   }
 
