@@ -150,6 +150,15 @@ export function rssMb(pid: number): number {
   return kb / 1024;
 }
 
+/**
+ * A process's private resident memory (MB, RssAnon): a PostgreSQL backend's own, without the pages of shared buffers
+ * it has touched (which VmRSS counts in every backend that read them, though they are the server's one cache).
+ */
+export function privateMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
 /** The postmaster serving dataDir and all its children (backends, workers). */
 export function postgresPids(dataDir: string): number[] {
   const pids: number[] = [];
