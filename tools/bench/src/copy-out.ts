@@ -12,7 +12,6 @@ export interface CopyOutResult {
 class CopyOutCounter {
   rows = 0;
   bytes = 0;
-  private failure: Error | undefined;
   readonly done: Promise<void>;
   private settle!: () => void;
   private reject!: (err: Error) => void;
@@ -33,13 +32,13 @@ class CopyOutCounter {
     this.bytes += message.chunk.length;
   }
 
+  // node-postgres lets go of a query at its error (no ReadyForQuery follows for it): it ends there.
   handleError(err: Error): void {
-    this.failure = err;
+    this.reject(err);
   }
 
   handleReadyForQuery(): void {
-    if (this.failure) this.reject(this.failure);
-    else this.settle();
+    this.settle();
   }
 
   // The other messages of a COPY's exchange carry nothing the count needs.
