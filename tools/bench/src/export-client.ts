@@ -2,8 +2,9 @@
 // (request, wait with progress, download resuming with Range), in a process of its own so that neither its polling nor
 // its download shares an event loop with the load generator. Prints one JSON line: when each phase was first seen, when
 // the export was ready, when the archive was on disk, and the archive's manifest.
-import { createMileageClient, downloadExport, requestExport, waitForExport } from '@mileage/client';
+import { createMileageClient, downloadExport, MileageApiError, requestExport, waitForExport } from '@mileage/client';
 import { createReadStream } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createGunzip } from 'node:zlib';
 import type { ExportClientResult, ExportManifest } from './export-verdict';
 
@@ -34,15 +35,30 @@ async function main(): Promise<ExportClientResult> {
   const client = createMileageClient({ baseUrl, token });
   const started = process.hrtime.bigint();
   const at = () => Number(process.hrtime.bigint() - started) / 1e9;
-  const { id } = await requestExport(client);
+  // A 503 or 429 is waited out and asked again, as a patient customer would; each is counted and reported.
+  const refusals: string[] = [];
+  const patiently = async <T>(step: () => Promise<T>): Promise<T> => {
+    for (;;) {
+      try {
+        return await step();
+      } catch (err) {
+        if (!(err instanceof MileageApiError) || ![429, 503].includes(err.status)) throw err;
+        refusals.push(`${at().toFixed(1)} s: ${err.message}`);
+        await sleep(POLL_MS);
+      }
+    }
+  };
+  const { id } = await patiently(() => requestExport(client));
   const phases: ExportClientResult['phases'] = [];
-  const exported = await waitForExport(client, id, {
-    intervalMs: POLL_MS,
-    onProgress: (e) => {
-      const phase = e.status === 'completed' ? 'completed' : e.progress.phase || e.status;
-      if (phases[phases.length - 1]?.phase !== phase) phases.push({ phase, at: at(), rows: e.progress.rows });
-    },
-  });
+  const exported = await patiently(() =>
+    waitForExport(client, id, {
+      intervalMs: POLL_MS,
+      onProgress: (e) => {
+        const phase = e.status === 'completed' ? 'completed' : e.progress.phase || e.status;
+        if (phases[phases.length - 1]?.phase !== phase) phases.push({ phase, at: at(), rows: e.progress.rows });
+      },
+    }),
+  );
   const readySeconds = at();
   await downloadExport(id, file, { baseUrl, token });
   const downloadedSeconds = at();
@@ -52,6 +68,7 @@ async function main(): Promise<ExportClientResult> {
     readySeconds,
     downloadedSeconds,
     sizeBytes: exported.size_bytes ?? 0,
+    refusals,
     manifest: await readManifest(file),
   };
 }

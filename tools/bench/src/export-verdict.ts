@@ -25,6 +25,8 @@ export interface ExportClientResult {
   readySeconds: number;
   downloadedSeconds: number;
   sizeBytes: number;
+  /** The export's own requests answered 503 or 429 (then asked again): when, and the answer. */
+  refusals: string[];
   manifest: ExportManifest;
 }
 

@@ -146,7 +146,7 @@ async function checkLoad(target: Target): Promise<void> {
  * runtime role under row-level security, one REPEATABLE READ READ ONLY snapshot of the organization.
  */
 async function copyDrivesPart(stack: BenchStack): Promise<CopyOutResult> {
-  const values = [MEASURED_ORGANIZATION, 0]; // the organization, and after drive id 0: every row
+  const values = [MEASURED_ORGANIZATION, 0, 0]; // the organization, and after drive id 0: every row
   const query = EXPORT_REPORTED_DRIVES_SQL.replace(/\?/g, () => String(values.shift()));
   const client = new pg.Client({ connectionString: stack.runtimeUrls.drives, application_name: 'bench-copy' });
   await client.connect();
@@ -318,6 +318,11 @@ async function main(): Promise<number> {
           '',
           `Export of organization ${MEASURED_ORGANIZATION} (${drives} reported drives, ${manifestRows(outcome.manifest, 'users.jsonl')} users; ${allRows} lines in ${outcome.manifest.files.length} files, ${fmt(outcome.sizeBytes / 2 ** 20, 1)} MB gzipped):`,
           `  requested → ready ${fmt(outcome.readySeconds, 1)} s, → downloaded ${fmt(outcome.downloadedSeconds, 1)} s; phases as polled every 0.2 s: ${phases.join(', ')}`,
+          ...(outcome.refusals.length
+            ? [
+                `  the export's own requests refused ${outcome.refusals.length} times: ${outcome.refusals.slice(0, 3).join('; ')}`,
+              ]
+            : []),
           `  the Drives part: ${drivesSeconds === undefined ? 'not seen (shorter than a poll)' : `${fmt(drivesSeconds, 1)} s, ${fmt(drivesRate)} reported drives/s (JSON Lines and CSV, each its own pass, with review comments)`}`,
           `  PostgreSQL's COPY of its statement (runtime role, one snapshot): ${copies.map((c) => `${fmt(c.seconds, 2)} s`).join(' before, ')} after; best ${fmt(copyRate)} rows/s, ${fmt(copy.bytes / 2 ** 20, 1)} MB`,
           `  export/COPY: ${fmt(ratio, 2)} (target ≥ ${EXPORT_TARGETS.copyRatio}); request to download, all ${drives} drives: ${fmt(perSecond(drives, outcome.downloadedSeconds))}/s, ${fmt(copyRate ? perSecond(drives, outcome.downloadedSeconds) / copyRate : 0, 2)}× COPY`,
@@ -344,6 +349,7 @@ async function main(): Promise<number> {
         readySeconds: outcome.readySeconds,
         downloadedSeconds: outcome.downloadedSeconds,
         sizeBytes: outcome.sizeBytes,
+        refusals: outcome.refusals,
         manifestFiles: outcome.manifest.files.map(({ name, rows }) => ({ name, rows })),
         drivesPartSeconds: drivesSeconds,
         drivesPerSecond: drivesRate,
