@@ -382,7 +382,10 @@ async function main(): Promise<number> {
         `SELECT count(*) AS n FROM drives.drives WHERE organization_id = $1`,
         [MEASURED_ORGANIZATION],
       );
-      if (Number(left!.n) !== 0) throw new Error(`${left!.n} drives of the erased organization remain`);
+      if (Number(left!.n) !== 0)
+        throw new Error(
+          `${left!.n} drives of the erased organization remain after its receipt (${JSON.stringify(receipt.erased)})`,
+        );
       const rows = Object.values(receipt.erased).reduce((sum, n) => sum + n, 0);
       const seconds = (receipt.finished.getTime() - receipt.started.getTime()) / 1000;
       const p99 = p99Ratio(quiet.p99Ms, loaded.p99Ms);
@@ -440,7 +443,10 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(`bench:export failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.stderr.write(
+      `bench:export failed: ${err instanceof Error ? err.stack : String(err)}\n` +
+        `the servers' latest warnings and errors:\n${recentWarnings().join('\n') || '(none)'}\n`,
+    );
     process.exit(1);
   },
 );

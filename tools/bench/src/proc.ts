@@ -52,7 +52,8 @@ export function startNode(name: string, script: string, env: Record<string, stri
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
   child.on('exit', (code, signal) => {
-    if (code && code !== 0 && !stopping) process.stderr.write(`${name} exited with ${code ?? signal}\n${stderr}\n`);
+    // A crash by a signal (an abort when the heap is full) has no code.
+    if ((code || signal) && !stopping) process.stderr.write(`${name} exited with ${code ?? signal}\n${stderr}\n`);
   });
   const entry = { name, process: child, pid: child.pid! };
   children.push(entry);
