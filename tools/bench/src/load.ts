@@ -13,6 +13,11 @@ export interface LoadSettings {
   generator?: Generator;
   /** Runs between the warm-up and the measured run (e.g. to learn new processes' names). */
   afterWarmup?: () => Promise<void>;
+  /**
+   * Ends the measured run when it settles, instead of after durationSeconds (autocannon only): the load that runs
+   * while something else happens (bench:export's export), as long as it happens. Made once the warm-up is over.
+   */
+  until?: () => Promise<unknown>;
 }
 
 export interface LoadResult {
@@ -49,7 +54,36 @@ const aggregate = (
   }
 ).aggregateResult;
 
-async function run(target: Target, connections: number, duration: number): Promise<RunResult> {
+/** The longest measured run `until` may take (autocannon's runs are bounded by a duration). */
+const UNTIL_BOUND_SECONDS = 24 * 3600;
+
+async function run(
+  target: Target,
+  connections: number,
+  duration: number,
+  until?: Promise<unknown>,
+): Promise<RunResult> {
+  if (until) {
+    const started = process.hrtime.bigint();
+    const urls = [target.url, ...(target.replicas ?? [])];
+    if (urls.length > 1) throw new Error('a run until something settles loads one gateway');
+    // autocannon's promise is its instance too (its type declarations leave stop() out of the promise).
+    const tracker = autocannon({
+      url: target.url,
+      requests: target.requests.map((r) => ({ method: 'GET' as const, ...r })),
+      connections,
+      duration: UNTIL_BOUND_SECONDS,
+      pipelining: 1,
+    }) as Promise<autocannon.Result> & Pick<autocannon.Instance, 'stop'>;
+    // Stopped whether it settles or fails: the caller learns of a failure from its own promise.
+    void until.then(
+      () => tracker.stop(),
+      () => tracker.stop(),
+    );
+    const result = await tracker;
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    return { ...result, requests: { total: result.requests.total, average: result.requests.total / seconds } };
+  }
   const options = (url: string, share: number) => ({
     url,
     requests: target.requests.map((r) => ({ method: 'GET' as const, ...r })),
@@ -100,8 +134,10 @@ async function generate(
   connections: number,
   duration: number,
   generator: Generator,
+  until?: Promise<unknown>,
 ): Promise<GeneratedLoad> {
   if (generator === 'wrk') {
+    if (until) throw new Error('a run until something settles is autocannon only');
     const r = await runWrk(target, connections, duration);
     const failed = (kind: string) => r.failures[kind] ?? 0;
     return {
@@ -115,7 +151,7 @@ async function generate(
       generatorProcessMicros: r.cpuMicros,
     };
   }
-  const r = await run(target, connections, duration);
+  const r = await run(target, connections, duration, until);
   return {
     requests: r.requests.total,
     requestsPerSecond: r.requests.average,
@@ -141,7 +177,7 @@ export async function measure(
   const fromUs = Number(process.hrtime.bigint() / 1000n);
   const generatorBefore = process.cpuUsage();
   const machineBefore = machineCpuSeconds();
-  const result = await generate(target, settings.connections, settings.durationSeconds, generator);
+  const result = await generate(target, settings.connections, settings.durationSeconds, generator, settings.until?.());
   const generatorUsage = process.cpuUsage(generatorBefore);
   const machineAfter = machineCpuSeconds();
   const toUs = Number(process.hrtime.bigint() / 1000n);

@@ -52,7 +52,8 @@ export function startNode(name: string, script: string, env: Record<string, stri
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
   child.on('exit', (code, signal) => {
-    if (code && code !== 0 && !stopping) process.stderr.write(`${name} exited with ${code ?? signal}\n${stderr}\n`);
+    // A crash by a signal (an abort when the heap is full) has no code.
+    if ((code || signal) && !stopping) process.stderr.write(`${name} exited with ${code ?? signal}\n${stderr}\n`);
   });
   const entry = { name, process: child, pid: child.pid! };
   children.push(entry);
@@ -148,6 +149,15 @@ export function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
   return kb / 1024;
+}
+
+/**
+ * A process's private resident memory (MB, RssAnon): a PostgreSQL backend's own, without the pages of shared buffers
+ * it has touched (which VmRSS counts in every backend that read them, though they are the server's one cache).
+ */
+export function privateMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
 /** The postmaster serving dataDir and all its children (backends, workers). */

@@ -12,6 +12,7 @@ import {
   startPostgres,
   wireStack,
   type RunningPostgres,
+  type ServiceName,
 } from '@mileage/devstack';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -56,6 +57,12 @@ export interface BenchStack {
   cursorSecret: string;
   /** A query on the bench database (outside any measurement). */
   sql<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
+  /** The runtime role's URL of each service with a database (row-level security applies to it, as to the service). */
+  runtimeUrls: Partial<Record<ServiceName, string>>;
+  /** An access token of a signed-in account (a caller, or one of `moreAccounts`) with the scopes asked for. */
+  signIn(userId: string, scope: string): Promise<string>;
+  /** The environment of an operator's command (`npm run org`): the services' addresses and the operator's TLS files. */
+  operatorEnv: Record<string, string>;
   stop(): Promise<void>;
 }
 
@@ -73,6 +80,15 @@ export async function startBenchStack(options: {
   plaintext?: boolean;
   /** Gateway processes (the chart runs two replicas): the full path's load is spread over them. Default 1. */
   gateways?: number;
+  /** The services behind the gateway (BENCH_SERVICES by default; bench:export runs every one). */
+  services?: readonly ServiceName[];
+  /** Organization exports on (their archives in the run's folder, as `npm start` keeps them under DATA_DIR). */
+  exports?: boolean;
+  /**
+   * More seeding after the bench's own (indexes in place): answers the user ids that sign in besides the callers
+   * (their tokens are in `tokens`).
+   */
+  moreAccounts?: (admin: pg.Client) => Promise<string[]>;
   log: (msg: string) => void;
 }): Promise<BenchStack> {
   const workdir = mkdtempSync(path.join(tmpdir(), 'mileage-bench-'));
@@ -99,7 +115,7 @@ export async function startBenchStack(options: {
     // bare server use the superuser, to which no policy applies (--bypass-rls gives the runtime roles the same, to
     // measure what the policies cost).
     const databaseUrl = postgres.adminUrl;
-    const services = BENCH_SERVICES;
+    const services = options.services ?? BENCH_SERVICES;
     const databases = await prepareDatabases(postgres, workdir, services, { LOG_LEVEL: 'error' });
     if (options.bypassRls) {
       const admin = new pg.Client({ connectionString: databaseUrl });
@@ -110,9 +126,12 @@ export async function startBenchStack(options: {
     const started = Date.now();
     const admin = new pg.Client({ connectionString: databaseUrl });
     await admin.connect();
-    const data = await seedBench(admin, databaseUrl, options).finally(() => admin.end());
+    const { data, moreAccounts } = await (async () => {
+      const seeded = await seedBench(admin, databaseUrl, options);
+      return { data: seeded, moreAccounts: (await options.moreAccounts?.(admin)) ?? [] };
+    })().finally(() => admin.end());
     options.log(
-      `Seeded ${options.users} users, ${options.drives} drives and a sync team of ${options.walk} reported drives in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      `Seeded ${options.users} users, ${options.drives} drives and a sync team of ${options.walk} reported drives${moreAccounts.length ? ', and more' : ''} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
 
     const [sinkPort, barePort, floorPort] = await Promise.all([1, 2, 3].map(() => freePort()));
@@ -137,10 +156,19 @@ export async function startBenchStack(options: {
         accessTokenTtlSeconds: 3600,
       },
       databaseUrls: runtimeUrls(databases),
-      secrets: { cursor: cursorSecret, actorAttestation: randomBytes(32).toString('base64url') },
+      secrets: {
+        cursor: cursorSecret,
+        actorAttestation: randomBytes(32).toString('base64url'),
+        ...(services.includes('webhooks') ? { webhooksKey: randomBytes(32).toString('base64url') } : {}),
+      },
       extra: {
         // Tracing on, as deployed (http/protobuf, 10 %), into a sink that counts and, when asked, records.
         all: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` },
+        // Exports' archives on local disk, as under `npm start`; the job looked for every 250 ms rather than 2 s, so
+        // that a measured export starts when it is asked for.
+        ...(options.exports
+          ? { services: { EXPORT_ARCHIVE_DIR: path.join(workdir, 'archives'), EXPORT_POLL_MS: '250' } }
+          : {}),
         // The load is one organization's (alone: no share bounds it), or a hundred's SCIM lookups at up to 64
         // connections: neither their rate limits nor their shares of a replica refuse them (the share's bookkeeping
         // still runs on every request).
@@ -166,7 +194,7 @@ export async function startBenchStack(options: {
 
     startNode('otlp-sink', path.join(__dirname, 'otlp-sink.js'), { PORT: String(sinkPort) });
     const accountIds = [
-      ...new Set([...data.callers, ...data.adminGroups.map((g) => g.adminId), data.walkGroup.adminId]),
+      ...new Set([...data.callers, ...data.adminGroups.map((g) => g.adminId), data.walkGroup.adminId, ...moreAccounts]),
     ];
     writeFileSync(
       accountsFile,
@@ -240,6 +268,10 @@ export async function startBenchStack(options: {
     const pgPids = (): [number, string][] =>
       postgresPids(postgres!.dataDir).map((pid) => [pid, backendOf.get(pid) ?? 'postgres']);
     const named = [gateway, ...serviceChildren];
+    const operatorEnv: Record<string, string> = {
+      ...Object.fromEntries(services.map((s) => [`${s.toUpperCase()}_ADDRESS`, wiring.address(s)])),
+      ...Object.fromEntries(Object.entries(wiring.grpcConfig('operator')).map(([k, v]) => [k, String(v)])),
+    };
     return {
       data,
       gatewayUrl,
@@ -267,6 +299,10 @@ export async function startBenchStack(options: {
       cursorSecret,
       sql: async <R extends pg.QueryResultRow>(text: string, values?: unknown[]) =>
         (await monitor.query<R>(text, values)).rows,
+      runtimeUrls: runtimeUrls(databases),
+      signIn: (userId, scope) =>
+        passwordToken(issuer, { username: `${userId}@bench.example`, password: 'bench', scope }),
+      operatorEnv,
       stop: async () => {
         await monitor.end().catch(() => {});
         await stop();

@@ -1,31 +1,51 @@
 import { ORGANIZATION_SETTING } from '@mileage/runtime/database';
 import type pg from 'pg';
 
+/** Declares, for a session's life, the organization its rows belong to: the tables' defaults take it. */
+export const declareOrganization = (organizationId: number) => {
+  if (!Number.isSafeInteger(organizationId) || organizationId < 1)
+    throw new Error(`not an organization id: ${organizationId}`);
+  return `SELECT set_config('${ORGANIZATION_SETTING}', '${organizationId}', false)`;
+};
+
 /** Declares, for a session's life, the organization its volume rows belong to (1): the tables' defaults take it. */
-export const DECLARE_VOLUME_ORGANIZATION = `SELECT set_config('${ORGANIZATION_SETTING}', '1', false)`;
+export const DECLARE_VOLUME_ORGANIZATION = declareOrganization(1);
 
 /**
  * Generates realistic volume for benchmarks straight in the services' schemas, server-side
  * (INSERT … SELECT FROM generate_series), in chunks: users `V000000001`…, one group per 100 users (the first
  * user its admin, everyone a driver), drives spread over the last 90 days, and about a quarter of the business
  * drives reported to the driver's group. Demo data and everything a person does go through the services;
- * this is the one shortcut, for volume only. Everything it writes belongs to organization 1: the session declares it
- * (the tables' organization columns take the declared organization), and the Groups service's record of each member's
+ * this is the one shortcut, for volume only. Everything it writes belongs to organization 1 (or `organization.id`, its
+ * users' ids then starting with `organization.userPrefix` instead of V): the session declares it (the tables'
+ * organization columns take the declared organization), and the Groups service's record of each member's
  * organization is written before the memberships that refer to it.
  */
 export async function generateVolume(
   client: pg.Client,
-  options: { users: number; drives: number; chunk?: number; log?: (msg: string) => void },
+  options: {
+    users: number;
+    drives: number;
+    chunk?: number;
+    log?: (msg: string) => void;
+    /** Another organization than 1 (it must exist), and the one capital letter its volume users' ids start with. */
+    organization?: { id: number; userPrefix: string };
+  },
 ): Promise<{ users: number; groups: number; drives: number; reports: number }> {
   const log = options.log ?? (() => {});
   const users = options.users;
-  await client.query(DECLARE_VOLUME_ORGANIZATION);
-  const existing = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM users.users WHERE id LIKE 'V%'`))
-    .rows[0]!.n;
+  const { id: organizationId, userPrefix } = options.organization ?? { id: 1, userPrefix: 'V' };
+  if (!/^[A-Z]$/.test(userPrefix)) throw new Error(`a volume user prefix is one capital letter, not "${userPrefix}"`);
+  // The prefix is one validated letter: written into the statements as the user ids' first character.
+  const userId = (n: string) => `'${userPrefix}' || lpad(${n}::text, 9, '0')`;
+  await client.query(declareOrganization(organizationId));
+  const existing = (
+    await client.query<{ n: string }>(`SELECT count(*) AS n FROM users.users WHERE id LIKE '${userPrefix}%'`)
+  ).rows[0]!.n;
   if (Number(existing) < users) {
     await client.query(
       `INSERT INTO users.users (id, user_name, given_name, family_name, formatted_name, emails, timezone)
-       SELECT 'V' || lpad(g::text, 9, '0'), 'volume' || g || '@example.com', 'Volume', 'Driver ' || g, 'Volume Driver ' || g,
+       SELECT ${userId('g')}, 'volume' || g || '@example.com', 'Volume', 'Driver ' || g, 'Volume Driver ' || g,
               jsonb_build_array(jsonb_build_object('value', 'volume' || g || '@example.com', 'type', 'work', 'primary', true)),
               (ARRAY['America/Chicago', 'America/Toronto', 'Europe/London'])[1 + g % 3]
          FROM generate_series($1::int + 1, $2::int) g`,
@@ -34,19 +54,22 @@ export async function generateVolume(
   }
   const groupCount = Math.ceil(users / 100);
   const groupsExisting = (
-    await client.query<{ n: string }>(`SELECT count(*) AS n FROM groups.teams WHERE display_name LIKE 'Volume Team %'`)
+    await client.query<{ n: string }>(
+      `SELECT count(*) AS n FROM groups.teams WHERE display_name LIKE 'Volume Team %' AND organization_id = $1`,
+      [organizationId],
+    )
   ).rows[0]!.n;
   if (Number(groupsExisting) < groupCount) {
     await client.query(
       `INSERT INTO groups.member_organizations (user_id, organization_id)
-       SELECT 'V' || lpad(g::text, 9, '0'), 1 FROM generate_series(1, $1::int) g ON CONFLICT DO NOTHING`,
-      [users],
+       SELECT ${userId('g')}, $2 FROM generate_series(1, $1::int) g ON CONFLICT DO NOTHING`,
+      [users, organizationId],
     );
     await client.query(
       `WITH made AS (
          INSERT INTO groups.teams (display_name) SELECT 'Volume Team ' || k FROM generate_series($1::int + 1, $2::int) k RETURNING id, display_name)
        INSERT INTO groups.team_members (team_id, user_id, is_admin, is_driver)
-       SELECT made.id, 'V' || lpad(g::text, 9, '0'), g % 100 = 1, true
+       SELECT made.id, ${userId('g')}, g % 100 = 1, true
          FROM made JOIN generate_series(1, $3::int) g ON made.display_name = 'Volume Team ' || ((g - 1) / 100 + 1)`,
       [Number(groupsExisting), groupCount, users],
     );
@@ -62,7 +85,7 @@ export async function generateVolume(
       `WITH ins AS (
          INSERT INTO drives.drives (user_id, started_at, ended_at, distance_amount, distance_units, value_amount, value_currency,
                                     toll_amount, toll_currency, entry, classification, purpose, created_at, modified_at)
-         SELECT 'V' || lpad((1 + (g % $2::int))::text, 9, '0'), t, t + (interval '1 minute' * (10 + (g % 80))),
+         SELECT ${userId('(1 + (g % $2::int))')}, t, t + (interval '1 minute' * (10 + (g % 80))),
                 d, 'mi', (d * 70)::bigint, 'USD',
                 CASE WHEN g % 7 = 0 THEN 250 + (g % 900) END, CASE WHEN g % 7 = 0 THEN 'USD' END,
                 CASE WHEN g % 4 = 0 THEN 'manual' ELSE 'automatic' END,

@@ -1,0 +1,94 @@
+// bench:export's verdict: phase times from the polls, the ratios, each check met and missed, the exit status.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  erasureChecks,
+  exportChecks,
+  exportExitStatus,
+  manifestRows,
+  p99Ratio,
+  perSecond,
+  phaseSeconds,
+  rssGrowth,
+} from './export-verdict';
+
+const phases = [
+  { phase: 'queued', at: 0.1, rows: 0 },
+  { phase: 'users', at: 0.3, rows: 0 },
+  { phase: 'reported_drives', at: 1.5, rows: 1000 },
+  { phase: 'archive', at: 11.5, rows: 201_000 },
+  { phase: 'completed', at: 13, rows: 201_000 },
+];
+
+describe('the phases of an export as polled', () => {
+  it('times a phase from when it was first seen to when the next one was', () => {
+    assert.equal(phaseSeconds(phases, 'reported_drives'), 10);
+    assert.equal(phaseSeconds(phases, 'archive'), 1.5);
+  });
+
+  it('knows no time for a phase never seen, nor for the last one seen', () => {
+    assert.equal(phaseSeconds(phases, 'webhooks'), undefined);
+    assert.equal(phaseSeconds(phases, 'completed'), undefined);
+  });
+});
+
+describe('rates and ratios', () => {
+  it('gives rows per second, and 0 without a time', () => {
+    assert.equal(perSecond(100_000, 4), 25_000);
+    assert.equal(perSecond(100_000, undefined), 0);
+    assert.equal(perSecond(100_000, 0), 0);
+  });
+
+  it('takes a quiet p99 below 1 ms as 1 ms', () => {
+    assert.equal(p99Ratio(20, 30), 1.5);
+    assert.equal(p99Ratio(0.4, 3), 3);
+  });
+
+  it("reads a file's rows from the manifest, 0 for a file it does not list", () => {
+    const manifest = { format: 'mileage-export/1', files: [{ name: 'users.jsonl', rows: 7, sha256: 'x' }] };
+    assert.equal(manifestRows(manifest, 'users.jsonl'), 7);
+    assert.equal(manifestRows(manifest, 'groups.jsonl'), 0);
+  });
+
+  it("takes each process's growth as its highest reading less its reading before, never below 0", () => {
+    assert.deepEqual(rssGrowth({ gateway: 100, users: 120, drives: 90 }, { gateway: 150, users: 110 }), {
+      gateway: 50,
+      users: 0,
+      drives: 0,
+    });
+  });
+});
+
+describe('the checks', () => {
+  it('meets the targets at their bounds', () => {
+    assert.deepEqual(exportChecks({ rssGrowthMb: { users: 100 }, copyRatio: 0.3, p99Ratio: 1.5 }), {
+      'export RSS growth users': true,
+      'export rows/s vs COPY': true,
+      'export: other organization p99': true,
+    });
+    assert.deepEqual(erasureChecks({ p99Ratio: 1.5 }), { 'erasure: other organization p99': true });
+  });
+
+  it('misses each past its bound', () => {
+    assert.deepEqual(exportChecks({ rssGrowthMb: { users: 100.5, drives: 3 }, copyRatio: 0.29, p99Ratio: 1.51 }), {
+      'export RSS growth users': false,
+      'export RSS growth drives': true,
+      'export rows/s vs COPY': false,
+      'export: other organization p99': false,
+    });
+    assert.deepEqual(erasureChecks({ p99Ratio: 2 }), { 'erasure: other organization p99': false });
+  });
+});
+
+describe('the exit status', () => {
+  it('fails on a failed request or step, smoke or not', () => {
+    assert.equal(exportExitStatus(1, 0, true), 1);
+    assert.equal(exportExitStatus(1, 0, false), 1);
+  });
+
+  it('fails on a missed target at full size only', () => {
+    assert.equal(exportExitStatus(0, 2, false), 1);
+    assert.equal(exportExitStatus(0, 2, true), 0);
+    assert.equal(exportExitStatus(0, 0, false), 0);
+  });
+});
