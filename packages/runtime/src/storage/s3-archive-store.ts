@@ -43,7 +43,11 @@ export class S3ArchiveStore implements ArchiveStore {
       // A store that does not answer fails the job instead of holding it: a connection not made within 10 s, or
       // silent for idleTimeoutMs (idle, so a large part streamed slowly is not cut), fails the attempt.
       maxAttempts: 3,
-      requestHandler: { connectionTimeout: 10_000, requestTimeout: options.idleTimeoutMs ?? 60_000 },
+      requestHandler: {
+        connectionTimeout: 10_000,
+        requestTimeout: options.idleTimeoutMs ?? 60_000,
+        throwOnRequestTimeout: true,
+      },
     });
   }
 
