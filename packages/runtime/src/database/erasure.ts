@@ -131,8 +131,9 @@ export async function eraseOrganizationBatches(
   for (const table of plan.tables) {
     for (;;) {
       const rows = await eraseBatch(knex, table, organizationId, batchRows, options);
-      if (rows < batchRows) break;
-      // A full batch: more may be left (a batch that finds none is not counted).
+      // A short batch ends the table only when none of its rows is left: rows another transaction deleted while this
+      // one waited for them make a batch short while more remain.
+      if (rows < batchRows && !(await anyLeft(knex, table, organizationId))) break;
       if (++batches >= maxBatches) return { erasedRows: await erasedRows(knex, organizationId), done: false };
     }
   }
@@ -148,6 +149,9 @@ async function eraseBatch(
   options: EraseOptions,
 ): Promise<number> {
   const rows = await inOrganization(knex, organizationId, async (trx) => {
+    // One batch of an organization at a time in a schema: two runs of its erasure (a call retried while the first still
+    // runs) take turns instead of waiting on each other's rows.
+    await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`erasure:${organizationId}`]);
     await trx.raw('SELECT set_config(?, ?, true)', [ERASING_ORGANIZATION_SETTING, String(organizationId)]);
     const { rowCount } = await trx.raw<{ rowCount: number }>(
       `DELETE FROM ?? WHERE ctid = ANY(ARRAY(SELECT ctid FROM ?? WHERE ${rowsOf(table)} LIMIT ?))`,
@@ -166,6 +170,17 @@ async function eraseBatch(
   });
   if (rows > 0) options.onBatch?.({ table: table.table, rows }, 'committed');
   return rows;
+}
+
+/** Whether any of the table's rows of the organization is left. */
+async function anyLeft(knex: Knex, table: ErasureTable, organizationId: number): Promise<boolean> {
+  return inOrganization(knex, organizationId, async (trx) => {
+    const { rows } = await trx.raw<{ rows: { left: boolean }[] }>(
+      `SELECT EXISTS (SELECT 1 FROM ?? WHERE ${rowsOf(table)}) AS left`,
+      [table.table, ...rowsOfBindings(table, organizationId)],
+    );
+    return rows[0]!.left;
+  });
 }
 
 /** The condition selecting a table's rows of the organization (its bindings: `rowsOfBindings`). */
