@@ -34,6 +34,7 @@ export {
   type GeneratedClientConstructor,
   grpcFailureOf,
   HealthClient,
+  LONGEST_CALL_DEADLINE_MS,
   MAX_RECONNECT_BACKOFF_MS,
   type PromiseClient,
   unanswered,
