@@ -1,6 +1,5 @@
 // The process of the Users service: everything but its own parts comes from runService.
-import { drivesV1, groupsV1, PROTO_FILES, type webhooksV1 } from '@mileage/proto';
-import type { PromiseClient } from '@mileage/runtime/grpc';
+import { drivesV1, groupsV1, PROTO_FILES, webhooksV1 } from '@mileage/proto';
 import { outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
 import { runService } from '@mileage/runtime/service';
 import { archiveStoreOf } from '@mileage/runtime/storage';
@@ -18,15 +17,40 @@ void runService({
   // The Webhooks service, to which the outbox relay hands the events (none when WEBHOOKS_ADDRESS is unset).
   clients: (config) => ({
     ...webhooksClientSpec(config),
-    // The Groups and Drives services write their parts of each organization export.
+    // The Groups, Drives and Webhooks services write their parts of each organization export: one call each, which
+    // may take minutes and so outlive its connection (longCalls).
     ...(config.GROUPS_ADDRESS
-      ? { groups: { client: groupsV1.GroupsServiceClient, address: config.GROUPS_ADDRESS, deadlineMs: 3_000 } }
+      ? {
+          groups: {
+            client: groupsV1.GroupsServiceClient,
+            address: config.GROUPS_ADDRESS,
+            deadlineMs: 3_000,
+            longCalls: true,
+          },
+        }
       : {}),
     ...(config.DRIVES_ADDRESS
-      ? { drives: { client: drivesV1.DrivesServiceClient, address: config.DRIVES_ADDRESS, deadlineMs: 3_000 } }
+      ? {
+          drives: {
+            client: drivesV1.DrivesServiceClient,
+            address: config.DRIVES_ADDRESS,
+            deadlineMs: 3_000,
+            longCalls: true,
+          },
+        }
+      : {}),
+    ...(config.WEBHOOKS_ADDRESS
+      ? {
+          webhooksExports: {
+            client: webhooksV1.WebhooksServiceClient,
+            address: config.WEBHOOKS_ADDRESS,
+            deadlineMs: 3_000,
+            longCalls: true,
+          },
+        }
       : {}),
   }),
-  dependencies: ({ clients: { drives, groups, ...relayClients }, ...context }) => {
+  dependencies: ({ clients: { drives, groups, webhooksExports, ...relayClients }, ...context }) => {
     const archives = archiveStoreOf(context.config);
     return {
       ...context,
@@ -36,8 +60,7 @@ void runService({
       relayContext: { ...context, clients: relayClients },
       drives,
       groups,
-      // webhooksClientSpec's type is a union with `{}` (no address, no client).
-      webhooks: (relayClients as { webhooks?: PromiseClient<webhooksV1.WebhooksServiceClient> }).webhooks,
+      webhooksExports,
     };
   },
   createServer,
@@ -54,7 +77,7 @@ void runService({
             owners: [
               ...(deps.groups ? [groupsExportOwner(deps.groups)] : []),
               ...(deps.drives ? [drivesExportOwner(deps.drives)] : []),
-              ...(deps.webhooks ? [webhooksExportOwner(deps.webhooks)] : []),
+              ...(deps.webhooksExports ? [webhooksExportOwner(deps.webhooksExports)] : []),
             ],
           },
           config.EXPORT_POLL_MS,
