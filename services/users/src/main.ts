@@ -1,11 +1,17 @@
 // The process of the Users service: everything but its own parts comes from runService.
-import { drivesV1, groupsV1, PROTO_FILES, webhooksV1 } from '@mileage/proto';
+import { PROTO_FILES } from '@mileage/proto';
 import { outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
 import { runService } from '@mileage/runtime/service';
 import { archiveStoreOf } from '@mileage/runtime/storage';
 import { configShape } from './config';
 import { openDatabase } from './database';
-import { drivesExportOwner, exportTasks, groupsExportOwner, webhooksExportOwner } from './export-job';
+import {
+  drivesExportOwner,
+  exportOwnerClients,
+  exportTasks,
+  groupsExportOwner,
+  webhooksExportOwner,
+} from './export-job';
 import { createServer } from './server';
 
 void runService({
@@ -17,38 +23,8 @@ void runService({
   // The Webhooks service, to which the outbox relay hands the events (none when WEBHOOKS_ADDRESS is unset).
   clients: (config) => ({
     ...webhooksClientSpec(config),
-    // The Groups, Drives and Webhooks services write their parts of each organization export: one call each, which
-    // may take minutes and so outlive its connection (longCalls).
-    ...(config.GROUPS_ADDRESS
-      ? {
-          groups: {
-            client: groupsV1.GroupsServiceClient,
-            address: config.GROUPS_ADDRESS,
-            deadlineMs: 3_000,
-            longCalls: true,
-          },
-        }
-      : {}),
-    ...(config.DRIVES_ADDRESS
-      ? {
-          drives: {
-            client: drivesV1.DrivesServiceClient,
-            address: config.DRIVES_ADDRESS,
-            deadlineMs: 3_000,
-            longCalls: true,
-          },
-        }
-      : {}),
-    ...(config.WEBHOOKS_ADDRESS
-      ? {
-          webhooksExports: {
-            client: webhooksV1.WebhooksServiceClient,
-            address: config.WEBHOOKS_ADDRESS,
-            deadlineMs: 3_000,
-            longCalls: true,
-          },
-        }
-      : {}),
+    // The Groups, Drives and Webhooks services write their parts of each organization export.
+    ...exportOwnerClients(config),
   }),
   dependencies: ({ clients: { drives, groups, webhooksExports, ...relayClients }, ...context }) => {
     const archives = archiveStoreOf(context.config);

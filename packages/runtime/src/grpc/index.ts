@@ -34,6 +34,8 @@ export {
   type GeneratedClientConstructor,
   grpcFailureOf,
   HealthClient,
+  KEEPALIVE_TIME_MS,
+  KEEPALIVE_TIMEOUT_MS,
   LONGEST_CALL_DEADLINE_MS,
   MAX_RECONNECT_BACKOFF_MS,
   type PromiseClient,
