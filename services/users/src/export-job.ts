@@ -261,7 +261,8 @@ export async function expireExports(deps: Pick<ExportJobDeps, 'knex' | 'store'>)
 
 /**
  * How long an owner may take to write its part (a large organization's reported drives: minutes): the longest a call
- * may take. Its client must be one for long calls (exportOwnerClients), or the call ends when its connection reaches its age.
+ * may take. Its client must be one for long calls (exportOwnerClients), or the call ends when its connection reaches
+ * its age.
  */
 const OWNER_PART_DEADLINE_MS = LONGEST_CALL_DEADLINE_MS;
 
