@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
 import { circuitBreakerConfig, commonConfigSchema, ConfigError, env, loadConfig } from './config/config';
-import { serviceConfigSchema } from './service/service';
+import { checkServiceConfig, serviceConfigSchema } from './service/service';
+import { LONGEST_CALL_DEADLINE_MS } from './grpc/grpc-client';
 import { AppError, decodeServiceError, errors, toAppError, toStatusObject } from './grpc/errors';
 import { Metrics } from './telemetry/metrics';
 import { tracingRequested } from './telemetry/tracing';
@@ -31,6 +32,16 @@ describe('configuration', () => {
     assert.equal(
       loadConfig(service, { DATABASE_URL: 'postgres://x@h/db', GRPC_REFLECTION: 'true' }).GRPC_REFLECTION,
       true,
+    );
+  });
+
+  test("a service's connection-age grace covers the longest deadline a call may have, or it does not start", () => {
+    const service = serviceConfigSchema({ grpcPort: 50051, metricsPort: 9461 }).superRefine(checkServiceConfig);
+    const url = { DATABASE_URL: 'postgres://x@h/db', GRPC_PLAINTEXT: 'true' };
+    assert.equal(loadConfig(service, url).GRPC_MAX_CONNECTION_AGE_GRACE_MS, LONGEST_CALL_DEADLINE_MS);
+    assert.throws(
+      () => loadConfig(service, { ...url, GRPC_MAX_CONNECTION_AGE_GRACE_MS: String(LONGEST_CALL_DEADLINE_MS - 1) }),
+      /GRPC_MAX_CONNECTION_AGE_GRACE_MS: must be at least 1800000/,
     );
   });
 

@@ -1,7 +1,7 @@
-import type { drivesV1, groupsV1, webhooksV1 } from '@mileage/proto';
+import { drivesV1, groupsV1, webhooksV1 } from '@mileage/proto';
 import { trailOldestFirst } from '@mileage/runtime/audit';
 import { snapshotInOrganization, type Knex } from '@mileage/runtime/database';
-import type { PromiseClient } from '@mileage/runtime/grpc';
+import { LONGEST_CALL_DEADLINE_MS, type PromiseClient } from '@mileage/runtime/grpc';
 import { exportPartKey, writeExportPart, type ArchiveStore, type ExportPartFile } from '@mileage/runtime/storage';
 import { type Logger } from '@mileage/runtime/telemetry';
 import { userRepresentation } from '@mileage/scim-domain';
@@ -259,8 +259,41 @@ export async function expireExports(deps: Pick<ExportJobDeps, 'knex' | 'store'>)
   return due.length;
 }
 
-/** How long an owner may take to write its part (a large organization's reported drives: minutes). */
-const OWNER_PART_DEADLINE_MS = 30 * 60_000;
+/**
+ * How long an owner may take to write its part (a large organization's reported drives: minutes): the longest a call
+ * may take. Its client must be one for long calls (exportOwnerClients), or the call ends when its connection reaches
+ * its age.
+ */
+const OWNER_PART_DEADLINE_MS = LONGEST_CALL_DEADLINE_MS;
+
+/**
+ * The clients of the other owners (those whose address is configured), as the Users process declares them. Each
+ * writes its part in one call, which may take minutes and so outlive its connection: clients for long calls.
+ */
+export function exportOwnerClients(config: {
+  GROUPS_ADDRESS?: string | undefined;
+  DRIVES_ADDRESS?: string | undefined;
+  WEBHOOKS_ADDRESS?: string | undefined;
+}) {
+  const longCalls = { deadlineMs: 3_000, longCalls: true };
+  return {
+    ...(config.GROUPS_ADDRESS
+      ? { groups: { client: groupsV1.GroupsServiceClient, address: config.GROUPS_ADDRESS, ...longCalls } }
+      : {}),
+    ...(config.DRIVES_ADDRESS
+      ? { drives: { client: drivesV1.DrivesServiceClient, address: config.DRIVES_ADDRESS, ...longCalls } }
+      : {}),
+    ...(config.WEBHOOKS_ADDRESS
+      ? {
+          webhooksExports: {
+            client: webhooksV1.WebhooksServiceClient,
+            address: config.WEBHOOKS_ADDRESS,
+            ...longCalls,
+          },
+        }
+      : {}),
+  };
+}
 
 /** The Drives service as an owner of the archive: its reported drives, JSON Lines and CSV. */
 export function drivesExportOwner(drives: PromiseClient<drivesV1.DrivesServiceClient>): ExportOwner {

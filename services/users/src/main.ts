@@ -1,12 +1,17 @@
 // The process of the Users service: everything but its own parts comes from runService.
-import { drivesV1, groupsV1, PROTO_FILES, type webhooksV1 } from '@mileage/proto';
-import type { PromiseClient } from '@mileage/runtime/grpc';
+import { PROTO_FILES } from '@mileage/proto';
 import { outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
 import { runService } from '@mileage/runtime/service';
 import { archiveStoreOf } from '@mileage/runtime/storage';
 import { configShape } from './config';
 import { openDatabase } from './database';
-import { drivesExportOwner, exportTasks, groupsExportOwner, webhooksExportOwner } from './export-job';
+import {
+  drivesExportOwner,
+  exportOwnerClients,
+  exportTasks,
+  groupsExportOwner,
+  webhooksExportOwner,
+} from './export-job';
 import { createServer } from './server';
 
 void runService({
@@ -18,15 +23,10 @@ void runService({
   // The Webhooks service, to which the outbox relay hands the events (none when WEBHOOKS_ADDRESS is unset).
   clients: (config) => ({
     ...webhooksClientSpec(config),
-    // The Groups and Drives services write their parts of each organization export.
-    ...(config.GROUPS_ADDRESS
-      ? { groups: { client: groupsV1.GroupsServiceClient, address: config.GROUPS_ADDRESS, deadlineMs: 3_000 } }
-      : {}),
-    ...(config.DRIVES_ADDRESS
-      ? { drives: { client: drivesV1.DrivesServiceClient, address: config.DRIVES_ADDRESS, deadlineMs: 3_000 } }
-      : {}),
+    // The Groups, Drives and Webhooks services write their parts of each organization export.
+    ...exportOwnerClients(config),
   }),
-  dependencies: ({ clients: { drives, groups, ...relayClients }, ...context }) => {
+  dependencies: ({ clients: { drives, groups, webhooksExports, ...relayClients }, ...context }) => {
     const archives = archiveStoreOf(context.config);
     return {
       ...context,
@@ -36,8 +36,7 @@ void runService({
       relayContext: { ...context, clients: relayClients },
       drives,
       groups,
-      // webhooksClientSpec's type is a union with `{}` (no address, no client).
-      webhooks: (relayClients as { webhooks?: PromiseClient<webhooksV1.WebhooksServiceClient> }).webhooks,
+      webhooksExports,
     };
   },
   createServer,
@@ -54,7 +53,7 @@ void runService({
             owners: [
               ...(deps.groups ? [groupsExportOwner(deps.groups)] : []),
               ...(deps.drives ? [drivesExportOwner(deps.drives)] : []),
-              ...(deps.webhooks ? [webhooksExportOwner(deps.webhooks)] : []),
+              ...(deps.webhooksExports ? [webhooksExportOwner(deps.webhooksExports)] : []),
             ],
           },
           config.EXPORT_POLL_MS,

@@ -173,7 +173,9 @@ async function main(): Promise<void> {
       .superRefine(checkGrpcTls),
     withDevelopmentOperator(process.env),
   );
-  const options = { defaultDeadlineMs: 10_000, credentials: grpcTls(config).channelCredentials() };
+  // Long calls (createGrpcClient): an EraseOrganization call that met its connection's age would otherwise end at the
+  // client while its handler still ran, and the call's retry then ran beside it.
+  const options = { defaultDeadlineMs: 10_000, credentials: grpcTls(config).channelCredentials(), longCalls: true };
   const organizations = createGrpcClient(usersV1.OrganizationsServiceClient, config.USERS_ADDRESS, options);
   const users = createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, options);
   if (command.command !== 'create' && command.command !== 'admin') {

@@ -46,6 +46,13 @@ const KEEPALIVE_OPTIONS = {
   'grpc.keepalive_permit_without_calls': 1,
 };
 
+/**
+ * The longest deadline a call may have: a few background calls (an owner's part of an organization export) take
+ * minutes. Every server's GRPC_MAX_CONNECTION_AGE_GRACE_MS covers it (service.ts checks this at start-up), so a call
+ * on a connection closed for its age (GOAWAY) still finishes before the server ends the connection.
+ */
+export const LONGEST_CALL_DEADLINE_MS = 30 * 60_000;
+
 const HEALTH_SERVICE = healthService as unknown as grpc.ServiceDefinition;
 
 export interface CallSettings {
@@ -114,13 +121,24 @@ export function createGrpcClient<C extends grpc.Client>(
     logger?: Logger;
     /** The methods' rules (which are retried): default the generated ones of proto/. */
     rules?: Readonly<Record<string, MethodRules<Component>>>;
+    /**
+     * For calls that may outlive a connection's maximum age (seconds to minutes): no keepalive pings. grpc-js (1.14)
+     * keeps pinging a connection its server has closed for its age (GOAWAY); Node refuses a ping on a closing
+     * session, and grpc-js then ends every call still running on it with UNAVAILABLE "Connection dropped" within
+     * KEEPALIVE_TIME_MS of the GOAWAY, whatever the server's grace (grpc/grpc-node#3068). Without pings such a call
+     * runs to its end on the draining connection, bounded by the server's grace; a frozen server is found by the
+     * call's deadline only, so keep these clients for background work, never for a request someone waits on.
+     */
+    longCalls?: boolean;
   },
 ): PromiseClient<C> {
+  if (options.defaultDeadlineMs > LONGEST_CALL_DEADLINE_MS)
+    throw new Error(`a gRPC client's default deadline may not exceed ${LONGEST_CALL_DEADLINE_MS} ms`);
   const serviceName = grpcServiceName(Client.service);
   const circuitLabels = { target: address, grpc_service: serviceName };
   options.metrics?.grpcClientCircuitState.set(circuitLabels, CIRCUIT_STATE_VALUE.closed);
   const client = new Client(address, options.credentials ?? grpc.credentials.createInsecure(), {
-    ...KEEPALIVE_OPTIONS,
+    ...(options.longCalls ? {} : KEEPALIVE_OPTIONS),
     'grpc.max_receive_message_length': 16 * 1024 * 1024,
     // Reconnect quickly after a service restarts (the default backoff grows to 120 s).
     'grpc.initial_reconnect_backoff_ms': INITIAL_RECONNECT_BACKOFF_MS,
@@ -180,6 +198,12 @@ export function createGrpcClient<C extends grpc.Client>(
     const fn = (client as unknown as Record<string, UnaryMethod<unknown, unknown>>)[key]!.bind(client);
     wrapped[key] = (request: unknown, settings?: CallSettings) =>
       new Promise((resolve, reject) => {
+        const deadlineMs = settings?.deadlineMs ?? options.defaultDeadlineMs;
+        // Longer than a server's grace covers: the call could be cut off on a connection closed for its age.
+        if (deadlineMs > LONGEST_CALL_DEADLINE_MS) {
+          reject(new Error(`${service}/${name}: a deadline may not exceed ${LONGEST_CALL_DEADLINE_MS} ms`));
+          return;
+        }
         if (options.available && !options.available()) {
           options.metrics?.grpcClientHandled.inc({ ...labels, grpc_code: 'UNAVAILABLE' });
           reject(ofCall(knownDown(service), labels));
@@ -210,7 +234,7 @@ export function createGrpcClient<C extends grpc.Client>(
           injectContext(started.context, (key, value) => metadata.set(key, value));
         }
         const started = process.hrtime.bigint();
-        const deadline = Date.now() + (settings?.deadlineMs ?? options.defaultDeadlineMs);
+        const deadline = Date.now() + deadlineMs;
         // grpc-js captures the caller's stack on every call (a new Error, kept for the message of a call that fails):
         // 54–61 µs a call in these processes (docs/benchmarks.md, "The caller's stack on every call"). A failed call
         // names its service and method instead (ofCall), so no stack is captured while the call starts; grpc-node's

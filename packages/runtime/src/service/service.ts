@@ -8,6 +8,7 @@ import {
   createGrpcClient,
   grpcServiceName,
   HealthClient,
+  LONGEST_CALL_DEADLINE_MS,
   type GeneratedClientConstructor,
   type PromiseClient,
 } from '../grpc/grpc-client';
@@ -27,8 +28,8 @@ export function serviceConfigSchema(defaults: { grpcPort: number; metricsPort: n
     METRICS_PORT: env.port(defaults.metricsPort),
     /** Connections older than this are closed (GOAWAY), so callers re-resolve and reach new replicas. */
     GRPC_MAX_CONNECTION_AGE_MS: env.positiveInt(30_000),
-    /** Time calls in flight on such a connection may still take: at least the callers' longest deadline. */
-    GRPC_MAX_CONNECTION_AGE_GRACE_MS: env.positiveInt(15_000),
+    /** Time calls in flight on such a connection may still take: at least the longest deadline a call may have. */
+    GRPC_MAX_CONNECTION_AGE_GRACE_MS: env.positiveInt(LONGEST_CALL_DEADLINE_MS),
     /** Serve gRPC server reflection (grpcurl, Postman); off unless asked for, as it describes every method. */
     GRPC_REFLECTION: env.boolean(false),
     ...grpcTlsConfigShape,
@@ -65,7 +66,16 @@ type DatabaseConfig = z.infer<z.ZodObject<typeof databaseConfigShape>>;
  * longer be extended, so they are applied to the extended schema): with a database, the migration URL with
  * MIGRATE_ON_START and a runtime role to grant to; mutual TLS all or nothing.
  */
-export function checkServiceConfig(c: Partial<DatabaseConfig> & GrpcTlsConfig, ctx: z.RefinementCtx): void {
+export function checkServiceConfig(
+  c: Partial<DatabaseConfig> & GrpcTlsConfig & { GRPC_MAX_CONNECTION_AGE_GRACE_MS?: number },
+  ctx: z.RefinementCtx,
+): void {
+  if (c.GRPC_MAX_CONNECTION_AGE_GRACE_MS !== undefined && c.GRPC_MAX_CONNECTION_AGE_GRACE_MS < LONGEST_CALL_DEADLINE_MS)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['GRPC_MAX_CONNECTION_AGE_GRACE_MS'],
+      message: `must be at least ${LONGEST_CALL_DEADLINE_MS} (the longest deadline a call may have): a shorter grace cuts off calls still running on a connection closed for its age`,
+    });
   if (c.MIGRATE_ON_START && !c.MIGRATION_DATABASE_URL)
     ctx.addIssue({
       code: 'custom',
@@ -153,6 +163,8 @@ export interface ClientSpec<C extends grpc.Client = grpc.Client> {
   client: GeneratedClientConstructor<C>;
   address: string;
   deadlineMs: number;
+  /** Its calls may outlive a connection's maximum age (createGrpcClient's `longCalls`): background work only. */
+  longCalls?: boolean;
 }
 
 export type ConnectedClients<Specs> = {
@@ -292,6 +304,7 @@ async function start<Shape extends z.ZodRawShape, Specs extends Record<string, C
       createGrpcClient(spec.client, spec.address, {
         credentials: tls.channelCredentials(),
         defaultDeadlineMs: spec.deadlineMs,
+        ...(spec.longCalls && { longCalls: true }),
         metrics,
         available: () => dependencies.isUp(name),
         circuitBreaker: circuitBreakerConfig(config),
