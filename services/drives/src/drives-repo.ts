@@ -667,26 +667,30 @@ export const EXPORT_REPORTED_DRIVES_SQL = `SELECT ${REPORTED_COLUMNS} FROM drive
 
 /**
  * A page of an organization export's reported drives (after `afterDriveId`, by drive id) with their review comments,
- * read in the export's snapshot transaction (snapshotInOrganization).
+ * read by `run`: the statements of the export's snapshot transaction (snapshotInOrganization, statementsOf), their
+ * times parsed straight to wire Timestamps (a Date per time was the export's largest single cost).
  */
 export async function exportReportedDrivesPage(
-  trx: Knex.Transaction,
+  run: ReadStatements,
   organizationId: number,
   afterDriveId: number,
   limit: number,
 ): Promise<{ row: DriveRow & ReportRow; comments: CommentRow[] }[]> {
-  const { rows } = await trx.raw<{ rows: (DriveRow & ReportRow)[] }>(`${EXPORT_REPORTED_DRIVES_SQL} LIMIT ?`, [
-    organizationId,
-    afterDriveId,
-    afterDriveId,
-    limit,
-  ]);
+  const { rows } = await run<DriveRow & ReportRow>(
+    `${EXPORT_REPORTED_DRIVES_SQL} LIMIT ?`,
+    [organizationId, afterDriveId, afterDriveId, limit],
+    'drives_export_reported_v1',
+    WIRE_TIMESTAMPS,
+  );
   if (!rows.length) return [];
-  const { rows: comments } = await trx.raw<{ rows: CommentRow[] }>(COMMENTS_SQL, [rows.map((r) => Number(r.id))]);
+  const ids = rows.map((r) => Number(r.id));
+  const { rows: comments } = await run<CommentRow>(COMMENTS_SQL, [ids], 'drives_comments_v1', WIRE_TIMESTAMPS);
   const byDrive = new Map<string, CommentRow[]>();
   for (const comment of comments) {
     const key = String(comment.drive_id);
-    byDrive.set(key, [...(byDrive.get(key) ?? []), comment]);
+    const list = byDrive.get(key);
+    if (list) list.push(comment);
+    else byDrive.set(key, [comment]);
   }
   return rows.map((row) => ({ row, comments: byDrive.get(String(row.id)) ?? [] }));
 }

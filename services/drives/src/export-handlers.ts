@@ -23,7 +23,13 @@ export function exportHandlers({ read }: CallOrganization, deps: DrivesServerDep
       if (!isUuid(request.exportId))
         throw errors.invalidArgument('export_id must be a UUID', [{ field: 'export_id', description: 'a UUID' }]);
       if (!deps.archives) throw errors.unavailable('organization exports are not configured on this installation');
-      const files = await writeDrivesExportPart(deps.knex, deps.archives, requireOrganization(ctx), request.exportId);
+      const files = await writeDrivesExportPart(
+        deps.knex,
+        deps.archives,
+        requireOrganization(ctx),
+        request.exportId,
+        deps.exportDutyCycle,
+      );
       return { files };
     },
 

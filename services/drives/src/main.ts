@@ -4,7 +4,9 @@ import { env } from '@mileage/runtime/config';
 import { outboxRelayConfigShape, outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
 import { runService } from '@mileage/runtime/service';
 import { archiveStoreOf, archiveStoreConfigShape } from '@mileage/runtime/storage';
+import { z } from 'zod';
 import { openDatabase } from './database';
+import { DEFAULT_EXPORT_DUTY_CYCLE } from './export-part';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, purgeTombstones } from './drives-repo';
 import { createServer } from './server';
 
@@ -24,6 +26,8 @@ void runService({
     GRPC_DEADLINE_MS: env.positiveInt(3_000),
     // Where its part of an organization export goes (the Users service's export job assembles the archive).
     ...archiveStoreConfigShape,
+    /** The share of the wall time writing that part may take (0 < x ≤ 1): the rest is left to other organizations. */
+    EXPORT_DUTY_CYCLE: z.coerce.number().gt(0).max(1).default(DEFAULT_EXPORT_DUTY_CYCLE),
   },
   clients: (config) => ({
     groups: {
@@ -40,6 +44,7 @@ void runService({
     logger: context.logger,
     tombstoneRetentionDays: context.config.TOMBSTONE_RETENTION_DAYS,
     ...optional('archives', archiveStoreOf(context.config)),
+    exportDutyCycle: context.config.EXPORT_DUTY_CYCLE,
     relayContext: { ...context, clients: relayClients },
   }),
   createServer,

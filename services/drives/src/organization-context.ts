@@ -21,6 +21,8 @@ export interface DrivesServerDeps {
   restoreEpochs?: RestoreEpochs;
   /** Where its part of an organization export goes; none: exports are off. */
   archives?: ArchiveStore;
+  /** The share of the wall time its export part works (EXPORT_DUTY_CYCLE; default DEFAULT_EXPORT_DUTY_CYCLE). */
+  exportDutyCycle?: number;
 }
 
 /** How the handlers reach the drives of the call's organization: writes and reads. */

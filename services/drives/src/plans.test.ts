@@ -2,7 +2,7 @@
 // that stops after the page (no OFFSET, no sort of the user's or group's rows). Planned as the service runs them: as
 // its runtime role, inside a declared organization, under row-level security.
 import { drivesV1 } from '@mileage/proto';
-import { readInOrganization, snapshotInOrganization } from '@mileage/runtime/database';
+import { readInOrganization, snapshotInOrganization, statementsOf } from '@mileage/runtime/database';
 import {
   createSchemaRoles,
   createTestDatabase,
@@ -196,7 +196,10 @@ describe('list query plans at 300,000 drives', () => {
 
   test("an export's page deep in the organization reads from its position on both sides of the join", async () => {
     const plan = await planOf(
-      () => snapshotInOrganization(db.knex, 1, (trx) => exportReportedDrivesPage(trx, 1, 200_000, 1000)),
+      () =>
+        snapshotInOrganization(db.knex, 1, async (trx) =>
+          exportReportedDrivesPage(await statementsOf(trx), 1, 200_000, 1000),
+        ),
       (sql) => /JOIN drives d/.test(sql),
       'ANALYZE, FORMAT JSON',
     );

@@ -323,7 +323,7 @@ async function main(): Promise<number> {
                 `  the export's own requests refused ${outcome.refusals.length} times: ${outcome.refusals.slice(0, 3).join('; ')}`,
               ]
             : []),
-          `  the Drives part: ${drivesSeconds === undefined ? 'not seen (shorter than a poll)' : `${fmt(drivesSeconds, 1)} s, ${fmt(drivesRate)} reported drives/s (JSON Lines and CSV, each its own pass, with review comments)`}`,
+          `  the Drives part: ${drivesSeconds === undefined ? 'not seen (shorter than a poll)' : `${fmt(drivesSeconds, 1)} s, ${fmt(drivesRate)} reported drives/s (JSON Lines and CSV from one pass, with review comments, at the Drives service's EXPORT_DUTY_CYCLE)`}`,
           `  PostgreSQL's COPY of its statement (runtime role, one snapshot): ${copies.map((c) => `${fmt(c.seconds, 2)} s`).join(' before, ')} after; best ${fmt(copyRate)} rows/s, ${fmt(copy.bytes / 2 ** 20, 1)} MB`,
           `  export/COPY: ${fmt(ratio, 2)} (target ≥ ${EXPORT_TARGETS.copyRatio}); request to download, all ${drives} drives: ${fmt(perSecond(drives, outcome.downloadedSeconds))}/s, ${fmt(copyRate ? perSecond(drives, outcome.downloadedSeconds) / copyRate : 0, 2)}× COPY`,
           `  RSS growth MB (highest reading, every 1 s, less the one before; target ≤ ${EXPORT_TARGETS.rssGrowthMb}): ${Object.entries(

@@ -3,10 +3,19 @@
 // other owners first and the Users service (whose organization row is the organization) last, then asks the Users
 // service to record the receipt.
 import type { drivesV1, groupsV1, usersV1, webhooksV1 } from '@mileage/proto';
+import { DutyCycle } from '@mileage/runtime/database';
 import type { PromiseClient } from '@mileage/runtime/grpc';
 
-/** The batches (of at most 1,000 rows) one EraseOrganization call may erase: well inside a call's deadline. */
-export const BATCHES_PER_CALL = 20;
+/**
+ * The batches (of at most 1,000 rows) one EraseOrganization call may erase: well inside a call's deadline, and short
+ * enough that the pauses between calls (ERASURE_DUTY_CYCLE) come often.
+ */
+export const BATCHES_PER_CALL = 5;
+/**
+ * The share of the wall time the erasure works: it is background work beside every other organization's requests on
+ * the same cores and database, so after each call it pauses as long as the call took (DutyCycle).
+ */
+export const ERASURE_DUTY_CYCLE = 0.5;
 
 export interface OffboardingClients {
   organizations: PromiseClient<usersV1.OrganizationsServiceClient>;
@@ -25,33 +34,37 @@ type Eraser = (request: {
 }) => Promise<{ erasedRows: Record<string, number>; done: boolean }>;
 
 /** Calls an owner's EraseOrganization until it is done; the rows it erased per table. */
-async function eraseAt(erase: Eraser, organizationId: number, progress: (rows: number) => void) {
+async function eraseAt(erase: Eraser, organizationId: number, cycle: DutyCycle, progress: (rows: number) => void) {
   for (;;) {
     const { erasedRows, done } = await erase({ organizationId, maxBatches: BATCHES_PER_CALL });
     progress(Object.values(erasedRows).reduce((sum, n) => sum + n, 0));
     if (done) return erasedRows;
+    await cycle.pace();
   }
 }
 
 /**
  * Erases an offboarded organization whose grace period is over, everywhere, and answers its receipt. Resumable: a run
- * after a failure or a kill continues with what is left; a run after the end answers the same receipt.
+ * after a failure or a kill continues with what is left; a run after the end answers the same receipt. Paced to
+ * `dutyCycle` of the wall time.
  */
 export async function eraseOffboarded(
   clients: OffboardingClients,
   organizationId: number,
   log: (line: string) => void = () => {},
+  dutyCycle = ERASURE_DUTY_CYCLE,
 ): Promise<usersV1.Offboarding> {
   const { offboarding } = await clients.organizations.startErasure({ organizationId });
   if (offboarding!.erasureFinishedAt) return offboarding!;
+  const cycle = new DutyCycle(dutyCycle);
   const erasedRows: Record<string, number> = {};
   for (const [schema, owner] of Object.entries(clients.owners)) {
     const erase = (owner as { eraseOrganization: Eraser }).eraseOrganization.bind(owner);
-    const rows = await eraseAt(erase, organizationId, (n) => log(`${schema}: ${n} rows erased`));
+    const rows = await eraseAt(erase, organizationId, cycle, (n) => log(`${schema}: ${n} rows erased`));
     for (const [table, n] of Object.entries(rows)) erasedRows[`${schema}.${table}`] = n;
   }
   const own = clients.organizations.eraseOrganization.bind(clients.organizations);
-  await eraseAt(own, organizationId, (n) => log(`users: ${n} rows erased`));
+  await eraseAt(own, organizationId, cycle, (n) => log(`users: ${n} rows erased`));
   const { offboarding: receipt } = await clients.organizations.finishErasure({ organizationId, erasedRows });
   return receipt!;
 }

@@ -10,6 +10,7 @@ export {
 } from './db';
 export { organizationLimits } from './organization-share';
 export { PerTurnGroups } from './per-turn';
+export { DutyCycle, pauseAfter } from './duty-cycle';
 export {
   acrossOrganizations,
   ALL_ORGANIZATIONS_SETTING,

@@ -1,4 +1,4 @@
 export { checkKey, LocalArchiveStore, type ArchiveStore, type ByteRange, type StoredObject } from './archive-store';
 export { archiveStoreConfigShape, archiveStoreOf } from './config';
-export { exportPartKey, writeExportPart, type ExportPartFile } from './part';
+export { exportPartKey, writeExportFiles, writeExportPart, type ExportFilesPage, type ExportPartFile } from './part';
 export { S3ArchiveStore, type S3StoreOptions } from './s3-archive-store';

@@ -38,3 +38,135 @@ export async function writeExportPart(
   const stored = await store.put(exportPartKey(exportId, name), bytes());
   return { name, rows: count, sha256: stored.sha256, sizeBytes: stored.sizeBytes };
 }
+
+/** A page of several files written together (writeExportFiles): each file's text for the page, and its rows. */
+export interface ExportFilesPage {
+  rows: number;
+  /** One text per file, in the order of the files; each of whole lines. */
+  texts: string[];
+}
+
+/**
+ * Writes several files of one part from a single pass over `pages` (the rows read once, each file its own rendering
+ * of them), every file's store write running at the same time. Hand-over, not buffering: the next page is read only
+ * once every file has taken the previous one, so each file holds at most a page in hand whatever the part's size. A
+ * failed file (a full disk) stops the pass and fails the others; a failed pass fails every file; either way nothing is
+ * left under their keys (ArchiveStore.put).
+ */
+export async function writeExportFiles(
+  store: ArchiveStore,
+  exportId: string,
+  files: { name: string; header?: string }[],
+  pages: AsyncIterable<ExportFilesPage>,
+): Promise<ExportPartFile[]> {
+  // A file whose write stopped reading (it failed) stops the pass; the others are ended with this, not their own fault.
+  const stopped = new Error('another file of this export part could not be written');
+  let failure: { error: unknown } | undefined;
+  const stop = (error: unknown) => {
+    if (error !== stopped) failure ??= { error };
+    for (const handoff of handoffs) handoff.end(stopped);
+  };
+  const handoffs: Handoff[] = files.map(() => new Handoff(() => stop(stopped)));
+  const writes = files.map((file, i) =>
+    store.put(exportPartKey(exportId, file.name), handoffs[i]!.chunks()).catch((error: unknown) => {
+      stop(error);
+      throw error;
+    }),
+  );
+  let rows = 0;
+  let passFailure: { error: unknown } | undefined;
+  try {
+    const headers = files.map((file) => file.header ?? '');
+    await Promise.all(handoffs.map((handoff, i) => (headers[i] ? handoff.offer(Buffer.from(headers[i])) : null)));
+    for await (const page of pages) {
+      if (handoffs.some((handoff) => handoff.isEnded)) break;
+      rows += page.rows;
+      await Promise.all(handoffs.map((handoff, i) => handoff.offer(Buffer.from(page.texts[i]!))));
+    }
+    for (const handoff of handoffs) handoff.end();
+  } catch (error) {
+    passFailure = { error };
+    for (const handoff of handoffs) handoff.end(error);
+  }
+  const settled = await Promise.allSettled(writes);
+  const error = passFailure ?? failure ?? settled.find((s) => s.status === 'rejected');
+  if (error) throw 'error' in error ? error.error : error.reason;
+  return settled.map((s, i) => {
+    const stored = (s as PromiseFulfilledResult<{ sha256: string; sizeBytes: number }>).value;
+    return { name: files[i]!.name, rows, sha256: stored.sha256, sizeBytes: stored.sizeBytes };
+  });
+}
+
+/**
+ * One chunk at a time from a producer to a consumer (a store's write): `offer` resolves once the consumer has taken
+ * the chunk, or at once when it has stopped reading; `end` finishes the consumer's chunks, with an error if given.
+ */
+class Handoff {
+  private offered?: { chunk: Buffer; taken: () => void };
+  private taker?: { resolve: (chunk: Buffer | undefined) => void; reject: (error: unknown) => void };
+  private ended?: { error?: unknown };
+  private abandoned = false;
+
+  /** `onAbandoned`: the consumer stopped reading before the end (its write failed). */
+  constructor(private readonly onAbandoned: () => void) {}
+
+  get isEnded(): boolean {
+    return this.ended !== undefined;
+  }
+
+  offer(chunk: Buffer): Promise<void> {
+    if (this.abandoned || this.ended) return Promise.resolve();
+    if (this.taker) {
+      const taker = this.taker;
+      this.taker = undefined;
+      taker.resolve(chunk);
+      return Promise.resolve();
+    }
+    return new Promise((taken) => (this.offered = { chunk, taken }));
+  }
+
+  end(error?: unknown): void {
+    if (this.ended) return;
+    this.ended = error === undefined ? {} : { error };
+    const taker = this.taker;
+    this.taker = undefined;
+    if (taker) this.settle(taker);
+    // A chunk offered and not taken is dropped: the write it was for has ended.
+    this.offered?.taken();
+    this.offered = undefined;
+  }
+
+  async *chunks(): AsyncGenerator<Buffer> {
+    try {
+      for (;;) {
+        const chunk = await this.take();
+        if (chunk === undefined) return;
+        yield chunk;
+      }
+    } finally {
+      this.abandoned = true;
+      this.offered?.taken();
+      this.offered = undefined;
+      if (!this.ended) this.onAbandoned();
+    }
+  }
+
+  private take(): Promise<Buffer | undefined> {
+    if (this.offered) {
+      const { chunk, taken } = this.offered;
+      this.offered = undefined;
+      taken();
+      return Promise.resolve(chunk);
+    }
+    return new Promise((resolve, reject) => {
+      const taker = { resolve, reject };
+      if (this.ended) this.settle(taker);
+      else this.taker = taker;
+    });
+  }
+
+  private settle(taker: { resolve: (chunk: undefined) => void; reject: (error: unknown) => void }) {
+    if (this.ended?.error !== undefined) taker.reject(this.ended.error);
+    else taker.resolve(undefined);
+  }
+}

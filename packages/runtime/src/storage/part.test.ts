@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { text } from 'node:stream/consumers';
+import { after, test } from 'node:test';
+import { LocalArchiveStore } from './archive-store';
+import { exportPartKey, writeExportFiles, type ExportFilesPage } from './part';
+
+const root = mkdtempSync(path.join(tmpdir(), 'export-part-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+const EXPORT_ID = '00000000-0000-4000-8000-000000000001';
+const FILES = [{ name: 'rows.jsonl' }, { name: 'rows.csv', header: 'n,square\n' }];
+
+async function* numbered(pages: number, perPage: number, onPage: (page: number) => void = () => {}) {
+  for (let page = 0; page < pages; page++) {
+    onPage(page);
+    const ns = Array.from({ length: perPage }, (_, i) => page * perPage + i);
+    yield {
+      rows: perPage,
+      texts: [ns.map((n) => `{"n":${n}}\n`).join(''), ns.map((n) => `${n},${n * n}\n`).join('')],
+    } satisfies ExportFilesPage;
+  }
+}
+
+const sha256 = (body: string) => createHash('sha256').update(body).digest('hex');
+
+test('each file gets its header and its text of every page, counted and measured, from one pass', async () => {
+  const store = new LocalArchiveStore(path.join(root, 'whole'));
+  let passes = 0;
+  const files = await writeExportFiles(
+    store,
+    EXPORT_ID,
+    FILES,
+    numbered(3, 2, (page) => (passes += page === 0 ? 1 : 0)),
+  );
+  const jsonl = '{"n":0}\n{"n":1}\n{"n":2}\n{"n":3}\n{"n":4}\n{"n":5}\n';
+  const csv = 'n,square\n0,0\n1,1\n2,4\n3,9\n4,16\n5,25\n';
+  assert.equal(passes, 1);
+  assert.deepEqual(files, [
+    { name: 'rows.jsonl', rows: 6, sha256: sha256(jsonl), sizeBytes: jsonl.length },
+    { name: 'rows.csv', rows: 6, sha256: sha256(csv), sizeBytes: csv.length },
+  ]);
+  assert.equal(await text(await store.get(exportPartKey(EXPORT_ID, 'rows.jsonl'))), jsonl);
+  assert.equal(await text(await store.get(exportPartKey(EXPORT_ID, 'rows.csv'))), csv);
+});
+
+test('a page is read only once every file has taken the one before: a slow file holds the pass back', async () => {
+  const taken = [0, 0];
+  let ahead = 0;
+  class CountingStore extends LocalArchiveStore {
+    override put(key: string, body: AsyncIterable<Uint8Array>) {
+      const file = key.endsWith('.csv') ? 1 : 0;
+      async function* counted() {
+        for await (const chunk of body) {
+          // The CSV's writer takes its chunks slowly (a timer, not a synchronisation: the pass must wait for it).
+          if (file === 1) await new Promise((resolve) => setTimeout(resolve, 2));
+          taken[file]!++;
+          yield chunk;
+        }
+      }
+      return super.put(key, counted());
+    }
+  }
+  const store = new CountingStore(path.join(root, 'slow'));
+  await writeExportFiles(
+    store,
+    EXPORT_ID,
+    [{ name: 'rows.jsonl' }, { name: 'rows.csv' }],
+    numbered(50, 10, (page) => (ahead = Math.max(ahead, page - Math.min(...taken)))),
+  );
+  assert.deepEqual(taken, [50, 50]);
+  assert.ok(ahead <= 2, `the pass ran ${ahead} pages ahead of the slowest file`);
+});
+
+test('a file that cannot be written fails the pass and every file, leaving nothing', async () => {
+  const dir = path.join(root, 'full');
+  class FullDisk extends LocalArchiveStore {
+    override put(key: string, body: AsyncIterable<Uint8Array>) {
+      if (!key.endsWith('.csv')) return super.put(key, body);
+      async function* fails() {
+        for await (const chunk of body) {
+          yield chunk;
+          throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+        }
+      }
+      return super.put(key, fails());
+    }
+  }
+  let read = 0;
+  await assert.rejects(
+    writeExportFiles(
+      new FullDisk(dir),
+      EXPORT_ID,
+      FILES,
+      numbered(1_000, 10, () => read++),
+    ),
+    { code: 'ENOSPC' },
+  );
+  assert.ok(read < 10, `the pass went on for ${read} pages`);
+  assert.deepEqual(
+    readdirSync(dir, { recursive: true }).filter((f) => String(f).includes('.')),
+    [],
+  );
+});
+
+test('a pass that fails (a broken read) fails every file, leaving nothing', async () => {
+  const dir = path.join(root, 'broken');
+  async function* broken() {
+    yield* numbered(2, 10);
+    throw new Error('the connection was lost');
+  }
+  await assert.rejects(writeExportFiles(new LocalArchiveStore(dir), EXPORT_ID, FILES, broken()), /connection was lost/);
+  assert.deepEqual(
+    readdirSync(dir, { recursive: true }).filter((f) => String(f).includes('.')),
+    [],
+  );
+});

@@ -1,0 +1,17 @@
+/** Characters that make a CSV field quoted (RFC 4180): the delimiter, the quote and line breaks. */
+const NEEDS_QUOTES = /[",\r\n]/;
+
+/**
+ * One CSV record and its newline, as csv-stringify writes it with its defaults (csv.test.ts compares both): a field is
+ * quoted, its quotes doubled, only when it holds a comma, a quote or a line break. Per row, csv-stringify's option
+ * handling cost more than the row.
+ */
+export function csvLine(fields: readonly (string | number)[]): string {
+  let line = '';
+  for (let i = 0; i < fields.length; i++) {
+    const text = String(fields[i]);
+    if (i) line += ',';
+    line += NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  }
+  return `${line}\n`;
+}
