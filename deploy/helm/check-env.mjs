@@ -55,16 +55,10 @@ for (const s of ['users', 'groups', 'drives', 'webhooks']) schemas[s] = schemas[
 // the outbox relay's of Drives.
 schemas.webhooks = schemas.webhooks.extend(require(join(root, 'services/webhooks/dist/config.js')).configShape);
 schemas.users = schemas.users.extend(require(join(root, 'services/users/dist/config.js')).configShape);
-schemas.drives = schemas.drives.extend(runtime.outboxRelayConfigShape);
-// The Drives service's own variable, declared in services/drives/src/main.ts (which starts the service when loaded, so
-// it is restated here): the Groups service it asks whether a report's group is of the drive's organization.
+schemas.drives = schemas.drives.extend(require(join(root, 'services/drives/dist/config.js')).configShape);
 // The Groups service's own variables, declared in services/groups/src/main.ts (restated for the same reason): its part
 // of an organization export.
 schemas.groups = schemas.groups.extend({ ...runtime.archiveStoreConfigShape, SCIM_BASE_URL: z.url() });
-schemas.drives = schemas.drives.extend({
-  GROUPS_ADDRESS: runtime.env.target('127.0.0.1:50052'),
-  ...runtime.archiveStoreConfigShape,
-});
 
 const problems = [];
 const envs = JSON.parse(readFileSync(envFile, 'utf8'));

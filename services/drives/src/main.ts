@@ -1,13 +1,11 @@
 // The process of the Drives service: everything but its own parts comes from runService.
 import { groupsV1, PROTO_FILES } from '@mileage/proto';
-import { env } from '@mileage/runtime/config';
-import { outboxRelayConfigShape, outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
+import { outboxRelayTasks, webhooksClientSpec } from '@mileage/runtime/outbox';
 import { runService } from '@mileage/runtime/service';
-import { archiveStoreOf, archiveStoreConfigShape } from '@mileage/runtime/storage';
-import { z } from 'zod';
+import { archiveStoreOf } from '@mileage/runtime/storage';
 import { openDatabase } from './database';
-import { DEFAULT_EXPORT_DUTY_CYCLE } from './export-part';
-import { DEFAULT_TOMBSTONE_RETENTION_DAYS, purgeTombstones } from './drives-repo';
+import { configShape } from './config';
+import { purgeTombstones } from './drives-repo';
 import { createServer } from './server';
 
 void runService({
@@ -15,20 +13,7 @@ void runService({
   defaults: { grpcPort: 50053, metricsPort: 9463 },
   protoFile: PROTO_FILES.drives,
   openDatabase,
-  config: {
-    ...outboxRelayConfigShape,
-    /** How long the tombstones of deleted drives and withdrawn reports stay in the change feed. */
-    TOMBSTONE_RETENTION_DAYS: env.positiveInt(DEFAULT_TOMBSTONE_RETENTION_DAYS),
-    /** How often the housekeeping purges tombstones past the retention window. */
-    TOMBSTONE_PURGE_INTERVAL_MS: env.positiveInt(3_600_000),
-    /** The Groups service, asked whether a group a drive is reported to is of the drive's organization. */
-    GROUPS_ADDRESS: env.target('127.0.0.1:50052'),
-    GRPC_DEADLINE_MS: env.positiveInt(3_000),
-    // Where its part of an organization export goes (the Users service's export job assembles the archive).
-    ...archiveStoreConfigShape,
-    /** The share of the wall time writing that part may take (0 < x ≤ 1): the rest is left to other organizations. */
-    EXPORT_DUTY_CYCLE: z.coerce.number().gt(0).max(1).default(DEFAULT_EXPORT_DUTY_CYCLE),
-  },
+  config: configShape,
   clients: (config) => ({
     groups: {
       client: groupsV1.GroupsServiceClient,
