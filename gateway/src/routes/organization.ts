@@ -1,5 +1,11 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { scimAuditV1, usersV1 } from '@mileage/proto';
+import {
+  provisioningEventRepresentation,
+  TRAIL_OWNERS,
+  type ProvisioningEventRepresentation,
+  type TrailOwner,
+} from '@mileage/runtime/audit';
 import { apiTime, apiTimeOrNull, dateToTimestamp, parseRfc3339, type WireTimestamp } from '@mileage/runtime/formats';
 import { decodeServiceError } from '@mileage/runtime/grpc';
 import type { Request } from 'express';
@@ -19,19 +25,8 @@ export interface ScimTokenSchema {
   last_used_at: string | null;
 }
 
-export interface ProvisioningEventSchema {
-  /** Unique across the trail's owners: the owner's name and its id, e.g. "users-17". */
-  id: string;
-  at: string;
-  /** The credential: an OAuth client id, or `scim_token:<id>` for a SCIM secret token. */
-  credential: string;
-  action: string;
-  resource_type: string;
-  resource_id: string;
-  /** Only writes that happened are in the trail (a refused request changed nothing). */
-  outcome: 'succeeded';
-  request_id: string;
-}
+/** The trail's entries as the API shows them: one representation with the organization export's file. */
+export type ProvisioningEventSchema = ProvisioningEventRepresentation;
 
 /** A token's name: what the admin will recognise it by (e.g. "Entra ID production"). */
 const NAME_LENGTH = { min: 1, max: 200 };
@@ -176,8 +171,6 @@ export const revokeScimToken: RouteSpec<string> = {
 };
 
 /** The owners of the provisioning trail, in the order they come at the same instant (newest first: users first). */
-const TRAIL_OWNERS = ['users', 'groups'] as const;
-type TrailOwner = (typeof TRAIL_OWNERS)[number];
 /** No event id is this large: "every event of that instant". */
 const ALL_OF_THE_INSTANT = Number.MAX_SAFE_INTEGER;
 
@@ -280,14 +273,5 @@ function newestFirst(a: Tagged, b: Tagged): number {
 }
 
 function toEvent(owner: TrailOwner, e: scimAuditV1.ProvisioningEvent): ProvisioningEventSchema {
-  return {
-    id: `${owner}-${e.id}`,
-    at: apiTime(e.time),
-    credential: e.actor,
-    action: e.action,
-    resource_type: e.resourceType,
-    resource_id: e.resourceId,
-    outcome: 'succeeded',
-    request_id: e.requestId,
-  };
+  return provisioningEventRepresentation(owner, { ...e, at: apiTime(e.time) });
 }

@@ -1,5 +1,5 @@
 import type { groupsV1 } from '@mileage/proto';
-import { trailOldestFirst } from '@mileage/runtime/audit';
+import { provisioningEventRepresentation, trailOldestFirst } from '@mileage/runtime/audit';
 import { snapshotInOrganization, type Knex } from '@mileage/runtime/database';
 import { dateToTimestamp, isUuid } from '@mileage/runtime/formats';
 import { errors, type Handlers, requireOrganization } from '@mileage/runtime/grpc';
@@ -101,19 +101,31 @@ async function* groups(trx: Knex.Transaction, organizationId: number, scimBase: 
  * trail's owners, the credential that acted, the resource), with what the trail adds: the group's attributes before
  * and after, and the members a change by difference added and removed. Times to the microsecond (trailOldestFirst).
  */
+type GroupsTrailColumns = {
+  actor: string;
+  operation: string;
+  team_id: string;
+  request_id: string | null;
+  before: unknown;
+  after: unknown;
+  members_added: string[] | null;
+  members_removed: string[] | null;
+};
+
 async function* trail(trx: Knex.Transaction, organizationId: number): AsyncGenerator<string> {
   const columns =
     'actor, operation, team_id::text AS team_id, request_id, before, after, members_added, members_removed';
-  for await (const row of trailOldestFirst(trx, 'provisioning_audit', columns, organizationId)) {
+  for await (const row of trailOldestFirst<GroupsTrailColumns>(trx, 'provisioning_audit', columns, organizationId)) {
     yield `${JSON.stringify({
-      id: `groups-${row.id}`,
-      at: row.at,
-      credential: row.actor,
-      action: row.operation,
-      resource_type: GROUP_RESOURCE_TYPE.name,
-      resource_id: row.team_id,
-      outcome: 'succeeded',
-      request_id: row.request_id ?? '',
+      ...provisioningEventRepresentation('groups', {
+        id: row.id,
+        at: row.at,
+        actor: row.actor,
+        action: row.operation,
+        resourceType: GROUP_RESOURCE_TYPE.name,
+        resourceId: row.team_id,
+        requestId: row.request_id,
+      }),
       ...(row.before !== null ? { before: row.before } : {}),
       ...(row.after !== null ? { after: row.after } : {}),
       ...(row.members_added !== null ? { members_added: row.members_added } : {}),

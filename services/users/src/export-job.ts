@@ -1,11 +1,12 @@
 import { drivesV1, groupsV1, webhooksV1 } from '@mileage/proto';
-import { trailOldestFirst } from '@mileage/runtime/audit';
+import { provisioningEventRepresentation, trailOldestFirst } from '@mileage/runtime/audit';
 import { snapshotInOrganization, type Knex } from '@mileage/runtime/database';
 import { LONGEST_CALL_DEADLINE_MS, type PromiseClient } from '@mileage/runtime/grpc';
 import { exportPartKey, writeExportPart, type ArchiveStore, type ExportPartFile } from '@mileage/runtime/storage';
 import { type Logger } from '@mileage/runtime/telemetry';
 import { userRepresentation } from '@mileage/scim-domain';
 import { ExportJobs, archiveKey, type ExportRow } from './exports-repo';
+import { trailResource } from './provisioning-events';
 import { tarGz, type TarEntry } from './tar-gz';
 import { mergeTrailParts } from './trail-merge';
 import { SELECT_COLUMNS, toUser } from './users-repo';
@@ -86,20 +87,33 @@ const scimTokensPart: PartSpec = {
  * revocation, the exports' requests, downloads and expiries) as GET /v1/organization/provisioning-events shows them,
  * oldest first, times to the microsecond (trailOldestFirst).
  */
+type UsersTrailColumns = {
+  actor: string;
+  operation: string;
+  user_id: string | null;
+  scim_token_id: string | null;
+  export_id: string | null;
+  request_id: string | null;
+};
+
 async function* usersTrail(trx: Knex.Transaction, organizationId: number): AsyncGenerator<string> {
   const columns =
     'actor, operation, user_id, scim_token_id::text AS scim_token_id, export_id::text AS export_id, request_id';
-  for await (const row of trailOldestFirst(trx, 'provisioning_audit', columns, organizationId, PAGE_ROWS)) {
-    yield `${JSON.stringify({
-      id: `users-${row.id}`,
-      at: row.at,
-      credential: row.actor,
-      action: row.operation,
-      resource_type: row.user_id ? 'User' : row.scim_token_id ? 'ScimToken' : 'Export',
-      resource_id: row.user_id ?? row.scim_token_id ?? row.export_id,
-      outcome: 'succeeded',
-      request_id: row.request_id ?? '',
-    })}\n`;
+  for await (const row of trailOldestFirst<UsersTrailColumns>(
+    trx,
+    'provisioning_audit',
+    columns,
+    organizationId,
+    PAGE_ROWS,
+  )) {
+    yield `${JSON.stringify(
+      provisioningEventRepresentation('users', {
+        ...row,
+        action: row.operation,
+        requestId: row.request_id,
+        ...trailResource(row),
+      }),
+    )}\n`;
   }
 }
 

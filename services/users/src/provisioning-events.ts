@@ -61,10 +61,20 @@ export async function listProvisioningEvents(
       time: dateToTimestamp(row.occurred_at),
       actor: row.actor,
       action: row.operation,
-      resourceType: row.user_id !== null ? 'User' : row.scim_token_id !== null ? 'ScimToken' : 'Export',
-      resourceId: row.user_id ?? row.scim_token_id ?? row.export_id!,
+      ...trailResource(row),
       requestId: row.request_id ?? '',
     })),
     hasMore: rows.length > page.limit,
   };
+}
+
+/** What a Users trail entry concerns: a user, a SCIM token, or an export (the one of its columns that is set). */
+export function trailResource(row: {
+  user_id: string | null;
+  scim_token_id: string | null;
+  export_id: string | null;
+}): { resourceType: 'User' | 'ScimToken' | 'Export'; resourceId: string } {
+  if (row.user_id !== null) return { resourceType: 'User', resourceId: row.user_id };
+  if (row.scim_token_id !== null) return { resourceType: 'ScimToken', resourceId: row.scim_token_id };
+  return { resourceType: 'Export', resourceId: row.export_id! };
 }

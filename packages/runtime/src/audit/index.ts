@@ -6,4 +6,11 @@ export {
   readableLegacyTable,
   refuseReplayedAttestation,
 } from './provisioning-audit';
-export { trailOldestFirst, type TrailEntryRow } from './trail-export';
+export {
+  provisioningEventRepresentation,
+  TRAIL_OWNERS,
+  trailOldestFirst,
+  type ProvisioningEventRepresentation,
+  type TrailEntryRow,
+  type TrailOwner,
+} from './trail-export';
