@@ -19,6 +19,7 @@ import {
   readAcrossOrganizations,
   readInOrganization,
   roleBypassingPolicies,
+  snapshotInOrganization,
   statementsOf,
 } from './tenancy';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '../testing';
@@ -331,6 +332,38 @@ describe("an organization's share of a real pool (organization-share.ts)", () =>
         served.map((r) => r.rows[0]!.org),
         ['1', '1'],
       );
+      assert.equal(share.inUse(1), 0);
+    } finally {
+      if (!released) await lockHolder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+    }
+  });
+
+  test("an export's snapshot takes one of its organization's places, so a long one leaves the others theirs", async () => {
+    const share = organizationLimits(shared.knex)!.share!;
+    await lockHolder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    let released = false;
+    try {
+      const snapshots = [1, 2, 3].map(() =>
+        snapshotInOrganization(
+          shared.knex,
+          1,
+          async (trx) => (await trx.raw<{ rows: { org: string }[] }>(blocked)).rows,
+        ),
+      );
+      snapshots.forEach((p) => p.catch(() => undefined));
+      assert.equal(share.inUse(1), 2, 'two snapshots hold organization 1 places; the third waits for one');
+      assert.equal(share.waiters, 1);
+      const other = await readInOrganization(shared.knex, 2, (run) => run<{ org: string }>(organizationOf));
+      assert.deepEqual(other.rows, [{ org: '2' }]);
+      const [third] = await Promise.allSettled([snapshots[2]!]);
+      assert.equal(third!.status, 'rejected');
+      assert.equal(
+        ((third as PromiseRejectedResult).reason as AppError).details.reason,
+        'ORGANIZATION_SHARE_EXHAUSTED',
+      );
+      await lockHolder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      released = true;
+      for (const rows of await Promise.all(snapshots.slice(0, 2))) assert.equal(rows[0]!.org, '1');
       assert.equal(share.inUse(1), 0);
     } finally {
       if (!released) await lockHolder.query('SELECT pg_advisory_unlock($1)', [LOCK]);

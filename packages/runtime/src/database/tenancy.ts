@@ -69,17 +69,22 @@ export function snapshotInOrganization<T>(
   work: (trx: Knex.Transaction) => Promise<T>,
 ): Promise<T> {
   const declaration = organizationDeclaration(organizationId);
-  if (declaresOnBegin(knex))
-    return knex.transaction(work, {
-      [BEGIN_WITH]: beginDeclaring(declaration, ' ISOLATION LEVEL REPEATABLE READ READ ONLY'),
-    } as Knex.TransactionConfig);
-  return knex.transaction(
-    async (trx) => {
-      await trx.raw('SELECT set_config(?, ?, true)', [declaration.setting, declaration.value]);
-      return work(trx);
-    },
-    { isolationLevel: 'repeatable read', readOnly: true },
-  );
+  const snapshot = (): Promise<T> =>
+    declaresOnBegin(knex)
+      ? knex.transaction(work, {
+          [BEGIN_WITH]: beginDeclaring(declaration, ' ISOLATION LEVEL REPEATABLE READ READ ONLY'),
+        } as Knex.TransactionConfig)
+      : knex.transaction(
+          async (trx) => {
+            await trx.raw('SELECT set_config(?, ?, true)', [declaration.setting, declaration.value]);
+            return work(trx);
+          },
+          { isolationLevel: 'repeatable read', readOnly: true },
+        );
+  // Its connection is one of the organization's places in the pool, as any work inside the organization: an export of
+  // a large organization holds it for minutes, and that must not come out of the other organizations' connections.
+  const share = organizationLimits(knex)?.share;
+  return share ? share.run(organizationId, snapshot) : snapshot();
 }
 
 /** A transaction's declaration: the setting the policies read, and its value. */
