@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, rename, rm, rmdir, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -73,8 +73,10 @@ export class LocalArchiveStore implements ArchiveStore {
     // A name no reader asks for; renamed over the key only once every byte is on disk.
     const partial = `${file}.partial-${randomUUID()}`;
     const counted = { sizeBytes: 0, hash: createHash('sha256') };
+    // Opened before the copy starts: a stream opening its file itself may create it after a failed copy's cleanup.
+    const handle = await open(partial, 'w');
     try {
-      await pipeline(Readable.from(measured(body, counted)), createWriteStream(partial, { flush: true }));
+      await pipeline(Readable.from(measured(body, counted)), handle.createWriteStream({ flush: true }));
       await rename(partial, file);
     } catch (err) {
       await rm(partial, { force: true });
