@@ -1,15 +1,17 @@
 import {
   DutyCycle,
+  joinSnapshot,
+  shareSnapshot,
   snapshotInOrganization,
-  statementsOf,
   type Knex,
   type ReadStatements,
+  type SnapshotTicket,
 } from '@mileage/runtime/database';
-import { setImmediate as turn } from 'node:timers/promises';
 import {
   type ArchiveStore,
   type ExportFilesPage,
   type ExportPartFile,
+  pagesInWorker,
   writeExportFiles,
 } from '@mileage/runtime/storage';
 import type { ReportedDriveItem } from '@mileage/drive-json';
@@ -19,13 +21,12 @@ import { reportedDriveItemOf } from './render';
 
 /** Rows per statement while the part is read: memory stays flat whatever the organization's size. */
 const PAGE_ROWS = 1_000;
-/** Rows rendered in one turn of the event loop: the requests this process serves meanwhile wait at most that long. */
-const ROWS_PER_TURN = 250;
 /**
- * The share of the wall time the export works by default (EXPORT_DUTY_CYCLE, DutyCycle): it is background work beside
- * every other organization's requests on the same cores and database (docs/architecture.md, "Organization exports").
+ * The share of the wall time the export works by default (EXPORT_DUTY_CYCLE, DutyCycle): all of it, since the part is
+ * read and rendered by a worker thread at the lowest CPU priority (pagesInWorker), which yields to every request by
+ * itself; a smaller duty cycle also spares the database (docs/architecture.md, "Organization exports").
  */
-export const DEFAULT_EXPORT_DUTY_CYCLE = 0.5;
+export const DEFAULT_EXPORT_DUTY_CYCLE = 1;
 
 /** The CSV's columns: one row per reported drive, for spreadsheets. */
 const CSV_COLUMNS = [
@@ -54,8 +55,10 @@ const CSV_COLUMNS = [
  * The Drives service's part of an organization export (CONTRACT §8), from one snapshot of its schema: every drive
  * reported to the organization's groups, as JSON Lines (the reported-drives representation with its review comments;
  * the driver as `{"id"}`, whom the Users part describes) and as CSV. The rows are read once, a page of 1,000 drives at a
- * time, and each page is rendered into both files, which are written as they are read (writeExportFiles). Paced to
- * `dutyCycle` of the wall time, rendering a few hundred rows per turn of the event loop.
+ * time, and each page is rendered into both files, which are written here as they arrive (writeExportFiles). The
+ * reading and rendering run in a worker thread at the lowest CPU priority (pagesInWorker), on a connection of its own
+ * that joined this transaction's snapshot (shareSnapshot): the transaction holds the organization's place in the pool
+ * and the snapshot until the last page; the worker's connection is one more while it runs, at most one per place.
  */
 export async function writeDrivesExportPart(
   knex: Knex,
@@ -64,14 +67,34 @@ export async function writeDrivesExportPart(
   exportId: string,
   dutyCycle = DEFAULT_EXPORT_DUTY_CYCLE,
 ): Promise<ExportPartFile[]> {
-  return snapshotInOrganization(knex, organizationId, async (trx) =>
-    writeExportFiles(
+  return snapshotInOrganization(knex, organizationId, async (trx) => {
+    const task: DrivesPartTask = { ticket: await shareSnapshot(knex, trx, organizationId), dutyCycle };
+    return writeExportFiles(
       store,
       exportId,
       [{ name: 'reported_drives.jsonl' }, { name: 'reported_drives.csv', header: csvLine(CSV_COLUMNS) }],
-      pages(await statementsOf(trx), organizationId, dutyCycle),
-    ),
-  );
+      pagesInWorker({ module: __filename, exportName: reportedDrivePagesInSnapshot.name, data: task }),
+    );
+  });
+}
+
+/** What the worker is handed: the snapshot to join, and its pace. */
+interface DrivesPartTask {
+  ticket: SnapshotTicket;
+  dutyCycle: number;
+}
+
+/** The part's pages, in the worker thread (pagesInWorker): read from the shared snapshot and rendered. */
+export async function* reportedDrivePagesInSnapshot({
+  ticket,
+  dutyCycle,
+}: DrivesPartTask): AsyncGenerator<ExportFilesPage> {
+  const snapshot = await joinSnapshot(ticket);
+  try {
+    yield* pages(snapshot.run, ticket.organizationId, dutyCycle);
+  } finally {
+    await snapshot.close();
+  }
 }
 
 /** A reported drive as the export writes it: its driver only by id. */
@@ -89,9 +112,7 @@ async function* pages(run: ReadStatements, organizationId: number, dutyCycle: nu
       next = page.length === PAGE_ROWS ? read(Number(page[page.length - 1]!.row.id)) : undefined;
       let json = '';
       let csv = '';
-      for (let i = 0; i < page.length; i++) {
-        if (i && i % ROWS_PER_TURN === 0) await turn();
-        const { row, comments } = page[i]!;
+      for (const { row, comments } of page) {
         const item = reportedDriveItemOf(row, comments);
         // In place of the placeholder, so the key keeps its place in the line.
         const body: ExportedDrive = { ...item.body, driver: { id: item.driverId } };

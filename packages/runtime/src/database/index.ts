@@ -11,6 +11,7 @@ export {
 export { organizationLimits } from './organization-share';
 export { PerTurnGroups } from './per-turn';
 export { DutyCycle, pauseAfter } from './duty-cycle';
+export { joinSnapshot, positionalText, shareSnapshot, type SnapshotTicket } from './joined-snapshot';
 export {
   acrossOrganizations,
   ALL_ORGANIZATIONS_SETTING,

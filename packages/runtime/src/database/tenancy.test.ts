@@ -22,6 +22,7 @@ import {
   snapshotInOrganization,
   statementsOf,
 } from './tenancy';
+import { joinSnapshot, positionalText, shareSnapshot } from './joined-snapshot';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '../testing';
 
 let roles: SchemaRoles;
@@ -398,4 +399,37 @@ describe("an organization's share of a real pool (organization-share.ts)", () =>
     // SET LOCAL ended with the costly read's transaction: the pool's connections keep the general timeout.
     for (let i = 0; i < 4; i++) assert.equal(await timeout(), '5s');
   });
+});
+
+test('a joined snapshot reads what its sharer reads: its organization only, nothing committed after it', async () => {
+  const all = 'SELECT id FROM facts WHERE id > ? ORDER BY id';
+  try {
+    await snapshotInOrganization(runtime.knex, 2, async (trx) => {
+      const ticket = await shareSnapshot(runtime.knex, trx, 2);
+      // Committed after the snapshot was taken: neither the sharer nor the joiner sees it.
+      await superuser.knex.raw('INSERT INTO facts VALUES (40, 2), (41, 1)');
+      const joined = await joinSnapshot(ticket);
+      try {
+        assert.deepEqual(ids((await joined.run<{ id: number }>(all, [0], 'joined_facts')).rows), [2, 3]);
+        assert.deepEqual(ids((await (await statementsOf(trx))<{ id: number }>(all, [0])).rows), [2, 3]);
+      } finally {
+        await joined.close();
+      }
+    });
+    const now = await readInOrganization(runtime.knex, 2, (run) => run<{ id: number }>(all, [0]));
+    assert.deepEqual(ids(now.rows), [2, 3, 40]);
+  } finally {
+    await superuser.knex.raw('DELETE FROM facts WHERE id IN (40, 41)');
+  }
+});
+
+test('a snapshot ticket naming something else than a snapshot is refused before any statement', async () => {
+  await snapshotInOrganization(runtime.knex, 2, async (trx) => {
+    const ticket = await shareSnapshot(runtime.knex, trx, 2);
+    await assert.rejects(joinSnapshot({ ...ticket, snapshot: "1-1'; SET ROLE postgres; --" }), /not a snapshot/);
+  });
+});
+
+test("knex's placeholders as pg's: each ? numbered, an escaped one kept", () => {
+  assert.equal(positionalText('a = ? AND b = ANY(?::int[]) AND c \\? d'), 'a = $1 AND b = ANY($2::int[]) AND c ? d');
 });

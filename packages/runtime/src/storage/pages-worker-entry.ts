@@ -1,0 +1,37 @@
+// A worker thread of pagesInWorker: lowers its own priority, then renders its task's pages, each as the thread that
+// started it has room for one (credits).
+import { setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
+import type { ExportFilesPage } from './part';
+import { RENDERING_PRIORITY, type PagesWorkerTask } from './pages-worker';
+
+async function main(): Promise<void> {
+  const port = parentPort!;
+  try {
+    setPriority(RENDERING_PRIORITY);
+  } catch {
+    // Raising a nice value is never refused on Linux; elsewhere the worker runs at the process's priority.
+  }
+  let credits = 0;
+  let wake: (() => void) | undefined;
+  port.on('message', (message: { credit: number }) => {
+    credits += message.credit;
+    wake?.();
+    wake = undefined;
+  });
+  const task = workerData as PagesWorkerTask;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the task's module is named at run time
+  const pages = (require(task.module) as Record<string, (data: unknown) => AsyncIterable<ExportFilesPage>>)[
+    task.exportName
+  ]!(task.data);
+  for await (const page of pages) {
+    while (credits === 0) await new Promise<void>((resolve) => (wake = resolve));
+    credits--;
+    port.postMessage({ page });
+  }
+  // The thread that started it ends it (Worker.terminate) once it has taken this.
+  port.postMessage({ end: true });
+}
+
+// A rejection ends the thread as an uncaught error: the parent's 'error' event.
+void main();

@@ -1,0 +1,60 @@
+// pagesInWorker: pages rendered in a worker thread at the lowest priority, handed over a few at a time.
+import assert from 'node:assert/strict';
+import { getPriority } from 'node:os';
+import { test } from 'node:test';
+import { pagesInWorker, RENDERING_PRIORITY } from './pages-worker';
+
+const fixture = require.resolve('./pages-worker.fixture');
+
+/** Atomics.waitAsync, which the compiler's ES2023 library does not declare (Node.js has it since 16). */
+interface AtomicsWaitAsync {
+  waitAsync(array: Int32Array, index: number, value: number): { value: Promise<string> | string };
+}
+
+/** Resolves once the worker has made at least `n` pages (no clock: the counter's own notification). */
+async function madeAtLeast(counter: Int32Array, n: number): Promise<number> {
+  for (;;) {
+    const made = Atomics.load(counter, 0);
+    if (made >= n) return made;
+    await (Atomics as unknown as AtomicsWaitAsync).waitAsync(counter, 0, made).value;
+  }
+}
+
+test('the pages arrive in order, rendered at the lowest priority while this thread keeps its own', async () => {
+  const made = new SharedArrayBuffer(4);
+  const texts: string[][] = [];
+  for await (const page of pagesInWorker({ module: fixture, exportName: 'numberedPages', data: { count: 5, made } }))
+    texts.push(page.texts);
+  assert.deepEqual(
+    texts.map((t) => t[0]),
+    ['1\n', '2\n', '3\n', '4\n', '5\n'],
+  );
+  for (const t of texts) assert.equal(t[1], `${RENDERING_PRIORITY}\n`);
+  assert.equal(getPriority(), 0);
+});
+
+test('the worker renders only a few pages ahead of the pages taken', async () => {
+  const made = new SharedArrayBuffer(4);
+  const counter = new Int32Array(made);
+  const count = 40;
+  // Beyond the page in hand here: one sent and waiting in the queue, and one made and held until it may be sent.
+  const ahead = 2;
+  let taken = 0;
+  for await (const page of pagesInWorker({ module: fixture, exportName: 'numberedPages', data: { count, made } })) {
+    taken++;
+    assert.equal(page.texts[0], `${taken}\n`);
+    // However long this reader takes, the worker stops at the bound: waiting for it to get there, it is exactly there.
+    const bound = Math.min(count, taken + ahead);
+    assert.equal(await madeAtLeast(counter, bound), bound);
+  }
+  assert.equal(taken, count);
+});
+
+test('a failure of the task rejects the reader after the pages before it', async () => {
+  const seen: string[] = [];
+  await assert.rejects(async () => {
+    for await (const page of pagesInWorker({ module: fixture, exportName: 'failingPages', data: {} }))
+      seen.push(page.texts[0]!);
+  }, /the source failed after its first page/);
+  assert.deepEqual(seen, ['1\n']);
+});

@@ -1,0 +1,76 @@
+import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { ExportFilesPage } from './part';
+
+/**
+ * The CPU priority (nice value) of a worker that renders an export's pages: the lowest. On Linux a nice value belongs to
+ * a thread, so only the worker's thread runs at it: the scheduler gives it every cycle no request thread of the
+ * machine (or of the pod's share) wants, and hands them back the moment one does. Background work that yields by
+ * itself, instead of pausing by the clock whether or not anyone waits.
+ */
+export const RENDERING_PRIORITY = 19;
+
+/** Pages rendered ahead of the writer: one being written, one ready. */
+const PAGES_AHEAD = 2;
+
+/** The worker's script (pages-worker-entry.ts): `module`'s `exportName`(data), an async iterable of pages. */
+export interface PagesWorkerTask {
+  module: string;
+  exportName: string;
+  data: unknown;
+}
+
+type FromWorker = { page: ExportFilesPage } | { end: true };
+
+/**
+ * The pages of `task` as it renders them in a worker thread at RENDERING_PRIORITY: the reading and rendering of a
+ * large export leave this thread's event loop (the requests it serves) alone. Handed over, not buffered: the worker
+ * renders at most PAGES_AHEAD pages ahead of the pages taken from here. A failure of the worker rejects the next page;
+ * stopping early (a failed write) stops the worker, and with it its database connection.
+ */
+export async function* pagesInWorker(task: PagesWorkerTask): AsyncGenerator<ExportFilesPage> {
+  const worker = new Worker(path.join(__dirname, 'pages-worker-entry.js'), {
+    workerData: task,
+    // Its own heap, bounded: a page at a time, whatever the export's size.
+    resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 48 },
+    stdout: false,
+    stderr: false,
+  });
+  const arrived: FromWorker[] = [];
+  let failure: Error | undefined;
+  let exited = false;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    wake?.();
+    wake = undefined;
+  };
+  worker.on('message', (message: FromWorker) => {
+    arrived.push(message);
+    notify();
+  });
+  worker.on('error', (err) => {
+    failure ??= err;
+    notify();
+  });
+  worker.on('exit', () => {
+    exited = true;
+    notify();
+  });
+  worker.postMessage({ credit: PAGES_AHEAD });
+  try {
+    for (;;) {
+      const message = arrived.shift();
+      if (message) {
+        if ('end' in message) return;
+        yield message.page;
+        worker.postMessage({ credit: 1 });
+        continue;
+      }
+      if (failure) throw failure;
+      if (exited) throw new Error('the export worker stopped before its last page');
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    await worker.terminate();
+  }
+}
