@@ -11,6 +11,7 @@ import {
   type ArchiveStore,
   type ExportFilesPage,
   type ExportPartFile,
+  PageBytes,
   pagesInWorker,
   writeExportFiles,
 } from '@mileage/runtime/storage';
@@ -102,6 +103,7 @@ type ExportedDrive = Omit<ReportedDriveItem['body'], 'driver'> & { driver: { id:
 
 async function* pages(run: ReadStatements, organizationId: number, dutyCycle: number): AsyncGenerator<ExportFilesPage> {
   const cycle = new DutyCycle(dutyCycle);
+  let pageCapacity = { json: 64 * 1024, csv: 32 * 1024 };
   const read = (after: number) => exportReportedDrivesPage(run, organizationId, after, PAGE_ROWS);
   let next: ReturnType<typeof read> | undefined = read(0);
   try {
@@ -110,16 +112,21 @@ async function* pages(run: ReadStatements, organizationId: number, dutyCycle: nu
       await cycle.pace();
       // The next page is read by PostgreSQL while this one is rendered here.
       next = page.length === PAGE_ROWS ? read(Number(page[page.length - 1]!.row.id)) : undefined;
-      let json = '';
-      let csv = '';
+      const json = new PageBytes(pageCapacity.json);
+      const csv = new PageBytes(pageCapacity.csv);
       for (const { row, comments } of page) {
         const item = reportedDriveItemOf(row, comments);
         // In place of the placeholder, so the key keeps its place in the line.
         const body: ExportedDrive = { ...item.body, driver: { id: item.driverId } };
-        json += `${JSON.stringify(body)}\n`;
-        csv += csvRow(body);
+        json.write(JSON.stringify(body));
+        json.write('\n');
+        csv.write(csvRow(body));
       }
-      if (page.length) yield { rows: page.length, texts: [json, csv] };
+      if (!page.length) continue;
+      const texts = [json.take(), csv.take()];
+      // The next page's bytes start at this one's size: no growing on the way.
+      pageCapacity = { json: texts[0]!.length + 4096, csv: texts[1]!.length + 4096 };
+      yield { rows: page.length, texts };
     }
   } finally {
     // Stopped early (a failed write): the read under way ends with the transaction, unheard.

@@ -1,5 +1,12 @@
 export { checkKey, LocalArchiveStore, type ArchiveStore, type ByteRange, type StoredObject } from './archive-store';
 export { archiveStoreConfigShape, archiveStoreOf } from './config';
-export { exportPartKey, writeExportFiles, writeExportPart, type ExportFilesPage, type ExportPartFile } from './part';
+export {
+  exportPartKey,
+  PageBytes,
+  writeExportFiles,
+  writeExportPart,
+  type ExportFilesPage,
+  type ExportPartFile,
+} from './part';
 export { S3ArchiveStore, type S3StoreOptions } from './s3-archive-store';
 export { pagesInWorker, RENDERING_PRIORITY, type PagesWorkerTask } from './pages-worker';

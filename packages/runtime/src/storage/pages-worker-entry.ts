@@ -5,6 +5,18 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { ExportFilesPage } from './part';
 import { RENDERING_PRIORITY, type PagesWorkerTask } from './pages-worker';
 
+/**
+ * The memory of a page's byte texts, handed over rather than copied (the task does not touch a page it has yielded):
+ * only a buffer of its own (PageBytes), never one of Node's shared pool of small buffers.
+ */
+function transferable(page: ExportFilesPage): ArrayBuffer[] {
+  const buffers = new Set<ArrayBuffer>();
+  for (const text of page.texts)
+    if (typeof text !== 'string' && text.buffer instanceof ArrayBuffer && text.buffer.byteLength > Buffer.poolSize)
+      buffers.add(text.buffer);
+  return [...buffers];
+}
+
 async function main(): Promise<void> {
   const port = parentPort!;
   try {
@@ -27,7 +39,7 @@ async function main(): Promise<void> {
   for await (const page of pages) {
     while (credits === 0) await new Promise<void>((resolve) => (wake = resolve));
     credits--;
-    port.postMessage({ page });
+    port.postMessage({ page }, transferable(page));
   }
   // The thread that started it ends it (Worker.terminate) once it has taken this.
   port.postMessage({ end: true });

@@ -11,6 +11,11 @@ interface AtomicsWaitAsync {
   waitAsync(array: Int32Array, index: number, value: number): { value: Promise<string> | string };
 }
 
+/** Atomics.waitAsync, which the compiler's ES2023 library does not declare (Node.js has it since 16). */
+interface AtomicsWaitAsync {
+  waitAsync(array: Int32Array, index: number, value: number): { value: Promise<string> | string };
+}
+
 /** Resolves once the worker has made at least `n` pages (no clock: the counter's own notification). */
 async function madeAtLeast(counter: Int32Array, n: number): Promise<number> {
   for (;;) {
@@ -24,7 +29,7 @@ test('the pages arrive in order, rendered at the lowest priority while this thre
   const made = new SharedArrayBuffer(4);
   const texts: string[][] = [];
   for await (const page of pagesInWorker({ module: fixture, exportName: 'numberedPages', data: { count: 5, made } }))
-    texts.push(page.texts);
+    texts.push(page.texts.map(String));
   assert.deepEqual(
     texts.map((t) => t[0]),
     ['1\n', '2\n', '3\n', '4\n', '5\n'],
@@ -54,7 +59,20 @@ test('a failure of the task rejects the reader after the pages before it', async
   const seen: string[] = [];
   await assert.rejects(async () => {
     for await (const page of pagesInWorker({ module: fixture, exportName: 'failingPages', data: {} }))
-      seen.push(page.texts[0]!);
+      seen.push(String(page.texts[0]));
   }, /the source failed after its first page/);
   assert.deepEqual(seen, ['1\n']);
+});
+
+test('a page written as bytes arrives whole, in UTF-8, its memory handed over', async () => {
+  const pages = [];
+  for await (const page of pagesInWorker({ module: fixture, exportName: 'bytePages', data: { lines: 5_000 } }))
+    pages.push(page);
+  assert.equal(pages.length, 1);
+  const [bytes] = pages[0]!.texts;
+  assert.ok(bytes instanceof Uint8Array);
+  const expected = Array.from({ length: 5_000 }, (_, i) => `${i} Zürich → Köln, 12 €\n`).join('');
+  assert.equal(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'), expected);
+  // Grown from 16 bytes to more than the pool's buffers: its own memory, transferred rather than copied.
+  assert.ok(bytes.buffer.byteLength > Buffer.poolSize);
 });

@@ -6,7 +6,9 @@ import type { ExportFilesPage } from './part';
  * The CPU priority (nice value) of a worker that renders an export's pages: the lowest. On Linux a nice value belongs to
  * a thread, so only the worker's thread runs at it: the scheduler gives it every cycle no request thread of the
  * machine (or of the pod's share) wants, and hands them back the moment one does. Background work that yields by
- * itself, instead of pausing by the clock whether or not anyone waits.
+ * itself, instead of pausing by the clock whether or not anyone waits. V8's helper threads, which collect the worker's
+ * garbage too, stay at the process's priority (a worker process niced whole was tried: slower, no better for the
+ * other requests, and a process's memory more; docs/benchmarks.md).
  */
 export const RENDERING_PRIORITY = 19;
 

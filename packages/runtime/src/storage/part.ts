@@ -42,9 +42,43 @@ export async function writeExportPart(
 /** A page of several files written together (writeExportFiles): each file's text for the page, and its rows. */
 export interface ExportFilesPage {
   rows: number;
-  /** One text per file, in the order of the files; each of whole lines. */
-  texts: string[];
+  /** One text per file, in the order of the files; each of whole lines, as a string or as UTF-8 (PageBytes). */
+  texts: (string | Uint8Array)[];
 }
+
+/**
+ * A page's text written straight into UTF-8 bytes of its own: a page of a large part as one string is a large object
+ * for the garbage collector, a page at a time, in the thread that renders it and in the one that writes it; these
+ * bytes are neither, and the worker that renders them hands them over without a copy (pagesInWorker).
+ */
+export class PageBytes {
+  private bytes: Buffer;
+  private length = 0;
+
+  constructor(capacity = 64 * 1024) {
+    // Not from Node's shared pool: the memory is this page's alone, so it can be transferred.
+    this.bytes = Buffer.allocUnsafeSlow(capacity);
+  }
+
+  write(text: string): void {
+    // UTF-8 takes at most 3 bytes for each UTF-16 unit.
+    const most = this.length + text.length * 3;
+    if (most > this.bytes.length) {
+      const larger = Buffer.allocUnsafeSlow(Math.max(most, this.bytes.length * 2));
+      this.bytes.copy(larger, 0, 0, this.length);
+      this.bytes = larger;
+    }
+    this.length += this.bytes.write(text, this.length, 'utf8');
+  }
+
+  /** The bytes written so far. */
+  take(): Uint8Array {
+    return this.bytes.subarray(0, this.length);
+  }
+}
+
+const asBuffer = (text: string | Uint8Array) =>
+  typeof text === 'string' ? Buffer.from(text) : Buffer.from(text.buffer, text.byteOffset, text.byteLength);
 
 /**
  * Writes several files of one part from a single pass over `pages` (the rows read once, each file its own rendering
@@ -81,7 +115,7 @@ export async function writeExportFiles(
     for await (const page of pages) {
       if (handoffs.some((handoff) => handoff.isEnded)) break;
       rows += page.rows;
-      await Promise.all(handoffs.map((handoff, i) => handoff.offer(Buffer.from(page.texts[i]!))));
+      await Promise.all(handoffs.map((handoff, i) => handoff.offer(asBuffer(page.texts[i]!))));
     }
     for (const handoff of handoffs) handoff.end();
   } catch (error) {
