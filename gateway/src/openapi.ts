@@ -719,9 +719,10 @@ function organizationSchemas() {
         },
         action: {
           type: 'string',
-          description: '`create`, `replace`, `patch`, `delete`; for SCIM tokens `create`, `revoke`.',
+          description:
+            '`create`, `replace`, `patch`, `delete`; for SCIM tokens `create`, `revoke`; for exports `export`, `download`, `expire`.',
         },
-        resource_type: { type: 'string', description: '`User`, `Group` or `ScimToken`.' },
+        resource_type: { type: 'string', description: '`User`, `Group`, `ScimToken` or `Export`.' },
         resource_id: { type: 'string' },
         outcome: { type: 'string', enum: ['succeeded'], description: 'The trail records the writes that happened.' },
         request_id: { type: 'string', description: 'The `X-Request-Id` of the request that did it.' },

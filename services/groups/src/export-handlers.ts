@@ -96,11 +96,7 @@ async function* groups(trx: Knex.Transaction, organizationId: number, scimBase: 
   }
 }
 
-/**
- * The group writes of the trail as GET /v1/organization/provisioning-events shows them (an id unique across the
- * trail's owners, the credential that acted, the resource), with what the trail adds: the group's attributes before
- * and after, and the members a change by difference added and removed. Times to the microsecond (trailOldestFirst).
- */
+/** The columns the Groups trail's part reads (trailOldestFirst). */
 type GroupsTrailColumns = {
   actor: string;
   operation: string;
@@ -112,6 +108,11 @@ type GroupsTrailColumns = {
   members_removed: string[] | null;
 };
 
+/**
+ * The group writes of the trail as GET /v1/organization/provisioning-events shows them (an id unique across the
+ * trail's owners, the credential that acted, the resource), with what the trail adds: the group's attributes before
+ * and after, and the members a change by difference added and removed. Times to the microsecond (trailOldestFirst).
+ */
 async function* trail(trx: Knex.Transaction, organizationId: number): AsyncGenerator<string> {
   const columns =
     'actor, operation, team_id::text AS team_id, request_id, before, after, members_added, members_removed';

@@ -6,7 +6,7 @@ import { exportPartKey, writeExportPart, type ArchiveStore, type ExportPartFile 
 import { type Logger } from '@mileage/runtime/telemetry';
 import { userRepresentation } from '@mileage/scim-domain';
 import { ExportJobs, archiveKey, type ExportRow } from './exports-repo';
-import { trailResource } from './provisioning-events';
+import { trailResource, type TrailColumns } from './provisioning-events';
 import { tarGz, type TarEntry } from './tar-gz';
 import { mergeTrailParts } from './trail-merge';
 import { SELECT_COLUMNS, toUser } from './users-repo';
@@ -87,19 +87,10 @@ const scimTokensPart: PartSpec = {
  * revocation, the exports' requests, downloads and expiries) as GET /v1/organization/provisioning-events shows them,
  * oldest first, times to the microsecond (trailOldestFirst).
  */
-type UsersTrailColumns = {
-  actor: string;
-  operation: string;
-  user_id: string | null;
-  scim_token_id: string | null;
-  export_id: string | null;
-  request_id: string | null;
-};
-
 async function* usersTrail(trx: Knex.Transaction, organizationId: number): AsyncGenerator<string> {
   const columns =
     'actor, operation, user_id, scim_token_id::text AS scim_token_id, export_id::text AS export_id, request_id';
-  for await (const row of trailOldestFirst<UsersTrailColumns>(
+  for await (const row of trailOldestFirst<TrailColumns>(
     trx,
     'provisioning_audit',
     columns,

@@ -7,15 +7,19 @@ import { sql } from './database';
 /** The most events one page may ask for. */
 export const MAX_EVENTS_PAGE = 1000;
 
-interface EventRow {
-  id: string;
-  occurred_at: Date;
+/** The columns of a Users trail entry that its readers (the API's list, the export's part) show. */
+export interface TrailColumns {
   actor: string;
   operation: string;
   user_id: string | null;
   scim_token_id: string | null;
   export_id: string | null;
   request_id: string | null;
+}
+
+interface EventRow extends TrailColumns {
+  id: string;
+  occurred_at: Date;
 }
 
 /** Where a page continues from: the last event of the page before (its time as the API printed it, and its id). */

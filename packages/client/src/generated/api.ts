@@ -2935,9 +2935,9 @@ export interface components {
             at: string;
             /** @description The OAuth client id of a client-credentials token, or `scim_token:<id>` for a SCIM secret token (`user:<id>` for a token created or revoked by an admin). */
             credential: string;
-            /** @description `create`, `replace`, `patch`, `delete`; for SCIM tokens `create`, `revoke`. */
+            /** @description `create`, `replace`, `patch`, `delete`; for SCIM tokens `create`, `revoke`; for exports `export`, `download`, `expire`. */
             action: string;
-            /** @description `User`, `Group` or `ScimToken`. */
+            /** @description `User`, `Group`, `ScimToken` or `Export`. */
             resource_type: string;
             resource_id: string;
             /**

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { ORGANIZATION_SETTING, type ReadStatements } from './tenancy';
 
@@ -46,10 +46,13 @@ export async function shareSnapshot(
   };
 }
 
-/** knex's `?` placeholders as pg's `$n` (`\?` is a literal question mark), as knex's pg client writes them. */
+/** knex's pg client, for its conversion of placeholders only (no connection: it never queries); made on first use. */
+let placeholders: { positionBindings(text: string): string } | undefined;
+
+/** knex's `?` placeholders as pg's `$n` (`\?` is a literal question mark), by knex's own conversion (statementsOf's). */
 export function positionalText(text: string): string {
-  let n = 0;
-  return text.replace(/\\\?|\?/g, (match) => (match === '?' ? `$${++n}` : '?'));
+  placeholders ??= knexFactory({ client: 'pg' }).client as { positionBindings(text: string): string };
+  return placeholders.positionBindings(text);
 }
 
 /**

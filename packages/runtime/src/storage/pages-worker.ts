@@ -35,8 +35,6 @@ export async function* pagesInWorker(task: PagesWorkerTask): AsyncGenerator<Expo
     workerData: task,
     // Its own heap, bounded: a page at a time, whatever the export's size.
     resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 48 },
-    stdout: false,
-    stderr: false,
   });
   const arrived: FromWorker[] = [];
   let failure: Error | undefined;
