@@ -6,7 +6,6 @@ import { type TraceContext } from '@mileage/runtime/telemetry';
 import { type WireTimestamp } from '@mileage/runtime/formats';
 import {
   DRIVE_COLUMNS,
-  WIRE_TIMESTAMPS,
   iso,
   millis,
   toColumns,
@@ -14,10 +13,10 @@ import {
   toReported,
   type CommentRow,
   type ReportRow,
-  wire,
   type DriveRow,
-  type Stamp,
 } from './rows';
+import { type Stamp, WIRE_TIMESTAMPS, wire } from './stamps';
+import { COMMENTS_SQL } from './statements';
 
 const sql = sqlSpans('drives');
 
@@ -45,9 +44,6 @@ const REPORTED_COLUMNS = [
   'r.modified_at AS report_modified_at',
 ].join(', ');
 const DRIVER_OF_SQL = 'SELECT user_id FROM drives WHERE id = ? AND organization_id = ?';
-// The review comments of a page's drives: one statement for any number of drives (an array parameter).
-const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM review_comments
-  WHERE drive_id = ANY(?::bigint[]) ORDER BY id`;
 
 const EXPORT_BOUND_SQL = 'SELECT max(id) AS newest FROM drives WHERE organization_id = ? AND user_id = ?';
 const EXPORT_PAGE_SQL = `SELECT ${USER_DRIVE_COLUMNS} FROM drives
@@ -654,43 +650,4 @@ function driveEventData(
   more: Record<string, string> = {},
 ): Record<string, unknown> {
   return { drive_id: driveId, group_id: String(groupId), user_id: userId.trim(), ...more, modified: iso(modified) };
-}
-
-/**
- * The reported drives of an organization export, in drive id order after a drive id (organization, after, after): its
- * pages add `LIMIT`. The position bounds both sides of the join: bound on the reports alone, PostgreSQL merged them with
- * the drives read from the organization's first (a page at the 500,000th drive read 500,000, 1 s instead of 7 ms).
- * Named so that bench:export runs the same statement through PostgreSQL's own COPY beside the export.
- */
-export const EXPORT_REPORTED_DRIVES_SQL = `SELECT ${REPORTED_COLUMNS} FROM drive_reports r JOIN drives d ON d.id = r.drive_id
-      WHERE r.organization_id = ? AND r.drive_id > ? AND d.id > ? ORDER BY r.drive_id`;
-
-/**
- * A page of an organization export's reported drives (after `afterDriveId`, by drive id) with their review comments,
- * read by `run`: the statements of the export's snapshot transaction (snapshotInOrganization, statementsOf), their
- * times parsed straight to wire Timestamps (a Date per time was the export's largest single cost).
- */
-export async function exportReportedDrivesPage(
-  run: ReadStatements,
-  organizationId: number,
-  afterDriveId: number,
-  limit: number,
-): Promise<{ row: DriveRow & ReportRow; comments: CommentRow[] }[]> {
-  const { rows } = await run<DriveRow & ReportRow>(
-    `${EXPORT_REPORTED_DRIVES_SQL} LIMIT ?`,
-    [organizationId, afterDriveId, afterDriveId, limit],
-    'drives_export_reported_v1',
-    WIRE_TIMESTAMPS,
-  );
-  if (!rows.length) return [];
-  const ids = rows.map((r) => Number(r.id));
-  const { rows: comments } = await run<CommentRow>(COMMENTS_SQL, [ids], 'drives_comments_v1', WIRE_TIMESTAMPS);
-  const byDrive = new Map<string, CommentRow[]>();
-  for (const comment of comments) {
-    const key = String(comment.drive_id);
-    const list = byDrive.get(key);
-    if (list) list.push(comment);
-    else byDrive.set(key, [comment]);
-  }
-  return rows.map((row) => ({ row, comments: byDrive.get(String(row.id)) ?? [] }));
 }

@@ -8,8 +8,15 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { text } from 'node:stream/consumers';
 import { after, before, test } from 'node:test';
+import type pg from 'pg';
 import { openDatabase } from './database';
 import { writeDrivesExportPart } from './export-part';
+import { csvLine } from './csv';
+import { EXPORT_CSV_COLUMNS } from './export-lines';
+import { reportedDriveItemOf } from './render';
+import type { CommentRow, DriveRow, ReportRow } from './rows';
+import { WIRE_TIMESTAMPS } from './stamps';
+import { generator } from './generator.fixture';
 
 const EXPORT_ID = '00000000-0000-4000-8000-0000000000e1';
 /** More than two pages of 1,000, so that the pages' seams are crossed. */
@@ -108,4 +115,161 @@ test("an organization's reported drives, as JSON Lines and CSV, the same drives 
     records.map((r) => Number(r.split(',')[0])),
     ids,
   );
+});
+
+/** Texts that COPY escapes or JSON and CSV quote: `\N` as text is not NULL. */
+const TEXTS = [
+  'Client visit',
+  'Ünïcödé 🚗 drive',
+  'quote " and \\ backslash',
+  'line\nbreak\ttab\r',
+  'control \u0001\u001f\u007f',
+  '\\N',
+  '',
+  'a,b',
+];
+const TIMES = [
+  '2026-11-23 09:12:04.123+00',
+  '2026-11-23 09:12:04.1+00',
+  '2026-02-28 23:59:59+00',
+  '1969-12-31 23:59:59.5+00',
+];
+
+/** A stored location of any shape the column holds: keys missing, nulls, an address with some parts only. */
+function location(g: ReturnType<typeof generator>): string | null {
+  if (g.next() < 0.25) return null;
+  const stored: Record<string, unknown> = {};
+  if (g.next() < 0.9) stored.name = g.maybe(g.pick(TEXTS));
+  if (g.next() < 0.8) stored.lat = g.maybe('52.520008');
+  if (g.next() < 0.8) stored.lon = g.maybe(g.next() < 0.9 ? '-13.404954' : -13.404954);
+  if (g.next() < 0.8) stored.time = g.pick(['2026-11-23T08:00:00Z', '2026-11-23T08:00:00.5Z', '2026-02-30T08:00:00Z']);
+  // Keys place() does not read, and values it reads that are not strings: the parsed path's cases.
+  if (g.next() < 0.1) stored.extra = g.pick(['x', { nested: true }, 7]);
+  if (g.next() < 0.05) stored.time = null;
+  if (g.next() < 0.8) {
+    const address: Record<string, string> = {};
+    for (const key of ['country', 'state', 'city', 'street', 'postalCode'])
+      if (g.next() < 0.7) address[key] = g.pick(TEXTS);
+    stored.address = g.next() < 0.05 ? 'not an object' : g.maybe(address);
+  }
+  return JSON.stringify(stored);
+}
+
+/** The CSV's columns as fields of the API's representation of a reported drive (ReportedDriveSchema). */
+function csvFields(item: ReturnType<typeof reportedDriveItemOf>['body'], driver: string): (string | number)[] {
+  const d = item.details;
+  return [
+    item.id,
+    driver,
+    item.status,
+    item.created,
+    item.modified,
+    d.start?.time ?? '',
+    d.end?.time ?? '',
+    d.classification ?? '',
+    d.purpose ?? '',
+    d.description ?? '',
+    d.distance?.amount ?? '',
+    d.distance?.units ?? '',
+    d.value?.amount ?? '',
+    d.toll_fees?.amount ?? '',
+    d.parking_fees?.amount ?? '',
+    d.value?.currency ?? d.toll_fees?.currency ?? d.parking_fees?.currency ?? '',
+    d.start?.name ?? '',
+    d.end?.name ?? '',
+    item.review_comments.map((c) => c.text).join(' | '),
+  ];
+}
+
+test("every line is the API's representation of its drive, whatever the texts, numbers and locations", async () => {
+  const ORGANIZATION = 3;
+  const g = generator(43);
+  const money = () => (g.next() < 0.5 ? [null, null] : [g.pick(['0', '875', '12']), g.pick(['USD', 'CAD', 'GBP'])]);
+  await database.db.knex.transaction(async (trx) => {
+    await trx.raw(`SELECT set_config('mileage.organization_id', ?, true)`, [String(ORGANIZATION)]);
+    for (let i = 0; i < 600; i++) {
+      const distance =
+        g.next() < 0.2 ? [null, null] : [g.pick(['12.50', '0.00', '99999999.99', '7']), g.pick(['mi', 'km'])];
+      const [value, valueCurrency] = money();
+      const [toll, tollCurrency] = money();
+      const [parking, parkingCurrency] = money();
+      const time = g.pick(TIMES);
+      const [drive] = await trx('drives')
+        .insert({
+          organization_id: ORGANIZATION,
+          user_id: g.pick(['DriverA001', 'DriverB002']),
+          started_at: time,
+          ended_at: time,
+          distance_amount: distance[0],
+          distance_units: distance[1],
+          distance_discounted: distance[0] === null ? null : g.maybe('3'),
+          value_amount: value,
+          value_currency: valueCurrency,
+          toll_amount: toll,
+          toll_currency: tollCurrency,
+          parking_amount: parking,
+          parking_currency: parkingCurrency,
+          description: g.maybe(g.pick(TEXTS)),
+          entry: g.pick(['manual', 'automatic']),
+          classification: g.maybe(g.pick(['business', 'personal', 'unclassified'])),
+          purpose: g.maybe(g.pick(TEXTS)),
+          start_location: location(g),
+          end_location: location(g),
+          created_at: time,
+          modified_at: time,
+        })
+        .returning<{ id: string }[]>('id');
+      await trx('drive_reports').insert({
+        organization_id: ORGANIZATION,
+        drive_id: drive!.id,
+        group_id: 7,
+        status: g.pick(['submitted', 'approved', 'rejected']),
+        reported_at: g.pick(TIMES),
+        modified_at: g.pick(TIMES),
+        ended_at: time,
+      });
+      for (let c = Math.floor(g.next() * 3); c > 0; c--)
+        await trx('review_comments').insert({
+          drive_id: drive!.id,
+          text: g.pick(TEXTS) || 'not empty',
+          user_email: 'reviewer@example.com',
+          created_at: g.pick(TIMES),
+        });
+    }
+  });
+
+  // The API's rendering of the same rows (reportedDriveItemOf), read as its list statements read them.
+  const client = (await database.db.knex.client.acquireConnection()) as pg.Client;
+  let expected: { json: string; csv: string }[];
+  try {
+    const query = <T extends pg.QueryResultRow>(text: string) => client.query<T>({ text, types: WIRE_TIMESTAMPS });
+    const { rows } = await query<DriveRow & ReportRow>(
+      `SELECT d.*, r.drive_id, r.group_id, r.status, r.reported_at, r.modified_at AS report_modified_at
+         FROM drives.drive_reports r JOIN drives.drives d ON d.id = r.drive_id
+        WHERE r.organization_id = ${ORGANIZATION} ORDER BY r.drive_id`,
+    );
+    const { rows: comments } = await query<CommentRow>(
+      `SELECT id, drive_id, text, user_email, created_at FROM drives.review_comments ORDER BY id`,
+    );
+    expected = rows.map((row) => {
+      const item = reportedDriveItemOf(
+        row,
+        comments.filter((c) => c.drive_id === row.id),
+      );
+      return {
+        json: `${JSON.stringify({ ...item.body, driver: { id: item.driverId } })}\n`,
+        csv: csvLine(csvFields(item.body, item.driverId)),
+      };
+    });
+  } finally {
+    await database.db.knex.client.releaseConnection(client);
+  }
+
+  const store = new LocalArchiveStore(root);
+  const exportId = '00000000-0000-4000-8000-0000000000e3';
+  await writeDrivesExportPart(database.db.knex, store, ORGANIZATION, exportId);
+  const jsonl = await text(await store.get(`exports/${exportId}/parts/reported_drives.jsonl`));
+  const csv = await text(await store.get(`exports/${exportId}/parts/reported_drives.csv`));
+  assert.equal(jsonl, expected.map((e) => e.json).join(''));
+  assert.equal(csv, csvLine(EXPORT_CSV_COLUMNS) + expected.map((e) => e.csv).join(''));
 });

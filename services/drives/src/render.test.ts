@@ -3,23 +3,11 @@ import type { drivesV1 } from '@mileage/proto';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { renderReportedRows, renderUserDriveRows } from './render';
-import { toDrive, toReported, WIRE_TIMESTAMPS, type CommentRow, type DriveRow, type ReportRow } from './rows';
+import { toDrive, toReported, type CommentRow, type DriveRow, type ReportRow } from './rows';
+import { WIRE_TIMESTAMPS } from './stamps';
+import { generator } from './generator.fixture';
 
 const pgTime = WIRE_TIMESTAMPS.getTypeParser(1184) as (text: string) => DriveRow['created_at'];
-
-/** A small deterministic generator (mulberry32), so that a failure names its seed. */
-function generator(seed: number) {
-  let a = seed;
-  const next = () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const pick = <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)]!;
-  const maybe = <T>(value: T): T | null => (next() < 0.5 ? null : value);
-  return { next, pick, maybe };
-}
 
 const TEXTS = ['Client visit', 'Ünïcödé 🚗 drive', 'quote " and \\ backslash', 'line\nbreak\ttab', '', '\u0001'];
 const TIMES = [

@@ -8,8 +8,10 @@ import {
   type ReportedDriveItem,
 } from '@mileage/drive-json';
 import type { drivesV1 } from '@mileage/proto';
-import { apiTime, isoToTimestamp } from '@mileage/runtime/formats';
-import { wire, type CommentRow, type DriveRow, type ReportRow, type StoredLocation } from './rows';
+import { apiTime } from '@mileage/runtime/formats';
+import { place, reviewCommentOf } from './representation';
+import type { CommentRow, DriveRow, ReportRow } from './rows';
+import { wire } from './stamps';
 
 /*
  * A page's rows straight to the API's JSON, without building each drive's message first (toDrive, then drive-json's
@@ -19,20 +21,6 @@ import { wire, type CommentRow, type DriveRow, type ReportRow, type StoredLocati
 
 function money(amount: string | null, currency: string | null) {
   return amount !== null && currency !== null ? { amount: Number(amount), currency } : null;
-}
-
-function place(stored: StoredLocation | null): DriveDetails['start'] {
-  if (!stored) return null;
-  const a = stored.address;
-  return {
-    name: stored.name,
-    lat: stored.lat ?? null,
-    lon: stored.lon ?? null,
-    time: apiTime(stored.time !== undefined ? isoToTimestamp(stored.time) : undefined),
-    address: a
-      ? { country: a.country, state: a.state, city: a.city, street: a.street, postal_code: a.postalCode }
-      : null,
-  };
 }
 
 function details(row: DriveRow): DriveDetails {
@@ -80,12 +68,7 @@ export function reportedDriveItemOf(row: DriveRow & ReportRow, comments: Comment
       created: apiTime(wire(row.reported_at)),
       modified: apiTime(wire(row.report_modified_at)),
       status: row.status,
-      review_comments: comments.map((c) => ({
-        id: String(Number(c.id)),
-        text: c.text,
-        created_at: apiTime(wire(c.created_at)),
-        user_email: c.user_email,
-      })),
+      review_comments: comments.map(reviewCommentOf),
     },
     driverId: row.user_id,
     driverTime: wire(row.ended_at),

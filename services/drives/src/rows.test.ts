@@ -1,7 +1,8 @@
 import { timestampToIso, type WireTimestamp } from '@mileage/runtime/formats';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { iso, millis, toColumns, toDrive, WIRE_TIMESTAMPS, wire, type DriveRow } from './rows';
+import { iso, millis, toColumns, toDrive, type DriveRow } from './rows';
+import { WIRE_TIMESTAMPS, wire } from './stamps';
 
 const parse = WIRE_TIMESTAMPS.getTypeParser(1184) as (text: string) => WireTimestamp;
 

@@ -1,34 +1,7 @@
 import { drivesV1 } from '@mileage/proto';
-import {
-  dateToTimestamp,
-  isoToTimestamp,
-  pgUtcTextToTimestamp,
-  timestampToIso,
-  timestampToMillis,
-  type WireTimestamp,
-} from '@mileage/runtime/formats';
-import pg from 'pg';
+import { isoToTimestamp, timestampToIso, timestampToMillis } from '@mileage/runtime/formats';
+import { type Stamp, wire } from './stamps';
 
-/** A timestamp as pg returns it: a Date, or already a wire Timestamp from the WIRE_TIMESTAMPS parser. */
-export type Stamp = Date | WireTimestamp;
-
-const TIMESTAMPTZ_OID = 1184;
-const defaultTimestamptz = pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text') as (text: string) => Date;
-
-/**
- * Query option for the list statements: timestamptz columns straight to the wire's `{ seconds, nanos }`. PostgreSQL's
- * UTC text is read by a small parser; building a Date (and, before, an ISO string that the generated code parsed
- * again) per time was a tenth of this service's time on a page of drives. Any other text (a session in another time
- * zone) goes through pg's own parser.
- */
-export const WIRE_TIMESTAMPS = {
-  getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid !== TIMESTAMPTZ_OID) return pg.types.getTypeParser(oid, format);
-    return (text: string): WireTimestamp => pgUtcTextToTimestamp(text) ?? dateToTimestamp(defaultTimestamptz(text));
-  },
-};
-
-export const wire = (t: Stamp): WireTimestamp => (t instanceof Date ? dateToTimestamp(t) : t);
 export const iso = (t: Stamp): string => (t instanceof Date ? t.toISOString() : timestampToIso(t));
 export const millis = (t: Stamp): number => (t instanceof Date ? t.getTime() : timestampToMillis(t));
 

@@ -1,16 +1,16 @@
-// copyOut against the test PostgreSQL: every row counted once, and a failing statement rejected with its error.
+// countCopyOut against the test PostgreSQL: every row counted once, and a failing statement rejected with its error.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { copyOut } from './copy-out';
+import { countCopyOut } from './copy-out';
 
-describe('copyOut', () => {
+describe('countCopyOut', () => {
   const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
   before(() => client.connect());
   after(() => client.end());
 
   it("counts the rows and bytes of COPY's output", async () => {
-    const result = await copyOut(client, `SELECT g, 'row ' || g FROM generate_series(1, 2500) g`);
+    const result = await countCopyOut(client, `SELECT g, 'row ' || g FROM generate_series(1, 2500) g`);
     assert.equal(result.rows, 2500);
     const expected = await client.query<{ n: string }>(
       `SELECT sum(length(g::text || E'\\t' || 'row ' || g || E'\\n')) AS n FROM generate_series(1, 2500) g`,
@@ -20,7 +20,7 @@ describe('copyOut', () => {
   });
 
   it('rejects with the server error, and the connection still answers', async () => {
-    await assert.rejects(copyOut(client, 'SELECT * FROM no_such_table'), /no_such_table/);
+    await assert.rejects(countCopyOut(client, 'SELECT * FROM no_such_table'), /no_such_table/);
     assert.equal((await client.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one, 1);
   });
 });

@@ -11,7 +11,15 @@ export {
 export { organizationLimits } from './organization-share';
 export { PerTurnGroups } from './per-turn';
 export { DutyCycle, pauseAfter } from './duty-cycle';
-export { joinSnapshot, positionalText, shareSnapshot, type SnapshotTicket } from './joined-snapshot';
+export { ORGANIZATION_SETTING } from './organization-setting';
+export { CopiedRows, copyOut, copyOutRows, copyTextFields, withIntegers } from './copy-out';
+export {
+  joinSnapshot,
+  type JoinedSnapshot,
+  positionalText,
+  shareSnapshot,
+  type SnapshotTicket,
+} from './joined-snapshot';
 export {
   acrossOrganizations,
   ALL_ORGANIZATIONS_SETTING,
@@ -23,7 +31,6 @@ export {
   inOrganization,
   type LightReadOptions,
   ONE_STATEMENT,
-  ORGANIZATION_SETTING,
   organizationIsolationStatements,
   readAcrossOrganizations,
   readInCallOrganization,

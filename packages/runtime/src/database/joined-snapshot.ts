@@ -1,6 +1,8 @@
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
-import { ORGANIZATION_SETTING, type ReadStatements } from './tenancy';
+import { copyOutRows, type CopiedRows } from './copy-out';
+import { ORGANIZATION_SETTING } from './organization-setting';
+import type { ReadStatements } from './tenancy';
 
 /**
  * What another connection needs to read exactly what a running REPEATABLE READ transaction of an organization reads
@@ -55,12 +57,19 @@ export function positionalText(text: string): string {
   return placeholders.positionBindings(text);
 }
 
+/** A connection that joined a snapshot (joinSnapshot): its statements, its COPY's rows (copyOutRows), and its end. */
+export interface JoinedSnapshot {
+  run: ReadStatements;
+  copyRows(query: string): Promise<CopiedRows>;
+  close(): Promise<void>;
+}
+
 /**
  * A connection of its own that reads the snapshot `ticket` names, declared as its organization (row-level security)
  * with the sharing transaction's search path and statement timeout: its statements see what the sharer's would.
  * `close` ends it; a connection that is simply dropped (its worker stopped) ends its transaction with it.
  */
-export async function joinSnapshot(ticket: SnapshotTicket): Promise<{ run: ReadStatements; close(): Promise<void> }> {
+export async function joinSnapshot(ticket: SnapshotTicket): Promise<JoinedSnapshot> {
   if (!SNAPSHOT_ID.test(ticket.snapshot)) throw new Error('not a snapshot identifier');
   const client = new pg.Client({
     connectionString: ticket.connectionString,
@@ -91,6 +100,7 @@ export async function joinSnapshot(ticket: SnapshotTicket): Promise<{ run: ReadS
   };
   return {
     run,
+    copyRows: (query) => copyOutRows(client, query),
     async close() {
       try {
         await client.query('COMMIT');

@@ -4,6 +4,7 @@ import { isOrganizationId, requireOrganization } from '../grpc/organization-meta
 import { droppedReadAttempts, isDroppedConnection, readWithRetry } from './db';
 import { BEGIN_WITH, declaresOnBegin } from './declaring-client';
 import { organizationLimits, queryTooCostly } from './organization-share';
+import { ORGANIZATION_SETTING } from './organization-setting';
 
 /*
  * Organizations (customer companies) share one installation; the database keeps them apart. Every tenant row has an
@@ -12,8 +13,6 @@ import { organizationLimits, queryTooCostly } from './organization-share';
  * filter therefore still finds only that organization's rows, and a transaction that declared none finds nothing.
  */
 
-/** The transaction setting the policies compare with. */
-export const ORGANIZATION_SETTING = 'mileage.organization_id';
 /** Set (to 'on') only by `acrossOrganizations`: the named system work that must see every organization. */
 export const ALL_ORGANIZATIONS_SETTING = 'mileage.all_organizations';
 

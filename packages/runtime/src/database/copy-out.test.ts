@@ -1,0 +1,86 @@
+// COPY's text format read back against the test PostgreSQL: every value as PostgreSQL holds it (NULL, `\N` as text,
+// tabs, line breaks, backslashes, non-ASCII), pages larger than the first buffer, and a failing statement's error.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { copyOutRows as copyPage, copyTextFields, withIntegers } from './copy-out';
+
+/** Every row of a page, decoded. */
+async function copyOutRows(client: pg.Client, query: string): Promise<(string | null)[][]> {
+  const rows = await copyPage(client, query);
+  return Array.from({ length: rows.length }, (_, i) => rows.row(i));
+}
+
+describe('copyOutRows', () => {
+  const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+  before(() => client.connect());
+  after(() => client.end());
+
+  it('gives each row as its columns, escapes read, NULL apart from the text \\N', async () => {
+    const texts = [
+      'plain',
+      'tab\there',
+      'line\nbreak\r',
+      'back\\slash',
+      '\\N',
+      '',
+      'Ünïcödé 🚗',
+      '\b\f\u000b',
+      '"quoted"',
+    ];
+    await client.query('CREATE TEMP TABLE copied (id int, text text, at timestamptz)');
+    await client.query(
+      `INSERT INTO copied SELECT i, t, '2026-11-29 10:00:00.5+00' FROM unnest($1::text[]) WITH ORDINALITY u(t, i)`,
+      [texts],
+    );
+    await client.query('INSERT INTO copied VALUES (100, NULL, NULL)');
+    await client.query("SET TIME ZONE 'UTC'");
+    const rows = await copyOutRows(client, 'SELECT id, text, at FROM copied ORDER BY id');
+    assert.deepEqual(rows, [
+      ...texts.map((t, i) => [String(i + 1), t, '2026-11-29 10:00:00.5+00']),
+      ['100', null, null],
+    ]);
+  });
+
+  it('reads a page larger than its first buffer, every row once and in order', async () => {
+    const rows = await copyOutRows(client, `SELECT g, repeat('x', 100) FROM generate_series(1, 5000) g`);
+    assert.equal(rows.length, 5000);
+    assert.deepEqual(
+      rows.map((r) => Number(r[0])),
+      Array.from({ length: 5000 }, (_, i) => i + 1),
+    );
+    assert.ok(rows.every((r) => r[1] === 'x'.repeat(100)));
+    assert.deepEqual(await copyOutRows(client, 'SELECT 1 WHERE false'), []);
+  });
+
+  it('rejects with the server error, and the connection still answers', async () => {
+    await assert.rejects(copyOutRows(client, 'SELECT * FROM no_such_table'), /no_such_table/);
+    assert.equal((await client.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one, 1);
+  });
+});
+
+describe('copyTextFields', () => {
+  it('reads every escape COPY writes, and an escaped character it does not name as itself', () => {
+    assert.deepEqual(copyTextFields('a\\tb\t\\N\t\\\\N\t\\n\\r\\b\\f\\v\\\\\t\\x'), [
+      'a\tb',
+      null,
+      '\\N',
+      '\n\r\b\f\v\\',
+      'x',
+    ]);
+  });
+});
+
+describe('withIntegers', () => {
+  it('writes integers in place of the placeholders', () => {
+    assert.equal(withIntegers('SELECT ? WHERE x > ? LIMIT ?', [1, -2, 1000]), 'SELECT 1 WHERE x > -2 LIMIT 1000');
+  });
+
+  it('refuses anything but a safe integer, and a count that does not match', () => {
+    assert.throws(() => withIntegers('SELECT ?', ['1; DROP TABLE x' as unknown as number]), /not an integer/);
+    assert.throws(() => withIntegers('SELECT ?', [1.5]), /not an integer/);
+    assert.throws(() => withIntegers('SELECT ?', [2 ** 60]), /not an integer/);
+    assert.throws(() => withIntegers('SELECT ?, ?', [1]), /not an integer/);
+    assert.throws(() => withIntegers('SELECT ?', [1, 2]), /1 placeholders and 2 values/);
+  });
+});

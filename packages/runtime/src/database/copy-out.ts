@@ -1,0 +1,117 @@
+import type pg from 'pg';
+
+/**
+ * `COPY (<query>) TO STDOUT` in PostgreSQL's text format on `client`, each row handed to `onRow` as it arrives (its
+ * bytes, ending in a newline; a view of the connection's buffer, valid only during the call). PostgreSQL's own
+ * output: one message per row, the columns as their types' text separated by tabs, `\N` for NULL, and backslash
+ * escapes for a backslash and control characters (copyTextFields reads them). Run as node-postgres runs pg-cursor
+ * and pg-copy-streams, as a custom query object whose messages come to its handlers.
+ */
+export function copyOut(client: pg.Client, query: string, onRow: (row: Buffer) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const submittable = {
+      submit(connection: { query(text: string): void }) {
+        connection.query(`COPY (${query}) TO STDOUT`);
+      },
+      handleCopyData(message: { chunk: Buffer }) {
+        onRow(message.chunk);
+      },
+      // node-postgres lets go of a query at its error (no ReadyForQuery follows for it): it ends there.
+      handleError: reject,
+      handleReadyForQuery: () => resolve(),
+      // The other messages of a COPY's exchange carry nothing.
+      handleCommandComplete() {},
+      handleRowDescription() {},
+      handleDataRow() {},
+      handleEmptyQuery() {},
+      handlePortalSuspended() {},
+      handleCopyInResponse() {
+        reject(new Error('copyOut runs COPY TO, not COPY FROM'));
+      },
+    };
+    void client.query(submittable as unknown as pg.QueryConfig);
+  });
+}
+
+/**
+ * The rows of a `COPY (<query>) TO STDOUT` (copyOutRows), kept as the bytes PostgreSQL sent: a page of rows waiting to
+ * be rendered is one buffer outside the JavaScript heap, not thousands of strings for its garbage collector to copy
+ * while they wait. Each row is decoded as it is read (`row`), and its strings die young.
+ */
+export class CopiedRows {
+  constructor(
+    private readonly bytes: Buffer,
+    /** Where each row ends (its newline's offset). */
+    private readonly ends: number[],
+  ) {}
+
+  get length(): number {
+    return this.ends.length;
+  }
+
+  /** Row `i`'s columns (copyTextFields). */
+  row(i: number): (string | null)[] {
+    return copyTextFields(this.bytes.toString('utf8', this.start(i), this.ends[i]));
+  }
+
+  /** Row `i`'s first column, without decoding the others (a key: its text holds no escape). */
+  first(i: number): string {
+    const start = this.start(i);
+    const tab = this.bytes.indexOf(9, start);
+    return this.bytes.toString('utf8', start, tab < 0 || tab > this.ends[i]! ? this.ends[i] : tab);
+  }
+
+  private start(i: number): number {
+    return i === 0 ? 0 : this.ends[i - 1]! + 1;
+  }
+}
+
+/** The rows of `COPY (<query>) TO STDOUT` on `client`, for a page of rows. */
+export async function copyOutRows(client: pg.Client, query: string): Promise<CopiedRows> {
+  let bytes = Buffer.allocUnsafeSlow(64 * 1024);
+  let length = 0;
+  const ends: number[] = [];
+  await copyOut(client, query, (row) => {
+    if (length + row.length > bytes.length) {
+      const larger = Buffer.allocUnsafeSlow(Math.max(length + row.length, bytes.length * 2));
+      bytes.copy(larger, 0, 0, length);
+      bytes = larger;
+    }
+    length += row.copy(bytes, length);
+    ends.push(length - 1);
+  });
+  return new CopiedRows(bytes, ends);
+}
+
+/** COPY's escapes in its text format (PostgreSQL's CopyAttributeOutText); any other escaped character is itself. */
+const ESCAPED: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' };
+const ESCAPE = /\\(.)/gs;
+
+/**
+ * The columns of one row of COPY's text format (its line without the newline): each column's text, or null for
+ * NULL (`\N`), its escapes read. A tab or a newline in a value is escaped, so the row splits at every tab.
+ */
+export function copyTextFields(line: string): (string | null)[] {
+  const fields: (string | null)[] = line.split('\t');
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i]!;
+    if (!field.includes('\\')) continue;
+    fields[i] = field === '\\N' ? null : field.replace(ESCAPE, (_, c: string) => ESCAPED[c] ?? c);
+  }
+  return fields;
+}
+
+/**
+ * A statement's `?` placeholders filled with integers, written into its text: COPY takes no parameters. Only safe
+ * integers are accepted, so nothing but digits (and a sign) enters the statement.
+ */
+export function withIntegers(text: string, values: readonly number[]): string {
+  let i = 0;
+  const filled = text.replace(/\?/g, () => {
+    const value = values[i++];
+    if (!Number.isSafeInteger(value)) throw new Error(`a COPY statement's value ${i} is not an integer`);
+    return String(value);
+  });
+  if (i !== values.length) throw new Error(`a COPY statement has ${i} placeholders and ${values.length} values`);
+  return filled;
+}

@@ -1,0 +1,289 @@
+// A reported drive of an organization export as its JSON line and its CSV line, from the columns of its COPY row.
+// Loaded by the export's worker thread (export-pages.ts): no generated messages, no gRPC.
+import { apiTime, isoToTimestamp } from '@mileage/runtime/worker';
+import { csvLine } from './csv';
+import { place, reviewCommentOf } from './representation';
+import type { CommentRow, StoredLocation } from './rows';
+import { wireFromText } from './stamps';
+
+/**
+ * A reported drive's columns in an organization export, in the order its COPY sends them (exportedDriveLines reads
+ * them by position): what the export's lines hold, nothing more. The drive id first: a page's keys (its position, its
+ * comments) are read without decoding its rows (CopiedRows.first).
+ */
+export const EXPORT_COLUMNS = [
+  'd.id',
+  'd.user_id',
+  'r.status',
+  'r.reported_at',
+  'r.modified_at',
+  'd.distance_amount',
+  'd.distance_units',
+  'd.distance_discounted',
+  'd.value_amount',
+  'd.value_currency',
+  'd.toll_amount',
+  'd.toll_currency',
+  'd.parking_amount',
+  'd.parking_currency',
+  'd.description',
+  'd.entry',
+  'd.classification',
+  'd.purpose',
+  'd.start_location',
+  'd.end_location',
+] as const;
+
+/** Where each of EXPORT_COLUMNS is in a row of the export's COPY. */
+const at = (column: (typeof EXPORT_COLUMNS)[number]) => EXPORT_COLUMNS.indexOf(column);
+const [ID, USER, STATUS, REPORTED, MODIFIED] = [
+  at('d.id'),
+  at('d.user_id'),
+  at('r.status'),
+  at('r.reported_at'),
+  at('r.modified_at'),
+];
+const [DISTANCE, UNITS, DISCOUNTED] = [at('d.distance_amount'), at('d.distance_units'), at('d.distance_discounted')];
+const [VALUE, VALUE_CURRENCY, TOLL, TOLL_CURRENCY] = [
+  at('d.value_amount'),
+  at('d.value_currency'),
+  at('d.toll_amount'),
+  at('d.toll_currency'),
+];
+const [PARKING, PARKING_CURRENCY, DESCRIPTION, ENTRY] = [
+  at('d.parking_amount'),
+  at('d.parking_currency'),
+  at('d.description'),
+  at('d.entry'),
+];
+const [CLASSIFICATION, PURPOSE, START, END] = [
+  at('d.classification'),
+  at('d.purpose'),
+  at('d.start_location'),
+  at('d.end_location'),
+];
+
+const json = JSON.stringify;
+/** A numeric column's text as JSON does the Number the API holds (a number that is not finite is null). */
+function numberJson(text: string): string {
+  const n = Number(text);
+  return Number.isFinite(n) ? String(n) : 'null';
+}
+const moneyJson = (amount: string | null, currency: string | null) =>
+  amount !== null && currency !== null ? `{"amount":${numberJson(amount)},"currency":${json(currency)}}` : 'null';
+
+/** The headers of the export's CSV, in the order of exportedDriveLines's fields. */
+export const EXPORT_CSV_COLUMNS = [
+  'id',
+  'driver_id',
+  'status',
+  'reported_at',
+  'modified',
+  'started_at',
+  'ended_at',
+  'classification',
+  'purpose',
+  'description',
+  'distance',
+  'distance_units',
+  'value',
+  'toll_fees',
+  'parking_fees',
+  'currency',
+  'start',
+  'end',
+  'review_comments',
+] as const;
+
+/**
+ * A reported drive of an organization export as its two lines, from the columns of its COPY row (EXPORT_COLUMNS,
+ * copyTextFields): the JSON line is the API's ReportedDriveSchema with the driver as `{"id"}` (the Users part
+ * describes the driver), the CSV line its columns for spreadsheets. Written as text, field by field, without the
+ * objects reportedDriveItemOf builds for the API's pages: an export renders every drive of an organization, and the
+ * objects and their garbage were most of its cost. The same fields by the same conversions (place, reviewCommentOf,
+ * the same times), so the same bytes: render.test.ts holds both paths to it over generated rows.
+ */
+export function exportedDriveLines(
+  row: readonly (string | null)[],
+  comments: CommentRow[],
+): { json: string; csv: string } {
+  const id = String(Number(row[ID]));
+  const driver = row[USER]!;
+  const status = row[STATUS]!;
+  const created = apiTime(wireFromText(row[REPORTED]!));
+  const modified = apiTime(wireFromText(row[MODIFIED]!));
+  const distance = row[DISTANCE]!;
+  const units = row[UNITS]!;
+  const hasDistance = distance !== null && units !== null;
+  const discounted = row[DISCOUNTED]!;
+  const [value, valueCurrency, toll, tollCurrency] = [
+    row[VALUE]!,
+    row[VALUE_CURRENCY]!,
+    row[TOLL]!,
+    row[TOLL_CURRENCY]!,
+  ];
+  const [parking, parkingCurrency] = [row[PARKING]!, row[PARKING_CURRENCY]!];
+  const description = row[DESCRIPTION] ?? null;
+  const classification = row[CLASSIFICATION] ?? null;
+  const purpose = row[PURPOSE] ?? null;
+  const start = placeOfText(row[START]!);
+  const end = placeOfText(row[END]!);
+  const line =
+    `{"id":"${id}","driver":{"id":${json(driver)}},"details":{"distance":` +
+    (hasDistance
+      ? `{"amount":${numberJson(distance)},"units":${json(units)},"discounted":${discounted === null ? 'null' : numberJson(discounted)}}`
+      : 'null') +
+    `,"value":${moneyJson(value, valueCurrency)},"toll_fees":${moneyJson(toll, tollCurrency)}` +
+    `,"parking_fees":${moneyJson(parking, parkingCurrency)},"description":${json(description)}` +
+    `,"entry":${row[ENTRY] === 'manual' ? '"manual"' : '"automatic"'},"classification":${json(classification)}` +
+    `,"purpose":${json(purpose)},"start":${start.json},"end":${end.json}},"created":"${created}"` +
+    `,"modified":"${modified}","status":${json(status)},"review_comments":${comments.length ? json(comments.map(reviewCommentOf)) : '[]'}}\n`;
+  const amount = (text: string | null, currency: string | null) =>
+    text !== null && currency !== null ? Number(text) : '';
+  const csv = csvLine([
+    id,
+    driver,
+    status,
+    created,
+    modified,
+    start.time,
+    end.time,
+    classification ?? '',
+    purpose ?? '',
+    description ?? '',
+    hasDistance ? Number(distance) : '',
+    hasDistance ? units : '',
+    amount(value, valueCurrency),
+    amount(toll, tollCurrency),
+    amount(parking, parkingCurrency),
+    (value !== null ? valueCurrency : null) ??
+      (toll !== null ? tollCurrency : null) ??
+      (parking !== null ? parkingCurrency : null) ??
+      '',
+    start.name,
+    end.name,
+    comments.map((c) => c.text).join(' | '),
+  ]);
+  return { json: line, csv };
+}
+
+/** A location as an export writes it: its JSON (place's), and its name and time for the CSV ('' when absent). */
+interface PlaceText {
+  json: string;
+  name: string;
+  time: string;
+}
+const NO_PLACE: PlaceText = { json: 'null', name: '', time: '' };
+
+/**
+ * A stored location's jsonb text (as COPY prints it) as place() renders it. Read by scanning, not parsed: jsonb's
+ * strings are JSON already, escaped as JSON.stringify escapes them, so each value is copied as it is; a location
+ * holding anything else than strings and nulls (or an address object of them) is parsed and rendered by place(),
+ * which gives the same text. Parsing and re-serialising each location were a third of a drive's rendering.
+ */
+function placeOfText(text: string | null): PlaceText {
+  if (text === null) return NO_PLACE;
+  const scanned = scanMembers(text, 0, true);
+  if (scanned) {
+    let name: string | undefined;
+    let lat = 'null';
+    let lon = 'null';
+    let time: string | undefined;
+    let address = 'null';
+    let plain = true;
+    for (const [key, value] of scanned.members) {
+      if (key === 'address') {
+        if (typeof value !== 'string') address = addressJson(value);
+        else if (value !== 'null') plain = false;
+      } else if (typeof value !== 'string') plain = false;
+      else if (key === 'name') name = value;
+      else if (key === 'lat') lat = value;
+      else if (key === 'lon') lon = value;
+      else if (key === 'time') time = value;
+    }
+    // A time that is not a plain string (null, escapes) goes the way place() takes it.
+    if (plain && scanned.end === text.length && (time === undefined || isPlainString(time))) {
+      const apiText = time === undefined ? undefined : apiTime(isoToTimestamp(time.slice(1, -1)));
+      let json = name === undefined ? '{' : `{"name":${name},`;
+      json += `"lat":${lat},"lon":${lon}`;
+      if (apiText !== undefined) json += `,"time":"${apiText}"`;
+      json += `,"address":${address}}`;
+      return { json, name: name === undefined || name === 'null' ? '' : stringOf(name), time: apiText ?? '' };
+    }
+  }
+  const parsed = place(JSON.parse(text) as StoredLocation);
+  return { json: json(parsed), name: parsed?.name ?? '', time: parsed?.time ?? '' };
+}
+
+/** The address's keys as they are stored, and as the API names them. */
+const ADDRESS_KEYS = [
+  ['country', 'country'],
+  ['state', 'state'],
+  ['city', 'city'],
+  ['street', 'street'],
+  ['postalCode', 'postal_code'],
+] as const;
+
+function addressJson(members: [string, string | Members][]): string {
+  let out = '';
+  for (const [stored, api] of ADDRESS_KEYS) {
+    const member = members.find(([key]) => key === stored);
+    // One level of objects only (scanMembers): an address's values are strings or nulls.
+    if (member) out += `${out ? ',' : ''}"${api}":${member[1] as string}`;
+  }
+  return `{${out}}`;
+}
+
+const isPlainString = (raw: string) => raw.charCodeAt(0) === 34 && !raw.includes('\\');
+/** A JSON string's value: its text between the quotes, unless it holds an escape. */
+const stringOf = (raw: string) => (raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1));
+
+type Members = [string, string | Members][];
+
+/**
+ * The members of the object jsonb prints at `text[at]` (`{"key": value, ...}`, keys without escapes): each value's
+ * JSON text when it is a string or null, its members when it is an object (one level down, if `nesting`); undefined
+ * for anything else (a number, an array, another spacing), which the caller parses instead.
+ */
+function scanMembers(text: string, at: number, nesting: boolean): { members: Members; end: number } | undefined {
+  if (text.charCodeAt(at) !== 123) return undefined;
+  let pos = at + 1;
+  const members: Members = [];
+  if (text.charCodeAt(pos) === 125) return { members, end: pos + 1 };
+  for (;;) {
+    if (text.charCodeAt(pos) !== 34) return undefined;
+    const keyEnd = text.indexOf('"', pos + 1);
+    if (keyEnd < 0) return undefined;
+    const key = text.slice(pos + 1, keyEnd);
+    if (key.includes('\\') || text.charCodeAt(keyEnd + 1) !== 58 || text.charCodeAt(keyEnd + 2) !== 32)
+      return undefined;
+    pos = keyEnd + 3;
+    const first = text.charCodeAt(pos);
+    if (first === 34) {
+      let end = text.indexOf('"', pos + 1);
+      while (end > 0 && escaped(text, end)) end = text.indexOf('"', end + 1);
+      if (end < 0) return undefined;
+      members.push([key, text.slice(pos, end + 1)]);
+      pos = end + 1;
+    } else if (first === 110 && text.startsWith('null', pos)) {
+      members.push([key, 'null']);
+      pos += 4;
+    } else if (first === 123 && nesting) {
+      const inner = scanMembers(text, pos, false);
+      if (!inner) return undefined;
+      members.push([key, inner.members]);
+      pos = inner.end;
+    } else return undefined;
+    const next = text.charCodeAt(pos);
+    if (next === 125) return { members, end: pos + 1 };
+    if (next !== 44 || text.charCodeAt(pos + 1) !== 32) return undefined;
+    pos += 2;
+  }
+}
+
+/** Whether the quote at `text[at]` is escaped: an odd number of backslashes before it. */
+function escaped(text: string, at: number): boolean {
+  let count = 0;
+  while (text.charCodeAt(at - 1 - count) === 92) count++;
+  return count % 2 === 1;
+}

@@ -1,0 +1,101 @@
+// The Drives part's pages of an organization export, read and rendered in a worker thread (pagesInWorker, from
+// export-part.ts): only what the worker needs is loaded here (the runtime's worker entry, pg, the export's lines).
+import {
+  type CopiedRows,
+  DutyCycle,
+  type ExportFilesPage,
+  joinSnapshot,
+  type JoinedSnapshot,
+  PageBytes,
+  type SnapshotTicket,
+  withIntegers,
+} from '@mileage/runtime/worker';
+import { exportedDriveLines } from './export-lines';
+import type { CommentRow } from './rows';
+import { WIRE_TIMESTAMPS } from './stamps';
+import { COMMENTS_SQL, EXPORT_REPORTED_DRIVES_SQL } from './statements';
+
+/** Rows per statement while the part is read: memory stays flat whatever the organization's size. */
+const PAGE_ROWS = 1_000;
+/**
+ * A page of an organization export's reported drives after `afterDriveId`, from a connection that joined the
+ * export's snapshot: their rows as PostgreSQL's COPY of the statement sends them (EXPORT_COLUMNS, the columns' text:
+ * exportedDriveLines renders them without objects between), and their review comments by drive id.
+ */
+export async function exportReportedDrivesPage(
+  snapshot: Pick<JoinedSnapshot, 'run' | 'copyRows'>,
+  organizationId: number,
+  afterDriveId: number,
+  limit: number,
+): Promise<{ rows: CopiedRows; lastId: number; comments: Map<string, CommentRow[]> }> {
+  const rows = await snapshot.copyRows(
+    withIntegers(`${EXPORT_REPORTED_DRIVES_SQL} LIMIT ?`, [organizationId, afterDriveId, afterDriveId, limit]),
+  );
+  const byDrive = new Map<string, CommentRow[]>();
+  if (!rows.length) return { rows, lastId: afterDriveId, comments: byDrive };
+  // The drive id comes first (EXPORT_COLUMNS).
+  const ids = Array.from({ length: rows.length }, (_, i) => Number(rows.first(i)));
+  const { rows: comments } = await snapshot.run<CommentRow>(COMMENTS_SQL, [ids], 'drives_comments_v1', WIRE_TIMESTAMPS);
+  for (const comment of comments) {
+    const key = String(comment.drive_id);
+    const list = byDrive.get(key);
+    if (list) list.push(comment);
+    else byDrive.set(key, [comment]);
+  }
+  return { rows, lastId: ids[ids.length - 1]!, comments: byDrive };
+}
+
+/** What the worker is handed: the snapshot to join, and its pace. */
+export interface DrivesPartTask {
+  ticket: SnapshotTicket;
+  dutyCycle: number;
+}
+
+/** The part's pages, in the worker thread (pagesInWorker): read from the shared snapshot and rendered. */
+export async function* reportedDrivePagesInSnapshot({
+  ticket,
+  dutyCycle,
+}: DrivesPartTask): AsyncGenerator<ExportFilesPage> {
+  const snapshot = await joinSnapshot(ticket);
+  try {
+    yield* pages(snapshot, ticket.organizationId, dutyCycle);
+  } finally {
+    await snapshot.close();
+  }
+}
+
+async function* pages(
+  snapshot: JoinedSnapshot,
+  organizationId: number,
+  dutyCycle: number,
+): AsyncGenerator<ExportFilesPage> {
+  const cycle = new DutyCycle(dutyCycle);
+  let pageCapacity = { json: 64 * 1024, csv: 32 * 1024 };
+  const read = (after: number) => exportReportedDrivesPage(snapshot, organizationId, after, PAGE_ROWS);
+  let next: ReturnType<typeof read> | undefined = read(0);
+  try {
+    while (next) {
+      const { rows, lastId, comments }: Awaited<ReturnType<typeof read>> = await next;
+      await cycle.pace();
+      // The next page is read by PostgreSQL while this one is rendered here.
+      next = rows.length === PAGE_ROWS ? read(lastId) : undefined;
+      if (!rows.length) continue;
+      const json = new PageBytes(pageCapacity.json);
+      const csv = new PageBytes(pageCapacity.csv);
+      for (let i = 0; i < rows.length; i++) {
+        const lines = exportedDriveLines(rows.row(i), comments.get(rows.first(i)) ?? NO_COMMENTS);
+        json.write(lines.json);
+        csv.write(lines.csv);
+      }
+      const texts = [json.take(), csv.take()];
+      // The next page's bytes start at this one's size: no growing on the way.
+      pageCapacity = { json: texts[0]!.length + 4096, csv: texts[1]!.length + 4096 };
+      yield { rows: rows.length, texts };
+    }
+  } finally {
+    // Stopped early (a failed write): the read under way ends with the transaction, unheard.
+    next?.catch(() => {});
+  }
+}
+
+const NO_COMMENTS: CommentRow[] = [];
