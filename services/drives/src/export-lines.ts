@@ -101,36 +101,28 @@ export const EXPORT_CSV_COLUMNS = [
  * describes the driver), the CSV line its columns for spreadsheets. Written as text, field by field, without the
  * objects reportedDriveItemOf builds for the API's pages: an export renders every drive of an organization, and the
  * objects and their garbage were most of its cost. The same fields by the same conversions (place, reviewCommentOf,
- * the same times), so the same bytes: render.test.ts holds both paths to it over generated rows.
+ * the same times), so the same bytes: export-part.test.ts holds every line to reportedDriveItemOf's over generated
+ * rows.
  */
 export function exportedDriveLines(
   row: readonly (string | null)[],
   comments: CommentRow[],
 ): { json: string; csv: string } {
-  const id = String(Number(row[ID]));
-  const driver = row[USER]!;
-  const status = row[STATUS]!;
+  // NOT NULL columns (the drive's and the report's own), then those that may be NULL.
+  const [id, driver, status] = [String(Number(row[ID])), row[USER]!, row[STATUS]!];
   const created = apiTime(wireFromText(row[REPORTED]!));
   const modified = apiTime(wireFromText(row[MODIFIED]!));
-  const distance = row[DISTANCE]!;
-  const units = row[UNITS]!;
-  const hasDistance = distance !== null && units !== null;
-  const discounted = row[DISCOUNTED]!;
-  const [value, valueCurrency, toll, tollCurrency] = [
-    row[VALUE]!,
-    row[VALUE_CURRENCY]!,
-    row[TOLL]!,
-    row[TOLL_CURRENCY]!,
-  ];
-  const [parking, parkingCurrency] = [row[PARKING]!, row[PARKING_CURRENCY]!];
-  const description = row[DESCRIPTION] ?? null;
-  const classification = row[CLASSIFICATION] ?? null;
-  const purpose = row[PURPOSE] ?? null;
-  const start = placeOfText(row[START]!);
-  const end = placeOfText(row[END]!);
+  const nullable = (i: number): string | null => row[i] ?? null;
+  const [distance, units, discounted] = [nullable(DISTANCE), nullable(UNITS), nullable(DISCOUNTED)];
+  const [value, valueCurrency] = [nullable(VALUE), nullable(VALUE_CURRENCY)];
+  const [toll, tollCurrency] = [nullable(TOLL), nullable(TOLL_CURRENCY)];
+  const [parking, parkingCurrency] = [nullable(PARKING), nullable(PARKING_CURRENCY)];
+  const [description, classification, purpose] = [nullable(DESCRIPTION), nullable(CLASSIFICATION), nullable(PURPOSE)];
+  const start = placeOfText(nullable(START));
+  const end = placeOfText(nullable(END));
   const line =
     `{"id":"${id}","driver":{"id":${json(driver)}},"details":{"distance":` +
-    (hasDistance
+    (distance !== null && units !== null
       ? `{"amount":${numberJson(distance)},"units":${json(units)},"discounted":${discounted === null ? 'null' : numberJson(discounted)}}`
       : 'null') +
     `,"value":${moneyJson(value, valueCurrency)},"toll_fees":${moneyJson(toll, tollCurrency)}` +
@@ -151,8 +143,8 @@ export function exportedDriveLines(
     classification ?? '',
     purpose ?? '',
     description ?? '',
-    hasDistance ? Number(distance) : '',
-    hasDistance ? units : '',
+    distance !== null && units !== null ? Number(distance) : '',
+    distance !== null && units !== null ? units : '',
     amount(value, valueCurrency),
     amount(toll, tollCurrency),
     amount(parking, parkingCurrency),
@@ -179,7 +171,7 @@ const NO_PLACE: PlaceText = { json: 'null', name: '', time: '' };
  * A stored location's jsonb text (as COPY prints it) as place() renders it. Read by scanning, not parsed: jsonb's
  * strings are JSON already, escaped as JSON.stringify escapes them, so each value is copied as it is; a location
  * holding anything else than strings and nulls (or an address object of them) is parsed and rendered by place(),
- * which gives the same text. Parsing and re-serialising each location were a third of a drive's rendering.
+ * which gives the same text. Parsing and re-serialising the two locations were close to half of a drive's rendering.
  */
 function placeOfText(text: string | null): PlaceText {
   if (text === null) return NO_PLACE;
