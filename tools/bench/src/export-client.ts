@@ -55,7 +55,8 @@ async function main(): Promise<ExportClientResult> {
       intervalMs: POLL_MS,
       onProgress: (e) => {
         const phase = e.status === 'completed' ? 'completed' : e.progress.phase || e.status;
-        if (phases[phases.length - 1]?.phase !== phase) phases.push({ phase, at: at(), rows: e.progress.rows });
+        if (phases[phases.length - 1]?.phase !== phase)
+          phases.push({ phase, at: at(), wallMs: Date.now(), rows: e.progress.rows });
       },
     }),
   );

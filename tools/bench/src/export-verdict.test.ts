@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  p99ByPhase,
   erasureChecks,
   exportChecks,
   exportExitStatus,
@@ -12,12 +13,13 @@ import {
   rssGrowth,
 } from './export-verdict';
 
+const T0 = 1_764_400_000_000;
 const phases = [
-  { phase: 'queued', at: 0.1, rows: 0 },
-  { phase: 'users', at: 0.3, rows: 0 },
-  { phase: 'reported_drives', at: 1.5, rows: 1000 },
-  { phase: 'archive', at: 11.5, rows: 201_000 },
-  { phase: 'completed', at: 13, rows: 201_000 },
+  { phase: 'queued', at: 0.1, wallMs: T0 + 100, rows: 0 },
+  { phase: 'users', at: 0.3, wallMs: T0 + 300, rows: 0 },
+  { phase: 'reported_drives', at: 1.5, wallMs: T0 + 1_500, rows: 1000 },
+  { phase: 'archive', at: 11.5, wallMs: T0 + 11_500, rows: 201_000 },
+  { phase: 'completed', at: 13, wallMs: T0 + 13_000, rows: 201_000 },
 ];
 
 describe('the phases of an export as polled', () => {
@@ -56,6 +58,24 @@ describe('rates and ratios', () => {
       users: 0,
       drives: 0,
     });
+  });
+});
+
+describe("the other organization's p99 by phase", () => {
+  it('takes each phase its own responses, from its first sighting to the next, by nearest rank', () => {
+    // 200 responses in the Drives phase: 198 fast, 2 slow (the 99th percentile is the 198th, fast); 100 in the archive
+    // phase: 98 fast, 2 slow (the 99th is the 99th, slow); none while queued or in the Users phase but one.
+    const responses: [number, number][] = [
+      [T0 + 400, 30],
+      ...Array.from({ length: 200 }, (_, i): [number, number] => [T0 + 1_500 + i * 50, i < 198 ? 20 : 900]),
+      ...Array.from({ length: 100 }, (_, i): [number, number] => [T0 + 11_500 + i * 10, i < 98 ? 25 : 700]),
+      [T0 + 13_000, 5_000],
+    ];
+    assert.deepEqual(p99ByPhase(responses, phases), [
+      { phase: 'users', p99Ms: 30, responses: 1 },
+      { phase: 'reported_drives', p99Ms: 20, responses: 200 },
+      { phase: 'archive', p99Ms: 700, responses: 100 },
+    ]);
   });
 });
 

@@ -20,8 +20,11 @@ export interface ExportManifest {
 /** What the export client (export-client.ts) prints: seconds from the request. */
 export interface ExportClientResult {
   id: string;
-  /** Each phase of `progress` (or status) when first seen, in order; the last is `completed`. */
-  phases: { phase: string; at: number; rows: number }[];
+  /**
+   * Each phase of `progress` (or status) when first seen, in order; the last is `completed`. `wallMs`: the same moment
+   * on the machine's clock (Date.now()), which the load's responses are timed on too (p99ByPhase).
+   */
+  phases: { phase: string; at: number; wallMs: number; rows: number }[];
   readySeconds: number;
   downloadedSeconds: number;
   sizeBytes: number;
@@ -90,4 +93,30 @@ export const erasureChecks = (figures: { p99Ratio: number }): Record<string, boo
  */
 export function exportExitStatus(failures: number, missedTargets: number, smoke: boolean): 0 | 1 {
   return failures > 0 || (!smoke && missedTargets > 0) ? 1 : 0;
+}
+
+/**
+ * The other organization's p99 in each phase of the export (the responses that completed between a phase's first
+ * sighting and the next's), so that the run's one p99 can be traced to the phase that made it: `responses` as
+ * [Date.now() at the response, latency ms]. Nearest rank; a phase with no response is left out.
+ */
+export function p99ByPhase(
+  responses: readonly (readonly [number, number])[],
+  phases: ExportClientResult['phases'],
+): { phase: string; p99Ms: number; responses: number }[] {
+  const out: { phase: string; p99Ms: number; responses: number }[] = [];
+  for (let i = 0; i + 1 < phases.length; i++) {
+    const [from, to] = [phases[i]!.wallMs, phases[i + 1]!.wallMs];
+    const latencies = responses
+      .filter(([at]) => at >= from && at < to)
+      .map(([, ms]) => ms)
+      .sort((a, b) => a - b);
+    if (latencies.length)
+      out.push({
+        phase: phases[i]!.phase,
+        p99Ms: latencies[Math.ceil(latencies.length * 0.99) - 1]!,
+        responses: latencies.length,
+      });
+  }
+  return out;
 }

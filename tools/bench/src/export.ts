@@ -22,6 +22,7 @@ import {
   exportChecks,
   exportExitStatus,
   manifestRows,
+  p99ByPhase,
   p99Ratio,
   perSecond,
   phaseSeconds,
@@ -254,13 +255,18 @@ async function main(): Promise<number> {
     const alongside = async <T>(work: () => Promise<T>) => {
       const quiet = await measure(load, stack.fullPids, settings({}));
       let running: Promise<T> | undefined;
+      const responses: [number, number][] = [];
       const loaded = await measure(
         load,
         stack.fullPids,
-        settings({ warmupSeconds: 1, until: () => (running = work()) }),
+        settings({
+          warmupSeconds: 1,
+          until: () => (running = work()),
+          onResponse: (atMs, latencyMs) => responses.push([atMs, latencyMs]),
+        }),
       );
       failures += failedRequests(quiet) + failedRequests(loaded);
-      return { quiet, loaded, outcome: await running! };
+      return { quiet, loaded, responses, outcome: await running! };
     };
     write(
       `\nOrganization ${MEASURED_ORGANIZATION}: ${num('users')} users, ${num('drives')} reported drives; the other ` +
@@ -280,7 +286,7 @@ async function main(): Promise<number> {
       let before: Awaited<ReturnType<typeof readMemory>> | undefined;
       let sampler: MemorySampler | undefined;
       let backends: BackendMemory | undefined;
-      const { quiet, loaded, outcome } = await alongside(async () => {
+      const { quiet, loaded, responses, outcome } = await alongside(async () => {
         before = await readMemory(nodeProcesses, stack.metricsUrls);
         sampler = new MemorySampler(nodeProcesses, stack.metricsUrls, 1);
         backends = new BackendMemory(stack.fullPids);
@@ -307,6 +313,7 @@ async function main(): Promise<number> {
       const copyRate = perSecond(copy.rows, copy.seconds);
       const ratio = copyRate ? drivesRate / copyRate : 0;
       const p99 = p99Ratio(quiet.p99Ms, loaded.p99Ms);
+      const byPhase = p99ByPhase(responses, outcome.phases);
       Object.assign(checks, exportChecks({ rssGrowthMb: growth, copyRatio: ratio, p99Ratio: p99 }));
       const allRows = outcome.manifest.files.reduce((sum, f) => sum + f.rows, 0);
       const phases = outcome.phases.map((p, i, all) => {
@@ -340,6 +347,9 @@ async function main(): Promise<number> {
           `  p99 during/quiet: ${fmt(p99, 2)} (target ≤ ${EXPORT_TARGETS.p99Ratio}); load average ${loadavg()
             .map((l) => fmt(l, 1))
             .join(' ')}`,
+          `  its p99 in each phase (ms, × quiet): ${byPhase
+            .map((p) => `${p.phase} ${fmt(p.p99Ms)} (${fmt(p.p99Ms / quiet.p99Ms, 2)}×)`)
+            .join(', ')}`,
         ].join('\n'),
       );
       results.export = {
@@ -363,6 +373,7 @@ async function main(): Promise<number> {
         quiet,
         loaded,
         p99Ratio: p99,
+        p99ByPhase: byPhase,
       };
     }
 

@@ -18,6 +18,8 @@ export interface LoadSettings {
    * while something else happens (bench:export's export), as long as it happens. Made once the warm-up is over.
    */
   until?: () => Promise<unknown>;
+  /** Each response of a run `until` something settles: when it completed (Date.now()) and its latency (ms). */
+  onResponse?: (atMs: number, latencyMs: number) => void;
 }
 
 export interface LoadResult {
@@ -62,6 +64,7 @@ async function run(
   connections: number,
   duration: number,
   until?: Promise<unknown>,
+  onResponse?: LoadSettings['onResponse'],
 ): Promise<RunResult> {
   if (until) {
     const started = process.hrtime.bigint();
@@ -74,7 +77,8 @@ async function run(
       connections,
       duration: UNTIL_BOUND_SECONDS,
       pipelining: 1,
-    }) as Promise<autocannon.Result> & Pick<autocannon.Instance, 'stop'>;
+    }) as Promise<autocannon.Result> & Pick<autocannon.Instance, 'stop' | 'on'>;
+    if (onResponse) tracker.on('response', (_client, _status, _bytes, latencyMs) => onResponse(Date.now(), latencyMs));
     // Stopped whether it settles or fails: the caller learns of a failure from its own promise.
     void until.then(
       () => tracker.stop(),
@@ -135,6 +139,7 @@ async function generate(
   duration: number,
   generator: Generator,
   until?: Promise<unknown>,
+  onResponse?: LoadSettings['onResponse'],
 ): Promise<GeneratedLoad> {
   if (generator === 'wrk') {
     if (until) throw new Error('a run until something settles is autocannon only');
@@ -151,7 +156,7 @@ async function generate(
       generatorProcessMicros: r.cpuMicros,
     };
   }
-  const r = await run(target, connections, duration, until);
+  const r = await run(target, connections, duration, until, onResponse);
   return {
     requests: r.requests.total,
     requestsPerSecond: r.requests.average,
@@ -177,7 +182,14 @@ export async function measure(
   const fromUs = Number(process.hrtime.bigint() / 1000n);
   const generatorBefore = process.cpuUsage();
   const machineBefore = machineCpuSeconds();
-  const result = await generate(target, settings.connections, settings.durationSeconds, generator, settings.until?.());
+  const result = await generate(
+    target,
+    settings.connections,
+    settings.durationSeconds,
+    generator,
+    settings.until?.(),
+    settings.onResponse,
+  );
   const generatorUsage = process.cpuUsage(generatorBefore);
   const machineAfter = machineCpuSeconds();
   const toUs = Number(process.hrtime.bigint() / 1000n);
