@@ -9,19 +9,20 @@ import { type DrivesPartTask, reportedDrivePagesInSnapshot } from './export-page
  * lowest CPU priority and yields to requests by itself, but what it sets going does not: PostgreSQL's backend sending
  * its rows (about 4.7 µs a row, as its own COPY) and V8's helper threads run at normal priority, in proportion to the
  * part's rate. Unpaced, at 10⁶ drives beside another organization's load, that took the other's p99 to 1.54–1.67× its
- * quiet value; at 0.85, 1.28× (docs/benchmarks.md, "An organization exported"). 1 for a machine with room to spare.
+ * quiet value; at 0.85, 1.28–1.41× (docs/benchmarks.md, "An organization exported"). 1 for a machine with room to
+ * spare.
  */
 export const DEFAULT_EXPORT_DUTY_CYCLE = 0.85;
 
 /**
  * The Drives service's part of an organization export (CONTRACT §8), from one snapshot of its schema: every drive
  * reported to the organization's groups, as JSON Lines (the reported-drives representation with its review comments;
- * the driver as `{"id"}`, whom the Users part describes) and as CSV. The rows are read once, by PostgreSQL's COPY a page
- * of 1,000 drives at a time, and each page is rendered into both files, which are written here as they arrive
+ * the driver as `{"id"}`, whom the Users part describes) and as CSV. The rows are read once, by PostgreSQL's COPY a
+ * page of 1,000 drives at a time, and each page is rendered into both files, which are written here as they arrive
  * (writeExportFiles). The reading and rendering run in a worker thread at the lowest CPU priority (pagesInWorker,
- * export-pages.ts), on a connection of its own that joined this transaction's snapshot (shareSnapshot): the
- * transaction holds the organization's place in the pool and the snapshot until the last page; the worker's
- * connection is one more while it runs, at most one per place.
+ * export-pages.ts), on a connection of its own that joined this transaction's snapshot (shareSnapshot): the transaction
+ * holds the organization's place in the pool and the snapshot until the last page; the worker's connection is one more
+ * while it runs, at most one per place.
  */
 export async function writeDrivesExportPart(
   knex: Knex,

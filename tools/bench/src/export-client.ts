@@ -56,7 +56,7 @@ async function main(): Promise<ExportClientResult> {
       onProgress: (e) => {
         const phase = e.status === 'completed' ? 'completed' : e.progress.phase || e.status;
         if (phases[phases.length - 1]?.phase !== phase)
-          phases.push({ phase, at: at(), wallMs: Date.now(), rows: e.progress.rows });
+          phases.push({ phase, wallMs: Date.now(), rows: e.progress.rows });
       },
     }),
   );

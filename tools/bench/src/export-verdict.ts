@@ -1,5 +1,6 @@
 // The verdict of `npm run bench:export`: issue 43's targets checked on the measured figures, and the exit status.
 // Pure: no processes, no clock.
+import { percentile } from './breakdown';
 
 /** Issue 43's targets for an export and an erasure at scale. */
 export const EXPORT_TARGETS = {
@@ -21,10 +22,10 @@ export interface ExportManifest {
 export interface ExportClientResult {
   id: string;
   /**
-   * Each phase of `progress` (or status) when first seen, in order; the last is `completed`. `wallMs`: the same moment
-   * on the machine's clock (Date.now()), which the load's responses are timed on too (p99ByPhase).
+   * Each phase of `progress` (or status) when first seen (`wallMs`, the machine's clock: Date.now(), which the load's
+   * responses are timed on too, p99ByPhase), in order; the last is `completed`.
    */
-  phases: { phase: string; at: number; wallMs: number; rows: number }[];
+  phases: { phase: string; wallMs: number; rows: number }[];
   readySeconds: number;
   downloadedSeconds: number;
   sizeBytes: number;
@@ -43,7 +44,7 @@ export const DRIVES_PHASE = 'reported_drives';
 export function phaseSeconds(phases: ExportClientResult['phases'], phase: string): number | undefined {
   const i = phases.findIndex((p) => p.phase === phase);
   if (i < 0 || i === phases.length - 1) return undefined;
-  return phases[i + 1]!.at - phases[i]!.at;
+  return (phases[i + 1]!.wallMs - phases[i]!.wallMs) / 1000;
 }
 
 /** The rows of one file of the manifest (0 when it has none of that name). */
@@ -107,16 +108,9 @@ export function p99ByPhase(
   const out: { phase: string; p99Ms: number; responses: number }[] = [];
   for (let i = 0; i + 1 < phases.length; i++) {
     const [from, to] = [phases[i]!.wallMs, phases[i + 1]!.wallMs];
-    const latencies = responses
-      .filter(([at]) => at >= from && at < to)
-      .map(([, ms]) => ms)
-      .sort((a, b) => a - b);
+    const latencies = responses.filter(([at]) => at >= from && at < to).map(([, ms]) => ms);
     if (latencies.length)
-      out.push({
-        phase: phases[i]!.phase,
-        p99Ms: latencies[Math.ceil(latencies.length * 0.99) - 1]!,
-        responses: latencies.length,
-      });
+      out.push({ phase: phases[i]!.phase, p99Ms: percentile(latencies, 99), responses: latencies.length });
   }
   return out;
 }

@@ -318,7 +318,7 @@ async function main(): Promise<number> {
       const allRows = outcome.manifest.files.reduce((sum, f) => sum + f.rows, 0);
       const phases = outcome.phases.map((p, i, all) => {
         const next = all[i + 1];
-        return `${p.phase}${next ? ` ${fmt(next.at - p.at, 1)} s` : ''}`;
+        return `${p.phase}${next ? ` ${fmt((next.wallMs - p.wallMs) / 1000, 1)} s` : ''}`;
       });
       write(
         [

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { PageBytes } from '../storage/part';
 
 /**
  * `COPY (<query>) TO STDOUT` in PostgreSQL's text format on `client`, each row handed to `onRow` as it arrives (its
@@ -68,19 +69,13 @@ export class CopiedRows {
 
 /** The rows of `COPY (<query>) TO STDOUT` on `client`, for a page of rows. */
 export async function copyOutRows(client: pg.Client, query: string): Promise<CopiedRows> {
-  let bytes = Buffer.allocUnsafeSlow(64 * 1024);
-  let length = 0;
+  const page = new PageBytes();
   const ends: number[] = [];
   await copyOut(client, query, (row) => {
-    if (length + row.length > bytes.length) {
-      const larger = Buffer.allocUnsafeSlow(Math.max(length + row.length, bytes.length * 2));
-      bytes.copy(larger, 0, 0, length);
-      bytes = larger;
-    }
-    length += row.copy(bytes, length);
-    ends.push(length - 1);
+    page.writeBytes(row);
+    ends.push(page.length - 1);
   });
-  return new CopiedRows(bytes, ends);
+  return new CopiedRows(page.take(), ends);
 }
 
 /** COPY's escapes in its text format (PostgreSQL's CopyAttributeOutText); any other escaped character is itself. */

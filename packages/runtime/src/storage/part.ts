@@ -53,27 +53,41 @@ export interface ExportFilesPage {
  */
 export class PageBytes {
   private bytes: Buffer;
-  private length = 0;
+  private written = 0;
 
   constructor(capacity = 64 * 1024) {
     // Not from Node's shared pool: the memory is this page's alone, so it can be transferred.
     this.bytes = Buffer.allocUnsafeSlow(capacity);
   }
 
+  /** The bytes written so far. */
+  get length(): number {
+    return this.written;
+  }
+
   write(text: string): void {
     // UTF-8 takes at most 3 bytes for each UTF-16 unit.
-    const most = this.length + text.length * 3;
-    if (most > this.bytes.length) {
-      const larger = Buffer.allocUnsafeSlow(Math.max(most, this.bytes.length * 2));
-      this.bytes.copy(larger, 0, 0, this.length);
-      this.bytes = larger;
-    }
-    this.length += this.bytes.write(text, this.length, 'utf8');
+    this.reserve(text.length * 3);
+    this.written += this.bytes.write(text, this.written, 'utf8');
+  }
+
+  /** Bytes as they are (a page of rows as PostgreSQL sent them, copyOutRows). */
+  writeBytes(bytes: Uint8Array): void {
+    this.reserve(bytes.length);
+    this.bytes.set(bytes, this.written);
+    this.written += bytes.length;
   }
 
   /** The bytes written so far. */
-  take(): Uint8Array {
-    return this.bytes.subarray(0, this.length);
+  take(): Buffer {
+    return this.bytes.subarray(0, this.written);
+  }
+
+  private reserve(more: number): void {
+    if (this.written + more <= this.bytes.length) return;
+    const larger = Buffer.allocUnsafeSlow(Math.max(this.written + more, this.bytes.length * 2));
+    this.bytes.copy(larger, 0, 0, this.written);
+    this.bytes = larger;
   }
 }
 
