@@ -9,9 +9,11 @@ const NEEDS_QUOTES = /[",\r\n]/;
 export function csvLine(fields: readonly (string | number)[]): string {
   let line = '';
   for (let i = 0; i < fields.length; i++) {
-    const text = String(fields[i]);
     if (i) line += ',';
-    line += NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+    line += csvField(String(fields[i]));
   }
   return `${line}\n`;
 }
+
+/** One field of a CSV record: quoted, its quotes doubled, when it holds a comma, a quote or a line break. */
+export const csvField = (text: string): string => (NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text);

@@ -35,37 +35,41 @@ export const EXPORT_COLUMNS = [
 ] as const;
 
 /** Where each of EXPORT_COLUMNS is in a row of the export's COPY. */
-const at = (column: (typeof EXPORT_COLUMNS)[number]) => EXPORT_COLUMNS.indexOf(column);
-const [ID, USER, STATUS, REPORTED, MODIFIED] = [
-  at('d.id'),
-  at('d.user_id'),
-  at('r.status'),
-  at('r.reported_at'),
-  at('r.modified_at'),
+const columnAt = (column: (typeof EXPORT_COLUMNS)[number]) => EXPORT_COLUMNS.indexOf(column);
+export const [ID, USER, STATUS, REPORTED, MODIFIED] = [
+  columnAt('d.id'),
+  columnAt('d.user_id'),
+  columnAt('r.status'),
+  columnAt('r.reported_at'),
+  columnAt('r.modified_at'),
 ];
-const [DISTANCE, UNITS, DISCOUNTED] = [at('d.distance_amount'), at('d.distance_units'), at('d.distance_discounted')];
-const [VALUE, VALUE_CURRENCY, TOLL, TOLL_CURRENCY] = [
-  at('d.value_amount'),
-  at('d.value_currency'),
-  at('d.toll_amount'),
-  at('d.toll_currency'),
+export const [DISTANCE, UNITS, DISCOUNTED] = [
+  columnAt('d.distance_amount'),
+  columnAt('d.distance_units'),
+  columnAt('d.distance_discounted'),
 ];
-const [PARKING, PARKING_CURRENCY, DESCRIPTION, ENTRY] = [
-  at('d.parking_amount'),
-  at('d.parking_currency'),
-  at('d.description'),
-  at('d.entry'),
+export const [VALUE, VALUE_CURRENCY, TOLL, TOLL_CURRENCY] = [
+  columnAt('d.value_amount'),
+  columnAt('d.value_currency'),
+  columnAt('d.toll_amount'),
+  columnAt('d.toll_currency'),
 ];
-const [CLASSIFICATION, PURPOSE, START, END] = [
-  at('d.classification'),
-  at('d.purpose'),
-  at('d.start_location'),
-  at('d.end_location'),
+export const [PARKING, PARKING_CURRENCY, DESCRIPTION, ENTRY] = [
+  columnAt('d.parking_amount'),
+  columnAt('d.parking_currency'),
+  columnAt('d.description'),
+  columnAt('d.entry'),
+];
+export const [CLASSIFICATION, PURPOSE, START, END] = [
+  columnAt('d.classification'),
+  columnAt('d.purpose'),
+  columnAt('d.start_location'),
+  columnAt('d.end_location'),
 ];
 
 const json = JSON.stringify;
 /** A numeric column's text as JSON does the Number the API holds (a number that is not finite is null). */
-function numberJson(text: string): string {
+export function numberJson(text: string): string {
   const n = Number(text);
   return Number.isFinite(n) ? String(n) : 'null';
 }
@@ -160,7 +164,7 @@ export function exportedDriveLines(
 }
 
 /** A location as an export writes it: its JSON (place's), and its name and time for the CSV ('' when absent). */
-interface PlaceText {
+export interface PlaceText {
   json: string;
   name: string;
   time: string;
@@ -173,7 +177,7 @@ const NO_PLACE: PlaceText = { json: 'null', name: '', time: '' };
  * holding anything else than strings and nulls (or an address object of them) is parsed and rendered by place(),
  * which gives the same text. Parsing and re-serialising the two locations were close to half of a drive's rendering.
  */
-function placeOfText(text: string | null): PlaceText {
+export function placeOfText(text: string | null): PlaceText {
   if (text === null) return NO_PLACE;
   const scanned = scanMembers(text, 0, true);
   if (scanned) {

@@ -10,6 +10,7 @@ import {
   type SnapshotTicket,
   withIntegers,
 } from '@mileage/runtime/worker';
+import { writeExportedDrive } from './export-line-bytes';
 import { exportedDriveLines } from './export-lines';
 import type { CommentRow } from './rows';
 import { WIRE_TIMESTAMPS } from './stamps';
@@ -27,22 +28,24 @@ export async function exportReportedDrivesPage(
   organizationId: number,
   afterDriveId: number,
   limit: number,
-): Promise<{ rows: CopiedRows; lastId: number; comments: Map<string, CommentRow[]> }> {
+  into?: PageBytes,
+): Promise<{ rows: CopiedRows; ids: number[]; comments: Map<number, CommentRow[]> }> {
   const rows = await snapshot.copyRows(
     withIntegers(`${EXPORT_REPORTED_DRIVES_SQL} LIMIT ?`, [organizationId, afterDriveId, afterDriveId, limit]),
+    into,
   );
-  const byDrive = new Map<string, CommentRow[]>();
-  if (!rows.length) return { rows, lastId: afterDriveId, comments: byDrive };
+  const byDrive = new Map<number, CommentRow[]>();
   // The drive id comes first (EXPORT_COLUMNS).
   const ids = Array.from({ length: rows.length }, (_, i) => Number(rows.first(i)));
+  if (!rows.length) return { rows, ids, comments: byDrive };
   const { rows: comments } = await snapshot.run<CommentRow>(COMMENTS_SQL, [ids], 'drives_comments_v1', WIRE_TIMESTAMPS);
   for (const comment of comments) {
-    const key = String(comment.drive_id);
+    const key = Number(comment.drive_id);
     const list = byDrive.get(key);
     if (list) list.push(comment);
     else byDrive.set(key, [comment]);
   }
-  return { rows, lastId: ids[ids.length - 1]!, comments: byDrive };
+  return { rows, ids, comments: byDrive };
 }
 
 /** What the worker is handed: the snapshot to join, and its pace. */
@@ -71,25 +74,32 @@ async function* pages(
 ): AsyncGenerator<ExportFilesPage> {
   const cycle = new DutyCycle(dutyCycle);
   let pageCapacity = { json: 64 * 1024, csv: 32 * 1024 };
-  const read = (after: number) => exportReportedDrivesPage(snapshot, organizationId, after, PAGE_ROWS);
+  // The rows' buffers, in turn: one page is rendered while the next is read into the other.
+  const rowBuffers = [new PageBytes(), new PageBytes()];
+  let reads = 0;
+  const read = (after: number) =>
+    exportReportedDrivesPage(snapshot, organizationId, after, PAGE_ROWS, rowBuffers[reads++ % 2]);
   let next: ReturnType<typeof read> | undefined = read(0);
   try {
     while (next) {
-      const { rows, lastId, comments }: Awaited<ReturnType<typeof read>> = await next;
+      const { rows, ids, comments }: Awaited<ReturnType<typeof read>> = await next;
       await cycle.pace();
       // The next page is read by PostgreSQL while this one is rendered here.
-      next = rows.length === PAGE_ROWS ? read(lastId) : undefined;
+      next = rows.length === PAGE_ROWS ? read(ids[ids.length - 1]!) : undefined;
       if (!rows.length) continue;
       const json = new PageBytes(pageCapacity.json);
       const csv = new PageBytes(pageCapacity.csv);
       for (let i = 0; i < rows.length; i++) {
-        const lines = exportedDriveLines(rows.row(i), comments.get(rows.first(i)) ?? NO_COMMENTS);
+        const drive = comments.get(ids[i]!) ?? NO_COMMENTS;
+        if (writeExportedDrive(rows.bytes, rows.rowStart(i), rows.rowEnd(i), drive, json, csv)) continue;
+        const lines = exportedDriveLines(rows.row(i), drive);
         json.write(lines.json);
         csv.write(lines.csv);
       }
       const texts = [json.take(), csv.take()];
-      // The next page's bytes start at this one's size: no growing on the way.
-      pageCapacity = { json: texts[0]!.length + 4096, csv: texts[1]!.length + 4096 };
+      // The next page's buffers start at this one's sizes and the room a row asks for (writeExportedDrive's): no
+      // growing on the way.
+      pageCapacity = { json: texts[0]!.length + ROOM_AHEAD, csv: texts[1]!.length + ROOM_AHEAD };
       yield { rows: rows.length, texts };
     }
   } finally {
@@ -99,3 +109,4 @@ async function* pages(
 }
 
 const NO_COMMENTS: CommentRow[] = [];
+const ROOM_AHEAD = 16 * 1024;

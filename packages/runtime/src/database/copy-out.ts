@@ -41,7 +41,8 @@ export function copyOut(client: pg.Client, query: string, onRow: (row: Buffer) =
  */
 export class CopiedRows {
   constructor(
-    private readonly bytes: Buffer,
+    /** The rows' bytes as PostgreSQL sent them, for a reader of bytes (rowStart, rowEnd). */
+    readonly bytes: Buffer,
     /** Where each row ends (its newline's offset). */
     private readonly ends: number[],
   ) {}
@@ -52,24 +53,34 @@ export class CopiedRows {
 
   /** Row `i`'s columns (copyTextFields). */
   row(i: number): (string | null)[] {
-    return copyTextFields(this.bytes.toString('utf8', this.start(i), this.ends[i]));
+    return copyTextFields(this.bytes.toString('utf8', this.rowStart(i), this.ends[i]));
   }
 
   /** Row `i`'s first column, without decoding the others (a key: its text holds no escape). */
   first(i: number): string {
-    const start = this.start(i);
+    const start = this.rowStart(i);
     const tab = this.bytes.indexOf(9, start);
     return this.bytes.toString('utf8', start, tab < 0 || tab > this.ends[i]! ? this.ends[i] : tab);
   }
 
-  private start(i: number): number {
+  /** Where row `i` starts in `bytes`. */
+  rowStart(i: number): number {
     return i === 0 ? 0 : this.ends[i - 1]! + 1;
+  }
+
+  /** Where row `i` ends in `bytes`: its newline's offset. */
+  rowEnd(i: number): number {
+    return this.ends[i]!;
   }
 }
 
-/** The rows of `COPY (<query>) TO STDOUT` on `client`, for a page of rows. */
-export async function copyOutRows(client: pg.Client, query: string): Promise<CopiedRows> {
-  const page = new PageBytes();
+/**
+ * The rows of `COPY (<query>) TO STDOUT` on `client`, for a page of rows, in `page` (emptied first). A reader of many
+ * pages hands the same buffers again once it is done with their rows: a new buffer outside the heap per page is
+ * memory the garbage collector counts, and collects the whole heap to give back, again and again.
+ */
+export async function copyOutRows(client: pg.Client, query: string, page = new PageBytes()): Promise<CopiedRows> {
+  page.clear();
   const ends: number[] = [];
   await copyOut(client, query, (row) => {
     page.writeBytes(row);

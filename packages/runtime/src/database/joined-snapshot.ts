@@ -3,6 +3,7 @@ import pg from 'pg';
 import { copyOutRows, type CopiedRows } from './copy-out';
 import { ORGANIZATION_SETTING } from './organization-setting';
 import type { ReadStatements } from './tenancy';
+import type { PageBytes } from '../storage/part';
 
 /**
  * What another connection needs to read exactly what a running REPEATABLE READ transaction of an organization reads
@@ -60,7 +61,7 @@ export function positionalText(text: string): string {
 /** A connection that joined a snapshot (joinSnapshot): its statements, its COPY's rows (copyOutRows), and its end. */
 export interface JoinedSnapshot {
   run: ReadStatements;
-  copyRows(query: string): Promise<CopiedRows>;
+  copyRows(query: string, into?: PageBytes): Promise<CopiedRows>;
   close(): Promise<void>;
 }
 
@@ -100,7 +101,7 @@ export async function joinSnapshot(ticket: SnapshotTicket): Promise<JoinedSnapsh
   };
   return {
     run,
-    copyRows: (query) => copyOutRows(client, query),
+    copyRows: (query, into) => copyOutRows(client, query, into),
     async close() {
       try {
         await client.query('COMMIT');

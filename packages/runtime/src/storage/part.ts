@@ -60,6 +60,11 @@ export class PageBytes {
     this.bytes = Buffer.allocUnsafeSlow(capacity);
   }
 
+  /** Forgets the bytes written, to write the buffer again (its bytes taken before are overwritten). */
+  clear(): void {
+    this.written = 0;
+  }
+
   /** The bytes written so far. */
   get length(): number {
     return this.written;
@@ -76,6 +81,21 @@ export class PageBytes {
     this.reserve(bytes.length);
     this.bytes.set(bytes, this.written);
     this.written += bytes.length;
+  }
+
+  /**
+   * Room for `more` bytes after those written: the buffer to write them into from `length` on, which `advance` then
+   * counts (a renderer that writes bytes itself, export-line-bytes.ts). Valid until the next call that writes.
+   */
+  room(more: number): Buffer {
+    this.reserve(more);
+    return this.bytes;
+  }
+
+  /** Counts the bytes written into `room`'s buffer up to `end`. */
+  advance(end: number): void {
+    if (end < this.written || end > this.bytes.length) throw new RangeError('advance beyond the room given');
+    this.written = end;
   }
 
   /** The bytes written so far. */
