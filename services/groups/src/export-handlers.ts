@@ -70,7 +70,11 @@ async function* groups(trx: Knex.Transaction, organizationId: number, scimBase: 
       [organizationId, rows.map((r) => Number(r.id))],
     );
     const byTeam = new Map<string, { user_id: string; is_admin: boolean }[]>();
-    for (const m of members) byTeam.set(String(m.team_id), [...(byTeam.get(String(m.team_id)) ?? []), m]);
+    for (const m of members) {
+      const team = byTeam.get(String(m.team_id));
+      if (team) team.push(m);
+      else byTeam.set(String(m.team_id), [m]);
+    }
     for (const row of rows) {
       const team = byTeam.get(String(row.id)) ?? [];
       yield `${JSON.stringify({
