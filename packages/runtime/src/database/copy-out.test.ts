@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
+import { PageBytes } from '../storage/part';
 import { copyOutRows as copyPage, copyTextFields, withIntegers } from './copy-out';
 
 /** Every row of a page, decoded. */
@@ -51,6 +52,15 @@ describe('copyOutRows', () => {
     );
     assert.ok(rows.every((r) => r[1] === 'x'.repeat(100)));
     assert.deepEqual(await copyOutRows(client, 'SELECT 1 WHERE false'), []);
+  });
+
+  it('fills the buffer it is given again, from its start: a reader of many pages keeps two', async () => {
+    const page = new PageBytes(16);
+    const first = await copyPage(client, `SELECT g, repeat('y', 50) FROM generate_series(1, 300) g`, page);
+    assert.equal(first.rowEnd(first.length - 1), first.bytes.length - 1);
+    const second = await copyPage(client, 'SELECT 7, NULL', page);
+    assert.deepEqual([second.length, second.row(0), second.bytes.toString()], [1, ['7', null], '7\t\\N\n']);
+    assert.equal(second.bytes.buffer, first.bytes.buffer, 'the same memory, not a new buffer');
   });
 
   it('rejects with the server error, and the connection still answers', async () => {

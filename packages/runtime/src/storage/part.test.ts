@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { text } from 'node:stream/consumers';
 import { after, test } from 'node:test';
 import { LocalArchiveStore } from './archive-store';
-import { exportPartKey, writeExportFiles, type ExportFilesPage } from './part';
+import { exportPartKey, PageBytes, writeExportFiles, type ExportFilesPage } from './part';
 
 const root = mkdtempSync(path.join(tmpdir(), 'export-part-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -117,4 +117,22 @@ test('a pass that fails (a broken read) fails every file, leaving nothing', asyn
     readdirSync(dir, { recursive: true }).filter((f) => String(f).includes('.')),
     [],
   );
+});
+
+test('PageBytes: bytes written into its room count once advanced to; clear writes the same memory again', () => {
+  const page = new PageBytes(4);
+  page.write('ab');
+  const room = page.room(10);
+  assert.ok(room.length >= 12, 'grown to hold the room asked for');
+  room.write('cdef', page.length);
+  assert.equal(page.take().toString(), 'ab', 'not counted before advance');
+  page.advance(6);
+  assert.equal(page.take().toString(), 'abcdef');
+  assert.throws(() => page.advance(5), RangeError, 'never back over bytes written');
+  assert.throws(() => page.advance(room.length + 1), RangeError, 'never past the room');
+  const memory = page.take().buffer;
+  page.clear();
+  page.write('xy');
+  assert.equal(page.take().toString(), 'xy');
+  assert.equal(page.take().buffer, memory);
 });
