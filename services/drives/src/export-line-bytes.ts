@@ -12,6 +12,7 @@ import {
   END,
   ENTRY,
   EXPORT_COLUMNS,
+  EXPORT_CSV_COLUMNS,
   ID,
   MODIFIED,
   numberJson,
@@ -559,8 +560,7 @@ export function writeExportedDrive(
   p = put(out, p, L.driver);
   p = jsonString(src, USER, out, p);
   p = put(out, p, L.distance);
-  const hasDistance = !isNull(src, DISTANCE) && !isNull(src, UNITS);
-  if (hasDistance) {
+  if (hasDistance(src)) {
     p = put(out, p, L.amount);
     p = numberField(src, DISTANCE, out, p, false);
     p = put(out, p, L.units);
@@ -602,52 +602,46 @@ export function writeExportedDrive(
   const jsonEnd = p;
   out = csvPage.room(row * 2 + 1024 + commentsCsv.length * 3);
   p = csvPage.length;
-  p = idField(src, out, p);
-  out[p++] = 44;
-  p = csvString(src, USER, out, p);
-  out[p++] = 44;
-  p = csvString(src, STATUS, out, p);
-  out[p++] = 44;
-  p = pgTime(src, REPORTED, out, p);
-  out[p++] = 44;
-  p = pgTime(src, MODIFIED, out, p);
-  out[p++] = 44;
-  p = locationTime(src, startLocation, out, p);
-  out[p++] = 44;
-  p = locationTime(src, endLocation, out, p);
-  out[p++] = 44;
-  p = csvString(src, CLASSIFICATION, out, p);
-  out[p++] = 44;
-  p = csvString(src, PURPOSE, out, p);
-  out[p++] = 44;
-  p = csvString(src, DESCRIPTION, out, p);
-  out[p++] = 44;
-  if (hasDistance) {
-    p = numberField(src, DISTANCE, out, p, true);
-    out[p++] = 44;
-    p = csvString(src, UNITS, out, p);
-  } else out[p++] = 44;
-  out[p++] = 44;
-  p = csvAmount(src, VALUE, VALUE_CURRENCY, out, p);
-  out[p++] = 44;
-  p = csvAmount(src, TOLL, TOLL_CURRENCY, out, p);
-  out[p++] = 44;
-  p = csvAmount(src, PARKING, PARKING_CURRENCY, out, p);
-  out[p++] = 44;
-  // The currency of the first amount present.
-  const currency = firstCurrency(src);
-  if (currency >= 0) p = csvString(src, currency, out, p);
-  out[p++] = 44;
-  p = locationName(src, startLocation, out, p);
-  out[p++] = 44;
-  p = locationName(src, endLocation, out, p);
-  out[p++] = 44;
-  p = putText(out, p, commentsCsv);
+  for (let k = 0; k < CSV_WRITERS.length; k++) {
+    if (k) out[p++] = 44;
+    p = CSV_WRITERS[k]!(src, out, p, commentsCsv);
+  }
   out[p++] = 10;
   jsonPage.advance(jsonEnd);
   csvPage.advance(p);
   return true;
 }
+
+const hasDistance = (src: Buffer) => !isNull(src, DISTANCE) && !isNull(src, UNITS);
+
+/** Writes one field of the CSV line (`comments`: the review comments' field, already quoted). */
+type CsvWriter = (src: Buffer, out: Buffer, p: number, comments: string) => number;
+/** Each column of the CSV by its header (EXPORT_CSV_COLUMNS), so that the fields follow the header's order. */
+const CSV_COLUMN_WRITERS: Record<(typeof EXPORT_CSV_COLUMNS)[number], CsvWriter> = {
+  id: (src, out, p) => idField(src, out, p),
+  driver_id: (src, out, p) => csvString(src, USER, out, p),
+  status: (src, out, p) => csvString(src, STATUS, out, p),
+  reported_at: (src, out, p) => pgTime(src, REPORTED, out, p),
+  modified: (src, out, p) => pgTime(src, MODIFIED, out, p),
+  started_at: (src, out, p) => locationTime(src, startLocation, out, p),
+  ended_at: (src, out, p) => locationTime(src, endLocation, out, p),
+  classification: (src, out, p) => csvString(src, CLASSIFICATION, out, p),
+  purpose: (src, out, p) => csvString(src, PURPOSE, out, p),
+  description: (src, out, p) => csvString(src, DESCRIPTION, out, p),
+  distance: (src, out, p) => (hasDistance(src) ? numberField(src, DISTANCE, out, p, true) : p),
+  distance_units: (src, out, p) => (hasDistance(src) ? csvString(src, UNITS, out, p) : p),
+  value: (src, out, p) => csvAmount(src, VALUE, VALUE_CURRENCY, out, p),
+  toll_fees: (src, out, p) => csvAmount(src, TOLL, TOLL_CURRENCY, out, p),
+  parking_fees: (src, out, p) => csvAmount(src, PARKING, PARKING_CURRENCY, out, p),
+  currency: (src, out, p) => {
+    const currency = firstCurrency(src);
+    return currency < 0 ? p : csvString(src, currency, out, p);
+  },
+  start: (src, out, p) => locationName(src, startLocation, out, p),
+  end: (src, out, p) => locationName(src, endLocation, out, p),
+  review_comments: (_src, out, p, comments) => putText(out, p, comments),
+};
+const CSV_WRITERS = EXPORT_CSV_COLUMNS.map((column) => CSV_COLUMN_WRITERS[column]);
 
 /** The CSV's currency: that of the first amount present (exportedDriveLines's), else -1. */
 function firstCurrency(src: Buffer): number {
