@@ -1,8 +1,8 @@
-// A reported drive's two export lines written as bytes: from its COPY row's bytes straight into the page's buffers,
+// A reported drive's two export lines written as bytes: from its COPY row's bytes straight into the pages' buffers,
 // without a string or an object per field. The same lines as exportedDriveLines (export-lines.ts), which renders any
-// row this does not take, and any field outside its forms; export-part.test.ts holds both to the API's representation.
-import type { PageBytes } from '@mileage/runtime/worker';
-import { apiTime } from '@mileage/runtime/worker';
+// row this does not take, and any field outside its forms: export-line-bytes.test.ts holds the two renderers equal over
+// random rows, export-part.test.ts the part's lines to the API's representation.
+import { apiTime, type PageBytes } from '@mileage/runtime/worker';
 import { csvField } from './csv';
 import {
   CLASSIFICATION,
@@ -303,7 +303,7 @@ function timeBytes(src: Buffer, s: number, e: number, separator: number, tail: U
   if (year < 1970 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return -1;
   if (two(src, s + 11) > 23 || two(src, s + 14) > 59 || two(src, s + 17) > 59) return -1;
   for (let k = 0; k < 19; k++) out[p++] = src[s + k]!;
-  out[p + 10 - 19] = 84; // T
+  out[p - 9] = 84; // the T between the date and the time
   out[p++] = 46;
   for (let k = 20; k < 23; k++) out[p++] = k < n ? src[s + k]! : 48;
   out[p++] = 90; // Z
@@ -327,8 +327,9 @@ interface Scanned {
   lat: [number, number];
   lon: [number, number];
   time: [number, number];
-  /** 0 absent or null, 1 an object: each address key's value range (ADDRESS's order), -1 when absent. */
+  /** 1 for an address object, 0 for none or null. */
   address: number;
+  /** Each address key's value range, in ADDRESS's order. */
   addressValues: [number, number][];
 }
 const scannedStart: Scanned = newScanned();
