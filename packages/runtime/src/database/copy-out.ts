@@ -77,7 +77,7 @@ export class CopiedRows {
 /**
  * The rows of `COPY (<query>) TO STDOUT` on `client`, for a page of rows, in `page` (emptied first). A reader of many
  * pages hands the same buffers again once it is done with their rows: a new buffer outside the heap per page is
- * memory the garbage collector counts, and collects the whole heap to give back, again and again.
+ * memory the garbage collector counts toward its next collection, and must collect to give back.
  */
 export async function copyOutRows(client: pg.Client, query: string, page = new PageBytes()): Promise<CopiedRows> {
   page.clear();
