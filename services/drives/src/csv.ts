@@ -1,5 +1,6 @@
 /** Characters that make a CSV field quoted (RFC 4180): the delimiter, the quote and line breaks. */
-const NEEDS_QUOTES = /[",\r\n]/;
+export const CSV_QUOTED_CHARACTERS = ',"\r\n';
+const NEEDS_QUOTES = new RegExp(`[${CSV_QUOTED_CHARACTERS}]`);
 
 /**
  * One CSV record and its newline, as csv-stringify writes it with its defaults (csv.test.ts compares both): a field is

@@ -2,9 +2,10 @@
 // without a string or an object per field. The same lines as exportedDriveLines (export-lines.ts), which renders any
 // row this does not take, and any field outside its forms: export-line-bytes.test.ts holds the two renderers equal over
 // random rows, export-part.test.ts the part's lines to the API's representation.
-import { apiTime, type PageBytes } from '@mileage/runtime/worker';
-import { csvField } from './csv';
+import { apiTime, COPY_ESCAPES, copyTextFields, type PageBytes, writeFastApiTime } from '@mileage/runtime/worker';
+import { CSV_QUOTED_CHARACTERS, csvField } from './csv';
 import {
+  ADDRESS_KEYS,
   CLASSIFICATION,
   DESCRIPTION,
   DISCOUNTED,
@@ -72,28 +73,17 @@ const L = {
   address: bytesOf(',"address":'),
   manualText: bytesOf('manual'),
 };
-/** The address's keys as they are stored, and as the API names them (place()), in the API's order. */
-const ADDRESS = [
-  [bytesOf('country'), bytesOf('"country":')],
-  [bytesOf('state'), bytesOf('"state":')],
-  [bytesOf('city'), bytesOf('"city":')],
-  [bytesOf('street'), bytesOf('"street":')],
-  [bytesOf('postalCode'), bytesOf('"postal_code":')],
-] as const;
+/** The address's keys as they are stored, and as the API's member names (ADDRESS_KEYS). */
+const ADDRESS = ADDRESS_KEYS.map(([stored, api]) => [bytesOf(stored), bytesOf(`"${api}":`)] as const);
 const KEY = { name: bytesOf('name'), lat: bytesOf('lat'), lon: bytesOf('lon'), time: bytesOf('time') };
 const ADDRESS_KEY = bytesOf('address');
 
-/** The byte a COPY escape `\x` stands for (PostgreSQL's CopyAttributeOutText): x itself unless named. */
+/** The byte a COPY escape `\x` stands for (COPY_ESCAPES): x itself unless named. */
 const UNESCAPED = new Uint8Array(256).map((_, i) => i);
-for (const [letter, byte] of [
-  ['b', 8],
-  ['f', 12],
-  ['n', 10],
-  ['r', 13],
-  ['t', 9],
-  ['v', 11],
-] as const)
-  UNESCAPED[letter.charCodeAt(0)] = byte;
+for (const [letter, text] of Object.entries(COPY_ESCAPES)) UNESCAPED[letter.charCodeAt(0)] = text.charCodeAt(0);
+/** The bytes that make a CSV field quoted (CSV_QUOTED_CHARACTERS, csvField's rule). */
+const CSV_QUOTED = new Uint8Array(256);
+for (const c of CSV_QUOTED_CHARACTERS) CSV_QUOTED[c.charCodeAt(0)] = 1;
 /** JSON.stringify's short escapes of control characters; the others are \u00xx. */
 const SHORT_ESCAPES = new Uint8Array(32);
 for (const [byte, letter] of [
@@ -146,13 +136,8 @@ function split(src: Buffer, start: number, end: number): boolean {
 const isNull = (src: Buffer, f: number) =>
   escaped[f] === 1 && ends[f]! - starts[f]! === 2 && src[starts[f]!] === 92 && src[starts[f]! + 1] === 78;
 
-/** Field f's text, its escapes read (copyTextFields's): for the renderings that go through a string. */
-function fieldText(src: Buffer, f: number): string {
-  const text = src.toString('utf8', starts[f], ends[f]);
-  return escaped[f]
-    ? text.replace(/\\(.)/gs, (_, c: string) => String.fromCharCode(UNESCAPED[c.charCodeAt(0)]!))
-    : text;
-}
+/** Field f's text, its escapes read (copyTextFields): for the renderings that go through a string. */
+const fieldText = (src: Buffer, f: number): string => copyTextFields(src.toString('utf8', starts[f], ends[f]))[0]!;
 
 /** Field f as JSON.stringify writes its text: quoted, `"`, `\` and control characters escaped. */
 function jsonString(src: Buffer, f: number, out: Buffer, p: number): number {
@@ -188,7 +173,7 @@ function csvBytes(src: Buffer, s: number, e: number, copyEscapes: boolean, out: 
   for (let i = s; i < e; i++) {
     let c = src[i]!;
     if (c === 92 && copyEscapes) c = UNESCAPED[src[++i]!]!;
-    if (c === 34 || c === 44 || c === 10 || c === 13) {
+    if (CSV_QUOTED[c]) {
       quoted = true;
       break;
     }
@@ -277,44 +262,9 @@ function idField(src: Buffer, out: Buffer, p: number): number {
   return p;
 }
 
-function daysIn(year: number, month: number): number {
-  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
-  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
-}
-const two = (src: Buffer, i: number) => (src[i]! - 48) * 10 + (src[i + 1]! - 48);
-const DIGITS_AT = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18];
-
-/**
- * `YYYY-MM-DD?HH:MM:SS[.f{1,3}]` at src[s..], `separator` between date and time, followed by `tail` and ending at e,
- * as the API prints it (`YYYY-MM-DDTHH:MM:SS.fffZ`, what wire-time's fast paths give): years 1970 to 9999, a date and
- * time that exist. -1 for anything else (another zone, more digits), which goes the API's way.
- */
-function timeBytes(src: Buffer, s: number, e: number, separator: number, tail: Uint8Array, out: Buffer, p: number) {
-  const n = e - s - tail.length;
-  if (n < 19 || n > 23 || n === 20) return -1;
-  if (src[s + 4] !== 45 || src[s + 7] !== 45 || src[s + 10] !== separator) return -1;
-  if (src[s + 13] !== 58 || src[s + 16] !== 58 || (n > 19 && src[s + 19] !== 46)) return -1;
-  for (let k = 0; k < DIGITS_AT.length; k++) if (!isDigit(src[s + DIGITS_AT[k]!]!)) return -1;
-  for (let k = 20; k < n; k++) if (!isDigit(src[s + k]!)) return -1;
-  for (let k = 0; k < tail.length; k++) if (src[s + n + k] !== tail[k]) return -1;
-  const year = two(src, s) * 100 + two(src, s + 2);
-  const month = two(src, s + 5);
-  const day = two(src, s + 8);
-  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return -1;
-  if (two(src, s + 11) > 23 || two(src, s + 14) > 59 || two(src, s + 17) > 59) return -1;
-  for (let k = 0; k < 19; k++) out[p++] = src[s + k]!;
-  out[p - 9] = 84; // the T between the date and the time
-  out[p++] = 46;
-  for (let k = 20; k < 23; k++) out[p++] = k < n ? src[s + k]! : 48;
-  out[p++] = 90; // Z
-  return p;
-}
-const PG_UTC = bytesOf('+00');
-const ISO_Z = bytesOf('Z');
-
 /** A timestamptz column (PostgreSQL's UTC text) as the API prints it: apiTime(wireFromText(text)). */
 function pgTime(src: Buffer, f: number, out: Buffer, p: number): number {
-  const q = timeBytes(src, starts[f]!, ends[f]!, 32, PG_UTC, out, p);
+  const q = writeFastApiTime(src, starts[f]!, ends[f]!, 32, '+00', out, p);
   return q >= 0 ? q : putText(out, p, apiTime(wireFromText(fieldText(src, f))));
 }
 
@@ -458,7 +408,7 @@ function locationJson(src: Buffer, at: Scanned, out: Buffer, p: number): number 
   else p = put(out, p, L.null);
   if (at.time[0] >= 0) {
     p = put(out, p, L.time);
-    p = timeBytes(src, at.time[0] + 1, at.time[1] - 1, 84, ISO_Z, out, p);
+    p = writeFastApiTime(src, at.time[0] + 1, at.time[1] - 1, 84, 'Z', out, p);
     if (p < 0) return -1;
     out[p++] = 34;
   }
@@ -517,7 +467,7 @@ function locationName(src: Buffer, at: Location, out: Buffer, p: number): number
 function locationTime(src: Buffer, at: Location, out: Buffer, p: number): number {
   if (at.text) return putText(out, p, csvField(at.text.time));
   const [s, e] = at.scanned!.time;
-  return s < 0 ? p : timeBytes(src, s + 1, e - 1, 84, ISO_Z, out, p);
+  return s < 0 ? p : writeFastApiTime(src, s + 1, e - 1, 84, 'Z', out, p);
 }
 
 function money(src: Buffer, amount: number, currency: number, out: Buffer, p: number): number {

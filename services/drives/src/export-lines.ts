@@ -211,8 +211,8 @@ export function placeOfText(text: string | null): PlaceText {
   return { json: json(parsed), name: parsed?.name ?? '', time: parsed?.time ?? '' };
 }
 
-/** The address's keys as they are stored, and as the API names them. */
-const ADDRESS_KEYS = [
+/** The address's keys as they are stored, and as the API names them (place()'s), in the API's order. */
+export const ADDRESS_KEYS = [
   ['country', 'country'],
   ['state', 'state'],
   ['city', 'city'],

@@ -90,7 +90,14 @@ export async function copyOutRows(client: pg.Client, query: string, page = new P
 }
 
 /** COPY's escapes in its text format (PostgreSQL's CopyAttributeOutText); any other escaped character is itself. */
-const ESCAPED: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' };
+export const COPY_ESCAPES: Readonly<Record<string, string>> = {
+  b: '\b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  v: '\v',
+};
 const ESCAPE = /\\(.)/gs;
 
 /**
@@ -102,7 +109,7 @@ export function copyTextFields(line: string): (string | null)[] {
   for (let i = 0; i < fields.length; i++) {
     const field = fields[i]!;
     if (!field.includes('\\')) continue;
-    fields[i] = field === '\\N' ? null : field.replace(ESCAPE, (_, c: string) => ESCAPED[c] ?? c);
+    fields[i] = field === '\\N' ? null : field.replace(ESCAPE, (_, c: string) => COPY_ESCAPES[c] ?? c);
   }
   return fields;
 }
