@@ -9,7 +9,7 @@ import type { OrganizationShares } from './fair-share';
 import type { OrganizationCredentials } from './organization-credentials';
 import { POINT_COST } from './request-cost';
 import { guard, invalidToken } from './guard';
-import { HttpProblem, ValidationProblem, problemFromGrpc, type ValidationIssue } from './problems';
+import { HttpProblem, ValidationProblem, type ValidationIssue } from './problems';
 import { HOUR, MINUTE, type RateLimits } from './rate-limit';
 import type { V1_SCOPES } from './scopes';
 
@@ -232,12 +232,8 @@ export function v1Route<Input>(spec: RouteSpec<Input>, deps: V1Deps): RequestHan
  */
 async function loadAccount(caller: Caller, deps: V1Deps, call: CallSettings): Promise<Account> {
   if (!caller.userId) throw new HttpProblem(403, 'The token does not identify a platform user');
-  let user: usersV1.User | undefined;
-  try {
-    user = await deps.accounts.load(caller.userId, call);
-  } catch (err) {
-    throw problemFromGrpc(err);
-  }
+  // A failed read goes to the error handler as the gRPC error it is: answered by the status table, and logged there.
+  const user = await deps.accounts.load(caller.userId, call);
   // Every credential of an organization being offboarded is refused, as if it had expired (CONTRACT §8).
   if (user?.organizationSuspended) throw invalidToken();
   // An unknown, deleted or malformed user id in a token means there is no account to act for.

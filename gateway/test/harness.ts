@@ -19,7 +19,7 @@ import {
   type GeneratedClientConstructor,
   type GrpcServerHandle,
 } from '@mileage/runtime/grpc';
-import { createLogger, Metrics, startTracing } from '@mileage/runtime/telemetry';
+import { createLogger, type Logger, Metrics, startTracing } from '@mileage/runtime/telemetry';
 import { dateToTimestamp } from '@mileage/runtime/formats';
 import { createTestDatabase, type TestDatabase } from '@mileage/runtime/testing';
 import {
@@ -170,6 +170,8 @@ export interface Harness {
     cursorSecretPrevious?: string;
     /** The app's Drives client as the test sees it (e.g. to count the pages the app asks for); default: as is. */
     observeDrives?: (client: DrivesClient) => DrivesClient;
+    /** The app's logger (to read its lines in a test); default: the harness's. */
+    logger?: Logger;
     /** Leaves the app's responses out of `recorded` (a test streaming tens of MB whose shape another test checks). */
     unrecorded?: boolean;
   }): Express;
@@ -552,7 +554,7 @@ export async function startHarness(): Promise<Harness> {
       clients.push(users, organizations, groups, drives, scim, webhooks, dependencies);
       const inner = createApp({
         issuer: idp.issuer,
-        logger,
+        logger: options.logger ?? logger,
         metrics,
         verifier: options.invalidTokenLimit
           ? new TokenVerifier({ ...verifierOptions, invalidTokenLimit: options.invalidTokenLimit })

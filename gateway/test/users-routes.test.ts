@@ -230,14 +230,24 @@ describe('check order and limits', () => {
 
 describe('downstream failures', () => {
   test(
-    'a Users service that is down answers 503 with Retry-After; the gateway stays ready and reports it',
+    'a Users service that is down answers 503 with Retry-After, logged with its gRPC code; the gateway stays ready and reports it',
     { timeout: 15_000 },
     async () => {
       const port = await freePort(); // nothing listens there
-      const app = h.app({ usersAddress: `127.0.0.1:${port}`, deadlineMs: 60_000 });
+      const lines: Record<string, unknown>[] = [];
+      const logger = createLogger({
+        service: 'gateway',
+        destination: { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
+      });
+      const app = h.app({ usersAddress: `127.0.0.1:${port}`, deadlineMs: 60_000, logger });
       const res = await request(app).get('/v1/users/me').set('Authorization', `Bearer ${alice}`).expect(503);
       problemShape(res.body, 503);
       assert.equal(res.headers['retry-after'], '5');
+      // The caller's account could not be read: the operator sees why, under the request's id.
+      const failure = lines.find((l) => l.msg === 'downstream unavailable');
+      assert.equal(failure?.level, 'warn');
+      assert.equal(failure?.grpc_code, 'UNAVAILABLE');
+      assert.equal(failure?.request_id, res.headers['x-request-id']);
       await request(app).get('/v1/users/me').expect(401); // no token: judged without the service
       await waitFor(async () => (await request(app).get('/healthz/dependencies')).body.status === 'degraded');
       const report = (await request(app).get('/healthz/dependencies').expect(200)).body;
