@@ -7,10 +7,10 @@ import { type DrivesPartTask, reportedDrivePagesInSnapshot } from './export-page
 /**
  * The share of the wall time the export works by default (EXPORT_DUTY_CYCLE, DutyCycle). The worker renders at the
  * lowest CPU priority and yields to requests by itself, but what it sets going does not: PostgreSQL's backend sending
- * its rows (about 4.6 µs a row, as its own COPY) and V8's helper threads run at normal priority, in proportion to the
- * part's rate. Unpaced, at 10⁶ drives beside another organization's load, that took the other's p99 to 1.72× its quiet
- * value (50,602 drives/s); at 0.85, 1.24× (35,080 drives/s; docs/benchmarks.md, "An organization exported"). 1 for a
- * machine with room to spare.
+ * its rows (about 4.6 µs a row, as its own COPY), the service thread's writes and V8's helper threads run at normal
+ * priority, in proportion to the part's rate. Unpaced, at 10⁶ drives beside another organization's load, that took
+ * the other's p99 to 1.72× its quiet value (50,602 drives/s); at 0.85, 1.24–1.51× over four runs (31,400–37,200
+ * drives/s; docs/benchmarks.md, "An organization exported"). 1 for a machine with room to spare.
  */
 export const DEFAULT_EXPORT_DUTY_CYCLE = 0.85;
 

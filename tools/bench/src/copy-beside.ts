@@ -1,0 +1,59 @@
+// bench:export's floor: PostgreSQL's own COPY of the Drives part's statement in the export's pages (1,000 rows after
+// the last id, one REPEATABLE READ snapshot, the runtime role), in a process of its own at the lowest CPU priority as
+// the export's worker runs, its rows counted and dropped: what reading the rows alone, without rendering them, does to
+// the other organization's load. Paced to BENCH_COPY_RATE rows/s (0: as fast as it goes). Prints one JSON line.
+import { EXPORT_REPORTED_DRIVES_SQL } from '@mileage/drives';
+import { copyOut, ORGANIZATION_SETTING, withIntegers } from '@mileage/runtime/database';
+import { setPriority } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import type { CopyOutResult } from './copy-out';
+
+/** The export's page (export-pages.ts). */
+const PAGE_ROWS = 1_000;
+
+async function main(): Promise<CopyOutResult> {
+  setPriority(19);
+  const organizationId = Number(process.env.BENCH_ORGANIZATION);
+  const rate = Number(process.env.BENCH_COPY_RATE ?? 0);
+  const client = new pg.Client({ connectionString: process.env.BENCH_DATABASE_URL, application_name: 'bench-copy' });
+  await client.connect();
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await client.query('SET LOCAL search_path = drives');
+    await client.query('SELECT set_config($1, $2, true)', [ORGANIZATION_SETTING, String(organizationId)]);
+    const started = process.hrtime.bigint();
+    const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
+    let rows = 0;
+    let bytes = 0;
+    let after = 0;
+    for (let page = 0; ; page++) {
+      // Pacing: page n starts no earlier than n pages' worth of the rate after the first.
+      const ahead = rate > 0 ? (page * PAGE_ROWS) / rate - elapsed() : 0;
+      if (ahead > 0) await sleep(ahead * 1000);
+      let pageRows = 0;
+      const query = withIntegers(`${EXPORT_REPORTED_DRIVES_SQL} LIMIT ?`, [organizationId, after, after, PAGE_ROWS]);
+      await copyOut(client, query, (row) => {
+        pageRows++;
+        bytes += row.length;
+        // The drive id is the row's first column (the row is a view valid only during this call).
+        after = Number(row.toString('latin1', 0, row.indexOf(9)));
+      });
+      rows += pageRows;
+      if (pageRows < PAGE_ROWS) break;
+    }
+    const seconds = elapsed();
+    await client.query('COMMIT');
+    return { rows, bytes, seconds };
+  } finally {
+    await client.end();
+  }
+}
+
+main().then(
+  (result) => process.stdout.write(`${JSON.stringify(result)}\n`),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);
