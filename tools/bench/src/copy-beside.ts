@@ -3,11 +3,11 @@
 // the export's worker runs, its rows counted and dropped: what reading the rows alone, without rendering them, does to
 // the other organization's load. Paced to BENCH_COPY_RATE rows/s (0: as fast as it goes). Prints one JSON line.
 import { EXPORT_REPORTED_DRIVES_SQL } from '@mileage/drives';
-import { copyOut, ORGANIZATION_SETTING, withIntegers } from '@mileage/runtime/database';
+import { copyOut, withIntegers } from '@mileage/runtime/database';
 import { setPriority } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import type { CopyOutResult } from './copy-out';
+import { beginDrivesSnapshot, type CopyOutResult } from './copy-out';
 
 /** The export's page (export-pages.ts). */
 const PAGE_ROWS = 1_000;
@@ -19,9 +19,7 @@ async function main(): Promise<CopyOutResult> {
   const client = new pg.Client({ connectionString: process.env.BENCH_DATABASE_URL, application_name: 'bench-copy' });
   await client.connect();
   try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    await client.query('SET LOCAL search_path = drives');
-    await client.query('SELECT set_config($1, $2, true)', [ORGANIZATION_SETTING, String(organizationId)]);
+    await beginDrivesSnapshot(client, organizationId);
     const started = process.hrtime.bigint();
     const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
     let rows = 0;

@@ -8,14 +8,14 @@
 // run by default: one seeding (the slow part) serves both, in the order a customer leaves (export, then erasure).
 import { generateVolume, SERVICE_NAMES } from '@mileage/devstack';
 import { EXPORT_REPORTED_DRIVES_SQL } from '@mileage/drives';
-import { ORGANIZATION_SETTING, withIntegers } from '@mileage/runtime/database';
+import { withIntegers } from '@mileage/runtime/database';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
 import { parseFlags } from './cli';
-import { countCopyOut, type CopyOutResult } from './copy-out';
+import { beginDrivesSnapshot, countCopyOut, type CopyOutResult } from './copy-out';
 import {
   DRIVES_PHASE,
   EXPORT_TARGETS,
@@ -156,9 +156,7 @@ async function copyDrivesPart(stack: BenchStack): Promise<CopyOutResult> {
   const client = new pg.Client({ connectionString: stack.runtimeUrls.drives, application_name: 'bench-copy' });
   await client.connect();
   try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    await client.query(`SET LOCAL search_path = drives`);
-    await client.query('SELECT set_config($1, $2, true)', [ORGANIZATION_SETTING, String(MEASURED_ORGANIZATION)]);
+    await beginDrivesSnapshot(client, MEASURED_ORGANIZATION);
     const result = await countCopyOut(client, query);
     await client.query('COMMIT');
     return result;
