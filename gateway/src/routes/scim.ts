@@ -109,9 +109,8 @@ async function scimCaller(
       : deps.verifier.verify(token, () => req.ip),
   );
   if (!caller.scopes.has(SCIM_SCOPE)) return { caller, organizationId: undefined };
-  const organizationId = await deps.credentials.organizationOf(caller, call).catch((err: unknown) => {
-    throw problemFromGrpc(err);
-  });
+  // A failed lookup goes on as the gRPC error it is: the route's catch answers it as a SCIM error and logs it.
+  const organizationId = await deps.credentials.organizationOf(caller, call);
   if (organizationId === undefined) throw invalidToken();
   return { caller, organizationId };
 }

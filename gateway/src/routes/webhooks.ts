@@ -131,12 +131,15 @@ const requireAdmin = (
   call: Parameters<RouteSpec<unknown>['handle']>[3],
 ) => requireGroupAdmin(deps.groups.checkGroupAdmin({ groupId, userId }, call), ADMINS_ONLY);
 
-/** Invalid input the Webhooks service found (a refused target URL) is about the body. */
+/**
+ * Invalid input the Webhooks service found (a refused target URL) is about the body; any other failure goes on as the
+ * gRPC error it is, which the error handler answers and logs.
+ */
 function bodyProblem(err: unknown): never {
   const problem = problemFromGrpc(err);
   if (problem instanceof ValidationProblem)
     throw new ValidationProblem(problem.issues.map((i) => ({ ...i, loc: ['body', ...i.loc.slice(1)] })));
-  throw problem;
+  throw err;
 }
 
 export const createWebhook: RouteSpec<{ groupId: number; url: string; events: string[] }> = {

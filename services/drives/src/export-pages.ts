@@ -17,7 +17,11 @@ import { WIRE_TIMESTAMPS } from './stamps';
 import { COMMENTS_SQL, EXPORT_REPORTED_DRIVES_SQL } from './statements';
 
 /** Rows per statement while the part is read: memory stays flat whatever the organization's size. */
-const PAGE_ROWS = 1_000;
+export const EXPORT_PAGE_ROWS = 1_000;
+
+/** The COPY statement of a page of the part: `limit` reported drives after `afterDriveId`, its values written in. */
+export const exportReportedDrivesPageSql = (organizationId: number, afterDriveId: number, limit = EXPORT_PAGE_ROWS) =>
+  withIntegers(`${EXPORT_REPORTED_DRIVES_SQL} LIMIT ?`, [organizationId, afterDriveId, afterDriveId, limit]);
 /**
  * A page of an organization export's reported drives after `afterDriveId`, from a connection that joined the
  * export's snapshot: their rows as PostgreSQL's COPY of the statement sends them (EXPORT_COLUMNS, the columns' text:
@@ -30,10 +34,7 @@ export async function exportReportedDrivesPage(
   limit: number,
   into?: PageBytes,
 ): Promise<{ rows: CopiedRows; ids: number[]; comments: Map<number, CommentRow[]> }> {
-  const rows = await snapshot.copyRows(
-    withIntegers(`${EXPORT_REPORTED_DRIVES_SQL} LIMIT ?`, [organizationId, afterDriveId, afterDriveId, limit]),
-    into,
-  );
+  const rows = await snapshot.copyRows(exportReportedDrivesPageSql(organizationId, afterDriveId, limit), into);
   const byDrive = new Map<number, CommentRow[]>();
   // The drive id comes first (EXPORT_COLUMNS).
   const ids = Array.from({ length: rows.length }, (_, i) => Number(rows.first(i)));
@@ -78,14 +79,14 @@ async function* pages(
   const rowBuffers = [new PageBytes(), new PageBytes()];
   let reads = 0;
   const read = (after: number) =>
-    exportReportedDrivesPage(snapshot, organizationId, after, PAGE_ROWS, rowBuffers[reads++ % 2]);
+    exportReportedDrivesPage(snapshot, organizationId, after, EXPORT_PAGE_ROWS, rowBuffers[reads++ % 2]);
   let next: ReturnType<typeof read> | undefined = read(0);
   try {
     while (next) {
       const { rows, ids, comments }: Awaited<ReturnType<typeof read>> = await next;
       await cycle.pace();
       // The next page is read by PostgreSQL while this one is rendered here.
-      next = rows.length === PAGE_ROWS ? read(ids[ids.length - 1]!) : undefined;
+      next = rows.length === EXPORT_PAGE_ROWS ? read(ids[ids.length - 1]!) : undefined;
       if (!rows.length) continue;
       const json = new PageBytes(pageCapacity.json);
       const csv = new PageBytes(pageCapacity.csv);

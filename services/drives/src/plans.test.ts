@@ -16,7 +16,7 @@ import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { openDatabase } from './database';
 import { DriveReads } from './drives-repo';
-import { EXPORT_REPORTED_DRIVES_SQL } from './statements';
+import { exportReportedDrivesPageSql } from './export-pages';
 
 let testDb: TestDatabase;
 let roles: SchemaRoles;
@@ -198,10 +198,8 @@ describe('list query plans at 300,000 drives', () => {
   test("an export's page deep in the organization reads from its position on both sides of the join", async () => {
     const plan = await planOf(
       () =>
-        // The statement a page copies (exportReportedDrivesPage), as a query: COPY has no plan of its own to show.
-        snapshotInOrganization(db.knex, 1, (trx) =>
-          trx.raw(`${EXPORT_REPORTED_DRIVES_SQL} LIMIT ?`, [1, 200_000, 200_000, 1000]),
-        ),
+        // The statement a page copies, as a query: COPY has no plan of its own to show.
+        snapshotInOrganization(db.knex, 1, (trx) => trx.raw(exportReportedDrivesPageSql(1, 200_000))),
       (sql) => /JOIN drives d/.test(sql),
       'ANALYZE, FORMAT JSON',
     );

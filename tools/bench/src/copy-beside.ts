@@ -1,16 +1,14 @@
-// bench:export's floor: PostgreSQL's own COPY of the Drives part's statement in the export's pages (1,000 rows after
-// the last id, one REPEATABLE READ snapshot, the runtime role), in a process of its own at the lowest CPU priority as
-// the export's worker runs, its rows counted and dropped: what reading the rows alone, without rendering them, does to
-// the other organization's load. Paced to BENCH_COPY_RATE rows/s (0: as fast as it goes). Prints one JSON line.
-import { EXPORT_REPORTED_DRIVES_SQL } from '@mileage/drives';
-import { copyOut, withIntegers } from '@mileage/runtime/database';
+// bench:export's floor: PostgreSQL's own COPY of the Drives part's statement in the export's pages (EXPORT_PAGE_ROWS
+// after the last id, one REPEATABLE READ snapshot, the runtime role), in a process of its own at the lowest CPU
+// priority as the export's worker runs, its rows counted and dropped: what reading the rows alone, without rendering
+// them, does to the other organization's load. Paced to BENCH_COPY_RATE rows/s (0: as fast as it goes). Prints one
+// JSON line.
+import { EXPORT_PAGE_ROWS, exportReportedDrivesPageSql } from '@mileage/drives';
+import { copyOut } from '@mileage/runtime/database';
 import { setPriority } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { beginDrivesSnapshot, type CopyOutResult } from './copy-out';
-
-/** The export's page (export-pages.ts). */
-const PAGE_ROWS = 1_000;
 
 async function main(): Promise<CopyOutResult> {
   setPriority(19);
@@ -27,18 +25,17 @@ async function main(): Promise<CopyOutResult> {
     let after = 0;
     for (let page = 0; ; page++) {
       // Pacing: page n starts no earlier than n pages' worth of the rate after the first.
-      const ahead = rate > 0 ? (page * PAGE_ROWS) / rate - elapsed() : 0;
+      const ahead = rate > 0 ? (page * EXPORT_PAGE_ROWS) / rate - elapsed() : 0;
       if (ahead > 0) await sleep(ahead * 1000);
       let pageRows = 0;
-      const query = withIntegers(`${EXPORT_REPORTED_DRIVES_SQL} LIMIT ?`, [organizationId, after, after, PAGE_ROWS]);
-      await copyOut(client, query, (row) => {
+      await copyOut(client, exportReportedDrivesPageSql(organizationId, after), (row) => {
         pageRows++;
         bytes += row.length;
         // The drive id is the row's first column (the row is a view valid only during this call).
         after = Number(row.toString('latin1', 0, row.indexOf(9)));
       });
       rows += pageRows;
-      if (pageRows < PAGE_ROWS) break;
+      if (pageRows < EXPORT_PAGE_ROWS) break;
     }
     const seconds = elapsed();
     await client.query('COMMIT');

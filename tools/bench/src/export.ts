@@ -4,10 +4,11 @@
 // /v1 load throughout. Phase export: organization 1's admin exports it through the public API (export-client.ts, in a
 // process of its own) while every process's resident memory is sampled, and PostgreSQL's own COPY of the Drives part's
 // query runs beside it; then the floor under its targets: the same rows read alone, in the export's pages, beside the
-// load (copy-beside.ts), paced to the target's rate and unpaced; phase erasure: the operator's `npm run org -- offboard 1 --now` erases it. Both phases in one
-// run by default: one seeding (the slow part) serves both, in the order a customer leaves (export, then erasure).
+// load (copy-beside.ts), paced to the target's rate and unpaced; phase erasure: the operator's `npm run org --
+// offboard 1 --now` erases it. Both phases in one run by default: one seeding (the slow part) serves both, in the order
+// a customer leaves (export, then erasure).
 import { generateVolume, SERVICE_NAMES } from '@mileage/devstack';
-import { EXPORT_REPORTED_DRIVES_SQL } from '@mileage/drives';
+import { EXPORT_PAGE_ROWS, EXPORT_REPORTED_DRIVES_SQL } from '@mileage/drives';
 import { withIntegers } from '@mileage/runtime/database';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -401,7 +402,7 @@ async function main(): Promise<number> {
       }
       write(
         [
-          `  PostgreSQL's COPY alone in the export's pages (1,000 rows, a nice-19 process, nothing rendered) beside the load:`,
+          `  PostgreSQL's COPY alone in the export's pages (${EXPORT_PAGE_ROWS} rows, a nice-19 process, nothing rendered) beside the load:`,
           ...floors.map(
             (f) =>
               `    ${f.pacedRowsPerSecond ? `paced to ${fmt(f.pacedRowsPerSecond)} rows/s (${EXPORT_TARGETS.copyRatio}× COPY)` : 'unpaced'}: ${fmt(f.rowsPerSecond)} rows/s, ${fmt(f.rowsPerSecond / copyRate, 2)}× COPY; the other organization's p99 ${fmt(f.quiet.p99Ms)} → ${fmt(f.loaded.p99Ms)} ms, ${fmt(f.p99Ratio, 2)}×`,
