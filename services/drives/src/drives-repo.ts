@@ -16,7 +16,7 @@ import {
   type DriveRow,
 } from './rows';
 import { type Stamp, WIRE_TIMESTAMPS, wire } from './stamps';
-import { COMMENTS_SQL } from './statements';
+import { COMMENTS_SQL, commentsParameters } from './statements';
 
 const sql = sqlSpans('drives');
 
@@ -354,7 +354,7 @@ export class DriveReads {
     const byDrive = new Map<number, CommentRow[]>();
     if (driveIds.length === 0) return byDrive;
     const { rows } = await sql(trace, 'SELECT', COMMENTS_SQL, async () =>
-      this.run<CommentRow>(COMMENTS_SQL, [driveIds], 'drives_comments_v1', WIRE_TIMESTAMPS),
+      this.run<CommentRow>(COMMENTS_SQL, commentsParameters(driveIds), 'drives_comments_v1', WIRE_TIMESTAMPS),
     );
     for (const row of rows) {
       const list = byDrive.get(Number(row.drive_id)) ?? [];

@@ -14,7 +14,7 @@ import { writeExportedDrive } from './export-line-bytes';
 import { exportedDriveLines } from './export-lines';
 import type { CommentRow } from './rows';
 import { WIRE_TIMESTAMPS } from './stamps';
-import { COMMENTS_SQL, EXPORT_REPORTED_DRIVES_SQL } from './statements';
+import { COMMENTS_SQL, commentsParameters, EXPORT_REPORTED_DRIVES_SQL } from './statements';
 
 /** Rows per statement while the part is read: memory stays flat whatever the organization's size. */
 export const EXPORT_PAGE_ROWS = 1_000;
@@ -39,7 +39,12 @@ export async function exportReportedDrivesPage(
   // The drive id comes first (EXPORT_COLUMNS).
   const ids = Array.from({ length: rows.length }, (_, i) => Number(rows.first(i)));
   if (!rows.length) return { rows, ids, comments: byDrive };
-  const { rows: comments } = await snapshot.run<CommentRow>(COMMENTS_SQL, [ids], 'drives_comments_v1', WIRE_TIMESTAMPS);
+  const { rows: comments } = await snapshot.run<CommentRow>(
+    COMMENTS_SQL,
+    commentsParameters(ids),
+    'drives_comments_v1',
+    WIRE_TIMESTAMPS,
+  );
   for (const comment of comments) {
     const key = Number(comment.drive_id);
     const list = byDrive.get(key);

@@ -1,9 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, rename, rm, rmdir, stat } from 'node:fs/promises';
 import * as path from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 
 /** Bytes `start`..`end` of an object, both included (an HTTP Range). */
 export interface ByteRange {
@@ -23,7 +22,11 @@ export interface StoredObject {
  * that stops answering) leaves nothing under its key, so nothing partial is ever served.
  */
 export interface ArchiveStore {
-  /** Writes `body` under `key`, replacing what was there; rejects (leaving nothing) when it cannot be written whole. */
+  /**
+   * Writes `body` under `key`, replacing what was there; rejects (leaving nothing) when it cannot be written whole.
+   * It asks for the next chunk only once it is done with the one before: a writer may then use that chunk's memory
+   * again (an export's pages are written into the same buffers over and over, pagesInWorker).
+   */
   put(key: string, body: AsyncIterable<Uint8Array>): Promise<StoredObject>;
   /** The object's bytes, or the range of them. Rejects with code ENOENT when there is no such object. */
   get(key: string, range?: ByteRange): Promise<Readable>;
@@ -54,6 +57,15 @@ export async function* measured(
   }
 }
 
+/** Writes all of `chunk` at the file's position: a write may take fewer bytes than it was given. */
+async function writeWhole(handle: FileHandle, chunk: Uint8Array): Promise<void> {
+  for (let offset = 0; offset < chunk.length;) {
+    const { bytesWritten } = await handle.write(chunk, offset);
+    if (bytesWritten === 0) throw new Error('the archive file took no bytes');
+    offset += bytesWritten;
+  }
+}
+
 /** Objects as files under `root` (DATA_DIR/…): written beside their name, then renamed into place. */
 export class LocalArchiveStore implements ArchiveStore {
   readonly root: string;
@@ -76,7 +88,13 @@ export class LocalArchiveStore implements ArchiveStore {
     // Opened before the copy starts: a stream opening its file itself may create it after a failed copy's cleanup.
     const handle = await open(partial, 'w');
     try {
-      await pipeline(Readable.from(measured(body, counted)), handle.createWriteStream({ flush: true }));
+      try {
+        // One chunk at a time, each written whole before the next is asked for (put's promise to its writer).
+        for await (const chunk of measured(body, counted)) await writeWhole(handle, chunk);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
       await rename(partial, file);
     } catch (err) {
       await rm(partial, { force: true });

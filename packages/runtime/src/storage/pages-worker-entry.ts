@@ -2,8 +2,8 @@
 // started it has room for one (credits).
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { ExportFilesPage } from './part';
-import { RENDERING_PRIORITY, type PagesWorkerTask } from './pages-worker';
+import { type ExportFilesPage, givePageBackToWrite } from './part';
+import { isPageMemory, RENDERING_PRIORITY, type PagesWorkerTask, type ToPagesWorker } from './pages-worker';
 
 /**
  * The memory of a page's byte texts, handed over rather than copied (the task does not touch a page it has yielded):
@@ -11,9 +11,7 @@ import { RENDERING_PRIORITY, type PagesWorkerTask } from './pages-worker';
  */
 function transferable(page: ExportFilesPage): ArrayBuffer[] {
   const buffers = new Set<ArrayBuffer>();
-  for (const text of page.texts)
-    if (typeof text !== 'string' && text.buffer instanceof ArrayBuffer && text.buffer.byteLength > Buffer.poolSize)
-      buffers.add(text.buffer);
+  for (const text of page.texts) if (typeof text !== 'string' && isPageMemory(text.buffer)) buffers.add(text.buffer);
   return [...buffers];
 }
 
@@ -26,7 +24,8 @@ async function main(): Promise<void> {
   }
   let credits = 0;
   let wake: (() => void) | undefined;
-  port.on('message', (message: { credit: number }) => {
+  port.on('message', (message: ToPagesWorker) => {
+    if ('written' in message) return givePageBackToWrite(message.written);
     credits += message.credit;
     wake?.();
     wake = undefined;

@@ -1,6 +1,6 @@
 // Tasks for pages-worker.test.ts, run in pagesInWorker's worker thread.
 import { getPriority } from 'node:os';
-import { PageBytes, type ExportFilesPage } from './part';
+import { PageBytes, pagesWrittenAgain, type ExportFilesPage } from './part';
 
 /** `count` pages, each saying its number and the priority of the thread that rendered it; `made` counts them. */
 export async function* numberedPages({ count, made }: { count: number; made: SharedArrayBuffer }) {
@@ -24,4 +24,17 @@ export async function* bytePages({ lines }: { lines: number }) {
   const bytes = new PageBytes(16);
   for (let i = 0; i < lines; i++) bytes.write(`${i} Zürich → Köln, 12 €\n`);
   yield { rows: lines, texts: [bytes.take()] } satisfies ExportFilesPage;
+}
+
+/**
+ * `count` pages of 100 KiB as bytes, each once the one before has come back written (`written`, its number as a
+ * credit); `reused` ends up holding how many of them began in memory given back.
+ */
+export async function* pagesWrittenInTurn({ count, reused }: { count: number; reused: SharedArrayBuffer }) {
+  for (let i = 0; i < count; i++) {
+    const bytes = new PageBytes(100 * 1024);
+    bytes.write(`${i}\n`.padStart(100 * 1024, '.'));
+    Atomics.store(new Int32Array(reused), 0, pagesWrittenAgain());
+    yield { rows: 1, texts: [bytes.take()] } satisfies ExportFilesPage;
+  }
 }

@@ -76,3 +76,22 @@ test('a page written as bytes arrives whole, in UTF-8, its memory handed over', 
   // Grown from 16 bytes to more than the pool's buffers: its own memory, transferred rather than copied.
   assert.ok(bytes.buffer.byteLength > Buffer.poolSize);
 });
+
+test("a page's memory goes back to the worker once written, and its next pages are written into it", async () => {
+  const reused = new SharedArrayBuffer(4);
+  const count = 6;
+  let seen = 0;
+  for await (const page of pagesInWorker({
+    module: fixture,
+    exportName: 'pagesWrittenInTurn',
+    data: { count, reused },
+  })) {
+    const [bytes] = page.texts as Uint8Array[];
+    assert.equal(Buffer.from(bytes!).toString().replace(/^\.+/, ''), `${seen++}\n`);
+    page.written!(0);
+    assert.equal(bytes!.buffer.byteLength, 0, 'handed back to the worker, not copied');
+  }
+  assert.equal(seen, count);
+  // The first pages are made before any came back (the worker renders ahead); the others reuse theirs.
+  assert.ok(Atomics.load(new Int32Array(reused), 0) >= count - 3, `${Atomics.load(new Int32Array(reused), 0)} reused`);
+});

@@ -23,6 +23,8 @@ export interface PagesWorkerTask {
 }
 
 type FromWorker = { page: ExportFilesPage } | { end: true };
+/** To the worker: room for more pages, or a page's memory back once its file has it (givePageBackToWrite). */
+export type ToPagesWorker = { credit: number } | { written: ArrayBuffer };
 
 /**
  * The pages of `task` as it renders them in a worker thread at RENDERING_PRIORITY: the reading and rendering of a
@@ -56,14 +58,25 @@ export async function* pagesInWorker(task: PagesWorkerTask): AsyncGenerator<Expo
     exited = true;
     notify();
   });
-  worker.postMessage({ credit: PAGES_AHEAD });
+  const send = (message: ToPagesWorker, transfer: ArrayBuffer[] = []) => worker.postMessage(message, transfer);
+  send({ credit: PAGES_AHEAD });
   try {
     for (;;) {
       const message = arrived.shift();
       if (message) {
         if ('end' in message) return;
-        yield message.page;
-        worker.postMessage({ credit: 1 });
+        const { page } = message;
+        // Each text's memory goes back to the worker once every file written from it has it: the next pages are
+        // written into it.
+        const unwritten = new Set(page.texts.keys());
+        page.written = (i) => {
+          unwritten.delete(i);
+          const memory = memoryOf(page.texts[i]);
+          if (memory && ![...unwritten].some((j) => memoryOf(page.texts[j]) === memory))
+            send({ written: memory }, [memory]);
+        };
+        yield page;
+        send({ credit: 1 });
         continue;
       }
       if (failure) throw failure;
@@ -74,3 +87,13 @@ export async function* pagesInWorker(task: PagesWorkerTask): AsyncGenerator<Expo
     await worker.terminate();
   }
 }
+
+/**
+ * Memory of a page's own (PageBytes), which can move between threads: never one of Node's shared pool of small
+ * buffers, nor one already handed on.
+ */
+const memoryOf = (text: string | Uint8Array | undefined) =>
+  typeof text !== 'string' && isPageMemory(text?.buffer) ? text.buffer : undefined;
+
+export const isPageMemory = (memory: ArrayBufferLike | undefined): memory is ArrayBuffer =>
+  memory instanceof ArrayBuffer && memory.byteLength > Buffer.poolSize;

@@ -6,7 +6,14 @@ import * as path from 'node:path';
 import { text } from 'node:stream/consumers';
 import { after, test } from 'node:test';
 import { LocalArchiveStore } from './archive-store';
-import { exportPartKey, PageBytes, writeExportFiles, type ExportFilesPage } from './part';
+import {
+  exportPartKey,
+  givePageBackToWrite,
+  PageBytes,
+  pagesWrittenAgain,
+  writeExportFiles,
+  type ExportFilesPage,
+} from './part';
 
 const root = mkdtempSync(path.join(tmpdir(), 'export-part-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -135,4 +142,50 @@ test('PageBytes: bytes written into its room count once advanced to; clear write
   page.write('xy');
   assert.equal(page.take().toString(), 'xy');
   assert.equal(page.take().buffer, memory);
+});
+
+test("a page's memory is given back only once its file has it: written over then, the files stay whole", async () => {
+  const store = new LocalArchiveStore(path.join(root, 'reused'));
+  const handedBack: string[] = [];
+  async function* pages() {
+    for (let page = 0; page < 20; page++) {
+      const texts = [Buffer.from(`{"page":${page}}\n`.repeat(5_000)), Buffer.from(`${page}\n`.repeat(5_000))];
+      yield {
+        rows: 5_000,
+        texts,
+        // What a writer of pages does with memory given back: the next page is written into it.
+        written: (i: number) => {
+          handedBack.push(`${page}:${i}`);
+          texts[i]!.fill('#');
+        },
+      } satisfies ExportFilesPage;
+    }
+  }
+  const files = await writeExportFiles(store, EXPORT_ID, [{ name: 'pages.jsonl' }, { name: 'pages.csv' }], pages());
+  const range = Array.from({ length: 20 }, (_, page) => page);
+  const jsonl = range.map((page) => `{"page":${page}}\n`.repeat(5_000)).join('');
+  const csv = range.map((page) => `${page}\n`.repeat(5_000)).join('');
+  assert.equal(await text(await store.get(exportPartKey(EXPORT_ID, 'pages.jsonl'))), jsonl);
+  assert.equal(await text(await store.get(exportPartKey(EXPORT_ID, 'pages.csv'))), csv);
+  assert.deepEqual(
+    files.map((f) => f.sha256),
+    [sha256(jsonl), sha256(csv)],
+  );
+  assert.deepEqual(handedBack.sort(), range.flatMap((page) => [`${page}:0`, `${page}:1`]).sort(), 'each text once');
+});
+
+test('PageBytes begins in the smallest memory given back that holds it, and only a few are kept', () => {
+  const sizes = [300_000, 200_000, 400_000];
+  const given = sizes.map((size) => Buffer.allocUnsafeSlow(size).buffer);
+  for (const memory of given) givePageBackToWrite(memory);
+  const before = pagesWrittenAgain();
+  assert.equal(new PageBytes(250_000).take().buffer, given[0], 'the smallest that holds it');
+  assert.equal(new PageBytes(500_000).take().buffer.byteLength, 500_000, 'none holds it: new memory');
+  assert.equal(new PageBytes(100_000).take().buffer, given[1]);
+  assert.equal(new PageBytes(100_000).take().buffer, given[2]);
+  assert.equal(pagesWrittenAgain() - before, 3);
+  for (let i = 0; i < 20; i++) givePageBackToWrite(Buffer.allocUnsafeSlow(100_000 + i).buffer);
+  let kept = 0;
+  while (new PageBytes(1).take().buffer.byteLength >= 100_000) kept++;
+  assert.equal(kept, 8, 'eight kept, the largest');
 });

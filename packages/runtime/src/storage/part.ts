@@ -44,6 +44,8 @@ export interface ExportFilesPage {
   rows: number;
   /** One text per file, in the order of the files; each of whole lines, as a string or as UTF-8 (PageBytes). */
   texts: (string | Uint8Array)[];
+  /** Called once file `i`'s store is done with `texts[i]`: its memory may be written again (pagesInWorker). */
+  written?: (i: number) => void;
 }
 
 /**
@@ -57,7 +59,7 @@ export class PageBytes {
 
   constructor(capacity = 64 * 1024) {
     // Not from Node's shared pool: the memory is this page's alone, so it can be transferred.
-    this.bytes = Buffer.allocUnsafeSlow(capacity);
+    this.bytes = takeWrittenPage(capacity) ?? Buffer.allocUnsafeSlow(capacity);
   }
 
   /** Forgets the bytes written, to write the buffer again (its bytes taken before are overwritten). */
@@ -111,6 +113,42 @@ export class PageBytes {
   }
 }
 
+/**
+ * Pages' memory handed back once written (givePageBackToWrite), for the next PageBytes of this thread: an export's
+ * pages move between the same few buffers. A new buffer for each page is memory outside the heap that the garbage
+ * collector counts until it has collected it, on both sides of the hand-over: every ~100 ms a full collection of the
+ * service's heap, for nothing in it (docs/benchmarks.md, "An organization exported").
+ */
+const writtenPages: ArrayBuffer[] = [];
+const WRITTEN_PAGES_KEPT = 8;
+
+/** Keeps `memory`, a page written, for a PageBytes to come; the smallest goes when more than a few are kept. */
+export function givePageBackToWrite(memory: ArrayBuffer): void {
+  writtenPages.push(memory);
+  if (writtenPages.length <= WRITTEN_PAGES_KEPT) return;
+  let smallest = 0;
+  for (let i = 1; i < writtenPages.length; i++)
+    if (writtenPages[i]!.byteLength < writtenPages[smallest]!.byteLength) smallest = i;
+  writtenPages.splice(smallest, 1);
+}
+
+let writtenPagesTaken = 0;
+
+/** How many PageBytes of this thread began in memory given back (givePageBackToWrite). */
+export const pagesWrittenAgain = () => writtenPagesTaken;
+
+/** The smallest page kept that holds `capacity` bytes, taken; undefined when none does. */
+function takeWrittenPage(capacity: number): Buffer | undefined {
+  let best = -1;
+  for (let i = 0; i < writtenPages.length; i++) {
+    const size = writtenPages[i]!.byteLength;
+    if (size >= capacity && (best < 0 || size < writtenPages[best]!.byteLength)) best = i;
+  }
+  if (best < 0) return undefined;
+  writtenPagesTaken++;
+  return Buffer.from(writtenPages.splice(best, 1)[0]!);
+}
+
 const asBuffer = (text: string | Uint8Array) =>
   typeof text === 'string' ? Buffer.from(text) : Buffer.from(text.buffer, text.byteOffset, text.byteLength);
 
@@ -149,7 +187,9 @@ export async function writeExportFiles(
     for await (const page of pages) {
       if (handoffs.some((handoff) => handoff.isEnded)) break;
       rows += page.rows;
-      await Promise.all(handoffs.map((handoff, i) => handoff.offer(asBuffer(page.texts[i]!))));
+      await Promise.all(
+        handoffs.map((handoff, i) => handoff.offer(asBuffer(page.texts[i]!), page.written && (() => page.written!(i)))),
+      );
     }
     for (const handoff of handoffs) handoff.end();
   } catch (error) {
@@ -170,10 +210,12 @@ export async function writeExportFiles(
  * the chunk, or at once when it has stopped reading; `end` finishes the consumer's chunks, with an error if given.
  */
 class Handoff {
-  private offered?: { chunk: Buffer; taken: () => void };
+  private offered?: { chunk: Buffer; taken: () => void; written?: () => void };
   private taker?: { resolve: (chunk: Buffer | undefined) => void; reject: (error: unknown) => void };
   private ended?: { error?: unknown };
   private abandoned = false;
+  /** The `written` of the chunk the consumer holds. */
+  private inHand?: () => void;
 
   /** `onAbandoned`: the consumer stopped reading before the end (its write failed). */
   constructor(private readonly onAbandoned: () => void) {}
@@ -182,15 +224,17 @@ class Handoff {
     return this.ended !== undefined;
   }
 
-  offer(chunk: Buffer): Promise<void> {
+  /** `written`: called once the consumer is done with the chunk (it asked for the next, or stopped). */
+  offer(chunk: Buffer, written?: () => void): Promise<void> {
     if (this.abandoned || this.ended) return Promise.resolve();
     if (this.taker) {
       const taker = this.taker;
       this.taker = undefined;
+      this.inHand = written;
       taker.resolve(chunk);
       return Promise.resolve();
     }
-    return new Promise((taken) => (this.offered = { chunk, taken }));
+    return new Promise((taken) => (this.offered = { chunk, taken, written }));
   }
 
   end(error?: unknown): void {
@@ -210,8 +254,11 @@ class Handoff {
         const chunk = await this.take();
         if (chunk === undefined) return;
         yield chunk;
+        // Asked for the next: done with this one (ArchiveStore.put).
+        this.release();
       }
     } finally {
+      this.release();
       this.abandoned = true;
       this.offered?.taken();
       this.offered = undefined;
@@ -219,10 +266,17 @@ class Handoff {
     }
   }
 
+  private release(): void {
+    const written = this.inHand;
+    this.inHand = undefined;
+    written?.();
+  }
+
   private take(): Promise<Buffer | undefined> {
     if (this.offered) {
-      const { chunk, taken } = this.offered;
+      const { chunk, taken, written } = this.offered;
       this.offered = undefined;
+      this.inHand = written;
       taken();
       return Promise.resolve(chunk);
     }

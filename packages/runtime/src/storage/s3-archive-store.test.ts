@@ -50,6 +50,26 @@ test('a small object (one request) is stored, measured, read whole and by range,
   await store.delete(key); // nothing there: no error
 });
 
+test('a chunk written over once the next is asked for (ArchiveStore.put) leaves the multipart object whole', async () => {
+  const size = 10 * 1024 * 1024; // two parts, each gathered from many chunks
+  const expected = await buffer(bytes(size));
+  // One buffer for every chunk, as an export's pages reuse theirs: the upload must not keep it.
+  async function* inOneBuffer() {
+    const memory = Buffer.alloc(1024 * 1024);
+    for await (const chunk of bytes(size)) {
+      chunk.copy(memory);
+      yield memory.subarray(0, chunk.length);
+      memory.fill(0);
+    }
+  }
+  assert.deepEqual(await store.put('exports/s3-reused/archive.tar.gz', inOneBuffer()), {
+    sizeBytes: size,
+    sha256: sha256(expected),
+  });
+  assert.ok((await buffer(await store.get('exports/s3-reused/archive.tar.gz'))).equals(expected));
+  await store.delete('exports/s3-reused/archive.tar.gz');
+});
+
 test('a multipart upload is stored whole, measured, read whole and by range, and deleted', async () => {
   const size = 20 * 1024 * 1024 + 17; // three parts of 8 MiB
   const expected = await buffer(bytes(size));

@@ -55,7 +55,7 @@ export class S3ArchiveStore implements ArchiveStore {
     const counted = { sizeBytes: 0, hash: createHash('sha256') };
     const upload = new Upload({
       client: this.client,
-      params: { Bucket: this.options.bucket, Key: checkKey(key), Body: Readable.from(measured(body, counted)) },
+      params: { Bucket: this.options.bucket, Key: checkKey(key), Body: Readable.from(copied(measured(body, counted))) },
       partSize: PART_BYTES,
       queueSize: 2,
       leavePartsOnError: false,
@@ -97,6 +97,14 @@ export class S3ArchiveStore implements ArchiveStore {
   close(): void {
     this.client.destroy();
   }
+}
+
+/**
+ * Each chunk in memory of its own: the upload gathers chunks into a part and holds them until the part is sent, well
+ * after it asks for the next, and the writer may use a chunk's memory again by then (ArchiveStore.put).
+ */
+async function* copied(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {
+  for await (const chunk of chunks) yield Buffer.from(chunk);
 }
 
 function missing(err: unknown): boolean {
