@@ -9,8 +9,9 @@ import { type DrivesPartTask, reportedDrivePagesInSnapshot } from './export-page
  * lowest CPU priority and yields to requests by itself, but what it sets going does not: PostgreSQL's backend sending
  * its rows (about 4.6 µs a row, as its own COPY), the service thread's writes and V8's helper threads run at normal
  * priority, in proportion to the part's rate. Unpaced, at 10⁶ drives beside another organization's load, that took
- * the other's p99 to 1.72× its quiet value (50,602 drives/s); at 0.85, 1.24–1.51× over four runs (31,400–37,200
- * drives/s; docs/benchmarks.md, "An organization exported"). 1 for a machine with room to spare.
+ * the other's p99 to 1.49–1.51× its quiet value in two runs (49,900–52,800 drives/s), at the edge of the 1.5× that
+ * bench:export holds it to; at 0.85, 1.31–1.36× in the Drives part's phase (35,900–37,400 drives/s;
+ * docs/benchmarks.md, "An organization exported"). 1 for a machine with room to spare.
  */
 export const DEFAULT_EXPORT_DUTY_CYCLE = 0.85;
 
