@@ -16,7 +16,7 @@ import {
   type DriveRow,
 } from './rows';
 import { type Stamp, WIRE_TIMESTAMPS, wire } from './stamps';
-import { COMMENTS_SQL, commentsParameters } from './statements';
+import { COMMENTS_SQL, commentsByDrive, commentsParameters } from './statements';
 
 const sql = sqlSpans('drives');
 
@@ -351,17 +351,11 @@ export class DriveReads {
 
   /** The review comments of these drives, by drive. */
   async comments(driveIds: number[], trace?: TraceContext): Promise<Map<number, CommentRow[]>> {
-    const byDrive = new Map<number, CommentRow[]>();
-    if (driveIds.length === 0) return byDrive;
+    if (driveIds.length === 0) return new Map();
     const { rows } = await sql(trace, 'SELECT', COMMENTS_SQL, async () =>
       this.run<CommentRow>(COMMENTS_SQL, commentsParameters(driveIds), 'drives_comments_v1', WIRE_TIMESTAMPS),
     );
-    for (const row of rows) {
-      const list = byDrive.get(Number(row.drive_id)) ?? [];
-      list.push(row);
-      byDrive.set(Number(row.drive_id), list);
-    }
-    return byDrive;
+    return commentsByDrive(rows);
   }
 
   /** The driver of a drive of this organization; NOT_FOUND when it has none such. */

@@ -14,7 +14,7 @@ import { writeExportedDrive } from './export-line-bytes';
 import { exportedDriveLines } from './export-lines';
 import type { CommentRow } from './rows';
 import { WIRE_TIMESTAMPS } from './stamps';
-import { COMMENTS_SQL, commentsParameters, EXPORT_REPORTED_DRIVES_SQL } from './statements';
+import { COMMENTS_SQL, commentsByDrive, commentsParameters, EXPORT_REPORTED_DRIVES_SQL } from './statements';
 
 /** Rows per statement while the part is read: memory stays flat whatever the organization's size. */
 export const EXPORT_PAGE_ROWS = 1_000;
@@ -35,23 +35,16 @@ export async function exportReportedDrivesPage(
   into?: PageBytes,
 ): Promise<{ rows: CopiedRows; ids: number[]; comments: Map<number, CommentRow[]> }> {
   const rows = await snapshot.copyRows(exportReportedDrivesPageSql(organizationId, afterDriveId, limit), into);
-  const byDrive = new Map<number, CommentRow[]>();
   // The drive id comes first (EXPORT_COLUMNS).
   const ids = Array.from({ length: rows.length }, (_, i) => Number(rows.first(i)));
-  if (!rows.length) return { rows, ids, comments: byDrive };
+  if (!rows.length) return { rows, ids, comments: new Map() };
   const { rows: comments } = await snapshot.run<CommentRow>(
     COMMENTS_SQL,
     commentsParameters(ids),
     'drives_comments_v1',
     WIRE_TIMESTAMPS,
   );
-  for (const comment of comments) {
-    const key = Number(comment.drive_id);
-    const list = byDrive.get(key);
-    if (list) list.push(comment);
-    else byDrive.set(key, [comment]);
-  }
-  return { rows, ids, comments: byDrive };
+  return { rows, ids, comments: commentsByDrive(comments) };
 }
 
 /** What the worker is handed: the snapshot to join, and its pace. */

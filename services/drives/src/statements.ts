@@ -1,6 +1,7 @@
 // Statements that the API's reads (drives-repo.ts) and the export's worker thread (export-pages.ts) both run, in a
 // module the worker loads without the repository's own imports.
 import { EXPORT_COLUMNS } from './export-lines';
+import type { CommentRow } from './rows';
 
 // The review comments of a page's drives: one statement for any number of drives (an array parameter).
 export const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM review_comments
@@ -10,6 +11,18 @@ export const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at F
  * array by concatenation, a string per id: about 250 bytes of garbage a drive in an export.
  */
 export const commentsParameters = (driveIds: readonly number[]): [string] => [`{${driveIds.join(',')}}`];
+
+/** COMMENTS_SQL's rows by drive id, each drive's in the statement's order. */
+export function commentsByDrive(rows: readonly CommentRow[]): Map<number, CommentRow[]> {
+  const byDrive = new Map<number, CommentRow[]>();
+  for (const row of rows) {
+    const key = Number(row.drive_id);
+    const list = byDrive.get(key);
+    if (list) list.push(row);
+    else byDrive.set(key, [row]);
+  }
+  return byDrive;
+}
 
 /**
  * The reported drives of an organization export, in drive id order after a drive id (organization, after, after): its

@@ -136,7 +136,7 @@ function fastMillis(s: string, sep: number, tail: string): number | undefined {
   return daysFromCivil(year, month, day) * MS_PER_DAY + hour * 3_600_000 + minute * 60_000 + second * 1_000 + ms;
 }
 
-const twoDigits = (bytes: Uint8Array, at: number) => (bytes[at]! - 48) * 10 + (bytes[at + 1]! - 48);
+const byteDigits2 = (bytes: Uint8Array, at: number) => (bytes[at]! - 48) * 10 + (bytes[at + 1]! - 48);
 
 const T = 84;
 const SPACE = 32;
@@ -162,11 +162,11 @@ export function writeFastApiTime(
   for (let k = 0; k < tail.length; k++) if (bytes[s + fracEnd + k] !== tail.charCodeAt(k)) return -1;
   for (let k = 0; k < DIGIT_POSITIONS.length; k++) if (!isDigit(bytes[s + DIGIT_POSITIONS[k]!]!)) return -1;
   for (let i = 20; i < fracEnd; i++) if (!isDigit(bytes[s + i]!)) return -1;
-  const year = twoDigits(bytes, s) * 100 + twoDigits(bytes, s + 2);
-  const month = twoDigits(bytes, s + 5);
-  const day = twoDigits(bytes, s + 8);
+  const year = byteDigits2(bytes, s) * 100 + byteDigits2(bytes, s + 2);
+  const month = byteDigits2(bytes, s + 5);
+  const day = byteDigits2(bytes, s + 8);
   if (year < 1970 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return -1;
-  if (twoDigits(bytes, s + 11) > 23 || twoDigits(bytes, s + 14) > 59 || twoDigits(bytes, s + 17) > 59) return -1;
+  if (byteDigits2(bytes, s + 11) > 23 || byteDigits2(bytes, s + 14) > 59 || byteDigits2(bytes, s + 17) > 59) return -1;
   for (let i = 0; i < 19; i++) out[p++] = i === 10 ? T : bytes[s + i]!;
   out[p++] = 46;
   // The fraction's digits to milliseconds: trimmed zeros back.
