@@ -23,8 +23,8 @@ let c: Express;
 let feedA: RedisRevocations;
 let feedB: RedisRevocations;
 /**
- * Replica C reaches Redis directly, as replicas do. B's proxy is a hop of the test's own, which Redis's ordering (the
- * subscribers told before the publisher's answer) does not cover: "at once" is held of A and C.
+ * Replica C reaches Redis directly, as replicas do; B through the test's proxy. A revocation's 204 waits for every
+ * subscribed replica's acknowledgement, so "at once" holds of all three.
  */
 let feedC: RedisRevocations;
 /** Replica B reaches Redis through this proxy, so its subscription can be cut or frozen alone. */
@@ -33,18 +33,21 @@ const clients: Redis[] = [];
 let organizations: ReturnType<typeof createGrpcClient<usersV1.OrganizationsServiceClient>>;
 
 const CACHE_SECONDS = 30;
+/** Short, so that a test can wait for it: a revocation's 204 waits at most this for a replica's acknowledgement. */
+const ACKNOWLEDGEMENT_TIMEOUT_MS = 300;
+let channel: string;
 
 before(async () => {
   h = await startHarness();
   const url = new URL(testRedisUrl());
   proxy = await startFaultProxy({ host: url.hostname, port: Number(url.port) });
-  const channel = `test:revocations:${randomUUID()}`;
+  channel = `test:revocations:${randomUUID()}`;
   const redisA = new Redis(url.toString(), { enableOfflineQueue: false, commandTimeout: 500 });
   const redisB = new Redis(`redis://${proxy.address}`, { enableOfflineQueue: false, commandTimeout: 500 });
   const redisC = new Redis(url.toString(), { enableOfflineQueue: false, commandTimeout: 500 });
   clients.push(redisA, redisB, redisC);
   for (const c of clients) c.on('error', () => undefined);
-  feedA = new RedisRevocations({ redis: redisA, channel });
+  feedA = new RedisRevocations({ redis: redisA, channel, acknowledgementTimeoutMs: ACKNOWLEDGEMENT_TIMEOUT_MS });
   feedB = new RedisRevocations({ redis: redisB, channel, heartbeatMs: 200 });
   feedC = new RedisRevocations({ redis: redisC, channel });
   await waitFor(() => feedA.listening() && feedB.listening() && feedC.listening(), { what: 'the replicas subscribed' });
@@ -116,11 +119,22 @@ describe('a revoked SCIM secret token', () => {
     // Subscribed again, B caches again and hears A's revocations.
     const next = await mint('after the cut');
     assert.deepEqual(await statuses(next.token), [200, 200]);
-    // The message reaches B through the test's proxy, one hop more than Redis's own ordering covers: wait for it.
-    const heard = new Promise<void>((resolve) => feedB.subscribe((id) => id === next.id && resolve()));
+    // B's acknowledgement comes back through the proxy before A's 204.
     await revokeThroughA(next.id);
-    await heard;
     assert.deepEqual(await statuses(next.token), [401, 401]);
+  });
+
+  test('a subscriber that never acknowledges delays the 204 only until the timeout', async () => {
+    const silent = new Redis(testRedisUrl());
+    clients.push(silent);
+    await silent.subscribe(channel);
+    const token = await mint('silent subscriber');
+    const started = process.hrtime.bigint();
+    await revokeThroughA(token.id);
+    const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
+    assert.ok(waitedMs >= ACKNOWLEDGEMENT_TIMEOUT_MS, `waited ${waitedMs} ms for the missing acknowledgement`);
+    assert.deepEqual(await statuses(token.token), [401, 401]);
+    silent.disconnect();
   });
 
   test('a frozen Redis (connections open, nothing answered) is found by the heartbeat: B stops trusting', async () => {

@@ -4,12 +4,11 @@ import { createServer as drivesServer, openDatabase as openDrives } from '@milea
 import { createServer as groupsServer, openDatabase as openGroups } from '@mileage/groups';
 import { drivesV1, groupsV1, PROTO_FILES, usersV1, webhooksV1 } from '@mileage/proto';
 import { createGrpcClient, type PromiseClient } from '@mileage/runtime/grpc';
-import { SCIM_TOKEN_REVOCATIONS_CHANNEL } from '@mileage/runtime/formats';
+import { acknowledgementsChannel, SCIM_TOKEN_REVOCATIONS_CHANNEL } from '@mileage/runtime/formats';
 import {
   createTestDatabase,
   startTestService,
   testRedisUrl,
-  waitFor,
   type TestDatabase,
   type TestService,
 } from '@mileage/runtime/testing';
@@ -127,7 +126,9 @@ async function run(...args: Parameters<typeof runOffboardingCommand>[0][]): Prom
       command,
       clients,
       (line) => lines.push(line),
-      (ids) => announceOnRedis(redis, ids),
+      async (ids) => {
+        assert.deepEqual(await announceOnRedis(redis, ids), [], 'every replica acknowledged');
+      },
     );
   return lines.join('\n');
 }
@@ -138,18 +139,27 @@ test('offboard with a grace period, the status, then --cancel: everything as bef
   await client.query('DELETE FROM webhooks.paused_organizations WHERE organization_id = 31');
   assert.deepEqual(await credentialsOf31(), { suspended: false, tokenOrganization: 31 });
   assert.deepEqual(await pausedOrganizations(), []);
-  // The gateways hear the organization's tokens revoked on their channel, as on a revocation (their caches drop them).
+  // The gateways hear the organization's tokens revoked on their channel, as on a revocation (their caches drop them),
+  // and the command ends once each replica acknowledged it has: this listener acknowledges as a replica does.
   const listener = new Redis(testRedisUrl());
+  const acknowledger = new Redis(testRedisUrl());
   await listener.subscribe(SCIM_TOKEN_REVOCATIONS_CHANNEL);
   const announced: string[] = [];
-  listener.on('message', (_channel: string, id: string) => announced.push(id));
+  listener.on('message', (_channel: string, id: string) => {
+    announced.push(id);
+    void acknowledger.publish(acknowledgementsChannel(SCIM_TOKEN_REVOCATIONS_CHANNEL), id);
+  });
   const printed = await run({ command: 'offboard', organization: 'org-31', graceDays: 7, now: false });
   const { rows: tokens } = await client.query<{ id: string }>(
     `SELECT id FROM users.scim_tokens WHERE organization_id = 31 ORDER BY id`,
   );
-  await waitFor(() => announced.length === tokens.length + 1, { what: 'the tokens announced' });
   listener.disconnect();
-  assert.deepEqual(announced.sort(), [...tokens.map((row) => row.id), 'organization:31'].sort());
+  acknowledger.disconnect();
+  assert.deepEqual(
+    announced.sort(),
+    [...tokens.map((row) => row.id), 'organization:31'].sort(),
+    'every message acted on before the command ended',
+  );
   assert.match(printed, /organization 31: suspended \(grace period\)/);
   assert.match(await run({ command: 'offboarding', organization: '31' }), /suspended/);
   await assert.rejects(
@@ -205,4 +215,16 @@ test('erase-due erases the organizations whose grace period is over', async () =
   await run({ command: 'offboard', organization: '34', graceDays: 0, now: false });
   assert.match(await run({ command: 'erase-due' }), /organization 34: erased/);
   assert.match(await run({ command: 'erase-due' }), /no organization is due/);
+});
+
+test('a gateway replica that does not acknowledge an announcement is named in a warning after the timeout', async () => {
+  const silent = new Redis(testRedisUrl());
+  await silent.subscribe(SCIM_TOKEN_REVOCATIONS_CHANNEL);
+  try {
+    const warnings = await announceOnRedis(redis, ['organization:999', 'organization:998'], 100);
+    assert.equal(warnings.length, 2, warnings.join('\n'));
+    assert.match(warnings[0]!, /^organization:999: \d+ of \d+ gateway replicas acknowledged within 100 ms$/);
+  } finally {
+    silent.disconnect();
+  }
 });

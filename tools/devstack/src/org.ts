@@ -17,7 +17,13 @@ import {
   type PromiseClient,
 } from '@mileage/runtime/grpc';
 import { env, loadConfigOrExit } from '@mileage/runtime/config';
-import { ORGANIZATION_ALIAS_RULE, SCIM_TOKEN_REVOCATIONS_CHANNEL } from '@mileage/runtime/formats';
+import {
+  Acknowledgements,
+  acknowledgementsChannel,
+  DEFAULT_ACKNOWLEDGEMENT_TIMEOUT_MS,
+  ORGANIZATION_ALIAS_RULE,
+  SCIM_TOKEN_REVOCATIONS_CHANNEL,
+} from '@mileage/runtime/formats';
 import { Redis } from 'ioredis';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
@@ -88,12 +94,39 @@ export async function organizationIdOf(
 const ORGANIZATION_MESSAGE = 'organization:';
 
 /**
- * Announces SCIM secret tokens (and organizations' suspensions) on the gateways' revocation channel (REDIS_URL: the gateways' Redis). Without Redis
- * (one gateway of `npm start`), its cache forgets them within SCIM_TOKEN_CACHE_SECONDS.
+ * Announces SCIM secret tokens (and organizations' suspensions) on the gateways' revocation channel (REDIS_URL: the
+ * gateways' Redis), and waits until every gateway replica that received each one has acted on it (its
+ * acknowledgement), so that the command's end is the next request's refusal. Without Redis (one gateway of
+ * `npm start`), its cache forgets them within SCIM_TOKEN_CACHE_SECONDS. Returns a warning per message not
+ * acknowledged by every replica in time.
  */
-export async function announceOnRedis(redis: Redis | undefined, messages: string[]): Promise<void> {
-  if (!redis) return;
-  for (const message of messages) await redis.publish(SCIM_TOKEN_REVOCATIONS_CHANNEL, message);
+export async function announceOnRedis(
+  redis: Redis | undefined,
+  messages: string[],
+  timeoutMs = DEFAULT_ACKNOWLEDGEMENT_TIMEOUT_MS,
+): Promise<string[]> {
+  if (!redis || messages.length === 0) return [];
+  const channel = SCIM_TOKEN_REVOCATIONS_CHANNEL;
+  const listener = redis.duplicate();
+  const acknowledgements = new Acknowledgements();
+  listener.on('message', (_channel: string, message: string) => acknowledgements.heard(message));
+  const warnings: string[] = [];
+  try {
+    await listener.subscribe(acknowledgementsChannel(channel));
+    // All at once: a replica that does not acknowledge costs one timeout, not one per message.
+    const results = await Promise.all(
+      messages.map((message) => acknowledgements.announce(message, () => redis.publish(channel, message), timeoutMs)),
+    );
+    results.forEach(({ receivers, acknowledged }, i) => {
+      if (acknowledged < receivers)
+        warnings.push(
+          `${messages[i]}: ${acknowledged} of ${receivers} gateway replicas acknowledged within ${timeoutMs} ms`,
+        );
+    });
+  } finally {
+    listener.disconnect();
+  }
+  return warnings;
 }
 
 /** Runs an offboarding command; what it prints goes to `out`. */
@@ -195,7 +228,9 @@ async function main(): Promise<void> {
         command,
         clients,
         (line) => process.stdout.write(`${line}\n`),
-        (tokenIds) => announceOnRedis(redis, tokenIds),
+        async (tokenIds) => {
+          for (const warning of await announceOnRedis(redis, tokenIds)) process.stderr.write(`warning: ${warning}\n`);
+        },
       );
     } finally {
       redis?.disconnect();

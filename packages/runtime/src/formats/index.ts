@@ -26,4 +26,10 @@ export {
   timestampToMillis,
   type WireTimestamp,
 } from './wire-time';
-export { SCIM_TOKEN_REVOCATIONS_CHANNEL } from './channels';
+export {
+  type Acknowledged,
+  Acknowledgements,
+  acknowledgementsChannel,
+  DEFAULT_ACKNOWLEDGEMENT_TIMEOUT_MS,
+  SCIM_TOKEN_REVOCATIONS_CHANNEL,
+} from './channels';
