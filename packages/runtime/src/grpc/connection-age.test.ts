@@ -2,7 +2,8 @@
  * Calls that outlive a connection's maximum age. The server closes each connection after its age with a GOAWAY and
  * ends it after its grace; a call in flight may run to its end in between. grpc-js's client keepalive breaks that: its
  * next ping on the draining connection fails and ends every call still on it (grpc/grpc-node#3068), so a client for
- * such calls sends none (`longCalls`), and the server's grace bounds them.
+ * such calls sends none (`longCalls`), and the server's grace bounds them. A read so dropped after its answer began,
+ * which grpc-js no longer retries, is sent once more by the client.
  */
 import { PROTO_FILES, usersV1 } from '@mileage/proto';
 import * as grpc from '@grpc/grpc-js';
@@ -78,6 +79,39 @@ test('a client with keepalive loses a call that outlives the connection, however
     code: grpc.status.UNAVAILABLE,
     details: 'Connection dropped',
   });
+});
+
+test('a read dropped after its answer began is sent once more, and answered', async () => {
+  // A plain grpc-js server, so that the first call can send its headers (the answer begun) before it waits.
+  const server = new grpc.Server({ 'grpc.max_connection_age_ms': AGE_MS, 'grpc.max_connection_age_grace_ms': 60_000 });
+  const calls: string[] = [];
+  server.addService(usersV1.UsersServiceService, {
+    getUser: (call: grpc.ServerUnaryCall<{ id: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      calls.push(call.request.id);
+      if (calls.length > 1) return callback(null, { user: stubUser(call.request.id) });
+      call.sendMetadata(new grpc.Metadata());
+      setTimeout(() => callback(null, { user: stubUser(call.request.id) }), CALL_MS).unref();
+    },
+  } as never);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, bound) =>
+      err ? reject(err) : resolve(bound),
+    ),
+  );
+  const metrics = new Metrics('connection_age_resent_test');
+  const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${port}`, {
+    defaultDeadlineMs: 10 * CALL_MS,
+    metrics,
+  });
+  try {
+    const { user } = await client.getUser({ id: 'u1', includeDeleted: false });
+    assert.equal(user?.id, 'u1');
+    assert.deepEqual(calls, ['u1', 'u1'], 'the first call dropped, the second answered');
+    assert.match(await metrics.registry.metrics(), /grpc_client_resent_total\{[^}]*grpc_method="GetUser"[^}]*\} 1$/m);
+  } finally {
+    client.close();
+    server.forceShutdown();
+  }
 });
 
 test('a long-calls client finishes a call that outlives the connection within the grace', async () => {

@@ -21,8 +21,8 @@ import {
   type TraceContext,
 } from '../telemetry/tracing';
 import { service as healthService } from 'grpc-health-check';
-import type { Component, MethodRules } from '@mileage/proto';
-import { retryMethodConfig } from './retry';
+import { METHOD_RULES, type Component, type MethodRules } from '@mileage/proto';
+import { isRetried, retryMethodConfig } from './retry';
 
 /**
  * How soon a client tries a lost address again: the first wait, growing to the longest (grpc-js's own default grows
@@ -196,6 +196,8 @@ export function createGrpcClient<C extends grpc.Client>(
     const [, service = '', name = key] = /^\/([^/]+)\/([^/]+)$/.exec(method.path) ?? [];
     const labels = { grpc_service: service, grpc_method: name };
     const fn = (client as unknown as Record<string, UnaryMethod<unknown, unknown>>)[key]!.bind(client);
+    const methodRules = (options.rules ?? METHOD_RULES)[method.path];
+    const resendable = methodRules !== undefined && isRetried(methodRules);
     wrapped[key] = (request: unknown, settings?: CallSettings) =>
       new Promise((resolve, reject) => {
         const deadlineMs = settings?.deadlineMs ?? options.defaultDeadlineMs;
@@ -239,30 +241,46 @@ export function createGrpcClient<C extends grpc.Client>(
         // 54–61 µs a call in these processes (docs/benchmarks.md, "The caller's stack on every call"). A failed call
         // names its service and method instead (ofCall), so no stack is captured while the call starts; grpc-node's
         // pull request 3083 proposes a channel option for this.
-        const stackTraceLimit = Error.stackTraceLimit;
-        Error.stackTraceLimit = 0;
-        try {
-          fn(request, metadata, { deadline }, (error, response) => {
-            if (options.metrics) {
-              const code = error ? (grpc.status[error.code] ?? String(error.code)) : 'OK';
-              options.metrics.grpcClientHandled.inc({ ...labels, grpc_code: code });
-              options.metrics.grpcClientDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+        const finish = (error: grpc.ServiceError | null, response: unknown) => {
+          if (span) endSpan(span, error ?? undefined, { 'rpc.grpc.status_code': error ? error.code : 0 });
+          if (error) reject(ofCall(error, labels));
+          else resolve(response);
+        };
+        const send = (again: boolean) => {
+          // grpc-js captures the caller's stack on every call (a new Error, kept for the message of a call that
+          // fails): 54–61 µs a call in these processes (docs/benchmarks.md, "The caller's stack on every call"). A
+          // failed call names its service and method instead (ofCall), so no stack is captured while the call starts;
+          // grpc-node's pull request 3083 proposes a channel option for this.
+          const stackTraceLimit = Error.stackTraceLimit;
+          Error.stackTraceLimit = 0;
+          try {
+            fn(request, metadata, { deadline }, (error, response) => {
+              if (options.metrics) {
+                const code = error ? (grpc.status[error.code] ?? String(error.code)) : 'OK';
+                options.metrics.grpcClientHandled.inc({ ...labels, grpc_code: code });
+                options.metrics.grpcClientDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+              }
+              circuit.record(error !== null && notAnswering(error));
+              if (error && !again && resendable && droppedUnder(error) && Date.now() < deadline) {
+                options.metrics?.grpcClientResent.inc(labels);
+                send(true);
+              } else finish(error, response);
+            });
+          } catch (err) {
+            Error.stackTraceLimit = stackTraceLimit;
+            // Never sent (e.g. a request that does not serialise): it says nothing about the downstream. Its stack,
+            // not captured when it was thrown, is this call's.
+            if (err instanceof Error) Error.captureStackTrace(err);
+            if (!again) {
+              if (span) endSpan(span, err);
+              throw err;
             }
-            circuit.record(error !== null && notAnswering(error));
-            if (span) endSpan(span, error ?? undefined, { 'rpc.grpc.status_code': error ? error.code : 0 });
-            if (error) reject(ofCall(error, labels));
-            else resolve(response);
-          });
-        } catch (err) {
-          Error.stackTraceLimit = stackTraceLimit;
-          // Never sent (e.g. a request that does not serialise): it says nothing about the downstream. Its stack,
-          // not captured when it was thrown, is this call's.
-          if (err instanceof Error) Error.captureStackTrace(err);
-          if (span) endSpan(span, err);
-          throw err;
-        } finally {
-          Error.stackTraceLimit = stackTraceLimit;
-        }
+            finish(err as grpc.ServiceError, undefined);
+          } finally {
+            Error.stackTraceLimit = stackTraceLimit;
+          }
+        };
+        send(false);
       });
   }
   return wrapped as PromiseClient<C>;
@@ -293,6 +311,16 @@ function notAnswering(error: grpc.ServiceError): boolean {
 export function unanswered(error: unknown): boolean {
   const e = error as Partial<grpc.ServiceError>;
   return e?.code === grpc.status.UNAVAILABLE && !hasStatusDetails(e);
+}
+
+/**
+ * A call whose connection ended under it (grpc-js's "Connection dropped"), its answer perhaps begun. grpc-js retries a
+ * read only until an answer begins (its retry policy, retry.ts); a read dropped later, or whose retry met a second
+ * closing connection, is sent once more by the client wrapper, as a new call. Seen in benches: a connection closed at
+ * its maximum age ended the calls still on it at the next keepalive ping (grpc/grpc-node#3068, connection-age.test.ts).
+ */
+function droppedUnder(error: grpc.ServiceError): boolean {
+  return unanswered(error) && error.details === 'Connection dropped';
 }
 
 /** The reason (google.rpc.ErrorInfo) of a call refused by an open circuit. */

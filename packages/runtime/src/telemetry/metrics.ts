@@ -60,6 +60,12 @@ export class Metrics {
     labelNames: GRPC_OUTCOME,
   });
 
+  readonly grpcClientResent = this.counter({
+    name: 'grpc_client_resent_total',
+    help: 'Reads this process sent once more after a connection dropped under them (grpc-js cannot retry a call once answered in part), by service and method.',
+    labelNames: GRPC_CALL,
+  });
+
   readonly grpcClientDuration = this.histogram({
     name: 'grpc_client_handling_seconds',
     help: 'Time from sending a gRPC call to its completion, by service and method.',
