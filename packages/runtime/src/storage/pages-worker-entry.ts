@@ -44,5 +44,12 @@ async function main(): Promise<void> {
   port.postMessage({ end: true });
 }
 
-// A rejection ends the thread as an uncaught error: the parent's 'error' event.
-void main();
+// A failure is told on the pages' own port, after the pages posted before it: the 'error' event of an uncaught error
+// comes another way and could overtake them. One the port cannot carry ends the thread as an uncaught error.
+main().catch((err: unknown) => {
+  try {
+    parentPort!.postMessage({ failure: err });
+  } catch {
+    throw err;
+  }
+});

@@ -22,7 +22,7 @@ export interface PagesWorkerTask {
   data: unknown;
 }
 
-type FromWorker = { page: ExportFilesPage } | { end: true };
+type FromWorker = { page: ExportFilesPage } | { end: true } | { failure: unknown };
 /** To the worker: room for more pages, or a page's memory back once its file has it (givePageBackToWrite). */
 export type ToPagesWorker = { credit: number } | { written: ArrayBuffer };
 
@@ -65,6 +65,7 @@ export async function* pagesInWorker(task: PagesWorkerTask): AsyncGenerator<Expo
       const message = arrived.shift();
       if (message) {
         if ('end' in message) return;
+        if ('failure' in message) throw message.failure;
         const { page } = message;
         // Each text's memory goes back to the worker once every file written from it has it: the next pages are
         // written into it.
