@@ -458,14 +458,15 @@ function location(src: Buffer, f: number, scratch: Scanned, into: Location, out:
 
 /** A location's name for the CSV ('' when absent or null). */
 function locationName(src: Buffer, at: Location, out: Buffer, p: number): number {
-  if (at.text) return putText(out, p, csvField(at.text.name));
+  // An empty field (no location, or no name) writes nothing: Buffer.write of '' still costs a call into C++.
+  if (at.text) return at.text.name ? putText(out, p, csvField(at.text.name)) : p;
   const [s, e] = at.scanned!.name;
   return s < 0 || src[s] !== 34 ? p : csvBytes(src, s + 1, e - 1, false, out, p);
 }
 
 /** A location's time for the CSV ('' when absent). */
 function locationTime(src: Buffer, at: Location, out: Buffer, p: number): number {
-  if (at.text) return putText(out, p, csvField(at.text.time));
+  if (at.text) return at.text.time ? putText(out, p, csvField(at.text.time)) : p;
   const [s, e] = at.scanned!.time;
   return s < 0 ? p : writeFastApiTime(src, s + 1, e - 1, 84, 'Z', out, p);
 }
@@ -538,9 +539,14 @@ export function writeExportedDrive(
   p = put(out, p, L.end);
   p = location(src, END, scannedEnd, endLocation, out, p);
   p = put(out, p, L.created);
+  renderedTimes.reported[0] = p;
   p = pgTime(src, REPORTED, out, p);
+  renderedTimes.reported[1] = p;
   p = put(out, p, L.modified);
+  renderedTimes.modified[0] = p;
   p = pgTime(src, MODIFIED, out, p);
+  renderedTimes.modified[1] = p;
+  renderedTimes.json = out;
   p = put(out, p, L.status);
   p = jsonString(src, STATUS, out, p);
   if (commentsJson) {
@@ -563,6 +569,22 @@ export function writeExportedDrive(
   return true;
 }
 
+/**
+ * Where the current row's times are in its JSON line (the same text as the CSV's fields): rendered once, copied into
+ * the CSV line.
+ */
+const renderedTimes: { json: Buffer; reported: number[]; modified: number[] } = {
+  json: Buffer.alloc(0),
+  reported: [0, 0],
+  modified: [0, 0],
+};
+
+function copyRendered([start, end]: number[], out: Buffer, p: number): number {
+  const json = renderedTimes.json;
+  for (let k = start!; k < end!; k++) out[p++] = json[k]!;
+  return p;
+}
+
 const hasDistance = (src: Buffer) => !isNull(src, DISTANCE) && !isNull(src, UNITS);
 
 /** Writes one field of the CSV line (`comments`: the review comments' field, already quoted). */
@@ -572,8 +594,8 @@ const CSV_COLUMN_WRITERS: Record<(typeof EXPORT_CSV_COLUMNS)[number], CsvWriter>
   id: (src, out, p) => idField(src, out, p),
   driver_id: (src, out, p) => csvString(src, USER, out, p),
   status: (src, out, p) => csvString(src, STATUS, out, p),
-  reported_at: (src, out, p) => pgTime(src, REPORTED, out, p),
-  modified: (src, out, p) => pgTime(src, MODIFIED, out, p),
+  reported_at: (_src, out, p) => copyRendered(renderedTimes.reported, out, p),
+  modified: (_src, out, p) => copyRendered(renderedTimes.modified, out, p),
   started_at: (src, out, p) => locationTime(src, startLocation, out, p),
   ended_at: (src, out, p) => locationTime(src, endLocation, out, p),
   classification: (src, out, p) => csvString(src, CLASSIFICATION, out, p),

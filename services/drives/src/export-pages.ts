@@ -36,7 +36,7 @@ export async function exportReportedDrivesPage(
 ): Promise<{ rows: CopiedRows; ids: number[]; comments: Map<number, CommentRow[]> }> {
   const rows = await snapshot.copyRows(exportReportedDrivesPageSql(organizationId, afterDriveId, limit), into);
   // The drive id comes first (EXPORT_COLUMNS).
-  const ids = Array.from({ length: rows.length }, (_, i) => Number(rows.first(i)));
+  const ids = Array.from({ length: rows.length }, (_, i) => rows.firstInteger(i));
   if (!rows.length) return { rows, ids, comments: new Map() };
   const { rows: comments } = await snapshot.run<CommentRow>(
     COMMENTS_SQL,

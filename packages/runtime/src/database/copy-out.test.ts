@@ -63,6 +63,20 @@ describe('copyOutRows', () => {
     assert.equal(second.bytes.buffer, first.bytes.buffer, 'the same memory, not a new buffer');
   });
 
+  it("reads a row's first column as an integer from its bytes, as Number reads its text", async () => {
+    const firsts = ['0', '7', '007', '123456789012345', '1234567890123456', '-5', '', '12a', '9007199254740993'];
+    const rows = await copyPage(
+      client,
+      `SELECT t, 'rest' FROM unnest(ARRAY[${firsts.map((f) => `'${f}'`).join(',')}]) WITH ORDINALITY u(t, i) ORDER BY i`,
+    );
+    assert.deepEqual(
+      Array.from({ length: rows.length }, (_, i) => rows.firstInteger(i)),
+      firsts.map(Number),
+    );
+    const alone = await copyPage(client, 'SELECT 42');
+    assert.equal(alone.firstInteger(0), 42, 'a row of one column');
+  });
+
   it('rejects with the server error, and the connection still answers', async () => {
     await assert.rejects(copyOutRows(client, 'SELECT * FROM no_such_table'), /no_such_table/);
     assert.equal((await client.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one, 1);

@@ -63,6 +63,23 @@ export class CopiedRows {
     return this.bytes.toString('utf8', start, tab < 0 || tab > this.ends[i]! ? this.ends[i] : tab);
   }
 
+  /**
+   * Row `i`'s first column as the integer it holds (a key: digits only), read from its bytes without a string; a text
+   * of more than 15 digits, or anything but digits, as Number reads it.
+   */
+  firstInteger(i: number): number {
+    const start = this.rowStart(i);
+    const bytes = this.bytes;
+    let value = 0;
+    for (let k = start; k - start <= 15; k++) {
+      const c = bytes[k]!;
+      if (c === 9 || k === this.ends[i]) return k === start ? Number(this.first(i)) : value;
+      if (c < 48 || c > 57) break;
+      value = value * 10 + (c - 48);
+    }
+    return Number(this.first(i));
+  }
+
   /** Where row `i` starts in `bytes`. */
   rowStart(i: number): number {
     return i === 0 ? 0 : this.ends[i - 1]! + 1;
