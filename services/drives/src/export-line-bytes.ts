@@ -103,7 +103,8 @@ function put(out: Buffer, p: number, bytes: Uint8Array): number {
   return p;
 }
 
-const putText = (out: Buffer, p: number, text: string): number => p + out.write(text, p);
+/** `text` written at out[p]; an empty one (a location's absent name or time) without Buffer.write's call into C++. */
+const putText = (out: Buffer, p: number, text: string): number => (text ? p + out.write(text, p) : p);
 
 /** Whether the bytes src[s..e) are `bytes`. */
 function same(src: Buffer, s: number, e: number, bytes: Uint8Array): boolean {
@@ -458,15 +459,14 @@ function location(src: Buffer, f: number, scratch: Scanned, into: Location, out:
 
 /** A location's name for the CSV ('' when absent or null). */
 function locationName(src: Buffer, at: Location, out: Buffer, p: number): number {
-  // An empty field (no location, or no name) writes nothing: Buffer.write of '' still costs a call into C++.
-  if (at.text) return at.text.name ? putText(out, p, csvField(at.text.name)) : p;
+  if (at.text) return putText(out, p, csvField(at.text.name));
   const [s, e] = at.scanned!.name;
   return s < 0 || src[s] !== 34 ? p : csvBytes(src, s + 1, e - 1, false, out, p);
 }
 
 /** A location's time for the CSV ('' when absent). */
 function locationTime(src: Buffer, at: Location, out: Buffer, p: number): number {
-  if (at.text) return at.text.time ? putText(out, p, csvField(at.text.time)) : p;
+  if (at.text) return putText(out, p, csvField(at.text.time));
   const [s, e] = at.scanned!.time;
   return s < 0 ? p : writeFastApiTime(src, s + 1, e - 1, 84, 'Z', out, p);
 }
