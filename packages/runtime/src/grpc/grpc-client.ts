@@ -237,10 +237,6 @@ export function createGrpcClient<C extends grpc.Client>(
         }
         const started = process.hrtime.bigint();
         const deadline = Date.now() + deadlineMs;
-        // grpc-js captures the caller's stack on every call (a new Error, kept for the message of a call that fails):
-        // 54–61 µs a call in these processes (docs/benchmarks.md, "The caller's stack on every call"). A failed call
-        // names its service and method instead (ofCall), so no stack is captured while the call starts; grpc-node's
-        // pull request 3083 proposes a channel option for this.
         const finish = (error: grpc.ServiceError | null, response: unknown) => {
           if (span) endSpan(span, error ?? undefined, { 'rpc.grpc.status_code': error ? error.code : 0 });
           if (error) reject(ofCall(error, labels));
