@@ -81,7 +81,7 @@ test('a client with keepalive loses a call that outlives the connection, however
   });
 });
 
-test('a read dropped after its answer began is sent once more, and answered', async () => {
+test('a read dropped after its answer began is sent once more, and answered; the circuit counts only its answer', async () => {
   // A plain grpc-js server, so that the first call can send its headers (the answer begun) before it waits.
   const server = new grpc.Server({ 'grpc.max_connection_age_ms': AGE_MS, 'grpc.max_connection_age_grace_ms': 60_000 });
   const calls: string[] = [];
@@ -102,12 +102,15 @@ test('a read dropped after its answer began is sent once more, and answered', as
   const client = createGrpcClient(usersV1.UsersServiceClient, `127.0.0.1:${port}`, {
     defaultDeadlineMs: 10 * CALL_MS,
     metrics,
+    // A single failure would open it: the dropped first call must not count.
+    circuitBreaker: { failureThreshold: 1, openMs: 60_000 },
   });
   try {
     const { user } = await client.getUser({ id: 'u1', includeDeleted: false });
     assert.equal(user?.id, 'u1');
     assert.deepEqual(calls, ['u1', 'u1'], 'the first call dropped, the second answered');
     assert.match(await metrics.registry.metrics(), /grpc_client_resent_total\{[^}]*grpc_method="GetUser"[^}]*\} 1$/m);
+    assert.equal(client.circuit.state, 'closed');
   } finally {
     client.close();
     server.forceShutdown();
