@@ -256,15 +256,16 @@ export function createGrpcClient<C extends grpc.Client>(
                 options.metrics.grpcClientHandled.inc({ ...labels, grpc_code: code });
                 options.metrics.grpcClientDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
               }
-              const resend = error !== null && !again && resendable && droppedUnder(error) && Date.now() < deadline;
               // A read sent once more counts for the circuit by its second call: a connection that ended under
               // several calls at once (the ping after its GOAWAY) is no failure of the downstream, and would otherwise
               // open the circuit and refuse every call for its open time.
-              if (!resend) circuit.record(error !== null && notAnswering(error));
-              if (resend) {
+              if (error && !again && resendable && droppedUnder(error) && Date.now() < deadline) {
                 options.metrics?.grpcClientResent.inc(labels);
                 send(true);
-              } else finish(error, response);
+                return;
+              }
+              circuit.record(error !== null && notAnswering(error));
+              finish(error, response);
             });
           } catch (err) {
             Error.stackTraceLimit = stackTraceLimit;
