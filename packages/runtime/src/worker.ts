@@ -14,6 +14,5 @@ export {
   isoToTimestamp,
   pgUtcTextToTimestamp,
   type WireTimestamp,
-  writeFastApiTime,
 } from './formats/wire-time';
 export { type ExportFilesPage, PageBytes } from './storage/part';

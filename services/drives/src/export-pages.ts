@@ -10,8 +10,7 @@ import {
   type SnapshotTicket,
   withIntegers,
 } from '@mileage/runtime/worker';
-import { writeExportedDrive } from './export-line-bytes';
-import { exportedDriveLines } from './export-lines';
+import { ExportRenderer } from './export-render';
 import type { CommentRow } from './rows';
 import { WIRE_TIMESTAMPS } from './stamps';
 import { COMMENTS_SQL, commentsByDrive, commentsParameters, EXPORT_REPORTED_DRIVES_SQL } from './statements';
@@ -72,6 +71,7 @@ async function* pages(
   dutyCycle: number,
 ): AsyncGenerator<ExportFilesPage> {
   const cycle = new DutyCycle(dutyCycle);
+  const renderer = new ExportRenderer();
   let pageCapacity = { json: 64 * 1024, csv: 32 * 1024 };
   // The rows' buffers, in turn: one page is rendered while the next is read into the other.
   const rowBuffers = [new PageBytes(), new PageBytes()];
@@ -88,13 +88,7 @@ async function* pages(
       if (!rows.length) continue;
       const json = new PageBytes(pageCapacity.json);
       const csv = new PageBytes(pageCapacity.csv);
-      for (let i = 0; i < rows.length; i++) {
-        const drive = comments.get(ids[i]!) ?? NO_COMMENTS;
-        if (writeExportedDrive(rows.bytes, rows.rowStart(i), rows.rowEnd(i), drive, json, csv)) continue;
-        const lines = exportedDriveLines(rows.row(i), drive);
-        json.write(lines.json);
-        csv.write(lines.csv);
-      }
+      renderer.renderPage(rows, ids, comments, json, csv);
       const texts = [json.take(), csv.take()];
       // The next page's buffers start at this one's sizes and the room a row asks for (writeExportedDrive's): no
       // growing on the way.
@@ -107,5 +101,4 @@ async function* pages(
   }
 }
 
-const NO_COMMENTS: CommentRow[] = [];
 const ROOM_AHEAD = 16 * 1024;

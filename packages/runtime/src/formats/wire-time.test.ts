@@ -10,7 +10,6 @@ import {
   timestampToIso,
   timestampToMillis,
   type WireTimestamp,
-  writeFastApiTime,
 } from './wire-time';
 
 /** What ts-proto's `useDate=string` generated code did on each side of the hop. */
@@ -152,46 +151,6 @@ describe('pgUtcTextToTimestamp', () => {
         const iso = new Date(ms).toISOString();
         const pgText = `${iso.slice(0, 10)} ${iso.slice(11, 23).replace(/\.?0+$/, '')}+00`;
         assert.deepEqual(pgUtcTextToTimestamp(pgText), oldToTimestamp(iso), pgText);
-      }),
-      { numRuns: 20_000 },
-    );
-  });
-});
-
-describe('writeFastApiTime', () => {
-  /** The bytes it writes for `text` (between other bytes, as in a row), or -1. */
-  function written(text: string, sep: number, tail: string): string | -1 {
-    const bytes = Buffer.from(`x${text}y`);
-    const out = Buffer.alloc(40, 0x2a);
-    const end = writeFastApiTime(bytes, 1, bytes.length - 1, sep, tail, out, 3);
-    return end < 0 ? -1 : out.toString('latin1', 3, end);
-  }
-
-  it('writes what pgUtcTextToTimestamp and timestampToIso give, for exactly the texts pgUtcTextToTimestamp takes', () => {
-    for (const text of [
-      '2026-11-23 09:05:24.123+00',
-      '2026-11-23 09:05:24.1+00',
-      '2026-11-23 09:05:24+00',
-      '2024-02-29 00:00:00+00',
-      '2026-11-23 10:05:24.123+01',
-      '2026-11-23 09:05:24.123456+00',
-      '2026-11-23 09:05:24.+00',
-      '2026-02-29 00:00:00+00',
-      '2026-11-23 24:00:00+00',
-      '1969-12-31 23:59:59+00',
-      'infinity',
-    ]) {
-      const fast = pgUtcTextToTimestamp(text);
-      assert.equal(written(text, 32, '+00'), fast ? timestampToIso(fast) : -1, text);
-    }
-  });
-
-  it('agrees with the API form of every instant, its fraction trimmed or not', () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: MAX_MS }), fc.boolean(), (ms, trim) => {
-        const iso = new Date(ms).toISOString();
-        const text = trim ? `${iso.slice(0, 19)}${iso.slice(19, 23).replace(/\.?0+$/, '')}Z` : iso;
-        assert.equal(written(text, 84, 'Z'), iso, text);
       }),
       { numRuns: 20_000 },
     );

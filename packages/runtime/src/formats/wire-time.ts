@@ -136,44 +136,8 @@ function fastMillis(s: string, sep: number, tail: string): number | undefined {
   return daysFromCivil(year, month, day) * MS_PER_DAY + hour * 3_600_000 + minute * 60_000 + second * 1_000 + ms;
 }
 
-const byteDigits2 = (bytes: Uint8Array, at: number) => (bytes[at]! - 48) * 10 + (bytes[at + 1]! - 48);
-
 const T = 84;
 const SPACE = 32;
-
-/**
- * fastMillis's forms in bytes (`bytes[s..e)`, `sep` between date and time, ending in the ASCII `tail`), written at
- * `out[p]` as the API prints their instant (millisToIso's `YYYY-MM-DDTHH:MM:SS.fffZ`) without a number in between:
- * the end of what it wrote, or -1 for any text fastMillis does not take. For a renderer of bytes (the Drives export).
- */
-export function writeFastApiTime(
-  bytes: Uint8Array,
-  s: number,
-  e: number,
-  sep: number,
-  tail: string,
-  out: Uint8Array,
-  p: number,
-): number {
-  const fracEnd = e - s - tail.length;
-  if (fracEnd < 19 || fracEnd > 23 || fracEnd === 20) return -1;
-  if (bytes[s + 4] !== 45 || bytes[s + 7] !== 45 || bytes[s + 10] !== sep) return -1;
-  if (bytes[s + 13] !== 58 || bytes[s + 16] !== 58 || (fracEnd > 19 && bytes[s + 19] !== 46)) return -1;
-  for (let k = 0; k < tail.length; k++) if (bytes[s + fracEnd + k] !== tail.charCodeAt(k)) return -1;
-  for (let k = 0; k < DIGIT_POSITIONS.length; k++) if (!isDigit(bytes[s + DIGIT_POSITIONS[k]!]!)) return -1;
-  for (let i = 20; i < fracEnd; i++) if (!isDigit(bytes[s + i]!)) return -1;
-  const year = byteDigits2(bytes, s) * 100 + byteDigits2(bytes, s + 2);
-  const month = byteDigits2(bytes, s + 5);
-  const day = byteDigits2(bytes, s + 8);
-  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return -1;
-  if (byteDigits2(bytes, s + 11) > 23 || byteDigits2(bytes, s + 14) > 59 || byteDigits2(bytes, s + 17) > 59) return -1;
-  for (let i = 0; i < 19; i++) out[p++] = i === 10 ? T : bytes[s + i]!;
-  out[p++] = 46;
-  // The fraction's digits to milliseconds: trimmed zeros back.
-  for (let i = 20; i < 23; i++) out[p++] = i < fracEnd ? bytes[s + i]! : 48;
-  out[p++] = 90;
-  return p;
-}
 
 /**
  * A date-time string as ts-proto's `useDate=string` encoding took it (`new Date(text)`, whole milliseconds); the

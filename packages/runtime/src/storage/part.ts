@@ -85,21 +85,6 @@ export class PageBytes {
     this.written += bytes.length;
   }
 
-  /**
-   * Room for `more` bytes after those written: the buffer to write them into from `length` on, which `advance` then
-   * counts (a renderer that writes bytes itself, export-line-bytes.ts). Valid until the next call that writes.
-   */
-  room(more: number): Buffer {
-    this.reserve(more);
-    return this.bytes;
-  }
-
-  /** Counts the bytes written into `room`'s buffer up to `end`. */
-  advance(end: number): void {
-    if (end < this.written || end > this.bytes.length) throw new RangeError('advance beyond the room given');
-    this.written = end;
-  }
-
   /** The bytes written so far. */
   take(): Buffer {
     return this.bytes.subarray(0, this.written);
