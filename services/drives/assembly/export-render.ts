@@ -1,6 +1,9 @@
-// A reported drive's two export lines written from its COPY row's bytes, in WebAssembly (AssemblyScript).
-// The same lines as exportedDriveLines (export-lines.ts), which renders any row this does not take:
-// export-render.test.ts holds the two equal over random rows.
+// A reported drive's two export lines written from its COPY row's bytes, in WebAssembly (AssemblyScript; the service's
+// build compiles it into dist/export-render.wasm, which export-render.ts runs). The same lines as exportedDriveLines
+// (export-lines.ts), which renders any row this refuses. This module compiles alone, without the service's TypeScript,
+// so EXPORT_COLUMNS's positions, EXPORT_CSV_COLUMNS's order, ADDRESS_KEYS, COPY's escapes and CSV's quoted characters
+// are written again here: export-render.test.ts holds the two renderers equal over random rows and fails on any
+// difference.
 
 // EXPORT_COLUMNS's positions.
 const ID = 0;

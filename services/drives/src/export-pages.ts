@@ -15,7 +15,11 @@ import type { CommentRow } from './rows';
 import { WIRE_TIMESTAMPS } from './stamps';
 import { COMMENTS_SQL, commentsByDrive, commentsParameters, EXPORT_REPORTED_DRIVES_SQL } from './statements';
 
-/** Rows per statement while the part is read: memory stays flat whatever the organization's size. */
+/**
+ * Rows per statement while the part is read: memory stays flat whatever the organization's size. Pages of 2,500 and
+ * 5,000 were measured and not kept: the part's rate did not clearly move (docs/benchmarks.md, "An organization
+ * exported"), and the service's RSS grew about 25 MB more at 5,000.
+ */
 export const EXPORT_PAGE_ROWS = 1_000;
 
 /** The COPY statement of a page of the part: `limit` reported drives after `afterDriveId`, its values written in. */

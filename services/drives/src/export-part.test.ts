@@ -13,14 +13,15 @@ import { openDatabase } from './database';
 import { writeDrivesExportPart } from './export-part';
 import { csvLine } from './csv';
 import { EXPORT_CSV_COLUMNS } from './export-lines';
+import { EXPORT_PAGE_ROWS } from './export-pages';
 import { reportedDriveItemOf } from './render';
 import type { CommentRow, DriveRow, ReportRow } from './rows';
 import { WIRE_TIMESTAMPS } from './stamps';
 import { generator } from './generator.fixture';
 
 const EXPORT_ID = '00000000-0000-4000-8000-0000000000e1';
-/** More than two pages of 1,000, so that the pages' seams are crossed. */
-const DRIVES = 2_345;
+/** More than two pages, so that the pages' seams are crossed. */
+const DRIVES = 2 * EXPORT_PAGE_ROWS + 345;
 let database: Awaited<ReturnType<typeof createMigratedDatabase<ReturnType<typeof openDatabase>>>>;
 const root = mkdtempSync(path.join(tmpdir(), 'drives-export-part-'));
 

@@ -8,10 +8,10 @@ import { type DrivesPartTask, reportedDrivePagesInSnapshot } from './export-page
  * The share of the wall time the export works by default (EXPORT_DUTY_CYCLE, DutyCycle). The worker renders at the
  * lowest CPU priority and yields to requests by itself, but what it sets going does not: PostgreSQL's backend sending
  * its rows (about 4.6 µs a row, as its own COPY), the service thread's writes and V8's helper threads run at normal
- * priority, in proportion to the part's rate. Unpaced, at 10⁶ drives beside another organization's load, that took
- * the other's p99 to 1.49–1.51× its quiet value in two runs (49,900–52,800 drives/s), at the edge of the 1.5× that
- * bench:export holds it to; at 0.85, 1.31–1.36× in the Drives part's phase (35,900–37,400 drives/s;
- * docs/benchmarks.md, "An organization exported"). 1 for a machine with room to spare.
+ * priority, in proportion to the part's rate. Unpaced, at 10⁶ drives beside another organization's load, the other's
+ * p99 reached 1.57× its quiet value in the Drives part's phase (one run; 1.49–1.51× in two with the JavaScript
+ * renderer), beyond the 1.5× that bench:export holds it to; at 0.85, 1.01–1.60× in three runs on a noisy day
+ * (docs/benchmarks.md, "An organization exported"). 1 for a machine with room to spare.
  */
 export const DEFAULT_EXPORT_DUTY_CYCLE = 0.85;
 
@@ -19,7 +19,7 @@ export const DEFAULT_EXPORT_DUTY_CYCLE = 0.85;
  * The Drives service's part of an organization export (CONTRACT §8), from one snapshot of its schema: every drive
  * reported to the organization's groups, as JSON Lines (the reported-drives representation with its review comments;
  * the driver as `{"id"}`, whom the Users part describes) and as CSV. The rows are read once, by PostgreSQL's COPY a
- * page of 1,000 drives at a time, and each page is rendered into both files, which are written here as they arrive
+ * page of EXPORT_PAGE_ROWS drives at a time, and each page is rendered into both files, which are written here as they arrive
  * (writeExportFiles). The reading and rendering run in a worker thread at the lowest CPU priority (pagesInWorker,
  * export-pages.ts), on a connection of its own that joined this transaction's snapshot (shareSnapshot): the transaction
  * holds the organization's place in the pool and the snapshot until the last page; the worker's connection is one more

@@ -148,7 +148,7 @@ async function checkLoad(target: Target): Promise<void> {
 
 /**
  * PostgreSQL's own COPY of the Drives part's statement (all of the organization's rows in one statement rather than
- * pages of 1,000, without the review comments the part reads besides), as the Drives service runs its part: its
+ * the export's pages, without the review comments the part reads besides), as the Drives service runs its part: its
  * runtime role under row-level security, one REPEATABLE READ READ ONLY snapshot of the organization.
  */
 async function copyDrivesPart(stack: BenchStack): Promise<CopyOutResult> {
