@@ -76,6 +76,12 @@ export function numberJson(text: string): string {
 const moneyJson = (amount: string | null, currency: string | null) =>
   amount !== null && currency !== null ? `{"amount":${numberJson(amount)},"currency":${json(currency)}}` : 'null';
 
+/** A drive's review comments in its JSON line: the API's representation of each. */
+export const reviewCommentsJson = (comments: readonly CommentRow[]): string =>
+  comments.length ? json(comments.map(reviewCommentOf)) : '[]';
+/** A drive's review comments in its CSV line: their texts in one field (before the CSV's quoting). */
+export const reviewCommentsText = (comments: readonly CommentRow[]): string => comments.map((c) => c.text).join(' | ');
+
 /** The headers of the export's CSV, in the order of exportedDriveLines's fields. */
 export const EXPORT_CSV_COLUMNS = [
   'id',
@@ -133,7 +139,7 @@ export function exportedDriveLines(
     `,"parking_fees":${moneyJson(parking, parkingCurrency)},"description":${json(description)}` +
     `,"entry":${row[ENTRY] === 'manual' ? '"manual"' : '"automatic"'},"classification":${json(classification)}` +
     `,"purpose":${json(purpose)},"start":${start.json},"end":${end.json}},"created":"${created}"` +
-    `,"modified":"${modified}","status":${json(status)},"review_comments":${comments.length ? json(comments.map(reviewCommentOf)) : '[]'}}\n`;
+    `,"modified":"${modified}","status":${json(status)},"review_comments":${reviewCommentsJson(comments)}}\n`;
   const amount = (text: string | null, currency: string | null) =>
     text !== null && currency !== null ? Number(text) : '';
   const csv = csvLine([
@@ -158,7 +164,7 @@ export function exportedDriveLines(
       '',
     start.name,
     end.name,
-    comments.map((c) => c.text).join(' | '),
+    reviewCommentsText(comments),
   ]);
   return { json: line, csv };
 }

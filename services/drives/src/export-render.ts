@@ -5,8 +5,7 @@
 import type { CopiedRows, PageBytes } from '@mileage/runtime/worker';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { exportedDriveLines } from './export-lines';
-import { reviewCommentOf } from './representation';
+import { exportedDriveLines, reviewCommentsJson, reviewCommentsText } from './export-lines';
 import { csvField } from './csv';
 import type { CommentRow } from './rows';
 
@@ -115,8 +114,8 @@ export class ExportRenderer {
       let csvComments = 0;
       let csvCommentsLength = 0;
       if (drive?.length) {
-        const commentsJson = JSON.stringify(drive.map(reviewCommentOf));
-        const commentsCsv = csvField(drive.map((c) => c.text).join(' | '));
+        const commentsJson = reviewCommentsJson(drive);
+        const commentsCsv = csvField(reviewCommentsText(drive));
         this.comments.fit((commentsJson.length + commentsCsv.length) * 3);
         const memory = this.bytes();
         jsonComments = this.comments.at;
