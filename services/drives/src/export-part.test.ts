@@ -1,7 +1,9 @@
 // The Drives service's part of an organization export against real PostgreSQL and a store on disk: both files from
 // one pass over the organization's reported drives, in pages, the other organization's drives in neither.
+import { shareSnapshot, snapshotInOrganization } from '@mileage/runtime/database';
 import { createMigratedDatabase } from '@mileage/runtime/testing';
 import { LocalArchiveStore } from '@mileage/runtime/storage';
+import { joinSnapshot } from '@mileage/runtime/worker';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +15,7 @@ import { openDatabase } from './database';
 import { writeDrivesExportPart } from './export-part';
 import { csvLine } from './csv';
 import { EXPORT_CSV_COLUMNS } from './export-lines';
-import { EXPORT_PAGE_ROWS } from './export-pages';
+import { EXPORT_PAGE_ROWS, renderedReportedDrivePages } from './export-pages';
 import { reportedDriveItemOf } from './render';
 import type { CommentRow, DriveRow, ReportRow } from './rows';
 import { WIRE_TIMESTAMPS } from './stamps';
@@ -116,6 +118,31 @@ test("an organization's reported drives, as JSON Lines and CSV, the same drives 
     records.map((r) => Number(r.split(',')[0])),
     ids,
   );
+});
+
+test('the next page is asked for before the worker pauses: PostgreSQL reads it during the pause', async () => {
+  const knex = database.db.knex;
+  const events: string[] = [];
+  let drives = 0;
+  await snapshotInOrganization(knex, 1, async (trx) => {
+    const snapshot = await joinSnapshot(await shareSnapshot(knex, trx, 1));
+    try {
+      const recorded = {
+        run: snapshot.run,
+        copyRows: (query: string, into?: Parameters<typeof snapshot.copyRows>[1]) => {
+          events.push('read');
+          return snapshot.copyRows(query, into);
+        },
+      };
+      const cycle = { pace: async () => void events.push('pause') };
+      for await (const page of renderedReportedDrivePages(recorded, 1, cycle)) drives += page.rows;
+    } finally {
+      await snapshot.close();
+    }
+  });
+  assert.equal(drives, DRIVES);
+  // Three pages: the second asked for before the first pause, the third before the second; the last page is short.
+  assert.deepEqual(events, ['read', 'read', 'pause', 'read', 'pause', 'pause']);
 });
 
 /** Texts that COPY escapes or JSON and CSV quote: `\N` as text is not NULL. */
