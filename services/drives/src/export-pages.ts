@@ -72,9 +72,7 @@ export async function* reportedDrivePagesInSnapshot({
 /**
  * The part's pages from a joined snapshot, each read while the one before it is rendered, paced by `cycle`. The pause
  * comes after the next page is asked for: PostgreSQL reads it meanwhile (one page ahead, in the other rows' buffer),
- * and the worker does not wait for it again when it resumes. Asked for after the pause, the page's reading added to
- * the pause instead: beside another organization's load the worker waited for its pages about 12.6 of the part's
- * 43.7 s, and 5.2 of 34.3 s asked for before (one run each, docs/benchmarks.md, "An organization exported").
+ * so the reading does not add to the pause (docs/benchmarks.md, "An organization exported", measures both orders).
  */
 export async function* renderedReportedDrivePages(
   snapshot: Pick<JoinedSnapshot, 'run' | 'copyRows'>,

@@ -10,8 +10,8 @@ import { type DrivesPartTask, reportedDrivePagesInSnapshot } from './export-page
  * its rows (about 4.6 µs a row, as its own COPY), the service thread's writes and V8's helper threads run at normal
  * priority, in proportion to the part's rate. Unpaced, at 10⁶ drives beside another organization's load, the other's
  * p99 reached 1.57× its quiet value in the Drives part's phase (one run; 1.49–1.51× in two with the JavaScript
- * renderer), beyond the 1.5× that bench:export holds it to; at 0.85, 1.32–1.39× in four runs (docs/benchmarks.md,
- * "An organization exported"). 1 for a machine with room to spare.
+ * renderer), beyond the 1.5× that bench:export holds it to; at 0.85, 1.20–1.72× in seven runs, above 1.5× in one
+ * (docs/benchmarks.md, "An organization exported"). 1 for a machine with room to spare.
  */
 export const DEFAULT_EXPORT_DUTY_CYCLE = 0.85;
 
