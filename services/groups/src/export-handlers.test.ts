@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
 import { openDatabase } from './database';
+import { MEMBER_PAGE_ROWS } from './export-handlers';
 import { startGroupsService } from './service.fixture';
 
 const root = mkdtempSync(path.join(tmpdir(), 'groups-export-'));
@@ -149,4 +150,67 @@ test('the part: the groups, and the trail of group writes oldest first with thei
 test('an export id that is no UUID is refused', async () => {
   const refused = await rejection(clients().acme.writeExportPart({ exportId: 'not-a-uuid' }));
   assert.equal(refused.code, status.INVALID_ARGUMENT);
+});
+
+test("a group's members come whole and in order across the statements' seams, each line JSON.stringify's", async () => {
+  // Organization 3's groups, one of another organization's between them: none, more than two statements' worth,
+  // three, then sizes that end a statement exactly at a group's end.
+  const sizes = [0, 2 * MEMBER_PAGE_ROWS + 1, 3, MEMBER_PAGE_ROWS - 4, 1];
+  const knex = suite.db.knex;
+  const ids: string[] = [];
+  const userId = (group: number, i: number) => `G${group}${String(i).padStart(8, '0')}`;
+  const insertTeam = async (name: string, organizationId: number, externalId: string | null = null) => {
+    const { rows } = await knex.raw<{ rows: { id: string }[] }>(
+      `INSERT INTO teams (display_name, external_id, organization_id) VALUES (?, ?, ?) RETURNING id`,
+      [name, externalId, organizationId],
+    );
+    return String(rows[0]!.id);
+  };
+  for (const [group, size] of sizes.entries()) {
+    if (group === 2) {
+      await knex.raw(`INSERT INTO member_organizations (user_id, organization_id)
+        SELECT 'T' || lpad(g::text, 9, '0'), 4 FROM generate_series(1, 50) g`);
+      await knex.raw(
+        `INSERT INTO team_members (team_id, user_id, organization_id) SELECT ?, 'T' || lpad(g::text, 9, '0'), 4
+           FROM generate_series(1, 50) g`,
+        [await insertTeam('Theirs', 4)],
+      );
+    }
+    const id = await insertTeam(`Group ${group}`, 3, group === 2 ? 'ext-2' : null);
+    ids.push(id);
+    await knex.raw(
+      `INSERT INTO member_organizations (user_id, organization_id)
+         SELECT ? || lpad(g::text, 8, '0'), 3 FROM generate_series(1, ?::int) g`,
+      [`G${group}`, size],
+    );
+    // Inserted in reverse: the export orders them itself.
+    await knex.raw(
+      `INSERT INTO team_members (team_id, user_id, is_admin, organization_id)
+         SELECT ?, ? || lpad(g::text, 8, '0'), g % 1000 = 1, 3 FROM generate_series(?::int, 1, -1) g`,
+      [id, `G${group}`, size],
+    );
+  }
+
+  const exportId = randomUUID();
+  const { files } = await asOrganization(suite.client, 3).writeExportPart({ exportId });
+  const text = readPart(exportId, 'groups.jsonl');
+  const lines = text.split('\n').filter(Boolean);
+  assert.equal(files[0]!.rows, sizes.length);
+  for (const [group, size] of sizes.entries()) {
+    const line = lines[group]!;
+    const parsed = JSON.parse(line) as { id: string; externalId?: string; members: unknown[]; admins: string[] };
+    assert.equal(line, JSON.stringify(parsed), `group ${group}: one JSON text, as JSON.stringify writes it`);
+    assert.equal(parsed.id, ids[group]);
+    assert.equal(parsed.externalId, group === 2 ? 'ext-2' : undefined);
+    const users = Array.from({ length: size }, (_, i) => userId(group, i + 1));
+    assert.deepEqual(
+      parsed.members,
+      users.map((u) => ({ value: u, $ref: `https://mileage.example/scim/v2/Users/${u}`, type: 'User' })),
+      `group ${group}: every member once, in order`,
+    );
+    assert.deepEqual(
+      parsed.admins,
+      users.filter((_, i) => i % 1000 === 0),
+    );
+  }
 });

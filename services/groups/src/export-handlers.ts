@@ -10,6 +10,12 @@ import type { GroupsServerDeps } from './organization-context';
 /** Groups per statement while the part is read. */
 const PAGE_ROWS = 1_000;
 /**
+ * Memberships per statement: a page of groups can hold any number of members (one group of all the company's people),
+ * and the service's thread turns each statement's rows into objects and lines in one go, with other organizations'
+ * requests waiting behind it.
+ */
+export const MEMBER_PAGE_ROWS = 2_000;
+/**
  * The group writes of the provisioning trail, oldest first: the Users export job merges it with its own entries into
  * the archive's `provisioning_events.jsonl` (it knows the file by this name), so it is no file of the archive itself.
  */
@@ -56,6 +62,12 @@ interface TeamRow {
   version: string;
 }
 
+interface MemberRow {
+  team_id: string;
+  user_id: string;
+  is_admin: boolean;
+}
+
 async function* groups(trx: Knex.Transaction, organizationId: number, scimBase: string): AsyncGenerator<string> {
   for (let after = 0; ;) {
     const { rows } = await trx.raw<{ rows: TeamRow[] }>(
@@ -64,26 +76,27 @@ async function* groups(trx: Knex.Transaction, organizationId: number, scimBase: 
       [organizationId, after, PAGE_ROWS],
     );
     if (!rows.length) return;
-    const { rows: members } = await trx.raw<{ rows: { team_id: string; user_id: string; is_admin: boolean }[] }>(
-      `SELECT team_id, user_id, is_admin FROM team_members WHERE organization_id = ? AND team_id = ANY(?::bigint[])
-        ORDER BY team_id, user_id`,
-      [organizationId, rows.map((r) => Number(r.id))],
-    );
-    const byTeam = new Map<string, { user_id: string; is_admin: boolean }[]>();
-    for (const m of members) {
-      const team = byTeam.get(String(m.team_id));
-      if (team) team.push(m);
-      else byTeam.set(String(m.team_id), [m]);
-    }
+    const members = membersInOrder(trx, organizationId, rows[0]!.id, rows[rows.length - 1]!.id);
     for (const row of rows) {
-      const team = byTeam.get(String(row.id)) ?? [];
-      yield `${JSON.stringify({
+      // The line is JSON.stringify's of the whole group, its members written a statement's worth at a time.
+      const head = JSON.stringify({
         schemas: [GROUP_SCHEMA],
         id: String(row.id),
         ...(row.external_id ? { externalId: row.external_id } : {}),
         displayName: row.display_name,
-        members: team.map((m) => ({ value: m.user_id, $ref: `${scimBase}/Users/${m.user_id}`, type: 'User' })),
-        admins: team.filter((m) => m.is_admin).map((m) => m.user_id),
+      });
+      const written: string[] = [];
+      const admins: string[] = [];
+      for await (const team of members.of(row.id)) {
+        written.push(
+          team
+            .map((m) => JSON.stringify({ value: m.user_id, $ref: `${scimBase}/Users/${m.user_id}`, type: 'User' }))
+            .join(','),
+        );
+        for (const m of team) if (m.is_admin) admins.push(m.user_id);
+      }
+      const tail = JSON.stringify({
+        admins,
         meta: resourceMeta(
           'Group',
           {
@@ -93,11 +106,50 @@ async function* groups(trx: Knex.Transaction, organizationId: number, scimBase: 
           },
           `${scimBase}/Groups/${row.id}`,
         ),
-      })}\n`;
+      });
+      yield `${head.slice(0, -1)},"members":[${written.join(',')}],${tail.slice(1)}\n`;
     }
     if (rows.length < PAGE_ROWS) return;
     after = Number(rows[rows.length - 1]!.id);
   }
+}
+
+/**
+ * The memberships of the groups `first` to `last` (a page of them), in (group, user) order, MEMBER_PAGE_ROWS a
+ * statement: `of(team)` gives a group's, in the statements' slices, once the groups before it were asked for.
+ */
+function membersInOrder(trx: Knex.Transaction, organizationId: number, first: string, last: string) {
+  let rows: MemberRow[] = [];
+  let at = 0;
+  let done = false;
+  // The last membership read (at first, one before the first group's): the next statement starts after it.
+  let key: [string, string] = [first, ''];
+  const more = async () => {
+    ({ rows } = await trx.raw<{ rows: MemberRow[] }>(
+      `SELECT team_id, user_id, is_admin FROM team_members
+        WHERE organization_id = ? AND team_id <= ? AND (team_id, user_id) > (?::bigint, ?::bpchar)
+        ORDER BY team_id, user_id LIMIT ?`,
+      [organizationId, last, key[0], key[1], MEMBER_PAGE_ROWS],
+    ));
+    at = 0;
+    done = rows.length < MEMBER_PAGE_ROWS;
+    const end = rows[rows.length - 1];
+    if (end) key = [String(end.team_id), end.user_id];
+  };
+  return {
+    async *of(team: string): AsyncGenerator<MemberRow[]> {
+      for (;;) {
+        if (at === rows.length) {
+          if (done) return;
+          await more();
+        }
+        const start = at;
+        while (at < rows.length && String(rows[at]!.team_id) === String(team)) at++;
+        if (at > start) yield rows.slice(start, at);
+        if (at < rows.length) return;
+      }
+    },
+  };
 }
 
 /** The columns the Groups trail's part reads (trailOldestFirst). */
