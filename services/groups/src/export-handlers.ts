@@ -134,7 +134,7 @@ function membersInOrder(trx: Knex.Transaction, organizationId: number, first: st
     at = 0;
     done = rows.length < MEMBER_PAGE_ROWS;
     const end = rows[rows.length - 1];
-    if (end) key = [String(end.team_id), end.user_id];
+    if (end) key = [end.team_id, end.user_id];
   };
   return {
     async *of(team: string): AsyncGenerator<MemberRow[]> {
@@ -144,7 +144,7 @@ function membersInOrder(trx: Knex.Transaction, organizationId: number, first: st
           await more();
         }
         const start = at;
-        while (at < rows.length && String(rows[at]!.team_id) === String(team)) at++;
+        while (at < rows.length && rows[at]!.team_id === team) at++;
         if (at > start) yield rows.slice(start, at);
         if (at < rows.length) return;
       }
