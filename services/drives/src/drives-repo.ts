@@ -353,7 +353,12 @@ export class DriveReads {
   async comments(driveIds: number[], trace?: TraceContext): Promise<Map<number, CommentRow[]>> {
     if (driveIds.length === 0) return new Map();
     const { rows } = await sql(trace, 'SELECT', COMMENTS_SQL, async () =>
-      this.run<CommentRow>(COMMENTS_SQL, commentsParameters(driveIds), 'drives_comments_v1', WIRE_TIMESTAMPS),
+      this.run<CommentRow>(
+        COMMENTS_SQL,
+        commentsParameters(this.organizationId, driveIds),
+        'drives_comments_v2',
+        WIRE_TIMESTAMPS,
+      ),
     );
     return commentsByDrive(rows);
   }
@@ -460,7 +465,7 @@ export class DrivesRepository {
     let commentId: string | undefined;
     if (comment) {
       const [added] = (await tx('review_comments')
-        .insert({ drive_id: driveId, text: comment, user_email: reviewerEmail })
+        .insert({ drive_id: driveId, organization_id: this.organizationId, text: comment, user_email: reviewerEmail })
         .returning('id')) as { id: string }[];
       commentId = String(added!.id);
     }
@@ -540,7 +545,7 @@ export class DrivesRepository {
   /** Deletes a drive's report and its comments; the group it was reported to, if it was. */
   private async removeReport(tx: Knex.Transaction, driveId: number, trace?: TraceContext): Promise<number | undefined> {
     await sql(trace, 'DELETE', 'DELETE FROM review_comments', async () =>
-      tx('review_comments').where({ drive_id: driveId }).delete(),
+      tx('review_comments').where({ drive_id: driveId, organization_id: this.organizationId }).delete(),
     );
     const removed = (await sql(trace, 'DELETE', 'DELETE FROM drive_reports', async () =>
       tx('drive_reports')

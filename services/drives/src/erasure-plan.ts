@@ -1,4 +1,5 @@
 import { ORGANIZATION_FREE_EVERYWHERE, type ErasurePlan } from '@mileage/runtime/database';
+import { OUTBOX_RELAY_READS_ALL } from '@mileage/runtime/outbox';
 import { SCHEMA } from './database';
 
 /**
@@ -9,13 +10,12 @@ import { SCHEMA } from './database';
 export const ERASURE_PLAN: ErasurePlan = {
   schema: SCHEMA,
   tables: [
-    // Comments carry no organization of their own: theirs is their report's.
-    { table: 'review_comments', via: { column: 'drive_id', parent: 'drive_reports', parentColumn: 'drive_id' } },
+    { table: 'review_comments' },
     { table: 'drive_reports' },
     { table: 'report_tombstones' },
     { table: 'drive_tombstones' },
     { table: 'drives' },
-    { table: 'outbox' },
+    { table: 'outbox', withoutRowSecurity: OUTBOX_RELAY_READS_ALL },
   ],
   organizationFree: {
     ...ORGANIZATION_FREE_EVERYWHERE,

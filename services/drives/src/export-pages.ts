@@ -13,7 +13,7 @@ import {
 import { ExportRenderer } from './export-render';
 import type { CommentRow } from './rows';
 import { WIRE_TIMESTAMPS } from './stamps';
-import { COMMENTS_SQL, commentsByDrive, commentsParameters, EXPORT_REPORTED_DRIVES_SQL } from './statements';
+import { COMMENTS_IN_RANGE_SQL, commentsByDrive, EXPORT_REPORTED_DRIVES_SQL } from './statements';
 
 /**
  * Rows per statement while the part is read: memory stays flat whatever the organization's size. Pages of 2,500 and
@@ -42,9 +42,9 @@ export async function exportReportedDrivesPage(
   const ids = Array.from({ length: rows.length }, (_, i) => rows.firstInteger(i));
   if (!rows.length) return { rows, ids, comments: new Map() };
   const { rows: comments } = await snapshot.run<CommentRow>(
-    COMMENTS_SQL,
-    commentsParameters(ids),
-    'drives_comments_v1',
+    COMMENTS_IN_RANGE_SQL,
+    [organizationId, ids[0]!, ids[ids.length - 1]!],
+    'drives_comments_in_range_v1',
     WIRE_TIMESTAMPS,
   );
   return { rows, ids, comments: commentsByDrive(comments) };

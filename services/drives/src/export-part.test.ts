@@ -48,8 +48,8 @@ before(async () => {
         [organization],
       );
       await trx.raw(
-        `INSERT INTO review_comments (drive_id, text, user_email)
-         SELECT drive_id, n || ': looks right, "mostly"', 'admin@example.com' FROM drive_reports,
+        `INSERT INTO review_comments (organization_id, drive_id, text, user_email)
+         SELECT organization_id, drive_id, n || ': looks right, "mostly"', 'admin@example.com' FROM drive_reports,
                 generate_series(1, 2) n
           WHERE organization_id = ? AND drive_id % 10 = 0 ORDER BY drive_id, n`,
         [organization],
@@ -97,11 +97,12 @@ test("an organization's reported drives, as JSON Lines and CSV, the same drives 
   assert.equal(third.details.description, 'Visit, "North" site\nand back');
   assert.equal(third.created, '2026-11-01T11:00:00.123Z');
   assert.match(third.driver.id, /^U00000000\d$/);
-  const commented = lines.find((l) => Number(l.id) % 10 === 0)!;
+  // Every tenth drive has two comments, the last of each page's drives too (the pages' comments are read by range).
   assert.deepEqual(
-    commented.review_comments.map((c) => c.text),
-    ['1: looks right, "mostly"', '2: looks right, "mostly"'],
+    lines.filter((l) => l.review_comments.length).map((l) => l.review_comments.map((c) => `${l.id} ${c.text}`)),
+    ids.filter((id) => id % 10 === 0).map((id) => [`${id} 1: looks right, "mostly"`, `${id} 2: looks right, "mostly"`]),
   );
+  assert.ok(ids.includes(EXPORT_PAGE_ROWS) && ids.includes(2 * EXPORT_PAGE_ROWS), 'pages end on commented drives');
 
   const csv = await text(await store.get(`exports/${EXPORT_ID}/parts/reported_drives.csv`));
   assert.ok(csv.startsWith('id,driver_id,status,reported_at,modified,started_at,ended_at,'));
@@ -258,6 +259,7 @@ test("every line is the API's representation of its drive, whatever the texts, n
       });
       for (let c = Math.floor(g.next() * 3); c > 0; c--)
         await trx('review_comments').insert({
+          organization_id: ORGANIZATION,
           drive_id: drive!.id,
           text: g.pick(TEXTS) || 'not empty',
           user_email: 'reviewer@example.com',

@@ -1,6 +1,6 @@
 // The upgrade into organizations with zero downtime, from the previous release's schema with data: its replicas keep
-// writing drives, reports and events (declaring no organization) after the expand migrations, everything lands in
-// organization 1, and after the contract migrations the organizations are isolated.
+// writing drives, reports, review comments and events (declaring no organization) after the expand migrations,
+// everything lands in organization 1, and after the contract migrations the organizations are isolated.
 import { drivesV1 } from '@mileage/proto';
 import { grantRuntimeAccess } from '@mileage/runtime/database';
 import { asOrganization, createSchemaRoles, createTestDatabase } from '@mileage/runtime/testing';
@@ -44,6 +44,10 @@ test('drives upgrade into organization 1 while the previous release serves', { t
       [id, ended],
     );
     await oldReplica.query(
+      `INSERT INTO review_comments (drive_id, text, user_email) VALUES ($1, 'Checked', 'reviewer@example.com')`,
+      [id],
+    );
+    await oldReplica.query(
       `INSERT INTO outbox (id, event_type, group_id, user_id, payload) VALUES (gen_random_uuid(), 'drive.reported', 7, 'OldDriver1', '{}')`,
     );
     await oldReplica.query(
@@ -68,10 +72,10 @@ test('drives upgrade into organization 1 while the previous release serves', { t
     });
   const demo = await list(1);
   assert.deepEqual(
-    demo.reportedDrives.map((r) => [r.drive!.id, r.drive!.organizationId]),
+    demo.reportedDrives.map((r) => [r.drive!.id, r.drive!.organizationId, r.reviewComments.map((c) => c.text)]),
     [
-      [during, 1],
-      [before, 1],
+      [during, 1, ['Checked']],
+      [before, 1, ['Checked']],
     ],
   );
   const globex = await list(2);

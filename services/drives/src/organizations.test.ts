@@ -1,6 +1,7 @@
 // The Drives schema's organization isolation as the runtime role (which row-level security applies to, unlike the
 // superuser of the other tests): a query without its organization filter sees only the declared organization, a
-// report cannot name another organization than its drive's, and the housekeeping purge reaches every organization.
+// report cannot name another organization than its drive's nor a comment another than its report's, and the
+// housekeeping purge reaches every organization.
 import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime/database';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
@@ -38,6 +39,7 @@ before(async () => {
         status: 'submitted',
         ended_at: '2026-11-01T09:00:00Z',
       });
+      await trx('review_comments').insert({ drive_id, text: 'Checked', user_email: 'reviewer@example.com' });
       await trx('drive_tombstones').insert({
         drive_id: drive_id + 1000,
         user_id: `Driver000${organization}`,
@@ -57,7 +59,7 @@ after(async () => {
   await roles?.drop();
 });
 
-const TABLES = ['drives', 'drive_reports', 'drive_tombstones', 'report_tombstones'];
+const TABLES = ['drives', 'drive_reports', 'review_comments', 'drive_tombstones', 'report_tombstones'];
 /** Which organizations' rows each table shows, with no organization filter of its own. */
 const organizationsSeen = (trx: Knex.Transaction) =>
   Promise.all(
@@ -69,9 +71,10 @@ const organizationsSeen = (trx: Knex.Transaction) =>
   );
 
 test('a query that drops its organization filter sees only the declared organization; none declared, nothing', async () => {
-  assert.deepEqual(await inOrganization(runtimeDb.knex, 2, organizationsSeen), [[2], [2], [2], [2]]);
-  assert.deepEqual(await runtimeDb.knex.transaction(organizationsSeen), [[], [], [], []]);
+  assert.deepEqual(await inOrganization(runtimeDb.knex, 2, organizationsSeen), [[2], [2], [2], [2], [2]]);
+  assert.deepEqual(await runtimeDb.knex.transaction(organizationsSeen), [[], [], [], [], []]);
   assert.deepEqual(await acrossOrganizations(runtimeDb.knex, organizationsSeen), [
+    [1, 2],
     [1, 2],
     [1, 2],
     [1, 2],
@@ -79,20 +82,30 @@ test('a query that drops its organization filter sees only the declared organiza
   ]);
 });
 
-test('a report of another organization than its drive’s is refused by the database', async () => {
-  await inOrganization(runtimeDb.knex, 2, (trx) => trx('drive_reports').where({ drive_id: drives[2] }).delete());
-  const refused = await acrossOrganizations(runtimeDb.knex, (trx) =>
-    trx('drive_reports').insert({
-      drive_id: drives[2],
-      organization_id: 1,
-      group_id: 1,
-      status: 'submitted',
-      ended_at: '2026-11-01T09:00:00Z',
-    }),
+/** A row of organization 1 that names organization 2's drive: 'committed', or the database's error code. */
+const insertedInOrganization1 = (table: string, row: Record<string, unknown>) =>
+  acrossOrganizations(runtimeDb.knex, (trx) =>
+    trx(table).insert({ drive_id: drives[2], organization_id: 1, ...row }),
   ).then(
     () => 'committed',
     (err: { code?: string }) => err.code,
   );
+
+test('a comment of another organization than its report’s is refused by the database', async () => {
+  const refused = await insertedInOrganization1('review_comments', { text: 'Not yours', user_email: 'a@example.com' });
+  assert.equal(refused, '23503');
+});
+
+test('a report of another organization than its drive’s is refused by the database', async () => {
+  await inOrganization(runtimeDb.knex, 2, async (trx) => {
+    await trx('review_comments').where({ drive_id: drives[2] }).delete();
+    await trx('drive_reports').where({ drive_id: drives[2] }).delete();
+  });
+  const refused = await insertedInOrganization1('drive_reports', {
+    group_id: 1,
+    status: 'submitted',
+    ended_at: '2026-11-01T09:00:00Z',
+  });
   assert.equal(refused, '23503');
 });
 

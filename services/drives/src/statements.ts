@@ -5,14 +5,24 @@ import type { CommentRow } from './rows';
 
 // The review comments of a page's drives: one statement for any number of drives (an array parameter).
 export const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM review_comments
-  WHERE drive_id = ANY(?::bigint[]) ORDER BY id`;
+  WHERE organization_id = ? AND drive_id = ANY(?::bigint[]) ORDER BY drive_id, id`;
 /**
- * COMMENTS_SQL's parameter for these drives: their ids as one array literal. node-postgres would build it from the
- * array by concatenation, a string per id: about 250 bytes of garbage a drive in an export.
+ * COMMENTS_SQL's parameters for these drives of the organization: their ids as one array literal. node-postgres would
+ * build it from the array by concatenation, a string per id: about 250 bytes of garbage a drive in an export.
  */
-export const commentsParameters = (driveIds: readonly number[]): [string] => [`{${driveIds.join(',')}}`];
+export const commentsParameters = (organizationId: number, driveIds: readonly number[]): [number, string] => [
+  organizationId,
+  `{${driveIds.join(',')}}`,
+];
 
-/** COMMENTS_SQL's rows by drive id, each drive's in the statement's order. */
+/**
+ * The review comments of an export's page, by the range of its drive ids (the first and the last, both included):
+ * one index range of the organization's comments rather than a probe for each of the page's drives.
+ */
+export const COMMENTS_IN_RANGE_SQL = `SELECT id, drive_id, text, user_email, created_at FROM review_comments
+  WHERE organization_id = ? AND drive_id BETWEEN ? AND ? ORDER BY drive_id, id`;
+
+/** COMMENTS_SQL's (or COMMENTS_IN_RANGE_SQL's) rows by drive id, each drive's in the statement's order. */
 export function commentsByDrive(rows: readonly CommentRow[]): Map<number, CommentRow[]> {
   const byDrive = new Map<number, CommentRow[]>();
   for (const row of rows) {

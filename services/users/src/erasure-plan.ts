@@ -1,4 +1,5 @@
 import { ORGANIZATION_FREE_EVERYWHERE, type ErasurePlan } from '@mileage/runtime/database';
+import { OUTBOX_RELAY_READS_ALL } from '@mileage/runtime/outbox';
 import { SCHEMA } from './database';
 
 /**
@@ -13,7 +14,7 @@ export const ERASURE_PLAN: ErasurePlan = {
     { table: 'provisioning_audit' },
     // The export records (their archives are deleted from the store before: export-job.ts).
     { table: 'organization_exports' },
-    { table: 'outbox' },
+    { table: 'outbox', withoutRowSecurity: OUTBOX_RELAY_READS_ALL },
     { table: 'users' },
     { table: 'organizations', organizationColumn: 'id' },
   ],

@@ -43,7 +43,7 @@ const upperBound = (horizon: Date, position: CursorPosition | undefined) =>
     ? [position.sortTime, position.id]
     : [horizon, '-9223372036854775808'];
 const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM drives.review_comments
-                       WHERE drive_id = ANY($1::bigint[]) ORDER BY id`;
+                       WHERE organization_id = 1 AND drive_id = ANY($1::bigint[]) ORDER BY drive_id, id`;
 
 // A SCIM `userName eq "…"` lookup as the Users service runs it: userName is unique among an organization's live users,
 // so one statement on the per-organization index (organization_id, user_name_key) returns the page and its length is

@@ -37,8 +37,8 @@ export async function seedOrganization(client: pg.Client, organizationId: number
          FROM generate_series(1, $1) i`,
     `INSERT INTO drives.drive_reports (drive_id, group_id, status, ended_at, organization_id)
        SELECT ${base} + i, ${base} + i, 'submitted', now(), ${o} FROM generate_series(1, $1) i`,
-    `INSERT INTO drives.review_comments (drive_id, text, user_email)
-       SELECT ${base} + i, 'looks right', 'user' || i || '@org${o}.example' FROM generate_series(1, $1) i`,
+    `INSERT INTO drives.review_comments (drive_id, text, user_email, organization_id)
+       SELECT ${base} + i, 'looks right', 'user' || i || '@org${o}.example', ${o} FROM generate_series(1, $1) i`,
     `INSERT INTO drives.drive_tombstones (drive_id, user_id, drive, organization_id)
        SELECT ${base} + 500000 + i, ${uid('i')}, '{}', ${o} FROM generate_series(1, $1) i`,
     `INSERT INTO drives.report_tombstones (drive_id, group_id, user_id, organization_id)

@@ -1,6 +1,7 @@
 // Offboarding's erasure against real PostgreSQL, the four owners' schemas migrated into one database:
 // (1) completeness from the catalog: every table of every schema is either erased or declared free of organizations,
-//     and no row of the erased organization remains anywhere;
+//     an erased table has its organization column and row-level security (or its plan says why not), and no row of
+//     the erased organization remains anywhere;
 // (2) kill anywhere: the erasing process is killed 20 times at random batches (before or after a COMMIT), then
 //     completes; nothing of the organization remains and each table's count is exact;
 // (3) random two-organization data: the other organization's rows are identical before and after.
@@ -37,12 +38,18 @@ after(async () => {
   await testDb.drop();
 });
 
-/** Every base table of every schema but PostgreSQL's own, from the catalog. */
-async function catalogTables(): Promise<{ schema: string; table: string; columns: string[] }[]> {
-  const { rows } = await client.query<{ schema: string; table: string; columns: string[] }>(
+/**
+ * Every base table of every schema but PostgreSQL's own, from the catalog, and whether it is isolated by organization
+ * (row-level security enabled and forced, with a policy).
+ */
+async function catalogTables(): Promise<{ schema: string; table: string; columns: string[]; isolated: boolean }[]> {
+  const { rows } = await client.query<{ schema: string; table: string; columns: string[]; isolated: boolean }>(
     `SELECT t.table_schema AS schema, t.table_name AS table,
-            array_agg(c.column_name::text ORDER BY c.ordinal_position) AS columns
+            array_agg(c.column_name::text ORDER BY c.ordinal_position) AS columns,
+            bool_and(k.relrowsecurity AND k.relforcerowsecurity
+              AND EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = k.oid)) AS isolated
        FROM information_schema.tables t JOIN information_schema.columns c USING (table_schema, table_name)
+       JOIN pg_class k ON k.oid = format('%I.%I', t.table_schema, t.table_name)::regclass
       WHERE t.table_type = 'BASE TABLE' AND NOT (t.table_schema = ANY($1)) AND t.table_schema NOT LIKE 'pg_temp%'
       GROUP BY 1, 2 ORDER BY 1, 2`,
     [SYSTEM_SCHEMAS],
@@ -55,12 +62,12 @@ function planOf(schema: string): ErasurePlan | undefined {
 }
 
 /**
- * The rows of `organizationId` in each table, found from the catalog: by its `organization_id` column, or where a
- * table has none, by the foreign key its plan names (checked to exist in the catalog) — never by the erasure's list.
+ * The rows of `organizationId` in each table, found from the catalog by the organization column every erased table
+ * must have (checked here, with the row-level security that isolates it) — never by the erasure's list.
  */
 async function rowsOfOrganization(organizationId: number): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
-  for (const { schema, table, columns } of await catalogTables()) {
+  for (const { schema, table, columns, isolated } of await catalogTables()) {
     const plan = planOf(schema);
     const name = `${schema}.${table}`;
     assert.ok(plan, `schema ${schema} has no erasure plan (tables erased or declared organization-free)`);
@@ -69,21 +76,14 @@ async function rowsOfOrganization(organizationId: number): Promise<Record<string
     assert.ok(erased || free, `${name} is neither erased nor declared organization-free in ${schema}'s plan`);
     assert.ok(!(erased && free), `${name} is both erased and declared organization-free`);
     if (free) continue;
-    if (!columns.includes(erased!.organizationColumn ?? 'organization_id')) {
-      assert.ok(erased!.via, `${name} has no organization column and names no parent`);
-      const { rows: keys } = await client.query(
-        `SELECT 1 FROM pg_constraint WHERE contype = 'f' AND conrelid = $1::regclass AND confrelid = $2::regclass`,
-        [name, `${schema}.${erased!.via.parent}`],
-      );
-      assert.ok(keys.length > 0, `${name}'s parent ${erased!.via.parent} is not a foreign key of it`);
-    }
-    const id = (identifier: string) => client.escapeIdentifier(identifier);
-    const where = erased!.via
-      ? `${id(erased!.via.column)} IN (SELECT ${id(erased!.via.parentColumn)} FROM ${id(schema)}.${id(erased!.via.parent)}
-          WHERE organization_id = $1)`
-      : `${id(erased!.organizationColumn ?? 'organization_id')} = $1`;
+    const column = erased!.organizationColumn ?? 'organization_id';
+    assert.ok(columns.includes(column), `${name} has no ${column} column: its rows do not know their organization`);
+    if (column === 'organization_id' && !erased!.withoutRowSecurity)
+      assert.ok(isolated, `${name} holds organizations' rows without row-level security, and its plan says not why`);
+    if (erased!.withoutRowSecurity) assert.ok(!isolated, `${name} is isolated, but its plan says it is not`);
     const { rows } = await client.query<{ n: string }>(
-      `SELECT count(*) AS n FROM ${id(schema)}.${id(table)} WHERE ${where}`,
+      `SELECT count(*) AS n FROM ${client.escapeIdentifier(schema)}.${client.escapeIdentifier(table)}
+        WHERE ${client.escapeIdentifier(column)} = $1`,
       [organizationId],
     );
     counts[name] = Number(rows[0]!.n);
@@ -102,14 +102,6 @@ async function canonicalDump(organizationId: number): Promise<Record<string, str
       : `SELECT to_jsonb(t)::text AS row FROM ${from} t WHERE $1::bigint IS NOT NULL ORDER BY 1`;
     dump[`${schema}.${table}`] = (await client.query<{ row: string }>(sql, [organizationId])).rows.map((r) => r.row);
   }
-  // review_comments carries no organization: its rows are the other organization's via their reports.
-  dump['drives.review_comments'] = (
-    await client.query<{ row: string }>(
-      `SELECT to_jsonb(c)::text AS row FROM drives.review_comments c
-        WHERE drive_id IN (SELECT drive_id FROM drives.drive_reports WHERE organization_id = $1) ORDER BY 1`,
-      [organizationId],
-    )
-  ).rows.map((r) => r.row);
   return dump;
 }
 

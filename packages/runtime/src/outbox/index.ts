@@ -1,5 +1,6 @@
 export {
   createOutboxTable,
+  OUTBOX_RELAY_READS_ALL,
   outboxOrganizationContractStatements,
   outboxOrganizationExpandStatements,
   recordEvent,
