@@ -17,6 +17,7 @@ import type pg from 'pg';
 import { openDatabase } from './database';
 import { DriveReads } from './drives-repo';
 import { exportReportedDrivesPageSql } from './export-pages';
+import { COMMENTS_IN_RANGE_SQL, COMMENTS_SQL, commentsParameters } from './statements';
 
 let testDb: TestDatabase;
 let roles: SchemaRoles;
@@ -59,8 +60,14 @@ before(async () => {
     INSERT INTO report_tombstones (organization_id, drive_id, group_id, user_id, modified_at)
     SELECT 1, 2000000 + g, 1 + (g % 30), 'P' || lpad((g % 300)::text, 9, '0'), now() - interval '90 days' * random()
       FROM generate_series(1, 30000) g`);
+  // A review comment on one report in six, two on one in twelve.
+  await db.knex.raw(`
+    INSERT INTO review_comments (organization_id, drive_id, text, user_email)
+    SELECT 1, drive_id, 'Checked ' || n, 'reviewer@example.com' FROM drive_reports, generate_series(1, 2) n
+     WHERE drive_id % 6 = 0 AND (n = 1 OR drive_id % 12 = 0)`);
   await db.knex.raw('ANALYZE drives');
   await db.knex.raw('ANALYZE drive_reports');
+  await db.knex.raw('ANALYZE review_comments');
   await db.knex.raw('ANALYZE drive_tombstones');
   await db.knex.raw('ANALYZE report_tombstones');
 });
@@ -87,22 +94,26 @@ async function planOf(
   }
   const list = statements.find((s) => /order by/i.test(s.sql) && /limit/i.test(s.sql) && which(s.sql));
   assert.ok(list, `no list statement among ${statements.map((s) => s.sql).join(' | ')}`);
+  return planOfStatement(list.sql, list.bindings, explain);
+}
+
+/** The plan of `sql` (`?` placeholders) with `bindings`, as the runtime role in organization 1. */
+async function planOfStatement(statement: string, bindings: readonly unknown[], explain = 'FORMAT JSON') {
   const connection = (await db.knex.client.acquireConnection()) as pg.Client;
   try {
     await connection.query('BEGIN');
     await connection.query(`SET LOCAL ROLE ${roles.runtime.role}`);
     await connection.query(`SELECT set_config('mileage.organization_id', '1', true)`);
-    const sql = list.sql.replace(
+    const sql = statement.replace(
       /\?/g,
       (() => {
         let i = 0;
         return () => `$${++i}`;
       })(),
     );
-    const { rows } = await connection.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-      `EXPLAIN (${explain}) ${sql}`,
-      list.bindings,
-    );
+    const { rows } = await connection.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (${explain}) ${sql}`, [
+      ...bindings,
+    ]);
     return rows[0]!['QUERY PLAN'][0].Plan;
   } finally {
     await connection.query('ROLLBACK');
@@ -207,6 +218,20 @@ describe('list query plans at 300,000 drives', () => {
     for (const scan of planNodes(plan).filter((n) => n['Relation Name'])) {
       const rows = (scan as { 'Actual Rows'?: number })['Actual Rows'] ?? 0;
       assert.ok(rows <= 10_000, `${scan['Relation Name']} read ${rows} rows for a page of 1,000`);
+    }
+  });
+
+  test("a page's review comments, by its drive ids or an export page's range of them: the organization's index", async () => {
+    const { rows } = await db.knex.raw<{ rows: { id: string }[] }>(
+      'SELECT drive_id AS id FROM drive_reports WHERE group_id = 5 ORDER BY drive_id LIMIT 100',
+    );
+    const ids = rows.map((r) => Number(r.id));
+    // A page's comments are a few hundred at most: PostgreSQL may fetch them through the index and sort them.
+    for (const plan of [
+      await planOfStatement(COMMENTS_SQL, commentsParameters(1, ids)),
+      await planOfStatement(COMMENTS_IN_RANGE_SQL, [1, 120_000, 124_000]),
+    ]) {
+      assertIndexed(plan, 'review_comments_organization_drive_idx');
     }
   });
 
