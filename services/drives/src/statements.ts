@@ -3,12 +3,15 @@
 import { EXPORT_COLUMNS } from './export-lines';
 import type { CommentRow } from './rows';
 
+/** A comment's columns (CommentRow), in both statements that read them. */
+const SELECT_COMMENTS = 'SELECT id, drive_id, text, user_email, created_at FROM review_comments';
+
 // The review comments of a page's drives: one statement for any number of drives (an array parameter).
-export const COMMENTS_SQL = `SELECT id, drive_id, text, user_email, created_at FROM review_comments
+export const COMMENTS_SQL = `${SELECT_COMMENTS}
   WHERE organization_id = ? AND drive_id = ANY(?::bigint[]) ORDER BY drive_id, id`;
 /**
  * COMMENTS_SQL's parameters for these drives of the organization: their ids as one array literal. node-postgres would
- * build it from the array by concatenation, a string per id: about 250 bytes of garbage a drive in an export.
+ * build it from the array by concatenation, a string per id.
  */
 export const commentsParameters = (organizationId: number, driveIds: readonly number[]): [number, string] => [
   organizationId,
@@ -19,7 +22,7 @@ export const commentsParameters = (organizationId: number, driveIds: readonly nu
  * The review comments of an export's page, by the range of its drive ids (the first and the last, both included):
  * one index range of the organization's comments rather than a probe for each of the page's drives.
  */
-export const COMMENTS_IN_RANGE_SQL = `SELECT id, drive_id, text, user_email, created_at FROM review_comments
+export const COMMENTS_IN_RANGE_SQL = `${SELECT_COMMENTS}
   WHERE organization_id = ? AND drive_id BETWEEN ? AND ? ORDER BY drive_id, id`;
 
 /** COMMENTS_SQL's (or COMMENTS_IN_RANGE_SQL's) rows by drive id, each drive's in the statement's order. */
