@@ -1,5 +1,4 @@
 import { ORGANIZATION_FREE_EVERYWHERE, type ErasurePlan } from '@mileage/runtime/database';
-import { OUTBOX_RELAY_READS_ALL } from '@mileage/runtime/outbox';
 import { SCHEMA } from './database';
 
 /**
@@ -15,7 +14,7 @@ export const ERASURE_PLAN: ErasurePlan = {
     { table: 'report_tombstones' },
     { table: 'drive_tombstones' },
     { table: 'drives' },
-    { table: 'outbox', withoutRowSecurity: OUTBOX_RELAY_READS_ALL },
+    { table: 'outbox' },
   ],
   organizationFree: {
     ...ORGANIZATION_FREE_EVERYWHERE,

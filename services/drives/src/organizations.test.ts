@@ -3,6 +3,7 @@
 // report cannot name another organization than its drive's nor a comment another than its report's, and the
 // housekeeping purge reaches every organization.
 import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime/database';
+import { OutboxRelay, recordEvent, type OutboxRow } from '@mileage/runtime/outbox';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -50,6 +51,12 @@ before(async () => {
         group_id: organization,
         user_id: `Driver000${organization}`,
       });
+      await recordEvent(trx, {
+        type: 'drive.reported',
+        groupId: String(organization),
+        userId: `Driver000${organization}`,
+        data: { drive_id },
+      });
       return drive_id;
     });
 });
@@ -59,7 +66,7 @@ after(async () => {
   await roles?.drop();
 });
 
-const TABLES = ['drives', 'drive_reports', 'review_comments', 'drive_tombstones', 'report_tombstones'];
+const TABLES = ['drives', 'drive_reports', 'review_comments', 'drive_tombstones', 'report_tombstones', 'outbox'];
 /** Which organizations' rows each table shows, with no organization filter of its own. */
 const organizationsSeen = (trx: Knex.Transaction) =>
   Promise.all(
@@ -71,15 +78,26 @@ const organizationsSeen = (trx: Knex.Transaction) =>
   );
 
 test('a query that drops its organization filter sees only the declared organization; none declared, nothing', async () => {
-  assert.deepEqual(await inOrganization(runtimeDb.knex, 2, organizationsSeen), [[2], [2], [2], [2], [2]]);
-  assert.deepEqual(await runtimeDb.knex.transaction(organizationsSeen), [[], [], [], [], []]);
-  assert.deepEqual(await acrossOrganizations(runtimeDb.knex, organizationsSeen), [
-    [1, 2],
-    [1, 2],
-    [1, 2],
-    [1, 2],
-    [1, 2],
-  ]);
+  assert.deepEqual(
+    await inOrganization(runtimeDb.knex, 2, organizationsSeen),
+    TABLES.map(() => [2]),
+  );
+  assert.deepEqual(
+    await runtimeDb.knex.transaction(organizationsSeen),
+    TABLES.map(() => []),
+  );
+  assert.deepEqual(
+    await acrossOrganizations(runtimeDb.knex, organizationsSeen),
+    TABLES.map(() => [1, 2]),
+  );
+});
+
+test('the outbox relay takes every organization’s events through row-level security, and leaves none', async () => {
+  const published: OutboxRow[] = [];
+  const relay = new OutboxRelay({ knex: runtimeDb.knex, publish: async (rows) => void published.push(...rows) });
+  assert.equal(await relay.run(), 2);
+  assert.deepEqual(published.map((r) => Number(r.organization_id)).sort(), [1, 2]);
+  assert.deepEqual(await acrossOrganizations(runtimeDb.knex, (trx) => trx('outbox').select('id')), []);
 });
 
 /** A row of organization 1 that names organization 2's drive: 'committed', or the database's error code. */

@@ -1,5 +1,4 @@
 import { ORGANIZATION_FREE_EVERYWHERE, type ErasurePlan } from '@mileage/runtime/database';
-import { OUTBOX_RELAY_READS_ALL } from '@mileage/runtime/outbox';
 import { SCHEMA } from './database';
 
 /**
@@ -14,7 +13,7 @@ export const ERASURE_PLAN: ErasurePlan = {
     { table: 'provisioning_audit' },
     // The export records (their archives are deleted from the store before: export-job.ts).
     { table: 'organization_exports' },
-    { table: 'outbox', withoutRowSecurity: OUTBOX_RELAY_READS_ALL },
+    { table: 'outbox' },
     { table: 'users' },
     { table: 'organizations', organizationColumn: 'id' },
   ],

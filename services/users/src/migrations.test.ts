@@ -14,6 +14,8 @@ const ALIAS_LETTER = '20261128190000_organization_alias_letter.js';
 const EXPORTS = '20261128230000_organization_exports.js';
 /** The expand migration of offboarding: erased_rows, the offboarding records, the trail's erasure door. */
 const ERASURE = '20261129000000_erasure.js';
+/** The contract phase's migrations, in order. */
+const CONTRACT_MIGRATIONS = ['20261126200000_organization_isolation.js', '20261130210000_outbox_isolation.js'];
 const CONTRACT = { directory: path.join(__dirname, 'migrations', 'contract'), tableName: 'knex_migrations_contract' };
 
 let testDb: TestDatabase;
@@ -69,7 +71,7 @@ test('expand: old rows join organization 1 with their lookup keys; an old replic
 });
 
 test('contract, then both phases down and up again', async () => {
-  assert.deepEqual((await db.migrate({ phase: 'contract' })).applied, ['20261126200000_organization_isolation.js']);
+  assert.deepEqual((await db.migrate({ phase: 'contract' })).applied, CONTRACT_MIGRATIONS);
   const { rows } = await db.knex.raw(
     `SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class
       WHERE relnamespace = 'users'::regnamespace AND relkind = 'r' AND relrowsecurity ORDER BY relname`,
@@ -78,13 +80,14 @@ test('contract, then both phases down and up again', async () => {
     rows.map((r: { relname: string; relforcerowsecurity: boolean }) => [r.relname, r.relforcerowsecurity]),
     [
       ['organization_exports', true],
+      ['outbox', true],
       ['provisioning_audit', true],
       ['scim_tokens', true],
       ['user_email_values', true],
       ['users', true],
     ],
   );
-  await db.knex.migrate.down(CONTRACT);
+  for (const _ of CONTRACT_MIGRATIONS) await db.knex.migrate.down(CONTRACT);
   await db.knex.migrate.down();
   await db.knex.migrate.down();
   const { rows: exportTables } = await db.knex.raw(`SELECT to_regclass('users.organization_exports') AS t`);
@@ -107,6 +110,6 @@ test('contract, then both phases down and up again', async () => {
     ALIAS_LETTER,
     EXPORTS,
     ERASURE,
-    '20261126200000_organization_isolation.js',
+    ...CONTRACT_MIGRATIONS,
   ]);
 });

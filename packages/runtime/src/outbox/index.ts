@@ -1,6 +1,5 @@
 export {
   createOutboxTable,
-  OUTBOX_RELAY_READS_ALL,
   outboxOrganizationContractStatements,
   outboxOrganizationExpandStatements,
   recordEvent,
@@ -8,6 +7,7 @@ export {
 } from './outbox';
 export {
   OutboxRelay,
+  type OutboxRow,
   outboxRelayConfigShape,
   outboxRelayTasks,
   toWebhookEvent,

@@ -5,6 +5,7 @@ import type { Counter } from 'prom-client';
 import { z } from 'zod';
 import { env } from '../config/config';
 import type { Knex } from '../database/db';
+import { acrossOrganizations } from '../database/tenancy';
 import type { PromiseClient } from '../grpc/grpc-client';
 import type { Logger } from '../telemetry/logger';
 import type { Metrics } from '../telemetry/metrics';
@@ -33,7 +34,8 @@ export interface OutboxRelayOptions {
 
 /**
  * Takes the oldest rows of the outbox (by occurred_at, id) under row locks that other relays skip, publishes them
- * and deletes them in the same transaction. A relay that dies before the commit leaves its rows in place (their locks
+ * and deletes them in the same transaction: every organization's events in one statement, as a named exception of
+ * the outbox's row-level security (acrossOrganizations). A relay that dies before the commit leaves its rows in place (their locks
  * go with its connection) and they are published again: at least once, by event id, which the receiver deduplicates.
  */
 export class OutboxRelay {
@@ -55,9 +57,11 @@ export class OutboxRelay {
         name: 'outbox_pending_events',
         help: 'Events in the outbox waiting to be relayed.',
         async collect() {
-          const row = await knex('outbox').first(
-            knex.raw('count(*)::int AS n'),
-            knex.raw('coalesce(extract(epoch FROM now() - min(occurred_at)), 0)::float AS age'),
+          const row = await acrossOrganizations(knex, (trx) =>
+            trx('outbox').first(
+              trx.raw('count(*)::int AS n'),
+              trx.raw('coalesce(extract(epoch FROM now() - min(occurred_at)), 0)::float AS age'),
+            ),
           );
           this.set(row?.n ?? 0);
           age.set(row?.age ?? 0);
@@ -71,7 +75,7 @@ export class OutboxRelay {
     const size = this.o.batchSize ?? 500;
     let total = 0;
     for (;;) {
-      const n = await this.o.knex.transaction(async (trx) => {
+      const n = await acrossOrganizations(this.o.knex, async (trx) => {
         const rows: OutboxRow[] = await trx('outbox')
           .orderBy([{ column: 'occurred_at' }, { column: 'id' }])
           .limit(size)

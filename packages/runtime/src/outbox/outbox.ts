@@ -43,12 +43,6 @@ export async function createOutboxTable(knex: Knex): Promise<void> {
 }
 
 /**
- * Why an outbox is not under row-level security (its owners' erasure plans say it): the relay takes every
- * organization's events, oldest first, in one statement without declaring an organization (outbox-relay.ts).
- */
-export const OUTBOX_RELAY_READS_ALL = "the relay takes every organization's events, oldest first, in one statement";
-
-/**
  * The outbox's organization column (migrations of the outbox's owners): added with the single organization of an
  * installation from before organizations (1) as its default, so that replicas of that release, which declare none,
  * keep writing events while the new release rolls out (expand).
