@@ -6,9 +6,12 @@ import { percentile } from './breakdown';
 export const EXPORT_TARGETS = {
   /** Every process's resident memory grows at most this much (MB) while the export runs. */
   rssGrowthMb: 100,
-  /** The export's reported drives per second over PostgreSQL's own COPY of the same query's rows. */
+  /**
+   * The export's reported drives per second over PostgreSQL's own COPY of the same query's rows, in the same run and
+   * beside the same load as the export.
+   */
   copyRatio: 0.3,
-  /** The other organization's /v1 p99 meanwhile over its quiet p99 (export and erasure alike). */
+  /** The other organization's /v1 p99 meanwhile over its quiet p99 (before and after, in the mean): export, erasure. */
   p99Ratio: 1.5,
 };
 
