@@ -35,8 +35,9 @@ export interface OutboxRelayOptions {
 /**
  * Takes the oldest rows of the outbox (by occurred_at, id) under row locks that other relays skip, publishes them
  * and deletes them in the same transaction: every organization's events in one statement, as a named exception of
- * the outbox's row-level security (acrossOrganizations). A relay that dies before the commit leaves its rows in place (their locks
- * go with its connection) and they are published again: at least once, by event id, which the receiver deduplicates.
+ * the outbox's row-level security (acrossOrganizations). A relay that dies before the commit leaves its rows in place
+ * (their locks go with its connection) and they are published again: at least once, by event id, which the receiver
+ * deduplicates.
  */
 export class OutboxRelay {
   private readonly relayed?: Counter;
