@@ -4,6 +4,7 @@
 // housekeeping purge reaches every organization.
 import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime/database';
 import { OutboxRelay, recordEvent, type OutboxRow } from '@mileage/runtime/outbox';
+import { Metrics } from '@mileage/runtime/telemetry';
 import { createSchemaRoles, createTestDatabase, type SchemaRoles } from '@mileage/runtime/testing';
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -94,7 +95,14 @@ test('a query that drops its organization filter sees only the declared organiza
 
 test('the outbox relay takes every organization’s events through row-level security, and leaves none', async () => {
   const published: OutboxRow[] = [];
-  const relay = new OutboxRelay({ knex: runtimeDb.knex, publish: async (rows) => void published.push(...rows) });
+  const metrics = new Metrics('drives');
+  const relay = new OutboxRelay({
+    knex: runtimeDb.knex,
+    metrics,
+    publish: async (rows) => void published.push(...rows),
+  });
+  // The pending-events gauge counts every organization's events too.
+  assert.match(await metrics.registry.metrics(), /^outbox_pending_events\{service="drives"\} 2$/m);
   assert.equal(await relay.run(), 2);
   assert.deepEqual(published.map((r) => Number(r.organization_id)).sort(), [1, 2]);
   assert.deepEqual(await acrossOrganizations(runtimeDb.knex, (trx) => trx('outbox').select('id')), []);

@@ -5,7 +5,7 @@ import type { Counter } from 'prom-client';
 import { z } from 'zod';
 import { env } from '../config/config';
 import type { Knex } from '../database/db';
-import { acrossOrganizations } from '../database/tenancy';
+import { acrossOrganizations, ONE_STATEMENT, readAcrossOrganizations } from '../database/tenancy';
 import type { PromiseClient } from '../grpc/grpc-client';
 import type { Logger } from '../telemetry/logger';
 import type { Metrics } from '../telemetry/metrics';
@@ -58,12 +58,16 @@ export class OutboxRelay {
         name: 'outbox_pending_events',
         help: 'Events in the outbox waiting to be relayed.',
         async collect() {
-          const row = await acrossOrganizations(knex, (trx) =>
-            trx('outbox').first(
-              trx.raw('count(*)::int AS n'),
-              trx.raw('coalesce(extract(epoch FROM now() - min(occurred_at)), 0)::float AS age'),
-            ),
+          const { rows } = await readAcrossOrganizations(
+            knex,
+            (run) =>
+              run<{ n: number; age: number }>(
+                `SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(occurred_at)), 0)::float AS age
+                   FROM outbox`,
+              ),
+            ONE_STATEMENT,
           );
+          const row = rows[0];
           this.set(row?.n ?? 0);
           age.set(row?.age ?? 0);
         },
