@@ -66,6 +66,13 @@ async function writeWhole(handle: FileHandle, chunk: Uint8Array): Promise<void> 
   }
 }
 
+/**
+ * The size of the chunks an object is read in (the read stream's default is 64 KiB). An export's archive assembly reads
+ * every part back through gzip: on 460 MB of parts it spent 2.5–2.6 s of CPU, 0.83–0.87 s on the service's thread; in
+ * chunks of 1 MiB (and gzip's output in 256 KiB, tar-gz.ts), 1.5–1.6 s and 0.26 s (docs/benchmarks.md).
+ */
+const READ_CHUNK_BYTES = 1024 * 1024;
+
 /** Objects as files under `root` (DATA_DIR/…): written beside their name, then renamed into place. */
 export class LocalArchiveStore implements ArchiveStore {
   readonly root: string;
@@ -108,7 +115,10 @@ export class LocalArchiveStore implements ArchiveStore {
     const file = this.file(key);
     // Opened before it is returned, so a missing object rejects here (ENOENT) rather than in the reader's stream.
     await stat(file);
-    return createReadStream(file, range ? { start: range.start, end: range.end } : {});
+    return createReadStream(file, {
+      highWaterMark: READ_CHUNK_BYTES,
+      ...(range && { start: range.start, end: range.end }),
+    });
   }
 
   async size(key: string): Promise<number | undefined> {
