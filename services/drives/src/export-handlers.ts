@@ -30,7 +30,7 @@ export function exportHandlers({ read }: CallOrganization, deps: DrivesServerDep
         request.exportId,
         deps.exportDutyCycle,
       );
-      return { files };
+      return { files: files.map((file) => ({ ...file, gzipBytes: file.gzipBytes ?? 0 })) };
     },
 
     async exportUserDrives(request, ctx) {

@@ -5,10 +5,12 @@ import { createMigratedDatabase } from '@mileage/runtime/testing';
 import { LocalArchiveStore } from '@mileage/runtime/storage';
 import { joinSnapshot } from '@mileage/runtime/worker';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { text } from 'node:stream/consumers';
+import { createGunzip } from 'node:zlib';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
 import { openDatabase } from './database';
@@ -22,6 +24,9 @@ import { WIRE_TIMESTAMPS } from './stamps';
 import { generator } from './generator.fixture';
 
 const EXPORT_ID = '00000000-0000-4000-8000-0000000000e1';
+/** A stored part's text: its gzip members, decompressed. */
+const partText = async (store: LocalArchiveStore, exportId: string, name: string) =>
+  text((await store.get(`exports/${exportId}/parts/${name}`)).pipe(createGunzip()));
 /** More than two pages, so that the pages' seams are crossed. */
 const DRIVES = 2 * EXPORT_PAGE_ROWS + 345;
 let database: Awaited<ReturnType<typeof createMigratedDatabase<ReturnType<typeof openDatabase>>>>;
@@ -79,12 +84,14 @@ test("an organization's reported drives, as JSON Lines and CSV, the same drives 
       ['reported_drives.csv', DRIVES],
     ],
   );
-  const jsonl = await text(await store.get(`exports/${EXPORT_ID}/parts/reported_drives.jsonl`));
+  const jsonl = await partText(store, EXPORT_ID, 'reported_drives.jsonl');
   const lines = jsonl
     .trimEnd()
     .split('\n')
     .map((l) => JSON.parse(l) as ExportedLine);
   assert.equal(Buffer.byteLength(jsonl), files[0]!.sizeBytes);
+  assert.equal(files[0]!.sha256, createHash('sha256').update(jsonl).digest('hex'));
+  assert.equal(files[0]!.gzipBytes, await store.size(`exports/${EXPORT_ID}/parts/reported_drives.jsonl`));
   assert.equal(lines.length, DRIVES);
   const ids = lines.map((l) => Number(l.id));
   assert.deepEqual(
@@ -104,7 +111,8 @@ test("an organization's reported drives, as JSON Lines and CSV, the same drives 
   );
   assert.ok(ids.includes(EXPORT_PAGE_ROWS) && ids.includes(2 * EXPORT_PAGE_ROWS), 'pages end on commented drives');
 
-  const csv = await text(await store.get(`exports/${EXPORT_ID}/parts/reported_drives.csv`));
+  const csv = await partText(store, EXPORT_ID, 'reported_drives.csv');
+  assert.equal(Buffer.byteLength(csv), files[1]!.sizeBytes);
   assert.ok(csv.startsWith('id,driver_id,status,reported_at,modified,started_at,ended_at,'));
   assert.ok(
     csv.includes(
@@ -298,8 +306,8 @@ test("every line is the API's representation of its drive, whatever the texts, n
   const store = new LocalArchiveStore(root);
   const exportId = '00000000-0000-4000-8000-0000000000e3';
   await writeDrivesExportPart(database.db.knex, store, ORGANIZATION, exportId);
-  const jsonl = await text(await store.get(`exports/${exportId}/parts/reported_drives.jsonl`));
-  const csv = await text(await store.get(`exports/${exportId}/parts/reported_drives.csv`));
+  const jsonl = await partText(store, exportId, 'reported_drives.jsonl');
+  const csv = await partText(store, exportId, 'reported_drives.csv');
   assert.equal(jsonl, expected.map((e) => e.json).join(''));
   assert.equal(csv, csvLine(EXPORT_CSV_COLUMNS) + expected.map((e) => e.csv).join(''));
 });

@@ -19,11 +19,12 @@ export const DEFAULT_EXPORT_DUTY_CYCLE = 0.85;
  * The Drives service's part of an organization export (CONTRACT §8), from one snapshot of its schema: every drive
  * reported to the organization's groups, as JSON Lines (the reported-drives representation with its review comments;
  * the driver as `{"id"}`, whom the Users part describes) and as CSV. The rows are read once, by PostgreSQL's COPY a
- * page of EXPORT_PAGE_ROWS drives at a time, and each page is rendered into both files, which are written here as they arrive
- * (writeExportFiles). The reading and rendering run in a worker thread at the lowest CPU priority (pagesInWorker,
- * export-pages.ts), on a connection of its own that joined this transaction's snapshot (shareSnapshot): the transaction
- * holds the organization's place in the pool and the snapshot until the last page; the worker's connection is one more
- * while it runs, at most one per place.
+ * page of EXPORT_PAGE_ROWS drives at a time; each page is rendered into both files, which are written here as the pages
+ * arrive, compressed as the archive holds them (writeExportFiles' `gzip`: the archive copies them, tarGz). The reading
+ * and rendering run in a worker thread at the lowest CPU priority (pagesInWorker, export-pages.ts), on a connection of
+ * its own that joined this transaction's snapshot (shareSnapshot): the transaction holds the organization's place in
+ * the pool and the snapshot until the last page; the worker's connection is one more while it runs, at most one per
+ * place.
  */
 export async function writeDrivesExportPart(
   knex: Knex,
@@ -37,7 +38,10 @@ export async function writeDrivesExportPart(
     return writeExportFiles(
       store,
       exportId,
-      [{ name: 'reported_drives.jsonl' }, { name: 'reported_drives.csv', header: csvLine(EXPORT_CSV_COLUMNS) }],
+      [
+        { name: 'reported_drives.jsonl', gzip: true },
+        { name: 'reported_drives.csv', header: csvLine(EXPORT_CSV_COLUMNS), gzip: true },
+      ],
       pagesInWorker({
         module: require.resolve('./export-pages'),
         exportName: reportedDrivePagesInSnapshot.name,

@@ -176,6 +176,7 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
       ...written.map((file) => ({
         name: file.name,
         size: file.sizeBytes,
+        gzipBytes: file.gzipBytes,
         body: () => deps.store.get(exportPartKey(job.id, file.name)),
       })),
     ];
@@ -310,7 +311,13 @@ export function drivesExportOwner(drives: PromiseClient<drivesV1.DrivesServiceCl
         { exportId },
         { organizationId, deadlineMs: OWNER_PART_DEADLINE_MS },
       );
-      return files.map((f) => ({ name: f.name, rows: f.rows, sha256: f.sha256, sizeBytes: f.sizeBytes }));
+      return files.map((f) => ({
+        name: f.name,
+        rows: f.rows,
+        sha256: f.sha256,
+        sizeBytes: f.sizeBytes,
+        ...(f.gzipBytes > 0 && { gzipBytes: f.gzipBytes }),
+      }));
     },
   };
 }

@@ -53,7 +53,7 @@ before(async () => {
               yield '{"id":"1"}\n';
             }
             const file = await writeExportPart(store, request.exportId, 'reported_drives.jsonl', oneDrive());
-            return { files: [file] };
+            return { files: [{ ...file, gzipBytes: 0 }] };
           },
         } as never,
       },

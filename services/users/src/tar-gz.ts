@@ -6,6 +6,11 @@ import { createGzip } from 'node:zlib';
 export interface TarEntry {
   name: string;
   size: number;
+  /**
+   * The body is gzip members of this many bytes, holding the file's `size` bytes (a part stored compressed,
+   * GzipPages): copied into the archive as they are. Absent: the body is the file's bytes.
+   */
+  gzipBytes?: number;
   body(): Promise<Iterable<Uint8Array> | AsyncIterable<Uint8Array>>;
 }
 
@@ -33,22 +38,25 @@ export function ustarHeader(name: string, size: number, mtimeMs: number): Buffer
   return header;
 }
 
-/** The tar stream of `entries`, each entry's bytes read only when the stream reaches it. */
-export async function* tarStream(entries: readonly TarEntry[], mtimeMs: number): AsyncGenerator<Uint8Array> {
+/** The tar stream of `entries` in pieces: bytes of the stream, or gzip members of them; each entry's read as reached. */
+async function* tarPieces(entries: readonly TarEntry[], mtimeMs: number): AsyncGenerator<TarPiece> {
   for (const entry of entries) {
-    yield ustarHeader(entry.name, entry.size, mtimeMs);
+    yield { bytes: ustarHeader(entry.name, entry.size, mtimeMs) };
+    const stored = entry.gzipBytes ?? entry.size;
     let written = 0;
     for await (const chunk of await entry.body()) {
       written += chunk.length;
-      yield chunk;
+      yield entry.gzipBytes === undefined ? { bytes: chunk } : { gzip: chunk };
     }
     // The header promised the size: a part that changed under us would make a corrupt archive.
-    if (written !== entry.size) throw new Error(`${entry.name}: ${written} bytes, ${entry.size} expected`);
-    const padding = (BLOCK - (written % BLOCK)) % BLOCK;
-    if (padding) yield Buffer.alloc(padding);
+    if (written !== stored) throw new Error(`${entry.name}: ${written} bytes, ${stored} expected`);
+    const padding = (BLOCK - (entry.size % BLOCK)) % BLOCK;
+    if (padding) yield { bytes: Buffer.alloc(padding) };
   }
-  yield Buffer.alloc(2 * BLOCK);
+  yield { bytes: Buffer.alloc(2 * BLOCK) };
 }
+
+type TarPiece = { bytes: Uint8Array } | { gzip: Uint8Array };
 
 /**
  * gzip's fastest level: the archive is assembled on cores other organizations' requests share, and downloaded once or
@@ -59,10 +67,33 @@ const ARCHIVE_GZIP_LEVEL = 1;
 /** gzip's output in chunks of 256 KiB, not 16: fewer for the store's hashing and writes on the service's thread. */
 const ARCHIVE_GZIP_CHUNK_BYTES = 256 * 1024;
 
-/** The gzip of the tar stream of `entries`, read as it is compressed. */
-export function tarGz(entries: readonly TarEntry[], mtimeMs: number): AsyncIterable<Uint8Array> {
-  const gzip = createGzip({ level: ARCHIVE_GZIP_LEVEL, chunkSize: ARCHIVE_GZIP_CHUNK_BYTES });
-  // An error of the tar stream (a part that cannot be read) destroys the gzip stream, which its reader then sees.
-  pipeline(Readable.from(tarStream(entries, mtimeMs)), gzip).catch(() => {});
-  return gzip;
+/**
+ * The gzip of the tar stream of `entries`, read as it is compressed: a series of gzip members, one stream of the tar's
+ * bytes to any reader of gzip (RFC 1952, 2.2). The entries' own bytes and their headers are compressed here; an
+ * entry stored as gzip members is copied as it is, not compressed again.
+ */
+export async function* tarGz(entries: readonly TarEntry[], mtimeMs: number): AsyncGenerator<Uint8Array> {
+  const pieces = tarPieces(entries, mtimeMs);
+  const at = { piece: await pieces.next() };
+  try {
+    while (!at.piece.done) {
+      const piece = at.piece.value;
+      if ('gzip' in piece) {
+        yield piece.gzip;
+        at.piece = await pieces.next();
+        continue;
+      }
+      const gzip = createGzip({ level: ARCHIVE_GZIP_LEVEL, chunkSize: ARCHIVE_GZIP_CHUNK_BYTES });
+      // An error of the tar stream (a part that cannot be read) destroys the gzip stream, whose reading throws it.
+      pipeline(Readable.from(bytesUpToStored(pieces, at)), gzip).catch(() => {});
+      yield* gzip;
+    }
+  } finally {
+    await pieces.return(undefined);
+  }
+}
+
+/** The bytes from the piece `at` up to the next stored gzip member (or the end), where `at` is left. */
+async function* bytesUpToStored(pieces: AsyncGenerator<TarPiece>, at: { piece: IteratorResult<TarPiece> }) {
+  for (; !at.piece.done && 'bytes' in at.piece.value; at.piece = await pieces.next()) yield at.piece.value.bytes;
 }

@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { text } from 'node:stream/consumers';
+import { buffer, text } from 'node:stream/consumers';
+import { gunzipSync } from 'node:zlib';
 import { after, test } from 'node:test';
 import { LocalArchiveStore } from './archive-store';
 import {
@@ -54,6 +55,29 @@ test('each file gets its header and its text of every page, counted and measured
   assert.equal(await text(await store.get(exportPartKey(EXPORT_ID, 'rows.csv'))), csv);
 });
 
+test('a file with gzip is stored compressed, with the size and SHA-256 of its text', async () => {
+  const store = new LocalArchiveStore(path.join(root, 'gzip'));
+  const files = await writeExportFiles(
+    store,
+    EXPORT_ID,
+    FILES.map((file) => ({ ...file, gzip: true })),
+    numbered(3, 2),
+  );
+  const jsonl = '{"n":0}\n{"n":1}\n{"n":2}\n{"n":3}\n{"n":4}\n{"n":5}\n';
+  const csv = 'n,square\n0,0\n1,1\n2,4\n3,9\n4,16\n5,25\n';
+  const stored = await Promise.all(
+    FILES.map(async ({ name }) => buffer(await store.get(exportPartKey(EXPORT_ID, name)))),
+  );
+  assert.deepEqual(
+    stored.map((bytes) => gunzipSync(bytes).toString()),
+    [jsonl, csv],
+  );
+  assert.deepEqual(files, [
+    { name: 'rows.jsonl', rows: 6, sha256: sha256(jsonl), sizeBytes: jsonl.length, gzipBytes: stored[0]!.length },
+    { name: 'rows.csv', rows: 6, sha256: sha256(csv), sizeBytes: csv.length, gzipBytes: stored[1]!.length },
+  ]);
+});
+
 test('a page is read only once every file has taken the one before: a slow file holds the pass back', async () => {
   const taken = [0, 0];
   let ahead = 0;
@@ -82,36 +106,40 @@ test('a page is read only once every file has taken the one before: a slow file 
   assert.ok(ahead <= 2, `the pass ran ${ahead} pages ahead of the slowest file`);
 });
 
-test('a file that cannot be written fails the pass and every file, leaving nothing', async () => {
-  const dir = path.join(root, 'full');
-  class FullDisk extends LocalArchiveStore {
-    override put(key: string, body: AsyncIterable<Uint8Array>) {
-      if (!key.endsWith('.csv')) return super.put(key, body);
-      async function* fails() {
-        for await (const chunk of body) {
-          yield chunk;
-          throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+for (const gzip of [false, true])
+  test(`a file that cannot be written fails the pass and every file, leaving nothing${gzip ? ' (gzip)' : ''}`, async () => {
+    const dir = path.join(root, `full-${gzip}`);
+    class FullDisk extends LocalArchiveStore {
+      override put(key: string, body: AsyncIterable<Uint8Array>) {
+        if (!key.endsWith('.csv')) return super.put(key, body);
+        async function* fails() {
+          for await (const chunk of body) {
+            yield chunk;
+            // The first write fails (gzip's first output comes after a few pages' input).
+            failedAt = read;
+            throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+          }
         }
+        return super.put(key, fails());
       }
-      return super.put(key, fails());
     }
-  }
-  let read = 0;
-  await assert.rejects(
-    writeExportFiles(
-      new FullDisk(dir),
-      EXPORT_ID,
-      FILES,
-      numbered(1_000, 10, () => read++),
-    ),
-    { code: 'ENOSPC' },
-  );
-  assert.ok(read < 10, `the pass went on for ${read} pages`);
-  assert.deepEqual(
-    readdirSync(dir, { recursive: true }).filter((f) => String(f).includes('.')),
-    [],
-  );
-});
+    let read = 0;
+    let failedAt = -1;
+    await assert.rejects(
+      writeExportFiles(
+        new FullDisk(dir),
+        EXPORT_ID,
+        FILES.map((file) => ({ ...file, gzip })),
+        numbered(1_000, 10, () => read++),
+      ),
+      { code: 'ENOSPC' },
+    );
+    assert.ok(failedAt >= 0 && read - failedAt < 10, `the pass went on for ${read - failedAt} pages`);
+    assert.deepEqual(
+      readdirSync(dir, { recursive: true }).filter((f) => String(f).includes('.')),
+      [],
+    );
+  });
 
 test('a pass that fails (a broken read) fails every file, leaving nothing', async () => {
   const dir = path.join(root, 'broken');
@@ -138,35 +166,48 @@ test('PageBytes: clear writes the same memory again', () => {
   assert.equal(page.take().buffer, memory);
 });
 
-test("a page's memory is given back only once its file has it: written over then, the files stay whole", async () => {
-  const store = new LocalArchiveStore(path.join(root, 'reused'));
-  const handedBack: string[] = [];
-  async function* pages() {
-    for (let page = 0; page < 20; page++) {
-      const texts = [Buffer.from(`{"page":${page}}\n`.repeat(5_000)), Buffer.from(`${page}\n`.repeat(5_000))];
-      yield {
-        rows: 5_000,
-        texts,
-        // What a writer of pages does with memory given back: the next page is written into it.
-        written: (i: number) => {
-          handedBack.push(`${page}:${i}`);
-          texts[i]!.fill('#');
-        },
-      } satisfies ExportFilesPage;
+for (const gzip of [false, true])
+  test(`a page's memory is given back only once its file has it: written over then, the files stay whole${gzip ? ' (gzip)' : ''}`, async () => {
+    const store = new LocalArchiveStore(path.join(root, `reused-${gzip}`));
+    const handedBack: string[] = [];
+    async function* pages() {
+      for (let page = 0; page < 20; page++) {
+        const texts = [Buffer.from(`{"page":${page}}\n`.repeat(5_000)), Buffer.from(`${page}\n`.repeat(5_000))];
+        yield {
+          rows: 5_000,
+          texts,
+          // What a writer of pages does with memory given back: the next page is written into it.
+          written: (i: number) => {
+            handedBack.push(`${page}:${i}`);
+            texts[i]!.fill('#');
+          },
+        } satisfies ExportFilesPage;
+      }
     }
-  }
-  const files = await writeExportFiles(store, EXPORT_ID, [{ name: 'pages.jsonl' }, { name: 'pages.csv' }], pages());
-  const range = Array.from({ length: 20 }, (_, page) => page);
-  const jsonl = range.map((page) => `{"page":${page}}\n`.repeat(5_000)).join('');
-  const csv = range.map((page) => `${page}\n`.repeat(5_000)).join('');
-  assert.equal(await text(await store.get(exportPartKey(EXPORT_ID, 'pages.jsonl'))), jsonl);
-  assert.equal(await text(await store.get(exportPartKey(EXPORT_ID, 'pages.csv'))), csv);
-  assert.deepEqual(
-    files.map((f) => f.sha256),
-    [sha256(jsonl), sha256(csv)],
-  );
-  assert.deepEqual(handedBack.sort(), range.flatMap((page) => [`${page}:0`, `${page}:1`]).sort(), 'each text once');
-});
+    const files = await writeExportFiles(
+      store,
+      EXPORT_ID,
+      [
+        { name: 'pages.jsonl', gzip },
+        { name: 'pages.csv', gzip },
+      ],
+      pages(),
+    );
+    const stored = async (name: string) => {
+      const bytes = await buffer(await store.get(exportPartKey(EXPORT_ID, name)));
+      return (gzip ? gunzipSync(bytes) : bytes).toString();
+    };
+    const range = Array.from({ length: 20 }, (_, page) => page);
+    const jsonl = range.map((page) => `{"page":${page}}\n`.repeat(5_000)).join('');
+    const csv = range.map((page) => `${page}\n`.repeat(5_000)).join('');
+    assert.equal(await stored('pages.jsonl'), jsonl);
+    assert.equal(await stored('pages.csv'), csv);
+    assert.deepEqual(
+      files.map((f) => f.sha256),
+      [sha256(jsonl), sha256(csv)],
+    );
+    assert.deepEqual(handedBack.sort(), range.flatMap((page) => [`${page}:0`, `${page}:1`]).sort(), 'each text once');
+  });
 
 test('PageBytes begins in the smallest memory given back that holds it, and only a few are kept', () => {
   const sizes = [300_000, 200_000, 400_000];

@@ -494,8 +494,11 @@ export interface WriteExportPartRequest {
 export interface ExportPartFile {
   name: string;
   rows: number;
+  /** The SHA-256 (hex) and size of the file's text. */
   sha256: string;
   sizeBytes: number;
+  /** Stored as gzip members of this many bytes, which the archive copies as they are; 0: stored as its text. */
+  gzipBytes: number;
 }
 
 export interface WriteExportPartResponse {
@@ -4466,7 +4469,7 @@ export const WriteExportPartRequest: MessageFns<WriteExportPartRequest> = {
 };
 
 function createBaseExportPartFile(): ExportPartFile {
-  return { name: "", rows: 0, sha256: "", sizeBytes: 0 };
+  return { name: "", rows: 0, sha256: "", sizeBytes: 0, gzipBytes: 0 };
 }
 
 export const ExportPartFile: MessageFns<ExportPartFile> = {
@@ -4482,6 +4485,9 @@ export const ExportPartFile: MessageFns<ExportPartFile> = {
     }
     if (message.sizeBytes !== 0) {
       writer.uint32(32).int64(message.sizeBytes);
+    }
+    if (message.gzipBytes !== 0) {
+      writer.uint32(40).int64(message.gzipBytes);
     }
     return writer;
   },
@@ -4531,6 +4537,14 @@ export const ExportPartFile: MessageFns<ExportPartFile> = {
             message.sizeBytes = longToNumber(reader.int64());
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.gzipBytes = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4553,6 +4567,11 @@ export const ExportPartFile: MessageFns<ExportPartFile> = {
         : isSet(object.size_bytes)
         ? globalThis.Number(object.size_bytes)
         : 0,
+      gzipBytes: isSet(object.gzipBytes)
+        ? globalThis.Number(object.gzipBytes)
+        : isSet(object.gzip_bytes)
+        ? globalThis.Number(object.gzip_bytes)
+        : 0,
     };
   },
 
@@ -4570,6 +4589,9 @@ export const ExportPartFile: MessageFns<ExportPartFile> = {
     if (message.sizeBytes !== 0) {
       obj.sizeBytes = Math.round(message.sizeBytes);
     }
+    if (message.gzipBytes !== 0) {
+      obj.gzipBytes = Math.round(message.gzipBytes);
+    }
     return obj;
   },
 
@@ -4582,6 +4604,7 @@ export const ExportPartFile: MessageFns<ExportPartFile> = {
     message.rows = object.rows ?? 0;
     message.sha256 = object.sha256 ?? "";
     message.sizeBytes = object.sizeBytes ?? 0;
+    message.gzipBytes = object.gzipBytes ?? 0;
     return message;
   },
 };
