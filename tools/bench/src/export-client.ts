@@ -63,11 +63,13 @@ async function main(): Promise<ExportClientResult> {
   const readySeconds = at();
   await downloadExport(id, file, { baseUrl, token });
   const downloadedSeconds = at();
+  const downloadedWallMs = Date.now();
   return {
     id,
     phases,
     readySeconds,
     downloadedSeconds,
+    downloadedWallMs,
     sizeBytes: exported.size_bytes ?? 0,
     refusals,
     manifest: await readManifest(file),

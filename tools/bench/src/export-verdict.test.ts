@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   p99ByPhase,
+  phasesWithDownload,
   erasureChecks,
   exportChecks,
   exportExitStatus,
@@ -75,6 +76,18 @@ describe("the other organization's p99 by phase", () => {
       { phase: 'users', p99Ms: 30, responses: 1 },
       { phase: 'reported_drives', p99Ms: 20, responses: 200 },
       { phase: 'archive', p99Ms: 700, responses: 100 },
+    ]);
+  });
+
+  it('counts the download as a phase of its own, from completion to its end', () => {
+    const responses: [number, number][] = [
+      [T0 + 12_000, 25],
+      [T0 + 13_500, 400],
+      [T0 + 16_000, 9_000],
+    ];
+    assert.deepEqual(p99ByPhase(responses, phasesWithDownload({ phases, downloadedWallMs: T0 + 15_000 })), [
+      { phase: 'archive', p99Ms: 25, responses: 1 },
+      { phase: 'download', p99Ms: 400, responses: 1 },
     ]);
   });
 });

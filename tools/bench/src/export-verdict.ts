@@ -31,6 +31,8 @@ export interface ExportClientResult {
   phases: { phase: string; wallMs: number; rows: number }[];
   readySeconds: number;
   downloadedSeconds: number;
+  /** When the download ended, on the phases' clock. */
+  downloadedWallMs: number;
   sizeBytes: number;
   /** The export's own requests answered 503 or 429 (then asked again): when, and the answer. */
   refusals: string[];
@@ -98,6 +100,15 @@ export const erasureChecks = (figures: { p99Ratio: number }): Record<string, boo
 export function exportExitStatus(failures: number, missedTargets: number, smoke: boolean): 0 | 1 {
   return failures > 0 || (!smoke && missedTargets > 0) ? 1 : 0;
 }
+
+/**
+ * The phases with the download as one more: from `completed` (renamed `download`) to the download's end. The client
+ * downloads within the loaded window, so its responses count in the run's p99 too.
+ */
+export const phasesWithDownload = (outcome: Pick<ExportClientResult, 'phases' | 'downloadedWallMs'>) => [
+  ...outcome.phases.map((p) => (p.phase === 'completed' ? { ...p, phase: 'download' } : p)),
+  { phase: 'downloaded', wallMs: outcome.downloadedWallMs, rows: outcome.phases.at(-1)?.rows ?? 0 },
+];
 
 /**
  * The other organization's p99 in each phase of the export (the responses that completed between a phase's first

@@ -26,6 +26,7 @@ import {
   exportExitStatus,
   manifestRows,
   p99ByPhase,
+  phasesWithDownload,
   p99Ratio,
   perSecond,
   phaseSeconds,
@@ -338,7 +339,7 @@ async function main(): Promise<number> {
       const ratio = copyRate ? drivesRate / copyRate : 0;
       const copyQuietRate = perSecond(copyQuiet.rows, copyQuiet.seconds);
       const p99 = p99Ratio(quietP99Ms, loaded.p99Ms);
-      const byPhase = p99ByPhase(responses, outcome.phases);
+      const byPhase = p99ByPhase(responses, phasesWithDownload(outcome));
       Object.assign(checks, exportChecks({ rssGrowthMb: growth, copyRatio: ratio, p99Ratio: p99 }));
       const allRows = outcome.manifest.files.reduce((sum, f) => sum + f.rows, 0);
       const phases = outcome.phases.map((p, i, all) => {
