@@ -1,3 +1,4 @@
+import { EXPORT_GZIP } from '@mileage/runtime/storage';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
@@ -8,7 +9,7 @@ export interface TarEntry {
   size: number;
   /**
    * The body is gzip members of this many bytes, holding the file's `size` bytes (a part stored compressed,
-   * GzipPages): copied into the archive as they are. Absent: the body is the file's bytes.
+   * writeExportFiles' `gzip`): copied into the archive as they are. Absent: the body is the file's bytes.
    */
   gzipBytes?: number;
   body(): Promise<Iterable<Uint8Array> | AsyncIterable<Uint8Array>>;
@@ -59,15 +60,6 @@ async function* tarPieces(entries: readonly TarEntry[], mtimeMs: number): AsyncG
 type TarPiece = { bytes: Uint8Array } | { gzip: Uint8Array };
 
 /**
- * gzip's fastest level: the archive is assembled on cores other organizations' requests share, and downloaded once or
- * twice in its 7 days. At 10⁶ drives (bench:export, parts read in 64 KiB then) the archive took 10.3 s instead of the
- * default level's 18.1 s, for 58.1 MB instead of 45.2.
- */
-const ARCHIVE_GZIP_LEVEL = 1;
-/** gzip's output in chunks of 256 KiB, not 16: fewer for the store's hashing and writes on the service's thread. */
-const ARCHIVE_GZIP_CHUNK_BYTES = 256 * 1024;
-
-/**
  * The gzip of the tar stream of `entries`, read as it is compressed: a series of gzip members, one stream of the tar's
  * bytes to any reader of gzip (RFC 1952, 2.2). The entries' own bytes and their headers are compressed here; an
  * entry stored as gzip members is copied as it is, not compressed again.
@@ -83,7 +75,7 @@ export async function* tarGz(entries: readonly TarEntry[], mtimeMs: number): Asy
         at.piece = await pieces.next();
         continue;
       }
-      const gzip = createGzip({ level: ARCHIVE_GZIP_LEVEL, chunkSize: ARCHIVE_GZIP_CHUNK_BYTES });
+      const gzip = createGzip(EXPORT_GZIP);
       // An error of the tar stream (a part that cannot be read) destroys the gzip stream, whose reading throws it.
       pipeline(Readable.from(bytesUpToStored(pieces, at)), gzip).catch(() => {});
       yield* gzip;

@@ -1,6 +1,7 @@
 export { checkKey, LocalArchiveStore, type ArchiveStore, type ByteRange, type StoredObject } from './archive-store';
 export { archiveStoreConfigShape, archiveStoreOf } from './config';
 export {
+  EXPORT_GZIP,
   exportPartKey,
   PageBytes,
   writeExportFiles,

@@ -210,12 +210,13 @@ export async function writeExportFiles(
 }
 
 /**
- * gzip's fastest level, as the archive's (tarGz, services/users): the same 460 MB of a part's text became 58 MB of
- * archive at it.
+ * An export's gzip, for its stored parts (writeExportFiles' `gzip`) and its archive (tarGz, services/users). The
+ * fastest level: the work runs on cores other organizations' requests share, and an archive is downloaded once or
+ * twice in its 7 days; at 10⁶ drives (bench:export, the whole archive compressed in its own phase then) it took 10.3 s
+ * instead of the default level's 18.1 s, for 58.1 MB instead of 45.2. The output in chunks of 256 KiB, not 16: fewer
+ * for the store's hashing and writes on the service's thread (docs/benchmarks.md).
  */
-const PART_GZIP_LEVEL = 1;
-/** gzip's output in chunks of 256 KiB (a store write and a hash update each), as the archive's. */
-const PART_GZIP_CHUNK_BYTES = 256 * 1024;
+export const EXPORT_GZIP = { level: 1, chunkSize: 256 * 1024 } as const;
 
 /**
  * `chunks` compressed by Node.js's gzip stream (on its thread pool), each chunk taken from `chunks` only once zlib has
@@ -223,7 +224,10 @@ const PART_GZIP_CHUNK_BYTES = 256 * 1024;
  * promise, pagesInWorker) keeps doing so safely through the compression.
  */
 function gzipped(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
-  const gzip = createGzip({ level: PART_GZIP_LEVEL, chunkSize: PART_GZIP_CHUNK_BYTES });
+  const gzip = createGzip(EXPORT_GZIP);
+  // Its reader sees an error through its reading; one after the reader has stopped (a failed write, which ends the
+  // pass) has no one to tell, and unheard it would be an uncaught 'error' event: the process's end.
+  gzip.on('error', () => {});
   // The reader stopped (its write failed) and destroyed the stream: a write under way never completes, so end here.
   const closed = new Promise<never>((_, reject) => gzip.once('close', () => reject(new Error('gzip stream closed'))));
   closed.catch(() => {});
