@@ -14,10 +14,9 @@ import { SELECT_COLUMNS, toUser } from './users-repo';
 /** The archive's format, named in its manifest. */
 export const EXPORT_FORMAT = 'mileage-export/1';
 /**
- * Rows per statement while a part is read: memory stays flat whatever the organization's size. A page's rows are
- * parsed and rendered on the thread that also answers the other organizations' user routes, with no turn of the event
- * loop in between: at 1,000 users a statement that held the loop 12-15 ms at its 99th percentile, at 250 about 6 ms
- * (docs/benchmarks.md, "The Users part").
+ * Rows per statement while a part is read: memory stays flat whatever the organization's size. Small for the thread's
+ * sake: a statement's rows are parsed and rendered on the thread that also answers the other organizations' user
+ * routes, with no turn of its event loop between them (docs/benchmarks.md, "The Users part in statements of 250").
  */
 export const PAGE_ROWS = 250;
 /** How long a runner's claim on a job holds without news from it. */
