@@ -16,7 +16,8 @@ export const EXPORT_FORMAT = 'mileage-export/1';
 /**
  * Rows per statement while a part is read: memory stays flat whatever the organization's size. Small for the thread's
  * sake: a statement's rows are parsed and rendered on the thread that also answers the other organizations' user
- * routes, with no turn of its event loop between them (docs/benchmarks.md, "The Users part in statements of 250").
+ * routes, with no turn of its event loop between them (docs/benchmarks.md, "The Users part in statements of 250
+ * users").
  */
 export const PAGE_ROWS = 250;
 /** How long a runner's claim on a job holds without news from it. */

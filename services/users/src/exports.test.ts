@@ -49,11 +49,11 @@ async function runNext(archives?: ArchiveStore) {
   return job.id;
 }
 
-/** The whole archive through ReadExportArchive, in reads of 1,000 bytes (the gateway reads 1 MiB). */
-async function download(id: string): Promise<Buffer> {
+/** The whole archive through ReadExportArchive, in reads of `length` bytes (the gateway reads 1 MiB). */
+async function download(id: string, organizationId = DEMO, length = 1_000): Promise<Buffer> {
   const parts: Buffer[] = [];
   for (let offset = 0; ;) {
-    const { data, sizeBytes } = await suite.organizationsIn(DEMO).readExportArchive({ id, offset, length: 1_000 });
+    const { data, sizeBytes } = await suite.organizationsIn(organizationId).readExportArchive({ id, offset, length });
     parts.push(Buffer.from(data));
     offset += data.length;
     if (offset >= sizeBytes) return Buffer.concat(parts);
@@ -333,15 +333,8 @@ describe('organization exports', () => {
     await runNext();
     const { export: done } = await suite.organizationsIn(hooli).getExport({ id: queued!.id });
     assert.equal(done!.status, ExportStatus.EXPORT_STATUS_COMPLETED, done!.failureReason);
-    const parts: Buffer[] = [];
-    for (let offset = 0; offset < done!.sizeBytes;) {
-      const { data } = await suite
-        .organizationsIn(hooli)
-        .readExportArchive({ id: queued!.id, offset, length: 1 << 20 });
-      parts.push(Buffer.from(data));
-      offset += data.length;
-    }
-    const ids = jsonLines(extract(Buffer.concat(parts))['users.jsonl']!).map((u) => String(u.id));
+    const archive = await download(queued!.id, hooli, 1 << 20);
+    const ids = jsonLines(extract(archive)['users.jsonl']!).map((u) => String(u.id));
     const expected = Array.from({ length: count }, (_, i) => `H${String(i + 1).padStart(9, '0')}`);
     assert.deepEqual(ids, expected);
   });
