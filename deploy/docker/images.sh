@@ -40,7 +40,8 @@ build_component() {
   # Run as the image says, on a read-only root with only /tmp writable (the chart's securityContext): a uid that is
   # not 0, /app not writable by it, and the entry points load (their imports resolve) without starting anything.
   # The gateway's image also runs the chart's Jobs (the certificate issuer, the operator's `npm run org`): those load
-  # too, whole (neither starts when loaded as a module).
+  # too, whole (neither starts when loaded as a module). The Drives service's export worker enters Linux's idle
+  # scheduling class with no capability (util-linux's chrt, in the base).
   podman run --rm --network none --read-only --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges \
     --env "COMPONENT=$c" --entrypoint node "$image" -e '
       const fs = require("node:fs");
@@ -49,7 +50,10 @@ build_component() {
       fs.writeFileSync("/tmp/probe", "");
       for (const f of ["main.js", "migrate.js"]) if (fs.existsSync(f)) require.resolve("/app/" + f);
       if (process.env.COMPONENT === "gateway")
-        for (const f of ["packages/pki/dist/issue-grpc-certificates.js", "tools/devstack/dist/org.js"]) require("/app/" + f);' ||
+        for (const f of ["packages/pki/dist/issue-grpc-certificates.js", "tools/devstack/dist/org.js"]) require("/app/" + f);
+      const idle = () => require("/app/packages/runtime/dist/storage/idle-thread.js").enterIdleScheduling();
+      if (process.env.COMPONENT === "drives" && !idle())
+        throw new Error("no idle scheduling class for the export worker");' ||
     { log "$image fails the runtime checks"; return 1; }
   [ "$size_mb" -le "$SIZE_BUDGET_MB" ] || { log "$image is $size_mb MB, over the budget of $SIZE_BUDGET_MB MB"; return 1; }
   archive="$out/mileage-$c-$tag.oci.tar"

@@ -29,6 +29,13 @@ export function exportHandlers({ read }: CallOrganization, deps: DrivesServerDep
         requireOrganization(ctx),
         request.exportId,
         deps.exportDutyCycle,
+        (idle) => {
+          if (!idle)
+            deps.logger?.warn(
+              { exportId: request.exportId },
+              "export part rendered at nice 19: the worker could not enter Linux's idle scheduling class (chrt)",
+            );
+        },
       );
       return { files: files.map((file) => ({ ...file, gzipBytes: file.gzipBytes ?? 0 })) };
     },

@@ -76,7 +76,11 @@ interface ExportedLine {
 
 test("an organization's reported drives, as JSON Lines and CSV, the same drives in the same order", async () => {
   const store = new LocalArchiveStore(root);
-  const files = await writeDrivesExportPart(database.db.knex, store, 1, EXPORT_ID);
+  const scheduled: boolean[] = [];
+  const files = await writeDrivesExportPart(database.db.knex, store, 1, EXPORT_ID, undefined, (idle) =>
+    scheduled.push(idle),
+  );
+  assert.deepEqual(scheduled, [true], "rendered in Linux's idle scheduling class");
   assert.deepEqual(
     files.map((f) => [f.name, f.rows]),
     [

@@ -21,7 +21,8 @@ export const DEFAULT_EXPORT_DUTY_CYCLE = 0.85;
  * the driver as `{"id"}`, whom the Users part describes) and as CSV. The rows are read once, by PostgreSQL's COPY a
  * page of EXPORT_PAGE_ROWS drives at a time; each page is rendered into both files, which are written here as the pages
  * arrive, compressed as the archive holds them (writeExportFiles' `gzip`: the archive copies them, tarGz). The reading
- * and rendering run in a worker thread at the lowest CPU priority (pagesInWorker, export-pages.ts), on a connection of
+ * and rendering run in a worker thread in Linux's idle scheduling class (pagesInWorker, export-pages.ts; whether it
+ * could enter it is told to `onScheduled`), on a connection of
  * its own that joined this transaction's snapshot (shareSnapshot): the transaction holds the organization's place in
  * the pool and the snapshot until the last page; the worker's connection is one more while it runs, at most one per
  * place.
@@ -32,6 +33,7 @@ export async function writeDrivesExportPart(
   organizationId: number,
   exportId: string,
   dutyCycle = DEFAULT_EXPORT_DUTY_CYCLE,
+  onScheduled?: (idle: boolean) => void,
 ): Promise<ExportPartFile[]> {
   return snapshotInOrganization(knex, organizationId, async (trx) => {
     const task: DrivesPartTask = { ticket: await shareSnapshot(knex, trx, organizationId), dutyCycle };
@@ -42,11 +44,10 @@ export async function writeDrivesExportPart(
         { name: 'reported_drives.jsonl', gzip: true },
         { name: 'reported_drives.csv', header: csvLine(EXPORT_CSV_COLUMNS), gzip: true },
       ],
-      pagesInWorker({
-        module: require.resolve('./export-pages'),
-        exportName: reportedDrivePagesInSnapshot.name,
-        data: task,
-      }),
+      pagesInWorker(
+        { module: require.resolve('./export-pages'), exportName: reportedDrivePagesInSnapshot.name, data: task },
+        onScheduled,
+      ),
     );
   });
 }

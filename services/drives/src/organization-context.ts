@@ -8,6 +8,7 @@ import {
 import { errors, type CallContext, type PromiseClient } from '@mileage/runtime/grpc';
 import { millisToTimestamp, timestampToDate } from '@mileage/runtime/formats';
 import type { ArchiveStore } from '@mileage/runtime/storage';
+import type { Logger } from '@mileage/runtime/telemetry';
 import { DEFAULT_TOMBSTONE_RETENTION_DAYS, DriveReads, DrivesRepository } from './drives-repo';
 import { positionSurvives, RestoreEpochs } from './restore-epoch';
 
@@ -23,6 +24,8 @@ export interface DrivesServerDeps {
   archives?: ArchiveStore;
   /** The share of the wall time its export part works (EXPORT_DUTY_CYCLE; default DEFAULT_EXPORT_DUTY_CYCLE). */
   exportDutyCycle?: number;
+  /** The service's log: an export part's worker that could not enter the idle scheduling class says so there. */
+  logger?: Logger;
 }
 
 /** How the handlers reach the drives of the call's organization: writes and reads. */

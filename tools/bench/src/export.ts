@@ -432,7 +432,7 @@ async function main(): Promise<number> {
       }
       write(
         [
-          `  PostgreSQL's COPY alone in the export's pages (${EXPORT_PAGE_ROWS} rows, a nice-19 process, nothing rendered) beside the load:`,
+          `  PostgreSQL's COPY alone in the export's pages (${EXPORT_PAGE_ROWS} rows, a process in the idle class, nothing rendered) beside the load:`,
           ...floors.map(
             (f) =>
               `    ${f.pacedRowsPerSecond ? `paced to ${fmt(f.pacedRowsPerSecond)} rows/s (${EXPORT_TARGETS.copyRatio}× COPY)` : 'unpaced'}: ${fmt(f.rowsPerSecond)} rows/s, ${fmt(f.rowsPerSecond / copyRate, 2)}× COPY; the other organization's p99 ${fmt(f.quietP99Ms)} → ${fmt(f.loaded.p99Ms)} ms, ${fmt(f.p99Ratio, 2)}×`,

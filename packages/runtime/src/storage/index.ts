@@ -10,4 +10,5 @@ export {
   type ExportPartFile,
 } from './part';
 export { S3ArchiveStore, type S3StoreOptions } from './s3-archive-store';
+export { enterIdleScheduling, SCHED_IDLE, schedulingPolicy } from './idle-thread';
 export { pagesInWorker, RENDERING_PRIORITY, type PagesWorkerTask } from './pages-worker';

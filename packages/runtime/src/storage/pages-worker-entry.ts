@@ -1,7 +1,8 @@
-// A worker thread of pagesInWorker: lowers its own priority, then renders its task's pages, each as the thread that
-// started it has room for one (credits).
+// A worker thread of pagesInWorker: lowers its own priority and scheduling class, then renders its task's pages, each
+// as the thread that started it has room for one (credits).
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import { enterIdleScheduling } from './idle-thread';
 import { type ExportFilesPage, givePageBackToWrite } from './part';
 import { isPageMemory, RENDERING_PRIORITY, type PagesWorkerTask, type ToPagesWorker } from './pages-worker';
 
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
   } catch {
     // Raising a nice value is never refused on Linux; elsewhere the worker runs at the process's priority.
   }
+  port.postMessage({ idle: enterIdleScheduling() });
   let credits = 0;
   let wake: (() => void) | undefined;
   port.on('message', (message: ToPagesWorker) => {

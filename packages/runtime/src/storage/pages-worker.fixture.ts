@@ -1,12 +1,16 @@
 // Tasks for pages-worker.test.ts, run in pagesInWorker's worker thread.
 import { getPriority } from 'node:os';
+import { schedulingPolicy } from './idle-thread';
 import { PageBytes, pagesWrittenAgain, type ExportFilesPage } from './part';
 
-/** `count` pages, each saying its number and the priority of the thread that rendered it; `made` counts them. */
+/**
+ * `count` pages, each saying its number, and the priority and scheduling policy of the thread that rendered it; `made`
+ * counts them.
+ */
 export async function* numberedPages({ count, made }: { count: number; made: SharedArrayBuffer }) {
   const counter = new Int32Array(made);
   for (let i = 1; i <= count; i++) {
-    const page: ExportFilesPage = { rows: 1, texts: [`${i}\n`, `${getPriority()}\n`] };
+    const page: ExportFilesPage = { rows: 1, texts: [`${i}\n`, `${getPriority()}\n`, `${schedulingPolicy()}\n`] };
     Atomics.add(counter, 0, 1);
     Atomics.notify(counter, 0);
     yield page;

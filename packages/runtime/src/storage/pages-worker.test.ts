@@ -2,14 +2,10 @@
 import assert from 'node:assert/strict';
 import { getPriority } from 'node:os';
 import { test } from 'node:test';
+import { SCHED_IDLE, schedulingPolicy } from './idle-thread';
 import { pagesInWorker, RENDERING_PRIORITY } from './pages-worker';
 
 const fixture = require.resolve('./pages-worker.fixture');
-
-/** Atomics.waitAsync, which the compiler's ES2023 library does not declare (Node.js has it since 16). */
-interface AtomicsWaitAsync {
-  waitAsync(array: Int32Array, index: number, value: number): { value: Promise<string> | string };
-}
 
 /** Atomics.waitAsync, which the compiler's ES2023 library does not declare (Node.js has it since 16). */
 interface AtomicsWaitAsync {
@@ -25,17 +21,21 @@ async function madeAtLeast(counter: Int32Array, n: number): Promise<number> {
   }
 }
 
-test('the pages arrive in order, rendered at the lowest priority while this thread keeps its own', async () => {
+test('the pages arrive in order, rendered in the idle class at the lowest priority while this thread keeps its own', async () => {
   const made = new SharedArrayBuffer(4);
   const texts: string[][] = [];
-  for await (const page of pagesInWorker({ module: fixture, exportName: 'numberedPages', data: { count: 5, made } }))
-    texts.push(page.texts.map(String));
+  const told: boolean[] = [];
+  const task = { module: fixture, exportName: 'numberedPages', data: { count: 5, made } };
+  for await (const page of pagesInWorker(task, (idle) => told.push(idle))) texts.push(page.texts.map(String));
   assert.deepEqual(
     texts.map((t) => t[0]),
     ['1\n', '2\n', '3\n', '4\n', '5\n'],
   );
-  for (const t of texts) assert.equal(t[1], `${RENDERING_PRIORITY}\n`);
+  // Linux, where these tests run, with util-linux's chrt (as in the images).
+  assert.deepEqual(told, [true]);
+  for (const t of texts) assert.deepEqual(t.slice(1), [`${RENDERING_PRIORITY}\n`, `${SCHED_IDLE}\n`]);
   assert.equal(getPriority(), 0);
+  assert.equal(schedulingPolicy(), 0);
 });
 
 test('the worker renders only a few pages ahead of the pages taken', async () => {

@@ -3,12 +3,12 @@ import { Worker } from 'node:worker_threads';
 import type { ExportFilesPage } from './part';
 
 /**
- * The CPU priority (nice value) of a worker that renders an export's pages: the lowest. On Linux a nice value belongs to
- * a thread, so only the worker's thread runs at it: the scheduler gives it every cycle no request thread of the
- * machine (or of the pod's share) wants, and hands them back the moment one does. Background work that yields by
- * itself, instead of pausing by the clock whether or not anyone waits. V8's helper threads, which collect the worker's
- * garbage too, stay at the process's priority (a worker process niced whole was tried: slower, no better for the
- * other requests, and a process's memory more; docs/benchmarks.md).
+ * How a worker that renders an export's pages is scheduled: Linux's idle class (SCHED_IDLE, enterIdleScheduling),
+ * which runs it on a core only while no other thread of the machine (or of the pod's share) wants that core; where the
+ * class cannot be had, the lowest nice value, this. Both belong to a thread on Linux, so only the worker's thread runs
+ * so: background work that yields by itself, instead of pausing by the clock whether or not anyone waits. V8's helper
+ * threads, which collect the worker's garbage too, stay at the process's priority (a worker process niced whole was
+ * tried: slower, no better for the other requests, and a process's memory more; docs/benchmarks.md).
  */
 export const RENDERING_PRIORITY = 19;
 
@@ -22,17 +22,21 @@ export interface PagesWorkerTask {
   data: unknown;
 }
 
-type FromWorker = { page: ExportFilesPage } | { end: true } | { failure: unknown };
+type FromWorker = { page: ExportFilesPage } | { end: true } | { failure: unknown } | { idle: boolean };
 /** To the worker: room for more pages, or a page's memory back once its file has it (givePageBackToWrite). */
 export type ToPagesWorker = { credit: number } | { written: ArrayBuffer };
 
 /**
- * The pages of `task` as it renders them in a worker thread at RENDERING_PRIORITY: the reading and rendering of a
- * large export leave this thread's event loop (the requests it serves) alone. Handed over, not buffered: the worker
- * renders at most PAGES_AHEAD pages ahead of the pages taken from here. A failure of the worker rejects the next page;
- * stopping early (a failed write) stops the worker, and with it its database connection.
+ * The pages of `task` as it renders them in a worker thread in the idle class or at RENDERING_PRIORITY (which of the
+ * two is told to `onScheduled` first): the reading and rendering of a large export leave this thread's event loop (the
+ * requests it serves) alone. Handed over, not buffered: the worker renders at most PAGES_AHEAD pages ahead of the pages
+ * taken from here. A failure of the worker rejects the next page; stopping early (a failed write) stops the worker, and
+ * with it its database connection.
  */
-export async function* pagesInWorker(task: PagesWorkerTask): AsyncGenerator<ExportFilesPage> {
+export async function* pagesInWorker(
+  task: PagesWorkerTask,
+  onScheduled?: (idle: boolean) => void,
+): AsyncGenerator<ExportFilesPage> {
   const worker = new Worker(path.join(__dirname, 'pages-worker-entry.js'), {
     workerData: task,
     // Its own heap, bounded: a page at a time, whatever the export's size.
@@ -66,6 +70,10 @@ export async function* pagesInWorker(task: PagesWorkerTask): AsyncGenerator<Expo
       if (message) {
         if ('end' in message) return;
         if ('failure' in message) throw message.failure;
+        if ('idle' in message) {
+          onScheduled?.(message.idle);
+          continue;
+        }
         const { page } = message;
         // Each text's memory goes back to the worker once every file written from it has it: the next pages are
         // written into it.
