@@ -5,8 +5,8 @@ import { EXPORT_CSV_COLUMNS } from './export-lines';
 import { type DrivesPartTask, reportedDrivePagesInSnapshot } from './export-pages';
 
 /**
- * The share of the wall time the export works by default (EXPORT_DUTY_CYCLE, DutyCycle). The worker renders at the
- * lowest CPU priority and yields to requests by itself, but what it sets going does not: PostgreSQL's backend sending
+ * The share of the wall time the export works by default (EXPORT_DUTY_CYCLE, DutyCycle). The worker renders in the
+ * idle scheduling class and yields to requests by itself, but what it sets going does not: PostgreSQL's backend sending
  * its rows (about 4.6 µs a row, as its own COPY), the service thread's writes and V8's helper threads run at normal
  * priority, in proportion to the part's rate. Unpaced, at 10⁶ drives beside another organization's load, the other's
  * p99 reached 1.57× its quiet value in the Drives part's phase (one run; 1.49–1.51× in two with the JavaScript
