@@ -21,7 +21,7 @@ async function madeAtLeast(counter: Int32Array, n: number): Promise<number> {
   }
 }
 
-test('the pages arrive in order, rendered in the idle class at the lowest priority while this thread keeps its own', async () => {
+test('the pages arrive in order, rendered in the idle class at nice 19 while this thread keeps its own', async () => {
   const made = new SharedArrayBuffer(4);
   const texts: string[][] = [];
   const told: boolean[] = [];
