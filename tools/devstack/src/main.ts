@@ -10,7 +10,7 @@ import { DEMO_ORGANIZATIONS, DEMO_PASSWORD, DEMO_SCIM_CLIENTS, type DemoOrganiza
 import { startPostgres, type RunningPostgres } from './embedded-postgres';
 import { loadSecrets, saveSecrets } from './postgres';
 import { checkDataDir, checkPorts, checkPostmasterPid, StartupProblem, type PortUse } from './preflight';
-import { httpOk, startProcess, stopProcess, waitUntilReady, type ManagedProcess } from './processes';
+import { httpOk, httpReady, startProcess, stopProcess, waitUntilReady, type ManagedProcess } from './processes';
 import { seedDemoData } from './seed';
 import { prepareDatabases, runtimeUrls } from './system';
 import {
@@ -199,7 +199,7 @@ async function main(): Promise<void> {
   } else {
     const idp = startProcess('dev-idp', scriptOf('dev-idp'), wiring.idp, logger);
     processes.push(idp);
-    waits.push(waitUntilReady(idp, () => httpOk(`${issuer}/.well-known/openid-configuration`), 60_000));
+    waits.push(waitUntilReady(idp, () => httpReady(`${issuer}/.well-known/openid-configuration`), 60_000));
   }
   const healthClients: HealthClient[] = [];
   // The demo data is written as `seed`: the one identity the write methods without an installed caller admit.
@@ -218,7 +218,7 @@ async function main(): Promise<void> {
 
   const gateway = startProcess('gateway', scriptOf('gateway'), wiring.gateways[0]!, logger);
   processes.push(gateway);
-  await waitUntilReady(gateway, () => httpOk(`${wiring.gatewayUrl()}/readyz`), 30_000);
+  await waitUntilReady(gateway, () => httpReady(`${wiring.gatewayUrl()}/readyz`), 30_000);
 
   const clients = {
     users: createGrpcClient(usersV1.UsersServiceClient, address('users'), seedOptions),
