@@ -8,10 +8,9 @@ import { type DrivesPartTask, reportedDrivePagesInSnapshot } from './export-page
  * The share of the wall time the export works by default (EXPORT_DUTY_CYCLE, DutyCycle). The worker renders in the
  * idle scheduling class and yields to requests by itself, but what it sets going does not: PostgreSQL's backend sending
  * its rows (about 4.6 µs a row, as its own COPY), the service thread's writes and V8's helper threads run at normal
- * priority, in proportion to the part's rate. Unpaced, at 10⁶ drives beside another organization's load, the other's
- * p99 reached 1.57× its quiet value in the Drives part's phase (one run; 1.49–1.51× in two with the JavaScript
- * renderer), beyond the 1.5× that bench:export holds it to; at 0.85, 1.20–1.72× in seven runs, above 1.5× in one
- * (docs/benchmarks.md, "An organization exported"). 1 for a machine with room to spare.
+ * priority, in proportion to the part's rate. Unpaced, at 10⁶ drives beside another organization's load, they took the
+ * other's p99 past the 1.5× of its quiet value that bench:export holds it to in some runs (docs/benchmarks.md, "An
+ * organization exported", gives the runs at both settings). 1 for a machine with room to spare.
  */
 export const DEFAULT_EXPORT_DUTY_CYCLE = 0.85;
 
