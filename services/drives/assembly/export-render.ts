@@ -361,10 +361,6 @@ class Scanned {
 }
 const startLocation = new Scanned();
 const endLocation = new Scanned();
-/** Whether the row's start and end locations are null. */
-let startNull = false;
-let endNull = false;
-
 /** The end of a jsonb string (no backslash in the field, so no escape) or null at i; -1 for any other value. */
 function scalarEnd(i: usize, e: usize): isize {
   if (at(i) == 34) {
