@@ -156,6 +156,44 @@ describe('metrics', () => {
       server.close();
     }
   });
+
+  test('a gauge whose read at scrape time fails or hangs keeps its last value; the scrape keeps the rest', async () => {
+    const metrics = new Metrics('unit', 50);
+    let read: () => Promise<number> = async () => 7;
+    metrics.gauge({
+      name: 'unit_rows_waiting',
+      help: 'rows',
+      async collect() {
+        this.set(await read());
+      },
+    });
+    metrics.registerPool('users', () => ({ used: 2, idle: 3, pending: 1 }));
+    const server = await metrics.listen(0);
+    try {
+      const { port } = server.address() as { port: number };
+      const scrape = async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+        assert.equal(res.status, 200);
+        return res.text();
+      };
+      assert.match(await scrape(), /^unit_rows_waiting\{service="unit"\} 7$/m);
+      read = () => Promise.reject(new Error('connect ECONNREFUSED'));
+      let body = await scrape();
+      assert.match(body, /^unit_rows_waiting\{service="unit"\} 7$/m);
+      assert.equal(sample(body, 'db_pool_connections', { pool: 'users', state: 'used' }), 2);
+      read = () => new Promise<number>(() => {});
+      body = await scrape();
+      assert.match(body, /^unit_rows_waiting\{service="unit"\} 7$/m);
+      // A failure is counted as its scrape ends: the next one shows it (the counter renders beside the gauges).
+      assert.equal(sample(body, 'metrics_collect_failures_total', { metric: 'unit_rows_waiting' }), 1);
+      read = async () => 3;
+      body = await scrape();
+      assert.match(body, /^unit_rows_waiting\{service="unit"\} 3$/m);
+      assert.equal(sample(body, 'metrics_collect_failures_total', { metric: 'unit_rows_waiting' }), 2);
+    } finally {
+      server.close();
+    }
+  });
 });
 
 describe('tracing switch', () => {

@@ -10,6 +10,9 @@ import {
   type HistogramConfiguration,
 } from 'prom-client';
 
+/** The longest a gauge's read at scrape time may take before the scrape goes on without it (below Prometheus's 10 s). */
+const COLLECT_TIMEOUT_MS = 2_000;
+
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
@@ -29,6 +32,12 @@ const GRPC_OUTCOME = [...GRPC_CALL, 'grpc_code'] as const;
  */
 export class Metrics {
   readonly registry = new Registry();
+
+  private readonly collectFailures = this.counter({
+    name: 'metrics_collect_failures_total',
+    help: 'Scrapes at which a gauge read at scrape time (from the database) failed or timed out: it showed its last values.',
+    labelNames: ['metric'] as const,
+  });
 
   readonly httpRequestDuration = this.histogram({
     name: 'http_server_request_duration_seconds',
@@ -90,7 +99,11 @@ export class Metrics {
     labelNames: ['dependency'] as const,
   });
 
-  constructor(readonly service: string) {
+  constructor(
+    readonly service: string,
+    /** How long a gauge's read at scrape time may take (tests shorten it). */
+    private readonly collectTimeoutMs = COLLECT_TIMEOUT_MS,
+  ) {
     this.registry.setDefaultLabels({ service });
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   }
@@ -111,8 +124,37 @@ export class Metrics {
     return this.shared(config.name, () => new Counter({ ...config, registers: [this.registry] }));
   }
 
+  /**
+   * A gauge; one whose `collect` reads what may be down or slow (the database) keeps its last values when that read
+   * fails or takes over COLLECT_TIMEOUT_MS, counted in `metrics_collect_failures_total`: prom-client fails the whole
+   * scrape on one rejected collect, which would hide every other metric (`dependency_up` among them) just then.
+   */
   gauge<L extends string = string>(config: Omit<GaugeConfiguration<L>, 'registers'>): Gauge<L> {
-    return this.shared(config.name, () => new Gauge({ ...config, registers: [this.registry] }));
+    const collect = config.collect;
+    if (!collect) return this.shared(config.name, () => new Gauge({ ...config, registers: [this.registry] }));
+    const failures = this.collectFailures;
+    const timeoutMs = () => this.collectTimeoutMs;
+    return this.shared(
+      config.name,
+      () =>
+        new Gauge({
+          ...config,
+          registers: [this.registry],
+          async collect() {
+            let timer: NodeJS.Timeout | undefined;
+            const late = new Promise<never>((_, reject) => {
+              timer = setTimeout(() => reject(new Error('timed out')), timeoutMs());
+            });
+            try {
+              await Promise.race([collect.call(this), late]);
+            } catch {
+              failures.inc({ metric: config.name });
+            } finally {
+              clearTimeout(timer);
+            }
+          },
+        }),
+    );
   }
 
   private shared<T>(name: string, create: () => T): T {
