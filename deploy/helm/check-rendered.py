@@ -146,10 +146,12 @@ def label_list(source, items):
 
 def metric_catalogue(metrics_ts):
     """{series name: label names} from packages/runtime/src/telemetry/metrics.ts and the metrics the outbox relay, the
-    Webhooks service's delivery worker and the gateway add (histograms give _bucket/_count/_sum)."""
+    Webhooks service's delivery worker, the gateway and the Users service's data lifecycle add (histograms give
+    _bucket/_count/_sum)."""
     root = os.path.abspath(metrics_ts).split(os.sep + os.path.join("packages", "runtime") + os.sep)[0]
     source = open(metrics_ts).read()
-    for extra in ("packages/runtime/src/outbox/outbox-relay.ts", "services/webhooks/src/worker.ts", "gateway/src/main.ts"):
+    for extra in ("packages/runtime/src/outbox/outbox-relay.ts", "services/webhooks/src/worker.ts", "gateway/src/main.ts",
+                  "services/users/src/lifecycle-metrics.ts"):
         source += "\n" + open(os.path.join(root, extra)).read()
     catalogue = {}
     # `new Gauge({ name: ... })` and the get-or-create `metrics.counter({ name: ... })`; the generic constructors

@@ -2,12 +2,26 @@ import type { drivesV1 } from '@mileage/proto';
 import { COSTLY_READ } from '@mileage/runtime/database';
 import { isUuid, requireUserId } from '@mileage/runtime/formats';
 import { errors, type Handlers, requireOrganization } from '@mileage/runtime/grpc';
+import type { Metrics } from '@mileage/runtime/telemetry';
 import type { CallOrganization, DrivesServerDeps } from './organization-context';
 import { writeDrivesExportPart } from './export-part';
 import { driveSchemaOf } from './render';
 import { MAX_LIMIT } from './validation';
 
 type ExportHandlers = Pick<Handlers<drivesV1.DrivesServiceServer>, 'exportUserDrives' | 'writeExportPart'>;
+
+/**
+ * `export_part_workers_total{scheduling}`: each export part's worker by the class it ran in, `idle` (Linux's
+ * SCHED_IDLE) or `nice_19` (the class could not be had: the container's seccomp profile or a kernel without it).
+ */
+export function exportWorkerCounter(metrics: Metrics): (idle: boolean) => void {
+  const workers = metrics.counter({
+    name: 'export_part_workers_total',
+    help: "Export parts' worker threads, by the scheduling class they ran in: idle, or nice_19 where it was refused.",
+    labelNames: ['scheduling'] as const,
+  });
+  return (idle) => workers.inc({ scheduling: idle ? 'idle' : 'nice_19' });
+}
 
 /** Drives per page of a person's own copy when the caller names none, and the most it may name. */
 export const EXPORT_PAGE_SIZE = 500;
@@ -30,6 +44,7 @@ export function exportHandlers({ read }: CallOrganization, deps: DrivesServerDep
         request.exportId,
         deps.exportDutyCycle,
         (idle) => {
+          deps.countExportWorker?.(idle);
           if (!idle)
             deps.logger?.warn(
               { exportId: request.exportId },

@@ -6,6 +6,7 @@ import { archiveStoreOf } from '@mileage/runtime/storage';
 import { openDatabase } from './database';
 import { configShape } from './config';
 import { purgeTombstones } from './drives-repo';
+import { exportWorkerCounter } from './export-handlers';
 import { createServer } from './server';
 
 void runService({
@@ -27,6 +28,7 @@ void runService({
     knex: context.knex,
     groups,
     logger: context.logger,
+    countExportWorker: exportWorkerCounter(context.metrics),
     tombstoneRetentionDays: context.config.TOMBSTONE_RETENTION_DAYS,
     ...optional('archives', archiveStoreOf(context.config)),
     exportDutyCycle: context.config.EXPORT_DUTY_CYCLE,

@@ -26,6 +26,8 @@ export interface DrivesServerDeps {
   exportDutyCycle?: number;
   /** The service's log: an export part's worker that could not enter the idle scheduling class says so there. */
   logger?: Logger;
+  /** Counts each export part's worker by the scheduling class it ran in (exportWorkerCounter). */
+  countExportWorker?: (idle: boolean) => void;
 }
 
 /** How the handlers reach the drives of the call's organization: writes and reads. */

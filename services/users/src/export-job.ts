@@ -6,6 +6,7 @@ import { exportPartKey, writeExportPart, type ArchiveStore, type ExportPartFile 
 import { type Logger } from '@mileage/runtime/telemetry';
 import { userRepresentation } from '@mileage/scim-domain';
 import { ExportJobs, archiveKey, type ExportRow } from './exports-repo';
+import type { ExportMetrics } from './lifecycle-metrics';
 import { trailResource, type TrailColumns } from './provisioning-events';
 import { tarGz, type TarEntry } from './tar-gz';
 import { mergeTrailParts } from './trail-merge';
@@ -45,6 +46,8 @@ export interface ExportJobDeps {
   scimBaseUrl: string;
   /** The other owners, each writing its part from its own snapshot (the Drives service's reported drives). */
   owners?: readonly ExportOwner[];
+  /** Counts each export as it ends (organization_exports_total) and times the completed ones. */
+  metrics?: ExportMetrics;
 }
 
 /** An owner of a part of the archive other than the Users service: it writes its files to the same store. */
@@ -190,8 +193,10 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
       // The organization's erasure ended the export while it ran: nothing of it may stay in the store.
       await deps.store.delete(archiveKey(job.id));
       deps.logger.info({ export_id: job.id, organization_id: organizationId }, 'export ended by an erasure');
+      deps.metrics?.ended('ended_by_erasure');
       return;
     }
+    deps.metrics?.ended('completed', job.requested_at);
     deps.logger.info(
       { export_id: job.id, organization_id: organizationId, rows, size_bytes: archive.sizeBytes },
       'export completed',
@@ -201,6 +206,7 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
     deps.logger.warn({ export_id: job.id, organization_id: organizationId, err }, 'export failed');
     await deps.store.delete(archiveKey(job.id)).catch(() => {});
     await jobs.fail(job.id, `the export could not be written: ${reason}`);
+    deps.metrics?.ended('failed');
   } finally {
     clearInterval(heartbeat);
     const parts = new Set([...USERS_PART_FILES, ...(deps.owners ?? []).flatMap((o) => o.files)]);
@@ -260,12 +266,13 @@ export function exportTasks(deps: ExportJobDeps, everyMs: number) {
 }
 
 /** Deletes the archives past their expiry and marks their exports expired (an entry in each organization's trail). */
-export async function expireExports(deps: Pick<ExportJobDeps, 'knex' | 'store'>): Promise<number> {
+export async function expireExports(deps: Pick<ExportJobDeps, 'knex' | 'store' | 'metrics'>): Promise<number> {
   const jobs = new ExportJobs(deps.knex);
   const due = await jobs.expiredArchives(100);
   for (const row of due) {
     await deps.store.delete(archiveKey(row.id));
     await jobs.markExpired(row);
+    deps.metrics?.ended('expired');
   }
   return due.length;
 }

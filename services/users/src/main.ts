@@ -12,6 +12,7 @@ import {
   groupsExportOwner,
   webhooksExportOwner,
 } from './export-job';
+import { exportMetrics, registerLifecycleGauges } from './lifecycle-metrics';
 import { createServer } from './server';
 
 void runService({
@@ -28,6 +29,8 @@ void runService({
   }),
   dependencies: ({ clients: { drives, groups, webhooksExports, ...relayClients }, ...context }) => {
     const archives = archiveStoreOf(context.config);
+    // Exports waiting and erasures overdue, read at each scrape (exports on or off: offboarding is always there).
+    registerLifecycleGauges(context.metrics, context.knex);
     return {
       ...context,
       ...(archives ? { archives } : {}),
@@ -50,6 +53,7 @@ void runService({
             store: deps.archives,
             logger: deps.logger,
             scimBaseUrl: config.SCIM_BASE_URL,
+            metrics: exportMetrics(deps.metrics),
             owners: [
               ...(deps.groups ? [groupsExportOwner(deps.groups)] : []),
               ...(deps.drives ? [drivesExportOwner(deps.drives)] : []),
