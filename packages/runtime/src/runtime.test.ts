@@ -6,7 +6,7 @@ import { circuitBreakerConfig, commonConfigSchema, ConfigError, env, loadConfig 
 import { checkServiceConfig, serviceConfigSchema } from './service/service';
 import { LONGEST_CALL_DEADLINE_MS } from './grpc/grpc-client';
 import { AppError, decodeServiceError, errors, toAppError, toStatusObject } from './grpc/errors';
-import { Metrics } from './telemetry/metrics';
+import { Metrics, sharedWhileReading } from './telemetry/metrics';
 import { tracingRequested } from './telemetry/tracing';
 
 describe('configuration', () => {
@@ -192,6 +192,32 @@ describe('metrics', () => {
       assert.equal(sample(body, 'metrics_collect_failures_total', { metric: 'unit_rows_waiting' }), 2);
     } finally {
       server.close();
+    }
+  });
+
+  test("gauges fed by one read show that scrape's answer, and the read runs once a scrape", async () => {
+    const metrics = new Metrics('unit');
+    let reads = 0;
+    const queue = sharedWhileReading(async () => ({ depth: ++reads * 10, oldestSeconds: reads }));
+    metrics.gauge({
+      name: 'unit_queue_depth',
+      help: 'depth',
+      async collect() {
+        this.set((await queue()).depth);
+      },
+    });
+    metrics.gauge({
+      name: 'unit_queue_oldest_seconds',
+      help: 'oldest',
+      async collect() {
+        this.set((await queue()).oldestSeconds);
+      },
+    });
+    for (const scrape of [1, 2]) {
+      const body = await metrics.registry.metrics();
+      assert.equal(reads, scrape);
+      assert.match(body, new RegExp(`^unit_queue_depth\\{service="unit"\\} ${scrape * 10}$`, 'm'));
+      assert.match(body, new RegExp(`^unit_queue_oldest_seconds\\{service="unit"\\} ${scrape}$`, 'm'));
     }
   });
 });

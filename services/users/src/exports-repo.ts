@@ -1,5 +1,11 @@
 import { usersV1 } from '@mileage/proto';
-import { acrossOrganizations, inOrganization, type Knex } from '@mileage/runtime/database';
+import {
+  acrossOrganizations,
+  inOrganization,
+  ONE_STATEMENT,
+  readAcrossOrganizations,
+  type Knex,
+} from '@mileage/runtime/database';
 import { dateToTimestamp } from '@mileage/runtime/formats';
 import { errors, ORGANIZATION_OFFBOARDING } from '@mileage/runtime/grpc';
 import { type TraceContext } from '@mileage/runtime/telemetry';
@@ -163,6 +169,20 @@ export class ExportJobs {
       );
       return rows[0];
     });
+  }
+
+  /** The exports queued and running, by status, with how long the oldest of each has waited since its request. */
+  async inProgress(): Promise<Map<string, { count: number; waitedSeconds: number }>> {
+    const { rows } = await readAcrossOrganizations(
+      this.knex,
+      (run) =>
+        run<{ status: string; n: number; waited: number }>(
+          `SELECT status, count(*)::int AS n, extract(epoch FROM now() - min(requested_at))::float AS waited
+             FROM organization_exports WHERE status IN ('queued', 'running') GROUP BY status`,
+        ),
+      ONE_STATEMENT,
+    );
+    return new Map(rows.map((row) => [row.status, { count: row.n, waitedSeconds: row.waited }]));
   }
 
   /** Where the job is, and its claim renewed. */

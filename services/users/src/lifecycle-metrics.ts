@@ -1,8 +1,10 @@
 // The data lifecycle's metrics (CONTRACT §8) that the Users service owns: organization exports as they end, the ones
 // waiting, and how far the offboardings' erasures are behind their dates — the lag that shows an `erase-due` that no
 // longer runs before a legal deadline passes (docs/operations.md, "Observing").
-import { acrossOrganizations, type Knex } from '@mileage/runtime/database';
-import type { Metrics } from '@mileage/runtime/telemetry';
+import type { Knex } from '@mileage/runtime/database';
+import { sharedWhileReading, type Metrics } from '@mileage/runtime/telemetry';
+import { ExportJobs } from './exports-repo';
+import { OffboardingRepository } from './offboarding-repo';
 
 /** How an export's job ended: its record's status, or the erasure of its organization that ended it. */
 export type ExportOutcome = 'completed' | 'failed' | 'ended_by_erasure' | 'expired';
@@ -35,56 +37,28 @@ export function exportMetrics(metrics: Metrics): ExportMetrics {
 }
 
 /**
- * `read` shared by the gauges of one scrape: a scrape starts every gauge's collect at once, and those that ask while a
- * read is under way get its answer; the next scrape reads anew (so no gauge shows what the scrape before it read).
- */
-function sharedWhileReading<T>(read: () => Promise<T>): () => Promise<T> {
-  let reading: Promise<T> | undefined;
-  return () =>
-    (reading ??= read().finally(() => {
-      reading = undefined;
-    }));
-}
-
-/**
  * Gauges read from the database at each scrape (every replica answers the same; alert on their max): exports waiting
  * and running, the oldest one's wait, and the erasures due but not finished with the oldest one's delay.
  */
 export function registerLifecycleGauges(metrics: Metrics, knex: Knex): void {
-  // The job runner's view, across organizations (the queue's partial index).
-  const exportsWaiting = sharedWhileReading(async () => {
-    const { rows } = await acrossOrganizations(knex, (trx) =>
-      trx.raw<{ rows: { status: string; n: number; waited: number }[] }>(
-        `SELECT status, count(*)::int AS n, extract(epoch FROM now() - min(requested_at))::float AS waited
-           FROM organization_exports WHERE status IN ('queued', 'running') GROUP BY status`,
-      ),
-    );
-    return (status: string) => rows.find((row) => row.status === status);
-  });
+  const exportsInProgress = sharedWhileReading(() => new ExportJobs(knex).inProgress());
   metrics.gauge({
     name: 'organization_exports_in_progress',
     help: 'Organization exports queued and running.',
     labelNames: ['status'] as const,
     async collect() {
-      const of = await exportsWaiting();
-      for (const status of ['queued', 'running']) this.set({ status }, of(status)?.n ?? 0);
+      const byStatus = await exportsInProgress();
+      for (const status of ['queued', 'running']) this.set({ status }, byStatus.get(status)?.count ?? 0);
     },
   });
   metrics.gauge({
     name: 'organization_export_oldest_queued_seconds',
     help: 'How long the oldest queued organization export has waited for a runner (0: none waiting).',
     async collect() {
-      this.set((await exportsWaiting())('queued')?.waited ?? 0);
+      this.set((await exportsInProgress()).get('queued')?.waitedSeconds ?? 0);
     },
   });
-  // The operator's records, outside any organization (as the erasure's own `due` reads them).
-  const erasuresDue = sharedWhileReading(async () => {
-    const { rows } = await knex.raw<{ rows: { n: number; overdue: number | null }[] }>(
-      `SELECT count(*)::int AS n, extract(epoch FROM now() - min(erase_after))::float AS overdue
-         FROM organization_offboardings WHERE erase_after <= now() AND erasure_finished_at IS NULL`,
-    );
-    return { due: rows[0]?.n ?? 0, overdueSeconds: rows[0]?.overdue ?? 0 };
-  });
+  const erasuresDue = sharedWhileReading(() => new OffboardingRepository(knex).dueLag());
   metrics.gauge({
     name: 'organization_erasures_due',
     help: 'Offboarded organizations whose grace period is over and whose erasure has not finished.',

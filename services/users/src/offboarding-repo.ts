@@ -11,6 +11,9 @@ export const DEFAULT_GRACE_DAYS = 30;
  */
 export const DEFAULT_BACKUPS_HOLD_DAYS = 32;
 
+/** An offboarding whose erasure is due: its grace period is over and its erasure has not finished. */
+const ERASURE_DUE = 'erase_after <= now() AND erasure_finished_at IS NULL';
+
 interface OffboardingRow {
   organization_id: string;
   requested_at: Date;
@@ -79,13 +82,22 @@ export class OffboardingRepository {
     return rows[0] && toOffboarding(rows[0]);
   }
 
+  /** The organizations whose erasure is due (their grace period over, the erasure not finished), the oldest first. */
   async due(): Promise<number[]> {
     const rows: { organization_id: string }[] = await this.knex('organization_offboardings')
-      .where('erase_after', '<=', this.knex.fn.now())
-      .whereNull('erasure_finished_at')
+      .whereRaw(ERASURE_DUE)
       .orderBy('erase_after')
       .select('organization_id');
     return rows.map((row) => Number(row.organization_id));
+  }
+
+  /** How many erasures are due, and how long the oldest has waited past its date (0: none). */
+  async dueLag(): Promise<{ due: number; overdueSeconds: number }> {
+    const { rows } = await this.knex.raw<{ rows: { n: number; overdue: number | null }[] }>(
+      `SELECT count(*)::int AS n, extract(epoch FROM now() - min(erase_after))::float AS overdue
+         FROM organization_offboardings WHERE ${ERASURE_DUE}`,
+    );
+    return { due: rows[0]?.n ?? 0, overdueSeconds: rows[0]?.overdue ?? 0 };
   }
 
   /** Marks the erasure begun, once its grace period is over; the record as it then is. */

@@ -1,7 +1,7 @@
 // The delivery worker: claims due deliveries (SKIP LOCKED), signs and sends them, records the outcome and schedules
 // retries with exponential backoff and jitter. Each replica runs one; together they never send a delivery twice at
 // once, and a delivery whose worker dies is retried when its lease ends (at least once, same webhook-id).
-import type { Logger, Metrics } from '@mileage/runtime/telemetry';
+import { sharedWhileReading, type Logger, type Metrics } from '@mileage/runtime/telemetry';
 import type { Counter, Histogram } from 'prom-client';
 import type { ClaimedDelivery, WebhooksRepository } from './repo';
 import type { SecretBox } from './secrets';
@@ -67,20 +67,22 @@ export class DeliveryWorker {
       labelNames: ['outcome'] as const,
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     });
-    const repo = o.repo;
-    const oldestDue = o.metrics.gauge({
+    const queueStats = sharedWhileReading(() => o.repo.queueStats());
+    o.metrics.gauge({
       name: 'webhook_queue_oldest_due_seconds',
       help: 'How long the oldest due delivery has been waiting (0: none waiting).',
+      async collect() {
+        this.set((await queueStats()).oldestDueSeconds);
+      },
     });
     o.metrics.gauge({
       name: 'webhook_queue_depth',
       help: 'Pending deliveries of active subscriptions (state="pending"), and those of them due now (state="due").',
       labelNames: ['state'] as const,
       async collect() {
-        const stats = await repo.queueStats();
+        const stats = await queueStats();
         this.set({ state: 'pending' }, stats.pending);
         this.set({ state: 'due' }, stats.due);
-        oldestDue.set(stats.oldestDueSeconds);
       },
     });
   }

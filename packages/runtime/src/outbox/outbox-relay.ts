@@ -8,7 +8,7 @@ import type { Knex } from '../database/db';
 import { acrossOrganizations, ONE_STATEMENT, readAcrossOrganizations } from '../database/tenancy';
 import type { PromiseClient } from '../grpc/grpc-client';
 import type { Logger } from '../telemetry/logger';
-import type { Metrics } from '../telemetry/metrics';
+import { sharedWhileReading, type Metrics } from '../telemetry/metrics';
 import type { BackgroundTask, ClientSpec } from '../service/service';
 import { dateToTimestamp } from '../formats/wire-time';
 
@@ -50,26 +50,30 @@ export class OutboxRelay {
         help: 'Outbox events handed on to the Webhooks service.',
       });
       const knex = o.knex;
-      const age = metrics.gauge({
+      const outbox = sharedWhileReading(async () => {
+        const { rows } = await readAcrossOrganizations(
+          knex,
+          (run) =>
+            run<{ n: number; age: number }>(
+              `SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(occurred_at)), 0)::float AS age
+                 FROM outbox`,
+            ),
+          ONE_STATEMENT,
+        );
+        return { pending: rows[0]?.n ?? 0, ageSeconds: rows[0]?.age ?? 0 };
+      });
+      metrics.gauge({
         name: 'outbox_oldest_event_age_seconds',
         help: 'Age of the oldest event still in the outbox (0: empty).',
+        async collect() {
+          this.set((await outbox()).ageSeconds);
+        },
       });
       metrics.gauge({
         name: 'outbox_pending_events',
         help: 'Events in the outbox waiting to be relayed.',
         async collect() {
-          const { rows } = await readAcrossOrganizations(
-            knex,
-            (run) =>
-              run<{ n: number; age: number }>(
-                `SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(occurred_at)), 0)::float AS age
-                   FROM outbox`,
-              ),
-            ONE_STATEMENT,
-          );
-          const row = rows[0];
-          this.set(row?.n ?? 0);
-          age.set(row?.age ?? 0);
+          this.set((await outbox()).pending);
         },
       });
     }

@@ -1,6 +1,6 @@
 export { isAcceptableRequestId } from './context';
 export { createLogger, fixedFieldLogger, isWarningOrWorse, type Logger, logWritten } from './logger';
-export { Metrics } from './metrics';
+export { Metrics, sharedWhileReading } from './metrics';
 export {
   endSpan,
   extractContext,

@@ -10,6 +10,19 @@ import {
   type HistogramConfiguration,
 } from 'prom-client';
 
+/**
+ * One read shared by the gauges it feeds, each gauge's `collect` asking for it: a scrape starts every collect at once,
+ * so they share the read under way, and the next scrape reads anew. (A gauge set inside another's collect instead shows
+ * the scrape before's values: prom-client renders it beside the collect, not after.)
+ */
+export function sharedWhileReading<T>(read: () => Promise<T>): () => Promise<T> {
+  let reading: Promise<T> | undefined;
+  return () =>
+    (reading ??= read().finally(() => {
+      reading = undefined;
+    }));
+}
+
 /** The longest a gauge's read at scrape time may take before the scrape goes on without it (below Prometheus's 10 s). */
 const COLLECT_TIMEOUT_MS = 2_000;
 
