@@ -2,7 +2,7 @@
 // the services, its token verifier); the process around them is runProcess's, as every service's.
 import { drivesV1, groupsV1, scimV1, usersV1, webhooksV1 } from '@mileage/proto';
 import { circuitBreakerConfig } from '@mileage/runtime/config';
-import { createGrpcClient, type GrpcTls } from '@mileage/runtime/grpc';
+import { createGrpcClient, type GrpcTls, OrganizationsServiceClient } from '@mileage/runtime/grpc';
 import { type DependencyMonitor } from '@mileage/runtime/service';
 import { type Logger, type Metrics } from '@mileage/runtime/telemetry';
 import type { Express } from 'express';
@@ -44,7 +44,7 @@ export function downstreamClients(
     users: createGrpcClient(usersV1.UsersServiceClient, config.USERS_ADDRESS, client('users', config.GRPC_DEADLINE_MS)),
     // Served by the Users process (it owns organizations and their SCIM tokens).
     organizations: createGrpcClient(
-      usersV1.OrganizationsServiceClient,
+      OrganizationsServiceClient,
       config.USERS_ADDRESS,
       client('users', config.GRPC_DEADLINE_MS),
     ),

@@ -1,7 +1,7 @@
 import type { usersV1 } from '@mileage/proto';
 import { errors, type Handlers } from '@mileage/runtime/grpc';
 import { isUuid } from '@mileage/runtime/formats';
-import { buffer } from 'node:stream/consumers';
+import { readRange } from '@mileage/runtime/storage';
 import { archiveKey, ExportsRepository, toExport } from './exports-repo';
 import { inCallOrganization } from '@mileage/runtime/database';
 import { type UsersServerDeps } from './organization-context';
@@ -70,7 +70,7 @@ export function exportHandlers(deps: UsersServerDeps): ExportHandlers {
         ]);
       if (request.offset === size) return { data: Buffer.alloc(0), sizeBytes: size };
       const end = Math.min(request.offset + length, size) - 1;
-      const data = await buffer(await store().get(archiveKey(row.id), { start: request.offset, end }));
+      const data = await readRange(store(), archiveKey(row.id), { start: request.offset, end });
       return { data, sizeBytes: size };
     },
 

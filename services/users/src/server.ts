@@ -1,5 +1,5 @@
 import { usersV1 } from '@mileage/proto';
-import type { Handlers, ServiceRegistration } from '@mileage/runtime/grpc';
+import { ORGANIZATIONS_SERVICE, type Handlers, type ServiceRegistration } from '@mileage/runtime/grpc';
 import { exportHandlers } from './exports-handlers';
 import { offboardingHandlers } from './offboarding-handlers';
 import { organizationHandlers } from './organizations-handlers';
@@ -23,6 +23,6 @@ export function createServer(deps: UsersServerDeps): ServiceRegistration[] {
   };
   return [
     { definition: usersV1.UsersServiceService, handlers: userHandlers(deps) as ServiceRegistration['handlers'] },
-    { definition: usersV1.OrganizationsServiceService, handlers: organizations as ServiceRegistration['handlers'] },
+    { definition: ORGANIZATIONS_SERVICE, handlers: organizations as ServiceRegistration['handlers'] },
   ];
 }

@@ -27,6 +27,12 @@ export {
   toRpcStatus,
   toStatusObject,
 } from './errors';
+export {
+  decodeArchiveRead,
+  encodeArchiveRead,
+  ORGANIZATIONS_SERVICE,
+  OrganizationsServiceClient,
+} from './archive-reads';
 export { COMPONENTS } from './grpc-authz';
 export {
   type CallSettings,

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { text } from 'node:stream/consumers';
 import { after, test } from 'node:test';
-import { LocalArchiveStore } from './archive-store';
+import { LocalArchiveStore, readRange } from './archive-store';
 
 const root = mkdtempSync(path.join(tmpdir(), 'archive-store-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -28,6 +28,29 @@ test('an object is written whole, read whole or by range, measured, and deleted'
   assert.equal(await store.size('exports/a/archive.tar.gz'), undefined);
   await assert.rejects(store.get('exports/a/archive.tar.gz'), { code: 'ENOENT' });
   assert.deepEqual(readdirSync(root), [], 'the folders it left empty are gone');
+});
+
+test('a range is read as one buffer, across the store’s chunks too, and a missing object is ENOENT', async () => {
+  const store = new LocalArchiveStore(root);
+  const whole = Buffer.from(Array.from({ length: 3 * 1024 * 1024 }, (_, i) => (i * 13) % 251));
+  await store.put(
+    'exports/r/archive.tar.gz',
+    (async function* () {
+      yield whole;
+    })(),
+  );
+  for (const [start, end] of [
+    [0, 0],
+    [5, 1024 * 1024 + 4],
+    [1024 * 1024, 2 * 1024 * 1024 - 1],
+    [17, whole.length - 1],
+  ] as const)
+    assert.deepEqual(
+      await readRange(store, 'exports/r/archive.tar.gz', { start, end }),
+      whole.subarray(start, end + 1),
+    );
+  await store.delete('exports/r/archive.tar.gz');
+  await assert.rejects(readRange(store, 'exports/r/archive.tar.gz', { start: 0, end: 1 }), { code: 'ENOENT' });
 });
 
 test('a write that fails half way leaves nothing under its key, nor beside it', async () => {

@@ -1,4 +1,11 @@
-export { checkKey, LocalArchiveStore, type ArchiveStore, type ByteRange, type StoredObject } from './archive-store';
+export {
+  checkKey,
+  LocalArchiveStore,
+  readRange,
+  type ArchiveStore,
+  type ByteRange,
+  type StoredObject,
+} from './archive-store';
 export { archiveStoreConfigShape, archiveStoreOf } from './config';
 export {
   EXPORT_GZIP,
