@@ -27,12 +27,7 @@ export {
   toRpcStatus,
   toStatusObject,
 } from './errors';
-export {
-  decodeArchiveRead,
-  encodeArchiveRead,
-  ORGANIZATIONS_SERVICE,
-  OrganizationsServiceClient,
-} from './archive-reads';
+export { ORGANIZATIONS_SERVICE, OrganizationsServiceClient } from './archive-reads';
 export { COMPONENTS } from './grpc-authz';
 export {
   type CallSettings,
