@@ -1,32 +1,37 @@
 // A reported drive's two export lines written from its COPY row's bytes, in WebAssembly (AssemblyScript; the service's
 // build compiles it into dist/export-render.wasm, which export-render.ts runs). The same lines as exportedDriveLines
-// (export-lines.ts), which renders any row this refuses. This module compiles alone, without the service's TypeScript,
-// so EXPORT_COLUMNS's positions, EXPORT_CSV_COLUMNS's order, ADDRESS_KEYS, COPY's escapes and CSV's quoted characters
-// are written again here: export-render.test.ts holds the two renderers equal over random rows and fails on any
-// difference.
-
-// EXPORT_COLUMNS's positions.
-const ID = 0;
-const USER = 1;
-const STATUS = 2;
-const REPORTED = 3;
-const MODIFIED = 4;
-const DISTANCE = 5;
-const UNITS = 6;
-const DISCOUNTED = 7;
-const VALUE = 8;
-const VALUE_CURRENCY = 9;
-const TOLL = 10;
-const TOLL_CURRENCY = 11;
-const PARKING = 12;
-const PARKING_CURRENCY = 13;
-const DESCRIPTION = 14;
-const ENTRY = 15;
-const CLASSIFICATION = 16;
-const PURPOSE = 17;
-const START = 18;
-const END = 19;
-const FIELDS = 20;
+// (export-lines.ts), which renders any row this refuses. This module compiles alone, without the service's TypeScript:
+// the facts the two share (EXPORT_COLUMNS's positions, ADDRESS_KEYS, COPY's escapes, CSV's quoted characters) come from
+// export-render-facts.ts, which src/export-render-facts.ts generates from them. EXPORT_CSV_COLUMNS's order is this
+// module's code: export-render.test.ts holds the two renderers equal over random rows and fails on any difference.
+import {
+  ADDRESS_API_KEYS,
+  ADDRESS_COUNT,
+  ADDRESS_STORED_KEYS,
+  CLASSIFICATION,
+  COPY_ESCAPE_BYTES,
+  CSV_QUOTED_BYTES,
+  DESCRIPTION,
+  DISCOUNTED,
+  DISTANCE,
+  END,
+  ENTRY,
+  FIELDS,
+  ID,
+  MODIFIED,
+  PARKING,
+  PARKING_CURRENCY,
+  PURPOSE,
+  REPORTED,
+  START,
+  STATUS,
+  TOLL,
+  TOLL_CURRENCY,
+  UNITS,
+  USER,
+  VALUE,
+  VALUE_CURRENCY,
+} from './export-render-facts';
 
 const starts = new StaticArray<i32>(FIELDS);
 const ends = new StaticArray<i32>(FIELDS);
@@ -81,22 +86,13 @@ const KEY_LAT = lit('lat');
 const KEY_LON = lit('lon');
 const KEY_TIME = lit('time');
 const KEY_ADDRESS = lit('address');
-// ADDRESS_KEYS: as stored, and as the API's member names.
-const ADDRESS_COUNT = 5;
-const ADDRESS_STORED: StaticArray<Bytes> = [
-  lit('country'),
-  lit('state'),
-  lit('city'),
-  lit('street'),
-  lit('postalCode'),
-];
-const ADDRESS_API: StaticArray<Bytes> = [
-  lit('"country":'),
-  lit('"state":'),
-  lit('"city":'),
-  lit('"street":'),
-  lit('"postal_code":'),
-];
+// ADDRESS_KEYS: as stored, and as the API's member names (with their quotes and colon, as the line writes them).
+const ADDRESS_STORED = new StaticArray<Bytes>(ADDRESS_COUNT);
+const ADDRESS_API = new StaticArray<Bytes>(ADDRESS_COUNT);
+for (let k = 0; k < ADDRESS_COUNT; k++) {
+  ADDRESS_STORED[k] = lit(ADDRESS_STORED_KEYS[k]);
+  ADDRESS_API[k] = lit('"' + ADDRESS_API_KEYS[k] + '":');
+}
 
 /** The byte a COPY escape `\x` stands for (COPY_ESCAPES): x itself unless named. */
 const UNESCAPED = new StaticArray<u8>(256);
@@ -106,16 +102,8 @@ const CSV_QUOTED = new StaticArray<u8>(256);
 const SHORT_ESCAPES = new StaticArray<u8>(32);
 const HEX = lit('0123456789abcdef');
 for (let i = 0; i < 256; i++) unchecked((UNESCAPED[i] = <u8>i));
-UNESCAPED[0x62] = 8;
-UNESCAPED[0x66] = 12;
-UNESCAPED[0x6e] = 10;
-UNESCAPED[0x72] = 13;
-UNESCAPED[0x74] = 9;
-UNESCAPED[0x76] = 11;
-CSV_QUOTED[0x2c] = 1;
-CSV_QUOTED[0x22] = 1;
-CSV_QUOTED[0x0d] = 1;
-CSV_QUOTED[0x0a] = 1;
+for (let i = 0; i < COPY_ESCAPE_BYTES.length; i += 2) UNESCAPED[COPY_ESCAPE_BYTES[i]] = COPY_ESCAPE_BYTES[i + 1];
+for (let i = 0; i < CSV_QUOTED_BYTES.length; i++) CSV_QUOTED[CSV_QUOTED_BYTES[i]] = 1;
 SHORT_ESCAPES[8] = 0x62;
 SHORT_ESCAPES[9] = 0x74;
 SHORT_ESCAPES[10] = 0x6e;
