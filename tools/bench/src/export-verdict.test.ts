@@ -12,6 +12,7 @@ import {
   perSecond,
   phaseSeconds,
   rssGrowth,
+  coresByPhase,
 } from './export-verdict';
 
 const T0 = 1_764_400_000_000;
@@ -89,6 +90,43 @@ describe("the other organization's p99 by phase", () => {
       { phase: 'archive', p99Ms: 25, responses: 1 },
       { phase: 'download', p99Ms: 400, responses: 1 },
     ]);
+  });
+});
+
+describe('the cores of each phase', () => {
+  const phases = [
+    { phase: 'users', wallMs: T0, rows: 0 },
+    { phase: 'reported_drives', wallMs: T0 + 1_010, rows: 0 },
+    { phase: 'archive', wallMs: T0 + 1_050, rows: 0 },
+    { phase: 'completed', wallMs: T0 + 3_000, rows: 0 },
+  ];
+  // Readings every 200 ms from T0 - 100: drives busy 1 core until T0 + 1,100 then 0.5; users 0.25 throughout, and a
+  // backend that appears at T0 + 2,000, 1 core from then on. reported_drives lies between two readings.
+  const readings = Array.from({ length: 17 }, (_, i) => {
+    const atMs = T0 - 100 + i * 200;
+    const t = (atMs - (T0 - 100)) / 1000;
+    const drives = Math.min(t, 1.2) + 0.5 * Math.max(0, t - 1.2);
+    const backend = atMs >= T0 + 2_000 ? (atMs - (T0 + 2_000)) / 1000 : undefined;
+    return { atMs, used: { drives, users: 0.25 * t, ...(backend === undefined ? {} : { 'pg:drives': backend }) } };
+  });
+  const rounded = (cores: Record<string, number>) =>
+    Object.fromEntries(Object.entries(cores).map(([name, c]) => [name, Math.round(c * 100) / 100]));
+
+  it("sets each process's CPU over the readings nearest a phase's bounds, and leaves out a phase they do not resolve", () => {
+    const byPhase = coresByPhase(readings, phases);
+    assert.deepEqual(
+      byPhase.map((p) => p.phase),
+      ['users', 'archive'],
+    );
+    assert.equal(byPhase[0]!.seconds, 1.2);
+    assert.deepEqual(rounded(byPhase[0]!.cores), { drives: 1, users: 0.25 });
+    assert.equal(byPhase[1]!.seconds, 1.8);
+    // The backend's 0.9 s from T0 + 2,000 over the phase's 1.8 s.
+    assert.deepEqual(rounded(byPhase[1]!.cores), { drives: 0.5, users: 0.25, 'pg:drives': 0.5 });
+  });
+
+  it('gives nothing without readings', () => {
+    assert.deepEqual(coresByPhase([], phases), []);
   });
 });
 

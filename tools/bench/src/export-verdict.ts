@@ -1,6 +1,7 @@
 // The verdict of `npm run bench:export`: issue 43's targets checked on the measured figures, and the exit status.
 // Pure: no processes, no clock.
 import { percentile } from './breakdown';
+import type { CpuReading } from './proc';
 
 /** Issue 43's targets for an export and an erasure at scale. */
 export const EXPORT_TARGETS = {
@@ -125,6 +126,30 @@ export function p99ByPhase(
     const latencies = responses.filter(([at]) => at >= from && at < to).map(([, ms]) => ms);
     if (latencies.length)
       out.push({ phase: phases[i]!.phase, p99Ms: percentile(latencies, 99), responses: latencies.length });
+  }
+  return out;
+}
+
+/**
+ * Each process's busy cores in each phase of the export: its CPU seconds over the wall seconds between the meter's
+ * readings nearest the phase's first sighting and the next's (CpuMeter samples every 200 ms), so that a phase's p99
+ * (p99ByPhase) can be set beside what ran in it. A phase shorter than the readings resolve is left out.
+ */
+export function coresByPhase(
+  readings: readonly CpuReading[],
+  phases: ExportClientResult['phases'],
+): { phase: string; seconds: number; cores: Record<string, number> }[] {
+  if (!readings.length) return [];
+  const nearest = (ms: number) =>
+    readings.reduce((best, r) => (Math.abs(r.atMs - ms) < Math.abs(best.atMs - ms) ? r : best));
+  const out: { phase: string; seconds: number; cores: Record<string, number> }[] = [];
+  for (let i = 0; i + 1 < phases.length; i++) {
+    const [from, to] = [nearest(phases[i]!.wallMs), nearest(phases[i + 1]!.wallMs)];
+    const seconds = (to.atMs - from.atMs) / 1000;
+    if (seconds <= 0) continue;
+    const cores: Record<string, number> = {};
+    for (const name of Object.keys(to.used)) cores[name] = ((to.used[name] ?? 0) - (from.used[name] ?? 0)) / seconds;
+    out.push({ phase: phases[i]!.phase, seconds, cores });
   }
   return out;
 }

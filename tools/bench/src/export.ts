@@ -25,6 +25,7 @@ import {
   exportChecks,
   exportExitStatus,
   manifestRows,
+  coresByPhase,
   p99ByPhase,
   phasesWithDownload,
   p99Ratio,
@@ -35,7 +36,7 @@ import {
 } from './export-verdict';
 import { measure, type LoadResult, type LoadSettings } from './load';
 import { MemorySampler, readMemory } from './memory';
-import { privateMb, recentWarnings, runtimeNote } from './proc';
+import { CpuMeter, privateMb, recentWarnings, runtimeNote } from './proc';
 import { volumeUserId } from './seed';
 import { startBenchStack, SCOPES, type BenchStack } from './stack';
 import type { Target } from './target';
@@ -228,8 +229,21 @@ class BackendMemory {
 const fastestCopy = (copies: CopyOutResult[]) =>
   copies.reduce((a, b) => (b.rows / b.seconds > a.rows / a.seconds ? b : a));
 
+const windowSeconds = (x: LoadResult) => (x.window.toUs - x.window.fromUs) / 1e6;
 const loadLine = (name: string, x: LoadResult) =>
-  `  ${name.padEnd(34)} ${fmt(x.requestsPerSecond).padStart(6)} req/s  p50 ${fmt(x.p50Ms, 1).padStart(6)} ms  p99 ${fmt(x.p99Ms, 1).padStart(6)} ms  ${fmt((x.window.toUs - x.window.fromUs) / 1e6, 1)} s${failedRequests(x) ? `  FAILED ${failedRequests(x)} ${JSON.stringify(x.failures)}` : ''}`;
+  `  ${name.padEnd(34)} ${fmt(x.requestsPerSecond).padStart(6)} req/s  p50 ${fmt(x.p50Ms, 1).padStart(6)} ms  p99 ${fmt(x.p99Ms, 1).padStart(6)} ms  ${fmt(windowSeconds(x), 1)} s${failedRequests(x) ? `  FAILED ${failedRequests(x)} ${JSON.stringify(x.failures)}` : ''}`;
+
+/** A load run's busy cores by process, from its CPU per request. */
+const quietCores = (x: LoadResult) =>
+  Object.fromEntries(
+    Object.entries(x.cpuByProcess).map(([name, micros]) => [name, (micros * x.requests) / 1e6 / windowSeconds(x)]),
+  );
+const coresLine = (name: string, seconds: number, cores: Record<string, number>) =>
+  `    ${name.padEnd(16)} ${fmt(seconds, 1).padStart(5)} s  ${Object.entries(cores)
+    .filter(([, c]) => c >= 0.005)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([process, c]) => `${process} ${fmt(c, 2)}`)
+    .join(', ')}`;
 
 async function main(): Promise<number> {
   const started = Date.now();
@@ -307,10 +321,12 @@ async function main(): Promise<number> {
       const archive = path.join(workdir, 'export.tar.gz');
       let before: Awaited<ReturnType<typeof readMemory>> | undefined;
       let sampler: MemorySampler | undefined;
+      let cpuMeter: CpuMeter | undefined;
       let backends: BackendMemory | undefined;
       const { quiet, quietAfter, quietP99Ms, loaded, responses, outcome } = await alongside(async () => {
         before = await readMemory(nodeProcesses, stack.metricsUrls);
         sampler = new MemorySampler(nodeProcesses, stack.metricsUrls, 1);
+        cpuMeter = new CpuMeter(stack.fullPids);
         backends = new BackendMemory(stack.fullPids);
         const out = await runScript(path.join(__dirname, 'export-client.js'), [], {
           BENCH_GATEWAY_URL: stack.gatewayUrl,
@@ -320,6 +336,7 @@ async function main(): Promise<number> {
         return JSON.parse(out) as ExportClientResult;
       });
       const samples = await sampler!.stop();
+      cpuMeter!.stop();
       const pgGrowth = backends!.stop();
       copiesBeside.push(await copyBeside());
       copiesQuiet.push(await copyDrivesPart(stack));
@@ -340,6 +357,7 @@ async function main(): Promise<number> {
       const copyQuietRate = perSecond(copyQuiet.rows, copyQuiet.seconds);
       const p99 = p99Ratio(quietP99Ms, loaded.p99Ms);
       const byPhase = p99ByPhase(responses, phasesWithDownload(outcome));
+      const coresInPhases = coresByPhase(cpuMeter!.readings, phasesWithDownload(outcome));
       Object.assign(checks, exportChecks({ rssGrowthMb: growth, copyRatio: ratio, p99Ratio: p99 }));
       const allRows = outcome.manifest.files.reduce((sum, f) => sum + f.rows, 0);
       const phases = outcome.phases.map((p, i, all) => {
@@ -378,6 +396,10 @@ async function main(): Promise<number> {
           `  its p99 in each phase (ms, × quiet): ${byPhase
             .map((p) => `${p.phase} ${fmt(p.p99Ms)} (${fmt(p99Ratio(quietP99Ms, p.p99Ms), 2)}×)`)
             .join(', ')}`,
+          `  cores busy by process (PostgreSQL's backends by the service they serve; "postgres": its own processes and`,
+          `  backends not yet named), quiet before and in each phase:`,
+          coresLine('quiet before', windowSeconds(quiet), quietCores(quiet)),
+          ...coresInPhases.map((p) => coresLine(p.phase, p.seconds, p.cores)),
         ].join('\n'),
       );
       results.export = {
@@ -407,6 +429,7 @@ async function main(): Promise<number> {
         loaded,
         p99Ratio: p99,
         p99ByPhase: byPhase,
+        coresByPhase: coresInPhases,
       };
 
       // The floor under the export's two targets: the rows read alone, as the export reads them, beside the load.

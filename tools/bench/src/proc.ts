@@ -107,8 +107,11 @@ export function cpuSeconds(pid: number): number | undefined {
 /**
  * CPU used by a changing set of processes between start and stop, by name. Every process is sampled every 200 ms,
  * so one that ends during the run (a PostgreSQL backend) counts up to its last sample; one that starts counts from 0.
+ * Each sample's totals so far are kept in `readings` (coresByPhase reads them), with the wall time they were taken at.
  */
 export class CpuMeter {
+  /** CPU seconds by process name since the meter started, at each sample. */
+  readonly readings: CpuReading[] = [];
   private readonly first = new Map<number, number>();
   private readonly last = new Map<number, { name: string; cpu: number }>();
   private readonly timer: NodeJS.Timeout;
@@ -124,16 +127,23 @@ export class CpuMeter {
       const cpu = cpuSeconds(pid);
       if (cpu !== undefined) this.last.set(pid, { name, cpu });
     }
+    const used: Record<string, number> = {};
+    for (const [pid, { name, cpu }] of this.last) used[name] = (used[name] ?? 0) + cpu - (this.first.get(pid) ?? 0);
+    this.readings.push({ atMs: Date.now(), used });
   }
 
   /** CPU seconds by process name since the meter started. */
   stop(): Record<string, number> {
     this.sample();
     clearInterval(this.timer);
-    const used: Record<string, number> = {};
-    for (const [pid, { name, cpu }] of this.last) used[name] = (used[name] ?? 0) + cpu - (this.first.get(pid) ?? 0);
-    return used;
+    return this.readings.at(-1)!.used;
   }
+}
+
+/** A CpuMeter's sample: CPU seconds by process name since it started, at `atMs` (Date.now()). */
+export interface CpuReading {
+  atMs: number;
+  used: Record<string, number>;
 }
 
 /** The whole machine's CPU time so far (/proc/stat's first line): seconds busy, and seconds in all, over every core. */
