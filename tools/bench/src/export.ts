@@ -239,7 +239,7 @@ const quietCores = (x: LoadResult) =>
     Object.entries(x.cpuByProcess).map(([name, micros]) => [name, (micros * x.requests) / 1e6 / windowSeconds(x)]),
   );
 const coresLine = (name: string, seconds: number, cores: Record<string, number>) =>
-  `    ${name.padEnd(16)} ${fmt(seconds, 1).padStart(5)} s  ${Object.entries(cores)
+  `    ${name.padEnd(20)} ${fmt(seconds, 1).padStart(5)} s  ${Object.entries(cores)
     .filter(([, c]) => c >= 0.005)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([process, c]) => `${process} ${fmt(c, 2)}`)

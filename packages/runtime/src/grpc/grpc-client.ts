@@ -47,6 +47,14 @@ const KEEPALIVE_OPTIONS = {
 };
 
 /**
+ * How much of its answers a client lets a server send ahead of what it has read (its HTTP/2 window, per stream and per
+ * connection), instead of Node.js's 64 KB: a large answer (an export archive's 1 MiB read, a page of 1,000 drives)
+ * then comes in one go rather than 64 KB at a time, each waiting for this process's event loop to grant the next,
+ * while the answer's buffers stay alive meanwhile (docs/benchmarks.md, "An organization exported").
+ */
+export const FLOW_CONTROL_WINDOW_BYTES = 4 * 1024 * 1024;
+
+/**
  * The longest deadline a call may have: a few background calls (an owner's part of an organization export) take
  * minutes. Every server's GRPC_MAX_CONNECTION_AGE_GRACE_MS covers it (service.ts checks this at start-up), so a call
  * on a connection closed for its age (GOAWAY) still finishes before the server ends the connection.
@@ -140,6 +148,7 @@ export function createGrpcClient<C extends grpc.Client>(
   const client = new Client(address, options.credentials ?? grpc.credentials.createInsecure(), {
     ...(options.longCalls ? {} : KEEPALIVE_OPTIONS),
     'grpc.max_receive_message_length': 16 * 1024 * 1024,
+    'grpc-node.flow_control_window': FLOW_CONTROL_WINDOW_BYTES,
     // Reconnect quickly after a service restarts (the default backoff grows to 120 s).
     'grpc.initial_reconnect_backoff_ms': INITIAL_RECONNECT_BACKOFF_MS,
     'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS,
