@@ -234,7 +234,7 @@ const loadLine = (name: string, x: LoadResult) =>
   `  ${name.padEnd(34)} ${fmt(x.requestsPerSecond).padStart(6)} req/s  p50 ${fmt(x.p50Ms, 1).padStart(6)} ms  p99 ${fmt(x.p99Ms, 1).padStart(6)} ms  ${fmt(windowSeconds(x), 1)} s${failedRequests(x) ? `  FAILED ${failedRequests(x)} ${JSON.stringify(x.failures)}` : ''}`;
 
 /** A load run's busy cores by process, from its CPU per request. */
-const quietCores = (x: LoadResult) =>
+const loadCores = (x: LoadResult) =>
   Object.fromEntries(
     Object.entries(x.cpuByProcess).map(([name, micros]) => [name, (micros * x.requests) / 1e6 / windowSeconds(x)]),
   );
@@ -398,7 +398,7 @@ async function main(): Promise<number> {
             .join(', ')}`,
           `  cores busy by process (PostgreSQL's backends by the service they serve; "postgres": its own processes and`,
           `  backends not yet named), quiet before and in each phase:`,
-          coresLine('quiet before', windowSeconds(quiet), quietCores(quiet)),
+          coresLine('quiet before', windowSeconds(quiet), loadCores(quiet)),
           ...coresInPhases.map((p) => coresLine(p.phase, p.seconds, p.cores)),
         ].join('\n'),
       );
