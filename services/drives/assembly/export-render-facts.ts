@@ -23,6 +23,14 @@ export const START = 18;
 export const END = 19;
 export const FIELDS = 20;
 
+// EXPORT_COMMENT_COLUMNS (export-lines.ts): where each column is in a row of the comments' COPY.
+export const COMMENT_DRIVE = 0;
+export const COMMENT_ID = 1;
+export const COMMENT_TEXT = 2;
+export const COMMENT_EMAIL = 3;
+export const COMMENT_CREATED = 4;
+export const COMMENT_FIELDS = 5;
+
 // ADDRESS_KEYS (export-lines.ts): an address's keys as stored, and as the API names them, in the API's order.
 export const ADDRESS_COUNT = 5;
 export const ADDRESS_STORED_KEYS: StaticArray<string> = ['country', 'state', 'city', 'street', 'postalCode'];

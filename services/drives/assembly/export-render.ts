@@ -9,6 +9,11 @@ import {
   ADDRESS_COUNT,
   ADDRESS_STORED_KEYS,
   CLASSIFICATION,
+  COMMENT_CREATED,
+  COMMENT_EMAIL,
+  COMMENT_FIELDS,
+  COMMENT_ID,
+  COMMENT_TEXT,
   COPY_ESCAPE_BYTES,
   CSV_QUOTED_BYTES,
   DESCRIPTION,
@@ -33,9 +38,11 @@ import {
   VALUE_CURRENCY,
 } from './export-render-facts';
 
-const starts = new StaticArray<i32>(FIELDS);
-const ends = new StaticArray<i32>(FIELDS);
-const escaped = new StaticArray<u8>(FIELDS);
+// Where the fields of the row being rendered are (a drive's or a comment's, split).
+const MOST_FIELDS = FIELDS > COMMENT_FIELDS ? FIELDS : COMMENT_FIELDS;
+const starts = new StaticArray<i32>(MOST_FIELDS);
+const ends = new StaticArray<i32>(MOST_FIELDS);
+const escaped = new StaticArray<u8>(MOST_FIELDS);
 
 /** Set when a field is outside the forms rendered here: the row is then rendered by exportedDriveLines. */
 let refused = false;
@@ -73,6 +80,11 @@ const L_STATUS = lit('","status":');
 const L_COMMENTS = lit(',"review_comments":');
 const L_NO_COMMENTS = lit(',"review_comments":[]}\n');
 const L_NULL = lit('null');
+const L_COMMENT_ID = lit('{"id":"');
+const L_COMMENT_TEXT = lit('","text":');
+const L_COMMENT_CREATED = lit(',"created_at":"');
+const L_COMMENT_EMAIL = lit('","user_email":');
+const L_COMMENT_SEPARATOR = lit(' | ');
 const L_NAME = lit('{"name":');
 const L_LAT = lit('"lat":');
 const L_LON = lit(',"lon":');
@@ -144,8 +156,8 @@ function fieldEnd(f: i32): usize {
   return <usize>unchecked(ends[f]);
 }
 
-/** Splits the row [start, end) at its tabs (a tab in a value is escaped); false unless it has FIELDS fields. */
-function split(start: usize, end: usize): bool {
+/** Splits the row [start, end) at its tabs (a tab in a value is escaped); false unless it has `fields` fields. */
+function split(start: usize, end: usize, fields: i32): bool {
   let f = 0;
   unchecked((starts[0] = <i32>start));
   unchecked((escaped[0] = 0));
@@ -153,7 +165,7 @@ function split(start: usize, end: usize): bool {
     const c = at(i);
     if (c == 9) {
       unchecked((ends[f] = <i32>i));
-      if (++f == FIELDS) return false;
+      if (++f == fields) return false;
       unchecked((starts[f] = <i32>(i + 1)));
       unchecked((escaped[f] = 0));
     } else if (c == 92) {
@@ -162,7 +174,7 @@ function split(start: usize, end: usize): bool {
     }
   }
   unchecked((ends[f] = <i32>end));
-  return f == FIELDS - 1;
+  return f == fields - 1;
 }
 
 function isNull(f: i32): bool {
@@ -200,25 +212,33 @@ function jsonStringOrNull(f: i32, p: usize): usize {
   return isNull(f) ? put(p, L_NULL) : jsonString(f, p);
 }
 
-/** [s, e) (COPY escapes read when `copyEscapes`) as a CSV field (csvField): quoted when it holds , " CR or LF. */
-function csvBytes(s: usize, e: usize, copyEscapes: bool, p: usize): usize {
-  let quoted = false;
+/** Whether [s, e) (COPY escapes read when `copyEscapes`) is quoted in a CSV field: it holds , " CR or LF. */
+function csvQuoted(s: usize, e: usize, copyEscapes: bool): bool {
   for (let i = s; i < e; i++) {
     let c = at(i);
     if (c == 92 && copyEscapes) c = unchecked(UNESCAPED[at(++i)]);
-    if (unchecked(CSV_QUOTED[c])) {
-      quoted = true;
-      break;
-    }
+    if (unchecked(CSV_QUOTED[c])) return true;
   }
-  if (!quoted && !copyEscapes) return copy(p, s, e);
-  if (quoted) store<u8>(p++, 34);
+  return false;
+}
+
+/** [s, e)'s text (COPY escapes read when `copyEscapes`) inside a CSV field, its quotes doubled (a quoted field's). */
+function csvText(s: usize, e: usize, copyEscapes: bool, p: usize): usize {
   for (let i = s; i < e; i++) {
     let c = at(i);
     if (c == 92 && copyEscapes) c = unchecked(UNESCAPED[at(++i)]);
     store<u8>(p++, c);
     if (c == 34) store<u8>(p++, 34);
   }
+  return p;
+}
+
+/** [s, e) (COPY escapes read when `copyEscapes`) as a CSV field (csvField): quoted when it holds , " CR or LF. */
+function csvBytes(s: usize, e: usize, copyEscapes: bool, p: usize): usize {
+  const quoted = csvQuoted(s, e, copyEscapes);
+  if (!quoted && !copyEscapes) return copy(p, s, e);
+  if (quoted) store<u8>(p++, 34);
+  p = csvText(s, e, copyEscapes, p);
   if (quoted) store<u8>(p++, 34);
   return p;
 }
@@ -282,10 +302,10 @@ function refuse(p: usize): usize {
   return p;
 }
 
-/** The drive id as String(Number(text)): digits up to 15 as they are. */
-function idField(p: usize): usize {
-  const s = fieldStart(ID);
-  const e = fieldEnd(ID);
+/** An id (the drive's, a comment's) as String(Number(text)): digits up to 15 as they are. */
+function idField(f: i32, p: usize): usize {
+  const s = fieldStart(f);
+  const e = fieldEnd(f);
   if (e - s > 15 || e == s || (at(s) == 48 && e - s > 1)) return refuse(p);
   for (let i = s; i < e; i++) if (!isDigit(at(i))) return refuse(p);
   return copy(p, s, e);
@@ -538,12 +558,12 @@ export function render(
   commentsCsv: usize,
   commentsCsvLength: usize,
 ): bool {
-  if (!split(start, end) || isNull(ID) || isNull(USER) || isNull(STATUS)) return false;
+  if (!split(start, end, FIELDS) || isNull(ID) || isNull(USER) || isNull(STATUS)) return false;
   if (isNull(REPORTED) || isNull(MODIFIED)) return false;
   refused = false;
   let p = json;
   p = put(p, L_ID);
-  p = idField(p);
+  p = idField(ID, p);
   p = put(p, L_DRIVER);
   p = jsonString(USER, p);
   p = put(p, L_DISTANCE);
@@ -596,7 +616,7 @@ export function render(
 
   // EXPORT_CSV_COLUMNS's order.
   let q = csv;
-  q = idField(q);
+  q = idField(ID, q);
   store<u8>(q++, 44);
   q = csvString(USER, q);
   store<u8>(q++, 44);
@@ -638,6 +658,63 @@ export function render(
   store<u8>(q++, 10);
   csvEnd = q;
   return !refused;
+}
+
+/** Where the comments' JSON array and CSV field end after renderComments took them. */
+export let commentsJsonEnd: usize = 0;
+export let commentsCsvEnd: usize = 0;
+
+/** The end of the COPY row that starts at `s`: its newline's offset (before `end`, where the rows end). */
+function rowEnd(s: usize, end: usize): usize {
+  while (s < end && at(s) != 10) s++;
+  return s;
+}
+
+/** Splits the comment row at `s` (rows ending before `end`); false for one without its fields or with a NULL. */
+function splitComment(s: usize, end: usize): bool {
+  if (!split(s, rowEnd(s, end), COMMENT_FIELDS)) return false;
+  return !isNull(COMMENT_ID) && !isNull(COMMENT_TEXT) && !isNull(COMMENT_EMAIL) && !isNull(COMMENT_CREATED);
+}
+
+/**
+ * One drive's review comments, the COPY rows [start, end) of EXPORT_COMMENTS_SQL (each ending in its newline), as
+ * reviewCommentsJson writes them at `json` and as csvField(reviewCommentsText(...)) does at `csv`: true, their ends in
+ * commentsJsonEnd and commentsCsvEnd. False for a comment outside the forms rendered here, which the caller renders.
+ */
+export function renderComments(start: usize, end: usize, json: usize, csv: usize): bool {
+  refused = false;
+  let quoted = false;
+  let p = json;
+  store<u8>(p++, 91);
+  for (let s = start; s < end; s = fieldEnd(COMMENT_FIELDS - 1) + 1) {
+    if (!splitComment(s, end)) return false;
+    if (s != start) store<u8>(p++, 44);
+    p = put(p, L_COMMENT_ID);
+    p = idField(COMMENT_ID, p);
+    p = put(p, L_COMMENT_TEXT);
+    p = jsonString(COMMENT_TEXT, p);
+    p = put(p, L_COMMENT_CREATED);
+    p = pgTime(COMMENT_CREATED, p);
+    p = put(p, L_COMMENT_EMAIL);
+    p = jsonString(COMMENT_EMAIL, p);
+    store<u8>(p++, 125);
+    const copyEscapes = unchecked(escaped[COMMENT_TEXT]) == 1;
+    quoted = quoted || csvQuoted(fieldStart(COMMENT_TEXT), fieldEnd(COMMENT_TEXT), copyEscapes);
+  }
+  store<u8>(p++, 93);
+  if (refused) return false;
+  // The texts joined into one field, quoted when any of them holds what CSV quotes.
+  let q = csv;
+  if (quoted) store<u8>(q++, 34);
+  for (let s = start; s < end; s = fieldEnd(COMMENT_FIELDS - 1) + 1) {
+    splitComment(s, end);
+    if (s != start) q = put(q, L_COMMENT_SEPARATOR);
+    q = csvText(fieldStart(COMMENT_TEXT), fieldEnd(COMMENT_TEXT), unchecked(escaped[COMMENT_TEXT]) == 1, q);
+  }
+  if (quoted) store<u8>(q++, 34);
+  commentsJsonEnd = p;
+  commentsCsvEnd = q;
+  return true;
 }
 
 /** `bytes` of the module's memory for the caller's use (the rows in, the lines out): where they start. */

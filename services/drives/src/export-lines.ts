@@ -67,6 +67,29 @@ export const [CLASSIFICATION, PURPOSE, START, END] = [
   columnAt('d.end_location'),
 ];
 
+/**
+ * A review comment's columns in an organization export, in the order its COPY sends them (EXPORT_COMMENTS_SQL): the
+ * drive id first, so that a page's comments are matched to its drives without decoding them (CopiedRows.firstInteger).
+ */
+export const EXPORT_COMMENT_COLUMNS = ['drive_id', 'id', 'text', 'user_email', 'created_at'] as const;
+const commentColumnAt = (column: (typeof EXPORT_COMMENT_COLUMNS)[number]) => EXPORT_COMMENT_COLUMNS.indexOf(column);
+export const [COMMENT_DRIVE, COMMENT_ID, COMMENT_TEXT, COMMENT_EMAIL, COMMENT_CREATED] = [
+  commentColumnAt('drive_id'),
+  commentColumnAt('id'),
+  commentColumnAt('text'),
+  commentColumnAt('user_email'),
+  commentColumnAt('created_at'),
+];
+
+/** A review comment's COPY row (EXPORT_COMMENT_COLUMNS, copyTextFields) as the statements' readers give it. */
+export const commentOfFields = (fields: readonly (string | null)[]): CommentRow => ({
+  id: fields[COMMENT_ID]!,
+  drive_id: fields[COMMENT_DRIVE]!,
+  text: fields[COMMENT_TEXT]!,
+  user_email: fields[COMMENT_EMAIL]!,
+  created_at: wireFromText(fields[COMMENT_CREATED]!),
+});
+
 const json = JSON.stringify;
 /** A numeric column's text as JSON does the Number the API holds (a number that is not finite is null). */
 export function numberJson(text: string): string {

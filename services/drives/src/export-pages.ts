@@ -11,9 +11,7 @@ import {
   withIntegers,
 } from '@mileage/runtime/worker';
 import { ExportRenderer } from './export-render';
-import type { CommentRow } from './rows';
-import { WIRE_TIMESTAMPS } from './stamps';
-import { COMMENTS_IN_RANGE_SQL, commentsByDrive, EXPORT_REPORTED_DRIVES_SQL } from './statements';
+import { EXPORT_COMMENTS_SQL, EXPORT_REPORTED_DRIVES_SQL } from './statements';
 
 /**
  * Rows per statement while the part is read: memory stays flat whatever the organization's size. Pages of 2,500 and
@@ -28,26 +26,23 @@ export const exportReportedDrivesPageSql = (organizationId: number, afterDriveId
 /**
  * A page of an organization export's reported drives after `afterDriveId`, from a connection that joined the
  * export's snapshot: their rows as PostgreSQL's COPY of the statement sends them (EXPORT_COLUMNS, the columns' text:
- * exportedDriveLines renders them without objects between), and their review comments by drive id.
+ * the renderer writes them without objects between), and their review comments the same way (EXPORT_COMMENTS_SQL,
+ * by drive id), each into its buffer when given.
  */
 export async function exportReportedDrivesPage(
-  snapshot: Pick<JoinedSnapshot, 'run' | 'copyRows'>,
+  snapshot: Pick<JoinedSnapshot, 'copyRows'>,
   organizationId: number,
   afterDriveId: number,
   limit: number,
-  into?: PageBytes,
-): Promise<{ rows: CopiedRows; ids: number[]; comments: Map<number, CommentRow[]> }> {
-  const rows = await snapshot.copyRows(exportReportedDrivesPageSql(organizationId, afterDriveId, limit), into);
+  into?: { rows: PageBytes; comments: PageBytes },
+): Promise<{ rows: CopiedRows; ids: number[]; comments: CopiedRows | undefined }> {
+  const rows = await snapshot.copyRows(exportReportedDrivesPageSql(organizationId, afterDriveId, limit), into?.rows);
   // The drive id comes first (EXPORT_COLUMNS).
   const ids = Array.from({ length: rows.length }, (_, i) => rows.firstInteger(i));
-  if (!rows.length) return { rows, ids, comments: new Map() };
-  const { rows: comments } = await snapshot.run<CommentRow>(
-    COMMENTS_IN_RANGE_SQL,
-    [organizationId, ids[0]!, ids[ids.length - 1]!],
-    'drives_comments_in_range_v1',
-    WIRE_TIMESTAMPS,
-  );
-  return { rows, ids, comments: commentsByDrive(comments) };
+  if (!rows.length) return { rows, ids, comments: undefined };
+  const range = [organizationId, ids[0]!, ids[ids.length - 1]!];
+  const comments = await snapshot.copyRows(withIntegers(EXPORT_COMMENTS_SQL, range), into?.comments);
+  return { rows, ids, comments };
 }
 
 /** What the worker is handed: the snapshot to join, and its pace. */
@@ -75,17 +70,17 @@ export async function* reportedDrivePagesInSnapshot({
  * so the reading does not add to the pause (docs/benchmarks.md, "An organization exported", measures both orders).
  */
 export async function* renderedReportedDrivePages(
-  snapshot: Pick<JoinedSnapshot, 'run' | 'copyRows'>,
+  snapshot: Pick<JoinedSnapshot, 'copyRows'>,
   organizationId: number,
   cycle: Pick<DutyCycle, 'pace'>,
 ): AsyncGenerator<ExportFilesPage> {
   const renderer = new ExportRenderer();
   let pageCapacity = { json: 64 * 1024, csv: 32 * 1024 };
-  // The rows' buffers, in turn: one page is rendered while the next is read into the other.
-  const rowBuffers = [new PageBytes(), new PageBytes()];
+  // The rows' and comments' buffers, in turn: one page is rendered while the next is read into the other.
+  const buffers = [0, 1].map(() => ({ rows: new PageBytes(), comments: new PageBytes(16 * 1024) }));
   let reads = 0;
   const read = (after: number) =>
-    exportReportedDrivesPage(snapshot, organizationId, after, EXPORT_PAGE_ROWS, rowBuffers[reads++ % 2]);
+    exportReportedDrivesPage(snapshot, organizationId, after, EXPORT_PAGE_ROWS, buffers[reads++ % 2]);
   let next: ReturnType<typeof read> | undefined = read(0);
   try {
     while (next) {

@@ -32,6 +32,15 @@ const POSITIONS = {
   END: lines.END,
 };
 
+/** EXPORT_COMMENT_COLUMNS's positions. */
+const COMMENT_POSITIONS = {
+  COMMENT_DRIVE: lines.COMMENT_DRIVE,
+  COMMENT_ID: lines.COMMENT_ID,
+  COMMENT_TEXT: lines.COMMENT_TEXT,
+  COMMENT_EMAIL: lines.COMMENT_EMAIL,
+  COMMENT_CREATED: lines.COMMENT_CREATED,
+};
+
 const byte = (character: string) => `0x${character.charCodeAt(0).toString(16).padStart(2, '0')}`;
 const strings = (values: readonly string[]) => `[${values.map((v) => JSON.stringify(v)).join(', ')}]`;
 
@@ -44,6 +53,10 @@ export async function exportRenderFactsSource(): Promise<string> {
     '// EXPORT_COLUMNS (export-lines.ts): where each column is in a row of the COPY.',
     ...Object.entries(POSITIONS).map(([name, position]) => `export const ${name} = ${position};`),
     `export const FIELDS = ${lines.EXPORT_COLUMNS.length};`,
+    '',
+    "// EXPORT_COMMENT_COLUMNS (export-lines.ts): where each column is in a row of the comments' COPY.",
+    ...Object.entries(COMMENT_POSITIONS).map(([name, position]) => `export const ${name} = ${position};`),
+    `export const COMMENT_FIELDS = ${lines.EXPORT_COMMENT_COLUMNS.length};`,
     '',
     "// ADDRESS_KEYS (export-lines.ts): an address's keys as stored, and as the API names them, in the API's order.",
     `export const ADDRESS_COUNT = ${lines.ADDRESS_KEYS.length};`,

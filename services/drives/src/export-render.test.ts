@@ -5,10 +5,9 @@
 import { copyTextFields, PageBytes } from '@mileage/runtime/worker';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ExportRenderer, type PageRows } from './export-render';
-import { EXPORT_COLUMNS, exportedDriveLines } from './export-lines';
+import { ExportRenderer, type PageComments } from './export-render';
+import { commentOfFields, EXPORT_COLUMNS, EXPORT_COMMENT_COLUMNS, exportedDriveLines } from './export-lines';
 import { generator } from './generator.fixture';
-import type { CommentRow } from './rows';
 
 /** A value as COPY's text format prints it (PostgreSQL's CopyAttributeOutText): `\N` for NULL. */
 function copyText(value: string | null): string {
@@ -135,16 +134,33 @@ function randomRow(g: ReturnType<typeof generator>, forms: OddShare): (string | 
   return EXPORT_COLUMNS.map((column) => row[column]);
 }
 
-const comment = (id: number, text: string): CommentRow => ({
-  id: String(id),
-  drive_id: '1',
-  text,
-  user_email: 'reviewer@example.com',
-  created_at: { seconds: 1_790_000_000 + id, nanos: 5_000_000 },
-});
+/** A review comment of drive `drive` (a page's position) as its COPY row's values (EXPORT_COMMENT_COLUMNS). */
+function comment(drive: number, id: string, text: string, created = '2026-09-21 10:13:25.005+00'): (string | null)[] {
+  const row: Record<(typeof EXPORT_COMMENT_COLUMNS)[number], string> = {
+    drive_id: String(drive),
+    id,
+    text,
+    user_email: 'review"er@example.com',
+    created_at: created,
+  };
+  return EXPORT_COMMENT_COLUMNS.map((column) => row[column]);
+}
+
+/** Random review comments of drive `drive`: none mostly, else one to three, their values of `forms`. */
+function randomComments(g: ReturnType<typeof generator>, forms: OddShare, drive: number): (string | null)[][] {
+  if (g.next() >= 0.2) return [];
+  return Array.from({ length: 1 + Math.floor(g.next() * 3) }, (_, k) =>
+    comment(
+      drive,
+      draw(g, forms, { common: [String(drive * 3 + k + 1)], odd: FORMS.ids.odd }),
+      g.pick(TEXTS),
+      draw(g, forms, FORMS.pgTimes),
+    ),
+  );
+}
 
 /** COPY rows (each its columns' values) as a page of them: their bytes side by side, each ending in a newline. */
-function pageOf(rows: readonly (readonly (string | null)[])[]): PageRows {
+function pageOf(rows: readonly (readonly (string | null)[])[]): PageComments {
   const bytes = Buffer.from(rows.map((values) => `${values.map(copyText).join('\t')}\n`).join(''));
   const ends: number[] = [];
   for (let i = 0; i < bytes.length; i++) if (bytes[i] === 10) ends.push(i);
@@ -155,25 +171,31 @@ function pageOf(rows: readonly (readonly (string | null)[])[]): PageRows {
     rowStart,
     rowEnd: (i) => ends[i]!,
     row: (i) => copyTextFields(bytes.toString('utf8', rowStart(i), ends[i])),
+    firstInteger: (i) => Number(bytes.toString('utf8', rowStart(i), bytes.indexOf(9, rowStart(i)))),
   };
 }
 
-/** The page rendered by `renderer`, and the string renderer's lines of the same rows. */
+/**
+ * The page rendered by `renderer`, its drive ids their positions, and the string renderer's lines of the same rows;
+ * `comments`: COPY rows of comment() in the order of their drives.
+ */
 function rendered(
   renderer: ExportRenderer,
   rows: (string | null)[][],
-  comments: Map<number, CommentRow[]>,
+  comments: (string | null)[][] = [],
 ): { json: string; csv: string; expected: { json: string; csv: string } } {
   const json = new PageBytes(16);
   const csv = new PageBytes(16);
   renderer.renderPage(
     pageOf(rows),
     rows.map((_, i) => i),
-    comments,
+    comments.length ? pageOf(comments) : undefined,
     json,
     csv,
   );
-  const lines = rows.map((values, i) => exportedDriveLines(values, comments.get(i) ?? []));
+  const lines = rows.map((values, i) =>
+    exportedDriveLines(values, comments.filter((c) => Number(c[0]) === i).map(commentOfFields)),
+  );
   return {
     json: json.take().toString(),
     csv: csv.take().toString(),
@@ -185,23 +207,29 @@ test("every page's bytes are the string renderer's lines; rows of the common for
   const g = generator(20261129);
   const renderer = new ExportRenderer();
   let refusedBefore = 0;
+  let refusedCommentsBefore = 0;
   for (let page = 0; page < 60; page++) {
     // Pages of the common forms only, and pages of any form (some rows refused, rendered by the string renderer).
     const forms = page % 2 ? ANY : COMMON;
     const rows: (string | null)[][] = [];
-    const comments = new Map<number, CommentRow[]>();
+    const comments: (string | null)[][] = [];
     for (let n = 0; n < 100; n++) {
       rows.push(randomRow(g, forms));
-      if (g.next() < 0.2) comments.set(n, [comment(n, g.pick(TEXTS) || 'ok'), comment(n + 1, 'second, "quoted"')]);
+      comments.push(...randomComments(g, forms, n));
     }
     const { json, csv, expected } = rendered(renderer, rows, comments);
     assert.equal(json, expected.json, `page ${page}`);
     assert.equal(csv, expected.csv, `page ${page}`);
-    if (forms === COMMON) assert.equal(renderer.refusedRows, refusedBefore, `page ${page}: a row of the common forms`);
+    if (forms === COMMON) {
+      assert.equal(renderer.refusedRows, refusedBefore, `page ${page}: a row of the common forms`);
+      assert.equal(renderer.refusedComments, refusedCommentsBefore, `page ${page}: comments of the common forms`);
+    }
     refusedBefore = renderer.refusedRows;
+    refusedCommentsBefore = renderer.refusedComments;
   }
-  // Of the 3,000 rows of any form, some were refused, and many were not.
+  // Of the 3,000 rows of any form, some were refused, and many were not; some of their drives' comments too.
   assert.ok(renderer.refusedRows > 100 && renderer.refusedRows < 2_500, `${renderer.refusedRows} of 3000 refused`);
+  assert.ok(renderer.refusedComments > 5, `${renderer.refusedComments} drives' comments refused`);
 });
 
 test('a drive of the forms PostgreSQL stores for the API is rendered in WebAssembly, not refused', () => {
@@ -235,10 +263,12 @@ test('a drive of the forms PostgreSQL stores for the API is rendered in WebAssem
     location,
     null,
   ];
-  const { json, csv, expected } = rendered(renderer, [row, row], new Map([[1, [comment(1, 'ok, then')]]]));
+  const comments = [comment(1, '7', 'ok, then'), comment(1, '9', 'line\nbreak "quoted"', '2026-11-23 09:12:04+00')];
+  const { json, csv, expected } = rendered(renderer, [row, row], comments);
   assert.equal(json, expected.json);
   assert.equal(csv, expected.csv);
   assert.equal(renderer.refusedRows, 0);
+  assert.equal(renderer.refusedComments, 0);
 });
 
 test("a row larger than the renderer's memory regions grows them, and the pages after it render the same", () => {
@@ -251,7 +281,7 @@ test("a row larger than the renderer's memory regions grows them, and the pages 
     [random(), large, random()],
     [random(), random()],
   ]) {
-    const { json, csv, expected } = rendered(renderer, rows, new Map());
+    const { json, csv, expected } = rendered(renderer, rows);
     assert.equal(json, expected.json);
     assert.equal(csv, expected.csv);
   }
@@ -261,7 +291,7 @@ test("a row that is not of the export's columns fails the page, as the string re
   const columns = EXPORT_COLUMNS.map(() => 'x');
   for (const row of [columns.slice(1), [...columns, 'x']]) {
     assert.throws(() => exportedDriveLines(row, []));
-    assert.throws(() => rendered(new ExportRenderer(), [row], new Map()));
+    assert.throws(() => rendered(new ExportRenderer(), [row]));
   }
 });
 
@@ -285,7 +315,7 @@ test("every instant from 1970 to 9999 is written as the API's time, in the JSON 
       });
       return row;
     });
-    const { json, csv, expected } = rendered(renderer, rows, new Map());
+    const { json, csv, expected } = rendered(renderer, rows);
     assert.equal(json, expected.json, `page ${page}`);
     assert.equal(csv, expected.csv, `page ${page}`);
   }

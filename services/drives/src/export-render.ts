@@ -1,13 +1,13 @@
 // A page of the export's COPY rows rendered into its JSON Lines and CSV by the WebAssembly renderer
-// (assembly/export-render.ts, built into dist/export-render.wasm): the rows are copied into its memory once a page,
-// it writes both lines of each drive there, and the lines are copied out into the pages' buffers. A row it refuses
-// (a field outside its forms) is rendered by exportedDriveLines, in its place.
+// (assembly/export-render.ts, built into dist/export-render.wasm): the rows and their review comments (COPY rows too)
+// are copied into its memory once a page, it writes both lines of each drive there, and the lines are copied out into
+// the pages' buffers. A row it refuses (a field outside its forms) is rendered by exportedDriveLines, in its place;
+// comments it refuses, by reviewCommentsJson and reviewCommentsText.
 import type { CopiedRows, PageBytes } from '@mileage/runtime/worker';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { exportedDriveLines, reviewCommentsJson, reviewCommentsText } from './export-lines';
+import { commentOfFields, exportedDriveLines, reviewCommentsJson, reviewCommentsText } from './export-lines';
 import { csvField } from './csv';
-import type { CommentRow } from './rows';
 
 // What this module uses of the WebAssembly API (its types are the DOM library's, which this project does not load).
 declare const WebAssembly: {
@@ -26,9 +26,12 @@ interface RendererExports {
     commentsCsv: number,
     commentsCsvLength: number,
   ): number;
+  renderComments(start: number, end: number, json: number, csv: number): number;
   reserve(bytes: number): number;
   jsonEnd: { value: number };
   csvEnd: { value: number };
+  commentsJsonEnd: { value: number };
+  commentsCsvEnd: { value: number };
 }
 
 let compiled: object | undefined;
@@ -49,17 +52,22 @@ class Region {
 
 /** What the renderer reads of a page of COPY rows. */
 export type PageRows = Pick<CopiedRows, 'bytes' | 'length' | 'rowStart' | 'rowEnd' | 'row'>;
+/** And of its review comments' (EXPORT_COMMENT_COLUMNS, each drive's one after the other): the drive id first. */
+export type PageComments = PageRows & Pick<CopiedRows, 'firstInteger'>;
 
 /** The renderer's instance, in the thread that renders (export-pages.ts): its memory is reused page after page. */
 export class ExportRenderer {
   /** Rows refused by the WebAssembly renderer and rendered by exportedDriveLines instead. */
   refusedRows = 0;
+  /** Drives whose comments it refused, rendered by reviewCommentsJson and reviewCommentsText instead. */
+  refusedComments = 0;
   private readonly wasm: RendererExports;
   private view: Buffer;
   private readonly rows: Region;
   private readonly json: Region;
   private readonly csv: Region;
   private readonly comments: Region;
+  private readonly commentRows: Region;
 
   constructor() {
     // AssemblyScript's abort (its allocator out of memory): an error of the page, which fails the task.
@@ -72,6 +80,7 @@ export class ExportRenderer {
     this.json = new Region(this.wasm);
     this.csv = new Region(this.wasm);
     this.comments = new Region(this.wasm);
+    this.commentRows = new Region(this.wasm);
     this.json.fit(1024 * 1024);
     this.csv.fit(512 * 1024);
   }
@@ -82,11 +91,14 @@ export class ExportRenderer {
     return this.view;
   }
 
-  /** The page's rows, each with its review comments (by drive id, `ids[i]` row i's), appended to `json` and `csv`. */
+  /**
+   * The page's rows, each with its review comments (`comments`' rows of drive `ids[i]`, row i's), appended to `json`
+   * and `csv`.
+   */
   renderPage(
     rows: PageRows,
     ids: readonly number[],
-    comments: ReadonlyMap<number, CommentRow[]>,
+    comments: PageComments | undefined,
     json: PageBytes,
     csv: PageBytes,
   ): void {
@@ -94,8 +106,14 @@ export class ExportRenderer {
     const first = rows.rowStart(0);
     const length = rows.rowEnd(rows.length - 1) - first;
     this.rows.fit(length);
+    const commentsFirst = comments?.length ? comments.rowStart(0) : 0;
+    const commentsLength = comments?.length ? comments.rowEnd(comments.length - 1) + 1 - commentsFirst : 0;
+    this.commentRows.fit(commentsLength);
     this.bytes().set(rows.bytes.subarray(first, first + length), this.rows.at);
+    if (commentsLength)
+      this.bytes().set(comments!.bytes.subarray(commentsFirst, commentsFirst + commentsLength), this.commentRows.at);
     const offset = this.rows.at - first;
+    const commentsOffset = this.commentRows.at - commentsFirst;
     let jsonAt = this.json.at;
     let csvAt = this.csv.at;
     const flush = () => {
@@ -105,23 +123,40 @@ export class ExportRenderer {
       jsonAt = this.json.at;
       csvAt = this.csv.at;
     };
+    let nextComment = 0;
     for (let i = 0; i < rows.length; i++) {
       const start = rows.rowStart(i);
       const end = rows.rowEnd(i);
-      const drive = comments.get(ids[i]!);
+      // The drive's comments: the rows of its id, in the drives' order as the page's are.
+      while (nextComment < (comments?.length ?? 0) && comments!.firstInteger(nextComment) < ids[i]!) nextComment++;
+      const firstComment = nextComment;
+      while (nextComment < (comments?.length ?? 0) && comments!.firstInteger(nextComment) === ids[i]) nextComment++;
+      const driveComments = () =>
+        Array.from({ length: nextComment - firstComment }, (_, k) => commentOfFields(comments!.row(firstComment + k)));
       let jsonComments = 0;
       let jsonCommentsLength = 0;
       let csvComments = 0;
       let csvCommentsLength = 0;
-      if (drive?.length) {
-        const commentsJson = reviewCommentsJson(drive);
-        const commentsCsv = csvField(reviewCommentsText(drive));
-        this.comments.fit((commentsJson.length + commentsCsv.length) * 3);
-        const memory = this.bytes();
+      if (nextComment > firstComment) {
+        const commentsStart = comments!.rowStart(firstComment) + commentsOffset;
+        const commentsEnd = comments!.rowEnd(nextComment - 1) + 1 + commentsOffset;
+        // Every input byte gives at most 6 in the JSON (a control character's \u00xx) and 2 in the CSV, each comment's
+        // own text stays within 128.
+        const count = nextComment - firstComment;
+        const jsonRoom = (commentsEnd - commentsStart) * 6 + count * 128 + 16;
+        this.comments.fit(jsonRoom + (commentsEnd - commentsStart) * 2 + count * 8 + 16);
         jsonComments = this.comments.at;
-        jsonCommentsLength = memory.write(commentsJson, jsonComments);
-        csvComments = jsonComments + jsonCommentsLength;
-        csvCommentsLength = memory.write(commentsCsv, csvComments);
+        csvComments = jsonComments + jsonRoom;
+        if (this.wasm.renderComments(commentsStart, commentsEnd, jsonComments, csvComments)) {
+          jsonCommentsLength = this.wasm.commentsJsonEnd.value - jsonComments;
+          csvCommentsLength = this.wasm.commentsCsvEnd.value - csvComments;
+        } else {
+          this.refusedComments++;
+          const drive = driveComments();
+          const memory = this.bytes();
+          jsonCommentsLength = memory.write(reviewCommentsJson(drive), jsonComments);
+          csvCommentsLength = memory.write(csvField(reviewCommentsText(drive)), csvComments);
+        }
       }
       // Every input byte gives at most 6 (a control character's \u00xx), the lines' own text stays within 2048.
       const jsonRoom = (end - start) * 6 + 2048 + jsonCommentsLength;
@@ -150,12 +185,10 @@ export class ExportRenderer {
       }
       this.refusedRows++;
       flush();
-      const lines = exportedDriveLines(rows.row(i), drive ?? NO_COMMENTS);
+      const lines = exportedDriveLines(rows.row(i), driveComments());
       json.write(lines.json);
       csv.write(lines.csv);
     }
     flush();
   }
 }
-
-const NO_COMMENTS: CommentRow[] = [];

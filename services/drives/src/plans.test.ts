@@ -17,7 +17,7 @@ import type pg from 'pg';
 import { openDatabase } from './database';
 import { DriveReads } from './drives-repo';
 import { exportReportedDrivesPageSql } from './export-pages';
-import { COMMENTS_IN_RANGE_SQL, COMMENTS_SQL, commentsParameters } from './statements';
+import { COMMENTS_SQL, commentsParameters, EXPORT_COMMENTS_SQL } from './statements';
 
 let testDb: TestDatabase;
 let roles: SchemaRoles;
@@ -229,7 +229,7 @@ describe('list query plans at 300,000 drives', () => {
     // A page's comments are a few hundred at most: PostgreSQL may fetch them through the index and sort them.
     for (const plan of [
       await planOfStatement(COMMENTS_SQL, commentsParameters(1, ids)),
-      await planOfStatement(COMMENTS_IN_RANGE_SQL, [1, 120_000, 124_000]),
+      await planOfStatement(EXPORT_COMMENTS_SQL, [1, 120_000, 124_000]),
     ]) {
       assertIndexed(plan, 'review_comments_organization_drive_idx');
     }

@@ -1,9 +1,9 @@
 // Statements that the API's reads (drives-repo.ts) and the export's worker thread (export-pages.ts) both run, in a
 // module the worker loads without the repository's own imports.
-import { EXPORT_COLUMNS } from './export-lines';
+import { EXPORT_COLUMNS, EXPORT_COMMENT_COLUMNS } from './export-lines';
 import type { CommentRow } from './rows';
 
-/** A comment's columns (CommentRow), in both statements that read them. */
+/** A comment's columns (CommentRow), as the API's reads take them. */
 const SELECT_COMMENTS = 'SELECT id, drive_id, text, user_email, created_at FROM review_comments';
 
 // The review comments of a page's drives: one statement for any number of drives (an array parameter).
@@ -19,10 +19,11 @@ export const commentsParameters = (organizationId: number, driveIds: readonly nu
 ];
 
 /**
- * The review comments of an export's page, by the range of its drive ids (the first and the last, both included):
- * one index range of the organization's comments rather than a probe for each of the page's drives.
+ * The review comments of an export's page, by the range of its drive ids (organization, the first and the last, both
+ * included): one index range of the organization's comments rather than a probe for each of the page's drives. Read
+ * by COPY, its columns in EXPORT_COMMENT_COLUMNS's order, each drive's comments one after the other.
  */
-export const COMMENTS_IN_RANGE_SQL = `${SELECT_COMMENTS}
+export const EXPORT_COMMENTS_SQL = `SELECT ${EXPORT_COMMENT_COLUMNS.join(', ')} FROM review_comments
   WHERE organization_id = ? AND drive_id BETWEEN ? AND ? ORDER BY drive_id, id`;
 
 /** COMMENTS_SQL's (or COMMENTS_IN_RANGE_SQL's) rows by drive id, each drive's in the statement's order. */
