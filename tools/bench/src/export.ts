@@ -324,8 +324,10 @@ async function main(): Promise<number> {
       let cpuMeter: CpuMeter | undefined;
       let backends: BackendMemory | undefined;
       const { quiet, quietAfter, quietP99Ms, loaded, responses, outcome } = await alongside(async () => {
-        before = await readMemory(nodeProcesses, stack.metricsUrls);
-        sampler = new MemorySampler(nodeProcesses, stack.metricsUrls, 1);
+        // RSS from /proc alone: scraping every service's /metrics each second (the soak's heap readings, unused here)
+        // is work of the bench's own, in every service at once, inside the export's window and in no quiet run.
+        before = await readMemory(nodeProcesses, {});
+        sampler = new MemorySampler(nodeProcesses, {}, 1);
         cpuMeter = new CpuMeter(stack.fullPids);
         backends = new BackendMemory(stack.fullPids);
         const out = await runScript(path.join(__dirname, 'export-client.js'), [], {
