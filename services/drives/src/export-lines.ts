@@ -34,52 +34,53 @@ export const EXPORT_COLUMNS = [
   'd.end_location',
 ] as const;
 
+/** Where each of `names` is in a row of a COPY of `columns`, in the order of `names`. */
+const positionsIn =
+  <C extends string>(columns: readonly C[]) =>
+  <const N extends readonly C[]>(...names: N) =>
+    names.map((name) => columns.indexOf(name)) as { [K in keyof N]: number };
+
 /** Where each of EXPORT_COLUMNS is in a row of the export's COPY. */
-const columnAt = (column: (typeof EXPORT_COLUMNS)[number]) => EXPORT_COLUMNS.indexOf(column);
-export const [ID, USER, STATUS, REPORTED, MODIFIED] = [
-  columnAt('d.id'),
-  columnAt('d.user_id'),
-  columnAt('r.status'),
-  columnAt('r.reported_at'),
-  columnAt('r.modified_at'),
-];
-export const [DISTANCE, UNITS, DISCOUNTED] = [
-  columnAt('d.distance_amount'),
-  columnAt('d.distance_units'),
-  columnAt('d.distance_discounted'),
-];
-export const [VALUE, VALUE_CURRENCY, TOLL, TOLL_CURRENCY] = [
-  columnAt('d.value_amount'),
-  columnAt('d.value_currency'),
-  columnAt('d.toll_amount'),
-  columnAt('d.toll_currency'),
-];
-export const [PARKING, PARKING_CURRENCY, DESCRIPTION, ENTRY] = [
-  columnAt('d.parking_amount'),
-  columnAt('d.parking_currency'),
-  columnAt('d.description'),
-  columnAt('d.entry'),
-];
-export const [CLASSIFICATION, PURPOSE, START, END] = [
-  columnAt('d.classification'),
-  columnAt('d.purpose'),
-  columnAt('d.start_location'),
-  columnAt('d.end_location'),
-];
+const columnsAt = positionsIn(EXPORT_COLUMNS);
+export const [ID, USER, STATUS, REPORTED, MODIFIED] = columnsAt(
+  'd.id',
+  'd.user_id',
+  'r.status',
+  'r.reported_at',
+  'r.modified_at',
+);
+export const [DISTANCE, UNITS, DISCOUNTED] = columnsAt(
+  'd.distance_amount',
+  'd.distance_units',
+  'd.distance_discounted',
+);
+export const [VALUE, VALUE_CURRENCY, TOLL, TOLL_CURRENCY] = columnsAt(
+  'd.value_amount',
+  'd.value_currency',
+  'd.toll_amount',
+  'd.toll_currency',
+);
+export const [PARKING, PARKING_CURRENCY, DESCRIPTION, ENTRY] = columnsAt(
+  'd.parking_amount',
+  'd.parking_currency',
+  'd.description',
+  'd.entry',
+);
+export const [CLASSIFICATION, PURPOSE, START, END] = columnsAt(
+  'd.classification',
+  'd.purpose',
+  'd.start_location',
+  'd.end_location',
+);
 
 /**
  * A review comment's columns in an organization export, in the order its COPY sends them (EXPORT_COMMENTS_SQL): the
  * drive id first, so that a page's comments are matched to its drives without decoding them (CopiedRows.firstInteger).
  */
 export const EXPORT_COMMENT_COLUMNS = ['drive_id', 'id', 'text', 'user_email', 'created_at'] as const;
-const commentColumnAt = (column: (typeof EXPORT_COMMENT_COLUMNS)[number]) => EXPORT_COMMENT_COLUMNS.indexOf(column);
-export const [COMMENT_DRIVE, COMMENT_ID, COMMENT_TEXT, COMMENT_EMAIL, COMMENT_CREATED] = [
-  commentColumnAt('drive_id'),
-  commentColumnAt('id'),
-  commentColumnAt('text'),
-  commentColumnAt('user_email'),
-  commentColumnAt('created_at'),
-];
+export const [COMMENT_DRIVE, COMMENT_ID, COMMENT_TEXT, COMMENT_EMAIL, COMMENT_CREATED] = positionsIn(
+  EXPORT_COMMENT_COLUMNS,
+)('drive_id', 'id', 'text', 'user_email', 'created_at');
 
 /** A review comment's COPY row (EXPORT_COMMENT_COLUMNS, copyTextFields) as the statements' readers give it. */
 export const commentOfFields = (fields: readonly (string | null)[]): CommentRow => ({

@@ -6,7 +6,13 @@ import { copyTextFields, PageBytes } from '@mileage/runtime/worker';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ExportRenderer, type PageComments } from './export-render';
-import { commentOfFields, EXPORT_COLUMNS, EXPORT_COMMENT_COLUMNS, exportedDriveLines } from './export-lines';
+import {
+  COMMENT_DRIVE,
+  commentOfFields,
+  EXPORT_COLUMNS,
+  EXPORT_COMMENT_COLUMNS,
+  exportedDriveLines,
+} from './export-lines';
 import { generator } from './generator.fixture';
 
 /** A value as COPY's text format prints it (PostgreSQL's CopyAttributeOutText): `\N` for NULL. */
@@ -194,7 +200,7 @@ function rendered(
     csv,
   );
   const lines = rows.map((values, i) =>
-    exportedDriveLines(values, comments.filter((c) => Number(c[0]) === i).map(commentOfFields)),
+    exportedDriveLines(values, comments.filter((c) => Number(c[COMMENT_DRIVE]) === i).map(commentOfFields)),
   );
   return {
     json: json.take().toString(),

@@ -123,14 +123,15 @@ export class ExportRenderer {
       jsonAt = this.json.at;
       csvAt = this.csv.at;
     };
+    const commentCount = comments?.length ?? 0;
     let nextComment = 0;
     for (let i = 0; i < rows.length; i++) {
       const start = rows.rowStart(i);
       const end = rows.rowEnd(i);
       // The drive's comments: the rows of its id, in the drives' order as the page's are.
-      while (nextComment < (comments?.length ?? 0) && comments!.firstInteger(nextComment) < ids[i]!) nextComment++;
+      while (nextComment < commentCount && comments!.firstInteger(nextComment) < ids[i]!) nextComment++;
       const firstComment = nextComment;
-      while (nextComment < (comments?.length ?? 0) && comments!.firstInteger(nextComment) === ids[i]) nextComment++;
+      while (nextComment < commentCount && comments!.firstInteger(nextComment) === ids[i]) nextComment++;
       const driveComments = () =>
         Array.from({ length: nextComment - firstComment }, (_, k) => commentOfFields(comments!.row(firstComment + k)));
       let jsonComments = 0;
