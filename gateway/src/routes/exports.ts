@@ -1,6 +1,6 @@
 import { usersV1 } from '@mileage/proto';
 import { apiTime, apiTimeOrNull } from '@mileage/runtime/formats';
-import type { CallSettings } from '@mileage/runtime/grpc';
+import { MAX_ARCHIVE_READ, type CallSettings } from '@mileage/runtime/grpc';
 import type { Request } from 'express';
 import { writeParts } from '../paged-stream';
 import { HttpProblem, type ValidationIssue } from '../problems';
@@ -142,12 +142,9 @@ export function rangeOf(
   return { start: range.start, end: Math.min(range.end ?? size - 1, size - 1) };
 }
 
-/** The Users service answers at most this much of an archive per call; the next is asked for as the reader drains. */
-const READ_BYTES = 1024 * 1024;
-
 async function* archiveBytes(deps: V1Deps, call: CallSettings, id: string, start: number, end: number) {
   for (let offset = start; offset <= end;) {
-    const length = Math.min(READ_BYTES, end + 1 - offset);
+    const length = Math.min(MAX_ARCHIVE_READ, end + 1 - offset);
     const { data } = await deps.organizations.readExportArchive({ id, offset, length }, call);
     if (!data.length) throw new Error(`the archive of export ${id} ended at ${offset}, before ${end + 1}`);
     yield data;

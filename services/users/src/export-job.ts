@@ -2,7 +2,13 @@ import { drivesV1, groupsV1, webhooksV1 } from '@mileage/proto';
 import { provisioningEventRepresentation, trailOldestFirst } from '@mileage/runtime/audit';
 import { snapshotInOrganization, type Knex } from '@mileage/runtime/database';
 import { LONGEST_CALL_DEADLINE_MS, type PromiseClient } from '@mileage/runtime/grpc';
-import { exportPartKey, writeExportPart, type ArchiveStore, type ExportPartFile } from '@mileage/runtime/storage';
+import {
+  exportPartKey,
+  readInChunks,
+  writeExportPart,
+  type ArchiveStore,
+  type ExportPartFile,
+} from '@mileage/runtime/storage';
 import { type Logger } from '@mileage/runtime/telemetry';
 import { userRepresentation } from '@mileage/scim-domain';
 import { ExportJobs, archiveKey, type ExportRow } from './exports-repo';
@@ -185,7 +191,12 @@ export async function runExport(deps: ExportJobDeps, job: ExportRow): Promise<vo
         name: file.name,
         size: file.sizeBytes,
         gzipBytes: file.gzipBytes,
-        body: () => deps.store.get(exportPartKey(job.id, file.name)),
+        // A part stored compressed goes to the archive's store chunk by chunk as it is (tarGz), so one piece of memory
+        // serves all its chunks; a text part is compressed on its way, and zlib may hold several chunks at once.
+        body: async () =>
+          file.gzipBytes === undefined
+            ? deps.store.get(exportPartKey(job.id, file.name))
+            : readInChunks(deps.store, exportPartKey(job.id, file.name), file.gzipBytes),
       })),
     ];
     const archive = await deps.store.put(archiveKey(job.id), tarGz(entries, asOf.getTime()));

@@ -1,7 +1,6 @@
 import type { usersV1 } from '@mileage/proto';
-import { errors, type Handlers } from '@mileage/runtime/grpc';
+import { ARCHIVE_READ_MEMORY, errors, MAX_ARCHIVE_READ, type Handlers } from '@mileage/runtime/grpc';
 import { isUuid } from '@mileage/runtime/formats';
-import { readRange } from '@mileage/runtime/storage';
 import { archiveKey, ExportsRepository, toExport } from './exports-repo';
 import { inCallOrganization } from '@mileage/runtime/database';
 import { type UsersServerDeps } from './organization-context';
@@ -11,9 +10,6 @@ export type ExportHandlers = Pick<
   Handlers<usersV1.OrganizationsServiceServer>,
   'requestExport' | 'listExports' | 'getExport' | 'readExportArchive' | 'recordExportDownload'
 >;
-
-/** The most one ReadExportArchive answers: the gateway asks again as its reader drains. */
-export const MAX_ARCHIVE_READ = 1024 * 1024;
 
 /** The OrganizationsService's exports (users.proto): requested, listed, read back; the job runs in export-job.ts. */
 export function exportHandlers(deps: UsersServerDeps): ExportHandlers {
@@ -70,8 +66,15 @@ export function exportHandlers(deps: UsersServerDeps): ExportHandlers {
         ]);
       if (request.offset === size) return { data: Buffer.alloc(0), sizeBytes: size };
       const end = Math.min(request.offset + length, size) - 1;
-      const data = await readRange(store(), archiveKey(row.id), { start: request.offset, end });
-      return { data, sizeBytes: size };
+      // Into memory with room for the answer around it, which encodeArchiveRead writes in place and gives back.
+      const into = ARCHIVE_READ_MEMORY.take(end + 1 - request.offset);
+      try {
+        const read = await store().read(archiveKey(row.id), { start: request.offset, end }, into);
+        return { data: into.subarray(0, read), sizeBytes: size };
+      } catch (err) {
+        ARCHIVE_READ_MEMORY.giveBack(into);
+        throw err;
+      }
     },
 
     async recordExportDownload(request, ctx) {

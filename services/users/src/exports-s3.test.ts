@@ -31,6 +31,7 @@ after(async () => {
 const store: ArchiveStore = {
   put: (key, body) => s3.put(key, body),
   get: (key, range) => s3.get(key, range),
+  read: (key, range, into) => s3.read(key, range, into),
   size: (key) => s3.size(key),
   delete: (key) => s3.delete(key),
 };

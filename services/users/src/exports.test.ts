@@ -112,6 +112,7 @@ describe('organization exports', () => {
         return store.put(key, body);
       },
       get: (key, range) => store.get(key, range),
+      read: (key, range, into) => store.read(key, range, into),
       size: (key) => store.size(key),
       delete: (key) => store.delete(key),
     };
@@ -261,6 +262,7 @@ describe('organization exports', () => {
         return store.put(key, failAfterFirstChunk(body));
       },
       get: (key, range) => store.get(key, range),
+      read: (key, range, into) => store.read(key, range, into),
       size: (key) => store.size(key),
       delete: (key) => store.delete(key),
     };
@@ -355,6 +357,7 @@ describe('organization exports', () => {
         return store.put(key, body);
       },
       get: (key, range) => store.get(key, range),
+      read: (key, range, into) => store.read(key, range, into),
       size: (key) => store.size(key),
       delete: (key) => store.delete(key),
     };

@@ -87,6 +87,7 @@ test('exports: waiting ones read at each scrape; each counted by its outcome as 
       throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
     },
     get: (key, range) => store.get(key, range),
+    read: (key, range, into) => store.read(key, range, into),
     size: (key) => store.size(key),
     delete: (key) => store.delete(key),
   });

@@ -27,7 +27,12 @@ export {
   toRpcStatus,
   toStatusObject,
 } from './errors';
-export { ORGANIZATIONS_SERVICE, OrganizationsServiceClient } from './archive-reads';
+export {
+  ARCHIVE_READ_MEMORY,
+  MAX_ARCHIVE_READ,
+  ORGANIZATIONS_SERVICE,
+  OrganizationsServiceClient,
+} from './archive-reads';
 export { COMPONENTS } from './grpc-authz';
 export {
   type CallSettings,

@@ -30,6 +30,12 @@ export interface ArchiveStore {
   put(key: string, body: AsyncIterable<Uint8Array>): Promise<StoredObject>;
   /** The object's bytes, or the range of them. Rejects with code ENOENT when there is no such object. */
   get(key: string, range?: ByteRange): Promise<Readable>;
+  /**
+   * The range of the object read into `into` (as much of it as fits), answering how many bytes it holds: fewer than
+   * asked only where the object ends. Rejects with code ENOENT when there is no such object. A download's reads use
+   * it (ReadExportArchive): into memory of the caller's, so a read of 1 MiB is not a fresh buffer of 1 MiB.
+   */
+  read(key: string, range: ByteRange, into: Uint8Array): Promise<number>;
   /** The object's size, or undefined when there is none. */
   size(key: string): Promise<number | undefined>;
   /** Removes the object (nothing when there is none). */
@@ -37,14 +43,28 @@ export interface ArchiveStore {
 }
 
 /**
- * A range of an object as one buffer (a download's read, ReadExportArchive): a range the store answers in a single
- * chunk (LocalArchiveStore's, up to 1 MiB) is that chunk, not a copy of it. Every buffer of a download is fresh memory
- * that the process's garbage collector counts; `node:stream/consumers`' buffer() copied each range twice on the way.
+ * The size of the chunks an object is read in (the read stream's default is 64 KiB): an export's parts by its archive
+ * assembly (LocalArchiveStore.get, readInChunks). Reading 460 MB of parts back through gzip took 2.5–2.6 s of CPU, 0.83–0.87 s
+ * on the service's thread; in chunks of 1 MiB (and gzip's output in 256 KiB, EXPORT_GZIP), 1.5–1.6 s and 0.26 s
+ * (docs/benchmarks.md).
  */
-export async function readRange(store: ArchiveStore, key: string, range: ByteRange): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of await store.get(key, range)) chunks.push(chunk as Buffer);
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+const READ_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * An object's `size` bytes in chunks read into one piece of memory, the next read only once the one before was taken:
+ * for a writer that is done with a chunk when it asks for the next, as ArchiveStore.put is (an archive's stored parts
+ * copied into it). A fresh buffer a chunk is memory the process's collector counts: 58 MB of Drives part read back
+ * set off a full collection of the Users service's heap every few MB (docs/benchmarks.md, "An organization exported").
+ */
+export async function* readInChunks(store: ArchiveStore, key: string, size: number): AsyncGenerator<Uint8Array> {
+  const memory = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, size));
+  for (let offset = 0; offset < size;) {
+    const end = Math.min(offset + memory.length, size) - 1;
+    const read = await store.read(key, { start: offset, end }, memory);
+    if (read === 0) throw new Error(`${key} ended at ${offset} bytes, before ${size}`);
+    yield memory.subarray(0, read);
+    offset += read;
+  }
 }
 
 const KEY = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/;
@@ -76,14 +96,6 @@ async function writeWhole(handle: FileHandle, chunk: Uint8Array): Promise<void> 
     offset += bytesWritten;
   }
 }
-
-/**
- * The size of the chunks an object is read in (the read stream's default is 64 KiB): an export's parts by its archive
- * assembly, an archive by its downloads. Reading 460 MB of parts back through gzip took 2.5–2.6 s of CPU, 0.83–0.87 s
- * on the service's thread; in chunks of 1 MiB (and gzip's output in 256 KiB, EXPORT_GZIP), 1.5–1.6 s and 0.26 s
- * (docs/benchmarks.md).
- */
-const READ_CHUNK_BYTES = 1024 * 1024;
 
 /** Objects as files under `root` (DATA_DIR/…): written beside their name, then renamed into place. */
 export class LocalArchiveStore implements ArchiveStore {
@@ -131,6 +143,22 @@ export class LocalArchiveStore implements ArchiveStore {
       highWaterMark: READ_CHUNK_BYTES,
       ...(range && { start: range.start, end: range.end }),
     });
+  }
+
+  async read(key: string, range: ByteRange, into: Uint8Array): Promise<number> {
+    const handle = await open(this.file(key), 'r');
+    try {
+      const wanted = Math.min(into.length, range.end + 1 - range.start);
+      let done = 0;
+      while (done < wanted) {
+        const { bytesRead } = await handle.read(into, done, wanted - done, range.start + done);
+        if (bytesRead === 0) break; // the file ends here
+        done += bytesRead;
+      }
+      return done;
+    } finally {
+      await handle.close();
+    }
   }
 
   async size(key: string): Promise<number | undefined> {

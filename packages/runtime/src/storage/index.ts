@@ -1,7 +1,7 @@
 export {
   checkKey,
   LocalArchiveStore,
-  readRange,
+  readInChunks,
   type ArchiveStore,
   type ByteRange,
   type StoredObject,

@@ -85,9 +85,19 @@ test('a multipart upload is stored whole, measured, read whole and by range, and
   assert.ok(range.equals(expected.subarray(8 * 1024 * 1024 - 5, 8 * 1024 * 1024 + 5)));
   const tail = await buffer(await store.get('exports/s3/archive.tar.gz', { start: size - 3, end: size - 1 }));
   assert.ok(tail.equals(expected.subarray(size - 3)));
+  // Into the caller's memory: a range across a part's end, one longer than the memory, and the last bytes.
+  const into = Buffer.alloc(1024 * 1024);
+  const across = { start: 8 * 1024 * 1024 - 100, end: 8 * 1024 * 1024 + 99 };
+  assert.equal(await store.read('exports/s3/archive.tar.gz', across, into), 200);
+  assert.ok(into.subarray(0, 200).equals(expected.subarray(across.start, across.end + 1)));
+  assert.equal(await store.read('exports/s3/archive.tar.gz', { start: 5, end: size - 1 }, into), into.length);
+  assert.ok(into.equals(expected.subarray(5, 5 + into.length)));
+  assert.equal(await store.read('exports/s3/archive.tar.gz', { start: size - 3, end: size - 1 }, into), 3);
+  assert.ok(into.subarray(0, 3).equals(expected.subarray(size - 3)));
   await store.delete('exports/s3/archive.tar.gz');
   assert.equal(await store.size('exports/s3/archive.tar.gz'), undefined);
   await assert.rejects(store.get('exports/s3/archive.tar.gz'), { code: 'ENOENT' });
+  await assert.rejects(store.read('exports/s3/archive.tar.gz', { start: 0, end: 1 }, into), { code: 'ENOENT' });
 });
 
 test('an upload whose source fails half way leaves no object and no parts', async () => {

@@ -79,6 +79,20 @@ export class S3ArchiveStore implements ArchiveStore {
     }
   }
 
+  async read(key: string, range: ByteRange, into: Uint8Array): Promise<number> {
+    const wanted = Math.min(into.length, range.end + 1 - range.start);
+    if (wanted <= 0) return 0;
+    let done = 0;
+    // Leaving the loop early (a store answering more than the range) ends the response's stream.
+    for await (const chunk of await this.get(key, { start: range.start, end: range.start + wanted - 1 })) {
+      const bytes = (chunk as Uint8Array).subarray(0, wanted - done);
+      into.set(bytes, done);
+      done += bytes.length;
+      if (done === wanted) break;
+    }
+    return done;
+  }
+
   async size(key: string): Promise<number | undefined> {
     try {
       const head = await this.client.send(new HeadObjectCommand({ Bucket: this.options.bucket, Key: checkKey(key) }));
