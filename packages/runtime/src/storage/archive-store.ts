@@ -44,9 +44,9 @@ export interface ArchiveStore {
 
 /**
  * The size of the chunks an object is read in (the read stream's default is 64 KiB): an export's parts by its archive
- * assembly (LocalArchiveStore.get, readInChunks). Reading 460 MB of parts back through gzip took 2.5–2.6 s of CPU, 0.83–0.87 s
- * on the service's thread; in chunks of 1 MiB (and gzip's output in 256 KiB, EXPORT_GZIP), 1.5–1.6 s and 0.26 s
- * (docs/benchmarks.md).
+ * assembly (LocalArchiveStore.get, readInChunks). Reading 460 MB of parts back through gzip took 2.5–2.6 s of CPU,
+ * 0.83–0.87 s on the service's thread; in chunks of 1 MiB (and gzip's output in 256 KiB, EXPORT_GZIP), 1.5–1.6 s and
+ * 0.26 s (docs/benchmarks.md).
  */
 const READ_CHUNK_BYTES = 1024 * 1024;
 
