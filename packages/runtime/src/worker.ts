@@ -4,7 +4,7 @@
  * collections marks its heap again, on helper threads that run at the service's priority, not the worker's: the
  * Drives export's worker holds 7.4 MB after loading through this entry, 21.6 MB through the package's others.
  */
-export { COPY_ESCAPES, type CopiedRows, copyTextFields, withIntegers } from './database/copy-out';
+export { type BinaryRows, COPY_ESCAPES, CopiedRows, copyTextFields, withIntegers } from './database/copy-out';
 export { DutyCycle } from './database/duty-cycle';
 export { joinSnapshot, type JoinedSnapshot, type SnapshotTicket } from './database/joined-snapshot';
 export type { ReadStatements } from './database/tenancy';

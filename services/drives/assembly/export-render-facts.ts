@@ -43,3 +43,10 @@ export const COPY_ESCAPE_BYTES: StaticArray<u8> = [
 
 // CSV_QUOTED_CHARACTERS (csv.ts): the bytes that make a CSV field quoted.
 export const CSV_QUOTED_BYTES: StaticArray<u8> = [0x2c, 0x22, 0x0d, 0x0a];
+
+// BINARY_KINDS (export-binary.ts): how textFromBinary writes a column's binary value.
+export const BINARY_KIND_TEXT = 1;
+export const BINARY_KIND_JSONB = 2;
+export const BINARY_KIND_INT8 = 3;
+export const BINARY_KIND_TIMESTAMPTZ = 4;
+export const BINARY_KIND_NUMERIC = 5;

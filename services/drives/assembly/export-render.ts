@@ -6,6 +6,11 @@
 // module's code: export-render.test.ts holds the two renderers equal over random rows and fails on any difference.
 import {
   ADDRESS_API_KEYS,
+  BINARY_KIND_INT8,
+  BINARY_KIND_JSONB,
+  BINARY_KIND_NUMERIC,
+  BINARY_KIND_TEXT,
+  BINARY_KIND_TIMESTAMPTZ,
   ADDRESS_COUNT,
   ADDRESS_STORED_KEYS,
   CLASSIFICATION,
@@ -720,4 +725,226 @@ export function renderComments(start: usize, end: usize, json: usize, csv: usize
 /** `bytes` of the module's memory for the caller's use (the rows in, the lines out): where they start. */
 export function reserve(bytes: usize): usize {
   return heap.alloc(bytes);
+}
+
+// Binary COPY rows written as the text COPY of the same rows (textFromBinary): PostgreSQL sends a binary value for less
+// of its CPU than its text (a time or a number is not printed), and the renderer above reads the text.
+
+/** What is written between binary rows: each text row ends in a newline. */
+let textEnd: usize = 0;
+export function textFromBinaryEnd(): usize {
+  return textEnd;
+}
+
+function be16(i: usize): i32 {
+  return <i32>(<i16>bswap<u16>(load<u16>(i)));
+}
+function be32(i: usize): i32 {
+  return <i32>bswap<u32>(load<u32>(i));
+}
+function be64(i: usize): i64 {
+  return <i64>bswap<u64>(load<u64>(i));
+}
+
+/** The letter of COPY's text escape for byte c (COPY_ESCAPE_BYTES: \b \f \n \r \t \v), 0 for none. */
+const ESCAPE_LETTER = new StaticArray<u8>(32);
+for (let i = 0; i < COPY_ESCAPE_BYTES.length; i += 2) ESCAPE_LETTER[COPY_ESCAPE_BYTES[i + 1]] = COPY_ESCAPE_BYTES[i];
+
+// Written from 32-bit halves: the linter reads a 64-bit literal as a JavaScript number, which cannot hold it.
+const ONES: u64 = ((<u64>0x01010101) << 32) | 0x01010101;
+const HIGHS: u64 = ONES * 0x80;
+/** Whether the 8 bytes of w hold a byte below 0x20 or a backslash (the bytes COPY's text escapes). */
+function needsEscape(w: u64): bool {
+  const backslashes = w ^ (ONES * 92);
+  return (((w - ONES * 32) & ~w) | ((backslashes - ONES) & ~backslashes)) & HIGHS ? true : false;
+}
+
+/** [s, e) as COPY's text format writes a value (PostgreSQL's CopyAttributeOutText, a tab the delimiter). */
+function copyText(s: usize, e: usize, p: usize): usize {
+  let i = s;
+  // 8 bytes at a time while none is escaped: most of a text is not.
+  for (; i + 8 <= e; i += 8) {
+    const w = load<u64>(i);
+    if (needsEscape(w)) break;
+    store<u64>(p, w);
+    p += 8;
+  }
+  for (; i < e; i++) {
+    const c = at(i);
+    if (c == 92) {
+      store<u16>(p, 0x5c5c);
+      p += 2;
+    } else if (c < 32 && unchecked(ESCAPE_LETTER[c])) {
+      store<u8>(p++, 92);
+      store<u8>(p++, unchecked(ESCAPE_LETTER[c]));
+    } else store<u8>(p++, c);
+  }
+  return p;
+}
+
+/** u as decimal digits at p, at least `width` of them (zeros before). */
+function decimal(u: u64, width: i32, p: usize): usize {
+  let n = 1;
+  for (let v = u / 10; v > 0; v /= 10) n++;
+  if (n < width) n = width;
+  for (let k = n - 1; k >= 0; k--) {
+    store<u8>(p + k, <u8>(48 + <u32>(u % 10)));
+    u /= 10;
+  }
+  return p + n;
+}
+
+/** An int8's text (int8out). */
+function int8Text(v: i64, p: usize): usize {
+  if (v < 0) {
+    store<u8>(p++, 45);
+    return decimal(<u64>0 - <u64>v, 1, p);
+  }
+  return decimal(<u64>v, 1, p);
+}
+
+const MICROS_A_DAY: i64 = 86_400_000_000;
+/** Days from 1970-01-01 to PostgreSQL's epoch, 2000-01-01. */
+const EPOCH_DAYS: i64 = 10_957;
+
+/**
+ * A timestamptz's text (microseconds from 2000-01-01 UTC) as timestamptz_out writes it in the UTC zone with DateStyle
+ * ISO: `YYYY-MM-DD HH:MM:SS[.ffffff without its trailing zeros]+00`; -1 outside the years 1 to 9999 (infinity too).
+ */
+function timestampText(t: i64, p: usize): isize {
+  let days = t / MICROS_A_DAY;
+  let micros = t % MICROS_A_DAY;
+  if (micros < 0) {
+    micros += MICROS_A_DAY;
+    days--;
+  }
+  // The civil date of a day count (Howard Hinnant's days_from_civil, inverted).
+  const z = days + EPOCH_DAYS + 719_468;
+  const era = (z >= 0 ? z : z - 146_096) / 146_097;
+  const doe = z - era * 146_097;
+  const yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+  const doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const mp = (5 * doy + 2) / 153;
+  const day = doy - (153 * mp + 2) / 5 + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  if (year < 1 || year > 9999) return -1;
+  p = decimal(<u64>year, 4, p);
+  store<u8>(p++, 45);
+  p = decimal(<u64>month, 2, p);
+  store<u8>(p++, 45);
+  p = decimal(<u64>day, 2, p);
+  store<u8>(p++, 32);
+  const seconds = micros / 1_000_000;
+  p = decimal(<u64>(seconds / 3600), 2, p);
+  store<u8>(p++, 58);
+  p = decimal(<u64>((seconds / 60) % 60), 2, p);
+  store<u8>(p++, 58);
+  p = decimal(<u64>(seconds % 60), 2, p);
+  let fraction = micros % 1_000_000;
+  if (fraction) {
+    store<u8>(p++, 46);
+    let digits = 6;
+    while (fraction % 10 == 0) {
+      fraction /= 10;
+      digits--;
+    }
+    p = decimal(<u64>fraction, digits, p);
+  }
+  store<u8>(p++, 43);
+  store<u16>(p, 0x3030);
+  return p + 2;
+}
+
+const NUMERIC_NEGATIVE = 0x4000;
+/** Base-10000 digit d of the binary numeric at s (0 outside its ndigits). */
+function numericDigit(s: usize, ndigits: i32, d: i32): u32 {
+  return d >= 0 && d < ndigits ? <u32>be16(s + 8 + 2 * d) : 0;
+}
+/**
+ * A numeric's text (numeric_out) from its binary form at s (numeric_send: digits, weight, sign, display scale, then
+ * the base-10000 digits); -1 for NaN and the infinities.
+ */
+function numericText(s: usize, length: i32, p: usize): isize {
+  if (length < 8) return -1;
+  const ndigits = be16(s);
+  const weight = be16(s + 2);
+  const sign = be16(s + 4) & 0xffff;
+  const dscale = be16(s + 6);
+  if ((sign != 0 && sign != NUMERIC_NEGATIVE) || ndigits < 0 || length != 8 + 2 * ndigits || dscale < 0) return -1;
+  // At most 64 bytes of text (textRows' room): a sign, the integer's groups, a point and the scale's digits.
+  if (2 + (weight < 0 ? 1 : 4 * (weight + 1)) + 1 + dscale > 64) return -1;
+  if (sign == NUMERIC_NEGATIVE) store<u8>(p++, 45);
+  let d = 0;
+  if (weight < 0) {
+    d = weight + 1;
+    store<u8>(p++, 48);
+  } else
+    for (d = 0; d <= weight; d++) {
+      const g = numericDigit(s, ndigits, d);
+      if (g > 9999) return -1;
+      p = d == 0 ? decimal(g, 1, p) : decimal(g, 4, p);
+    }
+  if (dscale > 0) {
+    store<u8>(p++, 46);
+    const end = p + dscale;
+    for (let written = 0; written < dscale; d++, written += 4) {
+      const g = numericDigit(s, ndigits, d);
+      if (g > 9999) return -1;
+      decimal(g, 4, p + written);
+    }
+    p = end;
+  }
+  return p;
+}
+
+/**
+ * The binary COPY rows [start, end) (copyBinaryRows: no header, no trailer), each of `fields` columns of the kinds at
+ * `kinds` (BINARY_KIND_*, one byte a column), written at `out` as COPY's text format writes the same rows, each ending
+ * in a newline: true, the end in textFromBinaryEnd(). False for a row of another width, a value of the wrong size
+ * for its kind, or one the text is not written here for (a time outside the years 1 to 9999, a numeric's NaN or
+ * infinity): the caller reads the page in text instead.
+ */
+export function textFromBinary(start: usize, end: usize, out: usize, fields: i32, kinds: usize): bool {
+  let s = start;
+  let p = out;
+  while (s < end) {
+    if (s + 2 > end || be16(s) != fields) return false;
+    s += 2;
+    for (let f = 0; f < fields; f++) {
+      if (f) store<u8>(p++, 9);
+      if (s + 4 > end) return false;
+      const length = be32(s);
+      s += 4;
+      if (length == -1) {
+        store<u16>(p, 0x4e5c);
+        p += 2;
+        continue;
+      }
+      if (length < 0 || s + <usize>length > end) return false;
+      const kind = <i32>load<u8>(kinds + f);
+      if (kind == BINARY_KIND_TEXT) p = copyText(s, s + length, p);
+      else if (kind == BINARY_KIND_JSONB) {
+        // jsonb_send: its version (1), then its text.
+        if (length < 1 || at(s) != 1) return false;
+        p = copyText(s + 1, s + length, p);
+      } else if (kind == BINARY_KIND_INT8) {
+        if (length != 8) return false;
+        p = int8Text(be64(s), p);
+      } else if (kind == BINARY_KIND_TIMESTAMPTZ) {
+        if (length != 8) return false;
+        const q = timestampText(be64(s), p);
+        if (q < 0) return false;
+        p = q;
+      } else if (kind == BINARY_KIND_NUMERIC) {
+        const q = numericText(s, length, p);
+        if (q < 0) return false;
+        p = q;
+      } else return false;
+      s += length;
+    }
+    store<u8>(p++, 10);
+  }
+  textEnd = p;
+  return true;
 }

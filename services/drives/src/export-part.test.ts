@@ -142,9 +142,14 @@ test('the next page is asked for before the worker pauses: PostgreSQL reads it d
     try {
       // The pages' reads (their comments are read after each page's rows, with them).
       const recorded = {
+        columnTypes: (query: string) => snapshot.columnTypes(query),
         copyRows: (query: string, into?: Parameters<typeof snapshot.copyRows>[1]) => {
-          if (query.includes(' FROM drive_reports ')) events.push('read');
+          if (query.includes(' FROM drive_reports ')) events.push('read in text');
           return snapshot.copyRows(query, into);
+        },
+        copyBinaryRows: (query: string, into?: Parameters<typeof snapshot.copyBinaryRows>[1]) => {
+          events.push('read');
+          return snapshot.copyBinaryRows(query, into);
         },
       };
       const cycle = { pace: async () => void events.push('pause') };

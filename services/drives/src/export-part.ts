@@ -7,8 +7,8 @@ import { type DrivesPartTask, reportedDrivePagesInSnapshot } from './export-page
 /**
  * The share of the wall time the export works by default (EXPORT_DUTY_CYCLE, DutyCycle): all of it. The worker renders
  * in the idle scheduling class and yields to requests by itself; what it sets going does not (PostgreSQL's backend
- * sending its rows, about 4.6 µs a row as its own COPY, the service thread's writes and V8's helper threads run at
- * normal priority, in proportion to the part's rate), and a lower value pauses the worker to hold those back. In six
+ * sending its rows, about 4 µs a row in COPY's binary format, the service thread's writes and V8's helper threads run
+ * at normal priority, in proportion to the part's rate), and a lower value pauses the worker to hold those back. In six
  * pairs of bench:export runs at 1 and 0.85 in turn, 1 ran the part faster in five, and the other organization's p99 did
  * not separate (docs/benchmarks.md, "An organization exported"). Lower it where other organizations' latency suffers.
  */
@@ -18,13 +18,12 @@ export const DEFAULT_EXPORT_DUTY_CYCLE = 1;
  * The Drives service's part of an organization export (CONTRACT §8), from one snapshot of its schema: every drive
  * reported to the organization's groups, as JSON Lines (the reported-drives representation with its review comments;
  * the driver as `{"id"}`, whom the Users part describes) and as CSV. The rows are read once, by PostgreSQL's COPY a
- * page of EXPORT_PAGE_ROWS drives at a time; each page is rendered into both files, which are written here as the pages
- * arrive, compressed as the archive holds them (writeExportFiles' `gzip`: the archive copies them, tarGz). The reading
- * and rendering run in a worker thread in Linux's idle scheduling class (pagesInWorker, export-pages.ts; whether it
- * could enter it is told to `onScheduled`), on a connection of
- * its own that joined this transaction's snapshot (shareSnapshot): the transaction holds the organization's place in
- * the pool and the snapshot until the last page; the worker's connection is one more while it runs, at most one per
- * place.
+ * page of EXPORT_PAGE_ROWS drives at a time (in its binary format, export-binary.ts); each page is rendered into both
+ * files, which are written here as the pages arrive, compressed as the archive holds them (writeExportFiles' `gzip`:
+ * the archive copies them, tarGz). The reading and rendering run in a worker thread in Linux's idle scheduling class
+ * (pagesInWorker, export-pages.ts; whether it could enter it is told to `onScheduled`), on a connection of its own that
+ * joined this transaction's snapshot (shareSnapshot): the transaction holds the organization's place in the pool and
+ * the snapshot until the last page; the worker's connection is one more while it runs, at most one per place.
  */
 export async function writeDrivesExportPart(
   knex: Knex,

@@ -6,6 +6,7 @@ import { COPY_ESCAPES } from '@mileage/runtime/worker';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CSV_QUOTED_CHARACTERS } from './csv';
+import { BINARY_KINDS } from './export-binary';
 import * as lines from './export-lines';
 
 /** EXPORT_COLUMNS's positions, by the names both renderers give them. */
@@ -68,6 +69,9 @@ export async function exportRenderFactsSource(): Promise<string> {
     '',
     '// CSV_QUOTED_CHARACTERS (csv.ts): the bytes that make a CSV field quoted.',
     `export const CSV_QUOTED_BYTES: StaticArray<u8> = [${[...CSV_QUOTED_CHARACTERS].map(byte).join(', ')}];`,
+    '',
+    "// BINARY_KINDS (export-binary.ts): how textFromBinary writes a column's binary value.",
+    ...Object.entries(BINARY_KINDS).map(([name, kind]) => `export const BINARY_KIND_${name} = ${kind};`),
     '',
   ].join('\n');
   const prettier = await import('prettier');

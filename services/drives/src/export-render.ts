@@ -3,7 +3,7 @@
 // are copied into its memory once a page, it writes both lines of each drive there, and the lines are copied out into
 // the pages' buffers. A row it refuses (a field outside its forms) is rendered by exportedDriveLines, in its place;
 // comments it refuses, by reviewCommentsJson and reviewCommentsText.
-import type { CopiedRows, PageBytes } from '@mileage/runtime/worker';
+import { type BinaryRows, CopiedRows, type PageBytes } from '@mileage/runtime/worker';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { commentOfFields, exportedDriveLines, reviewCommentsJson, reviewCommentsText } from './export-lines';
@@ -27,6 +27,8 @@ interface RendererExports {
     commentsCsvLength: number,
   ): number;
   renderComments(start: number, end: number, json: number, csv: number): number;
+  textFromBinary(start: number, end: number, out: number, fields: number, kinds: number): number;
+  textFromBinaryEnd(): number;
   reserve(bytes: number): number;
   jsonEnd: { value: number };
   csvEnd: { value: number };
@@ -61,6 +63,8 @@ export class ExportRenderer {
   refusedRows = 0;
   /** Drives whose comments it refused, rendered by reviewCommentsJson and reviewCommentsText instead. */
   refusedComments = 0;
+  /** Pages of binary rows it did not write as text (textRows), read in text instead. */
+  refusedBinaryPages = 0;
   private readonly wasm: RendererExports;
   private view: Buffer;
   private readonly rows: Region;
@@ -68,6 +72,8 @@ export class ExportRenderer {
   private readonly csv: Region;
   private readonly comments: Region;
   private readonly commentRows: Region;
+  private readonly binaryRows: Region;
+  private readonly textOfBinary: Region;
 
   constructor() {
     // AssemblyScript's abort (its allocator out of memory): an error of the page, which fails the task.
@@ -81,6 +87,8 @@ export class ExportRenderer {
     this.csv = new Region(this.wasm);
     this.comments = new Region(this.wasm);
     this.commentRows = new Region(this.wasm);
+    this.binaryRows = new Region(this.wasm);
+    this.textOfBinary = new Region(this.wasm);
     this.json.fit(1024 * 1024);
     this.csv.fit(512 * 1024);
   }
@@ -89,6 +97,35 @@ export class ExportRenderer {
   private bytes(): Buffer {
     if (this.view.buffer !== this.wasm.memory.buffer) this.view = Buffer.from(this.wasm.memory.buffer);
     return this.view;
+  }
+
+  /**
+   * A page of binary COPY rows whose columns are of `kinds` (binaryKinds) as COPY's text of the same rows, written into
+   * `into` (emptied first); undefined for a page holding a value the renderer does not write (textFromBinary), which is
+   * then read in text.
+   */
+  textRows(binary: BinaryRows, kinds: Uint8Array, into: PageBytes): CopiedRows | undefined {
+    const length = binary.bytes.length;
+    this.binaryRows.fit(length + kinds.length);
+    // A byte gives at most 2 (an escape); any value at most 72 more than its bytes (a time's 8 bytes 29, an int8's 20,
+    // a numeric's at most 64 and 4 written past it), with its tab or newline.
+    this.textOfBinary.fit(length * 2 + binary.length * kinds.length * 72 + 16);
+    const memory = this.bytes();
+    memory.set(binary.bytes, this.binaryRows.at);
+    const kindsAt = this.binaryRows.at + length;
+    memory.set(kinds, kindsAt);
+    const at = this.textOfBinary.at;
+    if (!this.wasm.textFromBinary(this.binaryRows.at, kindsAt, at, kinds.length, kindsAt)) {
+      this.refusedBinaryPages++;
+      return undefined;
+    }
+    into.clear();
+    into.writeBytes(this.bytes().subarray(at, this.wasm.textFromBinaryEnd()));
+    const bytes = into.take();
+    const ends: number[] = [];
+    // A newline inside a value is escaped: each one ends a row.
+    for (let end = bytes.indexOf(10); end >= 0; end = bytes.indexOf(10, end + 1)) ends.push(end);
+    return new CopiedRows(bytes, ends);
   }
 
   /**

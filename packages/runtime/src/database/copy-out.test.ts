@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { PageBytes } from '../storage/part';
-import { copyOutRows as copyPage, copyTextFields, withIntegers } from './copy-out';
+import { copyBinaryRows, copyOutRows as copyPage, copyTextFields, withIntegers } from './copy-out';
 
 /** Every row of a page, decoded. */
 async function copyOutRows(client: pg.Client, query: string): Promise<(string | null)[][]> {
@@ -80,6 +80,37 @@ describe('copyOutRows', () => {
   it('rejects with the server error, and the connection still answers', async () => {
     await assert.rejects(copyOutRows(client, 'SELECT * FROM no_such_table'), /no_such_table/);
     assert.equal((await client.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one, 1);
+  });
+});
+
+describe('copyBinaryRows', () => {
+  const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+  before(() => client.connect());
+  after(() => client.end());
+
+  it("gives the rows without the format's header and trailer: each its width, then each column's length and bytes", async () => {
+    const page = new PageBytes(8);
+    const rows = await copyBinaryRows(
+      client,
+      `SELECT g::bigint, CASE WHEN g = 2 THEN NULL ELSE 'é' END FROM generate_series(1, 3) g`,
+      page,
+    );
+    assert.equal(rows.length, 3);
+    const row = (g: number, text: Buffer | null) =>
+      Buffer.concat([
+        Buffer.from([0, 2, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, g]),
+        text ? Buffer.concat([Buffer.from([0, 0, 0, text.length]), text]) : Buffer.from([255, 255, 255, 255]),
+      ]);
+    const e = Buffer.from('é');
+    assert.deepEqual(rows.bytes, Buffer.concat([row(1, e), row(2, null), row(3, e)]));
+    assert.equal(rows.bytes.buffer, page.take().buffer, 'in the page it was given');
+  });
+
+  it('gives no rows for an empty result, and fails with a failing statement', async () => {
+    const rows = await copyBinaryRows(client, 'SELECT 1 WHERE false');
+    assert.equal(rows.length, 0);
+    assert.equal(rows.bytes.length, 0);
+    await assert.rejects(copyBinaryRows(client, 'SELECT * FROM no_such_table'), /no_such_table/);
   });
 });
 

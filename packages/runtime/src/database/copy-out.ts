@@ -5,14 +5,20 @@ import { PageBytes } from '../storage/part';
  * `COPY (<query>) TO STDOUT` in PostgreSQL's text format on `client`, each row handed to `onRow` as it arrives (its
  * bytes, ending in a newline; a view of the connection's buffer, valid only during the call). PostgreSQL's own
  * output: one message per row, the columns as their types' text separated by tabs, `\N` for NULL, and backslash
- * escapes for a backslash and control characters (copyTextFields reads them). Run as node-postgres runs pg-cursor
- * and pg-copy-streams, as a custom query object whose messages come to its handlers.
+ * escapes for a backslash and control characters (copyTextFields reads them). In the binary `format` each message is
+ * a row as copyBinaryRows reads them, the first one led by the format's header and the last one its trailer. Run as
+ * node-postgres runs pg-cursor and pg-copy-streams, as a custom query object whose messages come to its handlers.
  */
-export function copyOut(client: pg.Client, query: string, onRow: (row: Buffer) => void): Promise<void> {
+export function copyOut(
+  client: pg.Client,
+  query: string,
+  onRow: (row: Buffer) => void,
+  format: 'text' | 'binary' = 'text',
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const submittable = {
       submit(connection: { query(text: string): void }) {
-        connection.query(`COPY (${query}) TO STDOUT`);
+        connection.query(`COPY (${query}) TO STDOUT${format === 'binary' ? ' (FORMAT binary)' : ''}`);
       },
       handleCopyData(message: { chunk: Buffer }) {
         onRow(message.chunk);
@@ -104,6 +110,48 @@ export async function copyOutRows(client: pg.Client, query: string, page = new P
     ends.push(page.length - 1);
   });
   return new CopiedRows(page.take(), ends);
+}
+
+/** The binary COPY format's header (PostgreSQL's signature, no flags, no extension), which leads its first message. */
+const BINARY_HEADER = Buffer.from('PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0', 'latin1');
+
+/**
+ * The rows of `COPY (<query>) TO STDOUT (FORMAT binary)` on `client`, in `page` (emptied first) as PostgreSQL sent
+ * them without the format's header and trailer: each row its number of columns (16 bits) and each column its length (32
+ * bits, -1 for NULL) and its type's binary value, all big-endian. Binary values cost PostgreSQL less to send than
+ * their text (a time or a number is not printed); the reader decodes them (the Drives export's renderer).
+ */
+export async function copyBinaryRows(client: pg.Client, query: string, page = new PageBytes()): Promise<BinaryRows> {
+  page.clear();
+  let rows = 0;
+  let first = true;
+  let fault: Error | undefined;
+  await copyOut(
+    client,
+    query,
+    (message) => {
+      let row = message;
+      if (first) {
+        first = false;
+        if (!message.subarray(0, BINARY_HEADER.length).equals(BINARY_HEADER))
+          fault ??= new Error('a binary COPY without its header');
+        row = message.subarray(BINARY_HEADER.length);
+      }
+      // The trailer: a row of -1 columns.
+      if (row.length === 2 && row.readInt16BE(0) === -1) return;
+      if (row.length) rows++;
+      page.writeBytes(row);
+    },
+    'binary',
+  );
+  if (fault) throw fault;
+  return { bytes: page.take(), length: rows };
+}
+
+/** A page of binary COPY rows (copyBinaryRows): their bytes, one row after the other, and how many. */
+export interface BinaryRows {
+  readonly bytes: Buffer;
+  readonly length: number;
 }
 
 /** COPY's escapes in its text format (PostgreSQL's CopyAttributeOutText); any other escaped character is itself. */

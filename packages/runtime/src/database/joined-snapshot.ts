@@ -1,6 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
-import { copyOutRows, type CopiedRows } from './copy-out';
+import { type BinaryRows, copyBinaryRows, copyOutRows, type CopiedRows } from './copy-out';
 import { ORGANIZATION_SETTING } from './organization-setting';
 import type { ReadStatements } from './tenancy';
 import type { PageBytes } from '../storage/part';
@@ -62,6 +62,9 @@ export function positionalText(text: string): string {
 export interface JoinedSnapshot {
   run: ReadStatements;
   copyRows(query: string, into?: PageBytes): Promise<CopiedRows>;
+  copyBinaryRows(query: string, into?: PageBytes): Promise<BinaryRows>;
+  /** The type of each column of `query`'s result (PostgreSQL's type OIDs), from its description: nothing is read. */
+  columnTypes(query: string): Promise<number[]>;
   close(): Promise<void>;
 }
 
@@ -102,6 +105,11 @@ export async function joinSnapshot(ticket: SnapshotTicket): Promise<JoinedSnapsh
   return {
     run,
     copyRows: (query, into) => copyOutRows(client, query, into),
+    copyBinaryRows: (query, into) => copyBinaryRows(client, query, into),
+    async columnTypes(query) {
+      const { fields } = await client.query(`SELECT * FROM (${query}) AS described LIMIT 0`);
+      return fields.map((field) => field.dataTypeID);
+    },
     async close() {
       try {
         await client.query('COMMIT');
