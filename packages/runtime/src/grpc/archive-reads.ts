@@ -22,14 +22,14 @@ const HEAD_ROOM = 1 + varintLength(MAX_ARCHIVE_READ);
 const TAIL_ROOM = 1 + varintLength(Number.MAX_SAFE_INTEGER);
 
 /**
- * Memory for archive reads, each with room around its bytes, so that encodeArchiveRead writes the message around
- * them instead of copying them into a message of its own. Every fresh buffer of a download is memory that the
- * process's collector counts: with the read's, the answer's and grpc-js's frame of it, a download set off a full
- * collection of the Users service's heap about every 3 MB (docs/benchmarks.md, "An organization exported"). Now the
- * frame is the only one. A read's memory is taken back once the answer is encoded: grpc-js copies the encoded message
- * into its frame in the same turn (`serializeMessage`), so nothing reads it afterwards; the test that sends reads over
- * a real connection would fail if grpc-js kept it. A read whose answer is never encoded (a call cancelled, a read
- * that failed and was not given back) is left to the collector.
+ * Memory for archive reads, each with room around its bytes, so that encodeArchiveRead writes the message around them
+ * instead of copying them into a message of its own. Every fresh buffer of a download is memory that the process's
+ * collector counts: with the read's, the answer's and grpc-js's frame of it, a download set off a full collection of
+ * the Users service's heap about every 3 MB (72–75 in four downloads of 60 MiB: docs/benchmarks.md, "A download's reads
+ * in memory of the Users service's own"). Now the frame is the only one. A read's memory is taken back once the answer
+ * is encoded: grpc-js copies the encoded message into its frame in the same turn (`serializeMessage`), so nothing reads
+ * it afterwards; the test that sends reads over a real connection would fail if grpc-js kept it. A read whose answer is
+ * never encoded (a call cancelled, a read that failed and was not given back) is left to the collector.
  */
 export class ArchiveReadMemory {
   private readonly free: ArrayBuffer[] = [];

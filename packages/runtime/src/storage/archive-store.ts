@@ -53,8 +53,9 @@ const READ_CHUNK_BYTES = 1024 * 1024;
 /**
  * An object's `size` bytes in chunks read into one piece of memory, the next read only once the one before was taken:
  * for a writer that is done with a chunk when it asks for the next, as ArchiveStore.put is (an archive's stored parts
- * copied into it). A fresh buffer a chunk is memory the process's collector counts: 58 MB of Drives part read back
- * set off a full collection of the Users service's heap every few MB (docs/benchmarks.md, "An organization exported").
+ * copied into it). A fresh buffer a chunk is memory the process's collector counts toward its next full collection:
+ * 58 of them for the Drives part read back (docs/benchmarks.md, "A download's reads in memory of the Users service's
+ * own").
  */
 export async function* readInChunks(store: ArchiveStore, key: string, size: number): AsyncGenerator<Uint8Array> {
   const memory = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, size));
