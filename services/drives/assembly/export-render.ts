@@ -730,11 +730,8 @@ export function reserve(bytes: usize): usize {
 // Binary COPY rows written as the text COPY of the same rows (textFromBinary): PostgreSQL sends a binary value for less
 // of its CPU than its text (a time or a number is not printed), and the renderer above reads the text.
 
-/** What is written between binary rows: each text row ends in a newline. */
-let textEnd: usize = 0;
-export function textFromBinaryEnd(): usize {
-  return textEnd;
-}
+/** Where the text ends after a page that textFromBinary took. */
+export let textEnd: usize = 0;
 
 function be16(i: usize): i32 {
   return <i32>(<i16>bswap<u16>(load<u16>(i)));
@@ -901,7 +898,7 @@ function numericText(s: usize, length: i32, p: usize): isize {
 /**
  * The binary COPY rows [start, end) (copyBinaryRows: no header, no trailer), each of `fields` columns of the kinds at
  * `kinds` (BINARY_KIND_*, one byte a column), written at `out` as COPY's text format writes the same rows, each ending
- * in a newline: true, the end in textFromBinaryEnd(). False for a row of another width, a value of the wrong size
+ * in a newline: true, the end in textEnd. False for a row of another width, a value of the wrong size
  * for its kind, or one the text is not written here for (a time outside the years 1 to 9999, a numeric's NaN or
  * infinity): the caller reads the page in text instead.
  */

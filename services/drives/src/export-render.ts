@@ -28,12 +28,12 @@ interface RendererExports {
   ): number;
   renderComments(start: number, end: number, json: number, csv: number): number;
   textFromBinary(start: number, end: number, out: number, fields: number, kinds: number): number;
-  textFromBinaryEnd(): number;
   reserve(bytes: number): number;
   jsonEnd: { value: number };
   csvEnd: { value: number };
   commentsJsonEnd: { value: number };
   commentsCsvEnd: { value: number };
+  textEnd: { value: number };
 }
 
 let compiled: object | undefined;
@@ -120,7 +120,7 @@ export class ExportRenderer {
       return undefined;
     }
     into.clear();
-    into.writeBytes(this.bytes().subarray(at, this.wasm.textFromBinaryEnd()));
+    into.writeBytes(this.bytes().subarray(at, this.wasm.textEnd.value));
     const bytes = into.take();
     const ends: number[] = [];
     // A newline inside a value is escaped: each one ends a row.

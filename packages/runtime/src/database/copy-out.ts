@@ -148,6 +148,12 @@ export async function copyBinaryRows(client: pg.Client, query: string, page = ne
   return { bytes: page.take(), length: rows };
 }
 
+/** The type of each column of `query`'s result (PostgreSQL's type OIDs), from its description: nothing is read. */
+export async function columnTypes(client: pg.Client, query: string): Promise<number[]> {
+  const { fields } = await client.query(`SELECT * FROM (${query}) AS described LIMIT 0`);
+  return fields.map((field) => field.dataTypeID);
+}
+
 /** A page of binary COPY rows (copyBinaryRows): their bytes, one row after the other, and how many. */
 export interface BinaryRows {
   readonly bytes: Buffer;

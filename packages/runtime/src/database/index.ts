@@ -12,7 +12,7 @@ export { organizationLimits } from './organization-share';
 export { PerTurnGroups } from './per-turn';
 export { DutyCycle, pauseAfter } from './duty-cycle';
 export { ORGANIZATION_SETTING } from './organization-setting';
-export { copyBinaryRows, copyOut, copyOutRows, withIntegers } from './copy-out';
+export { columnTypes, copyBinaryRows, copyOut, copyOutRows, withIntegers } from './copy-out';
 export {
   joinSnapshot,
   type JoinedSnapshot,

@@ -1,6 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
-import { type BinaryRows, copyBinaryRows, copyOutRows, type CopiedRows } from './copy-out';
+import { type BinaryRows, columnTypes, copyBinaryRows, copyOutRows, type CopiedRows } from './copy-out';
 import { ORGANIZATION_SETTING } from './organization-setting';
 import type { ReadStatements } from './tenancy';
 import type { PageBytes } from '../storage/part';
@@ -106,10 +106,7 @@ export async function joinSnapshot(ticket: SnapshotTicket): Promise<JoinedSnapsh
     run,
     copyRows: (query, into) => copyOutRows(client, query, into),
     copyBinaryRows: (query, into) => copyBinaryRows(client, query, into),
-    async columnTypes(query) {
-      const { fields } = await client.query(`SELECT * FROM (${query}) AS described LIMIT 0`);
-      return fields.map((field) => field.dataTypeID);
-    },
+    columnTypes: (query) => columnTypes(client, query),
     async close() {
       try {
         await client.query('COMMIT');
