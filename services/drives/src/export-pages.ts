@@ -17,11 +17,9 @@ import { EXPORT_COMMENTS_SQL, EXPORT_REPORTED_DRIVES_SQL } from './statements';
 
 /**
  * Rows per statement while the part is read: memory stays flat whatever the organization's size. Each page is two
- * statements PostgreSQL plans anew (COPY takes no parameters: about 0.5 ms for the drives' join), at normal priority
- * beside other organizations' requests, and a page's hand-over costs the service's thread about as much. Alone (2·10⁵
- * drives, 1,000, 2,500 and 5,000 in turn, four rounds each), 2,500 took PostgreSQL 3.90–4.05 µs of CPU a drive against
- * 4.35–5.10 at 1,000, and all the work at normal priority 8.1–8.45 against 8.45–10.65; at 5,000, V8's helper threads
- * took back part of the gain (docs/benchmarks.md, "An organization exported").
+ * statements PostgreSQL plans anew (COPY takes no parameters), at normal priority beside other organizations'
+ * requests, so fewer pages leave them more; larger pages cost the service's RSS and V8's helper threads more
+ * (docs/benchmarks.md, "An organization exported", measures 1,000, 2,500 and 5,000).
  */
 export const EXPORT_PAGE_ROWS = 2_500;
 
