@@ -2,7 +2,7 @@ export { createServer, type WebhooksServerDeps } from './server';
 export { validateEvents } from './validation';
 export { openDatabase, SCHEMA } from './database';
 export { OrganizationWebhooks, WebhooksRepository } from './repo';
-export { DeliveryWorker, payload, retryDelayMs, type WorkerOptions } from './worker';
+export { deliveryPoll, DeliveryWorker, payload, retryDelayMs, type WorkerOptions } from './worker';
 export { SecretBox, newSecret, sign } from './secrets';
 export {
   ANY_PORT,

@@ -44,7 +44,7 @@ import { sendWebhook } from './sender';
 import { createServer } from './server';
 import { systemResolver, type Resolver, type TargetPolicy, ANY_PORT } from './targets';
 import { startReceiver } from './testing';
-import { DeliveryWorker, retryDelayMs } from './worker';
+import { deliveryPoll, DeliveryWorker, retryDelayMs } from './worker';
 
 const logger = createLogger({ service: 'webhooks-test', level: process.env.LOG_LEVEL ?? 'silent' });
 const development: TargetPolicy = { mode: 'development', allow: new Set(['loopback']), ports: ANY_PORT };
@@ -138,6 +138,10 @@ async function startService(
     workers?: number;
     serverLogger?: Logger;
     slots?: { concurrency: number; perSubscription: number; timeoutMs: number };
+    /** How often the workers poll the queue (default 30 ms). */
+    pollMs?: number;
+    /** The workers' repository (a test may wrap its claims). */
+    workerRepo?: WebhooksRepository;
   } = {},
 ) {
   const policy = options.policy ?? development;
@@ -146,7 +150,7 @@ async function startService(
     { length: options.workers ?? 1 },
     () =>
       new DeliveryWorker({
-        repo,
+        repo: options.workerRepo ?? repo,
         secrets,
         logger,
         metrics: new Metrics('webhooks'),
@@ -178,7 +182,7 @@ async function startService(
   const unscoped = createGrpcClient(webhooksV1.WebhooksServiceClient, `127.0.0.1:${server.port}`, {
     defaultDeadlineMs: 5_000,
   });
-  const loops = workers.map((w) => runEvery({ name: 'deliveries', everyMs: 30, run: () => w.drain() }, () => {}));
+  const loops = workers.map((w) => runEvery(deliveryPoll(w, options.pollMs ?? 30), () => {}));
   return {
     /** Calls inside organization 1 (the demo organization). */
     client: asOrganization(unscoped, 1),
@@ -187,8 +191,8 @@ async function startService(
     unscoped,
     workers,
     async close() {
+      // The polls' stop stops their workers, as at a service's shutdown.
       await Promise.all(loops.map((l) => l.stop()));
-      await Promise.all(workers.map((w) => w.stop()));
       unscoped.close();
       await server.shutdown(1_000);
       // Each test starts without the subscriptions of the one before.
@@ -917,36 +921,113 @@ describe('organizations', () => {
   });
 });
 
+/**
+ * Endpoints that accept connections and never answer (each attempt hangs until its timeout), a healthy receiver, and
+ * `dead` subscriptions of the other group to them beside the demo group's healthy one.
+ */
+async function deadAndHealthy(svc: Awaited<ReturnType<typeof startService>>, dead: number) {
+  const hanging = new Set<Socket>();
+  const server = createNetServer((socket) => hanging.add(socket));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const healthy = await startReceiver();
+  for (let i = 0; i < dead; i++)
+    await svc.client.createSubscription({
+      groupId: other,
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/dead/${i}`,
+      events: ['drive.reported'],
+    });
+  await svc.client.createSubscription({ groupId: demo, url: healthy.url, events: ['drive.reported'] });
+  return {
+    hanging,
+    healthy,
+    /** The dead attempts still hanging. */
+    stillHanging: () => [...hanging].filter((s) => !s.destroyed).length,
+    async close() {
+      for (const socket of hanging) socket.destroy();
+      server.close();
+      await healthy.close();
+    },
+  };
+}
+
 describe('fair delivery slots', () => {
   test("one group's ten dead endpoints do not delay another group's first delivery", async () => {
-    // Dead endpoints: connections are accepted and never answered (each attempt hangs until its 15 s timeout).
-    const hanging = new Set<Socket>();
-    const dead = createNetServer((socket) => hanging.add(socket));
-    await new Promise<void>((resolve) => dead.listen(0, '127.0.0.1', resolve));
-    const deadPort = (dead.address() as AddressInfo).port;
-    const healthy = await startReceiver();
     // Without a per-subscription cap the dead group's 30 deliveries would fill all 12 slots for 15 s.
     const svc = await startService({ slots: { concurrency: 12, perSubscription: 1, timeoutMs: 15_000 } });
+    const endpoints = await deadAndHealthy(svc, 10);
     try {
-      for (let i = 0; i < 10; i++)
-        await svc.client.createSubscription({
-          groupId: other,
-          url: `http://127.0.0.1:${deadPort}/dead/${i}`,
-          events: ['drive.reported'],
-        });
-      await svc.client.createSubscription({ groupId: demo, url: healthy.url, events: ['drive.reported'] });
       await svc.client.publishEvents({ events: [1, 2, 3].map(() => event('drive.reported', other)) });
-      await waitFor(() => hanging.size === 10, { what: 'ten attempts hanging on the dead endpoints' });
+      await waitFor(() => endpoints.hanging.size === 10, { what: 'ten attempts hanging on the dead endpoints' });
 
       await svc.client.publishEvents({ events: [event('drive.reported', demo)] });
-      await waitFor(() => healthy.received.length === 1, { timeoutMs: 3_000, what: 'the healthy delivery' });
+      await waitFor(() => endpoints.healthy.received.length === 1, { timeoutMs: 3_000, what: 'the healthy delivery' });
       // Delivered while every dead attempt still hangs, and no subscription got a second slot.
-      assert.equal([...hanging].filter((s) => !s.destroyed).length, 10);
-      assert.equal(hanging.size, 10);
+      assert.equal(endpoints.stillHanging(), 10);
+      assert.equal(endpoints.hanging.size, 10);
     } finally {
-      for (const socket of hanging) socket.destroy();
-      dead.close();
-      await healthy.close();
+      await endpoints.close();
+      await svc.close();
+    }
+  });
+
+  test('a delivery published during a claim is claimed at once, not after the attempts in flight end', async () => {
+    // The claim to hold: it has read the queue (its snapshot taken) and waits before returning what it found.
+    let held: { entered: () => void; release: Promise<void> } | undefined;
+    const heldClaims = Object.create(repo) as WebhooksRepository;
+    heldClaims.claim = async (...args) => {
+      const found = await repo.claim(...args);
+      const hold = held;
+      held = undefined;
+      if (hold) {
+        hold.entered();
+        await hold.release;
+      }
+      return found;
+    };
+    // No poll to look at the queue again: only the wakes.
+    const svc = await startService({
+      slots: { concurrency: 4, perSubscription: 1, timeoutMs: 15_000 },
+      workerRepo: heldClaims,
+      pollMs: 600_000,
+    });
+    const endpoints = await deadAndHealthy(svc, 1);
+    try {
+      await svc.client.publishEvents({ events: [event('drive.reported', other)] });
+      await waitFor(() => endpoints.hanging.size === 1, { what: 'an attempt hanging on the dead endpoint' });
+
+      // A look at the queue finds nothing new; the healthy delivery commits, and its wake comes, while that claim is
+      // still on its way back.
+      let release = () => {};
+      const entered = new Promise<void>((resolve) => {
+        held = { entered: resolve, release: new Promise<void>((r) => (release = r)) };
+      });
+      svc.workers[0]!.wake();
+      await entered;
+      await svc.client.publishEvents({ events: [event('drive.reported', demo)] });
+      release();
+      await waitFor(() => endpoints.healthy.received.length === 1, { timeoutMs: 3_000, what: 'the healthy delivery' });
+      assert.equal(endpoints.stillHanging(), 1, 'the dead attempt still hangs');
+    } finally {
+      await endpoints.close();
+      await svc.close();
+    }
+  });
+
+  test("the poll claims what another replica stored while this worker's attempts hang", async () => {
+    const svc = await startService({ slots: { concurrency: 4, perSubscription: 1, timeoutMs: 15_000 } });
+    // Another replica: it stores the event and wakes its own worker (none here), not this one.
+    const replica = await startService({ workers: 0 });
+    const endpoints = await deadAndHealthy(svc, 1);
+    try {
+      await svc.client.publishEvents({ events: [event('drive.reported', other)] });
+      await waitFor(() => endpoints.hanging.size === 1, { what: 'an attempt hanging on the dead endpoint' });
+
+      await replica.client.publishEvents({ events: [event('drive.reported', demo)] });
+      await waitFor(() => endpoints.healthy.received.length === 1, { timeoutMs: 3_000, what: 'the healthy delivery' });
+      assert.equal(endpoints.stillHanging(), 1, 'the dead attempt still hangs');
+    } finally {
+      await endpoints.close();
+      await replica.close();
       await svc.close();
     }
   });

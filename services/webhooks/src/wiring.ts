@@ -8,7 +8,7 @@ import { WebhooksRepository } from './repo';
 import { SecretBox } from './secrets';
 import type { WebhooksServerDeps } from './server';
 import { systemResolver, type TargetPolicy } from './targets';
-import { DeliveryWorker } from './worker';
+import { deliveryPoll, DeliveryWorker } from './worker';
 
 type Config = ServiceConfig<typeof configShape>;
 export type WebhooksDeps = WebhooksServerDeps & { worker: DeliveryWorker; repo: WebhooksRepository };
@@ -60,7 +60,7 @@ export function webhooksDependencies(
 
 export function webhooksTasks(deps: WebhooksDeps, config: Config): BackgroundTask[] {
   return [
-    { name: 'deliveries', everyMs: config.WEBHOOKS_POLL_INTERVAL_MS, run: () => deps.worker.drain() },
+    deliveryPoll(deps.worker, config.WEBHOOKS_POLL_INTERVAL_MS),
     {
       name: 'purge',
       everyMs: 3_600_000,

@@ -1,6 +1,7 @@
 // The delivery worker: claims due deliveries (SKIP LOCKED), signs and sends them, records the outcome and schedules
 // retries with exponential backoff and jitter. Each replica runs one; together they never send a delivery twice at
 // once, and a delivery whose worker dies is retried when its lease ends (at least once, same webhook-id).
+import type { BackgroundTask } from '@mileage/runtime/service';
 import { sharedWhileReading, type Logger, type Metrics } from '@mileage/runtime/telemetry';
 import type { Counter, Histogram } from 'prom-client';
 import type { ClaimedDelivery, WebhooksRepository } from './repo';
@@ -43,7 +44,12 @@ export function payload(d: Pick<ClaimedDelivery, 'event_type' | 'occurred_at' | 
 export class DeliveryWorker {
   private running: Promise<void> | undefined;
   private again = false;
-  /** Ends a wait for a free slot: a new look at the queue (wake, or the poll) claims into the free slots at once. */
+  /**
+   * A look at the queue asked for during a run (wake, or the poll): the run claims into its free slots at once. A flag
+   * as well as the wait's end, since a wake during a claim may come after the claim's snapshot and its wait.
+   */
+  private nudged = false;
+  /** Ends a wait for a free slot. */
   private nudge: (() => void) | undefined;
   private stopped = false;
   private readonly deliveries: Counter<'outcome'>;
@@ -91,6 +97,7 @@ export class DeliveryWorker {
   drain(): Promise<void> {
     if (this.running) {
       this.again = true;
+      this.nudged = true;
       this.nudge?.();
       return this.running;
     }
@@ -107,7 +114,10 @@ export class DeliveryWorker {
     return this.running;
   }
 
-  /** Starts a run now if none is going (PublishEvents and redelivery call it). */
+  /**
+   * Starts a run now, or makes the one going look at the queue again: PublishEvents and redelivery call it, and the
+   * poll (deliveries that fall due, or that another replica stored).
+   */
   wake(): void {
     this.drain().catch((err: unknown) => this.o.logger.warn({ err }, 'delivery run failed'));
   }
@@ -121,26 +131,29 @@ export class DeliveryWorker {
   private async pool(): Promise<void> {
     const inFlight = new Set<Promise<void>>();
     const leaseMs = this.o.send.timeoutMs + this.o.send.connectTimeoutMs + (this.o.leaseMarginMs ?? 5_000);
-    let nudged = false;
     for (;;) {
       if (this.stopped) break;
       const room = this.o.concurrency - inFlight.size;
+      // Taken before the claim: a nudge during the claim (its delivery perhaps committed after the claim's snapshot)
+      // is still set after it, and makes the run look again instead of waiting for an attempt to end.
+      const nudged = this.nudged;
+      this.nudged = false;
       // Claim in batches (a quarter of the slots at least) rather than one query per finished attempt, and into any
       // free slot when nudged: slow attempts in flight must not hold back new deliveries.
       const claimed =
         room > 0 && (nudged || inFlight.size === 0 || room >= Math.max(1, this.o.concurrency / 4))
           ? await this.o.repo.claim(room, leaseMs, this.o.perSubscription)
           : [];
-      nudged = false;
       for (const d of claimed) {
         const p = this.attempt(d).finally(() => inFlight.delete(p));
         inFlight.add(p);
       }
       if (!inFlight.size) break;
       // Claim more when enough slots are free, or at once when the last claim filled every free slot.
-      if (claimed.length < room || room === 0 || inFlight.size > this.o.concurrency * 0.75) {
+      const wait = claimed.length < room || room === 0 || inFlight.size > this.o.concurrency * 0.75;
+      if (wait && !this.nudged) {
         const woken = new Promise<void>((resolve) => (this.nudge = resolve));
-        await Promise.race([...inFlight, woken.then(() => (nudged = true))]);
+        await Promise.race([...inFlight, woken]);
         this.nudge = undefined;
       }
     }
@@ -220,4 +233,18 @@ export class DeliveryWorker {
       this.o.logger.warn({ err, delivery_id: d.id }, 'delivery outcome not recorded; it will be retried');
     }
   }
+}
+
+/**
+ * The worker's poll as a service task: a wake every `everyMs`, returning at once, so that a run whose attempts hang
+ * still looks at the queue at every poll (a task whose run lasted would skip its polls until it ended); stopped with
+ * the service.
+ */
+export function deliveryPoll(worker: DeliveryWorker, everyMs: number): BackgroundTask {
+  return {
+    name: 'deliveries',
+    everyMs,
+    run: async () => worker.wake(),
+    stop: () => worker.stop(),
+  };
 }

@@ -13,6 +13,7 @@ import {
   ANY_PORT,
   createServer as createWebhooksServer,
   defaultDeliverySchedule,
+  deliveryPoll,
   DeliveryWorker,
   openDatabase as openWebhooksDatabase,
   SecretBox,
@@ -117,7 +118,7 @@ async function main(): Promise<void> {
       runEvery({ name: 'relay', everyMs: 250, run: () => relay.run() }, (err) =>
         process.stderr.write(`relay: ${String(err)}\n`),
       ),
-      ...workers.map((w) => runEvery({ name: 'deliveries', everyMs: 250, run: () => w.drain() }, () => {})),
+      ...workers.map((w) => runEvery(deliveryPoll(w, 250), () => {})),
     ];
 
     // The burst: 8 writers at once, each committing transactions of 100 events.

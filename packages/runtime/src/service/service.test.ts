@@ -44,4 +44,28 @@ describe('background tasks', () => {
       mock.timers.reset();
     }
   });
+
+  test("stop ends the task's own work too, and waits for it", async () => {
+    let finish: () => void = () => {};
+    let asked = 0;
+    const task = runEvery(
+      {
+        name: 'poll',
+        everyMs: 60_000,
+        run: async () => {},
+        stop: () => {
+          asked++;
+          return new Promise<void>((resolve) => (finish = resolve));
+        },
+      },
+      () => {},
+    );
+    let stopped = false;
+    const stopping = task.stop().then(() => (stopped = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(asked, 1);
+    assert.equal(stopped, false, "stop waits for the task's work");
+    finish();
+    await stopping;
+  });
 });

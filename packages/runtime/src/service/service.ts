@@ -196,6 +196,8 @@ export interface BackgroundTask {
   name: string;
   everyMs: number;
   run(): Promise<unknown>;
+  /** Ends the task's work at shutdown (a run that returns before its work ends must have it): resolves when done. */
+  stop?(): Promise<unknown>;
 }
 
 export interface ServiceDefinition<
@@ -427,7 +429,7 @@ export function runEvery(task: BackgroundTask, onFailure: (err: unknown) => void
   return {
     async stop() {
       clearInterval(timer);
-      await current;
+      await Promise.all([current, task.stop?.()]);
     },
   };
 }
