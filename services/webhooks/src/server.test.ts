@@ -378,9 +378,10 @@ describe('subscriptions', () => {
 });
 
 describe('delivery', () => {
-  test('drive.reported reaches a receiver within 2 s of the outbox commit, signed (Standard Webhooks)', async () => {
+  test('drive.reported reaches a receiver, woken by its publication, signed (Standard Webhooks)', async () => {
     const receiver = await startReceiver();
-    const svc = await startService();
+    // The poll is ten minutes away: only the publication's wake can deliver. How soon is bench:webhooks' figure.
+    const svc = await startService({ pollMs: 600_000 });
     const relay = new OutboxRelay({
       knex: source,
       publish: async (rows) => void (await svc.unscoped.publishEvents({ events: rows.map(toWebhookEvent) })),
@@ -397,14 +398,11 @@ describe('delivery', () => {
       await svc.client.createSubscription({ groupId: other, url: bystander.url, events: ['drive.reported'] });
       await svc.client.createSubscription({ groupId: demo, url: bystander.url, events: ['drive.deleted'] });
 
-      const committed = Date.now();
       // The owner's transaction declares its organization; the event takes it (the outbox's strict default).
       const id = await inOrganization(source, 1, (trx) =>
         recordEvent(trx, { type: 'drive.reported', groupId: String(demo), userId: 'BobDriver1', data: { id: '17' } }),
       );
-      await waitFor(() => receiver.received.length > 0, { timeoutMs: 2_000, what: 'the delivery' });
-      const latency = Date.now() - committed;
-      assert.ok(latency < 2_000, `delivered in ${latency} ms`);
+      await waitFor(() => receiver.received.length > 0, { timeoutMs: 30_000, what: 'the delivery' });
       const [got] = receiver.received;
       assert.equal(got!.headers['webhook-id'], id);
       assert.match(String(got!.headers['webhook-signature']), /^v1,[A-Za-z0-9+/]+=*$/);
