@@ -19,11 +19,13 @@ export const DEFAULT_EXPORT_DUTY_CYCLE = 1;
  * reported to the organization's groups, as JSON Lines (the reported-drives representation with its review comments;
  * the driver as `{"id"}`, whom the Users part describes) and as CSV. The rows are read once, by PostgreSQL's COPY a
  * page of EXPORT_PAGE_ROWS drives at a time (in its binary format, export-binary.ts); each page is rendered into both
- * files, which are written here as the pages arrive, compressed as the archive holds them (writeExportFiles' `gzip`:
- * the archive copies them, tarGz). The reading and rendering run in a worker thread in Linux's idle scheduling class
- * (pagesInWorker, export-pages.ts; whether it could enter it is told to `onScheduled`), on a connection of its own that
- * joined this transaction's snapshot (shareSnapshot): the transaction holds the organization's place in the pool and
- * the snapshot until the last page; the worker's connection is one more while it runs, at most one per place.
+ * files, compressed as the archive holds them (the archive copies them, tarGz) and written here as the pages arrive.
+ * The reading, rendering, compressing and hashing run in a worker thread in Linux's idle scheduling class
+ * (pagesInWorker with `files`, encodedPages, export-pages.ts; whether it could enter it is told to `onScheduled`): the
+ * service's thread only writes what it is handed (writeExportFiles' `encoded`). The worker reads on a connection of
+ * its own that joined this transaction's snapshot (shareSnapshot): the transaction holds the organization's place in
+ * the pool and the snapshot until the last page; the worker's connection is one more while it runs, at most one per
+ * place.
  */
 export async function writeDrivesExportPart(
   knex: Knex,
@@ -35,17 +37,17 @@ export async function writeDrivesExportPart(
 ): Promise<ExportPartFile[]> {
   return snapshotInOrganization(knex, organizationId, async (trx) => {
     const task: DrivesPartTask = { ticket: await shareSnapshot(knex, trx, organizationId), dutyCycle };
+    const files = [
+      { name: 'reported_drives.jsonl', gzip: true },
+      { name: 'reported_drives.csv', header: csvLine(EXPORT_CSV_COLUMNS), gzip: true },
+    ];
+    const module = require.resolve('./export-pages');
     return writeExportFiles(
       store,
       exportId,
-      [
-        { name: 'reported_drives.jsonl', gzip: true },
-        { name: 'reported_drives.csv', header: csvLine(EXPORT_CSV_COLUMNS), gzip: true },
-      ],
-      pagesInWorker(
-        { module: require.resolve('./export-pages'), exportName: reportedDrivePagesInSnapshot.name, data: task },
-        onScheduled,
-      ),
+      files,
+      pagesInWorker({ module, exportName: reportedDrivePagesInSnapshot.name, data: task, files }, onScheduled),
+      true,
     );
   });
 }

@@ -13,6 +13,7 @@ export {
   PageBytes,
   writeExportFiles,
   writeExportPart,
+  type ExportFileSpec,
   type ExportFilesPage,
   type ExportPartFile,
 } from './part';

@@ -3,7 +3,7 @@
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { enterIdleScheduling } from './idle-thread';
-import { type ExportFilesPage, givePageBackToWrite } from './part';
+import { encodedPages, type ExportFilesPage, givePageBackToWrite } from './part';
 import { isPageMemory, RENDERING_PRIORITY, type PagesWorkerTask, type ToPagesWorker } from './pages-worker';
 
 /**
@@ -34,9 +34,10 @@ async function main(): Promise<void> {
   });
   const task = workerData as PagesWorkerTask;
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- the task's module is named at run time
-  const pages = (require(task.module) as Record<string, (data: unknown) => AsyncIterable<ExportFilesPage>>)[
+  const rendered = (require(task.module) as Record<string, (data: unknown) => AsyncIterable<ExportFilesPage>>)[
     task.exportName
   ]!(task.data);
+  const pages = task.files ? encodedPages(task.files, rendered) : rendered;
   for await (const page of pages) {
     while (credits === 0) await new Promise<void>((resolve) => (wake = resolve));
     credits--;

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { ExportFilesPage } from './part';
+import type { ExportFilesPage, ExportFileSpec } from './part';
 
 /**
  * How a worker that renders an export's pages is scheduled: Linux's idle class (SCHED_IDLE, enterIdleScheduling),
@@ -20,6 +20,8 @@ export interface PagesWorkerTask {
   module: string;
   exportName: string;
   data: unknown;
+  /** The pages encoded in the worker for these files (encodedPages; writeExportFiles' `encoded`). */
+  files?: readonly ExportFileSpec[];
 }
 
 type FromWorker = { page: ExportFilesPage } | { end: true } | { failure: unknown } | { idle: boolean };

@@ -8,6 +8,7 @@ import { gunzipSync } from 'node:zlib';
 import { after, test } from 'node:test';
 import { LocalArchiveStore } from './archive-store';
 import {
+  encodedPages,
   exportPartKey,
   givePageBackToWrite,
   PageBytes,
@@ -76,6 +77,33 @@ test('a file with gzip is stored compressed, with the size and SHA-256 of its te
     { name: 'rows.jsonl', rows: 6, sha256: sha256(jsonl), sizeBytes: jsonl.length, gzipBytes: stored[0]!.length },
     { name: 'rows.csv', rows: 6, sha256: sha256(csv), sizeBytes: csv.length, gzipBytes: stored[1]!.length },
   ]);
+});
+
+for (const pages of [3, 0])
+  test(`pages encoded beforehand (encodedPages) store what the same pages encoded here do (${pages} pages)`, async () => {
+    const mixed = [FILES[0]!, { ...FILES[1]!, gzip: true }];
+    const stores = ['here', 'before'].map((side) => new LocalArchiveStore(path.join(root, `encoded-${pages}-${side}`)));
+    const here = await writeExportFiles(stores[0]!, EXPORT_ID, mixed, numbered(pages, 2));
+    const before = await writeExportFiles(stores[1]!, EXPORT_ID, mixed, encodedPages(mixed, numbered(pages, 2)), true);
+    const read = (store: LocalArchiveStore) =>
+      Promise.all(mixed.map(async ({ name }) => buffer(await store.get(exportPartKey(EXPORT_ID, name)))));
+    const [storedHere, storedBefore] = await Promise.all(stores.map(read));
+    assert.deepEqual(storedBefore![0], storedHere![0]);
+    // Gzip members of their own, one a page: one stream of the same text to any reader of gzip.
+    assert.equal(gunzipSync(storedBefore![1]!).toString(), gunzipSync(storedHere![1]!).toString());
+    const withoutGzipBytes = (files: typeof here) => files.map(({ gzipBytes: _, ...file }) => file);
+    assert.deepEqual(withoutGzipBytes(before), withoutGzipBytes(here));
+    assert.equal(before[1]!.gzipBytes, storedBefore![1]!.length);
+    assert.equal(before[1]!.rows, pages * 2);
+  });
+
+test('encoded pages that end without their measures fail every file, leaving nothing', async () => {
+  const store = new LocalArchiveStore(path.join(root, 'unmeasured'));
+  async function* unmeasured() {
+    for await (const page of encodedPages(FILES, numbered(2, 2))) if (!page.measured) yield page;
+  }
+  await assert.rejects(writeExportFiles(store, EXPORT_ID, FILES, unmeasured(), true), /without their measures/);
+  for (const { name } of FILES) assert.equal(await store.size(exportPartKey(EXPORT_ID, name)), undefined);
 });
 
 test('a page is read only once every file has taken the one before: a slow file holds the pass back', async () => {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createGzip } from 'node:zlib';
+import { createGzip, gzipSync } from 'node:zlib';
 import { type ArchiveStore, measured } from './archive-store';
 
 /** A file of an export's archive as its owner wrote it: what the manifest says of it, and its size. */
@@ -54,6 +54,50 @@ export interface ExportFilesPage {
   texts: (string | Uint8Array)[];
   /** Called once file `i`'s store is done with `texts[i]`: its memory may be written again (pagesInWorker). */
   written?: (i: number) => void;
+  /**
+   * The files' text measured where the pages were encoded (encodedPages): on the last page, which has no rows and no
+   * texts.
+   */
+  measured?: { sha256: string; sizeBytes: number }[];
+}
+
+/** A file of writeExportFiles: its name, its CSV header, and whether it is stored compressed. */
+export interface ExportFileSpec {
+  name: string;
+  header?: string;
+  gzip?: boolean;
+}
+
+/**
+ * `pages` as their files store them (writeExportFiles' `encoded`), for a worker thread to do it in the idle class
+ * (pagesInWorker's `files`): each file's header first, each text measured (size and SHA-256) and, where the file has
+ * `gzip`, compressed into a gzip member of its own (one stream to any reader of gzip, RFC 1952 2.2, as the archive's
+ * are, tarGz); the measures come last, on a page of no rows. A text's own memory (PageBytes) is given back to write
+ * once compressed.
+ */
+export async function* encodedPages(
+  files: readonly ExportFileSpec[],
+  pages: AsyncIterable<ExportFilesPage>,
+): AsyncGenerator<ExportFilesPage> {
+  const measures = files.map(() => ({ sizeBytes: 0, hash: createHash('sha256') }));
+  const encode = (i: number, text: string | Uint8Array): Uint8Array => {
+    const bytes = asBuffer(text);
+    measures[i]!.sizeBytes += bytes.length;
+    measures[i]!.hash.update(bytes);
+    if (!files[i]!.gzip) return bytes;
+    const compressed = gzipSync(bytes, EXPORT_GZIP);
+    if (typeof text !== 'string' && text.buffer instanceof ArrayBuffer && text.buffer.byteLength > Buffer.poolSize)
+      givePageBackToWrite(text.buffer);
+    return compressed;
+  };
+  const headers = files.map((file) => file.header ?? '');
+  if (headers.some(Boolean)) yield { rows: 0, texts: headers.map((header, i) => encode(i, header)) };
+  for await (const page of pages) yield { rows: page.rows, texts: page.texts.map((text, i) => encode(i, text)) };
+  yield {
+    rows: 0,
+    texts: [],
+    measured: measures.map((m) => ({ sha256: m.hash.digest('hex'), sizeBytes: m.sizeBytes })),
+  };
 }
 
 /**
@@ -151,14 +195,18 @@ const asBuffer = (text: string | Uint8Array) =>
  * once every file has taken the previous one, so each file holds at most a page in hand whatever the part's size. A
  * failed file (a full disk) stops the pass and fails the others; a failed pass fails every file; either way nothing is
  * left under their keys (ArchiveStore.put). A file with `gzip` is stored compressed (gzipped), its text's size and
- * SHA-256 counted before.
+ * SHA-256 counted before. With `encoded`, the pages come as stored (encodedPages, where the worker that renders them
+ * compressed and measured them in the idle class): they are written as they are, and their measures, on the last
+ * page, are the files'; pages that end without them store nothing.
  */
 export async function writeExportFiles(
   store: ArchiveStore,
   exportId: string,
-  files: { name: string; header?: string; gzip?: boolean }[],
+  files: readonly ExportFileSpec[],
   pages: AsyncIterable<ExportFilesPage>,
+  encoded = false,
 ): Promise<ExportPartFile[]> {
+  let textMeasures: ExportFilesPage['measured'];
   // A file whose write stopped reading (it failed) stops the pass; the others are ended with this, not their own fault.
   const stopped = new Error('another file of this export part could not be written');
   let failure: { error: unknown } | undefined;
@@ -170,6 +218,10 @@ export async function writeExportFiles(
   const writes = files.map(async (file, i): Promise<Omit<ExportPartFile, 'name' | 'rows'>> => {
     const key = exportPartKey(exportId, file.name);
     try {
+      if (encoded) {
+        const stored = await store.put(key, handoffs[i]!.chunks());
+        return { ...textMeasures![i]!, ...(file.gzip ? { gzipBytes: stored.sizeBytes } : {}) };
+      }
       if (!file.gzip) {
         const { sha256, sizeBytes } = await store.put(key, handoffs[i]!.chunks());
         return { sha256, sizeBytes };
@@ -185,15 +237,22 @@ export async function writeExportFiles(
   let rows = 0;
   let passFailure: { error: unknown } | undefined;
   try {
-    const headers = files.map((file) => file.header ?? '');
+    const headers = files.map((file) => (encoded ? '' : (file.header ?? '')));
     await Promise.all(handoffs.map((handoff, i) => (headers[i] ? handoff.offer(Buffer.from(headers[i])) : null)));
     for await (const page of pages) {
       if (handoffs.some((handoff) => handoff.isEnded)) break;
+      if (page.measured) {
+        textMeasures = page.measured;
+        continue;
+      }
       rows += page.rows;
       await Promise.all(
         handoffs.map((handoff, i) => handoff.offer(asBuffer(page.texts[i]!), page.written && (() => page.written!(i)))),
       );
     }
+    // Ending the files with this error leaves nothing stored: their measures are not to be had.
+    if (encoded && textMeasures?.length !== files.length)
+      throw new Error('the encoded pages ended without their measures');
     for (const handoff of handoffs) handoff.end();
   } catch (error) {
     passFailure = { error };
