@@ -3,8 +3,8 @@
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { enterIdleScheduling } from './idle-thread';
-import { encodedPages, type ExportFilesPage, givePageBackToWrite } from './part';
-import { isPageMemory, RENDERING_PRIORITY, type PagesWorkerTask, type ToPagesWorker } from './pages-worker';
+import { encodedPages, type ExportFilesPage, givePageBackToWrite, isPageMemory } from './part';
+import { RENDERING_PRIORITY, type PagesWorkerTask, type ToPagesWorker } from './pages-worker';
 
 /**
  * The memory of a page's byte texts, handed over rather than copied (the task does not touch a page it has yielded):

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { ExportFilesPage, ExportFileSpec } from './part';
+import { type ExportFilesPage, type ExportFileSpec, isPageMemory } from './part';
 
 /**
  * How a worker that renders an export's pages is scheduled: Linux's idle class (SCHED_IDLE, enterIdleScheduling),
@@ -105,6 +105,3 @@ export async function* pagesInWorker(
  */
 const memoryOf = (text: string | Uint8Array | undefined) =>
   typeof text !== 'string' && isPageMemory(text?.buffer) ? text.buffer : undefined;
-
-export const isPageMemory = (memory: ArrayBufferLike | undefined): memory is ArrayBuffer =>
-  memory instanceof ArrayBuffer && memory.byteLength > Buffer.poolSize;

@@ -86,8 +86,7 @@ export async function* encodedPages(
     measures[i]!.hash.update(bytes);
     if (!files[i]!.gzip) return bytes;
     const compressed = gzipSync(bytes, EXPORT_GZIP);
-    if (typeof text !== 'string' && text.buffer instanceof ArrayBuffer && text.buffer.byteLength > Buffer.poolSize)
-      givePageBackToWrite(text.buffer);
+    if (typeof text !== 'string' && isPageMemory(text.buffer)) givePageBackToWrite(text.buffer);
     return compressed;
   };
   const headers = files.map((file) => file.header ?? '');
@@ -149,6 +148,10 @@ export class PageBytes {
     this.bytes = larger;
   }
 }
+
+/** Memory of a page's own (PageBytes), which can move between threads: never one of Node's shared pool. */
+export const isPageMemory = (memory: ArrayBufferLike | undefined): memory is ArrayBuffer =>
+  memory instanceof ArrayBuffer && memory.byteLength > Buffer.poolSize;
 
 /**
  * Pages' memory handed back once written (givePageBackToWrite), for the next PageBytes of this thread: an export's
