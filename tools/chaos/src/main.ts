@@ -92,7 +92,7 @@ const wanted = (fault: (typeof FAULTS)[number]) =>
 const T = short
   ? {
       baseline: 3,
-      // 100 quiet answers alone at least (noisy-neighbour.ts, NOISY_RULES).
+      // 100 quiet answers alone at least, half on each side of the flood (noisy-neighbour.ts, NOISY_RULES).
       noisyQuiet: 4,
       noisyFlood: 4,
       afterRoll: 2,
@@ -106,9 +106,10 @@ const T = short
     }
   : {
       baseline: 10,
-      // 500 quiet answers alone and 750 beside the flood: a p99 of 250 varied 12.5–24 ms from run to run.
+      // Seconds alone on each side of the flood, and beside it: 1,000 quiet answers alone and 1,125 beside. With 500
+      // alone (before only) and 750 beside, the p99 ratio of the same code was 1.5–3.3 in eight runs.
       noisyQuiet: 20,
-      noisyFlood: 30,
+      noisyFlood: 45,
       afterRoll: 5,
       drops: 15,
       dropEvery: 3,
@@ -224,12 +225,16 @@ async function main(): Promise<void> {
       log('noisy neighbour: seeding a quiet and a noisy organization');
       const targets = await seedNoisyNeighbours(stack.adminUrl, stack.issuer, noisyAccounts, NOISY.seed, SCOPES);
       await load.stop();
-      log(`fault: noisy neighbour (${T.noisyQuiet} s quiet alone, then ${T.noisyFlood} s beside the flood)`);
+      log(
+        `fault: noisy neighbour (${T.noisyQuiet} s quiet alone, ${T.noisyFlood} s beside the flood, ` +
+          `${T.noisyQuiet} s alone again)`,
+      );
       const run = await runNoisyNeighbour({
         targets,
         gateways: gatewayUrls,
         quietSeconds: T.noisyQuiet,
         floodSeconds: T.noisyFlood,
+        quietAfterSeconds: T.noisyQuiet,
         quietRate: NOISY.quietRate,
         noisyConcurrency: NOISY.noisyConcurrency,
         noisyMaxRequests: NOISY.noisyMaxRequests,

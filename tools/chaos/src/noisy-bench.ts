@@ -42,11 +42,12 @@ if (values.help) {
   --url URL             against a running npm start (Demo Org quiet, Globex noisy; loopback only)
   --issuer URL          its identity provider (default http://127.0.0.1:8081/realms/mileage)
   --noisy-users N       Globex provisioned through SCIM up to N noisy-<n> users first (default 2400)
-  --quiet-seconds S     the quiet organization alone (default 10; 20 with --url)
-  --flood-seconds S     then beside the flood (default 20)
+  --quiet-seconds S     the quiet organization alone, before the flood and again after it (default 10 each; 20
+                        with --url)
+  --flood-seconds S     beside the flood (default 20)
   --quiet-rate R        its requests a second (default 25; 6 with --url, within its per-caller limits)
   --concurrency N       the noisy organization's requests in flight (default 20)
-  --smoke               2 s + 3 s, statuses judged, the p99 ratio printed only
+  --smoke               2 s + 3 s + 2 s, statuses judged, the p99 ratio printed only
 Exits 1 when the verdict fails (docs/operations.md, "Faults, measured", item 10).
 `);
   process.exit(0);
@@ -64,9 +65,11 @@ function count(name: string, value: string | undefined, fallback: number, max: n
 }
 
 const onNpmStart = values.url !== undefined;
+// At least 50 quiet answers alone on each side of the flood (NOISY_RULES): at 6 a second, 20 s.
+const quietSeconds = count('quiet-seconds', values['quiet-seconds'], values.smoke ? 2 : onNpmStart ? 20 : 10, 120);
 const scenario = {
-  // At least 100 quiet answers alone (NOISY_RULES): at 6 a second, 20 s.
-  quietSeconds: count('quiet-seconds', values['quiet-seconds'], values.smoke ? 2 : onNpmStart ? 20 : 10, 120),
+  quietSeconds,
+  quietAfterSeconds: quietSeconds,
   floodSeconds: count('flood-seconds', values['flood-seconds'], values.smoke ? 3 : 20, 300),
   quietRate: count('quiet-rate', values['quiet-rate'], onNpmStart ? 6 : 25, 200),
   noisyConcurrency: count('concurrency', values.concurrency, 20, 200),
@@ -119,7 +122,7 @@ async function main(): Promise<void> {
 function describeScenario(s: Omit<ScenarioOptions, 'targets' | 'gateways'>): string {
   return (
     `${s.quietSeconds} s quiet alone at ${s.quietRate}/s, then ${s.floodSeconds} s beside ` +
-    `${s.noisyConcurrency} noisy requests in flight`
+    `${s.noisyConcurrency} noisy requests in flight, then ${s.quietAfterSeconds} s alone again`
   );
 }
 

@@ -14,6 +14,7 @@ import {
 
 const QUIET = { from: 0, to: 10_000 };
 const FLOOD = { from: 10_000, to: 20_000 };
+const AFTER = { from: 20_000, to: 30_000 };
 
 const quiet = (startedAt: number, ms: number, status = 200): NoisySample => ({
   organization: 'quiet',
@@ -38,14 +39,19 @@ const noisy = (startedAt: number, status: number, extra: Partial<NoisySample> = 
   ...extra,
 });
 
-/** 100 quiet answers in each phase (10 ms alone, `besideMs` beside), and a noisy organization served and refused. */
+/**
+ * 100 quiet answers alone (10 ms: 50 before the flood, 50 after) and 100 beside it (`besideMs`), and a noisy
+ * organization served and refused.
+ */
 function run(besideMs = 20, extra: NoisySample[] = [], noisySamples?: NoisySample[]): NoisyRun {
   return {
     quietPhase: QUIET,
     floodPhase: FLOOD,
+    afterPhase: AFTER,
     samples: [
-      ...Array.from({ length: 100 }, (_, i) => quiet(i * 100, 10)),
+      ...Array.from({ length: 50 }, (_, i) => quiet(i * 200, 10)),
       ...Array.from({ length: 100 }, (_, i) => quiet(10_000 + i * 100, besideMs)),
+      ...Array.from({ length: 50 }, (_, i) => quiet(20_000 + i * 200, 10)),
       ...(noisySamples ?? [
         noisy(10_000, 200),
         noisy(10_010, 429),
@@ -85,27 +91,49 @@ describe('judgeNoisyNeighbour', () => {
     assert.match(two.quietProblems.join(), /p99 500 ms/);
   });
 
-  test('one 5xx, one 429 or one timeout of the quiet organization fails it, in either phase', () => {
-    for (const [at, status] of [
-      [12_000, 503],
-      [12_000, 429],
-      [12_000, 0],
-      [5_000, 504],
+  test('one 5xx, one 429 or one timeout of the quiet organization fails it, in any phase', () => {
+    for (const [at, status, phase] of [
+      [12_000, 503, /^beside the flood/],
+      [12_000, 429, /^beside the flood/],
+      [12_000, 0, /^beside the flood/],
+      [5_000, 504, /^before the flood/],
+      [25_000, 503, /^after the flood/],
     ] as const) {
       const verdict = judgeNoisyNeighbour(run(10, [quiet(at, 10, status)]));
       assert.equal(verdict.quietProblems.length, 1, `${status} at ${at}`);
-      assert.match(verdict.quietProblems[0]!, at < 10_000 ? /^alone/ : /^beside the flood/);
+      assert.match(verdict.quietProblems[0]!, phase);
     }
+  });
+
+  test('the p99 without the flood is of the answers on both sides of it', () => {
+    // Two slow answers, one on each side: two of a hundred alone, over the p99 as one side alone would have it too.
+    const verdict = judgeNoisyNeighbour(run(29, [quiet(1_050, 25), quiet(25_050, 25)]));
+    assert.equal(verdict.quietAlone.count, 102);
+    assert.ok(verdict.quietAlone.p99Ms > 10, `p99 alone ${verdict.quietAlone.p99Ms}`);
+    assert.deepEqual(verdict.quietProblems, []);
   });
 
   test('too few quiet answers in a phase say nothing: the run fails', () => {
     const verdict = judgeNoisyNeighbour({
       quietPhase: QUIET,
       floodPhase: FLOOD,
-      samples: [quiet(0, 10), quiet(10_000, 10), noisy(10_000, 200), noisy(10_001, 429)],
+      afterPhase: AFTER,
+      samples: [quiet(0, 10), quiet(10_000, 10), quiet(20_000, 10), noisy(10_000, 200), noisy(10_001, 429)],
     });
-    assert.equal(verdict.quietProblems.length, 2);
-    assert.match(verdict.quietProblems[0]!, /only 1 quiet answers alone/);
+    assert.deepEqual(
+      verdict.quietProblems.map((p) => p.slice(0, p.indexOf('('))),
+      [
+        'only 1 quiet answers before the flood ',
+        'only 1 quiet answers beside the flood ',
+        'only 1 quiet answers after the flood ',
+      ],
+    );
+  });
+
+  test('a side without the flood that has half the answers needed is not enough alone', () => {
+    const onlyBefore = run(10).samples.filter((s) => s.startedAt < AFTER.from);
+    const verdict = judgeNoisyNeighbour({ ...run(10), samples: onlyBefore });
+    assert.deepEqual(verdict.quietProblems, ['only 0 quiet answers after the flood (at least 50 needed)']);
   });
 
   test('the noisy organization fails on a 5xx, no answer, or a 429 that does not say when', () => {
@@ -143,14 +171,16 @@ describe('judgeNoisyNeighbour', () => {
   });
 
   test('answers outside the phases are not judged', () => {
-    const verdict = judgeNoisyNeighbour(run(10, [quiet(20_000, 10, 503), noisy(9_999, 503), noisy(20_000, 500)]));
+    const verdict = judgeNoisyNeighbour(run(10, [quiet(30_000, 10, 503), noisy(9_999, 503), noisy(20_000, 500)]));
     assert.deepEqual(verdict.quietProblems, []);
     assert.deepEqual(verdict.noisyProblems, []);
   });
 
-  test('a quiet answer still in flight when the flood began counts in neither phase', () => {
-    const verdict = judgeNoisyNeighbour(run(10, [quiet(9_990, 3_000), quiet(9_995, 2_000)]));
-    assert.equal(verdict.quietAlone.count, 100);
+  test('a quiet answer still in flight when the flood began, or sent before its last answer, counts in no phase', () => {
+    const lateFlood = run(10, [quiet(9_990, 3_000), quiet(9_995, 2_000), quiet(20_010, 900)]);
+    // The flood's last answer at 20,020: the quiet answers sent at 20,000 and 20,010 are in no phase.
+    const verdict = judgeNoisyNeighbour({ ...lateFlood, afterPhase: { from: 20_020, to: AFTER.to } });
+    assert.equal(verdict.quietAlone.count, 99);
     assert.equal(verdict.quietAlone.p99Ms, 10);
     assert.equal(verdict.quietBeside.count, 100);
   });

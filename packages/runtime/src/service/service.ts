@@ -56,7 +56,7 @@ export const databaseConfigShape = {
   /** Connections kept for the work across organizations (callers' account reads, relays); default a quarter. */
   DATABASE_RESERVED_CONNECTIONS: z.coerce.number().int().min(0).optional(),
   /** How long work inside an organization waits for a place of its share before the 429. */
-  DATABASE_ORGANIZATION_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(250),
+  DATABASE_ORGANIZATION_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(500),
   MIGRATE_ON_START: env.boolean(false),
 };
 type DatabaseConfig = z.infer<z.ZodObject<typeof databaseConfigShape>>;
