@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { createGzip, gzipSync } from 'node:zlib';
-import { type ArchiveStore, measured } from './archive-store';
+import { gzipSync } from 'node:zlib';
+import { type ArchiveStore } from './archive-store';
 
 /** A file of an export's archive as its owner wrote it: what the manifest says of it, and its size. */
 export interface ExportPartFile {
@@ -72,8 +72,8 @@ export interface ExportFileSpec {
  * `pages` as their files store them (writeExportFiles' `encoded`), for a worker thread to do it in the idle class
  * (pagesInWorker's `files`): each file's header first, each text measured (size and SHA-256) and, where the file has
  * `gzip`, compressed into a gzip member of its own (one stream to any reader of gzip, RFC 1952 2.2, as the archive's
- * are, tarGz); the measures come last, on a page of no rows. A text's own memory (PageBytes) is given back to write
- * once compressed.
+ * are, tarGz); the measures come last, on a page of no rows. A text compressed is written (its page's `written`, or
+ * its own memory, PageBytes, given back to write); one stored as it is, once its file has it.
  */
 export async function* encodedPages(
   files: readonly ExportFileSpec[],
@@ -85,13 +85,20 @@ export async function* encodedPages(
     measures[i]!.sizeBytes += bytes.length;
     measures[i]!.hash.update(bytes);
     if (!files[i]!.gzip) return bytes;
-    const compressed = gzipSync(bytes, EXPORT_GZIP);
-    if (typeof text !== 'string' && isPageMemory(text.buffer)) givePageBackToWrite(text.buffer);
-    return compressed;
+    return gzipSync(bytes, EXPORT_GZIP);
   };
   const headers = files.map((file) => file.header ?? '');
   if (headers.some(Boolean)) yield { rows: 0, texts: headers.map((header, i) => encode(i, header)) };
-  for await (const page of pages) yield { rows: page.rows, texts: page.texts.map((text, i) => encode(i, text)) };
+  for await (const page of pages) {
+    const texts = page.texts.map((text, i) => encode(i, text));
+    page.texts.forEach((text, i) => {
+      if (!files[i]!.gzip) return;
+      if (page.written) page.written(i);
+      else if (typeof text !== 'string' && isPageMemory(text.buffer)) givePageBackToWrite(text.buffer);
+    });
+    const written = page.written && ((i: number) => void (files[i]!.gzip || page.written!(i)));
+    yield { rows: page.rows, texts, ...(written ? { written } : {}) };
+  }
   yield {
     rows: 0,
     texts: [],
@@ -197,10 +204,11 @@ const asBuffer = (text: string | Uint8Array) =>
  * of them), every file's store write running at the same time. Hand-over, not buffering: the next page is read only
  * once every file has taken the previous one, so each file holds at most a page in hand whatever the part's size. A
  * failed file (a full disk) stops the pass and fails the others; a failed pass fails every file; either way nothing is
- * left under their keys (ArchiveStore.put). A file with `gzip` is stored compressed (gzipped), its text's size and
- * SHA-256 counted before. With `encoded`, the pages come as stored (encodedPages, where the worker that renders them
+ * left under their keys (ArchiveStore.put). A file with `gzip` is stored compressed, its text's size and SHA-256
+ * counted before. With `encoded`, the pages come as stored (encodedPages, where the worker that renders them
  * compressed and measured them in the idle class): they are written as they are, and their measures, on the last
- * page, are the files'; pages that end without them store nothing.
+ * page, are the files'; pages that end without them store nothing. Pages not encoded for a file with `gzip` are
+ * encoded here, on this thread.
  */
 export async function writeExportFiles(
   store: ArchiveStore,
@@ -209,6 +217,8 @@ export async function writeExportFiles(
   pages: AsyncIterable<ExportFilesPage>,
   encoded = false,
 ): Promise<ExportPartFile[]> {
+  if (!encoded && files.some((file) => file.gzip))
+    return writeExportFiles(store, exportId, files, encodedPages(files, pages), true);
   let textMeasures: ExportFilesPage['measured'];
   // A file whose write stopped reading (it failed) stops the pass; the others are ended with this, not their own fault.
   const stopped = new Error('another file of this export part could not be written');
@@ -221,17 +231,9 @@ export async function writeExportFiles(
   const writes = files.map(async (file, i): Promise<Omit<ExportPartFile, 'name' | 'rows'>> => {
     const key = exportPartKey(exportId, file.name);
     try {
-      if (encoded) {
-        const stored = await store.put(key, handoffs[i]!.chunks());
-        return { ...textMeasures![i]!, ...(file.gzip ? { gzipBytes: stored.sizeBytes } : {}) };
-      }
-      if (!file.gzip) {
-        const { sha256, sizeBytes } = await store.put(key, handoffs[i]!.chunks());
-        return { sha256, sizeBytes };
-      }
-      const text = { sizeBytes: 0, hash: createHash('sha256') };
-      const stored = await store.put(key, gzipped(measured(handoffs[i]!.chunks(), text)));
-      return { sha256: text.hash.digest('hex'), sizeBytes: text.sizeBytes, gzipBytes: stored.sizeBytes };
+      const stored = await store.put(key, handoffs[i]!.chunks());
+      if (!encoded) return { sha256: stored.sha256, sizeBytes: stored.sizeBytes };
+      return { ...textMeasures![i]!, ...(file.gzip ? { gzipBytes: stored.sizeBytes } : {}) };
     } catch (error) {
       stop(error);
       throw error;
@@ -242,8 +244,9 @@ export async function writeExportFiles(
   try {
     const headers = files.map((file) => (encoded ? '' : (file.header ?? '')));
     await Promise.all(handoffs.map((handoff, i) => (headers[i] ? handoff.offer(Buffer.from(headers[i])) : null)));
+    let fileFailed = false;
     for await (const page of pages) {
-      if (handoffs.some((handoff) => handoff.isEnded)) break;
+      if ((fileFailed = handoffs.some((handoff) => handoff.isEnded))) break;
       if (page.measured) {
         textMeasures = page.measured;
         continue;
@@ -253,8 +256,9 @@ export async function writeExportFiles(
         handoffs.map((handoff, i) => handoff.offer(asBuffer(page.texts[i]!), page.written && (() => page.written!(i)))),
       );
     }
-    // Ending the files with this error leaves nothing stored: their measures are not to be had.
-    if (encoded && textMeasures?.length !== files.length)
+    // Ending the files with this error leaves nothing stored: their measures are not to be had. (A file that failed
+    // stopped the pass before them: its own error is the one to tell.)
+    if (encoded && !fileFailed && textMeasures?.length !== files.length)
       throw new Error('the encoded pages ended without their measures');
     for (const handoff of handoffs) handoff.end();
   } catch (error) {
@@ -279,32 +283,6 @@ export async function writeExportFiles(
  * for the store's hashing and writes on the service's thread (docs/benchmarks.md).
  */
 export const EXPORT_GZIP = { level: 1, chunkSize: 256 * 1024 } as const;
-
-/**
- * `chunks` compressed by Node.js's gzip stream (on its thread pool), each chunk taken from `chunks` only once zlib has
- * consumed the one before: a writer that writes a chunk's memory again once the next is asked for (ArchiveStore.put's
- * promise, pagesInWorker) keeps doing so safely through the compression.
- */
-function gzipped(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
-  const gzip = createGzip(EXPORT_GZIP);
-  // Its reader sees an error through its reading; one after the reader has stopped (a failed write, which ends the
-  // pass) has no one to tell, and unheard it would be an uncaught 'error' event: the process's end.
-  gzip.on('error', () => {});
-  // The reader stopped (its write failed) and destroyed the stream: a write under way never completes, so end here.
-  const closed = new Promise<never>((_, reject) => gzip.once('close', () => reject(new Error('gzip stream closed'))));
-  closed.catch(() => {});
-  const consumed = (chunk: Uint8Array) =>
-    Promise.race([new Promise<void>((done, fail) => gzip.write(chunk, (err) => (err ? fail(err) : done()))), closed]);
-  void (async () => {
-    try {
-      for await (const chunk of chunks) await consumed(chunk);
-      gzip.end();
-    } catch (error) {
-      gzip.destroy(error as Error);
-    }
-  })();
-  return gzip;
-}
 
 /**
  * One chunk at a time from a producer to a consumer (a store's write): `offer` resolves once the consumer has taken
