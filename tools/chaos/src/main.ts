@@ -106,8 +106,8 @@ const T = short
     }
   : {
       baseline: 10,
-      // Seconds alone on each side of the flood, and beside it: 1,000 quiet answers alone and 1,125 beside. With 500
-      // alone (before only) and 750 beside, the p99 ratio of the same code was 1.5–3.3 in eight runs.
+      // Seconds alone on each side of the flood, and beside it: 1,000 quiet answers alone and 1,125 beside, enough
+      // that a few slow answers do not move either p99 (docs/operations.md, "Faults, measured", item 10).
       noisyQuiet: 20,
       noisyFlood: 45,
       afterRoll: 5,

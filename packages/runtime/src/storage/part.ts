@@ -91,11 +91,12 @@ export async function* encodedPages(
   if (headers.some(Boolean)) yield { rows: 0, texts: headers.map((header, i) => encode(i, header)) };
   for await (const page of pages) {
     const texts = page.texts.map((text, i) => encode(i, text));
-    page.texts.forEach((text, i) => {
-      if (!files[i]!.gzip) return;
+    // A compressed text's bytes are done with now; a text stored as it is, once its file has it.
+    for (const [i, text] of page.texts.entries()) {
+      if (!files[i]!.gzip) continue;
       if (page.written) page.written(i);
       else if (typeof text !== 'string' && isPageMemory(text.buffer)) givePageBackToWrite(text.buffer);
-    });
+    }
     const written = page.written && ((i: number) => void (files[i]!.gzip || page.written!(i)));
     yield { rows: page.rows, texts, ...(written ? { written } : {}) };
   }
