@@ -5,7 +5,8 @@
 // COPY of the Drives part's query beside that load (the rate the part is held against) and on the quiet machine;
 // organization 1's admin exports it through the public API (export-client.ts, in a process of its own) while every
 // process's resident memory is sampled; COPY again, both ways; then the floor under its targets: the same rows read
-// alone, in the export's pages, beside the load (copy-beside.ts), paced to the target's rate and unpaced; phase
+// alone, in the export's pages, beside the load (copy-beside.ts), paced to the target's rate and unpaced, and a thread
+// of the idle class computing alone for the Drives part's time (what that class itself costs the load); phase
 // erasure: the operator's `npm run org -- offboard 1 --now` erases it. Both phases in one run by default: one seeding
 // (the slow part) serves both, in the order a customer leaves (export, then erasure).
 import { generateVolume, SERVICE_NAMES } from '@mileage/devstack';
@@ -170,6 +171,17 @@ async function copyDrivesPart(stack: BenchStack): Promise<CopyOutResult> {
 }
 
 /** Runs a Node.js script to its end; its standard output, or a rejection with its standard error. */
+/** One floor run of bench:export (copy-beside.ts) beside the other organization's load. */
+interface FloorRun {
+  pacedRowsPerSecond: number;
+  /** How long the idle-class thread computed, nothing read (BENCH_SPIN_SECONDS). */
+  spinSeconds?: number;
+  rowsPerSecond: number;
+  quietP99Ms: number;
+  loaded: LoadResult;
+  p99Ratio: number;
+}
+
 function runScript(script: string, args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [script, ...args], {
@@ -434,33 +446,44 @@ async function main(): Promise<number> {
         coresByPhase: coresInPhases,
       };
 
-      // The floor under the export's two targets: the rows read alone, as the export reads them, beside the load.
-      const floors = [];
-      for (const rate of [EXPORT_TARGETS.copyRatio * copyRate, 0]) {
+      // The floor under the export's two targets: the rows read alone, as the export reads them, beside the load; and
+      // the idle class alone, a thread in it computing for as long as the Drives part ran, nothing read.
+      const floors: FloorRun[] = [];
+      const floorRuns = [
+        { pacedRowsPerSecond: Math.round(EXPORT_TARGETS.copyRatio * copyRate), spinSeconds: 0 },
+        { pacedRowsPerSecond: 0, spinSeconds: 0 },
+        { pacedRowsPerSecond: 0, spinSeconds: Math.max(1, drivesSeconds ?? 0) },
+      ];
+      for (const { pacedRowsPerSecond, spinSeconds } of floorRuns) {
         const floor = await alongside(async () => {
           const out = await runScript(path.join(__dirname, 'copy-beside.js'), [], {
             BENCH_DATABASE_URL: stack.runtimeUrls.drives!,
             BENCH_ORGANIZATION: String(MEASURED_ORGANIZATION),
-            BENCH_COPY_RATE: String(Math.round(rate)),
+            BENCH_COPY_RATE: String(pacedRowsPerSecond),
+            BENCH_SPIN_SECONDS: String(spinSeconds),
           });
           return JSON.parse(out) as CopyOutResult;
         });
-        if (floor.outcome.rows !== drives)
+        if (!spinSeconds && floor.outcome.rows !== drives)
           throw new Error(`COPY in pages gave ${floor.outcome.rows} rows, not ${drives}`);
         floors.push({
-          pacedRowsPerSecond: Math.round(rate),
+          pacedRowsPerSecond,
+          ...(spinSeconds ? { spinSeconds: floor.outcome.seconds } : {}),
           rowsPerSecond: perSecond(floor.outcome.rows, floor.outcome.seconds),
           quietP99Ms: floor.quietP99Ms,
           loaded: floor.loaded,
           p99Ratio: p99Ratio(floor.quietP99Ms, floor.loaded.p99Ms),
         });
       }
+      const p99Note = (f: FloorRun) =>
+        `the other organization's p99 ${fmt(f.quietP99Ms)} → ${fmt(f.loaded.p99Ms)} ms, ${fmt(f.p99Ratio, 2)}×`;
       write(
         [
           `  PostgreSQL's COPY alone in the export's pages (${EXPORT_PAGE_ROWS} rows, a process in the idle class, nothing rendered) beside the load:`,
-          ...floors.map(
-            (f) =>
-              `    ${f.pacedRowsPerSecond ? `paced to ${fmt(f.pacedRowsPerSecond)} rows/s (${EXPORT_TARGETS.copyRatio}× COPY)` : 'unpaced'}: ${fmt(f.rowsPerSecond)} rows/s, ${fmt(f.rowsPerSecond / copyRate, 2)}× COPY; the other organization's p99 ${fmt(f.quietP99Ms)} → ${fmt(f.loaded.p99Ms)} ms, ${fmt(f.p99Ratio, 2)}×`,
+          ...floors.map((f) =>
+            f.spinSeconds
+              ? `    nothing read, the process computing in the idle class for ${fmt(f.spinSeconds, 1)} s (the Drives part's time): ${p99Note(f)}`
+              : `    ${f.pacedRowsPerSecond ? `paced to ${fmt(f.pacedRowsPerSecond)} rows/s (${EXPORT_TARGETS.copyRatio}× COPY)` : 'unpaced'}: ${fmt(f.rowsPerSecond)} rows/s, ${fmt(f.rowsPerSecond / copyRate, 2)}× COPY; ${p99Note(f)}`,
           ),
         ].join('\n'),
       );
