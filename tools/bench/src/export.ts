@@ -40,6 +40,7 @@ import { MemorySampler, readMemory } from './memory';
 import { CpuMeter, privateMb, recentWarnings, runtimeNote } from './proc';
 import { volumeUserId } from './seed';
 import { startBenchStack, SCOPES, type BenchStack } from './stack';
+import { enterOwnCpuGroup } from './cpu-group';
 import type { Target } from './target';
 import { failedRequests, summariseChecks } from './verdict';
 
@@ -258,6 +259,16 @@ const coresLine = (name: string, seconds: number, cores: Record<string, number>)
     .join(', ')}`;
 
 async function main(): Promise<number> {
+  // Before the stack starts, so that its processes, PostgreSQL's backends included, are in it (cpu-group.ts says why).
+  const cpuGroup = enterOwnCpuGroup('mileage-bench-export');
+  try {
+    return await measureInGroup(cpuGroup.note);
+  } finally {
+    cpuGroup.leave();
+  }
+}
+
+async function measureInGroup(scheduling: string): Promise<number> {
   const started = Date.now();
   const seeded: { other?: OtherOrganization } = {};
   const stack = await startBenchStack({
@@ -317,7 +328,7 @@ async function main(): Promise<number> {
       `\nOrganization ${MEASURED_ORGANIZATION}: ${num('users')} users, ${num('drives')} reported drives; the other ` +
         `organization (${other.id}): ${num('other-users')} users, ${num('other-drives')} drives, its /v1 load on ` +
         `${settings({}).connections} connections (${load.requests.length} requests: users, reported drives, a ` +
-        `driver's drives). Every process on ${runtimeNote()}.`,
+        `driver's drives). Every process on ${runtimeNote()}; ${scheduling}.`,
     );
 
     if (runs('export')) {
@@ -556,7 +567,7 @@ async function main(): Promise<number> {
       mkdirSync(dir, { recursive: true });
       writeFileSync(
         path.join(dir, 'export.json'),
-        `${JSON.stringify({ date: new Date().toISOString(), node: process.version, flags, results, checks, loadAverage: loadavg() }, null, 2)}\n`,
+        `${JSON.stringify({ date: new Date().toISOString(), node: process.version, scheduling, flags, results, checks, loadAverage: loadavg() }, null, 2)}\n`,
       );
     }
     return exportExitStatus(failures, missed.length, flags.smoke);
