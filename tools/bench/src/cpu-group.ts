@@ -81,7 +81,7 @@ export function enterOwnCpuGroup(name: string, paths: CpuGroupPaths = MACHINE): 
     try {
       rmdirSync(folder);
     } catch {
-      // Never made.
+      // Not made, or not a cgroup's folder.
     }
     const reason = err instanceof Error && 'code' in err ? String(err.code) : 'refused';
     return stay(`autogroup on and no CPU cgroup of our own (${reason}): each PostgreSQL backend is a group of its own`);
@@ -94,7 +94,7 @@ export function enterOwnCpuGroup(name: string, paths: CpuGroupPaths = MACHINE): 
         writeFileSync(path.join(hierarchy, 'cgroup.procs'), String(process.pid));
         rmdirSync(folder);
       } catch {
-        // A process of the bench's still in it: the kernel keeps the cgroup until it is gone; nothing else to undo.
+        // A process of the bench's still in it (rmdir refuses a cgroup with tasks): the folder is left behind.
       }
     },
   };
