@@ -171,7 +171,6 @@ async function copyDrivesPart(stack: BenchStack): Promise<CopyOutResult> {
   }
 }
 
-/** Runs a Node.js script to its end; its standard output, or a rejection with its standard error. */
 /** One floor run of bench:export (copy-beside.ts) beside the other organization's load. */
 interface FloorRun {
   pacedRowsPerSecond: number;
@@ -183,6 +182,7 @@ interface FloorRun {
   p99Ratio: number;
 }
 
+/** Runs a Node.js script to its end; its standard output, or a rejection with its standard error. */
 function runScript(script: string, args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [script, ...args], {
